@@ -1,0 +1,928 @@
+"""Importers: the seven built-in benchmarks, user CSV/JSONL files, and grouped splits.
+
+Everything here turns files into the typed records of :mod:`judge_engine.records`
+(:class:`Sample`, :class:`Aspect`, :class:`Dataset`, :class:`Split`).
+
+Public API
+----------
+- :class:`DataImportError` -- every problem with a file the user can fix; names the
+  file, the row and the column (``"my.csv, row 17, column 'score': 'abc' is not a number"``).
+- :data:`BENCHMARKS` -- name -> :class:`BenchmarkSpec` for the built-in data sets.
+- :func:`default_data_dir`, :func:`available_benchmarks`, :func:`load_benchmark`.
+- :func:`inspect_table`, :func:`load_table` -- user CSV / JSONL / JSON-list files.
+- :func:`make_split` -- seeded train/test split that never cuts a group.
+
+Row numbers in messages are 1-based: for CSV and JSONL files they are the line number
+in the file (a CSV header is row 1, so the first data row is row 2, as in a spreadsheet);
+for a JSON list they are the position of the record in the list.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import html
+import io
+import json
+import math
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from .records import Aspect, Dataset, Sample, Split
+
+__all__ = [
+    "DataImportError",
+    "SplitError",
+    "BenchmarkSpec",
+    "BENCHMARKS",
+    "default_data_dir",
+    "available_benchmarks",
+    "benchmark_path",
+    "load_benchmark",
+    "inspect_table",
+    "load_table",
+    "make_split",
+]
+
+DATA_DIR_ENV = "JUDGE_WORKBENCH_DATA"
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class DataImportError(ValueError):
+    """A problem with an input file that the user can fix.
+
+    ``file`` is the path as given, ``row`` the 1-based row (line number for CSV/JSONL,
+    record number for a JSON list) or None, ``column`` the column / key or None.
+    ``str()`` reads ``"<file name>, row 17, column 'score': <message>"``.
+    """
+
+    def __init__(self, message: str, *, file: str | os.PathLike | None = None,
+                 row: int | None = None, column: str | None = None) -> None:
+        self.message = message
+        self.file = None if file is None else str(file)
+        self.row = row
+        self.column = column
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = []
+        if self.file:
+            where.append(Path(self.file).name or self.file)
+        if self.row is not None:
+            where.append(f"row {self.row}")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+    def __reduce__(self):  # keep pickling/copying working despite keyword-only args
+        return (_rebuild_error, (self.message, self.file, self.row, self.column))
+
+
+def _rebuild_error(message, file, row, column):
+    return DataImportError(message, file=file, row=row, column=column)
+
+
+class SplitError(ValueError):
+    """The dataset cannot be split as asked (too small, too few groups, bad sizes)."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _short(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _to_float(value: Any, *, file, row, column) -> float:
+    """A finite float from a number or numeric string, else DataImportError."""
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        raise DataImportError(f"{_short(value)} is not a number", file=file, row=row, column=column)
+    if isinstance(value, (int, float)):
+        out = float(value)
+    else:
+        text = str(value).strip()
+        if not text:
+            raise DataImportError("score is empty", file=file, row=row, column=column)
+        try:
+            out = float(text)
+        except ValueError:
+            hint = " (use a dot as decimal separator)" if re.fullmatch(r"-?\d+,\d+", text) else ""
+            raise DataImportError(f"{_short(text)} is not a number{hint}",
+                                  file=file, row=row, column=column) from None
+    if not math.isfinite(out):
+        raise DataImportError(f"{_short(value)} is not a finite number (NaN or infinity)",
+                              file=file, row=row, column=column)
+    return out
+
+
+def _parse_scores(raw: Any, *, file, row, column="scores") -> dict:
+    """A scores field: a dict, or a Python-dict string (parsed safely, never eval'd)."""
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            value = ast.literal_eval(raw.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+            raise DataImportError(f"cannot parse scores {_short(raw)}: {exc.__class__.__name__}",
+                                  file=file, row=row, column=column) from None
+        if isinstance(value, dict):
+            return value
+    raise DataImportError(f"expected a dict of scores, got {_short(raw)}",
+                          file=file, row=row, column=column)
+
+
+def _aspect_scores(raw: Any, names: Sequence[str], *, file, row, column="scores") -> dict[str, float]:
+    """The scores for exactly ``names`` (extra keys such as ``ctc_relevance`` are ignored)."""
+    scores = _parse_scores(raw, file=file, row=row, column=column)
+    out = {}
+    for name in names:
+        if name not in scores:
+            raise DataImportError(f"scores have no {name!r} (they have: {', '.join(map(str, scores))})",
+                                  file=file, row=row, column=column)
+        out[name] = _to_float(scores[name], file=file, row=row, column=f"{column}.{name}")
+    return out
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _decode(raw: bytes, file) -> str:
+    """UTF-8 (with or without BOM) text, else a DataImportError locating the bad byte."""
+    for encoding in ("utf-8", "utf-8-sig"):
+        try:
+            text = raw.decode(encoding)
+            return text[1:] if text.startswith("\ufeff") else text
+        except UnicodeDecodeError as exc:
+            error = exc
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise DataImportError("the file is UTF-16 encoded; save it as UTF-8 and import it again",
+                              file=file)
+    line = raw[: error.start].count(b"\n") + 1
+    raise DataImportError(
+        f"cannot read the file as UTF-8 (byte 0x{raw[error.start]:02x} on line {line}); "
+        "save it as UTF-8 (e.g. 'CSV UTF-8' in Excel) and import it again",
+        file=file, row=line)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise DataImportError("file not found", file=path) from None
+    except IsADirectoryError:
+        raise DataImportError("is a folder, not a file", file=path) from None
+    except OSError as exc:
+        raise DataImportError(f"cannot read the file ({exc.strerror or exc})", file=path) from None
+
+
+def _json_error(exc: json.JSONDecodeError, *, file, row=None) -> DataImportError:
+    return DataImportError(f"invalid JSON ({exc.msg} at column {exc.colno})",
+                           file=file, row=row if row is not None else exc.lineno)
+
+
+def _load_json(path: Path) -> Any:
+    text = _decode(_read_bytes(path), path)
+    if not text.strip():
+        raise DataImportError("the file is empty", file=path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _json_error(exc, file=path) from None
+
+
+def _iter_jsonl(path: Path) -> Iterable[tuple[int, Any]]:
+    text = _decode(_read_bytes(path), path)
+    if not text.strip():
+        raise DataImportError("the file is empty", file=path)
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _json_error(exc, file=path, row=lineno) from None
+
+
+def _need(record: Any, key: str, *, file, row) -> Any:
+    if not isinstance(record, dict):
+        raise DataImportError(f"expected a JSON object, got {_short(record)}", file=file, row=row)
+    if key not in record:
+        raise DataImportError(f"missing key (the record has: {', '.join(map(str, record))})",
+                              file=file, row=row, column=key)
+    return record[key]
+
+
+def _group_numbers() -> Callable[[str], str]:
+    """Map a long group key (dialogue history, prompt) to '0', '1', ... by first appearance."""
+    seen: dict[str, str] = {}
+
+    def number(key: str) -> str:
+        return seen.setdefault(key, str(len(seen)))
+
+    return number
+
+
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _html_to_text(fragment: str) -> str:
+    """Newsroom sources: paragraph tags -> blank lines, other tags dropped, entities unescaped."""
+    text = re.sub(r"\s*</p>\s*<p[^>]*>\s*", "\n\n", fragment, flags=re.I)
+    text = re.sub(r"<br\s*/?>", "\n", text, flags=re.I)
+    text = _TAG.sub("", text)  # tags first, so an escaped "&lt;b&gt;" stays literal text
+    text = html.unescape(text)
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip()
+
+
+# --------------------------------------------------------------------------- benchmark specs
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """How to read one built-in benchmark and how prompts should talk about it."""
+
+    name: str
+    folder: str
+    file: str
+    task: str
+    input_label: str
+    output_label: str
+    natural_level: str
+    aspects: tuple[Aspect, ...]
+    context_label: str | None = None
+    """How prompts name ``Sample.context`` (e.g. the fact in Topical-Chat), if the data has one."""
+    reference_label: str | None = None
+    """How prompts name ``Sample.reference``, if the data has one."""
+    description: str = ""
+    loader: Callable[["BenchmarkSpec", Path], list[Sample]] | None = field(default=None, repr=False)
+
+    def path(self, data_dir: str | os.PathLike | None = None) -> Path:
+        base = Path(data_dir) if data_dir is not None else default_data_dir()
+        return base / self.folder / self.file
+
+    @property
+    def aspect_names(self) -> list[str]:
+        return [a.name for a in self.aspects]
+
+
+def _a(name: str, low: float, high: float, definition: str) -> Aspect:
+    return Aspect(name, float(low), float(high), definition)
+
+
+# ---- loaders (one per native format) ---------------------------------------------------
+
+
+def _load_summeval(spec: BenchmarkSpec, path: Path) -> list[Sample]:
+    names = spec.aspect_names  # ctc_relevance (a metric, not a human score) is never read
+    samples = []
+    for article, (row, rec) in enumerate(_iter_jsonl(path)):
+        src = _text(_need(rec, "src", file=path, row=row)).strip()
+        ref = _text(rec.get("ref_summs", "")).strip() or None
+        systems = _need(rec, "sys_summs", file=path, row=row)
+        if not isinstance(systems, dict):
+            raise DataImportError("expected an object of systems", file=path, row=row, column="sys_summs")
+        for system, entry in systems.items():
+            col = f"sys_summs.{system}"
+            summary = _text(_need(entry, "sys_summ", file=path, row=row)).strip()
+            human = _aspect_scores(_need(entry, "scores", file=path, row=row), names,
+                                   file=path, row=row, column=f"{col}.scores")
+            samples.append(Sample(
+                id=f"{article}:{system}", input=src, output=summary, group_id=str(article),
+                system_id=str(system), reference=ref, human=human,
+                metadata={"article_index": article}))
+    return samples
+
+
+def _load_topical_chat(spec: BenchmarkSpec, path: Path) -> list[Sample]:
+    data = _load_json(path)
+    _expect_list(data, path)
+    group = _group_numbers()
+    samples = []
+    for i, rec in enumerate(data):
+        row = i + 1
+        history = _text(_need(rec, "source", file=path, row=row))
+        samples.append(Sample(
+            id=str(i), input=history.strip(),
+            output=_text(_need(rec, "system_output", file=path, row=row)).strip(),
+            group_id=group(history), system_id=_text(rec.get("system_id", "")),
+            context=_text(rec.get("context", "")).strip() or None,
+            human=_aspect_scores(_need(rec, "scores", file=path, row=row), spec.aspect_names,
+                                 file=path, row=row)))
+    return samples
+
+
+def _load_sf(spec: BenchmarkSpec, path: Path) -> list[Sample]:
+    data = _load_json(path)
+    _expect_list(data, path)
+    samples = []
+    for i, rec in enumerate(data):
+        row = i + 1
+        doc_id = _text(_need(rec, "doc_id", file=path, row=row))
+        act = _text(_need(rec, "source", file=path, row=row)).strip()
+        samples.append(Sample(
+            # doc_id is unique per record in these files, so it is the id. The group is the
+            # dialogue act: the same act was realised by several systems (2-10 outputs each),
+            # and a split must not put one realisation in train and another in test.
+            id=doc_id, input=act,
+            output=_text(_need(rec, "system_output", file=path, row=row)).strip(),
+            group_id=act, reference=_text(rec.get("reference", "")).strip() or None,
+            human=_aspect_scores(_need(rec, "scores", file=path, row=row), spec.aspect_names,
+                                 file=path, row=row),
+            metadata={"doc_id": rec["doc_id"]}))
+    return samples
+
+
+def _load_hanna(spec: BenchmarkSpec, path: Path) -> list[Sample]:
+    data = _load_json(path)
+    _expect_list(data, path)
+    group = _group_numbers()
+    samples = []
+    for i, rec in enumerate(data):
+        row = i + 1
+        raw_id = _need(rec, "story_id", file=path, row=row)
+        try:
+            story_id = int(raw_id)
+        except (TypeError, ValueError):
+            raise DataImportError(f"{_short(raw_id)} is not an integer", file=path, row=row,
+                                  column="story_id") from None
+        system = story_id // 96  # 96 prompts per system; system 0 = the human-written story
+        prompt = _text(_need(rec, "prompt", file=path, row=row))
+        samples.append(Sample(
+            id=str(story_id), input=prompt.strip(),
+            output=_text(_need(rec, "story", file=path, row=row)).strip(),
+            group_id=group(prompt), system_id=str(system),
+            human=_aspect_scores(_need(rec, "scores", file=path, row=row), spec.aspect_names,
+                                 file=path, row=row),
+            metadata={"story_id": story_id, "human_written": system == 0}))
+    return samples
+
+
+def _load_newsroom(spec: BenchmarkSpec, path: Path) -> list[Sample]:
+    data = _load_json(path)
+    _expect_list(data, path)
+    position: dict[str, int] = {}
+    cleaned: dict[str, str] = {}
+    samples = []
+    for i, rec in enumerate(data):
+        row = i + 1
+        doc_id = _text(_need(rec, "doc_id", file=path, row=row))
+        k = position.get(doc_id, 0)
+        position[doc_id] = k + 1
+        source = _text(_need(rec, "source", file=path, row=row))
+        if source not in cleaned:
+            cleaned[source] = _html_to_text(source)
+        samples.append(Sample(
+            # The file does not say which system wrote which summary (and the order inside a
+            # document is not consistent), so system_id stays empty; id = doc_id:position.
+            id=f"{doc_id}:{k}", input=cleaned[source],
+            output=html.unescape(_text(_need(rec, "system_output", file=path, row=row))).strip(),
+            group_id=doc_id,
+            human=_aspect_scores(_need(rec, "scores", file=path, row=row), spec.aspect_names,
+                                 file=path, row=row),
+            metadata={"doc_id": doc_id, "position": k}))
+    return samples
+
+
+def _load_writingprompt_a(spec: BenchmarkSpec, path: Path) -> list[Sample]:
+    data = _load_json(path)
+    if not isinstance(data, dict):
+        raise DataImportError("expected a JSON object {index: record}", file=path)
+    group = _group_numbers()
+    samples = []
+    for n, (key, raw) in enumerate(data.items(), 1):
+        rec = _parse_scores(raw, file=path, row=n, column=str(key))  # a dict or a dict string
+        prompt = _text(_need(rec, "prompt", file=path, row=n))
+        human, annotators = {}, {}
+        for name in spec.aspect_names:
+            ratings = _need(rec, name, file=path, row=n)
+            if not isinstance(ratings, (list, tuple)) or not ratings:
+                ratings = [ratings]
+            values = [_to_float(r, file=path, row=n, column=name) for r in ratings]
+            annotators[name] = values
+            human[name] = sum(values) / len(values)
+        samples.append(Sample(
+            id=str(key), input=prompt.strip(),
+            output=_text(_need(rec, "story", file=path, row=n)).strip(),
+            group_id=group(prompt), human=human, annotators=annotators,
+            metadata={"human_written": bool(rec.get("human_written", False))}))
+    return samples
+
+
+def _expect_list(data: Any, path: Path) -> None:
+    if not isinstance(data, list):
+        raise DataImportError(f"expected a JSON list of records, got {type(data).__name__}", file=path)
+
+
+# ---- the seven built-ins ----------------------------------------------------------------
+
+_SUMMARY_FLUENCY = "How well written each sentence is: grammatical, well formed and easy to read."
+
+BENCHMARKS: dict[str, BenchmarkSpec] = {
+    "summeval": BenchmarkSpec(
+        name="summeval", folder="summeval", file="summeval_ctc.jsonl",
+        task="news summarization (CNN/DailyMail articles)",
+        input_label="Article", output_label="Summary", reference_label="Reference summary",
+        # SummEval papers (G-Eval, UniEval, ...) report "summary level": correlation inside
+        # each article's 16 summaries, averaged over the 100 articles.
+        natural_level="group",
+        aspects=(
+            _a("coherence", 1, 5, "How well the summary's sentences fit together into a "
+               "well-organised whole that reads logically from start to end."),
+            _a("consistency", 1, 5, "Whether every fact the summary states is supported by the "
+               "article, with nothing invented or contradicted."),
+            _a("fluency", 1, 5, _SUMMARY_FLUENCY),
+            _a("relevance", 1, 5, "How well the summary keeps the article's most important "
+               "information and leaves out minor or redundant details."),
+        ),
+        description="100 CNN/DailyMail articles x 16 systems, 3 expert ratings averaged.",
+        loader=_load_summeval),
+    "topical_chat": BenchmarkSpec(
+        name="topical_chat", folder="topical_chat", file="topical_chat.json",
+        task="knowledge-grounded dialogue response generation",
+        input_label="Dialogue history", output_label="Response", context_label="Fact",
+        # USR / UniEval report turn-level correlation: one correlation over all 360 responses.
+        natural_level="sample",
+        aspects=(
+            _a("understandability", 0, 1, "Whether the response can be understood on its own "
+               "and makes sense (0 = no, 1 = yes)."),
+            _a("naturalness", 1, 3, "How much the response sounds like something a person "
+               "would naturally say at this point of the conversation."),
+            _a("coherence", 1, 3, "How well the response follows on from the dialogue history "
+               "and stays on topic."),
+            _a("engagingness", 1, 3, "How interesting the response is and how much it invites "
+               "the other person to keep talking."),
+            _a("groundedness", 0, 1, "Whether the response makes use of the given fact "
+               "(0 = no, 1 = yes)."),
+            _a("overall", 1, 5, "The overall quality of the response as the next turn of "
+               "this conversation."),
+        ),
+        description="60 dialogue contexts x 6 responses (4 systems + 2 human), USR annotations.",
+        loader=_load_topical_chat),
+    "sfhot": BenchmarkSpec(
+        name="sfhot", folder="sfhot", file="sfhot.json",
+        task="data-to-text generation: turning a hotel-booking dialogue act into an utterance",
+        input_label="Dialogue act", output_label="Utterance", reference_label="Reference",
+        # Novikova et al. (2017) and UniEval report one correlation over all utterances.
+        natural_level="sample",
+        aspects=(
+            _a("informativeness", 1, 6, "How fully the utterance conveys all the information "
+               "in the dialogue act, without leaving anything out."),
+            _a("naturalness", 1, 6, "How likely it is that a native speaker would say this "
+               "utterance: fluent and natural-sounding."),
+            _a("overall", 1, 6, "The overall quality of the utterance as a way of expressing "
+               "the dialogue act."),
+        ),
+        description="Hotel dialogue acts realised by 3 systems (SF Hotel, Novikova et al. 2017).",
+        loader=_load_sf),
+    "sfres": BenchmarkSpec(
+        name="sfres", folder="sfres", file="sfres.json",
+        task="data-to-text generation: turning a restaurant dialogue act into an utterance",
+        input_label="Dialogue act", output_label="Utterance", reference_label="Reference",
+        natural_level="sample",  # as sfhot
+        aspects=(
+            _a("informativeness", 1, 6, "How fully the utterance conveys all the information "
+               "in the dialogue act, without leaving anything out."),
+            _a("naturalness", 1, 6, "How likely it is that a native speaker would say this "
+               "utterance: fluent and natural-sounding."),
+            _a("overall", 1, 6, "The overall quality of the utterance as a way of expressing "
+               "the dialogue act."),
+        ),
+        description="Restaurant dialogue acts realised by 3 systems (SF Restaurant, Novikova et al. 2017).",
+        loader=_load_sf),
+    "hanna": BenchmarkSpec(
+        name="hanna", folder="hanna", file="hanna.json",
+        task="story generation from WritingPrompts prompts",
+        input_label="Story prompt", output_label="Story",
+        # HANNA (Chhun et al., 2022) reports "story level": correlation inside each prompt's
+        # 11 stories, averaged over the 96 prompts (system level is also reported there).
+        natural_level="group",
+        aspects=(
+            _a("relevance", 1, 5, "How closely the story matches its prompt."),
+            _a("coherence", 1, 5, "How much sense the story makes as a whole, with events and "
+               "ideas that connect logically."),
+            _a("empathy", 1, 5, "How well the reader can understand the characters' emotions, "
+               "whether or not they share them."),
+            _a("surprise", 1, 5, "How surprising the story is, especially its ending, in a way "
+               "that still makes sense."),
+            _a("engagement", 1, 5, "How much the story draws the reader in and makes them "
+               "care about what happens."),
+            _a("complexity", 1, 5, "How elaborate and rich the story is: its plot, characters "
+               "and setting."),
+        ),
+        description="96 prompts x 11 writers (1 human + 10 systems), 3 ratings averaged.",
+        loader=_load_hanna),
+    "newsroom": BenchmarkSpec(
+        name="newsroom", folder="newsroom", file="newsroom.json",
+        task="news summarization",
+        input_label="Article", output_label="Summary",
+        # The released file has no system ids; HypoEval reports one correlation over all
+        # summaries, so the natural level is sample (group level, per article, also works).
+        natural_level="sample",
+        aspects=(
+            _a("coherence", 1, 5, "How well the summary's phrases and sentences fit together "
+               "and make sense as a whole."),
+            _a("fluency", 1, 5, _SUMMARY_FLUENCY),
+            _a("informativeness", 1, 5, "How well the summary captures the key points of the "
+               "article."),
+            _a("relevance", 1, 5, "Whether the details the summary gives agree with the "
+               "details in the article."),
+        ),
+        description="60 Newsroom articles x 7 summaries, 3 ratings averaged.",
+        loader=_load_newsroom),
+    "writingprompt_a": BenchmarkSpec(
+        name="writingprompt_a", folder="writingprompt_a", file="wp_a.json",
+        task="story generation from writing prompts",
+        input_label="Story prompt", output_label="Story",
+        # HypoEval (and Chiang & Lee, 2023) correlate over all 400 stories: sample level.
+        natural_level="sample",
+        aspects=(
+            _a("cohesive", 1, 5, "How well the story's sentences connect into one "
+               "well-structured piece of writing."),
+            _a("enjoy", 1, 5, "How much a reader would like or enjoy the story."),
+            _a("grammar", 1, 5, "How grammatically correct the story's text is."),
+            _a("relevant", 1, 5, "How well the story fits its prompt."),
+        ),
+        description="200 human-written + 200 model-written stories, 3 ratings per aspect.",
+        loader=_load_writingprompt_a),
+}
+
+
+def default_data_dir() -> Path:
+    """``$JUDGE_WORKBENCH_DATA`` if set, else ``<repo>/../shared/data``."""
+    env = os.environ.get(DATA_DIR_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    repo = Path(__file__).resolve().parent.parent
+    return (repo.parent / "shared" / "data").resolve()
+
+
+def _spec(name: str) -> BenchmarkSpec:
+    try:
+        return BENCHMARKS[name]
+    except KeyError:
+        raise ValueError(f"unknown benchmark {name!r}; known: {', '.join(BENCHMARKS)}") from None
+
+
+def benchmark_path(name: str, data_dir: str | os.PathLike | None = None) -> Path:
+    """Where the file of benchmark ``name`` is expected."""
+    return _spec(name).path(data_dir)
+
+
+def available_benchmarks(data_dir: str | os.PathLike | None = None) -> list[str]:
+    """Names of the built-in benchmarks whose files exist under ``data_dir``."""
+    return [name for name, spec in BENCHMARKS.items() if spec.path(data_dir).is_file()]
+
+
+def load_benchmark(name: str, data_dir: str | os.PathLike | None = None) -> Dataset:
+    """Load one built-in benchmark as a :class:`Dataset`.
+
+    Raises ValueError for an unknown name and :class:`DataImportError` if the file is
+    missing or malformed.
+    """
+    spec = _spec(name)
+    path = spec.path(data_dir)
+    if not path.is_file():
+        raise DataImportError(f"benchmark file not found at {path} (set {DATA_DIR_ENV} to the "
+                              "folder holding the benchmark folders)", file=path)
+    samples = spec.loader(spec, path)
+    _check_unique_ids(samples, path)
+    return Dataset(name=spec.name, task=spec.task, aspects=spec.aspects, samples=tuple(samples),
+                   natural_level=spec.natural_level, source=str(path),
+                   input_label=spec.input_label, output_label=spec.output_label)
+
+
+def _check_unique_ids(samples: Sequence[Sample], path) -> None:
+    seen = set()
+    for n, s in enumerate(samples, 1):
+        if s.id in seen:
+            raise DataImportError(f"duplicate id {s.id!r}", file=path, row=n)
+        seen.add(s.id)
+
+
+# --------------------------------------------------------------------------- user tables
+
+_TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json"}
+
+
+def _table_kind(path: Path) -> str:
+    kind = _TABLE_SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise DataImportError(f"unsupported file type {path.suffix or '(none)'!r}; "
+                              "use .csv, .tsv, .jsonl or .json", file=path)
+    return kind
+
+
+def _read_table(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """(columns, [(row number, record)]) for a CSV/TSV, JSONL or JSON-list file."""
+    path = Path(path)
+    kind = _table_kind(path)
+    text = _decode(_read_bytes(path), path)
+    if not text.strip():
+        raise DataImportError("the file is empty", file=path)
+    if kind in ("csv", "tsv"):
+        return _read_csv(text, path, "\t" if kind == "tsv" else ",")
+    if kind == "jsonl":
+        records = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise _json_error(exc, file=path, row=lineno) from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _json_error(exc, file=path) from None
+        if isinstance(data, dict):  # {"data": [...]} or {id: record}
+            lists = [v for v in data.values() if isinstance(v, list)]
+            if len(data) == 1 and lists:
+                data = lists[0]
+            elif all(isinstance(v, dict) for v in data.values()):
+                data = [dict(v, **{"_key": k}) if "_key" not in v else v for k, v in data.items()]
+        if not isinstance(data, list):
+            raise DataImportError("expected a JSON list of records (objects)", file=path)
+        records = list(enumerate(data, 1))
+    columns: dict[str, None] = {}
+    for row, rec in records:
+        if not isinstance(rec, dict):
+            raise DataImportError(f"expected a JSON object, got {_short(rec)}", file=path, row=row)
+        for key in rec:
+            columns.setdefault(str(key), None)
+    if not records:
+        raise DataImportError("the file has no records", file=path)
+    return list(columns), records
+
+
+def _read_csv(text: str, path: Path, delimiter: str):
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = next(reader)
+        while not any(cell.strip() for cell in header):
+            header = next(reader)
+    except StopIteration:
+        raise DataImportError("the file is empty", file=path) from None
+    except csv.Error as exc:
+        raise DataImportError(f"cannot parse the CSV header ({exc})", file=path, row=1) from None
+    header = [h.strip() for h in header]
+    seen = set()
+    for i, name in enumerate(header):
+        if not name:
+            raise DataImportError(f"header cell {i + 1} is empty; every column needs a name",
+                                  file=path, row=reader.line_num)
+        if name in seen:
+            raise DataImportError("two columns have this name", file=path, row=reader.line_num,
+                                  column=name)
+        seen.add(name)
+    width = len(header)
+    records = []
+    last = reader.line_num
+    try:
+        for cells in reader:
+            row = last + 1  # first line of this record
+            last = reader.line_num
+            if not cells or (len(cells) == 1 and not cells[0].strip()):
+                continue  # blank line
+            if len(cells) != width:
+                if len(cells) > width and not any(c.strip() for c in cells[width:]):
+                    cells = cells[:width]  # trailing empty cells (spreadsheet export)
+                else:
+                    raise DataImportError(f"has {len(cells)} cells but the header has {width} "
+                                          f"columns ({', '.join(header)})", file=path, row=row)
+            records.append((row, dict(zip(header, cells))))
+    except csv.Error as exc:
+        raise DataImportError(f"cannot parse the CSV ({exc})", file=path, row=reader.line_num) from None
+    if not records:
+        raise DataImportError("the file has a header but no data rows", file=path)
+    return header, records
+
+
+def inspect_table(path: str | os.PathLike, limit: int = 5) -> tuple[list[str], list[dict[str, Any]]]:
+    """Column names and the first ``limit`` records, for the column-mapping screen."""
+    columns, records = _read_table(path)
+    return columns, [rec for _, rec in records[:limit]]
+
+
+def load_table(
+    path: str | os.PathLike,
+    *,
+    name: str | None = None,
+    input_col: str,
+    output_col: str,
+    score_cols: dict[str, str] | Sequence[str],
+    group_col: str | None = None,
+    system_col: str | None = None,
+    id_col: str | None = None,
+    context_col: str | None = None,
+    reference_col: str | None = None,
+    aspect_ranges: dict[str, tuple[float, float]] | None = None,
+    task: str = "",
+    progress: Callable[[int, int], Any] | None = None,
+    warnings: list[str] | None = None,
+    input_label: str = "Source",
+    output_label: str = "Output",
+    definitions: dict[str, str] | None = None,
+) -> Dataset:
+    """Import a user's CSV / TSV / JSONL / JSON-list file of human-scored outputs.
+
+    ``score_cols`` maps aspect name -> column (a list means aspect name = column name).
+    Without ``group_col`` every row is its own group; without ``id_col`` the id is the
+    row number. Aspect ranges not given in ``aspect_ranges`` are the observed min/max.
+    Non-fatal problems (e.g. fewer than 2 groups) are appended to ``warnings`` if given.
+    ``progress(done, total)`` is called every few thousand rows and at the end.
+    Every problem with the file raises :class:`DataImportError`.
+    """
+    path = Path(path)
+    if isinstance(score_cols, str):
+        score_cols = [score_cols]
+    aspect_cols = dict(score_cols) if isinstance(score_cols, dict) else {c: c for c in score_cols}
+    if not aspect_cols:
+        raise DataImportError("choose at least one score column", file=path)
+    columns, records = _read_table(path)
+
+    mapped = {"input": input_col, "output": output_col, "group": group_col, "system": system_col,
+              "id": id_col, "context": context_col, "reference": reference_col}
+    mapped.update({f"score {a}": c for a, c in aspect_cols.items()})
+    available = set(columns)
+    for role, col in mapped.items():
+        if col is not None and col not in available:
+            raise DataImportError(f"no such column (mapped as {role}); the file has: "
+                                  f"{', '.join(map(repr, columns))}", file=path, column=col)
+
+    ranges = {}
+    for aspect, rng in (aspect_ranges or {}).items():
+        if aspect not in aspect_cols:
+            raise DataImportError(f"a range is given for {aspect!r}, which is not a score "
+                                  f"aspect ({', '.join(aspect_cols)})", file=path)
+        try:
+            low, high = float(rng[0]), float(rng[1])
+        except (TypeError, ValueError, IndexError):
+            raise DataImportError(f"range for {aspect!r} must be (low, high), got {rng!r}",
+                                  file=path) from None
+        if not (math.isfinite(low) and math.isfinite(high) and low < high):
+            raise DataImportError(f"range for {aspect!r} must have low < high, got {rng!r}",
+                                  file=path)
+        ranges[aspect] = (low, high)
+
+    if len(records) < 2:
+        raise DataImportError("the file has a single row; meta-evaluation needs at least 2 "
+                              "scored outputs", file=path)
+
+    total = len(records)
+    step = max(1000, total // 100)
+    samples: list[Sample] = []
+    first_row_of: dict[str, int] = {}
+    observed = {a: [math.inf, -math.inf] for a in aspect_cols}
+    optional = [("system_id", system_col), ("context", context_col), ("reference", reference_col)]
+    for done, (row, rec) in enumerate(records, 1):
+        if id_col is not None:
+            sid = _text(rec.get(id_col)).strip()
+            if not sid:
+                raise DataImportError("the id is empty", file=path, row=row, column=id_col)
+        else:
+            sid = str(row)
+        if sid in first_row_of:
+            raise DataImportError(f"duplicate id {sid!r} (first used on row {first_row_of[sid]})",
+                                  file=path, row=row, column=id_col)
+        first_row_of[sid] = row
+
+        if output_col not in rec:
+            raise DataImportError("missing in this record", file=path, row=row, column=output_col)
+        output = _text(rec[output_col])
+        if not output.strip():
+            raise DataImportError("the output text is empty", file=path, row=row, column=output_col)
+
+        human = {}
+        for aspect, col in aspect_cols.items():
+            if col not in rec:
+                raise DataImportError("missing in this record", file=path, row=row, column=col)
+            value = _to_float(rec[col], file=path, row=row, column=col)
+            if aspect in ranges:
+                low, high = ranges[aspect]
+                if not low <= value <= high:
+                    raise DataImportError(f"{value:g} is outside the range {low:g}-{high:g} of "
+                                          f"{aspect!r}", file=path, row=row, column=col)
+            lo_hi = observed[aspect]
+            if value < lo_hi[0]:
+                lo_hi[0] = value
+            if value > lo_hi[1]:
+                lo_hi[1] = value
+            human[aspect] = value
+
+        extras = {}
+        for attr, col in optional:
+            if col is not None:
+                value = _text(rec.get(col)).strip()
+                extras[attr] = value if attr == "system_id" else (value or None)
+        group = _text(rec.get(group_col)).strip() if group_col is not None else ""
+        samples.append(Sample(
+            id=sid, input=_text(rec.get(input_col)), output=output,
+            group_id=group or (f"(row {row})" if group_col is not None else sid), human=human,
+            **extras))
+        if progress is not None and (done % step == 0 or done == total):
+            progress(done, total)
+
+    aspects = []
+    for aspect in aspect_cols:
+        if aspect in ranges:
+            low, high = ranges[aspect]
+        else:
+            low, high = observed[aspect]
+            if low == high and warnings is not None:
+                warnings.append(f"{path.name}: every row has the same {aspect!r} score ({low:g}); "
+                                "correlations with it are undefined")
+        aspects.append(Aspect(aspect, low, high, (definitions or {}).get(aspect, "")))
+
+    if warnings is not None:
+        n_groups = len({s.group_id for s in samples})
+        if n_groups < 2:
+            warnings.append(f"{path.name}: all rows are in one group (column {group_col!r}); "
+                            "group-level results and grouped splits need at least 2 groups")
+        if group_col is not None:
+            empty = sum(1 for s in samples if s.group_id.startswith("(row "))
+            if empty:
+                warnings.append(f"{path.name}: {empty} row(s) have an empty {group_col!r}; "
+                                "each is treated as its own group")
+
+    return Dataset(name=name or path.stem, task=task, aspects=tuple(aspects),
+                   samples=tuple(samples), natural_level="sample", source=str(path),
+                   input_label=input_label, output_label=output_label)
+
+
+# --------------------------------------------------------------------------- splits
+
+
+def make_split(dataset: Dataset, *, train_size: int = 30, test_size: int | None = None,
+               seed: int = 0) -> Split:
+    """A seeded train/test split that never puts one group in both parts.
+
+    Groups are shuffled with ``random.Random(seed)``. Train takes whole groups: first every
+    group (in shuffled order) that still fits without exceeding ``train_size``, then, if
+    it is still short, the remaining group that gets closest above ``train_size`` (so train
+    has at least ``train_size`` items and as few extra as the group sizes allow). Test is
+    every item of the remaining groups, or (with ``test_size``) the first ``test_size``
+    items of the remaining groups in shuffled order. Ids keep the dataset's order.
+    Raises :class:`SplitError` if the dataset is too small.
+    """
+    if train_size < 0 or (test_size is not None and test_size < 1):
+        raise SplitError(f"train_size must be >= 0 and test_size >= 1 (got {train_size}, {test_size})")
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(dataset.samples):
+        groups.setdefault(s.group_id, []).append(i)
+    n = len(dataset.samples)
+    if len(groups) < 2 and train_size > 0:
+        raise SplitError(f"dataset {dataset.name!r} has {len(groups)} group(s); a train/test "
+                         "split needs at least 2 groups")
+    if train_size >= n:
+        raise SplitError(f"dataset {dataset.name!r} has {n} items; train_size={train_size} "
+                         "leaves nothing to test on")
+
+    order = list(groups)
+    random.Random(seed).shuffle(order)
+    train: list[str] = []
+    taken = 0
+    rest: list[str] = []
+    for g in order:
+        if taken + len(groups[g]) <= train_size:
+            train.append(g)
+            taken += len(groups[g])
+        else:
+            rest.append(g)
+    while taken < train_size:
+        reaching = [g for g in rest if taken + len(groups[g]) >= train_size]
+        pick = (min(reaching, key=lambda g: len(groups[g])) if reaching
+                else max(rest, key=lambda g: len(groups[g])))
+        rest.remove(pick)  # min/max return the first in shuffled order on ties
+        train.append(pick)
+        taken += len(groups[pick])
+    if not rest:
+        raise SplitError(f"dataset {dataset.name!r} is too small: taking {train_size} training "
+                         f"items uses all {len(groups)} groups and leaves nothing to test on")
+
+    test_idx = [i for g in rest for i in groups[g]]
+    if test_size is not None:
+        if test_size > len(test_idx):
+            raise SplitError(f"dataset {dataset.name!r}: only {len(test_idx)} items remain after "
+                             f"the {taken} training items; test_size={test_size} is too large")
+        test_idx = test_idx[:test_size]
+    train_idx = sorted(i for g in train for i in groups[g])
+    samples = dataset.samples
+    return Split(dataset=dataset.name, seed=seed,
+                 train_ids=tuple(samples[i].id for i in train_idx),
+                 test_ids=tuple(samples[i].id for i in sorted(test_idx)))

@@ -1,0 +1,172 @@
+"""The client every method calls: persistent cache, cost ledger, bounded concurrency."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+from .base import Backend, Completion, GenerationParams, LLMConfig, Message, Request, cache_key
+
+
+class CallCache(Protocol):
+    """Where completions persist (``judge_engine.store.CallCache`` is the real one)."""
+
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, key: str, *, backend: str, model: str, request: dict[str, Any],
+            response: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class LedgerTotals:
+    calls: int = 0
+    """Requests actually sent to the backend."""
+    cache_hits: int = 0
+    """Requests answered from the persistent cache."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    """Summed backend latency of the calls made."""
+    dollars: float = 0.0
+    failures: int = 0
+    """Requests that raised after the backend's retries."""
+
+
+class Ledger:
+    """Thread-safe running totals of what a run cost."""
+
+    def __init__(self, *, price_prompt_per_1k: float = 0.0, price_completion_per_1k: float = 0.0,
+                 start: dict[str, Any] | None = None):
+        self._lock = threading.Lock()
+        self._t = LedgerTotals(**(start or {}))
+        self._pp, self._pc = price_prompt_per_1k, price_completion_per_1k
+
+    def record(self, completion: Completion) -> None:
+        with self._lock:
+            if completion.cached:
+                self._t.cache_hits += 1
+                return
+            self._t.calls += 1
+            self._t.prompt_tokens += completion.prompt_tokens
+            self._t.completion_tokens += completion.completion_tokens
+            self._t.seconds += completion.latency_s
+            self._t.dollars += (completion.prompt_tokens * self._pp
+                                + completion.completion_tokens * self._pc) / 1000.0
+
+    def record_failure(self) -> None:
+        with self._lock:
+            self._t.failures += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            d = dict(self._t.__dict__)
+        d["seconds"] = round(d["seconds"], 3)
+        d["dollars"] = round(d["dollars"], 6)
+        return d
+
+
+class LLM:
+    """One call path for every method: ``complete`` and ``complete_many``.
+
+    Parameters
+    ----------
+    config : LLMConfig
+        Which backend and model; also sets the concurrency bound and prices.
+    backend : Backend
+        The uncached generator (see :func:`judge_engine.llm.make_backend`).
+    cache : CallCache or None
+        Persistent cache; with it, no identical request is ever paid for twice.
+    ledger : Ledger or None
+        Running cost totals; a fresh one is made when omitted.
+    """
+
+    def __init__(self, config: LLMConfig, backend: Backend, *, cache: CallCache | None = None,
+                 ledger: Ledger | None = None):
+        self.config = config
+        self.backend = backend
+        self.cache = cache
+        self.ledger = ledger or Ledger(price_prompt_per_1k=config.price_prompt_per_1k,
+                                       price_completion_per_1k=config.price_completion_per_1k)
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.backend.supports_logprobs
+
+    def key(self, messages: Sequence[Message], params: GenerationParams) -> str:
+        return cache_key(self.backend.name, self.backend.model_id, list(messages), params)
+
+    def is_cached(self, messages: Sequence[Message], params: GenerationParams | None = None) -> bool:
+        return self.cache is not None and self.cache.get(self.key(messages, params or GenerationParams())) is not None
+
+    def complete(self, messages: Sequence[Message], params: GenerationParams | None = None,
+                 **overrides: Any) -> Completion:
+        """Answer one chat request, from the cache when it was asked before."""
+        params = (params or GenerationParams()).with_(**overrides) if overrides else (params or GenerationParams())
+        messages = [dict(m) for m in messages]
+        key = self.key(messages, params)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                completion = Completion.from_dict(hit, cached=True)
+                self.ledger.record(completion)
+                return completion
+        try:
+            completion = self.backend.generate(messages, params)
+        except Exception:
+            self.ledger.record_failure()
+            raise
+        if self.cache is not None:
+            self.cache.put(key, backend=self.backend.name, model=self.backend.model_id,
+                           request={"messages": messages, "params": params.cache_fields()},
+                           response=completion.to_dict())
+        self.ledger.record(completion)
+        return completion
+
+    def complete_many(self, requests: Sequence[Request], *,
+                      progress: Callable[[int, int], None] | None = None) -> list[Completion]:
+        """Answer many requests with at most ``config.concurrency`` in flight.
+
+        Cached requests are answered first without touching the backend. Each
+        finished call is cached as it completes, so if one request fails the
+        error is raised once the calls in flight are done and a rerun repeats
+        none of the finished ones.
+        """
+        results: list[Completion | None] = [None] * len(requests)
+        todo: list[int] = []
+        done = 0
+        for i, req in enumerate(requests):
+            hit = self.cache.get(self.key(req.messages, req.params)) if self.cache is not None else None
+            if hit is not None:
+                results[i] = Completion.from_dict(hit, cached=True)
+                self.ledger.record(results[i])
+                done += 1
+            else:
+                todo.append(i)
+        if progress and done:
+            progress(done, len(requests))
+        if todo:
+            workers = max(1, min(self.config.concurrency, len(todo)))
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
+                futures = {pool.submit(self.complete, requests[i].messages, requests[i].params): i for i in todo}
+                pending = set(futures)
+                while pending:
+                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    for fut in finished:
+                        if fut.exception() is not None:
+                            for p in pending:
+                                p.cancel()
+                            raise fut.exception()
+                        results[futures[fut]] = fut.result()
+                        done += 1
+                    if progress:
+                        progress(done, len(requests))
+        return [r for r in results if r is not None]
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start

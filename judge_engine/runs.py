@@ -1,0 +1,217 @@
+"""Runs: configure, start outside the UI, execute resumably, summarise.
+
+A run is a row in the store. :func:`create_run` fixes everything about it
+(method and parameters, dataset, aspect, split, backend); :func:`execute_run`
+does the work and can be called again on a killed or failed run: the fitted
+judge is kept once learned, scored samples are skipped, and every LLM call
+already made is answered by the persistent cache, so nothing is paid twice.
+:func:`start_run` executes a run in a detached process so a browser refresh
+or a page switch never stops it; the page only polls the store.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import data, metrics
+from .llm import BackendUnavailable, LLMConfig, Ledger, make_llm
+from .llm.client import LLM
+from .methods import Judge, get_method
+from .prompting import TaskInfo
+from .records import Dataset, Split, Verdict
+from .store import Store
+
+HEARTBEAT_STALE_S = 90.0
+"""A queued run that no worker picked up within this many seconds is shown as interrupted."""
+
+RunProgress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines a run; a page builds one from its form."""
+
+    method: str
+    dataset: str
+    aspect: str
+    params: dict[str, Any] = field(default_factory=dict)
+    """Method parameters that differ from the paper defaults."""
+    train_size: int = 30
+    test_size: int | None = 40
+    """None = every item not in train."""
+    seed: int = 0
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+
+def ensure_dataset(store: Store, name: str) -> Dataset:
+    """The stored dataset ``name``; a built-in benchmark is imported on first use."""
+    if store.has_dataset(name):
+        return store.load_dataset(name)
+    if name in data.BENCHMARKS:
+        dataset = data.load_benchmark(name)
+        store.save_dataset(dataset)
+        return dataset
+    raise ValueError(f"no dataset named {name!r}: import it first (built-ins: {', '.join(data.BENCHMARKS)})")
+
+
+def create_run(store: Store, spec: RunSpec) -> int:
+    """Validate ``spec``, make its split and store a queued run; returns the run id."""
+    dataset = ensure_dataset(store, spec.dataset)
+    aspect = dataset.aspect(spec.aspect)
+    method = get_method(spec.method, spec.params)
+    method._validate_params()
+    split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
+    store.save_split(split)
+    return store.create_run(method=spec.method, params=method.get_params(), dataset=dataset.name,
+                            aspect=aspect.name, split=split, llm=spec.llm.to_dict())
+
+
+def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
+    """LLM calls the run will request before any cache hit."""
+    dataset = ensure_dataset(store, spec.dataset)
+    n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
+    return get_method(spec.method, spec.params).estimate_calls(spec.train_size, n_test)
+
+
+def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: str | None = None,
+                progress: RunProgress | None = None, chunk_size: int = 8) -> dict[str, Any]:
+    """Do (or continue) the work of run ``run_id``; returns its summary.
+
+    Safe to call again after a crash: the judge learned by ``fit`` is kept
+    with the run, samples already scored are skipped, and cached calls cost
+    nothing. The ledger adds up across resumes.
+    """
+    run = store.get_run(run_id)
+    started = time.time()
+    config = LLMConfig.from_dict(run["llm"])
+    ledger = Ledger(price_prompt_per_1k=config.price_prompt_per_1k,
+                    price_completion_per_1k=config.price_completion_per_1k, start=run["ledger"] or None)
+    store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), message="", stage="starting")
+
+    def report(done: int, total: int, stage: str) -> None:
+        store.heartbeat(run_id, done=done, total=total, stage=stage, ledger=ledger.snapshot())
+        if progress:
+            progress(done, total, stage)
+
+    try:
+        if llm is None:
+            llm = make_llm(config, store=store, api_key=api_key, ledger=ledger)
+        else:
+            llm.ledger = ledger
+        dataset = store.load_dataset(run["dataset"])
+        split = Split.from_dict(run["split"])
+        aspect = dataset.aspect(run["aspect"])
+        task = TaskInfo.of(dataset)
+        if run["judge"] is None:
+            method = get_method(run["method"], run["params"])
+            judge = method.fit(dataset.subset(list(split.train_ids)), aspect, llm=llm, task=task,
+                               progress=lambda d, t, s: report(d, t, f"fit: {s}"),
+                               log=lambda kind, payload: store.add_event(run_id, kind, payload))
+            store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
+            store.add_event(run_id, "fitted", {"method": run["method"]})
+        else:
+            judge = Judge.from_dict(run["judge"])
+        test = dataset.subset(list(split.test_ids))
+        scored = store.scored_ids(run_id)
+        remaining = [s for s in test if s.id not in scored]
+        done = len(test) - len(remaining)
+        report(done, len(test), "scoring")
+        for start in range(0, len(remaining), chunk_size):
+            chunk = remaining[start:start + chunk_size]
+            verdicts = judge.score(chunk, llm=llm)
+            store.save_verdicts(run_id, verdicts)
+            done += len(chunk)
+            report(done, len(test), "scoring")
+        summary = summarize(dataset, aspect.name, store.load_verdicts(run_id), ledger=ledger.snapshot(),
+                            seconds=time.time() - started + float((run.get("summary") or {}).get("seconds", 0)))
+        store.update_run(run_id, status="finished", stage="done", finished=time.time(), summary=summary,
+                         ledger=ledger.snapshot(), message="")
+        return summary
+    except BackendUnavailable as exc:
+        store.update_run(run_id, status="interrupted", message=f"backend unavailable: {exc}", ledger=ledger.snapshot())
+        raise
+    except BaseException as exc:
+        store.update_run(run_id, status="failed" if isinstance(exc, Exception) else "interrupted",
+                         message=f"{type(exc).__name__}: {exc}", ledger=ledger.snapshot())
+        raise
+
+
+def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger: dict[str, Any],
+              seconds: float, n_bootstrap: int = 1000) -> dict[str, Any]:
+    """Meta-evaluation of a run's verdicts at every level that applies, plus its cost."""
+    index = dataset.by_id()
+    samples = [index[v.sample_id] for v in verdicts]
+    human = [s.human.get(aspect, math.nan) for s in samples]
+    pred = [v.score for v in verdicts]
+    groups = [s.group_id for s in samples]
+    systems = [s.system_id for s in samples]
+    levels: dict[str, Any] = {}
+    for level in metrics.LEVELS:
+        if level == "system" and len(set(systems)) < 3:
+            continue
+        if level == "group" and len(set(groups)) == len(groups):
+            continue
+        levels[level] = metrics.meta_evaluate(human, pred, level=level, groups=groups, systems=systems,
+                                              n_bootstrap=n_bootstrap).to_dict()
+    natural = dataset.natural_level if dataset.natural_level in levels else "sample"
+    n_missing = sum(1 for v in verdicts if v.missing)
+    return {"level": natural, "correlations": levels.get(natural), "levels": levels, "n": len(verdicts),
+            "parse_failures": n_missing, "parse_failure_rate": round(n_missing / len(verdicts), 4) if verdicts else 0.0,
+            "calls": ledger.get("calls", 0), "cache_hits": ledger.get("cache_hits", 0),
+            "prompt_tokens": ledger.get("prompt_tokens", 0), "completion_tokens": ledger.get("completion_tokens", 0),
+            "dollars": ledger.get("dollars", 0.0), "seconds": round(seconds, 2)}
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (finished child not yet reaped) is not alive
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def effective_status(run: dict[str, Any]) -> str:
+    """The stored status, except that a 'running' run whose worker is gone is 'interrupted'."""
+    status = run["status"]
+    if status == "running" and not _pid_alive(run.get("pid")):
+        return "interrupted"
+    if status == "queued" and time.time() - (run.get("heartbeat") or 0) > HEARTBEAT_STALE_S:
+        return "interrupted"  # queued but no worker ever picked it up
+    return status
+
+
+def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
+              log_dir: str | Path | None = None) -> subprocess.Popen:
+    """Execute run ``run_id`` in a detached worker process (``python -m judge_engine resume``).
+
+    The API key, if any, reaches the worker through its environment only; it
+    is not written to the database, the command line or the log.
+    """
+    db_path = Path(db_path)
+    run = Store(db_path).get_run(run_id)
+    env = dict(os.environ)
+    if api_key:
+        env[LLMConfig.from_dict(run["llm"]).api_key_env] = api_key
+    log_dir = Path(log_dir) if log_dir else db_path.parent / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / f"run-{run_id}.log", "ab")
+    repo = Path(__file__).resolve().parent.parent
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    return subprocess.Popen([sys.executable, "-m", "judge_engine", "resume", str(run_id), "--db", str(db_path),
+                             "--quiet"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            env=env, cwd=str(repo), start_new_session=True)

@@ -1,0 +1,359 @@
+"""SQLite storage through sqlite-utils: the only module that speaks SQL.
+
+One file (``data/workbench.db`` by default, or ``$JUDGE_WORKBENCH_DB``) holds
+datasets and samples, splits, runs with their per-sample and per-criterion
+scores, criteria with their history, an audit log of human edits, run events,
+and the persistent LLM call cache. WAL is on so the app can read while a run
+writes; multi-row writes are grouped in ``db.atomic()`` so a crash never
+leaves half a write behind; score writes are idempotent upserts keyed by
+(run, sample, aspect, criterion), so a resumed run continues instead of
+duplicating.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from sqlite_utils import Database, Migrations
+
+from .records import Aspect, Dataset, Sample, Split, Verdict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_DB_PATH = REPO_ROOT / "data" / "workbench.db"
+
+RUN_STATUSES = ("queued", "running", "finished", "failed", "interrupted")
+TERMINAL_STATUSES = ("finished", "failed")
+
+
+def default_db_path() -> Path:
+    """``$JUDGE_WORKBENCH_DB`` if set, else ``data/workbench.db`` in the project."""
+    return Path(os.environ.get("JUDGE_WORKBENCH_DB") or DEFAULT_DB_PATH)
+
+
+class NotFound(KeyError):
+    """A dataset, run or criterion that the store does not hold."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain
+        return str(self.args[0]) if self.args else "not found"
+
+
+class EditConflict(RuntimeError):
+    """Someone saved the same item since it was read; nothing was overwritten."""
+
+
+migrations = Migrations("judge_engine")
+
+
+@migrations()
+def m001_initial(db: Database) -> None:
+    db["datasets"].create({"name": str, "task": str, "source": str, "natural_level": str,
+                           "input_label": str, "output_label": str, "aspects": str,
+                           "n_samples": int, "created": float}, pk="name")
+    db["samples"].create({"dataset": str, "id": str, "input": str, "output": str, "group_id": str,
+                          "system_id": str, "context": str, "reference": str, "human": str,
+                          "annotators": str, "metadata": str, "position": int},
+                         pk=("dataset", "id"))
+    db["samples"].create_index(["dataset", "position"])
+    db["splits"].create({"id": str, "dataset": str, "seed": int, "train_ids": str, "test_ids": str,
+                         "created": float}, pk="id")
+    db["runs"].create({"id": int, "method": str, "params": str, "dataset": str, "aspect": str,
+                       "split": str, "llm": str, "status": str, "stage": str, "done": int,
+                       "total": int, "message": str, "pid": int, "heartbeat": float,
+                       "created": float, "finished": float, "judge": str, "summary": str,
+                       "ledger": str, "version": int}, pk="id")
+    db["scores"].create({"run_id": int, "sample_id": str, "aspect": str, "criterion": str,
+                         "score": float, "explanation": str, "raw": str, "metadata": str},
+                        pk=("run_id", "sample_id", "aspect", "criterion"))
+    db["events"].create({"id": int, "run_id": int, "ts": float, "kind": str, "payload": str}, pk="id")
+    db["events"].create_index(["run_id", "id"])
+    db["criteria"].create({"id": str, "owner": str, "parent_id": str, "name": str, "definition": str,
+                           "status": str, "position": int, "version": int, "history": str,
+                           "updated": float}, pk="id")
+    db["criteria"].create_index(["owner"])
+    db["audit"].create({"id": int, "ts": float, "actor": str, "entity": str, "entity_id": str,
+                        "action": str, "before": str, "after": str}, pk="id")
+    db["llm_cache"].create({"key": str, "backend": str, "model": str, "request": str,
+                            "response": str, "created": float}, pk="key")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=True)
+
+
+def _nan_to_none(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+class Store:
+    """Everything the engine persists, in one SQLite file.
+
+    Connections are per thread (sqlite3 objects must stay on the thread that
+    opened them); every public method may be called from any thread.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        Database file; default :func:`default_db_path`. Parent folders are created.
+    """
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else default_db_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        db = self.db
+        db.conn.execute("PRAGMA journal_mode=WAL")
+        migrations.apply(db)
+
+    @property
+    def db(self) -> Database:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            conn = sqlite3.connect(str(self.path), timeout=60)
+            conn.execute("PRAGMA busy_timeout=60000")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            db = self._local.db = Database(conn)
+        return db
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.conn.close()
+            self._local.db = None
+
+    # ------------------------------------------------------------------ datasets
+    def save_dataset(self, dataset: Dataset, *, replace: bool = False) -> None:
+        """Store a dataset and its samples in one transaction.
+
+        An existing dataset of the same name is kept unless ``replace`` is true,
+        so an import never silently overwrites earlier data.
+        """
+        db = self.db
+        if self.has_dataset(dataset.name) and not replace:
+            raise ValueError(f"a dataset named {dataset.name!r} already exists; choose another name or replace it")
+        with db.atomic():
+            db["samples"].delete_where("dataset = ?", [dataset.name])
+            db["datasets"].upsert({
+                "name": dataset.name, "task": dataset.task, "source": dataset.source,
+                "natural_level": dataset.natural_level, "input_label": dataset.input_label,
+                "output_label": dataset.output_label,
+                "aspects": _dumps([a.to_dict() for a in dataset.aspects]),
+                "n_samples": len(dataset.samples), "created": time.time()}, pk="name")
+            db["samples"].insert_all(
+                ({"dataset": dataset.name, "id": s.id, "input": s.input, "output": s.output,
+                  "group_id": s.group_id, "system_id": s.system_id, "context": s.context,
+                  "reference": s.reference, "human": _dumps(s.human), "annotators": _dumps(s.annotators),
+                  "metadata": _dumps(s.metadata), "position": i} for i, s in enumerate(dataset.samples)),
+                batch_size=2000)
+
+    def has_dataset(self, name: str) -> bool:
+        return bool(list(self.db.query("select 1 from datasets where name = ?", [name])))
+
+    def list_datasets(self) -> list[dict[str, Any]]:
+        rows = list(self.db.query("select * from datasets order by created"))
+        for r in rows:
+            r["aspects"] = json.loads(r["aspects"])
+        return rows
+
+    def load_dataset(self, name: str) -> Dataset:
+        rows = list(self.db.query("select * from datasets where name = ?", [name]))
+        if not rows:
+            raise NotFound(f"no dataset named {name!r} in {self.path}")
+        d = rows[0]
+        samples = tuple(
+            Sample(id=r["id"], input=r["input"], output=r["output"], group_id=r["group_id"],
+                   system_id=r["system_id"] or "", context=r["context"], reference=r["reference"],
+                   human=json.loads(r["human"]), annotators=json.loads(r["annotators"]),
+                   metadata=json.loads(r["metadata"]))
+            for r in self.db.query("select * from samples where dataset = ? order by position", [name]))
+        return Dataset(name=d["name"], task=d["task"], source=d["source"], natural_level=d["natural_level"],
+                       input_label=d["input_label"], output_label=d["output_label"],
+                       aspects=tuple(Aspect(**a) for a in json.loads(d["aspects"])), samples=samples)
+
+    def update_aspect_definition(self, dataset: str, aspect: str, definition: str, *, actor: str = "user") -> None:
+        with self.db.atomic():
+            row = self.db["datasets"].get(dataset)
+            aspects = json.loads(row["aspects"])
+            before = next(a["definition"] for a in aspects if a["name"] == aspect)
+            for a in aspects:
+                if a["name"] == aspect:
+                    a["definition"] = definition
+            self.db["datasets"].update(dataset, {"aspects": _dumps(aspects)})
+            self.log_edit(actor, "aspect", f"{dataset}/{aspect}", "edit", before, definition)
+
+    def delete_dataset(self, name: str) -> None:
+        with self.db.atomic():
+            self.db["samples"].delete_where("dataset = ?", [name])
+            self.db["datasets"].delete_where("name = ?", [name])
+
+    # ------------------------------------------------------------------ splits
+    def save_split(self, split: Split) -> str:
+        split_id = f"{split.dataset}:seed{split.seed}:train{len(split.train_ids)}:test{len(split.test_ids)}"
+        self.db["splits"].upsert({"id": split_id, "dataset": split.dataset, "seed": split.seed,
+                                  "train_ids": _dumps(list(split.train_ids)),
+                                  "test_ids": _dumps(list(split.test_ids)), "created": time.time()}, pk="id")
+        return split_id
+
+    def list_splits(self, dataset: str) -> list[dict[str, Any]]:
+        rows = list(self.db.query("select * from splits where dataset = ? order by created", [dataset]))
+        for r in rows:
+            r["n_train"] = len(json.loads(r.pop("train_ids")))
+            r["n_test"] = len(json.loads(r.pop("test_ids")))
+        return rows
+
+    # ------------------------------------------------------------------ runs
+    def create_run(self, *, method: str, params: dict[str, Any], dataset: str, aspect: str,
+                   split: Split, llm: dict[str, Any]) -> int:
+        table = self.db["runs"].insert({
+            "method": method, "params": _dumps(params), "dataset": dataset, "aspect": aspect,
+            "split": _dumps(split.to_dict()), "llm": _dumps(llm), "status": "queued", "stage": "",
+            "done": 0, "total": 0, "message": "", "pid": None, "heartbeat": time.time(),
+            "created": time.time(), "finished": None, "judge": None, "summary": None,
+            "ledger": _dumps({}), "version": 0})
+        return int(table.last_pk)
+
+    def get_run(self, run_id: int) -> dict[str, Any]:
+        rows = list(self.db.query("select * from runs where id = ?", [run_id]))
+        if not rows:
+            raise NotFound(f"no run {run_id} in {self.path}")
+        return self._decode_run(rows[0])
+
+    @staticmethod
+    def _decode_run(r: dict[str, Any]) -> dict[str, Any]:
+        for k in ("params", "split", "llm", "judge", "summary", "ledger"):
+            if r.get(k) is not None:
+                r[k] = json.loads(r[k])
+        return r
+
+    def list_runs(self, *, dataset: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        where, args = ("where dataset = ?", [dataset]) if dataset else ("", [])
+        rows = self.db.query(f"select id, method, dataset, aspect, status, stage, done, total, message, "
+                             f"created, finished, summary, ledger, llm, params, heartbeat, pid from runs {where} "
+                             f"order by id desc limit ?", [*args, limit])
+        return [self._decode_run(r) for r in rows]
+
+    def update_run(self, run_id: int, **fields: Any) -> None:
+        """Set run fields (dict/list values are stored as JSON) and bump its version."""
+        values = {k: (_dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items()}
+        sets = ", ".join(f"[{k}] = ?" for k in values)
+        with self.db.atomic():
+            self.db.execute(f"update runs set {sets}, version = version + 1 where id = ?", [*values.values(), run_id])
+
+    def heartbeat(self, run_id: int, **fields: Any) -> None:
+        self.update_run(run_id, heartbeat=time.time(), **fields)
+
+    # ------------------------------------------------------------------ scores
+    def save_verdicts(self, run_id: int, verdicts: Iterable[Verdict]) -> None:
+        """Upsert verdicts (overall score as criterion '', each criterion as its own row)."""
+        rows = []
+        for v in verdicts:
+            rows.append({"run_id": run_id, "sample_id": v.sample_id, "aspect": v.aspect, "criterion": "",
+                         "score": _nan_to_none(v.score), "explanation": v.explanation, "raw": v.raw,
+                         "metadata": _dumps(v.metadata)})
+            for name, score in v.criteria.items():
+                rows.append({"run_id": run_id, "sample_id": v.sample_id, "aspect": v.aspect, "criterion": name,
+                             "score": _nan_to_none(score), "explanation": "", "raw": "", "metadata": "{}"})
+        with self.db.atomic():
+            self.db["scores"].upsert_all(rows, pk=("run_id", "sample_id", "aspect", "criterion"))
+
+    def scored_ids(self, run_id: int) -> set[str]:
+        return {r["sample_id"] for r in self.db.query(
+            "select sample_id from scores where run_id = ? and criterion = ''", [run_id])}
+
+    def load_verdicts(self, run_id: int) -> list[Verdict]:
+        rows = list(self.db.query("select * from scores where run_id = ? order by rowid", [run_id]))
+        criteria: dict[str, dict[str, float]] = {}
+        for r in rows:
+            if r["criterion"]:
+                criteria.setdefault(r["sample_id"], {})[r["criterion"]] = (
+                    float("nan") if r["score"] is None else r["score"])
+        return [Verdict(sample_id=r["sample_id"], aspect=r["aspect"],
+                        score=float("nan") if r["score"] is None else r["score"],
+                        criteria=criteria.get(r["sample_id"], {}), explanation=r["explanation"] or "",
+                        raw=r["raw"] or "", metadata=json.loads(r["metadata"] or "{}"))
+                for r in rows if not r["criterion"]]
+
+    # ------------------------------------------------------------------ events and audit
+    def add_event(self, run_id: int, kind: str, payload: dict[str, Any]) -> None:
+        self.db["events"].insert({"run_id": run_id, "ts": time.time(), "kind": kind, "payload": _dumps(payload)})
+
+    def events(self, run_id: int, *, after_id: int = 0) -> list[dict[str, Any]]:
+        rows = list(self.db.query("select * from events where run_id = ? and id > ? order by id",
+                                  [run_id, after_id]))
+        for r in rows:
+            r["payload"] = json.loads(r["payload"])
+        return rows
+
+    def log_edit(self, actor: str, entity: str, entity_id: str, action: str, before: Any, after: Any) -> None:
+        self.db["audit"].insert({"ts": time.time(), "actor": actor, "entity": entity, "entity_id": entity_id,
+                                 "action": action, "before": _dumps(before), "after": _dumps(after)})
+
+    def audit_log(self, *, entity: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        where, args = ("where entity = ?", [entity]) if entity else ("", [])
+        return list(self.db.query(f"select * from audit {where} order by id desc limit ?", [*args, limit]))
+
+    # ------------------------------------------------------------------ criteria (versioned)
+    def save_criterion(self, criterion: dict[str, Any], *, actor: str = "engine",
+                       expected_version: int | None = None) -> int:
+        """Insert or update a criterion; refuses if ``expected_version`` is stale.
+
+        Returns the new version. The previous text is appended to its history
+        and the change written to the audit log in the same transaction.
+        """
+        with self.db.atomic():
+            rows = list(self.db.query("select * from criteria where id = ?", [criterion["id"]]))
+            old = rows[0] if rows else None
+            version = (old["version"] if old else 0)
+            if expected_version is not None and expected_version != version:
+                raise EditConflict(f"criterion {criterion['name']!r} was changed by someone else "
+                                   f"(version {version}, you edited version {expected_version}); reload it")
+            history = json.loads(old["history"]) if old else []
+            if old:
+                history.append({k: old[k] for k in ("name", "definition", "status", "version", "updated")})
+            row = {"id": criterion["id"], "owner": criterion.get("owner", old["owner"] if old else ""),
+                   "parent_id": criterion.get("parent_id", old["parent_id"] if old else None),
+                   "name": criterion["name"], "definition": criterion.get("definition", ""),
+                   "status": criterion.get("status", "proposed"),
+                   "position": criterion.get("position", old["position"] if old else 0),
+                   "version": version + 1, "history": _dumps(history), "updated": time.time()}
+            self.db["criteria"].upsert(row, pk="id")
+            self.log_edit(actor, "criterion", criterion["id"], "update" if old else "create",
+                          {k: old[k] for k in ("name", "definition", "status")} if old else None,
+                          {k: row[k] for k in ("name", "definition", "status")})
+        return version + 1
+
+    def criteria(self, owner: str) -> list[dict[str, Any]]:
+        rows = list(self.db.query("select * from criteria where owner = ? order by position, id", [owner]))
+        for r in rows:
+            r["history"] = json.loads(r["history"])
+        return rows
+
+
+class CallCache:
+    """The persistent LLM call cache (the ``llm_cache`` table of a :class:`Store`)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        rows = list(self.store.db.query("select response from llm_cache where key = ?", [key]))
+        return json.loads(rows[0]["response"]) if rows else None
+
+    def put(self, key: str, *, backend: str, model: str, request: dict[str, Any], response: dict[str, Any]) -> None:
+        with self.store.db.atomic():
+            self.store.db["llm_cache"].upsert({"key": key, "backend": backend, "model": model,
+                                               "request": _dumps(request), "response": _dumps(response),
+                                               "created": time.time()}, pk="key")
+
+    def __len__(self) -> int:
+        return self.store.db["llm_cache"].count
+
+    def iter_keys(self) -> Iterator[str]:
+        for r in self.store.db.query("select key from llm_cache"):
+            yield r["key"]
