@@ -190,8 +190,10 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _json_error(exc: json.JSONDecodeError, *, file, row=None) -> DataImportError:
-    return DataImportError(f"invalid JSON ({exc.msg} at column {exc.colno})",
-                           file=file, row=row if row is not None else exc.lineno)
+    if row is not None:  # JSONL: the row is the line
+        return DataImportError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=file, row=row)
+    return DataImportError(f"invalid JSON on line {exc.lineno}, column {exc.colno} ({exc.msg})",
+                           file=file)
 
 
 def _load_json(path: Path) -> Any:
@@ -603,7 +605,8 @@ def load_benchmark(name: str, data_dir: str | os.PathLike | None = None) -> Data
     _check_unique_ids(samples, path)
     return Dataset(name=spec.name, task=spec.task, aspects=spec.aspects, samples=tuple(samples),
                    natural_level=spec.natural_level, source=str(path),
-                   input_label=spec.input_label, output_label=spec.output_label)
+                   input_label=spec.input_label, output_label=spec.output_label,
+                   context_label=spec.context_label or "Context")
 
 
 def _check_unique_ids(samples: Sequence[Sample], path) -> None:

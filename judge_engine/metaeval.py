@@ -29,6 +29,7 @@ import argparse
 import ast
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any, Hashable, Sequence
@@ -451,9 +452,15 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.format == "json":
-        print(json.dumps(reports_to_json(reports), indent=2))
+        text = json.dumps(reports_to_json(reports), indent=2)
     else:
-        print(format_table(reports, confidence=confidence))
+        text = format_table(reports, confidence=confidence)
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # output piped into e.g. `head`, which exited early
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0
 
 

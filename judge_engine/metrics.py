@@ -571,7 +571,10 @@ def meta_evaluate(
     groups at system level when ``groups`` is given (system means are
     recomputed from the drawn groups), otherwise items. The interval is the
     ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` percentiles of the
-    replicates with a defined value.
+    replicates with a defined value. Percentile intervals inherit the
+    resampling bias of the statistic: at system level with few systems and a
+    correlation near +/-1, resampling adds noise to the system means, so the
+    interval can lie entirely below the point estimate.
     """
     _check_level(level)
     if level == "group" and groups is None:

@@ -62,13 +62,15 @@ class TaskInfo:
     """e.g. ``news summarization``."""
     input_label: str = "Source"
     output_label: str = "Output"
+    context_label: str = "Context"
 
     @classmethod
     def of(cls, dataset: Dataset) -> "TaskInfo":
-        return cls(dataset.task, dataset.input_label, dataset.output_label)
+        return cls(dataset.task, dataset.input_label, dataset.output_label, dataset.context_label)
 
     def to_dict(self) -> dict[str, str]:
-        return {"task": self.task, "input_label": self.input_label, "output_label": self.output_label}
+        return {"task": self.task, "input_label": self.input_label, "output_label": self.output_label,
+                "context_label": self.context_label}
 
 
 def fence(label: str, text: str) -> str:
@@ -82,7 +84,7 @@ def render_sample(sample: Sample, task: TaskInfo, *, with_reference: bool = Fals
     """The sample block of a judge prompt: input, optional context/reference, then the output."""
     parts = [fence(task.input_label, sample.input)]
     if sample.context:
-        parts.append(fence("Context", sample.context))
+        parts.append(fence(task.context_label, sample.context))
     if with_reference and sample.reference:
         parts.append(fence("Reference", sample.reference))
     parts.append(fence(task.output_label, sample.output))

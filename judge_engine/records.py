@@ -82,6 +82,8 @@ class Dataset:
     """How prompts name the input (Article, Dialogue history, Story prompt, ...)."""
     output_label: str = "Output"
     """How prompts name the output (Summary, Response, Story, ...)."""
+    context_label: str = "Context"
+    """How prompts name ``Sample.context`` (e.g. Fact for Topical-Chat)."""
 
     def aspect(self, name: str) -> Aspect:
         for a in self.aspects:

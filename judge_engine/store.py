@@ -54,7 +54,7 @@ migrations = Migrations("judge_engine")
 @migrations()
 def m001_initial(db: Database) -> None:
     db["datasets"].create({"name": str, "task": str, "source": str, "natural_level": str,
-                           "input_label": str, "output_label": str, "aspects": str,
+                           "input_label": str, "output_label": str, "context_label": str, "aspects": str,
                            "n_samples": int, "created": float}, pk="name")
     db["samples"].create({"dataset": str, "id": str, "input": str, "output": str, "group_id": str,
                           "system_id": str, "context": str, "reference": str, "human": str,
@@ -142,7 +142,7 @@ class Store:
             db["datasets"].upsert({
                 "name": dataset.name, "task": dataset.task, "source": dataset.source,
                 "natural_level": dataset.natural_level, "input_label": dataset.input_label,
-                "output_label": dataset.output_label,
+                "output_label": dataset.output_label, "context_label": dataset.context_label,
                 "aspects": _dumps([a.to_dict() for a in dataset.aspects]),
                 "n_samples": len(dataset.samples), "created": time.time()}, pk="name")
             db["samples"].insert_all(
@@ -174,6 +174,7 @@ class Store:
             for r in self.db.query("select * from samples where dataset = ? order by position", [name]))
         return Dataset(name=d["name"], task=d["task"], source=d["source"], natural_level=d["natural_level"],
                        input_label=d["input_label"], output_label=d["output_label"],
+                       context_label=d["context_label"] or "Context",
                        aspects=tuple(Aspect(**a) for a in json.loads(d["aspects"])), samples=samples)
 
     def update_aspect_definition(self, dataset: str, aspect: str, definition: str, *, actor: str = "user") -> None:
