@@ -60,7 +60,8 @@ def parse_score(text: str, low: float, high: float, *, key: str | None = None) -
     if labelled:
         return labelled[-1]
     stripped = text.strip().strip("*").strip()
-    first = re.match(r"^(-?\d+(?:\.\d+)?)(?:\s*/\s*\d+)?(?:\W|$)", stripped)
+    # a reply that starts with its number ("4", "4/5", "4 - clear"), but not a list item ("1. Read ...")
+    first = re.match(r"^(-?\d+(?:\.\d+)?)(?:\s*/\s*\d+)?(?!\.\s*\S)(?:\W|$)", stripped)
     if first:
         value = float(first.group(1))
         return value if _in_range(value, low, high) else math.nan

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -121,6 +122,29 @@ class Store:
             db = self._local.db = Database(conn)
         return db
 
+    @contextmanager
+    def write(self) -> Iterator[Database]:
+        """One write transaction, taken with BEGIN IMMEDIATE.
+
+        Taking the write lock up front lets concurrent writers (LLM worker
+        threads, the run process and the app) wait for each other through the
+        busy timeout instead of failing with "database is locked" when a read
+        transaction cannot be upgraded. Nested use becomes a savepoint.
+        """
+        db = self.db
+        if db.conn.in_transaction:
+            with db.atomic():
+                yield db
+            return
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.conn.rollback()
+            raise
+        else:
+            db.conn.commit()
+
     def close(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
@@ -137,7 +161,7 @@ class Store:
         db = self.db
         if self.has_dataset(dataset.name) and not replace:
             raise ValueError(f"a dataset named {dataset.name!r} already exists; choose another name or replace it")
-        with db.atomic():
+        with self.write():
             db["samples"].delete_where("dataset = ?", [dataset.name])
             db["datasets"].upsert({
                 "name": dataset.name, "task": dataset.task, "source": dataset.source,
@@ -178,7 +202,7 @@ class Store:
                        aspects=tuple(Aspect(**a) for a in json.loads(d["aspects"])), samples=samples)
 
     def update_aspect_definition(self, dataset: str, aspect: str, definition: str, *, actor: str = "user") -> None:
-        with self.db.atomic():
+        with self.write():
             row = self.db["datasets"].get(dataset)
             aspects = json.loads(row["aspects"])
             before = next(a["definition"] for a in aspects if a["name"] == aspect)
@@ -189,16 +213,17 @@ class Store:
             self.log_edit(actor, "aspect", f"{dataset}/{aspect}", "edit", before, definition)
 
     def delete_dataset(self, name: str) -> None:
-        with self.db.atomic():
+        with self.write():
             self.db["samples"].delete_where("dataset = ?", [name])
             self.db["datasets"].delete_where("name = ?", [name])
 
     # ------------------------------------------------------------------ splits
     def save_split(self, split: Split) -> str:
         split_id = f"{split.dataset}:seed{split.seed}:train{len(split.train_ids)}:test{len(split.test_ids)}"
-        self.db["splits"].upsert({"id": split_id, "dataset": split.dataset, "seed": split.seed,
-                                  "train_ids": _dumps(list(split.train_ids)),
-                                  "test_ids": _dumps(list(split.test_ids)), "created": time.time()}, pk="id")
+        with self.write():
+            self.db["splits"].upsert({"id": split_id, "dataset": split.dataset, "seed": split.seed,
+                                      "train_ids": _dumps(list(split.train_ids)),
+                                      "test_ids": _dumps(list(split.test_ids)), "created": time.time()}, pk="id")
         return split_id
 
     def list_splits(self, dataset: str) -> list[dict[str, Any]]:
@@ -211,12 +236,13 @@ class Store:
     # ------------------------------------------------------------------ runs
     def create_run(self, *, method: str, params: dict[str, Any], dataset: str, aspect: str,
                    split: Split, llm: dict[str, Any]) -> int:
-        table = self.db["runs"].insert({
-            "method": method, "params": _dumps(params), "dataset": dataset, "aspect": aspect,
-            "split": _dumps(split.to_dict()), "llm": _dumps(llm), "status": "queued", "stage": "",
-            "done": 0, "total": 0, "message": "", "pid": None, "heartbeat": time.time(),
-            "created": time.time(), "finished": None, "judge": None, "summary": None,
-            "ledger": _dumps({}), "version": 0})
+        with self.write():
+            table = self.db["runs"].insert({
+                "method": method, "params": _dumps(params), "dataset": dataset, "aspect": aspect,
+                "split": _dumps(split.to_dict()), "llm": _dumps(llm), "status": "queued", "stage": "",
+                "done": 0, "total": 0, "message": "", "pid": None, "heartbeat": time.time(),
+                "created": time.time(), "finished": None, "judge": None, "summary": None,
+                "ledger": _dumps({}), "version": 0})
         return int(table.last_pk)
 
     def get_run(self, run_id: int) -> dict[str, Any]:
@@ -243,7 +269,7 @@ class Store:
         """Set run fields (dict/list values are stored as JSON) and bump its version."""
         values = {k: (_dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items()}
         sets = ", ".join(f"[{k}] = ?" for k in values)
-        with self.db.atomic():
+        with self.write():
             self.db.execute(f"update runs set {sets}, version = version + 1 where id = ?", [*values.values(), run_id])
 
     def heartbeat(self, run_id: int, **fields: Any) -> None:
@@ -260,7 +286,7 @@ class Store:
             for name, score in v.criteria.items():
                 rows.append({"run_id": run_id, "sample_id": v.sample_id, "aspect": v.aspect, "criterion": name,
                              "score": _nan_to_none(score), "explanation": "", "raw": "", "metadata": "{}"})
-        with self.db.atomic():
+        with self.write():
             self.db["scores"].upsert_all(rows, pk=("run_id", "sample_id", "aspect", "criterion"))
 
     def scored_ids(self, run_id: int) -> set[str]:
@@ -282,7 +308,8 @@ class Store:
 
     # ------------------------------------------------------------------ events and audit
     def add_event(self, run_id: int, kind: str, payload: dict[str, Any]) -> None:
-        self.db["events"].insert({"run_id": run_id, "ts": time.time(), "kind": kind, "payload": _dumps(payload)})
+        with self.write():
+            self.db["events"].insert({"run_id": run_id, "ts": time.time(), "kind": kind, "payload": _dumps(payload)})
 
     def events(self, run_id: int, *, after_id: int = 0) -> list[dict[str, Any]]:
         rows = list(self.db.query("select * from events where run_id = ? and id > ? order by id",
@@ -292,8 +319,9 @@ class Store:
         return rows
 
     def log_edit(self, actor: str, entity: str, entity_id: str, action: str, before: Any, after: Any) -> None:
-        self.db["audit"].insert({"ts": time.time(), "actor": actor, "entity": entity, "entity_id": entity_id,
-                                 "action": action, "before": _dumps(before), "after": _dumps(after)})
+        with self.write():
+            self.db["audit"].insert({"ts": time.time(), "actor": actor, "entity": entity, "entity_id": entity_id,
+                                     "action": action, "before": _dumps(before), "after": _dumps(after)})
 
     def audit_log(self, *, entity: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
         where, args = ("where entity = ?", [entity]) if entity else ("", [])
@@ -307,7 +335,7 @@ class Store:
         Returns the new version. The previous text is appended to its history
         and the change written to the audit log in the same transaction.
         """
-        with self.db.atomic():
+        with self.write():
             rows = list(self.db.query("select * from criteria where id = ?", [criterion["id"]]))
             old = rows[0] if rows else None
             version = (old["version"] if old else 0)
@@ -347,7 +375,7 @@ class CallCache:
         return json.loads(rows[0]["response"]) if rows else None
 
     def put(self, key: str, *, backend: str, model: str, request: dict[str, Any], response: dict[str, Any]) -> None:
-        with self.store.db.atomic():
+        with self.store.write():
             self.store.db["llm_cache"].upsert({"key": key, "backend": backend, "model": model,
                                                "request": _dumps(request), "response": _dumps(response),
                                                "created": time.time()}, pk="key")

@@ -11,3 +11,24 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"benchmark data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A fresh database file for one test."""
+    from judge_engine.store import Store
+
+    return Store(tmp_path / "workbench.db")
+
+
+@pytest.fixture
+def tiny_dataset():
+    """Twelve samples in four groups over three systems, one aspect on 1-5."""
+    from judge_engine.records import Aspect, Dataset, Sample
+
+    samples = tuple(
+        Sample(id=f"s{i}", input=f"source text {i // 3}", output=f"output number {i}", group_id=f"g{i // 3}",
+               system_id=f"sys{i % 3}", human={"quality": float(1 + (i * 7) % 5)})
+        for i in range(12))
+    return Dataset(name="tiny", task="toy summarization", aspects=(Aspect("quality", 1, 5, "How good it is."),),
+                   samples=samples, natural_level="group", input_label="Article", output_label="Summary")

@@ -1,0 +1,118 @@
+"""One contract for every registered method, plus each baseline's own behaviour (fake LLM)."""
+
+import copy
+import math
+
+import pytest
+
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import METHODS, GEval, Judge, get_method
+from judge_engine.prompting import TaskInfo
+
+
+def fake_llm(store, reply="[[3]]", logprobs=False):
+    responder = reply if callable(reply) else (lambda m, p: reply)
+    backend = FakeBackend(responder, logprobs=logprobs)
+    return make_llm(LLMConfig(), store=store, backend=backend), backend
+
+
+def _fit(name, store, dataset, params=None):
+    llm, backend = fake_llm(store, lambda m, p: "1. Read.\n2. Rate." if "procedure" in m[0]["content"] else "[[4]]")
+    method = get_method(name, params)
+    judge = method.fit(dataset.samples[:6], dataset.aspects[0], llm=llm, task=TaskInfo.of(dataset))
+    return method, judge, llm, backend
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_params_are_stored_verbatim_and_keyword_only(name):
+    cls = METHODS[name]
+    defaults = cls.default_params()
+    method = cls(**defaults)
+    assert method.get_params() == defaults
+    with pytest.raises(TypeError):
+        cls(*defaults.values())
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_fit_leaves_the_method_unchanged_and_judge_round_trips(name, store, tiny_dataset):
+    method = get_method(name)
+    before = copy.deepcopy(method.__dict__)
+    _, judge, llm, _ = _fit(name, store, tiny_dataset)
+    assert method.__dict__ == before or get_method(name).__dict__ == before
+    again = Judge.from_json(judge.to_json())
+    assert again == judge
+    verdicts = again.score(tiny_dataset.samples[6:], llm=llm)
+    assert [v.sample_id for v in verdicts] == [s.id for s in tiny_dataset.samples[6:]]
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_same_inputs_give_the_same_scores(name, store, tiny_dataset):
+    _, judge, llm, _ = _fit(name, store, tiny_dataset)
+    a = judge.score(tiny_dataset.samples[6:], llm=llm)
+    b = judge.score(tiny_dataset.samples[6:], llm=llm)
+    assert [v.score for v in a] == [v.score for v in b]
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_bad_parameter_is_named_at_fit_time(name, store, tiny_dataset):
+    cls = METHODS[name]
+    pname, constraint = next(iter(cls._parameter_constraints.items()))
+    method = cls(**{**cls.default_params(), pname: "not-a-valid-value"})  # construction never validates
+    with pytest.raises(ValueError, match=pname):
+        method.fit(tiny_dataset.samples, tiny_dataset.aspects[0], llm=fake_llm(store)[0],
+                   task=TaskInfo.of(tiny_dataset))
+
+
+def test_judge_from_json_refuses_unknown_schema_or_method():
+    with pytest.raises(ValueError, match="schema version"):
+        Judge.from_dict({"method": "direct", "params": {}, "aspect": {}, "task": {}, "schema_version": 99})
+    with pytest.raises(ValueError, match="unknown"):
+        Judge.from_dict({"method": "nope", "params": {}, "aspect": {}, "task": {}, "schema_version": 1})
+
+
+def test_direct_unparsed_reply_is_missing_with_raw_text(store, tiny_dataset):
+    replies = iter(["[[5]]", "I refuse", "[[2]]"])
+    llm, _ = fake_llm(store, lambda m, p: next(replies))
+    judge = get_method("direct").fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    v = judge.score(tiny_dataset.samples[:3], llm=llm)
+    assert v[0].score == 5.0 and v[1].missing and v[1].raw == "I refuse" and v[2].score == 2.0
+
+
+def test_direct_maps_a_zero_to_one_aspect_from_the_judge_scale(store, tiny_dataset):
+    from judge_engine.records import Aspect
+    llm, backend = fake_llm(store, "[[5]]")
+    judge = get_method("direct").fit([], Aspect("grounded", 0, 1), llm=llm, task=TaskInfo.of(tiny_dataset))
+    assert judge.score(tiny_dataset.samples[:1], llm=llm)[0].score == 1.0
+    assert "from 1 (worst) to 5 (best)" in backend.calls[0][0][0]["content"]
+
+
+def test_geval_uses_logprob_expectation_when_available(store, tiny_dataset):
+    llm, backend = fake_llm(store, lambda m, p: "steps" if "procedure" in m[0]["content"] else "3", logprobs=True)
+    judge = GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    assert judge.state["scoring"] == "logprobs"
+    [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
+    # fake distribution: 0.7 on "3", 0.1 on "2" and "4" -> expectation 3
+    assert v.score == pytest.approx(3.0) and v.metadata["source"] == "logprobs"
+    assert backend.calls[-1][1].top_logprobs == 20
+
+
+def test_geval_samples_n_replies_without_logprobs(store, tiny_dataset):
+    def responder(messages, params):
+        if "procedure" in messages[0]["content"]:
+            return "1. Read."
+        return ["2", "4", "oops"][params.sample_index % 3]
+
+    llm, backend = fake_llm(store, responder)
+    judge = GEval(n_samples=3).fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    assert judge.state["scoring"] == "sampling"
+    [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
+    assert v.score == 3.0 and v.metadata["samples"] == [2.0, 4.0, None]
+    assert backend.calls[-1][1].n == 3 and backend.calls[-1][1].temperature == 1.0
+
+
+def test_geval_steps_are_generated_once_and_cached(store, tiny_dataset):
+    llm, backend = fake_llm(store, lambda m, p: "1. Read." if "procedure" in m[0]["content"] else "[[3]]")
+    GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    assert len(backend.calls) == 1 and llm.ledger.snapshot()["cache_hits"] == 1

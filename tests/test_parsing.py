@@ -1,0 +1,70 @@
+import math
+
+import pytest
+
+from judge_engine.parsing import (mean_ignoring_missing, parse_json_object, parse_score, scale_distribution,
+                                  weighted_score)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[[4]]", 4.0),
+    ("The summary is fine. [[3]]", 3.0),
+    ("First I thought [[2]] but on reflection [[5]]", 5.0),
+    ('{"score": 2, "explanation": "weak"}', 2.0),
+    ('```json\n{"rating": "4"}\n```', 4.0),
+    ("Score: 4", 4.0),
+    ("Final score: 3/5", 3.0),
+    ("rating = 2.5", 2.5),
+    ("5", 5.0),
+    ("4/5 because it reads well", 4.0),
+    ("**3**", 3.0),
+    ("4.", 4.0),
+    ("4 - clear and well organised", 4.0),
+])
+def test_parse_score_formats(text, expected):
+    assert parse_score(text, 1, 5) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "", "I cannot judge this.", "[[9]]", '{"score": 7}', "Score: 0", "10", "The 3 little pigs",
+    '{"score": true}', "1. Read the summary.\n2. Rate it.",
+])
+def test_unparseable_or_out_of_scale_is_missing(text):
+    assert math.isnan(parse_score(text, 1, 5))
+
+
+def test_json_key_preferred():
+    assert parse_score('{"coherence": 2, "score": 5}', 1, 5, key="coherence") == 2.0
+
+
+def test_parse_json_object_finds_embedded_object():
+    assert parse_json_object('Sure! {"a": [1, 2]} done') == {"a": [1, 2]}
+    assert parse_json_object("no json here") is None
+
+
+def _pos(token, top):
+    return {"token": token, "logprob": math.log(top.get(token, 0.5)), "top": {k: math.log(v) for k, v in top.items()}}
+
+
+def test_weighted_score_hand_computed():
+    # P(3)=0.5, P(4)=0.3, P(5)=0.1 and a non-scale token; renormalised over the scale: 3*5/9+4*3/9+5*1/9
+    lp = [_pos("3", {"3": 0.5, "4": 0.3, "5": 0.1, "The": 0.1})]
+    score, dist = weighted_score(lp, 1, 5)
+    assert score == pytest.approx((3 * 0.5 + 4 * 0.3 + 5 * 0.1) / 0.9)
+    assert sum(dist.values()) == pytest.approx(1.0)
+
+
+def test_weighted_score_skips_leading_text_tokens():
+    lp = [_pos("Score", {"Score": 0.9}), _pos(":", {":": 0.9}), _pos(" 2", {" 2": 0.6, " 1": 0.4})]
+    score, _ = weighted_score(lp, 1, 5)
+    assert score == pytest.approx(2 * 0.6 + 1 * 0.4)
+
+
+def test_weighted_score_missing_without_number():
+    assert math.isnan(weighted_score([_pos("Good", {"Good": 0.9})], 1, 5)[0])
+    assert scale_distribution([_pos("7", {"7": 0.9})], 1, 5) is None
+
+
+def test_mean_ignoring_missing():
+    assert mean_ignoring_missing([1.0, math.nan, 3.0]) == 2.0
+    assert math.isnan(mean_ignoring_missing([math.nan]))

@@ -1,0 +1,88 @@
+import math
+
+import pytest
+
+from judge_engine.records import Split, Verdict
+from judge_engine.store import CallCache, EditConflict, NotFound, Store
+
+
+def test_dataset_round_trip(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    back = store.load_dataset("tiny")
+    assert back == tiny_dataset
+    assert [d["name"] for d in store.list_datasets()] == ["tiny"]
+
+
+def test_existing_dataset_is_not_overwritten_by_accident(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    with pytest.raises(ValueError, match="already exists"):
+        store.save_dataset(tiny_dataset)
+    assert len(store.load_dataset("tiny").samples) == 12
+
+
+def test_missing_dataset_and_run_name_themselves(store):
+    with pytest.raises(NotFound, match="no dataset named 'nope'"):
+        store.load_dataset("nope")
+    with pytest.raises(NotFound, match="no run 42"):
+        store.get_run(42)
+
+
+def test_wal_mode_is_on(store):
+    assert next(store.db.query("pragma journal_mode"))["journal_mode"] == "wal"
+
+
+def _run(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    split = Split("tiny", 0, ("s0", "s1", "s2"), ("s3", "s4", "s5"))
+    return store.create_run(method="direct", params={"temperature": 0.0}, dataset="tiny", aspect="quality",
+                            split=split, llm={"backend": "llamacpp"})
+
+
+def test_verdicts_upsert_is_idempotent_and_keeps_missing_as_nan(store, tiny_dataset):
+    run_id = _run(store, tiny_dataset)
+    verdicts = [Verdict("s3", "quality", 4.0, criteria={"clarity": 3.0}, raw="[[4]]"),
+                Verdict("s4", "quality", math.nan, raw="no idea")]
+    store.save_verdicts(run_id, verdicts)
+    store.save_verdicts(run_id, verdicts)  # a resumed run writing the same rows again
+    back = store.load_verdicts(run_id)
+    assert [v.sample_id for v in back] == ["s3", "s4"]
+    assert back[0].criteria == {"clarity": 3.0}
+    assert back[1].missing and back[1].raw == "no idea"
+    assert store.scored_ids(run_id) == {"s3", "s4"}
+
+
+def test_run_update_bumps_version_and_decodes_json(store, tiny_dataset):
+    run_id = _run(store, tiny_dataset)
+    before = store.get_run(run_id)
+    store.update_run(run_id, status="running", ledger={"calls": 3})
+    after = store.get_run(run_id)
+    assert after["version"] == before["version"] + 1
+    assert after["ledger"] == {"calls": 3} and after["split"]["test_ids"] == ["s3", "s4", "s5"]
+
+
+def test_criterion_versions_conflicts_and_audit(store):
+    v1 = store.save_criterion({"id": "c1", "owner": "run:1", "name": "clarity", "definition": "clear"})
+    v2 = store.save_criterion({"id": "c1", "name": "clarity", "definition": "very clear"}, actor="ann",
+                              expected_version=v1)
+    assert v2 == 2
+    with pytest.raises(EditConflict, match="changed by someone else"):
+        store.save_criterion({"id": "c1", "name": "clarity", "definition": "stale edit"}, expected_version=v1)
+    [row] = store.criteria("run:1")
+    assert row["definition"] == "very clear" and row["history"][0]["definition"] == "clear"
+    assert [a["action"] for a in store.audit_log(entity="criterion")] == ["update", "create"]
+
+
+def test_call_cache_persists_across_connections(tmp_path):
+    path = tmp_path / "c.db"
+    CallCache(Store(path)).put("k", backend="b", model="m", request={"x": 1}, response={"texts": ["hi"]})
+    again = CallCache(Store(path))
+    assert again.get("k") == {"texts": ["hi"]} and again.get("other") is None and len(again) == 1
+
+
+def test_events_in_order(store, tiny_dataset):
+    run_id = _run(store, tiny_dataset)
+    store.add_event(run_id, "a", {"n": 1})
+    store.add_event(run_id, "b", {"n": 2})
+    events = store.events(run_id)
+    assert [e["kind"] for e in events] == ["a", "b"]
+    assert store.events(run_id, after_id=events[0]["id"])[0]["payload"] == {"n": 2}
