@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, Sequence
 
 from .base import Backend, Completion, GenerationParams, LLMConfig, Message, Request, cache_key
@@ -129,25 +129,31 @@ class LLM:
                       progress: Callable[[int, int], None] | None = None) -> list[Completion]:
         """Answer many requests with at most ``config.concurrency`` in flight.
 
-        Cached requests are answered first without touching the backend. Each
-        finished call is cached as it completes, so if one request fails the
-        error is raised once the calls in flight are done and a rerun repeats
-        none of the finished ones.
+        Cached requests are answered first without touching the backend, and
+        with a cache an identical request repeated in the batch is sent once
+        (its copies count as cache hits). Each finished call is cached as it
+        completes, so if one request fails the error is raised once the calls
+        in flight are done and a rerun repeats none of the finished ones.
         """
         results: list[Completion | None] = [None] * len(requests)
+        keys = [self.key(req.messages, req.params) for req in requests]
+        first_of: dict[str, int] = {}  # identical requests in one batch are sent once
         todo: list[int] = []
         done = 0
-        for i, req in enumerate(requests):
-            hit = self.cache.get(self.key(req.messages, req.params)) if self.cache is not None else None
+        for i, key in enumerate(keys):
+            if key in first_of:
+                continue
+            first_of[key] = i
+            hit = self.cache.get(key) if self.cache is not None else None
             if hit is not None:
                 results[i] = Completion.from_dict(hit, cached=True)
                 self.ledger.record(results[i])
                 done += 1
             else:
                 todo.append(i)
-        if progress and done:
-            progress(done, len(requests))
         if todo:
+            if progress and done:
+                progress(done, len(first_of))
             workers = max(1, min(self.config.concurrency, len(todo)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
                 futures = {pool.submit(self.complete, requests[i].messages, requests[i].params): i for i in todo}
@@ -162,7 +168,14 @@ class LLM:
                         results[futures[fut]] = fut.result()
                         done += 1
                     if progress:
-                        progress(done, len(requests))
+                        progress(done, len(first_of))
+        elif progress:
+            progress(done, len(first_of))
+        for i, key in enumerate(keys):
+            if results[i] is None:  # a duplicate of an earlier request: same answer, no cost
+                twin = results[first_of[key]]
+                results[i] = Completion(**{**twin.__dict__, "cached": True, "latency_s": 0.0})
+                self.ledger.record(results[i])
         return [r for r in results if r is not None]
 
 

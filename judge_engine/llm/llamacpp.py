@@ -8,6 +8,7 @@ llama.cpp contexts are not thread-safe, so every call holds one lock (the way
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 from importlib import resources
@@ -45,10 +46,25 @@ def load_model(path: Path, n_ctx: int) -> Any:
             if not path.is_file():
                 raise BackendUnavailable(f"GGUF model file not found: {path}")
             # logits_all keeps per-token logits so top-k logprobs are available.
-            _MODELS[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=None, logits_all=True,
-                                 verbose=False, seed=0)
+            try:
+                _MODELS[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=None, logits_all=True,
+                                     verbose=False, seed=0)
+            except (ValueError, RuntimeError, OSError) as exc:  # not a GGUF file, unsupported architecture
+                raise BackendUnavailable(f"llama.cpp could not load the model {path}: {exc}") from exc
             _CALL_LOCKS[key] = threading.Lock()
         return _MODELS[key], _CALL_LOCKS[key]
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free models before interpreter teardown (llama.cpp's finalizers fail once modules are gone)."""
+    with _LOAD_LOCK:
+        for model in _MODELS.values():
+            try:
+                model.close()
+            except Exception:
+                pass
+        _MODELS.clear()
 
 
 class LlamaCppBackend:

@@ -1,0 +1,230 @@
+"""Plotly figures for the workbench: pure functions of engine records, no Streamlit.
+
+Every function returns a :class:`plotly.graph_objects.Figure`; a page only calls
+``st.plotly_chart(fig)``, and tests inspect the traces directly.
+
+- :func:`human_histograms` -- the distribution of human scores of a dataset, one
+  panel per aspect (or a single aspect).
+- :func:`human_vs_judge_scatter` -- human score against judge score for one run,
+  jittered so that tied scores stay visible, with a least-squares trend line and
+  the ``y = x`` diagonal when both are on the same scale.
+- :func:`correlation_bars` -- Pearson / Spearman / Kendall per meta-evaluation
+  level with their bootstrap confidence intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .records import Dataset
+
+__all__ = ["human_histograms", "human_vs_judge_scatter", "correlation_bars", "COEFFICIENTS"]
+
+COEFFICIENTS = ("pearson", "spearman", "kendall")
+"""Correlation coefficients drawn by :func:`correlation_bars`, in this order."""
+
+MAX_DISTINCT_FOR_BARS = 25
+"""Up to this many distinct score values, a histogram shows one bar per value."""
+
+_COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
+
+
+def _finite(values: Sequence[Any]) -> list[float]:
+    out = []
+    for v in values:
+        if v is None:
+            continue
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(f):
+            out.append(f)
+    return out
+
+
+def _histogram_trace(values: list[float], name: str, color: str) -> go.BaseTraceType:
+    """One bar per distinct value for coarse scales, a 20-bin histogram otherwise."""
+    counts = Counter(round(v, 6) for v in values)
+    if len(counts) <= MAX_DISTINCT_FOR_BARS:
+        xs = sorted(counts)
+        return go.Bar(x=xs, y=[counts[x] for x in xs], name=name, marker_color=color,
+                      hovertemplate="score %{x}<br>%{y} items<extra></extra>")
+    return go.Histogram(x=values, nbinsx=20, name=name, marker_color=color,
+                        hovertemplate="score %{x}<br>%{y} items<extra></extra>")
+
+
+def human_histograms(dataset: Dataset, aspect: str | None = None) -> go.Figure:
+    """Distribution of the human scores of ``dataset``.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The dataset whose ``Sample.human`` scores are counted.
+    aspect : str, optional
+        One aspect (a single panel). ``None`` draws one panel per aspect.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One trace per aspect (a bar per distinct score, or a histogram when the
+        scores take more than :data:`MAX_DISTINCT_FOR_BARS` values). Samples
+        without a score on the aspect are left out.
+    """
+    aspects = [dataset.aspect(aspect)] if aspect is not None else list(dataset.aspects)
+    n_cols = min(3, max(1, len(aspects)))
+    n_rows = max(1, math.ceil(len(aspects) / n_cols))
+    titles = []
+    values_of = {}
+    for a in aspects:
+        values = _finite([s.human.get(a.name) for s in dataset.samples])
+        values_of[a.name] = values
+        titles.append(f"{a.name} ({a.low:g}-{a.high:g}, n={len(values)})")
+    fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=titles or None)
+    for i, a in enumerate(aspects):
+        row, col = i // n_cols + 1, i % n_cols + 1
+        fig.add_trace(_histogram_trace(values_of[a.name], a.name, _COLORS[i % len(_COLORS)]), row=row, col=col)
+        pad = (a.high - a.low) * 0.05 or 0.5
+        fig.update_xaxes(range=[a.low - pad - 0.5 * _bar_width(values_of[a.name]),
+                                a.high + pad + 0.5 * _bar_width(values_of[a.name])], row=row, col=col)
+        fig.update_yaxes(title_text="items" if col == 1 else None, row=row, col=col)
+    fig.update_layout(showlegend=False, bargap=0.1, height=260 * n_rows,
+                      margin=dict(l=40, r=20, t=50, b=30),
+                      title=f"Human scores: {dataset.name}" if aspect is None else f"Human {aspect} scores: {dataset.name}")
+    return fig
+
+
+def _bar_width(values: list[float]) -> float:
+    distinct = sorted(set(round(v, 6) for v in values))
+    if len(distinct) < 2 or len(distinct) > MAX_DISTINCT_FOR_BARS:
+        return 0.0
+    return float(min(b - a for a, b in zip(distinct, distinct[1:])))
+
+
+def human_vs_judge_scatter(human: Sequence[float | None], pred: Sequence[float | None], *,
+                           ids: Sequence[str] | None = None, aspect: str = "",
+                           low: float | None = None, high: float | None = None,
+                           jitter: float = 0.02, seed: int = 0, title: str | None = None) -> go.Figure:
+    """Human score (x) against judge score (y), one point per item.
+
+    Parameters
+    ----------
+    human, pred : sequence of float
+        Paired scores. Pairs where either is missing (None or NaN, e.g. a reply
+        that did not parse) are left out and counted in the title.
+    ids : sequence of str, optional
+        Sample ids shown on hover.
+    aspect : str
+        Aspect name for the axis titles.
+    low, high : float, optional
+        The aspect's scale. When given, both axes span it and the ``y = x``
+        diagonal is drawn.
+    jitter : float
+        Uniform jitter added to each coordinate, as a fraction of the axis span,
+        so tied scores do not hide each other. Hover shows the exact scores.
+    seed : int
+        Seed of the jitter (the figure is deterministic).
+    title : str, optional
+        Figure title; default names the aspect and the counts.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Trace ``"items"`` (markers), trace ``"trend"`` (least-squares line, when
+        the judge and human scores both vary) and trace ``"y = x"`` (when
+        ``low``/``high`` are given).
+    """
+    if len(human) != len(pred):
+        raise ValueError(f"human and pred must have the same length ({len(human)} != {len(pred)})")
+    if ids is not None and len(ids) != len(human):
+        raise ValueError(f"ids must have one entry per item ({len(ids)} != {len(human)})")
+    keep = [i for i in range(len(human)) if _finite([human[i]]) and _finite([pred[i]])]
+    h = np.array([float(human[i]) for i in keep], dtype=float)
+    p = np.array([float(pred[i]) for i in keep], dtype=float)
+    labels = [str(ids[i]) for i in keep] if ids is not None else [str(i) for i in keep]
+    n_missing = len(human) - len(keep)
+
+    def span(values: np.ndarray) -> float:
+        if low is not None and high is not None:
+            return float(high - low)
+        return float(values.max() - values.min()) if len(values) else 1.0
+
+    rng = np.random.default_rng(seed)
+    jx = rng.uniform(-1, 1, len(h)) * jitter * (span(h) or 1.0)
+    jy = rng.uniform(-1, 1, len(p)) * jitter * (span(p) or 1.0)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=h + jx, y=p + jy, mode="markers", name="items",
+        marker=dict(size=7, opacity=0.6, color=_COLORS[0]),
+        customdata=np.column_stack([h, p]) if len(h) else None, text=labels,
+        hovertemplate="sample %{text}<br>human %{customdata[0]:.3g}<br>judge %{customdata[1]:.3g}<extra></extra>"))
+    if len(h) >= 2 and np.ptp(h) > 0 and np.ptp(p) > 0:
+        slope, intercept = np.polyfit(h, p, 1)
+        xs = np.array([h.min(), h.max()])
+        fig.add_trace(go.Scatter(x=xs, y=slope * xs + intercept, mode="lines", name="trend",
+                                 line=dict(color=_COLORS[1], width=2),
+                                 hovertemplate=f"judge = {slope:.2f} x human + {intercept:.2f}<extra></extra>"))
+    if low is not None and high is not None:
+        fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", name="y = x",
+                                 line=dict(color="grey", dash="dash", width=1), hoverinfo="skip"))
+        pad = (high - low) * 0.06
+        fig.update_xaxes(range=[low - pad, high + pad])
+        fig.update_yaxes(range=[low - pad, high + pad])
+    label = aspect or "score"
+    missing = f", {n_missing} without a judge score" if n_missing else ""
+    fig.update_layout(
+        title=title or f"Human vs judge {label} ({len(h)} items{missing})",
+        xaxis_title=f"human {label}", yaxis_title=f"judge {label}",
+        height=420, margin=dict(l=50, r=20, t=50, b=40),
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+    return fig
+
+
+def correlation_bars(levels: Mapping[str, Mapping[str, Any] | None], *,
+                     coefficients: Sequence[str] = COEFFICIENTS, natural: str | None = None,
+                     title: str = "Correlation with human scores") -> go.Figure:
+    """Grouped bars: one trace per coefficient, one bar per level, with CI whiskers.
+
+    Parameters
+    ----------
+    levels : mapping
+        ``{level: correlations}`` as in a run summary's ``levels``: each value has
+        ``pearson``, ``spearman``, ``kendall`` (float or None) and ``*_ci``
+        (``[low, high]``, entries may be None).
+    coefficients : sequence of str
+        Which coefficients to draw.
+    natural : str, optional
+        The dataset's natural level; drawn first and marked "(natural)".
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One ``go.Bar`` trace per coefficient; undefined values are gaps.
+    """
+    order = [lv for lv in levels if levels[lv]]
+    if natural in order:
+        order.remove(natural)
+        order.insert(0, natural)
+    names = [f"{lv} (natural)" if lv == natural else lv for lv in order]
+    fig = go.Figure()
+    for k, coef in enumerate(coefficients):
+        ys, plus, minus = [], [], []
+        for lv in order:
+            c = levels[lv]
+            v = c.get(coef)
+            lo, hi = (list(c.get(f"{coef}_ci") or [None, None]) + [None, None])[:2]
+            ys.append(v if v is not None else None)
+            plus.append(hi - v if v is not None and hi is not None else 0.0)
+            minus.append(v - lo if v is not None and lo is not None else 0.0)
+        fig.add_trace(go.Bar(x=names, y=ys, name=coef, marker_color=_COLORS[k % len(_COLORS)],
+                             error_y=dict(type="data", symmetric=False, array=plus, arrayminus=minus),
+                             hovertemplate=f"{coef} %{{y:.3f}}<extra>%{{x}}</extra>"))
+    fig.update_layout(barmode="group", title=title, yaxis_title="correlation", height=360,
+                      yaxis=dict(range=[-1, 1]), margin=dict(l=50, r=20, t=50, b=40))
+    return fig
