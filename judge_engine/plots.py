@@ -35,6 +35,11 @@ MAX_DISTINCT_FOR_BARS = 25
 _COLORS = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2")
 
 
+def _esc(text: Any) -> str:
+    """Plotly renders a subset of HTML in titles and hover text; show user text literally."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _finite(values: Sequence[Any]) -> list[float]:
     out = []
     for v in values:
@@ -85,7 +90,7 @@ def human_histograms(dataset: Dataset, aspect: str | None = None) -> go.Figure:
     for a in aspects:
         values = _finite([s.human.get(a.name) for s in dataset.samples])
         values_of[a.name] = values
-        titles.append(f"{a.name} ({a.low:g}-{a.high:g}, n={len(values)})")
+        titles.append(f"{_esc(a.name)} ({a.low:g}-{a.high:g}, n={len(values)})")
     fig = make_subplots(rows=n_rows, cols=n_cols, subplot_titles=titles or None)
     for i, a in enumerate(aspects):
         row, col = i // n_cols + 1, i % n_cols + 1
@@ -96,7 +101,8 @@ def human_histograms(dataset: Dataset, aspect: str | None = None) -> go.Figure:
         fig.update_yaxes(title_text="items" if col == 1 else None, row=row, col=col)
     fig.update_layout(showlegend=False, bargap=0.1, height=260 * n_rows,
                       margin=dict(l=40, r=20, t=50, b=30),
-                      title=f"Human scores: {dataset.name}" if aspect is None else f"Human {aspect} scores: {dataset.name}")
+                      title=(f"Human scores: {_esc(dataset.name)}" if aspect is None
+                             else f"Human {_esc(aspect)} scores: {_esc(dataset.name)}"))
     return fig
 
 
@@ -147,7 +153,7 @@ def human_vs_judge_scatter(human: Sequence[float | None], pred: Sequence[float |
     keep = [i for i in range(len(human)) if _finite([human[i]]) and _finite([pred[i]])]
     h = np.array([float(human[i]) for i in keep], dtype=float)
     p = np.array([float(pred[i]) for i in keep], dtype=float)
-    labels = [str(ids[i]) for i in keep] if ids is not None else [str(i) for i in keep]
+    labels = [_esc(ids[i]) for i in keep] if ids is not None else [str(i) for i in keep]
     n_missing = len(human) - len(keep)
 
     def span(values: np.ndarray) -> float:
@@ -176,10 +182,10 @@ def human_vs_judge_scatter(human: Sequence[float | None], pred: Sequence[float |
         pad = (high - low) * 0.06
         fig.update_xaxes(range=[low - pad, high + pad])
         fig.update_yaxes(range=[low - pad, high + pad])
-    label = aspect or "score"
+    label = _esc(aspect) if aspect else "score"
     missing = f", {n_missing} without a judge score" if n_missing else ""
     fig.update_layout(
-        title=title or f"Human vs judge {label} ({len(h)} items{missing})",
+        title=_esc(title) if title else f"Human vs judge {label} ({len(h)} items{missing})",
         xaxis_title=f"human {label}", yaxis_title=f"judge {label}",
         height=420, margin=dict(l=50, r=20, t=50, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))

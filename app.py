@@ -1,0 +1,35 @@
+"""Judge Workbench: build LLM-as-a-judge evaluators against human scores.
+
+Entrypoint and frame: page config, the shared sidebar (database path, active
+backend) and the page router. The pages only collect input, call
+``judge_engine`` and render what it returns.
+
+Run with ``streamlit run app.py``.
+"""
+
+import streamlit as st
+
+from pages import common
+
+st.set_page_config(page_title="Judge Workbench", page_icon=":material/balance:", layout="wide")
+
+common.init_state()
+
+pages = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/datasets.py", title="Datasets", icon=":material/table_chart:"),
+    st.Page("pages/runs.py", title="Runs", icon=":material/play_circle:"),
+    st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
+]
+page = st.navigation(pages)
+
+with st.sidebar:
+    common.bound(st.text_input, "Database file", "settings_db_path",
+                 help="SQLite file holding datasets, runs and the LLM call cache. "
+                      "Default: $JUDGE_WORKBENCH_DB, else data/workbench.db in the project.")
+    st.caption("Backend (change it under Settings)")
+    st.text(common.llm_config().label)
+    if common.api_key():
+        st.caption("An API key is set for this session.")
+
+common.run_framed(page)

@@ -1,0 +1,437 @@
+"""Helpers shared by the pages: session settings, the store, cached readers, tables.
+
+Nothing here holds business logic: it reads the session's settings, opens the
+:class:`~judge_engine.store.Store`, calls engine functions and turns their
+records into the DataFrames the pages display. Session keys start with
+``settings_`` (backend and database settings), ``datasets_`` or ``runs_``.
+
+The API key typed on the Settings page lives in ``st.session_state`` only. It
+is handed to :func:`judge_engine.runs.start_run` and
+:func:`judge_engine.llm.check_connection` and never written anywhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import pandas as pd
+import streamlit as st
+
+from judge_engine import data
+from judge_engine.llm import BACKEND_NAMES, LLMConfig
+from judge_engine.records import Dataset, Verdict
+from judge_engine.runs import effective_status
+from judge_engine.store import Store, default_db_path
+
+# --------------------------------------------------------------------------- settings
+
+_CONFIG_DEFAULTS = LLMConfig()
+
+SETTINGS_DEFAULTS: dict[str, Any] = {
+    "settings_backend": _CONFIG_DEFAULTS.backend,
+    "settings_model_llamacpp": "",
+    "settings_model_openai": "gpt-4o-mini",
+    "settings_model_vllm": "",
+    "settings_base_url": "",
+    "settings_api_key_env": _CONFIG_DEFAULTS.api_key_env,
+    "settings_api_key": "",
+    "settings_concurrency": _CONFIG_DEFAULTS.concurrency,
+    "settings_timeout": float(_CONFIG_DEFAULTS.timeout),
+    "settings_max_retries": _CONFIG_DEFAULTS.max_retries,
+    "settings_n_ctx": _CONFIG_DEFAULTS.n_ctx,
+    "settings_price_prompt": float(_CONFIG_DEFAULTS.price_prompt_per_1k),
+    "settings_price_completion": float(_CONFIG_DEFAULTS.price_completion_per_1k),
+}
+"""Session settings and their defaults (the database path is added at run time)."""
+
+BACKEND_HELP = {
+    "llamacpp": "Embedded llama.cpp model on this machine (default: SmolLM2-135M-Instruct, no server needed).",
+    "openai": "Any OpenAI-compatible server: api.openai.com, a vLLM or llama.cpp server, LM Studio, ...",
+    "vllm": "vLLM's offline engine inside the worker process (needs a CUDA GPU).",
+}
+
+
+def init_state() -> None:
+    """Give every setting its default for this session (called by ``app.py`` on each run)."""
+    st.session_state.setdefault("settings_db_path", str(default_db_path()))
+    for key, value in SETTINGS_DEFAULTS.items():
+        st.session_state.setdefault(key, value)
+
+
+FRAME_KEY = "_app_frame"
+"""True in ``st.session_state`` while ``app.py`` runs the current page."""
+
+APP_PATH = Path(__file__).resolve().parent.parent / "app.py"
+
+
+def require_frame() -> None:
+    """Make sure the page runs inside ``app.py`` (its sidebar and ``st.navigation``).
+
+    Streamlit still auto-discovers a ``pages/`` folder next to the entrypoint
+    until a script run of the server process calls ``st.navigation``: a
+    browser that opens ``/runs`` right after a server start (and every
+    ``AppTest`` run) gets ``pages/runs.py`` run on its own, with the legacy
+    page list. Such a run executes ``app.py`` instead, in the same script run
+    (so widget clicks are not lost); ``app.py`` registers the real pages and
+    runs the requested one, then this outer run stops.
+    """
+    if st.session_state.get(FRAME_KEY):
+        return
+    code = compile(APP_PATH.read_text(encoding="utf-8"), str(APP_PATH), "exec")
+    exec(code, {"__name__": "__main__", "__file__": str(APP_PATH)})  # noqa: S102 - our own entrypoint
+    st.stop()
+
+
+def run_framed(page: Any) -> None:
+    """Run ``page`` (from ``st.navigation``) inside the frame; used by ``app.py``."""
+    st.session_state[FRAME_KEY] = True
+    try:
+        page.run()
+    finally:
+        st.session_state[FRAME_KEY] = False
+
+
+def widget_key(key: str) -> str:
+    """Key of the widget that edits the session value ``key``.
+
+    Streamlit drops a widget's state when the widget is not drawn (e.g. on
+    another page), so each setting lives under its own key and its widget
+    under ``_w_<key>``, initialised from it; :func:`keep` copies edits back.
+    """
+    init_state()
+    wkey = f"_w_{key}"
+    if wkey not in st.session_state:
+        st.session_state[wkey] = st.session_state[key]
+    return wkey
+
+
+def keep(key: str) -> None:
+    """``on_change`` callback: store the widget's new value under ``key``."""
+    st.session_state[key] = st.session_state[f"_w_{key}"]
+
+
+def bound(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) -> Any:
+    """Draw ``widget(label, ...)`` bound to the session value ``key`` (see :func:`widget_key`)."""
+    return widget(label, key=widget_key(key), on_change=keep, args=(key,), **kwargs)
+
+
+def set_value(key: str, value: Any) -> None:
+    """Set a bound session value from code (before its widget is drawn in this run)."""
+    st.session_state[key] = value
+    st.session_state.pop(f"_w_{key}", None)
+
+
+def db_path() -> Path:
+    """The database file of this session (sidebar setting; default ``default_db_path()``)."""
+    init_state()
+    text = str(st.session_state["settings_db_path"]).strip()
+    return Path(text).expanduser() if text else default_db_path()
+
+
+def get_store() -> Store:
+    """Open the session's database; shows an error and stops the page if it cannot be opened."""
+    path = db_path()
+    try:
+        return Store(path)
+    except (OSError, sqlite3.Error) as exc:
+        st.error(plain(f"Cannot open the database {path}: {exc}. Change the path in the sidebar."))
+        st.stop()
+        raise  # unreachable: st.stop() raises
+
+
+def llm_config() -> LLMConfig:
+    """The :class:`LLMConfig` built from the Settings page (no secret in it)."""
+    init_state()
+    s = st.session_state
+    backend = s["settings_backend"] if s["settings_backend"] in BACKEND_NAMES else _CONFIG_DEFAULTS.backend
+    return LLMConfig(
+        backend=backend,
+        model=str(s.get(f"settings_model_{backend}", "")).strip(),
+        base_url=str(s["settings_base_url"]).strip() if backend == "openai" else "",
+        api_key_env=str(s["settings_api_key_env"]).strip() or _CONFIG_DEFAULTS.api_key_env,
+        concurrency=int(s["settings_concurrency"]),
+        timeout=float(s["settings_timeout"]),
+        max_retries=int(s["settings_max_retries"]),
+        n_ctx=int(s["settings_n_ctx"]),
+        price_prompt_per_1k=float(s["settings_price_prompt"]),
+        price_completion_per_1k=float(s["settings_price_completion"]),
+    )
+
+
+def api_key() -> str | None:
+    """The API key typed for this session, or None (the backend then reads its environment variable)."""
+    init_state()
+    key = str(st.session_state.get("settings_api_key") or "").strip()
+    return key or None
+
+
+# --------------------------------------------------------------------------- messages
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$:])")
+_MD_LINE_START = re.compile(r"^(\s*)(\d*)([-+=>.)])", re.MULTILINE)
+
+
+def plain(text: str) -> str:
+    """Escape Markdown so that ``st.error``/``st.success`` show ``text`` literally.
+
+    Escapes emphasis, code, links, HTML-looking tags, headings, tables,
+    strikethrough, LaTeX (``$``), Streamlit's ``:color[...]``/``:icon:``
+    directives and list markers at the start of a line.
+    """
+    escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
+    return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), escaped)
+
+
+def flash(kind: str, text: str) -> None:
+    """Queue a message for the next run of the page (survives ``st.rerun()``)."""
+    st.session_state.setdefault("_flash", []).append((kind, text))
+
+
+def show_flash() -> None:
+    """Show and clear the queued messages."""
+    for kind, text in st.session_state.pop("_flash", []):
+        getattr(st, kind)(plain(text))
+
+
+# --------------------------------------------------------------------------- cached readers
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _load_dataset(path: str, name: str, stamp: tuple[Any, ...]) -> Dataset:
+    return Store(path).load_dataset(name)
+
+
+def load_dataset(store: Store, name: str) -> Dataset:
+    """``store.load_dataset(name)``, cached until the dataset or its aspect definitions change."""
+    rows = [r for r in store.list_datasets() if r["name"] == name]
+    if not rows:
+        return store.load_dataset(name)  # raises NotFound with the engine's message
+    row = rows[0]
+    stamp = (row["created"], row["n_samples"], repr(row["aspects"]))
+    return _load_dataset(str(store.path), name, stamp)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _load_verdicts(path: str, run_id: int, version: int) -> list[Verdict]:
+    return Store(path).load_verdicts(run_id)
+
+
+def load_verdicts(store: Store, run: dict[str, Any]) -> list[Verdict]:
+    """The verdicts of ``run``, cached by (database, run id, run version)."""
+    return _load_verdicts(str(store.path), int(run["id"]), int(run.get("version") or 0))
+
+
+# --------------------------------------------------------------------------- uploads and imports
+
+
+def upload_dir(db: Path) -> Path:
+    """``data/uploads`` next to the database."""
+    return Path(db).parent / "uploads"
+
+
+def save_upload(db: Path, filename: str, content: bytes) -> Path:
+    """Save an uploaded file under ``uploads/<content hash>/<name>`` and return its path.
+
+    The name keeps only its last component and safe characters; the hash
+    folder means two different files of the same name never overwrite each
+    other, and saving the same content again is a no-op.
+    """
+    name = Path(str(filename).replace("\\", "/")).name
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip(".") or "upload.csv"
+    digest = hashlib.sha256(content).hexdigest()[:16]
+    path = upload_dir(db) / digest / name
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".part")
+        tmp.write_bytes(content)
+        tmp.replace(path)
+    return path
+
+
+def dataset_name_from(filename: str) -> str:
+    """A default dataset name for a file: its stem, lower case, safe characters only."""
+    stem = Path(str(filename)).stem
+    return re.sub(r"[^a-z0-9_-]+", "_", stem.lower()).strip("_") or "dataset"
+
+
+def import_table(store: Store, path: str | Path, *, name: str, input_col: str, output_col: str,
+                 score_cols: list[str], group_col: str | None = None, system_col: str | None = None,
+                 id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
+                 aspect_ranges: dict[str, tuple[float, float]] | None = None, task: str = "",
+                 progress: Callable[[int, int], Any] | None = None) -> tuple[Dataset, list[str]]:
+    """Import a user table into ``store`` under ``name``; returns (dataset, warnings).
+
+    Raises ``ValueError`` (before reading the file) if the name is empty or
+    already taken, and :class:`judge_engine.data.DataImportError` for any
+    problem with the file. Nothing is written unless the whole file imports,
+    so an existing dataset is never touched.
+    """
+    name = name.strip()
+    if not name:
+        raise ValueError("give the dataset a name")
+    if store.has_dataset(name):
+        raise ValueError(f"a dataset named {name!r} already exists; choose another name "
+                         "(the stored one is kept as it is)")
+    warnings: list[str] = []
+    dataset = data.load_table(path, name=name, input_col=input_col, output_col=output_col,
+                              score_cols=list(score_cols), group_col=group_col, system_col=system_col,
+                              id_col=id_col, context_col=context_col, reference_col=reference_col,
+                              aspect_ranges=aspect_ranges or None, task=task, progress=progress,
+                              warnings=warnings)
+    store.save_dataset(dataset)  # replace=False: refuses a name taken meanwhile
+    return dataset, warnings
+
+
+def guess_column(columns: list[str], patterns: Iterable[str]) -> str | None:
+    """The first column whose lower-cased name matches one of ``patterns`` (regexes), in pattern order."""
+    for pattern in patterns:
+        for c in columns:
+            if re.fullmatch(pattern, c.strip().lower()):
+                return c
+    return None
+
+
+def numeric_columns(columns: list[str], preview: list[dict[str, Any]]) -> list[str]:
+    """Columns whose preview values all read as numbers (candidates for human scores)."""
+    out = []
+    for c in columns:
+        values = [r.get(c) for r in preview if r.get(c) not in (None, "")]
+        if not values:
+            continue
+        try:
+            if all(math.isfinite(float(v)) for v in values if not isinstance(v, bool)):
+                if not any(isinstance(v, bool) for v in values):
+                    out.append(c)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def preview_frame(rows: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    """Raw preview records as a DataFrame of strings (nested JSON values shown as text)."""
+    return pd.DataFrame([{c: _cell(r.get(c)) for c in columns} for r in rows], columns=columns)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def fmt_time(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts)) if ts else ""
+
+
+def datasets_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """Overview of stored datasets (``store.list_datasets()``)."""
+    return pd.DataFrame([{
+        "name": r["name"], "task": r["task"], "samples": r["n_samples"],
+        "aspects": ", ".join(a["name"] for a in r["aspects"]),
+        "natural level": r["natural_level"], "imported": fmt_time(r.get("created")),
+    } for r in rows], columns=["name", "task", "samples", "aspects", "natural level", "imported"])
+
+
+def samples_frame(dataset: Dataset, limit: int = 50) -> pd.DataFrame:
+    """The first ``limit`` samples with their human scores, one column per aspect."""
+    rows = []
+    for s in dataset.samples[:limit]:
+        row = {"id": s.id, "group": s.group_id, "system": s.system_id,
+               dataset.input_label.lower(): s.input, dataset.output_label.lower(): s.output}
+        for a in dataset.aspect_names:
+            row[a] = s.human.get(a)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _num(x: Any) -> float:
+    return float("nan") if x is None else float(x)
+
+
+def _ci(ci: Any) -> str:
+    if not ci or len(ci) < 2 or ci[0] is None or ci[1] is None:
+        return "–"
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def ordered_levels(summary: dict[str, Any]) -> list[str]:
+    """Levels of a run summary, the natural level first."""
+    levels = list((summary.get("levels") or {}).keys())
+    natural = summary.get("level")
+    if natural in levels:
+        levels.remove(natural)
+        levels.insert(0, natural)
+    return levels
+
+
+def correlation_frame(summary: dict[str, Any]) -> pd.DataFrame:
+    """One row per meta-evaluation level (natural first): coefficients, 95% CIs and counts."""
+    rows = []
+    natural = summary.get("level")
+    for level in ordered_levels(summary):
+        c = summary["levels"][level] or {}
+        rows.append({
+            "level": f"{level} (natural)" if level == natural else level,
+            "pearson": _num(c.get("pearson")), "pearson 95% CI": _ci(c.get("pearson_ci")),
+            "spearman": _num(c.get("spearman")), "spearman 95% CI": _ci(c.get("spearman_ci")),
+            "kendall": _num(c.get("kendall")), "kendall 95% CI": _ci(c.get("kendall_ci")),
+            "n": c.get("n"), "missing": c.get("n_missing"), "groups used": c.get("n_groups"),
+            "groups skipped": c.get("groups_skipped"), "systems": c.get("n_systems"),
+        })
+    return pd.DataFrame(rows)
+
+
+LIVE_STATUSES = ("queued", "running")
+
+
+def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
+    """Overview of runs (``store.list_runs()``) with the natural-level correlations of finished ones."""
+    rows = []
+    for r in runs:
+        summary = r.get("summary") or {}
+        corr = summary.get("correlations") or {}
+        ledger = r.get("ledger") or {}
+        rows.append({
+            "run": r["id"], "method": r["method"], "dataset": r["dataset"], "aspect": r["aspect"],
+            "status": effective_status(r),
+            "progress": f"{r.get('done') or 0}/{r.get('total') or 0}" if r.get("total") else "",
+            "level": summary.get("level", ""),
+            "pearson": _num(corr.get("pearson")), "spearman": _num(corr.get("spearman")),
+            "kendall": _num(corr.get("kendall")),
+            "calls": ledger.get("calls", 0), "cache hits": ledger.get("cache_hits", 0),
+            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.get("created")),
+        })
+    return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",
+                                       "pearson", "spearman", "kendall", "calls", "cache hits", "dollars",
+                                       "created"])
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """A stable label for a run (no status: a select box must not relabel its value as the run progresses)."""
+    return f"#{run['id']} · {run['method']} · {run['dataset']}/{run['aspect']} · {fmt_time(run.get('created'))}"
+
+
+def verdicts_frame(dataset: Dataset | None, aspect: str, verdicts: list[Verdict]) -> pd.DataFrame:
+    """One row per verdict: sample id, human score, judge score, parse failure flag, raw reply."""
+    index = dataset.by_id() if dataset is not None else {}
+    rows = []
+    for v in verdicts:
+        sample = index.get(v.sample_id)
+        rows.append({
+            "sample id": v.sample_id,
+            "human": _num(sample.human.get(aspect)) if sample is not None else float("nan"),
+            "judge": float("nan") if v.missing else float(v.score),
+            "parse failure": bool(v.missing),
+            "raw reply": v.raw, "explanation": v.explanation,
+        })
+    return pd.DataFrame(rows, columns=["sample id", "human", "judge", "parse failure", "raw reply",
+                                       "explanation"])

@@ -1,0 +1,214 @@
+"""Datasets: import a built-in benchmark or your own file, browse a stored dataset, edit aspects, make splits."""
+
+import pandas as pd
+import streamlit as st
+
+from judge_engine import data, plots
+from judge_engine.data import DataImportError, SplitError
+from pages import common
+
+common.require_frame()
+
+store = common.get_store()
+
+st.title("Datasets")
+common.show_flash()
+
+TABS = ["Built-in benchmarks", "Upload a file", "Stored datasets"]
+if "datasets_goto_tab" in st.session_state:  # after an import, open the new dataset
+    st.session_state["datasets_tab"] = st.session_state.pop("datasets_goto_tab")
+tab_bench, tab_upload, tab_stored = st.tabs(TABS, key="datasets_tab", on_change="rerun")
+
+# --------------------------------------------------------------------------- built-in benchmarks
+with tab_bench:
+    available = data.available_benchmarks()
+    if not available:
+        st.warning(common.plain(f"No benchmark files found under {data.default_data_dir()}. Set "
+                                f"{data.DATA_DIR_ENV} to the folder holding the benchmark folders."))
+    else:
+        name = st.selectbox("Benchmark", available, key="datasets_bench",
+                            format_func=lambda n: f"{n}: {data.BENCHMARKS[n].task}")
+        spec = data.BENCHMARKS[name]
+        st.text(spec.description)
+        st.dataframe(pd.DataFrame([{"aspect": a.name, "scale": f"{a.low:g}-{a.high:g}", "definition": a.definition}
+                                   for a in spec.aspects]), hide_index=True)
+        st.caption(f"Natural meta-evaluation level: {spec.natural_level}.")
+        stored = store.has_dataset(name)
+        if stored:
+            st.info(common.plain(f"'{name}' is already in the database; open it under Stored datasets."))
+        if st.button("Import benchmark", key="datasets_import_bench", type="primary", disabled=stored):
+            try:
+                with st.spinner(f"Reading {name}..."):
+                    dataset = data.load_benchmark(name)
+                    store.save_dataset(dataset)
+            except (DataImportError, ValueError) as exc:
+                st.error(common.plain(str(exc)))
+            else:
+                common.flash("success", f"Imported {name}: {len(dataset.samples)} samples, "
+                                        f"aspects {', '.join(dataset.aspect_names)}.")
+                common.set_value("datasets_pick", name)
+                st.session_state["datasets_goto_tab"] = TABS[2]
+                st.rerun()
+
+# --------------------------------------------------------------------------- upload
+with tab_upload:
+    st.caption("A CSV/TSV, JSONL or JSON list with one scored output per row: the input it was generated from, "
+               "the output, and one or more columns of human scores.")
+    n_upload = st.session_state.setdefault("datasets_upload_n", 0)
+    upload = st.file_uploader("Data file", type=["csv", "tsv", "jsonl", "ndjson", "json"],
+                              key=f"datasets_upload_{n_upload}")
+    if upload is not None:
+        path = common.save_upload(store.path, upload.name, upload.getvalue())
+        try:
+            columns, preview = data.inspect_table(path)
+        except DataImportError as exc:
+            st.error(common.plain(str(exc)))
+            columns, preview = [], []
+        if columns:
+            st.caption(common.plain(f"First rows of {upload.name}:"))
+            st.dataframe(common.preview_frame(preview, columns), hide_index=True)
+            fkey = path.parent.name  # widgets reset when another file is uploaded
+            none = "(none)"
+            optional = [none, *columns]
+
+            def pick(label, role, guess, *, required=False, help=None):
+                opts = columns if required else optional
+                default = guess if guess in opts else (opts[0] if required else none)
+                value = st.selectbox(label, opts, index=opts.index(default), key=f"datasets_map_{role}_{fkey}",
+                                     help=help)
+                return None if value == none else value
+
+            st.markdown("**Column mapping**")
+            c1, c2 = st.columns(2)
+            with c1:
+                input_col = pick("Input (what the output was generated from)", "input", common.guess_column(
+                    columns, [r"input", r"source", r"src", r"article", r"document", r"prompt", r"dialogue.*",
+                              r"context", r"question", r"data"]), required=True)
+                output_col = pick("Output (the text humans scored)", "output", common.guess_column(
+                    columns, [r"output", r"summary", r"response", r"story", r"answer", r"generation",
+                              r"hypothesis", r"candidate", r"text"]), required=True)
+                group_col = pick("Group (optional)", "group", common.guess_column(
+                    columns, [r"group.*", r"doc_?id", r"source_?id", r"prompt_?id", r"context_?id"]),
+                    help="Outputs for the same input share a group; splits never cut a group. "
+                         "Without it every row is its own group.")
+                system_col = pick("System (optional)", "system", common.guess_column(
+                    columns, [r"system.*", r"model.*", r"sys_?id"]))
+            with c2:
+                id_col = pick("Id (optional)", "id", common.guess_column(columns, [r"id", r"sample_?id", r"item_?id"]),
+                              help="Without it the row number is the id.")
+                context_col = pick("Context (optional)", "context", None)
+                reference_col = pick("Reference output (optional)", "reference", common.guess_column(
+                    columns, [r"reference", r"ref", r"gold"]))
+            mapped = {input_col, output_col, group_col, system_col, id_col, context_col, reference_col}
+            guesses = [c for c in common.numeric_columns(columns, preview) if c not in mapped]
+            score_cols = st.multiselect("Human score columns (one aspect each)", columns, default=guesses,
+                                        key=f"datasets_map_scores_{fkey}")
+            ranges = {}
+            if score_cols:
+                with st.expander("Score scales (optional; default: the lowest and highest score in the file)"):
+                    for col in score_cols:
+                        r1, r2 = st.columns(2)
+                        low = r1.number_input(common.plain(f"{col}: lowest possible"), value=None, key=f"datasets_low_{fkey}_{col}")
+                        high = r2.number_input(common.plain(f"{col}: highest possible"), value=None,
+                                               key=f"datasets_high_{fkey}_{col}")
+                        if low is not None and high is not None:
+                            ranges[col] = (low, high)
+            ds_name = st.text_input("Dataset name", value=common.dataset_name_from(upload.name),
+                                    key=f"datasets_name_{fkey}")
+            task = st.text_input("Task (optional, used in prompts)", key=f"datasets_task_{fkey}",
+                                 placeholder="e.g. summarization of product reviews")
+            if ds_name.strip() and store.has_dataset(ds_name.strip()):
+                st.warning(common.plain(f"A dataset named '{ds_name.strip()}' is already stored. "
+                                        "Choose another name to import this file."))
+            if st.button("Import file", key="datasets_import_file", type="primary"):
+                bar = st.progress(0.0, text="Reading rows...")
+                try:
+                    dataset, warnings = common.import_table(
+                        store, path, name=ds_name, input_col=input_col, output_col=output_col,
+                        score_cols=score_cols, group_col=group_col, system_col=system_col, id_col=id_col,
+                        context_col=context_col, reference_col=reference_col, aspect_ranges=ranges,
+                        task=task.strip(),
+                        progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total} rows"))
+                except (DataImportError, ValueError) as exc:
+                    bar.empty()
+                    st.error(common.plain(str(exc)))
+                else:
+                    common.flash("success", f"Imported '{dataset.name}': {len(dataset.samples)} samples, "
+                                            f"aspects {', '.join(dataset.aspect_names)}.")
+                    for w in warnings:
+                        common.flash("warning", w)
+                    st.session_state["datasets_upload_n"] = n_upload + 1  # clears the uploader
+                    common.set_value("datasets_pick", dataset.name)
+                    st.session_state["datasets_goto_tab"] = TABS[2]
+                    st.rerun()
+
+# --------------------------------------------------------------------------- stored datasets
+with tab_stored:
+    rows = store.list_datasets()
+    if not rows:
+        st.info("No dataset stored yet: import a benchmark or upload a file.")
+    else:
+        st.dataframe(common.datasets_frame(rows), hide_index=True)
+        names = [r["name"] for r in rows]
+        if st.session_state.get("datasets_pick") not in names:
+            common.set_value("datasets_pick", names[-1])
+        name = common.bound(st.selectbox, "Dataset", "datasets_pick", options=names)
+        dataset = common.load_dataset(store, name)
+        n_groups = len({s.group_id for s in dataset.samples})
+        n_systems = len({s.system_id for s in dataset.samples if s.system_id})
+        m = st.columns(4)
+        m[0].metric("Samples", len(dataset.samples))
+        m[1].metric("Groups", n_groups)
+        m[2].metric("Systems", n_systems)
+        m[3].metric("Natural level", dataset.natural_level)
+        if dataset.task:
+            st.text(f"Task: {dataset.task}")
+        st.caption(common.plain(f"Source: {dataset.source}"))
+
+        st.markdown("**First samples**")
+        st.dataframe(common.samples_frame(dataset, limit=50), hide_index=True)
+
+        st.markdown("**Human scores**")
+        st.plotly_chart(plots.human_histograms(dataset), key=f"datasets_hist_{name}")
+
+        st.markdown("**Aspect definitions**")
+        st.caption("Prompts describe each aspect with this text. Edits are saved to the database (and logged).")
+        with st.form(f"datasets_aspects_{name}"):
+            edited = {}
+            for a in dataset.aspects:
+                edited[a.name] = st.text_area(common.plain(f"{a.name} (scale {a.low:g}-{a.high:g})"), value=a.definition,
+                                              key=f"datasets_def_{name}_{a.name}", height=80)
+            if st.form_submit_button("Save definitions"):
+                changed = [a.name for a in dataset.aspects if edited[a.name].strip() != a.definition]
+                for aspect in changed:
+                    store.update_aspect_definition(name, aspect, edited[aspect].strip())
+                common.flash("success" if changed else "info",
+                             f"Saved {len(changed)} definition(s): {', '.join(changed)}." if changed
+                             else "No definition changed.")
+                st.rerun()
+
+        st.markdown("**Train/test split**")
+        st.caption("Groups are never cut. Runs build the same split from the same sizes and seed.")
+        with st.form(f"datasets_split_{name}"):
+            c = st.columns(3)
+            train_size = c[0].number_input("Train size", min_value=0, value=30, step=1, key=f"datasets_train_{name}")
+            test_size = c[1].number_input("Test size (empty = all the rest)", min_value=1, value=None, step=1,
+                                          key=f"datasets_test_{name}")
+            seed = c[2].number_input("Seed", min_value=0, value=0, step=1, key=f"datasets_seed_{name}")
+            if st.form_submit_button("Make split"):
+                try:
+                    split = data.make_split(dataset, train_size=int(train_size),
+                                            test_size=None if test_size is None else int(test_size), seed=int(seed))
+                except SplitError as exc:
+                    st.error(common.plain(str(exc)))
+                else:
+                    split_id = store.save_split(split)
+                    st.success(common.plain(f"Saved split {split_id}: {len(split.train_ids)} train, "
+                                            f"{len(split.test_ids)} test items."))
+        splits = store.list_splits(name)
+        if splits:
+            st.dataframe(pd.DataFrame([{"split": s["id"], "seed": s["seed"], "train": s["n_train"],
+                                        "test": s["n_test"], "created": common.fmt_time(s["created"])}
+                                       for s in splits]), hide_index=True)
+        else:
+            st.caption("No split saved yet.")

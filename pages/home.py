@@ -1,0 +1,50 @@
+"""Home: what the workbench is for, the active backend, stored datasets and recent runs."""
+
+import streamlit as st
+
+from judge_engine.llm import LLMError, check_connection
+from pages import common
+
+common.require_frame()
+
+store = common.get_store()
+
+st.title("Judge Workbench")
+st.markdown(
+    "Build and compare **LLM-as-a-judge** evaluators against human scores. Import a dataset of "
+    "human-scored outputs, run a judging method on a held-out test split, and see how well the "
+    "judge's scores correlate with the humans' (Pearson, Spearman and Kendall, with bootstrap "
+    "confidence intervals), what it cost and where its replies failed to parse."
+)
+
+st.subheader("Backend")
+config = common.llm_config()
+st.text(config.label)
+st.caption("Change it under Settings. The backend is only contacted when you ask for it.")
+if st.button("Check backend", key="home_check"):
+    with st.spinner("Sending one short request..."):
+        try:
+            st.success(common.plain(check_connection(config, api_key=common.api_key())))
+        except LLMError as exc:
+            st.error(common.plain(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
+            st.error(common.plain(f"{type(exc).__name__}: {exc}"))
+
+st.subheader("Datasets")
+datasets = store.list_datasets()
+if datasets:
+    st.dataframe(common.datasets_frame(datasets), hide_index=True)
+else:
+    st.info("No dataset yet: import a built-in benchmark or upload your own file.")
+st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
+
+st.subheader("Recent runs")
+runs = store.list_runs(limit=10)
+if runs:
+    st.dataframe(common.runs_frame(runs), hide_index=True,
+                 column_config={c: st.column_config.NumberColumn(format="%.3f")
+                                for c in ("pearson", "spearman", "kendall")})
+else:
+    st.info("No run yet: start a baseline run to meta-evaluate a judge.")
+st.page_link("pages/runs.py", label="Go to Runs", icon=":material/play_circle:")
+st.caption(common.plain(f"Database: {store.path}"))

@@ -1,0 +1,308 @@
+"""AppTest smoke and flow tests of the Streamlit pages (fake LLM backend only, never the real model)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judge_engine import runs as runs_module
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.runs import RunSpec, create_run, execute_run
+from judge_engine.store import Store
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+PAGES = ["pages/home.py", "pages/datasets.py", "pages/runs.py", "pages/settings.py"]
+TIMEOUT = 60
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    """A fresh database, made the app's default through $JUDGE_WORKBENCH_DB."""
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    return path
+
+
+@pytest.fixture
+def sfhot_db(db, shared_data, monkeypatch) -> Path:
+    monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(shared_data))
+    return db
+
+
+def open_app() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    return at.run()
+
+
+def goto(at: AppTest, page: str) -> AppTest:
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def unescape(text: str) -> str:
+    """Markdown-escaped message text as the user reads it."""
+    return text.replace("\\", "")
+
+
+def errors(at: AppTest) -> list[str]:
+    return [unescape(e.value) for e in at.error]
+
+
+def by_label(widgets, prefix: str):
+    matches = [w for w in widgets if w.label.startswith(prefix)]
+    assert matches, f"no widget labelled {prefix!r}; have {[w.label for w in widgets]}"
+    return matches[0]
+
+
+def fake_llm(store: Store, reply: str = "[[3]]"):
+    return make_llm(LLMConfig(), store=store, backend=FakeBackend(lambda m, p: reply))
+
+
+# --------------------------------------------------------------------------- every page
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders_on_an_empty_database(db, page):
+    at = open_app()
+    assert not at.exception
+    goto(at, page)
+    assert at.title, "each page has a title"
+    # Every page runs inside app.py's frame, even though Streamlit would also auto-discover pages/.
+    assert [w.label for w in at.sidebar.text_input] == ["Database file"]
+    assert db.exists(), "the database is created at $JUDGE_WORKBENCH_DB"
+
+
+def test_sidebar_shows_database_path_and_backend(db):
+    at = open_app()
+    assert at.sidebar.text_input[0].value == str(db)
+    assert any("llamacpp" in t.value for t in at.sidebar.text)
+
+
+# --------------------------------------------------------------------------- datasets
+
+
+def test_datasets_page_imports_a_builtin_benchmark(sfhot_db):
+    at = goto(open_app(), "pages/datasets.py")
+    at.selectbox(key="datasets_bench").set_value("sfhot").run()
+    at.button(key="datasets_import_bench").click().run()
+    assert not at.exception
+    assert not at.error
+    assert any("Imported sfhot" in unescape(s.value) for s in at.success)
+    store = Store(sfhot_db)
+    assert store.has_dataset("sfhot")
+    assert len(store.load_dataset("sfhot").samples) == 875
+    # Now stored: the import button is disabled and the dataset is shown with its histograms.
+    assert at.button(key="datasets_import_bench").disabled
+    assert at.selectbox(key="_w_datasets_pick").value == "sfhot"
+    assert any(t.value.startswith("Task:") for t in at.text)
+
+
+GOOD_CSV = b"source,summary,score\nThe cat sat.,A cat.,4\nDogs bark loudly.,Dogs bark.,2\nRain today.,It rains.,5\n"
+BAD_CSV = b"source,summary,score\nThe cat sat.,A cat.,4\nDogs bark loudly.,Dogs bark.,abc\nRain today.,It rains.,5\n"
+
+
+def upload(at: AppTest, filename: str, content: bytes, name: str) -> AppTest:
+    at.file_uploader[0].set_value((filename, content, "text/csv")).run()
+    assert not at.exception
+    assert not at.error, errors(at)
+    assert by_label(at.selectbox, "Input").value == "source"
+    assert by_label(at.selectbox, "Output").value == "summary"
+    scores = by_label(at.multiselect, "Human score")
+    if scores.value != ["score"]:  # only guessed when the preview's scores all read as numbers
+        assert "abc" in content.decode()
+        scores.set_value(["score"]).run()
+    by_label(at.text_input, "Dataset name").set_value(name).run()
+    at.button(key="datasets_import_file").click().run()
+    assert not at.exception
+    return at
+
+
+def test_uploaded_table_imports_and_bad_scores_name_row_and_column(db):
+    at = goto(open_app(), "pages/datasets.py")
+    upload(at, "mine.csv", GOOD_CSV, "mine")
+    assert not at.error, errors(at)
+    store = Store(db)
+    before = store.load_dataset("mine")
+    assert [s.human["score"] for s in before.samples] == [4.0, 2.0, 5.0]
+    assert list((db.parent / "uploads").glob("*/mine.csv")), "the upload is saved next to the database"
+
+    # A file with a non-numeric score: the error names the row and the column; nothing is stored.
+    upload(at, "broken.csv", BAD_CSV, "broken")
+    msgs = errors(at)
+    assert any("row 3" in m and "column 'score'" in m and "abc" in m for m in msgs), msgs
+    assert not store.has_dataset("broken")
+
+    # The same good file under a taken name: a clear message, the stored dataset is untouched.
+    upload(at, "again.csv", GOOD_CSV.replace(b"4\n", b"1\n"), "mine")
+    assert any("already exists" in m for m in errors(at)), errors(at)
+    after = store.load_dataset("mine")
+    assert after == before
+
+
+def test_import_table_helper_keeps_existing_dataset(db, tmp_path):
+    from judge_engine.data import DataImportError
+    from pages import common
+
+    store = Store(db)
+    good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
+    good.write_bytes(GOOD_CSV)
+    bad.write_bytes(BAD_CSV)
+    dataset, warnings = common.import_table(store, good, name="mine", input_col="source", output_col="summary",
+                                            score_cols=["score"])
+    assert warnings == []
+    assert store.load_dataset("mine") == dataset
+    with pytest.raises(DataImportError, match=r"bad\.csv, row 3, column 'score'"):
+        common.import_table(store, bad, name="other", input_col="source", output_col="summary", score_cols=["score"])
+    with pytest.raises(ValueError, match="already exists"):
+        common.import_table(store, good, name="mine", input_col="source", output_col="summary", score_cols=["score"])
+    assert store.load_dataset("mine") == dataset
+    assert not store.has_dataset("other")
+
+
+def test_stored_dataset_aspect_definition_and_split(db, tmp_path):
+    from pages import common
+
+    store = Store(db)
+    path = tmp_path / "t.csv"
+    rows = "".join(f"in {i},out {i},{i % 5 + 1},g{i // 2}\n" for i in range(40))
+    path.write_text("source,summary,score,doc\n" + rows)
+    common.import_table(store, path, name="t", input_col="source", output_col="summary", score_cols=["score"],
+                        group_col="doc")
+    at = goto(open_app(), "pages/datasets.py")
+    at.text_area(key="datasets_def_t_score").set_value("How good it is.")
+    by_label(at.button, "Save definitions").click().run()
+    assert not at.exception
+    assert store.load_dataset("t").aspect("score").definition == "How good it is."
+    at.number_input(key="datasets_train_t").set_value(10)
+    at.number_input(key="datasets_test_t").set_value(6)
+    by_label(at.button, "Make split").click().run()
+    assert not at.exception
+    assert any("10 train, 6 test" in unescape(s.value) for s in at.success)
+    assert [(s["n_train"], s["n_test"]) for s in store.list_splits("t")] == [(10, 6)]
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def finished_run(db: Path, reply: str = "[[3]]") -> int:
+    store = Store(db)
+    run_id = create_run(store, RunSpec(method="direct", dataset="sfhot", aspect="overall", train_size=5, test_size=6))
+    execute_run(store, run_id, llm=fake_llm(store, reply))
+    return run_id
+
+
+def test_runs_page_shows_a_finished_run(sfhot_db):
+    run_id = finished_run(sfhot_db)
+    at = goto(open_app(), "pages/runs.py")
+    assert at.selectbox(key="_w_runs_run_id").value == run_id
+    frames = {tuple(d.value.columns): d.value for d in at.dataframe}
+    corr = next(v for cols, v in frames.items() if "spearman 95% CI" in cols)
+    assert corr["level"].iloc[0] == "sample (natural)", "the natural level comes first"
+    assert set(corr.columns) >= {"pearson", "spearman", "kendall", "pearson 95% CI", "n", "missing"}
+    verdicts = next(v for cols, v in frames.items() if "raw reply" in cols)
+    assert len(verdicts) == 6
+    assert (verdicts["judge"] == 3).all() and not verdicts["parse failure"].any()
+    assert (verdicts["raw reply"] == "[[3]]").all()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Parse failures"] == "0 of 6"
+    assert int(metrics["LLM calls"]) + int(metrics["Cache hits"]) == 6
+    assert any("Finished" in s.value for s in at.success)
+
+
+def test_runs_page_flags_parse_failures(sfhot_db):
+    finished_run(sfhot_db, reply="I cannot say")
+    at = goto(open_app(), "pages/runs.py")
+    verdicts = next(d.value for d in at.dataframe if "raw reply" in d.value.columns)
+    assert verdicts["parse failure"].all()
+    assert all(math.isnan(x) for x in verdicts["judge"])
+    assert {m.label: m.value for m in at.metric}["Parse failures"] == "6 of 6"
+
+
+def test_runs_form_reviews_then_starts_a_run(sfhot_db, monkeypatch):
+    """Review shows the estimate; Start creates the run and hands it to the worker launcher."""
+    store = Store(sfhot_db)
+    store.save_dataset(__import__("judge_engine.data", fromlist=["load_benchmark"]).load_benchmark("sfhot"))
+    started = []
+
+    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):  # runs the work in-process, fake LLM
+        started.append((Path(db_path), run_id, api_key))
+        execute_run(Store(db_path), run_id, llm=fake_llm(Store(db_path)))
+
+    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    at = open_app()
+    at.session_state["settings_api_key"] = "sk-secret-test"
+    goto(at, "pages/runs.py")
+    at.selectbox(key="runs_aspect").set_value("naturalness")
+    at.number_input(key="runs_train").set_value(5)
+    at.number_input(key="runs_test").set_value(4)
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["LLM requests to score"] == "4"
+    assert metrics["LLM requests to fit"] == "0"
+    at.button(key="runs_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(started) == 1
+    db_path, run_id, key = started[0]
+    assert db_path == sfhot_db and key == "sk-secret-test"
+    run = store.get_run(run_id)
+    assert run["status"] == "finished" and run["aspect"] == "naturalness"
+    assert "sk-secret-test" not in str(run), "the API key never reaches the database"
+    assert at.selectbox(key="_w_runs_run_id").value == run_id
+    assert any("spearman 95% CI" in d.value.columns for d in at.dataframe)
+    page_text = " ".join(str(e.value) for kind in ("text", "markdown", "caption", "success", "info")
+                         for e in getattr(at, kind))
+    assert "sk-secret-test" not in page_text
+
+
+def test_failed_run_shows_message_and_resume(sfhot_db, monkeypatch):
+    store = Store(sfhot_db)
+    run_id = create_run(store, RunSpec(method="direct", dataset="sfhot", aspect="overall", train_size=5, test_size=6))
+    store.update_run(run_id, status="failed", message="LLMError: server said no")
+    resumed = []
+    monkeypatch.setattr(runs_module, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: resumed.append(rid))
+    at = goto(open_app(), "pages/runs.py")
+    assert any("server said no" in m for m in errors(at))
+    at.button(key=f"runs_resume_{run_id}").click().run()
+    assert not at.exception
+    assert resumed == [run_id]
+    # While the worker starts, the page keeps polling instead of showing the old failure.
+    assert [p.text for p in at.progress] == ["starting: waiting for the worker to start (0/0)"]
+    assert not any("server said no" in m for m in errors(at))
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_settings_persist_across_pages_and_key_stays_in_session(db):
+    at = goto(open_app(), "pages/settings.py")
+    at.selectbox(key="_w_settings_backend").set_value("openai").run()
+    at.text_input(key="_w_settings_base_url").set_value("http://localhost:9/v1").run()
+    at.text_input(key="_w_settings_api_key").set_value("sk-do-not-show").run()
+    assert not at.exception
+    assert at.text_input(key="_w_settings_api_key").proto.type == at.text_input(key="_w_settings_api_key").proto.PASSWORD
+    goto(at, "pages/home.py")
+    assert any("openai" in t.value and "localhost:9" in t.value for t in at.text)
+    shown = " ".join(str(e.value) for kind in ("text", "markdown", "caption", "json") for e in getattr(at, kind))
+    assert "sk-do-not-show" not in shown
+    goto(at, "pages/settings.py")
+    assert at.selectbox(key="_w_settings_backend").value == "openai"
+    assert at.text_input(key="_w_settings_api_key").value == "sk-do-not-show"
+    at.selectbox(key="_w_settings_backend").set_value("vllm").run()
+    assert any("requirements-gpu.txt" in i.value for i in at.info)
+
+
+def test_database_path_from_the_sidebar_and_a_bad_one_is_reported(db, tmp_path):
+    other = tmp_path / "other" / "second.db"
+    at = open_app()
+    at.sidebar.text_input[0].set_value(str(other)).run()
+    assert not at.exception
+    assert other.exists(), "the new database is created and used"
+    at.sidebar.text_input[0].set_value("/proc/no-such-dir/x.db").run()
+    assert not at.exception
+    assert any("Cannot open the database" in m for m in errors(at))

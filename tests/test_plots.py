@@ -1,0 +1,109 @@
+"""Figures of judge_engine.plots: the traces and points they hold."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from judge_engine import plots
+from judge_engine.records import Aspect, Dataset, Sample
+
+
+def make_dataset() -> Dataset:
+    samples = tuple(
+        Sample(id=str(i), input=f"in {i}", output=f"out {i}", group_id=f"g{i // 2}",
+               human={"fluency": float(i % 5 + 1), "fine": i / 10.0} if i != 9 else {"fluency": 3.0})
+        for i in range(40))
+    return Dataset(name="toy", task="testing", samples=samples,
+                   aspects=(Aspect("fluency", 1, 5, "d"), Aspect("fine", 0, 4, "d")))
+
+
+def test_histogram_of_one_aspect_counts_every_score():
+    fig = plots.human_histograms(make_dataset(), "fluency")
+    assert isinstance(fig, go.Figure)
+    assert len(fig.data) == 1
+    bar = fig.data[0]
+    assert bar.type == "bar"
+    assert list(bar.x) == [1, 2, 3, 4, 5]
+    assert sum(bar.y) == 40
+    assert list(bar.y) == [8, 8, 9, 8, 7], "sample 9 has fluency 3"
+
+
+def test_histograms_of_all_aspects_one_panel_each_and_missing_scores_skipped():
+    fig = plots.human_histograms(make_dataset())
+    assert [t.name for t in fig.data] == ["fluency", "fine"]
+    fine = fig.data[1]
+    assert fine.type == "histogram", "many distinct values: a binned histogram"
+    assert len(fine.x) == 39, "the sample without a 'fine' score is left out"
+    assert "n=39" in fig.layout.annotations[1].text
+
+
+def test_histogram_unknown_aspect_raises():
+    with pytest.raises(KeyError):
+        plots.human_histograms(make_dataset(), "nope")
+
+
+def test_scatter_drops_missing_pairs_and_jitters_within_bounds():
+    human = [1, 2, 3, 4, 5, 3, None]
+    pred = [1, 2, float("nan"), 4, 5, 2, 3]
+    fig = plots.human_vs_judge_scatter(human, pred, ids=list("abcdefg"), aspect="coherence", low=1, high=5,
+                                       jitter=0.02)
+    names = [t.name for t in fig.data]
+    assert names == ["items", "trend", "y = x"]
+    points = fig.data[0]
+    assert len(points.x) == 5
+    assert list(points.text) == ["a", "b", "d", "e", "f"]
+    exact = np.array(points.customdata)
+    assert np.allclose(exact[:, 0], [1, 2, 4, 5, 3]) and np.allclose(exact[:, 1], [1, 2, 4, 5, 2])
+    assert np.all(np.abs(np.array(points.x) - exact[:, 0]) <= 0.02 * 4 + 1e-9)
+    assert np.all(np.abs(np.array(points.y) - exact[:, 1]) <= 0.02 * 4 + 1e-9)
+    assert "2 without a judge score" in fig.layout.title.text
+    assert list(fig.data[2].x) == [1, 5] and list(fig.data[2].y) == [1, 5]
+
+
+def test_scatter_is_deterministic_and_trend_fits_a_line():
+    human = [1, 2, 3, 4, 5]
+    pred = [2, 3, 4, 5, 6]
+    a = plots.human_vs_judge_scatter(human, pred, seed=1)
+    b = plots.human_vs_judge_scatter(human, pred, seed=1)
+    assert list(a.data[0].x) == list(b.data[0].x)
+    trend = a.data[1]
+    assert trend.name == "trend"
+    assert np.allclose(trend.y, [2, 6])
+    assert len(a.data) == 2, "no diagonal without a scale"
+
+
+def test_scatter_constant_judge_has_no_trend_and_checks_lengths():
+    fig = plots.human_vs_judge_scatter([1, 2, 3], [3, 3, 3])
+    assert [t.name for t in fig.data] == ["items"]
+    with pytest.raises(ValueError):
+        plots.human_vs_judge_scatter([1, 2], [1])
+
+
+def test_correlation_bars_natural_level_first_with_ci_whiskers():
+    levels = {
+        "sample": {"pearson": 0.5, "spearman": 0.4, "kendall": 0.3,
+                   "pearson_ci": [0.4, 0.6], "spearman_ci": [0.3, 0.5], "kendall_ci": [None, None]},
+        "group": {"pearson": 0.2, "spearman": None, "kendall": 0.1,
+                  "pearson_ci": [0.0, 0.3], "spearman_ci": [None, None], "kendall_ci": [0.05, 0.2]},
+    }
+    fig = plots.correlation_bars(levels, natural="group")
+    assert [t.name for t in fig.data] == ["pearson", "spearman", "kendall"]
+    pearson = fig.data[0]
+    assert list(pearson.x) == ["group (natural)", "sample"]
+    assert list(pearson.y) == [0.2, 0.5]
+    assert np.allclose(pearson.error_y.array, [0.1, 0.1])
+    assert np.allclose(pearson.error_y.arrayminus, [0.2, 0.1])
+    spearman = fig.data[1]
+    assert spearman.y[0] is None and math.isclose(spearman.y[1], 0.4)
+    kendall = fig.data[2]
+    assert list(kendall.error_y.array) == [pytest.approx(0.1), 0.0], "missing CI: no whisker"
+
+
+def test_user_text_is_shown_literally_not_as_plotly_html():
+    fig = plots.human_vs_judge_scatter([1, 2], [1, 2], ids=["<b>x</b>", "y"], aspect="<i>a</i>")
+    assert list(fig.data[0].text) == ["&lt;b&gt;x&lt;/b&gt;", "y"]
+    assert "<i>" not in fig.layout.title.text and "&lt;i&gt;a&lt;/i&gt;" in fig.layout.title.text
