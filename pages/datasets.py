@@ -85,7 +85,7 @@ with tab_upload:
                     columns, [r"input", r"source", r"src", r"article", r"document", r"prompt", r"dialogue.*",
                               r"context", r"question", r"data"]), required=True)
                 output_col = pick("Output (the text humans scored)", "output", common.guess_column(
-                    columns, [r"output", r"summary", r"response", r"story", r"answer", r"generation",
+                    columns, [r"output", r"summary", r"response", r"reply", r"story", r"answer", r"generation",
                               r"hypothesis", r"candidate", r"text"]), required=True)
                 group_col = pick("Group (optional)", "group", common.guess_column(
                     columns, [r"group.*", r"doc_?id", r"source_?id", r"prompt_?id", r"context_?id"]),

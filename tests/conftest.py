@@ -32,3 +32,11 @@ def tiny_dataset():
         for i in range(12))
     return Dataset(name="tiny", task="toy summarization", aspects=(Aspect("quality", 1, 5, "How good it is."),),
                    samples=samples, natural_level="group", input_label="Article", output_label="Summary")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Keep each phase's report on the test item (``item.rep_call``) so fixtures can react to failures."""
+    report = yield
+    setattr(item, f"rep_{report.when}", report)
+    return report

@@ -72,8 +72,9 @@ def test_judge_from_json_refuses_unknown_schema_or_method():
 
 
 def test_direct_unparsed_reply_is_missing_with_raw_text(store, tiny_dataset):
-    replies = iter(["[[5]]", "I refuse", "[[2]]"])
-    llm, _ = fake_llm(store, lambda m, p: next(replies))
+    # Requests run concurrently, so the reply depends on the sample in the prompt, not on call order.
+    replies = {"output number 0": "[[5]]", "output number 1": "I refuse", "output number 2": "[[2]]"}
+    llm, _ = fake_llm(store, lambda m, p: next(r for text, r in replies.items() if text in m[-1]["content"]))
     judge = get_method("direct").fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     v = judge.score(tiny_dataset.samples[:3], llm=llm)
     assert v[0].score == 5.0 and v[1].missing and v[1].raw == "I refuse" and v[2].score == 2.0

@@ -1,0 +1,184 @@
+"""Browser-level tests: the real app (``streamlit run app.py``) in headless Chromium, the real embedded model.
+
+Skipped when Debian's chromium (``make browser``) or Playwright's Python
+package is missing. ``playwright install`` cannot download browsers here, so
+Playwright drives ``/usr/bin/chromium`` (override with ``$CHROMIUM``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from judge_engine.store import Store
+from tests.llama_server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+STARTUP_TIMEOUT_S = 60
+RUN_TIMEOUT_MS = 300_000
+
+sync_api = pytest.importorskip("playwright.sync_api")
+if not Path(CHROMIUM).is_file():
+    pytest.skip(f"no chromium at {CHROMIUM} (make browser installs Debian's package)", allow_module_level=True)
+
+
+class App:
+    """A ``streamlit run app.py`` server on a free port with its own database."""
+
+    def __init__(self, db: Path, data_dir: Path, log: Path):
+        self.db, self.port, self.log = db, free_port(), log
+        env = dict(os.environ, JUDGE_WORKBENCH_DB=str(db), JUDGE_WORKBENCH_DATA=str(data_dir))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
+             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + STARTUP_TIMEOUT_S
+        while True:
+            try:
+                urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2).read()
+                return
+            except OSError:
+                if self.proc.poll() is not None or time.time() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"streamlit did not start:\n{log.read_text()[-3000:]}") from None
+                time.sleep(0.5)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 15)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, shared_data) -> Iterator[App]:
+    folder = tmp_path_factory.mktemp("browser")
+    server = App(folder / "workbench.db", shared_data, folder / "streamlit.log")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def diagnose(app, page, tmp_path, request):
+    """On failure, keep a screenshot and show the end of the server log (see conftest's report hook)."""
+    yield
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        shot = tmp_path / "failure.png"
+        page.screenshot(path=str(shot))
+        print(f"screenshot: {shot}\nstreamlit log:\n{app.log.read_text(errors='replace')[-3000:]}")
+
+
+def idle(page) -> None:
+    """Wait until Streamlit has finished the current script run."""
+    time.sleep(0.5)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+
+
+def choose(page, label: str, option: str) -> None:
+    page.get_by_role("combobox", name=label).click()
+    page.get_by_role("option").filter(has_text=option).first.click()
+    idle(page)
+
+
+def no_traceback(page) -> None:
+    assert page.locator("[data-testid=stException]").count() == 0, page.locator("[data-testid=stException]").first.inner_text()
+
+
+def test_direct_link_to_a_page_gets_the_full_app(app, page, diagnose):
+    page.goto(f"{app.url}/settings")
+    page.get_by_role("heading", name="Settings").wait_for()
+    sidebar = page.locator("[data-testid=stSidebar]")
+    for name in ("Home", "Datasets", "Runs", "Settings"):
+        assert sidebar.get_by_role("link", name=name).count() == 1
+    # The first script run of a fresh server runs the page inside app.py's frame (pages.common.require_frame);
+    # the sidebar may be redrawn once, so wait for its settled value.
+    sync_api.expect(page.get_by_role("textbox", name="Database file")).to_have_value(str(app.db))
+    no_traceback(page)
+
+
+def test_import_run_and_read_results_on_the_embedded_model(app, page, diagnose, tmp_path):
+    # Import a built-in benchmark.
+    page.goto(f"{app.url}/datasets")
+    choose(page, "Benchmark", "topical_chat")
+    page.get_by_role("button", name="Import benchmark").click()
+    page.get_by_text("Imported topical_chat").wait_for()
+    idle(page)
+
+    # A malformed upload is refused with a message naming row and column; the stored dataset is untouched.
+    bad = tmp_path / "ratings.csv"
+    bad.write_text("source,reply,quality\nhello,hi there,4\nhow are you,fine,great\n", encoding="utf-8")
+    page.get_by_role("tab", name="Upload a file").click()
+    idle(page)  # the tab switch reruns the page; an upload sent meanwhile would land on the old widget
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(bad))
+    page.get_by_role("button", name="Import file").wait_for()
+    idle(page)
+    page.get_by_role("combobox", name="Human score columns").click()
+    page.get_by_role("option").filter(has_text="quality").first.click()
+    page.keyboard.press("Escape")
+    idle(page)
+    page.get_by_role("button", name="Import file").click()
+    alert = page.locator("[data-testid=stAlertContentError]").first
+    alert.wait_for()
+    message = alert.inner_text()
+    assert "ratings.csv" in message and "row" in message and "quality" in message, message
+    no_traceback(page)
+    assert [d["name"] for d in Store(app.db).list_datasets()] == ["topical_chat"]
+
+    # Start a direct-scoring run on 6 test items with the embedded SmolLM2 and watch it finish.
+    page.get_by_role("link", name="Runs").first.click()
+    page.get_by_role("heading", name="Start a baseline run").wait_for()
+    idle(page)
+    choose(page, "Method", "direct")
+    choose(page, "Aspect", "naturalness")
+    for label, value in (("Train size", "0"), ("Test size", "6")):
+        box = page.get_by_role("spinbutton", name=label)
+        box.fill(value)
+        box.press("Tab")
+    page.get_by_role("button", name="Review run").click()
+    page.get_by_text("LLM requests to score").wait_for()
+    page.get_by_role("button", name="Start run").click()
+    page.get_by_text("Started run #1").wait_for()
+    page.get_by_role("heading", name="Correlation with human scores").wait_for(timeout=RUN_TIMEOUT_MS)
+    idle(page)
+    no_traceback(page)
+
+    run = Store(app.db).get_run(1)
+    assert run["status"] == "finished"
+    assert run["summary"]["n"] == 6
+    assert run["ledger"]["calls"] + run["ledger"]["cache_hits"] >= 6
+    assert page.get_by_text("Parse failure rate").count() == 1
+    assert page.get_by_role("button", name="Download verdicts (CSV)").count() == 1
