@@ -61,16 +61,25 @@ def ensure_dataset(store: Store, name: str) -> Dataset:
     raise ValueError(f"no dataset named {name!r}: import it first (built-ins: {', '.join(data.BENCHMARKS)})")
 
 
-def create_run(store: Store, spec: RunSpec) -> int:
-    """Validate ``spec``, make its split and store a queued run; returns the run id."""
+def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None) -> int:
+    """Validate ``spec``, make its split and store a queued run; returns the run id.
+
+    With ``judge`` (e.g. one a person edited after an earlier run), the run
+    skips ``fit`` and only scores the test split with that judge; calls
+    whose prompts did not change are answered by the cache.
+    """
     dataset = ensure_dataset(store, spec.dataset)
     aspect = dataset.aspect(spec.aspect)
     method = get_method(spec.method, spec.params)
     method._validate_params()
+    if judge is not None and (judge.method != spec.method or judge.aspect.get("name") != aspect.name):
+        raise ValueError(f"the judge is a {judge.method} judge of {judge.aspect.get('name')!r}, "
+                         f"not {spec.method} of {aspect.name!r}")
     split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
     store.save_split(split)
-    return store.create_run(method=spec.method, params=method.get_params(), dataset=dataset.name,
-                            aspect=aspect.name, split=split, llm=spec.llm.to_dict())
+    return store.create_run(method=spec.method, params=judge.params if judge else method.get_params(),
+                            dataset=dataset.name, aspect=aspect.name, split=split, llm=spec.llm.to_dict(),
+                            judge=judge.to_dict() if judge else None)
 
 
 def estimate(store: Store, spec: RunSpec) -> dict[str, int]:

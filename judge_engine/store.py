@@ -235,13 +235,14 @@ class Store:
 
     # ------------------------------------------------------------------ runs
     def create_run(self, *, method: str, params: dict[str, Any], dataset: str, aspect: str,
-                   split: Split, llm: dict[str, Any]) -> int:
+                   split: Split, llm: dict[str, Any], judge: dict[str, Any] | None = None) -> int:
         with self.write():
             table = self.db["runs"].insert({
                 "method": method, "params": _dumps(params), "dataset": dataset, "aspect": aspect,
                 "split": _dumps(split.to_dict()), "llm": _dumps(llm), "status": "queued", "stage": "",
                 "done": 0, "total": 0, "message": "", "pid": None, "heartbeat": time.time(),
-                "created": time.time(), "finished": None, "judge": None, "summary": None,
+                "created": time.time(), "finished": None,
+                "judge": None if judge is None else _dumps(judge), "summary": None,
                 "ledger": _dumps({}), "version": 0})
         return int(table.last_pk)
 

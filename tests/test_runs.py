@@ -12,6 +12,7 @@ import pytest
 
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import Judge
 from judge_engine.runs import RunSpec, create_run, effective_status, execute_run, start_run
 from judge_engine.store import CallCache, Store
 
@@ -34,6 +35,29 @@ def test_run_executes_and_summarises(store, tiny_dataset):
     assert summary["n"] == 9 and summary["calls"] == 9 and summary["parse_failures"] == 0
     assert summary["level"] == "group" and set(summary["levels"]) >= {"sample", "group", "system"}
     assert -1 <= summary["correlations"]["spearman"] <= 1
+
+
+def test_run_from_an_edited_judge_skips_fit_and_reuses_unchanged_calls(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="geval", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                   params={"scoring": "sampling", "n_samples": 2})
+    backend = FakeBackend(lambda m, p: "1. Read it.\n2. Rate it." if "steps" in m[0]["content"].lower() else "[[4]]")
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    first = create_run(store, spec)
+    execute_run(store, first, llm=llm)
+    judge = Judge.from_dict(store.get_run(first)["judge"])
+
+    same = create_run(store, spec, judge=judge)
+    assert execute_run(store, same, llm=make_llm(LLMConfig(), store=store, backend=backend))["calls"] == 0
+    assert not [e for e in store.events(same) if e["kind"] == "fitted"], "fit is skipped"
+
+    edited = Judge(**{**judge.to_dict(), "state": {**judge.state, "steps": "1. Check every sentence."}})
+    again = create_run(store, spec, judge=edited)
+    summary = execute_run(store, again, llm=make_llm(LLMConfig(), store=store, backend=backend))
+    assert summary["calls"] == 9, "only the prompts that the edit changed are sent"
+    assert store.get_run(again)["judge"]["state"]["steps"] == "1. Check every sentence."
+    with pytest.raises(ValueError, match="not direct"):
+        create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3), judge=judge)
 
 
 def test_unknown_aspect_or_bad_params_are_refused_before_anything_runs(store, tiny_dataset):
