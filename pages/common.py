@@ -24,7 +24,7 @@ import pandas as pd
 import streamlit as st
 
 from judge_engine import data
-from judge_engine.llm import BACKEND_NAMES, LLMConfig
+from judge_engine.llm import BACKEND_NAMES, LLMConfig, LLMError, check_connection
 from judge_engine.records import Dataset, Verdict
 from judge_engine.runs import effective_status
 from judge_engine.store import Store, default_db_path
@@ -169,6 +169,19 @@ def api_key() -> str | None:
     init_state()
     key = str(st.session_state.get("settings_api_key") or "").strip()
     return key or None
+
+
+def check_backend_button(label: str, *, key: str, primary: bool = False) -> None:
+    """A button that sends one short request to the session's backend and shows the answer or the error."""
+    if not st.button(label, key=key, type="primary" if primary else "secondary"):
+        return
+    with st.spinner("Sending one short request..."):
+        try:
+            st.success(plain(check_connection(llm_config(), api_key=api_key())))
+        except LLMError as exc:
+            st.error(plain(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
+            st.error(plain(f"{type(exc).__name__}: {exc}"))
 
 
 # --------------------------------------------------------------------------- messages

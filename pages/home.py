@@ -2,7 +2,6 @@
 
 import streamlit as st
 
-from judge_engine.llm import LLMError, check_connection
 from pages import common
 
 common.require_frame()
@@ -21,14 +20,7 @@ st.subheader("Backend")
 config = common.llm_config()
 st.text(config.label)
 st.caption("Change it under Settings. The backend is only contacted when you ask for it.")
-if st.button("Check backend", key="home_check"):
-    with st.spinner("Sending one short request..."):
-        try:
-            st.success(common.plain(check_connection(config, api_key=common.api_key())))
-        except LLMError as exc:
-            st.error(common.plain(str(exc)))
-        except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
-            st.error(common.plain(f"{type(exc).__name__}: {exc}"))
+common.check_backend_button("Check backend", key="home_check")
 
 st.subheader("Datasets")
 datasets = store.list_datasets()

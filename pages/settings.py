@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from judge_engine.llm import BACKEND_NAMES, LLMError, check_connection
+from judge_engine.llm import BACKEND_NAMES
 from pages import common
 
 common.require_frame()
@@ -61,11 +61,4 @@ st.text(config.label)
 with st.expander("All backend settings stored with a run"):
     st.json(config.to_dict())
 
-if st.button("Test connection", key="settings_test", type="primary"):
-    with st.spinner("Sending one short request..."):
-        try:
-            st.success(common.plain(check_connection(config, api_key=common.api_key())))
-        except LLMError as exc:
-            st.error(common.plain(str(exc)))
-        except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
-            st.error(common.plain(f"{type(exc).__name__}: {exc}"))
+common.check_backend_button("Test connection", key="settings_test", primary=True)

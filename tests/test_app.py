@@ -306,3 +306,16 @@ def test_database_path_from_the_sidebar_and_a_bad_one_is_reported(db, tmp_path):
     at.sidebar.text_input[0].set_value("/proc/no-such-dir/x.db").run()
     assert not at.exception
     assert any("Cannot open the database" in m for m in errors(at))
+
+
+def test_test_connection_reports_an_unreachable_server_without_the_key(db):
+    at = goto(open_app(), "pages/settings.py")
+    at.selectbox(key="_w_settings_backend").set_value("openai").run()
+    at.text_input(key="_w_settings_base_url").set_value("http://127.0.0.1:9/v1").run()
+    at.text_input(key="_w_settings_api_key").set_value("sk-never-shown").run()
+    at.number_input(key="_w_settings_max_retries").set_value(0).run()
+    at.button(key="settings_test").click().run()
+    assert not at.exception
+    messages = errors(at)
+    assert messages and "127.0.0.1:9" in messages[0], messages
+    assert "sk-never-shown" not in " ".join(messages)
