@@ -90,7 +90,7 @@ def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
 
 
 def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: str | None = None,
-                progress: RunProgress | None = None, chunk_size: int = 8) -> dict[str, Any]:
+                progress: RunProgress | None = None, chunk_size: int | None = None) -> dict[str, Any]:
     """Do (or continue) the work of run ``run_id``; returns its summary.
 
     Safe to call again after a crash: the judge learned by ``fit`` is kept
@@ -132,9 +132,14 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         remaining = [s for s in test if s.id not in scored]
         done = len(test) - len(remaining)
         report(done, len(test), "scoring")
-        for start in range(0, len(remaining), chunk_size):
-            chunk = remaining[start:start + chunk_size]
-            verdicts = judge.score(chunk, llm=llm)
+        # Verdicts are saved chunk by chunk (what a crash can lose); by default a chunk keeps every
+        # request slot of the backend busy.
+        step = chunk_size or max(8, 2 * config.concurrency)
+        for start in range(0, len(remaining), step):
+            chunk = remaining[start:start + step]
+            verdicts = judge.score(chunk, llm=llm,
+                                   progress=lambda d, t, s, base=done: report(base + min(d, len(chunk)), len(test),
+                                                                             "scoring"))
             store.save_verdicts(run_id, verdicts)
             done += len(chunk)
             report(done, len(test), "scoring")

@@ -28,8 +28,12 @@ def _score_from_prompt(messages, params):
 def test_run_executes_and_summarises(store, tiny_dataset):
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9))
-    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(_score_from_prompt))
-    summary = execute_run(store, run_id, llm=llm)
+    llm = make_llm(LLMConfig(concurrency=1), store=store, backend=FakeBackend(_score_from_prompt))
+    seen = []
+    summary = execute_run(store, run_id, llm=llm, progress=lambda d, t, s: seen.append((d, t, s)))
+    scoring = [d for d, t, s in seen if s == "scoring"]
+    assert scoring == sorted(scoring) and sorted(set(scoring)) == list(range(10)), \
+        f"progress moves with every answer, not per saved chunk: {scoring}"
     run = store.get_run(run_id)
     assert run["status"] == "finished" and run["done"] == run["total"] == 9
     assert summary["n"] == 9 and summary["calls"] == 9 and summary["parse_failures"] == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Protocol, Sequence
 
@@ -159,7 +159,7 @@ class LLM:
                 futures = {pool.submit(self.complete, requests[i].messages, requests[i].params): i for i in todo}
                 pending = set(futures)
                 while pending:
-                    finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                     for fut in finished:
                         if fut.exception() is not None:
                             for p in pending:
