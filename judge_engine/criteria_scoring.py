@@ -1,0 +1,202 @@
+"""Score samples against many criteria: one call per (sample, criterion), or one per sample.
+
+HypoEval scores each sample with each selected hypothesis, HD-Eval with each
+node of its criteria tree; both go through :func:`score_criteria`. The
+method supplies its own ``instructions`` (what the judge does with a
+criterion); this module adds the fenced sample, the criterion, the scale and
+the answer format, sends the calls through the one LLM path (cached, bounded
+concurrency) and reads the scores.
+
+Layouts
+-------
+``paper``
+    instructions and criterion first, then the sample (the papers' order).
+``sample_first``
+    the sample block first and the criterion last, so a backend with prefix
+    caching (llama.cpp, vLLM) evaluates the shared sample part once per
+    sample instead of once per criterion.
+
+With ``joint=True`` a single call per sample scores every criterion and the
+reply is a JSON object ``{key: score}``.
+
+A reply without a readable score gets one follow-up turn asking for the
+score alone; if that fails too the score is missing (NaN), never a default.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from .llm import LLM, GenerationParams, Request
+from .parsing import parse_json_object, parse_score
+from .prompting import TaskInfo, judge_scale, load_template, render_sample
+from .records import Aspect, Sample
+
+LAYOUTS = ("paper", "sample_first")
+"""Prompt layouts for per-criterion scoring."""
+
+CRITERION_TEMPLATES = {layout: load_template(f"criterion_{layout}") for layout in LAYOUTS}
+JOINT_TEMPLATE = load_template("criterion_joint")
+RETRY_TEMPLATE = load_template("criterion_retry")
+
+REASONING_FORMAT = ("Think it through in a few short sentences, then give your score on the {low}-{high} scale "
+                    "as the last thing in your reply, written as [[N]].")
+SCORE_FIRST_FORMAT = ("Start your reply with the score on the {low}-{high} scale written as [[N]]; "
+                      "you may add one short sentence after it.")
+RETRY_MAX_TOKENS = 8
+
+
+@dataclass(frozen=True)
+class CriterionText:
+    """One hypothesis, criterion or tree node as the judge sees it."""
+
+    key: str
+    """Stable identifier (used in JSON replies and result dicts)."""
+    name: str
+    """Short name."""
+    definition: str
+    """What the criterion asks; may be several sentences (a rubric)."""
+
+
+@dataclass(frozen=True)
+class CriterionScore:
+    """The judge's score of one sample on one criterion."""
+
+    score: float
+    """On the judge scale (:func:`~judge_engine.prompting.judge_scale`); NaN when missing."""
+    raw: str
+    """The reply (and the follow-up reply, if one was needed)."""
+    explanation: str = ""
+    """The reasoning before the score, when the judge was asked to reason."""
+
+    @property
+    def missing(self) -> bool:
+        return math.isnan(self.score)
+
+
+def _answer_format(reasoning: bool, scale: tuple[int, int]) -> str:
+    return (REASONING_FORMAT if reasoning else SCORE_FIRST_FORMAT).format(low=scale[0], high=scale[1])
+
+
+def criterion_prompt(sample: Sample, criterion: CriterionText, *, instructions: str, aspect: Aspect,
+                     task: TaskInfo, layout: str = "paper", reasoning: bool = True) -> str:
+    """The prompt scoring ``sample`` on one criterion."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+    return CRITERION_TEMPLATES[layout].render(
+        instructions=instructions, task=task.task, aspect_name=aspect.name,
+        aspect_definition=aspect.definition or aspect.name, criterion_name=criterion.name,
+        criterion_definition=criterion.definition, sample_block=render_sample(sample, task),
+        answer_format=_answer_format(reasoning, judge_scale(aspect)))
+
+
+def joint_prompt(sample: Sample, criteria: Sequence[CriterionText], *, instructions: str, aspect: Aspect,
+                 task: TaskInfo) -> str:
+    """The prompt scoring ``sample`` on every criterion at once (JSON reply)."""
+    low, high = judge_scale(aspect)
+    listing = "\n".join(f"- {c.key}: {c.name}. {c.definition}" for c in criteria)
+    example = json.dumps({c.key: low for c in criteria[:2]})
+    return JOINT_TEMPLATE.render(
+        instructions=instructions, task=task.task, aspect_name=aspect.name,
+        aspect_definition=aspect.definition or aspect.name, sample_block=render_sample(sample, task),
+        output_label_lower=task.output_label.lower(), low=low, high=high, criteria_list=listing, example=example)
+
+
+def _explanation(text: str) -> str:
+    """The reasoning before the final ``[[N]]`` marker."""
+    cut = text.rfind("[[")
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
+def _joint_scores(text: str, criteria: Sequence[CriterionText], scale: tuple[int, int]) -> dict[str, float]:
+    obj = parse_json_object(text)
+    out = {}
+    for c in criteria:
+        value = obj.get(c.key) if isinstance(obj, dict) else None
+        if isinstance(value, dict):  # {"key": {"score": 4, ...}}
+            value = value.get("score")
+        out[c.key] = parse_score(json.dumps({"score": value}) if value is not None else "", *scale)
+    return out
+
+
+def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText], *, instructions: str,
+                   aspect: Aspect, task: TaskInfo, llm: LLM, layout: str = "paper", joint: bool = False,
+                   reasoning: bool = True, max_tokens: int = 256,
+                   progress: Callable[[int, int], None] | None = None) -> list[dict[str, CriterionScore]]:
+    """Score every sample on every criterion; one dict per sample keyed by ``CriterionText.key``.
+
+    Parameters
+    ----------
+    instructions : str
+        The method's own wording of what the judge does with a criterion.
+    layout : {"paper", "sample_first"}
+        Order of the prompt parts (ignored with ``joint``).
+    joint : bool
+        One call per sample scoring all criteria (JSON reply) instead of one
+        call per criterion.
+    reasoning : bool
+        Ask for short reasoning before the score (``True``) or the score
+        first (``False``, short replies).
+    max_tokens : int
+        Length budget of each reply.
+    """
+    keys = [c.key for c in criteria]
+    if len(set(keys)) != len(keys):
+        raise ValueError("criteria keys must be unique")
+    if not samples or not criteria:
+        return [{} for _ in samples]
+    scale = judge_scale(aspect)
+    params = GenerationParams(max_tokens=max_tokens)
+    if joint:
+        cells = [(i, None) for i in range(len(samples))]
+        prompts = [joint_prompt(s, criteria, instructions=instructions, aspect=aspect, task=task) for s in samples]
+    else:
+        cells = [(i, c) for i in range(len(samples)) for c in criteria]
+        prompts = [criterion_prompt(samples[i], c, instructions=instructions, aspect=aspect, task=task,
+                                    layout=layout, reasoning=reasoning) for i, c in cells]
+    requests = [Request(({"role": "user", "content": p},), params) for p in prompts]
+    replies = llm.complete_many(requests, progress=progress)
+
+    results: list[dict[str, CriterionScore]] = [{} for _ in samples]
+    retry: list[tuple[int, str, Request, str]] = []  # (sample index, criterion key, request, first reply)
+    for (i, criterion), request, reply in zip(cells, requests, replies):
+        if joint:
+            scores = _joint_scores(reply.text, criteria, scale)
+            for key, score in scores.items():
+                results[i][key] = CriterionScore(score, reply.text)
+            if any(math.isnan(s) for s in scores.values()):
+                retry.append((i, "", request, reply.text))
+            continue
+        score = parse_score(reply.text, *scale)
+        results[i][criterion.key] = CriterionScore(score, reply.text, _explanation(reply.text) if reasoning else "")
+        if math.isnan(score):
+            retry.append((i, criterion.key, request, reply.text))
+
+    if retry:
+        follow_ups = []
+        for i, key, request, first in retry:
+            ask = (RETRY_TEMPLATE.render(low=scale[0], high=scale[1]) if key else
+                   "Your reply was not the JSON object I asked for. Reply with that JSON object only.")
+            follow_ups.append(Request((*request.messages, {"role": "assistant", "content": first},
+                                       {"role": "user", "content": ask}),
+                                      GenerationParams(max_tokens=RETRY_MAX_TOKENS if key else max_tokens)))
+        second = llm.complete_many(follow_ups)
+        for (i, key, _, first), reply in zip(retry, second):
+            raw = f"{first}\n--- follow-up ---\n{reply.text}"
+            if key:
+                old = results[i][key]
+                results[i][key] = CriterionScore(parse_score(reply.text, *scale), raw, old.explanation)
+            else:
+                again = _joint_scores(reply.text, criteria, scale)
+                for k, old in results[i].items():
+                    if old.missing:
+                        results[i][k] = CriterionScore(again[k], raw)
+    return results
+
+
+def estimate_criteria_calls(n_samples: int, n_criteria: int, *, joint: bool = False) -> int:
+    """Calls :func:`score_criteria` makes before cache hits and follow-ups."""
+    return n_samples if joint else n_samples * n_criteria
