@@ -1,0 +1,290 @@
+"""HPSS auxiliaries, generated lazily through the one LLM call path and cached.
+
+The authors' code ships pre-generated auxiliaries for five datasets only; here
+each one is produced on first use for any dataset (notes §5, §12):
+
+* human criteria: the aspect's definition (editable on the Datasets page, or
+  replaced by the ``human_criteria`` parameter) — no call;
+* self-generated criteria: one call per scale (notes §4.3, §5.4);
+* AutoCoT steps: one call per (criteria source, scale); ``NoCriteria`` reuses
+  the human-criteria steps (notes §4.6, §13.9);
+* metrics questions: one call per sample, from its input only (notes §5.3);
+* self-generated references: one call per sample, shared by all aspects (notes §5.1);
+* in-context examples: stratified over the validation labels, no call
+  (notes §5.5); the judged sample is left out of its own examples.
+
+Every generation is greedy and goes through ``llm.complete_many``, so the
+persistent cache answers repeats for free. A reply with no usable content is
+*missing*: it is counted, logged, and the samples that needed it get no score.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .hpss_strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, _source_blocks, as_dict,
+                            normalised_level, rating_range)
+from .llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
+from .prompting import TaskInfo, load_template
+from .records import Aspect, Sample
+
+GEN_CRITERIA = load_template("hpss_gen_criteria")
+GEN_AUTOCOT = load_template("hpss_gen_autocot")
+GEN_METRICS = load_template("hpss_gen_metrics")
+GEN_REFERENCE = load_template("hpss_gen_reference")
+
+EXAMPLE_LEVELS = {3: (0.0, 0.5, 1.0), 5: (0.0, 0.25, 0.5, 0.75, 1.0),
+                  10: (0.0, 0.0, 0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0, 1.0)}
+"""Target normalised human levels of the stratified example sets (notes §5.5)."""
+
+QUESTION_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(.+\S)\s*$")
+
+EventSink = Callable[[str, dict[str, Any]], None]
+
+
+def complete_all(llm: LLM, requests: Sequence[Request], *,
+                 progress: Callable[[int, int], None] | None = None) -> list[Completion | None]:
+    """``llm.complete_many``, except that a request the backend rejects (e.g. a prompt longer than
+    the context window) becomes None — recorded as missing by the caller — instead of ending the run.
+    An unreachable backend still raises."""
+    try:
+        return list(llm.complete_many(requests, progress=progress))
+    except BackendUnavailable:
+        raise
+    except LLMError:
+        out: list[Completion | None] = []
+        for req in requests:  # finished calls are cached, so this repeats none of them
+            try:
+                out.append(llm.complete(req.messages, req.params))
+            except BackendUnavailable:
+                raise
+            except LLMError:
+                out.append(None)
+        return out
+
+
+def clean_text(text: str | None, header: str | None = None) -> str | None:
+    """Stripped reply, without a leading header line; None when nothing with letters is left."""
+    if text is None:
+        return None
+    text = text.strip()
+    if header and text.lower().startswith(header.lower()):
+        text = text[len(header):].lstrip(" :\n")
+    return text if re.search(r"[A-Za-z]", text) else None
+
+
+def parse_questions(text: str | None, limit: int = 3) -> str | None:
+    """At most ``limit`` numbered or bulleted questions, renumbered; None when the reply has none."""
+    if not text:
+        return None
+    found = [m.group(1) for line in text.splitlines() if (m := QUESTION_LINE.match(line))]
+    if not found:
+        found = [line.strip() for line in text.splitlines() if line.strip().endswith("?")]
+    found = [q for q in found if re.search(r"[A-Za-z]", q)][:limit]
+    return "\n".join(f"{i}. {q}" for i, q in enumerate(found, start=1)) or None
+
+
+def parse_criteria(text: str | None, aspect: str) -> str | None:
+    """The criteria text of an ``"<aspect> : <criteria>"`` reply; None when empty."""
+    return clean_text(text, header=aspect)
+
+
+def select_examples(pool: Sequence[Sample], aspect: Aspect, n: int, seed: int) -> list[dict[str, Any]]:
+    """Stratified in-context examples from the validation labels (notes §5.5 [REC]).
+
+    For each target level (n = 3: 0, ½, 1; n = 5: quarters; n = 10: each
+    quarter twice) pick, at random among ties, a not yet chosen sample whose
+    normalised human score is closest; order them by ascending rating.
+    """
+    rng = np.random.default_rng(seed)
+    scored = [s for s in pool if aspect.name in s.human]
+    chosen: list[tuple[float, Sample]] = []
+    used: set[str] = set()
+    for target in EXAMPLE_LEVELS[n]:
+        free = [s for s in scored if s.id not in used]
+        if not free:
+            break
+        dist = np.array([abs(normalised_level(s.human[aspect.name], aspect) - target) for s in free])
+        ties = np.flatnonzero(np.isclose(dist, dist.min()))
+        pick = free[int(rng.choice(ties))]
+        used.add(pick.id)
+        chosen.append((normalised_level(pick.human[aspect.name], aspect), pick))
+    chosen.sort(key=lambda x: x[0])
+    return [{"id": s.id, "input": s.input, "output": s.output, "context": s.context, "level": round(level, 6)}
+            for level, s in chosen]
+
+
+@dataclass
+class Auxiliaries:
+    """Lazily generated auxiliaries for one (aspect, task, validation pool).
+
+    Global auxiliaries are memoised here; per-sample ones are keyed by sample
+    id. ``failures`` counts replies that gave nothing usable, per kind.
+    """
+
+    llm: LLM
+    aspect: Aspect
+    task: TaskInfo
+    pool: tuple[Sample, ...] = ()
+    """Validation samples the in-context examples are drawn from."""
+    human_criteria: str | None = None
+    """Overrides the aspect definition as the human-written criteria."""
+    max_tokens: int = 512
+    seed: int = 0
+    log: EventSink | None = None
+    fixed: dict[str, Any] = field(default_factory=dict)
+    """Pre-set global auxiliaries (a fitted judge's): ``criteria``, ``steps``, ``examples``."""
+    memo: dict[tuple, Any] = field(default_factory=dict)
+    failures: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def params(self) -> GenerationParams:
+        return GenerationParams(temperature=0.0, max_tokens=self.max_tokens)
+
+    def _words(self) -> dict[str, str]:
+        return {"input": self.task.input_label.lower(), "output": self.task.output_label.lower(),
+                "task": self.task.task}
+
+    def _note_missing(self, kind: str, key: str, raw: str | None) -> None:
+        self.failures[kind] = self.failures.get(kind, 0) + 1
+        if self.log:
+            self.log("hpss_auxiliary_missing", {"kind": kind, "key": key, "raw": (raw or "")[:500]})
+
+    def _ask(self, kind: str, prompts: dict[str, str], parse: Callable[[str | None], str | None]) -> dict[str, str | None]:
+        keys = list(prompts)
+        requests = [Request(({"role": "user", "content": prompts[k]},), self.params) for k in keys]
+        replies = complete_all(self.llm, requests)
+        out: dict[str, str | None] = {}
+        for k, reply in zip(keys, replies):
+            raw = reply.text if reply is not None else None
+            value = parse(raw)
+            if value is None:
+                self._note_missing(kind, k, raw)
+            out[k] = value
+        if self.log and any(v is not None for v in out.values()) and kind in ("criteria", "steps"):
+            for k, v in out.items():
+                if v is not None:
+                    self.log("hpss_auxiliary", {"kind": kind, "key": k, "text": v})
+        return out
+
+    # ---- global auxiliaries
+
+    def human_criteria_text(self) -> str:
+        return (self.human_criteria or self.aspect.definition or self.aspect.name).strip()
+
+    def criteria(self, source: str, scale: str) -> str | None:
+        """Criteria text for the criteria factor value ``source`` (``Human``/``LLM``) at ``scale``."""
+        if "criteria" in self.fixed:
+            return self.fixed["criteria"]
+        if source == "Human":
+            return self.human_criteria_text()
+        key = ("criteria", scale)
+        if key not in self.memo:
+            low, high = rating_range(scale, self.aspect)
+            prompt = GEN_CRITERIA.render(output=self._words()["output"], aspect=self.aspect.name,
+                                         task=self.task.task, min=low, max=high, mid=f"{(low + high) / 2:g}")
+            self.memo[key] = self._ask("criteria", {f"scale {scale}": prompt},
+                                       lambda t: parse_criteria(t, self.aspect.name))[f"scale {scale}"]
+        return self.memo[key]
+
+    def steps(self, source: str, scale: str) -> str | None:
+        """AutoCoT steps for (criteria source, scale); ``NoCriteria`` uses the human-criteria steps."""
+        if "steps" in self.fixed:
+            return self.fixed["steps"]
+        source = "LLM" if source == "LLM" else "Human"
+        key = ("steps", source, scale)
+        if key not in self.memo:
+            criteria = self.criteria(source, scale)
+            if criteria is None:
+                self.memo[key] = None
+            else:
+                low, high = rating_range(scale, self.aspect)
+                w = self._words()
+                prompt = GEN_AUTOCOT.render(output=w["output"], aspect=self.aspect.name, task=w["task"],
+                                            min=low, max=high, criteria=" " + criteria)
+                self.memo[key] = self._ask("steps", {f"{source} criteria, scale {scale}": prompt},
+                                           lambda t: clean_text(t, "Evaluation steps"))[
+                    f"{source} criteria, scale {scale}"]
+        return self.memo[key]
+
+    def examples(self, n: int) -> list[dict[str, Any]]:
+        """The fixed stratified example set of size ``n`` (one per n, shared by all scales)."""
+        if "examples" in self.fixed:
+            return list(self.fixed["examples"])
+        key = ("examples", n)
+        if key not in self.memo:
+            self.memo[key] = select_examples(self.pool, self.aspect, n, self.seed)
+        return self.memo[key]
+
+    # ---- per-sample auxiliaries
+
+    def questions(self, samples: Sequence[Sample]) -> dict[str, str | None]:
+        """Metrics questions per sample id, written from the sample's input with the human criteria."""
+        todo = {s.id: s for s in samples if ("questions", s.id) not in self.memo}
+        if todo:
+            w = self._words()
+            prompts = {sid: GEN_METRICS.render(input=w["input"], output=w["output"], task=w["task"],
+                                               aspect=self.aspect.name, criteria=" " + self.human_criteria_text(),
+                                               source_block="\n\n".join(_source_blocks(s, self.task)))
+                       for sid, s in todo.items()}
+            for sid, value in self._ask("questions", prompts, parse_questions).items():
+                self.memo[("questions", sid)] = value
+        return {s.id: self.memo[("questions", s.id)] for s in samples}
+
+    def references(self, samples: Sequence[Sample]) -> dict[str, str | None]:
+        """Self-generated reference output per sample id (the aspect plays no part in it)."""
+        todo = {s.id: s for s in samples if ("reference", s.id) not in self.memo}
+        if todo:
+            w = self._words()
+            prompts = {sid: GEN_REFERENCE.render(input=w["input"], output=w["output"], task=w["task"],
+                                                 source_block="\n\n".join(_source_blocks(s, self.task)))
+                       for sid, s in todo.items()}
+            for sid, value in self._ask("reference", prompts, clean_text).items():
+                self.memo[("reference", sid)] = value
+        return {s.id: self.memo[("reference", s.id)] for s in samples}
+
+    # ---- everything one strategy needs
+
+    def inputs_for(self, strategy: tuple[str, ...], samples: Sequence[Sample], *,
+                   leave_out: bool) -> list[StrategyInputs | None]:
+        """Per sample, the strategy's auxiliaries; None where one it needs is missing.
+
+        With ``leave_out`` (validation) a sample never sees itself among the
+        in-context examples: it is dropped, not replaced (notes §5.5).
+        """
+        f = as_dict(strategy)
+        criteria = None if f["criteria"] == "NoCriteria" else self.criteria(f["criteria"], f["scale"])
+        steps = self.steps(f["criteria"], f["scale"]) if f["autocot"] == "AutoCoT" else None
+        n = N_EXAMPLES[f["example"]]
+        examples = self.examples(n) if n else []
+        questions = self.questions(samples) if f["metrics"] == "Metrics" else {}
+        refs = self.references(samples) if f["reference"] == "Reference" else {}
+        out: list[StrategyInputs | None] = []
+        for s in samples:
+            if (f["criteria"] != "NoCriteria" and criteria is None) or (f["autocot"] == "AutoCoT" and steps is None) \
+                    or (f["metrics"] == "Metrics" and questions.get(s.id) is None) \
+                    or (f["reference"] == "Reference" and refs.get(s.id) is None):
+                out.append(None)
+                continue
+            exs = tuple(e for e in examples if not (leave_out and e["id"] == s.id))
+            out.append(StrategyInputs(criteria=criteria, steps=steps, examples=exs,
+                                      questions=questions.get(s.id), reference=refs.get(s.id)))
+        return out
+
+    def globals_for(self, strategy: tuple[str, ...]) -> dict[str, Any]:
+        """The global auxiliaries a judge keeps for ``strategy`` (criteria, steps, examples)."""
+        f = as_dict(strategy)
+        n = N_EXAMPLES[f["example"]]
+        return {"criteria": None if f["criteria"] == "NoCriteria" else self.criteria(f["criteria"], f["scale"]),
+                "steps": self.steps(f["criteria"], f["scale"]) if f["autocot"] == "AutoCoT" else None,
+                "examples": self.examples(n) if n else []}
+
+
+def count_generations(n_val: int, n_test: int) -> dict[str, int]:
+    """Upper bound of auxiliary generation calls (notes §12)."""
+    scales = len(FACTOR_VALUES["scale"])
+    return {"criteria": scales, "steps": 2 * scales, "questions": n_val + n_test, "references": n_val + n_test}
