@@ -21,6 +21,12 @@ reply is a JSON object ``{key: score}``.
 
 A reply without a readable score gets one follow-up turn asking for the
 score alone; if that fails too the score is missing (NaN), never a default.
+
+On the embedded SmolLM2-135M, reasoning replies almost never end in a
+score; ``reasoning=False, weighted=True`` (score first, probability-weighted
+over the scale's tokens from logprobs) with the ``paper`` layout is what
+yields usable scores (checked on SummEval: every cell scored). Methods
+should expose these as parameters rather than hard-code either choice.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from .llm import LLM, GenerationParams, Request
-from .parsing import parse_json_object, parse_score
+from .parsing import parse_json_object, parse_score, weighted_score
 from .prompting import TaskInfo, judge_scale, load_template, render_sample
 from .records import Aspect, Sample
 
@@ -44,8 +50,7 @@ RETRY_TEMPLATE = load_template("criterion_retry")
 
 REASONING_FORMAT = ("Think it through in a few short sentences, then give your score on the {low}-{high} scale "
                     "as the last thing in your reply, written as [[N]].")
-SCORE_FIRST_FORMAT = ("Start your reply with the score on the {low}-{high} scale written as [[N]]; "
-                      "you may add one short sentence after it.")
+SCORE_FIRST_FORMAT = "Rating form: reply with a single whole number from {low} to {high} and nothing else.\nScore:"
 RETRY_MAX_TOKENS = 8
 
 
@@ -124,7 +129,7 @@ def _joint_scores(text: str, criteria: Sequence[CriterionText], scale: tuple[int
 
 def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText], *, instructions: str,
                    aspect: Aspect, task: TaskInfo, llm: LLM, layout: str = "paper", joint: bool = False,
-                   reasoning: bool = True, max_tokens: int = 256,
+                   reasoning: bool = True, max_tokens: int = 256, weighted: bool = False,
                    progress: Callable[[int, int], None] | None = None) -> list[dict[str, CriterionScore]]:
     """Score every sample on every criterion; one dict per sample keyed by ``CriterionText.key``.
 
@@ -142,6 +147,10 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
         first (``False``, short replies).
     max_tokens : int
         Length budget of each reply.
+    weighted : bool
+        With ``reasoning=False`` on a backend that returns logprobs: the
+        probability-weighted score over the scale's tokens (as G-Eval does)
+        instead of the sampled number.
     """
     keys = [c.key for c in criteria]
     if len(set(keys)) != len(keys):
@@ -149,7 +158,8 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     if not samples or not criteria:
         return [{} for _ in samples]
     scale = judge_scale(aspect)
-    params = GenerationParams(max_tokens=max_tokens)
+    use_logprobs = weighted and not reasoning and not joint and llm.supports_logprobs
+    params = GenerationParams(max_tokens=max_tokens, top_logprobs=20 if use_logprobs else 0)
     if joint:
         cells = [(i, None) for i in range(len(samples))]
         prompts = [joint_prompt(s, criteria, instructions=instructions, aspect=aspect, task=task) for s in samples]
@@ -170,7 +180,9 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
             if any(math.isnan(s) for s in scores.values()):
                 retry.append((i, "", request, reply.text))
             continue
-        score = parse_score(reply.text, *scale)
+        score = weighted_score(reply.logprobs[0], *scale)[0] if use_logprobs and reply.logprobs else math.nan
+        if math.isnan(score):
+            score = parse_score(reply.text, *scale)
         results[i][criterion.key] = CriterionScore(score, reply.text, _explanation(reply.text) if reasoning else "")
         if math.isnan(score):
             retry.append((i, criterion.key, request, reply.text))

@@ -100,3 +100,14 @@ def test_duplicate_keys_are_refused(store, tiny_dataset):
     with pytest.raises(ValueError, match="unique"):
         score_criteria(tiny_dataset.samples[:1], (CRITERIA[0], CRITERIA[0]), instructions=INSTRUCTIONS,
                        aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm)
+
+
+def test_weighted_score_first_uses_logprobs_when_offered(store, tiny_dataset):
+    backend = FakeBackend(lambda m, p: "4", logprobs=True)
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    out = score_criteria(tiny_dataset.samples[:1], CRITERIA, instructions=INSTRUCTIONS,
+                         aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm,
+                         reasoning=False, weighted=True, max_tokens=4)
+    # the fake puts 70% on "4" and 10% on each of "3" and "5": expectation 4.0 over the renormalised scale
+    assert out[0]["c1"].score == pytest.approx(4.0)
+    assert all(params.top_logprobs == 20 for _, params in backend.calls)
