@@ -1,0 +1,384 @@
+"""Active-Critic: every stage with a scripted LLM, human edits as parameters, and one run on the embedded model."""
+
+import json
+import math
+import re
+
+import pytest
+
+from judge_engine.llm import GenerationParams, LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import Judge, get_method
+from judge_engine.methods import active_critic as ac
+from judge_engine.prompting import TaskInfo
+from judge_engine.records import Aspect, Sample
+from judge_engine.runs import RunSpec, create_run, execute_run
+
+CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
+            "Fluency": "Reads naturally.", "Conciseness": "No padding."}
+DESCRIPTION = ("1. Text summarization.\n4. The evaluation task is text summarization, which refers to evaluating "
+               "summaries generated from news articles. The relationship between 'Source' and 'Response' is that "
+               "the response condenses the source.")
+
+
+def _number(prompt):
+    """The output number of the judged item (the last Response fence in the prompt)."""
+    return int(re.findall(r"output number (\d+)", prompt)[-1])
+
+
+def scripted(observe="The scores reward short faithful outputs.", criteria_observe="Fluency matters more.",
+             init=None, refine=None, overall=None):
+    """A fake LLM answering each prompt kind of the method; overall(prompt) gives the OS-E score."""
+    init = init if init is not None else json.dumps({"Criteria": dict(list(CRITERIA.items())[:3]) | {"Style": "x"},
+                                                     "Observations": "short is good"})
+    refine = refine if refine is not None else json.dumps(CRITERIA)
+
+    def responder(messages, params):
+        prompt = messages[-1]["content"]
+        if "could not be read as the requested JSON" in prompt:
+            return refine(messages[0]["content"]) if callable(refine) else refine
+        if "Add new observations" in prompt:
+            return observe(prompt) if callable(observe) else observe
+        if "Complete this summary" in prompt:
+            return DESCRIPTION
+        if "Study how the quality" in prompt:
+            return init
+        if "Check two things" in prompt:
+            return criteria_observe(prompt) if callable(criteria_observe) else criteria_observe
+        if "Improve the criteria" in prompt:
+            return refine(prompt) if callable(refine) else refine
+        if "Multiple Evaluation Criteria" in prompt:
+            n = _number(prompt)
+            return json.dumps({name: {"Explanation": f"{name} is fine for {n}", "Score": 10 * (n % 10)}
+                               for name in CRITERIA})
+        if "Score Of Overall" in prompt:
+            score = overall(prompt) if overall else 10 * (_number(prompt) % 10)
+            return f"Explanation: it is item {_number(prompt)}; shorten it.\nScore Of Overall: {score}"
+        return "?"
+
+    return responder
+
+
+def llm_with(store, responder, concurrency=4):
+    backend = FakeBackend(responder)
+    return make_llm(LLMConfig(concurrency=concurrency), store=store, backend=backend), backend
+
+
+@pytest.fixture
+def data():
+    """Twenty samples whose human quality rises with the output number (1-5 scale)."""
+    samples = tuple(Sample(id=f"s{i}", input=f"source text {i}", output=f"output number {i}", group_id=f"g{i}",
+                           system_id=f"sys{i % 3}", human={"quality": 1 + 4 * (i % 10) / 9}) for i in range(20))
+    return samples, Aspect("quality", 1, 5, "How good it is."), TaskInfo("news summarization")
+
+
+def _examples(samples, aspect):
+    return [ac._example(s, aspect) for s in samples]
+
+
+def test_scores_are_normalised_to_0_100_and_mapped_back():
+    aspect = Aspect("quality", 1, 5)
+    assert ac.normalize_score(1, aspect) == 0 and ac.normalize_score(5, aspect) == 100
+    assert ac.normalize_score(4, aspect) == 75
+    assert ac.to_aspect_scale(75, aspect) == 4 and math.isnan(ac.to_aspect_scale(math.nan, aspect))
+
+
+def test_minibatches_of_five_at_most_the_cap(data):
+    samples, _, _ = data
+    batches = ac.make_minibatches(samples, batch_size=5, max_batches=25, seed=0)
+    assert [len(b) for b in batches] == [5, 5, 5, 5]
+    assert sorted(s.id for b in batches for s in b) == sorted(s.id for s in samples)
+    assert len(ac.make_minibatches(samples, batch_size=5, max_batches=2, seed=0)) == 2
+    assert ac.make_minibatches(samples, batch_size=5, max_batches=25, seed=0) == batches
+    assert ac.make_minibatches(samples, batch_size=5, max_batches=25, seed=1) != batches
+
+
+def test_demo_count_follows_the_task():
+    assert ac.demo_count(TaskInfo("news summarization")) == 3
+    assert ac.demo_count(TaskInfo("knowledge-grounded dialogue")) == 3
+    assert ac.demo_count(TaskInfo("data-to-text (restaurants)")) == 8
+
+
+def test_task_description_stops_after_five_consecutive_complete(store, data):
+    samples, aspect, _ = data
+    batches = [_examples(samples[i:i + 1], aspect) for i in range(12)]
+    # batch 1 observes, 2-3 COMPLETE (streak broken by 4), then five COMPLETE in a row: stop after batch 9
+    answers = {1: "Outputs are short.", 4: "Longer is worse."}
+
+    def observe(prompt):
+        n = int(re.search(r"source text (\d+)", prompt).group(1))
+        return answers.get(n + 1, "COMPLETE.")
+
+    llm, backend = llm_with(store, scripted(observe=observe))
+    events = []
+    description, versions = ac.infer_task_description(
+        batches, llm=llm, params=GenerationParams(temperature=1.0), source_chars=2000, complete_streak=5,
+        log=lambda k, p: events.append((k, p)))
+    observed = [p for k, p in events if k == "task_observation"]
+    assert [p["batch"] for p in observed] == list(range(1, 10))
+    assert [p["complete"] for p in observed] == [False, True, True, False, True, True, True, True, True]
+    assert len(versions) == 2 and sum(1 for k, _ in events if k == "task_description") == 2
+    assert description.startswith("The evaluation task is text summarization")
+    assert ac.task_phrase(description) == "a text summarization"
+    # the second description prompt carries the first description as the prior one
+    describe_prompts = [m[-1]["content"] for m, _ in backend.calls if "Complete this summary" in m[-1]["content"]]
+    assert "(none yet)" in describe_prompts[0] and "The evaluation task is" in describe_prompts[1]
+
+
+def test_task_phrase_without_a_summary_sentence():
+    assert ac.task_phrase("no idea") == "an NLG"
+    assert ac.extract_task_description("no idea") == "no idea"
+    assert ac.task_phrase("The evaluation task is [essay scoring], which") == "an essay scoring"
+
+
+def test_criteria_init_observe_refine_and_stopping(store, data):
+    samples, aspect, _ = data
+    batches = [_examples(samples[i:i + 2], aspect) for i in range(0, 20, 2)]  # 10 batches
+    seen = {"n": 0}
+
+    def criteria_observe(prompt):
+        seen["n"] += 1
+        return "Accuracy needs care." if seen["n"] == 1 else "COMPLETE"
+
+    llm, backend = llm_with(store, scripted(criteria_observe=criteria_observe), concurrency=1)
+    events = []
+    criteria, failures = ac.define_criteria(batches, ac.extract_task_description(DESCRIPTION), llm=llm, params=GenerationParams(),
+                                            source_chars=2000, complete_streak=5,
+                                            log=lambda k, p: events.append((k, p)))
+    assert criteria == CRITERIA and failures == 0
+    kinds = [(k, p.get("action")) for k, p in events if k == "criteria"]
+    assert kinds == [("criteria", "init"), ("criteria", "refine")]
+    refine = [p for k, p in events if k == "criteria"][1]
+    assert refine["added"] == ["Conciseness"] and refine["removed"] == ["Style"]
+    # one observation refined, then five COMPLETE in a row: 1 init + 6 observe + 1 refine calls
+    assert sum(1 for k, _ in events if k == "criteria_observation") == 6
+    assert len(backend.calls) == 8
+    init_prompt = backend.calls[0][0][0]["content"]
+    assert "from a text summarization evaluation dataset" in init_prompt and "Task description: The evaluation" in init_prompt
+    refine_prompt = next(m[0]["content"] for m, _ in backend.calls if "Improve the criteria" in m[0]["content"])
+    assert "Accuracy needs care." in refine_prompt, "refine uses the new observation (Eq. 8)"
+
+
+def test_unparsable_criteria_are_retried_once_then_the_previous_set_is_kept(store, data):
+    samples, aspect, _ = data
+    batches = [_examples(samples[:5], aspect), _examples(samples[5:10], aspect)]
+    llm, backend = llm_with(store, scripted(refine="I think the criteria are fine."), concurrency=1)
+    events = []
+    criteria, failures = ac.define_criteria(batches, "", llm=llm, params=GenerationParams(), source_chars=2000,
+                                            complete_streak=5, log=lambda k, p: events.append((k, p)))
+    assert set(criteria) == {"Coverage", "Accuracy", "Fluency", "Style"} and failures == 1
+    refine_event = [p for k, p in events if k == "criteria"][-1]
+    assert refine_event["parsed"] is False and refine_event["retried"] is True
+    retry = [m for m, _ in backend.calls if len(m) == 3]
+    assert len(retry) == 1 and retry[0][1]["role"] == "assistant"
+    assert "from an NLG evaluation dataset" in backend.calls[0][0][0]["content"]
+
+
+def test_criteria_parsing_accepts_both_shapes_and_caps_at_ten():
+    assert ac.parse_criteria('{"Criteria": {"A": "a"}, "Observations": "o"}') == ({"A": "a"}, "o")
+    assert ac.parse_criteria('```json\n{"A": "a", "B": {"description": "b"}}\n```') == ({"A": "a", "B": "b"}, "")
+    assert ac.parse_criteria("no json") == ({}, "")
+
+
+def test_criteria_scores_parse_json_and_the_papers_unquoted_form():
+    names = ["Coherence", "Conciseness", "Fluency"]
+    parsed = ac.parse_criteria_scores(json.dumps({"coherence": {"Explanation": "flows", "Score": "90"},
+                                                  "Conciseness": 70, "Fluency": {"Score": 140}}), names)
+    assert parsed["Coherence"] == {"score": 90.0, "explanation": "flows"}
+    assert parsed["Conciseness"]["score"] == 70.0
+    assert math.isnan(parsed["Fluency"]["score"]), "out of range is missing, not clipped to a default"
+    paper = ("Coherence: { explanation: The response is coherent. score: 90 }\n"
+             "Conciseness: { explanation: Brief. score: 85 }")
+    parsed = ac.parse_criteria_scores(paper, names)
+    assert parsed["Coherence"]["score"] == 90 and parsed["Conciseness"]["score"] == 85
+    assert "coherent" in parsed["Coherence"]["explanation"]
+    assert math.isnan(parsed["Fluency"]["score"])
+    nested = ac.parse_criteria_scores(json.dumps({"Scores": {"Fluency": {"Score": 60}}}), names)
+    assert nested["Fluency"]["score"] == 60
+
+
+@pytest.mark.parametrize("reply,score", [
+    ("Explanation: good.\nScore Of Overall: 85", 85.0),
+    ("**Explanation:** good.\n**Overall Score:** 90.0", 90.0),
+    ("Explanation: a score of 30 would be unfair.\nScore Of Overall: [72]", 72.0),
+    ("[[4]]", 4.0),
+])
+def test_overall_score_parsing(reply, score):
+    parsed, explanation = ac.parse_overall(reply)
+    assert parsed == score
+    if reply.startswith("Explanation"):
+        assert explanation.startswith(("good", "a score of 30"))
+
+
+def test_overall_score_missing_is_nan():
+    assert math.isnan(ac.parse_overall("I cannot rate this.")[0])
+    assert math.isnan(ac.parse_overall("Score Of Overall: 250")[0])
+
+
+def test_fine_and_coarse_scoring_calls(store, data):
+    samples, aspect, _ = data
+    state = {"variant": "fine", "task_description": "T.", "criteria": CRITERIA}
+    llm, backend = llm_with(store, scripted())
+    results = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm, params=GenerationParams(),
+                              source_chars=2000)
+    assert len(backend.calls) == 6
+    assert results[2]["overall"] == 20 and results[2]["criteria_scores"]["Coverage"]["score"] == 20
+    ose = [m[0]["content"] for m, _ in backend.calls if "Score Of Different Criteria" in m[0]["content"]]
+    assert len(ose) == 3 and '"Coverage is fine for' in "".join(ose), "OS-E sees the McS-E explanations"
+    coarse = {**state, "variant": "coarse"}
+    llm, backend = llm_with(store, scripted())
+    results = ac.run_pipeline(_examples(samples[:3], aspect), coarse, [], llm=llm, params=GenerationParams(seed=1),
+                              source_chars=2000)
+    assert len(backend.calls) == 3 and results[1]["criteria_scores"] == {}
+    assert "Evaluation Criteria:\nCoverage: Keeps the main points." in backend.calls[0][0][0]["content"]
+
+
+def test_candidate_selection_by_summed_correlation(store, data):
+    samples, aspect, _ = data
+    examples = _examples(samples, aspect)
+    state = {"variant": "coarse", "task_description": "T.", "criteria": CRITERIA}
+
+    # Only prompts whose demos include one chosen item score in line with the humans.
+    drawn = ac.propose_candidates(examples, {}, k=6, n_demos=3, mode="labeled", threshold=15, seed=0)
+    target = drawn[2][1][0]["sample_id"]
+    marker = f"output number {target[1:]}\n"
+
+    def overall(prompt):
+        n = _number(prompt)
+        good = "Example 1:" in prompt and marker in prompt.split("Now the item")[0]
+        return 10 * (n % 10) if good else 50 + (7 * n) % 13
+
+    llm, _ = llm_with(store, scripted(overall=overall))
+    events = []
+    demos, search = ac.optimize_demonstrations(examples, state, llm=llm, k=6, n_demos=3, mode="labeled",
+                                               threshold=15, eval_subsample=None, seed=0, params=GenerationParams(),
+                                               source_chars=2000, log=lambda k, p: events.append((k, p)))
+    assert len(search) == 6 and search[0]["kind"] == "zero-shot" and search[0]["demo_ids"] == []
+    qs = [s["q"] for s in search]
+    best = max(range(6), key=lambda i: (qs[i], -i))
+    assert [d["sample_id"] for d in demos] == search[best]["demo_ids"]
+    assert target in search[best]["demo_ids"] and qs[best] == pytest.approx(3), "the helpful demo set wins"
+    for s in search:
+        assert s["q"] == pytest.approx(s["pearson"] + s["spearman"] + s["kendall"])
+        assert s["n_scored"] == 20 - len(s["demo_ids"]), "a candidate's own demos are not scored"
+    assert [p["candidate"] for k, p in events if k == "candidate"] == list(range(6))
+    assert [p for k, p in events if k == "demos_selected"][0]["candidate"] == best
+
+
+def test_bootstrapped_candidates_reuse_accepted_zero_shot_traces(data):
+    samples, aspect, _ = data
+    examples = _examples(samples, aspect)
+    traces = {e["sample_id"]: {"overall": e["human_100"] + (5 if i % 2 else 40), "explanation": "why",
+                               "criteria_scores": {"Coverage": {"score": 50.0, "explanation": "ok"}}}
+              for i, e in enumerate(examples)}
+    candidates = ac.propose_candidates(examples, traces, k=11, n_demos=3, mode="bootstrap", threshold=15, seed=0)
+    assert len(candidates) == 11 and candidates[0] == ("zero-shot", [])
+    assert candidates[1][0] == "labeled" and all(d["kind"] == "labeled" for d in candidates[1][1])
+    for kind, demos in candidates[2:]:
+        assert kind == "bootstrap" and len(demos) == 3
+        boot = [d for d in demos if d["kind"] == "bootstrapped"]
+        assert boot and all(int(d["sample_id"][1:]) % 2 == 1 for d in boot), "only traces within 15 points"
+        assert boot[0]["overall"] == traces[boot[0]["sample_id"]]["overall"]
+    text = ac.render_demos(candidates[2][1], stage="ose", criteria=CRITERIA, source_chars=2000)
+    assert "Score Of Different Criteria:" in text and "Explanation: why" in text
+    assert ac.propose_candidates(examples, traces, k=4, n_demos=3, mode="bootstrap", threshold=15, seed=0) \
+        == candidates[:4]
+
+
+def test_eval_subsample_limits_the_candidate_evaluation(store, data):
+    samples, aspect, _ = data
+    llm, backend = llm_with(store, scripted())
+    state = {"variant": "coarse", "task_description": "T.", "criteria": CRITERIA}
+    _, search = ac.optimize_demonstrations(_examples(samples, aspect), state, llm=llm, k=3, n_demos=2,
+                                           mode="labeled", threshold=15, eval_subsample=6, seed=0,
+                                           params=GenerationParams(), source_chars=2000)
+    assert all(s["n_scored"] <= 6 for s in search) and len(backend.calls) <= 18
+
+
+def test_fit_and_score_end_to_end_with_events(store, data):
+    samples, aspect, task = data
+    # with demonstrations the scripted judge agrees with the humans, without them it does not
+    llm, backend = llm_with(store, scripted(overall=lambda p: 10 * (_number(p) % 10) if "Example 1:" in p
+                                            else 50 + (7 * _number(p)) % 13))
+    events = []
+    method = get_method("active_critic", {"n_candidates": 3, "seed": 0})
+    judge = method.fit(samples[:15], aspect, llm=llm, task=task, log=lambda k, p: events.append((k, p)))
+    fit_calls = len(backend.calls)
+    assert fit_calls <= method.estimate_calls(15, 5)["fit"]
+    assert judge.state["criteria"] == CRITERIA and judge.state["task_description"].startswith("The evaluation task")
+    assert len(judge.state["demos"]) == 3 and len(judge.state["search"]) == 3
+    kinds = {k for k, _ in events}
+    assert {"task_observation", "task_description", "criteria", "criteria_observation", "candidate",
+            "demos_selected"} <= kinds
+    verdicts = judge.score(samples[15:], llm=llm)
+    assert len(backend.calls) - fit_calls == method.estimate_calls(15, 5)["score"] == 10
+    v = verdicts[2]  # s17: the scripted judge says 70 -> 1 + 4 * 0.7 on the 1-5 scale
+    assert v.score == pytest.approx(3.8) and v.metadata["overall_100"] == 70
+    assert v.criteria["Coverage"] == pytest.approx(3.8) and v.metadata["criteria_100"]["Coverage"] == 70
+    assert v.metadata["criteria_explanations"]["Coverage"] == "Coverage is fine for 17"
+    assert v.explanation.startswith("it is item 17") and v.metadata["missing_criteria"] == []
+    again = Judge.from_json(judge.to_json())
+    new = [Sample(id="new", input="source text 99", output="output number 4", group_id="n")]
+    assert again.score(new, llm=llm)[0].score == pytest.approx(1 + 4 * 0.4)
+
+
+def test_unparsed_replies_are_missing_and_counted(store, data):
+    samples, aspect, task = data
+    llm, _ = llm_with(store, lambda m, p: "I would rather not.")
+    judge = get_method("active_critic", {"n_candidates": 2}).fit(samples[:10], aspect, llm=llm, task=task)
+    assert judge.state["criteria"] == {} and judge.state["criteria_parse_failures"] == 2  # init and one refine
+    assert judge.state["search"][0]["n_missing"] == judge.state["search"][0]["n_scored"]
+    [v] = judge.score(samples[10:11], llm=llm)
+    assert v.missing and v.raw == "I would rather not." and v.criteria == {}
+
+
+def test_person_edits_replace_stage_one_and_reuse_the_cache(store, data):
+    samples, aspect, task = data
+    llm, backend = llm_with(store, scripted())
+    params = {"n_candidates": 2, "variant": "coarse"}
+    first = get_method("active_critic", params).fit(samples[:10], aspect, llm=llm, task=task)
+    edited = dict(first.state["criteria"], Fluency="Reads naturally, no typos.")
+    method = get_method("active_critic", {**params, "task_description": first.state["task_description"],
+                                          "criteria": edited})
+    assert method.estimate_calls(10, 5)["fit"] == 2 * 10
+    before = len(backend.calls)
+    second = method.fit(samples[:10], aspect, llm=llm, task=task)
+    new_prompts = [m[0]["content"] for m, _ in backend.calls[before:]]
+    assert not any("Add new observations" in p or "Study how the quality" in p for p in new_prompts)
+    assert second.state["criteria"] == edited
+    assert all("Reads naturally, no typos." in p for p in new_prompts)
+    # the same edited parameters again: every call is a cache hit
+    before = len(backend.calls)
+    assert method.fit(samples[:10], aspect, llm=llm, task=task) == second and len(backend.calls) == before
+
+
+def test_bad_parameters_are_named():
+    with pytest.raises(ValueError, match="criteria"):
+        get_method("active_critic", {"criteria": ["a"]})._validate_params()
+    with pytest.raises(ValueError, match="n_demos"):
+        get_method("active_critic", {"n_demos": -1})._validate_params()
+    get_method("active_critic", {"n_demos": None, "eval_subsample": None})._validate_params()
+
+
+def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset):
+    """Real SmolLM2 through execute_run: stage 1, a 2-candidate search, scoring; the repeat costs 0 calls."""
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=5, test_size=2,
+                   params={"n_candidates": 2, "n_demos": 1, "eval_subsample": 3, "max_tokens": 96,
+                           "variant": "fine", "demo_mode": "labeled"})
+    run_id = create_run(store, spec)
+    summary = execute_run(store, run_id)
+    run = store.get_run(run_id)
+    assert run["status"] == "finished", run["message"]
+    assert summary["n"] == 2 and summary["calls"] > 0
+    judge = Judge.from_dict(run["judge"])
+    assert judge.state["task_description"] is not None and len(judge.state["search"]) == 2
+    kinds = {e["kind"] for e in store.events(run_id)}
+    assert {"task_observation", "criteria", "candidate", "demos_selected"} <= kinds
+    verdicts = store.load_verdicts(run_id)
+    assert len(verdicts) == 2 and all(v.raw for v in verdicts)
+    repeat = create_run(store, spec)
+    assert execute_run(store, repeat)["calls"] == 0
+    assert [v.score for v in store.load_verdicts(repeat)] == [v.score for v in verdicts] or \
+        all(math.isnan(a) == math.isnan(b) for a, b in zip([v.score for v in store.load_verdicts(repeat)],
+                                                           [v.score for v in verdicts]))
