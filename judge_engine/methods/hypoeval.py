@@ -1,0 +1,865 @@
+"""HypoEval: hypothesis-guided evaluation from 30 human scores and literature notes.
+
+A bank of *hypotheses* (one-trait rubrics with a description of every score)
+is grown from a few human-scored samples with a UCB-style reward, refined on
+the samples it gets wrong and on literature notes, de-duplicated, and the
+``n_selected`` hypotheses with the best Pearson correlation on the training
+samples become the judge: a new text gets one chain-of-thought score per
+selected hypothesis and its final score is their mean.
+
+Stages (paper section -> function):
+
+- §3.1 / Appendix B.1 reward ``a - b (s - ŝ)^2`` plus exploration -> :func:`reward`
+- §3.1 initialisation H_init = M_G(S_init, L) -> :func:`initialize_bank`
+  (generation: :func:`generate_hypotheses`)
+- §3.1 update stage with the wrong-sample bank W -> :func:`update_bank`,
+  generation and alternating refinement H_W -> :func:`generate_and_refine`
+  (refinement: :func:`refine_hypotheses`)
+- §3.1 literature-only hypotheses H_L = M_G(L) -> :func:`literature_hypotheses`
+- §3.1 repetition check and union -> :func:`remove_repetitions`, :func:`union_banks`
+- §3.2 selection of H_ev by Pearson on S_tr -> :func:`select_hypotheses`
+- §3.3 hypothesis-guided evaluation, mean over H_ev -> :func:`evaluate_with_hypotheses`
+  (per-hypothesis scoring goes through :mod:`judge_engine.criteria_scoring`)
+
+Where the paper is silent we follow the implementation notes
+(``shared/specs/hypoeval.md``, marked [REC] there) and say so at each place:
+w_hyp schedule, replacement over the whole bank, reward initialisation of new
+hypotheses on W, data-first refinement with early stop, "balanced fill"
+union, ties broken by reward, the scoring prompt of §3.3 also used for the
+stage-1 rewards (so its calls are reused from the cache at selection).
+
+Missing scores (a reply without a score after one follow-up turn) are never
+averaged in: rewards, Pearson correlations and final means use the parsed
+scores only, and every failure is counted and reported as an event.
+
+References
+----------
+HypoEval: Hypothesis-Guided Evaluation for Natural Language Generation
+(``shared/papers/hypoeval.txt``). HypoGeniC (Zhou et al., 2024) and
+HypoRefine (Liu et al., 2025) for the generation algorithm it extends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+import re
+from dataclasses import dataclass
+from math import comb
+from typing import Any, Callable, Sequence
+
+from .. import metrics
+from ..criteria_scoring import LAYOUTS, CriterionText, estimate_criteria_calls, score_criteria
+from ..llm import LLM, GenerationParams, Request
+from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
+from ..records import Aspect, Sample, Verdict
+from .base import EventSink, Interval, Judge, Method, Options, Progress, register
+
+GENERATE_TEMPLATE = load_template("hypoeval_generate")
+REFINE_TEMPLATE = load_template("hypoeval_refine")
+REPETITION_TEMPLATE = load_template("hypoeval_repetition")
+OBSERVATION_TEMPLATE = load_template("hypoeval_observation")
+LITERATURE_NOTE_TEMPLATE = load_template("hypoeval_literature_note")
+EVIDENCE_DATA_TEMPLATE = load_template("hypoeval_evidence_data")
+EVIDENCE_LITERATURE_TEMPLATE = load_template("hypoeval_evidence_literature")
+SCORE_INSTRUCTIONS_TEMPLATE = load_template("hypoeval_score")
+
+BASIS_DATA = "the scored examples below"
+BASIS_LITERATURE = "the literature notes below"
+BASIS_BOTH = "the literature notes and the scored examples below"
+
+HYPOTHESIS_PATTERN = re.compile(r"(?is)hypothesis\s*(\d+)\s*[.:)]\s*(.+?)(?=\s*hypothesis\s*\d+\s*[.:)]|\Z)")
+"""The notes' [REC] pattern for ``hypothesis1. ...`` lists (the paper's code regex breaks on "score of 5. ")."""
+NUMBERED_PATTERN = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+(.+?)(?=^\s*(?:\d+[.)]|[-*•])\s+|\Z)", re.S)
+"""Fallback for small models that number their list "1." instead of "hypothesis1."."""
+FINAL_ANSWER_PATTERN = re.compile(r"(?i)final\s+answer\s*[:：]?\s*\**\s*\[?\s*(yes|no)\b")
+MIN_HYPOTHESIS_WORDS = 6
+"""A parsed item shorter than this is not a rubric (e.g. a bare score "[[4]]")."""
+
+ORIGINS = ("initial", "wrong_examples", "literature", "curated")
+
+
+# --------------------------------------------------------------------------- small values
+
+
+def hypothesis_key(text: str) -> str:
+    """Stable key of a hypothesis: a hash of its text, so an edited text is a new hypothesis."""
+    return "h" + hashlib.sha1(" ".join(text.split()).encode("utf-8")).hexdigest()[:10]
+
+
+def as_criterion(text: str) -> CriterionText:
+    """The hypothesis as the shared per-criterion scorer sees it (name fixed: the prompt depends on the text only)."""
+    return CriterionText(key=hypothesis_key(text), name="Hypothesis", definition=text)
+
+
+def new_entry(text: str, origin: str, **extra: Any) -> dict[str, Any]:
+    """A bank entry: JSON-native, so the whole bank can live in ``Judge.state``."""
+    return {"key": hypothesis_key(text), "text": text, "origin": origin, "scores": {}, "reward": None,
+            "acc": None, "n_evaluated": 0, **extra}
+
+
+def parse_hypotheses(text: str, limit: int) -> list[str]:
+    """Hypotheses from a generation reply: ``hypothesisN.`` items, else a numbered list; at most ``limit``."""
+    items = [m.group(2) for m in HYPOTHESIS_PATTERN.finditer(text or "")]
+    if not items:
+        items = [m.group(1) for m in NUMBERED_PATTERN.finditer(text or "")]
+    out: list[str] = []
+    for item in items:
+        clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
+        if len(clean.split()) >= MIN_HYPOTHESIS_WORDS and clean not in out:
+            out.append(clean)
+    return out[:limit]
+
+
+def parse_repetition(text: str) -> bool | None:
+    """True when the reply's final answer is "yes" (repetitive); None when it does not say."""
+    answers = FINAL_ANSWER_PATTERN.findall(text or "")
+    if not answers:
+        return None
+    return answers[-1].lower() == "yes"
+
+
+# --------------------------------------------------------------------------- context of one fit
+
+
+@dataclass
+class Context:
+    """What every stage needs: the LLM, the aspect and task, the parameters, the event sink and a call counter."""
+
+    llm: LLM
+    aspect: Aspect
+    task: TaskInfo
+    params: dict[str, Any]
+    log: EventSink
+    progress: Callable[[str], None]
+    """Called after each batch of calls with the stage name (the counter below is the progress)."""
+    calls: int = 0
+    total: int = 1
+    failures: int = 0
+
+    def emit(self, kind: str, payload: dict[str, Any]) -> None:
+        self.log(kind, payload)
+
+    @property
+    def scale(self) -> tuple[int, int]:
+        return judge_scale(self.aspect)
+
+    def human(self, sample: Sample) -> float:
+        """The human score on the judge scale (the reward and theta are in judge-scale units)."""
+        s = sample.human.get(self.aspect.name, math.nan)
+        lo, hi = self.scale
+        if (lo, hi) == (self.aspect.low, self.aspect.high) or self.aspect.high == self.aspect.low:
+            return float(s)
+        return lo + (float(s) - self.aspect.low) * (hi - lo) / (self.aspect.high - self.aspect.low)
+
+    def common_fields(self) -> dict[str, Any]:
+        lo, hi = self.scale
+        return {"aspect_name": self.aspect.name, "aspect_definition": self.aspect.definition or self.aspect.name,
+                "task": self.task.task, "output_label_lower": self.task.output_label.lower(), "low": lo, "high": hi}
+
+    def generation_params(self) -> GenerationParams:
+        return GenerationParams(max_tokens=self.params["generation_max_tokens"])
+
+    def ask(self, prompts: Sequence[str], stage: str, max_tokens: int | None = None) -> list[str]:
+        params = self.generation_params() if max_tokens is None else GenerationParams(max_tokens=max_tokens)
+        replies = self.llm.complete_many([Request(({"role": "user", "content": p},), params) for p in prompts])
+        self.calls += len(prompts)
+        self.progress(stage)
+        return [r.text for r in replies]
+
+
+# --------------------------------------------------------------------------- prompt pieces
+
+
+def observations_block(samples: Sequence[Sample], ctx: Context) -> str:
+    """The scored examples shown to the generator and refiner (texts fenced, long texts cut)."""
+    limit = ctx.params["observation_chars"]
+    blocks = []
+    for i, s in enumerate(samples, 1):
+        cut = Sample(id=s.id, input=_cut(s.input, limit), output=_cut(s.output, limit), group_id=s.group_id,
+                     context=_cut(s.context, limit) if s.context else None)
+        label = f"{s.human.get(ctx.aspect.name, math.nan):.2f}".rstrip("0").rstrip(".")  # [REC] up to 2 decimals
+        blocks.append(OBSERVATION_TEMPLATE.render(number=i, sample_block=render_sample(cut, ctx.task), label=label,
+                                                  output_label_lower=ctx.task.output_label.lower(),
+                                                  aspect_name=ctx.aspect.name))
+    return EVIDENCE_DATA_TEMPLATE.render(aspect_name=ctx.aspect.name, observations="\n\n".join(blocks))
+
+
+def literature_block(literature: Sequence[dict[str, str]]) -> str:
+    """L: the literature notes concatenated as ``Title / Key findings`` blocks (paper code format)."""
+    notes = "\n\n".join(LITERATURE_NOTE_TEMPLATE.render(title=n.get("title", ""), text=fence("note", n.get("text", "")))
+                        for n in literature)
+    return EVIDENCE_LITERATURE_TEMPLATE.render(notes=notes)
+
+
+def _cut(text: str | None, limit: int) -> str:
+    text = text or ""
+    return text if len(text) <= limit else text[:limit].rstrip() + " [...]"
+
+
+def numbered(hypotheses: Sequence[str]) -> str:
+    return "\n".join(f"hypothesis{i}. {h}" for i, h in enumerate(hypotheses, 1))
+
+
+# --------------------------------------------------------------------------- generation and refinement (M_G, M_R)
+
+
+def generate_hypotheses(ctx: Context, n: int, *, samples: Sequence[Sample] = (),
+                        literature: Sequence[dict[str, str]] = (), stage: str = "generation") -> list[str]:
+    """M_G: propose ``n`` hypotheses from scored samples and/or literature; one call, retried once if none parse."""
+    evidence = [literature_block(literature)] if literature else []
+    evidence += [observations_block(samples, ctx)] if samples else []
+    basis = BASIS_BOTH if samples and literature else BASIS_DATA if samples else BASIS_LITERATURE
+    prompt = GENERATE_TEMPLATE.render(**ctx.common_fields(), num_hypotheses=n, basis=basis,
+                                      evidence="\n\n".join(evidence))
+    return _ask_for_hypotheses(ctx, prompt, n, stage)
+
+
+def refine_hypotheses(ctx: Context, hypotheses: Sequence[str], *, samples: Sequence[Sample] = (),
+                      literature: Sequence[dict[str, str]] = (), stage: str = "refinement") -> list[str]:
+    """M_R: refine the hypotheses with data (W) or with literature (L); returns as many as it got [REC 18]."""
+    if samples:
+        basis, evidence = "texts human experts have scored", observations_block(samples, ctx)
+    else:
+        basis, evidence = "findings from research literature", literature_block(literature)
+    prompt = REFINE_TEMPLATE.render(**ctx.common_fields(), num_hypotheses=len(hypotheses), basis=basis,
+                                    evidence=evidence, hypotheses=numbered(hypotheses))
+    return _ask_for_hypotheses(ctx, prompt, len(hypotheses), stage)
+
+
+def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str) -> list[str]:
+    [reply] = ctx.ask([prompt], stage)
+    found = parse_hypotheses(reply, n)
+    if not found:  # [REC §10] retry once: a follow-up turn asking for the labelled list only
+        follow = ctx.llm.complete([{"role": "user", "content": prompt}, {"role": "assistant", "content": reply},
+                                   {"role": "user", "content": "Please write the hypotheses again, each starting "
+                                                               "with its label \"hypothesis1.\", \"hypothesis2.\" ..."}],
+                                  ctx.generation_params())
+        ctx.calls += 1
+        found = parse_hypotheses(follow.text, n)
+    if not found:
+        ctx.failures += 1
+        ctx.emit("generation_failed", {"stage": stage, "raw": reply[:2000]})
+    return found
+
+
+# --------------------------------------------------------------------------- evaluation under a hypothesis (M_E)
+
+
+def score_instructions(ctx_or_aspect: Context) -> str:
+    ctx = ctx_or_aspect
+    return SCORE_INSTRUCTIONS_TEMPLATE.render(output_label_lower=ctx.task.output_label.lower(),
+                                              aspect_name=ctx.aspect.name)
+
+
+def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples: Sequence[Sample],
+                        stage: str) -> None:
+    """M_E(x, y, I, h) for every (entry, sample) not yet scored; results go into ``entry["scores"]``.
+
+    Scores are on the judge scale, ``None`` when missing after the follow-up turn.
+    """
+    todo_samples = [s for s in samples if any(s.id not in e["scores"] for e in entries)]
+    if not todo_samples or not entries:
+        return
+    criteria = [as_criterion(e["text"]) for e in entries]
+    results = score_criteria(todo_samples, criteria, instructions=score_instructions(ctx), aspect=ctx.aspect,
+                             task=ctx.task, llm=ctx.llm, layout=ctx.params["layout"], joint=False,
+                             reasoning=ctx.params["reasoning"], max_tokens=ctx.params["max_tokens"])
+    ctx.calls += len(todo_samples) * len(entries)
+    missing = 0
+    for sample, by_key in zip(todo_samples, results):
+        for entry in entries:
+            result = by_key.get(entry["key"])
+            if result is None or sample.id in entry["scores"]:
+                continue
+            entry["scores"][sample.id] = None if result.missing else result.score
+            missing += result.missing
+    if missing:
+        ctx.failures += missing
+        ctx.emit("parse_failures", {"stage": stage, "missing": missing, "of": len(todo_samples) * len(entries)})
+    ctx.progress(stage)
+
+
+# --------------------------------------------------------------------------- reward (§3.1)
+
+
+def exploitation(entry: dict[str, Any], samples_by_id: dict[str, Sample], ctx: Context,
+                 sample_ids: Sequence[str]) -> float | None:
+    """Mean of ``a - b (s - ŝ)^2`` over the samples in S_h with a parsed score; None when none parsed."""
+    a, b = ctx.params["reward_a"], ctx.params["reward_b"]
+    values = [a - b * (ctx.human(samples_by_id[i]) - entry["scores"][i]) ** 2
+              for i in sample_ids if entry["scores"].get(i) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def reward(acc: float | None, n_h: int, t_total: int, alpha: float) -> float | None:
+    """UCB reward r_h = acc + alpha * sqrt(ln(t_total) / |S_h|) (natural log, paper code); None without data."""
+    if acc is None or n_h <= 0:
+        return None
+    return acc + alpha * math.sqrt(math.log(max(t_total, 1)) / n_h)
+
+
+def update_reward(entry: dict[str, Any], samples_by_id: dict[str, Sample], ctx: Context, t_total: int) -> None:
+    """Recompute one hypothesis' reward over its S_h (the samples it was evaluated on with a parsed score)."""
+    s_h = [i for i in entry["s_h"] if entry["scores"].get(i) is not None]
+    entry["acc"] = exploitation(entry, samples_by_id, ctx, s_h)
+    entry["n_evaluated"] = len(entry["s_h"])
+    entry["reward"] = reward(entry["acc"], len(s_h), t_total, ctx.params["alpha"])
+
+
+def by_reward(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Highest reward first; entries without a reward last; ties keep insertion order [REC 17]."""
+    return sorted(entries, key=lambda e: -math.inf if e["reward"] is None else e["reward"], reverse=True)
+
+
+# --------------------------------------------------------------------------- stage 1: hypothesis generation
+
+
+def initialize_bank(ctx: Context, s_init: Sequence[Sample], literature: Sequence[dict[str, str]],
+                    samples_by_id: dict[str, Sample]) -> list[dict[str, Any]]:
+    """H_init = M_G(S_init, L) with |H_init| hypotheses, each evaluated on S_init for its first reward (§3.1)."""
+    texts = generate_hypotheses(ctx, ctx.params["n_init_hypotheses"], samples=s_init, literature=literature,
+                                stage="initial hypotheses")
+    bank = [new_entry(t, "initial", s_h=[]) for t in dict.fromkeys(texts)]
+    for e in bank:
+        ctx.emit("hypothesis_proposed", {"key": e["key"], "text": e["text"], "origin": "initial"})
+    evaluate_hypotheses(ctx, bank, s_init, "initial rewards")
+    for e in bank:
+        e["s_h"] = [s.id for s in s_init]
+        update_reward(e, samples_by_id, ctx, len(s_init))
+        ctx.emit("reward_updated", _reward_payload(e, None, len(s_init)))
+    return bank
+
+
+def w_hyp_threshold(params: dict[str, Any], index: int, n_train: int, n_top: int) -> float:
+    """How many top-k hypotheses must mispredict a sample before it enters W.
+
+    The paper gives no value. An int ``w_hyp`` is used as is; ``None`` is the
+    notes' [REC] schedule ``max(1, scale * |H_top| * i / |S_tr|)`` (HypoGeniC's
+    growing threshold with the actual |H_top| instead of the constant k).
+    """
+    if params["w_hyp"] is not None:
+        return float(params["w_hyp"])
+    return max(1.0, params["w_hyp_scale"] * n_top * index / max(n_train, 1))
+
+
+def generate_and_refine(ctx: Context, wrong: Sequence[Sample], literature: Sequence[dict[str, str]],
+                        round_no: int) -> list[str]:
+    """H_W^0 = M_G(W), then N_refine rounds alternating data (W) and literature (L) (§3.1).
+
+    Parity: the paper's (odd rounds data) unless ``refine_start="literature"``
+    (the authors' code) [REC 4]. A round that returns the same list ends the
+    loop early (authors' code, kept per [REC]). Without literature the
+    literature rounds are skipped.
+    """
+    hypotheses = generate_hypotheses(ctx, ctx.params["n_new_hypotheses"], samples=wrong,
+                                     stage=f"refresh {round_no}: generation")
+    for e in hypotheses:
+        ctx.emit("hypothesis_proposed", {"key": hypothesis_key(e), "text": e, "origin": "wrong_examples",
+                                         "refresh": round_no, "refinement": 0})
+    first = "data" if ctx.params["refine_start"] == "data" else "literature"
+    second = "literature" if first == "data" else "data"
+    for i in range(1, ctx.params["n_refine"] + 1):
+        if not hypotheses:
+            break
+        source = first if i % 2 == 1 else second
+        if source == "literature" and not literature:
+            ctx.emit("refinement_round", {"refresh": round_no, "round": i, "source": source, "skipped": True,
+                                          "reason": "no literature notes given"})
+            continue
+        refined = refine_hypotheses(ctx, hypotheses, samples=wrong if source == "data" else (),
+                                    literature=literature if source == "literature" else (),
+                                    stage=f"refresh {round_no}: refinement {i} ({source})")
+        if not refined:
+            ctx.emit("refinement_round", {"refresh": round_no, "round": i, "source": source, "kept_previous": True})
+            continue
+        ctx.emit("refinement_round", {"refresh": round_no, "round": i, "source": source,
+                                      "hypotheses": [{"key": hypothesis_key(h), "text": h} for h in refined]})
+        if refined == hypotheses:
+            ctx.emit("refinement_stopped", {"refresh": round_no, "round": i, "reason": "no change"})
+            break
+        hypotheses = refined
+    return list(dict.fromkeys(hypotheses))
+
+
+def update_bank(ctx: Context, bank: list[dict[str, Any]], s_init: Sequence[Sample], s_update: Sequence[Sample],
+                literature: Sequence[dict[str, str]], samples_by_id: dict[str, Sample]) -> list[dict[str, Any]]:
+    """The update stage over S_update with the wrong-sample bank W (§3.1).
+
+    For each sample the top-k hypotheses by reward are evaluated and their
+    rewards updated (the others keep theirs); a sample that at least w_hyp of
+    them mispredict (|ŝ - s| > theta, or no score) enters W. When |W|
+    reaches w_max, new hypotheses are generated and refined from W, get a
+    first reward on W ([REC 5], authors' code), and the bank keeps the
+    ``max_bank`` best of the whole bank and the new ones ([REC 3]).
+    """
+    p = ctx.params
+    wrong: list[Sample] = []
+    refreshes = 0
+    n_train = len(s_init) + len(s_update)
+    for t, sample in enumerate(s_update, 1):
+        t_total = t + len(s_init)
+        top = by_reward(bank)[:p["top_k"]]
+        evaluate_hypotheses(ctx, top, [sample], f"update {t}/{len(s_update)}")
+        n_wrong = 0
+        for e in top:
+            e["s_h"].append(sample.id)
+            update_reward(e, samples_by_id, ctx, t_total)
+            predicted = e["scores"].get(sample.id)
+            n_wrong += predicted is None or abs(predicted - ctx.human(sample)) > p["theta"]
+            ctx.emit("reward_updated", _reward_payload(e, sample.id, t_total))
+        threshold = w_hyp_threshold(p, len(s_init) + t - 1, n_train, len(top))
+        if not top or n_wrong >= threshold:
+            wrong.append(sample)
+            ctx.emit("wrong_bank_added", {"sample_id": sample.id, "n_wrong": n_wrong, "threshold": round(threshold, 3),
+                                          "size": len(wrong), "w_max": p["w_max"]})
+        if len(wrong) >= p["w_max"]:
+            refreshes += 1
+            new = [new_entry(text, "wrong_examples", s_h=[], refresh=refreshes)
+                   for text in generate_and_refine(ctx, wrong, literature, refreshes)
+                   if hypothesis_key(text) not in {e["key"] for e in bank}]
+            evaluate_hypotheses(ctx, new, wrong, f"refresh {refreshes}: rewards of new hypotheses")
+            for e in new:
+                e["s_h"] = [s.id for s in wrong]
+                update_reward(e, samples_by_id, ctx, t_total)
+                ctx.emit("hypothesis_added", {**_reward_payload(e, None, t_total), "text": e["text"],
+                                              "origin": "wrong_examples", "refresh": refreshes})
+            ranked = by_reward(bank + new)
+            bank, dropped = ranked[:p["max_bank"]], ranked[p["max_bank"]:]
+            ctx.emit("bank_refreshed", {"refresh": refreshes, "t": t_total, "size": len(bank),
+                                        "dropped": [e["key"] for e in dropped]})
+            wrong = []
+    return bank
+
+
+def literature_hypotheses(ctx: Context, literature: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
+    """H_L = M_G(L): hypotheses from the literature alone, no reward (§3.1)."""
+    texts = generate_hypotheses(ctx, ctx.params["n_literature_hypotheses"], literature=literature,
+                                stage="literature hypotheses")
+    entries = [new_entry(t, "literature", s_h=[]) for t in dict.fromkeys(texts)]
+    for e in entries:
+        ctx.emit("hypothesis_proposed", {"key": e["key"], "text": e["text"], "origin": "literature"})
+    return entries
+
+
+def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_name: str) -> list[dict[str, Any]]:
+    """Pairwise LLM repetition check within one bank; keep greedily by exploitation mean (authors' code, [REC 7]).
+
+    One call per unordered pair. An answer without "Final answer: yes/no"
+    counts as not repetitive ([REC §10]).
+    """
+    ordered = sorted(entries, key=lambda e: -math.inf if e["acc"] is None else e["acc"], reverse=True)
+    if len(ordered) < 2:
+        return list(ordered)
+    pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]]
+    prompts = [REPETITION_TEMPLATE.render(**{k: v for k, v in ctx.common_fields().items() if k != "aspect_definition"},
+                                          first=a["text"], second=b["text"]) for a, b in pairs]
+    replies = ctx.ask(prompts, f"repetition check ({bank_name})", max_tokens=ctx.params["check_max_tokens"])
+    repeats = {(a["key"], b["key"]) for (a, b), reply in zip(pairs, replies) if parse_repetition(reply)}
+    unclear = sum(parse_repetition(r) is None for r in replies)
+    if unclear:
+        ctx.emit("parse_failures", {"stage": f"repetition check ({bank_name})", "missing": unclear,
+                                    "of": len(replies), "counted_as": "not repetitive"})
+    kept: list[dict[str, Any]] = []
+    for e in ordered:
+        twin = next((k for k in kept if (k["key"], e["key"]) in repeats), None)
+        if twin is None:
+            kept.append(e)
+        else:
+            ctx.emit("duplicate_removed", {"key": e["key"], "text": e["text"], "duplicate_of": twin["key"],
+                                           "bank": bank_name})
+    return kept
+
+
+def union_banks(data_bank: Sequence[dict[str, Any]], literature_bank: Sequence[dict[str, Any]], *, max_bank: int,
+                mode: str, seed: int) -> list[dict[str, Any]]:
+    """The final bank: at most ``max_bank`` from the de-duplicated data and literature banks (§3.1).
+
+    ``balanced_fill`` (authors' code, the default per [REC 6]): the best
+    ``max_bank // 2`` data hypotheses by exploitation mean, then literature
+    ones in order up to ``max_bank``. ``random_half`` (the paper's wording):
+    a seeded random choice of at most ``max_bank // 2`` from each.
+    """
+    half = max_bank // 2
+    if mode == "random_half":
+        rng = random.Random(seed)
+        pick = lambda xs: rng.sample(list(xs), min(half, len(xs)))  # noqa: E731
+        chosen = pick(data_bank) + pick(literature_bank)
+    else:
+        data_sorted = sorted(data_bank, key=lambda e: -math.inf if e["acc"] is None else e["acc"], reverse=True)
+        chosen = data_sorted[:half]
+        chosen += list(literature_bank)[:max_bank - len(chosen)]
+    seen: set[str] = set()
+    return [e for e in chosen if not (e["key"] in seen or seen.add(e["key"]))]
+
+
+# --------------------------------------------------------------------------- stage 2: selection
+
+
+def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Sequence[Sample],
+                      n_selected: int) -> list[dict[str, Any]]:
+    """H_ev: the ``n_selected`` hypotheses with the highest Pearson r on S_tr (§3.2).
+
+    Every hypothesis is scored on all of S_tr (scores from stage 1 come from
+    the cache: same prompt). A NaN correlation (constant scores) counts as 1
+    when the human scores are all equal, else 0 (authors' code); a hypothesis
+    with fewer than two parsed scores has no correlation and ranks last.
+    Ties are broken by the stage-1 reward [REC §5].
+    """
+    evaluate_hypotheses(ctx, bank, train, "selection on the training samples")
+    human = [ctx.human(s) for s in train]
+    human_constant = len(set(human)) <= 1
+    for e in bank:
+        pred = [math.nan if e["scores"].get(s.id) is None else e["scores"][s.id] for s in train]
+        n_parsed = sum(not math.isnan(x) for x in pred)
+        r = metrics.correlations(human, pred)["pearson"] if n_parsed >= 2 else math.nan
+        if math.isnan(r) and n_parsed >= 2:
+            r = 1.0 if human_constant else 0.0
+        e["train_pearson"] = None if math.isnan(r) else r
+        e["train_parsed"] = n_parsed
+        ctx.emit("hypothesis_evaluated", {"key": e["key"], "train_pearson": e["train_pearson"], "parsed": n_parsed,
+                                          "of": len(train)})
+
+    def rank(e: dict[str, Any]) -> tuple[float, float]:
+        return (-math.inf if e["train_pearson"] is None else e["train_pearson"],
+                -math.inf if e["reward"] is None else e["reward"])
+
+    selected = sorted(bank, key=rank, reverse=True)[:n_selected]
+    ctx.emit("selection", {"selected": [{"key": e["key"], "train_pearson": e["train_pearson"]} for e in selected],
+                           "bank_size": len(bank)})
+    return selected
+
+
+# --------------------------------------------------------------------------- stage 3: evaluation
+
+
+def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dict[str, Any]], *, aspect: Aspect,
+                             task: TaskInfo, llm: LLM, layout: str, joint: bool, reasoning: bool, max_tokens: int,
+                             progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
+    """Score = mean over H_ev of the per-hypothesis scores, missing ones left out (§3.3, [REC §10]).
+
+    Each verdict keeps every hypothesis' score (``criteria``) and reasoning
+    (``metadata["per_hypothesis"]``). With no parsed score at all the verdict
+    is missing (NaN), never a default.
+    """
+    scale = judge_scale(aspect)
+    criteria = [as_criterion(h["text"]) for h in hypotheses]
+    instructions = SCORE_INSTRUCTIONS_TEMPLATE.render(output_label_lower=task.output_label.lower(),
+                                                      aspect_name=aspect.name)
+    results = score_criteria(samples, criteria, instructions=instructions, aspect=aspect, task=task, llm=llm,
+                             layout=layout, joint=joint, reasoning=reasoning, max_tokens=max_tokens,
+                             progress=progress) if criteria else [{} for _ in samples]
+    verdicts = []
+    for sample, by_key in zip(samples, results):
+        per = [{"key": c.key, "score": None if by_key[c.key].missing else by_key[c.key].score,
+                "explanation": by_key[c.key].explanation} for c in criteria]
+        parsed = [p["score"] for p in per if p["score"] is not None]
+        score = to_aspect_range(sum(parsed) / len(parsed), scale, aspect) if parsed else math.nan
+        verdicts.append(Verdict(
+            sample_id=sample.id, aspect=aspect.name, score=score,
+            criteria={c.key: (math.nan if p["score"] is None else to_aspect_range(p["score"], scale, aspect))
+                      for c, p in zip(criteria, per)},
+            explanation="\n\n".join(f"[{p['key']}] {p['explanation']}" for p in per if p["explanation"]),
+            raw="\n\n=====\n\n".join(by_key[c.key].raw for c in criteria if c.key in by_key),
+            metadata={"per_hypothesis": per, "missing": len(per) - len(parsed), "n_hypotheses": len(per)}))
+    return verdicts
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _reward_payload(e: dict[str, Any], sample_id: str | None, t_total: int) -> dict[str, Any]:
+    return {"key": e["key"], "reward": e["reward"], "acc": e["acc"], "n_evaluated": e["n_evaluated"],
+            "sample_id": sample_id, "t": t_total}
+
+
+def public_entry(e: dict[str, Any]) -> dict[str, Any]:
+    """The bank entry as stored in the judge (scores kept: they are the per-hypothesis training scores)."""
+    return {k: e.get(k) for k in ("key", "text", "origin", "reward", "acc", "n_evaluated", "train_pearson",
+                                  "train_parsed", "refresh", "scores")}
+
+
+def _json_native(value: Any) -> Any:
+    """Tuples (the constructor's immutable defaults) as lists, so a Judge survives a JSON round trip."""
+    if isinstance(value, (list, tuple)):
+        return [_json_native(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_native(v) for k, v in value.items()}
+    return value
+
+
+class _LiteratureCheck:
+    """``literature`` is None or a sequence of ``{"title": str, "text": str}``."""
+
+    def check(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, (str, bytes)) or not all(
+                isinstance(n, dict) and isinstance(n.get("text"), str) for n in value):
+            raise ValueError(f"{name}={value!r} must be None or a list of {{'title': ..., 'text': ...}} notes")
+
+
+class _HypothesesCheck:
+    """``hypotheses`` is None or a sequence of hypothesis texts or ``{"text": ...}`` dicts."""
+
+    def check(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, (str, bytes)) or not all(
+                isinstance(h, str) or (isinstance(h, dict) and isinstance(h.get("text"), str)) for h in value):
+            raise ValueError(f"{name}={value!r} must be None or a list of hypothesis texts or {{'text': ...}} dicts")
+
+
+class _OptionalInt:
+    def check(self, name: str, value: Any) -> None:
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValueError(f"{name}={value!r} must be None (growing schedule) or a non-negative int")
+
+
+def curated_entries(hypotheses: Sequence[Any]) -> list[dict[str, Any]]:
+    """A person's curated hypotheses as bank entries (texts or dicts with ``text`` and optional ``origin``)."""
+    out, seen = [], set()
+    for h in hypotheses:
+        text = (h if isinstance(h, str) else h["text"]).strip()
+        origin = "curated" if isinstance(h, str) else h.get("origin", "curated")
+        if text and hypothesis_key(text) not in seen:
+            seen.add(hypothesis_key(text))
+            out.append(new_entry(text, origin if origin in ORIGINS else "curated", s_h=[]))
+    return out
+
+
+# --------------------------------------------------------------------------- the method
+
+
+@register
+class HypoEval(Method):
+    """HypoEval: hypothesis bank from human scores and literature, top hypotheses by Pearson, mean of CoT scores.
+
+    Parameters
+    ----------
+    layout : {"paper", "sample_first"}, default="paper"
+        Prompt layout of per-hypothesis scoring: the paper's (instructions
+        and hypothesis, then the sample) or the sample first and the
+        hypothesis last, for backends with prefix caching (issue #3).
+    joint : bool, default=False
+        Score all selected hypotheses in one call per test sample (JSON of
+        per-hypothesis scores) instead of one call each: cheaper, not the
+        paper's. Fitting always scores one hypothesis per call.
+    n_train : int, default=30
+        |S_tr|: at most this many training samples are used (paper §4: 30).
+    n_init : int, default=5
+        |S_init|: samples for the initial hypotheses and rewards (paper B.1: 5).
+    n_init_hypotheses : int, default=5
+        |H_init| (paper B.1: 5).
+    alpha : float, default=0.5
+        Exploration weight of the UCB reward (paper B.1: 0.5).
+    reward_a : float, default=1.0
+        a in the reward a - b (s - ŝ)^2 (paper B.1: 1).
+    reward_b : float, default=0.0625
+        b in the reward (paper B.1: 1/16, so the reward lies in [0, 1] on 1-5).
+    top_k : int, default=10
+        Hypotheses (best reward) evaluated on each update sample (paper B.1: 10).
+    theta : float, default=0.5
+        A prediction is wrong when |ŝ - s| > theta (paper B.1: 0.5).
+    w_hyp : int or None, default=None
+        Wrong top-k predictions that put a sample into W. The paper gives no
+        value; None = the notes' growing schedule max(1, w_hyp_scale *
+        |H_top| * i / |S_tr|) (HypoGeniC code with the actual |H_top|).
+    w_hyp_scale : float, default=0.8
+        Factor of that schedule (HypoGeniC code: 0.8).
+    w_max : int, default=10
+        Size of W that triggers new hypotheses (paper B.1: 10).
+    n_refine : int, default=6
+        Refinement rounds alternating data and literature (paper B.1: 6).
+    refine_start : {"data", "literature"}, default="data"
+        Source of the first refinement round (paper: data; authors' code:
+        literature).
+    n_new_hypotheses : int, default=5
+        |H_W| generated from W per refresh (authors' code: 5).
+    max_bank : int, default=20
+        H_max: bank size during updates and of the final union (paper B.1: 20).
+    n_literature_hypotheses : int, default=20
+        |H_L| generated from the literature alone (authors' code: H_max = 20).
+    union_mode : {"balanced_fill", "random_half"}, default="balanced_fill"
+        Union of the data and literature banks: the authors' code (best half
+        of the data bank, filled up from the literature bank) or the paper's
+        wording (random half from each, seeded).
+    n_selected : int, default=5
+        H_ev: hypotheses kept by Pearson on S_tr (paper §3.2: 5).
+    reasoning : bool, default=True
+        Chain-of-thought before each 1-5 score (paper §3.3).
+    max_tokens : int, default=256
+        Reply budget of each per-hypothesis score (authors' code: 4000; kept
+        small for local models).
+    generation_max_tokens : int, default=1024
+        Reply budget of generation and refinement calls.
+    check_max_tokens : int, default=128
+        Reply budget of a repetition check ("keep your answer short").
+    observation_chars : int, default=1500
+        Each text shown to the generator is cut to this many characters so
+        ten examples fit a small context window (ours; the notes suggest
+        truncating long texts).
+    literature : list of {"title", "text"} or None, default=None
+        Literature notes or annotation guidelines (the paper's L, already
+        summarised). None: literature rounds and H_L are skipped and an
+        event says so.
+    hypotheses : list of str or {"text", "origin"} or None, default=None
+        Curated hypotheses (human in the loop): generation is skipped and
+        these go straight to selection and scoring. None: generate as the
+        paper does.
+    seed : int, default=42
+        Order of S_tr, hence S_init (paper B.1 seeds 42, 2, 114514).
+
+    References
+    ----------
+    HypoEval: Hypothesis-Guided Evaluation for Natural Language Generation.
+    """
+
+    name = "hypoeval"
+    title = "HypoEval"
+    _parameter_constraints = {
+        "layout": Options(LAYOUTS),
+        "joint": Options((True, False)),
+        "n_train": Interval(int, 2, 1000), "n_init": Interval(int, 1, 100),
+        "n_init_hypotheses": Interval(int, 1, 50), "alpha": Interval(float, 0, 10),
+        "reward_a": Interval(float, None, None), "reward_b": Interval(float, 0, None),
+        "top_k": Interval(int, 1, 100), "theta": Interval(float, 0, 100),
+        "w_hyp": _OptionalInt(), "w_hyp_scale": Interval(float, 0, 10), "w_max": Interval(int, 1, 1000),
+        "n_refine": Interval(int, 0, 50), "refine_start": Options(("data", "literature")),
+        "n_new_hypotheses": Interval(int, 1, 50), "max_bank": Interval(int, 1, 200),
+        "n_literature_hypotheses": Interval(int, 1, 100), "union_mode": Options(("balanced_fill", "random_half")),
+        "n_selected": Interval(int, 1, 100), "reasoning": Options((True, False)),
+        "max_tokens": Interval(int, 8, 8192), "generation_max_tokens": Interval(int, 32, 16384),
+        "check_max_tokens": Interval(int, 8, 4096), "observation_chars": Interval(int, 50, 100000),
+        "literature": _LiteratureCheck(), "hypotheses": _HypothesesCheck(), "seed": Interval(int, None, None)}
+
+    def __init__(self, *, layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
+                 n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float = 0.0625,
+                 top_k: int = 10, theta: float = 0.5, w_hyp: int | None = None, w_hyp_scale: float = 0.8,
+                 w_max: int = 10, n_refine: int = 6, refine_start: str = "data", n_new_hypotheses: int = 5,
+                 max_bank: int = 20, n_literature_hypotheses: int = 20, union_mode: str = "balanced_fill",
+                 n_selected: int = 5, reasoning: bool = True, max_tokens: int = 256,
+                 generation_max_tokens: int = 1024, check_max_tokens: int = 128, observation_chars: int = 1500,
+                 literature: tuple | None = None, hypotheses: tuple | None = None, seed: int = 42):
+        self.layout = layout
+        self.joint = joint
+        self.n_train = n_train
+        self.n_init = n_init
+        self.n_init_hypotheses = n_init_hypotheses
+        self.alpha = alpha
+        self.reward_a = reward_a
+        self.reward_b = reward_b
+        self.top_k = top_k
+        self.theta = theta
+        self.w_hyp = w_hyp
+        self.w_hyp_scale = w_hyp_scale
+        self.w_max = w_max
+        self.n_refine = n_refine
+        self.refine_start = refine_start
+        self.n_new_hypotheses = n_new_hypotheses
+        self.max_bank = max_bank
+        self.n_literature_hypotheses = n_literature_hypotheses
+        self.union_mode = union_mode
+        self.n_selected = n_selected
+        self.reasoning = reasoning
+        self.max_tokens = max_tokens
+        self.generation_max_tokens = generation_max_tokens
+        self.check_max_tokens = check_max_tokens
+        self.observation_chars = observation_chars
+        self.literature = literature
+        self.hypotheses = hypotheses
+        self.seed = seed
+
+    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
+            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+        self._validate_params()
+        p = self.get_params()
+        s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
+        random.Random(self.seed).shuffle(s_tr)  # [REC 10] the seed orders S_tr, hence S_init
+        s_tr = s_tr[:self.n_train]
+        literature = [dict(n) for n in (self.literature or ())]
+        ctx = Context(llm=llm, aspect=aspect, task=task, params=p, log=log or (lambda kind, payload: None),
+                      progress=lambda stage: None)
+        ctx.total = max(1, self.estimate_calls(len(s_tr), 0)["fit"])
+        if progress:
+            ctx.progress = lambda stage: progress(min(ctx.calls, ctx.total), ctx.total, stage)
+        by_id = {s.id: s for s in s_tr}
+
+        if self.hypotheses is not None:
+            bank = curated_entries(self.hypotheses)
+            ctx.emit("curated_hypotheses", {"n": len(bank), "keys": [e["key"] for e in bank]})
+        else:
+            if not literature:
+                ctx.emit("literature_skipped", {"reason": "no literature notes given: literature refinement rounds "
+                                                          "and literature-only hypotheses are skipped"})
+            s_init, s_update = s_tr[:self.n_init], s_tr[self.n_init:]
+            bank = initialize_bank(ctx, s_init, literature, by_id)
+            bank = update_bank(ctx, bank, s_init, s_update, literature, by_id)
+            data_bank = remove_repetitions(ctx, bank, "data")
+            lit_bank = remove_repetitions(ctx, literature_hypotheses(ctx, literature), "literature") if literature \
+                else []
+            bank = union_banks(data_bank, lit_bank, max_bank=self.max_bank, mode=self.union_mode, seed=self.seed)
+            ctx.emit("union", {"size": len(bank), "from_data": sum(e["origin"] != "literature" for e in bank),
+                               "from_literature": sum(e["origin"] == "literature" for e in bank)})
+        if not bank:
+            ctx.emit("empty_bank", {"reason": "no hypothesis could be read from the model's replies; "
+                                              "every score of this judge will be missing"})
+        selected = select_hypotheses(ctx, bank, s_tr, self.n_selected)
+        ctx.emit("fit_done", {"calls": ctx.calls, "failures": ctx.failures, "bank": len(bank),
+                              "selected": len(selected)})
+        if progress:
+            progress(ctx.total, ctx.total, "done")
+        return Judge(method=self.name, params=_json_native(p), aspect=aspect.to_dict(), task=task.to_dict(),
+                     state={"selected": [public_entry(e) for e in selected],
+                            "bank": [public_entry(e) for e in bank],
+                            "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
+                            "literature_used": bool(literature) and self.hypotheses is None})
+
+    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+        """The paper's cost model (notes §15), worst case before cache hits and follow-up turns.
+
+        Generation: 1 + |H_init||S_init| + sum_t min(k, |H_t|) + R (1 + N_ref) +
+        R |H_W| w_max + [1 with literature] + C(|H_data|, 2) + C(|H_L|, 2);
+        selection |H| |S_tr|; evaluation H_ev per test text (1 with ``joint``).
+        R = floor(|S_update| / w_max) refreshes.
+        """
+        m = min(n_train, self.n_train)
+        score = estimate_criteria_calls(n_test, min(self.n_selected, self._final_bank_bound(m)), joint=self.joint)
+        if self.hypotheses is not None:
+            return {"fit": len(self.hypotheses) * m, "score": score}
+        n0 = min(self.n_init, m)
+        updates = m - n0
+        refreshes = updates // self.w_max if self.w_max else 0
+        has_lit = bool(self.literature)
+        rounds = self.n_refine if has_lit else sum(
+            1 for i in range(1, self.n_refine + 1)
+            if (i % 2 == 1) == (self.refine_start == "data"))
+        calls = 1 + self.n_init_hypotheses * n0
+        bank = self.n_init_hypotheses
+        for t in range(1, updates + 1):
+            calls += min(self.top_k, bank)
+            if refreshes and t % self.w_max == 0 and t // self.w_max <= refreshes:
+                calls += 1 + rounds + self.n_new_hypotheses * self.w_max
+                bank = min(self.max_bank, bank + self.n_new_hypotheses)
+        calls += comb(bank, 2)
+        lit = self.n_literature_hypotheses if has_lit else 0
+        if has_lit:
+            calls += 1 + comb(lit, 2)
+        final = min(self.max_bank, min(bank, self.max_bank // 2) + lit) if has_lit else min(bank, self.max_bank // 2)
+        calls += final * m
+        return {"fit": calls, "score": score}
+
+    def _final_bank_bound(self, m: int) -> int:
+        if self.hypotheses is not None:
+            return len(self.hypotheses)
+        return self.max_bank
+
+    @classmethod
+    def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
+                   progress: Progress | None = None) -> list[Verdict]:
+        p = judge.params
+        return evaluate_with_hypotheses(
+            samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
+            layout=p["layout"], joint=p["joint"], reasoning=p["reasoning"], max_tokens=p["max_tokens"],
+            progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)

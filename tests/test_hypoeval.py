@@ -1,0 +1,336 @@
+"""HypoEval: reward, wrong-sample bank, refinement, de-duplication, union, selection, scoring, runs.
+
+Unit tests use a scripted FakeBackend whose replies depend on the prompt
+kind; one integration test runs the embedded model end to end through
+execute_run and checks that a repeat costs no call.
+"""
+
+import math
+import re
+
+import pytest
+
+from judge_engine.criteria_scoring import CriterionText
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import Judge, get_method
+from judge_engine.methods import hypoeval as he
+from judge_engine.prompting import TaskInfo
+from judge_engine.records import Aspect, Sample
+from judge_engine.runs import RunSpec, create_run, execute_run
+
+# Hypothesis texts the scripted generator proposes. "GOOD" rubrics predict the human score exactly,
+# "BAD" ones always say 1, "NOISY" ones fail to give a score.
+GOOD = "GOOD rubric {n}: a summary earns one point per clear sentence, from one to five, judged on flow."
+BAD = "BAD rubric {n}: every summary is awful and should get the lowest score of one regardless of content."
+NOISY = "NOISY rubric {n}: this rubric never yields a readable score because the judge rambles on and on."
+
+
+def human_of(prompt: str, dataset) -> float | None:
+    m = re.search(r"output number (\d+)", prompt)
+    return dataset.samples[int(m.group(1))].human["quality"] if m else None
+
+
+def kind(prompt: str) -> str:
+    if "Criterion to apply" in prompt or "criterion key" in prompt:
+        return "score"
+    if "Final answer: yes" in prompt:
+        return "repeat"
+    if "Improved hypotheses:" in prompt:
+        return "refine"
+    if "Hypotheses:" in prompt:
+        return "generate"
+    return "other"
+
+
+def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None):
+    """A responder playing generator, refiner, repetition checker and evaluator."""
+    def responder(messages, params):
+        prompt = messages[0]["content"]
+        k = kind(prompt)
+        if len(messages) > 1:  # follow-up turn of the shared scorer or generation retry
+            return "still no score"
+        if k == "generate":
+            return generate(prompt) if generate else "\n".join(
+                f"hypothesis{i + 1}. {(GOOD if i == 0 else BAD).format(n=i)}" for i in range(2))
+        if k == "refine":
+            if refine:
+                return refine(prompt)
+            items = re.findall(r"(?m)^hypothesis\d+\. (.+)$", prompt.split("Hypotheses to improve:")[1])
+            return "\n".join(f"hypothesis{i + 1}. {t}" for i, t in enumerate(items))
+        if k == "repeat":
+            return f"They differ. Final answer: {repeat(prompt)}"
+        if k == "score":
+            crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
+            if crit.startswith("GOOD"):
+                return f"Reasoning. [[{int(round(human_of(prompt, dataset)))}]]"
+            if crit.startswith("NOISY"):
+                return "I cannot decide."
+            return "Bad. [[1]]"
+        return "[[3]]"
+    return responder
+
+
+def make(store, responder):
+    backend = FakeBackend(responder)
+    return make_llm(LLMConfig(concurrency=1), store=store, backend=backend), backend
+
+
+def ctx_for(llm, dataset, **params):
+    p = {**he.HypoEval().get_params(), **params}
+    events = []
+    ctx = he.Context(llm=llm, aspect=dataset.aspects[0], task=TaskInfo.of(dataset), params=p,
+                     log=lambda k, payload: events.append((k, payload)), progress=lambda s: None)
+    return ctx, events
+
+
+# ----------------------------------------------------------------------------- pure pieces
+
+def test_reward_matches_the_paper_formula():
+    # a - b (s - ŝ)^2 with a=1, b=1/16; exploration alpha*sqrt(ln 5 / 5) ~ 0.2837 (notes §17)
+    assert he.reward(1.0, 5, 5, 0.5) == pytest.approx(1 + 0.5 * math.sqrt(math.log(5) / 5))
+    assert 0.5 * math.sqrt(math.log(5) / 5) == pytest.approx(0.2837, abs=1e-4)
+    assert he.reward(None, 5, 5, 0.5) is None
+
+
+def test_parse_hypotheses_accepts_labels_and_numbered_lists_but_not_bare_scores():
+    text = "hypothesis1. A summary that flows gets five and one that jumps gets one.\nhypothesis2. [Short]\n" \
+           "hypothesis3. Summaries with a score of 5. are rare but they read naturally from start to end."
+    got = he.parse_hypotheses(text, 5)
+    assert len(got) == 2 and got[1].startswith("Summaries with a score of 5.")
+    assert he.parse_hypotheses("1. Clear order of ideas earns high scores on this scale.\n2. Rate.", 5) == [
+        "Clear order of ideas earns high scores on this scale."]
+    assert he.parse_hypotheses("[[4]]", 5) == []
+
+
+def test_parse_repetition():
+    assert he.parse_repetition("same trait. Final answer: yes") is True
+    assert he.parse_repetition("Final answer: [no]") is False
+    assert he.parse_repetition("maybe") is None
+
+
+def test_w_hyp_schedule_and_constant():
+    p = he.HypoEval().get_params()
+    assert he.w_hyp_threshold(p, 5, 30, 10) == pytest.approx(0.8 * 10 * 5 / 30)
+    assert he.w_hyp_threshold(p, 0, 30, 5) == 1.0
+    assert he.w_hyp_threshold({**p, "w_hyp": 3}, 29, 30, 10) == 3.0
+
+
+def test_union_balanced_fill_and_random_half():
+    data = [dict(he.new_entry(f"data hypothesis number {i} about flow", "initial"), acc=i / 20) for i in range(15)]
+    lit = [he.new_entry(f"literature hypothesis number {i} about flow", "literature") for i in range(20)]
+    bank = he.union_banks(data, lit, max_bank=20, mode="balanced_fill", seed=1)
+    assert len(bank) == 20 and [e["acc"] for e in bank[:10]] == [i / 20 for i in range(14, 4, -1)]
+    assert bank[10]["text"] == lit[0]["text"]
+    few = he.union_banks(data[:3], lit, max_bank=20, mode="balanced_fill", seed=1)
+    assert len(few) == 20 and sum(e["origin"] == "literature" for e in few) == 17
+    rand = he.union_banks(data, lit, max_bank=20, mode="random_half", seed=1)
+    assert len(rand) == 20 and sum(e["origin"] == "literature" for e in rand) == 10
+    assert rand == he.union_banks(data, lit, max_bank=20, mode="random_half", seed=1)
+
+
+# ----------------------------------------------------------------------------- stages with a scripted LLM
+
+def test_initialize_bank_scores_s_init_and_sets_rewards(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset))
+    ctx, events = ctx_for(llm, tiny_dataset)
+    s_init = list(tiny_dataset.samples[:5])
+    bank = he.initialize_bank(ctx, s_init, [], {s.id: s for s in s_init})
+    assert [e["origin"] for e in bank] == ["initial", "initial"]
+    good, bad = bank
+    # the good rubric predicts exactly: acc = 1, reward = 1 + 0.5 sqrt(ln 5 / 5)
+    assert good["acc"] == pytest.approx(1.0) and good["reward"] == pytest.approx(1 + 0.5 * math.sqrt(math.log(5) / 5))
+    expected_bad = sum(1 - (s.human["quality"] - 1) ** 2 / 16 for s in s_init) / 5
+    assert bad["acc"] == pytest.approx(expected_bad)
+    assert len(backend.calls) == 1 + 2 * 5
+    assert [k for k, _ in events].count("hypothesis_proposed") == 2
+    assert [k for k, _ in events].count("reward_updated") == 2
+
+
+def test_update_stage_fills_wrong_bank_refreshes_and_keeps_max_bank(store, tiny_dataset):
+    generated = iter(range(100))
+
+    def generate(prompt):
+        n = int(re.search(r"Write exactly (\d+)", prompt).group(1))
+        return "\n".join(f"hypothesis{i + 1}. {BAD.format(n=next(generated))}" for i in range(n))
+
+    llm, backend = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
+    ctx, events = ctx_for(llm, tiny_dataset, n_init=2, n_init_hypotheses=2, w_max=2, w_hyp=1, n_new_hypotheses=2,
+                          n_refine=2, max_bank=3, top_k=10)
+    samples = list(tiny_dataset.samples)
+    by_id = {s.id: s for s in samples}
+    bank = he.initialize_bank(ctx, samples[:2], [], by_id)
+    bank = he.update_bank(ctx, bank, samples[:2], samples[2:], [], by_id)
+    kinds = [k for k, _ in events]
+    added = [p for k, p in events if k == "wrong_bank_added"]
+    # the BAD rubrics say 1; samples whose human score is not 1 are mispredicted by all of them
+    assert [p["sample_id"] for p in added] == [s.id for s in samples[2:] if s.human["quality"] != 1]
+    assert kinds.count("bank_refreshed") == len(added) // 2
+    assert all(len(p["dropped"]) >= 0 for k, p in events if k == "bank_refreshed")
+    assert len(bank) <= 3
+    # no literature: the literature round is skipped and says so; the data round ran
+    rounds = [p for k, p in events if k == "refinement_round"]
+    assert any(r["source"] == "literature" and r.get("skipped") for r in rounds)
+    assert any(r["source"] == "data" and not r.get("skipped") for r in rounds)
+    # top-k evaluated only: hypotheses outside the top keep their reward (bank never exceeds k here)
+    assert all(e["reward"] is not None for e in bank)
+
+
+def test_refinement_alternates_and_stops_early_when_nothing_changes(store, tiny_dataset):
+    calls = []
+
+    def refine(prompt):
+        calls.append("key findings" in prompt)
+        return "\n".join(f"hypothesis{i + 1}. {GOOD.format(n=i)}" for i in range(2))
+
+    llm, _ = make(store, scripted(tiny_dataset, refine=refine))
+    ctx, events = ctx_for(llm, tiny_dataset, n_refine=6, n_new_hypotheses=2)
+    notes = [{"title": "Coherence study", "text": "Raters reward summaries whose sentences follow one topic."}]
+    out = he.generate_and_refine(ctx, list(tiny_dataset.samples[:3]), notes, 1)
+    # round 1 data (changes BAD->GOOD), round 2 literature (same list) -> early stop
+    assert calls == [False, True]
+    assert [k for k, _ in events].count("refinement_stopped") == 1
+    assert out == [GOOD.format(n=0), GOOD.format(n=1)]
+
+
+def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset, repeat=lambda p: "yes" if p.count("twin") == 2 else "no"))
+    ctx, events = ctx_for(llm, tiny_dataset)
+    a = dict(he.new_entry("twin rubric about sentence flow and order of ideas", "initial"), acc=0.5)
+    b = dict(he.new_entry("twin rubric about sentence flow and order of thoughts", "initial"), acc=0.9)
+    c = dict(he.new_entry("different rubric about grammar errors in each sentence", "initial"), acc=0.1)
+    kept = he.remove_repetitions(ctx, [a, b, c], "data")
+    assert [e["text"] for e in kept] == [b["text"], c["text"]]
+    assert len(backend.calls) == 3
+    [(kind_, payload)] = [(k, p) for k, p in events if k == "duplicate_removed"]
+    assert payload["key"] == a["key"] and payload["duplicate_of"] == b["key"]
+
+
+def test_selection_by_pearson_ignores_missing_and_ranks_unscorable_last(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+    ctx, events = ctx_for(llm, tiny_dataset)
+    bank = [he.new_entry(t.format(n=0), "initial", s_h=[]) for t in (BAD, NOISY, GOOD)]
+    selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples), 2)
+    assert selected[0]["text"].startswith("GOOD") and selected[0]["train_pearson"] == pytest.approx(1.0)
+    assert selected[1]["text"].startswith("BAD") and selected[1]["train_pearson"] == 0.0  # constant -> 0
+    noisy = next(e for e in bank if e["text"].startswith("NOISY"))
+    assert noisy["train_pearson"] is None and noisy["train_parsed"] == 0
+    assert any(k == "parse_failures" for k, _ in events)
+
+
+# ----------------------------------------------------------------------------- fit and score
+
+def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset))
+    events = []
+    notes = ({"title": "Guidelines", "text": "Coherent summaries keep one topic."},)
+    method = get_method("hypoeval", {"literature": notes, "n_selected": 2, "w_max": 3})
+    judge = method.fit(tiny_dataset.samples[:9], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
+                       log=lambda k, p: events.append((k, p)))
+    kinds = {k for k, _ in events}
+    assert {"hypothesis_proposed", "reward_updated", "selection", "union", "fit_done"} <= kinds
+    assert "literature_skipped" not in kinds
+    assert judge.state["selected"][0]["text"].startswith("GOOD") and judge.state["literature_used"]
+    assert Judge.from_json(judge.to_json()) == judge
+    verdicts = judge.score(tiny_dataset.samples[9:], llm=llm)
+    for v, s in zip(verdicts, tiny_dataset.samples[9:]):
+        per = v.metadata["per_hypothesis"]
+        parsed = [p["score"] for p in per if p["score"] is not None]
+        assert v.score == pytest.approx(sum(parsed) / len(parsed))
+        assert set(v.criteria) == {p["key"] for p in per}
+
+
+def test_all_missing_gives_a_missing_verdict_never_a_number(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+    judge = get_method("hypoeval", {"hypotheses": (NOISY.format(n=1),)}).fit(
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    [v] = judge.score(tiny_dataset.samples[6:7], llm=llm)
+    assert math.isnan(v.score) and v.metadata["missing"] == 1 and "follow-up" in v.raw
+
+
+def test_fit_without_literature_says_so_and_makes_no_literature_call(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset))
+    events = []
+    get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
+                               task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
+    assert events[0][0] == "literature_skipped"
+    assert not any("key findings" in m[0]["content"] for m, _ in backend.calls)
+
+
+def test_curated_hypotheses_skip_generation_and_only_changed_ones_cost_calls(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset))
+    task, aspect = TaskInfo.of(tiny_dataset), tiny_dataset.aspects[0]
+    curated = (GOOD.format(n=1), BAD.format(n=1))
+    judge = get_method("hypoeval", {"hypotheses": curated, "n_selected": 2}).fit(
+        tiny_dataset.samples[:6], aspect, llm=llm, task=task)
+    assert not any(kind(m[0]["content"]) in ("generate", "refine", "repeat") for m, _ in backend.calls)
+    assert {e["origin"] for e in judge.state["selected"]} == {"curated"}
+    judge.score(tiny_dataset.samples[6:], llm=llm)
+    before = len(backend.calls)
+    edited = (GOOD.format(n=1), BAD.format(n=2))  # one hypothesis edited
+    judge2 = get_method("hypoeval", {"hypotheses": edited, "n_selected": 2}).fit(
+        tiny_dataset.samples[:6], aspect, llm=llm, task=task)
+    judge2.score(tiny_dataset.samples[6:], llm=llm)
+    # only the edited hypothesis is scored again: 6 train + 6 test samples
+    assert len(backend.calls) - before == 12
+
+
+@pytest.mark.parametrize("layout", ["paper", "sample_first"])
+def test_layouts_put_the_hypothesis_before_or_after_the_sample(store, tiny_dataset, layout):
+    llm, backend = make(store, scripted(tiny_dataset))
+    judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1),), "layout": layout}).fit(
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    [v] = judge.score(tiny_dataset.samples[7:8], llm=llm)
+    prompt = backend.calls[-1][0][0]["content"]
+    sample_first = prompt.index("<<<SUMMARY>>>") < prompt.index("GOOD rubric")
+    assert sample_first == (layout == "sample_first")
+    assert v.score == tiny_dataset.samples[7].human["quality"]
+
+
+def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
+    def responder(messages, params):
+        prompt = messages[0]["content"]
+        if "criterion key" in prompt:
+            keys = re.findall(r"(?m)^- (h[0-9a-f]+):", prompt)
+            return "{" + ", ".join(f'"{k}": {i + 2}' for i, k in enumerate(keys)) + "}"
+        return scripted(tiny_dataset)(messages, params)
+
+    llm, backend = make(store, responder)
+    judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1)), "joint": True}).fit(
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    before = len(backend.calls)
+    verdicts = judge.score(tiny_dataset.samples[6:9], llm=llm)
+    assert len(backend.calls) - before == 3
+    assert all(v.score == pytest.approx(2.5) for v in verdicts)
+
+
+def test_estimate_follows_the_cost_model():
+    full = get_method("hypoeval").estimate_calls(30, 640)
+    # defaults, no literature: 1 + 25 + update evaluations + 2 refreshes x (1 + 3 data rounds + 50) + C(15,2) + 10*30
+    updates = 5 * 10 + 10 * 10 + 10 * 5  # top-k caps the 15-hypothesis bank at 10
+    assert full == {"fit": 1 + 25 + updates + 2 * (1 + 3 + 50) + 105 + 10 * 30, "score": 5 * 640}
+    with_lit = get_method("hypoeval", {"literature": ({"title": "t", "text": "x"},)}).estimate_calls(30, 640)
+    assert with_lit["fit"] == 1 + 25 + updates + 2 * (1 + 6 + 50) + 105 + 1 + 190 + 20 * 30
+    assert get_method("hypoeval", {"joint": True}).estimate_calls(30, 640)["score"] == 640
+    assert get_method("hypoeval", {"hypotheses": ("a", "b", "c")}).estimate_calls(30, 10) == {"fit": 90, "score": 30}
+
+
+def test_bad_literature_parameter_is_named(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+    with pytest.raises(ValueError, match="literature"):
+        get_method("hypoeval", {"literature": "just a string"}).fit(
+            tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+
+
+def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6,
+                   params={"n_selected": 2})
+    llm, backend = make(store, scripted(tiny_dataset))
+    first = create_run(store, spec)
+    summary = execute_run(store, first, llm=llm)
+    assert summary["n"] == 6 and summary["calls"] > 0
+    kinds = {e["kind"] for e in store.events(first)}
+    assert {"hypothesis_proposed", "reward_updated", "selection", "fitted"} <= kinds
+    again = create_run(store, spec)
+    assert execute_run(store, again, llm=make(store, scripted(tiny_dataset))[0])["calls"] == 0
