@@ -124,7 +124,8 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
                                progress=lambda d, t, s: report(d, t, f"fit: {s}"),
                                log=lambda kind, payload: store.add_event(run_id, kind, payload))
             store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
-            store.add_event(run_id, "fitted", {"method": run["method"]})
+            # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
+            store.add_event(run_id, "fitted", {"method": run["method"], "ledger": ledger.snapshot()})
         else:
             judge = Judge.from_dict(run["judge"])
         test = dataset.subset(list(split.test_ids))

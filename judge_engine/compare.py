@@ -1,0 +1,310 @@
+"""Compare finished runs fairly: same items, same levels, paired significance, failures, cost.
+
+Everything here is a pure function of stored runs and their verdicts; the
+comparison page only renders what these return.
+
+- :func:`finished_runs` and :func:`split_key`: which runs can be compared
+  (same dataset, aspect and test items).
+- :func:`align`: the runs' scores on one list of items; refuses runs on
+  different items unless the common subset is asked for.
+- :func:`comparison_frame`: Pearson / Spearman / Kendall with bootstrap CIs,
+  parse failures, calls, tokens, seconds and dollars for fitting and scoring,
+  and a paired bootstrap test of each run against the best one.
+- :func:`disagreement_frame`, :func:`label_next`: where judges fail, and
+  which items a person should label next.
+- :func:`human_ceiling`: leave-one-annotator-out agreement, where the data
+  has per-annotator scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import metrics
+from .records import Dataset, Verdict
+from .store import Store
+
+STATISTICS = metrics.METHODS
+"""Correlation coefficients reported: pearson, spearman, kendall."""
+
+
+class NotComparable(ValueError):
+    """Runs that were not scored on the same items."""
+
+
+def split_key(run: dict[str, Any]) -> str:
+    """Identity of a run's test items (dataset + sorted test ids), short hex."""
+    split = run.get("split") or {}
+    ids = sorted(split.get("test_ids") or [])
+    return hashlib.sha256("\n".join([run["dataset"], *ids]).encode("utf-8")).hexdigest()[:12]
+
+
+def finished_runs(store: Store, dataset: str, aspect: str) -> list[dict[str, Any]]:
+    """Finished runs of ``dataset`` / ``aspect``, newest first."""
+    return [r for r in store.list_runs(dataset=dataset, limit=10_000)
+            if r["aspect"] == aspect and r["status"] == "finished"]
+
+
+def runs_by_split(runs: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Runs grouped by :func:`split_key`, largest group first."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        groups.setdefault(split_key(r), []).append(r)
+    return dict(sorted(groups.items(), key=lambda kv: -len(kv[1])))
+
+
+def run_label(run: dict[str, Any]) -> str:
+    return f"#{run['id']} {run['method']}"
+
+
+@dataclass(frozen=True)
+class Aligned:
+    """Scores of several runs on one list of items."""
+
+    ids: tuple[str, ...]
+    """Item ids, in the order of every array."""
+    runs: tuple[dict[str, Any], ...]
+    """The runs (store rows), in column order."""
+    scores: dict[int, np.ndarray]
+    """Run id -> judge score per item (NaN = missing)."""
+    verdicts: dict[int, dict[str, Verdict]]
+    """Run id -> item id -> verdict."""
+
+
+def align(store: Store, runs: Sequence[dict[str, Any]], *, common_subset: bool = False) -> Aligned:
+    """Line up the verdicts of ``runs`` on the same items.
+
+    Raises :class:`NotComparable` when the runs were scored on different
+    items, unless ``common_subset`` (then only the items every run scored).
+    """
+    if not runs:
+        raise NotComparable("choose at least one run")
+    keys = {(r["dataset"], r["aspect"]) for r in runs}
+    if len(keys) > 1:
+        raise NotComparable(f"runs are on different datasets or aspects: {sorted(keys)}")
+    verdicts = {r["id"]: {v.sample_id: v for v in store.load_verdicts(r["id"])} for r in runs}
+    item_sets = [set(v) for v in verdicts.values()]
+    common = set.intersection(*item_sets)
+    if any(s != common for s in item_sets) and not common_subset:
+        sizes = ", ".join(f"{run_label(r)}: {len(verdicts[r['id']])} items" for r in runs)
+        raise NotComparable(f"these runs were scored on different items ({sizes}); compare them on the "
+                            f"{len(common)} items they share only if you ask for the common subset")
+    ids = tuple(sorted(common))
+    scores = {rid: np.array([v[i].score if not v[i].missing else math.nan for i in ids], dtype=float)
+              for rid, v in verdicts.items()}
+    return Aligned(ids=ids, runs=tuple(runs), scores=scores, verdicts=verdicts)
+
+
+def _columns(dataset: Dataset, aspect: str, ids: Sequence[str]) -> tuple[np.ndarray, list[str], list[str]]:
+    index = dataset.by_id()
+    samples = [index[i] for i in ids]
+    human = np.array([s.human.get(aspect, math.nan) for s in samples], dtype=float)
+    return human, [s.group_id for s in samples], [s.system_id for s in samples]
+
+
+def available_levels(dataset: Dataset, ids: Sequence[str]) -> list[str]:
+    """Levels that make sense for these items (group needs shared groups, system 3+ systems)."""
+    _, groups, systems = _columns(dataset, dataset.aspects[0].name, ids)
+    levels = ["sample"]
+    if len(set(groups)) < len(groups):
+        levels.append("group")
+    if len(set(systems)) >= 3:
+        levels.append("system")
+    return levels
+
+
+def _unit_index(level: str, n: int, groups: Sequence[str]) -> list[np.ndarray]:
+    if level == "sample":
+        return [np.array([i]) for i in range(n)]
+    by_group: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        by_group.setdefault(g, []).append(i)
+    return [np.array(v) for v in by_group.values()]
+
+
+def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Sequence[float], *,
+                     level: str = "sample", groups: Sequence[str] | None = None,
+                     systems: Sequence[str] | None = None, statistic: str = "spearman",
+                     n_bootstrap: int = 1000, seed: int = 0) -> tuple[float, float]:
+    """Difference of a correlation between two judges on the same items, and its two-sided p-value.
+
+    Items are resampled jointly for both judges (whole groups at group and
+    system level), so the test accounts for their pairing. Only items where
+    the human and both judges have a score are used. Returns ``(diff, p)``
+    with ``diff = r(a) - r(b)`` on the full data; ``p`` is NaN when the
+    statistic is undefined.
+    """
+    h, a, b = (np.asarray(x, dtype=float) for x in (human, pred_a, pred_b))
+    keep = np.isfinite(h) & np.isfinite(a) & np.isfinite(b)
+    h, a, b = h[keep], a[keep], b[keep]
+    g = [x for x, k in zip(groups, keep) if k] if groups is not None else [str(i) for i in range(h.size)]
+    s = [x for x, k in zip(systems, keep) if k] if systems is not None else None
+
+    def stat(idx_units: Sequence[np.ndarray]) -> float:
+        idx = np.concatenate(idx_units) if idx_units else np.array([], dtype=int)
+        # a group drawn twice must count as two groups
+        gg = [f"{u}:{g[i]}" for u, unit in enumerate(idx_units) for i in unit]
+        ss = [s[i] for i in idx] if s is not None else None
+        ra = metrics.level_correlations(h[idx], a[idx], level=level, groups=gg, systems=ss)[0][statistic]
+        rb = metrics.level_correlations(h[idx], b[idx], level=level, groups=gg, systems=ss)[0][statistic]
+        return ra - rb
+
+    if h.size < 3:
+        return math.nan, math.nan
+    units = _unit_index(level, h.size, g)
+    if level == "system":  # system means from whole groups, as in metrics.meta_evaluate
+        observed = (metrics.level_correlations(h, a, level=level, systems=s)[0][statistic]
+                    - metrics.level_correlations(h, b, level=level, systems=s)[0][statistic])
+    else:
+        observed = stat(units)
+    if not math.isfinite(observed):
+        return observed, math.nan
+    rng = np.random.default_rng(seed)
+    diffs = []
+    for _ in range(n_bootstrap):
+        draw = rng.integers(0, len(units), size=len(units))
+        d = stat([units[k] for k in draw])
+        if math.isfinite(d):
+            diffs.append(d)
+    if not diffs:
+        return observed, math.nan
+    diffs_arr = np.array(diffs)
+    p = 2 * min(np.mean(diffs_arr <= 0), np.mean(diffs_arr >= 0))
+    return observed, float(min(1.0, p))
+
+
+def cost_split(store: Store, run: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The run's ledger split into fitting and scoring (from the ledger saved when fit ended)."""
+    total = run.get("ledger") or {}
+    fitted = [e for e in store.events(run["id"]) if e["kind"] == "fitted"]
+    fit = (fitted[-1]["payload"].get("ledger") if fitted else None) or {}
+    keys = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "dollars")
+    return {"fit": {k: float(fit.get(k, 0) or 0) for k in keys},
+            "score": {k: float(total.get(k, 0) or 0) - float(fit.get(k, 0) or 0) for k in keys},
+            "total": {k: float(total.get(k, 0) or 0) for k in keys}}
+
+
+def comparison_frame(store: Store, dataset: Dataset, aligned: Aligned, *, level: str, statistic: str = "spearman",
+                     n_bootstrap: int = 1000, alpha: float = 0.05) -> pd.DataFrame:
+    """One row per run: correlations with CIs at ``level``, failures, cost, and the test against the best run."""
+    aspect = aligned.runs[0]["aspect"]
+    human, groups, systems = _columns(dataset, aspect, aligned.ids)
+    reports = {}
+    for r in aligned.runs:
+        reports[r["id"]] = metrics.meta_evaluate(human, aligned.scores[r["id"]], level=level, groups=groups,
+                                                 systems=systems, n_bootstrap=n_bootstrap).to_dict()
+    finite = {rid: rep[statistic] for rid, rep in reports.items() if rep[statistic] is not None}
+    best = max(finite, key=finite.get) if finite else None
+    rows = []
+    for r in aligned.runs:
+        rep = reports[r["id"]]
+        cost = cost_split(store, r)
+        n = len(aligned.ids)
+        missing = int(np.count_nonzero(~np.isfinite(aligned.scores[r["id"]])))
+        row = {"run": r["id"], "method": r["method"], "level": level}
+        for m in STATISTICS:
+            row[m] = rep[m]
+            row[f"{m} CI"] = rep[f"{m}_ci"]
+        row.update({
+            "n": rep["n"], "parse failures": missing, "failure rate": missing / n if n else 0.0,
+            "fit calls": int(cost["fit"]["calls"]), "score calls": int(cost["score"]["calls"]),
+            "cache hits": int(cost["total"]["cache_hits"]),
+            "tokens": int(cost["total"]["prompt_tokens"] + cost["total"]["completion_tokens"]),
+            "seconds": float((r.get("summary") or {}).get("seconds", 0.0)), "dollars": cost["total"]["dollars"],
+        })
+        if best is None or r["id"] == best:
+            row.update({f"Δ{statistic} vs best": 0.0 if r["id"] == best else None, "p vs best": None,
+                        "best": r["id"] == best, "significantly worse": False})
+        else:
+            diff, p = paired_bootstrap(human, aligned.scores[r["id"]], aligned.scores[best], level=level,
+                                       groups=groups, systems=systems, statistic=statistic,
+                                       n_bootstrap=n_bootstrap)
+            row.update({f"Δ{statistic} vs best": diff, "p vs best": p, "best": False,
+                        "significantly worse": bool(p == p and p < alpha and diff < 0)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _normalised(values: np.ndarray, low: float, high: float) -> np.ndarray:
+    return (values - low) / (high - low) if high > low else values * 0.0
+
+
+def disagreement_frame(dataset: Dataset, aligned: Aligned) -> pd.DataFrame:
+    """Items sorted by how far the judges are from the human score (mean |judge - human| on a 0-1 scale)."""
+    aspect = dataset.aspect(aligned.runs[0]["aspect"])
+    human, groups, systems = _columns(dataset, aspect.name, aligned.ids)
+    h = _normalised(human, aspect.low, aspect.high)
+    errors = np.vstack([np.abs(_normalised(aligned.scores[r["id"]], aspect.low, aspect.high) - h)
+                        for r in aligned.runs])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an item no judge scored has no mean error
+        mean_error = np.nanmean(errors, axis=0)
+    frame = pd.DataFrame({"item": aligned.ids, "group": groups, "system": systems, "human": human,
+                          "mean |judge - human| (0-1)": mean_error})
+    for r in aligned.runs:
+        frame[run_label(r)] = aligned.scores[r["id"]]
+    return frame.sort_values("mean |judge - human| (0-1)", ascending=False, na_position="last",
+                             kind="stable").reset_index(drop=True)
+
+
+def label_next(dataset: Dataset, aligned: Aligned, *, k: int = 10) -> pd.DataFrame:
+    """Items whose human label would help most: where the judges disagree most with each other.
+
+    Disagreement is the spread (standard deviation) of the judges' scores on
+    a 0-1 scale; the list takes the most disputed item of each group first,
+    then the next of each group, so it covers many groups.
+    """
+    aspect = dataset.aspect(aligned.runs[0]["aspect"])
+    _, groups, _ = _columns(dataset, aspect.name, aligned.ids)
+    if len(aligned.runs) < 2:
+        raise ValueError("label suggestions need at least two runs to compare")
+    matrix = np.vstack([_normalised(aligned.scores[r["id"]], aspect.low, aspect.high) for r in aligned.runs])
+    spread = np.array([np.nanstd(col) if np.isfinite(col).sum() >= 2 else np.nan for col in matrix.T])
+    order = [i for i in np.argsort(-np.nan_to_num(spread, nan=-1.0), kind="stable")]
+    by_group: dict[str, list[int]] = {}
+    for i in order:
+        by_group.setdefault(groups[i], []).append(i)
+    picked: list[int] = []
+    depth = 0
+    while len(picked) < min(k, len(order)):
+        layer = [items[depth] for items in by_group.values() if depth < len(items)]
+        if not layer:
+            break
+        layer.sort(key=lambda i: -np.nan_to_num(spread[i], nan=-1.0))
+        picked.extend(layer[: k - len(picked)])
+        depth += 1
+    return pd.DataFrame({"item": [aligned.ids[i] for i in picked], "group": [groups[i] for i in picked],
+                         "judge spread (0-1)": [spread[i] for i in picked]})
+
+
+def human_ceiling(dataset: Dataset, aspect: str, ids: Sequence[str], *, level: str = "sample") -> dict[str, Any] | None:
+    """Leave-one-annotator-out agreement: each annotator against the mean of the others, averaged.
+
+    Returns None when the items have fewer than two annotators' scores for
+    ``aspect``. A judge that reaches this value agrees with the humans as well
+    as they agree with each other.
+    """
+    index = dataset.by_id()
+    samples = [index[i] for i in ids]
+    ratings = [s.annotators.get(aspect) or [] for s in samples]
+    n_annotators = min((len(r) for r in ratings), default=0)
+    if n_annotators < 2:
+        return None
+    groups = [s.group_id for s in samples]
+    systems = [s.system_id for s in samples]
+    per: dict[str, list[float]] = {m: [] for m in STATISTICS}
+    for a in range(n_annotators):
+        own = [r[a] for r in ratings]
+        others = [float(np.mean([x for j, x in enumerate(r[:n_annotators]) if j != a])) for r in ratings]
+        values, _ = metrics.level_correlations(others, own, level=level, groups=groups, systems=systems)
+        for m in STATISTICS:
+            per[m].append(values[m])
+    return {"level": level, "annotators": n_annotators,
+            **{m: float(np.nanmean(v)) if np.isfinite(v).any() else None for m, v in per.items()}}

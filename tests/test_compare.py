@@ -1,0 +1,136 @@
+"""Comparison of finished runs: alignment, correlations with CIs, paired test, triage, label suggestions."""
+
+import math
+
+import numpy as np
+import pytest
+
+from judge_engine import compare
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.records import Aspect, Dataset, Sample
+from judge_engine.runs import RunSpec, create_run, execute_run
+
+
+@pytest.fixture
+def dataset():
+    """40 outputs in 10 groups over 4 systems; human quality = 1 + (i % 5)."""
+    samples = tuple(Sample(id=f"s{i:02d}", input=f"source {i // 4}", output=f"output {i} " + "x" * (i % 5),
+                           group_id=f"g{i // 4}", system_id=f"sys{i % 4}", human={"quality": float(1 + i % 5)},
+                           annotators={"quality": [float(1 + i % 5), float(1 + (i + 1) % 5), float(1 + i % 5)]})
+                    for i in range(40))
+    return Dataset(name="toy", task="toy", aspects=(Aspect("quality", 1, 5, "How good it is."),), samples=samples,
+                   natural_level="group")
+
+
+def good(messages, params):
+    """A judge that reads the number of x's: perfectly aligned with the human score."""
+    text = messages[0]["content"]
+    output = text.split("<<<OUTPUT>>>")[-1].split("<<<END OUTPUT>>>")[0]
+    return f"[[{1 + output.count('x')}]]"
+
+
+def noisy(messages, params):
+    return f"[[{1 + len(messages[0]['content']) % 5}]]"
+
+
+def run(store, responder, *, method="direct", test_size=20, seed=0):
+    """A finished run judged by ``responder`` (its own model id, so judges never share cached answers)."""
+    run_id = create_run(store, RunSpec(method=method, dataset="toy", aspect="quality", train_size=8,
+                                       test_size=test_size, seed=seed))
+    backend = FakeBackend(responder, model_id=f"fake-{id(responder)}")
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=backend))
+    return store.get_run(run_id)
+
+
+def test_runs_on_the_same_items_are_compared_and_the_better_one_wins(store, dataset):
+    store.save_dataset(dataset)
+    a, b = run(store, good), run(store, noisy)
+    assert compare.split_key(a) == compare.split_key(b)
+    groups = compare.runs_by_split(compare.finished_runs(store, "toy", "quality"))
+    assert list(groups.values())[0] == [b, a] or {r["id"] for r in list(groups.values())[0]} == {a["id"], b["id"]}
+    aligned = compare.align(store, [a, b])
+    assert len(aligned.ids) == 20
+    frame = compare.comparison_frame(store, dataset, aligned, level="sample", n_bootstrap=200)
+    best = frame[frame["best"]].iloc[0]
+    assert best["run"] == a["id"] and best["spearman"] == pytest.approx(1.0)
+    worse = frame[frame["run"] == b["id"]].iloc[0]
+    assert worse["Δspearman vs best"] < 0 and 0 <= worse["p vs best"] <= 1
+    assert worse["significantly worse"] == (worse["p vs best"] < 0.05)
+    assert worse["score calls"] == 20 and worse["fit calls"] == 0 and worse["parse failures"] == 0
+    lo, hi = best["spearman CI"]
+    assert lo <= best["spearman"] <= hi
+
+
+def test_runs_on_different_items_are_refused_unless_the_common_subset_is_asked(store, dataset):
+    store.save_dataset(dataset)
+    a, b = run(store, good, test_size=20), run(store, good, test_size=12)
+    with pytest.raises(compare.NotComparable, match="different items"):
+        compare.align(store, [a, b])
+    aligned = compare.align(store, [a, b], common_subset=True)
+    assert 0 < len(aligned.ids) <= 12
+
+
+def test_paired_bootstrap_is_paired_and_two_sided():
+    rng = np.random.default_rng(1)
+    human = rng.normal(size=60)
+    a = human + rng.normal(scale=0.2, size=60)
+    b = human + rng.normal(scale=2.0, size=60)
+    diff, p = compare.paired_bootstrap(human, a, b, n_bootstrap=200)
+    assert diff > 0 and p < 0.05
+    same_diff, same_p = compare.paired_bootstrap(human, a, a, n_bootstrap=200)
+    assert same_diff == 0 and same_p == 1.0
+    groups = [str(i // 6) for i in range(60)]
+    gdiff, gp = compare.paired_bootstrap(human, a, b, level="group", groups=groups, n_bootstrap=200)
+    assert gdiff > 0 and 0 <= gp <= 1
+
+
+def test_missing_scores_are_excluded_and_counted(store, dataset):
+    store.save_dataset(dataset)
+    a = run(store, good)
+    b = run(store, lambda m, p: "no idea" if "x" * 3 in m[0]["content"] else good(m, p))
+    aligned = compare.align(store, [a, b])
+    frame = compare.comparison_frame(store, dataset, aligned, level="group", n_bootstrap=100)
+    row = frame[frame["run"] == b["id"]].iloc[0]
+    assert row["parse failures"] == int(np.isnan(aligned.scores[b["id"]]).sum()) > 0
+    assert row["n"] == 20 - row["parse failures"]
+
+
+def test_triage_puts_the_worst_judged_item_first(store, dataset):
+    store.save_dataset(dataset)
+    a = run(store, good)
+    b = run(store, lambda m, p: "[[5]]")
+    triage = compare.disagreement_frame(dataset, compare.align(store, [a, b]))
+    errors = triage["mean |judge - human| (0-1)"].tolist()
+    assert errors == sorted(errors, reverse=True)
+    assert triage.iloc[0]["human"] == 1.0  # judge b said 5 where the humans said 1
+
+
+def test_label_next_prefers_disputed_items_and_spreads_over_groups(store, dataset):
+    store.save_dataset(dataset)
+    aligned = compare.align(store, [run(store, good), run(store, lambda m, p: "[[5]]")])
+    picks = compare.label_next(dataset, aligned, k=5)
+    assert len(picks) == 5 and picks["group"].nunique() == 5
+    spreads = picks["judge spread (0-1)"].tolist()
+    assert spreads[0] == max(spreads) > 0
+    with pytest.raises(ValueError, match="two runs"):
+        compare.label_next(dataset, compare.align(store, [aligned.runs[0]]))
+
+
+def test_human_ceiling_from_per_annotator_scores(dataset):
+    ids = [s.id for s in dataset.samples]
+    ceiling = compare.human_ceiling(dataset, "quality", ids)
+    assert ceiling["annotators"] == 3 and 0 < ceiling["spearman"] < 1
+    plain = Dataset(name="p", task="t", aspects=dataset.aspects,
+                    samples=tuple(Sample(id=s.id, input=s.input, output=s.output, group_id=s.group_id,
+                                         human=s.human) for s in dataset.samples))
+    assert compare.human_ceiling(plain, "quality", ids) is None
+
+
+def test_fit_cost_is_split_from_scoring_cost(store, dataset):
+    store.save_dataset(dataset)
+    geval = run(store, lambda m, p: "1. Read.\n2. Rate." if "steps" in m[0]["content"].lower() else "[[3]]",
+                method="geval")
+    cost = compare.cost_split(store, geval)
+    assert cost["fit"]["calls"] == 1 and cost["total"]["calls"] == 1 + cost["score"]["calls"]
+    assert math.isclose(cost["total"]["calls"], geval["ledger"]["calls"])
