@@ -69,7 +69,8 @@ def start(spec: RunSpec, *, judge: Judge | None = None, label: str = "") -> int 
 # --------------------------------------------------------------------------- configure
 
 st.subheader("New run")
-names = sorted({r["name"] for r in store.list_datasets()} | set(data.BENCHMARKS))
+stored = sorted(r["name"] for r in store.list_datasets())
+names = stored + [b for b in data.BENCHMARKS if b not in stored]
 c1, c2 = st.columns(2)
 ds_name = c1.selectbox("Dataset", names, key="ac_dataset")
 try:

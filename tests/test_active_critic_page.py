@@ -1,0 +1,129 @@
+"""AppTest of the Active-Critic page: start, watch stage 1, edit with versions and a conflict, rerun from edits."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judge_engine import runs as runs_module
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.runs import execute_run
+from judge_engine.store import Store
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+PAGE = "pages/active_critic.py"
+CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
+            "Fluency": "Reads naturally.", "Conciseness": "No padding."}
+
+
+def responder(messages, params):
+    """A scripted judge for every prompt kind; scores follow the judged output's number."""
+    prompt = messages[-1]["content"]
+    numbers = re.findall(r"output number (\d+)", prompt)
+    n = int(numbers[-1]) if numbers else 0
+    if "Add new observations" in prompt or "Check two things" in prompt:
+        return "Short faithful outputs score higher."
+    if "Complete this summary" in prompt:
+        return "The evaluation task is text summarization, which refers to evaluating summaries generated from text."
+    if "Study how the quality" in prompt:
+        return json.dumps({"Criteria": CRITERIA, "Observations": "short is good"})
+    if "Improve the criteria" in prompt or "could not be read" in prompt:
+        return json.dumps(CRITERIA)
+    if "Multiple Evaluation Criteria" in prompt:
+        return json.dumps({c: {"Explanation": f"{c} looks fine", "Score": 10 * n % 100} for c in CRITERIA})
+    if "Score Of Overall" in prompt:
+        return f"Explanation: item {n} is decent; trim it.\nScore Of Overall: {(10 * n) % 100}"
+    return "[[3]]"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch, tiny_dataset) -> Path:
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    Store(path).save_dataset(tiny_dataset)
+    return path
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """Runs started by the page execute in-process with the scripted LLM (never the real worker)."""
+    calls = []
+
+    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
+        store = Store(db_path)
+        llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(responder))
+        execute_run(store, run_id, llm=llm)
+        calls.append((run_id, llm.ledger.snapshot()["calls"]))
+
+    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    return calls
+
+
+def texts(at: AppTest) -> str:
+    return " ".join(str(e.value) for kind in ("text", "markdown", "caption", "success", "info", "warning", "error")
+                    for e in getattr(at, kind)).replace("\\", "")
+
+
+def test_page_runs_edits_and_reruns(db, started):
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Active-Critic"
+    assert at.selectbox(key="ac_dataset").value == "tiny"
+    assert at.slider(key="ac_share").value == 25, "the paper's 25% train share is the default"
+    at.slider(key="ac_share").set_value(50)
+    at.number_input(key="ac_k").set_value(2)
+    at.form_submit_button[0].click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["LLM requests to score"]) == 2 * 6
+    at.button(key="ac_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [run_id for run_id, _ in started] == [1, 2, 3], "Active-Critic plus the two baselines"
+
+    store = Store(db)
+    run = store.get_run(1)
+    assert run["method"] == "active_critic" and run["status"] == "finished"
+    page = texts(at)
+    assert "The evaluation task is text summarization" in page
+    assert any("criterion" in d.value.columns and "Coverage" in d.value["criterion"].tolist() for d in at.dataframe)
+    compare = next(d.value for d in at.dataframe if "run" in d.value.columns)
+    assert compare["run"].iloc[0].startswith("#1 Active-Critic") and len(compare) >= 2
+    assert "trim it" in page, "the overall explanation of a test item is shown"
+    assert any("explanation" in d.value.columns for d in at.dataframe), "per-criterion explanations"
+
+    # a person corrects one criterion: versioned and audited
+    owner = "active_critic:run:1"
+    first = next(r for r in store.criteria(owner) if r["name"] == "Fluency")
+    at.text_input(key=f"ac_def_{first['id']}").set_value("Reads naturally, with no typos.")
+    at.button(key=f"FormSubmitter:ac_edit_1-Save edits").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    row = next(r for r in store.criteria(owner) if r["id"] == first["id"])
+    assert row["version"] == 2 and row["definition"] == "Reads naturally, with no typos." and row["status"] == "edited"
+    assert any(a["actor"] == "person" and a["entity_id"] == first["id"] for a in store.audit_log(entity="criterion"))
+
+    # someone else changes another criterion meanwhile: this page's edit of it is refused, clearly
+    other = next(r for r in store.criteria(owner) if r["name"] == "Coverage")
+    store.save_criterion({k: other[k] for k in ("id", "owner", "name", "status", "position")} |
+                         {"definition": "Changed elsewhere."}, actor="someone", expected_version=other["version"])
+    at.text_input(key=f"ac_def_{other['id']}").set_value("Mine.")
+    at.button(key=f"FormSubmitter:ac_edit_1-Save edits").click().run()
+    assert any("changed by someone else" in e.value.replace("\\", "") for e in at.error)
+    assert next(r for r in store.criteria(owner) if r["id"] == other["id"])["definition"] == "Changed elsewhere."
+    at.button(key="ac_reload_1").click().run()
+
+    # a new run from the edits: stage 1 replaced by the person's text, the edit reaches every scoring prompt
+    at.button(key="ac_refit").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    new = store.get_run(4)
+    assert new["params"]["criteria"]["Fluency"] == "Reads naturally, with no typos."
+    assert new["params"]["criteria"]["Coverage"] == "Changed elsewhere."
+    kinds = {e["kind"] for e in store.events(4)}
+    assert "task_observation" not in kinds and "candidate" in kinds
+    assert at.selectbox(key="_w_ac_run_id").value == 4
+    assert new["status"] == "finished"
