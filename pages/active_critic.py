@@ -130,7 +130,8 @@ if draft:
         st.text(f"{draft['n_train']} train / {draft['n_test']} test items of {spec.dataset} ({spec.aspect}), "
                 f"seed {spec.seed}; parameters changed from the paper's: {json.dumps(spec.params) or '{}'}")
         m = st.columns(3)
-        m[0].metric("LLM requests to fit (at most)", draft["calls"]["fit"])
+        m[0].metric("LLM requests to fit (at most)", draft["calls"]["fit"],
+                    help="Upper bound: stage 1 stops early on COMPLETE; an unreadable criteria reply may add one retry.")
         m[1].metric("LLM requests to score", draft["calls"]["score"])
         base = draft["n_test"] * 2 + 1 if draft["baselines"] else 0
         m[2].metric("Baselines (direct + G-Eval)", base)
@@ -391,6 +392,11 @@ ds = common.load_dataset(store, run["dataset"])
 index = ds.by_id()
 aspect = ds.aspect(run["aspect"])
 st.dataframe(common.verdicts_frame(ds, run["aspect"], verdicts), hide_index=True, key="ac_verdicts")
+n_crit_missing = sum(len(v.metadata.get("missing_criteria") or []) for v in verdicts)
+n_crit = sum(len(v.metadata.get("criteria_100") or {}) for v in verdicts)
+if n_crit:
+    st.caption(f"Criterion scores that could not be read: {n_crit_missing} of {n_crit} (missing, never imputed). "
+               f"Overall scores missing: {sum(1 for v in verdicts if v.missing)} of {len(verdicts)}.")
 
 if verdicts:
     pick = st.selectbox("Test item", [v.sample_id for v in verdicts], key=f"ac_item_{run_id}")
