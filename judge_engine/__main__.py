@@ -1,8 +1,10 @@
-"""Command line: ``python -m judge_engine {run,resume,runs,metaeval,datasets} ...``.
+"""Command line: ``python -m judge_engine {run,resume,runs,export,score,metaeval,datasets} ...``.
 
 Examples
 --------
 python -m judge_engine run --method geval --dataset summeval --aspect coherence --train 30 --test 20
+python -m judge_engine export 3 --out judge.json
+python -m judge_engine score judge.json new_items.jsonl --out scores.jsonl
 python -m judge_engine metaeval preds.jsonl --human-key scores --pred-key predict_scores --level group --group-key doc_id
 """
 
@@ -81,6 +83,65 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_judge
+    from .store import Store
+
+    text = export_judge(Store(args.db), args.run_id)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        print(text)
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    import math
+    from dataclasses import replace
+
+    from . import metrics
+    from .export import load_judge, read_items, verdict_record
+    from .llm import make_llm
+    from .store import Store
+
+    try:
+        text = open(args.judge, encoding="utf-8").read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {args.judge}: {exc.strerror}") from None
+    exported = load_judge(text)
+    config = exported.llm
+    if args.backend:
+        config = replace(config, backend=args.backend, model=args.model or "", base_url=args.base_url or "")
+    elif args.model or args.base_url:
+        config = replace(config, model=args.model or config.model, base_url=args.base_url or config.base_url)
+    judge = exported.judge
+    items = read_items(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
+                       context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
+                       aspect=judge.aspect["name"], task=judge.task.get("task", ""))
+    store = Store(args.db)
+    llm = make_llm(config, store=store)
+    progress, close = _progress_bar(args.quiet)
+    try:
+        verdicts = judge.score(items.samples, llm=llm, progress=progress)
+    finally:
+        close()
+    lines = [json.dumps(verdict_record(v), ensure_ascii=False) for v in verdicts]
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+    else:
+        print("\n".join(lines))
+    summary = {"items": len(verdicts), "missing": sum(v.missing for v in verdicts), **llm.ledger.snapshot()}
+    if args.human_col:
+        human = [s.human[judge.aspect["name"]] for s in items.samples]
+        pred = [math.nan if v.missing else v.score for v in verdicts]
+        summary["correlations"] = metrics.meta_evaluate(human, pred, n_bootstrap=1000).to_dict()
+    print(json.dumps(summary, indent=2), file=sys.stderr)
+    return 0
+
+
 def cmd_datasets(args: argparse.Namespace) -> int:
     from . import data
 
@@ -118,10 +179,31 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=20)
     runs.set_defaults(func=cmd_runs)
 
+    export = sub.add_parser("export", help="write a finished run's judge as a JSON model card")
+    export.add_argument("run_id", type=int)
+    export.add_argument("--out", help="file to write (default: standard output)")
+    export.set_defaults(func=cmd_export)
+
+    score = sub.add_parser("score", help="score a CSV/JSONL file with an exported judge")
+    score.add_argument("judge", help="JSON written by 'export' (or a bare judge JSON)")
+    score.add_argument("data", help="CSV, TSV, JSON list or JSONL of items")
+    score.add_argument("--out", help="JSONL of verdicts (default: standard output)")
+    score.add_argument("--input-col", default="input")
+    score.add_argument("--output-col", default="output")
+    score.add_argument("--id-col", help="default: the row number")
+    score.add_argument("--context-col")
+    score.add_argument("--reference-col")
+    score.add_argument("--human-col", help="human scores, if the file has them: the correlation is printed")
+    score.add_argument("--backend", choices=["llamacpp", "openai", "vllm"],
+                       help="default: the backend the judge was made with")
+    score.add_argument("--model")
+    score.add_argument("--base-url")
+    score.set_defaults(func=cmd_score)
+
     datasets = sub.add_parser("datasets", help="list the built-in benchmarks found")
     datasets.set_defaults(func=cmd_datasets)
 
-    for p in (run, resume, runs):
+    for p in (run, resume, runs, export, score):
         p.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 

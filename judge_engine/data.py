@@ -741,8 +741,12 @@ def load_table(
     input_label: str = "Source",
     output_label: str = "Output",
     definitions: dict[str, str] | None = None,
+    require_scores: bool = True,
 ) -> Dataset:
     """Import a user's CSV / TSV / JSONL / JSON-list file of human-scored outputs.
+
+    With ``require_scores=False`` (data to be scored by a finished judge) the
+    file may have no score columns and a single row.
 
     ``score_cols`` maps aspect name -> column (a list means aspect name = column name).
     Without ``group_col`` every row is its own group; without ``id_col`` the id is the
@@ -755,7 +759,7 @@ def load_table(
     if isinstance(score_cols, str):
         score_cols = [score_cols]
     aspect_cols = dict(score_cols) if isinstance(score_cols, dict) else {c: c for c in score_cols}
-    if not aspect_cols:
+    if not aspect_cols and require_scores:
         raise DataImportError("choose at least one score column", file=path)
     columns, records = _read_table(path)
 
@@ -783,7 +787,9 @@ def load_table(
                                   file=path)
         ranges[aspect] = (low, high)
 
-    if len(records) < 2:
+    if not records:
+        raise DataImportError("the file has no rows", file=path)
+    if len(records) < 2 and require_scores:
         raise DataImportError("the file has a single row; meta-evaluation needs at least 2 "
                               "scored outputs", file=path)
 

@@ -1,0 +1,108 @@
+"""Export a finished judge as a model card, read it back, and score a new file with it (Python and CLI)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from judge_engine import export
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.runs import RunSpec, create_run, execute_run
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def steps_or_score(messages, params):
+    text = messages[0]["content"]
+    return "1. Read.\n2. Rate." if "evaluation procedure" in text else f"[[{1 + len(text) % 5}]]"
+
+
+@pytest.fixture
+def finished(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="geval", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                                       params={"scoring": "sampling", "n_samples": 2}))
+    backend = FakeBackend(steps_or_score)
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=backend))
+    return run_id, backend
+
+
+def test_model_card_round_trip_scores_identically_from_cache(store, tiny_dataset, finished, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-never-exported")
+    run_id, backend = finished
+    card = export.model_card(store, run_id)
+    assert card["format"] == export.CARD_FORMAT and card["provenance"]["run_id"] == run_id
+    assert card["meta_evaluation"]["n"] == 6 and "sk-secret" not in json.dumps(card)
+    assert card["meta_evaluation"]["parse_failures"] == 0
+    back = export.load_judge(export.export_judge(store, run_id))
+    assert back.judge.to_dict() == store.get_run(run_id)["judge"] and back.llm == LLMConfig()
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    calls = len(backend.calls)
+    stored = {v.sample_id: v.score for v in store.load_verdicts(run_id)}
+    again = back.judge.score([s for s in tiny_dataset.samples if s.id in stored], llm=llm)
+    assert {v.sample_id: v.score for v in again} == stored
+    assert len(backend.calls) == calls, "every call answered from the cache"
+
+
+def test_bad_documents_get_clear_messages():
+    with pytest.raises(ValueError, match="not a JSON document"):
+        export.load_judge("{nope")
+    with pytest.raises(ValueError, match="neither"):
+        export.load_judge('{"hello": 1}')
+    with pytest.raises(ValueError, match="version"):
+        export.load_judge({"format": export.CARD_FORMAT, "version": 99, "judge": {}})
+
+
+def test_score_file_reads_unlabeled_items(store, finished, tmp_path):
+    run_id, backend = finished
+    path = tmp_path / "new.jsonl"
+    path.write_text("\n".join(json.dumps({"input": f"source {i}", "output": f"answer {i}"}) for i in range(3)))
+    judge = export.load_judge(export.export_judge(store, run_id)).judge
+    verdicts = export.score_file(judge, path, llm=make_llm(LLMConfig(), store=store, backend=backend))
+    assert [v.sample_id for v in verdicts] == ["1", "2", "3"]
+    assert all(1 <= v.score <= 5 for v in verdicts)
+
+
+def _cli(*args, db):
+    return subprocess.run([sys.executable, "-m", "judge_engine", *args, "--db", str(db), "--quiet"], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_cli_export_then_score_on_the_embedded_model(tmp_path, shared_data):
+    db = tmp_path / "wb.db"
+    env_run = subprocess.run([sys.executable, "-m", "judge_engine", "run", "--method", "direct", "--dataset",
+                              "topical_chat", "--aspect", "overall", "--train", "0", "--test", "3", "--db", str(db),
+                              "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert env_run.returncode == 0, env_run.stderr[-2000:]
+    run_id = json.loads(env_run.stdout)["run_id"]
+    judge_file = tmp_path / "judge.json"
+    out = _cli("export", str(run_id), "--out", str(judge_file), db=db)
+    assert out.returncode == 0, out.stderr
+    data = tmp_path / "items.csv"
+    data.write_text("id,input,output,rating\na,How are you?,Fine thanks and you?,4\nb,Any plans?,No.,2\n"
+                    "c,Seen the game?,Yes it was great fun!,5\n", encoding="utf-8")
+    scores = tmp_path / "scores.jsonl"
+    out = _cli("score", str(judge_file), str(data), "--id-col", "id", "--human-col", "rating", "--out", str(scores),
+               db=db)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [json.loads(x) for x in scores.read_text().splitlines()]
+    assert [x["id"] for x in lines] == ["a", "b", "c"]
+    assert all(x["missing"] or 1 <= x["score"] <= 5 for x in lines)
+    summary = json.loads(out.stderr[out.stderr.index("{"):])
+    assert summary["items"] == 3 and "correlations" in summary
+    again = _cli("score", str(judge_file), str(data), "--id-col", "id", "--out", str(scores), db=db)
+    assert json.loads(again.stderr[again.stderr.index("{"):])["calls"] == 0, "a repeat is free"
+
+
+def test_cli_score_reports_a_bad_file_clearly(tmp_path, store, finished):
+    run_id, _ = finished
+    judge_file = tmp_path / "judge.json"
+    judge_file.write_text(export.export_judge(store, run_id))
+    bad = tmp_path / "bad.csv"
+    bad.write_text("question,answer\nhi,hello\n")
+    out = _cli("score", str(judge_file), str(bad), db=store.path)
+    assert out.returncode == 2 and "bad.csv" in out.stderr and "input" in out.stderr
+    assert "Traceback" not in out.stderr
