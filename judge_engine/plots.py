@@ -234,3 +234,94 @@ def correlation_bars(levels: Mapping[str, Mapping[str, Any] | None], *,
     fig.update_layout(barmode="group", title=title, yaxis_title="correlation", height=360,
                       yaxis=dict(range=[-1, 1]), margin=dict(l=50, r=20, t=50, b=40))
     return fig
+
+
+# --------------------------------------------------------------------------- comparison of runs
+
+
+def _run_labels(frame: Any) -> list[str]:
+    return [_esc(f"#{r} {m}") for r, m in zip(frame["run"], frame["method"])]
+
+
+def comparison_bars(frame: Any, *, statistic: str = "spearman", ceiling: float | None = None) -> go.Figure:
+    """One bar per run: the correlation with its CI as error bars; the human ceiling as a dashed line."""
+    values = [float("nan") if v is None else float(v) for v in frame[statistic]]
+    cis = [ci if ci is not None else [None, None] for ci in frame[f"{statistic} CI"]]
+    upper = [(hi - v) if hi is not None and v == v else 0.0 for v, (lo, hi) in zip(values, cis)]
+    lower = [(v - lo) if lo is not None and v == v else 0.0 for v, (lo, hi) in zip(values, cis)]
+    colors = [_COLORS[2] if best else _COLORS[0] for best in frame["best"]]
+    fig = go.Figure(go.Bar(x=_run_labels(frame), y=values, marker_color=colors,
+                           error_y=dict(type="data", array=upper, arrayminus=lower, visible=True),
+                           hovertemplate="%{x}: %{y:.3f}<extra></extra>"))
+    if ceiling is not None and math.isfinite(ceiling):
+        fig.add_hline(y=ceiling, line_dash="dash", line_color="gray",
+                      annotation_text=f"human ceiling {ceiling:.3f}", annotation_position="top left")
+    level = frame["level"].iloc[0] if len(frame) else ""
+    fig.update_layout(title=f"{statistic.capitalize()} with human scores ({level} level, 95% CI); best in green",
+                      yaxis=dict(range=[-1, 1], title=statistic), height=380, margin=dict(l=40, r=20, t=50, b=40))
+    return fig
+
+
+def correlation_vs_cost(frame: Any, *, statistic: str = "spearman", cost: str = "score calls") -> go.Figure:
+    """Correlation against cost (log x axis), one point per run."""
+    x = [max(float(c), 0.0) for c in frame[cost]]
+    y = [float("nan") if v is None else float(v) for v in frame[statistic]]
+    fig = go.Figure(go.Scatter(x=[v if v > 0 else None for v in x], y=y, mode="markers+text",
+                               text=_run_labels(frame), textposition="top center",
+                               marker=dict(size=11, color=_COLORS[1]),
+                               hovertemplate="%{text}<br>" + cost + " %{x}<br>" + statistic + " %{y:.3f}<extra></extra>"))
+    fig.update_layout(title=f"{statistic.capitalize()} against {cost} (runs with no cost are not drawn)",
+                      xaxis=dict(type="log", title=f"{cost} (log scale)"), yaxis=dict(title=statistic),
+                      height=380, margin=dict(l=40, r=20, t=50, b=40))
+    return fig
+
+
+def scatter_grid(human: Sequence[float], scores: Mapping[str, Sequence[float]], *, low: float, high: float,
+                 columns: int = 3) -> go.Figure:
+    """Human (x) against each judge (y), one panel per run, with the y = x diagonal."""
+    names = list(scores)
+    rows = max(1, math.ceil(len(names) / columns))
+    fig = make_subplots(rows=rows, cols=min(columns, max(1, len(names))),
+                        subplot_titles=[_esc(n) for n in names] or None)
+    for k, name in enumerate(names):
+        r, c = k // columns + 1, k % columns + 1
+        pairs = [(h, p) for h, p in zip(human, scores[name]) if _finite([h]) and _finite([p])]
+        fig.add_trace(go.Scatter(x=[h for h, _ in pairs], y=[p for _, p in pairs], mode="markers",
+                                 marker=dict(size=6, opacity=0.6, color=_COLORS[k % len(_COLORS)]),
+                                 name=_esc(name), showlegend=False,
+                                 hovertemplate="human %{x}<br>judge %{y:.2f}<extra></extra>"), row=r, col=c)
+        fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", line=dict(dash="dot", color="gray"),
+                                 showlegend=False, hoverinfo="skip"), row=r, col=c)
+    fig.update_layout(title="Human against judge scores", height=300 * rows, margin=dict(l=40, r=20, t=60, b=30))
+    return fig
+
+
+def score_histograms(human: Sequence[float], scores: Mapping[str, Sequence[float]]) -> go.Figure:
+    """Distribution of each judge's scores next to the human scores (overlaid, normalised)."""
+    fig = go.Figure()
+    fig.add_trace(go.Histogram(x=_finite(human), name="human", histnorm="probability", opacity=0.6,
+                               marker_color="gray"))
+    for k, (name, values) in enumerate(scores.items()):
+        fig.add_trace(go.Histogram(x=_finite(values), name=_esc(name), histnorm="probability", opacity=0.55,
+                                   marker_color=_COLORS[k % len(_COLORS)]))
+    fig.update_layout(barmode="overlay", title="Score distributions: judges and humans", height=360,
+                      xaxis_title="score", yaxis_title="share of items", margin=dict(l=40, r=20, t=50, b=40))
+    return fig
+
+
+def report_html(title: str, tables: Mapping[str, Any], figures: Sequence[go.Figure], notes: Sequence[str] = ()) -> str:
+    """A self-contained HTML page (tables and interactive figures) for sharing a comparison."""
+    import html
+
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
+             "td,th{border:1px solid #ccc;padding:3px 6px}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1>"]
+    parts += [f"<p>{html.escape(n)}</p>" for n in notes]
+    for heading, frame in tables.items():
+        parts.append(f"<h2>{html.escape(heading)}</h2>")
+        parts.append(frame.to_html(index=False, escape=True, na_rep="–", float_format=lambda x: f"{x:.3f}"))
+    for k, fig in enumerate(figures):
+        parts.append(fig.to_html(full_html=False, include_plotlyjs="inline" if k == 0 else False))
+    parts.append("</body></html>")
+    return "\n".join(parts)

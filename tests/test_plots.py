@@ -107,3 +107,23 @@ def test_user_text_is_shown_literally_not_as_plotly_html():
     fig = plots.human_vs_judge_scatter([1, 2], [1, 2], ids=["<b>x</b>", "y"], aspect="<i>a</i>")
     assert list(fig.data[0].text) == ["&lt;b&gt;x&lt;/b&gt;", "y"]
     assert "<i>" not in fig.layout.title.text and "&lt;i&gt;a&lt;/i&gt;" in fig.layout.title.text
+
+
+def test_comparison_figures_and_report():
+    import pandas as pd
+
+    from judge_engine import plots
+
+    frame = pd.DataFrame({"run": [1, 2], "method": ["direct", "<b>geval</b>"], "level": ["sample", "sample"],
+                          "spearman": [0.5, None], "spearman CI": [[0.3, 0.7], [None, None]],
+                          "best": [True, False], "score calls": [20, 0]})
+    bars = plots.comparison_bars(frame, ceiling=0.8)
+    assert list(bars.data[0].y)[0] == 0.5 and "&lt;b&gt;" in bars.data[0].x[1]
+    cost = plots.correlation_vs_cost(frame)
+    assert cost.data[0].x[1] is None, "a run with no cost is not drawn on the log axis"
+    grid = plots.scatter_grid([1, 2, 3], {"#1 direct": [1, 2, None], "#2 geval": [3, 2, 1]}, low=1, high=5)
+    assert len(grid.data) == 4
+    hist = plots.score_histograms([1, 2], {"#1": [2, 3]})
+    assert [t.name for t in hist.data] == ["human", "#1"]
+    page = plots.report_html("Compare <x>", {"Table": frame}, [bars, cost])
+    assert page.count("<script") >= 2 and "Compare &lt;x&gt;" in page and "<b>geval</b>" not in page
