@@ -279,8 +279,13 @@ def test_bootstrapped_candidates_reuse_accepted_zero_shot_traces(data):
         boot = [d for d in demos if d["kind"] == "bootstrapped"]
         assert boot and all(int(d["sample_id"][1:]) % 2 == 1 for d in boot), "only traces within 15 points"
         assert boot[0]["overall"] == traces[boot[0]["sample_id"]]["overall"]
-    text = ac.render_demos(candidates[2][1], stage="ose", criteria=CRITERIA, source_chars=2000)
+    text = ac.render_demos(candidates[2][1], stage="ose", source_chars=2000)
     assert "Score Of Different Criteria:" in text and "Explanation: why" in text
+    coarse_trace = {**candidates[2][1][0], "kind": "bootstrapped", "criteria_scores": {}, "explanation": "ok",
+                    "overall": 60.0}
+    text = ac.render_demos([coarse_trace], stage="ose", source_chars=2000)
+    assert "Score Of Different Criteria" not in text and text.rstrip().endswith("Now the item to evaluate:")
+    assert "Score Of Overall: 60" in text and "Human Score" not in text
     assert ac.propose_candidates(examples, traces, k=4, n_demos=3, mode="bootstrap", threshold=15, seed=0) \
         == candidates[:4]
 

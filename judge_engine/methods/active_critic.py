@@ -354,7 +354,7 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 
-def render_demos(demos: Sequence[dict[str, Any]], *, stage: str, criteria: dict[str, str], source_chars: int) -> str:
+def render_demos(demos: Sequence[dict[str, Any]], *, stage: str, source_chars: int) -> str:
     """Demonstrations for a scoring prompt (Table 13).
 
     A labeled demo shows Source, Response and the human overall score; a
@@ -367,8 +367,9 @@ def render_demos(demos: Sequence[dict[str, Any]], *, stage: str, criteria: dict[
     for i, d in enumerate(demos, 1):
         lines = [f"Example {i}:", render_example(d, source_chars=source_chars, with_score=False)]
         if d["kind"] == "bootstrapped":
-            lines.append("Score Of Each Criterion In JSON:" if stage == "mcse" else "Score Of Different Criteria:")
-            lines.append(_scores_json(d.get("criteria_scores") or {}))
+            if d.get("criteria_scores"):  # AC-Coarse traces have none
+                lines.append("Score Of Each Criterion In JSON:" if stage == "mcse" else "Score Of Different Criteria:")
+                lines.append(_scores_json(d["criteria_scores"]))
             if stage == "ose":
                 lines.append(f"Explanation: {d.get('explanation') or ''}".rstrip())
                 lines.append(f"Score Of Overall: {_fmt(d['overall'])}")
@@ -382,7 +383,7 @@ def mcse_prompt(example: dict[str, Any], state: dict[str, Any], demos: Sequence[
                 source_chars: int) -> str:
     criteria = state["criteria"]
     return MCSE_TEMPLATE.render(task_description=state["task_description"] or "",
-                                demos=render_demos(demos, stage="mcse", criteria=criteria, source_chars=source_chars),
+                                demos=render_demos(demos, stage="mcse", source_chars=source_chars),
                                 sample_block=render_example(example, source_chars=10 ** 9, with_score=False),
                                 criteria=format_criteria(criteria), output_format=_output_format(criteria))
 
@@ -390,7 +391,7 @@ def mcse_prompt(example: dict[str, Any], state: dict[str, Any], demos: Sequence[
 def ose_prompt(example: dict[str, Any], state: dict[str, Any], demos: Sequence[dict[str, Any]], *,
                criteria_scores: dict[str, dict[str, Any]] | None, source_chars: int) -> str:
     sample_block = render_example(example, source_chars=10 ** 9, with_score=False)
-    demo_text = render_demos(demos, stage="ose", criteria=state["criteria"], source_chars=source_chars)
+    demo_text = render_demos(demos, stage="ose", source_chars=source_chars)
     if criteria_scores is None:
         return OSE_COARSE_TEMPLATE.render(task_description=state["task_description"] or "", demos=demo_text,
                                           sample_block=sample_block, criteria=format_criteria(state["criteria"]))
