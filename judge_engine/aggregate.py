@@ -1,0 +1,200 @@
+"""White-box aggregators: per-criterion scores -> human scores of several aspects.
+
+HD-Eval (Liu et al., 2024, §2.2 and App. C.3) trains a multi-output
+regressor with an MSE objective on the human labels, mapping the scores of
+every criterion in the tree to the scores of every annotated aspect. The
+paper compares four scikit-learn models; this module builds them:
+
+``lr``  ``LinearRegression``
+``dt``  ``DecisionTreeRegressor`` (scikit-learn defaults)
+``rf``  ``RandomForestRegressor`` (scikit-learn defaults, 100 trees)
+``nn``  the paper's main variant, a shallow ReLU MLP (``MLPRegressor``)
+        in a ``Pipeline`` after ``StandardScaler`` (spec §11).
+
+All four are multi-output natively. Nothing is pickled: :meth:`Aggregator.to_state`
+keeps the (imputed) training matrix, the targets and the fixed
+``random_state``, which is enough to refit the same model deterministically
+(:meth:`Aggregator.from_state`); the linear model's coefficients are kept as
+numbers too, for display.
+
+Missing criterion scores (NaN, a reply that did not parse) are imputed with
+the training mean of that criterion, as the HD-Eval spec recommends (§6);
+a criterion with no score at all on the training set cannot be a feature
+and is reported in :attr:`Aggregator.dropped`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.base import RegressorMixin, clone
+from sklearn.ensemble import RandomForestRegressor
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import KFold, cross_val_predict
+from sklearn.neural_network import MLPRegressor
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeRegressor
+
+from . import metrics
+
+AGGREGATORS = ("nn", "lr", "dt", "rf")
+"""Aggregator kinds (HD-Eval §3.1: NN is the main variant)."""
+
+NN_HIDDEN = (64, 32)
+"""Hidden layers of the "3-layer shallow MLP" (spec §11 recommendation; the paper gives no sizes)."""
+NN_EARLY_STOPPING_MIN = 20
+"""Below this many training samples the MLP trains without an early-stopping hold-out (it would hold 1-2 items)."""
+
+
+def make_aggregator(kind: str, *, n_samples: int, random_state: int = 0) -> RegressorMixin:
+    """An unfitted multi-output regressor of the given kind."""
+    if kind == "lr":
+        return LinearRegression()
+    if kind == "dt":
+        return DecisionTreeRegressor(random_state=random_state)
+    if kind == "rf":
+        return RandomForestRegressor(random_state=random_state, n_jobs=1)
+    if kind == "nn":
+        mlp = MLPRegressor(hidden_layer_sizes=NN_HIDDEN, activation="relu", solver="adam", alpha=1e-3,
+                           max_iter=2000, early_stopping=n_samples >= NN_EARLY_STOPPING_MIN,
+                           random_state=random_state)
+        return Pipeline([("scale", StandardScaler()), ("mlp", mlp)])
+    raise ValueError(f"aggregator={kind!r} is not allowed; choose one of {list(AGGREGATORS)}")
+
+
+def _matrix(rows: Sequence[Sequence[float]], width: int) -> np.ndarray:
+    x = np.asarray(rows, dtype=float)
+    return x.reshape(len(rows), width)
+
+
+@dataclass
+class Aggregator:
+    """A fitted aggregator with everything needed to rebuild it."""
+
+    kind: str
+    features: list[str]
+    """Feature (criterion) names in column order, only those with at least one training score."""
+    targets: list[str]
+    """Aspect names predicted, in output order."""
+    means: list[float]
+    """Training mean of each feature, used to impute missing scores."""
+    x: np.ndarray
+    """Imputed training matrix (n_train x features)."""
+    y: np.ndarray
+    """Human scores (n_train x targets)."""
+    random_state: int = 0
+    dropped: list[str] = field(default_factory=list)
+    """Criteria left out because no training sample has a score for them."""
+    model: Any = None
+
+    # ---- building -------------------------------------------------------------------------
+    @classmethod
+    def fit(cls, x: Sequence[Sequence[float]], y: Sequence[Sequence[float]], *, kind: str,
+            features: Sequence[str], targets: Sequence[str], random_state: int = 0) -> "Aggregator":
+        """Fit on criterion scores ``x`` (NaN = missing) and human scores ``y`` (no NaN)."""
+        xm = _matrix(x, len(features))
+        ym = _matrix(y, len(targets))
+        if np.isnan(ym).any():
+            raise ValueError("human scores must not be missing; drop those samples first")
+        keep = [j for j in range(xm.shape[1]) if not np.isnan(xm[:, j]).all()]
+        dropped = [features[j] for j in range(xm.shape[1]) if j not in keep]
+        xm = xm[:, keep]
+        means = np.nanmean(xm, axis=0) if xm.size else np.zeros(len(keep))
+        xm = np.where(np.isnan(xm), means, xm)
+        agg = cls(kind=kind, features=[features[j] for j in keep], targets=list(targets),
+                  means=[float(m) for m in means], x=xm, y=ym, random_state=random_state, dropped=dropped)
+        agg._refit()
+        return agg
+
+    def _refit(self) -> None:
+        model = make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state)
+        if self.x.shape[1] == 0 or len(self.x) < 2:
+            self.model = None  # nothing to learn from: predict the training mean
+            return
+        self.model = model.fit(self.x, self.y if self.y.shape[1] > 1 else self.y.ravel())
+
+    # ---- use ------------------------------------------------------------------------------
+    def impute(self, rows: Sequence[dict[str, float]]) -> tuple[np.ndarray, list[int]]:
+        """Feature matrix for samples given as {feature: score}; missing -> training mean.
+
+        Also returns, per row, how many features were imputed.
+        """
+        out = np.empty((len(rows), len(self.features)))
+        n_imputed = []
+        for i, row in enumerate(rows):
+            k = 0
+            for j, name in enumerate(self.features):
+                value = row.get(name, math.nan)
+                if value is None or math.isnan(value):
+                    value, k = self.means[j], k + 1
+                out[i, j] = value
+            n_imputed.append(k)
+        return out, n_imputed
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Predictions (n x targets) for an imputed feature matrix."""
+        x = np.asarray(x, dtype=float).reshape(-1, len(self.features))
+        if self.model is None:
+            return np.tile(self.y.mean(axis=0), (len(x), 1))
+        return np.asarray(self.model.predict(x), dtype=float).reshape(len(x), len(self.targets))
+
+    def predict_rows(self, rows: Sequence[dict[str, float]]) -> list[dict[str, float]]:
+        x, _ = self.impute(rows)
+        return [dict(zip(self.targets, map(float, p))) for p in self.predict(x)]
+
+    def estimator(self) -> RegressorMixin:
+        """A fresh unfitted copy of the model (for cross-validation and permutation importance)."""
+        return clone(make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state))
+
+    def linear_weights(self) -> dict[str, dict[str, float]] | None:
+        """Per target, the linear model's weight of each feature (``lr`` only)."""
+        if self.kind != "lr" or self.model is None:
+            return None
+        coef = np.atleast_2d(self.model.coef_)
+        return {t: dict(zip(self.features, map(float, coef[i]))) for i, t in enumerate(self.targets)}
+
+    # ---- storage --------------------------------------------------------------------------
+    def to_state(self) -> dict[str, Any]:
+        """JSON-native state: the training data and seed that rebuild this model exactly."""
+        state = {"kind": self.kind, "features": list(self.features), "targets": list(self.targets),
+                 "means": list(self.means), "x": self.x.tolist(), "y": self.y.tolist(),
+                 "random_state": self.random_state, "dropped": list(self.dropped)}
+        weights = self.linear_weights()
+        if weights is not None:
+            state["linear_weights"] = weights
+            state["intercepts"] = [float(v) for v in np.atleast_1d(self.model.intercept_)]
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "Aggregator":
+        agg = cls(kind=state["kind"], features=list(state["features"]), targets=list(state["targets"]),
+                  means=[float(m) for m in state["means"]],
+                  x=_matrix(state["x"], len(state["features"])), y=_matrix(state["y"], len(state["targets"])),
+                  random_state=int(state["random_state"]), dropped=list(state.get("dropped", [])))
+        agg._refit()
+        return agg
+
+
+def n_folds(n_samples: int, wanted: int = 5) -> int:
+    """Folds for out-of-fold estimates: ``wanted``, fewer on tiny training sets (0 = too few)."""
+    return min(wanted, n_samples) if n_samples >= 3 else 0
+
+
+def cross_validated_correlation(agg: Aggregator, *, folds: int = 5) -> dict[str, dict[str, float]]:
+    """Out-of-fold Pearson/Spearman/Kendall of each target on the training set.
+
+    Shows what a change to the tree did to the fit without touching the test
+    split. Empty when the training set is too small for folds.
+    """
+    k = n_folds(len(agg.x), folds)
+    if k < 2 or agg.x.shape[1] == 0:
+        return {}
+    cv = KFold(n_splits=k, shuffle=True, random_state=agg.random_state)
+    y = agg.y if agg.y.shape[1] > 1 else agg.y.ravel()
+    pred = np.asarray(cross_val_predict(agg.estimator(), agg.x, y, cv=cv), dtype=float).reshape(agg.y.shape)
+    return {t: metrics.correlations(agg.y[:, i].tolist(), pred[:, i].tolist())
+            for i, t in enumerate(agg.targets)}

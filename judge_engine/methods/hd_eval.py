@@ -1,0 +1,575 @@
+"""HD-Eval (Liu et al., 2024): hierarchical criteria decomposition with a white-box aggregator.
+
+The evaluation is decomposed into a tree of criteria whose first layer is
+the dataset's human aspects; an LLM proposes finer criteria layer by layer,
+scores every sample on every criterion with a prompt naming the criterion's
+parent, and a scikit-learn regressor trained on the human scores aggregates
+all criterion scores into the aspects' scores. Permutation importance of
+that aggregator picks which criteria of the current layer are decomposed
+further (Algorithm 1, App. C.1).
+
+Paper sections and the functions here:
+
+* §2.1, Eq. 1, App. G.1 (criteria decomposition) -> :func:`decompose_criteria`
+  (prompt ``prompts/hd_eval_decompose.txt``, JSON list of name/abbrev/definition),
+  parsed by :func:`parse_decomposition`;
+* §2.1, App. G.2 (hierarchy-aware prompting) -> :func:`hierarchy_aware_scoring`
+  through the shared :mod:`judge_engine.criteria_scoring` (instructions in
+  ``prompts/hd_eval_score.txt``; the parent is the "aspect" of the prompt;
+  score first, short output);
+* §2.2, Eq. 2, App. C.3 (human preference-guided aggregation) ->
+  :func:`preference_guided_aggregation` (:mod:`judge_engine.aggregate`, one
+  multi-output model per group of aspects sharing a range: footnote 11);
+* §2.3, Eq. 3 (attribution pruning) -> :func:`attribution_importance` and
+  :func:`prune_by_attribution` (:mod:`judge_engine.explain`);
+* App. C.1, Algorithm 1 (iterative alignment training) -> :meth:`HDEval.fit`.
+
+Human in the loop (the paper's future work): the tree is the optional
+``criteria_tree`` parameter. A person-edited tree (accepted, edited, added,
+moved, deleted nodes; nodes removed from the aggregator; nodes marked to
+expand or re-decompose) is the starting point of the next run: nodes already
+decomposed are not decomposed again, and the cache answers every scoring
+call whose node text, definition, parent and sample are unchanged.
+
+The tree is a JSON-native dict ``{"nodes": [node, ...]}``; each node has
+``id`` (``aspect`` for layer 1, ``parent-id/abbrev`` below), ``name``,
+``definition``, ``parent`` (id or None), ``origin`` (``aspect`` | ``llm`` |
+``human``), ``edited``, ``in_aggregator`` (False = pruned from the
+aggregator's input), ``expand`` (a person asks to decompose it),
+``redecompose`` (a counter: raise it to ask the LLM for a fresh
+decomposition) and ``decomposed`` (its children were already proposed).
+
+References
+----------
+Liu, Y., Yang, T., Huang, S., Zhang, Z., Huang, H., Wei, F., Deng, W., Sun, F.
+and Zhang, Q. (2024). HD-Eval: Aligning Large Language Model Evaluators
+Through Hierarchical Criteria Decomposition. ACL. arXiv:2402.15754.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import data
+from ..aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
+from ..criteria_scoring import LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria
+from ..explain import permutation_importance_oof
+from ..llm import LLM, GenerationParams
+from ..parsing import parse_json_object
+from ..prompting import TaskInfo, load_template
+from ..records import Aspect, Sample, Verdict
+from .base import EventSink, Interval, Judge, Method, Options, Progress, register
+
+DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
+SCORE_TEMPLATE = load_template("hd_eval_score")
+
+ROOT_NAME = "overall quality"
+"""Parent named in the prompt of a layer-1 node (spec §7.2 recommendation)."""
+CRITERION_SCALE = (1, 5)
+"""Every criterion is scored 1-5 (paper App. G.2)."""
+REDECOMPOSE_TEMPERATURE = 0.7
+"""A requested re-decomposition samples a new draw instead of replaying the cached greedy one."""
+DEFAULT_N_ASPECTS = 4
+"""Aspects assumed by :meth:`HDEval.estimate_calls` when no tree or aspect list is given (the paper's datasets)."""
+
+
+# ---- the tree ------------------------------------------------------------------------------------
+
+def make_node(node_id: str, name: str, definition: str, parent: str | None, *, origin: str,
+              **extra: Any) -> dict[str, Any]:
+    """A tree node with every field present (JSON-native)."""
+    node = {"id": node_id, "name": name, "definition": definition, "parent": parent, "origin": origin,
+            "edited": False, "in_aggregator": True, "expand": False, "redecompose": 0, "decomposed": False}
+    node.update(extra)
+    return node
+
+
+def node_layer(nodes: dict[str, dict[str, Any]], node_id: str) -> int:
+    """Depth of a node: 1 for an aspect, its parent's layer + 1 below."""
+    layer, seen = 1, {node_id}
+    parent = nodes[node_id].get("parent")
+    while parent is not None and parent in nodes:
+        if parent in seen:
+            raise ValueError(f"criteria tree has a cycle through {parent!r}")
+        seen.add(parent)
+        layer += 1
+        parent = nodes[parent].get("parent")
+    return layer
+
+
+def root_aspect(nodes: dict[str, dict[str, Any]], node_id: str) -> str:
+    """The layer-1 ancestor (aspect) of a node."""
+    while nodes[node_id].get("parent") is not None:
+        node_id = nodes[node_id]["parent"]
+    return node_id
+
+
+def tree_index(tree: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Nodes by id, each with its ``layer``; checks parents exist."""
+    nodes = {n["id"]: dict(n) for n in tree.get("nodes", [])}
+    for n in nodes.values():
+        if n.get("parent") is not None and n["parent"] not in nodes:
+            raise ValueError(f"node {n['id']!r} has an unknown parent {n['parent']!r}")
+    for nid, n in nodes.items():
+        n["layer"] = node_layer(nodes, nid)
+    return nodes
+
+
+def initial_tree(aspects: Sequence[Aspect], given: dict[str, Any] | None) -> dict[str, Any]:
+    """Layer 1 = the human aspects (App. C.2); a given (person-edited) tree is used as is.
+
+    Aspects missing from a given tree are added as layer-1 nodes.
+    """
+    nodes = [dict(n) for n in (given or {}).get("nodes", [])]
+    have = {n["id"] for n in nodes}
+    for a in aspects:
+        if a.name not in have:
+            nodes.insert(len([n for n in nodes if n.get("parent") is None]),
+                         make_node(a.name, a.name, a.definition or a.name, None, origin="aspect"))
+    defaults = make_node("", "", "", None, origin="llm")
+    return {"nodes": [{**defaults, **n} for n in nodes]}
+
+
+def _slug(text: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    return slug[:24] or "criterion"
+
+
+def parse_decomposition(text: str, k: int) -> list[dict[str, str]]:
+    """Children proposed in a decomposition reply: at most ``k``, names de-duplicated.
+
+    Reads the JSON list asked for; failing that, lines such as
+    ``1. Name: definition`` or ``- Name - definition``. Returns [] when
+    nothing usable is found (the caller records it).
+    """
+    obj = parse_json_object(text)
+    items: list[dict[str, str]] = []
+    if isinstance(obj, dict):
+        obj = next((v for v in obj.values() if isinstance(v, list)), [obj])
+    if isinstance(obj, list):
+        for it in obj:
+            if isinstance(it, dict) and str(it.get("name", "")).strip():
+                items.append({"name": str(it["name"]).strip(), "abbrev": str(it.get("abbrev", "")).strip(),
+                              "definition": str(it.get("definition", "")).strip()})
+    if not items:
+        for line in (text or "").splitlines():
+            m = re.match(r"^\s*(?:\d+[.)]|[-*•])\s*\**([^:*\n]{2,60}?)\**\s*[:\u2013-]\s+(.{8,})$", line)
+            if m:
+                items.append({"name": m.group(1).strip(), "abbrev": "", "definition": m.group(2).strip()})
+    out, seen = [], set()
+    for it in items:
+        key = it["name"].lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(it)
+    return out[:k]
+
+
+def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
+                       guideline: str = "", max_tokens: int = 512) -> tuple[list[dict[str, str]], str]:
+    """Eq. 1: the LLM proposes up to ``k`` sub-criteria (name, definition) of ``parent``.
+
+    One call per parent (spec §7.1 recommendation). A parent whose
+    ``redecompose`` counter is raised gets a fresh sampled draw. Returns the
+    parsed children and the raw reply.
+    """
+    prompt = DECOMPOSE_TEMPLATE.render(
+        task=task.task, background=background, parent_name=parent["name"],
+        parent_definition=parent["definition"] or parent["name"],
+        guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
+        k=k, output_label_lower=task.output_label.lower())
+    again = int(parent.get("redecompose") or 0)
+    params = GenerationParams(max_tokens=max_tokens, temperature=REDECOMPOSE_TEMPERATURE if again else 0.0,
+                              sample_index=again)
+    reply = llm.complete([{"role": "user", "content": prompt}], params).text
+    return parse_decomposition(reply, k), reply
+
+
+def add_children(tree: dict[str, Any], parent_id: str, children: Sequence[dict[str, str]]) -> list[str]:
+    """Append LLM-proposed children under ``parent_id``; returns their new ids."""
+    ids = {n["id"] for n in tree["nodes"]}
+    new = []
+    for c in children:
+        base = f"{parent_id}/{_slug(c.get('abbrev') or c['name'])}"
+        nid, i = base, 2
+        while nid in ids:
+            nid, i = f"{base}-{i}", i + 1
+        ids.add(nid)
+        tree["nodes"].append(make_node(nid, c["name"], c.get("definition") or c["name"], parent_id, origin="llm"))
+        new.append(nid)
+    for n in tree["nodes"]:
+        if n["id"] == parent_id:
+            n["decomposed"] = True
+    return new
+
+
+def remove_llm_children(tree: dict[str, Any], parent_id: str) -> list[str]:
+    """Drop the unedited LLM children of a node (and their subtrees) before a re-decomposition."""
+    nodes = tree_index(tree)
+    doomed = {nid for nid, n in nodes.items()
+              if n.get("parent") == parent_id and n["origin"] == "llm" and not n.get("edited")}
+    changed = True
+    while changed:
+        more = {nid for nid, n in nodes.items() if n.get("parent") in doomed and nid not in doomed}
+        changed = bool(more)
+        doomed |= more
+    tree["nodes"] = [n for n in tree["nodes"] if n["id"] not in doomed]
+    return sorted(doomed)
+
+
+def guideline_for(guidelines: dict[str, str] | None, aspect: str) -> str:
+    return str((guidelines or {}).get(aspect, "")).strip()
+
+
+def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], tree: dict[str, Any], *,
+                            task: TaskInfo, llm: LLM, layout: str, max_tokens: int, weighted: bool,
+                            guidelines: dict[str, str] | None = None,
+                            progress: Progress | None = None,
+                            stage: str = "scoring") -> dict[str, list[CriterionScore]]:
+    """App. G.2: score every sample on each node with a prompt naming the node's parent (1-5, score first).
+
+    Grouped by parent: the parent is the prompt's aspect, the node its
+    criterion. Returns node id -> one :class:`CriterionScore` per sample
+    (NaN where the reply and its one follow-up had no score).
+    """
+    nodes = tree_index(tree)
+    by_parent: dict[str | None, list[str]] = {}
+    for nid in node_ids:
+        by_parent.setdefault(nodes[nid].get("parent"), []).append(nid)
+    total = len(samples) * len(node_ids)
+    done = 0
+    out: dict[str, list[CriterionScore]] = {}
+    for parent_id, children in by_parent.items():
+        if parent_id is None:
+            parent = Aspect(ROOT_NAME, *map(float, CRITERION_SCALE), f"the overall quality of the "
+                                                                      f"{task.output_label.lower()}")
+        else:
+            p = nodes[parent_id]
+            parent = Aspect(p["name"], *map(float, CRITERION_SCALE), p["definition"] or p["name"])
+        guideline = guideline_for(guidelines, root_aspect(nodes, children[0]))
+        instructions = SCORE_TEMPLATE.render(
+            parent_name=parent.name, output_label_lower=task.output_label.lower(), task=task.task,
+            guideline=f" Expert guidance for this aspect: {guideline}" if guideline else "")
+        criteria = [CriterionText(nid, nodes[nid]["name"], nodes[nid]["definition"] or nodes[nid]["name"])
+                    for nid in children]
+
+        def step(d: int, t: int, base=done) -> None:
+            if progress:
+                progress(base + min(d, t), total, stage)
+
+        results = score_criteria(samples, criteria, instructions=instructions, aspect=parent, task=task, llm=llm,
+                                 layout=layout, reasoning=False, max_tokens=max_tokens, weighted=weighted,
+                                 progress=step)
+        for nid in children:
+            out[nid] = [r[nid] for r in results]
+        done += len(samples) * len(children)
+    return out
+
+
+def aspect_groups(aspects: Sequence[Aspect]) -> list[list[Aspect]]:
+    """Aspects sharing a human range; each group gets its own aggregator (footnote 11)."""
+    groups: dict[tuple[float, float], list[Aspect]] = {}
+    for a in aspects:
+        groups.setdefault((a.low, a.high), []).append(a)
+    return list(groups.values())
+
+
+def preference_guided_aggregation(samples: Sequence[Sample], scores: dict[str, list[float]],
+                                  features: Sequence[str], aspects: Sequence[Aspect], *, kind: str,
+                                  random_state: int) -> list[Aggregator]:
+    """Eq. 2: one multi-output regressor per aspect group, from all criterion scores to the human scores."""
+    x = np.array([[scores[f][i] for f in features] for i in range(len(samples))], dtype=float)
+    x = x.reshape(len(samples), len(features))
+    aggs = []
+    for group in aspect_groups(aspects):
+        y = [[s.human[a.name] for a in group] for s in samples]
+        aggs.append(Aggregator.fit(x, y, kind=kind, features=list(features), targets=[a.name for a in group],
+                                   random_state=random_state))
+    return aggs
+
+
+def attribution_importance(aggs: Sequence[Aggregator], *, n_repeats: int) -> dict[str, dict[str, float]]:
+    """Permutation importance of each criterion (out of fold), pooled over the aspect groups.
+
+    Each group's importance (an MSE increase) is divided by the variance of
+    its human scores, so groups on different ranges weigh alike.
+    """
+    pooled: dict[str, list[tuple[float, float]]] = {}
+    for agg in aggs:
+        frame = permutation_importance_oof(agg, n_repeats=n_repeats)
+        var = float(np.mean(np.var(agg.y, axis=0))) or 1.0
+        for feature, row in frame.iterrows():
+            pooled.setdefault(str(feature), []).append((row["importance"] / var, row["std"] / var))
+    return {f: {"importance": float(np.mean([v[0] for v in vals])), "std": float(np.mean([v[1] for v in vals]))}
+            for f, vals in pooled.items()}
+
+
+def prune_by_attribution(candidates: Sequence[str], importance: dict[str, dict[str, float]],
+                         k_expand: int) -> list[str]:
+    """Eq. 3: the ``k_expand`` most important candidates (current layer only) are decomposed next.
+
+    The others are "pruned" in the paper's sense: not decomposed, but they
+    stay inputs of the aggregator. Ties keep the tree order.
+    """
+    ranked = sorted(candidates, key=lambda c: -importance.get(c, {}).get("importance", -math.inf))
+    return ranked[:k_expand]
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _clean_corr(corr: dict[str, dict[str, float]]) -> dict[str, dict[str, float | None]]:
+    return {t: {k: _finite(v) for k, v in c.items()} for t, c in corr.items()}
+
+
+def known_aspects(target: Aspect, names: Sequence[str], samples: Sequence[Sample]) -> list[Aspect]:
+    """Records for the layer-1 aspects: the target as given, the others from the built-in benchmark that
+    defines the target the same way, else named only with the range their training scores span."""
+    spec = next((b for b in data.BENCHMARKS.values()
+                 if any(a.name == target.name and a.definition == target.definition for a in b.aspects)), None)
+    catalogue = {a.name: a for a in spec.aspects} if spec else {}
+    out = []
+    for name in names:
+        if name == target.name:
+            out.append(target)
+        elif name in catalogue:
+            out.append(catalogue[name])
+        else:
+            values = [s.human[name] for s in samples if name in s.human]
+            out.append(Aspect(name, float(math.floor(min(values))), float(math.ceil(max(values))), ""))
+    return out
+
+
+@register
+class HDEval(Method):
+    """HD-Eval: a criteria tree scored 1-5 by the LLM and aggregated by a white-box regressor.
+
+    Parameters
+    ----------
+    aggregator : {"nn", "lr", "dt", "rf"}, default="nn"
+        Aggregator trained on the human scores: shallow ReLU MLP (the paper's
+        main HD-Eval-NN), linear regression, decision tree or random forest
+        (paper §3.1, App. C.3).
+    max_layers : int, default=3
+        Maximum depth L of the criteria tree (paper §3.1: L = 3).
+    k_child : int, default=4
+        Maximum children per decomposed criterion (paper §3.1, App. C.2: 4).
+    k_expand : int, default=3
+        Criteria of the current layer chosen by permutation importance for
+        decomposition from layer 3 on (not stated; spec §2.6: 3, which matches
+        the 12 layer-3 criteria of the Topical-Chat tree).
+    aspects : tuple of str or None, default=None
+        Layer-1 aspects (also the aggregator's targets). None = every aspect
+        the training samples carry, as in the paper (App. C.2).
+    criteria_tree : dict or None, default=None
+        A criteria tree to start from (e.g. one a person edited after an
+        earlier run); None = decompose from the aspects as the paper does.
+    guidelines : dict or None, default=None
+        Optional expert guideline text per aspect, added to the decomposition
+        and scoring prompts of that aspect's subtree (issue #4).
+    layout : {"paper", "sample_first"}, default="paper"
+        Scoring prompt order: the paper's (instructions and criterion, then
+        the sample) or sample first for backend prefix caching.
+    weighted : bool, default=False
+        Probability-weighted 1-5 score from logprobs instead of the sampled
+        number (off in the paper; helps the tiny embedded model).
+    score_max_tokens : int, default=32
+        Reply budget of a criterion score (paper App. C.3: 32 tokens, score first).
+    decompose_max_tokens : int, default=512
+        Reply budget of a decomposition.
+    pi_repeats : int, default=10
+        Permutation-importance repeats per fold (not stated; spec §11: 10, 5-fold out of fold).
+    random_state : int, default=0
+        Seed of the aggregator, the folds and the permutations.
+    """
+
+    name = "hd_eval"
+    title = "HD-Eval"
+    _parameter_constraints = {
+        "aggregator": Options(AGGREGATORS),
+        "max_layers": Interval(int, 1, 5), "k_child": Interval(int, 1, 10), "k_expand": Interval(int, 1, 50),
+        "layout": Options(LAYOUTS), "weighted": Options((True, False)),
+        "score_max_tokens": Interval(int, 1, 1024), "decompose_max_tokens": Interval(int, 32, 4096),
+        "pi_repeats": Interval(int, 1, 100), "random_state": Interval(int, 0, None)}
+
+    def __init__(self, *, aggregator: str = "nn", max_layers: int = 3, k_child: int = 4, k_expand: int = 3,
+                 aspects: tuple[str, ...] | None = None, criteria_tree: dict | None = None,
+                 guidelines: dict | None = None, layout: str = "paper", weighted: bool = False,
+                 score_max_tokens: int = 32, decompose_max_tokens: int = 512, pi_repeats: int = 10,
+                 random_state: int = 0):
+        self.aggregator = aggregator
+        self.max_layers = max_layers
+        self.k_child = k_child
+        self.k_expand = k_expand
+        self.aspects = aspects
+        self.criteria_tree = criteria_tree
+        self.guidelines = guidelines
+        self.layout = layout
+        self.weighted = weighted
+        self.score_max_tokens = score_max_tokens
+        self.decompose_max_tokens = decompose_max_tokens
+        self.pi_repeats = pi_repeats
+        self.random_state = random_state
+
+    def _validate_params(self) -> None:
+        super()._validate_params()
+        for name in ("criteria_tree", "guidelines"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, dict):
+                raise ValueError(f"{name}={value!r} must be a dict or None")
+        if self.criteria_tree is not None:
+            tree_index(self.criteria_tree)
+
+    # ---- Algorithm 1 ----------------------------------------------------------------------
+    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
+            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+        self._validate_params()
+        emit = log or (lambda kind, payload: None)
+        names = list(self.aspects) if self.aspects else sorted(
+            set.intersection(*(set(s.human) for s in train)) if train else {aspect.name})
+        if aspect.name not in names:
+            names.insert(0, aspect.name)
+        train = [s for s in train if all(_finite(s.human.get(n)) is not None for n in names)]
+        aspects = known_aspects(aspect, names, train)
+        tree = initial_tree(aspects, self.criteria_tree)
+        background = f"The {task.output_label.lower()} is judged on: " + "; ".join(
+            f"{a.name} ({a.definition})" if a.definition else a.name for a in aspects) + "."
+        emit("tree_started", {"aspects": names, "nodes": len(tree["nodes"]), "given": self.criteria_tree is not None})
+
+        scores: dict[str, list[CriterionScore]] = {}
+        importance: dict[str, dict[str, float]] = {}
+        layers: list[dict[str, Any]] = []
+        failures: dict[str, int] = {}
+        aggs: list[Aggregator] = []
+        for layer in range(1, self.max_layers + 1):
+            if layer >= 2:
+                self._grow_layer(tree, layer, importance, task=task, background=background, llm=llm,
+                                 emit=emit, progress=progress)
+            nodes = tree_index(tree)
+            features = [nid for nid, n in nodes.items() if n["layer"] <= layer and n.get("in_aggregator", True)]
+            if layer > 1 and not any(nodes[f]["layer"] == layer for f in features):
+                emit("layer_empty", {"layer": layer})
+                break
+            new = [f for f in features if f not in scores]
+            scores.update(hierarchy_aware_scoring(
+                train, new, tree, task=task, llm=llm, layout=self.layout, max_tokens=self.score_max_tokens,
+                weighted=self.weighted, guidelines=self.guidelines, progress=progress,
+                stage=f"layer {layer}: scoring {len(new)} criteria"))
+            for f in new:
+                failures[f] = sum(1 for c in scores[f] if c.missing)
+            emit("layer_scored", {"layer": layer, "criteria": new, "missing": {f: failures[f] for f in new}})
+            values = {f: [c.score for c in scores[f]] for f in features}
+            aggs = preference_guided_aggregation(train, values, features, aspects, kind=self.aggregator,
+                                                 random_state=self.random_state)
+            importance = attribution_importance(aggs, n_repeats=self.pi_repeats)
+            cv = {}
+            for agg in aggs:
+                cv.update(_clean_corr(cross_validated_correlation(agg)))
+            layers.append({"layer": layer, "features": features, "cv": cv})
+            emit("aggregator_fitted", {"layer": layer, "features": len(features), "cv_target": cv.get(aspect.name),
+                                       "importance": {f: round(v["importance"], 6) for f, v in importance.items()}})
+        n_missing = sum(failures.values())
+        emit("fit_done", {"nodes": len(tree["nodes"]), "features": len(aggs[0].features) if aggs else 0,
+                          "missing_scores": n_missing, "cells": len(train) * len(failures)})
+        target_group = next(i for i, agg in enumerate(aggs) if aspect.name in agg.targets)
+        return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
+                     state={"tree": tree, "aspects": [a.to_dict() for a in aspects],
+                            "aggregators": [a.to_state() for a in aggs], "target_group": target_group,
+                            "features": list(aggs[target_group].features),
+                            "train_ids": [s.id for s in train],
+                            "importance": importance, "layers": layers, "missing_scores": failures})
+
+    def _grow_layer(self, tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]], *,
+                    task: TaskInfo, background: str, llm: LLM, emit: EventSink,
+                    progress: Progress | None) -> None:
+        """Lines 2-6 of Algorithm 1: choose C_D^layer and decompose each chosen node."""
+        nodes = tree_index(tree)
+        candidates = [nid for nid, n in nodes.items() if n["layer"] == layer - 1]
+        marked = [c for c in candidates if nodes[c].get("expand") or nodes[c].get("redecompose")]
+        if layer == 2:
+            chosen = candidates  # App. C.2: every human aspect is decomposed
+            reason = "all layer-1 aspects"
+        elif marked:
+            chosen = marked
+            reason = "marked by a person"
+        elif any(n["layer"] == layer for n in nodes.values()):
+            chosen = [c for c in candidates if nodes[c].get("decomposed")]
+            reason = "kept from the given tree"
+        else:
+            chosen = prune_by_attribution([c for c in candidates if nodes[c].get("in_aggregator", True)],
+                                          importance, self.k_expand)
+            reason = "permutation importance"
+        emit("expansion_chosen", {"layer": layer, "chosen": chosen, "reason": reason})
+        for i, nid in enumerate(chosen):
+            node = nodes[nid]
+            if node.get("decomposed") and not node.get("redecompose"):
+                continue
+            if progress:
+                progress(i, len(chosen), f"layer {layer}: decomposing")
+            if node.get("redecompose"):
+                removed = remove_llm_children(tree, nid)
+                emit("children_replaced", {"parent": nid, "removed": removed})
+            guideline = guideline_for(self.guidelines, root_aspect(nodes, nid))
+            children, raw = decompose_criteria(node, task=task, background=background, k=self.k_child, llm=llm,
+                                               guideline=guideline, max_tokens=self.decompose_max_tokens)
+            ids = add_children(tree, nid, children)
+            for n in tree["nodes"]:
+                if n["id"] == nid:
+                    n["expand"], n["redecompose"] = False, 0
+            emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(children),
+                                "raw": raw[:2000]})
+
+    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+        """Samples x criteria: decomposition calls plus one call per (sample, criterion).
+
+        Counts the given tree's active nodes; without a tree, assumes the
+        paper's shape: P aspects (``aspects`` or 4), P * k_child at layer 2 and
+        k_expand * k_child per deeper layer.
+        """
+        if self.criteria_tree:
+            nodes = tree_index(self.criteria_tree)
+            m = sum(1 for n in nodes.values() if n.get("in_aggregator", True) and n["layer"] <= self.max_layers)
+            decompositions = sum(1 for n in nodes.values() if n.get("expand") or n.get("redecompose")
+                                 or (n["layer"] == 1 and not n.get("decomposed") and self.max_layers >= 2))
+            m += decompositions * self.k_child
+        else:
+            p = len(self.aspects) if self.aspects else DEFAULT_N_ASPECTS
+            m, decompositions = p, 0
+            if self.max_layers >= 2:
+                m, decompositions = m + p * self.k_child, p
+            for _ in range(3, self.max_layers + 1):
+                m, decompositions = m + self.k_expand * self.k_child, decompositions + self.k_expand
+        return {"fit": decompositions + estimate_criteria_calls(n_train, m),
+                "score": estimate_criteria_calls(n_test, m)}
+
+    @classmethod
+    def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
+                   progress: Progress | None = None) -> list[Verdict]:
+        p, state, aspect = judge.params, judge.state, judge.aspect_record
+        agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
+        scores = hierarchy_aware_scoring(samples, agg.features, state["tree"], task=judge.task_info, llm=llm,
+                                         layout=p["layout"], max_tokens=p["score_max_tokens"],
+                                         weighted=p["weighted"], guidelines=p.get("guidelines"),
+                                         progress=progress)
+        verdicts = []
+        for i, sample in enumerate(samples):
+            row = {f: scores[f][i].score for f in agg.features}
+            missing = [f for f, v in row.items() if math.isnan(v)]
+            meta: dict[str, Any] = {"missing_criteria": missing}
+            if agg.features and len(missing) == len(agg.features):
+                score = math.nan  # nothing scored: no prediction, never a made-up number
+            else:
+                pred = agg.predict_rows([row])[0]
+                meta["predictions"] = {t: round(v, 6) for t, v in pred.items()}
+                score = float(min(max(pred[aspect.name], aspect.low), aspect.high))
+                meta["imputed"] = len(missing)
+            raw = "\n".join(f"{f}: {scores[f][i].raw}" for f in agg.features)
+            verdicts.append(Verdict(sample_id=sample.id, aspect=aspect.name, score=score, criteria=row,
+                                    raw=raw[:4000], metadata=meta))
+        return verdicts
