@@ -262,7 +262,8 @@ class Store:
     def list_runs(self, *, dataset: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
         where, args = ("where dataset = ?", [dataset]) if dataset else ("", [])
         rows = self.db.query(f"select id, method, dataset, aspect, status, stage, done, total, message, "
-                             f"created, finished, summary, ledger, llm, params, heartbeat, pid from runs {where} "
+                             f"created, finished, summary, ledger, llm, params, heartbeat, pid, split, version "
+                             f"from runs {where} "
                              f"order by id desc limit ?", [*args, limit])
         return [self._decode_run(r) for r in rows]
 

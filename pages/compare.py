@@ -1,0 +1,169 @@
+"""Compare: every finished run on the same items side by side, where judges fail, what to label, export."""
+
+import streamlit as st
+
+from judge_engine import compare, export, plots
+from judge_engine.store import NotFound
+from pages import common
+
+common.require_frame()
+
+store = common.get_store()
+
+st.title("Compare methods")
+st.caption("Runs are compared on exactly the same test items. Correlations come with 95% bootstrap intervals; "
+           "each run is tested against the best one with a paired bootstrap on the same items.")
+
+datasets = store.list_datasets()
+if not datasets:
+    st.info("No dataset yet: import one under Datasets, then start runs of several methods on it.")
+    st.stop()
+
+c1, c2 = st.columns(2)
+ds_name = c1.selectbox("Dataset", [d["name"] for d in datasets], key="compare_dataset")
+aspects = next(d["aspects"] for d in datasets if d["name"] == ds_name)
+aspect = c2.selectbox("Aspect", [a["name"] for a in aspects], key="compare_aspect")
+finished = compare.finished_runs(store, ds_name, aspect)
+if not finished:
+    st.info("No finished run on this dataset and aspect yet. Start runs under Runs or a method's page.")
+    st.stop()
+
+by_split = compare.runs_by_split(finished)
+split_labels = {key: f"{len((runs[0].get('split') or {}).get('test_ids') or [])} test items (seed "
+                     f"{(runs[0].get('split') or {}).get('seed')}), {len(runs)} run(s): "
+                     f"{', '.join(sorted({r['method'] for r in runs}))}" for key, runs in by_split.items()}
+common_subset = st.toggle("Compare runs from different splits on the items they share", key="compare_common",
+                          help="Off: only runs scored on exactly the same test items are compared.")
+if common_subset:
+    candidates = finished
+else:
+    split = st.selectbox("Test items", list(by_split), format_func=split_labels.get, key="compare_split")
+    candidates = by_split[split]
+labels = {r["id"]: f"#{r['id']} {r['method']} ({common.fmt_time(r.get('created'))})" for r in candidates}
+chosen_ids = st.multiselect("Runs", list(labels), default=list(labels), format_func=labels.get,
+                            key=f"compare_runs_{ds_name}_{aspect}_{common_subset}")
+chosen = [r for r in candidates if r["id"] in chosen_ids]
+if not chosen:
+    st.info("Choose at least one run.")
+    st.stop()
+
+try:
+    dataset = common.load_dataset(store, ds_name)
+    aligned = compare.align(store, chosen, common_subset=common_subset)
+except (compare.NotComparable, NotFound) as exc:
+    st.error(common.plain(str(exc)))
+    st.stop()
+if not aligned.ids:
+    st.warning("These runs share no scored item.")
+    st.stop()
+
+levels = compare.available_levels(dataset, aligned.ids)
+natural = dataset.natural_level if dataset.natural_level in levels else "sample"
+c1, c2, c3 = st.columns(3)
+level = c1.selectbox("Level", levels, index=levels.index(natural), key="compare_level",
+                     format_func=lambda lv: f"{lv} (natural)" if lv == natural else lv)
+statistic = c2.selectbox("Statistic", list(compare.STATISTICS), index=1, key="compare_stat")
+n_bootstrap = c3.select_slider("Bootstrap resamples", [200, 500, 1000], value=500, key="compare_boot")
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing correlations and paired tests...")
+def _table(db: str, run_versions: tuple, level: str, statistic: str, n_bootstrap: int, common_subset: bool):
+    s = common.get_store()
+    runs = [s.get_run(rid) for rid, _ in run_versions]
+    data = common.load_dataset(s, runs[0]["dataset"])
+    return compare.comparison_frame(s, data, compare.align(s, runs, common_subset=common_subset), level=level,
+                                    statistic=statistic, n_bootstrap=n_bootstrap)
+
+
+frame = _table(str(store.path), tuple((r["id"], r.get("version") or 0) for r in chosen), level, statistic,
+               n_bootstrap, common_subset)
+ceiling = compare.human_ceiling(dataset, aspect, aligned.ids, level=level)
+
+st.subheader(f"{len(chosen)} run(s) on {len(aligned.ids)} items")
+show = frame.copy()
+for m in compare.STATISTICS:
+    show[f"{m} CI"] = show[f"{m} CI"].map(lambda ci: "–" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]")
+st.dataframe(show, hide_index=True, key="compare_table",
+             column_config={**{m: st.column_config.NumberColumn(format="%.3f") for m in compare.STATISTICS},
+                            "failure rate": st.column_config.NumberColumn(format="percent"),
+                            f"Δ{statistic} vs best": st.column_config.NumberColumn(format="%.3f"),
+                            "p vs best": st.column_config.NumberColumn(format="%.3f"),
+                            "dollars": st.column_config.NumberColumn(format="$%.4f")})
+if ceiling:
+    st.caption(f"Human ceiling ({ceiling['annotators']} annotators, leave one out, {level} level): "
+               f"{statistic} {ceiling[statistic]:.3f}" if ceiling.get(statistic) is not None else "")
+worse = frame[frame["significantly worse"]]
+if len(worse):
+    st.caption(common.plain("Significantly worse than the best run (paired bootstrap, p < 0.05): "
+                            + ", ".join(f"#{r}" for r in worse["run"])))
+
+figures = [plots.comparison_bars(frame, statistic=statistic,
+                                 ceiling=(ceiling or {}).get(statistic)),
+           plots.correlation_vs_cost(frame, statistic=statistic, cost="score calls")]
+c1, c2 = st.columns(2)
+c1.plotly_chart(figures[0], key="compare_bars")
+c2.plotly_chart(figures[1], key="compare_cost")
+human = [dataset.by_id()[i].human.get(aspect) for i in aligned.ids]
+scores = {f"#{r['id']} {r['method']}": aligned.scores[r["id"]].tolist() for r in chosen}
+a = dataset.aspect(aspect)
+figures += [plots.scatter_grid(human, scores, low=a.low, high=a.high), plots.score_histograms(human, scores)]
+st.plotly_chart(figures[2], key="compare_grid")
+st.plotly_chart(figures[3], key="compare_hist")
+
+# --------------------------------------------------------------------------- triage
+st.subheader("Where the judges fail")
+triage = compare.disagreement_frame(dataset, aligned)
+st.dataframe(triage.head(50), hide_index=True, key="compare_triage",
+             column_config={c: st.column_config.NumberColumn(format="%.2f") for c in triage.columns
+                            if c not in ("item", "group", "system")})
+item = st.selectbox("Open an item (worst first)", triage["item"].tolist(), key="compare_item")
+if item:
+    sample = dataset.by_id()[item]
+    with st.container(border=True):
+        st.markdown(f"**{common.plain(dataset.input_label)}**")
+        st.text(sample.input[:4000])
+        if sample.context:
+            st.markdown(f"**{common.plain(dataset.context_label)}**")
+            st.text(sample.context[:2000])
+        st.markdown(f"**{common.plain(dataset.output_label)}**")
+        st.text(sample.output[:4000])
+        st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}")
+        for r in chosen:
+            v = aligned.verdicts[r["id"]].get(item)
+            if v is None:
+                continue
+            score = "missing (reply did not parse)" if v.missing else f"{v.score:.2f}"
+            with st.expander(common.plain(f"#{r['id']} {r['method']}: {score}")):
+                if v.criteria:
+                    st.dataframe([{"criterion": k, "score": x} for k, x in v.criteria.items()], hide_index=True)
+                if v.explanation:
+                    st.text(v.explanation)
+                st.caption("Raw reply")
+                st.text(v.raw[:3000])
+        st.caption("To fix what misled a judge, open its method page (rubrics, criteria trees and inferred "
+                   "criteria are edited there) and rerun.")
+
+# --------------------------------------------------------------------------- label next
+if len(chosen) >= 2:
+    st.subheader("Label next")
+    st.caption("Items where the judges disagree most with each other, spread over groups: a human score there "
+               "tells you most about which judge to trust.")
+    st.dataframe(compare.label_next(dataset, aligned, k=10), hide_index=True, key="compare_label_next",
+                 column_config={"judge spread (0-1)": st.column_config.NumberColumn(format="%.3f")})
+
+# --------------------------------------------------------------------------- export
+st.subheader("Export")
+best_id = int(frame.loc[frame["best"], "run"].iloc[0]) if frame["best"].any() else chosen[0]["id"]
+export_id = st.selectbox("Judge to export", [r["id"] for r in chosen], index=[r["id"] for r in chosen].index(best_id),
+                         format_func=lambda rid: labels.get(rid, str(rid)) + ("  (best)" if rid == best_id else ""),
+                         key="compare_export")
+c1, c2 = st.columns(2)
+c1.download_button("Download judge (JSON model card)", export.export_judge(store, export_id).encode("utf-8"),
+                   file_name=f"judge-run-{export_id}.json", mime="application/json", key="compare_dl_judge")
+report = plots.report_html(f"Judge comparison: {ds_name} / {aspect}", {"Runs": show, "Worst-judged items":
+                                                                      triage.head(20)}, figures,
+                           notes=[f"{len(aligned.ids)} items, {level} level, {n_bootstrap} bootstrap resamples."])
+c2.download_button("Download report (HTML)", report.encode("utf-8"), file_name=f"comparison-{ds_name}-{aspect}.html",
+                   mime="text/html", key="compare_dl_report")
+st.caption("Score new data with an exported judge: `python -m judge_engine score judge.json new.jsonl --out "
+           "scores.jsonl`.")

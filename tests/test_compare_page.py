@@ -1,0 +1,74 @@
+"""AppTest of the comparison page with runs made by scripted LLMs."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.runs import RunSpec, create_run, execute_run
+from judge_engine.store import Store
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch, tiny_dataset):
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    store = Store(path)
+    store.save_dataset(tiny_dataset)
+    responders = {
+        "direct": lambda m, p: f"[[{1 + len(m[0]['content']) % 5}]]",
+        "geval": lambda m, p: "1. Read.\n2. Rate." if "evaluation procedure" in m[0]["content"] else "[[3]]",
+    }
+    for method, params in (("direct", {}), ("geval", {"scoring": "sampling", "n_samples": 2}), ("direct", {})):
+        run_id = create_run(store, RunSpec(method=method, dataset="tiny", aspect="quality", params=params,
+                                           train_size=3, test_size=9))
+        backend = FakeBackend(responders[method], model_id=f"fake-{run_id}")
+        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=backend))
+    return path
+
+
+def open_compare() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_three_runs_compared_with_triage_label_next_and_exports(db):
+    at = open_compare()
+    table = next(d.value for d in at.dataframe if "p vs best" in d.value.columns)
+    assert sorted(table["run"]) == [1, 2, 3] and table["best"].sum() == 1
+    assert set(table["method"]) == {"direct", "geval"}
+    triage = next(d.value for d in at.dataframe if "mean |judge - human| (0-1)" in d.value.columns)
+    assert len(triage) == 9
+    worst = triage.iloc[0]["item"]
+    assert at.selectbox(key="compare_item").value == worst
+    assert any(e.label.replace("\\", "").startswith("#1 direct") for e in at.expander)
+    assert any("judge spread (0-1)" in d.value.columns for d in at.dataframe)
+    assert {b.label for b in at.get("download_button")} >= {"Download judge (JSON model card)",
+                                                            "Download report (HTML)"}
+
+
+def test_a_run_on_other_items_is_only_compared_on_the_common_subset(db, tiny_dataset):
+    store = Store(db)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=6, test_size=6,
+                                       seed=3))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                            backend=FakeBackend(lambda m, p: "[[2]]", model_id="other")))
+    at = open_compare()
+    assert len(at.selectbox(key="compare_split").options) == 2
+    at.toggle(key="compare_common").set_value(True).run()
+    assert not at.exception
+    table = next(d.value for d in at.dataframe if "p vs best" in d.value.columns)
+    assert len(table) == 4
+    assert "on the items they share" in at.toggle(key="compare_common").label
+
+
+def test_empty_database_explains_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(tmp_path / "empty.db"))
+    at = open_compare()
+    assert any("import one under Datasets" in i.value for i in at.info)
