@@ -19,6 +19,7 @@ pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/datasets.py", title="Datasets", icon=":material/table_chart:"),
     st.Page("pages/runs.py", title="Runs", icon=":material/play_circle:"),
+    st.Page("pages/compare.py", title="Compare", icon=":material/leaderboard:"),
     st.Page("pages/active_critic.py", title="Active-Critic", icon=":material/psychology:"),
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ]
