@@ -182,3 +182,26 @@ def test_import_run_and_read_results_on_the_embedded_model(app, page, diagnose, 
     assert run["ledger"]["calls"] + run["ledger"]["cache_hits"] >= 6
     assert page.get_by_text("Parse failure rate").count() == 1
     assert page.get_by_role("button", name="Download verdicts (CSV)").count() == 1
+
+
+def test_comparison_page_draws_its_plots(app, page, diagnose, tiny_dataset):
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.runs import RunSpec, create_run, execute_run
+
+    store = Store(app.db)
+    store.save_dataset(tiny_dataset)
+    for k, reply in enumerate(("[[2]]", "[[4]]", None)):  # stored runs made by scripted judges
+        run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3,
+                                           test_size=9))
+        responder = (lambda m, p, r=reply: r) if reply else (lambda m, p: f"[[{1 + len(m[0]['content']) % 5}]]")
+        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                                backend=FakeBackend(responder, model_id=f"scripted-{k}")))
+    page.goto(f"{app.url}/compare")
+    page.get_by_role("heading", name="Compare methods").wait_for()
+    choose(page, "Dataset", "tiny")
+    page.get_by_role("heading", name="Where the judges fail").wait_for()
+    idle(page)
+    sync_api.expect(page.locator(".js-plotly-plot")).to_have_count(4)
+    no_traceback(page)
+    assert page.get_by_role("button", name="Download report (HTML)").count() == 1
