@@ -14,6 +14,7 @@ comparison page only renders what these return.
   which items a person should label next.
 - :func:`human_ceiling`: leave-one-annotator-out agreement, where the data
   has per-annotator scores.
+- :func:`transfer_judge`: a finished judge aimed at another dataset's aspect.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ import numpy as np
 import pandas as pd
 
 from . import metrics
-from .records import Dataset, Verdict
+from .methods import Judge
+from .records import Aspect, Dataset, Verdict
 from .store import Store
 
 STATISTICS = metrics.METHODS
@@ -308,3 +310,17 @@ def human_ceiling(dataset: Dataset, aspect: str, ids: Sequence[str], *, level: s
             per[m].append(values[m])
     return {"level": level, "annotators": n_annotators,
             **{m: float(np.nanmean(v)) if np.isfinite(v).any() else None for m, v in per.items()}}
+
+
+def transfer_judge(judge: Judge, target: Aspect) -> Judge:
+    """The same judge aimed at another dataset's aspect: its learned state and wording kept, scores mapped
+    onto the target aspect's scale (e.g. SummEval coherence to Newsroom coherence, HANNA coherence to
+    WritingPrompt-A cohesive)."""
+    aspect = {**judge.aspect, "name": target.name, "low": target.low, "high": target.high}
+    return Judge(method=judge.method, params=judge.params, aspect=aspect, task=judge.task, state=judge.state,
+                 schema_version=judge.schema_version)
+
+
+def transfer_targets(store: Store, source_dataset: str) -> dict[str, list[str]]:
+    """Other stored datasets and their aspects a judge could be transferred to."""
+    return {d["name"]: [a["name"] for a in d["aspects"]] for d in store.list_datasets() if d["name"] != source_dataset}

@@ -84,6 +84,12 @@ def m001_initial(db: Database) -> None:
                             "response": str, "created": float}, pk="key")
 
 
+@migrations()
+def m002_dataset_version(db: Database) -> None:
+    """Datasets get a version that every change of their samples or aspects bumps (cache stamps use it)."""
+    db["datasets"].add_column("version", int, not_null_default=0)
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=True)
 
@@ -209,8 +215,29 @@ class Store:
             for a in aspects:
                 if a["name"] == aspect:
                     a["definition"] = definition
-            self.db["datasets"].update(dataset, {"aspects": _dumps(aspects)})
+            self.db["datasets"].update(dataset, {"aspects": _dumps(aspects), "version": (row.get("version") or 0) + 1})
             self.log_edit(actor, "aspect", f"{dataset}/{aspect}", "edit", before, definition)
+
+    def set_human_score(self, dataset: str, sample_id: str, aspect: str, value: float, *,
+                        actor: str = "user") -> None:
+        """Record a person's score for one sample (a new label or a correction), logged in the audit log."""
+        with self.write():
+            rows = list(self.db.query("select human from samples where dataset = ? and id = ?", [dataset, sample_id]))
+            if not rows:
+                raise NotFound(f"no sample {sample_id!r} in dataset {dataset!r}")
+            row = self.db["datasets"].get(dataset)
+            spec = next((a for a in json.loads(row["aspects"]) if a["name"] == aspect), None)
+            if spec is None:
+                raise NotFound(f"dataset {dataset!r} has no aspect {aspect!r}")
+            value = float(value)
+            if not (math.isfinite(value) and spec["low"] <= value <= spec["high"]):
+                raise ValueError(f"{value:g} is outside the {aspect} scale {spec['low']:g}-{spec['high']:g}")
+            human = json.loads(rows[0]["human"])
+            before = human.get(aspect)
+            human[aspect] = value
+            self.db["samples"].update((dataset, sample_id), {"human": _dumps(human)})
+            self.db["datasets"].update(dataset, {"version": (row.get("version") or 0) + 1})
+            self.log_edit(actor, "human_score", f"{dataset}/{sample_id}/{aspect}", "label", before, value)
 
     def delete_dataset(self, name: str) -> None:
         with self.write():

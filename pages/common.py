@@ -227,7 +227,7 @@ def load_dataset(store: Store, name: str) -> Dataset:
     if not rows:
         return store.load_dataset(name)  # raises NotFound with the engine's message
     row = rows[0]
-    stamp = (row["created"], row["n_samples"], repr(row["aspects"]))
+    stamp = (row["created"], row["n_samples"], row.get("version"), repr(row["aspects"]))
     return _load_dataset(str(store.path), name, stamp)
 
 

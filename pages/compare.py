@@ -3,6 +3,8 @@
 import streamlit as st
 
 from judge_engine import compare, export, plots
+from judge_engine.methods import Judge
+from judge_engine.runs import RunSpec, create_run, start_run
 from judge_engine.store import NotFound
 from pages import common
 
@@ -11,6 +13,7 @@ common.require_frame()
 store = common.get_store()
 
 st.title("Compare methods")
+common.show_flash()
 st.caption("Runs are compared on exactly the same test items. Correlations come with 95% bootstrap intervals; "
            "each run is tested against the best one with a paired bootstrap on the same items.")
 
@@ -148,8 +151,31 @@ if len(chosen) >= 2:
     st.subheader("Label next")
     st.caption("Items where the judges disagree most with each other, spread over groups: a human score there "
                "tells you most about which judge to trust.")
-    st.dataframe(compare.label_next(dataset, aligned, k=10), hide_index=True, key="compare_label_next",
+    suggestions = compare.label_next(dataset, aligned, k=10)
+    st.dataframe(suggestions, hide_index=True, key="compare_label_next",
                  column_config={"judge spread (0-1)": st.column_config.NumberColumn(format="%.3f")})
+    with st.form("compare_label_form"):
+        st.markdown("**Score an item yourself** (saved to the dataset and the audit log; rerun or reopen this "
+                    "page to see its effect)")
+        to_label = st.selectbox("Item", suggestions["item"].tolist(), key="compare_label_item")
+        if to_label:
+            sample = dataset.by_id()[to_label]
+            st.text(sample.output[:3000])
+            current = sample.human.get(aspect)
+            st.caption(f"Current human score: {current:g}" if current is not None else "No human score yet.")
+        value = st.number_input(common.plain(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
+                                max_value=float(a.high), value=None, step=1.0, key="compare_label_value")
+        if st.form_submit_button("Save score"):
+            if value is None or not to_label:
+                st.error("Enter a score first.")
+            else:
+                try:
+                    store.set_human_score(ds_name, to_label, aspect, value)
+                except (ValueError, NotFound) as exc:
+                    st.error(common.plain(str(exc)))
+                else:
+                    common.flash("success", f"Saved {value:g} for {to_label}.")
+                    st.rerun()
 
 # --------------------------------------------------------------------------- export
 st.subheader("Export")
@@ -165,5 +191,36 @@ report = plots.report_html(f"Judge comparison: {ds_name} / {aspect}", {"Runs": s
                            notes=[f"{len(aligned.ids)} items, {level} level, {n_bootstrap} bootstrap resamples."])
 c2.download_button("Download report (HTML)", report.encode("utf-8"), file_name=f"comparison-{ds_name}-{aspect}.html",
                    mime="text/html", key="compare_dl_report")
+# --------------------------------------------------------------------------- transfer
+st.subheader("Transfer")
+targets = compare.transfer_targets(store, ds_name)
+if not targets:
+    st.caption("Import another dataset (e.g. Newsroom for SummEval, WritingPrompt-A for HANNA) to test how a judge "
+               "transfers.")
+else:
+    with st.form("compare_transfer"):
+        c1, c2, c3 = st.columns(3)
+        target_ds = c1.selectbox("Target dataset", list(targets), key="compare_transfer_ds")
+        target_aspect = c2.selectbox("Target aspect (same quality, maybe another name)",
+                                     sorted({x for v in targets.values() for x in v}), key="compare_transfer_aspect")
+        n_items = c3.number_input("Items to score", min_value=2, value=40, step=10, key="compare_transfer_n")
+        st.caption(common.plain(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
+                                f"Backend: {common.llm_config().label}."))
+        if st.form_submit_button("Score the target with this judge"):
+            source = store.get_run(export_id)
+            try:
+                target = common.load_dataset(store, target_ds).aspect(target_aspect)
+                judge = compare.transfer_judge(Judge.from_dict(source["judge"]), target)
+                run_id = create_run(store, RunSpec(method=source["method"], dataset=target_ds, aspect=target.name,
+                                                   train_size=0, test_size=int(n_items), llm=common.llm_config()),
+                                    judge=judge)
+                start_run(store.path, run_id, api_key=common.api_key())
+            except (KeyError, ValueError, OSError, NotFound) as exc:
+                st.error(common.plain(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
+            else:
+                common.flash("success", f"Started transfer run #{run_id} on {target_ds} / {target.name}; "
+                                        "follow it under Runs, then compare it here on that dataset.")
+                st.rerun()
+
 st.caption("Score new data with an exported judge: `python -m judge_engine score judge.json new.jsonl --out "
            "scores.jsonl`.")

@@ -134,3 +134,20 @@ def test_fit_cost_is_split_from_scoring_cost(store, dataset):
     cost = compare.cost_split(store, geval)
     assert cost["fit"]["calls"] == 1 and cost["total"]["calls"] == 1 + cost["score"]["calls"]
     assert math.isclose(cost["total"]["calls"], geval["ledger"]["calls"])
+
+
+def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, tiny_dataset):
+    from judge_engine.methods import Judge
+
+    store.save_dataset(dataset)
+    store.save_dataset(tiny_dataset)
+    source = run(store, good)
+    judge = Judge.from_dict(source["judge"])
+    target = Aspect("quality", 0, 10, "How good it is, 0-10.")
+    moved = compare.transfer_judge(judge, target)
+    assert moved.aspect["low"] == 0 and moved.aspect["high"] == 10 and moved.state == judge.state
+    assert compare.transfer_targets(store, "toy") == {"tiny": ["quality"]}
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0,
+                                       test_size=6), judge=compare.transfer_judge(judge, tiny_dataset.aspects[0]))
+    summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(good)))
+    assert summary["n"] == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]

@@ -72,3 +72,32 @@ def test_empty_database_explains_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(tmp_path / "empty.db"))
     at = open_compare()
     assert any("import one under Datasets" in i.value for i in at.info)
+
+
+def test_an_annotator_labels_a_suggested_item(db):
+    at = open_compare()
+    item = at.selectbox(key="compare_label_item").value
+    at.number_input(key="compare_label_value").set_value(5.0)
+    at.button(key="FormSubmitter:compare_label_form-Save score").click().run()
+    assert not at.exception
+    assert Store(db).load_dataset("tiny").by_id()[item].human["quality"] == 5.0
+    assert Store(db).audit_log(entity="human_score")[0]["entity_id"] == f"tiny/{item}/quality"
+
+
+def test_transfer_starts_a_scoring_run_on_another_dataset(db, tiny_dataset, monkeypatch):
+    from dataclasses import replace
+
+    import judge_engine.runs as runs_module
+
+    store = Store(db)
+    store.save_dataset(replace(tiny_dataset, name="other"))
+    started = []
+    monkeypatch.setattr(runs_module, "start_run", lambda path, run_id, **kw: started.append(run_id))
+    at = open_compare()
+    at.selectbox(key="compare_transfer_ds").set_value("other")
+    at.number_input(key="compare_transfer_n").set_value(4)
+    at.button(key="FormSubmitter:compare_transfer-Score the target with this judge").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert started, [e.value for e in at.error]
+    run = store.get_run(started[0])
+    assert run["dataset"] == "other" and run["judge"] is not None and len(run["split"]["test_ids"]) == 4

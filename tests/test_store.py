@@ -86,3 +86,20 @@ def test_events_in_order(store, tiny_dataset):
     events = store.events(run_id)
     assert [e["kind"] for e in events] == ["a", "b"]
     assert store.events(run_id, after_id=events[0]["id"])[0]["payload"] == {"n": 2}
+
+
+def test_a_person_labels_a_sample_and_the_edit_is_audited(store, tiny_dataset):
+    from judge_engine.store import NotFound
+
+    store.save_dataset(tiny_dataset)
+    version = store.list_datasets()[0]["version"]
+    store.set_human_score("tiny", "s1", "quality", 5)
+    assert store.load_dataset("tiny").by_id()["s1"].human["quality"] == 5.0
+    assert store.list_datasets()[0]["version"] == version + 1
+    entry = store.audit_log(entity="human_score")[0]
+    assert entry["entity_id"] == "tiny/s1/quality" and entry["after"] == "5.0"
+    with pytest.raises(ValueError, match="outside"):
+        store.set_human_score("tiny", "s1", "quality", 9)
+    with pytest.raises(NotFound):
+        store.set_human_score("tiny", "nope", "quality", 3)
+    assert store.load_dataset("tiny").by_id()["s1"].human["quality"] == 5.0, "a refused label changes nothing"
