@@ -131,7 +131,8 @@ if draft:
                 f"seed {spec.seed}; parameters changed from the paper's: {json.dumps(spec.params) or '{}'}")
         m = st.columns(3)
         m[0].metric("LLM requests to fit (at most)", draft["calls"]["fit"],
-                    help="Upper bound: stage 1 stops early on COMPLETE; an unreadable criteria reply may add one retry.")
+                    help="Upper bound: stage 1 stops early on COMPLETE. An unreadable criteria or overall-score reply "
+                         "may add one follow-up request on top.")
         m[1].metric("LLM requests to score", draft["calls"]["score"])
         base = draft["n_test"] * 2 + 1 if draft["baselines"] else 0
         m[2].metric("Baselines (direct + G-Eval)", base)

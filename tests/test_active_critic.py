@@ -334,7 +334,35 @@ def test_unparsed_replies_are_missing_and_counted(store, data):
     assert judge.state["criteria"] == {} and judge.state["criteria_parse_failures"] == 2  # init and one refine
     assert judge.state["search"][0]["n_missing"] == judge.state["search"][0]["n_scored"]
     [v] = judge.score(samples[10:11], llm=llm)
-    assert v.missing and v.raw == "I would rather not." and v.criteria == {}
+    assert v.missing and v.criteria == {} and v.metadata["retried"]
+    assert v.raw == "I would rather not.\n---\nI would rather not.", "the reply and the follow-up turn are kept"
+
+
+def test_a_reply_without_score_gets_one_follow_up_turn(store, data):
+    samples, aspect, _ = data
+
+    def responder(messages, params):
+        if len(messages) == 3:
+            return "Score Of Overall: 40"
+        return "A nice response about item 1." if "output number 1\n" in messages[0]["content"] else \
+            "Explanation: fine.\nScore Of Overall: 80"
+
+    state = {"variant": "coarse", "task_description": "T.", "criteria": CRITERIA}
+    llm, backend = llm_with(store, responder)
+    results = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm, params=GenerationParams(),
+                              source_chars=2000, retry=True)
+    assert [r["overall"] for r in results] == [80, 40, 80] and [r["retried"] for r in results] == [False, True, False]
+    assert results[1]["explanation"] == "A nice response about item 1." and len(backend.calls) == 4
+    follow_up = next(m for m, _ in backend.calls if len(m) == 3)
+    assert follow_up[1] == {"role": "assistant", "content": "A nice response about item 1."}
+    llm, backend = llm_with(store, responder)
+    no_retry = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm,
+                               params=GenerationParams(max_tokens=99), source_chars=2000)
+    assert math.isnan(no_retry[1]["overall"]) and len(backend.calls) == 3
+
+
+def test_a_copied_shape_example_is_not_a_criterion():
+    assert ac.parse_criteria('{"Criterion name": "one-sentence definition", "Another criterion": "x"}') == ({}, "")
 
 
 def test_person_edits_replace_stage_one_and_reuse_the_cache(store, data):

@@ -60,6 +60,7 @@ CRITERIA_INIT_TEMPLATE = load_template("active_critic_criteria_init")
 CRITERIA_OBSERVE_TEMPLATE = load_template("active_critic_criteria_observe")
 CRITERIA_REFINE_TEMPLATE = load_template("active_critic_criteria_refine")
 JSON_RETRY_TEMPLATE = load_template("active_critic_json_retry")
+SCORE_RETRY_TEMPLATE = load_template("active_critic_score_retry")
 MCSE_TEMPLATE = load_template("active_critic_mcse")
 OSE_TEMPLATE = load_template("active_critic_ose")
 OSE_COARSE_TEMPLATE = load_template("active_critic_ose_coarse")
@@ -217,13 +218,17 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
 
 # -------------------------------------------------------------------------------- stage 1: criteria
 
+PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "criterion b", "one-sentence definition")
+"""The shape examples of our criteria prompts: a reply that copies them has inferred nothing."""
+
+
 def _clean_criteria(obj: Any) -> dict[str, str]:
     if not isinstance(obj, dict):
         return {}
     out: dict[str, str] = {}
     for name, definition in obj.items():
         name = str(name).strip()
-        if not name:
+        if not name or name.lower() in PLACEHOLDER_CRITERIA or str(definition).strip().lower() in PLACEHOLDER_CRITERIA:
             continue
         if isinstance(definition, dict):
             definition = next((v for k, v in definition.items() if str(k).lower() in ("description", "definition")),
@@ -485,33 +490,46 @@ def score_multi_criteria(examples: Sequence[dict[str, Any]], state: dict[str, An
 
 def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
                   criteria_scores: Sequence[dict[str, dict[str, Any]]] | None, *, llm: LLM,
-                  params: GenerationParams, source_chars: int,
-                  progress: Progress | None = None) -> list[tuple[float, str, str]]:
+                  params: GenerationParams, source_chars: int, retry: bool = False,
+                  progress: Progress | None = None) -> list[tuple[float, str, str, bool]]:
     """Eq. 3 (OS-E, Table 17): overall 0-100 score, explanation and error analysis per example.
 
     ``criteria_scores`` None is AC-Coarse: the criteria are listed instead of scored.
+    With ``retry``, a reply without a readable score gets one follow-up turn
+    asking for the score line alone (not in the paper); if that fails too the
+    score is missing. Returns (score, explanation, raw, retried) per example.
     """
     prompts = [ose_prompt(e, state, demos, criteria_scores=None if criteria_scores is None else criteria_scores[i],
                           source_chars=source_chars) for i, e in enumerate(examples)]
     replies = llm.complete_many(_requests(prompts, params),
                                 progress=(lambda d, t: progress(d, t, "overall scores")) if progress else None)
-    return [(*parse_overall(r.text), r.text) for r in replies]
+    out = [(*parse_overall(r.text), r.text, False) for r in replies]
+    todo = [i for i, o in enumerate(out) if math.isnan(o[0])] if retry else []
+    if todo:
+        follow = [Request(({"role": "user", "content": prompts[i]}, {"role": "assistant", "content": replies[i].text},
+                           {"role": "user", "content": SCORE_RETRY_TEMPLATE.render()}), params) for i in todo]
+        again = llm.complete_many(follow, progress=(lambda d, t: progress(d, t, "overall scores (retry)"))
+                                  if progress else None)
+        for i, r in zip(todo, again):
+            out[i] = (parse_overall(r.text)[0], out[i][1], f"{out[i][2]}\n---\n{r.text}", True)
+    return out
 
 
 def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]], *,
-                 llm: LLM, params: GenerationParams, source_chars: int,
+                 llm: LLM, params: GenerationParams, source_chars: int, retry: bool = False,
                  progress: Progress | None = None) -> list[dict[str, Any]]:
     """AC-Fine (McS-E then OS-E) or AC-Coarse (OS-E alone) on ``examples`` with fixed demos."""
     if state["variant"] == "fine":
         mcse = score_multi_criteria(examples, state, demos, llm=llm, params=params, source_chars=source_chars,
                                     progress=progress)
         overall = score_overall(examples, state, demos, [m[0] for m in mcse], llm=llm, params=params,
-                                source_chars=source_chars, progress=progress)
+                                source_chars=source_chars, retry=retry, progress=progress)
     else:
         mcse = [({}, "") for _ in examples]
         overall = score_overall(examples, state, demos, None, llm=llm, params=params, source_chars=source_chars,
-                                progress=progress)
-    return [{"criteria_scores": m[0], "mcse_raw": m[1], "overall": o[0], "explanation": o[1], "ose_raw": o[2]}
+                                retry=retry, progress=progress)
+    return [{"criteria_scores": m[0], "mcse_raw": m[1], "overall": o[0], "explanation": o[1], "ose_raw": o[2],
+             "retried": o[3]}
             for m, o in zip(mcse, overall)]
 
 
@@ -571,7 +589,8 @@ def propose_candidates(train: Sequence[dict[str, Any]], zero_shot: dict[str, dic
 
 def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, Any], *, llm: LLM, k: int,
                             n_demos: int, mode: str, threshold: float, eval_subsample: int | None, seed: int,
-                            params: GenerationParams, source_chars: int, log: EventSink | None = None,
+                            params: GenerationParams, source_chars: int, retry: bool = False,
+                            log: EventSink | None = None,
                             progress: Progress | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Eq. 5: pick the demonstration set that maximises Q on the training split (random search over K sets).
 
@@ -592,7 +611,7 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
         kind, demos = candidates[c]
         ids = {d["sample_id"] for d in demos}
         scored = [e for e in evaluation if e["sample_id"] not in ids]
-        results = run_pipeline(scored, state, demos, llm=llm, params=params, source_chars=source_chars,
+        results = run_pipeline(scored, state, demos, llm=llm, params=params, source_chars=source_chars, retry=retry,
                                progress=(lambda d, t, s, c=c: progress(d, t, f"demo search {c + 1}/{k}: {s}"))
                                if progress else None)
         if c == 0:
@@ -604,6 +623,7 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
         missing = sum(1 for p in pred if math.isnan(p))
         summary = {"candidate": c, "kind": kind, "demo_ids": [d["sample_id"] for d in demos],
                    "demo_kinds": [d["kind"] for d in demos], "n_scored": len(scored), "n_missing": missing,
+                   "n_retried": sum(1 for r in results if r["retried"]),
                    "q": None if math.isnan(q) else q,
                    **{m: (None if math.isnan(v) else v) for m, v in corr.items()}}
         summaries.append(summary)
@@ -667,6 +687,10 @@ class ActiveCritic(Method):
         A person's task description; None = inferred (stage 1).
     criteria : dict or None, default=None
         A person's criteria ``{name: definition}``; None = inferred (stage 1).
+    retry_unparsed : bool, default=True
+        One follow-up turn asking for the overall score alone when an OS-E
+        reply has none (not in the paper, whose parser falls back to a
+        default number; here a second failure is recorded as missing).
     """
 
     name = "active_critic"
@@ -687,13 +711,14 @@ class ActiveCritic(Method):
         "seed": Interval(int, 0, None),
         "task_description": OptionalType(str),
         "criteria": OptionalType(dict),
+        "retry_unparsed": Options((True, False)),
     }
 
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
                  demo_mode: str = "bootstrap", bootstrap_threshold: float = 15.0, eval_subsample: int | None = None,
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,
                  max_tokens: int = 768, source_chars: int = 2000, seed: int = 0,
-                 task_description: str | None = None, criteria: dict | None = None):
+                 task_description: str | None = None, criteria: dict | None = None, retry_unparsed: bool = True):
         self.variant = variant
         self.n_candidates = n_candidates
         self.n_demos = n_demos
@@ -709,6 +734,7 @@ class ActiveCritic(Method):
         self.seed = seed
         self.task_description = task_description
         self.criteria = criteria
+        self.retry_unparsed = retry_unparsed
 
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
             progress: Progress | None = None, log: EventSink | None = None) -> Judge:
@@ -744,7 +770,8 @@ class ActiveCritic(Method):
         demos, search = optimize_demonstrations(
             examples, state, llm=llm, k=self.n_candidates, n_demos=n_demos, mode=self.demo_mode,
             threshold=float(self.bootstrap_threshold), eval_subsample=self.eval_subsample, seed=self.seed,
-            params=self.scoring_params(self.get_params()), source_chars=self.source_chars, log=log, progress=progress)
+            params=self.scoring_params(self.get_params()), source_chars=self.source_chars, retry=self.retry_unparsed,
+            log=log, progress=progress)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={**state, "demos": demos, "search": search, "task_description_versions": versions,
                             "criteria_parse_failures": criteria_failures, "n_batches": len(batches)})
@@ -755,6 +782,7 @@ class ActiveCritic(Method):
         return GenerationParams(temperature=0.0, max_tokens=params["max_tokens"])
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+        """Upper bound of stage 1 plus the search and scoring calls; follow-up turns for unreadable replies come on top."""
         n_batches = min(self.max_batches, math.ceil(n_train / self.batch_size)) if n_train else 0
         stage1 = 0 if self.task_description is not None else 2 * n_batches
         stage1 += 0 if self.criteria is not None else (1 + 2 * max(0, n_batches - 1) if n_batches else 1)
@@ -769,7 +797,7 @@ class ActiveCritic(Method):
         examples = [{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context} for s in samples]
         results = run_pipeline(examples, state, state.get("demos", []), llm=llm,
                                params=cls.scoring_params(judge.params), source_chars=judge.params["source_chars"],
-                               progress=progress)
+                               retry=judge.params["retry_unparsed"], progress=progress)
         verdicts = []
         for sample, r in zip(samples, results):
             crit = r["criteria_scores"]
@@ -782,5 +810,5 @@ class ActiveCritic(Method):
                 metadata={"variant": state["variant"], "overall_100": None if math.isnan(r["overall"]) else r["overall"],
                           "criteria_100": {k: (None if math.isnan(v["score"]) else v["score"]) for k, v in crit.items()},
                           "criteria_explanations": {k: v["explanation"] for k, v in crit.items()},
-                          "missing_criteria": missing}))
+                          "missing_criteria": missing, "retried": r["retried"]}))
         return verdicts
