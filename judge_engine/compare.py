@@ -308,7 +308,15 @@ def human_ceiling(dataset: Dataset, aspect: str, ids: Sequence[str], *, level: s
         values, _ = metrics.level_correlations(others, own, level=level, groups=groups, systems=systems)
         for m in STATISTICS:
             per[m].append(values[m])
+    import krippendorff
+
+    reliability = np.array([[r[a] for r in ratings] for a in range(n_annotators)], dtype=float)
+    try:
+        alpha = float(krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval"))
+    except (ValueError, ZeroDivisionError):
+        alpha = math.nan
     return {"level": level, "annotators": n_annotators,
+            "krippendorff_alpha": alpha if math.isfinite(alpha) else None,
             **{m: float(np.nanmean(v)) if np.isfinite(v).any() else None for m, v in per.items()}}
 
 

@@ -92,9 +92,11 @@ st.dataframe(show, hide_index=True, key="compare_table",
                             f"Δ{statistic} vs best": st.column_config.NumberColumn(format="%.3f"),
                             "p vs best": st.column_config.NumberColumn(format="%.3f"),
                             "dollars": st.column_config.NumberColumn(format="$%.4f")})
-if ceiling:
-    st.caption(f"Human ceiling ({ceiling['annotators']} annotators, leave one out, {level} level): "
-               f"{statistic} {ceiling[statistic]:.3f}" if ceiling.get(statistic) is not None else "")
+if ceiling and ceiling.get(statistic) is not None:
+    alpha = ceiling.get("krippendorff_alpha")
+    st.caption(f"Human ceiling ({ceiling['annotators']} annotators, each against the mean of the others, {level} "
+               f"level): {statistic} {ceiling[statistic]:.3f}"
+               + (f"; Krippendorff's alpha (interval) {alpha:.3f}" if alpha is not None else ""))
 worse = frame[frame["significantly worse"]]
 if len(worse):
     st.caption(common.plain("Significantly worse than the best run (paired bootstrap, p < 0.05): "

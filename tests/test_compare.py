@@ -121,6 +121,7 @@ def test_human_ceiling_from_per_annotator_scores(dataset):
     ids = [s.id for s in dataset.samples]
     ceiling = compare.human_ceiling(dataset, "quality", ids)
     assert ceiling["annotators"] == 3 and 0 < ceiling["spearman"] < 1
+    assert -1 < ceiling["krippendorff_alpha"] < 1
     plain = Dataset(name="p", task="t", aspects=dataset.aspects,
                     samples=tuple(Sample(id=s.id, input=s.input, output=s.output, group_id=s.group_id,
                                          human=s.human) for s in dataset.samples))
