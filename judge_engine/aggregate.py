@@ -137,9 +137,10 @@ class Aggregator:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Predictions (n x targets) for an imputed feature matrix."""
-        x = np.asarray(x, dtype=float).reshape(-1, len(self.features))
+        x = np.asarray(x, dtype=float)
         if self.model is None:
             return np.tile(self.y.mean(axis=0), (len(x), 1))
+        x = x.reshape(-1, len(self.features))
         return np.asarray(self.model.predict(x), dtype=float).reshape(len(x), len(self.targets))
 
     def predict_rows(self, rows: Sequence[dict[str, float]]) -> list[dict[str, float]]:

@@ -562,8 +562,8 @@ class HDEval(Method):
             row = {f: scores[f][i].score for f in agg.features}
             missing = [f for f, v in row.items() if math.isnan(v)]
             meta: dict[str, Any] = {"missing_criteria": missing}
-            if agg.features and len(missing) == len(agg.features):
-                score = math.nan  # nothing scored: no prediction, never a made-up number
+            if len(missing) == len(agg.features):
+                score = math.nan  # nothing scored (or no usable criterion): no prediction, never a made-up number
             else:
                 pred = agg.predict_rows([row])[0]
                 meta["predictions"] = {t: round(v, 6) for t, v in pred.items()}

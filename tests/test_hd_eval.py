@@ -1,0 +1,260 @@
+"""HD-Eval with a scripted LLM: decomposition, hierarchy-aware scoring, aggregation, pruning, edited trees."""
+
+import json
+import math
+import re
+
+import pytest
+
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import Judge, get_method
+from judge_engine.methods.hd_eval import (HDEval, add_children, aspect_groups, initial_tree, parse_decomposition,
+                                          prune_by_attribution, remove_llm_children, tree_index)
+from judge_engine.prompting import TaskInfo
+from judge_engine.records import Aspect, Dataset, Sample
+from judge_engine.runs import RunSpec, create_run, execute_run
+
+
+def _dataset(n=24):
+    """Two 1-5 aspects and one 0-1 aspect; 'clarity' equals a hidden signal that the output text encodes."""
+    samples = []
+    for i in range(n):
+        signal = 1 + (i * 3) % 5
+        samples.append(Sample(id=f"s{i}", input=f"source {i // 2}", output=f"answer {i} signal={signal}",
+                              group_id=f"g{i // 2}", system_id=f"sys{i % 3}",
+                              human={"clarity": float(signal), "style": float(1 + (i * 7) % 5),
+                                     "grounded": float(i % 2)}))
+    return Dataset(name="toy", task="toy answering",
+                   aspects=(Aspect("clarity", 1, 5, "How clear the answer is."),
+                            Aspect("style", 1, 5, "How well it is written."),
+                            Aspect("grounded", 0, 1, "Whether it uses the source.")),
+                   samples=tuple(samples), input_label="Question", output_label="Answer")
+
+
+def _children(parent, n=4):
+    return json.dumps([{"name": f"{parent} part {j}", "abbrev": f"p{j}", "definition": f"Part {j} of {parent}."}
+                       for j in range(n)])
+
+
+def scripted(messages, params):
+    """Decompositions return four JSON children; scores follow the hidden signal only on 'part 0' criteria."""
+    text = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
+    m = re.search(r'The criterion to split up is "([^"]+)"', text)
+    if m:
+        name = m.group(1) + (f" v{params.sample_index}" if params.sample_index else "")
+        return _children(name)
+    signal = int(re.search(r"signal=(\d)", text).group(1))
+    if "part 0" in text.split("Criterion to apply:")[1].split("\n")[0]:
+        return str(signal)
+    return "3"
+
+
+def _llm(store, responder=scripted):
+    backend = FakeBackend(responder)
+    return make_llm(LLMConfig(), store=store, backend=backend), backend
+
+
+def _fit(store, method, dataset=None, responder=scripted):
+    dataset = dataset or _dataset()
+    llm, backend = _llm(store, responder)
+    events = []
+    judge = method.fit(dataset.samples[:16], dataset.aspect("clarity"), llm=llm, task=TaskInfo.of(dataset),
+                       log=lambda k, p: events.append((k, p)))
+    return judge, llm, backend, events
+
+
+# ---- decomposition parsing ----------------------------------------------------------------------
+
+def test_parse_decomposition_reads_json_lists_numbered_lines_and_dedupes():
+    reply = 'Sure!\n```json\n[{"name": "Order", "abbrev": "ord", "definition": "Logical order."},' \
+            '{"name": "order", "definition": "dup"}, {"name": "Focus", "definition": "One topic."}]\n```'
+    assert parse_decomposition(reply, 4) == [{"name": "Order", "abbrev": "ord", "definition": "Logical order."},
+                                             {"name": "Focus", "abbrev": "", "definition": "One topic."}]
+    lines = "1. Grammar: follows grammar rules well.\n2. **Spelling**: no typos in any word.\n3. Tone - polite and kind."
+    assert [c["name"] for c in parse_decomposition(lines, 2)] == ["Grammar", "Spelling"]
+    assert parse_decomposition('{"criteria": [{"name": "A", "definition": "a a a"}]}', 4)[0]["name"] == "A"
+    assert parse_decomposition("[[4]]", 4) == [] and parse_decomposition("", 4) == []
+
+
+def test_tree_helpers_add_ids_layers_and_replace_llm_children_only():
+    tree = initial_tree([Aspect("clarity", 1, 5, "clear")], None)
+    ids = add_children(tree, "clarity", [{"name": "Word choice", "abbrev": "wc", "definition": "d"},
+                                         {"name": "Word choice", "abbrev": "wc", "definition": "e"}])
+    assert ids == ["clarity/wc", "clarity/wc-2"]
+    tree["nodes"].append({**tree["nodes"][1], "id": "clarity/mine", "origin": "human"})
+    add_children(tree, "clarity/wc", [{"name": "Deep", "abbrev": "", "definition": "x"}])
+    nodes = tree_index(tree)
+    assert nodes["clarity/wc/deep"]["layer"] == 3 and nodes["clarity"]["decomposed"]
+    assert remove_llm_children(tree, "clarity") == ["clarity/wc", "clarity/wc-2", "clarity/wc/deep"]
+    assert [n["id"] for n in tree["nodes"]] == ["clarity", "clarity/mine"]
+
+
+def test_aspects_with_another_range_get_their_own_aggregator_group():
+    groups = aspect_groups(_dataset().aspects)
+    assert [[a.name for a in g] for g in groups] == [["clarity", "style"], ["grounded"]]
+
+
+def test_prune_by_attribution_takes_the_top_k_of_the_current_layer():
+    imp = {"a": {"importance": 0.1}, "b": {"importance": 0.5}, "c": {"importance": 0.3}}
+    assert prune_by_attribution(["a", "b", "c"], imp, 2) == ["b", "c"]
+    assert prune_by_attribution(["a", "c"], imp, 5) == ["c", "a"]
+
+
+# ---- Algorithm 1 with a scripted LLM ------------------------------------------------------------
+
+def test_fit_builds_three_layers_and_expands_the_most_important_nodes(store):
+    judge, llm, backend, events = _fit(store, HDEval(aggregator="lr", k_expand=2, pi_repeats=3))
+    nodes = tree_index(judge.state["tree"])
+    layers = [sum(1 for n in nodes.values() if n["layer"] == l) for l in (1, 2, 3)]
+    assert layers == [3, 12, 8]  # 3 aspects, every aspect into 4, the 2 chosen layer-2 nodes into 4
+    chosen = next(p for k, p in events if k == "expansion_chosen" and p["layer"] == 3)
+    assert chosen["reason"] == "permutation importance"
+    assert "clarity/p0" in chosen["chosen"], "the criterion carrying the human signal is decomposed further"
+    assert all(nodes[c]["layer"] == 2 for c in chosen["chosen"])
+    # every layer's aggregator sees all criteria so far (r <= j); pruned nodes stay features
+    assert [len(l["features"]) for l in judge.state["layers"]] == [3, 15, 23]
+    assert len(judge.state["features"]) == 23
+    assert judge.state["layers"][1]["cv"]["clarity"]["pearson"] > 0.9
+    # decomposition: one call per parent (3 + 2), scoring: one call per (sample, criterion)
+    decomposition_calls = [c for c in backend.calls if "split up" in c[0][0]["content"]]
+    assert len(decomposition_calls) == 5
+    assert len(backend.calls) == 5 + 16 * 23
+    assert Judge.from_json(judge.to_json()) == judge
+
+
+def test_scoring_prompt_names_the_parent_and_the_node_only(store):
+    judge, llm, backend, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    prompt = next(c[0][0]["content"] for c in backend.calls if "Criterion to apply: clarity part 1" in c[0][0]["content"])
+    assert "judging the clarity of a answer" in prompt and "Aspect: clarity (How clear the answer is.)" in prompt
+    assert "clarity part 2" not in prompt and "style" not in prompt  # no siblings, no other aspects
+    assert "<<<ANSWER>>>" in prompt  # judged text fenced
+    layer1 = next(c[0][0]["content"] for c in backend.calls if "Criterion to apply: style\n" in c[0][0]["content"])
+    assert "Aspect: overall quality" in layer1
+    assert all(c[1].max_tokens == 32 for c in backend.calls if "Criterion to apply" in c[0][0]["content"])
+
+
+def test_verdicts_carry_per_node_scores_and_track_the_signal(store):
+    judge, llm, backend, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    test = _dataset().samples[16:]
+    verdicts = judge.score(test, llm=llm)
+    assert all(set(v.criteria) == set(judge.state["features"]) for v in verdicts)
+    assert verdicts[0].criteria["clarity/p0"] == test[0].human["clarity"]
+    for v, s in zip(verdicts, test):
+        assert v.score == pytest.approx(s.human["clarity"], abs=0.3)
+        assert 1 <= v.score <= 5 and set(v.metadata["predictions"]) == {"clarity", "style"}
+
+
+def test_unparsed_scores_are_missing_and_an_all_missing_sample_has_no_score(store):
+    def responder(messages, params):
+        text = messages[0]["content"]
+        if "split up" in text:
+            return "no idea"
+        if "answer 17 " in text or "answer 3 " in text:
+            return "I cannot rate this."
+        return scripted(messages, params)
+
+    judge, llm, backend, events = _fit(store, HDEval(aggregator="lr", pi_repeats=2), responder=responder)
+    assert judge.state["missing_scores"]["clarity"] == 1  # sample 3, after one follow-up turn
+    assert [p for k, p in events if k == "decomposed"][0]["parsed"] is False
+    assert any(k == "layer_empty" for k, _ in events)
+    retries = [c for c in backend.calls if len(c[0]) == 3]
+    assert retries, "an unparsed score gets one follow-up turn"
+    v = judge.score(_dataset().samples[17:18], llm=llm)[0]
+    assert v.missing and v.metadata["missing_criteria"] == judge.state["features"]
+
+
+# ---- a person-edited tree is the next run's starting point ---------------------------------------
+
+def test_an_edited_tree_reuses_every_unchanged_call(store):
+    first, llm, backend, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    tree = json.loads(json.dumps(first.state["tree"]))
+    by_id = {n["id"]: n for n in tree["nodes"]}
+    by_id["clarity/p1"].update(name="Plain words", definition="Uses plain words.", edited=True)
+    by_id["style/p3"]["in_aggregator"] = False                 # pruned from the aggregator by a person
+    tree["nodes"] = [n for n in tree["nodes"] if n["id"] != "grounded/p2"]   # deleted
+    tree["nodes"].append({**by_id["style/p0"], "id": "style/added", "name": "Rhythm", "definition": "Reads well.",
+                          "origin": "human"})
+    before = len(backend.calls)
+    second = HDEval(aggregator="lr", max_layers=2, pi_repeats=2, criteria_tree=tree).fit(
+        _dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()))
+    new_calls = backend.calls[before:]
+    assert len(new_calls) == 2 * 16, "only the edited and the added node are scored again; no decomposition"
+    features = second.state["features"]
+    assert "style/p3" not in features and "grounded/p2" not in features and "style/added" in features
+    assert "style/p3" in {n["id"] for n in second.state["tree"]["nodes"]}, "a pruned node stays in the tree"
+
+
+def test_marked_nodes_are_expanded_and_redecomposition_draws_new_children(store):
+    first, llm, backend, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    tree = json.loads(json.dumps(first.state["tree"]))
+    for n in tree["nodes"]:
+        if n["id"] == "style/p2":
+            n["expand"] = True
+        if n["id"] == "grounded":
+            n["redecompose"] = 1
+    events = []
+    second = HDEval(aggregator="lr", max_layers=3, pi_repeats=2, criteria_tree=tree).fit(
+        _dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()),
+        log=lambda k, p: events.append((k, p)))
+    nodes = tree_index(second.state["tree"])
+    assert {nid for nid, n in nodes.items() if n["layer"] == 3} == {f"style/p2/p{j}" for j in range(4)}
+    assert next(p for k, p in events if k == "expansion_chosen" and p["layer"] == 3)["reason"] == "marked by a person"
+    grounded = [n for n in nodes.values() if n["parent"] == "grounded"]
+    assert {n["name"] for n in grounded} == {f"grounded v1 part {j}" for j in range(4)}
+    assert not nodes["grounded"]["redecompose"] and not nodes["style/p2"]["expand"]
+
+
+def test_guidelines_reach_decomposition_and_scoring_of_that_aspect_only(store):
+    method = HDEval(aggregator="lr", max_layers=2, pi_repeats=2, guidelines={"style": "Prefer short sentences."})
+    _, _, backend, _ = _fit(store, method)
+    with_guide = [c[0][0]["content"] for c in backend.calls if "Prefer short sentences." in c[0][0]["content"]]
+    assert any("split up is \"style\"" in p for p in with_guide)
+    assert any("Criterion to apply: style part 1" in p for p in with_guide)
+    assert not any("clarity part" in p.split("Criterion to apply:")[-1] for p in with_guide if "Criterion" in p)
+
+
+def test_estimate_calls_is_samples_times_criteria():
+    est = HDEval().estimate_calls(10, 20)
+    m = 4 + 16 + 12
+    assert est == {"fit": 4 + 3 + 10 * m, "score": 20 * m}
+    tree = {"nodes": [{"id": "a", "name": "a", "definition": "", "parent": None, "decomposed": True},
+                      {"id": "a/x", "name": "x", "definition": "", "parent": "a"},
+                      {"id": "a/y", "name": "y", "definition": "", "parent": "a", "in_aggregator": False}]}
+    assert HDEval(criteria_tree=tree, max_layers=2).estimate_calls(5, 7) == {"fit": 10, "score": 14}
+
+
+def test_bad_tree_is_refused_at_fit_time(store):
+    bad = {"nodes": [{"id": "a/x", "name": "x", "definition": "", "parent": "nope"}]}
+    llm, _ = _llm(store)
+    with pytest.raises(ValueError, match="unknown parent"):
+        HDEval(criteria_tree=bad).fit(_dataset().samples[:6], _dataset().aspect("clarity"), llm=llm,
+                                      task=TaskInfo.of(_dataset()))
+
+
+def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
+    store.save_dataset(_dataset())
+    spec = RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                   params={"aggregator": "dt", "max_layers": 2, "pi_repeats": 2})
+    first = create_run(store, spec)
+    summary = execute_run(store, first, llm=_llm(store)[0])
+    assert summary["n"] == 6 and summary["parse_failures"] == 0 and summary["calls"] > 0
+    kinds = [e["kind"] for e in store.events(first)]
+    assert kinds[:2] == ["tree_started", "layer_scored"] and "aggregator_fitted" in kinds and "fitted" in kinds
+    again = execute_run(store, create_run(store, spec), llm=_llm(store)[0])
+    assert again["calls"] == 0 and again["cache_hits"] > 0
+
+
+def test_real_embedded_model_end_to_end_and_repeat_is_free(store, tiny_dataset):
+    """SmolLM2-135M through execute_run: tiny tree (2 layers, 2 children), 4 train + 2 test samples."""
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hd_eval", dataset="tiny", aspect="quality", train_size=4, test_size=2,
+                   params={"aggregator": "lr", "max_layers": 2, "k_child": 2, "pi_repeats": 2,
+                           "decompose_max_tokens": 48, "score_max_tokens": 4, "weighted": True})
+    first = execute_run(store, create_run(store, spec))
+    assert first["n"] == 2 and first["calls"] > 0
+    run = store.list_runs()[0]
+    judge = Judge.from_dict(store.get_run(run["id"])["judge"])
+    assert judge.state["tree"]["nodes"][0]["id"] == "quality" and judge.state["layers"]
+    again = execute_run(store, create_run(store, spec))
+    assert again["calls"] == 0
