@@ -180,6 +180,7 @@ def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger:
     return {"level": natural, "correlations": levels.get(natural), "levels": levels, "n": len(verdicts),
             "parse_failures": n_missing, "parse_failure_rate": round(n_missing / len(verdicts), 4) if verdicts else 0.0,
             "calls": ledger.get("calls", 0), "cache_hits": ledger.get("cache_hits", 0),
+            "truncated_calls": ledger.get("truncated", 0),
             "prompt_tokens": ledger.get("prompt_tokens", 0), "completion_tokens": ledger.get("completion_tokens", 0),
             "dollars": ledger.get("dollars", 0.0), "seconds": round(seconds, 2)}
 

@@ -118,6 +118,8 @@ class Completion:
     model: str = ""
     cached: bool = False
     """True when this came from the persistent cache and cost nothing."""
+    truncated_chars: int = 0
+    """Characters of judged text cut to fit the model's context (see :mod:`judge_engine.llm.fit`)."""
 
     @property
     def text(self) -> str:
@@ -126,14 +128,15 @@ class Completion:
     def to_dict(self) -> dict[str, Any]:
         return {"texts": list(self.texts), "logprobs": [list(c) for c in self.logprobs],
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "latency_s": self.latency_s, "model": self.model}
+                "latency_s": self.latency_s, "model": self.model, "truncated_chars": self.truncated_chars}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, cached: bool = False) -> "Completion":
         return cls(texts=tuple(d["texts"]), logprobs=tuple(tuple(c) for c in d.get("logprobs", [])),
                    prompt_tokens=int(d.get("prompt_tokens", 0)),
                    completion_tokens=int(d.get("completion_tokens", 0)),
-                   latency_s=float(d.get("latency_s", 0.0)), model=d.get("model", ""), cached=cached)
+                   latency_s=float(d.get("latency_s", 0.0)), model=d.get("model", ""), cached=cached,
+                   truncated_chars=int(d.get("truncated_chars", 0)))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,8 @@ class LedgerTotals:
     dollars: float = 0.0
     failures: int = 0
     """Requests that raised after the backend's retries."""
+    truncated: int = 0
+    """Requests whose judged text was cut to fit the model's context."""
 
 
 class Ledger:
@@ -50,6 +52,7 @@ class Ledger:
                 self._t.cache_hits += 1
                 return
             self._t.calls += 1
+            self._t.truncated += 1 if completion.truncated_chars else 0
             self._t.prompt_tokens += completion.prompt_tokens
             self._t.completion_tokens += completion.completion_tokens
             self._t.seconds += completion.latency_s

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import BackendUnavailable, Completion, GenerationParams, LLMError, Message, logprobs_from_openai
+from .fit import fit_messages
 
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
@@ -91,6 +92,8 @@ class LlamaCppBackend:
         logprobs: list[tuple[dict[str, Any], ...]] = []
         prompt_tokens = completion_tokens = 0
         start = time.perf_counter()
+        messages, cut = fit_messages(messages, budget_tokens=self.n_ctx - params.max_tokens - 16,
+                                     count_tokens=self.count_tokens)
         for i in range(params.n):
             kwargs: dict[str, Any] = dict(
                 messages=messages, temperature=params.temperature, max_tokens=params.max_tokens,
@@ -111,4 +114,4 @@ class LlamaCppBackend:
             completion_tokens += int(usage.get("completion_tokens", 0))
         return Completion(texts=tuple(texts), logprobs=tuple(logprobs) if params.top_logprobs else (),
                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          latency_s=time.perf_counter() - start, model=self.model_id)
+                          latency_s=time.perf_counter() - start, model=self.model_id, truncated_chars=cut)
