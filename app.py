@@ -21,6 +21,7 @@ pages = [
     st.Page("pages/runs.py", title="Runs", icon=":material/play_circle:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/leaderboard:"),
     st.Page("pages/active_critic.py", title="Active-Critic", icon=":material/psychology:"),
+    st.Page("pages/hd_eval.py", title="HD-Eval", icon=":material/account_tree:"),
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ]
 page = st.navigation(pages)
