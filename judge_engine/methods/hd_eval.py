@@ -48,6 +48,7 @@ Through Hierarchical Criteria Decomposition. ACL. arXiv:2402.15754.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any, Sequence
@@ -573,3 +574,148 @@ class HDEval(Method):
             verdicts.append(Verdict(sample_id=sample.id, aspect=aspect.name, score=score, criteria=row,
                                     raw=raw[:4000], metadata=meta))
         return verdicts
+
+
+# ---- human in the loop: the tree of a run as versioned, audited criteria rows ----------------------
+# Every node of a run's tree is one row of the store's criteria table (owner ``hd_eval:run:<id>``):
+# name and definition in their columns, everything else about the node (parent, provenance, flags,
+# deletion) as JSON in ``status``, so each edit keeps the node's full previous state in its history
+# and in the audit log, and undo restores it.
+
+NODE_FLAGS = ("parent", "origin", "edited", "in_aggregator", "expand", "redecompose", "decomposed", "deleted")
+
+
+def tree_owner(run_id: int) -> str:
+    return f"hd_eval:run:{run_id}"
+
+
+def _row_id(run_id: int, node_id: str) -> str:
+    return f"{tree_owner(run_id)}:{node_id}"
+
+
+def _status(node: dict[str, Any]) -> str:
+    defaults = make_node("", "", "", None, origin="llm", deleted=False)
+    return json.dumps({k: node.get(k, defaults[k]) for k in NODE_FLAGS}, sort_keys=True)
+
+
+def seed_tree(store: Any, run_id: int, tree: dict[str, Any]) -> bool:
+    """Store the run's fitted tree as editable rows once; False if rows already exist."""
+    if store.criteria(tree_owner(run_id)):
+        return False
+    for i, node in enumerate(tree["nodes"]):
+        store.save_criterion({"id": _row_id(run_id, node["id"]), "owner": tree_owner(run_id),
+                              "parent_id": _row_id(run_id, node["parent"]) if node.get("parent") else None,
+                              "name": node["name"], "definition": node.get("definition", ""),
+                              "status": _status(node), "position": i}, actor="engine")
+    return True
+
+
+def load_tree(store: Any, run_id: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """The run's tree as people edited it (deleted nodes included, flagged) and each node's version."""
+    prefix = tree_owner(run_id) + ":"
+    nodes, versions = [], {}
+    for row in store.criteria(tree_owner(run_id)):
+        nid = row["id"][len(prefix):]
+        flags = json.loads(row["status"]) if row["status"].startswith("{") else {}
+        nodes.append({**make_node(nid, row["name"], row["definition"], None, origin="llm", deleted=False),
+                      **flags, "id": nid, "name": row["name"], "definition": row["definition"]})
+        versions[nid] = row["version"]
+    return {"nodes": nodes}, versions
+
+
+def edit_node(store: Any, run_id: int, node_id: str, *, expected_version: int, actor: str = "user",
+              **changes: Any) -> int:
+    """Change one node (name, definition, or any of NODE_FLAGS); versioned and audited.
+
+    Raises :class:`~judge_engine.store.EditConflict` when someone else saved
+    the node since ``expected_version`` was read, and ValueError for a move
+    that would put a node under itself.
+    """
+    tree, _ = load_tree(store, run_id)
+    nodes = {n["id"]: n for n in tree["nodes"]}
+    node = dict(nodes[node_id])
+    if "parent" in changes and changes["parent"] is not None:
+        ancestor = changes["parent"]
+        while ancestor is not None:
+            if ancestor == node_id:
+                raise ValueError(f"cannot move {node['name']!r} under itself or its own descendant")
+            ancestor = nodes[ancestor].get("parent")
+        if node.get("parent") is None:
+            raise ValueError("a layer-1 node is a human aspect; it cannot be moved")
+    if ("name" in changes or "definition" in changes) and node.get("origin") != "human":
+        changes.setdefault("edited", True)
+    node.update(changes)
+    row = {"id": _row_id(run_id, node_id), "name": node["name"], "definition": node.get("definition", ""),
+           "status": _status(node),
+           "parent_id": _row_id(run_id, node["parent"]) if node.get("parent") else None}
+    return store.save_criterion(row, actor=actor, expected_version=expected_version)
+
+
+def add_node(store: Any, run_id: int, parent_id: str, name: str, definition: str, *, actor: str = "user") -> str:
+    """A person adds a child under ``parent_id``; returns its id."""
+    tree, _ = load_tree(store, run_id)
+    ids = {n["id"] for n in tree["nodes"]}
+    base = f"{parent_id}/{_slug(name)}"
+    nid, i = base, 2
+    while nid in ids:
+        nid, i = f"{base}-{i}", i + 1
+    node = make_node(nid, name.strip(), definition.strip(), parent_id, origin="human", deleted=False)
+    store.save_criterion({"id": _row_id(run_id, nid), "owner": tree_owner(run_id),
+                          "parent_id": _row_id(run_id, parent_id), "name": node["name"],
+                          "definition": node["definition"], "status": _status(node), "position": len(ids)},
+                         actor=actor, expected_version=0)
+    return nid
+
+
+def undo_node(store: Any, run_id: int, node_id: str, *, expected_version: int, actor: str = "user") -> int:
+    """Restore the node's previous version (a new version; the undo itself is audited)."""
+    row = next(r for r in store.criteria(tree_owner(run_id)) if r["id"] == _row_id(run_id, node_id))
+    if not row["history"]:
+        raise ValueError(f"{row['name']!r} has no earlier version")
+    prev = row["history"][-1]
+    flags = json.loads(prev["status"]) if str(prev["status"]).startswith("{") else {}
+    return store.save_criterion({"id": row["id"], "name": prev["name"], "definition": prev["definition"],
+                                 "status": prev["status"],
+                                 "parent_id": _row_id(run_id, flags["parent"]) if flags.get("parent") else None},
+                                actor=actor, expected_version=expected_version)
+
+
+def next_round_tree(tree: dict[str, Any]) -> dict[str, Any]:
+    """The ``criteria_tree`` parameter of the next run: deleted nodes and their subtrees left out."""
+    nodes = {n["id"]: n for n in tree["nodes"]}
+    gone = {nid for nid, n in nodes.items() if n.get("deleted")}
+    changed = True
+    while changed:
+        more = {nid for nid, n in nodes.items() if n.get("parent") in gone and nid not in gone}
+        changed, gone = bool(more), gone | more
+    return {"nodes": [{k: v for k, v in n.items() if k != "deleted"} for n in tree["nodes"] if n["id"] not in gone]}
+
+
+def refit_preview(judge: Judge, tree: dict[str, Any]) -> dict[str, Any]:
+    """Refit the aggregator on the training scores the run already has, with the edited tree's features.
+
+    Deleted nodes and nodes removed from the aggregator leave it; edited and
+    added nodes have no scores yet (the next round scores them) and are
+    listed as ``pending``. Returns the out-of-fold training correlations of
+    the target aspect before and after, so a person sees what an edit did.
+    """
+    state = judge.state
+    agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
+    kept_tree = {n["id"]: n for n in next_round_tree(tree)["nodes"]}
+    fitted = {n["id"]: n for n in state["tree"]["nodes"]}
+    same = [f for f in agg.features if f in kept_tree and kept_tree[f].get("in_aggregator", True)
+            and (kept_tree[f]["name"], kept_tree[f]["definition"], kept_tree[f].get("parent"))
+            == (fitted[f]["name"], fitted[f]["definition"], fitted[f].get("parent"))]
+    unchanged = [nid for nid, n in kept_tree.items() if nid in fitted
+                 and (n["name"], n["definition"], n.get("parent"))
+                 == (fitted[nid]["name"], fitted[nid]["definition"], fitted[nid].get("parent"))]
+    pending = [nid for nid, n in kept_tree.items() if n.get("in_aggregator", True) and nid not in unchanged]
+    target = judge.aspect["name"]
+    before = cross_validated_correlation(agg).get(target, {})
+    cols = [agg.features.index(f) for f in same]
+    after_agg = Aggregator.fit(agg.x[:, cols], agg.y, kind=agg.kind, features=same, targets=agg.targets,
+                               random_state=agg.random_state)
+    after = cross_validated_correlation(after_agg).get(target, {})
+    return {"before": {k: _finite(v) for k, v in before.items()}, "after": {k: _finite(v) for k, v in after.items()},
+            "features": same, "pending": sorted(set(pending)),
+            "removed": [f for f in agg.features if f not in same and f not in pending]}

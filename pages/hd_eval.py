@@ -1,0 +1,438 @@
+"""HD-Eval: build a criteria tree with the LLM, review and edit it, see what each edit does, run the next round."""
+
+import json
+import math
+import time
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from judge_engine import plots
+from judge_engine.aggregate import AGGREGATORS, Aggregator
+from judge_engine.criteria_scoring import LAYOUTS
+from judge_engine.explain import importance_figure, shap_bar_figure, shap_values, shap_waterfall_figure
+from judge_engine.hd_eval_plots import layer_correlation_figure, provenance, tree_sunburst
+from judge_engine.llm import LLMConfig
+from judge_engine.methods import Judge
+from judge_engine.methods.hd_eval import (HDEval, add_node, edit_node, load_tree, next_round_tree, refit_preview,
+                                          seed_tree, tree_index, undo_node)
+from judge_engine.runs import RunSpec, create_run, effective_status, estimate, start_run
+from judge_engine.store import EditConflict, NotFound
+from pages import common
+
+common.require_frame()
+
+store = common.get_store()
+st.title("HD-Eval criteria tree")
+st.caption("Hierarchical criteria decomposition (Liu et al., 2024): the human aspects are split into finer criteria "
+           "by the LLM, every criterion is scored 1-5, and a white-box model trained on your human scores "
+           "aggregates them. Review the tree, edit it, and run the next round: only what you changed is scored again.")
+common.show_flash()
+
+ACTOR = "user"
+
+
+def start(spec: RunSpec) -> None:
+    try:
+        run_id = create_run(store, spec)
+    except (ValueError, NotFound) as exc:
+        st.error(common.plain(str(exc)))
+        return
+    try:
+        start_run(store.path, run_id, api_key=common.api_key())
+    except OSError as exc:
+        common.flash("error", f"Run #{run_id} was created but its worker could not start: {exc}.")
+    else:
+        common.flash("success", f"Started HD-Eval run #{run_id}.")
+    common.set_value("hd_run", run_id)
+    st.rerun()
+
+
+# --------------------------------------------------------------------------- round 1
+with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "hd_eval" for r in store.list_runs())):
+    datasets = store.list_datasets()
+    if not datasets:
+        st.info("No dataset stored yet. Import a built-in benchmark first.")
+        st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
+    else:
+        c = st.columns(3)
+        ds_name = c[0].selectbox("Dataset", [d["name"] for d in datasets], key="hd_ds")
+        aspects = next(d["aspects"] for d in datasets if d["name"] == ds_name)
+        aspect = c[1].selectbox("Aspect to report", [a["name"] for a in aspects], key="hd_aspect")
+        layer1 = c[2].multiselect("Layer-1 aspects (aggregator targets)", [a["name"] for a in aspects],
+                                  default=[a["name"] for a in aspects], key="hd_layer1")
+        c = st.columns(4)
+        train_size = int(c[0].number_input("Train size", 2, 5000, 20, key="hd_train"))
+        test_size = int(c[1].number_input("Test size", 1, 5000, 10, key="hd_test"))
+        seed = int(c[2].number_input("Seed", 0, 10_000, 0, key="hd_seed"))
+        aggregator = c[3].selectbox("Aggregator", AGGREGATORS, key="hd_agg",
+                                    format_func=lambda k: {"nn": "MLP (paper's main)", "lr": "linear regression",
+                                                           "dt": "decision tree", "rf": "random forest"}[k])
+        c = st.columns(4)
+        max_layers = int(c[0].number_input("Layers L", 1, 5, 2, key="hd_L", help="Paper: 3."))
+        k_child = int(c[1].number_input("Children per node k", 1, 10, 4, key="hd_k", help="Paper: 4."))
+        k_expand = int(c[2].number_input("Nodes expanded per layer (from layer 3)", 1, 50, 3, key="hd_kexp"))
+        layout = c[3].selectbox("Prompt layout", LAYOUTS, key="hd_layout")
+        weighted = st.checkbox("Probability-weighted scores from logprobs (recommended for the embedded model)",
+                               value=common.llm_config().backend == "llamacpp", key="hd_weighted")
+        guides = {}
+        with st.popover("Expert guidelines per aspect (optional)"):
+            for name in layer1:
+                text = st.text_area(name, key=f"hd_guide_{name}", height=68)
+                if text.strip():
+                    guides[name] = text.strip()
+        params = {"aggregator": aggregator, "max_layers": max_layers, "k_child": k_child, "k_expand": k_expand,
+                  "layout": layout, "weighted": weighted,
+                  "aspects": layer1 if set(layer1) != {a["name"] for a in aspects} else None,
+                  "guidelines": guides or None}
+        spec = RunSpec(method="hd_eval", dataset=ds_name, aspect=aspect, params=params, train_size=train_size,
+                       test_size=test_size, seed=seed, llm=common.llm_config())
+        try:
+            calls = estimate(store, spec)
+        except (ValueError, NotFound) as exc:
+            st.error(common.plain(str(exc)))
+        else:
+            m = st.columns(3)
+            m[0].metric("LLM requests to build the tree", calls["fit"])
+            m[1].metric("LLM requests to score the test split", calls["score"])
+            m[2].metric("Backend", spec.llm.label)
+            st.caption("Estimate = samples x criteria (before cache hits); the tree's real size is known after "
+                       "decomposition.")
+            if st.button("Build the tree", type="primary", key="hd_start", disabled=aspect not in layer1):
+                start(spec)
+
+
+# --------------------------------------------------------------------------- pick a run
+runs = [r for r in store.list_runs() if r["method"] == "hd_eval"]
+if not runs:
+    st.info("No HD-Eval run yet: build a tree above.")
+    st.stop()
+ids = [r["id"] for r in runs]
+if st.session_state.get("hd_run") not in ids:
+    common.set_value("hd_run", ids[0])
+run_id = common.bound(st.selectbox, "HD-Eval run", "hd_run", options=ids,
+                      format_func=lambda i: common.run_label(next(r for r in runs if r["id"] == i)))
+run = store.get_run(run_id)
+status = effective_status(run)
+
+
+def progress_panel() -> None:
+    live = status in common.LIVE_STATUSES
+
+    @st.fragment(run_every="2s" if live else None)
+    def panel() -> None:
+        now = common.get_store().get_run(run_id)
+        st_now = effective_status(now)
+        if st_now in common.LIVE_STATUSES:
+            done, total = int(now.get("done") or 0), int(now.get("total") or 0)
+            st.progress(min(1.0, done / total) if total else 0.0,
+                        text=f"{st_now}: {now.get('stage') or ''} ({done}/{total})")
+            events = common.get_store().events(run_id)
+            grown = [e for e in events if e["kind"] in ("decomposed", "layer_scored", "aggregator_fitted",
+                                                        "expansion_chosen")]
+            for e in grown[-8:]:
+                p = e["payload"]
+                if e["kind"] == "decomposed":
+                    text = f"layer {p['layer']}: {p['parent']} → {', '.join(p['children']) or 'no usable reply'}"
+                elif e["kind"] == "layer_scored":
+                    text = f"layer {p['layer']}: scored {len(p['criteria'])} criteria"
+                elif e["kind"] == "expansion_chosen":
+                    text = f"layer {p['layer']}: expanding {', '.join(p['chosen']) or 'nothing'} ({p['reason']})"
+                else:
+                    text = f"layer {p['layer']}: aggregator refit on {p['features']} criteria"
+                st.text(text)
+            ledger = now.get("ledger") or {}
+            st.caption(f"{ledger.get('calls', 0)} LLM calls, {ledger.get('cache_hits', 0)} cache hits, "
+                       f"{ledger.get('prompt_tokens', 0)} prompt tokens. You can leave this page; the run continues.")
+        elif st_now == "finished":
+            if live:
+                st.rerun()
+        else:
+            st.warning(common.plain(f"Run {st_now}: {now.get('message') or 'the worker stopped'}. "
+                                    "Resume it from the Runs page."))
+
+    panel()
+
+
+progress_panel()
+if not run.get("judge"):
+    st.stop()
+
+judge = Judge.from_dict(run["judge"])
+state = judge.state
+target = judge.aspect["name"]
+if seed_tree(store, run_id, state["tree"]):
+    st.toast("The fitted tree is now editable; every change is versioned.")
+tree, versions = load_tree(store, run_id)
+# The version each node had when this session last drew it: an edit is checked against what the person saw,
+# so a change saved meanwhile by another session is reported instead of silently overwritten.
+seen = st.session_state.setdefault(f"hd_seen_{run_id}", {})
+
+
+def expected(node_id: str) -> int:
+    return seen.get(node_id, versions[node_id])
+
+
+nodes = {n["id"]: n for n in tree["nodes"]}
+layers = tree_index(next_round_tree(tree))
+importance = state.get("importance", {})
+top_importance = max([max(0.0, v["importance"]) for v in importance.values()] or [0.0]) or 1.0
+
+# --------------------------------------------------------------------------- the tree
+st.subheader(f"Round of run #{run_id}: {run['dataset']} / {target}")
+left, right = st.columns([3, 2])
+with left:
+    st.plotly_chart(tree_sunburst(tree, importance, root=run["dataset"]), key="hd_sunburst")
+    st.caption("Inner ring: human aspects. Colour: permutation importance (darker = more important); "
+               "grey: removed from the aggregator. Click a segment to zoom; hover for the definition.")
+with right:
+    st.markdown("**Correlation by layer** (out-of-fold on the training split)")
+    st.plotly_chart(layer_correlation_figure(state.get("layers", []), target), key="hd_layers")
+    missing = sum((state.get("missing_scores") or {}).values())
+    st.caption(f"{len(state['features'])} criteria feed the aggregator; {missing} criterion scores did not parse "
+               "and were imputed with the training mean.")
+
+
+def save(node_id: str, message: str, **changes) -> None:
+    try:
+        edit_node(store, run_id, node_id, expected_version=expected(node_id), actor=ACTOR, **changes)
+    except EditConflict as exc:
+        common.flash("error", f"Not saved: {exc}. The tree below now shows their version; apply your change again "
+                              "if you still want it.")
+    except ValueError as exc:
+        common.flash("error", str(exc))
+    else:
+        common.flash("success", message)
+        st.session_state["hd_last_edit"] = run_id
+    st.rerun()
+
+
+def node_editor(node: dict) -> None:
+    nid = node["id"]
+    with st.popover("Edit", icon=":material/edit:"):
+        with st.form(f"hd_edit_{run_id}_{nid}"):
+            name = st.text_input("Name", node["name"])
+            definition = st.text_area("Definition", node["definition"], height=90)
+            others = [i for i in layers if i != nid and not i.startswith(nid + "/")]
+            parent = node.get("parent")
+            new_parent = st.selectbox("Parent", others, index=others.index(parent) if parent in others else 0,
+                                      format_func=lambda i: f"{'  ' * (layers[i]['layer'] - 1)}{nodes[i]['name']}",
+                                      disabled=parent is None)
+            in_agg = st.checkbox("Feeds the aggregator", node.get("in_aggregator", True))
+            expand = st.checkbox("Decompose it in the next round", node.get("expand", False))
+            redo = st.checkbox("Ask the LLM for a fresh decomposition of it", bool(node.get("redecompose")))
+            if st.form_submit_button("Save", type="primary"):
+                changes = {}
+                if name.strip() != node["name"] or definition.strip() != node["definition"]:
+                    changes.update(name=name.strip(), definition=definition.strip())
+                if parent is not None and new_parent != parent:
+                    changes["parent"] = new_parent
+                if in_agg != node.get("in_aggregator", True):
+                    changes["in_aggregator"] = in_agg
+                if expand != node.get("expand", False):
+                    changes["expand"] = expand
+                if redo != bool(node.get("redecompose")):
+                    changes["redecompose"] = int(node.get("redecompose") or 0) + 1 if redo else 0
+                if changes:
+                    save(nid, f"Saved {node['name']!r}.", **changes)
+    with st.popover("Add child", icon=":material/add:"):
+        with st.form(f"hd_add_{run_id}_{nid}", clear_on_submit=True):
+            name = st.text_input("Name of the new criterion")
+            definition = st.text_area("Definition", height=80)
+            if st.form_submit_button("Add", type="primary"):
+                if not name.strip():
+                    st.error("Give the criterion a name.")
+                else:
+                    add_node(store, run_id, nid, name, definition, actor=ACTOR)
+                    common.flash("success", f"Added {name.strip()!r} under {node['name']!r}.")
+                    st.session_state["hd_last_edit"] = run_id
+                    st.rerun()
+
+
+def node_row(node: dict, depth: int) -> None:
+    nid = node["id"]
+    cols = st.columns([0.03 + 0.04 * depth, 5, 1.6, 1.2, 1.2, 1.2])
+    pruned = not node.get("in_aggregator", True)
+    badges = [provenance(node)] + (["not in aggregator"] if pruned else []) \
+        + (["will expand"] if node.get("expand") else []) + (["will re-decompose"] if node.get("redecompose") else [])
+    name = f"~~{common.plain(node['name'])}~~" if pruned else f"**{common.plain(node['name'])}**"
+    cols[1].markdown(f"{name} · {common.plain(node['definition'])}  \n:gray[{' · '.join(badges)}]")
+    value = importance.get(nid, {}).get("importance")
+    if value is None:
+        cols[2].caption("not scored yet")
+    else:
+        cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}")
+    with cols[3]:
+        node_editor(node)
+    if cols[4].button("Undo", key=f"hd_undo_{run_id}_{nid}", icon=":material/undo:",
+                      disabled=versions[nid] <= 1):
+        try:
+            undo_node(store, run_id, nid, expected_version=expected(nid), actor=ACTOR)
+        except (EditConflict, ValueError) as exc:
+            common.flash("error", f"Not undone: {exc}")
+        else:
+            common.flash("success", f"Restored the previous version of {node['name']!r}.")
+            st.session_state["hd_last_edit"] = run_id
+        st.rerun()
+    if node.get("parent") is not None and cols[5].button("Delete", key=f"hd_del_{run_id}_{nid}",
+                                                         icon=":material/delete:"):
+        save(nid, f"Deleted {node['name']!r} (undo brings it back).", deleted=True)
+
+
+def subtree(parent_id: str, depth: int) -> None:
+    for child in [n for n in tree["nodes"] if n.get("parent") == parent_id and not n.get("deleted")]:
+        node_row(child, depth)
+        subtree(child["id"], depth + 1)
+
+
+st.markdown("#### Review and edit the tree")
+st.caption("Accept a node by leaving it as is. Every change is saved as a new version (Undo restores the previous "
+           "one) and written to the audit log; if someone else changed the node meanwhile, you are told instead of "
+           "overwriting their edit.")
+for aspect_node in [n for n in tree["nodes"] if n.get("parent") is None]:
+    label = f"{aspect_node['name']} · {len([i for i in layers if i.startswith(aspect_node['id'] + '/')])} sub-criteria"
+    with st.expander(label, expanded=aspect_node["id"] == target):
+        node_row(aspect_node, 0)
+        subtree(aspect_node["id"], 1)
+
+deleted = [n for n in tree["nodes"] if n.get("deleted")]
+if deleted:
+    with st.expander(f"Deleted nodes ({len(deleted)})"):
+        for n in deleted:
+            c1, c2 = st.columns([5, 1])
+            c1.markdown(f"~~{common.plain(n['name'])}~~ · {common.plain(n['definition'])}")
+            if c2.button("Restore", key=f"hd_restore_{run_id}_{n['id']}"):
+                save(n["id"], f"Restored {n['name']!r}.", deleted=False)
+
+# --------------------------------------------------------------------------- what the edits did
+preview = refit_preview(judge, tree)
+st.markdown("#### Aggregator refit with your edits (training split, out of fold)")
+m = st.columns(4)
+for i, stat in enumerate(("pearson", "spearman")):
+    before, after = preview["before"].get(stat), preview["after"].get(stat)
+    m[i].metric(f"{stat.capitalize()} of {target}", "n/a" if after is None else f"{after:.3f}",
+                None if before is None or after is None else f"{after - before:+.3f} vs the fitted tree")
+m[2].metric("Criteria in the refit", len(preview["features"]))
+m[3].metric("Waiting for scores", len(preview["pending"]))
+if preview["pending"]:
+    st.caption("Edited, moved and added nodes have no scores yet: the next round scores them "
+               f"({', '.join(nodes[p]['name'] for p in preview['pending'] if p in nodes)}).")
+
+next_tree = next_round_tree(tree)
+next_params = {**run["params"], "criteria_tree": next_tree}
+spec = RunSpec(method="hd_eval", dataset=run["dataset"], aspect=target, params=next_params,
+               train_size=len(run["split"]["train_ids"]), test_size=len(run["split"]["test_ids"]),
+               seed=int(run["split"]["seed"]), llm=LLMConfig.from_dict(run["llm"]))
+c1, c2 = st.columns([2, 3])
+max_layers = int(c2.number_input("Layers for the next round", 1, 5, int(run["params"].get("max_layers", 3)),
+                                 key=f"hd_next_L_{run_id}"))
+spec = RunSpec(**{**spec.__dict__, "params": {**next_params, "max_layers": max_layers}})
+try:
+    calls = estimate(store, spec)
+    c2.caption(f"Next round: at most {calls['fit']} + {calls['score']} LLM requests before cache hits; "
+               "unchanged nodes are answered by the cache.")
+except ValueError as exc:
+    c2.error(common.plain(str(exc)))
+if c1.button("Run next round with this tree", type="primary", key=f"hd_next_{run_id}",
+             disabled=status in common.LIVE_STATUSES):
+    start(spec)
+
+# --------------------------------------------------------------------------- node details
+st.markdown("#### A node up close")
+agg_state = state["aggregators"][state["target_group"]]
+agg = Aggregator.from_state(agg_state)
+labels = {i: nodes[i]["name"] if i in nodes else i for i in agg.features}
+pick = st.selectbox("Node", [i for i in layers], key=f"hd_node_{run_id}",
+                    format_func=lambda i: f"{'· ' * (layers[i]['layer'] - 1)}{nodes[i]['name']}")
+node = nodes[pick]
+d1, d2 = st.columns([2, 3])
+d1.markdown(f"**{common.plain(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
+            f"{common.plain(node['definition'])}")
+if pick in agg.features:
+    column = agg.x[:, agg.features.index(pick)]
+    human = agg.y[:, agg.targets.index(target)]
+    from judge_engine import metrics
+
+    corr = metrics.correlations(human.tolist(), column.tolist())
+    imp = importance.get(pick, {})
+    d1.markdown(f"Pearson with human {target}: **{corr['pearson']:.3f}**" if not math.isnan(corr["pearson"])
+                else f"Pearson with human {target}: n/a (constant scores)")
+    d1.markdown(f"Permutation importance: **{imp.get('importance', 0):.3f}** ± {imp.get('std', 0):.3f}")
+    fig = go.Figure(go.Histogram(x=column, xbins={"start": 0.5, "end": 5.5, "size": 1}, marker_color="#4c78a8"))
+    fig.update_layout(height=220, xaxis_title="criterion score on train (1-5)", margin={"l": 10, "r": 10, "t": 10,
+                                                                                         "b": 10})
+    d2.plotly_chart(fig, key=f"hd_hist_{pick}")
+else:
+    d2.info("This node has no training scores in this round (new, edited, or removed from the aggregator).")
+
+# --------------------------------------------------------------------------- explainability
+st.markdown("#### Why the aggregator scores as it does")
+if importance:
+    imp_frame = pd.DataFrame.from_dict(importance, orient="index")
+    imp_frame = imp_frame[imp_frame.index.isin(agg.features)]
+    st.plotly_chart(importance_figure(imp_frame, labels=labels), key="hd_pi")
+
+verdicts = common.load_verdicts(store, run)
+
+
+@st.cache_data(show_spinner="Computing SHAP values...", max_entries=8)
+def cached_shap(run_key: int, state_json: str, rows_json: str, ids: tuple[str, ...]) -> dict:
+    a = Aggregator.from_state(json.loads(state_json))
+    x, _ = a.impute(json.loads(rows_json))
+    return {t: (f, f.attrs["base_value"]) for t, f in shap_values(a, x, sample_ids=list(ids)).items()}
+
+
+scored = [v for v in verdicts if not v.missing]
+if scored and agg.model is not None:
+    frames = cached_shap(run_id, json.dumps(agg_state), json.dumps([v.criteria for v in scored]),
+                         tuple(v.sample_id for v in scored))
+    if target in frames:
+        frame, base = frames[target]
+        frame.attrs["base_value"] = base
+        s1, s2 = st.columns(2)
+        s1.plotly_chart(shap_bar_figure(frame, title=f"Mean |SHAP| on {target} (test items)", labels=labels),
+                        key="hd_shap_bar")
+        item = s2.selectbox("Test item", list(frame.index), key=f"hd_item_{run_id}")
+        s2.plotly_chart(shap_waterfall_figure(frame, item, labels=labels), key="hd_waterfall")
+else:
+    st.caption("SHAP values appear once the run has scored test items.")
+
+# --------------------------------------------------------------------------- test results
+st.markdown("#### Test split")
+summary = run.get("summary") or {}
+if summary:
+    dataset = common.load_dataset(store, run["dataset"])
+    frame = common.verdicts_frame(dataset, target, verdicts)
+    t1, t2 = st.columns(2)
+    t1.plotly_chart(plots.human_vs_judge_scatter(frame["human"].tolist(), frame["judge"].tolist(),
+                                                 ids=frame["sample id"].tolist(), aspect=target,
+                                                 low=judge.aspect["low"], high=judge.aspect["high"]),
+                    key="hd_scatter")
+    same_split = [r for r in store.list_runs(dataset=run["dataset"])
+                  if r["aspect"] == target and r.get("status") == "finished" and r["method"] in ("hd_eval", "direct",
+                                                                                                  "geval")]
+    rows = []
+    for r in same_split:
+        full = store.get_run(r["id"])
+        if full["split"] != run["split"] or full["llm"] != run["llm"] or not full.get("summary"):
+            continue
+        natural = common.correlation_frame(full["summary"]).head(1)
+        natural.insert(0, "run", f"#{r['id']} {r['method']}")
+        natural["calls"] = full["summary"].get("calls")
+        rows.append(natural)
+    t2.markdown("Same split and backend (start Direct / G-Eval runs on the Runs page to compare)")
+    t2.dataframe(pd.concat(rows) if rows else pd.DataFrame(), hide_index=True)
+    with st.expander("This run's correlations with confidence intervals"):
+        st.dataframe(common.correlation_frame(summary), hide_index=True)
+
+with st.expander("Audit log of this tree"):
+    log = [e for e in store.audit_log(entity="criterion", limit=500)
+           if str(e.get("entity_id", "")).startswith(f"hd_eval:run:{run_id}:")]
+    st.dataframe(pd.DataFrame([{"when": common.fmt_time(e.get("ts")), "who": e.get("actor"),
+                                "node": str(e["entity_id"]).split(":", 3)[-1], "action": e.get("action"),
+                                "before": str(e.get("before"))[:300], "after": str(e.get("after"))[:300]}
+                               for e in log]), hide_index=True)
+
+seen.clear()
+seen.update(versions)  # what this session has now shown

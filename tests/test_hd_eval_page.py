@@ -1,0 +1,80 @@
+"""AppTest of the HD-Eval page: a run executed in-process with a scripted fake LLM, then review and edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods.hd_eval import edit_node, load_tree
+from judge_engine.runs import RunSpec, create_run, execute_run
+from judge_engine.store import Store
+from tests.test_hd_eval import _dataset, scripted
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+PAGE = "pages/hd_eval.py"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    return path
+
+
+def _open() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _text(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown).replace("\\", "")
+
+
+def _button(at: AppTest, key_start: str):
+    return next(b for b in at.button if (b.key or "").startswith(key_start))
+
+
+def test_page_renders_without_runs(db):
+    at = _open()
+    assert any("No HD-Eval run yet" in i.value for i in at.info) or any("No dataset" in i.value for i in at.info)
+
+
+def test_review_edit_conflict_undo_and_delete_on_a_finished_run(db):
+    store = Store(db)
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+
+    at = _open()
+    text = _text(at)
+    assert "clarity part 0" in text and "Review and edit the tree" in text
+    assert any(c.proto.spec for c in at.get("plotly_chart")), "sunburst and attribution figures drawn"
+    tree, versions = load_tree(store, run_id)  # the page made the fitted tree editable
+    assert versions["clarity/p1"] == 1
+
+    # another session renames a node: this session's delete of the same node is refused, not lost
+    edit_node(store, run_id, "clarity/p1", expected_version=1, actor="other", name="Plain words",
+              definition="Uses plain words.")
+    _button(at, f"hd_del_{run_id}_clarity/p1").click().run()
+    assert any("changed by someone else" in e.value for e in at.error), [e.value for e in at.error]
+    assert "Plain words" in _text(at)
+
+    # now delete it for real (fresh version), see the refit preview, then undo
+    _button(at, f"hd_del_{run_id}_clarity/p1").click().run()
+    assert not at.exception and any("Deleted" in s.value for s in at.success)
+    tree, versions = load_tree(store, run_id)
+    assert next(n for n in tree["nodes"] if n["id"] == "clarity/p1")["deleted"]
+    assert any(m.label.startswith("Criteria in the refit") for m in at.metric)
+    _button(at, f"hd_restore_{run_id}_clarity/p1").click().run()
+    tree, _ = load_tree(store, run_id)
+    assert not next(n for n in tree["nodes"] if n["id"] == "clarity/p1")["deleted"]
+    audit = [e for e in store.audit_log(entity="criterion") if e["entity_id"].endswith("clarity/p1")]
+    assert [e["actor"] for e in audit][:3] == ["user", "user", "other"]
+    assert not at.exception
