@@ -258,3 +258,53 @@ def test_real_embedded_model_end_to_end_and_repeat_is_free(store, tiny_dataset):
     assert judge.state["tree"]["nodes"][0]["id"] == "quality" and judge.state["layers"]
     again = execute_run(store, create_run(store, spec))
     assert again["calls"] == 0
+
+
+# ---- tree editing: versioned rows, undo, conflicts, next round ------------------------------------
+
+def test_tree_edits_are_versioned_audited_undoable_and_refuse_stale_versions(store):
+    from judge_engine.methods.hd_eval import add_node, edit_node, load_tree, seed_tree, undo_node
+    from judge_engine.store import EditConflict
+
+    judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    assert seed_tree(store, 7, judge.state["tree"]) and not seed_tree(store, 7, judge.state["tree"])
+    tree, versions = load_tree(store, 7)
+    assert [n["id"] for n in tree["nodes"]] == [n["id"] for n in judge.state["tree"]["nodes"]]
+    v = edit_node(store, 7, "clarity/p1", expected_version=versions["clarity/p1"], name="Plain words")
+    with pytest.raises(EditConflict, match="changed by someone else"):
+        edit_node(store, 7, "clarity/p1", expected_version=versions["clarity/p1"], deleted=True)
+    v = edit_node(store, 7, "clarity/p1", expected_version=v, parent="style")  # moved to another parent
+    with pytest.raises(ValueError, match="under itself"):
+        edit_node(store, 7, "style", expected_version=1, parent="style/p0")
+    tree, versions = load_tree(store, 7)
+    node = next(n for n in tree["nodes"] if n["id"] == "clarity/p1")
+    assert (node["name"], node["parent"], node["edited"], versions["clarity/p1"]) == ("Plain words", "style", True, 3)
+    undo_node(store, 7, "clarity/p1", expected_version=3)
+    tree, versions = load_tree(store, 7)
+    node = next(n for n in tree["nodes"] if n["id"] == "clarity/p1")
+    assert node["parent"] == "clarity" and node["name"] == "Plain words" and versions["clarity/p1"] == 4
+    nid = add_node(store, 7, "style/p0", "Rhythm", "Reads with a pleasant rhythm.")
+    tree, _ = load_tree(store, 7)
+    assert next(n for n in tree["nodes"] if n["id"] == nid)["origin"] == "human"
+    audit = [e for e in store.audit_log(entity="criterion") if e["entity_id"].endswith(":clarity/p1")]
+    assert len(audit) == 4 and json.loads(audit[0]["before"])["name"] == "Plain words"
+
+
+def test_next_round_tree_drops_deleted_subtrees_and_refit_preview_shows_the_change(store):
+    from judge_engine.methods.hd_eval import next_round_tree, refit_preview
+
+    judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    tree = json.loads(json.dumps(judge.state["tree"]))
+    for n in tree["nodes"]:
+        if n["id"] in ("clarity/p0", "grounded/p0"):
+            n["in_aggregator"] = False     # the criteria carrying the signal leave the aggregator
+        if n["id"] == "style":
+            n["deleted"] = True
+    assert not [n for n in next_round_tree(tree)["nodes"] if n["id"].startswith("style")]
+    preview = refit_preview(judge, tree)
+    assert "clarity/p0" not in preview["features"] and "style/p1" not in preview["features"]
+    assert preview["before"]["pearson"] > 0.9 and (preview["after"]["pearson"] or 0) < 0.9
+    for n in tree["nodes"]:
+        if n["id"] == "clarity/p2":
+            n["definition"] = "Changed."
+    assert "clarity/p2" in refit_preview(judge, tree)["pending"]
