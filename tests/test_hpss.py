@@ -304,9 +304,9 @@ def test_estimate_is_about_71_times_the_validation_size():
 
 def test_real_model_run_end_to_end_and_repeat_is_free(store, shared_data):
     from judge_engine import runs
-    spec = runs.RunSpec(method="hpss", dataset="topical_chat", aspect="naturalness", train_size=6, test_size=2,
-                        seed=0, params={"validation_size": 3, "budget": 1, "judge_max_tokens": 24,
-                                        "aux_max_tokens": 48})
+    spec = runs.RunSpec(method="hpss", dataset="sfhot", aspect="naturalness", train_size=4, test_size=1,
+                        seed=0, params={"validation_size": 2, "budget": 1, "judge_max_tokens": 16,
+                                        "aux_max_tokens": 32})
     run_id = runs.create_run(store, spec)
     summary = runs.execute_run(store, run_id)
     run = store.get_run(run_id)
