@@ -79,7 +79,8 @@ except (ValueError, OSError, NotFound) as exc:
     st.error(common.plain(str(exc)))
     st.stop()
 aspect_name = c2.selectbox("Aspect (the overall quality score the judge learns)", dataset.aspect_names,
-                           key="ac_aspect")
+                           index=dataset.aspect_names.index("overall") if "overall" in dataset.aspect_names else 0,
+                           key="ac_aspect", help="The paper learns the overall score; any aspect works.")
 
 with st.form("ac_form"):
     c = st.columns(4)
