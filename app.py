@@ -22,6 +22,8 @@ pages = [
     st.Page("pages/compare.py", title="Compare", icon=":material/leaderboard:"),
     st.Page("pages/active_critic.py", title="Active-Critic", icon=":material/psychology:"),
     st.Page("pages/hd_eval.py", title="HD-Eval", icon=":material/account_tree:"),
+    st.Page("pages/hpss.py", title="HPSS", icon=":material/travel_explore:"),
+    st.Page("pages/hypoeval.py", title="HypoEval", icon=":material/lightbulb:"),
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ]
 page = st.navigation(pages)

@@ -334,3 +334,31 @@ def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_
     assert {"hypothesis_proposed", "reward_updated", "selection", "fitted"} <= kinds
     again = create_run(store, spec)
     assert execute_run(store, again, llm=make(store, scripted(tiny_dataset))[0])["calls"] == 0
+
+
+# ----------------------------------------------------------------------------- the real embedded model
+
+TINY_REAL = {"n_init": 2, "n_init_hypotheses": 2, "top_k": 2, "w_max": 2, "w_hyp": 1, "n_refine": 1,
+             "n_new_hypotheses": 2, "max_bank": 4, "n_selected": 2, "max_tokens": 48,
+             "generation_max_tokens": 200, "check_max_tokens": 24, "observation_chars": 300}
+
+
+def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp_path, shared_data, monkeypatch):
+    from judge_engine.store import Store
+
+    monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(shared_data))
+    store = Store(tmp_path / "real.db")
+    spec = RunSpec(method="hypoeval", dataset="summeval", aspect="coherence", train_size=4, test_size=2, seed=1,
+                   params=TINY_REAL, llm=LLMConfig(concurrency=1))
+    run_id = create_run(store, spec)
+    summary = execute_run(store, run_id)
+    run = store.get_run(run_id)
+    assert run["status"] == "finished" and summary["n"] == 2 and summary["calls"] > 0
+    kinds = [e["kind"] for e in store.events(run_id)]
+    assert "literature_skipped" in kinds and "selection" in kinds and "fit_done" in kinds
+    # whatever the tiny model answered, every verdict is a number from parsed scores or missing, never a default
+    for v in store.load_verdicts(run_id):
+        parsed = [p["score"] for p in v.metadata["per_hypothesis"] if p["score"] is not None]
+        assert (math.isnan(v.score) and not parsed) or v.score == pytest.approx(sum(parsed) / len(parsed))
+    repeat = create_run(store, spec)
+    assert execute_run(store, repeat)["calls"] == 0

@@ -863,3 +863,91 @@ class HypoEval(Method):
             samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
             layout=p["layout"], joint=p["joint"], reasoning=p["reasoning"], max_tokens=p["max_tokens"],
             progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
+
+
+# --------------------------------------------------------------------------- views for the page (pure, no I/O)
+
+
+def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Replay a run's stored events into the live picture of the bank.
+
+    Returns ``{"hypotheses": [row, ...], "wrong_bank": int, "w_max": int | None,
+    "refreshes": int, "refinement_rounds": int, "literature_skipped": bool,
+    "parse_failures": int, "selected": [key, ...]}``; each row has key, text,
+    origin, reward, n_evaluated, train_pearson and status (in bank, dropped,
+    duplicate, selected).
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    view: dict[str, Any] = {"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
+                            "literature_skipped": False, "parse_failures": 0, "selected": []}
+
+    def row(key: str, **fields: Any) -> dict[str, Any]:
+        r = rows.setdefault(key, {"key": key, "text": "", "origin": "", "reward": None, "n_evaluated": 0,
+                                  "train_pearson": None, "status": "in bank"})
+        r.update({k: v for k, v in fields.items() if v is not None})
+        return r
+
+    for event in events:
+        kind, p = event["kind"], event["payload"]
+        if kind in ("hypothesis_proposed", "hypothesis_added"):
+            if kind == "hypothesis_added" or p.get("origin") != "wrong_examples":
+                row(p["key"], text=p.get("text"), origin=p.get("origin"), reward=p.get("reward"),
+                    n_evaluated=p.get("n_evaluated"))
+        elif kind == "reward_updated":
+            row(p["key"], reward=p.get("reward"), n_evaluated=p.get("n_evaluated"))
+        elif kind == "wrong_bank_added":
+            view["wrong_bank"], view["w_max"] = p["size"], p.get("w_max")
+        elif kind == "bank_refreshed":
+            view["wrong_bank"] = 0
+            view["refreshes"] += 1
+            for key in p.get("dropped", []):
+                row(key, status="dropped")
+        elif kind == "refinement_round" and not p.get("skipped"):
+            view["refinement_rounds"] += 1
+        elif kind == "duplicate_removed":
+            row(p["key"], status="duplicate")
+        elif kind == "literature_skipped":
+            view["literature_skipped"] = True
+        elif kind == "parse_failures":
+            view["parse_failures"] += int(p.get("missing", 0))
+        elif kind == "curated_hypotheses":
+            for key in p.get("keys", []):
+                row(key, origin="curated")
+        elif kind == "hypothesis_evaluated":
+            row(p["key"], train_pearson=p.get("train_pearson"))
+        elif kind == "selection":
+            view["selected"] = [s["key"] for s in p.get("selected", [])]
+            for key in view["selected"]:
+                row(key, status="selected")
+    view["hypotheses"] = [r for r in rows.values() if r["text"] or r["status"] == "selected"]
+    return view
+
+
+def per_hypothesis_scores(verdicts: Sequence[Verdict], selected: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Matrix of per-hypothesis scores over test items: ``{"keys", "samples", "scores"}`` (None = missing)."""
+    keys = [h["key"] for h in selected]
+    matrix = []
+    for v in verdicts:
+        by_key = {p["key"]: p["score"] for p in v.metadata.get("per_hypothesis", [])}
+        matrix.append([by_key.get(k) for k in keys])
+    return {"keys": keys, "samples": [v.sample_id for v in verdicts], "scores": matrix}
+
+
+def same_split_sizes(dataset: Any, split: dict[str, Any]) -> tuple[int, int]:
+    """``(train_size, test_size)`` for which ``data.make_split`` rebuilds this stored split with its seed.
+
+    A run stores its split but not the sizes it was asked for; a rescoring or
+    baseline run must meet the very same items. (Better: let ``RunSpec`` carry
+    a split; requested from the lead.) Raises ValueError if none does.
+    """
+    from .. import data
+
+    train, test = list(split["train_ids"]), list(split["test_ids"])
+    for size in range(len(train), -1, -1):
+        try:
+            again = data.make_split(dataset, train_size=size, test_size=len(test), seed=split["seed"])
+        except data.SplitError:
+            continue
+        if list(again.train_ids) == train and list(again.test_ids) == test:
+            return size, len(test)
+    raise ValueError("the stored split cannot be rebuilt from sizes and seed")

@@ -1,0 +1,123 @@
+"""AppTest of the HypoEval page: start form and estimate, live bank, curation with versions and conflicts, re-score."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judge_engine import runs as runs_module
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.runs import RunSpec, create_run, execute_run
+from judge_engine.store import Store
+from tests.test_hypoeval import scripted
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+PAGE = "pages/hypoeval.py"
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    return path
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """start_run replaced by a recorder: no worker process, no real model."""
+    calls = []
+    monkeypatch.setattr(runs_module, "start_run", lambda db_path, run_id, **kw: calls.append(run_id))
+    return calls
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def finished_run(db: Path, dataset) -> int:
+    store = Store(db)
+    store.save_dataset(dataset)
+    run_id = create_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6, params={"n_selected": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=1), store=store,
+                                            backend=FakeBackend(scripted(dataset))))
+    return run_id
+
+
+def test_page_renders_on_an_empty_database(db):
+    at = open_page()
+    assert at.title[0].value == "HypoEval"
+    assert any("No dataset" in i.value for i in at.info)
+
+
+def test_review_shows_the_estimate_and_start_creates_hypoeval_and_baseline_runs(db, tiny_dataset, started):
+    Store(db).save_dataset(tiny_dataset)
+    at = open_page()
+    at.number_input(key="hypoeval_train").set_value(6)
+    at.number_input(key="hypoeval_test").set_value(6)
+    at.text_area(key="hypoeval_notes").set_value("Guideline\nCoherent summaries keep to one topic.")
+    at.button[0].click().run()  # the form's "Review run"
+    assert not at.exception, [e.value for e in at.exception]
+    labels = {m.label: m.value for m in at.metric}
+    assert int(labels["LLM requests to fit"]) > 0 and int(labels["LLM requests to score"]) == 6 * 5
+    at.button(key="hypoeval_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    runs = Store(db).list_runs()
+    assert sorted(r["method"] for r in runs) == ["direct", "geval", "hypoeval"] and len(started) == 3
+    hypo = next(r for r in runs if r["method"] == "hypoeval")
+    assert hypo["params"]["literature"] == [{"title": "Guideline", "text": "Coherent summaries keep to one topic."}]
+
+
+def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db, tiny_dataset, started):
+    run_id = finished_run(db, tiny_dataset)
+    at = open_page()
+    frames = [d.value for d in at.dataframe]
+    bank = next(f for f in frames if "times evaluated" in f.columns)
+    assert "selected" in set(bank["status"]) and any(t.startswith("GOOD") for t in bank["hypothesis"])
+    selected = next(f for f in frames if list(f.columns)[:3] == ["key", "origin", "train pearson"])
+    assert selected["hypothesis"].iloc[0].startswith("GOOD") and selected["train pearson"].iloc[0] == 1.0
+    assert any(f.columns[0] == "level" for f in frames), "test correlation table"
+
+    store = Store(db)
+    owner = f"hypoeval:run:{run_id}"
+    rows = store.criteria(owner)
+    assert rows and {r["status"] for r in rows} <= {"accepted", "rejected"}
+    bad = next(r for r in rows if r["definition"].startswith("BAD") and r["status"] == "accepted")
+
+    # edit the BAD hypothesis' text through its form
+    at.text_area(key=f"hypoeval_text_{bad['id']}").set_value(bad["definition"] + " Edited.")
+    form_buttons = [b for b in at.button if b.label == "Save"]
+    index = [r["id"] for r in store.criteria(owner)].index(bad["id"])
+    form_buttons[index].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    edited = next(r for r in store.criteria(owner) if r["id"] == bad["id"])
+    assert edited["version"] == 2 and edited["definition"].endswith("Edited.")
+    assert store.audit_log(entity="criterion")[0]["actor"] == "user"
+
+    # someone else saves in between: the page's stale edit is refused with a clear message
+    store.save_criterion({"id": bad["id"], "name": bad["name"], "definition": "changed elsewhere rubric text here",
+                          "status": "accepted"}, actor="other", expected_version=2)
+    at.text_area(key=f"hypoeval_text_{bad['id']}").set_value("my stale edit of this rubric text")
+    [b for b in at.button if b.label == "Save"][index].click().run()
+    assert any("changed by someone else" in e.value for e in at.error)
+    assert next(r for r in store.criteria(owner) if r["id"] == bad["id"])["version"] == 3
+
+    # undo restores the previous text as a new version
+    at.button(key=f"hypoeval_undo_{bad['id']}").click().run()
+    undone = next(r for r in store.criteria(owner) if r["id"] == bad["id"])
+    assert undone["version"] == 4 and undone["definition"].endswith("Edited.")
+
+    # re-score with the accepted set: a new hypoeval run with the curated hypotheses as a parameter
+    at.button(key="hypoeval_rescore").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    new = store.list_runs()[0]
+    assert new["method"] == "hypoeval" and new["id"] != run_id and started == [new["id"]]
+    texts = [h["text"] for h in new["params"]["hypotheses"]]
+    assert undone["definition"] in texts and new["params"]["n_selected"] == len(texts)
+    assert new["split"]["test_ids"] == store.get_run(run_id)["split"]["test_ids"]
