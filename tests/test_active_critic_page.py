@@ -117,13 +117,23 @@ def test_page_runs_edits_and_reruns(db, started):
     assert next(r for r in store.criteria(owner) if r["id"] == other["id"])["definition"] == "Changed elsewhere."
     at.button(key="ac_reload_1").click().run()
 
-    # a new run from the edits: stage 1 replaced by the person's text, the edit reaches every scoring prompt
+    # score the test split with the edited judge: no fit at all, the demos are kept
+    at.button(key="ac_rescore").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    rescored = store.get_run(4)
+    assert rescored["status"] == "finished" and not [e for e in store.events(4) if e["kind"] == "fitted"]
+    assert rescored["judge"]["state"]["criteria"]["Fluency"] == "Reads naturally, with no typos."
+    assert rescored["judge"]["state"]["demos"] == run["judge"]["state"]["demos"]
+    assert at.selectbox(key="_w_ac_run_id").value == 4
+
+    # a new run from the edits: stage 1 replaced by the person's text, a new demo search
+    at.selectbox(key="_w_ac_run_id").set_value(1).run()
     at.button(key="ac_refit").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    new = store.get_run(4)
+    new = store.get_run(5)
     assert new["params"]["criteria"]["Fluency"] == "Reads naturally, with no typos."
     assert new["params"]["criteria"]["Coverage"] == "Changed elsewhere."
-    kinds = {e["kind"] for e in store.events(4)}
+    kinds = {e["kind"] for e in store.events(5)}
     assert "task_observation" not in kinds and "candidate" in kinds
-    assert at.selectbox(key="_w_ac_run_id").value == 4
+    assert at.selectbox(key="_w_ac_run_id").value == 5
     assert new["status"] == "finished"
