@@ -52,8 +52,12 @@ class OpenAIBackend:
             return LLMError(f"the server at {self.where} rejected the API key (401)")
         if isinstance(exc, o.NotFoundError):
             return LLMError(f"model {self.model!r} was not found at {self.where}{self._available_models()}")
-        if isinstance(exc, o.RateLimitError):
-            return LLMError(f"rate limited by {self.where} (429) after retries; try a lower concurrency")
+        if isinstance(exc, o.RateLimitError):  # transient: the run pauses and can be resumed
+            return BackendUnavailable(f"rate limited by {self.where} (429) after retries; "
+                                      "try a lower concurrency, then resume")
+        if isinstance(exc, o.APIStatusError) and exc.status_code >= 500:
+            return BackendUnavailable(f"the server at {self.where} kept failing ({exc.status_code}) after "
+                                      f"retries: {_short(exc)}")
         if isinstance(exc, o.APIStatusError):
             return LLMError(f"the server at {self.where} answered {exc.status_code}: {_short(exc)}")
         return LLMError(f"request to {self.where} failed: {type(exc).__name__}")
