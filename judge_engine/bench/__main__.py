@@ -1,0 +1,46 @@
+"""``python -m judge_engine.bench SUBCOMMAND``: run one benchmark, print its table, write its JSON.
+
+Examples::
+
+    python -m judge_engine.bench replay --test-size 8 --repeats 3
+    python -m judge_engine.bench overhead -n 16 --repeats 5
+    python -m judge_engine.bench layout -n 6 -k 4
+    python -m judge_engine.bench concurrency -n 32
+    python -m judge_engine.bench scale --sizes 1000 10000 100000
+    python -m judge_engine.bench alignment --methods direct geval --test-size 8
+    python -m judge_engine.bench app
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from . import table, write
+
+SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
+               "scale": "scale", "alignment": "alignment", "app": "app_latency"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m judge_engine.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=None, help="folder for the JSON results (default data/bench/)")
+    sub = parser.add_subparsers(dest="benchmark", required=True)
+    for name, module in SUBCOMMANDS.items():
+        mod = importlib.import_module(f".{module}", __package__)
+        p = sub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
+        mod.add_arguments(p)
+    args = parser.parse_args(argv)
+    mod = importlib.import_module(f".{SUBCOMMANDS[args.benchmark]}", __package__)
+    options = {k: v for k, v in vars(args).items() if k not in ("out", "benchmark")}
+    doc = mod.run(**options)
+    path = write(doc, args.out)
+    print(table(doc))
+    print(f"written: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

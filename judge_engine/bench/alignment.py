@@ -1,0 +1,6 @@
+"""stub"""
+def add_arguments(parser):
+    pass
+
+def run(**_):
+    raise NotImplementedError
