@@ -323,6 +323,37 @@ def select_validation(train: Sequence[Sample], size: int | None, seed: int) -> t
     return tuple(s for i, s in enumerate(train) if i in keep)
 
 
+def search_trace(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a run's events say about its search so far (for a live view).
+
+    ``events`` are store rows (``kind``, ``payload``). Returns ``started``
+    (payload of ``hpss_started`` or None), ``evaluated`` (payloads in order),
+    the latest ``advantages`` and ``population``, ``aux_missing`` counts per
+    kind, the ``best`` evaluated payload (None until one has a fitness) and
+    any ``notes`` (stall / no fitness messages).
+    """
+    out: dict[str, Any] = {"started": None, "evaluated": [], "advantages": None, "population": None,
+                           "aux_missing": {}, "best": None, "notes": []}
+    for e in events:
+        kind, payload = e["kind"], e["payload"]
+        if kind == "hpss_started":
+            out["started"] = payload
+        elif kind == "hpss_evaluated":
+            out["evaluated"].append(payload)
+            if payload.get("fitness") is not None and (
+                    out["best"] is None or payload["fitness"] > out["best"]["fitness"]):
+                out["best"] = payload
+        elif kind == "hpss_advantages":
+            out["advantages"] = payload["advantages"]
+        elif kind == "hpss_population":
+            out["population"] = payload["members"]
+        elif kind == "hpss_auxiliary_missing":
+            out["aux_missing"][payload["kind"]] = out["aux_missing"].get(payload["kind"], 0) + 1
+        elif kind in ("hpss_stalled", "hpss_no_fitness"):
+            out["notes"].append(payload["message"])
+    return out
+
+
 # --------------------------------------------------------------------------- the Method
 
 
@@ -490,6 +521,10 @@ class HPSS(Method):
                     {"strategy": strategy_name(s), "fitness": None if math.isnan(perf[s]) else round(perf[s], 4)}
                     for s in pop]})
 
+        if log:
+            log("hpss_started", {"search": "fixed" if self.fixed_strategy else self.search, "evaluations": total,
+                                 "base": strategy_name(base), "validation_ids": [s.id for s in validation],
+                                 "level": self.fitness_level})
         rng = np.random.default_rng(self.seed)
         if self.fixed_strategy:
             state = SearchState()
@@ -549,14 +584,21 @@ class HPSS(Method):
                                   "examples": st.get("examples") or []})
 
     @classmethod
-    def render(cls, judge: Judge, sample: Sample, *, llm: LLM, strategy: str | None = None) -> str | None:
-        """The full prompt ``judge`` (or another ``strategy`` with its auxiliaries) sends for ``sample``."""
+    def render(cls, judge: Judge, sample: Sample, *, llm: LLM, strategy: str | None = None,
+               pool: Sequence[Sample] = (), leave_out: bool = False) -> str | None:
+        """The full prompt ``judge`` sends for ``sample``; None when an auxiliary it needs is missing.
+
+        With ``strategy`` (any explored strategy name) its auxiliaries are
+        rebuilt as during the search, examples drawn from ``pool`` (the
+        validation samples) and, with ``leave_out``, without ``sample`` itself.
+        Generations already made are answered by the cache.
+        """
         st = parse_strategy(strategy or judge.state["strategy"])
         aux = cls.auxiliaries_for(judge, llm) if strategy is None else Auxiliaries(
-            llm=llm, aspect=judge.aspect_record, task=judge.task_info,
+            llm=llm, aspect=judge.aspect_record, task=judge.task_info, pool=tuple(pool),
             human_criteria=judge.params.get("human_criteria"), max_tokens=judge.params.get("aux_max_tokens", 512),
             seed=judge.params.get("seed", 42))
-        [inputs] = aux.inputs_for(st, [sample], leave_out=False)
+        [inputs] = aux.inputs_for(st, [sample], leave_out=leave_out)
         return None if inputs is None else build_prompt(st, sample, judge.aspect_record, judge.task_info, inputs)
 
     @classmethod

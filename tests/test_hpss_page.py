@@ -1,0 +1,85 @@
+"""AppTest of the HPSS page: estimate, start (worker replaced by an in-process fake-LLM run), live view, results."""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from judge_engine import data
+from judge_engine import runs as runs_module
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.runs import execute_run
+from judge_engine.store import Store
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+PAGE = "pages/hpss.py"
+
+
+def responder(messages, params):
+    text = messages[-1]["content"]
+    if "Propose at most three" in text:
+        return "1. Does it mention every slot?"
+    if text.rstrip().endswith("Evaluation steps:"):
+        return "1. Read.\n2. Rate."
+    if "Write the evaluation criteria" in text:
+        return "naturalness : sounds like a person."
+    if "Reply with the utterance only" in text:
+        return "A reference utterance."
+    return f"Rating: [[{zlib.crc32(text.encode()) % 5 + 1}]]"
+
+
+@pytest.fixture
+def sfhot_db(tmp_path, shared_data, monkeypatch) -> Path:
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(shared_data))
+    Store(path).save_dataset(data.load_benchmark("sfhot"))
+    return path
+
+
+def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
+    started = []
+
+    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
+        started.append(run_id)
+        store = Store(db_path)
+        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+
+    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("No HPSS search yet" in i.value for i in at.info)
+    at.selectbox(key="hpss_dataset").set_value("sfhot").run()
+    at.selectbox(key="hpss_aspect").set_value("naturalness")
+    at.number_input(key="hpss_train").set_value(8)
+    at.number_input(key="hpss_test").set_value(5)
+    at.number_input(key="hpss_budget").set_value(6)
+    at.form_submit_button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Strategy evaluations"] == "27"
+    assert int(metrics["LLM requests to search (at most)"].replace(",", "")) >= 27 * 8
+    assert any("quick search" in i.value for i in at.info)  # embedded backend: smaller settings suggested
+    at.button(key="hpss_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(started) == 2  # the search and the MT-Bench base prompt on the same split
+    store = Store(sfhot_db)
+    search, base = (store.get_run(i) for i in started)
+    assert search["status"] == "finished" and base["status"] == "finished"
+    assert base["params"]["fixed_strategy"] == "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"
+    assert at.selectbox(key="hpss_run_id").value == started[0]
+    frames = [d.value for d in at.dataframe]
+    history = next(f for f in frames if "fitness (ρ×100)" in f.columns and "stage" in f.columns)
+    assert len(history) == 27 and list(history["#"]) == list(range(1, 28))
+    comparison = next(f for f in frames if "judge" in f.columns and "95% CI low" in f.columns)
+    assert set(comparison["judge"]) == {"HPSS best", "MT-Bench base prompt"}
+    assert any("Best validation" in m.label for m in at.metric)
+    assert len(at.get("plotly_chart")) >= 2  # fitness curve and advantage heatmap (plus inspect scatter)
+    at.button(key="hpss_render").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.code and "[Instruction]" in at.code[0].value and "[[rating]]" in at.code[0].value
