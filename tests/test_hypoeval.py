@@ -338,9 +338,10 @@ def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_
 
 # ----------------------------------------------------------------------------- the real embedded model
 
-TINY_REAL = {"n_init": 2, "n_init_hypotheses": 2, "top_k": 2, "w_max": 2, "w_hyp": 1, "n_refine": 1,
-             "n_new_hypotheses": 2, "max_bank": 4, "n_selected": 2, "max_tokens": 48,
-             "generation_max_tokens": 200, "check_max_tokens": 24, "observation_chars": 300}
+TINY_REAL = {"n_train": 3, "n_init": 2, "n_init_hypotheses": 2, "top_k": 1, "w_max": 5, "n_refine": 1,
+             "n_selected": 1, "reasoning": False, "max_tokens": 16, "generation_max_tokens": 120,
+             "check_max_tokens": 16}
+"""A few calls on short data-to-text items; score-first replies so the tiny model's answers can parse."""
 
 
 def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp_path, shared_data, monkeypatch):
@@ -348,12 +349,12 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
 
     monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(shared_data))
     store = Store(tmp_path / "real.db")
-    spec = RunSpec(method="hypoeval", dataset="summeval", aspect="coherence", train_size=4, test_size=2, seed=1,
+    spec = RunSpec(method="hypoeval", dataset="sfres", aspect="naturalness", train_size=4, test_size=1, seed=1,
                    params=TINY_REAL, llm=LLMConfig(concurrency=1))
     run_id = create_run(store, spec)
     summary = execute_run(store, run_id)
     run = store.get_run(run_id)
-    assert run["status"] == "finished" and summary["n"] == 2 and summary["calls"] > 0
+    assert run["status"] == "finished" and summary["n"] == 1 and summary["calls"] > 0
     kinds = [e["kind"] for e in store.events(run_id)]
     assert "literature_skipped" in kinds and "selection" in kinds and "fit_done" in kinds
     # whatever the tiny model answered, every verdict is a number from parsed scores or missing, never a default
@@ -362,3 +363,12 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
         assert (math.isnan(v.score) and not parsed) or v.score == pytest.approx(sum(parsed) / len(parsed))
     repeat = create_run(store, spec)
     assert execute_run(store, repeat)["calls"] == 0
+
+
+def test_compare_layouts_reports_both_layouts_on_the_same_cells(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset))
+    out = he.compare_layouts(tiny_dataset.samples[:4], [GOOD.format(n=1), BAD.format(n=1)],
+                             aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm)
+    assert set(out) == {"paper", "sample_first"}
+    assert all(r["calls"] == 8 and r["missing"] == 0 and r["prompt_tokens"] > 0 for r in out.values())
+    assert out["paper"]["pearson"] == pytest.approx(out["sample_first"]["pearson"])

@@ -951,3 +951,31 @@ def same_split_sizes(dataset: Any, split: dict[str, Any]) -> tuple[int, int]:
         if list(again.train_ids) == train and list(again.test_ids) == test:
             return size, len(test)
     raise ValueError("the stored split cannot be rebuilt from sizes and seed")
+
+
+def compare_layouts(samples: Sequence[Sample], hypotheses: Sequence[str], *, aspect: Aspect, task: TaskInfo,
+                    llm: LLM, reasoning: bool = True, max_tokens: int = 256) -> dict[str, dict[str, Any]]:
+    """Benchmark (issue #3, not a timed test): both prompt layouts on the same N samples x hypotheses.
+
+    For each layout: wall time, calls, cache hits, prompt tokens sent, and
+    the Pearson/Spearman of the mean score with the human scores. Run it on
+    a fresh cache (or a backend whose own prefix cache is what is measured):
+    answers already in the call cache take no time.
+    """
+    import time as _time
+
+    entries = [{"key": hypothesis_key(h), "text": h} for h in hypotheses]
+    human = [s.human.get(aspect.name, math.nan) for s in samples]
+    out: dict[str, dict[str, Any]] = {}
+    for layout in LAYOUTS:
+        before = llm.ledger.snapshot()
+        start = _time.perf_counter()
+        verdicts = evaluate_with_hypotheses(samples, entries, aspect=aspect, task=task, llm=llm, layout=layout,
+                                            joint=False, reasoning=reasoning, max_tokens=max_tokens)
+        seconds = _time.perf_counter() - start
+        after = llm.ledger.snapshot()
+        out[layout] = {"seconds": round(seconds, 3),
+                       **{k: after.get(k, 0) - before.get(k, 0) for k in ("calls", "cache_hits", "prompt_tokens")},
+                       "missing": sum(v.missing for v in verdicts),
+                       **metrics.correlations(human, [v.score for v in verdicts])}
+    return out
