@@ -372,3 +372,24 @@ def test_compare_layouts_reports_both_layouts_on_the_same_cells(store, tiny_data
     assert set(out) == {"paper", "sample_first"}
     assert all(r["calls"] == 8 and r["missing"] == 0 and r["prompt_tokens"] > 0 for r in out.values())
     assert out["paper"]["pearson"] == pytest.approx(out["sample_first"]["pearson"])
+
+
+def test_bank_replay_from_stored_events_and_same_split_sizes(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6,
+                   params={"n_selected": 1, "w_max": 2, "w_hyp": 1, "n_init": 2})
+    run_id = create_run(store, spec)
+    execute_run(store, run_id, llm=make(store, scripted(tiny_dataset))[0])
+    view = he.bank_from_events(store.events(run_id))
+    judge = Judge.from_dict(store.get_run(run_id)["judge"])
+    assert view["selected"] == [h["key"] for h in judge.state["selected"]]
+    assert view["literature_skipped"] and view["refreshes"] >= 1 and view["refinement_rounds"] >= 1
+    rows = {r["key"]: r for r in view["hypotheses"]}
+    for h in judge.state["bank"]:
+        assert rows[h["key"]]["text"] == h["text"] and rows[h["key"]]["reward"] == pytest.approx(h["reward"])
+    assert rows[view["selected"][0]]["status"] == "selected"
+    split = store.get_run(run_id)["split"]
+    train_size, test_size = he.same_split_sizes(tiny_dataset, split)
+    from judge_engine import data
+    again = data.make_split(tiny_dataset, train_size=train_size, test_size=test_size, seed=split["seed"])
+    assert list(again.train_ids) == split["train_ids"] and list(again.test_ids) == split["test_ids"]
