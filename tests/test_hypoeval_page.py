@@ -121,3 +121,27 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     texts = [h["text"] for h in new["params"]["hypotheses"]]
     assert undone["definition"] in texts and new["params"]["n_selected"] == len(texts)
     assert new["split"]["test_ids"] == store.get_run(run_id)["split"]["test_ids"]
+
+
+def test_live_run_shows_the_bank_growing_from_events(db, tiny_dataset):
+    import os
+    import time
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6))
+    store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), done=3, total=40,
+                     stage="fit: update 1/25")
+    store.add_event(run_id, "literature_skipped", {"reason": "none"})
+    store.add_event(run_id, "hypothesis_proposed", {"key": "h1", "text": "A rubric about flow of sentences.",
+                                                    "origin": "initial"})
+    store.add_event(run_id, "reward_updated", {"key": "h1", "reward": 0.91, "acc": 0.7, "n_evaluated": 5})
+    store.add_event(run_id, "wrong_bank_added", {"sample_id": "s3", "n_wrong": 2, "threshold": 1.3, "size": 1,
+                                                 "w_max": 10})
+    at = open_page()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Wrong-example bank"] == "1 / 10" and metrics["Hypotheses seen"] == "1"
+    bank = next(d.value for d in at.dataframe if "times evaluated" in d.value.columns)
+    assert bank["reward"].iloc[0] == 0.91 and bank["origin"].iloc[0] == "initial"
+    store.update_run(run_id, status="finished")
