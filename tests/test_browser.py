@@ -7,6 +7,7 @@ Playwright drives ``/usr/bin/chromium`` (override with ``$CHROMIUM``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -205,3 +206,58 @@ def test_comparison_page_draws_its_plots(app, page, diagnose, tiny_dataset):
     sync_api.expect(page.locator(".js-plotly-plot")).to_have_count(4)
     no_traceback(page)
     assert page.get_by_role("button", name="Download report (HTML)").count() == 1
+
+
+PAGES = {"home": "Judge Workbench", "datasets": "Datasets", "runs": "Runs", "compare": "Compare methods",
+         "settings": "Settings"}
+
+
+def test_an_edit_survives_an_app_restart_and_every_page_is_captured(tmp_path, shared_data, browser, request):
+    """Edit an aspect definition (the criterion prompts use), restart the server, find the edit; screenshot pages."""
+    out = Path(request.config.rootpath) / "test-output" / "browser"
+    out.mkdir(parents=True, exist_ok=True)
+    db = tmp_path / "workbench.db"
+    from judge_engine import data
+    Store(db).save_dataset(data.load_benchmark("sfhot"))
+    edited = "Whether the utterance reads like fluent English a native speaker would write (edited in the browser)."
+
+    first = App(db, shared_data, tmp_path / "first.log")
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{first.url}/datasets")
+        page.get_by_role("tab", name="Stored datasets").click()
+        page.get_by_text("Aspect definitions").wait_for()
+        idle(page)
+        box = page.get_by_role("textbox", name="naturalness (scale 1-6)")
+        box.fill(edited)
+        page.get_by_role("button", name="Save definitions").click()
+        page.get_by_text("Saved 1 definition(s): naturalness.").wait_for()
+        context.close()
+    finally:
+        first.stop()
+
+    second = App(db, shared_data, tmp_path / "second.log")
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{second.url}/datasets")
+        page.get_by_role("tab", name="Stored datasets").click()
+        idle(page)
+        page.get_by_text("Aspect definitions").wait_for()
+        sync_api.expect(page.get_by_role("textbox", name="naturalness (scale 1-6)")).to_have_value(edited,
+                                                                                                  timeout=60_000)
+        for slug, heading in PAGES.items():
+            page.goto(f"{second.url}/{'' if slug == 'home' else slug}")
+            page.get_by_role("heading", name=heading).first.wait_for()
+            idle(page)
+            no_traceback(page)
+            time.sleep(1.0)  # let tables and charts paint
+            page.screenshot(path=str(out / f"{slug}.png"), full_page=True)
+        context.close()
+    finally:
+        second.stop()
+    assert Store(db).audit_log(entity="aspect")[0]["after"] == json.dumps(edited)
+    assert sorted(p.name for p in out.glob("*.png")) >= sorted(f"{s}.png" for s in PAGES)
