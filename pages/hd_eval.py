@@ -208,9 +208,9 @@ def save(node_id: str, message: str, **changes) -> None:
     st.rerun()
 
 
-def node_editor(node: dict) -> None:
+def node_editor(node: dict, edit_slot, add_slot) -> None:
     nid = node["id"]
-    with st.popover("Edit", icon=":material/edit:"):
+    with edit_slot.popover("Edit", help="Edit, move, prune from the aggregator, or mark for (re)decomposition"):
         with st.form(f"hd_edit_{run_id}_{nid}"):
             name = st.text_input("Name", node["name"])
             definition = st.text_area("Definition", node["definition"], height=90)
@@ -236,7 +236,7 @@ def node_editor(node: dict) -> None:
                     changes["redecompose"] = int(node.get("redecompose") or 0) + 1 if redo else 0
                 if changes:
                     save(nid, f"Saved {node['name']!r}.", **changes)
-    with st.popover("Add child", icon=":material/add:"):
+    with add_slot.popover("Add", help="Add a child criterion"):
         with st.form(f"hd_add_{run_id}_{nid}", clear_on_submit=True):
             name = st.text_input("Name of the new criterion")
             definition = st.text_area("Definition", height=80)
@@ -252,20 +252,20 @@ def node_editor(node: dict) -> None:
 
 def node_row(node: dict, depth: int) -> None:
     nid = node["id"]
-    cols = st.columns([0.03 + 0.04 * depth, 5, 1.6, 1.2, 1.2, 1.2])
+    cols = st.columns([0.001 + 0.4 * depth, 5, 1.6, 1, 1, 1, 1], vertical_alignment="center")
     pruned = not node.get("in_aggregator", True)
     badges = [provenance(node)] + (["not in aggregator"] if pruned else []) \
         + (["will expand"] if node.get("expand") else []) + (["will re-decompose"] if node.get("redecompose") else [])
     name = f"~~{common.plain(node['name'])}~~" if pruned else f"**{common.plain(node['name'])}**"
+    name = ("↳ " if depth else "") + name
     cols[1].markdown(f"{name} · {common.plain(node['definition'])}  \n:gray[{' · '.join(badges)}]")
     value = importance.get(nid, {}).get("importance")
     if value is None:
         cols[2].caption("not scored yet")
     else:
         cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}")
-    with cols[3]:
-        node_editor(node)
-    if cols[4].button("Undo", key=f"hd_undo_{run_id}_{nid}", icon=":material/undo:",
+    node_editor(node, cols[3], cols[4])
+    if cols[5].button("Undo", key=f"hd_undo_{run_id}_{nid}", help="Restore the previous version",
                       disabled=versions[nid] <= 1):
         try:
             undo_node(store, run_id, nid, expected_version=expected(nid), actor=ACTOR)
@@ -275,8 +275,8 @@ def node_row(node: dict, depth: int) -> None:
             common.flash("success", f"Restored the previous version of {node['name']!r}.")
             st.session_state["hd_last_edit"] = run_id
         st.rerun()
-    if node.get("parent") is not None and cols[5].button("Delete", key=f"hd_del_{run_id}_{nid}",
-                                                         icon=":material/delete:"):
+    if node.get("parent") is not None and cols[6].button("Delete", key=f"hd_del_{run_id}_{nid}",
+                                                         help="Delete (undo or restore brings it back)"):
         save(nid, f"Deleted {node['name']!r} (undo brings it back).", deleted=True)
 
 
