@@ -78,3 +78,40 @@ def test_review_edit_conflict_undo_and_delete_on_a_finished_run(db):
     audit = [e for e in store.audit_log(entity="criterion") if e["entity_id"].endswith("clarity/p1")]
     assert [e["actor"] for e in audit][:3] == ["user", "user", "other"]
     assert not at.exception
+
+
+def test_edit_in_the_form_then_run_next_round_carries_the_edited_tree(db, monkeypatch):
+    from judge_engine import runs as runs_module
+    from judge_engine.methods import Judge
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    spec = RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                   params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2})
+    first = create_run(store, spec)
+    backend = FakeBackend(scripted)
+    execute_run(store, first, llm=make_llm(LLMConfig(), store=store, backend=backend))
+    started = []
+    monkeypatch.setattr(runs_module, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
+
+    at = _open()
+    names = [w for w in at.text_input if w.label == "Name"]
+    i = next(j for j, w in enumerate(names) if w.value == "clarity part 1")
+    names[i].set_value("Plain words")
+    [b for b in at.button if b.label == "Save"][i].click().run()
+    assert not at.exception and any("Saved" in s.value for s in at.success), [e.value for e in at.error]
+    assert any(m.label == "Waiting for scores" and m.value == "1" for m in at.metric)
+
+    _button(at, f"hd_next_{first}").click().run()
+    assert not at.exception and len(started) == 1
+    second = store.get_run(started[0])
+    tree = {n["id"]: n for n in second["params"]["criteria_tree"]["nodes"]}
+    assert tree["clarity/p1"]["name"] == "Plain words" and tree["clarity/p1"]["edited"]
+
+    before = len(backend.calls)
+    execute_run(store, started[0], llm=make_llm(LLMConfig(), store=store, backend=backend))
+    assert len(backend.calls) - before == 12 + 6, "only the edited node is scored again (train + test)"
+    judge = Judge.from_dict(store.get_run(started[0])["judge"])
+    assert next(n for n in judge.state["tree"]["nodes"] if n["id"] == "clarity/p1")["name"] == "Plain words"
+    at.run()
+    assert not at.exception
