@@ -59,12 +59,11 @@ def test_server_down_at_start_pauses_the_run_with_a_clear_status(store, tiny_dat
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, openai_spec(f"http://127.0.0.1:{free_port()}/v1", max_retries=0))
-    started = time.time()
     with pytest.raises(BackendUnavailable):
         execute_run(store, run_id)
     run = store.get_run(run_id)
     assert run["status"] == "interrupted" and "is it running?" in run["message"]
-    assert time.time() - started < 30 and store.scored_ids(run_id) == set()
+    assert store.scored_ids(run_id) == set()
 
 
 # --------------------------------------------------------------------------- scripted faults
