@@ -10,13 +10,15 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from judge_engine import data, runs
-from judge_engine.hpss_strategy import (FACTOR_NAMES, FACTOR_TITLES, VALUE_TITLES, base_strategy, describe,
-                                        parse_strategy, strategy_name)
+from judge_engine.hpss_strategy import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUES, VALUE_TITLES, base_strategy,
+                                        describe, parse_strategy, strategy_name)
 from judge_engine.llm import LLMError, make_llm
 from judge_engine.llm.base import LLMConfig
 from judge_engine.methods import Judge
 from judge_engine.methods.hpss import HPSS, search_trace
 from judge_engine.plots import human_vs_judge_scatter
+from judge_engine.records import Split
+from judge_engine.store import EditConflict
 from pages import common
 
 common.require_frame()
@@ -271,3 +273,68 @@ if evaluated and val_ids:
                            "content), so the item was not scored.")
             else:
                 st.code(prompt, language=None, wrap_lines=True)
+
+# --------------------------------------------------------------------------- edit and re-score
+
+st.subheader("Edit the strategy and re-score")
+st.caption("Your edit becomes the parameters of a new run on the same split (fixed strategy, human criteria): "
+           "every prompt the edit leaves unchanged is answered by the cache. Edits are versioned and audited.")
+owner = f"hpss-run-{run_id}"
+stored = {r["id"]: r for r in store.criteria(owner)}
+if f"{owner}:strategy" not in stored:  # first visit: the search's result is version 1
+    store.save_criterion({"id": f"{owner}:strategy", "owner": owner, "name": "strategy",
+                          "definition": state["strategy"], "status": "accepted", "position": 0})
+    store.save_criterion({"id": f"{owner}:criteria", "owner": owner, "name": "human criteria",
+                          "definition": judge.params.get("human_criteria") or run_dataset.aspect(run["aspect"]).definition,
+                          "status": "accepted", "position": 1})
+    stored = {r["id"]: r for r in store.criteria(owner)}
+strategy_row, criteria_row = stored[f"{owner}:strategy"], stored[f"{owner}:criteria"]
+current = dict(zip(FACTOR_NAMES, parse_strategy(strategy_row["definition"])))
+seen_key = f"hpss_edit_{run_id}_versions"  # the versions this person's form shows: a newer save is a conflict
+seen = st.session_state.setdefault(seen_key, (strategy_row["version"], criteria_row["version"]))
+with st.form("hpss_edit"):
+    cols = st.columns(4)
+    chosen_values = {}
+    for i, f in enumerate(FACTOR_NAMES):
+        values = list(FACTOR_VALUES[f])
+        chosen_values[f] = cols[i % 4].selectbox(FACTOR_TITLES[f], values, index=values.index(current[f]),
+                                                 format_func=VALUE_TITLES[f].get, key=f"hpss_edit_{run_id}_{f}")
+    criteria_text = st.text_area("Human-written criteria (used when the criteria factor is human-written)",
+                                 criteria_row["definition"], key=f"hpss_edit_{run_id}_text")
+    st.caption(f"Editing strategy version {seen[0]} · criteria version {seen[1]}")
+    submitted = st.form_submit_button("Save edit and re-score the test split")
+if submitted:
+    new_strategy = strategy_name(tuple(chosen_values[f] for f in FACTOR_NAMES))
+    try:
+        if seen[1] != criteria_row["version"]:  # check both before writing either
+            raise EditConflict(f"the criteria were changed by someone else (version {criteria_row['version']}, "
+                               f"you edited version {seen[1]}); reload them")
+        sv = store.save_criterion({**{k: strategy_row[k] for k in ("id", "owner", "name", "status", "position")},
+                                   "definition": new_strategy}, actor="user", expected_version=seen[0])
+        cv = store.save_criterion({**{k: criteria_row[k] for k in ("id", "owner", "name", "status", "position")},
+                                   "definition": criteria_text.strip()}, actor="user", expected_version=seen[1])
+    except EditConflict as exc:
+        st.session_state[seen_key] = (strategy_row["version"], criteria_row["version"])
+        st.error(common.plain(f"{exc}. Your edit was not saved; the form now edits the latest version."))
+    else:
+        st.session_state[seen_key] = (sv, cv)
+        split = Split.from_dict(run["split"])
+        edited = runs.RunSpec(method="hpss", dataset=run["dataset"], aspect=run["aspect"],
+                              params={**run["params"], "fixed_strategy": new_strategy,
+                                      "human_criteria": criteria_text.strip() or None},
+                              train_size=len(split.train_ids), test_size=len(split.test_ids), seed=split.seed,
+                              llm=LLMConfig.from_dict(run["llm"]))
+        try:
+            new_id = runs.create_run(store, edited)
+            runs.start_run(store.path, new_id, api_key=common.api_key())
+        except (ValueError, OSError) as exc:
+            st.error(common.plain(str(exc)))
+        else:
+            common.flash("success", f"Saved the edit and started run #{new_id} with strategy {new_strategy}")
+            st.rerun()
+audit = store.audit_log(entity="criterion", limit=50)
+audit = [a for a in audit if str(a["entity_id"]).startswith(owner + ":")]
+if audit:
+    with st.expander(f"Edit history ({len(audit)})"):
+        st.dataframe(pd.DataFrame([{"when": common.fmt_time(a["ts"]), "who": a["actor"], "what": a["entity_id"],
+                                    "before": a["before"], "after": a["after"]} for a in audit]), hide_index=True)

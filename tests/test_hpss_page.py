@@ -83,3 +83,24 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     at.button(key="hpss_render").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert at.code and "[Instruction]" in at.code[0].value and "[[rating]]" in at.code[0].value
+
+    # a person edits the best strategy: a new run on the same split with the edit as parameters
+    at.selectbox(key=f"hpss_edit_{started[0]}_scale").set_value("10")
+    at.text_area(key=f"hpss_edit_{started[0]}_text").set_value("Naturalness: reads like a person wrote it.")
+    next(b for b in at.button if b.label.startswith("Save edit")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(started) == 3
+    edited = store.get_run(started[2])
+    assert edited["status"] == "finished" and edited["split"] == search["split"]
+    assert edited["params"]["fixed_strategy"].startswith("10_")
+    assert edited["params"]["human_criteria"] == "Naturalness: reads like a person wrote it."
+    owner = f"hpss-run-{started[0]}"
+    assert {r["name"]: r["version"] for r in store.criteria(owner)} == {"strategy": 2, "human criteria": 2}
+    # someone else saves meanwhile: the page's stale edit is refused with a clear message
+    row = next(r for r in store.criteria(owner) if r["name"] == "strategy")
+    at.selectbox(key=f"hpss_edit_{started[0]}_scale").set_value("3")
+    store.save_criterion({k: row[k] for k in ("id", "owner", "name", "definition", "status", "position")},
+                         actor="other", expected_version=row["version"])
+    next(b for b in at.button if b.label.startswith("Save edit")).click().run()
+    assert any("changed by someone else" in e.value.replace("\\", "") for e in at.error)
+    assert len(started) == 3
