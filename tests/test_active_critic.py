@@ -397,8 +397,8 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     """Real SmolLM2 through execute_run: stage 1, a 2-candidate search, scoring; the repeat costs 0 calls."""
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=5, test_size=2,
-                   params={"n_candidates": 2, "n_demos": 1, "eval_subsample": 3, "max_tokens": 96,
-                           "variant": "fine", "demo_mode": "labeled"})
+                   params={"n_candidates": 2, "n_demos": 1, "eval_subsample": 2, "max_tokens": 64, "max_batches": 1,
+                           "variant": "fine", "demo_mode": "labeled", "retry_unparsed": False})
     run_id = create_run(store, spec)
     summary = execute_run(store, run_id)
     run = store.get_run(run_id)
