@@ -2,13 +2,13 @@
 
 import json
 import math
-import time
 
 import plotly.express as px
 import streamlit as st
 
 from judge_engine import data, plots
 from judge_engine.data import SplitError
+from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods import hypoeval as he
 from judge_engine.runs import RunSpec, create_run, effective_status, estimate, start_run
@@ -282,7 +282,7 @@ def curate(run: dict, judge: Judge) -> None:
                       "n_selected": len(accepted)}
             ids = start([RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
                                  train_size=train_size, test_size=test_size, seed=run["split"]["seed"],
-                                 llm=common.llm_config())])
+                                 llm=LLMConfig.from_dict(run["llm"]))])  # same backend: unchanged calls are cached
         except (SplitError, ValueError, NotFound) as exc:
             st.error(common.plain(str(exc)))
         else:

@@ -10,13 +10,11 @@ import re
 
 import pytest
 
-from judge_engine.criteria_scoring import CriterionText
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import Judge, get_method
 from judge_engine.methods import hypoeval as he
 from judge_engine.prompting import TaskInfo
-from judge_engine.records import Aspect, Sample
 from judge_engine.runs import RunSpec, create_run, execute_run
 
 # Hypothesis texts the scripted generator proposes. "GOOD" rubrics predict the human score exactly,
