@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .hpss_strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, _source_blocks, as_dict,
+from .hpss_strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, source_blocks, as_dict,
                             normalised_level, rating_range)
 from .llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
 from .prompting import TaskInfo, load_template
@@ -229,7 +229,7 @@ class Auxiliaries:
             w = self._words()
             prompts = {sid: GEN_METRICS.render(input=w["input"], output=w["output"], task=w["task"],
                                                aspect=self.aspect.name, criteria=" " + self.human_criteria_text(),
-                                               source_block="\n\n".join(_source_blocks(s, self.task)))
+                                               source_block="\n\n".join(source_blocks(s, self.task)))
                        for sid, s in todo.items()}
             for sid, value in self._ask("questions", prompts, parse_questions).items():
                 self.memo[("questions", sid)] = value
@@ -241,7 +241,7 @@ class Auxiliaries:
         if todo:
             w = self._words()
             prompts = {sid: GEN_REFERENCE.render(input=w["input"], output=w["output"], task=w["task"],
-                                                 source_block="\n\n".join(_source_blocks(s, self.task)))
+                                                 source_block="\n\n".join(source_blocks(s, self.task)))
                        for sid, s in todo.items()}
             for sid, value in self._ask("reference", prompts, clean_text).items():
                 self.memo[("reference", sid)] = value

@@ -181,7 +181,8 @@ def _labels(task: TaskInfo) -> dict[str, str]:
     return {"input": task.input_label.lower(), "output": task.output_label.lower()}
 
 
-def _source_blocks(sample: Sample | dict[str, Any], task: TaskInfo) -> list[str]:
+def source_blocks(sample: Sample | dict[str, Any], task: TaskInfo) -> list[str]:
+    """The fenced input (and context, if any) of a sample or an example dict."""
     get = sample.get if isinstance(sample, dict) else lambda k: getattr(sample, k)
     blocks = [fence(task.input_label, get("input"))]
     if get("context"):
@@ -193,7 +194,7 @@ def render_examples(examples: Sequence[dict[str, Any]], scale: str, aspect: Aspe
     """The in-context example list, lowest human rating first, ratings on the strategy's scale."""
     items = []
     for number, ex in enumerate(examples, start=1):
-        block = "\n\n".join(_source_blocks(ex, task) + [fence(task.output_label, ex["output"])])
+        block = "\n\n".join(source_blocks(ex, task) + [fence(task.output_label, ex["output"])])
         items.append(IC_EXAMPLE.render(number=number, sample_block=block,
                                        rating=display_rating(ex["level"], scale, aspect)))
     return "\n\n".join(items)
@@ -235,7 +236,7 @@ def build_prompt(strategy: Strategy, sample: Sample, aspect: Aspect, task: TaskI
     if N_EXAMPLES[f["example"]] and inputs.examples:
         ic.append(IC_EXAMPLES.render(examples=render_examples(inputs.examples, f["scale"], aspect, task),
                                      output=words["output"], aspect=aspect.name))
-    ic.extend(_source_blocks(sample, task))
+    ic.extend(source_blocks(sample, task))
     if f["metrics"] == "Metrics":
         if not inputs.questions:
             raise ValueError("strategy needs metrics questions")

@@ -234,6 +234,8 @@ if run.get("summary"):
                      "spearman": corr.get("spearman"), "95% CI low": ci[0], "95% CI high": ci[1],
                      "pearson": corr.get("pearson"), "missing": r["summary"].get("parse_failures"),
                      "calls": r["summary"].get("calls"), "cache hits": r["summary"].get("cache_hits"),
+                     "prompt tokens": r["summary"].get("prompt_tokens"),
+                     "completion tokens": r["summary"].get("completion_tokens"),
                      "seconds": r["summary"].get("seconds")})
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     st.caption("Correlations of the best strategy at every level")

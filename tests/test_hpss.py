@@ -318,3 +318,14 @@ def test_real_model_run_end_to_end_and_repeat_is_free(store, shared_data):
     summary2 = runs.execute_run(store, again)
     assert summary2["calls"] == 0 and summary2["cache_hits"] > 0
     assert store.get_run(again)["judge"]["state"]["strategy"] == run["judge"]["state"]["strategy"]
+
+
+def test_validation_subset_is_seeded_and_keeps_whole_groups_at_group_level():
+    from judge_engine.methods.hpss import select_validation
+    train = _samples(12)
+    a = select_validation(train, 5, seed=3)
+    assert len(a) == 5 and a == select_validation(train, 5, seed=3)
+    g = select_validation(train, 5, seed=3, by_group=True)
+    groups = {s.group_id for s in g}
+    assert len(g) == 3 * len(groups) >= 5  # groups of three, never cut
+    assert select_validation(train, None, seed=3) == train

@@ -314,11 +314,26 @@ def stepwise_greedy_search(base: Strategy, evaluate: Fitness) -> SearchState:
     return state
 
 
-def select_validation(train: Sequence[Sample], size: int | None, seed: int) -> tuple[Sample, ...]:
-    """The validation set: the train split, or a seeded subset of ``size`` samples (kept in split order)."""
+def select_validation(train: Sequence[Sample], size: int | None, seed: int, *,
+                      by_group: bool = False) -> tuple[Sample, ...]:
+    """The validation set: the train split, or a seeded subset of about ``size`` samples (in split order).
+
+    With ``by_group`` (group-level fitness) whole groups are taken in a seeded
+    order until ``size`` is reached, so per-group correlations stay defined.
+    """
     if size is None or size >= len(train):
         return tuple(train)
     rng = np.random.default_rng(seed)
+    if by_group:
+        groups = sorted({s.group_id for s in train})
+        keep_groups: set[str] = set()
+        count = 0
+        for g in rng.permutation(len(groups)):
+            if count >= size:
+                break
+            keep_groups.add(groups[g])
+            count += sum(1 for s in train if s.group_id == groups[g])
+        return tuple(s for s in train if s.group_id in keep_groups)
     keep = set(rng.choice(len(train), size=size, replace=False).tolist())
     return tuple(s for i, s in enumerate(train) if i in keep)
 
@@ -474,7 +489,8 @@ class HPSS(Method):
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
             progress: Progress | None = None, log: EventSink | None = None) -> Judge:
         self._validate_params()
-        validation = select_validation(train, self.validation_size, self.seed)
+        validation = select_validation(train, self.validation_size, self.seed,
+                                       by_group=self.fitness_level == "group")
         aux = Auxiliaries(llm=llm, aspect=aspect, task=task, pool=validation, human_criteria=self.human_criteria,
                           max_tokens=self.aux_max_tokens, seed=self.seed, log=log)
         base = base_strategy(aspect, self.base_scale)
