@@ -210,7 +210,7 @@ def stage_one(events: list[dict]) -> None:
     if candidates:
         st.markdown("**Demonstration search** (Q = Pearson + Spearman + Kendall on the training split)")
         st.dataframe(pd.DataFrame([{k: c.get(k) for k in ("candidate", "kind", "q", "pearson", "spearman", "kendall",
-                                                           "n_scored", "n_missing", "demo_ids")} for c in candidates]),
+                                                           "n_scored", "n_missing", "n_retried", "demo_ids")} for c in candidates]),
                      hide_index=True, key="ac_live_candidates")
     failures = by_kind.get("parse_failure", [])
     if failures:

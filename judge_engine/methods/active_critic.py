@@ -18,6 +18,10 @@ Stage 2, scoring alignment (§4.2, Tables 16-17)
     0-100 with an explanation, as JSON) and :func:`score_overall` (OS-E:
     the overall 0-100 score with an explanation and an error analysis).
     AC-Fine runs both; AC-Coarse runs OS-E alone with the criteria listed.
+    Unreadable replies are missing (NaN) and counted, never a default
+    number; an OS-E reply without a score gets one follow-up turn first
+    (``retry_unparsed``, not in the paper), a criteria reply without usable
+    JSON one retry (spec §3.3).
 Prompt optimization (§4.2 "Prompt Optimization", App. D.2, Eqs. 4-5)
     :func:`optimize_demonstrations`: K candidate demonstration sets, each
     scored on the training split by Q = Pearson + Spearman + Kendall
