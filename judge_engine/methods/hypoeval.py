@@ -785,6 +785,7 @@ class HypoEval(Method):
         if progress:
             ctx.progress = lambda stage: progress(min(ctx.calls, ctx.total), ctx.total, stage)
         by_id = {s.id: s for s in s_tr}
+        ctx.emit("fit_started", {"n_train": len(s_tr), "estimated_calls": ctx.total})  # a resumed fit starts over
 
         if self.hypotheses is not None:
             bank = curated_entries(self.hypotheses)
@@ -889,7 +890,11 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     for event in events:
         kind, p = event["kind"], event["payload"]
-        if kind in ("hypothesis_proposed", "hypothesis_added"):
+        if kind == "fit_started":  # a resumed run fits again (from the cache): show that fit only
+            rows.clear()
+            view.update({"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
+                         "literature_skipped": False, "parse_failures": 0, "selected": []})
+        elif kind in ("hypothesis_proposed", "hypothesis_added"):
             if kind == "hypothesis_added" or p.get("origin") != "wrong_examples":
                 row(p["key"], text=p.get("text"), origin=p.get("origin"), reward=p.get("reward"),
                     n_evaluated=p.get("n_evaluated"))
