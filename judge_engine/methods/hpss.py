@@ -6,8 +6,9 @@ search guided by per-value *advantages*, scoring each strategy by its
 Spearman correlation with human scores on the validation split (the run's
 train split). Map of this module to the paper (and ``specs/hpss.md``):
 
-* :func:`evaluate_strategy` / :func:`fitness` — r(𝒯): judge every validation
-  sample with one strategy, Spearman × 100 at the dataset's level (§3.1, App. A; notes §7).
+* :func:`evaluate_strategy` / :func:`fitness` / :class:`ValidationFitness` — r(𝒯):
+  judge every validation sample with one strategy, Spearman × 100 at the
+  dataset's level (§3.1, App. A; notes §7), each evaluation logged as an event.
 * :func:`initialize` — Algorithm 1: the MT-Bench base plus every one-factor
   change (21 evaluations) and the initial advantages A_ij (Eq. 2; notes §8.2).
 * :func:`exploration_scores` — Eq. 3 (advantage disparity + UCB term) and
@@ -369,6 +370,48 @@ def search_trace(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _round(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else round(value, 4)
+
+
+class ValidationFitness:
+    """r(𝒯) on the validation set, recording every evaluation (the search's ``evaluate`` callback).
+
+    Each call judges the validation samples with the strategy (the judged
+    sample left out of its in-context examples), computes Spearman × 100 at
+    ``level``, appends an entry to ``history`` and reports it as an
+    ``hpss_evaluated`` event and as progress.
+    """
+
+    def __init__(self, validation: Sequence[Sample], aux: Auxiliaries, *, llm: LLM, level: str, max_tokens: int,
+                 total: int, progress: Progress | None = None, log: EventSink | None = None):
+        self.validation, self.aux, self.llm, self.level = tuple(validation), aux, llm, level
+        self.max_tokens, self.total, self.progress, self.log = max_tokens, total, progress, log
+        self.history: list[dict[str, Any]] = []
+
+    def __call__(self, strategy: Strategy, stage: str) -> float:
+        done = len(self.history)
+        label = f"strategy {done + 1} of {self.total} ({stage})"
+        if self.progress:
+            self.progress(done, self.total, label)
+        result = evaluate_strategy(strategy, self.validation, self.aux, llm=self.llm, max_tokens=self.max_tokens,
+                                   leave_out=True)
+        value = fitness(self.validation, self.aux.aspect.name, result.scores, level=self.level)
+        defined = [h["fitness"] for h in self.history if h["fitness"] is not None] + [_round(value)]
+        best = max((x for x in defined if x is not None), default=None)
+        entry = {"index": done + 1, "stage": stage, "strategy": strategy_name(strategy),
+                 "factors": as_dict(strategy), "fitness": _round(value), "best_so_far": best,
+                 "n": len(self.validation), "unparsed": result.unparsed, "missing_aux": result.missing_aux,
+                 "calls": self.llm.ledger.snapshot()["calls"],
+                 "scores": [None if math.isnan(x) else x for x in result.scores]}
+        self.history.append(entry)
+        if self.log:
+            self.log("hpss_evaluated", entry)
+        if self.progress:
+            self.progress(done + 1, self.total, label)
+        return value
+
+
 # --------------------------------------------------------------------------- the Method
 
 
@@ -494,100 +537,69 @@ class HPSS(Method):
         aux = Auxiliaries(llm=llm, aspect=aspect, task=task, pool=validation, human_criteria=self.human_criteria,
                           max_tokens=self.aux_max_tokens, seed=self.seed, log=log)
         base = base_strategy(aspect, self.base_scale)
-        total = self.n_evaluations()
-        history: list[dict[str, Any]] = []
-        state_box: dict[str, SearchState] = {}
-
-        def evaluate(strategy: Strategy, stage: str) -> float:
-            done = len(history)
-            if progress:
-                progress(done, total, f"strategy {done + 1} of {total} ({stage})")
-            result = evaluate_strategy(strategy, validation, aux, llm=llm, max_tokens=self.judge_max_tokens,
-                                       leave_out=True)
-            value = fitness(validation, aspect.name, result.scores, level=self.fitness_level)
-            best = max((h["fitness"] for h in history if h["fitness"] is not None), default=None)
-            if not math.isnan(value):
-                best = value if best is None else max(best, value)
-            entry = {"index": done + 1, "stage": stage, "strategy": strategy_name(strategy),
-                     "factors": as_dict(strategy), "fitness": None if math.isnan(value) else round(value, 4),
-                     "best_so_far": None if best is None else round(best, 4), "n": len(validation),
-                     "unparsed": result.unparsed, "missing_aux": result.missing_aux,
-                     "calls": llm.ledger.snapshot()["calls"],
-                     "scores": [None if math.isnan(x) else x for x in result.scores]}
-            history.append(entry)
-            if log:
-                log("hpss_evaluated", entry)
-            if progress:
-                progress(done + 1, total, f"strategy {done + 1} of {total} ({stage})")
-            return value
-
-        def log_advantages() -> None:
-            if log and "state" in state_box:
-                log("hpss_advantages", {"after": len(history), "advantages": state_box["state"].advantages()})
-
-        last_pop: list[list[Strategy]] = [[]]
-
-        def log_population(round_no: int, pop: list[Strategy]) -> None:
-            if pop == last_pop[0]:  # a round whose proposals were all explored changes nothing
-                return
-            last_pop[0] = list(pop)
-            if log:
-                perf = state_box["state"].perf
-                log("hpss_population", {"round": round_no, "after": len(history), "members": [
-                    {"strategy": strategy_name(s), "fitness": None if math.isnan(perf[s]) else round(perf[s], 4)}
-                    for s in pop]})
-
+        evaluate = ValidationFitness(validation, aux, llm=llm, level=self.fitness_level,
+                                     max_tokens=self.judge_max_tokens, total=self.n_evaluations(),
+                                     progress=progress, log=log)
         if log:
-            log("hpss_started", {"search": "fixed" if self.fixed_strategy else self.search, "evaluations": total,
-                                 "base": strategy_name(base), "validation_ids": [s.id for s in validation],
-                                 "level": self.fitness_level})
-        rng = np.random.default_rng(self.seed)
-        if self.fixed_strategy:
-            state = SearchState()
-            best = parse_strategy(self.fixed_strategy)
-            state.perf[best] = evaluate(best, "fixed")
-        elif self.search == "hpss":
-            state = initialize(base, evaluate)
-            state_box["state"] = state
-            log_advantages()
-            log_population(0, state.best(self.population))
-            best = iterative_search(state, evaluate, rng, population=self.population, mutations=self.mutations,
-                                    rho=self.exploit_prob, tau=self.temperature, lam=self.exploration_weight,
-                                    budget=self.budget, on_round=log_population, on_update=log_advantages)
-            if state.cost < self.budget and log:
-                log("hpss_stalled", {"evaluations": len(history), "message": (
-                    f"the search stopped after {len(history)} evaluations: for 1000 rounds every proposal "
-                    "was an already explored strategy (paper behaviour, notes §13.2)")})
-        elif self.search == "greedy":
-            state = greedy_search(base, evaluate, rng, budget=20 + self.budget)
-            best = state.best(1)[0]
-        else:
-            state = stepwise_greedy_search(base, evaluate)
-            best = state.best(1)[0]
-        if math.isnan(state.perf[best]):
-            best = base if base in state.perf else best
+            log("hpss_started", {"search": "fixed" if self.fixed_strategy else self.search,
+                                 "evaluations": self.n_evaluations(), "base": strategy_name(base),
+                                 "validation_ids": [s.id for s in validation], "level": self.fitness_level})
+        state, best = self._search(base, evaluate, log)
+        if math.isnan(state.perf[best]) and base in state.perf:
+            best = base
             if log:
-                log("hpss_no_fitness", {"message": "no strategy had a defined validation Spearman "
-                                                   "(constant or missing scores); the judge keeps "
-                                                   f"{strategy_name(best)}"})
+                log("hpss_no_fitness", {"message": "no strategy had a defined validation Spearman (constant or "
+                                                   f"missing scores); the judge keeps {strategy_name(best)}"})
         judge_state = {
             "strategy": strategy_name(best), "factors": as_dict(best), "readable": describe(best),
-            **aux.globals_for(best),
-            "fitness": None if math.isnan(state.perf[best]) else round(state.perf[best], 4),
-            "base_strategy": strategy_name(base),
-            "base_fitness": None if base not in state.perf or math.isnan(state.perf[base])
-            else round(state.perf[base], 4),
+            **aux.globals_for(best), "fitness": _round(state.perf[best]),
+            "base_strategy": strategy_name(base), "base_fitness": _round(state.perf.get(base, math.nan)),
             "explored": [{k: h[k] for k in ("index", "stage", "strategy", "fitness", "unparsed", "missing_aux")}
-                         for h in history],
-            "advantages": state.advantages() if state.A else {},
-            "auxiliary_failures": dict(aux.failures),
-            "validation_ids": [s.id for s in validation],
-        }
+                         for h in evaluate.history],
+            "advantages": state.advantages() if state.A else {}, "auxiliary_failures": dict(aux.failures),
+            "validation_ids": [s.id for s in validation]}
         if log:
-            log("hpss_best", {"strategy": judge_state["strategy"], "fitness": judge_state["fitness"],
-                              "base_fitness": judge_state["base_fitness"]})
+            log("hpss_best", {k: judge_state[k] for k in ("strategy", "fitness", "base_fitness")})
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=judge_state)
+
+    def _search(self, base: Strategy, evaluate: "ValidationFitness",
+                log: EventSink | None) -> tuple[SearchState, Strategy]:
+        """Run the configured search (or score the fixed strategy); returns the state and the best strategy."""
+        rng = np.random.default_rng(self.seed)
+        if self.fixed_strategy:
+            state, best = SearchState(), parse_strategy(self.fixed_strategy)
+            state.perf[best] = evaluate(best, "fixed")
+            return state, best
+        if self.search == "greedy":
+            state = greedy_search(base, evaluate, rng, budget=20 + self.budget)
+            return state, state.best(1)[0]
+        if self.search == "stepwise_greedy":
+            state = stepwise_greedy_search(base, evaluate)
+            return state, state.best(1)[0]
+        state = initialize(base, evaluate)
+        shown: list[list[Strategy]] = [[]]
+
+        def log_advantages() -> None:
+            if log:
+                log("hpss_advantages", {"after": len(evaluate.history), "advantages": state.advantages()})
+
+        def log_population(round_no: int, pop: list[Strategy]) -> None:
+            if log and pop != shown[0]:  # a round whose proposals were all explored changes nothing
+                shown[0] = list(pop)
+                log("hpss_population", {"round": round_no, "after": len(evaluate.history), "members": [
+                    {"strategy": strategy_name(s), "fitness": _round(state.perf[s])} for s in pop]})
+
+        log_advantages()
+        log_population(0, state.best(self.population))
+        best = iterative_search(state, evaluate, rng, population=self.population, mutations=self.mutations,
+                                rho=self.exploit_prob, tau=self.temperature, lam=self.exploration_weight,
+                                budget=self.budget, on_round=log_population, on_update=log_advantages)
+        if state.cost < self.budget and log:
+            log("hpss_stalled", {"evaluations": len(evaluate.history), "message": (
+                f"the search stopped after {len(evaluate.history)} evaluations: for 1000 rounds every proposal "
+                "was an already explored strategy (paper behaviour, notes §13.2)")})
+        return state, best
 
     @classmethod
     def auxiliaries_for(cls, judge: Judge, llm: LLM) -> Auxiliaries:
