@@ -329,3 +329,26 @@ def test_validation_subset_is_seeded_and_keeps_whole_groups_at_group_level():
     groups = {s.group_id for s in g}
     assert len(g) == 3 * len(groups) >= 5  # groups of three, never cut
     assert select_validation(train, None, seed=3) == train
+
+
+def test_a_request_the_backend_rejects_is_missing_and_an_unreachable_backend_still_raises(store):
+    from judge_engine.llm import BackendUnavailable, LLMError
+
+    def fn(messages, params):
+        if "output number 1\n" in messages[-1]["content"]:
+            raise LLMError("prompt longer than the context window")
+        return "[[2]]"
+
+    llm, _ = make_fake(store, fn)
+    aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
+    result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True)
+    assert result.scores[0] == 2.0 and math.isnan(result.scores[1]) and result.scores[2] == 2.0
+    assert result.unparsed == 1
+
+    def down(messages, params):
+        raise BackendUnavailable("server not reachable")
+
+    llm, _ = make_fake(store, down)
+    with pytest.raises(BackendUnavailable):
+        evaluate_strategy(BASE, _samples(2), Auxiliaries(llm=llm, aspect=ASPECT, task=TASK), llm=llm,
+                          max_tokens=64, leave_out=True)
