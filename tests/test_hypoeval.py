@@ -174,7 +174,7 @@ def test_update_stage_fills_wrong_bank_refreshes_and_keeps_max_bank(store, tiny_
     assert all(e["reward"] is not None for e in bank)
 
 
-def test_refinement_alternates_and_stops_early_when_nothing_changes(store, tiny_dataset):
+def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(store, tiny_dataset):
     calls = []
 
     def refine(prompt):
@@ -182,7 +182,7 @@ def test_refinement_alternates_and_stops_early_when_nothing_changes(store, tiny_
         return "\n".join(f"hypothesis{i + 1}. {GOOD.format(n=i)}" for i in range(2))
 
     llm, _ = make(store, scripted(tiny_dataset, refine=refine))
-    ctx, events = ctx_for(llm, tiny_dataset, n_refine=6, n_new_hypotheses=2)
+    ctx, events = ctx_for(llm, tiny_dataset, n_refine=6, n_new_hypotheses=2, refine_early_stop=True)
     notes = [{"title": "Coherence study", "text": "Raters reward summaries whose sentences follow one topic."}]
     out = he.generate_and_refine(ctx, list(tiny_dataset.samples[:3]), notes, 1)
     # round 1 data (changes BAD->GOOD), round 2 literature (same list) -> early stop
@@ -395,3 +395,40 @@ def test_bank_replay_from_stored_events_and_same_split_sizes(store, tiny_dataset
     from judge_engine import data
     again = data.make_split(tiny_dataset, train_size=train_size, test_size=test_size, seed=split["seed"])
     assert list(again.train_ids) == split["train_ids"] and list(again.test_ids) == split["test_ids"]
+
+
+def test_refinement_runs_all_rounds_by_default_alternating_data_and_literature(store, tiny_dataset):
+    calls = []
+
+    def refine(prompt):
+        calls.append("literature" if "key findings" in prompt else "data")
+        return "\n".join(f"hypothesis{i + 1}. {GOOD.format(n=i)}" for i in range(2))
+
+    llm, _ = make(store, scripted(tiny_dataset, refine=refine))
+    ctx, events = ctx_for(llm, tiny_dataset, n_refine=4, n_new_hypotheses=2)
+    notes = [{"title": "Study", "text": "Raters reward summaries whose sentences follow one topic."}]
+    he.generate_and_refine(ctx, list(tiny_dataset.samples[:3]), notes, 1)
+    rounds = [p["source"] for k, p in events if k == "refinement_round"]
+    assert rounds == ["data", "literature", "data", "literature"]
+    assert calls == ["data", "literature", "data"]  # round 4 repeats round 2's request: answered by the cache
+    calls.clear()
+    ctx, _ = ctx_for(llm, tiny_dataset, n_refine=2, n_new_hypotheses=2, refine_start="literature")
+    he.generate_and_refine(ctx, list(tiny_dataset.samples[3:6]), notes, 1)
+    assert calls == ["literature", "data"]
+
+
+@pytest.mark.parametrize("pool, survives", [("top_k", False), ("bank", True)])
+def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tiny_dataset, pool, survives):
+    def generate(prompt):
+        return f"hypothesis1. {GOOD.format(n=99)}"
+
+    llm, _ = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
+    ctx, events = ctx_for(llm, tiny_dataset, top_k=1, w_max=1, w_hyp=0, n_refine=0, max_bank=5, replace_pool=pool)
+    samples = list(tiny_dataset.samples)
+    by_id = {s.id: s for s in samples}
+    strong = dict(he.new_entry(BAD.format(n=1), "initial", s_h=[]), reward=0.9)
+    weak = dict(he.new_entry(BAD.format(n=2), "initial", s_h=[]), reward=0.1)
+    bank = he.update_bank(ctx, [strong, weak], samples[:1], samples[1:2], [], by_id)
+    # the weak hypothesis was not in H_top (k = 1): the paper's pool drops it, the code's keeps it
+    assert (weak["key"] in {e["key"] for e in bank}) is survives
+    assert any(e["text"] == GOOD.format(n=99) for e in bank)

@@ -21,11 +21,14 @@ Stages (paper section -> function):
 - §3.3 hypothesis-guided evaluation, mean over H_ev -> :func:`evaluate_with_hypotheses`
   (per-hypothesis scoring goes through :mod:`judge_engine.criteria_scoring`)
 
+Where the paper is explicit its reading is the default, with the authors'
+code behaviour as an option: the bank after a refresh is the best of
+H_top ∪ H_W (``replace_pool``), the union takes a random half from each bank
+(``union_mode``), refinement runs all N_refine rounds (``refine_early_stop``).
 Where the paper is silent we follow the implementation notes
 (``shared/specs/hypoeval.md``, marked [REC] there) and say so at each place:
-w_hyp schedule, replacement over the whole bank, reward initialisation of new
-hypotheses on W, data-first refinement with early stop, "balanced fill"
-union, ties broken by reward, the scoring prompt of §3.3 also used for the
+w_hyp schedule, reward initialisation of new hypotheses on W, which duplicate
+is kept, ties broken by reward, the scoring prompt of §3.3 also used for the
 stage-1 rewards (so its calls are reused from the cache at selection).
 
 Missing scores (a reply without a score after one follow-up turn) are never
@@ -349,9 +352,9 @@ def generate_and_refine(ctx: Context, wrong: Sequence[Sample], literature: Seque
     """H_W^0 = M_G(W), then N_refine rounds alternating data (W) and literature (L) (§3.1).
 
     Parity: the paper's (odd rounds data) unless ``refine_start="literature"``
-    (the authors' code) [REC 4]. A round that returns the same list ends the
-    loop early (authors' code, kept per [REC]). Without literature the
-    literature rounds are skipped.
+    (the authors' code) [REC 4]. With ``refine_early_stop`` a round that
+    returns the same list ends the loop (authors' code); the paper runs all
+    rounds. Without literature the literature rounds are skipped.
     """
     hypotheses = generate_hypotheses(ctx, ctx.params["n_new_hypotheses"], samples=wrong,
                                      stage=f"refresh {round_no}: generation")
@@ -376,7 +379,7 @@ def generate_and_refine(ctx: Context, wrong: Sequence[Sample], literature: Seque
             continue
         ctx.emit("refinement_round", {"refresh": round_no, "round": i, "source": source,
                                       "hypotheses": [{"key": hypothesis_key(h), "text": h} for h in refined]})
-        if refined == hypotheses:
+        if refined == hypotheses and ctx.params["refine_early_stop"]:
             ctx.emit("refinement_stopped", {"refresh": round_no, "round": i, "reason": "no change"})
             break
         hypotheses = refined
@@ -391,8 +394,9 @@ def update_bank(ctx: Context, bank: list[dict[str, Any]], s_init: Sequence[Sampl
     rewards updated (the others keep theirs); a sample that at least w_hyp of
     them mispredict (|ŝ - s| > theta, or no score) enters W. When |W|
     reaches w_max, new hypotheses are generated and refined from W, get a
-    first reward on W ([REC 5], authors' code), and the bank keeps the
-    ``max_bank`` best of the whole bank and the new ones ([REC 3]).
+    first reward on W ([REC 5], authors' code), and the bank becomes the
+    ``max_bank`` best by reward of H_top ∪ H_W (paper; ``replace_pool="bank"``:
+    the whole bank ∪ H_W, authors' code). Equal under the defaults.
     """
     p = ctx.params
     wrong: list[Sample] = []
@@ -425,8 +429,10 @@ def update_bank(ctx: Context, bank: list[dict[str, Any]], s_init: Sequence[Sampl
                 update_reward(e, samples_by_id, ctx, t_total)
                 ctx.emit("hypothesis_added", {**_reward_payload(e, None, t_total), "text": e["text"],
                                               "origin": "wrong_examples", "refresh": refreshes})
-            ranked = by_reward(bank + new)
-            bank, dropped = ranked[:p["max_bank"]], ranked[p["max_bank"]:]
+            pool = top if p["replace_pool"] == "top_k" else bank
+            kept = by_reward(pool + new)[:p["max_bank"]]
+            dropped = [e for e in bank + new if e not in kept]
+            bank = kept
             ctx.emit("bank_refreshed", {"refresh": refreshes, "t": t_total, "size": len(bank),
                                         "dropped": [e["key"] for e in dropped]})
             wrong = []
@@ -476,10 +482,10 @@ def union_banks(data_bank: Sequence[dict[str, Any]], literature_bank: Sequence[d
                 mode: str, seed: int) -> list[dict[str, Any]]:
     """The final bank: at most ``max_bank`` from the de-duplicated data and literature banks (§3.1).
 
-    ``balanced_fill`` (authors' code, the default per [REC 6]): the best
-    ``max_bank // 2`` data hypotheses by exploitation mean, then literature
-    ones in order up to ``max_bank``. ``random_half`` (the paper's wording):
-    a seeded random choice of at most ``max_bank // 2`` from each.
+    ``random_half`` (the paper's wording, default): a seeded random choice of
+    at most ``max_bank // 2`` from each. ``balanced_fill`` (authors' code,
+    the notes' [REC 6]): the best ``max_bank // 2`` data hypotheses by
+    exploitation mean, then literature ones in order up to ``max_bank``.
     """
     half = max_bank // 2
     if mode == "random_half":
@@ -675,16 +681,22 @@ class HypoEval(Method):
     refine_start : {"data", "literature"}, default="data"
         Source of the first refinement round (paper: data; authors' code:
         literature).
+    refine_early_stop : bool, default=False
+        Stop refining when a round returns the same list (authors' code);
+        the paper runs all N_refine rounds.
     n_new_hypotheses : int, default=5
         |H_W| generated from W per refresh (authors' code: 5).
     max_bank : int, default=20
         H_max: bank size during updates and of the final union (paper B.1: 20).
     n_literature_hypotheses : int, default=20
         |H_L| generated from the literature alone (authors' code: H_max = 20).
-    union_mode : {"balanced_fill", "random_half"}, default="balanced_fill"
-        Union of the data and literature banks: the authors' code (best half
-        of the data bank, filled up from the literature bank) or the paper's
-        wording (random half from each, seeded).
+    replace_pool : {"top_k", "bank"}, default="top_k"
+        After a refresh keep the ``max_bank`` best of H_top ∪ H_W (paper) or
+        of the whole bank ∪ H_W (authors' code).
+    union_mode : {"random_half", "balanced_fill"}, default="random_half"
+        Union of the data and literature banks: the paper's wording (a
+        seeded random half from each) or the authors' code (best half of the
+        data bank, filled up from the literature bank).
     n_selected : int, default=5
         H_ev: hypotheses kept by Pearson on S_tr (paper §3.2: 5).
     reasoning : bool, default=True
@@ -727,8 +739,9 @@ class HypoEval(Method):
         "top_k": Interval(int, 1, 100), "theta": Interval(float, 0, 100),
         "w_hyp": _OptionalInt(), "w_hyp_scale": Interval(float, 0, 10), "w_max": Interval(int, 1, 1000),
         "n_refine": Interval(int, 0, 50), "refine_start": Options(("data", "literature")),
+        "refine_early_stop": Options((True, False)), "replace_pool": Options(("top_k", "bank")),
         "n_new_hypotheses": Interval(int, 1, 50), "max_bank": Interval(int, 1, 200),
-        "n_literature_hypotheses": Interval(int, 1, 100), "union_mode": Options(("balanced_fill", "random_half")),
+        "n_literature_hypotheses": Interval(int, 1, 100), "union_mode": Options(("random_half", "balanced_fill")),
         "n_selected": Interval(int, 1, 100), "reasoning": Options((True, False)),
         "max_tokens": Interval(int, 8, 8192), "generation_max_tokens": Interval(int, 32, 16384),
         "check_max_tokens": Interval(int, 8, 4096), "observation_chars": Interval(int, 50, 100000),
@@ -737,8 +750,9 @@ class HypoEval(Method):
     def __init__(self, *, layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
                  n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float = 0.0625,
                  top_k: int = 10, theta: float = 0.5, w_hyp: int | None = None, w_hyp_scale: float = 0.8,
-                 w_max: int = 10, n_refine: int = 6, refine_start: str = "data", n_new_hypotheses: int = 5,
-                 max_bank: int = 20, n_literature_hypotheses: int = 20, union_mode: str = "balanced_fill",
+                 w_max: int = 10, n_refine: int = 6, refine_start: str = "data", refine_early_stop: bool = False,
+                 replace_pool: str = "top_k", n_new_hypotheses: int = 5,
+                 max_bank: int = 20, n_literature_hypotheses: int = 20, union_mode: str = "random_half",
                  n_selected: int = 5, reasoning: bool = True, max_tokens: int = 256,
                  generation_max_tokens: int = 1024, check_max_tokens: int = 128, observation_chars: int = 1500,
                  literature: tuple | None = None, hypotheses: tuple | None = None, seed: int = 42):
@@ -757,6 +771,8 @@ class HypoEval(Method):
         self.w_max = w_max
         self.n_refine = n_refine
         self.refine_start = refine_start
+        self.refine_early_stop = refine_early_stop
+        self.replace_pool = replace_pool
         self.n_new_hypotheses = n_new_hypotheses
         self.max_bank = max_bank
         self.n_literature_hypotheses = n_literature_hypotheses
@@ -847,7 +863,11 @@ class HypoEval(Method):
         lit = self.n_literature_hypotheses if has_lit else 0
         if has_lit:
             calls += 1 + comb(lit, 2)
-        final = min(self.max_bank, min(bank, self.max_bank // 2) + lit) if has_lit else min(bank, self.max_bank // 2)
+        half = self.max_bank // 2
+        if self.union_mode == "random_half":
+            final = min(bank, half) + min(lit, half)
+        else:
+            final = min(self.max_bank, min(bank, half) + lit)
         calls += final * m
         return {"fit": calls, "score": score}
 
