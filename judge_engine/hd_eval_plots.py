@@ -65,3 +65,11 @@ def layer_correlation_figure(layers: list[Mapping[str, Any]], aspect: str) -> go
     fig.update_layout(barmode="group", yaxis_title=f"{aspect}: out-of-fold r on train", height=320,
                       margin={"l": 10, "r": 10, "t": 20, "b": 10})
     return fig
+
+
+def node_score_histogram(scores: list[float]) -> go.Figure:
+    """Distribution of one criterion's 1-5 scores on the training split (imputed values included)."""
+    fig = go.Figure(go.Histogram(x=scores, xbins={"start": 0.5, "end": 5.5, "size": 1}, marker_color="#4c78a8"))
+    fig.update_layout(height=220, xaxis_title="criterion score on train (1-5)", yaxis_title="items",
+                      margin={"l": 10, "r": 10, "t": 10, "b": 10})
+    return fig

@@ -1,22 +1,19 @@
 """HD-Eval: build a criteria tree with the LLM, review and edit it, see what each edit does, run the next round."""
 
 import json
-import math
-import time
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from judge_engine import plots
 from judge_engine.aggregate import AGGREGATORS, Aggregator
 from judge_engine.criteria_scoring import LAYOUTS
 from judge_engine.explain import importance_figure, shap_bar_figure, shap_values, shap_waterfall_figure
-from judge_engine.hd_eval_plots import layer_correlation_figure, provenance, tree_sunburst
+from judge_engine.hd_eval_plots import layer_correlation_figure, node_score_histogram, provenance, tree_sunburst
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
-from judge_engine.methods.hd_eval import (HDEval, add_node, edit_node, load_tree, next_round_tree, refit_preview,
-                                          seed_tree, tree_index, undo_node)
+from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
+                                          refit_preview, seed_tree, tree_index, undo_node)
 from judge_engine.runs import RunSpec, create_run, effective_status, estimate, start_run
 from judge_engine.store import EditConflict, NotFound
 from pages import common
@@ -349,20 +346,14 @@ node = nodes[pick]
 d1, d2 = st.columns([2, 3])
 d1.markdown(f"**{common.plain(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
             f"{common.plain(node['definition'])}")
-if pick in agg.features:
-    column = agg.x[:, agg.features.index(pick)]
-    human = agg.y[:, agg.targets.index(target)]
-    from judge_engine import metrics
-
-    corr = metrics.correlations(human.tolist(), column.tolist())
-    imp = importance.get(pick, {})
-    d1.markdown(f"Pearson with human {target}: **{corr['pearson']:.3f}**" if not math.isnan(corr["pearson"])
+detail = node_summary(judge, pick)
+if detail is not None:
+    r = detail["correlation"]["pearson"]
+    d1.markdown(f"Pearson with human {target}: **{r:.3f}**" if r is not None
                 else f"Pearson with human {target}: n/a (constant scores)")
-    d1.markdown(f"Permutation importance: **{imp.get('importance', 0):.3f}** ± {imp.get('std', 0):.3f}")
-    fig = go.Figure(go.Histogram(x=column, xbins={"start": 0.5, "end": 5.5, "size": 1}, marker_color="#4c78a8"))
-    fig.update_layout(height=220, xaxis_title="criterion score on train (1-5)", margin={"l": 10, "r": 10, "t": 10,
-                                                                                         "b": 10})
-    d2.plotly_chart(fig, key=f"hd_hist_{pick}")
+    d1.markdown(f"Permutation importance: **{detail['importance'] or 0:.3f}** ± {detail['importance_std'] or 0:.3f}")
+    d1.caption(f"{detail['missing']} training scores did not parse (imputed).")
+    d2.plotly_chart(node_score_histogram(detail["scores"]), key=f"hd_hist_{pick}")
 else:
     d2.info("This node has no training scores in this round (new, edited, or removed from the aggregator).")
 

@@ -18,7 +18,7 @@ Paper sections and the functions here:
   ``prompts/hd_eval_score.txt``; the parent is the "aspect" of the prompt;
   score first, short output);
 * §2.2, Eq. 2, App. C.3 (human preference-guided aggregation) ->
-  :func:`preference_guided_aggregation` (:mod:`judge_engine.aggregate`, one
+  :func:`fit_aggregator` (:mod:`judge_engine.aggregate`, one
   multi-output model per group of aspects sharing a range: footnote 11);
 * §2.3, Eq. 3 (attribution pruning) -> :func:`attribution_importance` and
   :func:`prune_by_attribution` (:mod:`judge_engine.explain`);
@@ -60,6 +60,7 @@ from ..aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
 from ..criteria_scoring import LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria
 from ..explain import permutation_importance_oof
 from ..llm import LLM, GenerationParams
+from ..metrics import correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
@@ -280,7 +281,7 @@ def aspect_groups(aspects: Sequence[Aspect]) -> list[list[Aspect]]:
     return list(groups.values())
 
 
-def preference_guided_aggregation(samples: Sequence[Sample], scores: dict[str, list[float]],
+def fit_aggregator(samples: Sequence[Sample], scores: dict[str, list[float]],
                                   features: Sequence[str], aspects: Sequence[Aspect], *, kind: str,
                                   random_state: int) -> list[Aggregator]:
     """Eq. 2: one multi-output regressor per aspect group, from all criterion scores to the human scores."""
@@ -466,7 +467,7 @@ class HDEval(Method):
                 failures[f] = sum(1 for c in scores[f] if c.missing)
             emit("layer_scored", {"layer": layer, "criteria": new, "missing": {f: failures[f] for f in new}})
             values = {f: [c.score for c in scores[f]] for f in features}
-            aggs = preference_guided_aggregation(train, values, features, aspects, kind=self.aggregator,
+            aggs = fit_aggregator(train, values, features, aspects, kind=self.aggregator,
                                                  random_state=self.random_state)
             importance = attribution_importance(aggs, n_repeats=self.pi_repeats)
             cv = {}
@@ -719,3 +720,18 @@ def refit_preview(judge: Judge, tree: dict[str, Any]) -> dict[str, Any]:
     return {"before": {k: _finite(v) for k, v in before.items()}, "after": {k: _finite(v) for k, v in after.items()},
             "features": same, "pending": sorted(set(pending)),
             "removed": [f for f in agg.features if f not in same and f not in pending]}
+
+
+def node_summary(judge: Judge, node_id: str) -> dict[str, Any] | None:
+    """A node's training scores, their correlation with the human target and its attribution (None if unscored)."""
+    state = judge.state
+    agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
+    if node_id not in agg.features:
+        return None
+    column = agg.x[:, agg.features.index(node_id)]
+    human = agg.y[:, agg.targets.index(judge.aspect["name"])]
+    corr = correlations(human.tolist(), column.tolist())
+    imp = state.get("importance", {}).get(node_id, {})
+    return {"scores": column.tolist(), "correlation": {k: _finite(v) for k, v in corr.items()},
+            "importance": imp.get("importance"), "importance_std": imp.get("std"),
+            "missing": (state.get("missing_scores") or {}).get(node_id, 0)}
