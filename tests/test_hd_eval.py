@@ -308,3 +308,10 @@ def test_next_round_tree_drops_deleted_subtrees_and_refit_preview_shows_the_chan
         if n["id"] == "clarity/p2":
             n["definition"] = "Changed."
     assert "clarity/p2" in refit_preview(judge, tree)["pending"]
+
+
+def test_too_few_human_scored_samples_is_a_clear_error(store):
+    llm, _ = _llm(store)
+    with pytest.raises(ValueError, match="at least 2 training samples"):
+        HDEval(aspects=("clarity", "nope")).fit(_dataset().samples[:6], _dataset().aspect("clarity"), llm=llm,
+                                                task=TaskInfo.of(_dataset()))

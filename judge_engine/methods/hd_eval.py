@@ -438,6 +438,9 @@ class HDEval(Method):
         if aspect.name not in names:
             names.insert(0, aspect.name)
         train = [s for s in train if all(_finite(s.human.get(n)) is not None for n in names)]
+        if len(train) < 2:
+            raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
+                             f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
         aspects = known_aspects(aspect, names, train)
         tree = initial_tree(aspects, self.criteria_tree)
         background = f"The {task.output_label.lower()} is judged on: " + "; ".join(
