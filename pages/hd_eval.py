@@ -81,7 +81,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "
                     guides[name] = text.strip()
         params = {"aggregator": aggregator, "max_layers": max_layers, "k_child": k_child, "k_expand": k_expand,
                   "layout": layout, "weighted": weighted,
-                  "aspects": layer1 if set(layer1) != {a["name"] for a in aspects} else None,
+                  "aspects": layer1,  # explicit, so the estimate counts the real number of aspects
                   "guidelines": guides or None}
         spec = RunSpec(method="hd_eval", dataset=ds_name, aspect=aspect, params=params, train_size=train_size,
                        test_size=test_size, seed=seed, llm=common.llm_config())

@@ -115,3 +115,25 @@ def test_edit_in_the_form_then_run_next_round_carries_the_edited_tree(db, monkey
     assert next(n for n in judge.state["tree"]["nodes"] if n["id"] == "clarity/p1")["name"] == "Plain words"
     at.run()
     assert not at.exception
+
+
+def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypatch):
+    from judge_engine import runs as runs_module
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    started = []
+    monkeypatch.setattr(runs_module, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
+    at = _open()
+    assert any(m.label.startswith("LLM requests to build the tree") for m in at.metric)
+    next(w for w in at.number_input if w.label == "Train size").set_value(12).run()
+    next(w for w in at.number_input if w.label == "Layers L").set_value(2).run()
+    next(w for w in at.number_input if w.label == "Children per node k").set_value(3).run()
+    fit_calls = next(m for m in at.metric if m.label.startswith("LLM requests to build")).value
+    assert fit_calls == str(3 + 12 * (3 + 9)), "samples x criteria plus one decomposition per aspect"
+    _button(at, "hd_start").click().run()
+    assert not at.exception and len(started) == 1, [e.value for e in at.error]
+    run = store.get_run(started[0])
+    assert run["method"] == "hd_eval" and run["params"]["k_child"] == 3 and run["params"]["max_layers"] == 2
+    assert run["params"]["aspects"] == ["clarity", "style", "grounded"] and run["status"] == "queued"
+    assert any("queued" in (p.proto.text or "") for p in at.get("progress")) or not at.exception
