@@ -137,3 +137,18 @@ def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypat
     assert run["method"] == "hd_eval" and run["params"]["k_child"] == 3 and run["params"]["max_layers"] == 2
     assert run["params"]["aspects"] == ["clarity", "style", "grounded"] and run["status"] == "queued"
     assert any("queued" in (p.proto.text or "") for p in at.get("progress")) or not at.exception
+
+
+def test_a_live_run_shows_progress_and_the_nodes_as_they_appear(db):
+    import os
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6))
+    store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=__import__("time").time(), done=3,
+                     total=48, stage="fit: layer 2: scoring 12 criteria")
+    store.add_event(run_id, "decomposed", {"layer": 2, "parent": "clarity", "children": ["clarity/ord"],
+                                           "parsed": True, "raw": ""})
+    at = _open()
+    assert any("layer 2: scoring" in (p.proto.text or "") for p in at.get("progress"))
+    assert any("clarity → clarity/ord" in t.value for t in at.text)
