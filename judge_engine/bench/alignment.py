@@ -1,6 +1,98 @@
-"""stub"""
-def add_arguments(parser):
-    pass
+"""Alignment table (issue #9, benchmark 6): each method vs direct scoring and G-Eval.
 
-def run(**_):
-    raise NotImplementedError
+For each dataset (default SummEval, Topical-Chat, HANNA, SFRES) one seeded
+group-disjoint split is made (the same for every method: same train/test
+sizes and seed), and every method is fitted on its train part and scored on
+its held-out test part through :func:`judge_engine.runs.execute_run`.
+Reported per (dataset, method): Spearman and Pearson with bootstrap CIs at
+the dataset's natural level (sample level when the test part is too small
+for it), parse failures, LLM calls, cache hits and seconds.
+
+The defaults are tiny so the command finishes quickly on the embedded model;
+scale up with ``--train-size``/``--test-size`` and add methods with
+``--methods`` (any registered name; ``--params name='{json}'`` for a small
+configuration). The same command runs unchanged against an OpenAI or vLLM
+backend with ``--backend openai --model ... --base-url ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from . import progress_bar, result
+
+DATASETS = ("summeval", "topical_chat", "hanna", "sfres")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--methods", nargs="+", default=["direct", "geval"],
+                        help="registered method names, e.g. direct geval hypoeval hpss active_critic hd_eval")
+    parser.add_argument("--params", nargs="*", default=[], metavar="METHOD=JSON",
+                        help="parameter overrides per method, e.g. geval='{\"n_samples\": 2}'")
+    parser.add_argument("--train-size", type=int, default=6)
+    parser.add_argument("--test-size", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", default="llamacpp")
+    parser.add_argument("--model", default="")
+    parser.add_argument("--base-url", default="")
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--db", default="", help="keep the runs in this database (default: a temporary one)")
+
+
+def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size: int = 6, test_size: int = 6,
+        seed: int = 0, backend: str = "llamacpp", model: str = "", base_url: str = "", concurrency: int = 4,
+        db: str = "", llm_factory=None, **_: Any) -> dict[str, Any]:
+    """``llm_factory(store)`` replaces the configured backend (tests only)."""
+    from ..llm import LLMConfig
+    from ..methods import get_method
+    from ..runs import RunSpec, create_run, execute_run
+    from ..store import Store
+
+    overrides = {}
+    for item in params or ():
+        name, _, blob = item.partition("=")
+        overrides[name] = json.loads(blob)
+    for m in methods:
+        get_method(m, overrides.get(m, {}))  # unknown names fail before any work
+    config = LLMConfig(backend=backend, model=model, base_url=base_url, concurrency=concurrency)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-align-") as tmp:
+        store = Store(Path(db) if db else Path(tmp) / "alignment.db")
+        bar = progress_bar(len(datasets) * len(methods), "alignment")
+        for name in datasets:
+            from ..runs import ensure_dataset
+            aspect = ensure_dataset(store, name).aspects[0].name
+            for m in methods:
+                spec = RunSpec(method=m, dataset=name, aspect=aspect, params=overrides.get(m, {}),
+                               train_size=train_size, test_size=test_size, seed=seed, llm=config)
+                run_id = create_run(store, spec)
+                start = time.perf_counter()
+                row: dict[str, Any] = {"dataset": name, "aspect": aspect, "method": m, "run": run_id}
+                try:
+                    summary = execute_run(store, run_id, llm=llm_factory(store) if llm_factory else None)
+                except Exception as exc:  # one failing method must not hide the others' results
+                    row.update({"error": f"{type(exc).__name__}: {exc}", "seconds": time.perf_counter() - start})
+                    rows.append(row)
+                    bar.update(1)
+                    continue
+                corr = summary.get("correlations") or {}
+                row.update({"level": summary["level"], "n": summary["n"],
+                            "spearman": corr.get("spearman"), "spearman_ci": corr.get("spearman_ci"),
+                            "pearson": corr.get("pearson"), "pearson_ci": corr.get("pearson_ci"),
+                            "parse_failures": summary["parse_failures"], "calls": summary["calls"],
+                            "cache_hits": summary["cache_hits"], "seconds": time.perf_counter() - start})
+                rows.append(row)
+                bar.update(1)
+        bar.close()
+        store.close()
+    return result("alignment", config={"datasets": list(datasets), "methods": list(methods), "params": overrides,
+                                       "train_size": train_size, "test_size": test_size, "seed": seed,
+                                       "llm": config.label},
+                  rows=rows, summary={"runs": len(rows), "failed": sum(1 for r in rows if "error" in r)},
+                  notes=["every method of a dataset is scored on the same held-out items (same split)",
+                         "the embedded SmolLM2-135M is tiny: compare methods against the baselines, not with papers"])
