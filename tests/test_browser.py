@@ -201,9 +201,10 @@ def test_comparison_page_draws_its_plots(app, page, diagnose, tiny_dataset):
     page.goto(f"{app.url}/compare")
     page.get_by_role("heading", name="Compare methods").wait_for()
     choose(page, "Dataset", "tiny")
+    page.get_by_role("heading", name="3 run(s) on 9 items").wait_for(timeout=RUN_TIMEOUT_MS)
     page.get_by_role("heading", name="Where the judges fail").wait_for()
     idle(page)
-    sync_api.expect(page.locator(".js-plotly-plot")).to_have_count(4)
+    sync_api.expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=60_000)
     no_traceback(page)
     assert page.get_by_role("button", name="Download report (HTML)").count() == 1
 
