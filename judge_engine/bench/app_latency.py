@@ -1,6 +1,167 @@
-"""stub"""
-def add_arguments(parser):
-    pass
+"""App latency (issue #9, benchmark 7): time to first render of each page in headless Chromium.
 
-def run(**_):
-    raise NotImplementedError
+The real app (``streamlit run app.py``) is started on a free port with its
+own database; Playwright drives Debian's ``/usr/bin/chromium`` (override
+with ``$CHROMIUM``). For each page of ``app.py``'s navigation, a fresh
+browser tab opens the page's URL and the benchmark records the seconds
+until the first heading of the page is drawn (first render) and until
+Streamlit's script run is over (idle); medians over repeats after one
+warm-up visit. With ``--compare-items N`` (1,600 in the issue) the database
+also holds a synthetic dataset of N items with two finished direct-scoring
+runs (scored by the real llama.cpp backend from pre-inserted cache rows, see
+:mod:`.scale`), and the comparison page is timed until its four plots are
+drawn.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from . import ROOT, med, result
+
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pages", nargs="*", default=None, help="page file stems (default: every page in app.py)")
+    parser.add_argument("--compare-items", type=int, default=0, help="also time the compare page on N items")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per page before giving up")
+
+
+def available() -> str | None:
+    """``None`` when the browser benchmark can run here, else why not."""
+    if not Path(CHROMIUM).is_file():
+        return f"no chromium at {CHROMIUM}"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+def app_pages() -> list[tuple[str, str]]:
+    """(file stem, URL path) of every page in ``app.py``'s navigation; the default page is at '/'."""
+    out = []
+    for line in (ROOT / "app.py").read_text(encoding="utf-8").splitlines():
+        m = re.search(r'st\.Page\("pages/(\w+)\.py"', line)
+        if m:
+            out.append((m.group(1), "" if "default=True" in line else m.group(1)))
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_app(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    port = _free_port()
+    env = dict(os.environ, JUDGE_WORKBENCH_DB=str(db))
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
+                             str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+                            cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read()
+            return proc, url
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                _stop(proc)
+                raise RuntimeError(f"streamlit did not start:\n{log.read_text()[-2000:]}") from None
+            time.sleep(0.5)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+
+
+def _seed_compare(db: Path, n: int) -> None:
+    from ..llm import LLMConfig
+    from ..llm.llamacpp import embedded_model_path
+    from ..runs import RunSpec, create_run, execute_run
+    from ..store import Store
+    from .scale import synthetic_dataset, warm_cache
+    store = Store(db)
+    dataset = synthetic_dataset(n)
+    store.save_dataset(dataset)
+    warm_cache(store, dataset, model_id=embedded_model_path().name)
+    for _ in range(2):
+        execute_run(store, create_run(store, RunSpec(method="direct", dataset=dataset.name, aspect="quality",
+                                                     train_size=0, test_size=None, llm=LLMConfig())))
+    store.close()
+
+
+def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str, float | bool]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(timeout_ms)
+    start = time.perf_counter()
+    page.goto(url)
+    page.locator("[data-testid=stMain] h1").first.wait_for()
+    first = time.perf_counter() - start
+    time.sleep(0.3)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    if plots:
+        page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {plots}")
+    idle = time.perf_counter() - start
+    error = page.locator("[data-testid=stException]").count() > 0
+    context.close()
+    return {"first_render_s": first, "idle_s": idle, "exception": error}
+
+
+def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int = 0, timeout: float = 300.0,
+        **_: Any) -> dict[str, Any]:
+    why = available()
+    if why:
+        raise RuntimeError(f"the app benchmark needs Chromium and Playwright: {why}")
+    from playwright.sync_api import sync_playwright
+    targets = [(stem, path) for stem, path in app_pages() if not pages or stem in pages]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp:
+        db = Path(tmp) / "workbench.db"
+        if compare_items:
+            _seed_compare(db, compare_items)
+        proc, url = _start_app(db, Path(tmp) / "streamlit.log")
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+                _visit(browser, url, timeout * 1000)  # warm-up: first script run imports everything
+                for stem, path in targets:
+                    visits = [_visit(browser, f"{url}/{path}", timeout * 1000) for _ in range(repeats)]
+                    rows.append({"page": stem, "first_render_s": med([v["first_render_s"] for v in visits]),
+                                 "idle_s": med([v["idle_s"] for v in visits]),
+                                 "exception": any(v["exception"] for v in visits), "items": None})
+                if compare_items:
+                    visits = [_visit(browser, f"{url}/compare", timeout * 1000, plots=4) for _ in range(repeats)]
+                    rows.append({"page": "compare (plots drawn)", "items": compare_items,
+                                 "first_render_s": med([v["first_render_s"] for v in visits]),
+                                 "idle_s": med([v["idle_s"] for v in visits]),
+                                 "exception": any(v["exception"] for v in visits)})
+                browser.close()
+        finally:
+            _stop(proc)
+    return result("app", config={"repeats": repeats, "pages": [t[0] for t in targets], "compare_items": compare_items},
+                  rows=rows, summary={"pages": len(rows), "pages_with_exception": sum(r["exception"] for r in rows),
+                                      "slowest_idle_s": max((r["idle_s"] for r in rows), default=None)},
+                  notes=["first_render_s: until the page's first heading is drawn; idle_s: until the script run "
+                         "is over (and, for the compare row, its four plots are drawn); medians after a warm-up"])
