@@ -11,6 +11,7 @@ or a page switch never stops it; the page only polls the store.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import subprocess
@@ -120,9 +121,11 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         task = TaskInfo.of(dataset)
         if run["judge"] is None:
             method = get_method(run["method"], run["params"])
+            # methods that model several aspects at once (HD-Eval) also get the dataset's aspect records
+            context = {"aspects": dataset.aspects} if "aspects" in inspect.signature(method.fit).parameters else {}
             judge = method.fit(dataset.subset(list(split.train_ids)), aspect, llm=llm, task=task,
                                progress=lambda d, t, s: report(d, t, f"fit: {s}"),
-                               log=lambda kind, payload: store.add_event(run_id, kind, payload))
+                               log=lambda kind, payload: store.add_event(run_id, kind, payload), **context)
             store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
             # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
             store.add_event(run_id, "fitted", {"method": run["method"], "ledger": ledger.snapshot()})

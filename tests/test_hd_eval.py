@@ -315,3 +315,17 @@ def test_too_few_human_scored_samples_is_a_clear_error(store):
     with pytest.raises(ValueError, match="at least 2 training samples"):
         HDEval(aspects=("clarity", "nope")).fit(_dataset().samples[:6], _dataset().aspect("clarity"), llm=llm,
                                                 task=TaskInfo.of(_dataset()))
+
+
+def test_edited_dataset_aspects_reach_fit_through_the_run(store, tmp_path):
+    """execute_run hands HD-Eval the dataset's own aspect records, so an edited definition or a user file works."""
+    from judge_engine.methods.hd_eval import known_aspects
+    from judge_engine.records import Aspect, Sample
+
+    target = Aspect("quality", 1, 5, "Edited by a person.")
+    other = Aspect("fluency", 0, 10, "Reads well.")
+    samples = [Sample(id="a", input="x", output="y", group_id="g", human={"quality": 2.0, "fluency": 7.0})]
+    got = known_aspects(target, ["quality", "fluency"], samples, [target, other])
+    assert got == [target, other]
+    fallback = known_aspects(target, ["quality", "fluency"], samples)
+    assert fallback[1].name == "fluency" and fallback[1].definition == ""

@@ -330,12 +330,17 @@ def _clean_corr(corr: dict[str, dict[str, float]]) -> dict[str, dict[str, float 
     return {t: {k: _finite(v) for k, v in c.items()} for t, c in corr.items()}
 
 
-def known_aspects(target: Aspect, names: Sequence[str], samples: Sequence[Sample]) -> list[Aspect]:
-    """Records for the layer-1 aspects: the target as given, the others from the built-in benchmark that
-    defines the target the same way, else named only with the range their training scores span."""
-    spec = next((b for b in data.BENCHMARKS.values()
-                 if any(a.name == target.name and a.definition == target.definition for a in b.aspects)), None)
-    catalogue = {a.name: a for a in spec.aspects} if spec else {}
+def known_aspects(target: Aspect, names: Sequence[str], samples: Sequence[Sample],
+                  dataset_aspects: Sequence[Aspect] | None = None) -> list[Aspect]:
+    """Records for the layer-1 aspects: the target as given, the others from the dataset's own aspect records
+    (passed by the run), else from the built-in benchmark that defines the target the same way, else named
+    only with the range their training scores span."""
+    if dataset_aspects:
+        catalogue = {a.name: a for a in dataset_aspects}
+    else:
+        spec = next((b for b in data.BENCHMARKS.values()
+                     if any(a.name == target.name and a.definition == target.definition for a in b.aspects)), None)
+        catalogue = {a.name: a for a in spec.aspects} if spec else {}
     out = []
     for name in names:
         if name == target.name:
@@ -430,8 +435,11 @@ class HDEval(Method):
 
     # ---- Algorithm 1 ----------------------------------------------------------------------
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+            progress: Progress | None = None, log: EventSink | None = None,
+            aspects: Sequence[Aspect] | None = None) -> Judge:
+        """``aspects``: the dataset's aspect records (definitions, ranges), passed by ``execute_run``."""
         self._validate_params()
+        dataset_aspects = aspects
         emit = log or (lambda kind, payload: None)
         names = list(self.aspects) if self.aspects else sorted(
             set.intersection(*(set(s.human) for s in train)) if train else {aspect.name})
@@ -441,7 +449,7 @@ class HDEval(Method):
         if len(train) < 2:
             raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
                              f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
-        aspects = known_aspects(aspect, names, train)
+        aspects = known_aspects(aspect, names, train, dataset_aspects)
         tree = initial_tree(aspects, self.criteria_tree)
         background = f"The {task.output_label.lower()} is judged on: " + "; ".join(
             f"{a.name} ({a.definition})" if a.definition else a.name for a in aspects) + "."
