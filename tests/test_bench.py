@@ -1,0 +1,111 @@
+"""Smoke runs of every ``python -m judge_engine.bench`` subcommand at tiny sizes.
+
+They check the JSON each writes and the facts that do not depend on the
+machine (calls made on a replay, requests lost or duplicated, row counts);
+never wall-clock numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from judge_engine.bench import app_latency, interleaved, median_ratio
+from judge_engine.bench.__main__ import main
+
+os.environ.setdefault("JUDGE_BENCH_QUIET", "1")
+
+
+def bench(tmp_path, *argv: str) -> dict:
+    assert main(["--out", str(tmp_path), *argv]) == 0
+    doc = json.loads((tmp_path / f"{argv[0]}.json").read_text())
+    assert {"benchmark", "date", "machine", "config", "summary", "rows", "notes"} <= set(doc)
+    assert doc["benchmark"] == argv[0] and doc["machine"]["cpus"] >= 1
+    assert len(list(tmp_path.glob(f"{argv[0]}-*.json"))) == 1  # a timestamped copy beside the latest
+    return doc
+
+
+def test_interleaving_alternates_the_order_and_ratios_are_paired():
+    calls = []
+    seconds = interleaved({"a": lambda r: calls.append(("a", r)), "b": lambda r: calls.append(("b", r))}, 3)
+    assert calls == [("a", 0), ("b", 0), ("b", 1), ("a", 1), ("a", 2), ("b", 2)]
+    assert [len(v) for v in seconds.values()] == [3, 3]
+    assert median_ratio([2.0, 4.0, 9.0], [1.0, 1.0, 3.0]) == 3.0
+
+
+def test_replay_makes_no_call(tmp_path, shared_data):
+    doc = bench(tmp_path, "replay", "--test-size", "2", "--repeats", "1")
+    (row,) = doc["rows"]
+    assert row["first_calls"] == 2 and row["replay_calls"] == 0 and row["replay_cache_hits"] == 2
+    assert row["same_scores"] is True
+    assert doc["summary"]["replay_calls_max"] == 0
+
+
+def test_overhead_compares_three_arms_on_the_same_replies(tmp_path, shared_data):
+    doc = bench(tmp_path, "overhead", "-n", "1", "--repeats", "1", "--max-tokens", "2")
+    assert [r["arm"] for r in doc["rows"]] == ["raw", "engine", "engine_c4"]
+    assert all(r["same_replies_as_raw"] for r in doc["rows"])
+    assert doc["summary"]["engine_vs_raw_throughput"] > 0
+
+
+def test_layout_counts_evaluated_tokens_and_correlations(tmp_path, shared_data):
+    doc = bench(tmp_path, "layout", "-n", "1", "-k", "2", "--repeats", "1", "--concurrency", "1",
+                "--bootstrap", "10")
+    rows = {r["arm"]: r for r in doc["rows"]}
+    assert set(rows) == {"paper_c1", "sample_first_c1"}
+    for r in rows.values():
+        assert r["prompt_tokens_sent"] > 0 and 0 < r["prompt_tokens_evaluated"] <= r["prompt_tokens_sent"] + 64
+    assert "speedup_sample_first_c1" in doc["summary"]
+
+
+def test_concurrency_loses_and_duplicates_no_request(tmp_path, shared_data):
+    from tests.llama_server import server_available
+    if server_available():
+        pytest.skip(server_available())
+    doc = bench(tmp_path, "concurrency", "-n", "3", "--levels", "1", "4", "--repeats", "1", "--max-tokens", "2")
+    assert [r["arm"] for r in doc["rows"]] == ["plain_loop", "engine_c1", "engine_c4"]
+    for r in doc["rows"]:
+        assert r["answers_per_repeat"] == 3 and r["backend_calls_per_repeat"] == [3]
+        assert r["same_replies_as_sequential"]
+    assert doc["summary"]["no_request_lost_or_duplicated"] is True
+
+
+def test_scale_scores_every_item_from_the_cache(tmp_path):
+    doc = bench(tmp_path, "scale", "--sizes", "40", "80", "--bootstrap", "10")
+    assert [r["items"] for r in doc["rows"]] == [40, 80]
+    for r in doc["rows"]:
+        assert r["llm_calls"] == 0 and r["cache_hits"] == r["items"] == r["verdicts"]
+        assert r["compare_rows"] == 2 and r["import_peak_mb"] > 0
+    assert doc["summary"]["all_calls_cache_hits"] is True
+    assert "growth_exponent 40->80" in doc["summary"]
+
+
+def test_alignment_runs_each_method_on_the_same_items(tmp_path, shared_data):
+    doc = bench(tmp_path, "alignment", "--datasets", "topical_chat", "--methods", "direct", "--train-size", "2",
+                "--test-size", "2")
+    (row,) = doc["rows"]
+    assert "error" not in row, row
+    assert row["n"] == 2 and row["calls"] + row["cache_hits"] >= 2 and row["level"] in ("sample", "group", "system")
+    assert doc["summary"] == {"runs": 1, "failed": 0}
+
+
+def test_alignment_rejects_an_unknown_method_before_any_work(tmp_path):
+    with pytest.raises(Exception, match="nope"):
+        main(["--out", str(tmp_path), "alignment", "--methods", "nope"])
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_app_pages_are_read_from_the_navigation():
+    stems = [stem for stem, _ in app_latency.app_pages()]
+    assert "home" in stems and "runs" in stems
+    assert dict(app_latency.app_pages())["home"] == ""
+
+
+def test_app_latency_renders_a_page(tmp_path, shared_data):
+    if app_latency.available():
+        pytest.skip(app_latency.available())
+    doc = bench(tmp_path, "app", "--repeats", "1", "--pages", "settings")
+    (row,) = doc["rows"]
+    assert row["page"] == "settings" and row["exception"] is False and row["first_render_s"] > 0
