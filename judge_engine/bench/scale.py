@@ -39,6 +39,8 @@ WORDS = ("the report says council budget river school storm market player season
 def add_arguments(parser) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--bootstrap", type=int, default=200, help="bootstrap resamples for metaeval and compare")
+    parser.add_argument("--compare-max-items", type=int, default=10000,
+                        help="skip the compare preparation above this size (its paired bootstrap is a Python loop)")
 
 
 def synthetic_dataset(n: int, *, seed: int = 0):
@@ -84,7 +86,7 @@ def _timed(fn):
 
 
 def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap: int = 200,
-        **_: Any) -> dict[str, Any]:
+        compare_max_items: int = 10000, **_: Any) -> dict[str, Any]:
     from .. import compare
     from ..llm import LLMConfig
     from ..llm.llamacpp import embedded_model_path
@@ -128,10 +130,12 @@ def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap
                                 "cache_hits": ledger["cache_hits"]})
             runs = [store.get_run(r) for r in run_ids]
             aligned, row["compare_align_s"] = _timed(lambda: compare.align(store, runs))
-            frame, row["compare_frame_s"] = _timed(lambda: compare.comparison_frame(
-                store, dataset, aligned, level="group", n_bootstrap=bootstrap))
-            row["compare_rows"] = len(frame)
             row["verdicts"] = len(aligned.ids)
+            row["compare_frame_s"], row["compare_rows"] = math.nan, 0
+            if n <= compare_max_items:
+                frame, row["compare_frame_s"] = _timed(lambda: compare.comparison_frame(
+                    store, dataset, aligned, level="group", n_bootstrap=bootstrap))
+                row["compare_rows"] = len(frame)
             rows.append(row)
             store.close()
             bar.update(1)
@@ -142,7 +146,8 @@ def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap
     for a, b in zip(rows, rows[1:]):
         span = f"{a['items']}->{b['items']}"
         summary[f"growth_exponent {span}"] = {s: _exponent(a[s], b[s], a["items"], b["items"]) for s in stages}
-    return result("scale", config={"sizes": list(sizes), "bootstrap": bootstrap, "model": model_id},
+    return result("scale", config={"sizes": list(sizes), "bootstrap": bootstrap, "model": model_id,
+                                   "compare_max_items": compare_max_items},
                   rows=rows, summary=summary,
                   notes=["scoring uses the real llama.cpp backend with every call answered by cache rows "
                          "pre-inserted through CallCache.put for the exact prompts (no model call, no fake backend)",
