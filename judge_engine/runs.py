@@ -121,8 +121,11 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         task = TaskInfo.of(dataset)
         if run["judge"] is None:
             method = get_method(run["method"], run["params"])
-            # methods that model several aspects at once (HD-Eval) also get the dataset's aspect records
-            context = {"aspects": dataset.aspects} if "aspects" in inspect.signature(method.fit).parameters else {}
+            # dataset context for the methods that ask for it: all aspect records (HD-Eval models several
+            # aspects at once) and the natural meta-evaluation level (HPSS's fitness)
+            offered = {"aspects": dataset.aspects, "natural_level": dataset.natural_level}
+            accepted = inspect.signature(method.fit).parameters
+            context = {k: v for k, v in offered.items() if k in accepted}
             judge = method.fit(dataset.subset(list(split.train_ids)), aspect, llm=llm, task=task,
                                progress=lambda d, t, s: report(d, t, f"fit: {s}"),
                                log=lambda kind, payload: store.add_event(run_id, kind, payload), **context)

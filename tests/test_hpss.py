@@ -352,3 +352,21 @@ def test_a_request_the_backend_rejects_is_missing_and_an_unreachable_backend_sti
     with pytest.raises(BackendUnavailable):
         evaluate_strategy(BASE, _samples(2), Auxiliaries(llm=llm, aspect=ASPECT, task=TASK), llm=llm,
                           max_tokens=64, leave_out=True)
+
+
+def test_natural_fitness_level_follows_the_dataset_passed_by_the_run(store, tiny_dataset):
+    """tiny is group-level data: with the default fitness_level the run's natural level picks group Spearman."""
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.runs import RunSpec, create_run, execute_run
+
+    from judge_engine.methods import METHODS
+
+    assert METHODS["hpss"].default_params()["fitness_level"] == "natural"
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=6, test_size=3,
+                                       params={"budget": 0}))
+    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(lambda m, p: "[[3]]"))
+    execute_run(store, run_id, llm=llm)
+    started = next(e for e in store.events(run_id) if e["kind"] == "hpss_started")
+    assert started["payload"]["level"] == "group"

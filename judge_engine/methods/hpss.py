@@ -445,11 +445,12 @@ class HPSS(Method):
     validation_size : int or None, default=None
         Score strategies on a seeded subset of this many train samples (None:
         the whole train split). The paper's low-resource study used 10%.
-    fitness_level : {"sample", "group"}, default="sample"
+    fitness_level : {"natural", "sample", "group"}, default="natural"
         Level of the validation Spearman: ``sample`` = over all items
         (the paper's dataset level), ``group`` = per source, averaged
-        (SummEval's summary level, App. A). The HPSS page sets it to the
-        dataset's natural level.
+        (SummEval's summary level, App. A); ``natural`` = the dataset's
+        natural level as passed by the run (``group`` for group-level data,
+        else ``sample``).
     base_scale : {None, "3", "5", "10", "50", "100"}, default=None
         Scale of the MT-Bench base strategy; None: 3 for a 3-point human
         scale, else 5 (notes §2).
@@ -473,14 +474,14 @@ class HPSS(Method):
         "budget": Interval(int, 0, 12960), "population": Interval(int, 1, 100),
         "mutations": Interval(int, 1, 20), "exploit_prob": Interval(float, 0, 1),
         "temperature": Interval(float, 1e-6, None), "exploration_weight": Interval(float, 0, None),
-        "fitness_level": Options(("sample", "group")),
+        "fitness_level": Options(("natural", "sample", "group")),
         "base_scale": Options((None, "3", "5", "10", "50", "100")),
         "judge_max_tokens": Interval(int, 8, 8192), "aux_max_tokens": Interval(int, 8, 8192),
         "seed": Interval(int, 0, None)}
 
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
                  exploit_prob: float = 0.2, temperature: float = 5.0, exploration_weight: float = 4.0,
-                 validation_size: int | None = None, fitness_level: str = "sample", base_scale: str | None = None,
+                 validation_size: int | None = None, fitness_level: str = "natural", base_scale: str | None = None,
                  human_criteria: str | None = None, fixed_strategy: str | None = None,
                  judge_max_tokens: int = 512, aux_max_tokens: int = 512, seed: int = 42):
         self.search = search
@@ -530,20 +531,24 @@ class HPSS(Method):
                 "score": n_test + aux_test["questions"] + aux_test["references"]}
 
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+            progress: Progress | None = None, log: EventSink | None = None,
+            natural_level: str | None = None) -> Judge:
+        """``natural_level``: the dataset's meta-evaluation level, passed by ``execute_run``."""
         self._validate_params()
-        validation = select_validation(train, self.validation_size, self.seed,
-                                       by_group=self.fitness_level == "group")
+        level = self.fitness_level
+        if level == "natural":
+            level = "group" if natural_level == "group" else "sample"
+        validation = select_validation(train, self.validation_size, self.seed, by_group=level == "group")
         aux = Auxiliaries(llm=llm, aspect=aspect, task=task, pool=validation, human_criteria=self.human_criteria,
                           max_tokens=self.aux_max_tokens, seed=self.seed, log=log)
         base = base_strategy(aspect, self.base_scale)
-        evaluate = ValidationFitness(validation, aux, llm=llm, level=self.fitness_level,
+        evaluate = ValidationFitness(validation, aux, llm=llm, level=level,
                                      max_tokens=self.judge_max_tokens, total=self.n_evaluations(),
                                      progress=progress, log=log)
         if log:
             log("hpss_started", {"search": "fixed" if self.fixed_strategy else self.search,
                                  "evaluations": self.n_evaluations(), "base": strategy_name(base),
-                                 "validation_ids": [s.id for s in validation], "level": self.fitness_level})
+                                 "validation_ids": [s.id for s in validation], "level": level})
         state, best = self._search(base, evaluate, log)
         if math.isnan(state.perf[best]) and base in state.perf:
             best = base
