@@ -62,12 +62,15 @@ def ensure_dataset(store: Store, name: str) -> Dataset:
     raise ValueError(f"no dataset named {name!r}: import it first (built-ins: {', '.join(data.BENCHMARKS)})")
 
 
-def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None) -> int:
+def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None) -> int:
     """Validate ``spec``, make its split and store a queued run; returns the run id.
 
     With ``judge`` (e.g. one a person edited after an earlier run), the run
     skips ``fit`` and only scores the test split with that judge; calls
-    whose prompts did not change are answered by the cache.
+    whose prompts did not change are answered by the cache. With ``split``
+    (e.g. another run's ``Split.from_dict(run["split"])``) the run uses
+    exactly those train and test items instead of drawing a split from the
+    spec's sizes and seed, so baselines and re-scorings meet the same items.
     """
     dataset = ensure_dataset(store, spec.dataset)
     aspect = dataset.aspect(spec.aspect)
@@ -76,7 +79,15 @@ def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None) -> in
     if judge is not None and (judge.method != spec.method or judge.aspect.get("name") != aspect.name):
         raise ValueError(f"the judge is a {judge.method} judge of {judge.aspect.get('name')!r}, "
                          f"not {spec.method} of {aspect.name!r}")
-    split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
+    if split is None:
+        split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
+    else:
+        known = set(dataset.by_id())
+        unknown = [i for i in (*split.train_ids, *split.test_ids) if i not in known]
+        if split.dataset != dataset.name or unknown:
+            raise ValueError(f"the split is not one of dataset {dataset.name!r} "
+                             f"({len(unknown)} unknown item ids)" if unknown else
+                             f"the split belongs to dataset {split.dataset!r}, not {dataset.name!r}")
     store.save_split(split)
     return store.create_run(method=spec.method, params=judge.params if judge else method.get_params(),
                             dataset=dataset.name, aspect=aspect.name, split=split, llm=spec.llm.to_dict(),

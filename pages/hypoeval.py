@@ -11,6 +11,7 @@ from judge_engine.data import SplitError
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods import hypoeval as he
+from judge_engine.records import Split
 from judge_engine.runs import RunSpec, create_run, effective_status, estimate, start_run
 from judge_engine.store import EditConflict, NotFound
 from pages import common
@@ -43,11 +44,11 @@ def parse_notes(text: str) -> list[dict[str, str]]:
     return notes
 
 
-def start(specs: list[RunSpec]) -> list[int]:
-    """Create and start runs in the background; returns their ids."""
+def start(specs: list[RunSpec], split: Split | None = None) -> list[int]:
+    """Create and start runs in the background (on ``split`` when given); returns their ids."""
     ids = []
     for spec in specs:
-        run_id = create_run(store, spec)
+        run_id = create_run(store, spec, split=split)
         try:
             start_run(store.path, run_id, api_key=common.api_key())
         except OSError as exc:
@@ -274,15 +275,13 @@ def curate(run: dict, judge: Judge) -> None:
     if st.button("Re-score with the accepted hypotheses", type="primary", key="hypoeval_rescore",
                  disabled=not accepted):
         try:
-            dataset = common.load_dataset(store, run["dataset"])
-            train_size, test_size = he.same_split_sizes(dataset, run["split"])
             origins = {h["text"]: h["origin"] for h in bank.values()}
             params = {**run["params"], "hypotheses": [{"text": t, "origin": origins.get(t, "curated")}
                                                       for t in accepted],
                       "n_selected": len(accepted)}
             ids = start([RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
-                                 train_size=train_size, test_size=test_size, seed=run["split"]["seed"],
-                                 llm=LLMConfig.from_dict(run["llm"]))])  # same backend: unchanged calls are cached
+                                 seed=run["split"]["seed"], llm=LLMConfig.from_dict(run["llm"]))],
+                        split=Split.from_dict(run["split"]))  # same items and backend: unchanged calls are cached
         except (SplitError, ValueError, NotFound) as exc:
             st.error(common.plain(str(exc)))
         else:

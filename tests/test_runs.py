@@ -64,6 +64,20 @@ def test_run_from_an_edited_judge_skips_fit_and_reuses_unchanged_calls(store, ti
         create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3), judge=judge)
 
 
+def test_a_run_can_reuse_another_runs_exact_split(store, tiny_dataset):
+    from judge_engine.records import Split
+
+    store.save_dataset(tiny_dataset)
+    first = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                                      seed=4))
+    split = Split.from_dict(store.get_run(first)["split"])
+    second = create_run(store, RunSpec(method="geval", dataset="tiny", aspect="quality", seed=99), split=split)
+    assert store.get_run(second)["split"] == store.get_run(first)["split"]
+    with pytest.raises(ValueError, match="unknown item ids"):
+        create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality"),
+                   split=Split("tiny", 0, ("s0",), ("nope",)))
+
+
 def test_unknown_aspect_or_bad_params_are_refused_before_anything_runs(store, tiny_dataset):
     store.save_dataset(tiny_dataset)
     with pytest.raises(KeyError, match="no aspect 'nope'"):

@@ -958,26 +958,6 @@ def per_hypothesis_scores(verdicts: Sequence[Verdict], selected: Sequence[dict[s
     return {"keys": keys, "samples": [v.sample_id for v in verdicts], "scores": matrix}
 
 
-def same_split_sizes(dataset: Any, split: dict[str, Any]) -> tuple[int, int]:
-    """``(train_size, test_size)`` for which ``data.make_split`` rebuilds this stored split with its seed.
-
-    A run stores its split but not the sizes it was asked for; a rescoring or
-    baseline run must meet the very same items. (Better: let ``RunSpec`` carry
-    a split; requested from the lead.) Raises ValueError if none does.
-    """
-    from .. import data
-
-    train, test = list(split["train_ids"]), list(split["test_ids"])
-    for size in range(len(train), -1, -1):
-        try:
-            again = data.make_split(dataset, train_size=size, test_size=len(test), seed=split["seed"])
-        except data.SplitError:
-            continue
-        if list(again.train_ids) == train and list(again.test_ids) == test:
-            return size, len(test)
-    raise ValueError("the stored split cannot be rebuilt from sizes and seed")
-
-
 def compare_layouts(samples: Sequence[Sample], hypotheses: Sequence[str], *, aspect: Aspect, task: TaskInfo,
                     llm: LLM, reasoning: bool = True, max_tokens: int = 256) -> dict[str, dict[str, Any]]:
     """Benchmark (issue #3, not a timed test): both prompt layouts on the same N samples x hypotheses.
