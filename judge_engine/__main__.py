@@ -41,7 +41,7 @@ def _progress_bar(quiet: bool):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from .llm import LLMConfig
-    from .runs import RunSpec, create_run, execute_run
+    from .runs import RunSpec, create_run
     from .store import Store
 
     params = json.loads(args.params) if args.params else {}

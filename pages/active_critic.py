@@ -18,7 +18,7 @@ import streamlit as st
 
 from judge_engine import data
 from judge_engine.methods import METHODS, Judge
-from judge_engine.runs import RunSpec, create_run, effective_status, ensure_dataset, estimate, start_run
+from judge_engine.runs import RunSpec, effective_status, ensure_dataset, estimate
 from judge_engine.store import EditConflict, NotFound
 from pages import common
 
@@ -52,18 +52,7 @@ def split_spec(dataset, split: dict) -> tuple[int, int, int]:
 
 
 def start(spec: RunSpec, *, judge: Judge | None = None, label: str = "") -> int | None:
-    try:
-        run_id = create_run(store, spec, judge=judge)
-    except (ValueError, NotFound) as exc:
-        st.error(common.plain(str(exc)))
-        return None
-    try:
-        start_run(store.path, run_id, api_key=common.api_key())
-    except OSError as exc:
-        common.flash("error", f"Run #{run_id} was created but its worker could not start: {exc}.")
-    else:
-        common.flash("success", f"Started run #{run_id}{label}.")
-    return run_id
+    return common.launch(store, spec, judge=judge, label=label)
 
 
 # --------------------------------------------------------------------------- configure

@@ -14,7 +14,7 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
                                           refit_preview, seed_tree, tree_index, undo_node)
-from judge_engine.runs import RunSpec, create_run, effective_status, estimate, start_run
+from judge_engine.runs import RunSpec, effective_status, estimate
 from judge_engine.store import EditConflict, NotFound
 from pages import common
 
@@ -31,17 +31,9 @@ ACTOR = "user"
 
 
 def start(spec: RunSpec) -> None:
-    try:
-        run_id = create_run(store, spec)
-    except (ValueError, NotFound) as exc:
-        st.error(common.plain(str(exc)))
+    run_id = common.launch(store, spec, label=" (HD-Eval)")
+    if run_id is None:
         return
-    try:
-        start_run(store.path, run_id, api_key=common.api_key())
-    except OSError as exc:
-        common.flash("error", f"Run #{run_id} was created but its worker could not start: {exc}.")
-    else:
-        common.flash("success", f"Started HD-Eval run #{run_id}.")
     common.set_value("hd_run", run_id)
     st.rerun()
 

@@ -12,7 +12,7 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods import hypoeval as he
 from judge_engine.records import Split
-from judge_engine.runs import RunSpec, create_run, effective_status, estimate, start_run
+from judge_engine.runs import RunSpec, effective_status, estimate, start_run
 from judge_engine.store import EditConflict, NotFound
 from pages import common
 
@@ -46,14 +46,9 @@ def parse_notes(text: str) -> list[dict[str, str]]:
 
 def start(specs: list[RunSpec], split: Split | None = None) -> list[int]:
     """Create and start runs in the background (on ``split`` when given); returns their ids."""
-    ids = []
-    for spec in specs:
-        run_id = create_run(store, spec, split=split)
-        try:
-            start_run(store.path, run_id, api_key=common.api_key())
-        except OSError as exc:
-            common.flash("error", f"Run #{run_id} was created but its worker could not start: {exc}.")
-        ids.append(run_id)
+    ids = [common.launch(store, spec, split=split) for spec in specs]
+    if None in ids:
+        raise ValueError("a run could not be created (see the message above)")
     return ids
 
 

@@ -1,7 +1,6 @@
 """One contract for every registered method, plus each baseline's own behaviour (fake LLM)."""
 
 import copy
-import math
 
 import pytest
 

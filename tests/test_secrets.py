@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path

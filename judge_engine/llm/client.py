@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from .base import Backend, Completion, GenerationParams, LLMConfig, Message, Request, cache_key
