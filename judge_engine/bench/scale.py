@@ -94,7 +94,9 @@ def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap
     from ..runs import RunSpec, create_run, execute_run
     from ..store import Store
 
+    from ..llm import make_backend
     model_id = embedded_model_path().name
+    make_backend(LLMConfig())  # load the model once, outside the timings (the runs below make no call)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
         bar = progress_bar(len(sizes), "scale")
