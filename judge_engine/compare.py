@@ -122,15 +122,6 @@ def available_levels(dataset: Dataset, ids: Sequence[str]) -> list[str]:
     return levels
 
 
-def _unit_index(level: str, n: int, groups: Sequence[str]) -> list[np.ndarray]:
-    if level == "sample":
-        return [np.array([i]) for i in range(n)]
-    by_group: dict[str, list[int]] = {}
-    for i, g in enumerate(groups):
-        by_group.setdefault(g, []).append(i)
-    return [np.array(v) for v in by_group.values()]
-
-
 def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Sequence[float], *,
                      level: str = "sample", groups: Sequence[str] | None = None,
                      systems: Sequence[str] | None = None, statistic: str = "spearman",
@@ -141,44 +132,56 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     system level), so the test accounts for their pairing. Only items where
     the human and both judges have a score are used. Returns ``(diff, p)``
     with ``diff = r(a) - r(b)`` on the full data; ``p`` is NaN when the
-    statistic is undefined.
+    statistic is undefined. Sample and group levels are computed for all
+    resamples at once (as :func:`judge_engine.metrics.meta_evaluate` does).
     """
     h, a, b = (np.asarray(x, dtype=float) for x in (human, pred_a, pred_b))
     keep = np.isfinite(h) & np.isfinite(a) & np.isfinite(b)
     h, a, b = h[keep], a[keep], b[keep]
-    g = [x for x, k in zip(groups, keep) if k] if groups is not None else [str(i) for i in range(h.size)]
+    g = [x for x, k in zip(groups, keep) if k] if groups is not None else None
     s = [x for x, k in zip(systems, keep) if k] if systems is not None else None
-
-    def stat(idx_units: Sequence[np.ndarray]) -> float:
-        idx = np.concatenate(idx_units) if idx_units else np.array([], dtype=int)
-        # a group drawn twice must count as two groups
-        gg = [f"{u}:{g[i]}" for u, unit in enumerate(idx_units) for i in unit]
-        ss = [s[i] for i in idx] if s is not None else None
-        ra = metrics.level_correlations(h[idx], a[idx], level=level, groups=gg, systems=ss)[0][statistic]
-        rb = metrics.level_correlations(h[idx], b[idx], level=level, groups=gg, systems=ss)[0][statistic]
-        return ra - rb
-
     if h.size < 3:
         return math.nan, math.nan
-    units = _unit_index(level, h.size, g)
-    if level == "system":  # system means from whole groups, as in metrics.meta_evaluate
-        observed = (metrics.level_correlations(h, a, level=level, systems=s)[0][statistic]
-                    - metrics.level_correlations(h, b, level=level, systems=s)[0][statistic])
-    else:
-        observed = stat(units)
+    col = STATISTICS.index(statistic)
+
+    def point(pred: np.ndarray) -> float:
+        return metrics.level_correlations(h, pred, level=level, groups=g, systems=s)[0][statistic]
+
+    observed = point(a) - point(b)
     if not math.isfinite(observed):
         return observed, math.nan
     rng = np.random.default_rng(seed)
-    diffs = []
-    for _ in range(n_bootstrap):
-        draw = rng.integers(0, len(units), size=len(units))
-        d = stat([units[k] for k in draw])
-        if math.isfinite(d):
-            diffs.append(d)
-    if not diffs:
+    if level == "sample":
+        idx = rng.integers(0, h.size, size=(n_bootstrap, h.size))
+        diffs = (metrics._rowwise_correlations(h[idx], a[idx])[:, col]
+                 - metrics._rowwise_correlations(h[idx], b[idx])[:, col])
+    elif level == "group":
+        codes, _ = metrics._codes(g, h.size, "groups")
+        n_groups = int(codes.max()) + 1
+        ta = metrics._group_table(h, a, codes, n_groups)[:, col]
+        tb = metrics._group_table(h, b, codes, n_groups)[:, col]
+        weights = metrics._resample_weights(rng, n_groups, n_bootstrap).astype(float)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ra = (weights @ np.nan_to_num(ta)) / (weights @ np.isfinite(ta))
+            rb = (weights @ np.nan_to_num(tb)) / (weights @ np.isfinite(tb))
+        diffs = ra - rb
+    else:  # system level: whole groups redrawn, system means recomputed (few systems: a plain loop is fine)
+        units: dict[str, list[int]] = {}
+        for i, unit in enumerate(g if g is not None else range(h.size)):
+            units.setdefault(str(unit), []).append(i)
+        unit_index = [np.array(v) for v in units.values()]
+        diffs_list = []
+        for _ in range(n_bootstrap):
+            idx = np.concatenate([unit_index[k] for k in rng.integers(0, len(unit_index), size=len(unit_index))])
+            ss = [s[i] for i in idx]
+            ra = metrics.level_correlations(h[idx], a[idx], level="system", systems=ss)[0][statistic]
+            rb = metrics.level_correlations(h[idx], b[idx], level="system", systems=ss)[0][statistic]
+            diffs_list.append(ra - rb)
+        diffs = np.array(diffs_list)
+    diffs = diffs[np.isfinite(diffs)]
+    if diffs.size == 0:
         return observed, math.nan
-    diffs_arr = np.array(diffs)
-    p = 2 * min(np.mean(diffs_arr <= 0), np.mean(diffs_arr >= 0))
+    p = 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))
     return observed, float(min(1.0, p))
 
 
