@@ -22,10 +22,20 @@ if not datasets:
     st.info("No dataset yet: import one under Datasets, then start runs of several methods on it.")
     st.stop()
 
+# open on the dataset and aspect with the most finished runs
+finished_all = [r for r in store.list_runs(limit=10_000) if r["status"] == "finished"]
+counts: dict[tuple[str, str], int] = {}
+for r in finished_all:
+    counts[(r["dataset"], r["aspect"])] = counts.get((r["dataset"], r["aspect"]), 0) + 1
+busiest = max(counts, key=counts.get) if counts else (None, None)
 c1, c2 = st.columns(2)
-ds_name = c1.selectbox("Dataset", [d["name"] for d in datasets], key="compare_dataset")
-aspects = next(d["aspects"] for d in datasets if d["name"] == ds_name)
-aspect = c2.selectbox("Aspect", [a["name"] for a in aspects], key="compare_aspect")
+ds_names = [d["name"] for d in datasets]
+ds_name = c1.selectbox("Dataset", ds_names, key="compare_dataset",
+                       index=ds_names.index(busiest[0]) if busiest[0] in ds_names else 0)
+aspect_names = [a["name"] for a in next(d["aspects"] for d in datasets if d["name"] == ds_name)]
+aspect = c2.selectbox("Aspect", aspect_names, key="compare_aspect",
+                      index=aspect_names.index(busiest[1]) if ds_name == busiest[0] and busiest[1] in aspect_names
+                      else 0)
 finished = compare.finished_runs(store, ds_name, aspect)
 if not finished:
     st.info("No finished run on this dataset and aspect yet. Start runs under Runs or a method's page.")
