@@ -10,6 +10,10 @@ from pages import common
 
 common.require_frame()
 
+METHOD_PAGES = {"hypoeval": "pages/hypoeval.py", "hpss": "pages/hpss.py", "active_critic": "pages/active_critic.py",
+                "hd_eval": "pages/hd_eval.py"}
+"""Where each learned judge is edited by a person."""
+
 store = common.get_store()
 
 st.title("Compare methods")
@@ -157,6 +161,8 @@ if item:
                 st.text(v.raw[:3000])
         st.caption("To fix what misled a judge, open its method page (rubrics, criteria trees and inferred "
                    "criteria are edited there) and rerun.")
+        for method in sorted({r["method"] for r in chosen} & set(METHOD_PAGES)):
+            st.page_link(METHOD_PAGES[method], label=f"Edit the {method} judge", icon=":material/edit:")
 
 # --------------------------------------------------------------------------- label next
 if len(chosen) >= 2:

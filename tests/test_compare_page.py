@@ -101,3 +101,13 @@ def test_transfer_starts_a_scoring_run_on_another_dataset(db, tiny_dataset, monk
     assert started, [e.value for e in at.error]
     run = store.get_run(started[0])
     assert run["dataset"] == "other" and run["judge"] is not None and len(run["split"]["test_ids"]) == 4
+
+
+def test_triage_links_to_the_page_where_a_learned_judge_is_edited(db, tiny_dataset):
+    store = Store(db)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                                       params={"budget": 0, "fixed_strategy": None}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                            backend=FakeBackend(lambda m, p: "[[3]]", model_id="hp")))
+    at = open_compare()
+    assert any(link.proto.page.endswith("hpss.py") or "hpss" in link.label for link in at.get("page_link"))
