@@ -28,12 +28,17 @@ def _score_from_prompt(messages, params):
 def test_run_executes_and_summarises(store, tiny_dataset):
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9))
-    llm = make_llm(LLMConfig(concurrency=1), store=store, backend=FakeBackend(_score_from_prompt))
+    def slow_judge(messages, params):  # answers take a moment, as real ones do
+        time.sleep(0.05)
+        return _score_from_prompt(messages, params)
+
+    llm = make_llm(LLMConfig(concurrency=1), store=store, backend=FakeBackend(slow_judge))
     seen = []
     summary = execute_run(store, run_id, llm=llm, progress=lambda d, t, s: seen.append((d, t, s)))
     scoring = [d for d, t, s in seen if s == "scoring"]
-    assert scoring == sorted(scoring) and sorted(set(scoring)) == list(range(10)), \
-        f"progress moves with every answer, not per saved chunk: {scoring}"
+    inside_first_chunk = {d for d in scoring if 0 < d < 8}
+    assert scoring == sorted(scoring) and scoring[-1] == 9 and len(inside_first_chunk) >= 3, \
+        f"progress moves as answers arrive, not once per saved chunk of 8: {scoring}"
     run = store.get_run(run_id)
     assert run["status"] == "finished" and run["done"] == run["total"] == 9
     assert summary["n"] == 9 and summary["calls"] == 9 and summary["parse_failures"] == 0
