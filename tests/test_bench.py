@@ -109,3 +109,12 @@ def test_app_latency_renders_a_page(tmp_path, shared_data):
     doc = bench(tmp_path, "app", "--repeats", "1", "--pages", "settings")
     (row,) = doc["rows"]
     assert row["page"] == "settings" and row["exception"] is False and row["first_render_s"] > 0
+
+
+def test_hostile_reports_a_hijack_rate_per_attack(tmp_path, shared_data):
+    from judge_engine.hostile import INJECTIONS
+
+    doc = bench(tmp_path, "hostile", "--dataset", "sfres", "-n", "1")
+    assert [r["attack"] for r in doc["rows"]] == [kind for kind, _ in INJECTIONS]
+    assert all(r["pairs"] + r["missing"] == 1 for r in doc["rows"])
+    assert doc["summary"]["pairs"] == sum(r["pairs"] for r in doc["rows"])

@@ -9,6 +9,7 @@ Examples::
     python -m judge_engine.bench scale --sizes 1000 10000 100000
     python -m judge_engine.bench alignment --methods direct geval --test-size 8
     python -m judge_engine.bench app
+    python -m judge_engine.bench hostile -n 8
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 from . import table, write
 
 SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
-               "scale": "scale", "alignment": "alignment", "app": "app_latency"}
+               "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile"}
 
 
 def main(argv: list[str] | None = None) -> int:
