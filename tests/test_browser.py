@@ -110,7 +110,7 @@ def idle(page) -> None:
 
 
 def choose(page, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label).click()
+    page.get_by_role("combobox", name=label, exact=True).click()
     page.get_by_role("option").filter(has_text=option).first.click()
     idle(page)
 
