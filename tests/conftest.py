@@ -14,6 +14,14 @@ def shared_data() -> Path:
 
 
 @pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    """A fresh database file, made the app's default through $JUDGE_WORKBENCH_DB (for AppTests)."""
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    return path
+
+
+@pytest.fixture
 def store(tmp_path):
     """A fresh database file for one test."""
     from judge_engine.store import Store

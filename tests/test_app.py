@@ -20,14 +20,6 @@ TIMEOUT = 60
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch) -> Path:
-    """A fresh database, made the app's default through $JUDGE_WORKBENCH_DB."""
-    path = tmp_path / "workbench.db"
-    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
-    return path
-
-
-@pytest.fixture
 def sfhot_db(db, shared_data, monkeypatch) -> Path:
     monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(shared_data))
     return db

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from judge_engine.llm import LLMConfig, make_llm
@@ -16,13 +15,6 @@ from tests.test_hd_eval import _dataset, scripted
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "pages/hd_eval.py"
-
-
-@pytest.fixture
-def db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "workbench.db"
-    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
-    return path
 
 
 def _open() -> AppTest:

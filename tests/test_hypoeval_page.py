@@ -19,13 +19,6 @@ PAGE = "pages/hypoeval.py"
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch) -> Path:
-    path = tmp_path / "workbench.db"
-    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
-    return path
-
-
-@pytest.fixture
 def started(monkeypatch):
     """start_run replaced by a recorder: no worker process, no real model."""
     calls = []
