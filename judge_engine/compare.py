@@ -12,6 +12,8 @@ comparison page only renders what these return.
   and a paired bootstrap test of each run against the best one.
 - :func:`disagreement_frame`, :func:`label_next`: where judges fail, and
   which items a person should label next.
+- :func:`item_explanation`: for a run whose judge aggregates criterion scores
+  with a white-box model, the SHAP attribution of one item's score.
 - :func:`human_ceiling`: leave-one-annotator-out agreement, where the data
   has per-annotator scores.
 - :func:`transfer_judge`: a finished judge aimed at another dataset's aspect.
@@ -28,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import metrics
+from . import explain, metrics
 from .methods import Judge
 from .records import Aspect, Dataset, Verdict
 from .store import Store
@@ -257,6 +259,55 @@ def disagreement_frame(dataset: Dataset, aligned: Aligned) -> pd.DataFrame:
         frame[run_label(r)] = aligned.scores[r["id"]]
     return frame.sort_values("mean |judge - human| (0-1)", ascending=False, na_position="last",
                              kind="stable").reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class ItemExplanation:
+    """Why an aggregator judge gave one item its score: the SHAP value of each criterion."""
+
+    run_id: int
+    """The run whose judge scored the item."""
+    item: str
+    """The item (sample id)."""
+    target: str
+    """The aspect explained (the run's aspect)."""
+    shap: pd.DataFrame
+    """One row (index ``item``) x criteria; ``shap.attrs["base_value"]`` is the explainer's base value.
+
+    Base value plus the row's sum is the aggregator's prediction, before the
+    verdict clips it to the aspect's scale (exactly for linear and tree
+    aggregators, approximately for the MLP's permutation explainer)."""
+    labels: dict[str, str]
+    """Readable criterion names by criterion id."""
+    imputed: tuple[str, ...]
+    """Criteria with no score for this item (reply did not parse), filled with their training mean."""
+
+
+def item_explanation(store: Store, run_id: int, item: str, *, verdict: Verdict | None = None) -> ItemExplanation | None:
+    """SHAP explanation of ``item``'s score in run ``run_id``, if the run's judge holds an aggregator.
+
+    Works for any method whose Judge keeps a white-box aggregator over
+    criterion scores in its state (see :func:`judge_engine.explain.state_aggregator`;
+    HD-Eval today). Returns None when the judge has no aggregator, when the
+    run has no verdict with a score for ``item``, or when the aggregator
+    learned nothing. ``verdict`` saves reading the run's verdicts again.
+    """
+    run = store.get_run(run_id)
+    judge = run.get("judge") or {}
+    target = (judge.get("aspect") or {}).get("name") or run["aspect"]
+    agg = explain.state_aggregator(judge.get("state") or {}, target)
+    if agg is None:
+        return None
+    if verdict is None:
+        verdict = next((v for v in store.load_verdicts(run_id) if v.sample_id == item), None)
+    if verdict is None or verdict.missing or not verdict.criteria:
+        return None
+    frame = explain.explain_row(agg, verdict.criteria, sample_id=item, target=target)
+    if frame is None:
+        return None
+    imputed = tuple(f for f in agg.features if verdict.criteria.get(f) is None or math.isnan(verdict.criteria[f]))
+    return ItemExplanation(run_id=int(run_id), item=item, target=target, shap=frame,
+                           labels=explain.criterion_labels(judge.get("state") or {}), imputed=imputed)
 
 
 def label_next(dataset: Dataset, aligned: Aligned, *, k: int = 10) -> pd.DataFrame:

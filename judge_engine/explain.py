@@ -12,13 +12,16 @@ HD-Eval (Liu et al., 2024) uses two attributions:
   aggregator (tree explainer for DT/RF, linear for LR, permutation for the
   MLP).
 
-Both return pandas DataFrames. The plotly figure builders used by the HD-Eval
-page are at the end of the module.
+Both return pandas DataFrames. :func:`state_aggregator` and :func:`explain_row`
+explain one judged item of any judge whose learned state holds an aggregator
+(the comparison dashboard's triage uses them through
+:func:`judge_engine.compare.item_explanation`). The plotly figure builders
+used by the HD-Eval page and the triage are at the end of the module.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -115,6 +118,41 @@ def shap_values(agg: Aggregator, x: np.ndarray | None = None, *, max_samples: in
         frame.attrs["base_value"] = float(base[0, min(t, base.shape[1] - 1)])
         frames[target] = frame
     return frames
+
+
+def state_aggregator(state: Mapping[str, Any], target: str) -> Aggregator | None:
+    """The white-box aggregator a judge's learned state holds for ``target``, or None.
+
+    Not tied to a method: any Judge whose ``state["aggregators"]`` lists
+    :meth:`Aggregator.to_state` dicts has one (HD-Eval keeps one per group of
+    aspects on the same scale); the first whose targets include ``target`` is
+    rebuilt (refitted from its stored training matrix and seed).
+    """
+    for agg_state in state.get("aggregators") or ():
+        if isinstance(agg_state, Mapping) and target in (agg_state.get("targets") or ()):
+            return Aggregator.from_state(dict(agg_state))
+    return None
+
+
+def criterion_labels(state: Mapping[str, Any]) -> dict[str, str]:
+    """Readable names of a judge's criteria, by id, from the criteria (or criteria tree) in its state."""
+    nodes = (state.get("tree") or {}).get("nodes") if isinstance(state.get("tree"), Mapping) else None
+    nodes = nodes if nodes is not None else state.get("criteria")
+    if not isinstance(nodes, (list, tuple)):
+        return {}
+    return {str(n["id"]): str(n["name"]) for n in nodes if isinstance(n, Mapping) and "id" in n and "name" in n}
+
+
+def explain_row(agg: Aggregator, row: Mapping[str, float], *, sample_id: str, target: str) -> pd.DataFrame | None:
+    """SHAP values of one sample for ``target``: a one-row frame indexed by ``sample_id`` (see :func:`shap_values`).
+
+    ``row`` maps criterion -> score; criteria without a score (absent or NaN)
+    get the training mean, as when the aggregator scored the sample. None when
+    the aggregator has no model (nothing was learned) or does not predict
+    ``target``.
+    """
+    x, _ = agg.impute([dict(row)])
+    return shap_values(agg, x, sample_ids=[str(sample_id)], max_samples=1).get(target)
 
 
 def mean_abs_shap(frame: pd.DataFrame) -> pd.Series:

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from judge_engine import compare, export, plots
+from judge_engine import compare, explain, export, plots
 from judge_engine.methods import Judge
 from judge_engine.runs import RunSpec, create_run, start_run
 from judge_engine.store import NotFound
@@ -136,6 +136,13 @@ st.dataframe(triage.head(50), hide_index=True, key="compare_triage",
              column_config={c: st.column_config.NumberColumn(format="%.2f") for c in triage.columns
                             if c not in ("item", "group", "system")})
 item = st.selectbox("Open an item (worst first)", triage["item"].tolist(), key="compare_item")
+
+
+@st.cache_data(max_entries=32, show_spinner="Explaining the aggregator's score...")
+def _explanation(db: str, run_id: int, run_version: int, item: str) -> compare.ItemExplanation | None:
+    return compare.item_explanation(common.get_store(), run_id, item)
+
+
 if item:
     sample = dataset.by_id()[item]
     with st.container(border=True):
@@ -157,6 +164,16 @@ if item:
                     st.dataframe([{"criterion": k, "score": x} for k, x in v.criteria.items()], hide_index=True)
                 if v.explanation:
                     st.text(v.explanation)
+                why = (_explanation(str(store.path), r["id"], int(r.get("version") or 0), item)
+                       if v.criteria and not v.missing else None)
+                if why is not None:
+                    st.plotly_chart(explain.shap_waterfall_figure(why.shap, item, labels=why.labels),
+                                    key=f"compare_waterfall_{r['id']}")
+                    unscored = ", ".join(why.labels.get(f, f) for f in why.imputed)
+                    st.caption(common.plain(
+                        f"SHAP values of the judge's aggregator: how far each criterion's score moved {why.target} "
+                        "from the base value." + (f" Not scored, filled with the training mean: {unscored}."
+                                                  if unscored else "")))
                 st.caption("Raw reply")
                 st.text(v.raw[:3000])
         st.caption("To fix what misled a judge, open its method page (rubrics, criteria trees and inferred "

@@ -152,3 +152,64 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
                                        test_size=6), judge=compare.transfer_judge(judge, tiny_dataset.aspects[0]))
     summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(good)))
     assert summary["n"] == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]
+
+
+def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_aggregator(store):
+    """An HD-Eval run (scripted LLM, linear aggregator) explains an item's score; a direct run has nothing to explain."""
+    from tests.test_hd_eval import _dataset, scripted
+
+    store.save_dataset(_dataset())
+    spec = RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                   params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2})
+    hd_id = create_run(store, spec)
+    execute_run(store, hd_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted, model_id="hd")))
+    direct_id = create_run(store, RunSpec(method="direct", dataset="toy", aspect="clarity", train_size=12,
+                                          test_size=6))
+    execute_run(store, direct_id, llm=make_llm(LLMConfig(), store=store,
+                                                backend=FakeBackend(lambda m, p: "[[3]]", model_id="d")))
+    aligned = compare.align(store, [store.get_run(hd_id), store.get_run(direct_id)])
+    item = aligned.ids[0]
+    verdict = aligned.verdicts[hd_id][item]
+
+    explained = compare.item_explanation(store, hd_id, item)
+    assert explained is not None and explained.run_id == hd_id and explained.target == "clarity"
+    row = explained.shap.loc[item]
+    assert set(row.index) == set(verdict.criteria) and explained.imputed == ()
+    # the waterfall adds up to the aggregator's prediction for this item (exact for a linear aggregator)
+    prediction = explained.shap.attrs["base_value"] + row.sum()
+    assert prediction == pytest.approx(verdict.metadata["predictions"]["clarity"], abs=1e-6)
+    # the criterion that carries the signal ("part 0") moves the score most; labels are the tree's names
+    top = row.abs().idxmax()
+    assert "part 0" in explained.labels[top]
+    # the same with the verdict handed in, and the figure the page draws from it
+    again = compare.item_explanation(store, hd_id, item, verdict=verdict)
+    assert again.shap.equals(explained.shap)
+    from judge_engine.explain import shap_waterfall_figure
+
+    fig = shap_waterfall_figure(explained.shap, item, labels=explained.labels)
+    assert fig.data[0].type == "waterfall" and explained.labels[top] in fig.data[0].y
+
+    assert compare.item_explanation(store, direct_id, item) is None  # no aggregator: nothing to draw
+    assert compare.item_explanation(store, hd_id, "not-an-item") is None
+
+
+def test_item_explanation_fills_unscored_criteria_and_skips_items_without_a_score(store):
+    """A criterion whose reply did not parse is imputed (and named); an item with no score at all has no waterfall."""
+    from dataclasses import replace
+
+    from judge_engine.records import Verdict
+    from tests.test_hd_eval import _dataset, scripted
+
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12,
+                                       test_size=6, params={"aggregator": "dt", "max_layers": 1, "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted, model_id="hd")))
+    verdict = store.load_verdicts(run_id)[0]
+    first = next(iter(verdict.criteria))
+    partial = replace(verdict, criteria={**verdict.criteria, first: math.nan})
+    explained = compare.item_explanation(store, run_id, verdict.sample_id, verdict=partial)
+    assert explained is not None and explained.imputed == (first,)
+    assert list(explained.shap.columns) == list(verdict.criteria)
+    unscored = Verdict(sample_id=verdict.sample_id, aspect="clarity", score=math.nan,
+                       criteria={k: math.nan for k in verdict.criteria})
+    assert compare.item_explanation(store, run_id, verdict.sample_id, verdict=unscored) is None

@@ -111,3 +111,48 @@ def test_triage_links_to_the_page_where_a_learned_judge_is_edited(db, tiny_datas
                                             backend=FakeBackend(lambda m, p: "[[3]]", model_id="hp")))
     at = open_compare()
     assert any(link.proto.page.endswith("hpss.py") or "hpss" in link.label for link in at.get("page_link"))
+
+
+@pytest.fixture
+def hd_db(tmp_path, monkeypatch):
+    """An HD-Eval run (linear aggregator) and a direct run on the same split, both by scripted LLMs."""
+    from tests.test_hd_eval import _dataset, scripted
+
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    store = Store(path)
+    store.save_dataset(_dataset())
+    ids = {}
+    for method, params, responder in (
+            ("hd_eval", {"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}, scripted),
+            ("direct", {}, lambda m, p: f"[[{1 + len(m[0]['content']) % 5}]]")):
+        run_id = create_run(store, RunSpec(method=method, dataset="toy", aspect="clarity", params=params,
+                                           train_size=12, test_size=6))
+        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                                backend=FakeBackend(responder, model_id=f"fake-{method}")))
+        ids[method] = run_id
+    return ids
+
+
+def _waterfalls(block) -> list:
+    import json
+
+    return [c for c in block.get("plotly_chart") if any(t.get("type") == "waterfall"
+                                                        for t in json.loads(c.proto.spec).get("data", []))]
+
+
+def test_triage_draws_the_shap_waterfall_of_an_aggregator_run_only(hd_db):
+    at = open_compare()
+    item = at.selectbox(key="compare_item").value
+    expanders = {e.label.replace("\\", "").split(":")[0]: e for e in at.expander}
+    hd, direct = expanders[f"#{hd_db['hd_eval']} hd_eval"], expanders[f"#{hd_db['direct']} direct"]
+    assert len(_waterfalls(hd)) == 1 and not _waterfalls(direct)
+    assert len(_waterfalls(at)) == 1  # nowhere else either
+    assert any("SHAP values of the judge's aggregator" in c.value for c in hd.caption)
+    assert item in _waterfalls(hd)[0].proto.spec  # "Why sample <item> got ..."
+
+    # opening another item redraws the waterfall for that item
+    other = next(i for i in at.selectbox(key="compare_item").options if i != item)
+    at.selectbox(key="compare_item").set_value(other).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(_waterfalls(at)) == 1 and f"Why sample {other} got" in _waterfalls(at)[0].proto.spec
