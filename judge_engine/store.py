@@ -207,11 +207,27 @@ class Store:
                        context_label=d["context_label"] or "Context",
                        aspects=tuple(Aspect(**a) for a in json.loads(d["aspects"])), samples=samples)
 
-    def update_aspect_definition(self, dataset: str, aspect: str, definition: str, *, actor: str = "user") -> None:
+    def update_aspect_definition(self, dataset: str, aspect: str, definition: str, *, actor: str = "user",
+                                 expected_definition: str | None = None) -> None:
+        """Replace an aspect's definition (the text prompts use), logged in the audit log.
+
+        ``expected_definition`` is the text the editor started from: when the
+        stored text differs (someone saved in between), nothing is written and
+        :class:`EditConflict` quotes the stored text. Other changes to the dataset
+        (labels, other aspects) do not conflict.
+        """
         with self.write():
-            row = self.db["datasets"].get(dataset)
+            rows = list(self.db.query("select * from datasets where name = ?", [dataset]))
+            if not rows:
+                raise NotFound(f"no dataset named {dataset!r} in {self.path}")
+            row = rows[0]
             aspects = json.loads(row["aspects"])
-            before = next(a["definition"] for a in aspects if a["name"] == aspect)
+            before = next((a["definition"] for a in aspects if a["name"] == aspect), None)
+            if before is None:
+                raise NotFound(f"dataset {dataset!r} has no aspect {aspect!r}")
+            if expected_definition is not None and expected_definition != before:
+                raise EditConflict(f"the definition of {aspect!r} in {dataset!r} was changed by someone else since "
+                                   f"you opened it, so your edit was not saved; it now reads: {before}")
             for a in aspects:
                 if a["name"] == aspect:
                     a["definition"] = definition

@@ -5,6 +5,7 @@ import streamlit as st
 
 from judge_engine import data, plots
 from judge_engine.data import DataImportError, SplitError
+from judge_engine.store import EditConflict
 from pages import common
 
 common.require_frame()
@@ -172,20 +173,49 @@ with tab_stored:
         st.plotly_chart(plots.human_histograms(dataset), key=f"datasets_hist_{name}")
 
         st.markdown("**Aspect definitions**")
-        st.caption("Prompts describe each aspect with this text. Edits are saved to the database (and logged).")
+        st.caption("Prompts describe each aspect with this text. Edits are saved to the database (and logged). "
+                   "A save made from a text someone else has changed since is refused, never overwrites theirs.")
+        # the text each editor started from: the store refuses a save against it once someone saved in between
+        seen = st.session_state.setdefault("datasets_seen_defs", {})
+        for a in dataset.aspects:
+            seen_key, widget = f"{name}/{a.name}", f"datasets_def_{name}_{a.name}"
+            if seen.get(seen_key) != a.definition and st.session_state.get(widget, seen.get(seen_key)) == seen.get(
+                    seen_key):  # changed elsewhere and nothing typed here (yet): show the stored text
+                seen[seen_key] = a.definition
+                st.session_state.pop(widget, None)
         with st.form(f"datasets_aspects_{name}"):
             edited = {}
             for a in dataset.aspects:
-                edited[a.name] = st.text_area(common.plain(f"{a.name} (scale {a.low:g}-{a.high:g})"), value=a.definition,
-                                              key=f"datasets_def_{name}_{a.name}", height=80)
+                edited[a.name] = st.text_area(common.plain(f"{a.name} (scale {a.low:g}-{a.high:g})"),
+                                              value=seen[f"{name}/{a.name}"], key=f"datasets_def_{name}_{a.name}",
+                                              height=80)
             if st.form_submit_button("Save definitions"):
-                changed = [a.name for a in dataset.aspects if edited[a.name].strip() != a.definition]
-                for aspect in changed:
-                    store.update_aspect_definition(name, aspect, edited[aspect].strip())
-                common.flash("success" if changed else "info",
-                             f"Saved {len(changed)} definition(s): {', '.join(changed)}." if changed
-                             else "No definition changed.")
-                st.rerun()
+                saved, refused = [], []
+                for a in dataset.aspects:
+                    seen_key, text = f"{name}/{a.name}", edited[a.name].strip()
+                    if text == seen[seen_key].strip():
+                        continue  # not edited in this session
+                    try:
+                        store.update_aspect_definition(name, a.name, text, expected_definition=seen[seen_key])
+                    except EditConflict as exc:
+                        refused.append(str(exc))
+                        # shown their text now: saving again replaces it knowingly
+                        seen[seen_key] = store.load_dataset(name).aspect(a.name).definition
+                    else:
+                        saved.append(a.name)
+                        seen[seen_key] = text
+                        st.session_state.pop(f"datasets_def_{name}_{a.name}", None)
+                if refused:
+                    for message in refused:
+                        st.error(common.plain(f"Not saved: {message}. Your text is still in the box: copy what "
+                                              "you need from theirs, then save again to replace it."))
+                    if saved:
+                        st.success(common.plain(f"Saved {len(saved)} definition(s): {', '.join(saved)}."))
+                else:
+                    common.flash("success" if saved else "info",
+                                 f"Saved {len(saved)} definition(s): {', '.join(saved)}." if saved
+                                 else "No definition changed.")
+                    st.rerun()
 
         st.markdown("**Train/test split**")
         st.caption("Groups are never cut. Runs build the same split from the same sizes and seed.")

@@ -103,3 +103,26 @@ def test_a_person_labels_a_sample_and_the_edit_is_audited(store, tiny_dataset):
     with pytest.raises(NotFound):
         store.set_human_score("tiny", "nope", "quality", 3)
     assert store.load_dataset("tiny").by_id()["s1"].human["quality"] == 5.0, "a refused label changes nothing"
+
+
+def test_a_stale_aspect_definition_edit_is_refused_and_the_saved_one_kept(store, tiny_dataset):
+    """Two people opened the same definition; the second save, made from the old text, is refused, not lost."""
+    store.save_dataset(tiny_dataset)
+    opened = store.load_dataset("tiny").aspect("quality").definition
+    store.update_aspect_definition("tiny", "quality", "A's definition.", actor="a", expected_definition=opened)
+    version = store.list_datasets()[0]["version"]
+    store.set_human_score("tiny", "s1", "quality", 2)  # other changes to the dataset do not conflict
+    with pytest.raises(EditConflict, match="changed by someone else") as err:
+        store.update_aspect_definition("tiny", "quality", "B's definition.", actor="b", expected_definition=opened)
+    assert "A's definition." in str(err.value)
+    assert store.load_dataset("tiny").aspect("quality").definition == "A's definition."
+    assert store.list_datasets()[0]["version"] == version + 1  # only the label moved it
+    assert [e["actor"] for e in store.audit_log(entity="aspect")] == ["a"]
+    # B, now shown A's text, saves over it knowingly
+    store.update_aspect_definition("tiny", "quality", "B's definition.", actor="b",
+                                   expected_definition="A's definition.")
+    assert store.load_dataset("tiny").aspect("quality").definition == "B's definition."
+    with pytest.raises(NotFound, match="no aspect"):
+        store.update_aspect_definition("tiny", "nope", "x")
+    with pytest.raises(NotFound, match="no dataset"):
+        store.update_aspect_definition("absent", "quality", "x")
