@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,6 +116,41 @@ def choose(page, label: str, option: str) -> None:
     idle(page)
 
 
+def upload(page, path: Path, *, attempts: int = 3) -> None:
+    """Give the Datasets page's uploader a file and wait for its column mapping (the "Import file" button).
+
+    On a loaded machine the tab switch's rerun can still be under way when the file is sent; the file then lands
+    on the widget that rerun replaces and the page never shows it. The file is sent again in that case.
+    """
+    for attempt in range(1, attempts + 1):
+        page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(path))
+        try:
+            page.get_by_role("button", name="Import file").wait_for(timeout=45_000)
+        except sync_api.TimeoutError:
+            if attempt == attempts:
+                raise
+            idle(page)
+        else:
+            idle(page)
+            return
+
+
+RECORD_PROGRESS = """() => {
+    window.__progress = [];
+    const record = () => {
+        for (const bar of document.querySelectorAll('[data-testid=stProgress]')) {
+            const text = bar.innerText.trim();
+            if (text && window.__progress[window.__progress.length - 1] !== text) window.__progress.push(text);
+        }
+    };
+    new MutationObserver(record).observe(document.body, {childList: true, subtree: true, characterData: true});
+    record();
+}"""
+"""Install a recorder of every distinct progress-bar text the page draws (in ``window.__progress``)."""
+PROGRESS_TEXT = re.compile(r"running: (\w[\w ]*) \((\d+)/(\d+)\)")
+"""The Runs page's progress text, e.g. ``running: scoring (3/6)``."""
+
+
 def no_traceback(page) -> None:
     assert page.locator("[data-testid=stException]").count() == 0, page.locator("[data-testid=stException]").first.inner_text()
 
@@ -144,9 +180,7 @@ def test_import_run_and_read_results_on_the_embedded_model(app, page, diagnose, 
     bad.write_text("source,reply,quality\nhello,hi there,4\nhow are you,fine,great\n", encoding="utf-8")
     page.get_by_role("tab", name="Upload a file").click()
     idle(page)  # the tab switch reruns the page; an upload sent meanwhile would land on the old widget
-    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(bad))
-    page.get_by_role("button", name="Import file").wait_for()
-    idle(page)
+    upload(page, bad)
     page.get_by_role("combobox", name="Human score columns").click()
     page.get_by_role("option").filter(has_text="quality").first.click()
     page.keyboard.press("Escape")
@@ -171,11 +205,25 @@ def test_import_run_and_read_results_on_the_embedded_model(app, page, diagnose, 
         box.press("Tab")
     page.get_by_role("button", name="Review run").click()
     page.get_by_text("LLM requests to score").wait_for()
+    # Every progress text the browser draws is recorded as it appears (not sampled by this test), so a state shown
+    # for one frame between two of the page's 2 s polls is not missed.
+    page.evaluate(RECORD_PROGRESS)
     page.get_by_role("button", name="Start run").click()
     page.get_by_text("Started run #1").wait_for()
     page.get_by_role("heading", name="Correlation with human scores").wait_for(timeout=RUN_TIMEOUT_MS)
     idle(page)
     no_traceback(page)
+
+    # Progress was watched in the browser: "scoring (k/6)" counted up and stopped at least once in between
+    # (6 embedded-model calls outlast several of the page's 2 s polls; no timing is asserted).
+    seen = [(m.group(1), int(m.group(2)), int(m.group(3)))
+            for m in map(PROGRESS_TEXT.search, page.evaluate("() => window.__progress")) if m]
+    scoring = [(done, total) for stage, done, total in seen if stage == "scoring"]
+    assert scoring, f"no scoring progress drawn; saw {seen}"
+    assert all(total == 6 for _, total in scoring), seen
+    counts = [done for done, _ in scoring]
+    assert counts == sorted(counts), f"progress went backwards: {seen}"
+    assert any(0 < done < 6 for done in counts), f"no intermediate progress drawn: {seen}"
 
     run = Store(app.db).get_run(1)
     assert run["status"] == "finished"
@@ -207,6 +255,70 @@ def test_comparison_page_draws_its_plots(app, page, diagnose, tiny_dataset):
     sync_api.expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=60_000)
     no_traceback(page)
     assert page.get_by_role("button", name="Download report (HTML)").count() == 1
+
+
+def test_two_sessions_editing_the_same_definition_lose_nothing(app, browser, tiny_dataset, tmp_path):
+    """Two browser sessions open one aspect definition; A saves; B's save from the old text gets a conflict message,
+    A's text stays stored, B's text stays in B's box, and B's second save (now shown A's text) replaces it knowingly."""
+    from dataclasses import replace
+
+    store = Store(app.db)
+    store.save_dataset(replace(tiny_dataset, name="shared_rubric"))
+    box_label = "quality (scale 1-5)"
+    text_a = "A: how complete and faithful the summary is."
+    text_b = "B: how short the summary is."
+    contexts, pages = [], []
+    try:
+        for _ in range(2):  # two browser contexts: separate cookies, separate Streamlit sessions
+            contexts.append(browser.new_context(viewport={"width": 1400, "height": 1000}))
+            pages.append(contexts[-1].new_page())
+            pages[-1].set_default_timeout(60_000)
+        for page in pages:
+            page.goto(f"{app.url}/datasets")
+            page.get_by_role("tab", name="Stored datasets").click()
+            page.get_by_text("Aspect definitions").wait_for()
+            idle(page)
+            choose(page, "Dataset", "shared_rubric")
+            sync_api.expect(page.get_by_role("textbox", name=box_label)).to_have_value("How good it is.")
+        a, b = pages
+
+        a.get_by_role("textbox", name=box_label).fill(text_a)
+        a.get_by_role("button", name="Save definitions").click()
+        a.get_by_text("Saved 1 definition(s): quality.").wait_for()
+        assert store.load_dataset("shared_rubric").aspect("quality").definition == text_a
+
+        b.get_by_role("textbox", name=box_label).fill(text_b)
+        b.get_by_role("button", name="Save definitions").click()
+        alert = b.locator("[data-testid=stAlertContentError]").filter(has_text="changed by someone else")
+        alert.wait_for()
+        message = alert.inner_text()
+        assert text_a in message and "not saved" in message, message
+        idle(b)
+        no_traceback(b)
+        assert store.load_dataset("shared_rubric").aspect("quality").definition == text_a, "A's edit was kept"
+        sync_api.expect(b.get_by_role("textbox", name=box_label)).to_have_value(text_b)  # B's text not lost either
+        assert [e["actor"] for e in store.audit_log(entity="aspect")
+                if e["entity_id"] == "shared_rubric/quality"] == ["user"]
+
+        # A reloads and finds its own text; B, now shown A's text in the message, saves again on purpose
+        a.reload()
+        a.get_by_role("tab", name="Stored datasets").click()
+        idle(a)
+        choose(a, "Dataset", "shared_rubric")
+        sync_api.expect(a.get_by_role("textbox", name=box_label)).to_have_value(text_a)
+        b.get_by_role("button", name="Save definitions").click()
+        b.get_by_text("Saved 1 definition(s): quality.").wait_for()
+        assert store.load_dataset("shared_rubric").aspect("quality").definition == text_b
+        for page in pages:
+            no_traceback(page)
+    except Exception:
+        for k, page in enumerate(pages):
+            page.screenshot(path=str(tmp_path / f"session-{k}.png"))
+        print(f"screenshots in {tmp_path}\nstreamlit log:\n{app.log.read_text(errors='replace')[-3000:]}")
+        raise
+    finally:
+        for context in contexts:
+            context.close()
 
 
 PAGES = {"home": "Judge Workbench", "datasets": "Datasets", "runs": "Runs", "compare": "Compare methods",
