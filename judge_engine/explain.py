@@ -21,6 +21,7 @@ used by the HD-Eval page and the triage are at the end of the module.
 
 from __future__ import annotations
 
+import html
 from typing import Any, Mapping
 
 import numpy as np
@@ -188,12 +189,17 @@ def shap_bar_figure(frame: pd.DataFrame, *, title: str = "Mean |SHAP|",
 
 def shap_waterfall_figure(frame: pd.DataFrame, sample_id: str, *, max_features: int = 12,
                           labels: dict[str, str] | None = None) -> go.Figure:
-    """Waterfall of one sample: base value, each feature's push, the prediction."""
+    """Waterfall of one sample: base value, each feature's push, the prediction.
+
+    Criterion names and the sample id are HTML-escaped (plotly reads tags in
+    labels; names an LLM wrote are shown as text).
+    """
     row = frame.loc[sample_id]
     order = row.abs().sort_values(ascending=False)
     top = list(order.index[:max_features])
     rest = float(row.drop(top).sum()) if len(order) > max_features else 0.0
-    names = [(labels or {}).get(f, f) for f in top] + (["other criteria"] if len(order) > max_features else [])
+    names = [html.escape(str((labels or {}).get(f, f))) for f in top] + (
+        ["other criteria"] if len(order) > max_features else [])
     values = [float(row[f]) for f in top] + ([rest] if len(order) > max_features else [])
     base = float(frame.attrs.get("base_value", 0.0))
     fig = go.Figure(go.Waterfall(
@@ -201,7 +207,8 @@ def shap_waterfall_figure(frame: pd.DataFrame, sample_id: str, *, max_features: 
         y=["base value"] + names + ["prediction"], x=[base] + values + [0.0],
         text=[f"{base:.2f}"] + [f"{v:+.2f}" for v in values] + [f"{base + sum(values):.2f}"],
         increasing={"marker": {"color": "#e45756"}}, decreasing={"marker": {"color": "#4c78a8"}}))
-    fig.update_layout(title=f"Why sample {sample_id} got {base + sum(values):.2f}", yaxis={"autorange": "reversed"},
+    fig.update_layout(title=f"Why sample {html.escape(str(sample_id))} got {base + sum(values):.2f}",
+                      yaxis={"autorange": "reversed"},
                       height=max(300, 26 * (len(values) + 2)), margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 

@@ -210,6 +210,11 @@ def test_item_explanation_fills_unscored_criteria_and_skips_items_without_a_scor
     explained = compare.item_explanation(store, run_id, verdict.sample_id, verdict=partial)
     assert explained is not None and explained.imputed == (first,)
     assert list(explained.shap.columns) == list(verdict.criteria)
+    from judge_engine.explain import shap_waterfall_figure
+
+    names = shap_waterfall_figure(explained.shap, verdict.sample_id,
+                                  labels={first: "<img src=x onerror=alert(1)>"}).data[0].y
+    assert "&lt;img src=x onerror=alert(1)&gt;" in names and not any("<img" in n for n in names)
     unscored = Verdict(sample_id=verdict.sample_id, aspect="clarity", score=math.nan,
                        criteria={k: math.nan for k in verdict.criteria})
     assert compare.item_explanation(store, run_id, verdict.sample_id, verdict=unscored) is None
