@@ -52,6 +52,7 @@ REASONING_FORMAT = ("Think it through in a few short sentences, then give your s
                     "as the last thing in your reply, written as [[N]].")
 SCORE_FIRST_FORMAT = "Rating form: reply with a single whole number from {low} to {high} and nothing else.\nScore:"
 RETRY_MAX_TOKENS = 8
+WEIGHTED_MAX_TOKENS = 8
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,9 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
         return [{} for _ in samples]
     scale = judge_scale(aspect)
     use_logprobs = weighted and not reasoning and not joint and llm.supports_logprobs
-    params = GenerationParams(max_tokens=max_tokens, top_logprobs=20 if use_logprobs else 0)
+    # a weighted score is read from the first token; the text only backs it up, so a few tokens suffice
+    params = (GenerationParams(max_tokens=min(max_tokens, WEIGHTED_MAX_TOKENS), top_logprobs=20) if use_logprobs
+              else GenerationParams(max_tokens=max_tokens))
     if joint:
         cells = [(i, None) for i in range(len(samples))]
         prompts = [joint_prompt(s, criteria, instructions=instructions, aspect=aspect, task=task) for s in samples]

@@ -78,6 +78,11 @@ else:
         joint = c[1].checkbox("Score all selected hypotheses in one call per test item", key="hypoeval_joint")
         baselines = c[2].checkbox("Also run direct scoring and G-Eval on the same split", value=True,
                                   key="hypoeval_baselines")
+        weighted = st.checkbox(
+            "Score first, probability-weighted from logprobs (recommended for the embedded model)",
+            value=common.llm_config().backend == "llamacpp", key="hypoeval_weighted",
+            help="The paper asks for reasoning before each 1-5 score. A tiny model rarely ends its reasoning with a "
+                 "score, so this asks for the score alone and takes the expected value over the scale's tokens.")
         st.text(f"Backend: {common.llm_config().label} (change it under Settings)")
         st.markdown("**Paper parameters** (defaults are the paper's values)")
         params = {}
@@ -103,6 +108,8 @@ else:
         notes = parse_notes(notes_text)
         changed = {k: v for k, v in params.items() if v != defaults[k]}
         changed.update({"layout": layout, "joint": joint} if (layout, joint) != ("paper", False) else {})
+        if weighted:
+            changed.update({"reasoning": False, "weighted": True})
         if notes:
             changed["literature"] = notes
         spec = RunSpec(method=METHOD, dataset=ds_name, aspect=aspect, params=changed, train_size=int(train_size),

@@ -268,7 +268,8 @@ def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples
     criteria = [as_criterion(e["text"]) for e in entries]
     results = score_criteria(todo_samples, criteria, instructions=score_instructions(ctx), aspect=ctx.aspect,
                              task=ctx.task, llm=ctx.llm, layout=ctx.params["layout"], joint=False,
-                             reasoning=ctx.params["reasoning"], max_tokens=ctx.params["max_tokens"])
+                             reasoning=ctx.params["reasoning"], max_tokens=ctx.params["max_tokens"],
+                             weighted=ctx.params["weighted"])
     ctx.calls += len(todo_samples) * len(entries)
     missing = 0
     for sample, by_key in zip(todo_samples, results):
@@ -542,7 +543,7 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
 
 def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dict[str, Any]], *, aspect: Aspect,
                              task: TaskInfo, llm: LLM, layout: str, joint: bool, reasoning: bool, max_tokens: int,
-                             progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
+                             weighted: bool = False, progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
     """Score = mean over H_ev of the per-hypothesis scores, missing ones left out (§3.3, [REC §10]).
 
     Each verdict keeps every hypothesis' score (``criteria``) and reasoning
@@ -555,7 +556,7 @@ def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dic
                                                       aspect_name=aspect.name)
     results = score_criteria(samples, criteria, instructions=instructions, aspect=aspect, task=task, llm=llm,
                              layout=layout, joint=joint, reasoning=reasoning, max_tokens=max_tokens,
-                             progress=progress) if criteria else [{} for _ in samples]
+                             weighted=weighted, progress=progress) if criteria else [{} for _ in samples]
     verdicts = []
     for sample, by_key in zip(samples, results):
         per = [{"key": c.key, "score": None if by_key[c.key].missing else by_key[c.key].score,
@@ -701,6 +702,10 @@ class HypoEval(Method):
         H_ev: hypotheses kept by Pearson on S_tr (paper §3.2: 5).
     reasoning : bool, default=True
         Chain-of-thought before each 1-5 score (paper §3.3).
+    weighted : bool, default=False
+        With ``reasoning=False``: the probability-weighted 1-5 score from the
+        backend's logprobs (G-Eval's trick) instead of the sampled number.
+        Not the paper's; what a tiny local model needs to give any score.
     max_tokens : int, default=256
         Reply budget of each per-hypothesis score (authors' code: 4000; kept
         small for local models).
@@ -743,7 +748,8 @@ class HypoEval(Method):
         "n_new_hypotheses": Interval(int, 1, 50), "max_bank": Interval(int, 1, 200),
         "n_literature_hypotheses": Interval(int, 1, 100), "union_mode": Options(("random_half", "balanced_fill")),
         "n_selected": Interval(int, 1, 100), "reasoning": Options((True, False)),
-        "max_tokens": Interval(int, 8, 8192), "generation_max_tokens": Interval(int, 32, 16384),
+        "weighted": Options((True, False)), "max_tokens": Interval(int, 8, 8192),
+        "generation_max_tokens": Interval(int, 32, 16384),
         "check_max_tokens": Interval(int, 8, 4096), "observation_chars": Interval(int, 50, 100000),
         "literature": _LiteratureCheck(), "hypotheses": _HypothesesCheck(), "seed": Interval(int, None, None)}
 
@@ -753,7 +759,7 @@ class HypoEval(Method):
                  w_max: int = 10, n_refine: int = 6, refine_start: str = "data", refine_early_stop: bool = False,
                  replace_pool: str = "top_k", n_new_hypotheses: int = 5,
                  max_bank: int = 20, n_literature_hypotheses: int = 20, union_mode: str = "random_half",
-                 n_selected: int = 5, reasoning: bool = True, max_tokens: int = 256,
+                 n_selected: int = 5, reasoning: bool = True, weighted: bool = False, max_tokens: int = 256,
                  generation_max_tokens: int = 1024, check_max_tokens: int = 128, observation_chars: int = 1500,
                  literature: tuple | None = None, hypotheses: tuple | None = None, seed: int = 42):
         self.layout = layout
@@ -779,6 +785,7 @@ class HypoEval(Method):
         self.union_mode = union_mode
         self.n_selected = n_selected
         self.reasoning = reasoning
+        self.weighted = weighted
         self.max_tokens = max_tokens
         self.generation_max_tokens = generation_max_tokens
         self.check_max_tokens = check_max_tokens
@@ -883,7 +890,7 @@ class HypoEval(Method):
         return evaluate_with_hypotheses(
             samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
             layout=p["layout"], joint=p["joint"], reasoning=p["reasoning"], max_tokens=p["max_tokens"],
-            progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
+            weighted=p.get("weighted", False), progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
 
 
 # --------------------------------------------------------------------------- views for the page (pure, no I/O)
