@@ -155,7 +155,7 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
 
 
 def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_aggregator(store):
-    """An HD-Eval run (scripted LLM, linear aggregator) explains an item's score; a direct run has nothing to explain."""
+    """An HD-Eval run (scripted LLM, linear aggregator) explains an item's score; a direct run explains nothing."""
     from tests.test_hd_eval import _dataset, scripted
 
     store.save_dataset(_dataset())
