@@ -427,3 +427,28 @@ def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tin
     # the weak hypothesis was not in H_top (k = 1): the paper's pool drops it, the code's keeps it
     assert (weak["key"] in {e["key"] for e in bank}) is survives
     assert any(e["text"] == GOOD.format(n=99) for e in bank)
+
+
+def test_score_first_prompts_do_not_ask_for_reasoning_steps():
+    from judge_engine.methods.hypoeval import score_instructions
+    from judge_engine.prompting import TaskInfo
+    from judge_engine.records import Aspect
+
+    aspect, task = Aspect("coherence", 1, 5), TaskInfo(task="news summarization", output_label="Summary")
+    with_steps = score_instructions(aspect, task, reasoning=True)
+    without = score_instructions(aspect, task, reasoning=False)
+    assert "three steps" in with_steps and "three steps" not in without
+    assert with_steps.startswith(without) and "summary" in without
+
+
+def test_weighted_score_first_reads_logprobs_in_fit_and_scoring(store, tiny_dataset):
+    # the fake puts 70% on the reply's first token and 10% on its neighbours: "4" weighs to 4.0
+    backend = FakeBackend(lambda m, p: "4 because it flows", logprobs=True)
+    llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
+    judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1)), "n_selected": 2,
+                                    "reasoning": False, "weighted": True}).fit(
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    verdicts = judge.score(tiny_dataset.samples[6:9], llm=llm)
+    assert all(params.top_logprobs == 20 and params.max_tokens <= 8 for _, params in backend.calls)
+    assert not any("three steps" in m[0]["content"] for m, _ in backend.calls)
+    assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0, 4.0])

@@ -67,6 +67,7 @@ LITERATURE_NOTE_TEMPLATE = load_template("hypoeval_literature_note")
 EVIDENCE_DATA_TEMPLATE = load_template("hypoeval_evidence_data")
 EVIDENCE_LITERATURE_TEMPLATE = load_template("hypoeval_evidence_literature")
 SCORE_INSTRUCTIONS_TEMPLATE = load_template("hypoeval_score")
+SCORE_STEPS_TEMPLATE = load_template("hypoeval_score_steps")
 
 BASIS_DATA = "the scored examples below"
 BASIS_LITERATURE = "the literature notes below"
@@ -250,10 +251,11 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str) -> list[s
 # --------------------------------------------------------------------------- evaluation under a hypothesis (M_E)
 
 
-def score_instructions(ctx_or_aspect: Context) -> str:
-    ctx = ctx_or_aspect
-    return SCORE_INSTRUCTIONS_TEMPLATE.render(output_label_lower=ctx.task.output_label.lower(),
-                                              aspect_name=ctx.aspect.name)
+def score_instructions(aspect: Aspect, task: TaskInfo, *, reasoning: bool) -> str:
+    """What the judge does with one hypothesis; the three reasoning steps only when it reasons first."""
+    label = task.output_label.lower()
+    text = SCORE_INSTRUCTIONS_TEMPLATE.render(output_label_lower=label, aspect_name=aspect.name)
+    return text + "\n" + SCORE_STEPS_TEMPLATE.render(output_label_lower=label) if reasoning else text
 
 
 def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples: Sequence[Sample],
@@ -266,7 +268,8 @@ def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples
     if not todo_samples or not entries:
         return
     criteria = [as_criterion(e["text"]) for e in entries]
-    results = score_criteria(todo_samples, criteria, instructions=score_instructions(ctx), aspect=ctx.aspect,
+    results = score_criteria(todo_samples, criteria, aspect=ctx.aspect,
+                             instructions=score_instructions(ctx.aspect, ctx.task, reasoning=ctx.params["reasoning"]),
                              task=ctx.task, llm=ctx.llm, layout=ctx.params["layout"], joint=False,
                              reasoning=ctx.params["reasoning"], max_tokens=ctx.params["max_tokens"],
                              weighted=ctx.params["weighted"])
@@ -552,8 +555,7 @@ def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dic
     """
     scale = judge_scale(aspect)
     criteria = [as_criterion(h["text"]) for h in hypotheses]
-    instructions = SCORE_INSTRUCTIONS_TEMPLATE.render(output_label_lower=task.output_label.lower(),
-                                                      aspect_name=aspect.name)
+    instructions = score_instructions(aspect, task, reasoning=reasoning)
     results = score_criteria(samples, criteria, instructions=instructions, aspect=aspect, task=task, llm=llm,
                              layout=layout, joint=joint, reasoning=reasoning, max_tokens=max_tokens,
                              weighted=weighted, progress=progress) if criteria else [{} for _ in samples]
