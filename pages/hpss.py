@@ -108,7 +108,9 @@ if st.button("Start search", key="hpss_start", type="primary"):
         for rid in started:
             runs.start_run(store.path, rid, api_key=common.api_key())
         st.session_state["hpss_run_id"] = run_id
-        common.flash("success", f"Started run #{run_id}" + (f" and comparison runs {started[1:]}" if compare else ""))
+        common.flash("success", f"Started run #{run_id}" + (
+            f" and comparison runs {', '.join(f'#{i}' for i in started[1:])} ({', '.join(compare)})." if compare
+            else "."))
         st.rerun()
     except (ValueError, OSError) as exc:
         st.error(common.plain(str(exc)))

@@ -2,6 +2,7 @@
 
 import json
 import math
+from typing import Sequence
 
 import plotly.express as px
 import streamlit as st
@@ -44,9 +45,13 @@ def parse_notes(text: str) -> list[dict[str, str]]:
     return notes
 
 
-def start(specs: list[RunSpec], split: Split | None = None) -> list[int]:
-    """Create and start runs in the background (on ``split`` when given); returns their ids."""
-    ids = [common.launch(store, spec, split=split) for spec in specs]
+def start(specs: list[RunSpec], split: Split | None = None, labels: Sequence[str] = ()) -> list[int]:
+    """Create and start runs in the background (on ``split`` when given); returns their ids.
+
+    Each started run is announced once, with its label (e.g. " (baseline)").
+    """
+    labels = list(labels) + [""] * (len(specs) - len(labels))
+    ids = [common.launch(store, spec, split=split, label=label) for spec, label in zip(specs, labels)]
     if None in ids:
         raise ValueError("a run could not be created (see the message above)")
     return ids
@@ -144,13 +149,12 @@ else:
                                            train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed,
                                            llm=spec.llm) for b in BASELINES] if draft["baselines"] else [])
                 try:
-                    ids = start(specs)
+                    ids = start(specs, labels=[" (HypoEval)"] + [f" (baseline: {METHODS[b].title})"
+                                                                  for b in BASELINES])
                 except (SplitError, ValueError, NotFound) as exc:
                     st.error(common.plain(str(exc)))
                 else:
                     st.session_state.pop("hypoeval_draft", None)
-                    common.flash("success", f"Started run #{ids[0]}" +
-                                 (f" and baselines {', '.join(f'#{i}' for i in ids[1:])}." if ids[1:] else "."))
                     common.set_value("hypoeval_run_id", ids[0])
                     st.rerun()
 
@@ -283,11 +287,11 @@ def curate(run: dict, judge: Judge) -> None:
                       "n_selected": len(accepted)}
             ids = start([RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
                                  seed=run["split"]["seed"], llm=LLMConfig.from_dict(run["llm"]))],
-                        split=Split.from_dict(run["split"]))  # same items and backend: unchanged calls are cached
+                        split=Split.from_dict(run["split"]),  # same items and backend: unchanged calls are cached
+                        labels=[" (re-scoring: unchanged hypotheses come from the cache)"])
         except (SplitError, ValueError, NotFound) as exc:
             st.error(common.plain(str(exc)))
         else:
-            common.flash("success", f"Started re-scoring run #{ids[0]}: unchanged hypotheses come from the cache.")
             common.set_value("hypoeval_run_id", ids[0])
             st.rerun()
     audit = [a for a in store.audit_log(entity="criterion", limit=200) if a["entity_id"].startswith(owner + ":")]
