@@ -11,9 +11,10 @@ from judge_engine.criteria_scoring import LAYOUTS
 from judge_engine.explain import importance_figure, shap_bar_figure, shap_values, shap_waterfall_figure
 from judge_engine.hd_eval_plots import layer_correlation_figure, node_score_histogram, provenance, tree_sunburst
 from judge_engine.llm import LLMConfig
-from judge_engine.methods import Judge
+from judge_engine.methods import METHODS, Judge
 from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
                                           refit_preview, seed_tree, tree_index, undo_node)
+from judge_engine.records import Split
 from judge_engine.runs import RunSpec, effective_status, estimate
 from judge_engine.store import EditConflict, NotFound
 from pages import common
@@ -30,10 +31,20 @@ common.show_flash()
 ACTOR = "user"
 
 
-def start(spec: RunSpec) -> None:
+BASELINES = ("direct", "geval")
+
+
+def start(spec: RunSpec, *, baselines: bool = False) -> None:
+    """Start an HD-Eval round (and, when asked, direct scoring and G-Eval on exactly its test split)."""
     run_id = common.launch(store, spec, label=" (HD-Eval)")
     if run_id is None:
         return
+    if baselines:
+        split = Split.from_dict(store.get_run(run_id)["split"])
+        for method in BASELINES:
+            common.launch(store, RunSpec(method=method, dataset=spec.dataset, aspect=spec.aspect,
+                                         train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed,
+                                         llm=spec.llm), split=split, label=f" (baseline: {METHODS[method].title})")
     common.set_value("hd_run", run_id)
     st.rerun()
 
@@ -65,6 +76,8 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "
         layout = c[3].selectbox("Prompt layout", LAYOUTS, key="hd_layout")
         weighted = st.checkbox("Probability-weighted scores from logprobs (recommended for the embedded model)",
                                value=common.llm_config().backend == "llamacpp", key="hd_weighted")
+        baselines = st.checkbox("Also run direct scoring and G-Eval on the same split", value=True,
+                                key="hd_baselines")
         guides = {}
         with st.popover("Expert guidelines per aspect (optional)"):
             for name in layer1:
@@ -89,7 +102,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "
             st.caption("Estimate = samples x criteria (before cache hits); the tree's real size is known after "
                        "decomposition.")
             if st.button("Build the tree", type="primary", key="hd_start", disabled=aspect not in layer1):
-                start(spec)
+                start(spec, baselines=baselines)
 
 
 # --------------------------------------------------------------------------- pick a run
@@ -404,7 +417,8 @@ if summary:
         natural.insert(0, "run", f"#{r['id']} {r['method']}")
         natural["calls"] = full["summary"].get("calls")
         rows.append(natural)
-    t2.markdown("Same split and backend (start Direct / G-Eval runs on the Runs page to compare)")
+    t2.markdown("Same split and backend (tick the baselines box when building a tree to get direct scoring and "
+                "G-Eval here)")
     t2.dataframe(pd.concat(rows) if rows else pd.DataFrame(), hide_index=True)
     with st.expander("This run's correlations with confidence intervals"):
         st.dataframe(common.correlation_frame(summary), hide_index=True)

@@ -124,10 +124,17 @@ def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypat
     fit_calls = next(m for m in at.metric if m.label.startswith("LLM requests to build")).value
     assert fit_calls == str(3 + 12 * (3 + 9)), "samples x criteria plus one decomposition per aspect"
     _button(at, "hd_start").click().run()
-    assert not at.exception and len(started) == 1, [e.value for e in at.error]
+    # the tree and, by default, direct scoring and G-Eval on exactly its test split
+    assert not at.exception and len(started) == 3, [e.value for e in at.error]
     run = store.get_run(started[0])
     assert run["method"] == "hd_eval" and run["params"]["k_child"] == 3 and run["params"]["max_layers"] == 2
     assert run["params"]["aspects"] == ["clarity", "style", "grounded"] and run["status"] == "queued"
+    baselines = [store.get_run(i) for i in started[1:]]
+    assert [b["method"] for b in baselines] == ["direct", "geval"]
+    assert all(b["split"] == run["split"] and b["aspect"] == run["aspect"] for b in baselines)
+    next(w for w in at.checkbox if w.label.startswith("Also run direct scoring")).uncheck().run()
+    _button(at, "hd_start").click().run()
+    assert len(started) == 4 and store.get_run(started[3])["method"] == "hd_eval"
     assert any("queued" in (p.proto.text or "") for p in at.get("progress")) or not at.exception
 
 
