@@ -147,7 +147,8 @@ def history_frame(evaluated: list[dict]) -> pd.DataFrame:
     rows = []
     for e in evaluated:
         row = {"#": e["index"], "stage": e["stage"], "fitness (ρ×100)": e["fitness"],
-               "best so far": e["best_so_far"], "calls": e["calls"], "unparsed": e["unparsed"],
+               "best so far": e["best_so_far"], "calls": e["calls"], "asked again": e.get("retried", 0),
+               "unparsed": e["unparsed"],
                "missing auxiliary": e["missing_aux"]}
         row.update(describe(parse_strategy(e["strategy"])))
         row["strategy"] = e["strategy"]

@@ -171,6 +171,28 @@ def test_unparsed_judge_reply_is_missing_never_a_number(store):
     assert result.unparsed == 1 and math.isnan(result.scores[1]) and result.scores[0] == 4.0
 
 
+def test_a_reply_without_rating_gets_one_follow_up_and_only_then_is_missing(store):
+    def fn(messages, params):
+        if len(messages) > 2:  # the follow-up turn: item 1 answers with a number, item 2 still does not
+            return "4" if "number 1\n" in messages[1]["content"] else "no idea"
+        return "[[3]]" if "number 0\n" in messages[-1]["content"] else "I cannot rate this."
+
+    backend = FakeBackend(fn, logprobs=True)
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
+    result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True, retry=True)
+    # the fake puts 70% on "4" and 10% on each neighbour: probability-weighted 4.0 on the 5-point scale
+    assert result.scores[0] == 3.0 and result.scores[1] == pytest.approx(4.0) and math.isnan(result.scores[2])
+    assert result.retried == 2 and result.unparsed == 1
+    follow_ups = [(m, p) for m, p in backend.calls if len(m) > 2]
+    assert len(follow_ups) == 2 and all(p.max_tokens <= 8 and p.top_logprobs == 20 for _, p in follow_ups)
+    assert "--- follow-up ---" in result.raw[1]
+    # without retry the same replies stay missing, and nothing more is asked
+    before = len(backend.calls)
+    plain = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True, retry=False)
+    assert plain.unparsed == 2 and plain.retried == 0 and len(backend.calls) == before
+
+
 # --------------------------------------------------------------------------- the search (no LLM)
 
 

@@ -31,7 +31,8 @@ ties go to the first strategy in product order (§13.6); λ = 4 as in the
 paper and README, not the code's argparse default 2 (§8.4).
 
 Deviations, stated: a reply that does not parse is *missing* (NaN), never
-the code's fallback 2.51 (§13.11); a strategy whose fitness is undefined
+the code's fallback 2.51 (§13.11), after one follow-up turn asking for
+the number alone (``retry_unparsed``); a strategy whose fitness is undefined
 (e.g. constant scores) is ranked last, contributes no advantage evidence
 and gets advantage 0 at initialization; judge replies are capped at
 ``judge_max_tokens`` (512) instead of 4096 to bound CPU cost.
@@ -57,13 +58,16 @@ from ..hpss_strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as
                              build_prompt, describe, neighbours, parse_strategy, rating_range, replace_value,
                              strategy_name)
 from ..llm import LLM, GenerationParams, Request
-from ..parsing import parse_score
-from ..prompting import TaskInfo, to_aspect_range
+from ..parsing import parse_score, weighted_score
+from ..prompting import TaskInfo, load_template, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from .base import EventSink, Interval, Judge, Method, Options, Progress, register
 
 SYSTEM_MESSAGE = "You are a helpful assistant."
 """System turn of every judge call (the authors' code, notes §3.1 step 9)."""
+RETRY_TEMPLATE = load_template("criterion_retry")
+"""Follow-up turn for a reply with no readable rating (ours, not the paper's)."""
+RETRY_MAX_TOKENS = 8
 
 STEPWISE_ORDER = ("scale", "example", "criteria", "reference", "cot", "autocot", "metrics", "order")
 """Factor order of the Stepwise-Greedy baseline: paper Table 1 (notes §2)."""
@@ -89,12 +93,41 @@ class StrategyScores:
     """Samples left unscored because an auxiliary they needed is missing."""
     unparsed: int
     """Replies with no rating on the scale (or rejected by the backend)."""
+    retried: int = 0
+    """Replies that needed the follow-up turn (``retry_unparsed``)."""
+
+
+def _follow_up(llm: LLM, requests: Sequence[Request], firsts: Sequence[str], low: int, high: int) -> list[tuple[float, str]]:
+    """One more turn for replies without a rating: the number alone.
+
+    On a scale of single-token numbers (3 and 5, not 10/50/100) and a backend
+    with logprobs, the rating is probability-weighted over the scale's tokens
+    at the position where the reply states it; otherwise the number as read.
+    """
+    weighted = llm.supports_logprobs and high <= 9
+    params = GenerationParams(temperature=0.0, max_tokens=RETRY_MAX_TOKENS, top_logprobs=20 if weighted else 0)
+    ask = RETRY_TEMPLATE.render(low=low, high=high)
+    follow = [Request((*r.messages, {"role": "assistant", "content": first}, {"role": "user", "content": ask}),
+                      params) for r, first in zip(requests, firsts)]
+    out = []
+    for first, reply in zip(firsts, complete_all(llm, follow)):
+        text = reply.text if reply is not None else ""
+        score = weighted_score(reply.logprobs[0], low, high)[0] if weighted and reply is not None and reply.logprobs \
+            else math.nan
+        if math.isnan(score):
+            score = parse_score(text, low, high)
+        out.append((score, f"{first}\n--- follow-up ---\n{text}"))
+    return out
 
 
 def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxiliaries, *, llm: LLM,
-                      max_tokens: int, leave_out: bool,
+                      max_tokens: int, leave_out: bool, retry: bool = False,
                       progress: Callable[[int, int], None] | None = None) -> StrategyScores:
-    """Judge ``samples`` with ``strategy`` (greedy, one generation each; notes §6)."""
+    """Judge ``samples`` with ``strategy`` (greedy, one generation each; notes §6).
+
+    With ``retry`` a reply without a rating gets one follow-up turn asking
+    for the number alone (:func:`_follow_up`); still none: missing.
+    """
     aspect, task = aux.aspect, aux.task
     low, high = rating_range(strategy[0], aspect)
     inputs = aux.inputs_for(strategy, samples, leave_out=leave_out)
@@ -107,14 +140,19 @@ def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxili
     replies = complete_all(llm, requests, progress=progress) if requests else []
     judge = [math.nan] * len(samples)
     raw = [""] * len(samples)
-    unparsed = 0
     for i, reply in zip(idx, replies):
         raw[i] = reply.text if reply is not None else ""
         judge[i] = parse_score(raw[i], low, high) if reply is not None else math.nan
-        unparsed += math.isnan(judge[i])
+    todo = [(i, request) for i, request, reply in zip(idx, requests, replies)
+            if retry and reply is not None and math.isnan(judge[i])]
+    if todo:
+        again = _follow_up(llm, [r for _, r in todo], [raw[i] for i, _ in todo], low, high)
+        for (i, _), (score, text) in zip(todo, again):
+            judge[i], raw[i] = score, text
+    unparsed = sum(math.isnan(judge[i]) for i in idx)
     scores = tuple(math.nan if math.isnan(x) else to_aspect_range(x, (low, high), aspect) for x in judge)
     return StrategyScores(scores=scores, raw=tuple(raw), judge_scores=tuple(judge), prompts=tuple(prompts),
-                          missing_aux=len(samples) - len(idx), unparsed=unparsed)
+                          missing_aux=len(samples) - len(idx), unparsed=unparsed, retried=len(todo))
 
 
 def fitness(samples: Sequence[Sample], aspect: str, scores: Sequence[float], *, level: str) -> float:
@@ -384,9 +422,10 @@ class ValidationFitness:
     """
 
     def __init__(self, validation: Sequence[Sample], aux: Auxiliaries, *, llm: LLM, level: str, max_tokens: int,
-                 total: int, progress: Progress | None = None, log: EventSink | None = None):
+                 total: int, retry: bool = False, progress: Progress | None = None, log: EventSink | None = None):
         self.validation, self.aux, self.llm, self.level = tuple(validation), aux, llm, level
         self.max_tokens, self.total, self.progress, self.log = max_tokens, total, progress, log
+        self.retry = retry
         self.history: list[dict[str, Any]] = []
 
     def __call__(self, strategy: Strategy, stage: str) -> float:
@@ -395,13 +434,14 @@ class ValidationFitness:
         if self.progress:
             self.progress(done, self.total, label)
         result = evaluate_strategy(strategy, self.validation, self.aux, llm=self.llm, max_tokens=self.max_tokens,
-                                   leave_out=True)
+                                   leave_out=True, retry=self.retry)
         value = fitness(self.validation, self.aux.aspect.name, result.scores, level=self.level)
         defined = [h["fitness"] for h in self.history if h["fitness"] is not None] + [_round(value)]
         best = max((x for x in defined if x is not None), default=None)
         entry = {"index": done + 1, "stage": stage, "strategy": strategy_name(strategy),
                  "factors": as_dict(strategy), "fitness": _round(value), "best_so_far": best,
-                 "n": len(self.validation), "unparsed": result.unparsed, "missing_aux": result.missing_aux,
+                 "n": len(self.validation), "unparsed": result.unparsed, "retried": result.retried,
+                 "missing_aux": result.missing_aux,
                  "calls": self.llm.ledger.snapshot()["calls"],
                  "scores": [None if math.isnan(x) else x for x in result.scores]}
         self.history.append(entry)
@@ -463,6 +503,11 @@ class HPSS(Method):
         Reply length of a judge call (the authors' code allows 4096).
     aux_max_tokens : int, default=512
         Reply length of an auxiliary generation (notes §13.18 suggest 1024).
+    retry_unparsed : bool, default=True
+        A judge reply without a rating gets one follow-up turn asking for the
+        number alone (probability-weighted from logprobs on 3- and 5-point
+        scales). Not in the paper, whose code falls back to a fixed number;
+        without it a small local model leaves most strategies unscored.
     seed : int, default=42
         Seeds the search and the example selection (the authors' README uses 42).
     """
@@ -477,13 +522,14 @@ class HPSS(Method):
         "fitness_level": Options(("natural", "sample", "group")),
         "base_scale": Options((None, "3", "5", "10", "50", "100")),
         "judge_max_tokens": Interval(int, 8, 8192), "aux_max_tokens": Interval(int, 8, 8192),
-        "seed": Interval(int, 0, None)}
+        "retry_unparsed": Options((True, False)), "seed": Interval(int, 0, None)}
 
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
                  exploit_prob: float = 0.2, temperature: float = 5.0, exploration_weight: float = 4.0,
                  validation_size: int | None = None, fitness_level: str = "natural", base_scale: str | None = None,
                  human_criteria: str | None = None, fixed_strategy: str | None = None,
-                 judge_max_tokens: int = 512, aux_max_tokens: int = 512, seed: int = 42):
+                 judge_max_tokens: int = 512, aux_max_tokens: int = 512, retry_unparsed: bool = True,
+                 seed: int = 42):
         self.search = search
         self.budget = budget
         self.population = population
@@ -498,6 +544,7 @@ class HPSS(Method):
         self.fixed_strategy = fixed_strategy
         self.judge_max_tokens = judge_max_tokens
         self.aux_max_tokens = aux_max_tokens
+        self.retry_unparsed = retry_unparsed
         self.seed = seed
 
     def _validate_params(self) -> None:
@@ -544,7 +591,7 @@ class HPSS(Method):
         base = base_strategy(aspect, self.base_scale)
         evaluate = ValidationFitness(validation, aux, llm=llm, level=level,
                                      max_tokens=self.judge_max_tokens, total=self.n_evaluations(),
-                                     progress=progress, log=log)
+                                     retry=self.retry_unparsed, progress=progress, log=log)
         if log:
             log("hpss_started", {"search": "fixed" if self.fixed_strategy else self.search,
                                  "evaluations": self.n_evaluations(), "base": strategy_name(base),
@@ -641,6 +688,7 @@ class HPSS(Method):
         aux = cls.auxiliaries_for(judge, llm)
         result = evaluate_strategy(strategy, samples, aux, llm=llm,
                                    max_tokens=judge.params.get("judge_max_tokens", 512), leave_out=False,
+                                   retry=judge.params.get("retry_unparsed", False),
                                    progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
         verdicts = []
         for s, score, judged, raw, prompt in zip(samples, result.scores, result.judge_scores, result.raw,
