@@ -242,7 +242,9 @@ def curate(run: dict, judge: Judge) -> None:
         seen = st.session_state.setdefault(seen_key, row["version"])
         mark = "✅" if row["status"] == "accepted" else "⛔"
         pearson = info.get("train_pearson")
-        label = f"{mark} v{row['version']} · {info.get('origin', 'added')}" + (
+        origin = info.get("origin", "added by a person") if row["definition"] == info.get("text", row["definition"]) \
+            else f"edited by a person (was {info.get('origin', 'added')})"
+        label = f"{mark} v{row['version']} · {origin}" + (
             f" · train r {pearson:.3f}" if pearson is not None else "")
         with st.expander(f"{label} · {row['definition'][:80]}"):
             with st.form(f"hypoeval_edit_{row['id']}"):
