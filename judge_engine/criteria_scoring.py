@@ -14,7 +14,13 @@ Layouts
 ``sample_first``
     the sample block first and the criterion last, so a backend with prefix
     caching (llama.cpp, vLLM) evaluates the shared sample part once per
-    sample instead of once per criterion.
+    sample instead of once per criterion. Everything before the criterion
+    (sample, instructions, aspect, the scale written out one point a line)
+    is the same for every criterion of a sample; after the criterion comes
+    only the answer cue (``Score:`` when scoring first). On SmolLM2-135M the
+    written-out scale is what makes the reply start with a number: with the
+    paper's answer sentence after the criterion it replied in prose
+    ("The summary ...") and every cell needed a follow-up turn.
 
 With ``joint=True`` a single call per sample scores every criterion and the
 reply is a JSON object ``{key: score}``.
@@ -51,6 +57,11 @@ RETRY_TEMPLATE = load_template("criterion_retry")
 REASONING_FORMAT = ("Think it through in a few short sentences, then give your score on the {low}-{high} scale "
                     "as the last thing in your reply, written as [[N]].")
 SCORE_FIRST_FORMAT = "Rating form: reply with a single whole number from {low} to {high} and nothing else.\nScore:"
+SAMPLE_FIRST_SCALE = {False: "Rate on this scale, replying with a single whole number and nothing else:\n{scale}",
+                      True: "Rate on this scale:\n{scale}"}
+"""The ``sample_first`` layout's answer wording before the criterion (by ``reasoning``)."""
+SAMPLE_FIRST_CUE = {False: "Score:", True: REASONING_FORMAT}
+"""The ``sample_first`` layout's last line, after the criterion (by ``reasoning``)."""
 RETRY_MAX_TOKENS = 8
 WEIGHTED_MAX_TOKENS = 8
 
@@ -87,16 +98,26 @@ def _answer_format(reasoning: bool, scale: tuple[int, int]) -> str:
     return (REASONING_FORMAT if reasoning else SCORE_FIRST_FORMAT).format(low=scale[0], high=scale[1])
 
 
+def _sample_first_answer(reasoning: bool, scale: tuple[int, int]) -> dict[str, str]:
+    low, high = scale
+    points = "\n".join(f"{k} (worst)" if k == low else f"{k} (best)" if k == high else str(k)
+                       for k in range(low, high + 1))
+    return {"answer_format": SAMPLE_FIRST_SCALE[reasoning].format(scale=points),
+            "answer_cue": SAMPLE_FIRST_CUE[reasoning].format(low=low, high=high)}
+
+
 def criterion_prompt(sample: Sample, criterion: CriterionText, *, instructions: str, aspect: Aspect,
                      task: TaskInfo, layout: str = "paper", reasoning: bool = True) -> str:
     """The prompt scoring ``sample`` on one criterion."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+    scale = judge_scale(aspect)
+    answer = (_sample_first_answer(reasoning, scale) if layout == "sample_first"
+              else {"answer_format": _answer_format(reasoning, scale)})
     return CRITERION_TEMPLATES[layout].render(
         instructions=instructions, task=task.task, aspect_name=aspect.name,
         aspect_definition=aspect.definition or aspect.name, criterion_name=criterion.name,
-        criterion_definition=criterion.definition, sample_block=render_sample(sample, task),
-        answer_format=_answer_format(reasoning, judge_scale(aspect)))
+        criterion_definition=criterion.definition, sample_block=render_sample(sample, task), **answer)
 
 
 def joint_prompt(sample: Sample, criteria: Sequence[CriterionText], *, instructions: str, aspect: Aspect,

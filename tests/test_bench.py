@@ -57,7 +57,23 @@ def test_layout_counts_evaluated_tokens_and_correlations(tmp_path, shared_data):
     assert set(rows) == {"paper_c1", "sample_first_c1"}
     for r in rows.values():
         assert r["prompt_tokens_sent"] > 0 and 0 < r["prompt_tokens_evaluated"] <= r["prompt_tokens_sent"] + 64
-    assert "speedup_sample_first_c1" in doc["summary"]
+        assert r["calls"] == 2 + r["follow_ups"]
+    assert "speedup_sample_first_c1" in doc["summary"] and doc["config"]["pick"] == "one_per_group"
+    first = rows["sample_first_c1"]
+    # the second criterion reuses the sample's prefix from llama.cpp's KV cache (each arm starts cold)
+    assert first["prompt_tokens_evaluated"] < 0.75 * first["prompt_tokens_sent"]
+    assert first["prompt_tokens_evaluated"] < rows["paper_c1"]["prompt_tokens_evaluated"]
+    # SmolLM2 answers the sample-first prompt with a number: no follow-up turn, no missing score
+    assert first["follow_ups"] == 0 and first["missing"] == 0
+
+
+def test_layout_picks_one_sample_per_source():
+    from judge_engine.bench.layout import pick_samples
+    from judge_engine.records import Sample
+    samples = [Sample(id=f"s{i}", input="x", output="y", group_id=f"g{i // 3}", system_id="a", human={})
+               for i in range(9)]
+    assert [s.id for s in pick_samples(samples, 3)] == ["s0", "s3", "s6"]
+    assert [s.id for s in pick_samples(samples, 2, "first")] == ["s0", "s1"]
 
 
 def test_concurrency_loses_and_duplicates_no_request(tmp_path, shared_data):

@@ -9,7 +9,7 @@ import pytest
 from judge_engine.criteria_scoring import (CriterionText, criterion_prompt, estimate_criteria_calls, score_criteria)
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.prompting import TaskInfo
+from judge_engine.prompting import TaskInfo, judge_scale
 
 CRITERIA = (CriterionText("c1", "Clarity", "Is every sentence easy to follow?"),
             CriterionText("c2", "Coverage", "Does it keep the main points?"))
@@ -38,6 +38,21 @@ def test_layouts_put_the_sample_first_or_last(tiny_dataset):
     assert "[[N]]" in paper
     with pytest.raises(ValueError, match="layout"):
         criterion_prompt(sample, CRITERIA[0], instructions=INSTRUCTIONS, aspect=aspect, task=task, layout="x")
+
+
+def test_sample_first_writes_the_scale_before_the_criterion_and_ends_with_the_cue(tiny_dataset):
+    task, aspect, sample = TaskInfo.of(tiny_dataset), tiny_dataset.aspects[0], tiny_dataset.samples[0]
+    low, high = judge_scale(aspect)
+    prompts = [criterion_prompt(sample, c, instructions=INSTRUCTIONS, aspect=aspect, task=task,
+                                layout="sample_first", reasoning=False) for c in CRITERIA]
+    for p, c in zip(prompts, CRITERIA):
+        assert p.endswith(f"Criterion to apply: {c.name}\n{c.definition}\n\nScore:")
+        assert p.index(f"{low} (worst)") < p.index(f"{high} (best)") < p.index("Criterion to apply")
+    cut = prompts[0].index("Criterion to apply")
+    assert prompts[1][:cut] == prompts[0][:cut], "everything before the criterion is shared"
+    reasoning = criterion_prompt(sample, CRITERIA[0], instructions=INSTRUCTIONS, aspect=aspect, task=task,
+                                 layout="sample_first")
+    assert reasoning.rstrip().endswith("written as [[N]].") and "Score:" not in reasoning
 
 
 def test_one_call_per_sample_and_criterion_with_explanations(store, tiny_dataset):

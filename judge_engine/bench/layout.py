@@ -10,10 +10,20 @@ the model. Reported per arm: wall time, prompt tokens llama.cpp actually
 evaluated (its own perf counter ``n_p_eval``, reset before each arm) and
 tokens sent, and the correlation of the per-sample mean criterion score with
 the human score (:func:`judge_engine.metrics.meta_evaluate`, bootstrap CIs).
-Each layout runs at concurrency 1 and at ``--concurrency`` (default 4),
-because threads sharing one llama.cpp context interleave samples and can
-undo the prefix reuse. Target: sample-first >= 2x faster, its correlation
-inside the other's CI.
+Each layout runs at concurrency 1 and, with ``--concurrency C``, at C too
+(the embedded backend serialises its calls and takes them in order, so C
+no longer changes what llama.cpp sees; the option stays for other
+backends). ``follow_ups`` counts cells whose first reply had no readable
+score and paid a second turn. Each arm starts from an empty KV cache.
+
+Which samples: ``--pick one_per_group`` (default) takes the first sample
+of ``n`` different sources (SummEval: ``n`` different articles), so
+sample-first can reuse only the sample's own prefix across its criteria;
+``--pick first`` takes the first ``n`` samples, which on SummEval are
+summaries of one article, so sample-first also reuses the article across
+samples (more saving than a real run gets unless it scores a source's
+outputs one after another). Target: sample-first >= 2x faster, its
+correlation inside the other's CI.
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ CRITERIA = (
 )
 """Generic summary criteria (our wording) used as the K criteria."""
 INSTRUCTIONS = "You are grading a summary of a news article on one criterion."
+PICKS = ("one_per_group", "first")
+"""How the ``n`` samples are chosen (see the module docstring)."""
 
 
 def add_arguments(parser) -> None:
@@ -40,8 +52,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("-k", type=int, default=4, help=f"criteria (at most {len(CRITERIA)})")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--dataset", default="summeval")
-    parser.add_argument("--concurrency", type=int, default=4, help="the second concurrency measured (besides 1)")
+    parser.add_argument("--concurrency", type=int, default=1, help="a second concurrency measured (besides 1)")
     parser.add_argument("--bootstrap", type=int, default=1000)
+    parser.add_argument("--pick", choices=PICKS, default="one_per_group",
+                        help="first n samples, or the first sample of n different sources")
 
 
 def _perf(llama: Any) -> int:
@@ -54,8 +68,8 @@ def _reset(llama: Any) -> None:
     llama_cpp.llama_perf_context_reset(llama._ctx.ctx)
 
 
-def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", concurrency: int = 4,
-        bootstrap: int = 1000, **_: Any) -> dict[str, Any]:
+def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", concurrency: int = 1,
+        bootstrap: int = 1000, pick: str = "one_per_group", **_: Any) -> dict[str, Any]:
     from ..criteria_scoring import CriterionText, score_criteria
     from ..data import load_benchmark
     from ..llm import LLMConfig
@@ -65,7 +79,7 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
     from ..prompting import TaskInfo
 
     data = load_benchmark(dataset)
-    samples, aspect, task = list(data.samples[:n]), data.aspects[0], TaskInfo.of(data)
+    samples, aspect, task = pick_samples(data.samples, n, pick), data.aspects[0], TaskInfo.of(data)
     criteria = [CriterionText(*c) for c in CRITERIA[:k]]
     backend = LlamaCppBackend()
     llama = backend._llama
@@ -73,6 +87,7 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
     arms = {f"{layout}_c{c}": (layout, c) for c in levels for layout in ("paper", "sample_first")}
     evaluated: dict[str, list[int]] = {a: [] for a in arms}
     sent: dict[str, int] = {}
+    calls: dict[str, int] = {}
     scores: dict[str, list[float]] = {}
 
     def make_arm(name: str):
@@ -81,13 +96,16 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
 
         def arm(_: int) -> None:
             with backend._lock:
+                backend._worker.submit(llama.reset).result()  # cold KV cache: no arm inherits another's prefix
                 _reset(llama)
-            before = llm.ledger.snapshot()["prompt_tokens"]
+            before = llm.ledger.snapshot()
             out = score_criteria(samples, criteria, instructions=INSTRUCTIONS, aspect=aspect, task=task, llm=llm,
                                  layout=layout, reasoning=False, weighted=True, max_tokens=4)
             with backend._lock:
                 evaluated[name].append(_perf(llama))
-            sent[name] = llm.ledger.snapshot()["prompt_tokens"] - before
+            after = llm.ledger.snapshot()
+            sent[name] = after["prompt_tokens"] - before["prompt_tokens"]
+            calls[name] = after["calls"] - before["calls"]
             scores[name] = [_mean([c.score for c in row.values()]) for row in out]
         return arm
 
@@ -99,6 +117,8 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
         rows.append({"arm": name, "layout": layout, "concurrency": c, "median_s": med(seconds[name]),
                      "seconds_per_repeat": seconds[name], "prompt_tokens_sent": sent[name],
                      "prompt_tokens_evaluated": med(evaluated[name]),
+                     "prompt_tokens_evaluated_per_repeat": evaluated[name],
+                     "calls": calls[name], "follow_ups": calls[name] - len(samples) * len(criteria),
                      "missing": sum(1 for x in scores[name] if math.isnan(x)),
                      "pearson": rep["pearson"], "pearson_ci": rep["pearson_ci"],
                      "spearman": rep["spearman"], "spearman_ci": rep["spearman_ci"]})
@@ -115,12 +135,31 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
         summary[f"met_c{c}"] = bool(speed >= 2 and inside)
     summary["target"] = "sample_first >= 2x faster than paper, correlation inside the other's CI"
     return result("layout", config={"n": n, "k": k, "repeats": repeats, "dataset": dataset, "aspect": aspect.name,
+                                    "pick": pick, "sources": len({s.group_id or s.id for s in samples}),
                                     "concurrency_levels": levels, "model": backend.model_id,
                                     "scoring": "reasoning=False, weighted=True, max_tokens=4"},
                   rows=rows, summary=summary,
                   notes=["prompt_tokens_evaluated is llama.cpp's n_p_eval (reset before each arm): tokens not "
                          "reused from the KV cache of the previous call",
                          "correlation: per-sample mean of the criterion scores vs the human score, sample level"])
+
+
+def pick_samples(samples, n: int, pick: str = "one_per_group") -> list:
+    """``n`` samples: the first ones, or the first of each of ``n`` different sources (``group_id``)."""
+    if pick == "first":
+        return list(samples[:n])
+    if pick != "one_per_group":
+        raise ValueError(f"pick={pick!r} is not allowed; choose one of {list(PICKS)}")
+    seen: set = set()
+    out = []
+    for s in samples:
+        source = s.group_id or s.id  # no group: every sample is its own source
+        if source not in seen:
+            seen.add(source)
+            out.append(s)
+            if len(out) == n:
+                break
+    return out
 
 
 def _mean(values: list[float]) -> float:
