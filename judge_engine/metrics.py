@@ -472,6 +472,29 @@ def _resample_weights(rng: np.random.Generator, n_units: int, n_bootstrap: int) 
     return np.bincount(flat.ravel(), minlength=n_bootstrap * n_units).reshape(n_bootstrap, n_units)
 
 
+BOOTSTRAP_CHUNK_CELLS = 1 << 20
+"""Resample x unit draws the bootstrap holds at once (8 MB per float array).
+
+Resamples are drawn and evaluated in consecutive blocks of
+``max(1, BOOTSTRAP_CHUNK_CELLS // units)`` rows, so memory stays bounded
+(1,000 resamples of 100k items drawn at once took several GB). The blocks
+take the generator's draws in the same order as one big draw would and
+each replicate is computed from its own row only, so the same seed gives
+the same replicates whatever the block size.
+"""
+
+
+def _weighted_sums(W: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``W @ X`` row by row: unlike BLAS, each row's sums do not depend on how many rows are multiplied."""
+    return np.einsum("bu,uk->bk", W, X)
+
+
+def _block_sizes(n_bootstrap: int, units: int) -> list[int]:
+    """Rows per block, in order, summing to ``n_bootstrap``."""
+    rows = max(1, BOOTSTRAP_CHUNK_CELLS // max(units, 1))
+    return [min(rows, n_bootstrap - start) for start in range(0, n_bootstrap, rows)]
+
+
 def _bootstrap(
     h: np.ndarray,
     p: np.ndarray,
@@ -484,44 +507,62 @@ def _bootstrap(
     n_bootstrap: int,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Bootstrap replicate coefficients, shape ``(n_bootstrap, 3)``."""
+    """Bootstrap replicate coefficients, shape ``(n_bootstrap, 3)``, computed in blocks of resamples."""
     n = h.size
     if level == "sample":
-        idx = rng.integers(0, n, size=(n_bootstrap, n))
-        return _rowwise_correlations(h[idx], p[idx])
+        def block(b: int) -> np.ndarray:
+            idx = rng.integers(0, n, size=(b, n))
+            return _rowwise_correlations(h[idx], p[idx])
+        units = n
 
-    if level == "group":
+    elif level == "group":
         # Resampling whole groups leaves each group's coefficients unchanged,
         # so a replicate is the weighted mean of the per-group table.
         assert table is not None
-        W = _resample_weights(rng, n_g, n_bootstrap).astype(float)
         valid = ~np.isnan(table[:, 0])
         vals = np.where(valid[:, None], table, 0.0)
-        with _Quiet():
-            return (W @ vals) / (W @ valid.astype(float))[:, None]
+        valid_f = valid.astype(float)
 
-    # system level
-    assert s is not None
-    if g is not None:
-        # Sums and counts per (group, system); a replicate draws whole groups.
+        def block(b: int) -> np.ndarray:
+            W = _resample_weights(rng, n_g, b).astype(float)
+            with _Quiet():
+                return _weighted_sums(W, vals) / _weighted_sums(W, valid_f[:, None])
+        units = n_g
+
+    elif g is not None:
+        # system level, whole groups drawn: sums and counts per (group, system).
+        assert s is not None
         cell = g * n_s + s
         size = n_g * n_s
         Sh = np.bincount(cell, weights=h, minlength=size).reshape(n_g, n_s)
         Sp = np.bincount(cell, weights=p, minlength=size).reshape(n_g, n_s)
         C = np.bincount(cell, minlength=size).reshape(n_g, n_s).astype(float)
-        W = _resample_weights(rng, n_g, n_bootstrap).astype(float)
-        with _Quiet():
-            cnt = W @ C
-            MH, MP = (W @ Sh) / cnt, (W @ Sp) / cnt
+
+        def block(b: int) -> np.ndarray:
+            W = _resample_weights(rng, n_g, b).astype(float)
+            with _Quiet():
+                cnt = _weighted_sums(W, C)
+                MH, MP = _weighted_sums(W, Sh) / cnt, _weighted_sums(W, Sp) / cnt
+            return _rowwise_correlations(MH, MP)
+        units = n_g
+
     else:
-        idx = rng.integers(0, n, size=(n_bootstrap, n))
-        cell = (s[idx] + (np.arange(n_bootstrap) * n_s)[:, None]).ravel()
-        size = n_bootstrap * n_s
-        cnt = np.bincount(cell, minlength=size).astype(float)
-        with _Quiet():
-            MH = (np.bincount(cell, weights=h[idx].ravel(), minlength=size) / cnt).reshape(n_bootstrap, n_s)
-            MP = (np.bincount(cell, weights=p[idx].ravel(), minlength=size) / cnt).reshape(n_bootstrap, n_s)
-    return _rowwise_correlations(MH, MP)
+        # system level, items drawn.
+        assert s is not None
+
+        def block(b: int) -> np.ndarray:
+            idx = rng.integers(0, n, size=(b, n))
+            cell = (s[idx] + (np.arange(b) * n_s)[:, None]).ravel()
+            size = b * n_s
+            cnt = np.bincount(cell, minlength=size).astype(float)
+            with _Quiet():
+                MH = (np.bincount(cell, weights=h[idx].ravel(), minlength=size) / cnt).reshape(b, n_s)
+                MP = (np.bincount(cell, weights=p[idx].ravel(), minlength=size) / cnt).reshape(b, n_s)
+            return _rowwise_correlations(MH, MP)
+        units = n
+
+    parts = [block(b) for b in _block_sizes(n_bootstrap, units)]
+    return np.concatenate(parts) if parts else np.full((0, len(METHODS)), np.nan)
 
 
 def meta_evaluate(
