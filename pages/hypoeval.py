@@ -312,7 +312,7 @@ def results(run: dict, judge: Judge) -> None:
             and (r.get("split") or {}).get("test_ids") == run["split"]["test_ids"]]
     for r in [run] + same:
         title = METHODS[r["method"]].title if r["method"] in METHODS else r["method"]
-        st.markdown(common.plain(f"**{title}** (run #{r['id']})"))
+        st.markdown(f"**{common.plain(title)}** (run #{r['id']})")
         st.dataframe(common.correlation_frame(r.get("summary") or {}), hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.3f")
                                     for c in ("pearson", "spearman", "kendall")})
@@ -350,12 +350,14 @@ def results(run: dict, judge: Judge) -> None:
         verdict = next(v for v in verdicts if v.sample_id == sample_id)
         sample = dataset.by_id().get(sample_id)
         if sample is not None:
-            st.text(f"Human {sample.human.get(aspect.name)} · judge {verdict.score:.2f}"
-                    if not verdict.missing else f"Human {sample.human.get(aspect.name)} · judge missing")
+            human = sample.human.get(aspect.name)
+            st.text(f"Human {'missing' if human is None else f'{human:.2f}'} · judge "
+                    f"{'missing' if verdict.missing else f'{verdict.score:.2f}'}")
             with st.expander("Text judged"):
                 st.text(sample.output)
         for p in verdict.metadata.get("per_hypothesis", []):
-            st.markdown(common.plain(f"**{p['key']}** — score {p['score'] if p['score'] is not None else 'missing'}"))
+            shown = "missing" if p["score"] is None else f"{p['score']:.2f}"
+            st.markdown(f"**{common.plain(p['key'])}** — score {shown}")
             st.caption(common.plain(texts.get(p["key"], "")))
             if p.get("explanation"):
                 st.text(p["explanation"])

@@ -452,3 +452,15 @@ def test_weighted_score_first_reads_logprobs_in_fit_and_scoring(store, tiny_data
     assert all(params.top_logprobs == 20 and params.max_tokens <= 8 for _, params in backend.calls)
     assert not any("three steps" in m[0]["content"] for m, _ in backend.calls)
     assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0, 4.0])
+
+
+def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+    events = []
+    get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), {"text": BAD.format(n=1), "origin": "literature"}),
+                            "n_selected": 2}).fit(
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
+        log=lambda kind, payload: events.append({"kind": kind, "payload": payload}))
+    rows = {r["text"]: r for r in he.bank_from_events(events)["hypotheses"]}
+    assert set(rows) == {GOOD.format(n=1), BAD.format(n=1)}
+    assert rows[GOOD.format(n=1)]["origin"] == "curated" and rows[BAD.format(n=1)]["origin"] == "literature"

@@ -814,7 +814,9 @@ class HypoEval(Method):
 
         if self.hypotheses is not None:
             bank = curated_entries(self.hypotheses)
-            ctx.emit("curated_hypotheses", {"n": len(bank), "keys": [e["key"] for e in bank]})
+            ctx.emit("curated_hypotheses", {"n": len(bank), "keys": [e["key"] for e in bank],
+                                            "texts": [e["text"] for e in bank],
+                                            "origins": [e["origin"] for e in bank]})
         else:
             if not literature:
                 ctx.emit("literature_skipped", {"reason": "no literature notes given: literature refinement rounds "
@@ -945,8 +947,9 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         elif kind == "parse_failures":
             view["parse_failures"] += int(p.get("missing", 0))
         elif kind == "curated_hypotheses":
-            for key in p.get("keys", []):
-                row(key, origin="curated")
+            keys = p.get("keys", [])
+            for key, text, origin in zip(keys, p.get("texts", [None] * len(keys)), p.get("origins", [None] * len(keys))):
+                row(key, text=text, origin=origin or "curated")
         elif kind == "hypothesis_evaluated":
             row(p["key"], train_pearson=p.get("train_pearson"))
         elif kind == "selection":
