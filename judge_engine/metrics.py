@@ -612,7 +612,8 @@ def meta_evaluate(
     groups at system level when ``groups`` is given (system means are
     recomputed from the drawn groups), otherwise items. The interval is the
     ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` percentiles of the
-    replicates with a defined value. Percentile intervals inherit the
+    replicates with a defined value; with a single bootstrap unit (one
+    group) the bounds are NaN. Percentile intervals inherit the
     resampling bias of the statistic: at system level with few systems and a
     correlation near +/-1, resampling adds noise to the system means, so the
     interval can lie entirely below the point estimate.
@@ -632,7 +633,8 @@ def meta_evaluate(
 
     lows = highs = np.full(len(METHODS), np.nan)
     units = {"sample": h.size, "group": n_g, "system": n_g if g is not None else h.size}[level]
-    if n_bootstrap > 0 and units > 0:
+    # one unit (e.g. all test items from one group) resamples to itself: no interval, not a zero-width one
+    if n_bootstrap > 0 and units > 1:
         rng = np.random.default_rng(seed)
         reps = _bootstrap(h, p, g, s, n_g, n_s, level, table, n_bootstrap, rng)
         alpha = (1.0 - confidence) / 2.0

@@ -434,3 +434,15 @@ def test_summeval_group_level_over_100_documents():
     want = np.mean(per_doc, axis=0)
     assert [rep.pearson.value, rep.spearman.value, rep.kendall.value] == pytest.approx(want, abs=1e-12)
     assert rep.kendall.ci_low <= rep.kendall.value <= rep.kendall.ci_high
+
+
+def test_a_single_group_gives_no_interval_rather_than_a_zero_width_one():
+    human = [1, 2, 3, 4, 5, 2]
+    pred = [1, 3, 2, 5, 4, 2]
+    for level in ("group", "system"):
+        report = meta_evaluate(human, pred, level=level, groups=["g"] * 6, systems=list("abcdef"), n_bootstrap=200)
+        d = report.to_dict()
+        assert d["pearson"] is not None, level
+        assert d["pearson_ci"] == [None, None], (level, d["pearson_ci"])
+    sample = meta_evaluate(human, pred, level="sample", n_bootstrap=200).to_dict()
+    assert sample["pearson_ci"][0] < sample["pearson"] < sample["pearson_ci"][1]
