@@ -95,3 +95,34 @@ def test_a_bad_model_path_is_backend_unavailable(tmp_path):
     with pytest.raises(BackendUnavailable) as info:
         LlamaCppBackend(str(garbage))
     assert str(garbage) in str(info.value)
+
+
+def test_calls_from_several_processes_take_turns(tmp_path, monkeypatch):
+    """The machine-wide lock: two processes never run an embedded-model call at the same time."""
+    import subprocess
+    import sys
+
+    from judge_engine.llm.llamacpp import LOCK_ENV, machine_lock
+
+    lock, log = tmp_path / "llama.lock", tmp_path / "held.log"
+    monkeypatch.setenv(LOCK_ENV, str(lock))
+    holder = (
+        "import sys, time\n"
+        "from judge_engine.llm.llamacpp import machine_lock\n"
+        "with machine_lock():\n"
+        f"    open({str(log)!r}, 'a').write('child start\\n')\n"
+        "    print('held', flush=True)\n"
+        "    time.sleep(1.0)\n"
+        f"    open({str(log)!r}, 'a').write('child end\\n')\n")
+    child = subprocess.Popen([sys.executable, "-c", holder], stdout=subprocess.PIPE, text=True,
+                             env={**__import__("os").environ, LOCK_ENV: str(lock)})
+    assert child.stdout.readline().strip() == "held"  # the child holds the lock now
+    with machine_lock():
+        with open(log, "a") as f:
+            f.write("parent\n")
+    assert child.wait(timeout=60) == 0
+    # the parent got the lock only after the child let it go
+    assert log.read_text().split("\n")[:3] == ["child start", "child end", "parent"]
+    monkeypatch.setenv(LOCK_ENV, "off")
+    with machine_lock():  # disabled: no file needed
+        pass

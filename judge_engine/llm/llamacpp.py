@@ -6,11 +6,21 @@ llama.cpp contexts are not thread-safe, so every call holds one lock (the way
 ``llama_cpp.server`` serialises its requests) and runs on the model's own
 worker thread: calls made from a process's main thread were measured up to
 9x slower on the same model (benchmark ``overhead``), whatever thread asks.
+
+Runs execute in separate worker processes, and a method started with its
+baselines means three processes with a model each. llama.cpp already uses
+every core for one call, so concurrent calls from several processes only
+thrash (measured: about 3x less throughput with five processes on two
+cores). Every call therefore also holds a machine-wide file lock
+(:func:`machine_lock`): the processes take turns, one call at a time.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import os
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 import time
@@ -25,6 +35,34 @@ _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 _CALL_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _WORKERS: dict[tuple[str, int], ThreadPoolExecutor] = {}
+
+
+LOCK_ENV = "JUDGE_WORKBENCH_LLAMA_LOCK"
+"""Path of the machine-wide lock file; ``off`` disables it."""
+
+
+@contextlib.contextmanager
+def machine_lock():
+    """Hold the machine-wide lock of embedded-model calls (see the module docstring).
+
+    A process that dies holding it releases it (``flock`` locks end with
+    their file descriptor). Where ``fcntl`` is missing (Windows) calls go
+    unlocked.
+    """
+    path = os.environ.get(LOCK_ENV) or str(Path(tempfile.gettempdir()) / "judge_workbench_llamacpp.lock")
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux/macOS
+        fcntl = None
+    if path == "off" or fcntl is None:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def embedded_model_path() -> Path:
@@ -112,7 +150,7 @@ class LlamaCppBackend:
                 stop=list(params.stop) or None, seed=params.seed + i + params.sample_index * params.n)
             if params.top_logprobs:
                 kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
-            with self._lock:
+            with self._lock, machine_lock():
                 try:
                     out = self._worker.submit(self._llama.create_chat_completion, **kwargs).result()
                 except ValueError as exc:
