@@ -16,6 +16,7 @@ import math
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,6 +246,10 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
     log = open(log_dir / f"run-{run_id}.log", "ab")
     repo = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
-    return subprocess.Popen([sys.executable, "-m", "judge_engine", "resume", str(run_id), "--db", str(db_path),
+    proc = subprocess.Popen([sys.executable, "-m", "judge_engine", "resume", str(run_id), "--db", str(db_path),
                              "--quiet"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env, cwd=str(repo), start_new_session=True)
+    log.close()  # the worker holds its own copy
+    # reap the worker when it ends, so a long-lived app process does not collect zombies
+    threading.Thread(target=proc.wait, name=f"reap-run-{run_id}", daemon=True).start()
+    return proc

@@ -158,3 +158,24 @@ def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared
     # calls made after the kill are only for items not scored before it (at most one chunk was in flight)
     assert summary["calls"] - calls_before <= 12 - scored_before
     assert summary["calls"] == len(CallCache(store))  # never the same request twice
+
+
+def test_a_finished_worker_is_reaped_without_the_caller_waiting(tmp_path, tiny_dataset):
+    """A long-lived app starts many workers: each one is reaped when it ends (no zombie processes)."""
+    from tests.llama_server import free_port
+
+    db = tmp_path / "reap.db"
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    dead_server = LLMConfig(backend="openai", model="m", base_url=f"http://127.0.0.1:{free_port()}/v1",
+                            max_retries=0)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3,
+                                       test_size=3, llm=dead_server))
+    proc = start_run(db, run_id)
+    deadline = time.time() + 120
+    while proc.returncode is None and time.time() < deadline:  # set by the reaper thread, never by this test
+        time.sleep(0.2)
+    assert proc.returncode is not None
+    with pytest.raises(ChildProcessError):
+        os.waitpid(proc.pid, os.WNOHANG)  # already collected: no zombie left
+    assert effective_status(store.get_run(run_id)) == "interrupted"
