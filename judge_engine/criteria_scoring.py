@@ -149,6 +149,14 @@ def _joint_scores(text: str, criteria: Sequence[CriterionText], scale: tuple[int
     return out
 
 
+def _weighted(reply, scale: tuple[int, int]) -> float:
+    """Probability-weighted score of a score-first reply (the prompt ends with the score cue, so the
+    first position counts when no number was chosen; see :func:`~judge_engine.parsing.scale_distribution`)."""
+    if not reply.logprobs:
+        return math.nan
+    return weighted_score(reply.logprobs[0], *scale, first_position=True)[0]
+
+
 def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText], *, instructions: str,
                    aspect: Aspect, task: TaskInfo, llm: LLM, layout: str = "paper", joint: bool = False,
                    reasoning: bool = True, max_tokens: int = 256, weighted: bool = False,
@@ -172,7 +180,9 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     weighted : bool
         With ``reasoning=False`` on a backend that returns logprobs: the
         probability-weighted score over the scale's tokens (as G-Eval does)
-        instead of the sampled number.
+        instead of the sampled number; when the reply chose no number, the
+        scale's tokens among the first position's alternatives (the score
+        cue ends the prompt). The follow-up turn is read the same way.
     """
     keys = [c.key for c in criteria]
     if len(set(keys)) != len(keys):
@@ -204,7 +214,7 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
             if any(math.isnan(s) for s in scores.values()):
                 retry.append((i, "", request, reply.text))
             continue
-        score = weighted_score(reply.logprobs[0], *scale)[0] if use_logprobs and reply.logprobs else math.nan
+        score = _weighted(reply, scale) if use_logprobs else math.nan
         if math.isnan(score):
             score = parse_score(reply.text, *scale)
         results[i][criterion.key] = CriterionScore(score, reply.text, _explanation(reply.text) if reasoning else "")
@@ -218,13 +228,16 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
                    "Your reply was not the JSON object I asked for. Reply with that JSON object only.")
             follow_ups.append(Request((*request.messages, {"role": "assistant", "content": first},
                                        {"role": "user", "content": ask}),
-                                      GenerationParams(max_tokens=RETRY_MAX_TOKENS if key else max_tokens)))
+                                      GenerationParams(max_tokens=RETRY_MAX_TOKENS if key else max_tokens,
+                                                       top_logprobs=20 if use_logprobs and key else 0)))
         second = llm.complete_many(follow_ups)
         for (i, key, _, first), reply in zip(retry, second):
             raw = f"{first}\n--- follow-up ---\n{reply.text}"
             if key:
                 old = results[i][key]
-                results[i][key] = CriterionScore(parse_score(reply.text, *scale), raw, old.explanation)
+                score = _weighted(reply, scale) if use_logprobs else math.nan
+                score = parse_score(reply.text, *scale) if math.isnan(score) else score
+                results[i][key] = CriterionScore(score, raw, old.explanation)
             else:
                 again = _joint_scores(reply.text, criteria, scale)
                 for k, old in results[i].items():

@@ -98,7 +98,20 @@ def parse_json_object(text: str) -> Any:
     return None
 
 
-def scale_distribution(logprobs: Sequence[dict[str, Any]], low: int, high: int) -> dict[int, float] | None:
+def _position_distribution(pos: dict[str, Any], labels: dict[str, int]) -> dict[int, float] | None:
+    dist: dict[int, float] = {}
+    for token, lp in (pos.get("top") or {}).items():
+        key = (token or "").strip()
+        if key in labels and lp is not None and math.isfinite(lp):
+            dist[labels[key]] = dist.get(labels[key], 0.0) + math.exp(lp)
+    if not dist:
+        return None
+    total = sum(dist.values())
+    return {k: v / total for k, v in sorted(dist.items())}
+
+
+def scale_distribution(logprobs: Sequence[dict[str, Any]], low: int, high: int, *,
+                       first_position: bool = False) -> dict[int, float] | None:
     """Probabilities of the scale's integers at the position where the reply states its score.
 
     ``logprobs`` is one completion's list of ``{"token", "logprob", "top"}``
@@ -106,27 +119,30 @@ def scale_distribution(logprobs: Sequence[dict[str, Any]], low: int, high: int) 
     number; its top alternatives that are scale integers (compared after
     stripping spaces) are renormalised over the scale. Returns None if no
     chosen token is a number or none of its alternatives is on the scale.
+
+    With ``first_position`` (for prompts that end with a score cue, so the
+    reply's first token is where the score belongs): when no chosen token is
+    a number, the scale integers among the first position's alternatives are
+    used instead, i.e. the score distribution given that the reply starts
+    with a score. Still None when none of them is on the scale.
     """
     labels = {str(k): k for k in range(low, high + 1)}
     for pos in logprobs:
         chosen = (pos.get("token") or "").strip()
-        if not chosen.isdigit():
-            continue
-        dist: dict[int, float] = {}
-        for token, lp in (pos.get("top") or {}).items():
-            key = (token or "").strip()
-            if key in labels and lp is not None and math.isfinite(lp):
-                dist[labels[key]] = dist.get(labels[key], 0.0) + math.exp(lp)
-        if not dist:
-            return None
-        total = sum(dist.values())
-        return {k: v / total for k, v in sorted(dist.items())}
+        if chosen.isdigit():
+            return _position_distribution(pos, labels)
+    if first_position and logprobs:
+        return _position_distribution(logprobs[0], labels)
     return None
 
 
-def weighted_score(logprobs: Sequence[dict[str, Any]], low: int, high: int) -> tuple[float, dict[int, float] | None]:
-    """G-Eval's probability-weighted score: the expectation over the scale's tokens."""
-    dist = scale_distribution(logprobs, low, high)
+def weighted_score(logprobs: Sequence[dict[str, Any]], low: int, high: int, *,
+                   first_position: bool = False) -> tuple[float, dict[int, float] | None]:
+    """G-Eval's probability-weighted score: the expectation over the scale's tokens.
+
+    ``first_position``: see :func:`scale_distribution`.
+    """
+    dist = scale_distribution(logprobs, low, high, first_position=first_position)
     if not dist:
         return math.nan, None
     return sum(k * p for k, p in dist.items()), dist

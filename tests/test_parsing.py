@@ -65,6 +65,19 @@ def test_weighted_score_missing_without_number():
     assert scale_distribution([_pos("7", {"7": 0.9})], 1, 5) is None
 
 
+def test_first_position_fallback_reads_the_scale_among_the_first_alternatives():
+    # the reply chose words, but where the score belongs "4" and "2" were the scale's alternatives
+    words = [_pos("The", {"The": 0.6, "4": 0.3, "2": 0.1}), _pos(" task", {" task": 0.9})]
+    assert math.isnan(weighted_score(words, 1, 5)[0])  # off by default (G-Eval reads a stated number only)
+    score, dist = weighted_score(words, 1, 5, first_position=True)
+    assert score == pytest.approx(4 * 0.75 + 2 * 0.25) and dist == pytest.approx({2: 0.25, 4: 0.75})
+    # a number chosen later still wins over the first position
+    later = [_pos("The", {"The": 0.6, "4": 0.3}), _pos(" 2", {" 2": 1.0})]
+    assert weighted_score(later, 1, 5, first_position=True)[0] == pytest.approx(2.0)
+    # no scale token anywhere: still missing
+    assert math.isnan(weighted_score([_pos("Good", {"Good": 0.9})], 1, 5, first_position=True)[0])
+
+
 def test_mean_ignoring_missing():
     assert mean_ignoring_missing([1.0, math.nan, 3.0]) == 2.0
     assert math.isnan(mean_ignoring_missing([math.nan]))

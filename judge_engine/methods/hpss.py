@@ -112,7 +112,7 @@ def _follow_up(llm: LLM, requests: Sequence[Request], firsts: Sequence[str], low
     out = []
     for first, reply in zip(firsts, complete_all(llm, follow)):
         text = reply.text if reply is not None else ""
-        score = weighted_score(reply.logprobs[0], low, high)[0] if weighted and reply is not None and reply.logprobs \
+        score = weighted_score(reply.logprobs[0], low, high, first_position=True)[0] if weighted and reply is not None and reply.logprobs \
             else math.nan
         if math.isnan(score):
             score = parse_score(text, low, high)
