@@ -126,3 +126,32 @@ def test_calls_from_several_processes_take_turns(tmp_path, monkeypatch):
     monkeypatch.setenv(LOCK_ENV, "off")
     with machine_lock():  # disabled: no file needed
         pass
+
+
+def test_a_process_calling_back_to_back_lets_a_waiting_process_take_its_turn(tmp_path, monkeypatch):
+    """flock is not fair by itself; the pause after each call keeps a busy process from starving the others."""
+    import subprocess
+    import sys
+
+    from judge_engine.llm.llamacpp import LOCK_ENV, machine_lock
+
+    lock, log = tmp_path / "llama.lock", tmp_path / "turns.log"
+    monkeypatch.setenv(LOCK_ENV, str(lock))
+    busy = (
+        "import time\n"
+        "from judge_engine.llm.llamacpp import machine_lock\n"
+        "for i in range(40):\n"
+        "    with machine_lock():\n"
+        "        if i == 0: print('started', flush=True)\n"
+        f"        open({str(log)!r}, 'a').write('busy\\n')\n"
+        "        time.sleep(0.05)\n")
+    child = subprocess.Popen([sys.executable, "-c", busy], stdout=subprocess.PIPE, text=True,
+                             env={**__import__("os").environ, LOCK_ENV: str(lock)})
+    assert child.stdout.readline().strip() == "started"
+    with machine_lock():
+        with open(log, "a") as f:
+            f.write("waiter\n")
+    assert child.wait(timeout=120) == 0
+    turns = log.read_text().split()
+    # the waiter got its turn long before the busy process ran out of calls
+    assert turns.index("waiter") < 20, turns

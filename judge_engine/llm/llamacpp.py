@@ -10,9 +10,12 @@ worker thread: calls made from a process's main thread were measured up to
 Runs execute in separate worker processes, and a method started with its
 baselines means three processes with a model each. llama.cpp already uses
 every core for one call, so concurrent calls from several processes only
-thrash (measured: about 3x less throughput with five processes on two
-cores). Every call therefore also holds a machine-wide file lock
-(:func:`machine_lock`): the processes take turns, one call at a time.
+thrash (observed: five workers on two cores took tens of seconds per short
+call). Every call therefore also holds a machine-wide file lock
+(:func:`machine_lock`): the processes take turns, one call at a time. A
+process pauses briefly after each call so that a waiting process gets its
+turn (``flock`` is not fair: a process that calls back to back would
+otherwise keep the lock for as long as it has calls).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ _WORKERS: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
 LOCK_ENV = "JUDGE_WORKBENCH_LLAMA_LOCK"
 """Path of the machine-wide lock file; ``off`` disables it."""
+TURN_PAUSE_S = 0.01
+"""Pause after releasing the lock, so a waiting process can take it (10 ms: a few % of a short call)."""
 
 
 @contextlib.contextmanager
@@ -63,6 +68,7 @@ def machine_lock():
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+    time.sleep(TURN_PAUSE_S)
 
 
 def embedded_model_path() -> Path:
