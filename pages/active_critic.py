@@ -88,6 +88,11 @@ with st.form("ac_form"):
     subsample = c[2].number_input("Score candidates on at most N training items (0 = all)", min_value=0, value=0,
                                   key="ac_subsample", help="Not in the paper: for slow backends.")
     max_batches = c[3].number_input("Max mini-batches", min_value=1, max_value=100, value=25, key="ac_batches")
+    c = st.columns(4)
+    max_tokens = c[0].number_input("Reply tokens", min_value=16, max_value=8192,
+                                   value=METHODS[METHOD].default_params()["max_tokens"], key="ac_max_tokens",
+                                   help="Length budget of every reply (task, criteria, scores with explanations). "
+                                        "A small local model rarely stops by itself: a lower budget is much faster.")
     baselines = st.checkbox("Also run direct scoring and G-Eval on the same split", value=True, key="ac_baselines")
     st.caption(f"Backend: {common.llm_config().label} (change it under Settings).")
     reviewed = st.form_submit_button("Review")
@@ -95,7 +100,8 @@ with st.form("ac_form"):
 if reviewed:
     n = len(dataset.samples)
     train_size = max(1, round(n * share / 100))
-    params = {"variant": variant, "n_candidates": int(k), "max_batches": int(max_batches), "seed": int(seed)}
+    params = {"variant": variant, "n_candidates": int(k), "max_batches": int(max_batches), "seed": int(seed),
+              "max_tokens": int(max_tokens)}
     if n_demos:
         params["n_demos"] = int(n_demos)
     if subsample:

@@ -78,6 +78,8 @@ def test_page_runs_edits_and_reruns(db, started):
     assert at.slider(key="ac_share").value == 25, "the paper's 25% train share is the default"
     at.slider(key="ac_share").set_value(50)
     at.number_input(key="ac_k").set_value(2)
+    assert at.number_input(key="ac_max_tokens").value == 768, "the method's default reply budget"
+    at.number_input(key="ac_max_tokens").set_value(200)
     at.form_submit_button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     metrics = {m.label: m.value for m in at.metric}
@@ -89,6 +91,7 @@ def test_page_runs_edits_and_reruns(db, started):
     store = Store(db)
     run = store.get_run(1)
     assert run["method"] == "active_critic" and run["status"] == "finished"
+    assert run["params"]["max_tokens"] == 200
     page = texts(at)
     assert "The evaluation task is text summarization" in page
     assert any("criterion" in d.value.columns and "Coverage" in d.value["criterion"].tolist() for d in at.dataframe)
