@@ -1,5 +1,7 @@
 """Compare: every finished run on the same items side by side, where judges fail, what to label, export."""
 
+import zlib
+
 import streamlit as st
 
 from judge_engine import compare, explain, export, plots
@@ -52,13 +54,17 @@ split_labels = {key: f"{len((runs[0].get('split') or {}).get('test_ids') or [])}
 common_subset = st.toggle("Compare runs from different splits on the items they share", key="compare_common",
                           help="Off: only runs scored on exactly the same test items are compared.")
 if common_subset:
-    candidates = finished
+    candidates, scope = finished, "shared"
 else:
-    split = st.selectbox("Test items", list(by_split), format_func=split_labels.get, key="compare_split")
-    candidates = by_split[split]
+    keys = list(by_split)
+    pick = st.selectbox("Test items", range(len(keys)), format_func=lambda i: split_labels[keys[i]],
+                        key="compare_split")
+    split = keys[pick or 0]
+    candidates, scope = by_split[split], zlib.crc32(repr(split).encode())
 labels = {r["id"]: f"#{r['id']} {r['method']} ({common.fmt_time(r.get('created'))})" for r in candidates}
+# one selection per set of test items: switching to other items starts from all of their runs
 chosen_ids = st.multiselect("Runs", list(labels), default=list(labels), format_func=labels.get,
-                            key=f"compare_runs_{ds_name}_{aspect}_{common_subset}")
+                            key=f"compare_runs_{ds_name}_{aspect}_{scope}")
 chosen = [r for r in candidates if r["id"] in chosen_ids]
 if not chosen:
     st.info("Choose at least one run.")

@@ -61,6 +61,11 @@ def test_a_run_on_other_items_is_only_compared_on_the_common_subset(db, tiny_dat
                                             backend=FakeBackend(lambda m, p: "[[2]]", model_id="other")))
     at = open_compare()
     assert len(at.selectbox(key="compare_split").options) == 2
+    # switching to the other test items starts from all of their runs (not from an empty selection)
+    for index in (1, 0):
+        at.selectbox(key="compare_split").select_index(index).run()
+        assert not at.exception and not at.info, [i.value for i in at.info]
+        assert at.multiselect[0].value, index
     at.toggle(key="compare_common").set_value(True).run()
     assert not at.exception
     table = next(d.value for d in at.dataframe if "p vs best" in d.value.columns)
