@@ -12,15 +12,18 @@ Layouts
 ``paper``
     instructions and criterion first, then the sample (the papers' order).
 ``sample_first``
-    the sample block first and the criterion last, so a backend with prefix
-    caching (llama.cpp, vLLM) evaluates the shared sample part once per
-    sample instead of once per criterion. Everything before the criterion
-    (sample, instructions, aspect, the scale written out one point a line)
-    is the same for every criterion of a sample; after the criterion comes
-    only the answer cue (``Score:`` when scoring first). On SmolLM2-135M the
-    written-out scale is what makes the reply start with a number: with the
-    paper's answer sentence after the criterion it replied in prose
-    ("The summary ...") and every cell needed a follow-up turn.
+    the sample block before the criterion, so a backend with prefix caching
+    (llama.cpp, vLLM) evaluates the sample once per sample instead of once
+    per criterion. The prompt opens with what every call shares
+    (instructions, aspect, the scale written out one point a line), then the
+    sample, then only the criterion and the answer cue (``Score:`` when
+    scoring first): everything before the criterion is the same for every
+    criterion of a sample. On SmolLM2-135M the written-out scale is what
+    makes the reply start with a number (with the paper's answer sentence
+    after the criterion it replied in prose, "The summary ...", and every
+    cell needed a follow-up turn), and keeping the sample next to the
+    criterion and cue kept its scores' correlation with humans near the
+    paper layout's (benchmark ``layout``).
 
 With ``joint=True`` a single call per sample scores every criterion and the
 reply is a JSON object ``{key: score}``.

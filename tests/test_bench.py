@@ -52,13 +52,14 @@ def test_overhead_compares_three_arms_on_the_same_replies(tmp_path, shared_data)
 
 def test_layout_counts_evaluated_tokens_and_correlations(tmp_path, shared_data):
     doc = bench(tmp_path, "layout", "-n", "1", "-k", "2", "--repeats", "1", "--concurrency", "1",
-                "--bootstrap", "10")
+                "--bootstrap", "10", "--batch-threads", "1")
     rows = {r["arm"]: r for r in doc["rows"]}
     assert set(rows) == {"paper_c1", "sample_first_c1"}
     for r in rows.values():
         assert r["prompt_tokens_sent"] > 0 and 0 < r["prompt_tokens_evaluated"] <= r["prompt_tokens_sent"] + 64
         assert r["calls"] == 2 + r["follow_ups"]
     assert "speedup_sample_first_c1" in doc["summary"] and doc["config"]["pick"] == "one_per_group"
+    assert doc["config"]["batch_threads"] == 1
     first = rows["sample_first_c1"]
     # the second criterion reuses the sample's prefix from llama.cpp's KV cache (each arm starts cold)
     assert first["prompt_tokens_evaluated"] < 0.75 * first["prompt_tokens_sent"]
@@ -74,6 +75,8 @@ def test_layout_picks_one_sample_per_source():
                for i in range(9)]
     assert [s.id for s in pick_samples(samples, 3)] == ["s0", "s3", "s6"]
     assert [s.id for s in pick_samples(samples, 2, "first")] == ["s0", "s1"]
+    assert [s.id for s in pick_samples(samples, 2, skip=1)] == ["s3", "s6"]
+    assert [s.id for s in pick_samples(samples, 2, "first", skip=1)] == ["s1", "s2"]
 
 
 def test_concurrency_loses_and_duplicates_no_request(tmp_path, shared_data):
