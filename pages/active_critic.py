@@ -93,6 +93,11 @@ with st.form("ac_form"):
                                    value=METHODS[METHOD].default_params()["max_tokens"], key="ac_max_tokens",
                                    help="Length budget of every reply (task, criteria, scores with explanations). "
                                         "A small local model rarely stops by itself: a lower budget is much faster.")
+    weighted = c[1].checkbox("Overall score probability-weighted (recommended for the embedded model)",
+                             value=common.llm_config().backend == "llamacpp", key="ac_weighted",
+                             help="Not in the paper: after each explained score, one more turn asks for a 1-9 digit "
+                                  "and its probability-weighted value (from logprobs) becomes the 0-100 score. "
+                                  "Small models rarely state a usable 0-100 number.")
     baselines = st.checkbox("Also run direct scoring and G-Eval on the same split", value=True, key="ac_baselines")
     st.caption(f"Backend: {common.llm_config().label} (change it under Settings).")
     reviewed = st.form_submit_button("Review")
@@ -101,7 +106,7 @@ if reviewed:
     n = len(dataset.samples)
     train_size = max(1, round(n * share / 100))
     params = {"variant": variant, "n_candidates": int(k), "max_batches": int(max_batches), "seed": int(seed),
-              "max_tokens": int(max_tokens)}
+              "max_tokens": int(max_tokens), "weighted": bool(weighted)}
     if n_demos:
         params["n_demos"] = int(n_demos)
     if subsample:

@@ -361,6 +361,66 @@ def test_a_reply_without_score_gets_one_follow_up_turn(store, data):
     assert math.isnan(no_retry[1]["overall"]) and len(backend.calls) == 3
 
 
+def test_criteria_written_as_lines_are_read():
+    reply = ("Here are the criteria:\n1. **Relevance**: the response stays on the topic of the source.\n"
+             "2. Engagement: the response invites the other speaker to keep talking.\n"
+             "- Factual accuracy - it states only facts found in the context.\n"
+             "Source: <<<SOURCE>>> some echoed text here\nObservations: the scores vary a great deal.\n"
+             "Engagement: a repeated name keeps its first definition.\nTone: ok")
+    assert ac.parse_criteria(reply) == ({"Engagement": "the response invites the other speaker to keep talking.",
+                                         "Factual accuracy": "it states only facts found in the context."}, "")
+    assert ac.parse_criteria_lines("just prose, no criteria at all") == {}
+
+
+def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
+    samples, aspect, _ = data
+    batches = [_examples(samples[:5], aspect)]
+    listed = "Coverage: keeps the main points of the source.\nFluency: reads naturally and without errors."
+
+    def responder(messages, params):
+        return listed if "one per line" in messages[-1]["content"] else "<<<SOURCE>>> echo of the examples"
+
+    llm, backend = llm_with(store, responder, concurrency=1)
+    events = []
+    criteria, failures = ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(),
+                                            source_chars=2000, complete_streak=5, fallback=True,
+                                            log=lambda k, p: events.append((k, p)))
+    assert criteria == {"Coverage": "keeps the main points of the source.",
+                        "Fluency": "reads naturally and without errors."} and failures == 0
+    assert len(backend.calls) == 3  # init, its JSON retry, then the short list prompt
+    short = backend.calls[2][0]
+    assert len(short) == 1 and "output number" in short[0]["content"] and "text summarization" in short[0]["content"]
+    assert [p["raw"] for k, p in events if k == "criteria"] == [listed]
+    llm, backend = llm_with(store, responder, concurrency=1)
+    assert ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(max_tokens=99),
+                              source_chars=2000, complete_streak=5) == ({}, 1)
+    assert len(backend.calls) == 2, "without the fallback there is no third call"
+
+
+def test_weighted_overall_reads_a_1_to_9_digit_after_the_explanation(store, data):
+    samples, aspect, _ = data
+
+    def responder(messages, params):
+        if len(messages) == 3:
+            return "7" if "output number 1\n" in messages[0]["content"] else "no digit"
+        return "Explanation: it rambles.\nScore Of Overall: 55"
+
+    state = {"variant": "coarse", "task_description": "T.", "criteria": CRITERIA}
+    llm = make_llm(LLMConfig(concurrency=2), store=store, backend=FakeBackend(responder, logprobs=True))
+    results = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm, params=GenerationParams(),
+                              source_chars=2000, weighted=True)
+    # fake logprobs: 0.7 on "7", 0.1 on "6" and "8" -> expectation 7 on 1-9 -> 75 on 0-100
+    assert results[1]["overall"] == pytest.approx(75.0) and results[1]["explanation"] == "it rambles."
+    assert math.isnan(results[0]["overall"]), "no digit among the alternatives: missing, not the stated 55"
+    assert all(r["retried"] for r in results) and results[1]["ose_raw"].endswith("---\n7")
+    llm = make_llm(LLMConfig(concurrency=2), store=store, backend=FakeBackend(responder, logprobs=False))
+    plain = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm, params=GenerationParams(max_tokens=98),
+                            source_chars=2000, weighted=True)
+    assert [r["overall"] for r in plain] == [55, 55, 55], "without logprobs the stated score is read"
+    method = get_method("active_critic", {"weighted": True, "n_candidates": 3})
+    assert method.estimate_calls(10, 4)["score"] == 4 * 3
+
+
 def test_a_copied_shape_example_is_not_a_criterion():
     assert ac.parse_criteria('{"Criterion name": "one-sentence definition", "Another criterion": "x"}') == ({}, "")
 

@@ -80,8 +80,13 @@ def test_page_runs_edits_and_reruns(db, started):
     at.number_input(key="ac_k").set_value(2)
     assert at.number_input(key="ac_max_tokens").value == 768, "the method's default reply budget"
     at.number_input(key="ac_max_tokens").set_value(200)
+    assert at.checkbox(key="ac_weighted").value is True, "probability-weighted overall score on the embedded model"
     at.form_submit_button[0].click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
+    metrics = {m.label: m.value for m in at.metric}
+    assert int(metrics["LLM requests to score"]) == 3 * 6, "criteria, explained overall score, weighted digit"
+    at.checkbox(key="ac_weighted").uncheck()
+    at.form_submit_button[0].click().run()
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["LLM requests to score"]) == 2 * 6
     at.button(key="ac_start").click().run()

@@ -53,7 +53,7 @@ from typing import Any, Sequence
 
 from ..llm import LLM, GenerationParams, Request
 from ..metrics import correlations
-from ..parsing import parse_json_object, parse_score
+from ..parsing import parse_json_object, parse_score, weighted_score
 from ..prompting import TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
 from .base import EventSink, Interval, Judge, Method, Options, Progress, register
@@ -64,7 +64,9 @@ CRITERIA_INIT_TEMPLATE = load_template("active_critic_criteria_init")
 CRITERIA_OBSERVE_TEMPLATE = load_template("active_critic_criteria_observe")
 CRITERIA_REFINE_TEMPLATE = load_template("active_critic_criteria_refine")
 JSON_RETRY_TEMPLATE = load_template("active_critic_json_retry")
+CRITERIA_LIST_TEMPLATE = load_template("active_critic_criteria_list")
 SCORE_RETRY_TEMPLATE = load_template("active_critic_score_retry")
+WEIGHTED_SCORE_TEMPLATE = load_template("active_critic_weighted_score")
 MCSE_TEMPLATE = load_template("active_critic_mcse")
 OSE_TEMPLATE = load_template("active_critic_ose")
 OSE_COARSE_TEMPLATE = load_template("active_critic_ose_coarse")
@@ -222,7 +224,8 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
 
 # -------------------------------------------------------------------------------- stage 1: criteria
 
-PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "criterion b", "one-sentence definition")
+PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "criterion b", "one-sentence definition",
+                        "the response stays on the topic of the source.", "the response stays on the topic of the source")
 """The shape examples of our criteria prompts: a reply that copies them has inferred nothing."""
 
 
@@ -241,15 +244,48 @@ def _clean_criteria(obj: Any) -> dict[str, str]:
     return out
 
 
+NOT_CRITERIA = {"observations", "observation", "taskdescription", "task", "source", "response", "context",
+                "humanscore", "score", "example", "examples", "criteria", "evaluationcriteria", "note", "output",
+                "answer", "explanation", "definition", "name"}
+"""Line labels that are parts of our prompts or replies, never criterion names."""
+CRITERION_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])?\s*\**\s*([A-Za-z][A-Za-z /&'-]{1,40}?)\s*\**\s*[:\u2013\u2014-]\s*"
+                            r"\**\s*(\S.{9,300}?)\s*$")
+"""``Name: definition`` as a line of a list (bullets, numbers and bold markers allowed)."""
+
+
+def parse_criteria_lines(reply: str) -> dict[str, str]:
+    """Criteria written as ``Name: one-sentence definition`` lines (the fallback list format).
+
+    A name has at most 5 words, a definition at least 3; prompt labels
+    (Source, Response, Observations, ...) and the prompts' placeholder
+    shapes are not criteria; a repeated name keeps its first definition.
+    """
+    out: dict[str, str] = {}
+    for line in (reply or "").splitlines():
+        m = CRITERION_LINE.match(line)
+        if not m:
+            continue
+        name, definition = m.group(1).strip(" '-"), m.group(2).strip().strip('"')
+        if (_key(name) in NOT_CRITERIA or len(name.split()) > 5 or len(definition.split()) < 3
+                or "<<<" in definition or name.lower() in PLACEHOLDER_CRITERIA
+                or definition.lower() in PLACEHOLDER_CRITERIA):
+            continue
+        if _key(name) not in {_key(k) for k in out}:
+            out[name] = definition
+    return out
+
+
 def parse_criteria(reply: str) -> tuple[dict[str, str], str]:
     """Criteria and observations from an init or refine reply.
 
     Accepts ``{"Criteria": {...}, "Observations": "..."}`` and a bare
-    ``{name: definition}`` object. Returns ``({}, "")`` when no JSON object is found.
+    ``{name: definition}`` object; without a JSON object, ``Name:
+    definition`` lines (:func:`parse_criteria_lines`). Returns ``({}, "")``
+    when neither is found.
     """
     obj = parse_json_object(reply or "")
     if not isinstance(obj, dict):
-        return {}, ""
+        return parse_criteria_lines(reply), ""
     keys = {str(k).lower(): k for k in obj}
     observations = obj.get(keys.get("observations", ""), "") if "observations" in keys else ""
     if "criteria" in keys:
@@ -261,8 +297,13 @@ CRITERIA_SHAPE = '{"Criterion name": "one-sentence definition", "Another criteri
 
 
 def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, min_criteria: int = 4,
-                  max_criteria: int = 10) -> tuple[dict[str, str], str, str, bool]:
-    """One criteria call, retried once in a follow-up turn when the reply has no usable 4-10 criteria."""
+                  max_criteria: int = 10, fallback: str | None = None) -> tuple[dict[str, str], str, str, bool]:
+    """One criteria call, retried once in a follow-up turn when the reply has no usable 4-10 criteria.
+
+    ``fallback``: a short stand-alone prompt asked when both replies gave no
+    criteria at all (the list prompt of :func:`criteria_list_prompt`).
+    Returns (criteria, observations, raw reply used, retried).
+    """
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
     criteria, observations = parse_criteria(reply)
@@ -275,9 +316,26 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, min_criter
         again, obs_again = parse_criteria(retry)
         if again and (not criteria or min_criteria <= len(again) <= max_criteria):
             criteria, observations, reply = again, obs_again or observations, retry
+    if not criteria and fallback:
+        listed = llm.complete([{"role": "user", "content": fallback}], params).text
+        criteria = parse_criteria_lines(listed)
+        if criteria:
+            reply = listed
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])
     return criteria, observations, reply, retried
+
+
+def criteria_list_prompt(task_description: str, example: dict[str, Any] | None, *, task: str,
+                         source_chars: int) -> str:
+    """The short fallback prompt: criteria as ``Name: definition`` lines from the task and one example.
+
+    Not in the paper: for a small model that cannot answer the JSON
+    prompt over a whole mini-batch (SmolLM2-135M echoes the examples).
+    """
+    return CRITERIA_LIST_TEMPLATE.render(
+        task_description=_short(task_description, 600) if task_description else "(not available)", task=task,
+        example=render_example(example, source_chars=min(source_chars, 400)) if example else "(none)")
 
 
 def format_criteria(criteria: dict[str, str]) -> str:
@@ -291,7 +349,7 @@ def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, list[str]]:
 
 
 def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_description: str, *, llm: LLM,
-                    params: GenerationParams, source_chars: int, complete_streak: int,
+                    params: GenerationParams, source_chars: int, complete_streak: int, fallback: bool = False,
                     log: EventSink | None = None, progress: Progress | None = None) -> tuple[dict[str, str], int]:
     """Algorithm 1 / Table 15: initial criteria, then observe and refine on each further mini-batch.
 
@@ -299,13 +357,18 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     refines nothing, and ``complete_streak`` of them in a row stop the loop.
     Returns the criteria (name -> definition) and the number of replies that
     gave no usable criteria even after the retry (the previous set is kept).
+    With ``fallback``, an init that still has no criteria asks the short list
+    prompt (:func:`criteria_list_prompt`; not in the paper).
     """
     phrase = task_phrase(task_description)
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
     examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[0]) if batches else ""
+    short = (criteria_list_prompt(task_description, batches[0][0] if batches and batches[0] else None, task=phrase,
+                                  source_chars=source_chars) if fallback else None)
     criteria, observations, raw, retried = _ask_criteria(
-        llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params)
+        llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params,
+        fallback=short)
     if not criteria:
         failures += 1
     if log:
@@ -494,20 +557,26 @@ def score_multi_criteria(examples: Sequence[dict[str, Any]], state: dict[str, An
 
 def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
                   criteria_scores: Sequence[dict[str, dict[str, Any]]] | None, *, llm: LLM,
-                  params: GenerationParams, source_chars: int, retry: bool = False,
+                  params: GenerationParams, source_chars: int, retry: bool = False, weighted: bool = False,
                   progress: Progress | None = None) -> list[tuple[float, str, str, bool]]:
     """Eq. 3 (OS-E, Table 17): overall 0-100 score, explanation and error analysis per example.
 
     ``criteria_scores`` None is AC-Coarse: the criteria are listed instead of scored.
     With ``retry``, a reply without a readable score gets one follow-up turn
     asking for the score line alone (not in the paper); if that fails too the
-    score is missing. Returns (score, explanation, raw, retried) per example.
+    score is missing. With ``weighted`` on a backend with logprobs, every
+    reply gets that follow-up turn instead, asking for a 1-9 digit whose
+    probability-weighted value (G-Eval style) is mapped to 0-100 (not in the
+    paper; the explanation still comes from the first reply).
+    Returns (score, explanation, raw, retried) per example.
     """
     prompts = [ose_prompt(e, state, demos, criteria_scores=None if criteria_scores is None else criteria_scores[i],
                           source_chars=source_chars) for i, e in enumerate(examples)]
     replies = llm.complete_many(_requests(prompts, params),
                                 progress=(lambda d, t: progress(d, t, "overall scores")) if progress else None)
     out = [(*parse_overall(r.text), r.text, False) for r in replies]
+    if weighted and llm.supports_logprobs:
+        return _weighted_overall(prompts, replies, out, llm=llm, progress=progress)
     todo = [i for i, o in enumerate(out) if math.isnan(o[0])] if retry else []
     if todo:
         follow = [Request(({"role": "user", "content": prompts[i]}, {"role": "assistant", "content": replies[i].text},
@@ -519,19 +588,39 @@ def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], dem
     return out
 
 
+WEIGHTED_SCALE = (1, 9)
+"""The follow-up turn's single-digit scale when the overall score is read probability-weighted."""
+
+
+def _weighted_overall(prompts: Sequence[str], replies: Sequence[Any], out: list[tuple[float, str, str, bool]], *,
+                      llm: LLM, progress: Progress | None) -> list[tuple[float, str, str, bool]]:
+    low, high = WEIGHTED_SCALE
+    follow = [Request(({"role": "user", "content": p}, {"role": "assistant", "content": r.text},
+                       {"role": "user", "content": WEIGHTED_SCORE_TEMPLATE.render()}),
+                      GenerationParams(max_tokens=4, top_logprobs=20)) for p, r in zip(prompts, replies)]
+    again = llm.complete_many(follow, progress=(lambda d, t: progress(d, t, "overall scores (weighted)"))
+                              if progress else None)
+    result = []
+    for o, r in zip(out, again):
+        value = weighted_score(r.logprobs[0], low, high, first_position=True)[0] if r.logprobs else math.nan
+        score = (value - low) / (high - low) * 100 if not math.isnan(value) else math.nan
+        result.append((score, o[1], f"{o[2]}\n---\n{r.text}", True))
+    return result
+
+
 def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]], *,
                  llm: LLM, params: GenerationParams, source_chars: int, retry: bool = False,
-                 progress: Progress | None = None) -> list[dict[str, Any]]:
+                 weighted: bool = False, progress: Progress | None = None) -> list[dict[str, Any]]:
     """AC-Fine (McS-E then OS-E) or AC-Coarse (OS-E alone) on ``examples`` with fixed demos."""
     if state["variant"] == "fine":
         mcse = score_multi_criteria(examples, state, demos, llm=llm, params=params, source_chars=source_chars,
                                     progress=progress)
         overall = score_overall(examples, state, demos, [m[0] for m in mcse], llm=llm, params=params,
-                                source_chars=source_chars, retry=retry, progress=progress)
+                                source_chars=source_chars, retry=retry, weighted=weighted, progress=progress)
     else:
         mcse = [({}, "") for _ in examples]
         overall = score_overall(examples, state, demos, None, llm=llm, params=params, source_chars=source_chars,
-                                retry=retry, progress=progress)
+                                retry=retry, weighted=weighted, progress=progress)
     return [{"criteria_scores": m[0], "mcse_raw": m[1], "overall": o[0], "explanation": o[1], "ose_raw": o[2],
              "retried": o[3]}
             for m, o in zip(mcse, overall)]
@@ -594,7 +683,7 @@ def propose_candidates(train: Sequence[dict[str, Any]], zero_shot: dict[str, dic
 def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, Any], *, llm: LLM, k: int,
                             n_demos: int, mode: str, threshold: float, eval_subsample: int | None, seed: int,
                             params: GenerationParams, source_chars: int, retry: bool = False,
-                            log: EventSink | None = None,
+                            weighted: bool = False, log: EventSink | None = None,
                             progress: Progress | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Eq. 5: pick the demonstration set that maximises Q on the training split (random search over K sets).
 
@@ -616,6 +705,7 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
         ids = {d["sample_id"] for d in demos}
         scored = [e for e in evaluation if e["sample_id"] not in ids]
         results = run_pipeline(scored, state, demos, llm=llm, params=params, source_chars=source_chars, retry=retry,
+                               weighted=weighted,
                                progress=(lambda d, t, s, c=c: progress(d, t, f"demo search {c + 1}/{k}: {s}"))
                                if progress else None)
         if c == 0:
@@ -695,6 +785,16 @@ class ActiveCritic(Method):
         One follow-up turn asking for the overall score alone when an OS-E
         reply has none (not in the paper, whose parser falls back to a
         default number; here a second failure is recorded as missing).
+    weighted : bool, default=False
+        Read the overall score probability-weighted (not in the paper): after
+        each OS-E reply, a follow-up turn asks for a 1-9 digit, and the
+        expectation over the digits' probabilities is mapped to 0-100. On
+        backends without logprobs this has no effect. Meant for small local
+        models, which rarely state a usable 0-100 number.
+    criteria_fallback : bool, default=True
+        When the first criteria reply and its JSON retry give no criteria,
+        ask a short stand-alone prompt (task description and one example)
+        for ``Name: definition`` lines (not in the paper).
     """
 
     name = "active_critic"
@@ -716,13 +816,16 @@ class ActiveCritic(Method):
         "task_description": OptionalType(str),
         "criteria": OptionalType(dict),
         "retry_unparsed": Options((True, False)),
+        "weighted": Options((True, False)),
+        "criteria_fallback": Options((True, False)),
     }
 
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
                  demo_mode: str = "bootstrap", bootstrap_threshold: float = 15.0, eval_subsample: int | None = None,
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,
                  max_tokens: int = 768, source_chars: int = 2000, seed: int = 0,
-                 task_description: str | None = None, criteria: dict | None = None, retry_unparsed: bool = True):
+                 task_description: str | None = None, criteria: dict | None = None, retry_unparsed: bool = True,
+                 weighted: bool = False, criteria_fallback: bool = True):
         self.variant = variant
         self.n_candidates = n_candidates
         self.n_demos = n_demos
@@ -739,6 +842,8 @@ class ActiveCritic(Method):
         self.task_description = task_description
         self.criteria = criteria
         self.retry_unparsed = retry_unparsed
+        self.weighted = weighted
+        self.criteria_fallback = criteria_fallback
 
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
             progress: Progress | None = None, log: EventSink | None = None) -> Judge:
@@ -766,7 +871,8 @@ class ActiveCritic(Method):
                 log("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
         else:
             criteria, criteria_failures = define_criteria(batches, description, params=inference,
-                                                          complete_streak=self.complete_streak, **common)
+                                                          complete_streak=self.complete_streak,
+                                                          fallback=self.criteria_fallback, **common)
             if criteria_failures and log:
                 log("parse_failure", {"stage": "criteria", "count": criteria_failures})
         state = {"variant": self.variant, "task_description": description, "criteria": criteria}
@@ -775,7 +881,7 @@ class ActiveCritic(Method):
             examples, state, llm=llm, k=self.n_candidates, n_demos=n_demos, mode=self.demo_mode,
             threshold=float(self.bootstrap_threshold), eval_subsample=self.eval_subsample, seed=self.seed,
             params=self.scoring_params(self.get_params()), source_chars=self.source_chars, retry=self.retry_unparsed,
-            log=log, progress=progress)
+            weighted=self.weighted, log=log, progress=progress)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={**state, "demos": demos, "search": search, "task_description_versions": versions,
                             "criteria_parse_failures": criteria_failures, "n_batches": len(batches)})
@@ -790,7 +896,7 @@ class ActiveCritic(Method):
         n_batches = min(self.max_batches, math.ceil(n_train / self.batch_size)) if n_train else 0
         stage1 = 0 if self.task_description is not None else 2 * n_batches
         stage1 += 0 if self.criteria is not None else (1 + 2 * max(0, n_batches - 1) if n_batches else 1)
-        per_item = 2 if self.variant == "fine" else 1
+        per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted else 0)
         n_eval = n_train if self.eval_subsample is None else min(self.eval_subsample, n_train)
         return {"fit": stage1 + self.n_candidates * n_eval * per_item, "score": n_test * per_item}
 
@@ -801,7 +907,8 @@ class ActiveCritic(Method):
         examples = [{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context} for s in samples]
         results = run_pipeline(examples, state, state.get("demos", []), llm=llm,
                                params=cls.scoring_params(judge.params), source_chars=judge.params["source_chars"],
-                               retry=judge.params["retry_unparsed"], progress=progress)
+                               retry=judge.params["retry_unparsed"], weighted=judge.params.get("weighted", False),
+                               progress=progress)
         verdicts = []
         for sample, r in zip(samples, results):
             crit = r["criteria_scores"]
