@@ -396,6 +396,16 @@ def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
                               source_chars=2000, complete_streak=5) == ({}, 1)
     assert len(backend.calls) == 2, "without the fallback there is no third call"
 
+    def metadata_json(messages, params):  # JSON of the wrong kind: a title, a category and an id are no criteria
+        if "one per line" in messages[-1]["content"]:
+            return listed
+        return '{"title": "A comparison of systems", "category": "taxonomy", "Clarity": "Easy to follow."}'
+
+    llm, _ = llm_with(store, metadata_json, concurrency=1)
+    criteria, _ = ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(max_tokens=97),
+                                     source_chars=2000, complete_streak=5, fallback=True)
+    assert list(criteria) == ["Coverage", "Fluency"], "the longer list replaces a set under the minimum of 4"
+
 
 def test_weighted_overall_reads_a_1_to_9_digit_after_the_explanation(store, data):
     samples, aspect, _ = data

@@ -235,7 +235,8 @@ def _clean_criteria(obj: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, definition in obj.items():
         name = str(name).strip()
-        if not name or name.lower() in PLACEHOLDER_CRITERIA or str(definition).strip().lower() in PLACEHOLDER_CRITERIA:
+        if (not name or name.lower() in PLACEHOLDER_CRITERIA or _key(name) in NOT_CRITERIA
+                or str(definition).strip().lower() in PLACEHOLDER_CRITERIA):
             continue
         if isinstance(definition, dict):
             definition = next((v for k, v in definition.items() if str(k).lower() in ("description", "definition")),
@@ -246,7 +247,8 @@ def _clean_criteria(obj: Any) -> dict[str, str]:
 
 NOT_CRITERIA = {"observations", "observation", "taskdescription", "task", "source", "response", "context",
                 "humanscore", "score", "example", "examples", "criteria", "evaluationcriteria", "note", "output",
-                "answer", "explanation", "definition", "name"}
+                "answer", "explanation", "definition", "name", "title", "id", "category", "type", "desc",
+                "description"}
 """Line labels that are parts of our prompts or replies, never criterion names."""
 CRITERION_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])?\s*\**\s*([A-Za-z][A-Za-z /&'-]{1,40}?)\s*\**\s*[:\u2013\u2014-]\s*"
                             r"\**\s*(\S.{9,300}?)\s*$")
@@ -300,8 +302,9 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, min_criter
                   max_criteria: int = 10, fallback: str | None = None) -> tuple[dict[str, str], str, str, bool]:
     """One criteria call, retried once in a follow-up turn when the reply has no usable 4-10 criteria.
 
-    ``fallback``: a short stand-alone prompt asked when both replies gave no
-    criteria at all (the list prompt of :func:`criteria_list_prompt`).
+    ``fallback``: a short stand-alone prompt asked when both replies gave
+    fewer than ``min_criteria`` (the list prompt of :func:`criteria_list_prompt`);
+    its criteria replace the others when there are more of them.
     Returns (criteria, observations, raw reply used, retried).
     """
     messages = [{"role": "user", "content": prompt}]
@@ -316,11 +319,11 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, min_criter
         again, obs_again = parse_criteria(retry)
         if again and (not criteria or min_criteria <= len(again) <= max_criteria):
             criteria, observations, reply = again, obs_again or observations, retry
-    if not criteria and fallback:
+    if len(criteria) < min_criteria and fallback:
         listed = llm.complete([{"role": "user", "content": fallback}], params).text
-        criteria = parse_criteria_lines(listed)
-        if criteria:
-            reply = listed
+        found = parse_criteria_lines(listed)
+        if len(found) > len(criteria):
+            criteria, reply = found, listed
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])
     return criteria, observations, reply, retried
@@ -357,7 +360,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     refines nothing, and ``complete_streak`` of them in a row stop the loop.
     Returns the criteria (name -> definition) and the number of replies that
     gave no usable criteria even after the retry (the previous set is kept).
-    With ``fallback``, an init that still has no criteria asks the short list
+    With ``fallback``, an init that still has fewer than 4 criteria asks the short list
     prompt (:func:`criteria_list_prompt`; not in the paper).
     """
     phrase = task_phrase(task_description)
