@@ -378,18 +378,19 @@ def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
     listed = "Coverage: keeps the main points of the source.\nFluency: reads naturally and without errors."
 
     def responder(messages, params):
-        return listed if "one per line" in messages[-1]["content"] else "<<<SOURCE>>> echo of the examples"
+        return listed if "Name: definition" in messages[-1]["content"] else "<<<SOURCE>>> echo of the examples"
 
     llm, backend = llm_with(store, responder, concurrency=1)
     events = []
     criteria, failures = ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(),
                                             source_chars=2000, complete_streak=5, fallback=True,
-                                            log=lambda k, p: events.append((k, p)))
+                                            dataset_task="news summarization", log=lambda k, p: events.append((k, p)))
     assert criteria == {"Coverage": "keeps the main points of the source.",
                         "Fluency": "reads naturally and without errors."} and failures == 0
     assert len(backend.calls) == 3  # init, its JSON retry, then the short list prompt
     short = backend.calls[2][0]
-    assert len(short) == 1 and "output number" in short[0]["content"] and "text summarization" in short[0]["content"]
+    assert len(short) == 1 and "output number" in short[0]["content"]
+    assert "We evaluate news summarization" in short[0]["content"] and "for its overall quality" in short[0]["content"]
     assert [p["raw"] for k, p in events if k == "criteria"] == [listed]
     llm, backend = llm_with(store, responder, concurrency=1)
     assert ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(max_tokens=99),
@@ -397,7 +398,7 @@ def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
     assert len(backend.calls) == 2, "without the fallback there is no third call"
 
     def metadata_json(messages, params):  # JSON of the wrong kind: a title, a category and an id are no criteria
-        if "one per line" in messages[-1]["content"]:
+        if "Name: definition" in messages[-1]["content"]:
             return listed
         return '{"title": "A comparison of systems", "category": "taxonomy", "Clarity": "Easy to follow."}'
 

@@ -329,15 +329,21 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, min_criter
     return criteria, observations, reply, retried
 
 
-def criteria_list_prompt(task_description: str, example: dict[str, Any] | None, *, task: str,
-                         source_chars: int) -> str:
-    """The short fallback prompt: criteria as ``Name: definition`` lines from the task and one example.
+def _quality(aspect: Aspect) -> str:
+    return "overall quality" if aspect.name.lower() == "overall" else aspect.name.replace("_", " ")
+
+
+def criteria_list_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int) -> str:
+    """The short fallback prompt: criteria as ``Name: definition`` lines from the dataset's task and one example.
 
     Not in the paper: for a small model that cannot answer the JSON
-    prompt over a whole mini-batch (SmolLM2-135M echoes the examples).
+    prompt over a whole mini-batch (SmolLM2-135M echoes the examples, and
+    its inferred task description is no help), so the task comes from the
+    dataset itself (e.g. "dialogue response generation") and the scored
+    quality from the aspect's name.
     """
     return CRITERIA_LIST_TEMPLATE.render(
-        task_description=_short(task_description, 600) if task_description else "(not available)", task=task,
+        task=task or "text generation", quality=quality or "overall quality",
         example=render_example(example, source_chars=min(source_chars, 400)) if example else "(none)")
 
 
@@ -353,7 +359,8 @@ def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, list[str]]:
 
 def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_description: str, *, llm: LLM,
                     params: GenerationParams, source_chars: int, complete_streak: int, fallback: bool = False,
-                    log: EventSink | None = None, progress: Progress | None = None) -> tuple[dict[str, str], int]:
+                    dataset_task: str = "", quality: str = "", log: EventSink | None = None,
+                    progress: Progress | None = None) -> tuple[dict[str, str], int]:
     """Algorithm 1 / Table 15: initial criteria, then observe and refine on each further mini-batch.
 
     The refine step uses the new observation (Eq. 8); a COMPLETE observation
@@ -361,14 +368,14 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     Returns the criteria (name -> definition) and the number of replies that
     gave no usable criteria even after the retry (the previous set is kept).
     With ``fallback``, an init that still has fewer than 4 criteria asks the short list
-    prompt (:func:`criteria_list_prompt`; not in the paper).
+    prompt (:func:`criteria_list_prompt` with ``dataset_task`` and ``quality``; not in the paper).
     """
     phrase = task_phrase(task_description)
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
     examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[0]) if batches else ""
-    short = (criteria_list_prompt(task_description, batches[0][0] if batches and batches[0] else None, task=phrase,
-                                  source_chars=source_chars) if fallback else None)
+    short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
+                                  quality=quality, source_chars=source_chars) if fallback else None)
     criteria, observations, raw, retried = _ask_criteria(
         llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params,
         fallback=short)
@@ -875,7 +882,8 @@ class ActiveCritic(Method):
         else:
             criteria, criteria_failures = define_criteria(batches, description, params=inference,
                                                           complete_streak=self.complete_streak,
-                                                          fallback=self.criteria_fallback, **common)
+                                                          fallback=self.criteria_fallback, dataset_task=task.task,
+                                                          quality=_quality(aspect), **common)
             if criteria_failures and log:
                 log("parse_failure", {"stage": "criteria", "count": criteria_failures})
         state = {"variant": self.variant, "task_description": description, "criteria": criteria}
