@@ -370,6 +370,12 @@ def test_criteria_written_as_lines_are_read():
     assert ac.parse_criteria(reply) == ({"Engagement": "the response invites the other speaker to keep talking.",
                                          "Factual accuracy": "it states only facts found in the context."}, "")
     assert ac.parse_criteria_lines("just prose, no criteria at all") == {}
+    items = ("1. Ability to read the context of the sentence\n2. Ability to provide an actionable feedback.\n"
+             "3. Short\nTo improve our language, we need to refine it.")
+    assert ac.parse_criteria_lines(items) == {}, "plain list items only count for the list prompt"
+    assert ac.parse_criteria_lines(items, plain_items=True) == {
+        "Ability to read the context": "Ability to read the context of the sentence.",
+        "Ability to provide an actionable": "Ability to provide an actionable feedback."}
 
 
 def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):

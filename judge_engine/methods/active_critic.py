@@ -255,17 +255,30 @@ CRITERION_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])?\s*\**\s*([A-Za-z][
 """``Name: definition`` as a line of a list (bullets, numbers and bold markers allowed)."""
 
 
-def parse_criteria_lines(reply: str) -> dict[str, str]:
+LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+\**\s*([^:<>]{10,300}?)\s*\**\s*$")
+"""A numbered or bulleted line without a ``Name:`` part."""
+
+
+def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, str]:
     """Criteria written as ``Name: one-sentence definition`` lines (the fallback list format).
 
     A name has at most 5 words, a definition at least 3; prompt labels
     (Source, Response, Observations, ...) and the prompts' placeholder
     shapes are not criteria; a repeated name keeps its first definition.
+    With ``plain_items``, a numbered or bulleted line of at least 3 words
+    without a name is a criterion too: its first words name it, the whole
+    line defines it (for the answer to the list prompt only).
     """
     out: dict[str, str] = {}
     for line in (reply or "").splitlines():
         m = CRITERION_LINE.match(line)
         if not m:
+            item = LIST_ITEM.match(line) if plain_items else None
+            words = item.group(1).strip().rstrip(".").split() if item else []
+            if len(words) >= 3 and "<<<" not in line:
+                name = " ".join(words[:5]).rstrip(",;")
+                if _key(name) not in {_key(k) for k in out}:
+                    out[name] = " ".join(words) + "."
             continue
         name, definition = m.group(1).strip(" '-"), m.group(2).strip().strip('"')
         if (_key(name) in NOT_CRITERIA or len(name.split()) > 5 or len(definition.split()) < 3
@@ -321,7 +334,7 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, min_criter
             criteria, observations, reply = again, obs_again or observations, retry
     if len(criteria) < min_criteria and fallback:
         listed = llm.complete([{"role": "user", "content": fallback}], params).text
-        found = parse_criteria_lines(listed)
+        found = parse_criteria_lines(listed, plain_items=True)
         if len(found) > len(criteria):
             criteria, reply = found, listed
     if len(criteria) > max_criteria:
