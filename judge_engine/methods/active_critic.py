@@ -259,6 +259,10 @@ LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+\**\s*([^:<>]{10,300}?
 """A numbered or bulleted line without a ``Name:`` part."""
 
 
+NAME_TAIL_WORDS = {"and", "or", "to", "the", "of", "a", "an", "in", "on", "for", "with", "that", "is", "are"}
+"""Words a name cut from a list item does not end with."""
+
+
 def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, str]:
     """Criteria written as ``Name: one-sentence definition`` lines (the fallback list format).
 
@@ -276,7 +280,10 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, 
             item = LIST_ITEM.match(line) if plain_items else None
             words = item.group(1).strip().rstrip(".").split() if item else []
             if len(words) >= 3 and "<<<" not in line:
-                name = " ".join(words[:5]).rstrip(",;")
+                head = words[:5]
+                while len(head) > 1 and head[-1].lower().strip(",;") in NAME_TAIL_WORDS:
+                    head = head[:-1]
+                name = " ".join(head).rstrip(",;")
                 if _key(name) not in {_key(k) for k in out}:
                     out[name] = " ".join(words) + "."
             continue
