@@ -376,8 +376,8 @@ def test_criteria_written_as_lines_are_read():
     assert ac.parse_criteria_lines(items, plain_items=True) == {
         "Ability to read the context": "Ability to read the context of the sentence.",
         "Ability to provide an actionable": "Ability to provide an actionable feedback."}
-    assert list(ac.parse_criteria_lines("- Ability to evaluate and respond well", plain_items=True)) == [
-        "Ability to evaluate"], "a cut name does not end on a joining word"
+    assert list(ac.parse_criteria_lines("- User ability to evaluate and respond well", plain_items=True)) == [
+        "User ability to evaluate"], "a cut name does not end on a joining word"
 
 
 def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
