@@ -132,6 +132,9 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         aspect = dataset.aspect(run["aspect"])
         task = TaskInfo.of(dataset)
         if run["judge"] is None:
+            # a fit interrupted before it finished starts over (its calls come back from the cache) and logs
+            # every event again: the interrupted attempt's events would show each step twice
+            store.clear_events(run_id)
             method = get_method(run["method"], run["params"])
             # dataset context for the methods that ask for it: all aspect records (HD-Eval models several
             # aspects at once) and the natural meta-evaluation level (HPSS's fitness)

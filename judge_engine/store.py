@@ -356,6 +356,11 @@ class Store:
         with self.write():
             self.db["events"].insert({"run_id": run_id, "ts": time.time(), "kind": kind, "payload": _dumps(payload)})
 
+    def clear_events(self, run_id: int) -> None:
+        """Forget a run's events (a fit that starts over writes them again)."""
+        with self.write():
+            self.db.execute("delete from events where run_id = ?", [run_id])
+
     def events(self, run_id: int, *, after_id: int = 0) -> list[dict[str, Any]]:
         rows = list(self.db.query("select * from events where run_id = ? and id > ? order by id",
                                   [run_id, after_id]))

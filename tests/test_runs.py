@@ -117,6 +117,18 @@ def test_crashed_run_resumes_without_repeating_a_call(store, tiny_dataset):
     assert summary["calls"] == 9  # the ledger adds up across the resume
 
 
+def test_a_fit_that_starts_over_replaces_the_events_of_the_interrupted_attempt(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=4))
+    store.add_event(run_id, "hpss_evaluated", {"index": 1})  # left by an attempt killed during fit
+    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(_score_from_prompt))
+    execute_run(store, run_id, llm=llm)
+    assert [e["kind"] for e in store.events(run_id)] == ["fitted"]
+    store.update_run(run_id, status="interrupted")  # fitted already: a resume only scores, the events stay
+    execute_run(store, run_id, llm=llm)
+    assert [e["kind"] for e in store.events(run_id)] == ["fitted"]
+
+
 def _cli(args, env):
     out = subprocess.run([sys.executable, "-m", "judge_engine", *args], cwd=REPO, env=env, capture_output=True,
                          text=True, timeout=600)
