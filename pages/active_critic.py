@@ -182,7 +182,8 @@ def stage_one(events: list[dict]) -> None:
         if len(descriptions) > 1:
             with st.expander(f"{len(descriptions)} versions"):
                 for d in descriptions:
-                    st.text(f"v{d['version']} (batch {d['batch']}): {d['text']}")
+                    st.text(f"v{d['version']} ({'every batch merged' if d.get('ensemble') else 'batch ' + str(d['batch'])}): "
+                            f"{d['text']}")
     else:
         st.caption("Not yet inferred.")
     observations = by_kind.get("task_observation", [])

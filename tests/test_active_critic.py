@@ -125,6 +125,37 @@ def test_task_description_stops_after_five_consecutive_complete(store, data):
     assert "(none yet)" in describe_prompts[0] and "The evaluation task is" in describe_prompts[1]
 
 
+def test_task_descriptions_of_all_batches_are_ensembled_into_the_final_one(store, data):
+    samples, aspect, _ = data
+    batches = [_examples(samples[i:i + 5], aspect) for i in (0, 5, 10)]
+
+    def describe(messages, params):
+        prompt = messages[-1]["content"]
+        if "Version 3:" in prompt:
+            return "4. The evaluation task is news summarization, merged from every version."
+        if "Complete this summary" in prompt:
+            return f"4. The evaluation task is summarization, draft {prompt.count('draft') + 1}."
+        return "Outputs are short."
+
+    llm, backend = llm_with(store, describe, concurrency=1)
+    events = []
+    description, versions = ac.infer_task_description(batches, llm=llm, params=GenerationParams(), source_chars=2000,
+                                                      complete_streak=5, ensemble=True,
+                                                      log=lambda k, p: events.append((k, p)))
+    assert description == "The evaluation task is news summarization, merged from every version."
+    assert len(versions) == 4 and len(backend.calls) == 7  # 3 observations, 3 descriptions, 1 ensemble
+    merge = backend.calls[-1][0][-1]["content"]
+    assert all(f"Version {i}: {v}" in merge for i, v in enumerate(versions[:3], 1))
+    assert [p.get("ensemble", False) for k, p in events if k == "task_description"] == [False, False, False, True]
+    llm, backend = llm_with(store, describe, concurrency=1)
+    assert ac.infer_task_description(batches[:1], llm=llm, params=GenerationParams(max_tokens=96), source_chars=2000,
+                                     complete_streak=5, ensemble=True)[1] == ["The evaluation task is summarization, draft 1."]
+    assert len(backend.calls) == 2, "a single version needs no ensemble call"
+    method = get_method("active_critic", {})
+    assert method.estimate_calls(15, 0)["fit"] - get_method(
+        "active_critic", {"ensemble_task": False}).estimate_calls(15, 0)["fit"] == 1
+
+
 def test_task_phrase_without_a_summary_sentence():
     assert ac.task_phrase("no idea") == "an NLG"
     assert ac.extract_task_description("no idea") == "no idea"

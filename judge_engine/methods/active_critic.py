@@ -186,13 +186,17 @@ def task_phrase(description: str) -> str:
 
 
 def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: LLM, params: GenerationParams,
-                           source_chars: int, complete_streak: int, log: EventSink | None = None,
+                           source_chars: int, complete_streak: int, ensemble: bool = False,
+                           log: EventSink | None = None,
                            progress: Progress | None = None) -> tuple[str, list[str]]:
     """§4.1 / Table 14: one observation per mini-batch, then a task description built on the previous one.
 
     Returns the final task description and the list of its versions. An
     observation answered COMPLETE adds nothing; ``complete_streak``
-    consecutive COMPLETE answers stop the loop.
+    consecutive COMPLETE answers stop the loop. With ``ensemble`` and more
+    than one version, one more description call is given every version as
+    the prior description (§4.1: the final T is the LLM's ensemble of all
+    T_n; the notes make this call optional) and its answer is the result.
     """
     observations, description, versions, streak = "", "", [], 0
     for n, batch in enumerate(batches):
@@ -219,6 +223,15 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
         versions.append(description)
         if log:
             log("task_description", {"batch": n + 1, "version": len(versions), "text": description, "raw": reply})
+    if ensemble and len(versions) > 1:
+        prior = "\n".join(f"Version {i}: {v}" for i, v in enumerate(versions, 1))
+        reply = _ask(llm, TASK_DESCRIBE_TEMPLATE.render(observations=observations[-OBSERVATION_CHARS:],
+                                                        prior_description=prior), params.with_(seed=params.seed + len(batches)))
+        description = extract_task_description(reply) or description
+        versions.append(description)
+        if log:
+            log("task_description", {"batch": "all", "version": len(versions), "text": description, "raw": reply,
+                                     "ensemble": True})
     return description, versions
 
 
@@ -821,6 +834,9 @@ class ActiveCritic(Method):
         expectation over the digits' probabilities is mapped to 0-100. On
         backends without logprobs this has no effect. Meant for small local
         models, which rarely state a usable 0-100 number.
+    ensemble_task : bool, default=True
+        After the per-batch task descriptions, one more call merges all of
+        them into the final one (§4.1's ensemble; optional in the notes).
     criteria_fallback : bool, default=True
         When the first criteria reply and its JSON retry give no criteria,
         ask a short stand-alone prompt (task description and one example)
@@ -848,6 +864,7 @@ class ActiveCritic(Method):
         "retry_unparsed": Options((True, False)),
         "weighted": Options((True, False)),
         "criteria_fallback": Options((True, False)),
+        "ensemble_task": Options((True, False)),
     }
 
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
@@ -855,7 +872,7 @@ class ActiveCritic(Method):
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,
                  max_tokens: int = 768, source_chars: int = 2000, seed: int = 0,
                  task_description: str | None = None, criteria: dict | None = None, retry_unparsed: bool = True,
-                 weighted: bool = False, criteria_fallback: bool = True):
+                 weighted: bool = False, criteria_fallback: bool = True, ensemble_task: bool = True):
         self.variant = variant
         self.n_candidates = n_candidates
         self.n_demos = n_demos
@@ -874,6 +891,7 @@ class ActiveCritic(Method):
         self.retry_unparsed = retry_unparsed
         self.weighted = weighted
         self.criteria_fallback = criteria_fallback
+        self.ensemble_task = ensemble_task
 
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
             progress: Progress | None = None, log: EventSink | None = None) -> Judge:
@@ -891,7 +909,8 @@ class ActiveCritic(Method):
                 log("task_description", {"batch": 0, "version": 0, "text": description, "source": "person"})
         else:
             description, versions = infer_task_description(batches, params=inference,
-                                                           complete_streak=self.complete_streak, **common)
+                                                           complete_streak=self.complete_streak,
+                                                           ensemble=self.ensemble_task, **common)
             if not description and log:
                 log("parse_failure", {"stage": "task description", "note": "no task description was produced"})
         criteria_failures = 0
@@ -925,7 +944,7 @@ class ActiveCritic(Method):
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """Upper bound of stage 1 plus the search and scoring calls; follow-up turns for unreadable replies come on top."""
         n_batches = min(self.max_batches, math.ceil(n_train / self.batch_size)) if n_train else 0
-        stage1 = 0 if self.task_description is not None else 2 * n_batches
+        stage1 = 0 if self.task_description is not None else 2 * n_batches + (self.ensemble_task and n_batches > 1)
         stage1 += 0 if self.criteria is not None else (1 + 2 * max(0, n_batches - 1) if n_batches else 1)
         per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted else 0)
         n_eval = n_train if self.eval_subsample is None else min(self.eval_subsample, n_train)
