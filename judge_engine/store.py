@@ -20,7 +20,7 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Sequence
 
 from sqlite_utils import Database, Migrations
 
@@ -423,6 +423,17 @@ class CallCache:
     def get(self, key: str) -> dict[str, Any] | None:
         rows = list(self.store.db.query("select response from llm_cache where key = ?", [key]))
         return json.loads(rows[0]["response"]) if rows else None
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The cached responses of ``keys`` that are stored, in one query per 500 keys."""
+        found: dict[str, dict[str, Any]] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self.store.db.query(f"select key, response from llm_cache where key in ({marks})", chunk):
+                found[r["key"]] = json.loads(r["response"])
+        return found
 
     def put(self, key: str, *, backend: str, model: str, request: dict[str, Any], response: dict[str, Any]) -> None:
         with self.store.write():

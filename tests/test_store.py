@@ -126,3 +126,13 @@ def test_a_stale_aspect_definition_edit_is_refused_and_the_saved_one_kept(store,
         store.update_aspect_definition("tiny", "nope", "x")
     with pytest.raises(NotFound, match="no dataset"):
         store.update_aspect_definition("absent", "quality", "x")
+
+
+def test_cache_answers_many_keys_in_bulk(tmp_path):
+    cache = CallCache(Store(tmp_path / "bulk.db"))
+    for i in range(1203):
+        cache.put(f"k{i}", backend="b", model="m", request={"i": i}, response={"texts": [str(i)]})
+    keys = [f"k{i}" for i in range(0, 1203, 2)] + ["missing", "k0"]
+    found = cache.get_many(keys)
+    assert set(found) == {f"k{i}" for i in range(0, 1203, 2)} and found["k1202"] == {"texts": ["1202"]}
+    assert cache.get_many([]) == {}

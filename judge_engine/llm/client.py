@@ -16,6 +16,8 @@ class CallCache(Protocol):
 
     def get(self, key: str) -> dict[str, Any] | None: ...
 
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]: ...
+
     def put(self, key: str, *, backend: str, model: str, request: dict[str, Any],
             response: dict[str, Any]) -> None: ...
 
@@ -143,11 +145,12 @@ class LLM:
         first_of: dict[str, int] = {}  # identical requests in one batch are sent once
         todo: list[int] = []
         done = 0
+        stored = self.cache.get_many(keys) if self.cache is not None else {}  # one query per 500 keys
         for i, key in enumerate(keys):
             if key in first_of:
                 continue
             first_of[key] = i
-            hit = self.cache.get(key) if self.cache is not None else None
+            hit = stored.get(key)
             if hit is not None:
                 results[i] = Completion.from_dict(hit, cached=True)
                 self.ledger.record(results[i])
