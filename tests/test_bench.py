@@ -107,6 +107,7 @@ def test_alignment_runs_each_method_on_the_same_items(tmp_path, shared_data):
     (row,) = doc["rows"]
     assert "error" not in row, row
     assert row["n"] == 2 and row["calls"] + row["cache_hits"] >= 2 and row["level"] in ("sample", "group", "system")
+    assert 0 <= row["distinct_scores"] <= 2 and "n_groups" in row and "sample_spearman" in row
     assert doc["summary"] == {"runs": 1, "failed": 0}
 
 

@@ -6,7 +6,9 @@ sizes and seed), and every method is fitted on its train part and scored on
 its held-out test part through :func:`judge_engine.runs.execute_run`.
 Reported per (dataset, method): Spearman and Pearson with bootstrap CIs at
 the dataset's natural level (sample level when the test part is too small
-for it), parse failures, LLM calls, cache hits and seconds.
+for it; groups counted, and the sample-level coefficients beside), parse
+failures, how many distinct scores were read (one: the correlation is
+undefined), LLM calls, cache hits and seconds.
 
 The defaults are tiny so the command finishes quickly on the embedded model;
 scale up with ``--train-size``/``--test-size`` and add methods with
@@ -81,10 +83,16 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                     bar.update(1)
                     continue
                 corr = summary.get("correlations") or {}
+                sample = (summary.get("levels") or {}).get("sample") or {}
+                scores = [v.score for v in store.load_verdicts(run_id) if not v.missing]
                 row.update({"level": summary["level"], "n": summary["n"],
                             "spearman": corr.get("spearman"), "spearman_ci": corr.get("spearman_ci"),
                             "pearson": corr.get("pearson"), "pearson_ci": corr.get("pearson_ci"),
-                            "parse_failures": summary["parse_failures"], "calls": summary["calls"],
+                            "n_groups": corr.get("n_groups"),
+                            "sample_spearman": sample.get("spearman"), "sample_pearson": sample.get("pearson"),
+                            "parse_failures": summary["parse_failures"],
+                            # a correlation is undefined (None) when every parsed score is the same
+                            "distinct_scores": len(set(scores)), "calls": summary["calls"],
                             "cache_hits": summary["cache_hits"], "seconds": time.perf_counter() - start})
                 rows.append(row)
                 bar.update(1)
