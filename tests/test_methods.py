@@ -1,6 +1,8 @@
 """One contract for every registered method, plus each baseline's own behaviour (fake LLM)."""
 
 import copy
+import dataclasses
+import math
 
 import pytest
 
@@ -95,6 +97,29 @@ def test_geval_uses_logprob_expectation_when_available(store, tiny_dataset):
     # fake distribution: 0.7 on "3", 0.1 on "2" and "4" -> expectation 3
     assert v.score == pytest.approx(3.0) and v.metadata["source"] == "logprobs"
     assert backend.calls[-1][1].top_logprobs == 20
+
+
+class _EchoingBackend(FakeBackend):
+    """Scores by echoing the prompt's fence first; the scale's digits are only alternatives there."""
+
+    def generate(self, messages, params):
+        done = super().generate(messages, params)
+        if not params.top_logprobs:
+            return done
+        first = {"token": "<<", "logprob": math.log(0.5),
+                 "top": {"<<": math.log(0.5), "2": math.log(0.3), "4": math.log(0.1), "The": math.log(0.1)}}
+        return dataclasses.replace(done, texts=("<<<DIALOGUE",), logprobs=((first, {"token": "<", "logprob": 0.0,
+                                                                                      "top": {"<": 0.0}}),))
+
+
+def test_geval_reads_the_first_position_when_the_reply_chose_no_number(store, tiny_dataset):
+    backend = _EchoingBackend(lambda m, p: "1. Read." if "procedure" in m[0]["content"] else "", logprobs=True)
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    judge = GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
+    # renormalised over the scale: 0.75 on 2 and 0.25 on 4 -> 2.5 on the 1-5 scale
+    assert v.score == pytest.approx(2.5) and v.metadata["source"] == "logprobs_first_position"
+    assert v.metadata["distribution"] == {"2": 0.75, "4": 0.25} and v.raw == "<<<DIALOGUE"
 
 
 def test_geval_samples_n_replies_without_logprobs(store, tiny_dataset):

@@ -3,8 +3,11 @@
 ``fit`` asks the LLM once for evaluation steps from the aspect definition
 (auto-CoT). Scoring puts the steps in a form-filling prompt and takes the
 expectation of the score over the scale's tokens from the first score
-token's top logprobs. Where the backend returns no logprobs, the score is
-the mean of ``n_samples`` sampled replies, as in the paper (n = 20).
+token's top logprobs; when the reply chose no number (it began by echoing
+the prompt, say), from the scale tokens among its first position's
+alternatives, since the prompt ends with the score cue (source
+``logprobs_first_position``). Where the backend returns no logprobs, the
+score is the mean of ``n_samples`` sampled replies, as in the paper (n = 20).
 
 References
 ----------
@@ -115,10 +118,16 @@ class GEval(Method):
         for sample, reply in zip(samples, replies):
             meta: dict = {}
             if use_logprobs:
-                score, dist = weighted_score(reply.logprobs[0] if reply.logprobs else (), *scale)
+                positions = reply.logprobs[0] if reply.logprobs else ()
+                score, dist = weighted_score(positions, *scale)
+                source = "logprobs"
+                if dist is None:  # no number chosen: the prompt ends with the score cue, so the
+                    # scale's probabilities at the reply's first position are the score's
+                    score, dist = weighted_score(positions, *scale, first_position=True)
+                    source = "logprobs_first_position"
                 if dist is not None:
-                    meta = {"source": "logprobs", "distribution": {str(k): round(v, 6) for k, v in dist.items()}}
-                else:  # no score token among the leading tokens: read the text instead
+                    meta = {"source": source, "distribution": {str(k): round(v, 6) for k, v in dist.items()}}
+                else:  # no scale token among the alternatives either: read the text instead
                     score = parse_score(reply.text, *scale)
                     meta = {"source": "text" if not math.isnan(score) else "missing"}
                 raw = reply.text
