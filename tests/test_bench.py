@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from judge_engine.bench import app_latency, interleaved, median_ratio
+from judge_engine.bench import alignment, app_latency, interleaved, median_ratio
 from judge_engine.bench.__main__ import main
 
 os.environ.setdefault("JUDGE_BENCH_QUIET", "1")
@@ -102,13 +102,46 @@ def test_scale_scores_every_item_from_the_cache(tmp_path):
 
 
 def test_alignment_runs_each_method_on_the_same_items(tmp_path, shared_data):
+    earlier = _row("sfres", "geval", 0.5)  # an earlier command's row in the same folder is kept
+    (tmp_path / "alignment.json").write_text(json.dumps({"date": "d0", "rows": [earlier]}))
     doc = bench(tmp_path, "alignment", "--datasets", "topical_chat", "--methods", "direct", "--train-size", "2",
                 "--test-size", "2")
-    (row,) = doc["rows"]
+    kept, row = doc["rows"]
+    assert kept == earlier and row["llm"].startswith("llamacpp") and row["test_size"] == 2
     assert "error" not in row, row
     assert row["n"] == 2 and row["calls"] + row["cache_hits"] >= 2 and row["level"] in ("sample", "group", "system")
     assert 0 <= row["distinct_scores"] <= 2 and "n_groups" in row and "sample_spearman" in row
-    assert doc["summary"] == {"runs": 1, "failed": 0}
+    assert doc["summary"] == {"runs": 2, "failed": 0}
+
+
+def _row(dataset, method, spearman, **extra):
+    return {"dataset": dataset, "aspect": "a", "method": method, "llm": "llamacpp: x", "train_size": 12,
+            "test_size": 16, "seed": 0, "level": "sample", "n": 16, "spearman": spearman,
+            "spearman_ci": [0.1, 0.9], "pearson": spearman, "pearson_ci": [0.2, 0.8], "n_groups": 0,
+            "sample_spearman": spearman, "sample_pearson": spearman, "parse_failures": 0, "distinct_scores": 16,
+            "calls": 5, "cache_hits": 1, "seconds": 12.4, **extra}
+
+
+def test_alignment_merge_keeps_the_rows_not_measured_again():
+    previous = {"date": "d0", "rows": [_row("sfres", "direct", 0.1), _row("sfres", "geval", 0.2)]}
+    doc = {"benchmark": "alignment", "date": "d1", "config": {}, "summary": {},
+           "rows": [_row("sfres", "geval", 0.3), _row("sfres", "geval", 0.4, llm="openai: y")]}
+    merged = alignment.merge(previous, doc)
+    assert [(r["method"], r["spearman"]) for r in merged["rows"]] == [("direct", 0.1), ("geval", 0.3), ("geval", 0.4)]
+    assert merged["summary"] == {"runs": 3, "failed": 0} and merged["config"]["merged_from"] == "d0"
+
+
+def test_alignment_markdown_says_why_a_coefficient_is_missing():
+    rows = [_row("sfres", "geval", 0.5),
+            _row("summeval", "direct", float("nan"), pearson=None, parse_failures=4, distinct_scores=1),
+            _row("hanna", "hpss", 0.25, level="group", n_groups=1, sample_spearman=0.3),
+            _row("hanna", "direct", None, pearson=None, parse_failures=16, distinct_scores=0)]
+    text = alignment.markdown({"rows": rows})
+    lines = text.splitlines()
+    assert len(lines) == 6 and lines[2].startswith("| summeval (a) | direct |")  # datasets in the README's order
+    assert "| n/a (all 12 read scores equal) |" in text and "| n/a (no score read) |" in text
+    assert "| 0.50 [0.10, 0.90] | 0.50 [0.20, 0.80] | 16 | 0 | 5 (1) | 12 |" in text
+    assert "| group (1 group) | 0.25 (no CI with one group); sample 0.30 |" in text
 
 
 def test_alignment_rejects_an_unknown_method_before_any_work(tmp_path):

@@ -105,6 +105,15 @@ def write(doc: dict[str, Any], out: str | os.PathLike | None = None) -> Path:
     return latest
 
 
+def latest(benchmark: str, out: str | os.PathLike | None = None) -> dict[str, Any] | None:
+    """The last result :func:`write` wrote for ``benchmark`` in ``out``, or None (none yet, or unreadable)."""
+    path = (Path(out) if out else DEFAULT_OUT) / f"{benchmark}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def table(doc: dict[str, Any]) -> str:
     """The rows and the summary of ``doc`` as plain text."""
     import pandas as pd

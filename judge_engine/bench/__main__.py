@@ -18,7 +18,7 @@ import argparse
 import importlib
 import sys
 
-from . import table, write
+from . import latest, table, write
 
 SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
                "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile"}
@@ -37,8 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     mod = importlib.import_module(f".{SUBCOMMANDS[args.benchmark]}", __package__)
     options = {k: v for k, v in vars(args).items() if k not in ("out", "benchmark")}
     doc = mod.run(**options)
+    previous = latest(doc["benchmark"], args.out)
+    if hasattr(mod, "merge") and previous is not None and not options.get("fresh"):
+        doc = mod.merge(previous, doc)
     path = write(doc, args.out)
     print(table(doc))
+    if hasattr(mod, "markdown"):
+        print(mod.markdown(doc))
     print(f"written: {path}")
     return 0
 

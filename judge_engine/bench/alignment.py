@@ -20,6 +20,7 @@ backend with ``--backend openai --model ... --base-url ...``.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from pathlib import Path
@@ -44,6 +45,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--base-url", default="")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--db", default="", help="keep the runs in this database (default: a temporary one)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start a new table instead of merging these rows into the previous alignment.json")
 
 
 def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size: int = 6, test_size: int = 6,
@@ -74,7 +77,9 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                                train_size=train_size, test_size=test_size, seed=seed, llm=config)
                 run_id = create_run(store, spec)
                 start = time.perf_counter()
-                row: dict[str, Any] = {"dataset": name, "aspect": aspect, "method": m, "run": run_id}
+                row: dict[str, Any] = {"dataset": name, "aspect": aspect, "method": m, "run": run_id,
+                                       "llm": config.label, "train_size": train_size, "test_size": test_size,
+                                       "seed": seed, "params": overrides.get(m, {})}
                 try:
                     summary = execute_run(store, run_id, llm=llm_factory(store) if llm_factory else None)
                 except Exception as exc:  # one failing method must not hide the others' results
@@ -104,3 +109,57 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                   rows=rows, summary={"runs": len(rows), "failed": sum(1 for r in rows if "error" in r)},
                   notes=["every method of a dataset is scored on the same held-out items (same split)",
                          "the embedded SmolLM2-135M is tiny: compare methods against the baselines, not with papers"])
+
+
+def _key(row: dict[str, Any]) -> tuple:
+    return tuple(json.dumps(row.get(k), sort_keys=True) for k in
+                 ("dataset", "aspect", "method", "llm", "train_size", "test_size", "seed"))
+
+
+def merge(previous: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with the rows of ``previous`` it did not measure again (same dataset, aspect, method,
+    backend, sizes and seed), so a table can be filled by several commands; the new rows come last."""
+    fresh = {_key(r) for r in doc["rows"]}
+    kept = [r for r in previous.get("rows", []) if _key(r) not in fresh]
+    rows = kept + doc["rows"]
+    config = dict(doc["config"], merged_from=previous.get("date"))
+    summary = {"runs": len(rows), "failed": sum(1 for r in rows if "error" in r)}
+    return dict(doc, config=config, rows=rows, summary=summary)
+
+
+def _finite(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _number(value: Any) -> str:
+    value = _finite(value)
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _coefficient(row: dict[str, Any], name: str) -> str:
+    value, ci = _finite(row.get(name)), row.get(f"{name}_ci") or [None, None]
+    if value is None:
+        read = row["n"] - row["parse_failures"]
+        return "n/a (no score read)" if not read else f"n/a (all {read} read scores equal)"
+    text = _number(value)
+    if row["level"] != "sample":
+        text += " (no CI with one group)" if row.get("n_groups") == 1 else f" [{_number(ci[0])}, {_number(ci[1])}]"
+        return f"{text}; sample {_number(row.get(f'sample_{name}'))}"
+    return f"{text} [{_number(ci[0])}, {_number(ci[1])}]"
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The rows as the README's Markdown table (one line per dataset and method)."""
+    lines = ["| dataset (aspect) | method | level | Spearman [95% CI] | Pearson [95% CI] | n | missing "
+             "| calls (cache hits) | seconds |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(doc["rows"], key=lambda r: (DATASETS.index(r["dataset"]) if r["dataset"] in DATASETS else 99,
+                                                r["dataset"], r["method"])):
+        head = f"| {r['dataset']} ({r['aspect']}) | {r['method']} |"
+        if "error" in r:
+            lines.append(f"{head} failed: {r['error']} | | | | | | {r['seconds']:.0f} |")
+            continue
+        groups = r.get("n_groups") or 0
+        level = r["level"] if r["level"] == "sample" else f"{r['level']} ({groups} group{'s' if groups != 1 else ''})"
+        lines.append(f"{head} {level} | {_coefficient(r, 'spearman')} | {_coefficient(r, 'pearson')} | {r['n']} "
+                     f"| {r['parse_failures']} | {r['calls']} ({r['cache_hits']}) | {r['seconds']:.0f} |")
+    return "\n".join(lines)
