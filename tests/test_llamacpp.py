@@ -57,6 +57,28 @@ def test_top_logprobs_give_alternatives_per_position(llm):
     assert llm.complete(QUESTION, GREEDY).logprobs == ()
 
 
+JUDGE = [{"role": "user", "content": (
+    "Rate the coherence of this summary from 1 to 5.\n\nArticle: The city council met on Tuesday to discuss the new "
+    "budget. Members argued about funding for parks, roads and the public library, and a final vote was delayed "
+    "until next month after residents asked for more time to comment.\n\nSummary: The council delayed its budget "
+    "vote to next month so residents could comment on parks, roads and library funding.\n\nCoherence (1-5):")}]
+
+
+def test_a_prompt_scores_the_same_whatever_was_asked_before(llm):
+    """A repeated prompt, or one after a prompt differing only in its last token, reuses the KV cache; its
+    last token must still be computed as in a cold call (a one-token batch gave other logits)."""
+    params = GenerationParams(max_tokens=3, top_logprobs=5)
+    llm.backend._llama.reset()
+    cold = llm.complete(JUDGE, params).logprobs[0]
+    again = llm.complete(JUDGE, params).logprobs[0]
+    variant = [{"role": "user", "content": JUDGE[0]["content"][:-1] + ";"}]
+    llm.complete(variant, params)
+    after_variant = llm.complete(JUDGE, params).logprobs[0]
+    llm.complete(QUESTION, params)
+    after_other = llm.complete(JUDGE, params).logprobs[0]
+    assert again == cold and after_variant == cold and after_other == cold
+
+
 def test_n2_at_temperature_1_returns_two_texts(llm):
     out = llm.complete([{"role": "user", "content": "Name a colour."}],
                        GenerationParams(temperature=1.0, n=2, max_tokens=8))

@@ -16,6 +16,17 @@ call). Every call therefore also holds a machine-wide file lock
 process pauses briefly after each call so that a waiting process gets its
 turn (``flock`` is not fair: a process that calls back to back would
 otherwise keep the lock for as long as it has calls).
+
+A prompt's scores must not depend on what was asked before it. llama.cpp
+computes a batch of one token by another kernel than a longer batch, and
+on SmolLM2 the last prompt token's logits differ by up to 0.6 between the
+two (measured). llama-cpp-python reuses the KV cache of the previous prompt
+and, when a prompt repeats it (a follow-up with other parameters, the n
+samples of one request) or differs only in its last token, evaluates that
+last token alone. The model is therefore loaded as :class:`StablePrefixLlama`,
+which always evaluates the last :data:`MIN_SUFFIX_TOKENS` prompt tokens
+together: a prompt scores the same whatever came before (the suffix is
+computed the same in any batch of two or more tokens, measured bit for bit).
 """
 
 from __future__ import annotations
@@ -38,6 +49,40 @@ _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
 _CALL_LOCKS: dict[tuple[str, int], threading.Lock] = {}
 _WORKERS: dict[tuple[str, int], ThreadPoolExecutor] = {}
+
+
+MIN_SUFFIX_TOKENS = 2
+"""Prompt tokens always evaluated after a reused KV-cache prefix (see the module docstring)."""
+
+_LLAMA_CLASS: Any = None
+
+
+def stable_prefix_llama() -> Any:
+    """``llama_cpp.Llama`` whose reused KV-cache prefix always leaves >= MIN_SUFFIX_TOKENS to evaluate."""
+    global _LLAMA_CLASS
+    if _LLAMA_CLASS is None:
+        from llama_cpp import Llama
+
+        class StablePrefixLlama(Llama):
+            def generate(self, tokens, *args: Any, **kwargs: Any):
+                tokens = list(tokens)
+                if kwargs.get("reset", True) and self.n_tokens > 0:
+                    keep = len(tokens) - MIN_SUFFIX_TOKENS
+                    common = 0
+                    for cached, new in zip(self._input_ids, tokens):
+                        if cached != new:
+                            break
+                        common += 1
+                    # llama-cpp-python re-evaluates len(tokens) - min(common, len(tokens) - 1) tokens
+                    if common > keep:
+                        if keep > 0 and self._ctx.kv_cache_seq_rm(-1, keep, -1):
+                            self.n_tokens = keep
+                        else:
+                            self.reset()
+                return (yield from super().generate(tokens, *args, **kwargs))
+
+        _LLAMA_CLASS = StablePrefixLlama
+    return _LLAMA_CLASS
 
 
 LOCK_ENV = "JUDGE_WORKBENCH_LLAMA_LOCK"
@@ -89,7 +134,7 @@ def load_model(path: Path, n_ctx: int) -> Any:
     with _LOAD_LOCK:
         if key not in _MODELS:
             try:
-                from llama_cpp import Llama
+                Llama = stable_prefix_llama()
             except ImportError as exc:  # pragma: no cover - depends on the install
                 raise BackendUnavailable("llama-cpp-python is not installed: pip install -r requirements.txt") from exc
             if not path.is_file():
