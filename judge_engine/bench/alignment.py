@@ -29,6 +29,8 @@ from typing import Any
 from . import progress_bar, result
 
 DATASETS = ("summeval", "topical_chat", "hanna", "sfres")
+METHOD_ORDER = ("direct", "geval", "hypoeval", "hpss", "active_critic", "hd_eval")
+"""Row order of the Markdown table: the baselines first, then the methods."""
 
 
 def add_arguments(parser) -> None:
@@ -152,8 +154,12 @@ def markdown(doc: dict[str, Any]) -> str:
     """The rows as the README's Markdown table (one line per dataset and method)."""
     lines = ["| dataset (aspect) | method | level | Spearman [95% CI] | Pearson [95% CI] | n | missing "
              "| calls (cache hits) | seconds |", "|---|---|---|---|---|---|---|---|---|"]
-    for r in sorted(doc["rows"], key=lambda r: (DATASETS.index(r["dataset"]) if r["dataset"] in DATASETS else 99,
-                                                r["dataset"], r["method"])):
+    def order(r: dict[str, Any]) -> tuple:
+        rank = METHOD_ORDER.index(r["method"]) if r["method"] in METHOD_ORDER else len(METHOD_ORDER)
+        return (DATASETS.index(r["dataset"]) if r["dataset"] in DATASETS else len(DATASETS), r["dataset"],
+                r.get("llm", ""), rank, r["method"])
+
+    for r in sorted(doc["rows"], key=order):
         head = f"| {r['dataset']} ({r['aspect']}) | {r['method']} |"
         if "error" in r:
             lines.append(f"{head} failed: {r['error']} | | | | | | {r['seconds']:.0f} |")
