@@ -19,11 +19,12 @@ binary is not part of any wheel: build its ``llama-server`` target from the
 llama.cpp sources, e.g. the ``vendor/llama.cpp`` folder of the
 llama-cpp-python sdist, and pass ``--server-binary``). It is restarted for
 each level with ``--parallel`` set to that level, and the plain loop runs
-against the same server, interleaved with the engine. Batched decoding in
-parallel slots may change a greedy reply's last digits of arithmetic, so
-replies are compared with the plain loop's but a difference is reported,
-not taken as a swap; the calls counted at the backend say whether a request
-was lost or duplicated.
+against the same server, interleaved with the engine. Decoding several
+slots in one batch changes the arithmetic slightly (see the embedded
+backend's note on one-token batches), which can change a greedy reply, so
+replies that differ from the plain loop's are counted, not taken as swaps;
+the calls counted at the backend say whether a request was lost or
+duplicated.
 """
 
 from __future__ import annotations
