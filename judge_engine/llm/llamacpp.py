@@ -61,6 +61,7 @@ def stable_prefix_llama() -> Any:
     """``llama_cpp.Llama`` whose reused KV-cache prefix always leaves >= MIN_SUFFIX_TOKENS to evaluate."""
     global _LLAMA_CLASS
     if _LLAMA_CLASS is None:
+        import numpy as np
         from llama_cpp import Llama
 
         class StablePrefixLlama(Llama):
@@ -68,11 +69,9 @@ def stable_prefix_llama() -> Any:
                 tokens = list(tokens)
                 if kwargs.get("reset", True) and self.n_tokens > 0:
                     keep = len(tokens) - MIN_SUFFIX_TOKENS
-                    common = 0
-                    for cached, new in zip(self._input_ids, tokens):
-                        if cached != new:
-                            break
-                        common += 1
+                    n = min(self.n_tokens, len(tokens))
+                    same = np.asarray(self._input_ids[:n]) == np.asarray(tokens[:n])
+                    common = n if same.all() else int(np.argmin(same))
                     # llama-cpp-python re-evaluates len(tokens) - min(common, len(tokens) - 1) tokens
                     if common > keep:
                         if keep > 0 and self._ctx.kv_cache_seq_rm(-1, keep, -1):
