@@ -165,7 +165,8 @@ def markdown(doc: dict[str, Any]) -> str:
             lines.append(f"{head} failed: {r['error']} | | | | | | {r['seconds']:.0f} |")
             continue
         groups = r.get("n_groups") or 0
-        level = r["level"] if r["level"] == "sample" else f"{r['level']} ({groups} group{'s' if groups != 1 else ''})"
+        level = r["level"] if r["level"] == "sample" or not groups else \
+            f"{r['level']} ({groups} group{'s' if groups != 1 else ''})"
         lines.append(f"{head} {level} | {_coefficient(r, 'spearman')} | {_coefficient(r, 'pearson')} | {r['n']} "
                      f"| {r['parse_failures']} | {r['calls']} ({r['cache_hits']}) | {r['seconds']:.0f} |")
     return "\n".join(lines)
