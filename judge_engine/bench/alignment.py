@@ -151,7 +151,8 @@ def _coefficient(row: dict[str, Any], name: str) -> str:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The rows as the README's Markdown table (one line per dataset and method)."""
+    """The rows as the README's Markdown table (one line per dataset and method; the backend is named
+    beside the method when the rows come from several)."""
     lines = ["| dataset (aspect) | method | level | Spearman [95% CI] | Pearson [95% CI] | n | missing "
              "| calls (cache hits) | seconds |", "|---|---|---|---|---|---|---|---|---|"]
     def order(r: dict[str, Any]) -> tuple:
@@ -159,8 +160,10 @@ def markdown(doc: dict[str, Any]) -> str:
         return (DATASETS.index(r["dataset"]) if r["dataset"] in DATASETS else len(DATASETS), r["dataset"],
                 r.get("llm", ""), rank, r["method"])
 
+    several_backends = len({r.get("llm") for r in doc["rows"]}) > 1
     for r in sorted(doc["rows"], key=order):
-        head = f"| {r['dataset']} ({r['aspect']}) | {r['method']} |"
+        method = f"{r['method']} ({r.get('llm')})" if several_backends else r["method"]
+        head = f"| {r['dataset']} ({r['aspect']}) | {method} |"
         if "error" in r:
             lines.append(f"{head} failed: {r['error']} | | | | | | {r['seconds']:.0f} |")
             continue
