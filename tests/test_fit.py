@@ -46,3 +46,14 @@ def test_embedded_model_answers_an_over_long_input_and_the_ledger_counts_it(tmp_
     assert llm.ledger.snapshot()["truncated"] == 1
     again = llm.complete([{"role": "user", "content": prompt}], max_tokens=8)
     assert again.cached and again.truncated_chars == reply.truncated_chars
+
+
+def test_a_prompt_of_many_judged_texts_is_cut_until_it_fits():
+    """A batch of examples (Active-Critic's task inference on long stories) needs many texts shortened."""
+    stories = [fence(f"Story {i}", " ".join(f"s{i}w{j}" for j in range(300))) for i in range(20)]
+    prompt = "Infer the task from these examples.\n\n" + "\n\n".join(stories) + "\n\nAnswer in JSON."
+    out, cut = fit_messages([{"role": "user", "content": prompt}], budget_tokens=1000, count_tokens=words)
+    text = out[0]["content"]
+    assert words(text) + 8 <= 1000 and cut > 0
+    assert text.startswith("Infer the task") and text.endswith("Answer in JSON.")
+    assert all(f"<<<STORY {i}>>>" in text and f"s{i}w0" in text for i in range(20)), "every example keeps its start"

@@ -22,6 +22,9 @@ FENCED = re.compile(r"(<<<(?!END )([^<>\n]+)>>>\n)(.*?)(\n<<<END \2>>>)", re.DOT
 MARK = "[... {n} characters cut to fit the model's context ...]"
 PER_MESSAGE_TOKENS = 8
 """Allowance for the chat template's tokens around each message."""
+MAX_ROUNDS = 500
+"""Cuts tried at most; one round cuts one text, so a prompt of many judged texts (a batch of
+examples) needs a round for each text it shortens."""
 MIN_KEEP = 200
 """Characters of a judged text always kept (half at each end)."""
 
@@ -42,7 +45,7 @@ def fit_messages(messages: list[Message], *, budget_tokens: int,
 
     msgs = [dict(m) for m in messages]
     total_cut = 0
-    for _ in range(12):
+    for _ in range(MAX_ROUNDS):
         used = size(msgs)
         if used <= budget_tokens:
             return msgs, total_cut
