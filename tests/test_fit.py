@@ -57,3 +57,13 @@ def test_a_prompt_of_many_judged_texts_is_cut_until_it_fits():
     assert words(text) + 8 <= 1000 and cut > 0
     assert text.startswith("Infer the task") and text.endswith("Answer in JSON.")
     assert all(f"<<<STORY {i}>>>" in text and f"s{i}w0" in text for i in range(20)), "every example keeps its start"
+
+
+def test_a_text_cut_again_keeps_one_mark_counting_every_cut_and_gets_shorter():
+    text = "Judge this.\n\n" + fence("Story", "x" * 3000) + "\n\nScore:"
+    once, first = fit_messages([{"role": "user", "content": text}], budget_tokens=400,
+                               count_tokens=lambda t: len(t) // 4)
+    twice, second = fit_messages(once, budget_tokens=250, count_tokens=lambda t: len(t) // 4)
+    again = twice[0]["content"]
+    assert len(again) // 4 + 8 <= 250 and len(again) < len(once[0]["content"]) and second > 0
+    assert again.count("characters cut") == 1 and f"[... {first + second} characters cut" in again

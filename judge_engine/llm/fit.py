@@ -29,12 +29,26 @@ MIN_KEEP = 200
 """Characters of a judged text always kept (half at each end)."""
 
 
+CUT = re.compile(re.escape(MARK).replace(re.escape("{n}"), r"(\d+)"))
+
+
 def _cut_middle(text: str, remove: int) -> tuple[str, int]:
-    remove = max(0, min(remove, len(text) - MIN_KEEP))
+    """``text`` without ``remove`` more characters from its middle; a text cut before keeps one mark
+    counting every character cut, so each round shortens it by ``remove`` (the mark does not grow it)."""
+    earlier = CUT.search(text)
+    if earlier:
+        head, tail, before = text[:earlier.start()], text[earlier.end():], int(earlier.group(1))
+    else:
+        half = len(text) // 2
+        head, tail, before = text[:half], text[half:], 0
+    remove = max(0, min(remove, len(head) + len(tail) - MIN_KEEP))
     if remove <= 0:
         return text, 0
-    start = (len(text) - remove) // 2
-    return text[:start] + MARK.format(n=remove) + text[start + remove:], remove
+    from_head = min(len(head), (remove + 1) // 2)
+    from_tail = remove - from_head
+    if from_tail > len(tail):
+        from_head, from_tail = remove - len(tail), len(tail)
+    return head[:len(head) - from_head] + MARK.format(n=before + remove) + tail[from_tail:], remove
 
 
 def fit_messages(messages: list[Message], *, budget_tokens: int,
@@ -50,7 +64,7 @@ def fit_messages(messages: list[Message], *, budget_tokens: int,
         if used <= budget_tokens:
             return msgs, total_cut
         chars = sum(len(m["content"]) for m in msgs)
-        excess_chars = int((used - budget_tokens) * chars / max(used, 1) * 1.15) + 32
+        excess_chars = int((used - budget_tokens) * chars / max(used, 1) * 1.15) + 32 + len(MARK)
         best = None  # (length, message index, match)
         for i, m in enumerate(msgs):
             for match in FENCED.finditer(m["content"]):
