@@ -147,10 +147,18 @@ def test_alignment_markdown_says_why_a_coefficient_is_missing():
     assert "| geval (llamacpp: x) |" in two and "| geval (openai: m @ http://h/v1) |" in two
 
 
-def test_alignment_rejects_an_unknown_method_before_any_work(tmp_path):
-    with pytest.raises(Exception, match="nope"):
+def test_alignment_rejects_an_unknown_method_before_any_work(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
         main(["--out", str(tmp_path), "alignment", "--methods", "nope"])
+    assert info.value.code == 2 and "nope" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_alignment_names_a_params_value_that_is_not_json(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--out", str(tmp_path), "alignment", "--methods", "direct", "--params", "hpss={bad"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "--params 'hpss={bad'" in err and "not JSON" in err and "Traceback" not in err
 
 
 def test_app_pages_are_read_from_the_navigation():

@@ -36,7 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     mod = importlib.import_module(f".{SUBCOMMANDS[args.benchmark]}", __package__)
     options = {k: v for k, v in vars(args).items() if k not in ("out", "benchmark")}
-    doc = mod.run(**options)
+    try:
+        doc = mod.run(**options)
+    except (ValueError, KeyError, RuntimeError) as exc:  # bad options, unknown names, a server that cannot start
+        parser.exit(2, f"python -m judge_engine.bench {args.benchmark}: {exc}\n")
     previous = latest(doc["benchmark"], args.out)
     if hasattr(mod, "merge") and previous is not None and not options.get("fresh"):
         doc = mod.merge(previous, doc)

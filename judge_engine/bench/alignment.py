@@ -63,7 +63,10 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
     overrides = {}
     for item in params or ():
         name, _, blob = item.partition("=")
-        overrides[name] = json.loads(blob)
+        try:
+            overrides[name] = json.loads(blob)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--params {item!r}: the part after '=' is not JSON ({exc})") from None
     for m in methods:
         get_method(m, overrides.get(m, {}))  # unknown names fail before any work
     config = LLMConfig(backend=backend, model=model, base_url=base_url, concurrency=concurrency)
