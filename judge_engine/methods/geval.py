@@ -119,12 +119,10 @@ class GEval(Method):
             meta: dict = {}
             if use_logprobs:
                 positions = reply.logprobs[0] if reply.logprobs else ()
-                score, dist = weighted_score(positions, *scale)
-                source = "logprobs"
-                if dist is None:  # no number chosen: the prompt ends with the score cue, so the
-                    # scale's probabilities at the reply's first position are the score's
-                    score, dist = weighted_score(positions, *scale, first_position=True)
-                    source = "logprobs_first_position"
+                # with no number chosen, the prompt's closing score cue makes the first position the score's
+                score, dist = weighted_score(positions, *scale, first_position=True)
+                chose_number = any((p.get("token") or "").strip().isdigit() for p in positions)
+                source = "logprobs" if chose_number else "logprobs_first_position"
                 if dist is not None:
                     meta = {"source": source, "distribution": {str(k): round(v, 6) for k, v in dist.items()}}
                 else:  # no scale token among the alternatives either: read the text instead
