@@ -60,7 +60,10 @@ __all__ = [
     "Correlation",
     "LevelInfo",
     "MetaEvalReport",
+    "SelectionFitness",
     "correlations",
+    "coverage_adjusted",
+    "selection_fitness",
     "level_correlations",
     "meta_evaluate",
 ]
@@ -280,6 +283,89 @@ def correlations(human: Sequence[float], pred: Sequence[float]) -> dict[str, flo
             "spearman": float(stats.spearmanr(h, p)[0]),
             "kendall": float(stats.kendalltau(h, p, variant="b")[0]),
         }
+
+
+MIN_SELECTION_COVERAGE = 0.8
+"""Share of the items a candidate must score to be selected automatically (see :func:`coverage_adjusted`)."""
+
+
+@dataclass(frozen=True)
+class SelectionFitness:
+    """How a candidate (hypothesis, prompt strategy, demonstration set) did on the items it was tried on.
+
+    Attributes
+    ----------
+    value : float
+        What selection ranks by: ``correlation * coverage``; NaN when the
+        candidate is not eligible (too few items scored, undefined correlation).
+    correlation : float
+        The coefficient on the items it scored (NaN when undefined).
+    coverage : float
+        Share of the items it gave a score for.
+    n_scored, n : int
+        Items scored, items tried.
+    reason : str
+        Why ``value`` is NaN ("" when it is defined).
+    """
+
+    value: float
+    correlation: float
+    coverage: float
+    n_scored: int
+    n: int
+    reason: str = ""
+
+    @property
+    def selectable(self) -> bool:
+        """Whether selection may keep it on its own: eligible and agreeing with the humans (correlation > 0).
+
+        A candidate at or below zero correlation on the training items is never
+        adopted silently; a person may still accept it.
+        """
+        return math.isfinite(self.value) and self.correlation > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": _nan_to_none(self.value), "correlation": _nan_to_none(self.correlation),
+                "coverage": round(self.coverage, 4), "n_scored": self.n_scored, "n": self.n, "reason": self.reason}
+
+
+def coverage_adjusted(correlation: float, n_scored: int, n: int, *,
+                      min_coverage: float = MIN_SELECTION_COVERAGE) -> SelectionFitness:
+    """A candidate's selection fitness: its correlation shrunk by the share of items it failed to score.
+
+    A correlation computed on the items a candidate happened to score says
+    nothing about the items it could not score, so a prompt that parses on 2
+    of 10 items and correlates perfectly there must not beat one that scores
+    all 10 slightly less well. The rule: below ``min_coverage`` (default
+    :data:`MIN_SELECTION_COVERAGE`) a candidate is not eligible (value NaN);
+    above it the fitness is ``correlation * coverage``, as if every unscored
+    item had contributed no agreement at all.
+
+    Examples
+    --------
+    >>> coverage_adjusted(0.9, 2, 10).selectable
+    False
+    >>> coverage_adjusted(0.6, 9, 10).value < coverage_adjusted(0.56, 10, 10).value
+    True
+    """
+    coverage = n_scored / n if n else 0.0
+    if not math.isfinite(correlation):
+        return SelectionFitness(math.nan, math.nan, coverage, n_scored, n,
+                                "no correlation (fewer than 2 items scored, or constant scores)")
+    if coverage < min_coverage:
+        return SelectionFitness(math.nan, correlation, coverage, n_scored, n,
+                                f"scored {n_scored} of {n} items (needs {min_coverage:.0%})")
+    return SelectionFitness(correlation * coverage, correlation, coverage, n_scored, n)
+
+
+def selection_fitness(human: Sequence[float], pred: Sequence[float], *, coefficient: str = "pearson",
+                      min_coverage: float = MIN_SELECTION_COVERAGE) -> SelectionFitness:
+    """:func:`coverage_adjusted` of a sample-level ``coefficient`` (missing predictions are NaN/None)."""
+    if coefficient not in METHODS:
+        raise ValueError(f"coefficient must be one of {METHODS}, not {coefficient!r}")
+    p = _as_float_array(pred, "pred")
+    n_scored = int(np.isfinite(p).sum())
+    return coverage_adjusted(correlations(human, pred)[coefficient], n_scored, len(p), min_coverage=min_coverage)
 
 
 def _group_table(h: np.ndarray, p: np.ndarray, g: np.ndarray, n_groups: int) -> np.ndarray:

@@ -141,7 +141,10 @@ class Verdict:
     raw: str = ""
     """The raw reply (or replies) the score was parsed from."""
     metadata: dict[str, Any] = field(default_factory=dict)
-    """Method-specific extras (e.g. the probability distribution over the scale)."""
+    """Method-specific extras (e.g. the probability distribution over the scale). Keys every method uses
+    alike: ``source`` (how the score was read: ``json``, ``text``, ``logprobs``, ``logprobs_first_position``,
+    ``sampling``, ``missing``), ``missing_reason`` (why a missing score is missing, in words) and
+    ``imputed_criteria`` (criteria whose score was filled in rather than read)."""
 
     @property
     def missing(self) -> bool:

@@ -74,7 +74,7 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     bank = next(f for f in frames if "times evaluated" in f.columns)
     assert "selected" in set(bank["status"]) and any(t.startswith("GOOD") for t in bank["hypothesis"])
     selected = next(f for f in frames if list(f.columns)[:3] == ["key", "origin", "train pearson"])
-    assert selected["hypothesis"].iloc[0].startswith("GOOD") and selected["train pearson"].iloc[0] == 1.0
+    assert selected["hypothesis"].iloc[0].startswith("GOOD") and selected["train pearson"].iloc[0] == pytest.approx(1.0)
     assert any(f.columns[0] == "level" for f in frames), "test correlation table"
 
     store = Store(db)

@@ -20,6 +20,12 @@ Message = dict[str, str]
 BACKEND_NAMES = ("llamacpp", "openai", "vllm")
 """Backends a user can choose. ``fake`` exists for unit tests only and is never offered."""
 
+STRUCTURED_MODES = ("auto", "json_schema", "json_object", "guided_json", "off")
+"""How a JSON schema is sent: ``json_schema`` = OpenAI's ``response_format`` (OpenAI, vLLM, Ollama);
+``json_object`` = ``response_format`` of type json_object carrying a ``schema`` (llama_cpp.server);
+``guided_json`` = vLLM's extra body field; ``off`` = never (free-text parsing only); ``auto`` = the
+backend's native mechanism (a grammar in-process) or the first mode the server accepts."""
+
 
 class LLMError(RuntimeError):
     """A backend failed in a way a user can act on; the message says how."""
@@ -54,6 +60,8 @@ class LLMConfig:
     """Retries with exponential backoff on connection errors, 429 and 5xx."""
     n_ctx: int = 4096
     """Context window for the embedded llama.cpp model."""
+    structured: str = "auto"
+    """How a request's JSON schema reaches the server (see :data:`STRUCTURED_MODES`); ``off`` = free text only."""
     price_prompt_per_1k: float = 0.0
     """Dollars per 1,000 prompt tokens, for the cost ledger (0 = free)."""
     price_completion_per_1k: float = 0.0
@@ -87,6 +95,10 @@ class GenerationParams:
     """Alternatives returned per position for the first tokens (0 = no logprobs)."""
     sample_index: int = 0
     """Distinguishes repeated stochastic draws of the same prompt in the cache; never sent."""
+    json_schema: str = ""
+    """The reply's JSON schema as canonical JSON text (:func:`judge_engine.structured.as_param`); empty = free text.
+    A backend constrains the reply to it by its native mechanism, or sends the prompt unchanged where the
+    server supports none (the caller then parses the free text)."""
 
     def cache_fields(self) -> dict[str, Any]:
         # a shallow copy: every field is a number or a tuple of strings (asdict's deep copy was a third of
@@ -95,6 +107,8 @@ class GenerationParams:
         d["stop"] = list(self.stop)
         if self.n == 1 and self.temperature == 0:
             d.pop("sample_index")  # greedy single draws are the same whatever the index
+        if not self.json_schema:
+            d.pop("json_schema")  # free-text requests keep the keys they had before schemas existed
         return d
 
     def with_(self, **changes: Any) -> "GenerationParams":

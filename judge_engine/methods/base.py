@@ -116,6 +116,18 @@ class Method:
         return f"{type(self).__name__}({args})"
 
 
+def judge_warning(code: str, message: str, count: int | None = None) -> dict[str, Any]:
+    """A fit-time warning for ``Judge.state["warnings"]``, shown in the run's summary.
+
+    ``code`` is stable for programs (``empty_bank``, ``no_criteria``, ``no_children``, ...); ``message``
+    says in words what happened and what it means for the judge; ``count`` how often, where it counts.
+    """
+    out: dict[str, Any] = {"code": code, "message": message}
+    if count is not None:
+        out["count"] = int(count)
+    return out
+
+
 METHODS: dict[str, type[Method]] = {}
 
 

@@ -1,0 +1,175 @@
+"""The JSON schemas of every structured reply the methods ask for, and reading replies back.
+
+A method that wants a structured reply builds its schema here and passes
+``as_param(schema)`` as :attr:`GenerationParams.json_schema`; the backend
+constrains decoding to it (a grammar in llama.cpp, ``response_format`` on an
+OpenAI-compatible server, guided decoding in vLLM) or, where a server
+supports none, sends the prompt unchanged. Either way the reply is read with
+:func:`read_json`, and only when that gives nothing does the method fall back
+to its free-text parser: structure is the main path, regular expressions the
+fallback.
+
+Every schema carries a ``title`` naming the kind of reply (the constants
+below). The title is part of the request (and so of the cache key), and it
+lets tests and the simulated judge of the benchmarks recognise which step of
+which method asked, without reading the prompt's wording.
+
+Scores are enums of the scale's integers rather than ``minimum``/``maximum``:
+every mechanism in use (llama.cpp's schema-to-grammar converter, OpenAI's
+strict mode, vLLM's guided decoding) supports ``enum``, and the score's digit
+then comes within the first few tokens, where its top alternatives are
+returned for probability-weighted scoring.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .parsing import parse_json_object
+
+SCORE = "score"
+"""``{"score": N}`` (optionally with an explanation): every score reply."""
+GEVAL_STEPS = "geval_steps"
+"""``{"steps": [str, ...]}``: G-Eval's auto chain-of-thought."""
+HYPOTHESES = "hypoeval_hypotheses"
+"""``{"hypotheses": [str, ...]}``: HypoEval's generation and refinement."""
+YES_NO = "yes_no"
+"""``{"answer": "yes" | "no"}``: HypoEval's repetition check and other yes/no questions."""
+DECOMPOSITION = "hd_eval_decomposition"
+"""``{"children": [{"name", "definition"}, ...]}``: HD-Eval's criterion decomposition."""
+TASK_DESCRIPTION = "active_critic_task"
+"""``{"task_description": str}``: Active-Critic's inferred task."""
+CRITERIA = "active_critic_criteria"
+"""``{"criteria": [{"name", "definition"}, ...]}``: Active-Critic's inferred criteria."""
+EXPLAINED_SCORES = "active_critic_explained_scores"
+"""Per-criterion scores with explanations and an explained overall score (Active-Critic)."""
+HPSS_CRITERIA = "hpss_criteria"
+"""``{"criteria": [str, ...]}``: HPSS's generated evaluation criteria."""
+HPSS_METRICS = "hpss_metrics"
+"""``{"questions": [str, ...]}``: HPSS's generated metric questions."""
+HPSS_REFERENCE = "hpss_reference"
+"""``{"reference": str}``: HPSS's self-generated reference."""
+
+REPLY_KINDS = (SCORE, GEVAL_STEPS, HYPOTHESES, YES_NO, DECOMPOSITION, TASK_DESCRIPTION, CRITERIA,
+               EXPLAINED_SCORES, HPSS_CRITERIA, HPSS_METRICS, HPSS_REFERENCE)
+
+
+def as_param(schema: dict[str, Any] | None) -> str:
+    """Canonical JSON text of ``schema`` for :attr:`GenerationParams.json_schema` ("" for None)."""
+    if not schema:
+        return ""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def schema_of(param: str) -> dict[str, Any] | None:
+    """The schema a :attr:`GenerationParams.json_schema` value carries (None for free text)."""
+    return json.loads(param) if param else None
+
+
+def kind_of(param: str) -> str:
+    """The reply kind (schema title) of a request's ``json_schema`` ("" for free text)."""
+    schema = schema_of(param)
+    return str(schema.get("title", "")) if schema else ""
+
+
+def _object(title: str, properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:
+    return {"title": title, "type": "object", "properties": properties,
+            "required": list(required if required is not None else properties), "additionalProperties": False}
+
+
+def _string(min_length: int = 1, max_length: int = 400) -> dict[str, Any]:
+    return {"type": "string", "minLength": min_length, "maxLength": max_length}
+
+
+def score_value(low: float, high: float, *, integer: bool = True) -> dict[str, Any]:
+    """The schema of one score on ``[low, high]``: an enum of the integers, or a bounded number."""
+    if integer:
+        return {"type": "integer", "enum": list(range(int(low), int(high) + 1))}
+    return {"type": "number", "minimum": low, "maximum": high}
+
+
+def score_schema(low: float, high: float, *, integer: bool = True, explanation: str | None = None,
+                 explanation_max: int = 600, title: str = SCORE) -> dict[str, Any]:
+    """``{"score": N}`` on the scale; ``explanation="before"`` reasons first, ``"after"`` justifies after.
+
+    Reasoning first keeps chain-of-thought prompts faithful; score first puts
+    the digit where its logprobs are returned (probability-weighted scores).
+    """
+    score = {"score": score_value(low, high, integer=integer)}
+    if explanation is None:
+        return _object(title, score)
+    why = {"explanation": _string(1, explanation_max)}
+    if explanation == "before":
+        return _object(title, {**why, **score})
+    if explanation == "after":
+        return _object(title, {**score, **why})
+    raise ValueError(f"explanation must be None, 'before' or 'after', not {explanation!r}")
+
+
+def string_list_schema(title: str, key: str, *, min_items: int, max_items: int, min_length: int = 1,
+                       max_length: int = 400) -> dict[str, Any]:
+    """``{key: [str, ...]}`` with ``min_items``..``max_items`` strings of bounded length."""
+    return _object(title, {key: {"type": "array", "items": _string(min_length, max_length),
+                                 "minItems": min_items, "maxItems": max_items}})
+
+
+def text_schema(title: str, key: str, *, min_length: int = 1, max_length: int = 1200) -> dict[str, Any]:
+    """``{key: str}``: one bounded text (a task description, a reference)."""
+    return _object(title, {key: _string(min_length, max_length)})
+
+
+def yes_no_schema(title: str = YES_NO) -> dict[str, Any]:
+    """``{"answer": "yes" | "no"}``."""
+    return _object(title, {"answer": {"type": "string", "enum": ["yes", "no"]}})
+
+
+def named_items_schema(title: str, key: str, *, min_items: int, max_items: int, name_max: int = 80,
+                       definition_max: int = 400) -> dict[str, Any]:
+    """``{key: [{"name": str, "definition": str}, ...]}``: criteria, sub-criteria."""
+    item = _object("item", {"name": _string(1, name_max), "definition": _string(1, definition_max)})
+    item.pop("title")
+    return _object(title, {key: {"type": "array", "items": item, "minItems": min_items, "maxItems": max_items}})
+
+
+def object_schema(title: str, properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:
+    """A closed object of ``properties`` (all required unless ``required`` says otherwise)."""
+    return _object(title, properties, required)
+
+
+@dataclass(frozen=True)
+class StructuredReading:
+    """What :func:`read_json` made of a reply."""
+
+    value: Any
+    """The reply's JSON value when it satisfies the schema, else None."""
+    error: str = ""
+    """Why it was not read (no JSON found, or the first schema violation), "" when it was."""
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def read_json(text: str, schema: dict[str, Any]) -> StructuredReading:
+    """Read a reply as JSON that satisfies ``schema``.
+
+    A constrained reply is the JSON itself; a free-text reply may still hold a
+    JSON object (also in a fenced block), found by
+    :func:`judge_engine.parsing.parse_json_object`. A reply cut off by its
+    token limit, or JSON that breaks the schema (a score off the scale, too
+    few items), is not read: the error names why, and the caller falls back
+    to its free-text parser or records the item as missing.
+    """
+    import jsonschema
+
+    value = parse_json_object(text or "")
+    if value is None:
+        return StructuredReading(None, "no JSON in the reply")
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "reply"
+        return StructuredReading(None, f"{where}: {exc.message[:200]}")
+    return StructuredReading(value)

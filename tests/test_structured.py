@@ -1,0 +1,71 @@
+"""Schemas of structured replies, reading replies against them, and coverage-aware selection fitness."""
+
+import json
+import math
+
+import pytest
+
+from judge_engine import structured
+from judge_engine.llm import GenerationParams
+from judge_engine.metrics import coverage_adjusted, selection_fitness
+
+
+def test_score_schema_reads_a_score_on_the_scale_and_refuses_one_off_it():
+    schema = structured.score_schema(1, 5)
+    assert structured.read_json('{"score": 4}', schema).value == {"score": 4}
+    off = structured.read_json('{"score": 7}', schema)
+    assert not off.ok and "score" in off.error
+    assert structured.read_json("I would say 4", schema).error == "no JSON in the reply"
+
+
+def test_explanation_order_follows_the_request():
+    before = structured.score_schema(1, 5, explanation="before")
+    after = structured.score_schema(1, 5, explanation="after")
+    assert list(before["properties"]) == ["explanation", "score"]
+    assert list(after["properties"]) == ["score", "explanation"]
+    with pytest.raises(ValueError):
+        structured.score_schema(1, 5, explanation="middle")
+
+
+def test_list_schemas_bound_their_items():
+    schema = structured.string_list_schema(structured.HYPOTHESES, "hypotheses", min_items=2, max_items=3,
+                                           max_length=20)
+    assert structured.read_json('{"hypotheses": ["clear", "short"]}', schema).ok
+    assert not structured.read_json('{"hypotheses": ["clear"]}', schema).ok  # too few
+    assert not structured.read_json('{"hypotheses": ["' + "x" * 21 + '", "a"]}', schema).ok  # too long
+    named = structured.named_items_schema(structured.CRITERIA, "criteria", min_items=1, max_items=2)
+    assert structured.read_json('```json\n{"criteria": [{"name": "A", "definition": "d"}]}\n```', named).ok
+    assert not structured.read_json('{"criteria": [{"name": "A"}]}', named).ok
+
+
+def test_the_schema_travels_as_canonical_text_and_names_its_kind():
+    schema = structured.yes_no_schema()
+    param = structured.as_param(schema)
+    assert json.loads(param) == schema and structured.kind_of(param) == structured.YES_NO
+    assert structured.as_param(None) == "" and structured.kind_of("") == ""
+
+
+def test_a_schema_changes_the_cache_key_and_free_text_keys_stay_as_they_were():
+    plain = GenerationParams(max_tokens=8)
+    assert "json_schema" not in plain.cache_fields()
+    constrained = plain.with_(json_schema=structured.as_param(structured.score_schema(1, 5)))
+    assert constrained.cache_fields()["json_schema"] == constrained.json_schema
+
+
+def test_a_candidate_that_scores_few_items_cannot_beat_one_that_scores_all():
+    # 2 of 10 scored, perfect there; 10 of 10 scored, slightly lower
+    few = selection_fitness([1, 2, 3, 4, 5, 1, 2, 3, 4, 5],
+                            [1, 2] + [math.nan] * 8)
+    full = selection_fitness([1, 2, 3, 4, 5, 1, 2, 3, 4, 5],
+                             [1, 2, 3, 4, 4, 1, 2, 3, 5, 5])
+    assert few.correlation > full.correlation
+    assert not few.selectable and math.isnan(few.value) and "2 of 10" in few.reason
+    assert full.selectable and full.value > 0
+
+
+def test_coverage_shrinks_fitness_and_non_positive_correlation_is_never_selectable():
+    assert coverage_adjusted(0.6, 9, 10).value == pytest.approx(0.54)
+    assert coverage_adjusted(0.6, 9, 10).value < coverage_adjusted(0.56, 10, 10).value
+    assert not coverage_adjusted(-0.3, 10, 10).selectable
+    assert not coverage_adjusted(0.0, 10, 10).selectable
+    assert not coverage_adjusted(math.nan, 10, 10).selectable
