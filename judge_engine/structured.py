@@ -173,3 +173,37 @@ def read_json(text: str, schema: dict[str, Any]) -> StructuredReading:
         where = "/".join(str(p) for p in exc.absolute_path) or "reply"
         return StructuredReading(None, f"{where}: {exc.message[:200]}")
     return StructuredReading(value)
+
+
+@dataclass(frozen=True)
+class ScoreReading:
+    """A score read from one reply, and how."""
+
+    score: float
+    """On the judge's scale; NaN when the reply gave none."""
+    source: str
+    """``json`` (the structured reply), ``text`` (the free-text fallback) or ``missing``."""
+    reason: str = ""
+    """Why the score is missing ("" when it was read)."""
+
+
+def read_score(text: str, low: float, high: float, *, schema: dict[str, Any] | None = None,
+               key: str = "score") -> ScoreReading:
+    """A score reply read as JSON of ``schema`` first (default: :func:`score_schema`), free text second.
+
+    The fallback is :func:`judge_engine.parsing.parse_score` (``[[N]]``,
+    a labelled overall score, a reply that starts with its number). A reply
+    that gives neither is missing, with the JSON reading's error as the reason.
+    """
+    import math
+
+    from .parsing import parse_score
+
+    reading = read_json(text, schema or score_schema(low, high))
+    if reading.ok and key in reading.value:
+        return ScoreReading(float(reading.value[key]), "json")
+    value = parse_score(text, low, high, key=key)
+    if not math.isnan(value):
+        return ScoreReading(value, "text")
+    why = "empty reply" if not (text or "").strip() else f"no score on the {low:g}-{high:g} scale ({reading.error})"
+    return ScoreReading(math.nan, "missing", why)

@@ -9,7 +9,9 @@ import pytest
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import METHODS, GEval, Judge, get_method
-from judge_engine.prompting import TaskInfo
+from judge_engine.prompting import TaskInfo, judge_scale, to_aspect_range
+from judge_engine.structured import kind_of
+from tests.scripted import scripted_llm
 
 
 def fake_llm(store, reply="[[3]]", logprobs=False):
@@ -39,8 +41,9 @@ def test_params_are_stored_verbatim_and_keyword_only(name):
 def test_fit_leaves_the_method_unchanged_and_judge_round_trips(name, store, tiny_dataset):
     method = get_method(name)
     before = copy.deepcopy(method.__dict__)
-    _, judge, llm, _ = _fit(name, store, tiny_dataset)
-    assert method.__dict__ == before or get_method(name).__dict__ == before
+    llm, _ = scripted_llm(store)
+    judge = method.fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    assert method.__dict__ == before  # the very instance that was fitted: parameters stored verbatim, untouched
     again = Judge.from_json(judge.to_json())
     assert again == judge
     verdicts = again.score(tiny_dataset.samples[6:], llm=llm)
@@ -48,11 +51,36 @@ def test_fit_leaves_the_method_unchanged_and_judge_round_trips(name, store, tiny
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
-def test_same_inputs_give_the_same_scores(name, store, tiny_dataset):
-    _, judge, llm, _ = _fit(name, store, tiny_dataset)
+def test_same_inputs_give_the_same_scores(name, tiny_dataset):
+    # no cache: both scorings reach the backend, so equal scores come from the method, not from a stored reply
+    llm, backend = scripted_llm()
+    judge = get_method(name).fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm,
+                                 task=TaskInfo.of(tiny_dataset))
+    calls = len(backend.calls)
     a = judge.score(tiny_dataset.samples[6:], llm=llm)
+    between = len(backend.calls)
     b = judge.score(tiny_dataset.samples[6:], llm=llm)
-    assert [v.score for v in a] == [v.score for v in b]
+    assert between > calls and len(backend.calls) - between == between - calls
+    assert [v.score for v in b] == pytest.approx([v.score for v in a], nan_ok=True)
+    assert any(not v.missing for v in a)
+
+
+def _completions(calls) -> int:
+    return sum(params.n for _, params in calls)
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_the_estimate_is_an_upper_bound_of_the_calls_made(name, tiny_dataset):
+    llm, backend = scripted_llm()  # no cache: every request the method makes reaches the backend
+    method = get_method(name)
+    train, test = tiny_dataset.samples[:6], tiny_dataset.samples[6:]
+    estimate = method.estimate_calls(len(train), len(test))
+    judge = method.fit(train, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    fitted = _completions(backend.calls)
+    judge.score(test, llm=llm)
+    scored = _completions(backend.calls) - fitted
+    assert fitted <= estimate["fit"], f"fit made {fitted} completions, estimated {estimate['fit']}"
+    assert scored <= estimate["score"], f"scoring made {scored} completions, estimated {estimate['score']}"
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))
@@ -102,12 +130,17 @@ def test_geval_uses_logprob_expectation_when_available(store, tiny_dataset):
 class _EchoingBackend(FakeBackend):
     """Scores by echoing the prompt's fence first; the scale's digits are only alternatives there."""
 
+    def __init__(self, *args, scale_mass=0.8, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.scale_mass = scale_mass
+
     def generate(self, messages, params):
         done = super().generate(messages, params)
         if not params.top_logprobs:
             return done
-        first = {"token": "<<", "logprob": math.log(0.5),
-                 "top": {"<<": math.log(0.5), "2": math.log(0.3), "4": math.log(0.1), "The": math.log(0.1)}}
+        m = self.scale_mass  # split 3:1 between "2" and "4"
+        first = {"token": "<<", "logprob": math.log(1 - m),
+                 "top": {"<<": math.log(1 - m), "2": math.log(0.75 * m), "4": math.log(0.25 * m)}}
         return dataclasses.replace(done, texts=("<<<DIALOGUE",), logprobs=((first, {"token": "<", "logprob": 0.0,
                                                                                       "top": {"<": 0.0}}),))
 
@@ -119,7 +152,37 @@ def test_geval_reads_the_first_position_when_the_reply_chose_no_number(store, ti
     [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
     # renormalised over the scale: 0.75 on 2 and 0.25 on 4 -> 2.5 on the 1-5 scale
     assert v.score == pytest.approx(2.5) and v.metadata["source"] == "logprobs_first_position"
-    assert v.metadata["distribution"] == {"2": 0.75, "4": 0.25} and v.raw == "<<<DIALOGUE"
+    assert v.metadata["distribution"] == pytest.approx({"2": 0.75, "4": 0.25}) and v.raw == "<<<DIALOGUE"
+
+
+def test_geval_first_position_with_little_mass_on_the_scale_is_missing_and_says_why(store, tiny_dataset):
+    backend = _EchoingBackend(lambda m, p: "1. Read." if "procedure" in m[0]["content"] else "", logprobs=True,
+                              scale_mass=0.2)
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    judge = GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
+    assert v.missing and v.metadata["source"] == "missing"
+    assert "20%" in v.metadata["missing_reason"]
+
+
+def test_scores_are_asked_for_as_json_and_read_from_it(store, tiny_dataset):
+    def responder(messages, params):
+        if "procedure" in messages[0]["content"]:
+            return '{"steps": ["Read it.", "Check the facts.", "Rate it."]}'
+        assert kind_of(params.json_schema) == "score"
+        return '{"score": 2}'
+
+    for name in ("direct", "geval"):
+        llm, backend = fake_llm(store, responder)
+        judge = get_method(name).fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
+        assert v.metadata["source"] in ("json", "sampling") and not v.missing
+        if name == "geval":
+            assert judge.state["steps"].startswith("1. Read it.\n2. Check the facts.")
+            assert v.metadata["samples"][0] == pytest.approx(2.0)  # fake has no logprobs: sampled
+        else:
+            aspect = tiny_dataset.aspects[0]
+            assert v.score == pytest.approx(to_aspect_range(2.0, judge_scale(aspect), aspect))
 
 
 def test_geval_samples_n_replies_without_logprobs(store, tiny_dataset):

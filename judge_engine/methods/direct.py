@@ -2,7 +2,9 @@
 
 One prompt per sample with the aspect's definition, a whole-number answer on
 the aspect's scale, greedy decoding. Nothing is learned from the training
-samples; ``fit`` only fixes the prompt.
+samples; ``fit`` only fixes the prompt. The reply is asked for as JSON
+(``{"score": N}``, the scale's integers only); a server that cannot constrain
+its reply is read by the free-text fallback.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..llm import LLM, GenerationParams, Request
-from ..parsing import parse_score
+from ..structured import as_param, read_score, score_schema
 from ..prompting import TaskInfo, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from .base import EventSink, Interval, Judge, Method, Progress, register
@@ -35,7 +37,7 @@ class DirectScoring(Method):
     temperature : float, default=0.0
         Greedy decoding, as the baselines in the four papers.
     max_tokens : int, default=32
-        The answer is a short ``[[N]]``.
+        The answer is a short ``{"score": N}``.
     """
 
     name = "direct"
@@ -59,13 +61,16 @@ class DirectScoring(Method):
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
         aspect, task = judge.aspect_record, judge.task_info
-        params = GenerationParams(temperature=judge.params["temperature"], max_tokens=judge.params["max_tokens"])
+        scale = judge_scale(aspect)
+        schema = score_schema(*scale)
+        params = GenerationParams(temperature=judge.params["temperature"], max_tokens=judge.params["max_tokens"],
+                                  json_schema=as_param(schema))
         requests = [Request(({"role": "user", "content": direct_prompt(s, aspect, task)},), params) for s in samples]
         replies = llm.complete_many(requests, progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
-        scale = judge_scale(aspect)
         verdicts = []
         for sample, reply in zip(samples, replies):
-            raw = parse_score(reply.text, *scale)
-            verdicts.append(Verdict(sample_id=sample.id, aspect=aspect.name, score=to_aspect_range(raw, scale, aspect),
-                                    raw=reply.text))
+            reading = read_score(reply.text, *scale, schema=schema)
+            meta = {"source": reading.source, **({"missing_reason": reading.reason} if reading.reason else {})}
+            verdicts.append(Verdict(sample_id=sample.id, aspect=aspect.name,
+                                    score=to_aspect_range(reading.score, scale, aspect), raw=reply.text, metadata=meta))
         return verdicts

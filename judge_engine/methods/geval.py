@@ -1,13 +1,16 @@
 """G-Eval (Liu et al., 2023): auto chain-of-thought steps, probability-weighted score.
 
 ``fit`` asks the LLM once for evaluation steps from the aspect definition
-(auto-CoT). Scoring puts the steps in a form-filling prompt and takes the
-expectation of the score over the scale's tokens from the first score
-token's top logprobs; when the reply chose no number (it began by echoing
-the prompt, say), from the scale tokens among its first position's
-alternatives, since the prompt ends with the score cue (source
-``logprobs_first_position``). Where the backend returns no logprobs, the
-score is the mean of ``n_samples`` sampled replies, as in the paper (n = 20).
+(auto-CoT), as a JSON list. Scoring puts the steps in a form-filling prompt
+whose reply is constrained to ``{"score": N}``, and takes the expectation of
+the score over the scale's tokens from the score token's top logprobs. When
+the reply chose no number (a server that cannot constrain replies, a reply
+that began by echoing the prompt), the scale tokens among its first
+position's alternatives are read instead, since the prompt ends with the
+score cue (source ``logprobs_first_position``), but only when they hold
+enough of the probability there (:data:`judge_engine.parsing.MIN_FIRST_POSITION_MASS`).
+Where the backend returns no logprobs, the score is the mean of
+``n_samples`` sampled replies, as in the paper (n = 20).
 
 References
 ----------
@@ -21,7 +24,8 @@ import math
 from typing import Sequence
 
 from ..llm import LLM, GenerationParams, Request
-from ..parsing import mean_ignoring_missing, parse_score, weighted_score
+from ..parsing import mean_ignoring_missing, read_weighted
+from ..structured import GEVAL_STEPS, as_param, read_json, read_score, score_schema, string_list_schema
 from ..prompting import TaskInfo, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from .base import EventSink, Interval, Judge, Method, Options, Progress, register
@@ -30,13 +34,29 @@ GEVAL_STEPS_TEMPLATE = load_template("geval_steps")
 GEVAL_SCORE_TEMPLATE = load_template("geval_score")
 
 
-def generate_steps(aspect: Aspect, task: TaskInfo, *, llm: LLM, max_tokens: int) -> str:
-    """Auto-CoT: evaluation steps written by the LLM from the aspect definition (one cached call)."""
+STEPS_SCHEMA = string_list_schema(GEVAL_STEPS, "steps", min_items=3, max_items=5, min_length=3, max_length=240)
+"""3 to 5 evaluation steps, as the steps prompt asks."""
+
+SCORE_MAX_TOKENS = 12
+"""Room for ``{"score": N}`` (about six tokens) and a little slack."""
+
+
+def generate_steps(aspect: Aspect, task: TaskInfo, *, llm: LLM, max_tokens: int) -> tuple[str, str]:
+    """Auto-CoT: evaluation steps written by the LLM from the aspect definition (one cached call).
+
+    Returns the steps as a numbered list and how they were read (``json``, or
+    ``text`` when the reply was not the JSON asked for and is used as written).
+    """
     low, high = judge_scale(aspect)
     prompt = GEVAL_STEPS_TEMPLATE.render(task=task.task, output_label_lower=task.output_label.lower(),
                                          aspect_name=aspect.name, aspect_definition=aspect.definition or aspect.name,
                                          low=low, high=high)
-    return llm.complete([{"role": "user", "content": prompt}], GenerationParams(max_tokens=max_tokens)).text.strip()
+    reply = llm.complete([{"role": "user", "content": prompt}],
+                         GenerationParams(max_tokens=max_tokens, json_schema=as_param(STEPS_SCHEMA))).text
+    reading = read_json(reply, STEPS_SCHEMA)
+    if reading.ok:
+        return "\n".join(f"{i}. {step.strip()}" for i, step in enumerate(reading.value["steps"], 1)), "json"
+    return reply.strip(), "text"
 
 
 def geval_prompt(sample: Sample, aspect: Aspect, task: TaskInfo, steps: str) -> str:
@@ -87,9 +107,9 @@ class GEval(Method):
         self._validate_params()
         if progress:
             progress(0, 1, "generating evaluation steps")
-        steps = generate_steps(aspect, task, llm=llm, max_tokens=self.steps_max_tokens)
+        steps, read_as = generate_steps(aspect, task, llm=llm, max_tokens=self.steps_max_tokens)
         if log:
-            log("steps_generated", {"steps": steps})
+            log("steps_generated", {"steps": steps, "read_as": read_as})
         if progress:
             progress(1, 1, "generating evaluation steps")
         scoring = self.scoring
@@ -99,7 +119,10 @@ class GEval(Method):
                      state={"steps": steps, "scoring": scoring})
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
-        return {"fit": 1, "score": n_test}
+        """Completions asked for: one for the steps, then one per item, or ``n_samples`` per item when scores
+        are sampled (``auto`` samples on a backend without logprobs, so its bound counts the samples)."""
+        per_item = 1 if self.scoring == "logprobs" else self.n_samples
+        return {"fit": 1, "score": n_test * per_item}
 
     @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
@@ -107,33 +130,42 @@ class GEval(Method):
         aspect, task, p = judge.aspect_record, judge.task_info, judge.params
         scale = judge_scale(aspect)
         use_logprobs = judge.state["scoring"] == "logprobs"
+        schema = score_schema(*scale)
         if use_logprobs:
-            params = GenerationParams(max_tokens=6, top_logprobs=p["top_logprobs"])
+            params = GenerationParams(max_tokens=SCORE_MAX_TOKENS, top_logprobs=p["top_logprobs"],
+                                      json_schema=as_param(schema))
         else:
-            params = GenerationParams(max_tokens=6, temperature=p["temperature"], n=p["n_samples"])
+            params = GenerationParams(max_tokens=SCORE_MAX_TOKENS, temperature=p["temperature"], n=p["n_samples"],
+                                      json_schema=as_param(schema))
         requests = [Request(({"role": "user", "content": geval_prompt(s, aspect, task, judge.state["steps"])},),
                             params) for s in samples]
         replies = llm.complete_many(requests, progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
         verdicts = []
         for sample, reply in zip(samples, replies):
-            meta: dict = {}
             if use_logprobs:
-                positions = reply.logprobs[0] if reply.logprobs else ()
-                # with no number chosen, the prompt's closing score cue makes the first position the score's
-                score, dist = weighted_score(positions, *scale, first_position=True)
-                chose_number = any((p.get("token") or "").strip().isdigit() for p in positions)
-                source = "logprobs" if chose_number else "logprobs_first_position"
-                if dist is not None:
-                    meta = {"source": source, "distribution": {str(k): round(v, 6) for k, v in dist.items()}}
-                else:  # no scale token among the alternatives either: read the text instead
-                    score = parse_score(reply.text, *scale)
-                    meta = {"source": "text" if not math.isnan(score) else "missing"}
+                score, meta = _read_logprobs_reply(reply.text, reply.logprobs[0] if reply.logprobs else (), scale)
                 raw = reply.text
             else:
-                values = [parse_score(t, *scale) for t in reply.texts]
+                readings = [read_score(t, *scale, schema=schema) for t in reply.texts]
+                values = [r.score for r in readings]
                 score = mean_ignoring_missing(values)
                 meta = {"source": "sampling", "samples": [None if math.isnan(v) else v for v in values]}
+                if math.isnan(score):
+                    meta["missing_reason"] = f"none of the {len(values)} sampled replies gave a score"
                 raw = "\n---\n".join(reply.texts)
             verdicts.append(Verdict(sample_id=sample.id, aspect=aspect.name,
                                     score=to_aspect_range(score, scale, aspect), raw=raw, metadata=meta))
         return verdicts
+
+
+def _read_logprobs_reply(text: str, positions, scale: tuple[int, int]) -> tuple[float, dict]:
+    """The weighted score of one reply, where it was read, and why it is missing when it is."""
+    # with no number chosen, the prompt's closing score cue makes the first position the score's
+    reading = read_weighted(positions, *scale, first_position=True)
+    if reading.distribution is not None:
+        return reading.score, {"source": reading.source,
+                               "distribution": {str(k): round(v, 6) for k, v in reading.distribution.items()}}
+    stated = read_score(text, *scale)  # no usable distribution: the number the reply states, if any
+    if not math.isnan(stated.score):
+        return stated.score, {"source": stated.source}
+    return math.nan, {"source": "missing", "missing_reason": reading.missing_reason or stated.reason}

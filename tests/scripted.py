@@ -1,0 +1,62 @@
+"""A scripted LLM for contract tests: any request that carries a JSON schema gets a valid instance of it.
+
+Unit tests of one method script their replies by hand; the tests that hold
+every method to the same contract need replies that satisfy whatever each
+step asks for, without knowing the step. The instance is deterministic in
+(the schema, the prompt), so the same request always gets the same reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.structured import schema_of
+
+WORDS = ("clarity", "accuracy", "detail", "relevance", "fluency", "coverage", "tone", "structure", "focus", "depth")
+
+
+def schema_instance(schema: dict[str, Any], seed: int, path: str = "") -> Any:
+    """A value valid under ``schema`` (the subset of JSON Schema that judge_engine.structured builds)."""
+    if "enum" in schema:
+        values = schema["enum"]
+        return values[seed % len(values)]
+    kind = schema.get("type")
+    if kind == "object":
+        return {k: schema_instance(sub, seed + i, f"{path}.{k}") for i, (k, sub) in enumerate(schema["properties"].items())}
+    if kind == "array":
+        n = max(schema.get("minItems", 1), min(schema.get("maxItems", 3), 4))
+        return [schema_instance(schema["items"], seed + 7 * i + 1, f"{path}[{i}]") for i in range(n)]
+    if kind == "string":
+        word = WORDS[seed % len(WORDS)]
+        text = f"Higher scores when the {word} of the text is good ({path or 'reply'} {seed})"
+        return text[: schema.get("maxLength", len(text))].ljust(schema.get("minLength", 0), ".")
+    if kind == "integer":
+        return int(schema.get("minimum", 1))
+    if kind == "number":
+        return float(schema.get("minimum", 0))
+    if kind == "boolean":
+        return bool(seed % 2)
+    raise ValueError(f"schema_instance: unsupported schema {schema!r}")
+
+
+def schema_responder(free_text: str = "[[4]]"):
+    """Answers a schema request with a valid instance (varied by the prompt), anything else with ``free_text``."""
+
+    def respond(messages, params):
+        schema = schema_of(params.json_schema)
+        if schema is None:
+            return free_text
+        digest = hashlib.sha256(json.dumps(messages).encode()).digest()
+        return json.dumps(schema_instance(schema, digest[0] + params.sample_index))
+
+    return respond
+
+
+def scripted_llm(store=None, *, free_text: str = "[[4]]", logprobs: bool = False):
+    """``(llm, backend)``: an LLM over a :class:`FakeBackend` answering every schema; no cache without a store."""
+    backend = FakeBackend(schema_responder(free_text), logprobs=logprobs)
+    return make_llm(LLMConfig(), store=store, backend=backend), backend
