@@ -77,9 +77,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from .store import Store
 
     for r in Store(args.db).list_runs(limit=args.limit):
-        corr = (r.get("summary") or {}).get("correlations") or {}
+        summary = r.get("summary") or {}
+        corr = summary.get("correlations") or {}
+        rho = corr.get("spearman")
+        figure = f"spearman={rho:.2f}" if isinstance(rho, (int, float)) else "spearman=n/a"
+        scored = ""
+        if summary:
+            missing = int(summary.get("missing", summary.get("parse_failures", 0)) or 0)
+            scored = f"  scored {int(summary.get('n', 0)) - missing}, missing {missing}"
+            if summary.get("warnings"):
+                scored += f"  ({len(summary['warnings'])} warning{'s' if len(summary['warnings']) != 1 else ''})"
         print(f"{r['id']:>5}  {effective_status(r):<11} {r['method']:<10} {r['dataset']}/{r['aspect']:<16} "
-              f"{r['done']}/{r['total']}  spearman={corr.get('spearman')}")
+              f"{r['done']}/{r['total']}  {figure}{scored}")
     return 0
 
 

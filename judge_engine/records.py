@@ -143,7 +143,7 @@ class Verdict:
     metadata: dict[str, Any] = field(default_factory=dict)
     """Method-specific extras (e.g. the probability distribution over the scale). Keys every method uses
     alike: ``source`` (how the score was read: ``json``, ``text``, ``logprobs``, ``logprobs_first_position``,
-    ``sampling``, ``missing``), ``missing_reason`` (why a missing score is missing, in words) and
+    ``sampling``, ``missing``, and ``not_asked`` for an item the model was never asked about), ``missing_reason`` (why a missing score is missing, in words) and
     ``imputed_criteria`` (criteria whose score was filled in rather than read)."""
 
     @property

@@ -166,7 +166,8 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
             done += len(chunk)
             report(done, len(test), "scoring")
         summary = summarize(dataset, aspect.name, store.load_verdicts(run_id), ledger=ledger.snapshot(),
-                            seconds=time.time() - started + float((run.get("summary") or {}).get("seconds", 0)))
+                            seconds=time.time() - started + float((run.get("summary") or {}).get("seconds", 0)),
+                            judge=judge)
         store.update_run(run_id, status="finished", stage="done", finished=time.time(), summary=summary,
                          ledger=ledger.snapshot(), message="")
         return summary
@@ -180,8 +181,15 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
 
 
 def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger: dict[str, Any],
-              seconds: float, n_bootstrap: int = 1000) -> dict[str, Any]:
-    """Meta-evaluation of a run's verdicts at every level that applies, plus its cost."""
+              seconds: float, n_bootstrap: int = 1000, judge: Judge | None = None) -> dict[str, Any]:
+    """Meta-evaluation of a run's verdicts at every level that applies, its cost, and its warnings.
+
+    ``missing`` counts every test item without a score; ``parse_failures``
+    only those whose reply gave no readable score (an item the judge never
+    asked the model about, marked ``metadata["source"] == "not_asked"``, is
+    missing but not a parse failure). ``warnings`` (see :func:`run_warnings`)
+    says in words what the figures alone do not.
+    """
     index = dataset.by_id()
     samples = [index[v.sample_id] for v in verdicts]
     human = [s.human.get(aspect, math.nan) for s in samples]
@@ -198,12 +206,55 @@ def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger:
                                               n_bootstrap=n_bootstrap).to_dict()
     natural = dataset.natural_level if dataset.natural_level in levels else "sample"
     n_missing = sum(1 for v in verdicts if v.missing)
+    n_unparsed = sum(1 for v in verdicts if v.missing and v.metadata.get("source") != "not_asked")
     return {"level": natural, "correlations": levels.get(natural), "levels": levels, "n": len(verdicts),
-            "parse_failures": n_missing, "parse_failure_rate": round(n_missing / len(verdicts), 4) if verdicts else 0.0,
+            "missing": n_missing, "parse_failures": n_unparsed,
+            "parse_failure_rate": round(n_unparsed / len(verdicts), 4) if verdicts else 0.0,
+            "warnings": run_warnings(verdicts, ledger=ledger, judge=judge),
             "calls": ledger.get("calls", 0), "cache_hits": ledger.get("cache_hits", 0),
             "truncated_calls": ledger.get("truncated", 0),
             "prompt_tokens": ledger.get("prompt_tokens", 0), "completion_tokens": ledger.get("completion_tokens", 0),
             "dollars": ledger.get("dollars", 0.0), "seconds": round(seconds, 2)}
+
+
+def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judge | None = None) -> list[dict[str, Any]]:
+    """What a person must know about a run before trusting its figures, as ``{code, message, count}`` dicts.
+
+    The judge's own fit-time warnings come first (an empty hypothesis bank, no
+    criteria inferred, a decomposition without children: see
+    :func:`judge_engine.methods.judge_warning`), then what the verdicts show:
+    scores read from the alternatives of a reply that stated none, criteria
+    imputed, missing scores with their most common reasons, and prompts cut to
+    fit the model's context.
+    """
+    out = [dict(w) for w in ((judge.state.get("warnings") if judge else None) or [])]
+    n = len(verdicts)
+    from_alternatives = sum(1 for v in verdicts if v.metadata.get("source") == "logprobs_first_position")
+    if from_alternatives:
+        out.append({"code": "scores_from_alternatives", "count": from_alternatives,
+                    "message": f"{from_alternatives} of {n} scores were read from the probabilities of a reply that "
+                               "stated no number (the scale's tokens among its first position's alternatives)"})
+    imputed = [int(v.metadata.get("imputed_criteria") or 0) for v in verdicts]
+    if any(imputed):
+        out.append({"code": "criteria_imputed", "count": sum(imputed),
+                    "message": f"{sum(imputed)} criterion scores were imputed (not read) in "
+                               f"{sum(1 for k in imputed if k)} of {n} items"})
+    missing = [v for v in verdicts if v.missing]
+    if missing:
+        reasons: dict[str, int] = {}
+        for v in missing:
+            why = str(v.metadata.get("missing_reason") or ("no readable score in the reply" if (v.raw or "").strip()
+                                                          else "no reply"))
+            reasons[why] = reasons.get(why, 0) + 1
+        top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+        listed = "; ".join(f"{k} ({c})" for k, c in top)
+        out.append({"code": "scores_missing", "count": len(missing),
+                    "message": f"{len(missing)} of {n} items have no score: {listed}"})
+    truncated = int(ledger.get("truncated", 0) or 0)
+    if truncated:
+        out.append({"code": "prompts_cut", "count": truncated,
+                    "message": f"{truncated} prompts were cut to fit the model's context window"})
+    return out
 
 
 def _pid_alive(pid: int | None) -> bool:

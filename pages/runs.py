@@ -266,10 +266,14 @@ def results(run: dict) -> None:
                     "replies parsed.")
 
     n = summary.get("n", 0)
+    for warning in summary.get("warnings") or []:
+        st.warning(common.plain(warning.get("message", "")))
     m = st.columns(4)
-    m[0].metric("Parse failures", f"{summary.get('parse_failures', 0)} of {n}",
-                help="Replies with no score that could be read; they are excluded from the correlations.")
-    m[1].metric("Parse failure rate", f"{100 * float(summary.get('parse_failure_rate', 0) or 0):.1f}%")
+    m[0].metric("Missing scores", f"{summary.get('missing', summary.get('parse_failures', 0))} of {n}",
+                help="Test items without a score (the reasons are listed above); they are excluded from the "
+                     "correlations, never imputed.")
+    m[1].metric("Parse failures", f"{summary.get('parse_failures', 0)} of {n}",
+                help="Replies that were there but gave no score that could be read.")
     m[2].metric("Seconds", f"{float(summary.get('seconds', 0) or 0):.1f}")
     m[3].metric("Cost ($)", f"{float(summary.get('dollars', 0) or 0):.4f}")
     m = st.columns(4)

@@ -147,8 +147,10 @@ def test_empty_unparseable_or_over_long_replies_are_missing_not_numbers(flaky, s
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, openai_spec(flaky, test_size=4, model="stub"))
     summary = execute_run(store, run_id)
-    assert summary["parse_failures"] == 4 and summary["parse_failure_rate"] == 1.0
-    assert all(v.missing for v in store.load_verdicts(run_id))
+    assert summary["parse_failures"] == 4 and summary["parse_failure_rate"] == pytest.approx(1.0)
+    assert summary["missing"] == 4 and all(v.missing for v in store.load_verdicts(run_id))
+    [warning] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
+    assert warning["count"] == 4 and "4 of 4 items have no score" in warning["message"]
 
 
 def test_a_slow_server_times_out_and_pauses_the_run(flaky, store, tiny_dataset, monkeypatch):

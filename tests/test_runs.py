@@ -191,3 +191,52 @@ def test_a_finished_worker_is_reaped_without_the_caller_waiting(tmp_path, tiny_d
     with pytest.raises(ChildProcessError):
         os.waitpid(proc.pid, os.WNOHANG)  # already collected: no zombie left
     assert effective_status(store.get_run(run_id)) == "interrupted"
+
+
+def test_the_summary_says_why_in_warnings(tiny_dataset):
+    import math
+
+    from judge_engine.methods import judge_warning
+    from judge_engine.records import Verdict
+    from judge_engine.runs import summarize
+
+    ids = [s.id for s in tiny_dataset.samples[:5]]
+    verdicts = [
+        Verdict(ids[0], "x", 3.0, metadata={"source": "logprobs_first_position"}),
+        Verdict(ids[1], "x", 4.0, metadata={"source": "json", "imputed_criteria": 2}),
+        Verdict(ids[2], "x", math.nan, raw="no idea", metadata={"source": "missing", "missing_reason": "no score"}),
+        Verdict(ids[3], "x", math.nan, metadata={"source": "not_asked", "missing_reason": "empty hypothesis bank"}),
+        Verdict(ids[4], "x", 2.0, metadata={"source": "json"}),
+    ]
+    judge = Judge("direct", {}, {"name": "x", "low": 1, "high": 5}, {"task": "t"},
+                  state={"warnings": [judge_warning("empty_bank", "the bank is empty")]})
+    summary = summarize(tiny_dataset, tiny_dataset.aspects[0].name, verdicts, ledger={"truncated": 3}, seconds=1.0,
+                        judge=judge, n_bootstrap=10)
+    codes = {w["code"]: w for w in summary["warnings"]}
+    assert list(codes)[0] == "empty_bank"  # the judge's own warnings first
+    assert codes["scores_from_alternatives"]["count"] == 1
+    assert codes["criteria_imputed"]["count"] == 2 and "1 of 5 items" in codes["criteria_imputed"]["message"]
+    assert codes["scores_missing"]["count"] == 2 and "empty hypothesis bank (1)" in codes["scores_missing"]["message"]
+    assert codes["prompts_cut"]["count"] == 3
+    # an item never asked about is missing but not a parse failure
+    assert summary["missing"] == 2 and summary["parse_failures"] == 1
+
+
+def test_cli_runs_prints_rounded_figures_with_scored_and_missing_counts(store, tiny_dataset, capsys):
+    import argparse
+
+    from judge_engine.__main__ import cmd_runs
+
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec("direct", tiny_dataset.name, tiny_dataset.aspects[0].name, train_size=0,
+                                       test_size=6))
+    replies = iter(["[[1]]", "[[2]]", "nothing", "[[4]]", "[[5]]", "[[3]]"])
+    script = {}
+    llm = make_llm(LLMConfig(), store=store,
+                   backend=FakeBackend(lambda m, p: script.setdefault(m[0]["content"], next(replies))))
+    execute_run(store, run_id, llm=llm)
+    cmd_runs(argparse.Namespace(db=str(store.path), limit=5))
+    line = capsys.readouterr().out.strip().splitlines()[0]
+    assert "scored 5, missing 1" in line and "(1 warning)" in line
+    rho = line.split("spearman=")[1].split()[0]
+    assert rho == "n/a" or len(rho.split(".")[1]) == 2
