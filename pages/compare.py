@@ -117,6 +117,9 @@ if ceiling and ceiling.get(statistic) is not None:
     st.caption(f"Human ceiling ({ceiling['annotators']} annotators, each against the mean of the others, {level} "
                f"level): {statistic} {ceiling[statistic]:.3f}"
                + (f"; Krippendorff's alpha (interval) {alpha:.3f}" if alpha is not None else ""))
+for r in chosen:  # what each run's figures alone do not say (empty bank, imputed criteria, missing scores, ...)
+    for warning in (r.get("summary") or {}).get("warnings") or []:
+        st.warning(common.plain(f"#{r['id']} {r['method']}: {warning.get('message', '')}"))
 worse = frame[frame["significantly worse"]]
 if len(worse):
     st.caption(common.plain("Significantly worse than the best run (paired bootstrap, p < 0.05): "
