@@ -1,21 +1,24 @@
 # Two commands on a fresh machine:
 #   make run    set up .venv and open the app on the embedded defaults (SmolLM2 + SQLite under data/)
 #   make test   set up .venv with the test tools and run the whole test suite
+# For daily work: make test-fast (unit tier, no real model, server or browser), make lint (ruff, as CI),
+# make lock (re-resolve requirements*.txt and pin the exact versions both commands install).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
 
-.PHONY: run test install install-dev browser clean-venv
+.PHONY: run test test-fast lint lock install install-dev browser clean-venv
 
-$(VENV)/.app-installed: requirements.txt
+# installs the exact versions of the lock files; requirements*.txt keep the lower bounds for library users
+$(VENV)/.app-installed: requirements.lock
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet -r requirements.lock
 	touch $@
 
-$(VENV)/.dev-installed: $(VENV)/.app-installed requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+$(VENV)/.dev-installed: $(VENV)/.app-installed requirements-dev.lock
+	$(PY) -m pip install --quiet -r requirements-dev.lock
 	touch $@
 
 install: $(VENV)/.app-installed
@@ -34,6 +37,21 @@ run: install
 
 test: install-dev browser
 	$(PY) -m pytest -q
+
+# the unit tier: scripted LLMs only (tests marked model, server or browser are left out)
+test-fast: install-dev
+	$(PY) -m pytest -q -m "not model and not server and not browser"
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+
+# re-resolve requirements.txt and requirements-dev.txt against the index and pin what resolves
+lock: install-dev
+	$(PY) -m pip install --quiet --dry-run --ignore-installed -r requirements.txt --report .lock-app.json
+	$(PY) -m pip install --quiet --dry-run --ignore-installed -r requirements.txt -r requirements-dev.txt \
+	    --report .lock-dev.json
+	$(PY) tools/lockfile.py .lock-app.json .lock-dev.json
+	rm -f .lock-app.json .lock-dev.json
 
 clean-venv:
 	rm -rf $(VENV)

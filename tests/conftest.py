@@ -48,3 +48,35 @@ def pytest_runtest_makereport(item, call):
     report = yield
     setattr(item, f"rep_{report.when}", report)
     return report
+
+
+# --------------------------------------------------------------------------- test tiers
+# `make test` runs every test. `make test-fast` deselects the tiers below (-m "not model and not server and not
+# browser"): the unit tier runs on scripted LLMs in a few minutes. So that the unit tier stays fast and honest,
+# a test that loads the real embedded model without the `model` marker fails in that tier and says so.
+# Markers: model (loads the embedded SmolLM2), server (starts a real llama_cpp.server), browser (headless Chromium).
+
+FAST_TIER = "not model and not server and not browser"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath)).name
+        if path == "test_browser.py":
+            item.add_marker(pytest.mark.browser)
+        if any(name.startswith("llama_server") for name in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.server)
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_guard(request, monkeypatch):
+    """In the unit tier, loading the embedded model is an error naming the missing marker."""
+    if request.config.getoption("-m", default="") != FAST_TIER or request.node.get_closest_marker("model"):
+        return
+    import judge_engine.llm.llamacpp as llamacpp
+
+    def refuse(*args, **kwargs):
+        pytest.fail(f"{request.node.nodeid} loads the embedded model: mark it @pytest.mark.model "
+                    "(it then runs in `make test`, not in `make test-fast`)", pytrace=False)
+
+    monkeypatch.setattr(llamacpp, "load_model", refuse)
