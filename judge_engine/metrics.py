@@ -173,6 +173,9 @@ class MetaEvalReport:
         fewer than two items.
     n_systems : int
         Distinct systems among the items (0 when systems were not given).
+    ci_note : str
+        Why the intervals are withheld ("" when they are not): too few
+        bootstrap units (see :data:`MIN_BOOTSTRAP_UNITS`).
     """
 
     level: str
@@ -184,6 +187,7 @@ class MetaEvalReport:
     n_groups: int
     groups_skipped: int
     n_systems: int
+    ci_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict.
@@ -193,7 +197,7 @@ class MetaEvalReport:
         dict
             ``{"level", "pearson", "spearman", "kendall", "pearson_ci",
             "spearman_ci", "kendall_ci", "n", "n_missing", "n_groups",
-            "groups_skipped", "n_systems"}``; coefficients are floats, CIs are
+            "groups_skipped", "n_systems", "ci_note"}``; coefficients are floats, CIs are
             ``[low, high]`` lists. Undefined values (NaN) become ``None`` so
             that :func:`json.dumps` writes valid JSON (``null``).
         """
@@ -209,6 +213,7 @@ class MetaEvalReport:
             n_groups=int(self.n_groups),
             groups_skipped=int(self.groups_skipped),
             n_systems=int(self.n_systems),
+            ci_note=self.ci_note,
         )
         return out
 
@@ -651,6 +656,17 @@ def _bootstrap(
     return np.concatenate(parts) if parts else np.full((0, len(METHODS)), np.nan)
 
 
+MIN_BOOTSTRAP_UNITS = 5
+"""Fewest bootstrap units (items, or groups where whole groups are resampled) for which an interval is given.
+
+k units have C(2k-1, k) distinct resamples: 3 for two groups, 10 for three,
+35 for four, 126 for five. Below five, the 2.5th and 97.5th percentiles fall
+on a handful of atoms and the "interval" says more about the resampling than
+about the judge; the figure is then shown without one, with a note, and
+readers are pointed to the sample level beside it.
+"""
+
+
 def meta_evaluate(
     human: Sequence[float],
     pred: Sequence[float],
@@ -698,8 +714,9 @@ def meta_evaluate(
     groups at system level when ``groups`` is given (system means are
     recomputed from the drawn groups), otherwise items. The interval is the
     ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` percentiles of the
-    replicates with a defined value; with a single bootstrap unit (one
-    group) the bounds are NaN. Percentile intervals inherit the
+    replicates with a defined value; with fewer than
+    :data:`MIN_BOOTSTRAP_UNITS` bootstrap units (e.g. test items from three
+    groups at group level) the bounds are NaN and ``ci_note`` says why. Percentile intervals inherit the
     resampling bias of the statistic: at system level with few systems and a
     correlation near +/-1, resampling adds noise to the system means, so the
     interval can lie entirely below the point estimate.
@@ -719,8 +736,12 @@ def meta_evaluate(
 
     lows = highs = np.full(len(METHODS), np.nan)
     units = {"sample": h.size, "group": n_g, "system": n_g if g is not None else h.size}[level]
-    # one unit (e.g. all test items from one group) resamples to itself: no interval, not a zero-width one
-    if n_bootstrap > 0 and units > 1:
+    unit_name = "items" if level == "sample" or (level == "system" and g is None) else "groups"
+    ci_note = ""
+    if n_bootstrap > 0 and units < MIN_BOOTSTRAP_UNITS:
+        # a handful of units has a handful of distinct resamples: no interval rather than a meaningless one
+        ci_note = f"too few {unit_name} for an interval ({units} < {MIN_BOOTSTRAP_UNITS})"
+    elif n_bootstrap > 0:
         rng = np.random.default_rng(seed)
         reps = _bootstrap(h, p, g, s, n_g, n_s, level, table, n_bootstrap, rng)
         alpha = (1.0 - confidence) / 2.0
@@ -741,4 +762,5 @@ def meta_evaluate(
         n_groups=info.n_groups,
         groups_skipped=info.groups_skipped,
         n_systems=info.n_systems,
+        ci_note=ci_note,
     )

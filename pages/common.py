@@ -422,6 +422,8 @@ def correlation_frame(summary: dict[str, Any]) -> pd.DataFrame:
             "kendall": _num(c.get("kendall")), "kendall 95% CI": _ci(c.get("kendall_ci")),
             "n": c.get("n"), "missing": c.get("n_missing"), "groups used": c.get("n_groups"),
             "groups skipped": c.get("groups_skipped"), "systems": c.get("n_systems"),
+            # e.g. "too few groups for an interval": the sample-level row beside it has one
+            "note": c.get("ci_note") or "",
         })
     return pd.DataFrame(rows)
 

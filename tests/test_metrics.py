@@ -14,6 +14,7 @@ import pytest
 from judge_engine import metrics
 from judge_engine.metrics import (
     LEVELS,
+    MIN_BOOTSTRAP_UNITS,
     Correlation,
     MetaEvalReport,
     correlations,
@@ -378,7 +379,7 @@ def test_report_to_dict_is_json_with_nan_as_none():
     assert d["pearson"] is None and d["pearson_ci"] == [None, None]
     assert list(d) == [
         "level", "pearson", "spearman", "kendall", "pearson_ci", "spearman_ci", "kendall_ci",
-        "n", "n_missing", "n_groups", "groups_skipped", "n_systems",
+        "n", "n_missing", "n_groups", "groups_skipped", "n_systems", "ci_note",
     ]
     rep2 = MetaEvalReport("sample", *(Correlation(0.5, 0.25, 0.75),) * 3, 3, 0, 0, 0, 0)
     assert rep2.to_dict()["kendall_ci"] == [0.25, 0.75]
@@ -446,3 +447,19 @@ def test_a_single_group_gives_no_interval_rather_than_a_zero_width_one():
         assert d["pearson_ci"] == [None, None], (level, d["pearson_ci"])
     sample = meta_evaluate(human, pred, level="sample", n_bootstrap=200).to_dict()
     assert sample["pearson_ci"][0] < sample["pearson"] < sample["pearson_ci"][1]
+
+
+def test_a_group_level_figure_over_too_few_groups_has_no_interval_and_says_why():
+    rng = np.random.default_rng(3)
+    for n_groups, expect_interval in ((3, False), (MIN_BOOTSTRAP_UNITS, True)):
+        groups = np.repeat(np.arange(n_groups), 4)
+        human = rng.normal(size=groups.size)
+        pred = human + rng.normal(scale=0.5, size=groups.size)
+        rep = meta_evaluate(human, pred, level="group", groups=groups, n_bootstrap=200)
+        assert math.isfinite(rep.pearson.value)  # the point estimate is always given
+        if expect_interval:
+            assert math.isfinite(rep.pearson.ci_low) and rep.ci_note == ""
+        else:
+            assert math.isnan(rep.pearson.ci_low) and math.isnan(rep.pearson.ci_high)
+            assert rep.ci_note == f"too few groups for an interval (3 < {MIN_BOOTSTRAP_UNITS})"
+            assert rep.to_dict()["pearson_ci"] == [None, None]
