@@ -1,4 +1,4 @@
-"""Command line: ``python -m judge_engine {run,resume,runs,export,score,metaeval,datasets} ...``.
+"""Command line: ``python -m judge_engine {run,methods,resume,runs,export,score,metaeval,datasets} ...``.
 
 Examples
 --------
@@ -44,7 +44,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runs import RunSpec, create_run
     from .store import Store
 
-    params = json.loads(args.params) if args.params else {}
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"--params is not valid JSON ({exc.msg} at column {exc.colno}): {args.params}") from None
+    if not isinstance(params, dict):
+        raise ValueError(f"--params must be a JSON object such as '{{\"n_samples\": 10}}', not {args.params}")
+    from .methods import get_method
+    get_method(args.method, params)  # an unknown method or parameter is named before anything is stored
     llm = LLMConfig(backend=args.backend, model=args.model or "", base_url=args.base_url or "",
                     concurrency=args.concurrency)
     store = Store(args.db)
@@ -89,6 +96,26 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 scored += f"  ({len(summary['warnings'])} warning{'s' if len(summary['warnings']) != 1 else ''})"
         print(f"{r['id']:>5}  {effective_status(r):<11} {r['method']:<10} {r['dataset']}/{r['aspect']:<16} "
               f"{r['done']}/{r['total']}  {figure}{scored}")
+    return 0
+
+
+def cmd_methods(args: argparse.Namespace) -> int:
+    from .methods import METHODS, describe_parameters
+
+    names = [args.name] if args.name else sorted(METHODS)
+    if args.name and args.name not in METHODS:
+        from .methods import get_method
+        get_method(args.name)  # raises the message with a close match
+    for name in names:
+        cls = METHODS[name]
+        summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        print(f"{name}  {cls.title}: {summary}")
+        for p in describe_parameters(cls):
+            allowed = f" [{p.allowed}]" if p.allowed else ""
+            print(f"    {p.name} = {json.dumps(p.default)}{allowed}")
+            if p.text:
+                print(f"        {p.text}")
+        print()
     return 0
 
 
@@ -167,18 +194,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="fit a judge on a split and score the test items")
-    run.add_argument("--method", required=True, help="direct, geval, ...")
+    from .methods import METHODS
+
+    run.add_argument("--method", required=True, choices=sorted(METHODS), metavar="METHOD",
+                     help=f"one of {', '.join(sorted(METHODS))}; their parameters: python -m judge_engine methods")
     run.add_argument("--dataset", required=True, help="a built-in benchmark or an imported dataset name")
     run.add_argument("--aspect", required=True)
     run.add_argument("--train", type=int, default=30, help="training items (default 30)")
     run.add_argument("--test", type=int, default=40, help="test items (default 40)")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--params", help="method parameters as JSON, e.g. '{\"n_samples\": 10}'")
+    run.add_argument("--params", help="method parameters that differ from the paper defaults, as JSON, "
+                                      "e.g. '{\"n_samples\": 10}' (listed by: python -m judge_engine methods METHOD)")
     run.add_argument("--backend", default="llamacpp", choices=["llamacpp", "openai", "vllm"])
     run.add_argument("--model", help="model name (openai/vllm) or GGUF path (llamacpp)")
     run.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     run.add_argument("--concurrency", type=int, default=4)
     run.set_defaults(func=cmd_run)
+
+    methods = sub.add_parser("methods", help="list the methods with their parameters and paper defaults")
+    methods.add_argument("name", nargs="?", help="one method (default: all)")
+    methods.set_defaults(func=cmd_methods)
 
     resume = sub.add_parser("resume", help="continue an interrupted or failed run")
     resume.add_argument("run_id", type=int)

@@ -7,7 +7,8 @@ its own module with an ``@register``-decorated :class:`Method` subclass.
 import importlib
 import pkgutil
 
-from .base import METHODS, Interval, Judge, Method, Options, get_method, judge_warning, register
+from .base import (METHODS, Interval, Judge, Method, Options, ParameterDoc, describe_parameters, get_method,
+                   judge_warning, register)
 from .direct import DirectScoring
 from .geval import GEval
 
@@ -15,5 +16,6 @@ for _module in pkgutil.iter_modules(__path__):
     if not _module.name.startswith("_") and _module.name != "base":
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["METHODS", "DirectScoring", "GEval", "Interval", "Judge", "Method", "Options", "get_method", "judge_warning",
+__all__ = ["METHODS", "DirectScoring", "GEval", "Interval", "Judge", "Method", "Options", "ParameterDoc",
+           "describe_parameters", "get_method", "judge_warning",
            "register"]

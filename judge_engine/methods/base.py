@@ -13,8 +13,10 @@ can be rebuilt from ``(name, params)``.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -137,10 +139,80 @@ def register(cls: type[Method]) -> type[Method]:
     return cls
 
 
+def unknown_parameter_message(method: str, names: list[str]) -> str:
+    """One line naming the parameters ``method`` does not have, a close match, and the ones it has."""
+    known = METHODS[method]._param_names()
+    parts = []
+    for name in names:
+        close = difflib.get_close_matches(name, known, n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (f"{method} has no parameter {', '.join(parts)}; its parameters are {', '.join(known)} "
+            f"(python -m judge_engine methods {method})")
+
+
 def get_method(name: str, params: dict[str, Any] | None = None) -> Method:
+    """The method registered as ``name`` with ``params``; an unknown name or parameter is a ValueError naming it."""
     if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
+        close = difflib.get_close_matches(name, list(METHODS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown method {name!r}{hint}; available: {', '.join(sorted(METHODS))}")
+    if params is not None and not isinstance(params, dict):
+        raise ValueError(f"the parameters of {name} must be a JSON object, not {type(params).__name__}")
+    unknown = [k for k in (params or {}) if k not in METHODS[name]._param_names()]
+    if unknown:
+        raise ValueError(unknown_parameter_message(name, unknown))
     return METHODS[name](**(params or {}))
+
+
+@dataclass(frozen=True)
+class ParameterDoc:
+    """One parameter of a method as its docstring documents it."""
+
+    name: str
+    default: Any
+    kind: str
+    """The type line of the docstring, e.g. ``int, default=20``."""
+    text: str
+    """What it changes, in words (the docstring's description, joined into one paragraph)."""
+    allowed: str
+    """The allowed values or range from ``_parameter_constraints`` ("" when unconstrained)."""
+
+
+_PARAM_HEADER = re.compile(r"^(\w+)\s*:\s*(.+)$")
+
+
+def describe_parameters(cls: type[Method]) -> list[ParameterDoc]:
+    """Every parameter of ``cls`` with its docstring entry (numpydoc ``Parameters`` section) and constraint.
+
+    The class docstring is the one description of a method's parameters: the
+    CLI's ``methods`` listing and its error messages are drawn from it.
+    """
+    doc = inspect.cleandoc(cls.__doc__ or "")
+    entries: dict[str, tuple[str, list[str]]] = {}
+    section = doc.split("Parameters\n----------\n", 1)[1] if "Parameters\n----------\n" in doc else ""
+    section = re.split(r"\n\S[^\n]*\n-{3,}\n", section)[0]  # up to the next numpydoc section
+    current = None
+    for line in section.splitlines():
+        header = _PARAM_HEADER.match(line)
+        if header and not line.startswith(" "):
+            current = header.group(1)
+            entries[current] = (header.group(2).strip(), [])
+        elif current and line.strip():
+            entries[current][1].append(line.strip())
+    defaults = cls.default_params()
+    out = []
+    for name in cls._param_names():
+        kind, text = entries.get(name, ("", []))
+        constraint = cls._parameter_constraints.get(name)
+        allowed = ""
+        if isinstance(constraint, Options):
+            allowed = "one of " + ", ".join(repr(v) for v in constraint.values)
+        elif isinstance(constraint, Interval):
+            low = "" if constraint.low is None else f"{constraint.low:g}"
+            high = "" if constraint.high is None else f"{constraint.high:g}"
+            allowed = f"{constraint.kind.__name__} in [{low or '-inf'}, {high or 'inf'}]"
+        out.append(ParameterDoc(name, defaults[name], kind, " ".join(text), allowed))
+    return out
 
 
 @dataclass(frozen=True)
@@ -184,7 +256,14 @@ class Judge:
             raise ValueError(f"judge schema version {version!r} is not supported (expected {JUDGE_SCHEMA_VERSION})")
         if d.get("method") not in METHODS:
             raise ValueError(f"judge method {d.get('method')!r} is unknown; available: {', '.join(sorted(METHODS))}")
-        return cls(method=d["method"], params=dict(d["params"]), aspect=dict(d["aspect"]), task=dict(d["task"]),
+        params = dict(d["params"])
+        unknown = [k for k in params if k not in METHODS[d["method"]]._param_names()]
+        if unknown:
+            raise ValueError("this judge was made by another version of the workbench: "
+                             + unknown_parameter_message(d["method"], unknown))
+        # a parameter added since the judge was made takes its default, which is the behaviour it had before
+        params = {**METHODS[d["method"]].default_params(), **params}
+        return cls(method=d["method"], params=params, aspect=dict(d["aspect"]), task=dict(d["task"]),
                    state=dict(d.get("state", {})), schema_version=version)
 
     @classmethod
