@@ -6,11 +6,13 @@ import re
 
 import pytest
 
+from judge_engine import structured
+from judge_engine.criteria_scoring import CriterionScore
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import Judge, get_method
-from judge_engine.methods.hd_eval import (HDEval, add_children, aspect_groups, initial_tree, parse_decomposition,
-                                          prune_by_attribution, remove_llm_children, tree_index)
+from judge_engine.methods.hd_eval import (DEFAULT_N_ASPECTS, HDEval, add_children, aspect_groups, initial_tree,
+                                          parse_decomposition, prune_by_attribution, remove_llm_children, tree_index)
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Dataset, Sample
 from judge_engine.runs import RunSpec, create_run, execute_run
@@ -32,22 +34,31 @@ def _dataset(n=24):
                    samples=tuple(samples), input_label="Question", output_label="Answer")
 
 
-def _children(parent, n=4):
-    return json.dumps([{"name": f"{parent} part {j}", "abbrev": f"p{j}", "definition": f"Part {j} of {parent}."}
-                       for j in range(n)])
+def _children(parent, n=4, *, as_json=True):
+    """Children named '<parent> part j'; ``as_json`` = the schema's object (names only make the ids p0..p3 when
+    the free-text list with abbreviations is read)."""
+    items = [{"name": f"{parent} part {j}", "definition": f"Part {j} of {parent}."} for j in range(n)]
+    if as_json:
+        return json.dumps({"children": items})
+    return json.dumps([{**it, "abbrev": f"p{j}"} for j, it in enumerate(items)])
 
 
-def scripted(messages, params):
-    """Decompositions return four JSON children; scores follow the hidden signal only on 'part 0' criteria."""
+def _score_text(value, params):
+    return json.dumps({"score": value}) if structured.kind_of(params.json_schema) == structured.SCORE else str(value)
+
+
+def scripted(messages, params, *, as_json=False):
+    """Decompositions return four children (the free-text JSON list with abbreviations unless ``as_json``);
+    scores follow the hidden signal only on 'part 0' criteria, as the schema's JSON when one is asked."""
     text = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
     m = re.search(r'The criterion to split up is "([^"]+)"', text)
     if m:
         name = m.group(1) + (f" v{params.sample_index}" if params.sample_index else "")
-        return _children(name)
+        return _children(name, as_json=as_json)
     signal = int(re.search(r"signal=(\d)", text).group(1))
     if "part 0" in text.split("Criterion to apply:")[1].split("\n")[0]:
-        return str(signal)
-    return "3"
+        return _score_text(signal, params)
+    return _score_text(3, params)
 
 
 def _llm(store, responder=scripted):
@@ -139,7 +150,7 @@ def test_verdicts_carry_per_node_scores_and_track_the_signal(store):
     test = _dataset().samples[16:]
     verdicts = judge.score(test, llm=llm)
     assert all(set(v.criteria) == set(judge.state["features"]) for v in verdicts)
-    assert verdicts[0].criteria["clarity/p0"] == test[0].human["clarity"]
+    assert verdicts[0].criteria["clarity/p0"] == pytest.approx(test[0].human["clarity"])
     for v, s in zip(verdicts, test):
         assert v.score == pytest.approx(s.human["clarity"], abs=0.3)
         assert 1 <= v.score <= 5 and set(v.metadata["predictions"]) == {"clarity", "style"}
@@ -214,14 +225,23 @@ def test_guidelines_reach_decomposition_and_scoring_of_that_aspect_only(store):
     assert not any("clarity part" in p.split("Criterion to apply:")[-1] for p in with_guide if "Criterion" in p)
 
 
-def test_estimate_calls_is_samples_times_criteria():
+def test_estimate_calls_counts_the_aspects_and_every_follow_up_turn():
+    """6 aspects by default (HANNA, Topical-Chat), each call with its possible follow-up turn."""
+    assert DEFAULT_N_ASPECTS == 6
     est = HDEval().estimate_calls(10, 20)
-    m = 4 + 16 + 12
-    assert est == {"fit": 4 + 3 + 10 * m, "score": 20 * m}
+    m = 6 + 24 + 12  # 6 aspects, each into 4, k_expand=3 of them into 4
+    assert est == {"fit": 2 * (6 + 3) + 2 * 10 * m, "score": 2 * 20 * m}
+    m3 = 3 + 12 + 12
+    assert HDEval().estimate_calls(10, 20, n_aspects=3) == {"fit": 2 * (3 + 3) + 2 * 10 * m3, "score": 2 * 20 * m3}
+    assert HDEval(aspects=("a", "b")).estimate_calls(1, 1)["score"] == 2 * (2 + 8 + 12)
     tree = {"nodes": [{"id": "a", "name": "a", "definition": "", "parent": None, "decomposed": True},
                       {"id": "a/x", "name": "x", "definition": "", "parent": "a"},
                       {"id": "a/y", "name": "y", "definition": "", "parent": "a", "in_aggregator": False}]}
-    assert HDEval(criteria_tree=tree, max_layers=2).estimate_calls(5, 7) == {"fit": 10, "score": 14}
+    # the given tree's two active nodes, no decomposition at layer 2 (a is decomposed)
+    assert HDEval(criteria_tree=tree, max_layers=2, aspects=("a",)).estimate_calls(5, 7) == {"fit": 20, "score": 28}
+    # one layer deeper: importance may decompose a/x (k_expand = 3 but only one active layer-2 node)
+    assert HDEval(criteria_tree=tree, max_layers=3, aspects=("a",)).estimate_calls(5, 7) == \
+        {"fit": 2 + 2 * 5 * 6, "score": 2 * 7 * 6}
 
 
 def test_bad_tree_is_refused_at_fit_time(store):
