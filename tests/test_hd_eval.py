@@ -457,7 +457,7 @@ def test_pruning_state_names_what_was_expanded_and_a_poorly_covered_node_is_not_
     assert len(layer3["expanded"]) == 2 and set(layer3["expanded"]) | set(layer3["pruned"]) == \
         set(layer3["candidates"])
     assert state["expanded_nodes"] == layer3["expanded"] and state["pruned_nodes"] == layer3["pruned"]
-    assert all(c["coverage"] is not None for c in layer3["candidates"].values())
+    assert all(0.0 <= c["coverage"] <= 1.0 for c in layer3["candidates"].values())
     chosen = next(p for k, p in events if k == "expansion_chosen" and p["layer"] == 3)
     assert chosen["ineligible"] == layer3["ineligible"] and chosen["min_coverage"] == pytest.approx(0.8)
     assert any(w["code"] == "imputed_criteria" and w["count"] == 4 for w in state["warnings"])
