@@ -284,7 +284,10 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
         same way.
     structured : bool
         Ask for JSON (a schema on every request, prompts asking for it) and
-        read it first; ``False`` = the free-text prompts and parser only.
+        read it first; ``False`` = the free-text prompts and parser only. A
+        backend set to ``structured="off"`` (:class:`~judge_engine.llm.LLMConfig`)
+        never constrains a reply, so there the free-text prompts (ending with
+        the score cue) are used as if ``structured=False``.
     min_mass : float
         Least probability the scale's tokens must hold at the first position
         for a first-position reading (:data:`~judge_engine.parsing.MIN_FIRST_POSITION_MASS`).
@@ -301,6 +304,7 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     if not samples or not criteria:
         return [{} for _ in samples]
     scale = judge_scale(aspect)
+    structured = structured and getattr(getattr(llm, "config", None), "structured", "auto") != "off"
     use_logprobs = weighted and not reasoning and not joint and llm.supports_logprobs
     schema = (joint_schema(criteria, aspect) if joint else criterion_schema(aspect, reasoning=reasoning)) \
         if structured else None

@@ -240,3 +240,10 @@ def test_joint_scoring_asks_for_an_object_of_every_criterion_score(store, tiny_d
     assert schema["title"] == structured.SCORE and sorted(schema["required"]) == ["c1", "c2"]
     assert [(r["c1"].score, r["c2"].score) for r in out] == [pytest.approx((2.0, 4.0))] * 2
     assert {r[k].source for r in out for k in ("c1", "c2")} == {"json"}
+
+
+def test_a_backend_with_structured_off_gets_the_free_text_prompts(store, tiny_dataset):
+    llm, backend = llm_with(store, lambda m, p: "4", structured="off")
+    out = score_criteria(tiny_dataset.samples[:1], CRITERIA, **_kw(tiny_dataset, llm, reasoning=False))
+    assert all(not p.json_schema for _, p in backend.calls)
+    assert backend.calls[0][0][0]["content"].endswith("Score:") and out[0]["c1"].source == "text"

@@ -532,3 +532,31 @@ def test_estimate_bounds_a_next_round_on_a_marked_tree(store):
     assert fit_calls <= estimate["fit"] and len(backend.calls) - fit_calls <= estimate["score"]
     # no cache: all 15 nodes of the given tree, grounded's 4 fresh children and 8 under the 2 marked nodes
     assert fit_calls == 3 + 16 * (15 + 8), "3 decompositions: grounded again and the 2 marked nodes"
+
+
+def test_weighted_hd_eval_reads_each_criterion_at_the_digit_of_its_json_reply(store):
+    """Score-first JSON: the digit is the 5th token; its alternatives (not the sampled digit) give the score."""
+    from tests.test_criteria_scoring import TokenBackend
+
+    def script(messages, params):
+        text = messages[0]["content"]
+        if "split up" in text:
+            return [(_json_scripted(messages, params), {})]
+        assert structured.kind_of(params.json_schema) == structured.SCORE and params.max_tokens <= 16
+        signal = int(re.search(r"signal=(\d)", text).group(1))
+        low, high = max(1, signal - 1), min(5, signal + 1)
+        return [('{"', {'{"': 1.0}), ("score", {"score": 1.0}), ('":', {'":': 1.0}), (" ", {" ": 1.0}),
+                (str(high), {str(high): 0.5, str(low): 0.5}), ("}", {"}": 1.0})]
+
+    backend = TokenBackend(script)
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    dataset = _dataset()
+    judge = HDEval(aggregator="lr", max_layers=1, weighted=True, pi_repeats=2).fit(
+        dataset.samples[:16], dataset.aspect("clarity"), llm=llm, task=TaskInfo.of(dataset))
+    assert judge.state["reads"] == {"logprobs": 16 * 3}
+    test = dataset.samples[16:18]
+    for v, s in zip(judge.score(test, llm=llm), test):
+        signal = float(re.search(r"signal=(\d)", s.output).group(1))
+        expected = (max(1, signal - 1) + min(5, signal + 1)) / 2
+        assert v.criteria["clarity"] == pytest.approx(expected), "the expectation at the digit, not the digit"
+        assert v.metadata["source"] == "logprobs" and v.metadata["alternatives_criteria"] == 0
