@@ -1,7 +1,6 @@
 """HD-Eval with a scripted LLM: decomposition, hierarchy-aware scoring, aggregation, pruning, edited trees."""
 
 import json
-import math
 import re
 
 import pytest
@@ -10,7 +9,7 @@ from judge_engine import structured
 from judge_engine.criteria_scoring import CriterionScore
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (DEFAULT_N_ASPECTS, HDEval, add_children, aspect_groups, initial_tree,
                                           parse_decomposition, prune_by_attribution, remove_llm_children, tree_index)
 from judge_engine.prompting import TaskInfo
@@ -432,7 +431,8 @@ def test_a_criterion_read_from_alternatives_flags_the_verdict():
     from judge_engine.aggregate import Aggregator
     agg = Aggregator.fit([[1.0, 2.0], [3.0, 4.0], [5.0, 1.0]], [[1.0], [3.0], [5.0]], kind="lr",
                          features=["a", "b"], targets=["t"])
-    cells = {"a": CriterionScore(3.0, "", source="logprobs_first_position"), "b": CriterionScore(2.0, "", source="json")}
+    cells = {"a": CriterionScore(3.0, "", source="logprobs_first_position"),
+             "b": CriterionScore(2.0, "", source="json")}
     sample = _dataset().samples[0]
     v = HDEval._verdict(sample, cells, agg, Aspect("t", 1, 5, ""), 0.5)
     assert v.metadata["source"] == "logprobs_first_position" and v.metadata["alternatives_criteria"] == 1
