@@ -47,9 +47,9 @@ call whose node text, definition, parent and sample are unchanged.
 The tree is a JSON-native dict ``{"nodes": [node, ...]}``; each node has
 ``id`` (``aspect`` for layer 1, ``parent-id/slug`` below: the slug of the
 name, or of the ``abbrev`` a free-text reply gave), ``name``, ``definition``,
-``parent`` (id or None), ``origin`` (``aspect`` | ``llm`` | ``human``), ``edited``, ``in_aggregator`` (False = pruned from the
-aggregator's input), ``expand`` (a person asks to decompose it),
-``redecompose`` (a counter: raise it to ask the LLM for a fresh
+``parent`` (id or None), ``origin`` (``aspect`` | ``llm`` | ``human``),
+``edited``, ``in_aggregator`` (False = pruned from the aggregator's input),
+``expand`` (a person asks to decompose it), ``redecompose`` (a counter: raise it to ask the LLM for a fresh
 decomposition) and ``decomposed`` (its children were already proposed).
 
 References
