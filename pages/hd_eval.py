@@ -99,8 +99,8 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "
             m[0].metric("LLM requests to build the tree", calls["fit"])
             m[1].metric("LLM requests to score the test split", calls["score"])
             m[2].metric("Backend", spec.llm.label)
-            st.caption("Estimate = samples x criteria (before cache hits); the tree's real size is known after "
-                       "decomposition.")
+            st.caption("Upper bound before cache hits: samples x criteria of the largest tree these settings can "
+                       "grow, each call counted with its possible follow-up turn (about half when replies parse).")
             if st.button("Build the tree", type="primary", key="hd_start", disabled=aspect not in layer1):
                 start(spec, baselines=baselines)
 
@@ -140,7 +140,9 @@ def progress_panel() -> None:
                 elif e["kind"] == "layer_scored":
                     text = f"layer {p['layer']}: scored {len(p['criteria'])} criteria"
                 elif e["kind"] == "expansion_chosen":
-                    text = f"layer {p['layer']}: expanding {', '.join(p['chosen']) or 'nothing'} ({p['reason']})"
+                    text = (f"layer {p['layer']}: expanding {', '.join(p['chosen']) or 'nothing'} ({p['reason']})"
+                            + (f"; not eligible (scored on too few items): {', '.join(p['ineligible'])}"
+                               if p.get("ineligible") else ""))
                 else:
                     text = f"layer {p['layer']}: aggregator refit on {p['features']} criteria"
                 st.text(text)
@@ -194,6 +196,15 @@ with right:
     missing = sum((state.get("missing_scores") or {}).values())
     st.caption(f"{len(state['features'])} criteria feed the aggregator; {missing} criterion scores did not parse "
                "and were imputed with the training mean.")
+    reads, dec_reads = state.get("reads") or {}, state.get("decomposition_reads") or {}
+    if reads or dec_reads:
+        st.caption(f"Training scores read as JSON: {reads.get('json', 0)}, by the free-text fallback: "
+                   f"{reads.get('text', 0)}, probability-weighted: {reads.get('logprobs', 0)}, from a reply's "
+                   f"alternatives: {reads.get('logprobs_first_position', 0)}, missing: {reads.get('missing', 0)}. "
+                   f"Decompositions read as JSON: {dec_reads.get('json', 0)}, by the fallback: "
+                   f"{dec_reads.get('text', 0)}, unusable: {dec_reads.get('none', 0)}.")
+for warning in state.get("warnings") or []:
+    st.warning(common.plain(f"{warning.get('code')}: {warning.get('message')}"))
 
 
 def save(node_id: str, message: str, **changes) -> None:
@@ -262,10 +273,13 @@ def node_row(node: dict, depth: int) -> None:
     name = ("↳ " if depth else "") + name
     cols[1].markdown(f"{name} · {common.plain(node['definition'])}  \n:gray[{' · '.join(badges)}]")
     value = importance.get(nid, {}).get("importance")
+    cover = (state.get("coverage") or {}).get(nid)
     if value is None:
         cols[2].caption("not scored yet")
     else:
-        cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}")
+        # coverage beside every candidate: importance on mostly imputed scores says little (not expanded below 80%)
+        cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}"
+                         + ("" if cover is None else f" · scored {cover:.0%}"))
     node_editor(node, cols[3], cols[4])
     if cols[5].button("Undo", key=f"hd_undo_{run_id}_{nid}", help="Restore the previous version",
                       disabled=versions[nid] <= 1):
@@ -422,6 +436,17 @@ if summary:
     t2.dataframe(pd.concat(rows) if rows else pd.DataFrame(), hide_index=True)
     with st.expander("This run's correlations with confidence intervals"):
         st.dataframe(common.correlation_frame(summary), hide_index=True)
+    imputed = [(v.sample_id, int(v.metadata.get("imputed_criteria", 0)), int(v.metadata.get("n_criteria", 0)),
+                v.missing, v.metadata.get("missing_reason", "")) for v in verdicts]
+    n_imputed = sum(1 for _, k, _, _, _ in imputed if k)
+    limit = float(judge.params.get("max_imputed_fraction", 0.5))
+    st.caption(f"{n_imputed} of {len(imputed)} test items had criteria imputed with training means; an item with "
+               f"more than {limit:.0%} of its criteria imputed gets no score.")
+    if n_imputed:
+        with st.expander("Imputed criteria per test item"):
+            st.dataframe(pd.DataFrame([{"item": i, "imputed criteria": f"{k} of {n}",
+                                        "scored": not gone, "why missing": why}
+                                       for i, k, n, gone, why in imputed if k]), hide_index=True)
 
 with st.expander("Audit log of this tree"):
     log = [e for e in store.audit_log(entity="criterion", limit=500)

@@ -1,16 +1,17 @@
 """HD-Eval with a scripted LLM: decomposition, hierarchy-aware scoring, aggregation, pruning, edited trees."""
 
 import json
-import math
 import re
 
 import pytest
 
+from judge_engine import structured
+from judge_engine.criteria_scoring import CriterionScore
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
-from judge_engine.methods.hd_eval import (HDEval, add_children, aspect_groups, initial_tree, parse_decomposition,
-                                          prune_by_attribution, remove_llm_children, tree_index)
+from judge_engine.methods import Judge
+from judge_engine.methods.hd_eval import (DEFAULT_N_ASPECTS, HDEval, add_children, aspect_groups, initial_tree,
+                                          parse_decomposition, prune_by_attribution, remove_llm_children, tree_index)
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Dataset, Sample
 from judge_engine.runs import RunSpec, create_run, execute_run
@@ -32,22 +33,33 @@ def _dataset(n=24):
                    samples=tuple(samples), input_label="Question", output_label="Answer")
 
 
-def _children(parent, n=4):
-    return json.dumps([{"name": f"{parent} part {j}", "abbrev": f"p{j}", "definition": f"Part {j} of {parent}."}
-                       for j in range(n)])
+def _children(parent, n=4, *, as_json=True):
+    """Children named '<parent> part j'; ``as_json`` = the schema's object (names only make the ids p0..p3 when
+    the free-text list with abbreviations is read)."""
+    items = [{"name": f"{parent} part {j}", "definition": f"Part {j} of {parent}."} for j in range(n)]
+    if as_json:
+        return json.dumps({"children": items})
+    return json.dumps([{**it, "abbrev": f"p{j}"} for j, it in enumerate(items)])
 
 
-def scripted(messages, params):
-    """Decompositions return four JSON children; scores follow the hidden signal only on 'part 0' criteria."""
+def _score_text(value, params):
+    return json.dumps({"score": value}) if structured.kind_of(params.json_schema) == structured.SCORE else str(value)
+
+
+def scripted(messages, params, *, as_json=False):
+    """Decompositions return four children (the free-text JSON list with abbreviations unless ``as_json``);
+    scores follow the hidden signal only on 'part 0' criteria, as the schema's JSON when one is asked."""
     text = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
     m = re.search(r'The criterion to split up is "([^"]+)"', text)
     if m:
         name = m.group(1) + (f" v{params.sample_index}" if params.sample_index else "")
-        return _children(name)
+        schema = structured.schema_of(params.json_schema)
+        n = schema["properties"]["children"]["maxItems"] if as_json and schema else 4  # a constrained reply obeys
+        return _children(name, n, as_json=as_json)
     signal = int(re.search(r"signal=(\d)", text).group(1))
     if "part 0" in text.split("Criterion to apply:")[1].split("\n")[0]:
-        return str(signal)
-    return "3"
+        return _score_text(signal, params)
+    return _score_text(3, params)
 
 
 def _llm(store, responder=scripted):
@@ -139,7 +151,7 @@ def test_verdicts_carry_per_node_scores_and_track_the_signal(store):
     test = _dataset().samples[16:]
     verdicts = judge.score(test, llm=llm)
     assert all(set(v.criteria) == set(judge.state["features"]) for v in verdicts)
-    assert verdicts[0].criteria["clarity/p0"] == test[0].human["clarity"]
+    assert verdicts[0].criteria["clarity/p0"] == pytest.approx(test[0].human["clarity"])
     for v, s in zip(verdicts, test):
         assert v.score == pytest.approx(s.human["clarity"], abs=0.3)
         assert 1 <= v.score <= 5 and set(v.metadata["predictions"]) == {"clarity", "style"}
@@ -214,14 +226,23 @@ def test_guidelines_reach_decomposition_and_scoring_of_that_aspect_only(store):
     assert not any("clarity part" in p.split("Criterion to apply:")[-1] for p in with_guide if "Criterion" in p)
 
 
-def test_estimate_calls_is_samples_times_criteria():
+def test_estimate_calls_counts_the_aspects_and_every_follow_up_turn():
+    """6 aspects by default (HANNA, Topical-Chat), each call with its possible follow-up turn."""
+    assert DEFAULT_N_ASPECTS == 6
     est = HDEval().estimate_calls(10, 20)
-    m = 4 + 16 + 12
-    assert est == {"fit": 4 + 3 + 10 * m, "score": 20 * m}
+    m = 6 + 24 + 12  # 6 aspects, each into 4, k_expand=3 of them into 4
+    assert est == {"fit": 2 * (6 + 3) + 2 * 10 * m, "score": 2 * 20 * m}
+    m3 = 3 + 12 + 12
+    assert HDEval().estimate_calls(10, 20, n_aspects=3) == {"fit": 2 * (3 + 3) + 2 * 10 * m3, "score": 2 * 20 * m3}
+    assert HDEval(aspects=("a", "b")).estimate_calls(1, 1)["score"] == 2 * (2 + 8 + 12)
     tree = {"nodes": [{"id": "a", "name": "a", "definition": "", "parent": None, "decomposed": True},
                       {"id": "a/x", "name": "x", "definition": "", "parent": "a"},
                       {"id": "a/y", "name": "y", "definition": "", "parent": "a", "in_aggregator": False}]}
-    assert HDEval(criteria_tree=tree, max_layers=2).estimate_calls(5, 7) == {"fit": 10, "score": 14}
+    # the given tree's two active nodes, no decomposition at layer 2 (a is decomposed)
+    assert HDEval(criteria_tree=tree, max_layers=2, aspects=("a",)).estimate_calls(5, 7) == {"fit": 20, "score": 28}
+    # one layer deeper: importance may decompose a/x (k_expand = 3 but only one active layer-2 node)
+    assert HDEval(criteria_tree=tree, max_layers=3, aspects=("a",)).estimate_calls(5, 7) == \
+        {"fit": 2 + 2 * 5 * 6, "score": 2 * 7 * 6}
 
 
 def test_bad_tree_is_refused_at_fit_time(store):
@@ -329,3 +350,213 @@ def test_edited_dataset_aspects_reach_fit_through_the_run(store, tmp_path):
     assert got == [target, other]
     fallback = known_aspects(target, ["quality", "fluency"], samples)
     assert fallback[1].name == "fluency" and fallback[1].definition == ""
+
+
+# ---- structured replies, warnings, imputation, pruning state, estimates -------------------------
+
+def _json_scripted(messages, params):
+    return scripted(messages, params, as_json=True)
+
+
+def test_decomposition_asks_for_the_children_schema_and_reads_it_as_json(store):
+    judge, _, backend, events = _fit(store, HDEval(aggregator="lr", max_layers=2, k_child=3, pi_repeats=2),
+                                     responder=_json_scripted)
+    asks = [p for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION]
+    assert len(asks) == 3
+    schema = structured.schema_of(asks[0].json_schema)["properties"]["children"]
+    assert (schema["minItems"], schema["maxItems"]) == (2, 3)
+    assert all(p["read"] == "json" and not p["follow_up"] and len(p["children"]) == 3
+               for k, p in events if k == "decomposed")
+    assert judge.state["decomposition_reads"] == {"json": 3}
+    assert judge.state["reads"] == {"json": 16 * (3 + 9)}, "every score reply read as JSON"
+    scoring = [p for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.SCORE]
+    assert len(scoring) == 16 * 12 and all(list(structured.schema_of(p.json_schema)["properties"]) == ["score"]
+                                           for p in scoring)
+    assert not [w for w in judge.state["warnings"] if w["code"] == "no_children"]
+
+
+def test_a_decomposition_without_children_gets_one_follow_up_and_a_warning_naming_the_node(store):
+    def responder(messages, params):
+        if "split up is \"style\"" in messages[0]["content"]:
+            # the first reply is prose; the follow-up gives one child only (the better of the two is kept)
+            return "Style is many things." if len(messages) == 1 else \
+                json.dumps({"children": [{"name": "Rhythm", "definition": "Reads well."}]})
+        if "split up is \"grounded\"" in messages[0]["content"]:
+            return "no idea"
+        return _json_scripted(messages, params)
+
+    judge, _, backend, events = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=responder)
+    follow_ups = [m for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION
+                  and len(m) == 3]
+    assert len(follow_ups) == 2 and "JSON object" in follow_ups[0][-1]["content"]
+    decomposed = {p["parent"]: p for k, p in events if k == "decomposed"}
+    assert decomposed["style"]["read"] == "text" and len(decomposed["style"]["children"]) == 1
+    assert decomposed["grounded"]["read"] == "none" and decomposed["grounded"]["children"] == []
+    warnings = [w for w in judge.state["warnings"] if w["code"] == "no_children"]
+    assert len(warnings) == 1 and "'grounded'" in warnings[0]["message"]
+
+
+def test_imputed_criteria_are_counted_and_an_item_over_the_limit_is_missing(store):
+    judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=_json_scripted)
+    n = len(judge.state["features"])
+    test = _dataset().samples[16:19]
+    gaps = {test[0].id: 2, test[1].id: n // 2 + 1}   # 2 of 15 missing; just over half missing; none missing
+
+    def responder(messages, params):
+        text = messages[0]["content"]
+        for sid, k in gaps.items():
+            if f"answer {sid[1:]} " in text and any(f"Criterion to apply: {name}\n" in text
+                                                    for name in _names(judge)[:k]):
+                return "I cannot rate this."
+        return _json_scripted(messages, params)
+
+    llm, _ = _llm(store, responder)
+    verdicts = judge.score(test, llm=llm)
+    assert [v.metadata["imputed_criteria"] for v in verdicts] == [2, n // 2 + 1, 0]
+    assert not verdicts[0].missing and verdicts[0].metadata["source"] == "json"
+    assert verdicts[1].missing and verdicts[1].metadata["missing_reason"] == \
+        f"{n // 2 + 1} of {n} criteria imputed (at most 50% allowed)"
+    assert "predictions" not in verdicts[1].metadata, "no prediction is given for an item over the limit"
+    assert not verdicts[2].missing and verdicts[2].metadata["criteria_sources"] == {"json": n}
+    strict = Judge.from_dict({**judge.to_dict(), "params": {**judge.params, "max_imputed_fraction": 0.0}})
+    assert [v.missing for v in strict.score(test, llm=llm)] == [True, True, False]
+
+
+def _names(judge):
+    nodes = {n["id"]: n for n in judge.state["tree"]["nodes"]}
+    return [nodes[f]["name"] for f in judge.state["features"]]
+
+
+def test_a_criterion_read_from_alternatives_flags_the_verdict():
+    from judge_engine.aggregate import Aggregator
+    agg = Aggregator.fit([[1.0, 2.0], [3.0, 4.0], [5.0, 1.0]], [[1.0], [3.0], [5.0]], kind="lr",
+                         features=["a", "b"], targets=["t"])
+    cells = {"a": CriterionScore(3.0, "", source="logprobs_first_position"),
+             "b": CriterionScore(2.0, "", source="json")}
+    sample = _dataset().samples[0]
+    v = HDEval._verdict(sample, cells, agg, Aspect("t", 1, 5, ""), 0.5)
+    assert v.metadata["source"] == "logprobs_first_position" and v.metadata["alternatives_criteria"] == 1
+    assert 1 <= v.score <= 5
+
+
+def test_pruning_state_names_what_was_expanded_and_a_poorly_covered_node_is_not_expanded(store):
+    def responder(messages, params):
+        text = messages[0]["content"]
+        # the informative criterion fails on 4 of 16 training items (75% coverage < 80%)
+        if "Criterion to apply: clarity part 0\n" in text and re.search(r"answer (0|3|5|8) ", text):
+            return "no score"
+        return _json_scripted(messages, params)
+
+    judge, _, _, events = _fit(store, HDEval(aggregator="lr", k_expand=2, pi_repeats=3), responder=responder)
+    state = judge.state
+    layer3 = next(r for r in state["pruning"] if r["layer"] == 3)
+    assert layer3["reason"] == "permutation importance"
+    assert state["coverage"]["clarity/clarity-part-0"] == pytest.approx(0.75)
+    assert "clarity/clarity-part-0" in layer3["ineligible"] and "clarity/clarity-part-0" in layer3["pruned"]
+    assert "clarity/clarity-part-0" not in state["expanded_nodes"]
+    assert len(layer3["expanded"]) == 2 and set(layer3["expanded"]) | set(layer3["pruned"]) == \
+        set(layer3["candidates"])
+    assert state["expanded_nodes"] == layer3["expanded"] and state["pruned_nodes"] == layer3["pruned"]
+    assert all(0.0 <= c["coverage"] <= 1.0 for c in layer3["candidates"].values())
+    chosen = next(p for k, p in events if k == "expansion_chosen" and p["layer"] == 3)
+    assert chosen["ineligible"] == layer3["ineligible"] and chosen["min_coverage"] == pytest.approx(0.8)
+    assert any(w["code"] == "imputed_criteria" and w["count"] == 4 for w in state["warnings"])
+
+
+def test_a_judge_that_does_not_agree_with_the_humans_gets_a_warning(store):
+    def responder(messages, params):
+        if "split up" in messages[0]["content"]:
+            return _json_scripted(messages, params)
+        return _score_text(3, params)  # every criterion constant: nothing to learn
+
+    judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=responder)
+    assert [w["code"] for w in judge.state["warnings"]] == ["not_aligned"]
+
+
+def _six_aspect_dataset(n=10):
+    names = ("relevance", "coherence", "empathy", "surprise", "engagement", "complexity")
+    samples = tuple(Sample(id=f"s{i}", input=f"prompt {i}", output=f"answer {i} signal={1 + i % 5}",
+                           group_id=f"g{i}", human={a: float(1 + (i + j) % 5) for j, a in enumerate(names)})
+                    for i in range(n))
+    return Dataset(name="six", task="story writing", aspects=tuple(Aspect(a, 1, 5, f"{a}.") for a in names),
+                   samples=samples, output_label="Answer")
+
+
+@pytest.mark.parametrize("config, responder_kind", [
+    ({"max_layers": 2}, "json"),
+    ({"max_layers": 3, "k_child": 2, "k_expand": 2}, "json"),
+    ({"max_layers": 3, "k_expand": 1}, "unreadable"),
+])
+def test_estimate_is_an_upper_bound_on_the_calls_of_fit_and_score(config, responder_kind):
+    """No cache: every request reaches the backend. Six aspects (as HANNA), the run passes no aspect list."""
+    dataset = _six_aspect_dataset()
+
+    def responder(messages, params):
+        if responder_kind == "unreadable" and "split up" not in messages[0]["content"] and len(messages) == 1:
+            return "I cannot say."  # every first score reply fails, its follow-up answers: the bound is reached
+        return _json_scripted(messages, params)
+
+    method = HDEval(aggregator="lr", pi_repeats=2, **config)
+    backend = FakeBackend(responder)
+    llm = make_llm(LLMConfig(), store=None, backend=backend)
+    judge = method.fit(dataset.samples[:8], dataset.aspect("relevance"), llm=llm, task=TaskInfo.of(dataset))
+    fit_calls = len(backend.calls)
+    judge.score(dataset.samples[8:], llm=llm)
+    score_calls = len(backend.calls) - fit_calls
+    estimate = method.estimate_calls(8, 2)
+    assert fit_calls <= estimate["fit"] and score_calls <= estimate["score"]
+    assert estimate == method.estimate_calls(8, 2, n_aspects=6)
+    if responder_kind == "unreadable":
+        assert score_calls == estimate["score"] == 2 * 2 * len(judge.state["features"]), \
+            "each score reply got its follow-up"
+    else:
+        assert fit_calls > method.estimate_calls(8, 2, n_aspects=4)["fit"] / 2, "six aspects, not four"
+
+
+def test_estimate_bounds_a_next_round_on_a_marked_tree(store):
+    first, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=_json_scripted)
+    tree = json.loads(json.dumps(first.state["tree"]))
+    for n in tree["nodes"]:
+        if n["id"] in ("style/style-part-2", "clarity/clarity-part-1"):
+            n["expand"] = True
+        if n["id"] == "grounded":
+            n["redecompose"] = 1
+    method = HDEval(aggregator="lr", max_layers=3, pi_repeats=2, criteria_tree=tree,
+                    aspects=("clarity", "style", "grounded"))
+    backend = FakeBackend(_json_scripted)
+    llm = make_llm(LLMConfig(), store=None, backend=backend)
+    judge = method.fit(_dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()))
+    fit_calls = len(backend.calls)
+    judge.score(_dataset().samples[16:20], llm=llm)
+    estimate = method.estimate_calls(16, 4)
+    assert fit_calls <= estimate["fit"] and len(backend.calls) - fit_calls <= estimate["score"]
+    # no cache: all 15 nodes of the given tree, grounded's 4 fresh children and 8 under the 2 marked nodes
+    assert fit_calls == 3 + 16 * (15 + 8), "3 decompositions: grounded again and the 2 marked nodes"
+
+
+def test_weighted_hd_eval_reads_each_criterion_at_the_digit_of_its_json_reply(store):
+    """Score-first JSON: the digit is the 5th token; its alternatives (not the sampled digit) give the score."""
+    from tests.test_criteria_scoring import TokenBackend
+
+    def script(messages, params):
+        text = messages[0]["content"]
+        if "split up" in text:
+            return [(_json_scripted(messages, params), {})]
+        assert structured.kind_of(params.json_schema) == structured.SCORE and params.max_tokens <= 16
+        signal = int(re.search(r"signal=(\d)", text).group(1))
+        low, high = max(1, signal - 1), min(5, signal + 1)
+        return [('{"', {'{"': 1.0}), ("score", {"score": 1.0}), ('":', {'":': 1.0}), (" ", {" ": 1.0}),
+                (str(high), {str(high): 0.5, str(low): 0.5}), ("}", {"}": 1.0})]
+
+    backend = TokenBackend(script)
+    llm = make_llm(LLMConfig(), store=store, backend=backend)
+    dataset = _dataset()
+    judge = HDEval(aggregator="lr", max_layers=1, weighted=True, pi_repeats=2).fit(
+        dataset.samples[:16], dataset.aspect("clarity"), llm=llm, task=TaskInfo.of(dataset))
+    assert judge.state["reads"] == {"logprobs": 16 * 3}
+    test = dataset.samples[16:18]
+    for v, s in zip(judge.score(test, llm=llm), test):
+        signal = float(re.search(r"signal=(\d)", s.output).group(1))
+        expected = (max(1, signal - 1) + min(5, signal + 1)) / 2
+        assert v.criteria["clarity"] == pytest.approx(expected), "the expectation at the digit, not the digit"
+        assert v.metadata["source"] == "logprobs" and v.metadata["alternatives_criteria"] == 0

@@ -122,7 +122,8 @@ def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypat
     next(w for w in at.number_input if w.label == "Layers L").set_value(2).run()
     next(w for w in at.number_input if w.label == "Children per node k").set_value(3).run()
     fit_calls = next(m for m in at.metric if m.label.startswith("LLM requests to build")).value
-    assert fit_calls == str(3 + 12 * (3 + 9)), "samples x criteria plus one decomposition per aspect"
+    assert fit_calls == str(2 * (3 + 12 * (3 + 9))), \
+        "samples x criteria plus one decomposition per aspect, each with its possible follow-up turn"
     _button(at, "hd_start").click().run()
     # the tree and, by default, direct scoring and G-Eval on exactly its test split
     assert not at.exception and len(started) == 3, [e.value for e in at.error]
@@ -151,3 +152,31 @@ def test_a_live_run_shows_progress_and_the_nodes_as_they_appear(db):
     at = _open()
     assert any("layer 2: scoring" in (p.proto.text or "") for p in at.get("progress"))
     assert any("clarity → clarity/ord" in t.value for t in at.text)
+
+
+def test_the_page_shows_warnings_reads_coverage_and_imputed_criteria(db):
+    from tests.test_hd_eval import _json_scripted
+
+    def responder(messages, params):
+        text = messages[0]["content"]
+        if 'split up is "grounded"' in text:
+            return "no idea"  # no children: a warning naming the node
+        if "answer 14 " in text and "Criterion to apply: clarity part" in text:
+            return "I cannot rate this."  # a test item with some criteria missing
+        return _json_scripted(messages, params)
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    imputed = [v for v in store.load_verdicts(run_id) if v.metadata.get("imputed_criteria")]
+    assert [v.sample_id for v in imputed] == ["s14"], "the fixture must give one test item imputed criteria"
+    at = _open()
+    assert not at.exception
+    warnings = [w.value.replace("\\", "") for w in at.warning]
+    assert any(w.startswith("no_children:") and "'grounded'" in w for w in warnings), warnings
+    captions = "\n".join(c.value for c in at.caption)
+    assert "Training scores read as JSON: " in captions and "Decompositions read as JSON: 2" in captions
+    assert "1 of 6 test items had criteria imputed with training means" in captions
+    assert "scored 100%" in " ".join(str(p.proto.text) for p in at.get("progress"))

@@ -11,8 +11,10 @@ further (Algorithm 1, App. C.1).
 Paper sections and the functions here:
 
 * §2.1, Eq. 1, App. G.1 (criteria decomposition) -> :func:`decompose_criteria`
-  (prompt ``prompts/hd_eval_decompose.txt``, JSON list of name/abbrev/definition),
-  parsed by :func:`parse_decomposition`;
+  (prompt ``prompts/hd_eval_decompose.txt``; the reply's schema is
+  :func:`decomposition_schema`, 2 to ``k_child`` children with name and
+  definition; :func:`parse_decomposition` is the free-text fallback, and a
+  reply with fewer than 2 children gets one follow-up turn);
 * §2.1, App. G.2 (hierarchy-aware prompting) -> :func:`hierarchy_aware_scoring`
   through the shared :mod:`judge_engine.criteria_scoring` (instructions in
   ``prompts/hd_eval_score.txt``; the parent is the "aspect" of the prompt;
@@ -21,8 +23,19 @@ Paper sections and the functions here:
   :func:`fit_aggregator` (:mod:`judge_engine.aggregate`, one
   multi-output model per group of aspects sharing a range: footnote 11);
 * §2.3, Eq. 3 (attribution pruning) -> :func:`attribution_importance` and
-  :func:`prune_by_attribution` (:mod:`judge_engine.explain`);
+  :func:`prune_by_attribution` (:mod:`judge_engine.explain`); what it kept
+  (decomposed further) and pruned per layer is in ``judge.state["pruning"]``
+  and, flat, ``judge.state["expanded_nodes"]`` / ``judge.state["pruned_nodes"]``;
 * App. C.1, Algorithm 1 (iterative alignment training) -> :meth:`HDEval.fit`.
+
+Honest scores. A criterion score the reply did not give stays NaN; at
+prediction the aggregator needs every feature, so a missing criterion is
+filled with its training mean (the paper's imputation) and counted in
+``Verdict.metadata["imputed_criteria"]``; an item with more than
+``max_imputed_fraction`` of its criteria imputed gets no score (missing,
+"k of n criteria imputed"). Fit-time problems (a decomposition with no
+children, training cells imputed, criteria dropped, an aggregator that does
+not agree with the humans out of fold) are ``judge.state["warnings"]``.
 
 Human in the loop (the paper's future work): the tree is the optional
 ``criteria_tree`` parameter. A person-edited tree (accepted, edited, added,
@@ -32,11 +45,11 @@ decomposed are not decomposed again, and the cache answers every scoring
 call whose node text, definition, parent and sample are unchanged.
 
 The tree is a JSON-native dict ``{"nodes": [node, ...]}``; each node has
-``id`` (``aspect`` for layer 1, ``parent-id/abbrev`` below), ``name``,
-``definition``, ``parent`` (id or None), ``origin`` (``aspect`` | ``llm`` |
-``human``), ``edited``, ``in_aggregator`` (False = pruned from the
-aggregator's input), ``expand`` (a person asks to decompose it),
-``redecompose`` (a counter: raise it to ask the LLM for a fresh
+``id`` (``aspect`` for layer 1, ``parent-id/slug`` below: the slug of the
+name, or of the ``abbrev`` a free-text reply gave), ``name``, ``definition``,
+``parent`` (id or None), ``origin`` (``aspect`` | ``llm`` | ``human``),
+``edited``, ``in_aggregator`` (False = pruned from the aggregator's input),
+``expand`` (a person asks to decompose it), ``redecompose`` (a counter: raise it to ask the LLM for a fresh
 decomposition) and ``decomposed`` (its children were already proposed).
 
 References
@@ -51,20 +64,23 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import data
+from .. import structured as st
 from ..aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
-from ..criteria_scoring import LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria
+from ..criteria_scoring import (LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria,
+                                source_counts)
 from ..explain import permutation_importance_oof
 from ..llm import LLM, GenerationParams
-from ..metrics import correlations
+from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, register
+from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
 SCORE_TEMPLATE = load_template("hd_eval_score")
@@ -75,8 +91,15 @@ CRITERION_SCALE = (1, 5)
 """Every criterion is scored 1-5 (paper App. G.2)."""
 REDECOMPOSE_TEMPERATURE = 0.7
 """A requested re-decomposition samples a new draw instead of replaying the cached greedy one."""
-DEFAULT_N_ASPECTS = 4
-"""Aspects assumed by :meth:`HDEval.estimate_calls` when no tree or aspect list is given (the paper's datasets)."""
+DEFAULT_N_ASPECTS = max(len(b.aspects) for b in data.BENCHMARKS.values())
+"""Aspects assumed by :meth:`HDEval.estimate_calls` when neither ``n_aspects`` nor ``aspects`` says how many:
+the most any built-in benchmark has (6: Topical-Chat, HANNA), so the estimate is an upper bound on those;
+a custom dataset with more aspects must pass ``n_aspects``."""
+MIN_CHILDREN = 2
+"""Fewest children a decomposition asks for (the schema's ``minItems``; fewer gets one follow-up turn)."""
+DECOMPOSE_RETRY = ('Your reply was not the JSON object I asked for. Reply with that JSON object only: '
+                   '{{"children": [{{"name": "...", "definition": "..."}}, ...]}} holding {min_k} to {k} criteria, '
+                   'each a name and a one-sentence definition.')
 
 
 # ---- the tree ------------------------------------------------------------------------------------
@@ -162,6 +185,11 @@ def parse_decomposition(text: str, k: int) -> list[dict[str, str]]:
             m = re.match(r"^\s*(?:\d+[.)]|[-*•])\s*\**([^:*\n]{2,60}?)\**\s*[:\u2013-]\s+(.{8,})$", line)
             if m:
                 items.append({"name": m.group(1).strip(), "abbrev": "", "definition": m.group(2).strip()})
+    return _dedupe(items, k)
+
+
+def _dedupe(items: Sequence[dict[str, str]], k: int) -> list[dict[str, str]]:
+    """At most ``k`` children, the first of each name (case-insensitive)."""
     out, seen = [], set()
     for it in items:
         key = it["name"].lower()
@@ -172,24 +200,66 @@ def parse_decomposition(text: str, k: int) -> list[dict[str, str]]:
     return out[:k]
 
 
-def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
-                       guideline: str = "", max_tokens: int = 512) -> tuple[list[dict[str, str]], str]:
-    """Eq. 1: the LLM proposes up to ``k`` sub-criteria (name, definition) of ``parent``.
+def decomposition_schema(k: int) -> dict[str, Any]:
+    """The reply schema of one decomposition: ``{"children": [{name, definition}, ...]}``, 2 to ``k`` items."""
+    return st.named_items_schema(st.DECOMPOSITION, "children", min_items=min(MIN_CHILDREN, k), max_items=k)
 
-    One call per parent (spec §7.1 recommendation). A parent whose
-    ``redecompose`` counter is raised gets a fresh sampled draw. Returns the
-    parsed children and the raw reply.
+
+def read_decomposition(text: str, k: int) -> tuple[list[dict[str, str]], str]:
+    """Children of a decomposition reply and how they were read: ``json``, ``text`` (fallback) or ``none``."""
+    got = st.read_json(text, decomposition_schema(k))
+    if got.ok:
+        items = [{"name": c["name"].strip(), "abbrev": "", "definition": c["definition"].strip()}
+                 for c in got.value["children"] if c["name"].strip()]
+        return _dedupe(items, k), "json"
+    children = parse_decomposition(text, k)
+    return children, "text" if children else "none"
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """What one decomposition call (and its follow-up turn, if needed) proposed."""
+
+    children: tuple[dict[str, str], ...]
+    """Parsed children (name, abbrev, definition), at most ``k``."""
+    raw: str
+    """The reply (and the follow-up reply)."""
+    read: str
+    """``json`` (the structured reply), ``text`` (the free-text fallback) or ``none`` (nothing usable)."""
+    follow_up: bool = False
+    """True when the first reply had fewer than 2 children and a follow-up turn was asked."""
+
+
+def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
+                       guideline: str = "", max_tokens: int = 512) -> Decomposition:
+    """Eq. 1: the LLM proposes 2 to ``k`` sub-criteria (name, definition) of ``parent`` as JSON.
+
+    One call per parent (spec §7.1 recommendation), plus one follow-up turn
+    when the reply holds fewer than 2 usable children (the better of the two
+    is kept). A parent whose ``redecompose`` counter is raised gets a fresh
+    sampled draw.
     """
+    min_k = min(MIN_CHILDREN, k)
     prompt = DECOMPOSE_TEMPLATE.render(
         task=task.task, background=background, parent_name=parent["name"],
         parent_definition=parent["definition"] or parent["name"],
         guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
-        k=k, output_label_lower=task.output_label.lower())
+        k=k, min_k=min_k, output_label_lower=task.output_label.lower())
     again = int(parent.get("redecompose") or 0)
     params = GenerationParams(max_tokens=max_tokens, temperature=REDECOMPOSE_TEMPERATURE if again else 0.0,
-                              sample_index=again)
-    reply = llm.complete([{"role": "user", "content": prompt}], params).text
-    return parse_decomposition(reply, k), reply
+                              sample_index=again, json_schema=st.as_param(decomposition_schema(k)))
+    messages = [{"role": "user", "content": prompt}]
+    reply = llm.complete(messages, params).text
+    children, read = read_decomposition(reply, k)
+    if len(children) >= min_k:
+        return Decomposition(tuple(children), reply, read)
+    follow = llm.complete([*messages, {"role": "assistant", "content": reply},
+                           {"role": "user", "content": DECOMPOSE_RETRY.format(min_k=min_k, k=k)}], params).text
+    more, more_read = read_decomposition(follow, k)
+    raw = f"{reply}\n--- follow-up ---\n{follow}"
+    if len(more) > len(children):
+        return Decomposition(tuple(more), raw, more_read, True)
+    return Decomposition(tuple(children), raw, read, True)
 
 
 def add_children(tree: dict[str, Any], parent_id: str, children: Sequence[dict[str, str]]) -> list[str]:
@@ -392,6 +462,14 @@ class HDEval(Method):
         Reply budget of a decomposition.
     pi_repeats : int, default=10
         Permutation-importance repeats per fold (not stated; spec §11: 10, 5-fold out of fold).
+    max_imputed_fraction : float, default=0.5
+        At prediction, a criterion the reply gave no score for is filled with
+        its training mean (the paper's imputation, counted per item in
+        ``Verdict.metadata["imputed_criteria"]``). An item with more than this
+        share of its criteria imputed gets no score (missing, "k of n criteria
+        imputed"): the prediction would then mostly restate training means.
+        0 = any missing criterion makes the item missing; an item with every
+        criterion missing is always missing.
     random_state : int, default=0
         Seed of the aggregator, the folds and the permutations.
     """
@@ -403,13 +481,14 @@ class HDEval(Method):
         "max_layers": Interval(int, 1, 5), "k_child": Interval(int, 1, 10), "k_expand": Interval(int, 1, 50),
         "layout": Options(LAYOUTS), "weighted": Options((True, False)),
         "score_max_tokens": Interval(int, 1, 1024), "decompose_max_tokens": Interval(int, 32, 4096),
-        "pi_repeats": Interval(int, 1, 100), "random_state": Interval(int, 0, None)}
+        "pi_repeats": Interval(int, 1, 100), "random_state": Interval(int, 0, None),
+        "max_imputed_fraction": Interval(float, 0.0, 1.0)}
 
     def __init__(self, *, aggregator: str = "nn", max_layers: int = 3, k_child: int = 4, k_expand: int = 3,
                  aspects: tuple[str, ...] | None = None, criteria_tree: dict | None = None,
                  guidelines: dict | None = None, layout: str = "paper", weighted: bool = False,
                  score_max_tokens: int = 32, decompose_max_tokens: int = 512, pi_repeats: int = 10,
-                 random_state: int = 0):
+                 random_state: int = 0, max_imputed_fraction: float = 0.5):
         self.aggregator = aggregator
         self.max_layers = max_layers
         self.k_child = k_child
@@ -423,6 +502,7 @@ class HDEval(Method):
         self.decompose_max_tokens = decompose_max_tokens
         self.pi_repeats = pi_repeats
         self.random_state = random_state
+        self.max_imputed_fraction = max_imputed_fraction
 
     def _validate_params(self) -> None:
         super()._validate_params()
@@ -459,11 +539,16 @@ class HDEval(Method):
         importance: dict[str, dict[str, float]] = {}
         layers: list[dict[str, Any]] = []
         failures: dict[str, int] = {}
+        coverage: dict[str, float] = {}
+        pruning: list[dict[str, Any]] = []
+        warnings: list[dict[str, Any]] = []
+        decomposition_reads: dict[str, int] = {}
         aggs: list[Aggregator] = []
         for layer in range(1, self.max_layers + 1):
             if layer >= 2:
                 self._grow_layer(tree, layer, importance, task=task, background=background, llm=llm,
-                                 emit=emit, progress=progress)
+                                 emit=emit, progress=progress, coverage=coverage, pruning=pruning,
+                                 warnings=warnings, reads=decomposition_reads)
             nodes = tree_index(tree)
             features = [nid for nid, n in nodes.items() if n["layer"] <= layer and n.get("in_aggregator", True)]
             if layer > 1 and not any(nodes[f]["layer"] == layer for f in features):
@@ -476,7 +561,9 @@ class HDEval(Method):
                 stage=f"layer {layer}: scoring {len(new)} criteria"))
             for f in new:
                 failures[f] = sum(1 for c in scores[f] if c.missing)
-            emit("layer_scored", {"layer": layer, "criteria": new, "missing": {f: failures[f] for f in new}})
+                coverage[f] = 1.0 - failures[f] / len(train)
+            emit("layer_scored", {"layer": layer, "criteria": new, "missing": {f: failures[f] for f in new},
+                                  "reads": source_counts([c for f in new for c in scores[f]])})
             values = {f: [c.score for c in scores[f]] for f in features}
             aggs = fit_aggregator(train, values, features, aspects, kind=self.aggregator,
                                                  random_state=self.random_state)
@@ -487,24 +574,72 @@ class HDEval(Method):
             layers.append({"layer": layer, "features": features, "cv": cv})
             emit("aggregator_fitted", {"layer": layer, "features": len(features), "cv_target": cv.get(aspect.name),
                                        "importance": {f: round(v["importance"], 6) for f, v in importance.items()}})
-        n_missing = sum(failures.values())
-        emit("fit_done", {"nodes": len(tree["nodes"]), "features": len(aggs[0].features) if aggs else 0,
-                          "missing_scores": n_missing, "cells": len(train) * len(failures)})
         target_group = next(i for i, agg in enumerate(aggs) if aspect.name in agg.targets)
+        final = aggs[target_group]
+        used = list(final.features)
+        n_missing = sum(failures.get(f, 0) for f in used)
+        reads = source_counts([c for f in scores for c in scores[f]])
+        emit("fit_done", {"nodes": len(tree["nodes"]), "features": len(used), "missing_scores": n_missing,
+                          "cells": len(train) * len(used), "reads": reads, "decomposition_reads": decomposition_reads})
+        warnings.extend(self._fit_warnings(final, used, failures, scores, len(train), layers, aspect.name))
+        expanded = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["expanded"]]
+        pruned = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["pruned"]]
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={"tree": tree, "aspects": [a.to_dict() for a in aspects],
                             "aggregators": [a.to_state() for a in aggs], "target_group": target_group,
-                            "features": list(aggs[target_group].features),
-                            "train_ids": [s.id for s in train],
-                            "importance": importance, "layers": layers, "missing_scores": failures})
+                            "features": used, "train_ids": [s.id for s in train],
+                            "importance": importance, "layers": layers, "missing_scores": failures,
+                            "coverage": {f: round(c, 4) for f, c in coverage.items()},
+                            "pruning": pruning, "expanded_nodes": expanded, "pruned_nodes": pruned,
+                            "reads": reads, "decomposition_reads": decomposition_reads, "warnings": warnings})
+
+    @staticmethod
+    def _fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
+                      scores: dict[str, list[CriterionScore]], n_train: int, layers: Sequence[dict[str, Any]],
+                      target: str) -> list[dict[str, Any]]:
+        """What the run summary must say about the fitted judge (besides per-node ``no_children``)."""
+        out = []
+        imputed = sum(failures.get(f, 0) for f in used)
+        if imputed:
+            out.append(judge_warning(
+                "imputed_criteria", f"{imputed} of {n_train * len(used)} training criterion scores were missing "
+                "and filled with the criterion's training mean for the aggregator", imputed))
+        if final.dropped:
+            out.append(judge_warning(
+                "criteria_dropped", "no training item has a score for " + ", ".join(final.dropped)
+                + "; these criteria are not inputs of the aggregator", len(final.dropped)))
+        alternatives = sum(1 for f in scores for c in scores[f] if c.from_alternatives)
+        if alternatives:
+            out.append(judge_warning(
+                "scores_from_alternatives", f"{alternatives} training criterion scores were read from the "
+                "alternatives of a reply that gave no number", alternatives))
+        cv = (layers[-1]["cv"].get(target) or {}).get("pearson") if layers else None
+        if cv is None or not cv > 0:
+            out.append(judge_warning(
+                "not_aligned", f"the aggregator's out-of-fold training Pearson for {target!r} is "
+                + ("undefined (too few items or constant predictions)" if cv is None else f"{cv:.2f}")
+                + ": it does not agree with the humans on the training items"))
+        return out
 
     def _grow_layer(self, tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]], *,
-                    task: TaskInfo, background: str, llm: LLM, emit: EventSink,
-                    progress: Progress | None) -> None:
-        """Lines 2-6 of Algorithm 1: choose C_D^layer and decompose each chosen node."""
+                    task: TaskInfo, background: str, llm: LLM, emit: EventSink, progress: Progress | None,
+                    coverage: dict[str, float], pruning: list[dict[str, Any]], warnings: list[dict[str, Any]],
+                    reads: dict[str, int]) -> None:
+        """Lines 2-6 of Algorithm 1: choose C_D^layer and decompose each chosen node.
+
+        Coverage-aware choice: a criterion scored on fewer than
+        :data:`~judge_engine.metrics.MIN_SELECTION_COVERAGE` of the training
+        items is not eligible for decomposition by importance (its importance
+        is measured mostly on imputed means); if fewer than ``k_expand`` are
+        eligible, fewer are decomposed. The sign of a criterion's correlation
+        does not matter here: the aggregator learns its weight, so an
+        anti-correlated criterion can be informative. What was kept and pruned
+        is appended to ``pruning``.
+        """
         nodes = tree_index(tree)
         candidates = [nid for nid, n in nodes.items() if n["layer"] == layer - 1]
         marked = [c for c in candidates if nodes[c].get("expand") or nodes[c].get("redecompose")]
+        ineligible: list[str] = []
         if layer == 2:
             chosen = candidates  # App. C.2: every human aspect is decomposed
             reason = "all layer-1 aspects"
@@ -515,10 +650,25 @@ class HDEval(Method):
             chosen = [c for c in candidates if nodes[c].get("decomposed")]
             reason = "kept from the given tree"
         else:
-            chosen = prune_by_attribution([c for c in candidates if nodes[c].get("in_aggregator", True)],
-                                          importance, self.k_expand)
+            active = [c for c in candidates if nodes[c].get("in_aggregator", True)]
+            ineligible = [c for c in active if coverage.get(c, 0.0) < MIN_SELECTION_COVERAGE]
+            chosen = prune_by_attribution([c for c in active if c not in ineligible], importance, self.k_expand)
             reason = "permutation importance"
-        emit("expansion_chosen", {"layer": layer, "chosen": chosen, "reason": reason})
+            if active and not chosen:
+                warnings.append(judge_warning(
+                    "no_expansion", f"layer {layer}: no layer-{layer - 1} criterion was scored on at least "
+                    f"{MIN_SELECTION_COVERAGE:.0%} of the training items, so none was decomposed further",
+                    len(ineligible)))
+        record = {"layer": layer, "reason": reason, "expanded": list(chosen),
+                  "pruned": [c for c in candidates if c not in chosen], "ineligible": ineligible,
+                  "candidates": {c: {"importance": _finite(importance.get(c, {}).get("importance")),
+                                     "coverage": _finite(coverage.get(c)),
+                                     "in_aggregator": bool(nodes[c].get("in_aggregator", True))}
+                                 for c in candidates}}
+        pruning.append(record)
+        emit("expansion_chosen", {"layer": layer, "chosen": chosen, "reason": reason, "pruned": record["pruned"],
+                                  "ineligible": ineligible, "candidates": record["candidates"],
+                                  "min_coverage": MIN_SELECTION_COVERAGE})
         for i, nid in enumerate(chosen):
             node = nodes[nid]
             if node.get("decomposed") and not node.get("redecompose"):
@@ -529,63 +679,115 @@ class HDEval(Method):
                 removed = remove_llm_children(tree, nid)
                 emit("children_replaced", {"parent": nid, "removed": removed})
             guideline = guideline_for(self.guidelines, root_aspect(nodes, nid))
-            children, raw = decompose_criteria(node, task=task, background=background, k=self.k_child, llm=llm,
-                                               guideline=guideline, max_tokens=self.decompose_max_tokens)
-            ids = add_children(tree, nid, children)
+            dec = decompose_criteria(node, task=task, background=background, k=self.k_child, llm=llm,
+                                     guideline=guideline, max_tokens=self.decompose_max_tokens)
+            reads[dec.read] = reads.get(dec.read, 0) + 1
+            ids = add_children(tree, nid, dec.children)
             for n in tree["nodes"]:
                 if n["id"] == nid:
                     n["expand"], n["redecompose"] = False, 0
-            emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(children),
-                                "raw": raw[:2000]})
+            if not ids:
+                warnings.append(judge_warning(
+                    "no_children", f"the decomposition of {node['name']!r} ({nid}) gave no usable children "
+                    "(after one follow-up turn); it stays a leaf"))
+            emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(dec.children),
+                                "read": dec.read, "follow_up": dec.follow_up, "raw": dec.raw[:2000]})
 
-    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
-        """Samples x criteria: decomposition calls plus one call per (sample, criterion).
+    def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None) -> dict[str, int]:
+        """Upper bound on the LLM calls of a fit and of scoring (before cache hits).
 
-        Counts the given tree's active nodes; without a tree, assumes the
-        paper's shape: P aspects (``aspects`` or 4), P * k_child at layer 2 and
-        k_expand * k_child per deeper layer.
+        Decomposition calls plus one call per (sample, criterion), every one
+        counted with its possible follow-up turn (a decomposition with fewer
+        than 2 children, a score reply without a score), so the real count is
+        at most this and about half of it when replies parse.
+
+        The number of layer-1 aspects: ``n_aspects`` when given (a run knows
+        its dataset's aspects), else the ``aspects`` parameter, else
+        :data:`DEFAULT_N_ASPECTS` (the most of any built-in benchmark; a custom
+        dataset with more aspects must pass ``n_aspects``). With a given tree,
+        its nodes count as they stand, aspects not in it are added, and every
+        decomposition the fit may do adds ``k_child`` nodes: layer 2 for every
+        undecomposed (or re-decomposed) aspect, deeper layers for the nodes a
+        person marked, else ``k_expand`` nodes chosen by importance. With
+        ``n_aspects`` and a tree, the tree's layer-1 nodes are taken to be
+        among those aspects (a tree from an earlier run on the same dataset).
         """
-        if self.criteria_tree:
-            nodes = tree_index(self.criteria_tree)
-            m = sum(1 for n in nodes.values() if n.get("in_aggregator", True) and n["layer"] <= self.max_layers)
-            decompositions = sum(1 for n in nodes.values() if n.get("expand") or n.get("redecompose")
-                                 or (n["layer"] == 1 and not n.get("decomposed") and self.max_layers >= 2))
-            m += decompositions * self.k_child
+        k, top = self.k_child, self.max_layers
+        nodes = tree_index(self.criteria_tree) if self.criteria_tree else {}
+        tree_l1 = {nid for nid, n in nodes.items() if n["layer"] == 1}
+        if n_aspects is not None:
+            added = max(0, int(n_aspects) - len(tree_l1))
+        elif self.aspects:
+            added = len(set(self.aspects) - tree_l1)
         else:
-            p = len(self.aspects) if self.aspects else DEFAULT_N_ASPECTS
-            m, decompositions = p, 0
-            if self.max_layers >= 2:
-                m, decompositions = m + p * self.k_child, p
-            for _ in range(3, self.max_layers + 1):
-                m, decompositions = m + self.k_expand * self.k_child, decompositions + self.k_expand
-        return {"fit": decompositions + estimate_criteria_calls(n_train, m),
-                "score": estimate_criteria_calls(n_test, m)}
+            added = max(0, DEFAULT_N_ASPECTS - len(tree_l1))
+        active = [0] * (top + 2)   # existing nodes that are aggregator inputs, by layer
+        exists = [0] * (top + 2)   # existing nodes, by layer
+        for n in nodes.values():
+            if n["layer"] <= top + 1:
+                exists[n["layer"]] += 1
+                active[n["layer"]] += bool(n.get("in_aggregator", True))
+        active[1] += added
+        exists[1] += added
+        new = [0] * (top + 2)
+        decompositions = 0
+        for layer in range(2, top + 1):
+            parents = [n for n in nodes.values() if n["layer"] == layer - 1]
+            marked = [n for n in parents if n.get("expand") or n.get("redecompose")]
+            if layer == 2:
+                d = added + sum(1 for n in parents if not n.get("decomposed") or n.get("redecompose"))
+            elif marked:
+                d = sum(1 for n in marked if not n.get("decomposed") or n.get("redecompose"))
+            elif exists[layer]:
+                d = 0
+            else:
+                d = min(self.k_expand, active[layer - 1] + new[layer - 1])
+            new[layer] = d * k
+            decompositions += d
+        m = sum(active[1:top + 1]) + sum(new)
+        return {"fit": 2 * decompositions + estimate_criteria_calls(n_train, m, follow_ups=True),
+                "score": estimate_criteria_calls(n_test, m, follow_ups=True)}
 
     @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
         p, state, aspect = judge.params, judge.state, judge.aspect_record
         agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
+        limit = float(p.get("max_imputed_fraction", 0.5))
         scores = hierarchy_aware_scoring(samples, agg.features, state["tree"], task=judge.task_info, llm=llm,
                                          layout=p["layout"], max_tokens=p["score_max_tokens"],
                                          weighted=p["weighted"], guidelines=p.get("guidelines"),
                                          progress=progress)
-        verdicts = []
-        for i, sample in enumerate(samples):
-            row = {f: scores[f][i].score for f in agg.features}
-            missing = [f for f, v in row.items() if math.isnan(v)]
-            meta: dict[str, Any] = {"missing_criteria": missing}
-            if len(missing) == len(agg.features):
-                score = math.nan  # nothing scored (or no usable criterion): no prediction, never a made-up number
-            else:
-                pred = agg.predict_rows([row])[0]
-                meta["predictions"] = {t: round(v, 6) for t, v in pred.items()}
-                score = float(min(max(pred[aspect.name], aspect.low), aspect.high))
-                meta["imputed"] = len(missing)
-            raw = "\n".join(f"{f}: {scores[f][i].raw}" for f in agg.features)
-            verdicts.append(Verdict(sample_id=sample.id, aspect=aspect.name, score=score, criteria=row,
-                                    raw=raw[:4000], metadata=meta))
-        return verdicts
+        return [cls._verdict(sample, {f: scores[f][i] for f in agg.features}, agg, aspect, limit)
+                for i, sample in enumerate(samples)]
+
+    @staticmethod
+    def _verdict(sample: Sample, cells: dict[str, CriterionScore], agg: Aggregator, aspect: Aspect,
+                 max_imputed_fraction: float) -> Verdict:
+        """One item's verdict: the aggregator's prediction, or missing when too many criteria were imputed."""
+        row = {f: c.score for f, c in cells.items()}
+        missing = [f for f, v in row.items() if math.isnan(v)]
+        n = len(agg.features)
+        sources = source_counts(list(cells.values()))
+        alternatives = sources.get("logprobs_first_position", 0)
+        meta: dict[str, Any] = {"missing_criteria": missing, "imputed_criteria": len(missing), "n_criteria": n,
+                                "criteria_sources": sources, "alternatives_criteria": alternatives}
+        raw = "\n".join(f"{f}: {c.raw}" for f, c in cells.items())
+        if not n or len(missing) == n or len(missing) > max_imputed_fraction * n:
+            # no prediction: it would mostly (or wholly) restate training means, never a made-up number
+            meta["source"] = "missing"
+            meta["missing_reason"] = (f"{len(missing)} of {n} criteria imputed (at most "
+                                      f"{max_imputed_fraction:.0%} allowed)" if n else "no criterion to score")
+            return Verdict(sample_id=sample.id, aspect=aspect.name, score=math.nan, criteria=row, raw=raw[:4000],
+                           metadata=meta)
+        pred = agg.predict_rows([row])[0]
+        meta["predictions"] = {t: round(v, 6) for t, v in pred.items()}
+        read = {k: v for k, v in sources.items() if k != "missing"}
+        # flagged when any criterion was read from alternatives; else the way most criteria were read
+        meta["source"] = "logprobs_first_position" if alternatives else max(read, key=read.get)
+        score = float(min(max(pred[aspect.name], aspect.low), aspect.high))
+        return Verdict(sample_id=sample.id, aspect=aspect.name, score=score, criteria=row, raw=raw[:4000],
+                       metadata=meta)
 
 
 # ---- human in the loop: the tree of a run as versioned, audited criteria rows ----------------------
