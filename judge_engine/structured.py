@@ -57,10 +57,16 @@ REPLY_KINDS = (SCORE, GEVAL_STEPS, HYPOTHESES, YES_NO, DECOMPOSITION, TASK_DESCR
 
 
 def as_param(schema: dict[str, Any] | None) -> str:
-    """Canonical JSON text of ``schema`` for :attr:`GenerationParams.json_schema` ("" for None)."""
+    """Compact JSON text of ``schema`` for :attr:`GenerationParams.json_schema` ("" for None).
+
+    Keys keep their order: the order of ``properties`` is the order a grammar
+    makes the model write them (explanation before or after the score), and
+    the builders here always produce the same order for the same schema, so
+    the text, and the cache key, are stable without sorting.
+    """
     if not schema:
         return ""
-    return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
 
 
 def schema_of(param: str) -> dict[str, Any] | None:

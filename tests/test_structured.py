@@ -69,3 +69,12 @@ def test_coverage_shrinks_fitness_and_non_positive_correlation_is_never_selectab
     assert not coverage_adjusted(-0.3, 10, 10).selectable
     assert not coverage_adjusted(0.0, 10, 10).selectable
     assert not coverage_adjusted(math.nan, 10, 10).selectable
+
+
+def test_the_request_keeps_the_order_of_properties():
+    # a grammar writes the properties in this order: score first means the digit comes first
+    after = structured.as_param(structured.score_schema(1, 5, explanation="after"))
+    before = structured.as_param(structured.score_schema(1, 5, explanation="before"))
+    assert after.index('"score"') < after.index('"explanation"')
+    assert before.index('"explanation"') < before.index('"score"')
+    assert after == structured.as_param(structured.score_schema(1, 5, explanation="after"))  # stable text
