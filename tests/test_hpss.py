@@ -662,7 +662,7 @@ def test_when_every_strategy_correlates_negatively_no_judge_is_adopted(store):
     assert judge.state["strategy"] == strategy_name(BASE) and judge.state["accepted_by_person"] is True
     assert judge.state["selection"]["correlation"] < 0
     assert [w["code"] for w in judge.state["warnings"]] == ["not_selectable"]
-    assert "at or below 0" in judge.state["warnings"][0]["message"] or "above 0" in judge.state["warnings"][0]["message"]
+    assert "above 0 needed" in judge.state["warnings"][0]["message"]
 
 
 # --------------------------------------------------------------------------- the real embedded model
