@@ -13,9 +13,13 @@ each one is produced on first use for any dataset (notes §5, §12):
 * in-context examples: stratified over the validation labels, no call
   (notes §5.5); the judged sample is left out of its own examples.
 
-Every generation is greedy and goes through ``llm.complete_many``, so the
-persistent cache answers repeats for free. A reply with no usable content is
-*missing*: it is counted, logged, and the samples that needed it get no score.
+Every generation is greedy, asks for a JSON reply (:data:`SCHEMAS`: criteria,
+AutoCoT steps, metrics questions, a reference) and goes through
+``llm.complete_many``, so the persistent cache answers repeats for free. A
+reply is read as JSON first; the free-text parsers are the fallback, and
+``readings`` counts per kind how each reply was read. A reply with no usable
+content is *missing*: it is counted, logged, and the samples that needed it
+get no score.
 """
 
 from __future__ import annotations
@@ -26,9 +30,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import structured
 from .hpss_strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, source_blocks, as_dict,
                             normalised_level, rating_range)
 from .llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
+from .parsing import parse_json_object
 from .prompting import TaskInfo, load_template
 from .records import Aspect, Sample
 
@@ -44,6 +50,38 @@ EXAMPLE_LEVELS = {3: (0.0, 0.5, 1.0), 5: (0.0, 0.25, 0.5, 0.75, 1.0),
 QUESTION_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(.+\S)\s*$")
 
 EventSink = Callable[[str, dict[str, Any]], None]
+
+MAX_QUESTIONS = 3
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "criteria": structured.string_list_schema(structured.HPSS_CRITERIA, "criteria", min_items=1, max_items=6,
+                                              max_length=500),
+    # AutoCoT steps are evaluation steps like G-Eval's: the same reply kind, so the same title
+    "steps": structured.string_list_schema(structured.GEVAL_STEPS, "steps", min_items=1, max_items=10,
+                                           max_length=400),
+    "questions": structured.string_list_schema(structured.HPSS_METRICS, "questions", min_items=1,
+                                               max_items=MAX_QUESTIONS, max_length=300),
+    "reference": structured.text_schema(structured.HPSS_REFERENCE, "reference", max_length=3000),
+}
+"""The JSON reply each auxiliary generation asks for, by kind."""
+
+FIELDS = {"criteria": "criteria", "steps": "steps", "questions": "questions", "reference": "reference"}
+
+
+def _numbered(items: Sequence[str]) -> str | None:
+    kept = [" ".join(s.split()) for s in items if re.search(r"[A-Za-z]", s or "")]
+    return "\n".join(f"{i}. {s}" for i, s in enumerate(kept, start=1)) or None
+
+
+def from_json(kind: str, value: Any) -> str | None:
+    """The auxiliary text of a schema-valid JSON reply of ``kind`` (None when it holds no words)."""
+    field_value = value[FIELDS[kind]]
+    if kind == "criteria":
+        kept = [" ".join(s.split()) for s in field_value if re.search(r"[A-Za-z]", s)]
+        return " ".join(kept) or None
+    if kind in ("steps", "questions"):
+        return _numbered(field_value)
+    return clean_text(field_value)
 
 
 def complete_all(llm: LLM, requests: Sequence[Request], *,
@@ -67,6 +105,11 @@ def complete_all(llm: LLM, requests: Sequence[Request], *,
         return out
 
 
+def _is_json_object(text: str) -> bool:
+    """Whether a reply holds a JSON object: one that failed its schema, never the fallback's free text."""
+    return isinstance(parse_json_object(text), dict)
+
+
 def clean_text(text: str | None, header: str | None = None) -> str | None:
     """Stripped reply, without a leading header line; None when nothing with letters is left."""
     if text is None:
@@ -81,6 +124,8 @@ def parse_questions(text: str | None, limit: int = 3) -> str | None:
     """At most ``limit`` numbered or bulleted questions, renumbered; None when the reply has none."""
     if not text:
         return None
+    if _is_json_object(text):  # JSON that failed its schema is not a list of questions
+        return None
     found = [m.group(1) for line in text.splitlines() if (m := QUESTION_LINE.match(line))]
     if not found:
         found = [line.strip() for line in text.splitlines() if line.strip().endswith("?")]
@@ -89,8 +134,32 @@ def parse_questions(text: str | None, limit: int = 3) -> str | None:
 
 
 def parse_criteria(text: str | None, aspect: str) -> str | None:
-    """The criteria text of an ``"<aspect> : <criteria>"`` reply; None when empty."""
+    """The criteria text of an ``"<aspect> : <criteria>"`` reply; None when empty or JSON that failed its schema."""
+    if text and _is_json_object(text):
+        return None
     return clean_text(text, header=aspect)
+
+
+def parse_reference(text: str | None) -> str | None:
+    """The fallback reading of a reference reply: the stripped text, unless it is JSON that failed its schema.
+
+    A reply cut off inside its JSON string (``{"reference": "The cat...``) keeps the text after the key.
+    """
+    if not text:
+        return None
+    cut = re.match(r'^\s*\{\s*"reference"\s*:\s*"(.*)$', text, re.DOTALL)
+    if cut:
+        return clean_text(cut.group(1).rstrip('"} \n').replace('\\"', '"').replace("\\n", "\n"))
+    if _is_json_object(text):
+        return None
+    return clean_text(text)
+
+
+def parse_steps(text: str | None) -> str | None:
+    """The fallback reading of AutoCoT steps: the text without its header, unless it is JSON that failed."""
+    if text and _is_json_object(text):
+        return None
+    return clean_text(text, "Evaluation steps")
 
 
 def select_examples(pool: Sequence[Sample], aspect: Aspect, n: int, seed: int) -> list[dict[str, Any]]:
@@ -140,6 +209,8 @@ class Auxiliaries:
     """Pre-set global auxiliaries (a fitted judge's): ``criteria``, ``steps``, ``examples``."""
     memo: dict[tuple, Any] = field(default_factory=dict)
     failures: dict[str, int] = field(default_factory=dict)
+    readings: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per kind, replies read as ``json``, by the free-text fallback (``text``) or ``missing``."""
 
     @property
     def params(self) -> GenerationParams:
@@ -155,15 +226,26 @@ class Auxiliaries:
             self.log("hpss_auxiliary_missing", {"kind": kind, "key": key, "raw": (raw or "")[:500]})
 
     def _ask(self, kind: str, prompts: dict[str, str], parse: Callable[[str | None], str | None]) -> dict[str, str | None]:
+        """Ask for ``kind``'s JSON reply per prompt; read it as JSON, else with ``parse`` (the fallback)."""
         keys = list(prompts)
-        requests = [Request(({"role": "user", "content": prompts[k]},), self.params) for k in keys]
+        schema = SCHEMAS[kind]
+        params = self.params.with_(json_schema=structured.as_param(schema))
+        requests = [Request(({"role": "user", "content": prompts[k]},), params) for k in keys]
         replies = complete_all(self.llm, requests)
         out: dict[str, str | None] = {}
+        counts = self.readings.setdefault(kind, {"json": 0, "text": 0, "missing": 0})
         for k, reply in zip(keys, replies):
             raw = reply.text if reply is not None else None
-            value = parse(raw)
+            reading = structured.read_json(raw or "", schema)
+            value = from_json(kind, reading.value) if reading.ok else None
+            source = "json"
             if value is None:
+                value, source = parse(raw), "text"
+            if value is None:
+                counts["missing"] += 1
                 self._note_missing(kind, k, raw)
+            else:
+                counts[source] += 1
             out[k] = value
         if self.log and any(v is not None for v in out.values()) and kind in ("criteria", "steps"):
             for k, v in out.items():
@@ -207,7 +289,7 @@ class Auxiliaries:
                 prompt = GEN_AUTOCOT.render(output=w["output"], aspect=self.aspect.name, task=w["task"],
                                             min=low, max=high, criteria=" " + criteria)
                 self.memo[key] = self._ask("steps", {f"{source} criteria, scale {scale}": prompt},
-                                           lambda t: clean_text(t, "Evaluation steps"))[
+                                           parse_steps)[
                     f"{source} criteria, scale {scale}"]
         return self.memo[key]
 
@@ -243,7 +325,7 @@ class Auxiliaries:
             prompts = {sid: GEN_REFERENCE.render(input=w["input"], output=w["output"], task=w["task"],
                                                  source_block="\n\n".join(source_blocks(s, self.task)))
                        for sid, s in todo.items()}
-            for sid, value in self._ask("reference", prompts, clean_text).items():
+            for sid, value in self._ask("reference", prompts, parse_reference).items():
                 self.memo[("reference", sid)] = value
         return {s.id: self.memo[("reference", s.id)] for s in samples}
 

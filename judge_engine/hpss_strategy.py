@@ -14,17 +14,28 @@ a prompt two strategies share. The prompt has three components (paper §3.2):
 * ER (evaluation rule): criteria and AutoCoT steps;
 * IC (input content): in-context examples, the input, metrics questions, reference, the judged output.
 
-The wording is ours (``prompts/hpss_*.txt``); it carries the slots, the
-instructions and the ``[[rating]]`` output format of the paper's templates.
+The wording is ours (``prompts/hpss_*.txt``); it carries the slots and the
+instructions of the paper's templates, and asks for the rating as the JSON
+object :func:`rating_schema` describes (the paper's ``[[rating]]`` marker is
+still read by the free-text fallback). The chain-of-thought factor sets the
+order of that object: explanation first (``Prefix``), rating first
+(``Suffix``) or the rating alone (``Free``).
+
+How a prompt reveals its strategy: every factor value leaves a fixed mark
+in the text outside the fenced (judged) material, and :func:`read_strategy`
+reads the 8 values back from a rendered prompt (the simulated judge of the
+benchmarks uses it; the tests check it on every factor value).
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .prompting import TaskInfo, fence, load_template
+from . import structured
+from .prompting import FENCE_CLOSE, FENCE_OPEN, TaskInfo, fence, load_template
 from .records import Aspect, Sample
 
 FACTORS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -61,6 +72,9 @@ Strategy = tuple[str, ...]
 """One value per factor, in :data:`FACTORS` order."""
 
 N_EXAMPLES = {"NoExample": 0, "Example3": 3, "Example5": 5, "Example10": 10}
+
+EXPLANATION_ORDER = {"Prefix": "before", "Suffix": "after", "Free": None}
+"""Where the rating reply's explanation goes for each chain-of-thought value (``None``: no explanation)."""
 
 TD_INSTRUCTION = load_template("hpss_td_instruction")
 TD_REFERENCE = load_template("hpss_td_reference")
@@ -156,6 +170,23 @@ def display_rating(level: float, scale: str, aspect: Aspect) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def rating_schema(strategy: Strategy, aspect: Aspect) -> dict[str, Any]:
+    """The JSON schema of the judge's rating reply under ``strategy``.
+
+    The score is an enum of the strategy's rating range; the chain-of-thought
+    factor fixes where the explanation goes (:data:`EXPLANATION_ORDER`), so
+    the reply's shape follows the prompt's instruction.
+    """
+    low, high = rating_range(strategy[0], aspect)
+    return structured.score_schema(low, high, explanation=EXPLANATION_ORDER[strategy[2]])
+
+
+def follow_up_schema(strategy: Strategy, aspect: Aspect) -> dict[str, Any]:
+    """The follow-up turn's reply: the rating alone, so its digit comes within the first tokens."""
+    low, high = rating_range(strategy[0], aspect)
+    return structured.score_schema(low, high)
+
+
 def normalised_level(score: float, aspect: Aspect) -> float:
     span = aspect.high - aspect.low
     return 0.0 if span == 0 else min(1.0, max(0.0, (score - aspect.low) / span))
@@ -249,3 +280,76 @@ def build_prompt(strategy: Strategy, sample: Sample, aspect: Aspect, task: TaskI
 
     components = {"T": " ".join(td), "E": "\n".join(er), "I": "\n\n".join(ic)}
     return "\n\n".join(components[c] for c in order)
+
+
+# --------------------------------------------------------------------------- reading a prompt back
+
+_T_MARK = "[Instruction]\nYou are an impartial judge."
+_E_MARK = "Evaluation rules:\n1. Judge the "
+_COT_MARKS = {"Prefix": "Start with a brief explanation", "Suffix": "Give your rating first",
+              "Free": "Give only your rating"}
+_SCALE_MARK = re.compile(r"a whole number from (\d+) to (\d+)")
+_EXAMPLE_MARK = re.compile(r"^# Example \d+$", re.MULTILINE)
+
+
+def _strip_fenced(prompt: str) -> str:
+    """``prompt`` with the material between fence markers removed (a judged text cannot close its fence)."""
+    opening = re.escape(FENCE_OPEN).replace(re.escape("{label}"), r"(?P<label>[^<>\n]+)")
+    closing = re.escape(FENCE_CLOSE).replace(re.escape("{label}"), r"(?P=label)")
+    return re.sub(opening + r"\n.*?\n" + closing, "<<<fenced>>>", prompt, flags=re.DOTALL)
+
+
+def _examples_value(count: int) -> str:
+    """The example factor value behind ``count`` shown examples.
+
+    The judged sample is left out of its own examples during validation (one
+    fewer shown), so 2-3 shown mean ``Example3``, 4-5 ``Example5``, 6-10
+    ``Example10``. A pool smaller than the set asks for shows fewer; then the
+    count identifies the value only up to that (keep pools of 11 or more).
+    """
+    if count == 0:
+        return "NoExample"
+    return "Example3" if count <= 3 else "Example5" if count <= 5 else "Example10"
+
+
+def read_strategy(prompt: str, aspect: Aspect, task: TaskInfo, *, human_criteria: str | None = None) -> Strategy:
+    """The strategy that rendered ``prompt`` (the inverse of :func:`build_prompt`).
+
+    Reads only the text outside the fenced judged material, so a judged text
+    cannot pass for a factor's mark. ``human_criteria`` is the human-written
+    criteria text (default: the aspect's definition, as the auxiliaries use
+    it): criteria text equal to it means ``Human``, other text ``LLM``, none
+    ``NoCriteria``. See :func:`_examples_value` for the example count.
+    Raises ValueError naming the first mark it cannot find.
+    """
+    text = _strip_fenced(prompt)
+    where = {"T": text.find(_T_MARK), "E": text.find(_E_MARK), "I": text.find(IC_NOTE.render())}
+    missing = [k for k, v in where.items() if v < 0]
+    if missing:
+        raise ValueError(f"not an HPSS prompt: no {'/'.join(missing)} component found")
+    order = "".join(sorted(where, key=where.get))
+    scale_match = _SCALE_MARK.search(text)
+    if scale_match is None:
+        raise ValueError("not an HPSS prompt: no rating range found")
+    low, high = int(scale_match.group(1)), int(scale_match.group(2))
+    scale = "3" if is_binary(aspect) and (low, high) == (0, 1) else str(high)
+    if scale not in FACTOR_VALUES["scale"]:
+        raise ValueError(f"rating range {low}-{high} matches no scale value")
+    cot = next((v for v, mark in _COT_MARKS.items() if mark in text), None)
+    if cot is None:
+        raise ValueError("not an HPSS prompt: no chain-of-thought instruction found")
+    rule = _E_MARK + f"{task.output_label.lower()} on its {aspect.name}."
+    start = text.find(rule)
+    end = text.find("\n2. Stay as objective as you can.", start)
+    if start < 0 or end < 0:
+        raise ValueError("not an HPSS prompt: the evaluation rule does not name this aspect")
+    criteria_text = text[start + len(rule):end].strip()
+    human = (human_criteria or aspect.definition or aspect.name).strip()
+    criteria = "NoCriteria" if not criteria_text else "Human" if criteria_text == human else "LLM"
+    autocot = "AutoCoT" if "\nEvaluation steps:\n" in text else "NoAutoCoT"
+    metrics = "Metrics" if f"[Questions about the {task.output_label.lower()}]" in text else "NoMetrics"
+    words = {"input": task.input_label.lower(), "output": task.output_label.lower()}
+    reference = ("Reference" if TD_REFERENCE.render(**words) in text
+                 else "Dialectic" if TD_DIALECTIC.render(**words) in text else "NoReference")
+    example = _examples_value(len(_EXAMPLE_MARK.findall(text)))
+    return (scale, criteria, cot, autocot, metrics, example, reference, order)

@@ -143,12 +143,21 @@ def advantage_heatmap(advantages: dict[str, dict[str, float]]) -> go.Figure:
     return fig
 
 
+FITNESS = "fitness (ρ×100×coverage)"
+COVERAGE_NOTE = ("Fitness counts the validation items a strategy failed to score: below 80% scored it is not "
+                 "eligible (no fitness), otherwise ρ×100 × coverage. Only a selectable strategy (eligible, ρ > 0) "
+                 "is adopted automatically.")
+
+
 def history_frame(evaluated: list[dict]) -> pd.DataFrame:
     rows = []
     for e in evaluated:
-        row = {"#": e["index"], "stage": e["stage"], "fitness (ρ×100)": e["fitness"],
+        row = {"#": e["index"], "stage": e["stage"], FITNESS: e["fitness"],
+               "ρ×100 (items scored)": e.get("correlation", e["fitness"]), "coverage": e.get("coverage"),
+               "selectable": e.get("selectable", e["fitness"] is not None),
                "best so far": e["best_so_far"], "calls": e["calls"], "asked again": e.get("retried", 0),
-               "unparsed": e["unparsed"],
+               "read as JSON": e.get("read_json"), "read by fallback": e.get("read_text"),
+               "from alternatives": e.get("from_alternatives"), "unparsed": e["unparsed"],
                "missing auxiliary": e["missing_aux"]}
         row.update(describe(parse_strategy(e["strategy"])))
         row["strategy"] = e["strategy"]
@@ -167,7 +176,8 @@ def live_panel() -> None:
     st.progress(min(1.0, done / total), text=f"{status}: {done} of {total} strategies evaluated · {run.get('stage') or ''}")
     c1, c2, c3, c4 = st.columns(4)
     best = trace["best"]
-    c1.metric("Best validation ρ×100", "–" if best is None else f"{best['fitness']:.1f}")
+    c1.metric("Best validation fitness", "–" if best is None else f"{best['fitness']:.1f}",
+              help=COVERAGE_NOTE)
     c2.metric("Strategies evaluated", done)
     c3.metric("LLM calls", ledger.get("calls", 0))
     c4.metric("Cache hits", ledger.get("cache_hits", 0))
@@ -182,7 +192,7 @@ def live_panel() -> None:
         frame = history_frame(trace["evaluated"])
         x = st.radio("x axis", ["evaluation", "LLM calls"], horizontal=True, key="hpss_x")
         xcol = "#" if x == "evaluation" else "calls"
-        fig = px.scatter(frame, x=xcol, y="fitness (ρ×100)", color="stage", hover_data=["strategy"],
+        fig = px.scatter(frame, x=xcol, y=FITNESS, color="stage", hover_data=["strategy", "coverage"],
                          title="Validation fitness per evaluated strategy")
         fig.add_trace(go.Scatter(x=frame[xcol], y=frame["best so far"], mode="lines", name="best so far",
                                  line_shape="hv"))
@@ -191,9 +201,9 @@ def live_panel() -> None:
             st.plotly_chart(advantage_heatmap(trace["advantages"]), key="hpss_adv_chart")
         if trace["population"]:
             st.caption("Current population")
-            st.dataframe(pd.DataFrame([{"fitness (ρ×100)": m["fitness"], **describe(parse_strategy(m["strategy"]))}
+            st.dataframe(pd.DataFrame([{FITNESS: m["fitness"], **describe(parse_strategy(m["strategy"]))}
                                        for m in trace["population"]]), hide_index=True)
-        st.caption("Evaluated strategies")
+        st.caption("Evaluated strategies. " + COVERAGE_NOTE)
         st.dataframe(frame, hide_index=True)
     if status in common.LIVE_STATUSES:
         st.session_state["hpss_was_live"] = True
@@ -212,9 +222,34 @@ if run.get("judge") is None:
 judge = Judge.from_dict(run["judge"])
 state = judge.state
 st.subheader("Best strategy")
-c1, c2 = st.columns(2)
-c1.metric("Validation ρ×100 (best)", "–" if state.get("fitness") is None else f"{state['fitness']:.1f}")
-c2.metric("Validation ρ×100 (MT-Bench base)", "–" if state.get("base_fitness") is None else f"{state['base_fitness']:.1f}")
+sel, base_sel = state.get("selection") or {}, state.get("base_selection") or {}
+
+
+def _coverage(s: dict) -> str:
+    return "–" if not s else f"{s.get('n_scored')} of {s.get('n')} items ({s.get('coverage', 0):.0%})"
+
+
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Validation fitness (best)", "–" if state.get("fitness") is None else f"{state['fitness']:.1f}",
+          help=COVERAGE_NOTE)
+c2.metric("Coverage (best)", _coverage(sel))
+c3.metric("Validation fitness (MT-Bench base)",
+          "–" if state.get("base_fitness") is None else f"{state['base_fitness']:.1f}")
+c4.metric("Coverage (MT-Bench base)", _coverage(base_sel))
+readings = state.get("readings") or {}
+if readings:
+    st.caption(f"Validation ratings read as JSON: {readings.get('json', 0)} · by the free-text fallback: "
+               f"{readings.get('text', 0)} · probability-weighted from a follow-up: {readings.get('logprobs', 0)} "
+               f"(of them from alternatives: {readings.get('from_alternatives', 0)}) · missing: "
+               f"{readings.get('missing', 0)}")
+aux_readings = state.get("auxiliary_readings") or {}
+if aux_readings:
+    st.caption("Auxiliary replies (JSON / fallback / missing): " + ", ".join(
+        f"{k} {v.get('json', 0)}/{v.get('text', 0)}/{v.get('missing', 0)}" for k, v in aux_readings.items()))
+if state.get("accepted_by_person"):
+    st.caption("This strategy was fixed by a person, not selected by the search.")
+for w in state.get("warnings") or []:
+    st.warning(common.plain(w["message"]))
 st.dataframe(pd.DataFrame([{"factor": k, "value": v} for k, v in state["readable"].items()]), hide_index=True)
 st.download_button("Export judge (JSON)", judge.to_json(), file_name=f"hpss-judge-{run_id}.json",
                    key="hpss_export")
@@ -255,8 +290,13 @@ evaluated = {e["strategy"]: e for e in trace["evaluated"]}
 val_ids = (trace["started"] or {}).get("validation_ids") or state.get("validation_ids") or []
 if evaluated and val_ids:
     order = sorted(evaluated, key=lambda k: -(evaluated[k]["fitness"] if evaluated[k]["fitness"] is not None else -1e9))
-    chosen = st.selectbox("Strategy", order, key="hpss_inspect",
-                          format_func=lambda k: f"{evaluated[k]['fitness']} · {k}")
+    def _label(k: str) -> str:
+        e = evaluated[k]
+        cover = "" if e.get("coverage") is None else f" · coverage {e['coverage']:.0%}"
+        mark = "" if e.get("selectable", True) else " · not selectable"
+        return f"{e['fitness']}{cover}{mark} · {k}"
+
+    chosen = st.selectbox("Strategy", order, key="hpss_inspect", format_func=_label)
     entry = evaluated[chosen]
     index = run_dataset.by_id()
     human = [index[i].human.get(run["aspect"]) for i in val_ids]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import zlib
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judge_engine import data
+from judge_engine import data, structured
 from judge_engine import runs as runs_module
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
@@ -20,16 +21,15 @@ PAGE = "pages/hpss.py"
 
 
 def responder(messages, params):
+    kind = structured.kind_of(params.json_schema)
+    replies = {structured.HPSS_METRICS: {"questions": ["Does it mention every slot?"]},
+               structured.GEVAL_STEPS: {"steps": ["Read.", "Rate."]},
+               structured.HPSS_CRITERIA: {"criteria": ["sounds like a person."]},
+               structured.HPSS_REFERENCE: {"reference": "A reference utterance."}}
+    if kind in replies:
+        return json.dumps(replies[kind])
     text = messages[-1]["content"]
-    if "Propose at most three" in text:
-        return "1. Does it mention every slot?"
-    if text.rstrip().endswith("Evaluation steps:"):
-        return "1. Read.\n2. Rate."
-    if "Write the evaluation criteria" in text:
-        return "naturalness : sounds like a person."
-    if "Reply with the utterance only" in text:
-        return "A reference utterance."
-    return f"Rating: [[{zlib.crc32(text.encode()) % 5 + 1}]]"
+    return f"Rating: [[{zlib.crc32(text.encode()) % 5 + 1}]]"  # a server that ignores the schema: the fallback
 
 
 @pytest.fixture
@@ -74,15 +74,20 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     assert base["params"]["fixed_strategy"] == "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"
     assert at.selectbox(key="hpss_run_id").value == started[0]
     frames = [d.value for d in at.dataframe]
-    history = next(f for f in frames if "fitness (ρ×100)" in f.columns and "stage" in f.columns)
+    history = next(f for f in frames if "fitness (ρ×100×coverage)" in f.columns and "stage" in f.columns)
     assert len(history) == 27 and list(history["#"]) == list(range(1, 28))
+    # coverage beside every strategy, and how its replies were read (here: the [[N]] fallback)
+    assert history["coverage"].notna().all() and (history["read by fallback"] > 0).all()
+    assert (history["read as JSON"] == 0).all()
+    assert any(m.label == "Coverage (best)" for m in at.metric)
+    assert any("by the free-text fallback" in c.value for c in at.caption)
     comparison = next(f for f in frames if "judge" in f.columns and "95% CI low" in f.columns)
     assert set(comparison["judge"]) == {"HPSS best", "MT-Bench base prompt"}
     assert any("Best validation" in m.label for m in at.metric)
     assert len(at.get("plotly_chart")) >= 2  # fitness curve and advantage heatmap (plus inspect scatter)
     at.button(key="hpss_render").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.code and "[Instruction]" in at.code[0].value and "[[rating]]" in at.code[0].value
+    assert at.code and "[Instruction]" in at.code[0].value and '"score": <your rating>' in at.code[0].value
 
     # a person edits the best strategy: a new run on the same split with the edit as parameters
     at.selectbox(key=f"hpss_edit_{started[0]}_scale").set_value("10")

@@ -7,8 +7,11 @@ Spearman correlation with human scores on the validation split (the run's
 train split). Map of this module to the paper (and ``specs/hpss.md``):
 
 * :func:`evaluate_strategy` / :func:`fitness` / :class:`ValidationFitness` — r(𝒯):
-  judge every validation sample with one strategy, Spearman × 100 at the
-  dataset's level (§3.1, App. A; notes §7), each evaluation logged as an event.
+  judge every validation sample with one strategy, Spearman at the
+  dataset's level (§3.1, App. A; notes §7) made coverage-aware (items left
+  unscored count against it; the search works in × 100 units), each
+  evaluation logged as an event; :func:`select_best` adopts only a
+  selectable strategy (enough items scored, Spearman above 0).
 * :func:`initialize` — Algorithm 1: the MT-Bench base plus every one-factor
   change (21 evaluations) and the initial advantages A_ij (Eq. 2; notes §8.2).
 * :func:`exploration_scores` — Eq. 3 (advantage disparity + UCB term) and
@@ -30,12 +33,18 @@ the softmax and a draw of one is skipped at no cost (§13.5); exploitation
 ties go to the first strategy in product order (§13.6); λ = 4 as in the
 paper and README, not the code's argparse default 2 (§8.4).
 
-Deviations, stated: a reply that does not parse is *missing* (NaN), never
-the code's fallback 2.51 (§13.11), after one follow-up turn asking for
-the number alone (``retry_unparsed``); a strategy whose fitness is undefined
-(e.g. constant scores) is ranked last, contributes no advantage evidence
-and gets advantage 0 at initialization; judge replies are capped at
-``judge_max_tokens`` (512) instead of 4096 to bound CPU cost.
+Deviations, stated: every judge reply is asked for as JSON (the score, with
+the explanation before or after it as the chain-of-thought factor says; the
+``[[rating]]`` marker and other free text are read only as a fallback); a
+reply that does not parse is *missing* (NaN), never the code's fallback 2.51
+(§13.11), after one follow-up turn asking for the number alone
+(``retry_unparsed``); fitness counts unscored items (a strategy scoring
+fewer than 80% of the validation items is ineligible, otherwise Spearman ×
+coverage); a strategy whose fitness is undefined or ineligible is ranked
+last, contributes no advantage evidence and gets advantage 0 at
+initialization; a strategy with Spearman at or below 0 is never adopted (the
+fit ends with a ValueError when no strategy is selectable); judge replies are
+capped at ``judge_max_tokens`` (512) instead of 4096 to bound CPU cost.
 
 References
 ----------
@@ -55,19 +64,22 @@ import numpy as np
 from .. import metrics
 from ..hpss_auxiliaries import Auxiliaries, complete_all, count_generations
 from ..hpss_strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy,
-                             build_prompt, describe, neighbours, parse_strategy, rating_range, replace_value,
-                             strategy_name)
+                             build_prompt, describe, follow_up_schema, neighbours, parse_strategy, rating_range,
+                             rating_schema, replace_value, strategy_name)
+from .. import structured
 from ..llm import LLM, GenerationParams, Request
-from ..parsing import parse_score, weighted_score
+from ..parsing import parse_score, read_weighted
 from ..prompting import TaskInfo, load_template, to_aspect_range
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, register
+from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 SYSTEM_MESSAGE = "You are a helpful assistant."
 """System turn of every judge call (the authors' code, notes §3.1 step 9)."""
-RETRY_TEMPLATE = load_template("criterion_retry")
+RETRY_TEMPLATE = load_template("hpss_retry")
 """Follow-up turn for a reply with no readable rating (ours, not the paper's)."""
-RETRY_MAX_TOKENS = 8
+RETRY_MAX_TOKENS = 16
+"""Room for ``{"score": N}`` with a grammar's optional spaces (about 7 tokens); the digit stays within
+the positions whose alternatives are returned (:data:`judge_engine.llm.base.LOGPROB_POSITIONS`)."""
 
 STEPWISE_ORDER = ("scale", "example", "criteria", "reference", "cot", "autocot", "metrics", "order")
 """Factor order of the Stepwise-Greedy baseline: paper Table 1 (notes §2)."""
@@ -87,7 +99,7 @@ class StrategyScores:
     """On the aspect's human range; NaN = missing."""
     raw: tuple[str, ...]
     judge_scores: tuple[float, ...]
-    """As parsed, on the strategy's own scale."""
+    """As read, on the strategy's own scale."""
     prompts: tuple[str | None, ...]
     missing_aux: int
     """Samples left unscored because an auxiliary they needed is missing."""
@@ -95,28 +107,79 @@ class StrategyScores:
     """Replies with no rating on the scale (or rejected by the backend)."""
     retried: int = 0
     """Replies that needed the follow-up turn (``retry_unparsed``)."""
+    sources: tuple[str, ...] = ()
+    """Per sample, where its rating was read: ``json`` (the structured reply), ``text`` (the free-text
+    fallback), ``logprobs`` / ``logprobs_first_position`` (probability-weighted, follow-up turn only;
+    the latter from the alternatives of a reply that chose no number) or ``missing``."""
+    reasons: tuple[str, ...] = ()
+    """Per sample, why it has no rating ("" when it has one)."""
+    followed_up: tuple[bool, ...] = ()
+    """Per sample, whether its rating (or its absence) comes from the follow-up turn."""
+
+    def count(self, source: str) -> int:
+        """Samples whose rating was read from ``source``."""
+        return sum(1 for s in self.sources if s == source)
+
+    @property
+    def from_alternatives(self) -> int:
+        """Ratings read from the first position's alternatives of a reply that chose no number."""
+        return self.count("logprobs_first_position")
 
 
-def _follow_up(llm: LLM, requests: Sequence[Request], firsts: Sequence[str], low: int, high: int) -> list[tuple[float, str]]:
-    """One more turn for replies without a rating: the number alone.
+def read_rating(text: str, schema: dict[str, Any], low: int, high: int) -> tuple[float, str, str]:
+    """A judge reply's rating: ``(score, source, missing_reason)``.
+
+    The structured reply (``schema``) is the main path; the free-text parser
+    (``[[N]]``, ``Score: N``, a bare number) is the fallback for a backend
+    that sent the prompt without its schema.
+    """
+    reading = structured.read_json(text, schema)
+    if reading.ok:
+        return float(reading.value["score"]), "json", ""
+    score = parse_score(text, low, high)
+    if not math.isnan(score):
+        return score, "text", ""
+    return math.nan, "missing", f"no rating from {low} to {high} in the reply ({reading.error})"
+
+
+def _follow_up(llm: LLM, requests: Sequence[Request], firsts: Sequence[str], schema: dict[str, Any],
+               low: int, high: int) -> list[tuple[float, str, str, str]]:
+    """One more turn for replies without a rating: the rating alone, as ``{"score": N}``.
 
     On a scale of single-token numbers (3 and 5, not 10/50/100) and a backend
     with logprobs, the rating is probability-weighted over the scale's tokens
-    at the position where the reply states it; otherwise the number as read.
+    at the position where the reply states it (the schema puts the digit
+    within the first few tokens). A reply that chose no number is read from
+    its first position's alternatives only when the scale's tokens hold
+    enough probability there (:func:`judge_engine.parsing.read_weighted`),
+    and is then flagged ``logprobs_first_position``. Otherwise the number is
+    read from the JSON, else from the free text. Returns ``(score, raw,
+    source, missing_reason)`` per request.
     """
     weighted = llm.supports_logprobs and high <= 9
-    params = GenerationParams(temperature=0.0, max_tokens=RETRY_MAX_TOKENS, top_logprobs=20 if weighted else 0)
+    params = GenerationParams(temperature=0.0, max_tokens=RETRY_MAX_TOKENS, top_logprobs=20 if weighted else 0,
+                              json_schema=structured.as_param(schema))
     ask = RETRY_TEMPLATE.render(low=low, high=high)
     follow = [Request((*r.messages, {"role": "assistant", "content": first}, {"role": "user", "content": ask}),
                       params) for r, first in zip(requests, firsts)]
     out = []
     for first, reply in zip(firsts, complete_all(llm, follow)):
         text = reply.text if reply is not None else ""
-        score = weighted_score(reply.logprobs[0], low, high, first_position=True)[0] if weighted and reply is not None and reply.logprobs \
-            else math.nan
-        if math.isnan(score):
-            score = parse_score(text, low, high)
-        out.append((score, f"{first}\n--- follow-up ---\n{text}"))
+        raw = f"{first}\n--- follow-up ---\n{text}"
+        if reply is None:
+            out.append((math.nan, raw, "missing", "the backend rejected the follow-up request"))
+            continue
+        weighted_reason = ""
+        if weighted and reply.logprobs:
+            reading = read_weighted(reply.logprobs[0], low, high, first_position=True)
+            if not math.isnan(reading.score):
+                out.append((reading.score, raw, reading.source, ""))
+                continue
+            weighted_reason = reading.missing_reason
+        score, source, reason = read_rating(text, schema, low, high)
+        if weighted_reason and math.isnan(score):
+            reason = f"{reason}; {weighted_reason}"
+        out.append((score, raw, source, reason))
     return out
 
 
@@ -125,44 +188,90 @@ def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxili
                       progress: Callable[[int, int], None] | None = None) -> StrategyScores:
     """Judge ``samples`` with ``strategy`` (greedy, one generation each; notes §6).
 
-    With ``retry`` a reply without a rating gets one follow-up turn asking
-    for the number alone (:func:`_follow_up`); still none: missing.
+    The judge is asked for the JSON reply of :func:`rating_schema` (its
+    explanation before or after the score, or none, as the strategy's
+    chain-of-thought value says); :func:`read_rating` reads it. With
+    ``retry`` a reply without a rating gets one follow-up turn asking for the
+    rating alone (:func:`_follow_up`); still none: missing, with its reason.
     """
     aspect, task = aux.aspect, aux.task
     low, high = rating_range(strategy[0], aspect)
+    schema = rating_schema(strategy, aspect)
     inputs = aux.inputs_for(strategy, samples, leave_out=leave_out)
     prompts = [build_prompt(strategy, s, aspect, task, inp) if inp is not None else None
                for s, inp in zip(samples, inputs)]
-    params = GenerationParams(temperature=0.0, max_tokens=max_tokens)
+    params = GenerationParams(temperature=0.0, max_tokens=max_tokens, json_schema=structured.as_param(schema))
     idx = [i for i, p in enumerate(prompts) if p is not None]
     requests = [Request(({"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompts[i]}),
                         params) for i in idx]
     replies = complete_all(llm, requests, progress=progress) if requests else []
-    judge = [math.nan] * len(samples)
-    raw = [""] * len(samples)
+    n = len(samples)
+    judge = [math.nan] * n
+    raw = [""] * n
+    sources = ["missing"] * n
+    reasons = ["an auxiliary this strategy needs is missing"] * n
+    followed = [False] * n
     for i, reply in zip(idx, replies):
-        raw[i] = reply.text if reply is not None else ""
-        judge[i] = parse_score(raw[i], low, high) if reply is not None else math.nan
+        if reply is None:
+            reasons[i] = "the backend rejected the request"
+            continue
+        raw[i] = reply.text
+        judge[i], sources[i], reasons[i] = read_rating(raw[i], schema, low, high)
     todo = [(i, request) for i, request, reply in zip(idx, requests, replies)
             if retry and reply is not None and math.isnan(judge[i])]
     if todo:
-        again = _follow_up(llm, [r for _, r in todo], [raw[i] for i, _ in todo], low, high)
-        for (i, _), (score, text) in zip(todo, again):
-            judge[i], raw[i] = score, text
+        again = _follow_up(llm, [r for _, r in todo], [raw[i] for i, _ in todo], follow_up_schema(strategy, aspect),
+                           low, high)
+        for (i, _), (score, text, source, reason) in zip(todo, again):
+            judge[i], raw[i], sources[i], reasons[i], followed[i] = score, text, source, reason, True
     unparsed = sum(math.isnan(judge[i]) for i in idx)
     scores = tuple(math.nan if math.isnan(x) else to_aspect_range(x, (low, high), aspect) for x in judge)
     return StrategyScores(scores=scores, raw=tuple(raw), judge_scores=tuple(judge), prompts=tuple(prompts),
-                          missing_aux=len(samples) - len(idx), unparsed=unparsed, retried=len(todo))
+                          missing_aux=n - len(idx), unparsed=unparsed, retried=len(todo), sources=tuple(sources),
+                          reasons=tuple(reasons), followed_up=tuple(followed))
 
 
-def fitness(samples: Sequence[Sample], aspect: str, scores: Sequence[float], *, level: str) -> float:
-    """Spearman × 100 between the judge and the humans at ``level`` (notes §7); NaN when undefined."""
+def fitness(samples: Sequence[Sample], aspect: str, scores: Sequence[float], *,
+            level: str) -> metrics.SelectionFitness:
+    """A strategy's validation fitness r(𝒯), coverage-aware (issue #16 §3, #23).
+
+    The Spearman correlation with the humans at ``level`` (notes §7) is
+    computed on the items the strategy scored; the rule of
+    :func:`judge_engine.metrics.coverage_adjusted` then counts the items it
+    failed to score (a missing auxiliary, a reply without a rating): below
+    :data:`judge_engine.metrics.MIN_SELECTION_COVERAGE` of the validation
+    items scored the strategy is not eligible (value NaN), above it the value
+    is correlation × coverage, as if every unscored item had shown no
+    agreement. So a prompt that parses on 2 of 10 items cannot beat one that
+    scores all 10 slightly less well. ``coverage`` counts the items that have
+    a human score. The search works in Spearman × 100 (:func:`search_value`).
+    """
     human = [s.human.get(aspect, math.nan) for s in samples]
     values, _ = metrics.level_correlations(human, list(scores), level=level,
                                            groups=[s.group_id for s in samples],
                                            systems=[s.system_id for s in samples])
-    rho = values["spearman"]
-    return rho * 100 if not math.isnan(rho) else math.nan
+    rated = [(h, p) for h, p in zip(human, scores) if h is not None and not math.isnan(h)]
+    n_scored = sum(1 for _, p in rated if p is not None and not math.isnan(p))
+    return metrics.coverage_adjusted(values["spearman"], n_scored, len(rated))
+
+
+def search_value(selection: metrics.SelectionFitness) -> float:
+    """What the search ranks by and learns advantages from: the coverage-aware fitness × 100 (NaN: ineligible)."""
+    return selection.value * 100 if math.isfinite(selection.value) else math.nan
+
+
+def select_best(selection: dict[Strategy, metrics.SelectionFitness]) -> Strategy | None:
+    """The selectable strategy with the highest coverage-aware fitness (first evaluated on ties); None if none.
+
+    Selectable (:attr:`judge_engine.metrics.SelectionFitness.selectable`):
+    enough validation items scored and a correlation above zero. A strategy
+    that is not selectable is never adopted automatically.
+    """
+    best, best_value = None, -math.inf
+    for strategy, sel in selection.items():
+        if sel.selectable and sel.value > best_value:
+            best, best_value = strategy, sel.value
+    return best
 
 
 # --------------------------------------------------------------------------- the search
@@ -383,8 +492,8 @@ def search_trace(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     ``events`` are store rows (``kind``, ``payload``). Returns ``started``
     (payload of ``hpss_started`` or None), ``evaluated`` (payloads in order),
     the latest ``advantages`` and ``population``, ``aux_missing`` counts per
-    kind, the ``best`` evaluated payload (None until one has a fitness) and
-    any ``notes`` (stall / no fitness messages).
+    kind, the ``best`` evaluated payload (None until one is selectable) and
+    any ``notes`` (stall, no selectable strategy, a fixed strategy that is not selectable).
     """
     out: dict[str, Any] = {"started": None, "evaluated": [], "advantages": None, "population": None,
                            "aux_missing": {}, "best": None, "notes": []}
@@ -394,7 +503,8 @@ def search_trace(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
             out["started"] = payload
         elif kind == "hpss_evaluated":
             out["evaluated"].append(payload)
-            if payload.get("fitness") is not None and (
+            # only a selectable strategy can be the best (runs from before coverage counted: any defined one)
+            if payload.get("fitness") is not None and payload.get("selectable", True) and (
                     out["best"] is None or payload["fitness"] > out["best"]["fitness"]):
                 out["best"] = payload
         elif kind == "hpss_advantages":
@@ -403,7 +513,7 @@ def search_trace(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
             out["population"] = payload["members"]
         elif kind == "hpss_auxiliary_missing":
             out["aux_missing"][payload["kind"]] = out["aux_missing"].get(payload["kind"], 0) + 1
-        elif kind in ("hpss_stalled", "hpss_no_fitness"):
+        elif kind in ("hpss_stalled", "hpss_no_fitness", "hpss_no_judge", "hpss_not_selectable"):
             out["notes"].append(payload["message"])
     return out
 
@@ -412,13 +522,63 @@ def _round(value: float) -> float | None:
     return None if value is None or math.isnan(value) else round(value, 4)
 
 
+def _why_not(sel: metrics.SelectionFitness) -> str:
+    """Why a strategy is not selectable, in words."""
+    if sel.reason:
+        return sel.reason
+    return f"Spearman {sel.correlation:+.2f} on the {sel.n_scored} items it scored (above 0 needed)"
+
+
+def _no_judge_message(selection: dict[Strategy, metrics.SelectionFitness], n: int) -> str:
+    """Why the search adopted no strategy: how many failed coverage, how many had no positive correlation."""
+    low_cover = sum(1 for s in selection.values() if s.reason.startswith("scored"))
+    undefined = sum(1 for s in selection.values() if not math.isfinite(s.correlation))
+    not_positive = sum(1 for s in selection.values()
+                       if not s.reason and math.isfinite(s.correlation) and s.correlation <= 0)
+    finite = [s.correlation for s in selection.values() if not s.reason]
+    best = f"; the highest Spearman among eligible ones was {max(finite):+.2f}" if finite else ""
+    return (f"HPSS adopted no judge: none of the {len(selection)} evaluated strategies scored at least "
+            f"{metrics.MIN_SELECTION_COVERAGE:.0%} of the {n} validation items with a Spearman correlation "
+            f"above 0 ({low_cover} scored too few items, {undefined} had no defined correlation, "
+            f"{not_positive} correlated at or below 0{best}). Try a larger validation set or a stronger model, "
+            "or fix a strategy (fixed_strategy) to accept one yourself.")
+
+
+def _fit_warnings(history: Sequence[dict[str, Any]], aux: Auxiliaries, state: "SearchState", budget: int, *,
+                  fixed: bool) -> list[dict[str, Any]]:
+    """Fit-time warnings for the run summary: readings from alternatives, missing auxiliaries, unselectable
+    strategies, a stalled search."""
+    out = []
+    alternatives = sum(h["from_alternatives"] for h in history)
+    if alternatives:
+        out.append(judge_warning("scores_from_alternatives", (
+            f"{alternatives} validation ratings were read from the alternatives of a follow-up reply that "
+            "gave no number (probability-weighted over the scale)"), alternatives))
+    missing_aux = sum(aux.failures.values())
+    if missing_aux:
+        out.append(judge_warning("auxiliary_missing", (
+            "auxiliary generations with nothing usable: " + ", ".join(f"{k} {v}" for k, v in aux.failures.items())
+            + "; the items that needed them were not scored"), missing_aux))
+    unselectable = sum(1 for h in history if not h["selectable"])
+    if unselectable and not fixed:
+        out.append(judge_warning("strategies_not_selectable", (
+            f"{unselectable} of {len(history)} evaluated strategies were not selectable (too few validation "
+            "items scored, or a Spearman at or below 0)"), unselectable))
+    if not fixed and state.cost < budget:
+        out.append(judge_warning("search_stalled", (
+            f"the search stopped after {len(history)} evaluations, before its budget: every proposal was an "
+            "already explored strategy")))
+    return out
+
+
 class ValidationFitness:
     """r(𝒯) on the validation set, recording every evaluation (the search's ``evaluate`` callback).
 
     Each call judges the validation samples with the strategy (the judged
-    sample left out of its in-context examples), computes Spearman × 100 at
-    ``level``, appends an entry to ``history`` and reports it as an
-    ``hpss_evaluated`` event and as progress.
+    sample left out of its in-context examples), computes the coverage-aware
+    fitness (:func:`fitness`) at ``level``, keeps it in ``selection``, appends
+    an entry to ``history`` and reports it as an ``hpss_evaluated`` event and
+    as progress. It returns :func:`search_value` (Spearman × 100 × coverage).
     """
 
     def __init__(self, validation: Sequence[Sample], aux: Auxiliaries, *, llm: LLM, level: str, max_tokens: int,
@@ -427,6 +587,7 @@ class ValidationFitness:
         self.max_tokens, self.total, self.progress, self.log = max_tokens, total, progress, log
         self.retry = retry
         self.history: list[dict[str, Any]] = []
+        self.selection: dict[Strategy, metrics.SelectionFitness] = {}
 
     def __call__(self, strategy: Strategy, stage: str) -> float:
         done = len(self.history)
@@ -435,13 +596,20 @@ class ValidationFitness:
             self.progress(done, self.total, label)
         result = evaluate_strategy(strategy, self.validation, self.aux, llm=self.llm, max_tokens=self.max_tokens,
                                    leave_out=True, retry=self.retry)
-        value = fitness(self.validation, self.aux.aspect.name, result.scores, level=self.level)
-        defined = [h["fitness"] for h in self.history if h["fitness"] is not None] + [_round(value)]
-        best = max((x for x in defined if x is not None), default=None)
+        sel = fitness(self.validation, self.aux.aspect.name, result.scores, level=self.level)
+        self.selection[strategy] = sel
+        value = search_value(sel)
+        chosen = select_best(self.selection)
         entry = {"index": done + 1, "stage": stage, "strategy": strategy_name(strategy),
-                 "factors": as_dict(strategy), "fitness": _round(value), "best_so_far": best,
+                 "factors": as_dict(strategy), "fitness": _round(value),
+                 "correlation": _round(sel.correlation * 100), "coverage": round(sel.coverage, 4),
+                 "n_scored": sel.n_scored, "selectable": sel.selectable, "reason": sel.reason,
+                 "best_so_far": None if chosen is None else _round(search_value(self.selection[chosen])),
                  "n": len(self.validation), "unparsed": result.unparsed, "retried": result.retried,
-                 "missing_aux": result.missing_aux,
+                 "missing_aux": result.missing_aux, "read_json": result.count("json"),
+                 "read_text": result.count("text"),
+                 "read_logprobs": result.count("logprobs") + result.from_alternatives,
+                 "from_alternatives": result.from_alternatives,
                  "calls": self.llm.ledger.snapshot()["calls"],
                  "scores": [None if math.isnan(x) else x for x in result.scores]}
         self.history.append(entry)
@@ -570,17 +738,53 @@ class HPSS(Method):
         return 21 + self.budget
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
-        """Judge calls ≈ (21 + budget) × validation size (notes §12) plus auxiliary generations."""
-        n_val = min(n_train, self.validation_size) if self.validation_size else n_train
-        aux = count_generations(n_val, 0)
-        aux_test = count_generations(0, n_test)
-        return {"fit": self.n_evaluations() * n_val + sum(aux.values()),
-                "score": n_test + aux_test["questions"] + aux_test["references"]}
+        """An upper bound of the backend calls of ``fit`` and of scoring ``n_test`` samples.
+
+        Fit: every strategy evaluation (:meth:`n_evaluations`) judges each
+        validation item once, plus one follow-up turn per item when
+        ``retry_unparsed``; auxiliaries: self-generated criteria (one per
+        scale), AutoCoT steps (one per criteria source and scale), metrics
+        questions and references (one per validation item each); with a
+        fixed strategy only the auxiliaries it uses. Scoring: one judge call
+        and at most one follow-up per item, and the per-item auxiliaries.
+        The validation set is ``validation_size`` items at sample level; at
+        group level (also ``natural``, which may be group level) whole groups
+        are kept, so the bound takes the whole train split. Not counted: a
+        request the backend rejects (a prompt over the context window) is
+        sent once more on its own before it is recorded as missing.
+        """
+        n_val = n_train
+        if self.validation_size and self.fitness_level == "sample":
+            n_val = min(n_train, self.validation_size)
+        turns = 2 if self.retry_unparsed else 1
+        if self.fixed_strategy:
+            f = as_dict(parse_strategy(self.fixed_strategy))
+            global_aux = (1 if f["criteria"] == "LLM" else 0) + (1 if f["autocot"] == "AutoCoT" else 0)
+            per_item_aux = (f["metrics"] == "Metrics") + (f["reference"] == "Reference")
+        else:
+            aux = count_generations(0, 0)
+            global_aux = aux["criteria"] + aux["steps"]
+            per_item_aux = 2  # questions and references
+        return {"fit": self.n_evaluations() * n_val * turns + global_aux + per_item_aux * n_val,
+                "score": n_test * turns + per_item_aux * n_test}
 
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
             progress: Progress | None = None, log: EventSink | None = None,
             natural_level: str | None = None) -> Judge:
-        """``natural_level``: the dataset's meta-evaluation level, passed by ``execute_run``."""
+        """Search (or score the fixed strategy) and adopt the best selectable strategy as the judge.
+
+        ``natural_level``: the dataset's meta-evaluation level, passed by ``execute_run``.
+
+        Selection (issue #23): only a *selectable* strategy (:func:`select_best`:
+        at least :data:`judge_engine.metrics.MIN_SELECTION_COVERAGE` of the
+        validation items scored and a Spearman above zero) is adopted. When
+        the search found none, the fit raises a ValueError saying why (and
+        logs ``hpss_no_judge``): the MT-Bench base prompt is always among the
+        evaluated strategies, so falling back to it would adopt an
+        unselectable prompt silently. A ``fixed_strategy`` is a person's
+        choice: it is kept even when not selectable, with a warning, and the
+        judge records ``accepted_by_person``.
+        """
         self._validate_params()
         level = self.fitness_level
         if level == "natural":
@@ -596,22 +800,51 @@ class HPSS(Method):
             log("hpss_started", {"search": "fixed" if self.fixed_strategy else self.search,
                                  "evaluations": self.n_evaluations(), "base": strategy_name(base),
                                  "validation_ids": [s.id for s in validation], "level": level})
-        state, best = self._search(base, evaluate, log)
-        if math.isnan(state.perf[best]) and base in state.perf:
-            best = base
-            if log:
-                log("hpss_no_fitness", {"message": "no strategy had a defined validation Spearman (constant or "
-                                                   f"missing scores); the judge keeps {strategy_name(best)}"})
+        state, searched = self._search(base, evaluate, log)
+        warnings: list[dict[str, Any]] = []
+        if self.fixed_strategy:
+            best = searched
+            sel = evaluate.selection[best]
+            if not sel.selectable:
+                message = (f"the fixed strategy {strategy_name(best)} is not selectable on validation "
+                           f"({_why_not(sel)}); it is kept because a person chose it")
+                warnings.append(judge_warning("not_selectable", message))
+                if log:
+                    log("hpss_not_selectable", {"strategy": strategy_name(best), "message": message})
+        else:
+            best = select_best(evaluate.selection)
+            if best is None:
+                message = _no_judge_message(evaluate.selection, len(validation))
+                if log:
+                    log("hpss_no_judge", {"message": message})
+                raise ValueError(message)
+        sel = evaluate.selection[best]
+        base_sel = evaluate.selection.get(base)
+        history = evaluate.history
+        warnings.extend(_fit_warnings(history, aux, state, self.budget if not self.fixed_strategy else 0,
+                                      fixed=bool(self.fixed_strategy)))
         judge_state = {
             "strategy": strategy_name(best), "factors": as_dict(best), "readable": describe(best),
-            **aux.globals_for(best), "fitness": _round(state.perf[best]),
-            "base_strategy": strategy_name(base), "base_fitness": _round(state.perf.get(base, math.nan)),
-            "explored": [{k: h[k] for k in ("index", "stage", "strategy", "fitness", "unparsed", "missing_aux")}
-                         for h in evaluate.history],
+            **aux.globals_for(best), "fitness": _round(search_value(sel)),
+            "selection": sel.to_dict(), "accepted_by_person": bool(self.fixed_strategy),
+            "base_strategy": strategy_name(base),
+            "base_fitness": None if base_sel is None else _round(search_value(base_sel)),
+            "base_selection": None if base_sel is None else base_sel.to_dict(),
+            "explored": [{k: h[k] for k in ("index", "stage", "strategy", "fitness", "correlation", "coverage",
+                                            "selectable", "unparsed", "missing_aux")} for h in history],
+            "readings": {k: sum(h[f"read_{k}"] for h in history) for k in ("json", "text", "logprobs")}
+            | {"from_alternatives": sum(h["from_alternatives"] for h in history),
+               "missing": sum(h["unparsed"] + h["missing_aux"] for h in history)},
+            "auxiliary_readings": {k: dict(v) for k, v in aux.readings.items()},
             "advantages": state.advantages() if state.A else {}, "auxiliary_failures": dict(aux.failures),
-            "validation_ids": [s.id for s in validation]}
+            "validation_ids": [s.id for s in validation], "warnings": warnings}
         if log:
-            log("hpss_best", {k: judge_state[k] for k in ("strategy", "fitness", "base_fitness")})
+            log("hpss_best", {"strategy": judge_state["strategy"], "fitness": judge_state["fitness"],
+                              "base_fitness": judge_state["base_fitness"], "coverage": sel.coverage,
+                              "correlation": _round(sel.correlation * 100),
+                              "selectable": sel.selectable, "accepted_by_person": bool(self.fixed_strategy),
+                              "selectable_strategies": sum(s.selectable for s in evaluate.selection.values()),
+                              "evaluated": len(evaluate.selection)})
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=judge_state)
 
@@ -691,15 +924,19 @@ class HPSS(Method):
                                    retry=judge.params.get("retry_unparsed", False),
                                    progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
         verdicts = []
-        for s, score, judged, raw, prompt in zip(samples, result.scores, result.judge_scores, result.raw,
-                                                 result.prompts):
-            meta: dict[str, Any] = {"strategy": judge.state["strategy"]}
+        for i, (s, score, judged, raw, prompt) in enumerate(zip(samples, result.scores, result.judge_scores,
+                                                                 result.raw, result.prompts)):
+            meta: dict[str, Any] = {"strategy": judge.state["strategy"], "source": result.sources[i]}
+            if result.followed_up[i]:
+                meta["follow_up"] = True
             if prompt is None:
                 meta["missing"] = "auxiliary"
             elif math.isnan(judged):
                 meta["missing"] = "unparsed"
             else:
                 meta["judge_score"] = judged
+            if math.isnan(judged):
+                meta["missing_reason"] = result.reasons[i]
             verdicts.append(Verdict(sample_id=s.id, aspect=judge.aspect["name"], score=score, explanation=raw,
                                     raw=raw, metadata=meta))
         return verdicts
