@@ -19,17 +19,23 @@ from judge_engine.structured import schema_of
 WORDS = ("clarity", "accuracy", "detail", "relevance", "fluency", "coverage", "tone", "structure", "focus", "depth")
 
 
-def schema_instance(schema: dict[str, Any], seed: int, path: str = "") -> Any:
-    """A value valid under ``schema`` (the subset of JSON Schema that judge_engine.structured builds)."""
+def schema_instance(schema: dict[str, Any], seed: int, path: str = "", score: float | None = None) -> Any:
+    """A value valid under ``schema`` (the subset of JSON Schema that judge_engine.structured builds).
+
+    With ``score``, every numeric enum (a score on a scale) takes the value closest to it.
+    """
     if "enum" in schema:
         values = schema["enum"]
+        if score is not None and all(isinstance(v, (int, float)) for v in values):
+            return min(values, key=lambda v: abs(v - score))
         return values[seed % len(values)]
     kind = schema.get("type")
     if kind == "object":
-        return {k: schema_instance(sub, seed + i, f"{path}.{k}") for i, (k, sub) in enumerate(schema["properties"].items())}
+        return {k: schema_instance(sub, seed + i, f"{path}.{k}", score)
+                for i, (k, sub) in enumerate(schema["properties"].items())}
     if kind == "array":
         n = max(schema.get("minItems", 1), min(schema.get("maxItems", 3), 4))
-        return [schema_instance(schema["items"], seed + 7 * i + 1, f"{path}[{i}]") for i in range(n)]
+        return [schema_instance(schema["items"], seed + 7 * i + 1, f"{path}[{i}]", score) for i in range(n)]
     if kind == "string":
         word = WORDS[seed % len(WORDS)]
         text = f"Higher scores when the {word} of the text is good ({path or 'reply'} {seed})"
@@ -43,20 +49,36 @@ def schema_instance(schema: dict[str, Any], seed: int, path: str = "") -> Any:
     raise ValueError(f"schema_instance: unsupported schema {schema!r}")
 
 
-def schema_responder(free_text: str = "[[4]]"):
-    """Answers a schema request with a valid instance (varied by the prompt), anything else with ``free_text``."""
+def schema_responder(free_text: str = "[[4]]", oracle=None):
+    """Answers a schema request with a valid instance (varied by the prompt), anything else with ``free_text``.
+
+    ``oracle(messages)`` may return the score a good judge would give the sample in the prompt (None when
+    there is none): scores then agree with the humans, so methods that refuse a judge disagreeing with
+    them (HPSS, HypoEval, Active-Critic) still produce one.
+    """
 
     def respond(messages, params):
         schema = schema_of(params.json_schema)
         if schema is None:
             return free_text
         digest = hashlib.sha256(json.dumps(messages).encode()).digest()
-        return json.dumps(schema_instance(schema, digest[0] + params.sample_index))
+        score = oracle(messages) if oracle else None
+        return json.dumps(schema_instance(schema, digest[0] + params.sample_index, score=score))
 
     return respond
 
 
-def scripted_llm(store=None, *, free_text: str = "[[4]]", logprobs: bool = False):
+def tiny_oracle(messages) -> float | None:
+    """The human score of the conftest ``tiny_dataset`` sample whose output ("output number N") the prompt shows."""
+    import re
+
+    numbers = re.findall(r"output number (\d+)", messages[-1]["content"])
+    if len(numbers) != 1:
+        return None
+    return float(1 + (int(numbers[0]) * 7) % 5)
+
+
+def scripted_llm(store=None, *, free_text: str = "[[4]]", logprobs: bool = False, oracle=tiny_oracle):
     """``(llm, backend)``: an LLM over a :class:`FakeBackend` answering every schema; no cache without a store."""
-    backend = FakeBackend(schema_responder(free_text), logprobs=logprobs)
+    backend = FakeBackend(schema_responder(free_text, oracle), logprobs=logprobs)
     return make_llm(LLMConfig(), store=store, backend=backend), backend
