@@ -121,7 +121,7 @@ def test_the_schemas_have_the_shapes_the_paper_needs():
     inner = mcse["properties"]["criteria"]
     assert inner["required"] == ["Coverage", "Fluency"] and inner["additionalProperties"] is False
     assert list(inner["properties"]["Coverage"]["properties"]) == ["explanation", "score"]
-    assert inner["properties"]["Coverage"]["properties"]["score"]["enum"] == list(range(0, 101))
+    assert inner["properties"]["Coverage"]["properties"]["score"]["enum"] == list(range(101))
     assert list(ac.OSE_SCHEMA["properties"]) == ["explanation", "overall"], "reason first, as in OS-E's format"
     assert list(ac.WEIGHTED_SCHEMA["properties"]) == ["score"], "the weighted digit comes first"
     assert ac.WEIGHTED_SCHEMA["properties"]["score"]["enum"] == list(range(1, 10))
@@ -255,7 +255,7 @@ def test_coverage_aware_choice_in_the_search(data):
     examples = _examples(samples[:10], aspect)
     sets = _labeled_sets(examples, 3)
     a_ids, b_ids = {d["sample_id"] for d in sets[1][1]}, {d["sample_id"] for d in sets[2][1]}
-    only_a = sorted(a_ids - b_ids)[0]
+    only_a = min(a_ids - b_ids)
 
     def overall(n, prompt):
         demos = _demo_part(prompt)
@@ -277,7 +277,7 @@ def test_coverage_aware_choice_in_the_search(data):
     assert b["n_scored"] == b["n_items"] == 8 and 0 < b["q"] < 3 and b["selectable"] is True
     assert search[0]["q"] < 0 and search[0]["selectable"] is False
     assert {d["sample_id"] for d in demos} == b_ids and warnings == []
-    chosen = [p for k, p in events if k == "demos_selected"][0]
+    chosen = next(p for k, p in events if k == "demos_selected")
     assert chosen["candidate"] == 2 and chosen["coverage"] == pytest.approx(1.0) and chosen["n_scored"] == 8
 
 

@@ -73,11 +73,25 @@ from typing import Any, Sequence
 
 from .. import structured
 from ..llm import LLM, GenerationParams, Request
-from ..metrics import MIN_SELECTION_COVERAGE, SelectionFitness, correlations, coverage_adjusted
+from ..metrics import (
+    MIN_SELECTION_COVERAGE,
+    SelectionFitness,
+    correlations,
+    coverage_adjusted,
+)
 from ..parsing import parse_json_object, parse_score, read_weighted
 from ..prompting import TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import (
+    EventSink,
+    Interval,
+    Judge,
+    Method,
+    Options,
+    Progress,
+    judge_warning,
+    register,
+)
 
 TASK_OBSERVE_TEMPLATE = load_template("active_critic_task_observe")
 TASK_DESCRIBE_TEMPLATE = load_template("active_critic_task_describe")
@@ -634,7 +648,7 @@ def render_demos(demos: Sequence[dict[str, Any]], *, stage: str, source_chars: i
                 lines.append("Score Of Each Criterion In JSON:" if stage == "mcse" else "Score Of Different Criteria:")
                 lines.append(_scores_json(d["criteria_scores"]))
             if stage == "ose":
-                reply = {"explanation": d.get("explanation") or "", "overall": int(round(d["overall"]))}
+                reply = {"explanation": d.get("explanation") or "", "overall": round(d["overall"])}
                 lines.append(f"Reply: {json.dumps(reply, ensure_ascii=False)}")
         else:
             lines.append(f"Score Of Overall: {_fmt(d['human_100'])}")
@@ -1277,7 +1291,7 @@ class ActiveCritic(Method):
                 "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
                 "AC-Fine scores no criterion and the overall score is asked without criteria",
                 count=criteria_failures or None))
-        elif len(criteria) < MIN_CRITERIA:
+        elif len(criteria) < MIN_CRITERIA and self.criteria is None:
             warnings.append(judge_warning(
                 "few_criteria", f"only {len(criteria)} criteria were inferred (the paper asks for "
                 f"{MIN_CRITERIA}-{MAX_CRITERIA})", count=len(criteria)))
