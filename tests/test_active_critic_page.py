@@ -158,3 +158,34 @@ def test_page_runs_edits_and_reruns(db, started):
     assert "task_observation" not in kinds and "candidate" in kinds
     assert at.selectbox(key="_w_ac_run_id").value == 5
     assert new["status"] == "finished"
+
+
+def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reason(db, monkeypatch):
+    def against(messages, params):  # scores run against the human ones, whatever the prompt
+        prompt = messages[-1]["content"]
+        if "Score Of Overall" in prompt or "Multiple Evaluation Criteria" in prompt:
+            n = int(re.findall(r"output number (\d+)", prompt)[-1])
+            return f"Explanation: item {n}.\nScore Of Overall: {100 - 20 * human(n) + n % 3}"
+        return responder(messages, params)
+
+    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
+        store = Store(db_path)
+        with pytest.raises(ValueError, match="no usable judge"):  # the worker process ends with this message
+            execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(against)))
+
+    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    at.slider(key="ac_share").set_value(50)
+    at.number_input(key="ac_k").set_value(2)
+    at.checkbox(key="ac_baselines").uncheck()
+    at.radio(key="ac_variant").set_value("coarse")
+    at.form_submit_button[0].click().run()
+    at.button(key="ac_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = Store(db).get_run(1)
+    assert run["status"] == "failed" and run["judge"] is None
+    warnings = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "no usable judge" in warnings and "zero-shot: Q = -" in warnings
+    search = next(d.value for d in at.dataframe if "coverage" in d.value.columns)
+    assert search["selectable"].tolist() == [False, False]
