@@ -98,6 +98,12 @@ with st.form("ac_form"):
                              help="Not in the paper: after each explained score, one more turn asks for a 1-9 digit "
                                   "and its probability-weighted value (from logprobs) becomes the 0-100 score. "
                                   "Small models rarely state a usable 0-100 number.")
+    keep_zero_shot = c[2].checkbox("Keep zero-shot if no demonstration set agrees with the humans", value=False,
+                                   key="ac_keep_zero_shot",
+                                   help="By default a run whose every candidate, zero-shot included, correlates at or "
+                                        "below zero with the human scores on the training split (or scores under "
+                                        "80% of its items) ends with a message and no judge. Tick this to keep the "
+                                        "zero-shot judge anyway; the judge then carries a warning.")
     baselines = st.checkbox("Also run direct scoring and G-Eval on the same split", value=True, key="ac_baselines")
     st.caption(f"Backend: {common.llm_config().label} (change it under Settings).")
     reviewed = st.form_submit_button("Review")
@@ -106,7 +112,8 @@ if reviewed:
     n = len(dataset.samples)
     train_size = max(1, round(n * share / 100))
     params = {"variant": variant, "n_candidates": int(k), "max_batches": int(max_batches), "seed": int(seed),
-              "max_tokens": int(max_tokens), "weighted": bool(weighted)}
+              "max_tokens": int(max_tokens), "weighted": bool(weighted),
+              "no_positive_set": "zero_shot" if keep_zero_shot else "fail"}
     if n_demos:
         params["n_demos"] = int(n_demos)
     if subsample:
@@ -132,9 +139,10 @@ if draft:
                 f"seed {spec.seed}; parameters changed from the paper's: {json.dumps(spec.params) or '{}'}")
         m = st.columns(3)
         m[0].metric("LLM requests to fit (at most)", draft["calls"]["fit"],
-                    help="Upper bound: stage 1 stops early on COMPLETE. An unreadable criteria or overall-score reply "
-                         "may add one follow-up request on top.")
-        m[1].metric("LLM requests to score", draft["calls"]["score"])
+                    help="Upper bound, counting every follow-up a reply may need (the criteria's JSON retry and "
+                         "list prompt, one score follow-up per item). Stage 1 stops early on COMPLETE.")
+        m[1].metric("LLM requests to score", draft["calls"]["score"],
+                    help="Upper bound: per item the explained scores and at most one follow-up turn.")
         base = draft["n_test"] * 2 + 1 if draft["baselines"] else 0
         m[2].metric("Baselines (direct + G-Eval)", base)
         if spec.llm.backend == "llamacpp":
@@ -209,14 +217,55 @@ def stage_one(events: list[dict]) -> None:
         st.caption("Not yet inferred.")
     candidates = by_kind.get("candidate", [])
     if candidates:
-        st.markdown("**Demonstration search** (Q = Pearson + Spearman + Kendall on the training split)")
-        st.dataframe(pd.DataFrame([{k: c.get(k) for k in ("candidate", "kind", "q", "pearson", "spearman", "kendall",
-                                                           "n_scored", "n_missing", "n_retried", "demo_ids")} for c in candidates]),
-                     hide_index=True, key="ac_live_candidates")
+        st.markdown("**Demonstration search** (Q = Pearson + Spearman + Kendall on the training items each set "
+                    "scored; ranked by Q x coverage)")
+        st.dataframe(pd.DataFrame([candidate_row(c) for c in candidates]), hide_index=True, key="ac_live_candidates")
+        st.caption("A set is selected on its own only when it scored at least 80% of its items and Q > 0. "
+                   "Coverage = items scored / items tried; a Q resting on few items means little.")
+    selected = by_kind.get("demos_selected", [])
+    if selected and selected[-1].get("candidate") is not None:
+        s = selected[-1]
+        st.caption(f"Selected: candidate {s['candidate']} (Q {fmt(s.get('q'))} on {s.get('n_scored', '?')} of "
+                   f"{s.get('n_items', '?')} items).")
+    reads = read_counts(by_kind)
+    if any(reads.values()):
+        st.caption(f"Replies read as JSON: {reads['json']}; by the free-text fallback: {reads['fallback']}; "
+                   f"unreadable: {reads['missing']}.")
+    for w in by_kind.get("warning", []):
+        st.warning(common.plain(f"{w.get('code')}: {w.get('message')}"))
     failures = by_kind.get("parse_failure", [])
     if failures:
         st.warning(common.plain("Unreadable replies: " + "; ".join(
             f"{f['stage']}: {f.get('count', f.get('note', ''))}" for f in failures)))
+
+
+def fmt(x) -> str:
+    return "—" if x is None else f"{x:.3f}"
+
+
+def candidate_row(c: dict) -> dict:
+    """One demonstration set as a table row, its coverage beside its Q."""
+    items = c.get("n_items", c.get("n_scored"))  # runs before coverage was recorded: n_scored meant items tried
+    scored = c.get("n_scored", 0) if "n_items" in c else (items or 0) - (c.get("n_missing") or 0)
+    return {"candidate": c.get("candidate"), "kind": c.get("kind"), "Q": c.get("q"),
+            "coverage": f"{scored}/{items}" if items else "—", "Q x coverage": c.get("fitness"),
+            "selectable": c.get("selectable"), "why not": c.get("not_selectable_because", ""),
+            "pearson": c.get("pearson"), "spearman": c.get("spearman"), "kendall": c.get("kendall"),
+            "retried": c.get("n_retried"), "demos": ", ".join(c.get("demo_ids") or [])}
+
+
+def read_counts(by_kind: dict[str, list[dict]]) -> dict[str, int]:
+    """Replies of stage 1 and the demo search read as JSON, by the fallback parsers, or not at all."""
+    out = {"json": 0, "fallback": 0, "missing": 0}
+    for kind in ("task_description", "criteria"):
+        for e in by_kind.get(kind, []):
+            read = e.get("read")
+            if read:
+                out["json" if read == "json" else "missing" if read == "missing" else "fallback"] += 1
+    for c in by_kind.get("candidate", []):
+        for key in out:
+            out[key] += (c.get("reads") or {}).get(key, 0)
+    return out
 
 
 first = store.get_run(run_id)
@@ -395,6 +444,15 @@ ds = common.load_dataset(store, run["dataset"])
 index = ds.by_id()
 aspect = ds.aspect(run["aspect"])
 st.dataframe(common.verdicts_frame(ds, run["aspect"], verdicts), hide_index=True, key="ac_verdicts")
+sources: dict[str, int] = {}
+for v in verdicts:
+    sources[v.metadata.get("source", "?")] = sources.get(v.metadata.get("source", "?"), 0) + 1
+if sources:
+    st.caption("Where the test scores came from: " + ", ".join(f"{k} {n}" for k, n in sorted(sources.items()))
+               + " (json = structured reply, text = free-text fallback, logprobs_first_position = read from the "
+                 "alternatives of a reply that chose no digit).")
+for w in judge.state.get("warnings") or []:
+    st.warning(common.plain(f"{w.get('code')}: {w.get('message')}"))
 n_crit_missing = sum(len(v.metadata.get("missing_criteria") or []) for v in verdicts)
 n_crit = sum(len(v.metadata.get("criteria_100") or {}) for v in verdicts)
 if n_crit:

@@ -76,11 +76,23 @@ def _examples(samples, aspect):
     return [ac._example(s, aspect) for s in samples]
 
 
-def test_scores_are_normalised_to_0_100_and_mapped_back():
+def test_scores_are_normalised_to_0_100_by_the_papers_ratio_and_mapped_back():
     aspect = Aspect("quality", 1, 5)
-    assert ac.normalize_score(1, aspect) == 0 and ac.normalize_score(5, aspect) == 100
-    assert ac.normalize_score(4, aspect) == 75
-    assert ac.to_aspect_scale(75, aspect) == 4 and math.isnan(ac.to_aspect_scale(math.nan, aspect))
+    # the paper's reading (spec §2.2: 53/12 of 5 -> 88.33): 100 * r / r_max
+    assert ac.normalize_score(1, aspect) == pytest.approx(20.0)
+    assert ac.normalize_score(5, aspect) == pytest.approx(100.0)
+    assert ac.normalize_score(53 / 12, aspect) == pytest.approx(88.3333, abs=1e-4)
+    assert ac.to_aspect_scale(80, aspect) == pytest.approx(4.0) and math.isnan(ac.to_aspect_scale(math.nan, aspect))
+    assert ac.to_aspect_scale(10, aspect) == pytest.approx(0.5), "linear inverse, not clipped to the scale"
+    # min-max stays an option
+    assert ac.normalize_score(1, aspect, "minmax") == pytest.approx(0.0)
+    assert ac.normalize_score(4, aspect, "minmax") == pytest.approx(75.0)
+    assert ac.to_aspect_scale(75, aspect, "minmax") == pytest.approx(4.0)
+    for mode in ac.NORMALIZATIONS:
+        assert ac.to_aspect_scale(ac.normalize_score(3.5, aspect, mode), aspect, mode) == pytest.approx(3.5)
+    with pytest.raises(ValueError, match="positive scale maximum"):
+        ac.normalize_score(-1, Aspect("signed", -3, 0))
+    assert get_method("active_critic", {}).score_normalization == "ratio"
 
 
 def test_minibatches_of_five_at_most_the_cap(data):
@@ -215,17 +227,17 @@ def test_criteria_scores_parse_json_and_the_papers_unquoted_form():
     names = ["Coherence", "Conciseness", "Fluency"]
     parsed = ac.parse_criteria_scores(json.dumps({"coherence": {"Explanation": "flows", "Score": "90"},
                                                   "Conciseness": 70, "Fluency": {"Score": 140}}), names)
-    assert parsed["Coherence"] == {"score": 90.0, "explanation": "flows"}
-    assert parsed["Conciseness"]["score"] == 70.0
+    assert parsed["Coherence"] == {"score": pytest.approx(90.0), "explanation": "flows"}
+    assert parsed["Conciseness"]["score"] == pytest.approx(70.0)
     assert math.isnan(parsed["Fluency"]["score"]), "out of range is missing, not clipped to a default"
     paper = ("Coherence: { explanation: The response is coherent. score: 90 }\n"
              "Conciseness: { explanation: Brief. score: 85 }")
     parsed = ac.parse_criteria_scores(paper, names)
-    assert parsed["Coherence"]["score"] == 90 and parsed["Conciseness"]["score"] == 85
+    assert parsed["Coherence"]["score"] == pytest.approx(90) and parsed["Conciseness"]["score"] == pytest.approx(85)
     assert "coherent" in parsed["Coherence"]["explanation"]
     assert math.isnan(parsed["Fluency"]["score"])
     nested = ac.parse_criteria_scores(json.dumps({"Scores": {"Fluency": {"Score": 60}}}), names)
-    assert nested["Fluency"]["score"] == 60
+    assert nested["Fluency"]["score"] == pytest.approx(60)
 
 
 @pytest.mark.parametrize("reply,score", [
@@ -236,7 +248,7 @@ def test_criteria_scores_parse_json_and_the_papers_unquoted_form():
 ])
 def test_overall_score_parsing(reply, score):
     parsed, explanation = ac.parse_overall(reply)
-    assert parsed == score
+    assert parsed == pytest.approx(score)
     if reply.startswith("Explanation"):
         assert explanation.startswith(("good", "a score of 30"))
 
@@ -253,7 +265,8 @@ def test_fine_and_coarse_scoring_calls(store, data):
     results = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm, params=GenerationParams(),
                               source_chars=2000)
     assert len(backend.calls) == 6
-    assert results[2]["overall"] == 20 and results[2]["criteria_scores"]["Coverage"]["score"] == 20
+    assert results[2]["overall"] == pytest.approx(20)
+    assert results[2]["criteria_scores"]["Coverage"]["score"] == pytest.approx(20)
     ose = [m[0]["content"] for m, _ in backend.calls if "Score Of Different Criteria" in m[0]["content"]]
     assert len(ose) == 3 and '"Coverage is fine for' in "".join(ose), "OS-E sees the McS-E explanations"
     coarse = {**state, "variant": "coarse"}
@@ -281,17 +294,19 @@ def test_candidate_selection_by_summed_correlation(store, data):
 
     llm, _ = llm_with(store, scripted(overall=overall))
     events = []
-    demos, search = ac.optimize_demonstrations(examples, state, llm=llm, k=6, n_demos=3, mode="labeled",
-                                               threshold=15, eval_subsample=None, seed=0, params=GenerationParams(),
-                                               source_chars=2000, log=lambda k, p: events.append((k, p)))
+    demos, search, warnings = ac.optimize_demonstrations(
+        examples, state, llm=llm, k=6, n_demos=3, mode="labeled", threshold=15, eval_subsample=None, seed=0,
+        params=GenerationParams(), source_chars=2000, log=lambda k, p: events.append((k, p)))
     assert len(search) == 6 and search[0]["kind"] == "zero-shot" and search[0]["demo_ids"] == []
     qs = [s["q"] for s in search]
     best = max(range(6), key=lambda i: (qs[i], -i))
-    assert [d["sample_id"] for d in demos] == search[best]["demo_ids"]
+    assert [d["sample_id"] for d in demos] == search[best]["demo_ids"] and warnings == []
     assert target in search[best]["demo_ids"] and qs[best] == pytest.approx(3), "the helpful demo set wins"
     for s in search:
         assert s["q"] == pytest.approx(s["pearson"] + s["spearman"] + s["kendall"])
-        assert s["n_scored"] == 20 - len(s["demo_ids"]), "a candidate's own demos are not scored"
+        assert s["n_items"] == 20 - len(s["demo_ids"]), "a candidate's own demos are not scored"
+        assert s["n_scored"] == s["n_items"] and s["coverage"] == pytest.approx(1.0)
+        assert s["fitness"] == pytest.approx(s["q"])
     assert [p["candidate"] for k, p in events if k == "candidate"] == list(range(6))
     assert [p for k, p in events if k == "demos_selected"][0]["candidate"] == best
 
@@ -311,12 +326,12 @@ def test_bootstrapped_candidates_reuse_accepted_zero_shot_traces(data):
         assert boot and all(int(d["sample_id"][1:]) % 2 == 1 for d in boot), "only traces within 15 points"
         assert boot[0]["overall"] == traces[boot[0]["sample_id"]]["overall"]
     text = ac.render_demos(candidates[2][1], stage="ose", source_chars=2000)
-    assert "Score Of Different Criteria:" in text and "Explanation: why" in text
+    assert "Score Of Different Criteria:" in text and 'Reply: {"explanation": "why", "overall":' in text
     coarse_trace = {**candidates[2][1][0], "kind": "bootstrapped", "criteria_scores": {}, "explanation": "ok",
                     "overall": 60.0}
     text = ac.render_demos([coarse_trace], stage="ose", source_chars=2000)
     assert "Score Of Different Criteria" not in text and text.rstrip().endswith("Now the item to evaluate:")
-    assert "Score Of Overall: 60" in text and "Human Score" not in text
+    assert '"overall": 60}' in text and "Human Score" not in text
     assert ac.propose_candidates(examples, traces, k=4, n_demos=3, mode="bootstrap", threshold=15, seed=0) \
         == candidates[:4]
 
@@ -325,10 +340,12 @@ def test_eval_subsample_limits_the_candidate_evaluation(store, data):
     samples, aspect, _ = data
     llm, backend = llm_with(store, scripted())
     state = {"variant": "coarse", "task_description": "T.", "criteria": CRITERIA}
-    _, search = ac.optimize_demonstrations(_examples(samples, aspect), state, llm=llm, k=3, n_demos=2,
-                                           mode="labeled", threshold=15, eval_subsample=6, seed=0,
-                                           params=GenerationParams(), source_chars=2000)
-    assert all(s["n_scored"] <= 6 for s in search) and len(backend.calls) <= 18
+    _, search, _ = ac.optimize_demonstrations(_examples(samples, aspect), state, llm=llm, k=3, n_demos=2,
+                                              mode="labeled", threshold=15, eval_subsample=6, seed=0,
+                                              params=GenerationParams(), source_chars=2000)
+    assert search[0]["n_items"] == 6, "zero-shot scores the whole subsample"
+    assert all(4 <= s["n_items"] <= 6 for s in search[1:]), "a set's own demos (2) leave the subsample"
+    assert sum(s["n_items"] for s in search) == len(backend.calls), "one coarse call per scored item, no more"
 
 
 def test_fit_and_score_end_to_end_with_events(store, data):
@@ -340,32 +357,50 @@ def test_fit_and_score_end_to_end_with_events(store, data):
     method = get_method("active_critic", {"n_candidates": 3, "seed": 0})
     judge = method.fit(samples[:15], aspect, llm=llm, task=task, log=lambda k, p: events.append((k, p)))
     fit_calls = len(backend.calls)
-    assert fit_calls <= method.estimate_calls(15, 5)["fit"]
+    # stage 1: 3 observations + 3 descriptions + 1 ensemble, 1 init + 2 x (observe + refine);
+    # search: zero-shot on 15 items and two 3-demo sets on 12, two calls each (AC-Fine)
+    assert fit_calls == 7 + 5 + 2 * (15 + 12 + 12) <= method.estimate_calls(15, 5)["fit"]
     assert judge.state["criteria"] == CRITERIA and judge.state["task_description"].startswith("The evaluation task")
     assert len(judge.state["demos"]) == 3 and len(judge.state["search"]) == 3
     kinds = {k for k, _ in events}
     assert {"task_observation", "task_description", "criteria", "criteria_observation", "candidate",
             "demos_selected"} <= kinds
     verdicts = judge.score(samples[15:], llm=llm)
-    assert len(backend.calls) - fit_calls == method.estimate_calls(15, 5)["score"] == 10
-    v = verdicts[2]  # s17: the scripted judge says 70 -> 1 + 4 * 0.7 on the 1-5 scale
-    assert v.score == pytest.approx(3.8) and v.metadata["overall_100"] == 70
-    assert v.criteria["Coverage"] == pytest.approx(3.8) and v.metadata["criteria_100"]["Coverage"] == 70
+    # every reply had a score: no follow-up turn; the estimate counts one per item on top
+    assert len(backend.calls) - fit_calls == 10 and method.estimate_calls(15, 5)["score"] == 15
+    v = verdicts[2]  # s17: the scripted judge says 70 -> 5 * 0.7 on the 1-5 scale (100 * r / r_max)
+    assert v.score == pytest.approx(3.5) and v.metadata["overall_100"] == pytest.approx(70)
+    assert v.criteria["Coverage"] == pytest.approx(3.5) and v.metadata["criteria_100"]["Coverage"] == pytest.approx(70)
+    assert v.metadata["source"] == "text" and v.metadata["read"] == "text", "free-text replies: the fallback read them"
     assert v.metadata["criteria_explanations"]["Coverage"] == "Coverage is fine for 17"
     assert v.explanation.startswith("it is item 17") and v.metadata["missing_criteria"] == []
     again = Judge.from_json(judge.to_json())
     new = [Sample(id="new", input="source text 99", output="output number 4", group_id="n")]
-    assert again.score(new, llm=llm)[0].score == pytest.approx(1 + 4 * 0.4)
+    assert again.score(new, llm=llm)[0].score == pytest.approx(5 * 0.4)
+    assert judge.state["warnings"] == [] and judge.state["reads"]["criteria"] == {"text": 3}
 
 
 def test_unparsed_replies_are_missing_and_counted(store, data):
     samples, aspect, task = data
     llm, _ = llm_with(store, lambda m, p: "I would rather not.")
-    judge = get_method("active_critic", {"n_candidates": 2}).fit(samples[:10], aspect, llm=llm, task=task)
+    events = []
+    with pytest.raises(ValueError, match="no usable judge.*zero-shot: no Q"):
+        get_method("active_critic", {"n_candidates": 2}).fit(samples[:10], aspect, llm=llm, task=task,
+                                                             log=lambda k, p: events.append((k, p)))
+    assert [p["candidate"] for k, p in events if k == "demos_selected"] == [None]
+    assert [p["code"] for k, p in events if k == "warning"] == ["no_criteria"]
+    # a person may keep the zero-shot judge anyway; the judge says so
+    judge = get_method("active_critic", {"n_candidates": 2, "no_positive_set": "zero_shot"}).fit(
+        samples[:10], aspect, llm=llm, task=task)
     assert judge.state["criteria"] == {} and judge.state["criteria_parse_failures"] == 2  # init and one refine
-    assert judge.state["search"][0]["n_missing"] == judge.state["search"][0]["n_scored"]
+    assert [w["code"] for w in judge.state["warnings"]] == ["no_criteria", "selection_fallback"]
+    assert "no_positive_set='zero_shot'" in judge.state["warnings"][1]["message"]
+    first = judge.state["search"][0]
+    assert first["n_items"] == 10 and first["n_scored"] == 0 and first["n_missing"] == 10
+    assert first["coverage"] == pytest.approx(0.0) and first["selectable"] is False
     [v] = judge.score(samples[10:11], llm=llm)
     assert v.missing and v.criteria == {} and v.metadata["retried"]
+    assert v.metadata["source"] == "missing" and "follow-up" in v.metadata["missing_reason"]
     assert v.raw == "I would rather not.\n---\nI would rather not.", "the reply and the follow-up turn are kept"
 
 
@@ -382,7 +417,7 @@ def test_a_reply_without_score_gets_one_follow_up_turn(store, data):
     llm, backend = llm_with(store, responder)
     results = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm, params=GenerationParams(),
                               source_chars=2000, retry=True)
-    assert [r["overall"] for r in results] == [80, 40, 80] and [r["retried"] for r in results] == [False, True, False]
+    assert [r["overall"] for r in results] == pytest.approx([80, 40, 80]) and [r["retried"] for r in results] == [False, True, False]
     assert results[1]["explanation"] == "A nice response about item 1." and len(backend.calls) == 4
     follow_up = next(m for m, _ in backend.calls if len(m) == 3)
     assert follow_up[1] == {"role": "assistant", "content": "A nice response about item 1."}
@@ -466,7 +501,7 @@ def test_weighted_overall_reads_a_1_to_9_digit_after_the_explanation(store, data
     llm = make_llm(LLMConfig(concurrency=2), store=store, backend=FakeBackend(responder, logprobs=False))
     plain = ac.run_pipeline(_examples(samples[:3], aspect), state, [], llm=llm, params=GenerationParams(max_tokens=98),
                             source_chars=2000, weighted=True)
-    assert [r["overall"] for r in plain] == [55, 55, 55], "without logprobs the stated score is read"
+    assert [r["overall"] for r in plain] == pytest.approx([55, 55, 55]), "without logprobs the stated score is read"
     method = get_method("active_critic", {"weighted": True, "n_candidates": 3})
     assert method.estimate_calls(10, 4)["score"] == 4 * 3
 
@@ -483,9 +518,11 @@ def test_person_edits_replace_stage_one_and_reuse_the_cache(store, data):
     edited = dict(first.state["criteria"], Fluency="Reads naturally, no typos.")
     method = get_method("active_critic", {**params, "task_description": first.state["task_description"],
                                           "criteria": edited})
-    assert method.estimate_calls(10, 5)["fit"] == 2 * 10
+    # no stage 1; 2 candidates x 10 items x (OS-E + at most one follow-up)
+    assert method.estimate_calls(10, 5)["fit"] == 2 * 10 * 2
     before = len(backend.calls)
     second = method.fit(samples[:10], aspect, llm=llm, task=task)
+    assert len(backend.calls) - before == 10 + 7, "zero-shot on 10 items, the labeled 3-demo set on 7"
     new_prompts = [m[0]["content"] for m, _ in backend.calls[before:]]
     assert not any("Add new observations" in p or "Study how the quality" in p for p in new_prompts)
     assert second.state["criteria"] == edited
@@ -508,20 +545,22 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=5, test_size=2,
                    params={"n_candidates": 2, "n_demos": 1, "eval_subsample": 2, "max_tokens": 64, "max_batches": 1,
-                           "variant": "fine", "demo_mode": "labeled", "retry_unparsed": False})
+                           "variant": "fine", "demo_mode": "labeled", "retry_unparsed": False,
+                           "no_positive_set": "zero_shot"})
     run_id = create_run(store, spec)
     summary = execute_run(store, run_id)
     run = store.get_run(run_id)
     assert run["status"] == "finished", run["message"]
     assert summary["n"] == 2 and summary["calls"] > 0
     judge = Judge.from_dict(run["judge"])
-    assert judge.state["task_description"] is not None and len(judge.state["search"]) == 2
+    assert isinstance(judge.state["task_description"], str) and len(judge.state["search"]) == 2
+    # each set scores the 2 subsampled items minus its own demo when that demo is one of them
+    assert all(2 - len(s["demo_ids"]) <= s["n_items"] <= 2 and s["n_scored"] + s["n_missing"] == s["n_items"]
+               and s["coverage"] == pytest.approx(s["n_scored"] / s["n_items"]) for s in judge.state["search"])
     kinds = {e["kind"] for e in store.events(run_id)}
     assert {"task_observation", "criteria", "candidate", "demos_selected"} <= kinds
     verdicts = store.load_verdicts(run_id)
     assert len(verdicts) == 2 and all(v.raw for v in verdicts)
     repeat = create_run(store, spec)
     assert execute_run(store, repeat)["calls"] == 0
-    assert [v.score for v in store.load_verdicts(repeat)] == [v.score for v in verdicts] or \
-        all(math.isnan(a) == math.isnan(b) for a, b in zip([v.score for v in store.load_verdicts(repeat)],
-                                                           [v.score for v in verdicts]))
+    assert [v.score for v in store.load_verdicts(repeat)] == pytest.approx([v.score for v in verdicts], nan_ok=True)

@@ -21,8 +21,13 @@ CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what 
             "Fluency": "Reads naturally.", "Conciseness": "No padding."}
 
 
+def human(n: int) -> int:
+    """The tiny dataset's human score of output number n (conftest.tiny_dataset)."""
+    return 1 + (n * 7) % 5
+
+
 def responder(messages, params):
-    """A scripted judge for every prompt kind; scores follow the judged output's number."""
+    """A scripted judge for every prompt kind (free text: the fallback path); scores agree with the humans."""
     prompt = messages[-1]["content"]
     numbers = re.findall(r"output number (\d+)", prompt)
     n = int(numbers[-1]) if numbers else 0
@@ -35,9 +40,9 @@ def responder(messages, params):
     if "Improve the criteria" in prompt or "could not be read" in prompt:
         return json.dumps(CRITERIA)
     if "Multiple Evaluation Criteria" in prompt:
-        return json.dumps({c: {"Explanation": f"{c} looks fine", "Score": 10 * n % 100} for c in CRITERIA})
+        return json.dumps({c: {"Explanation": f"{c} looks fine", "Score": 20 * human(n) - n % 3} for c in CRITERIA})
     if "Score Of Overall" in prompt:
-        return f"Explanation: item {n} is decent; trim it.\nScore Of Overall: {(10 * n) % 100}"
+        return f"Explanation: item {n} is decent; trim it.\nScore Of Overall: {20 * human(n) - n % 3}"
     return "[[3]]"
 
 
@@ -86,9 +91,13 @@ def test_page_runs_edits_and_reruns(db, started):
     metrics = {m.label: m.value for m in at.metric}
     assert int(metrics["LLM requests to score"]) == 3 * 6, "criteria, explained overall score, weighted digit"
     at.checkbox(key="ac_weighted").uncheck()
+    at.radio(key="ac_variant").set_value("coarse")
     at.form_submit_button[0].click().run()
     metrics = {m.label: m.value for m in at.metric}
-    assert int(metrics["LLM requests to score"]) == 2 * 6
+    assert int(metrics["LLM requests to score"]) == 2 * 6, "explained overall score, at most one follow-up"
+    at.radio(key="ac_variant").set_value("fine")
+    at.form_submit_button[0].click().run()
+    assert int({m.label: m.value for m in at.metric}["LLM requests to score"]) == 3 * 6
     at.button(key="ac_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [run_id for run_id, _ in started] == [1, 2, 3], "Active-Critic plus the two baselines"
@@ -104,6 +113,10 @@ def test_page_runs_edits_and_reruns(db, started):
     assert compare["run"].iloc[0].startswith("#1 Active-Critic") and len(compare) >= 2
     assert "trim it" in page, "the overall explanation of a test item is shown"
     assert any("explanation" in d.value.columns for d in at.dataframe), "per-criterion explanations"
+    search = next(d.value for d in at.dataframe if "coverage" in d.value.columns)
+    assert search["coverage"].tolist() == ["6/6", "3/3"], "coverage beside each candidate's Q (a set skips its demos)"
+    assert "Replies read as JSON: 0; by the free-text fallback:" in page
+    assert "Where the test scores came from: text 6" in page
 
     # a person corrects one criterion: versioned and audited
     owner = "active_critic:run:1"
@@ -145,3 +158,34 @@ def test_page_runs_edits_and_reruns(db, started):
     assert "task_observation" not in kinds and "candidate" in kinds
     assert at.selectbox(key="_w_ac_run_id").value == 5
     assert new["status"] == "finished"
+
+
+def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reason(db, monkeypatch):
+    def against(messages, params):  # scores run against the human ones, whatever the prompt
+        prompt = messages[-1]["content"]
+        if "Score Of Overall" in prompt or "Multiple Evaluation Criteria" in prompt:
+            n = int(re.findall(r"output number (\d+)", prompt)[-1])
+            return f"Explanation: item {n}.\nScore Of Overall: {100 - 20 * human(n) + n % 3}"
+        return responder(messages, params)
+
+    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
+        store = Store(db_path)
+        with pytest.raises(ValueError, match="no usable judge"):  # the worker process ends with this message
+            execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(against)))
+
+    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    at.slider(key="ac_share").set_value(50)
+    at.number_input(key="ac_k").set_value(2)
+    at.checkbox(key="ac_baselines").uncheck()
+    at.radio(key="ac_variant").set_value("coarse")
+    at.form_submit_button[0].click().run()
+    at.button(key="ac_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = Store(db).get_run(1)
+    assert run["status"] == "failed" and run["judge"] is None
+    warnings = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "no usable judge" in warnings and "zero-shot: Q = -" in warnings
+    search = next(d.value for d in at.dataframe if "coverage" in d.value.columns)
+    assert search["selectable"].tolist() == [False, False]

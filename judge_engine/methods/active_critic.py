@@ -3,9 +3,14 @@
 The paper's two stages map onto public functions of this module:
 
 Human scores (§2.2)
-    :func:`normalize_score` puts every human score on 0-100 (min-max over the
-    aspect's range; the paper gives no formula, and a linear map does not
-    change any correlation). :func:`to_aspect_scale` maps judge scores back.
+    :func:`normalize_score` puts every human score on 0-100. The paper gives
+    no formula; its appendix examples (SummEval training items at 88.33 and
+    91.67) fit ``100 * r / r_max``, so that is the default (``"ratio"``);
+    min-max over the aspect's range stays an option (``"minmax"``). A linear
+    map changes no correlation, only the numbers the model sees in the
+    prompts. :func:`to_aspect_scale` is the exact inverse: a judge score is
+    mapped back linearly and never clipped, so a ratio-normalised judge
+    score below ``100 * r_min / r_max`` lands below the aspect's minimum.
 Stage 1, task inference (§4.1, Table 14, App. B)
     :func:`make_minibatches` (batches of 5, at most 25);
     :func:`infer_task_description` (an observation per batch, then a task
@@ -22,11 +27,26 @@ Stage 2, scoring alignment (§4.2, Tables 16-17)
     number; an OS-E reply without a score gets one follow-up turn first
     (``retry_unparsed``, not in the paper), a criteria reply without usable
     JSON one retry (spec §3.3).
+Structured replies (issue #16)
+    Every generation step but the free-text observations asks the backend
+    for JSON with a schema from :mod:`judge_engine.structured`: the task
+    description (``TASK_DESCRIPTION``), the criteria (``CRITERIA``, 4-10
+    named items), McS-E's explained criterion scores and OS-E's explained
+    overall score (both ``EXPLAINED_SCORES``; McS-E holds ``criteria``, OS-E
+    ``explanation`` and ``overall``), and the score-first follow-up turns
+    (``SCORE``). Replies are read with :func:`judge_engine.structured.read_json`;
+    the free-text parsers below are the fallback for backends that ignore
+    the schema, and every reply records which path read it (``read``:
+    ``json``, ``text`` or ``missing``).
 Prompt optimization (§4.2 "Prompt Optimization", App. D.2, Eqs. 4-5)
     :func:`optimize_demonstrations`: K candidate demonstration sets, each
     scored on the training split by Q = Pearson + Spearman + Kendall
-    (:func:`judge_engine.metrics.correlations`); the best set is frozen for
-    the test split. DSPy is not installed here, so this is our own
+    (:func:`judge_engine.metrics.correlations`) on the items it scored; the
+    best set is frozen for the test split. Selection is coverage-aware
+    (:func:`select_candidate`): Q is shrunk by the share of items scored
+    (:func:`judge_engine.metrics.coverage_adjusted`), a set that scored
+    fewer than 80% of its items is ineligible, and a set with Q <= 0 is
+    never selected on its own (issue #23). DSPy is not installed here, so this is our own
     implementation of the random search of DSPy's
     ``BootstrapFewShotWithRandomSearch`` (zero-shot candidate, a labeled-only
     candidate, then bootstrapped traces filled up with labeled examples),
@@ -51,12 +71,27 @@ import random
 import re
 from typing import Any, Sequence
 
+from .. import structured
 from ..llm import LLM, GenerationParams, Request
-from ..metrics import correlations
-from ..parsing import parse_json_object, parse_score, weighted_score
+from ..metrics import (
+    MIN_SELECTION_COVERAGE,
+    SelectionFitness,
+    correlations,
+    coverage_adjusted,
+)
+from ..parsing import parse_json_object, parse_score, read_weighted
 from ..prompting import TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, register
+from .base import (
+    EventSink,
+    Interval,
+    Judge,
+    Method,
+    Options,
+    Progress,
+    judge_warning,
+    register,
+)
 
 TASK_OBSERVE_TEMPLATE = load_template("active_critic_task_observe")
 TASK_DESCRIBE_TEMPLATE = load_template("active_critic_task_describe")
@@ -81,6 +116,7 @@ TASK_PHRASE_PATTERN = re.compile(r"The evaluation task is\s+(?:an?\s+|the\s+)?\[
 OVERALL_PATTERNS = (
     re.compile(r"score\s*of\s*overall\W{0,4}\s*[:：]?\s*\**\s*\[?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE),
     re.compile(r"overall\s*score\W{0,4}\s*[:：]?\s*\**\s*\[?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE),
+    re.compile(r"\"overall\"\s*:\s*\"?\s*(\d{1,3}(?:\.\d+)?)", re.IGNORECASE),
 )
 """OS-E's ``Score Of Overall: N`` (the paper's example output also says ``Overall Score: 90.0``)."""
 EXPLANATION_PATTERN = re.compile(r"explanation\W{0,4}\s*[:：]\s*(.*?)(?=\**\s*(?:score\s*of\s*overall|overall\s*score)|$)",
@@ -114,14 +150,37 @@ class OptionalType:
 
 # ----------------------------------------------------------------------------------------------- data
 
-def normalize_score(value: float, aspect: Aspect) -> float:
-    """§2.2: a human score on the aspect's range, put on 0-100."""
-    return 100.0 * (float(value) - aspect.low) / (aspect.high - aspect.low)
+NORMALIZATIONS = ("ratio", "minmax")
+"""How human scores go onto 0-100: ``100 * r / r_max`` (the paper's examples) or min-max over the range."""
 
 
-def to_aspect_scale(score_100: float, aspect: Aspect) -> float:
-    """A 0-100 judge score mapped back onto the aspect's range (NaN stays NaN)."""
-    return aspect.low + float(score_100) * (aspect.high - aspect.low) / 100.0
+def normalize_score(value: float, aspect: Aspect, mode: str = "ratio") -> float:
+    """§2.2: a human score on the aspect's scale, put on 0-100.
+
+    ``"ratio"`` (default, the paper's reading): ``100 * r / r_max``;
+    ``"minmax"``: ``100 * (r - r_min) / (r_max - r_min)``.
+    """
+    if mode == "ratio":
+        if aspect.high <= 0:
+            raise ValueError(f"score normalization 'ratio' needs a positive scale maximum; aspect {aspect.name!r} "
+                             f"ends at {aspect.high:g} (use score_normalization='minmax')")
+        return 100.0 * float(value) / aspect.high
+    if mode == "minmax":
+        return 100.0 * (float(value) - aspect.low) / (aspect.high - aspect.low)
+    raise ValueError(f"score normalization must be one of {list(NORMALIZATIONS)}, not {mode!r}")
+
+
+def to_aspect_scale(score_100: float, aspect: Aspect, mode: str = "ratio") -> float:
+    """A 0-100 judge score mapped back onto the aspect's scale: the inverse of :func:`normalize_score`.
+
+    Linear and never clipped (NaN stays NaN), so correlations on the aspect's
+    scale equal those on 0-100.
+    """
+    if mode == "ratio":
+        return float(score_100) * aspect.high / 100.0
+    if mode == "minmax":
+        return aspect.low + float(score_100) * (aspect.high - aspect.low) / 100.0
+    raise ValueError(f"score normalization must be one of {list(NORMALIZATIONS)}, not {mode!r}")
 
 
 def _short(text: str, limit: int) -> str:
@@ -140,9 +199,9 @@ def render_example(sample: dict[str, Any], *, source_chars: int, with_score: boo
     return "\n".join(parts)
 
 
-def _example(sample: Sample, aspect: Aspect) -> dict[str, Any]:
+def _example(sample: Sample, aspect: Aspect, mode: str = "ratio") -> dict[str, Any]:
     return {"sample_id": sample.id, "input": sample.input, "output": sample.output, "context": sample.context,
-            "human_100": normalize_score(sample.human[aspect.name], aspect)}
+            "human_100": normalize_score(sample.human[aspect.name], aspect, mode)}
 
 
 def make_minibatches(train: Sequence[Sample], *, batch_size: int, max_batches: int, seed: int) -> list[list[Sample]]:
@@ -185,6 +244,22 @@ def task_phrase(description: str) -> str:
     return f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
 
 
+TASK_SCHEMA = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=1200)
+"""The task-description reply: ``{"task_description": "The evaluation task is ..."}``."""
+
+
+def read_task_description(reply: str) -> tuple[str, str]:
+    """A task-description reply -> (description, read): JSON first, the free-text summary sentence as fallback.
+
+    ``read`` is ``json``, ``text`` or ``missing`` (an empty reply).
+    """
+    reading = structured.read_json(reply, TASK_SCHEMA)
+    if reading.ok:
+        return extract_task_description(str(reading.value["task_description"])), "json"
+    text = extract_task_description(reply)
+    return text, ("text" if text else "missing")
+
+
 def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: LLM, params: GenerationParams,
                            source_chars: int, complete_streak: int, ensemble: bool = False,
                            log: EventSink | None = None,
@@ -197,7 +272,10 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
     than one version, one more description call is given every version as
     the prior description (§4.1: the final T is the LLM's ensemble of all
     T_n; the notes make this call optional) and its answer is the result.
+    Observations are free text; descriptions are asked for as JSON
+    (:data:`TASK_SCHEMA`) and each event says how the reply was read.
     """
+    describe = params.with_(json_schema=structured.as_param(TASK_SCHEMA))
     observations, description, versions, streak = "", "", [], 0
     for n, batch in enumerate(batches):
         examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batch)
@@ -218,35 +296,50 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
         observations = f"{observations}\n{reply.strip()}".strip()
         reply = _ask(llm, TASK_DESCRIBE_TEMPLATE.render(observations=reply.strip(),
                                                         prior_description=description or "(none yet)"),
-                     params.with_(seed=params.seed + n))
-        description = extract_task_description(reply) or description
+                     describe.with_(seed=params.seed + n))
+        text, read = read_task_description(reply)
+        description = text or description
         versions.append(description)
         if log:
-            log("task_description", {"batch": n + 1, "version": len(versions), "text": description, "raw": reply})
+            log("task_description", {"batch": n + 1, "version": len(versions), "text": description, "raw": reply,
+                                     "read": read})
     if ensemble and len(versions) > 1:
         prior = "\n".join(f"Version {i}: {v}" for i, v in enumerate(versions, 1))
         reply = _ask(llm, TASK_DESCRIBE_TEMPLATE.render(observations=observations[-OBSERVATION_CHARS:],
-                                                        prior_description=prior), params.with_(seed=params.seed + len(batches)))
-        description = extract_task_description(reply) or description
+                                                        prior_description=prior),
+                     describe.with_(seed=params.seed + len(batches)))
+        text, read = read_task_description(reply)
+        description = text or description
         versions.append(description)
         if log:
             log("task_description", {"batch": "all", "version": len(versions), "text": description, "raw": reply,
-                                     "ensemble": True})
+                                     "ensemble": True, "read": read})
     return description, versions
 
 
 # -------------------------------------------------------------------------------- stage 1: criteria
 
 PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "criterion b", "one-sentence definition",
+                        "a short name", "a short name of the criterion", "what the criterion asks of a response",
+                        "one sentence saying what the criterion asks of a response",
                         "the response stays on the topic of the source.", "the response stays on the topic of the source")
 """The shape examples of our criteria prompts: a reply that copies them has inferred nothing."""
 
 
 def _clean_criteria(obj: Any) -> dict[str, str]:
-    if not isinstance(obj, dict):
+    """``{name: definition}`` from a criteria object or a list of ``{"name", "definition"}`` items.
+
+    Placeholder shapes copied from the prompt and prompt labels are dropped;
+    a repeated name keeps its first definition.
+    """
+    if isinstance(obj, list):
+        pairs = [(item.get("name", ""), item.get("definition", "")) for item in obj if isinstance(item, dict)]
+    elif isinstance(obj, dict):
+        pairs = list(obj.items())
+    else:
         return {}
     out: dict[str, str] = {}
-    for name, definition in obj.items():
+    for name, definition in pairs:
         name = str(name).strip()
         if (not name or name.lower() in PLACEHOLDER_CRITERIA or _key(name) in NOT_CRITERIA
                 or str(definition).strip().lower() in PLACEHOLDER_CRITERIA):
@@ -254,7 +347,8 @@ def _clean_criteria(obj: Any) -> dict[str, str]:
         if isinstance(definition, dict):
             definition = next((v for k, v in definition.items() if str(k).lower() in ("description", "definition")),
                               json.dumps(definition, ensure_ascii=False))
-        out[name] = str(definition).strip()
+        if _key(name) not in {_key(k) for k in out}:
+            out[name] = str(definition).strip()
     return out
 
 
@@ -311,12 +405,12 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, 
 
 
 def parse_criteria(reply: str) -> tuple[dict[str, str], str]:
-    """Criteria and observations from an init or refine reply.
+    """Criteria and observations from an init or refine reply (the free-text fallback).
 
-    Accepts ``{"Criteria": {...}, "Observations": "..."}`` and a bare
-    ``{name: definition}`` object; without a JSON object, ``Name:
-    definition`` lines (:func:`parse_criteria_lines`). Returns ``({}, "")``
-    when neither is found.
+    Accepts ``{"criteria": [{"name", "definition"}, ...], "observations": "..."}``,
+    ``{"Criteria": {...}, "Observations": "..."}`` and a bare ``{name:
+    definition}`` object; without a JSON object, ``Name: definition`` lines
+    (:func:`parse_criteria_lines`). Returns ``({}, "")`` when none is found.
     """
     obj = parse_json_object(reply or "")
     if not isinstance(obj, dict):
@@ -328,38 +422,74 @@ def parse_criteria(reply: str) -> tuple[dict[str, str], str]:
     return _clean_criteria({k: v for k, v in obj.items() if str(k).lower() != "observations"}), str(observations or "")
 
 
-CRITERIA_SHAPE = '{"Criterion name": "one-sentence definition", "Another criterion": "one-sentence definition"}'
+MIN_CRITERIA, MAX_CRITERIA = 4, 10
+"""§4.1: the criteria set holds 4 to 10 criteria."""
+CRITERIA_SCHEMA = structured.named_items_schema(structured.CRITERIA, "criteria", min_items=MIN_CRITERIA,
+                                                max_items=MAX_CRITERIA, definition_max=300)
+"""The refine reply: ``{"criteria": [{"name", "definition"}, ...]}`` with 4-10 items."""
 
 
-def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, min_criteria: int = 4,
-                  max_criteria: int = 10, fallback: str | None = None) -> tuple[dict[str, str], str, str, bool]:
-    """One criteria call, retried once in a follow-up turn when the reply has no usable 4-10 criteria.
+def _with_observations(schema: dict[str, Any]) -> dict[str, Any]:
+    # Eq. 6: the init step returns observations with the criteria. Optional, so a reply of the plain
+    # criteria shape (what the builder describes) still validates.
+    properties = {**schema["properties"], "observations": {"type": "string", "minLength": 1, "maxLength": 1200}}
+    return {**schema, "properties": properties}
 
-    ``fallback``: a short stand-alone prompt asked when both replies gave
-    fewer than ``min_criteria`` (the list prompt of :func:`criteria_list_prompt`);
-    its criteria replace the others when there are more of them.
-    Returns (criteria, observations, raw reply used, retried).
+
+CRITERIA_INIT_SCHEMA = _with_observations(CRITERIA_SCHEMA)
+"""The init reply: :data:`CRITERIA_SCHEMA` plus an optional ``observations`` text."""
+CRITERIA_SHAPE = ('{"criteria": [{"name": "a short name", "definition": "one sentence saying what the criterion '
+                  'asks of a response"}, ...]}  (4 to 10 items)')
+
+
+def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], str, str]:
+    """A criteria reply -> (criteria, observations, read): the schema's JSON first, then the free-text parsers.
+
+    ``read`` is ``json`` (the reply satisfied the schema), ``text`` (the
+    fallback parser found criteria) or ``missing``. Placeholder names copied
+    from the prompt are dropped either way.
     """
+    reading = structured.read_json(reply, schema)
+    if reading.ok:
+        return _clean_criteria(reading.value["criteria"]), str(reading.value.get("observations", "")), "json"
+    criteria, observations = parse_criteria(reply)
+    return criteria, observations, ("text" if criteria else "missing")
+
+
+def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] = CRITERIA_SCHEMA,
+                  min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
+                  fallback: str | None = None) -> tuple[dict[str, str], str, str, bool, str]:
+    """One criteria call asking for ``schema``, retried once in a follow-up turn when the reply has no usable 4-10.
+
+    ``fallback``: a short stand-alone free-text prompt asked when both
+    replies gave fewer than ``min_criteria`` (the list prompt of
+    :func:`criteria_list_prompt`); its criteria replace the others when
+    there are more of them. At most 3 calls.
+    Returns (criteria, observations, raw reply used, retried, read) where
+    ``read`` is ``json``, ``text``, ``list`` (the fallback prompt) or ``missing``.
+    """
+    params = params.with_(json_schema=structured.as_param(schema))
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
-    criteria, observations = parse_criteria(reply)
+    criteria, observations, read = read_criteria(reply, schema)
     retried = False
     if not (min_criteria <= len(criteria) <= max_criteria):
         retried = True
         retry = llm.complete(messages + [{"role": "assistant", "content": reply},
                                          {"role": "user", "content": JSON_RETRY_TEMPLATE.render(expected=CRITERIA_SHAPE)}],
                              params).text
-        again, obs_again = parse_criteria(retry)
+        again, obs_again, read_again = read_criteria(retry, schema)
         if again and (not criteria or min_criteria <= len(again) <= max_criteria):
-            criteria, observations, reply = again, obs_again or observations, retry
+            criteria, observations, reply, read = again, obs_again or observations, retry, read_again
     if len(criteria) < min_criteria and fallback:
-        listed = llm.complete([{"role": "user", "content": fallback}], params).text
+        # free text on purpose: the fallback is for backends that honour no schema
+        listed = llm.complete([{"role": "user", "content": fallback}], params.with_(json_schema="")).text
         found = parse_criteria_lines(listed, plain_items=True)
         if len(found) > len(criteria):
-            criteria, reply = found, listed
+            criteria, reply, read = found, listed, "list"
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])
-    return criteria, observations, reply, retried
+    return criteria, observations, reply, retried, read
 
 
 def _quality(aspect: Aspect) -> str:
@@ -409,14 +539,15 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[0]) if batches else ""
     short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
                                   quality=quality, source_chars=source_chars) if fallback else None)
-    criteria, observations, raw, retried = _ask_criteria(
+    criteria, observations, raw, retried, read = _ask_criteria(
         llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params,
-        fallback=short)
+        schema=CRITERIA_INIT_SCHEMA, fallback=short)
     if not criteria:
         failures += 1
     if log:
         log("criteria", {"iteration": 0, "action": "init", "criteria": criteria, "observations": observations,
-                         **_diff({}, criteria), "parsed": bool(criteria), "retried": retried, "raw": raw})
+                         **_diff({}, criteria), "parsed": bool(criteria), "retried": retried, "raw": raw,
+                         "read": read})
     if progress:
         progress(1, len(batches), "criteria")
     streak = 0
@@ -436,7 +567,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
             if streak >= complete_streak:
                 break
             continue
-        refined, _, raw, retried = _ask_criteria(llm, CRITERIA_REFINE_TEMPLATE.render(
+        refined, _, raw, retried, read = _ask_criteria(llm, CRITERIA_REFINE_TEMPLATE.render(
             criteria=json.dumps(criteria, ensure_ascii=False, indent=1), observations=reply.strip()),
             params.with_(seed=params.seed + t))
         observations = f"{observations}\n{reply.strip()}".strip()
@@ -445,22 +576,52 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         if log:
             log("criteria", {"iteration": t, "action": "refine", "criteria": refined or criteria,
                              **_diff(criteria, refined or criteria), "parsed": bool(refined), "retried": retried,
-                             "raw": raw})
+                             "raw": raw, "read": read})
         criteria = refined or criteria
     return criteria, failures
 
 
 # ----------------------------------------------------------------------------------- stage 2: scoring
 
+EXPLANATION_CHARS = 300
+"""Length cap of one criterion's explanation in McS-E's JSON (10 criteria must fit the reply budget)."""
+OVERALL_EXPLANATION_CHARS = 1200
+"""Length cap of OS-E's explanation and error analysis."""
+
+
+def mcse_schema(criteria: Sequence[str]) -> dict[str, Any]:
+    """McS-E's reply: ``{"criteria": {name: {"explanation": str, "score": 0-100}, ...}}`` for exactly these criteria.
+
+    The explanation comes before the score in each item, as in the paper's
+    output format (reason, then rate).
+    """
+    item = {"type": "object", "additionalProperties": False, "required": ["explanation", "score"],
+            "properties": {"explanation": {"type": "string", "minLength": 1, "maxLength": EXPLANATION_CHARS},
+                           "score": structured.score_value(*SCALE)}}
+    names = list(criteria)
+    return structured.object_schema(structured.EXPLAINED_SCORES, {
+        "criteria": {"type": "object", "properties": {n: item for n in names}, "required": names,
+                     "additionalProperties": False}})
+
+
+OSE_SCHEMA = structured.object_schema(structured.EXPLAINED_SCORES, {
+    "explanation": {"type": "string", "minLength": 1, "maxLength": OVERALL_EXPLANATION_CHARS},
+    "overall": structured.score_value(*SCALE)})
+"""OS-E's reply: ``{"explanation": "... and the error analysis", "overall": 0-100}`` (reason first, as in Table 17)."""
+RETRY_SCHEMA = structured.score_schema(*SCALE)
+"""The follow-up turn after an OS-E reply without a score: ``{"score": 0-100}``."""
+
+
 def _output_format(criteria: dict[str, str]) -> str:
-    body = {name: {"Explanation": "[your explanation]",
-                   "Score": f"[score from 0 to 100: 0 - very poor {name.lower()}, 100 - excellent {name.lower()}]"}
-            for name in criteria}
+    body = {"criteria": {name: {"explanation": "[your explanation]",
+                                "score": f"[integer from 0 to 100: 0 - very poor {name.lower()}, "
+                                         f"100 - excellent {name.lower()}]"}
+                         for name in criteria}}
     return json.dumps(body, indent=2, ensure_ascii=False)
 
 
 def _scores_json(criteria_scores: dict[str, dict[str, Any]]) -> str:
-    kept = {k: {"Explanation": v.get("explanation", ""), "Score": v["score"]}
+    kept = {k: {"explanation": v.get("explanation", ""), "score": v["score"]}
             for k, v in criteria_scores.items() if v.get("score") is not None and not math.isnan(v["score"])}
     return json.dumps(kept, indent=1, ensure_ascii=False) if kept else "(no criterion score could be read)"
 
@@ -473,8 +634,9 @@ def render_demos(demos: Sequence[dict[str, Any]], *, stage: str, source_chars: i
     """Demonstrations for a scoring prompt (Table 13).
 
     A labeled demo shows Source, Response and the human overall score; a
-    bootstrapped demo shows the model's own accepted trace: the criterion
-    JSON for McS-E, plus the explanation and overall score for OS-E.
+    bootstrapped demo shows the model's own accepted trace in the reply's
+    JSON shape: the criterion scores for McS-E, plus the explanation and
+    overall score for OS-E.
     """
     if not demos:
         return ""
@@ -486,8 +648,8 @@ def render_demos(demos: Sequence[dict[str, Any]], *, stage: str, source_chars: i
                 lines.append("Score Of Each Criterion In JSON:" if stage == "mcse" else "Score Of Different Criteria:")
                 lines.append(_scores_json(d["criteria_scores"]))
             if stage == "ose":
-                lines.append(f"Explanation: {d.get('explanation') or ''}".rstrip())
-                lines.append(f"Score Of Overall: {_fmt(d['overall'])}")
+                reply = {"explanation": d.get("explanation") or "", "overall": round(d["overall"])}
+                lines.append(f"Reply: {json.dumps(reply, ensure_ascii=False)}")
         else:
             lines.append(f"Score Of Overall: {_fmt(d['human_100'])}")
         blocks.append("\n".join(lines))
@@ -586,95 +748,218 @@ def _requests(prompts: Sequence[str], params: GenerationParams) -> list[Request]
     return [Request(({"role": "user", "content": p},), params) for p in prompts]
 
 
+def read_criteria_scores(reply: str, criteria: Sequence[str]) -> tuple[dict[str, dict[str, Any]], str]:
+    """McS-E reply -> (``{criterion: {"score", "explanation"}}``, read): :func:`mcse_schema` first, then free text.
+
+    ``read`` is ``json``, ``text`` (:func:`parse_criteria_scores` read at
+    least one score) or ``missing``.
+    """
+    reading = structured.read_json(reply, mcse_schema(criteria))
+    if reading.ok:
+        got = reading.value["criteria"]
+        return {n: {"score": float(got[n]["score"]), "explanation": str(got[n]["explanation"]).strip()}
+                for n in criteria}, "json"
+    parsed = parse_criteria_scores(reply, criteria)
+    return parsed, ("text" if any(not math.isnan(v["score"]) for v in parsed.values()) else "missing")
+
+
+def read_overall(reply: str) -> tuple[float, str, str]:
+    """OS-E reply -> (0-100 score or NaN, explanation, read): :data:`OSE_SCHEMA` first, then :func:`parse_overall`."""
+    reading = structured.read_json(reply, OSE_SCHEMA)
+    if reading.ok:
+        return float(reading.value["overall"]), str(reading.value["explanation"]).strip(), "json"
+    score, explanation = parse_overall(reply)
+    return score, explanation, ("missing" if math.isnan(score) else "text")
+
+
+def read_retry_score(reply: str) -> tuple[float, str]:
+    """The score follow-up turn -> (0-100 score or NaN, read)."""
+    reading = structured.read_json(reply, RETRY_SCHEMA)
+    if reading.ok:
+        return float(reading.value["score"]), "json"
+    score = parse_overall(reply)[0]
+    return score, ("missing" if math.isnan(score) else "text")
+
+
 def score_multi_criteria(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
                          *, llm: LLM, params: GenerationParams, source_chars: int,
-                         progress: Progress | None = None) -> list[tuple[dict[str, dict[str, Any]], str]]:
-    """Eqs. 1-2 (McS-E, Table 16): one call per example scoring every criterion with an explanation."""
+                         progress: Progress | None = None) -> list[tuple[dict[str, dict[str, Any]], str, str]]:
+    """Eqs. 1-2 (McS-E, Table 16): one call per example scoring every criterion with an explanation.
+
+    Returns (criterion scores, raw reply, read) per example; no call without criteria.
+    """
     if not state["criteria"]:
-        return [({}, "") for _ in examples]
+        return [({}, "", "") for _ in examples]
+    names = list(state["criteria"])
     prompts = [mcse_prompt(e, state, demos, source_chars=source_chars) for e in examples]
-    replies = llm.complete_many(_requests(prompts, params),
+    asked = params.with_(json_schema=structured.as_param(mcse_schema(names)))
+    replies = llm.complete_many(_requests(prompts, asked),
                                 progress=(lambda d, t: progress(d, t, "criterion scores")) if progress else None)
-    return [(parse_criteria_scores(r.text, list(state["criteria"])), r.text) for r in replies]
+    return [_mcse_row(r.text, names) for r in replies]
+
+
+def _mcse_row(text: str, names: Sequence[str]) -> tuple[dict[str, dict[str, Any]], str, str]:
+    scores, read = read_criteria_scores(text, names)
+    return scores, text, read
 
 
 def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
                   criteria_scores: Sequence[dict[str, dict[str, Any]]] | None, *, llm: LLM,
                   params: GenerationParams, source_chars: int, retry: bool = False, weighted: bool = False,
-                  progress: Progress | None = None) -> list[tuple[float, str, str, bool]]:
+                  progress: Progress | None = None) -> list[dict[str, Any]]:
     """Eq. 3 (OS-E, Table 17): overall 0-100 score, explanation and error analysis per example.
 
     ``criteria_scores`` None is AC-Coarse: the criteria are listed instead of scored.
-    With ``retry``, a reply without a readable score gets one follow-up turn
-    asking for the score line alone (not in the paper); if that fails too the
+    The reply is asked for as :data:`OSE_SCHEMA`. With ``retry``, a reply
+    without a readable score gets one follow-up turn asking for the score
+    alone (:data:`RETRY_SCHEMA`; not in the paper); if that fails too the
     score is missing. With ``weighted`` on a backend with logprobs, every
-    reply gets that follow-up turn instead, asking for a 1-9 digit whose
+    reply gets a follow-up turn instead, asking for a 1-9 digit whose
     probability-weighted value (G-Eval style) is mapped to 0-100 (not in the
     paper; the explanation still comes from the first reply).
-    Returns (score, explanation, raw, retried) per example.
+    Returns per example a dict: ``overall``, ``explanation``, ``raw``,
+    ``retried``, ``read`` (how the first reply was read), ``source`` (where
+    the score came from: ``json``, ``text``, ``logprobs``,
+    ``logprobs_first_position`` or ``missing``) and ``missing_reason``.
     """
     prompts = [ose_prompt(e, state, demos, criteria_scores=None if criteria_scores is None else criteria_scores[i],
                           source_chars=source_chars) for i, e in enumerate(examples)]
-    replies = llm.complete_many(_requests(prompts, params),
+    asked = params.with_(json_schema=structured.as_param(OSE_SCHEMA))
+    replies = llm.complete_many(_requests(prompts, asked),
                                 progress=(lambda d, t: progress(d, t, "overall scores")) if progress else None)
-    out = [(*parse_overall(r.text), r.text, False) for r in replies]
+    out = []
+    for r in replies:
+        score, explanation, read = read_overall(r.text)
+        out.append({"overall": score, "explanation": explanation, "raw": r.text, "retried": False, "read": read,
+                    "source": read, "missing_reason": "" if read != "missing" else "no overall score in the reply"})
     if weighted and llm.supports_logprobs:
         return _weighted_overall(prompts, replies, out, llm=llm, progress=progress)
-    todo = [i for i, o in enumerate(out) if math.isnan(o[0])] if retry else []
+    todo = [i for i, o in enumerate(out) if math.isnan(o["overall"])] if retry else []
     if todo:
+        follow_params = params.with_(json_schema=structured.as_param(RETRY_SCHEMA))
         follow = [Request(({"role": "user", "content": prompts[i]}, {"role": "assistant", "content": replies[i].text},
-                           {"role": "user", "content": SCORE_RETRY_TEMPLATE.render()}), params) for i in todo]
+                           {"role": "user", "content": SCORE_RETRY_TEMPLATE.render()}), follow_params) for i in todo]
         again = llm.complete_many(follow, progress=(lambda d, t: progress(d, t, "overall scores (retry)"))
                                   if progress else None)
         for i, r in zip(todo, again):
-            out[i] = (parse_overall(r.text)[0], out[i][1], f"{out[i][2]}\n---\n{r.text}", True)
+            score, read = read_retry_score(r.text)
+            out[i] = {**out[i], "overall": score, "raw": f"{out[i]['raw']}\n---\n{r.text}", "retried": True,
+                      "source": read, "missing_reason": "" if read != "missing"
+                      else "no overall score in the reply nor in the follow-up turn"}
     return out
 
 
 WEIGHTED_SCALE = (1, 9)
 """The follow-up turn's single-digit scale when the overall score is read probability-weighted."""
+WEIGHTED_SCHEMA = structured.score_schema(*WEIGHTED_SCALE)
+"""``{"score": 1-9}``, score first, so the digit comes within the first tokens, whose alternatives are returned."""
+WEIGHTED_MAX_TOKENS = 16
+"""Reply budget of the weighted follow-up: ``{"score": 7}`` is about 6 tokens, and the backends return
+alternatives for the first 16 positions (:data:`judge_engine.llm.base.LOGPROB_POSITIONS`)."""
 
 
-def _weighted_overall(prompts: Sequence[str], replies: Sequence[Any], out: list[tuple[float, str, str, bool]], *,
-                      llm: LLM, progress: Progress | None) -> list[tuple[float, str, str, bool]]:
+def _weighted_overall(prompts: Sequence[str], replies: Sequence[Any], out: list[dict[str, Any]], *,
+                      llm: LLM, progress: Progress | None) -> list[dict[str, Any]]:
     low, high = WEIGHTED_SCALE
+    asked = GenerationParams(max_tokens=WEIGHTED_MAX_TOKENS, top_logprobs=20,
+                             json_schema=structured.as_param(WEIGHTED_SCHEMA))
     follow = [Request(({"role": "user", "content": p}, {"role": "assistant", "content": r.text},
-                       {"role": "user", "content": WEIGHTED_SCORE_TEMPLATE.render()}),
-                      GenerationParams(max_tokens=4, top_logprobs=20)) for p, r in zip(prompts, replies)]
+                       {"role": "user", "content": WEIGHTED_SCORE_TEMPLATE.render()}), asked)
+              for p, r in zip(prompts, replies)]
     again = llm.complete_many(follow, progress=(lambda d, t: progress(d, t, "overall scores (weighted)"))
                               if progress else None)
     result = []
     for o, r in zip(out, again):
-        value = weighted_score(r.logprobs[0], low, high, first_position=True)[0] if r.logprobs else math.nan
-        score = (value - low) / (high - low) * 100 if not math.isnan(value) else math.nan
-        result.append((score, o[1], f"{o[2]}\n---\n{r.text}", True))
+        # the digit's own position when the reply chose one; else the first position's alternatives,
+        # only with enough probability mass there (read_weighted), and flagged as such
+        reading = read_weighted(r.logprobs[0], low, high, first_position=True) if r.logprobs else None
+        score = (reading.score - low) / (high - low) * 100 if reading and not math.isnan(reading.score) else math.nan
+        source = reading.source if reading and not math.isnan(score) else "missing"
+        reason = "" if source != "missing" else (reading.missing_reason if reading else "no logprobs returned")
+        result.append({**o, "overall": score, "raw": f"{o['raw']}\n---\n{r.text}", "retried": True,
+                       "source": source, "missing_reason": reason})
     return result
 
 
 def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]], *,
                  llm: LLM, params: GenerationParams, source_chars: int, retry: bool = False,
                  weighted: bool = False, progress: Progress | None = None) -> list[dict[str, Any]]:
-    """AC-Fine (McS-E then OS-E) or AC-Coarse (OS-E alone) on ``examples`` with fixed demos."""
+    """AC-Fine (McS-E then OS-E) or AC-Coarse (OS-E alone) on ``examples`` with fixed demos.
+
+    Per example: ``criteria_scores``, ``mcse_raw``, ``mcse_read`` ("" without
+    a McS-E call), and the fields of :func:`score_overall` (``ose_raw`` for its raw text).
+    """
     if state["variant"] == "fine":
         mcse = score_multi_criteria(examples, state, demos, llm=llm, params=params, source_chars=source_chars,
                                     progress=progress)
         overall = score_overall(examples, state, demos, [m[0] for m in mcse], llm=llm, params=params,
                                 source_chars=source_chars, retry=retry, weighted=weighted, progress=progress)
     else:
-        mcse = [({}, "") for _ in examples]
+        mcse = [({}, "", "") for _ in examples]
         overall = score_overall(examples, state, demos, None, llm=llm, params=params, source_chars=source_chars,
                                 retry=retry, weighted=weighted, progress=progress)
-    return [{"criteria_scores": m[0], "mcse_raw": m[1], "overall": o[0], "explanation": o[1], "ose_raw": o[2],
-             "retried": o[3]}
+    return [{"criteria_scores": m[0], "mcse_raw": m[1], "mcse_read": m[2], "overall": o["overall"],
+             "explanation": o["explanation"], "ose_raw": o["raw"], "ose_read": o["read"], "retried": o["retried"],
+             "source": o["source"], "missing_reason": o["missing_reason"]}
             for m, o in zip(mcse, overall)]
 
 
 # ---------------------------------------------------------------------------------- prompt optimization
 
 def q_objective(human: Sequence[float], pred: Sequence[float]) -> tuple[float, dict[str, float]]:
-    """Eq. 4: Q = Pearson + Spearman + Kendall (NaN when undefined, e.g. constant predictions)."""
+    """Eq. 4: Q = Pearson + Spearman + Kendall on the scored items (NaN when undefined, e.g. constant predictions)."""
     corr = correlations(human, pred)
     return corr["pearson"] + corr["spearman"] + corr["kendall"], corr
+
+
+def candidate_fitness(q: float, n_scored: int, n: int) -> SelectionFitness:
+    """A demonstration set's selection fitness: Eq. 4's Q made coverage-aware.
+
+    Q is computed as the paper does, on the items the set scored; then
+    :func:`judge_engine.metrics.coverage_adjusted` shrinks it by the share of
+    items scored (``value = Q * n_scored / n``) and makes the set ineligible
+    (NaN) below :data:`judge_engine.metrics.MIN_SELECTION_COVERAGE` (80%).
+    The set is selectable on its own only when eligible and Q > 0. A set
+    that scored 2 of 10 items therefore cannot beat one that scored all 10
+    slightly less well.
+    """
+    return coverage_adjusted(q, n_scored, n)
+
+
+NO_POSITIVE_SET = ("fail", "zero_shot")
+"""What the fit does when no candidate is selectable: end with a ValueError, or keep zero-shot (a person's choice)."""
+
+
+def select_candidate(fitness: Sequence[SelectionFitness], *, no_positive_set: str = "fail") -> tuple[int, str]:
+    """The index of the candidate to keep and, when the choice is a fallback, why (else "").
+
+    Ranks by coverage-adjusted Q (:func:`candidate_fitness`) among the
+    selectable candidates; ties keep the earlier one (zero-shot first).
+    Candidate 0 is zero-shot, so when every demonstration set is
+    ineligible or at or below zero and zero-shot is selectable, zero-shot is
+    kept and the reason says so. When nothing is selectable, ``"fail"``
+    raises a ValueError naming each candidate's Q and coverage;
+    ``"zero_shot"`` keeps zero-shot (a person accepted it) with a reason.
+    """
+    usable = [i for i, f in enumerate(fitness) if f.selectable]
+    if usable:
+        best = max(usable, key=lambda i: (fitness[i].value, -i))
+        if best == 0 and len(fitness) > 1 and usable == [0]:
+            return 0, ("every demonstration set scored too few training items or agreed with the humans at or "
+                       f"below zero (Q <= 0); kept zero-shot (Q = {fitness[0].correlation:.3f} on "
+                       f"{fitness[0].n_scored} of {fitness[0].n} items)")
+        return best, ""
+    listing = "; ".join(f"{'zero-shot' if i == 0 else f'set {i}'}: " + (
+        f"Q = {f.correlation:.3f} on {f.n_scored} of {f.n} items" if math.isfinite(f.correlation) else
+        f"no Q ({f.reason})") for i, f in enumerate(fitness))
+    if no_positive_set == "zero_shot":
+        return 0, ("no demonstration set, zero-shot included, agrees with the human scores on the training split "
+                   f"with enough items scored ({listing}); kept zero-shot because no_positive_set='zero_shot'")
+    raise ValueError("Active-Critic found no usable judge: no demonstration set, zero-shot included, agrees with the "
+                     "human scores on the training split (Q > 0) with at least "
+                     f"{MIN_SELECTION_COVERAGE:.0%} of its items scored ({listing}). Check the inferred task description "
+                     "and criteria, use more training items, or set no_positive_set='zero_shot' to keep the "
+                     "zero-shot judge anyway.")
 
 
 def _demo(example: dict[str, Any], trace: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -726,21 +1011,31 @@ def propose_candidates(train: Sequence[dict[str, Any]], zero_shot: dict[str, dic
 def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, Any], *, llm: LLM, k: int,
                             n_demos: int, mode: str, threshold: float, eval_subsample: int | None, seed: int,
                             params: GenerationParams, source_chars: int, retry: bool = False,
-                            weighted: bool = False, log: EventSink | None = None,
-                            progress: Progress | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                            weighted: bool = False, no_positive_set: str = "fail", log: EventSink | None = None,
+                            progress: Progress | None = None
+                            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """Eq. 5: pick the demonstration set that maximises Q on the training split (random search over K sets).
 
     Candidates are scored on the training examples minus their own demos
     (on a seeded subsample of ``eval_subsample`` examples when given, for
-    slow backends). Ties and undefined Q keep the earlier candidate.
-    Returns the winning demos and one summary per candidate.
+    slow backends). The choice is coverage-aware and never keeps a set with
+    Q <= 0 on its own (:func:`select_candidate`, :func:`candidate_fitness`).
+    Every candidate's summary records Q, its coverage and how many items it
+    rests on; a ``warning`` event and the returned warnings say when the
+    choice fell back to zero-shot.
+    Returns the winning demos, one summary per candidate, and the warnings.
+
+    Raises
+    ------
+    ValueError
+        When no candidate is selectable and ``no_positive_set`` is ``"fail"``.
     """
     evaluation = list(train)
     if eval_subsample is not None and eval_subsample < len(evaluation):
         evaluation = random.Random(seed).sample(evaluation, eval_subsample)
     zero_shot: dict[str, dict[str, Any]] = {}
     summaries: list[dict[str, Any]] = []
-    best, best_q = 0, -math.inf
+    fitness: list[SelectionFitness] = []
     candidates: list[tuple[str, list[dict[str, Any]]]] = [("zero-shot", [])]
     c = 0
     while c < len(candidates):
@@ -757,24 +1052,54 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
                                             seed=seed)
         pred = [r["overall"] for r in results]
         q, corr = q_objective([e["human_100"] for e in scored], pred)
-        missing = sum(1 for p in pred if math.isnan(p))
+        n_read = sum(1 for p in pred if not math.isnan(p))
+        fit = candidate_fitness(q, n_read, len(scored))
+        fitness.append(fit)
         summary = {"candidate": c, "kind": kind, "demo_ids": [d["sample_id"] for d in demos],
-                   "demo_kinds": [d["kind"] for d in demos], "n_scored": len(scored), "n_missing": missing,
+                   "demo_kinds": [d["kind"] for d in demos], "n_items": len(scored), "n_scored": n_read,
+                   "n_missing": len(scored) - n_read, "coverage": round(fit.coverage, 4),
                    "n_retried": sum(1 for r in results if r["retried"]),
                    "q": None if math.isnan(q) else q,
-                   **{m: (None if math.isnan(v) else v) for m, v in corr.items()}}
+                   **{m: (None if math.isnan(v) else v) for m, v in corr.items()},
+                   "fitness": None if math.isnan(fit.value) else fit.value, "selectable": fit.selectable,
+                   "not_selectable_because": "" if fit.selectable else (fit.reason or "Q <= 0"),
+                   "reads": _count_reads(results)}
         summaries.append(summary)
         if log:
             log("candidate", summary)
-        if not math.isnan(q) and q > best_q:
-            best, best_q = c, q
         c += 1
+    try:
+        best, note = select_candidate(fitness, no_positive_set=no_positive_set)
+    except ValueError as exc:
+        if log:
+            log("demos_selected", {"candidate": None, "q": None, "demo_ids": [], "note": str(exc)})
+        raise
+    warnings = [judge_warning("selection_fallback", note)] if note else []
     winner = candidates[best][1]
     if log:
-        log("demos_selected", {"candidate": best, "q": None if best_q == -math.inf else best_q,
-                               "demo_ids": [d["sample_id"] for d in winner],
-                               "note": "" if best_q > -math.inf else "no candidate had a defined Q; kept zero-shot"})
-    return winner, summaries
+        log("demos_selected", {"candidate": best, "q": summaries[best]["q"], "fitness": summaries[best]["fitness"],
+                               "coverage": summaries[best]["coverage"], "n_scored": summaries[best]["n_scored"],
+                               "n_items": summaries[best]["n_items"],
+                               "demo_ids": [d["sample_id"] for d in winner], "note": note})
+        for w in warnings:
+            log("warning", w)
+    return winner, summaries, warnings
+
+
+def _count_reads(results: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How the replies of a pipeline run were read: JSON, free-text fallback, missing, and from logprobs."""
+    out = {"json": 0, "fallback": 0, "missing": 0, "logprobs": 0, "logprobs_first_position": 0}
+    for r in results:
+        for read in (r.get("mcse_read"), r.get("ose_read")):
+            if read == "json":
+                out["json"] += 1
+            elif read == "text":
+                out["fallback"] += 1
+            elif read == "missing":
+                out["missing"] += 1
+        if r.get("source") in ("logprobs", "logprobs_first_position"):
+            out[r["source"]] += 1
+    return out
 
 
 # ------------------------------------------------------------------------------------------ the method
@@ -838,9 +1163,19 @@ class ActiveCritic(Method):
         After the per-batch task descriptions, one more call merges all of
         them into the final one (§4.1's ensemble; optional in the notes).
     criteria_fallback : bool, default=True
-        When the first criteria reply and its JSON retry give no criteria,
-        ask a short stand-alone prompt (task description and one example)
-        for ``Name: definition`` lines (not in the paper).
+        When the first criteria reply and its JSON retry give fewer than 4
+        criteria, ask a short stand-alone prompt (the dataset's task and one
+        example) for ``Name: definition`` lines (not in the paper; the
+        fallback for backends that honour no JSON schema).
+    score_normalization : {"ratio", "minmax"}, default="ratio"
+        How human scores go onto 0-100 (§2.2): ``100 * r / r_max``, which the
+        paper's examples follow, or min-max over the aspect's range.
+    no_positive_set : {"fail", "zero_shot"}, default="fail"
+        When no candidate, zero-shot included, scores at least 80% of its
+        training items with Q > 0 (issue #23): ``"fail"`` ends the fit with a
+        ValueError naming each candidate's Q and coverage (no judge);
+        ``"zero_shot"`` is a person's choice to keep the zero-shot judge
+        anyway, recorded as a ``selection_fallback`` warning.
     """
 
     name = "active_critic"
@@ -865,6 +1200,8 @@ class ActiveCritic(Method):
         "weighted": Options((True, False)),
         "criteria_fallback": Options((True, False)),
         "ensemble_task": Options((True, False)),
+        "score_normalization": Options(NORMALIZATIONS),
+        "no_positive_set": Options(NO_POSITIVE_SET),
     }
 
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
@@ -872,7 +1209,8 @@ class ActiveCritic(Method):
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,
                  max_tokens: int = 768, source_chars: int = 2000, seed: int = 0,
                  task_description: str | None = None, criteria: dict | None = None, retry_unparsed: bool = True,
-                 weighted: bool = False, criteria_fallback: bool = True, ensemble_task: bool = True):
+                 weighted: bool = False, criteria_fallback: bool = True, ensemble_task: bool = True,
+                 score_normalization: str = "ratio", no_positive_set: str = "fail"):
         self.variant = variant
         self.n_candidates = n_candidates
         self.n_demos = n_demos
@@ -892,49 +1230,89 @@ class ActiveCritic(Method):
         self.weighted = weighted
         self.criteria_fallback = criteria_fallback
         self.ensemble_task = ensemble_task
+        self.score_normalization = score_normalization
+        self.no_positive_set = no_positive_set
 
     def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
             progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+        """Stage 1 (unless a person gave the task description / criteria), then the demonstration search.
+
+        ``Judge.state["warnings"]`` holds ``no_task_description``,
+        ``no_criteria`` and ``selection_fallback`` when they apply;
+        ``state["reads"]`` counts per stage how replies were read (JSON,
+        free-text fallback, missing). Raises ValueError when no demonstration
+        set is selectable and ``no_positive_set`` is ``"fail"``.
+        """
         self._validate_params()
-        examples = [_example(s, aspect) for s in train if aspect.name in s.human]
-        batches = [[_example(s, aspect) for s in b if aspect.name in s.human] for b in
+        mode = self.score_normalization
+        examples = [_example(s, aspect, mode) for s in train if aspect.name in s.human]
+        batches = [[_example(s, aspect, mode) for s in b if aspect.name in s.human] for b in
                    make_minibatches(train, batch_size=self.batch_size, max_batches=self.max_batches, seed=self.seed)]
         batches = [b for b in batches if b]
         inference = GenerationParams(temperature=self.task_temperature, max_tokens=self.max_tokens, seed=self.seed)
-        common = {"llm": llm, "source_chars": self.source_chars, "log": log, "progress": progress}
+        reads: dict[str, dict[str, int]] = {}
+
+        def sink(kind: str, payload: dict[str, Any]) -> None:
+            # count how each stage-1 reply was read, then pass the event on
+            if payload.get("read"):
+                stage = reads.setdefault(kind, {})
+                stage[payload["read"]] = stage.get(payload["read"], 0) + 1
+            if log:
+                log(kind, payload)
+
+        common = {"llm": llm, "source_chars": self.source_chars, "log": sink, "progress": progress}
+        warnings: list[dict[str, Any]] = []
         versions: list[str] = []
         if self.task_description is not None:
             description = self.task_description
-            if log:
-                log("task_description", {"batch": 0, "version": 0, "text": description, "source": "person"})
+            sink("task_description", {"batch": 0, "version": 0, "text": description, "source": "person"})
         else:
             description, versions = infer_task_description(batches, params=inference,
                                                            complete_streak=self.complete_streak,
                                                            ensemble=self.ensemble_task, **common)
-            if not description and log:
-                log("parse_failure", {"stage": "task description", "note": "no task description was produced"})
+            if not description:
+                sink("parse_failure", {"stage": "task description", "note": "no task description was produced"})
+                warnings.append(judge_warning(
+                    "no_task_description", "no task description could be inferred (every observation was COMPLETE "
+                    "or no reply held one); the scoring prompts go without one"))
         criteria_failures = 0
         if self.criteria is not None:
             criteria = {str(k): str(v) for k, v in self.criteria.items()}
-            if log:
-                log("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
+            sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
         else:
             criteria, criteria_failures = define_criteria(batches, description, params=inference,
                                                           complete_streak=self.complete_streak,
                                                           fallback=self.criteria_fallback, dataset_task=task.task,
                                                           quality=_quality(aspect), **common)
-            if criteria_failures and log:
-                log("parse_failure", {"stage": "criteria", "count": criteria_failures})
+            if criteria_failures:
+                sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
+        if not criteria:
+            warnings.append(judge_warning(
+                "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
+                "AC-Fine scores no criterion and the overall score is asked without criteria",
+                count=criteria_failures or None))
+        elif len(criteria) < MIN_CRITERIA and self.criteria is None:
+            warnings.append(judge_warning(
+                "few_criteria", f"only {len(criteria)} criteria were inferred (the paper asks for "
+                f"{MIN_CRITERIA}-{MAX_CRITERIA})", count=len(criteria)))
+        for w in warnings:
+            sink("warning", w)
         state = {"variant": self.variant, "task_description": description, "criteria": criteria}
         n_demos = self.n_demos if self.n_demos is not None else demo_count(task)
-        demos, search = optimize_demonstrations(
+        demos, search, selection = optimize_demonstrations(
             examples, state, llm=llm, k=self.n_candidates, n_demos=n_demos, mode=self.demo_mode,
             threshold=float(self.bootstrap_threshold), eval_subsample=self.eval_subsample, seed=self.seed,
             params=self.scoring_params(self.get_params()), source_chars=self.source_chars, retry=self.retry_unparsed,
-            weighted=self.weighted, log=log, progress=progress)
+            weighted=self.weighted, no_positive_set=self.no_positive_set, log=log, progress=progress)
+        search_reads: dict[str, int] = {}
+        for summary in search:
+            for key, n in summary["reads"].items():
+                search_reads[key] = search_reads.get(key, 0) + n
+        reads["search"] = search_reads
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={**state, "demos": demos, "search": search, "task_description_versions": versions,
-                            "criteria_parse_failures": criteria_failures, "n_batches": len(batches)})
+                            "criteria_parse_failures": criteria_failures, "n_batches": len(batches),
+                            "warnings": warnings + selection, "reads": reads})
 
     @staticmethod
     def scoring_params(params: dict[str, Any]) -> GenerationParams:
@@ -942,11 +1320,25 @@ class ActiveCritic(Method):
         return GenerationParams(temperature=0.0, max_tokens=params["max_tokens"])
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
-        """Upper bound of stage 1 plus the search and scoring calls; follow-up turns for unreadable replies come on top."""
+        """An upper bound of the backend calls of fit and of scoring (cache hits make it lower).
+
+        Stage 1, task: one observation and one description per mini-batch,
+        plus the ensemble call when there is more than one batch. Criteria:
+        init (its JSON retry, and the short list prompt with
+        ``criteria_fallback``), then per further batch an observation and a
+        refine with its JSON retry. Search: K candidates, each scoring at most
+        the evaluated training items. Per item: McS-E (AC-Fine), OS-E, and at
+        most one follow-up turn (the weighted digit, or the retry of an
+        unreadable score).
+        """
         n_batches = min(self.max_batches, math.ceil(n_train / self.batch_size)) if n_train else 0
-        stage1 = 0 if self.task_description is not None else 2 * n_batches + (self.ensemble_task and n_batches > 1)
-        stage1 += 0 if self.criteria is not None else (1 + 2 * max(0, n_batches - 1) if n_batches else 1)
-        per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted else 0)
+        stage1 = 0
+        if self.task_description is None:
+            stage1 += 2 * n_batches + (1 if self.ensemble_task and n_batches > 1 else 0)
+        if self.criteria is None:
+            init = 2 + (1 if self.criteria_fallback else 0)
+            stage1 += init + 3 * max(0, n_batches - 1)
+        per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted or self.retry_unparsed else 0)
         n_eval = n_train if self.eval_subsample is None else min(self.eval_subsample, n_train)
         return {"fit": stage1 + self.n_candidates * n_eval * per_item, "score": n_test * per_item}
 
@@ -954,6 +1346,8 @@ class ActiveCritic(Method):
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
         aspect, state = judge.aspect_record, judge.state
+        # judges saved before the paper's ratio became the default were fitted with min-max
+        mode = judge.params.get("score_normalization", "minmax")
         examples = [{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context} for s in samples]
         results = run_pipeline(examples, state, state.get("demos", []), llm=llm,
                                params=cls.scoring_params(judge.params), source_chars=judge.params["source_chars"],
@@ -963,13 +1357,18 @@ class ActiveCritic(Method):
         for sample, r in zip(samples, results):
             crit = r["criteria_scores"]
             missing = [k for k, v in crit.items() if math.isnan(v["score"])]
+            metadata = {"variant": state["variant"], "source": r["source"], "read": r["ose_read"],
+                        "criteria_read": r["mcse_read"],
+                        "overall_100": None if math.isnan(r["overall"]) else r["overall"],
+                        "criteria_100": {k: (None if math.isnan(v["score"]) else v["score"]) for k, v in crit.items()},
+                        "criteria_explanations": {k: v["explanation"] for k, v in crit.items()},
+                        "missing_criteria": missing, "retried": r["retried"]}
+            if r["missing_reason"]:
+                metadata["missing_reason"] = r["missing_reason"]
             verdicts.append(Verdict(
-                sample_id=sample.id, aspect=aspect.name, score=to_aspect_scale(r["overall"], aspect),
-                criteria={k: to_aspect_scale(v["score"], aspect) for k, v in crit.items()},
+                sample_id=sample.id, aspect=aspect.name, score=to_aspect_scale(r["overall"], aspect, mode),
+                criteria={k: to_aspect_scale(v["score"], aspect, mode) for k, v in crit.items()},
                 explanation=r["explanation"],
                 raw=r["ose_raw"] if not r["mcse_raw"] else f"{r['mcse_raw']}\n---\n{r['ose_raw']}",
-                metadata={"variant": state["variant"], "overall_100": None if math.isnan(r["overall"]) else r["overall"],
-                          "criteria_100": {k: (None if math.isnan(v["score"]) else v["score"]) for k, v in crit.items()},
-                          "criteria_explanations": {k: v["explanation"] for k, v in crit.items()},
-                          "missing_criteria": missing, "retried": r["retried"]}))
+                metadata=metadata))
         return verdicts

@@ -1,0 +1,361 @@
+"""Active-Critic with structured replies, coverage-aware and sign-aware demonstration selection, and call estimates.
+
+The scripted LLMs here answer the JSON each request's schema asks for (dispatching on the schema's title, as
+the benchmarks' simulated judge does), so the structured path is the one under test; the free-text fallback
+is covered in test_active_critic.py.
+"""
+
+import json
+import math
+import re
+from dataclasses import replace
+
+import pytest
+
+from judge_engine import structured
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.base import LOGPROB_POSITIONS, GenerationParams
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import Judge, get_method
+from judge_engine.methods import active_critic as ac
+from judge_engine.prompting import TaskInfo
+from judge_engine.records import Aspect, Sample
+
+CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
+            "Fluency": "Reads naturally.", "Conciseness": "No padding."}
+TASK = ("The evaluation task is text summarization, which refers to evaluating summaries generated from news "
+        "articles. The relationship between 'Source' and 'Response' is that the response condenses the source.")
+
+
+def _number(text):
+    """The output number of the judged item (the last one in the prompt)."""
+    return int(re.findall(r"output number (\d+)", text)[-1])
+
+
+def _demo_part(prompt):
+    return prompt.split("Now the item")[0] if "Now the item" in prompt else ""
+
+
+def json_judge(*, overall=None, criteria=CRITERIA, observe="Short faithful outputs score higher."):
+    """Answers every request with the JSON its schema asks for; ``overall(n, prompt)`` gives OS-E's 0-100 score
+    (None = no score: an empty explanation object that breaks the schema)."""
+    overall = overall or (lambda n, prompt: 10 * (n % 10))
+
+    def responder(messages, params):
+        kind = structured.kind_of(params.json_schema)
+        first = messages[0]["content"]
+        if kind == structured.TASK_DESCRIPTION:
+            return json.dumps({"task_description": TASK})
+        if kind == structured.CRITERIA:
+            reply = {"criteria": [{"name": k, "definition": v} for k, v in criteria.items()]}
+            if "observations" in structured.schema_of(params.json_schema)["properties"]:
+                reply["observations"] = "shorter summaries scored higher"
+            return json.dumps(reply)
+        if kind == structured.EXPLAINED_SCORES:
+            props = structured.schema_of(params.json_schema)["properties"]
+            n = _number(first)
+            if "criteria" in props:
+                return json.dumps({"criteria": {name: {"explanation": f"{name} is fine for {n}", "score": 10 * (n % 10)}
+                                                for name in props["criteria"]["properties"]}})
+            score = overall(n, first)
+            return json.dumps({"explanation": f"item {n}; shorten it."} if score is None
+                              else {"explanation": f"item {n}; shorten it.", "overall": score})
+        if kind == structured.SCORE:
+            return json.dumps({"score": 50})
+        return observe  # observations are free text
+
+    return responder
+
+
+@pytest.fixture
+def data():
+    """Twenty samples whose human quality rises with the output number (1-5 scale)."""
+    samples = tuple(Sample(id=f"s{i}", input=f"source text {i}", output=f"output number {i}", group_id=f"g{i}",
+                           system_id=f"sys{i % 3}", human={"quality": 1 + 4 * (i % 10) / 9}) for i in range(20))
+    return samples, Aspect("quality", 1, 5, "How good it is."), TaskInfo("news summarization")
+
+
+def _examples(samples, aspect):
+    return [ac._example(s, aspect) for s in samples]
+
+
+def llm_with(responder, *, store=None, backend=None, concurrency=2):
+    backend = backend or FakeBackend(responder)
+    return make_llm(LLMConfig(concurrency=concurrency), store=store, backend=backend), backend
+
+
+# ------------------------------------------------------------------------------------ schemas and reading
+
+def test_every_generation_step_asks_for_its_schema_and_is_read_as_json(store, data):
+    samples, aspect, task = data
+    llm, backend = llm_with(json_judge(), store=store)
+    events = []
+    method = get_method("active_critic", {"n_candidates": 2, "seed": 0})
+    judge = method.fit(samples[:10], aspect, llm=llm, task=task, log=lambda k, p: events.append((k, p)))
+    kinds = [structured.kind_of(p.json_schema) for _, p in backend.calls]
+    observations = [m[-1]["content"] for (m, p) in backend.calls if not p.json_schema]
+    assert all("Add new observations" in o or "Check two things" in o for o in observations), \
+        "only the observations are free text"
+    assert {structured.TASK_DESCRIPTION, structured.CRITERIA, structured.EXPLAINED_SCORES} <= set(kinds)
+    assert judge.state["task_description"] == TASK and judge.state["criteria"] == CRITERIA
+    assert judge.state["reads"]["task_description"] == {"json": 3}  # 2 batches + the ensemble
+    assert judge.state["reads"]["criteria"] == {"json": 2}  # init + one refine
+    zero_shot = judge.state["search"][0]
+    assert zero_shot["reads"]["json"] == 2 * 10 and zero_shot["reads"]["fallback"] == 0
+    init = next(p for k, p in events if k == "criteria" and p["action"] == "init")
+    assert init["read"] == "json" and init["observations"] == "shorter summaries scored higher"
+    [v] = judge.score(samples[17:18], llm=llm)
+    assert v.metadata["source"] == "json" and v.metadata["criteria_read"] == "json"
+    assert v.metadata["overall_100"] == pytest.approx(70) and v.explanation == "item 17; shorten it."
+    assert v.metadata["criteria_explanations"]["Fluency"] == "Fluency is fine for 17"
+
+
+def test_the_schemas_have_the_shapes_the_paper_needs():
+    assert structured.schema_of(structured.as_param(ac.TASK_SCHEMA))["title"] == structured.TASK_DESCRIPTION
+    crit = ac.CRITERIA_SCHEMA["properties"]["criteria"]
+    assert ac.CRITERIA_SCHEMA["title"] == structured.CRITERIA
+    assert (crit["minItems"], crit["maxItems"]) == (4, 10), "4-10 criteria by construction (§4.1)"
+    assert ac.CRITERIA_INIT_SCHEMA["required"] == ["criteria"] and "observations" in ac.CRITERIA_INIT_SCHEMA["properties"]
+    mcse = ac.mcse_schema(["Coverage", "Fluency"])
+    assert mcse["title"] == structured.EXPLAINED_SCORES
+    inner = mcse["properties"]["criteria"]
+    assert inner["required"] == ["Coverage", "Fluency"] and inner["additionalProperties"] is False
+    assert list(inner["properties"]["Coverage"]["properties"]) == ["explanation", "score"]
+    assert inner["properties"]["Coverage"]["properties"]["score"]["enum"] == list(range(101))
+    assert list(ac.OSE_SCHEMA["properties"]) == ["explanation", "overall"], "reason first, as in OS-E's format"
+    assert list(ac.WEIGHTED_SCHEMA["properties"]) == ["score"], "the weighted digit comes first"
+    assert ac.WEIGHTED_SCHEMA["properties"]["score"]["enum"] == list(range(1, 10))
+
+
+def test_three_criteria_break_the_schema_and_get_the_json_retry(store, data):
+    samples, aspect, _ = data
+    three = dict(list(CRITERIA.items())[:3])
+    answers = iter([json.dumps({"criteria": [{"name": k, "definition": v} for k, v in three.items()]}),
+                    json.dumps({"criteria": [{"name": k, "definition": v} for k, v in CRITERIA.items()]})])
+    llm, backend = llm_with(lambda m, p: next(answers), store=store, concurrency=1)
+    events = []
+    criteria, failures = ac.define_criteria([_examples(samples[:5], aspect)], TASK, llm=llm,
+                                            params=GenerationParams(), source_chars=2000, complete_streak=5,
+                                            log=lambda k, p: events.append((k, p)))
+    assert criteria == CRITERIA and failures == 0 and len(backend.calls) == 2
+    assert structured.kind_of(backend.calls[1][1].json_schema) == structured.CRITERIA, "the retry asks for JSON too"
+    assert [(p["read"], p["retried"]) for k, p in events if k == "criteria"] == [("json", True)]
+
+
+def test_a_placeholder_copied_from_the_prompt_is_no_criterion():
+    reply = json.dumps({"criteria": [{"name": "a short name", "definition": "x"}, *(
+        {"name": k, "definition": v} for k, v in CRITERIA.items())]})
+    criteria, _, read = ac.read_criteria(reply, ac.CRITERIA_SCHEMA)
+    assert criteria == CRITERIA and read == "json"
+
+
+def test_free_text_replies_still_read_and_are_marked_as_fallback():
+    score, explanation, read = ac.read_overall("Explanation: too long.\nScore Of Overall: 64")
+    assert score == pytest.approx(64) and explanation == "too long." and read == "text"
+    score, _, read = ac.read_overall('{"explanation": "cut off", "overall": 250}')
+    assert math.isnan(score) and read == "missing", "off the scale is missing, not clipped"
+    scores, read = ac.read_criteria_scores('Coverage: { explanation: fine. score: 80 }', ["Coverage", "Fluency"])
+    assert scores["Coverage"]["score"] == pytest.approx(80) and math.isnan(scores["Fluency"]["score"])
+    assert read == "text"
+    assert ac.read_task_description("4. The evaluation task is dialogue. More.")[1] == "text"
+    assert ac.read_task_description("") == ("", "missing")
+
+
+# ------------------------------------------------------------------------------- weighted follow-up turn
+
+class PositionedLogprobs(FakeBackend):
+    """A scripted backend whose logprobs come from ``positions(text)``: one dict per leading token."""
+
+    def __init__(self, responder, positions):
+        super().__init__(responder, logprobs=True)
+        self.positions = positions
+
+    def generate(self, messages, params):
+        out = super().generate(messages, params)
+        if params.top_logprobs:
+            out = replace(out, logprobs=(tuple(self.positions(out.text)),))
+        return out
+
+
+def _pos(token, top):
+    return {"token": token, "logprob": math.log(top.get(token, 0.01)), "top": {k: math.log(v) for k, v in top.items()}}
+
+
+def test_the_weighted_score_comes_from_the_digits_position_inside_the_json(data):
+    samples, aspect, _ = data
+
+    def responder(messages, params):
+        if structured.kind_of(params.json_schema) == structured.SCORE:
+            n = _number(messages[0]["content"])
+            return {1: '{"score": 7}', 2: "{\"score\": 7}", 3: "Hmm"}[n]
+        return json.dumps({"explanation": "it rambles", "overall": 55})
+
+    def positions(text):
+        if text == "Hmm":  # no digit chosen: only the first position's alternatives, with enough mass
+            return [_pos("Hmm", {"Hmm": 0.2, "6": 0.4, "8": 0.4})]
+        # {"score": 7} as tokens: the digit is the fifth, well inside the positions that keep alternatives
+        return [_pos('{"', {'{"': 1.0}), _pos("score", {"score": 1.0}), _pos('":', {'":': 1.0}),
+                _pos(" ", {" ": 1.0}), _pos("7", {"7": 0.5, "8": 0.5}), _pos("}", {"}": 1.0})]
+
+    backend = PositionedLogprobs(responder, positions)
+    llm, _ = llm_with(None, backend=backend)
+    state = {"variant": "coarse", "task_description": TASK, "criteria": CRITERIA}
+    results = ac.run_pipeline(_examples(samples[1:4], aspect), state, [], llm=llm, params=GenerationParams(),
+                              source_chars=2000, weighted=True)
+    follow = [p for m, p in backend.calls if len(m) == 3]
+    assert len(follow) == 3 and all(p.top_logprobs == 20 and p.max_tokens == ac.WEIGHTED_MAX_TOKENS <= LOGPROB_POSITIONS
+                                    and structured.kind_of(p.json_schema) == structured.SCORE for p in follow)
+    # 0.5 on 7 and on 8 -> 7.5 on 1-9 -> 81.25 on 0-100, not the stated 55
+    assert results[0]["overall"] == pytest.approx(81.25) and results[0]["source"] == "logprobs"
+    assert results[0]["explanation"] == "it rambles"
+    # 0.4 on 6 and on 8 (80% of the mass) -> 7 on 1-9 -> 75, flagged as read from the alternatives
+    assert results[2]["overall"] == pytest.approx(75.0) and results[2]["source"] == "logprobs_first_position"
+
+    def thin(text):  # 4% of the mass on the scale: too little to be a score
+        return [_pos("Hmm", {"Hmm": 0.96, "6": 0.02, "8": 0.02})]
+
+    llm, _ = llm_with(None, backend=PositionedLogprobs(responder, thin))
+    [r] = ac.run_pipeline(_examples(samples[3:4], aspect), state, [], llm=llm, params=GenerationParams(),
+                          source_chars=2000, weighted=True)
+    assert math.isnan(r["overall"]) and r["source"] == "missing" and "probability" in r["missing_reason"]
+
+
+def test_verdicts_flag_scores_read_from_alternatives(data):
+    samples, aspect, task = data
+    # the weighted follow-up's chosen tokens hold no digit; 70% of the first position's mass is on "4"
+    backend = PositionedLogprobs(json_judge(), lambda text: [_pos("x", {"x": 0.3, "4": 0.7})])
+    llm, _ = llm_with(None, backend=backend)
+    params = get_method("active_critic", {"variant": "coarse", "weighted": True}).get_params()
+    judge = Judge(method="active_critic", params=params, aspect=aspect.to_dict(), task=task.to_dict(),
+                  state={"variant": "coarse", "task_description": TASK, "criteria": CRITERIA, "demos": []})
+    [v] = judge.score(samples[2:3], llm=llm)
+    assert v.metadata["source"] == "logprobs_first_position" and v.metadata["read"] == "json"
+    # 4 on 1-9 -> 37.5 on 0-100 -> 5 * 0.375 on the 1-5 scale
+    assert v.metadata["overall_100"] == pytest.approx(37.5) and v.score == pytest.approx(1.875)
+
+
+# ----------------------------------------------------------------------------------------------- selection
+
+def test_a_set_that_scored_2_of_10_items_cannot_beat_one_that_scored_all_10_slightly_worse():
+    few = ac.candidate_fitness(3.0, 2, 10)  # perfect on the 2 items it scored
+    full = ac.candidate_fitness(2.7, 10, 10)
+    assert math.isnan(few.value) and not few.selectable and "2 of 10" in few.reason
+    assert full.selectable and full.value == pytest.approx(2.7)
+    assert ac.select_candidate([ac.candidate_fitness(-0.5, 10, 10), few, full]) == (2, "")
+    # above the minimum coverage, missing items still cost: 9 of 10 at 2.9 loses to 10 of 10 at 2.7
+    assert ac.select_candidate([ac.candidate_fitness(2.9, 9, 10), full])[0] == 1
+
+
+def _labeled_sets(examples, k):
+    return ac.propose_candidates(examples, {}, k=k, n_demos=2, mode="labeled", threshold=15, seed=0)
+
+
+def test_coverage_aware_choice_in_the_search(data):
+    samples, aspect, _ = data
+    examples = _examples(samples[:10], aspect)
+    sets = _labeled_sets(examples, 3)
+    a_ids, b_ids = {d["sample_id"] for d in sets[1][1]}, {d["sample_id"] for d in sets[2][1]}
+    only_a = min(a_ids - b_ids)
+
+    def overall(n, prompt):
+        demos = _demo_part(prompt)
+        if not demos:
+            return 90 - 10 * n  # zero-shot: anti-correlated
+        if f"output number {only_a[1:]}\n" in demos:  # set A: perfect, but only on items 0 and 9
+            return 10 * n if n in (0, 9) else None
+        return 10 * n + (5 if n % 2 else 0)  # set B: every item, a little noise
+
+    llm, _ = llm_with(json_judge(overall=overall))
+    state = {"variant": "coarse", "task_description": TASK, "criteria": CRITERIA}
+    events = []
+    demos, search, warnings = ac.optimize_demonstrations(
+        examples, state, llm=llm, k=3, n_demos=2, mode="labeled", threshold=15, eval_subsample=None, seed=0,
+        params=GenerationParams(), source_chars=2000, log=lambda k, p: events.append((k, p)))
+    a, b = search[1], search[2]
+    assert a["q"] == pytest.approx(3.0) and a["n_scored"] <= 2 and a["selectable"] is False
+    assert "needs 80%" in a["not_selectable_because"]
+    assert b["n_scored"] == b["n_items"] == 8 and 0 < b["q"] < 3 and b["selectable"] is True
+    assert search[0]["q"] < 0 and search[0]["selectable"] is False
+    assert {d["sample_id"] for d in demos} == b_ids and warnings == []
+    chosen = next(p for k, p in events if k == "demos_selected")
+    assert chosen["candidate"] == 2 and chosen["coverage"] == pytest.approx(1.0) and chosen["n_scored"] == 8
+
+
+def test_every_candidate_anti_correlated_gives_no_judge_unless_a_person_keeps_zero_shot(data):
+    samples, aspect, task = data
+    llm, _ = llm_with(json_judge(overall=lambda n, prompt: 90 - 10 * n))
+    params = {"n_candidates": 3, "variant": "coarse", "criteria": CRITERIA, "task_description": TASK,
+              "retry_unparsed": False}
+    events = []
+    with pytest.raises(ValueError, match=r"no usable judge.*zero-shot: Q = -3\.000 on 10 of 10 items"):
+        get_method("active_critic", params).fit(samples[:10], aspect, llm=llm, task=task,
+                                                log=lambda k, p: events.append((k, p)))
+    assert [k for k, _ in events].count("candidate") == 3
+    assert all(p["q"] < 0 and p["selectable"] is False for k, p in events if k == "candidate")
+    judge = get_method("active_critic", {**params, "no_positive_set": "zero_shot"}).fit(
+        samples[:10], aspect, llm=llm, task=task)
+    assert judge.state["demos"] == [] and [w["code"] for w in judge.state["warnings"]] == ["selection_fallback"]
+    assert "Q = -3.000" in judge.state["warnings"][0]["message"]
+
+
+def test_zero_shot_is_kept_with_a_warning_when_every_demo_set_is_anti_correlated(data):
+    samples, aspect, task = data
+    llm, _ = llm_with(json_judge(overall=lambda n, prompt: 90 - 10 * n if _demo_part(prompt) else 10 * n))
+    events = []
+    judge = get_method("active_critic", {"n_candidates": 3, "variant": "coarse", "criteria": CRITERIA,
+                                         "task_description": TASK}).fit(samples[:10], aspect, llm=llm, task=task,
+                                                                        log=lambda k, p: events.append((k, p)))
+    assert judge.state["demos"] == [] and all(not s["selectable"] for s in judge.state["search"][1:])
+    [warning] = judge.state["warnings"]
+    assert warning["code"] == "selection_fallback" and "kept zero-shot" in warning["message"]
+    assert ("warning", warning) in events
+
+
+# ------------------------------------------------------------------------------------------- estimates
+
+def worst_case(messages, params):
+    """Every step takes its longest path: criteria need the JSON retry and the list prompt, no overall
+    score is readable before the follow-up turn, observations are never COMPLETE."""
+    kind = structured.kind_of(params.json_schema)
+    last = messages[-1]["content"]
+    if kind == structured.CRITERIA:
+        # three criteria break the 4-item minimum every time; the list prompt finds only two
+        return json.dumps({"criteria": [{"name": k, "definition": v} for k, v in list(CRITERIA.items())[:3]]})
+    if "Name: definition" in last:
+        return "Coverage: keeps the main points of the source.\nFluency: reads naturally and well."
+    if kind == structured.EXPLAINED_SCORES and "criteria" in structured.schema_of(params.json_schema)["properties"]:
+        return json_judge()(messages, params)
+    if kind == structured.EXPLAINED_SCORES:
+        return "I would rather explain than score."
+    if kind == structured.SCORE:
+        n = _number(messages[0]["content"])
+        if "1 (worst) to 9" in last:  # the weighted turn: a bare digit, read from its logprobs
+            return str(1 + (n % 10) * 8 // 9)
+        return json.dumps({"score": 10 * (n % 10)})
+    return json_judge()(messages, params)
+
+
+@pytest.mark.parametrize("params", [
+    {"n_candidates": 3, "variant": "fine"},
+    {"n_candidates": 2, "variant": "coarse", "eval_subsample": 6, "ensemble_task": False},
+    {"n_candidates": 2, "variant": "fine", "weighted": True, "criteria_fallback": False, "max_batches": 2},
+])
+def test_the_estimate_bounds_the_actual_backend_calls(data, params):
+    samples, aspect, task = data
+    backend = FakeBackend(worst_case, logprobs=params.get("weighted", False))
+    llm, _ = llm_with(None, backend=backend)  # no cache: every request reaches the backend
+    method = get_method("active_critic", params)
+    estimate = method.estimate_calls(12, 5)
+    judge = method.fit(samples[:12], aspect, llm=llm, task=task)
+    fit_calls = len(backend.calls)
+    assert 0 < fit_calls <= estimate["fit"]
+    assert len(judge.state["criteria"]) == 3, "the retry's 3 criteria beat the list prompt's 2"
+    n_batches = min(method.max_batches, 3)
+    stage1 = 2 * n_batches + (n_batches > 1 and method.ensemble_task) + 2 + method.criteria_fallback \
+        + 3 * (n_batches - 1)
+    assert sum(1 for m, p in backend.calls if "Check two things" in m[-1]["content"]
+               or "Add new observations" in m[-1]["content"] or structured.kind_of(p.json_schema)
+               in (structured.TASK_DESCRIPTION, structured.CRITERIA) or "Name: definition" in m[-1]["content"]) \
+        == stage1, "stage 1 takes exactly the calls the estimate counts for it"
+    judge.score(samples[12:17], llm=llm)
+    assert len(backend.calls) - fit_calls == estimate["score"], "every item took its follow-up turn"
