@@ -9,6 +9,7 @@ from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.runs import RunSpec, create_run, execute_run
 from judge_engine.store import Store
+from tests.scripted import schema_responder, tiny_oracle
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -112,8 +113,9 @@ def test_triage_links_to_the_page_where_a_learned_judge_is_edited(db, tiny_datas
     store = Store(db)
     run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
                                        params={"budget": 0, "fixed_strategy": None}))
+    # ratings that follow the humans: HPSS adopts no strategy that disagrees with them
     execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
-                                            backend=FakeBackend(lambda m, p: "[[3]]", model_id="hp")))
+                                            backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
     at = open_compare()
     assert any(link.proto.page.endswith("hpss.py") or "hpss" in link.label for link in at.get("page_link"))
 
