@@ -271,20 +271,28 @@ def _toy(group_sizes: list[int], name: str = "toy") -> Dataset:
     return Dataset(name=name, task="", aspects=(Aspect("q", 0, 10),), samples=tuple(samples))
 
 
-def _check_split(ds: Dataset, split, train_size: int):
+def _check_split(ds: Dataset, split, train_size: int, test_size: int | None = None):
     group_of = {s.id: s.group_id for s in ds.samples}
     train_groups = {group_of[i] for i in split.train_ids}
     test_groups = {group_of[i] for i in split.test_ids}
-    assert not train_groups & test_groups
-    assert not set(split.train_ids) & set(split.test_ids)
+    assert not train_groups & test_groups  # no group in both parts
     assert len(set(split.train_ids)) == len(split.train_ids)
-    assert len(split.train_ids) >= train_size
-    # whole groups in train
-    sizes = {}
+    assert len(split.train_ids) == train_size  # train is exactly train_size items
+    sizes: dict[str, int] = {}
     for s in ds.samples:
         sizes[s.group_id] = sizes.get(s.group_id, 0) + 1
-    assert sum(sizes[g] for g in train_groups) == len(split.train_ids)
-    assert len(split.train_ids) - train_size < max(sizes.values())
+    # whole groups in test: no test group is cut
+    assert sum(sizes[g] for g in test_groups) == len(split.test_ids)
+    if test_size is not None:
+        assert len(split.test_ids) >= test_size
+        assert len(split.test_ids) - test_size < max(sizes.values())
+    # train is spread over groups: a group gives a second item only when the others gave one each
+    counts: dict[str, int] = {}
+    for i in split.train_ids:
+        counts[group_of[i]] = counts.get(group_of[i], 0) + 1
+    for a in counts:
+        for b in counts:
+            assert counts[a] >= counts[b] - 1 or counts[a] == sizes[a]
 
 
 @needs_data
@@ -295,20 +303,29 @@ def test_benchmark_splits(name, seed):
     split = make_split(ds, train_size=30, seed=seed)
     _check_split(ds, split, 30)
     assert split.dataset == name and split.seed == seed
-    assert len(split.train_ids) + len(split.test_ids) == len(ds.samples)  # test = all the rest
     assert make_split(ds, train_size=30, seed=seed) == split  # deterministic
     ds.subset(list(split.train_ids))  # all ids exist
+    # test = every group train does not use
+    train_groups = {s.group_id for s in ds.subset(list(split.train_ids))}
+    assert len(split.test_ids) == sum(1 for s in ds.samples if s.group_id not in train_groups)
     small = make_split(ds, train_size=30, test_size=100, seed=seed)
-    _check_split(ds, small, 30)
-    assert len(small.test_ids) == 100 and small.train_ids == split.train_ids
+    _check_split(ds, small, 30, 100)
+    assert make_split(ds, train_size=30, test_size=100, seed=seed) == small
 
 
 @needs_data
-def test_split_sizes_on_summeval():
-    ds = bench("summeval")
-    assert len(make_split(ds, train_size=30).train_ids) == 32  # 2 articles x 16
+def test_split_on_summeval_spreads_train_over_articles_and_keeps_test_articles_whole():
+    ds = bench("summeval")  # 100 articles x 16 summaries
+    for seed in (0, 1, 2):
+        split = make_split(ds, train_size=30, test_size=40, seed=seed)
+        articles = {s.group_id for s in ds.subset(list(split.train_ids))}
+        # the old rule took 2 whole articles (32 items); HypoEval draws ~30 random pairs
+        assert len(split.train_ids) == 30 and len(articles) == 30
+        test_articles = {s.group_id for s in ds.subset(list(split.test_ids))}
+        assert len(split.test_ids) == 16 * len(test_articles) == 48  # 3 whole articles, none cut
+        assert not articles & test_articles
+    assert make_split(ds, train_size=30, seed=0).train_ids != make_split(ds, train_size=30, seed=1).train_ids
     assert len(make_split(ds, train_size=16).train_ids) == 16
-    assert make_split(ds, seed=0).train_ids != make_split(ds, seed=1).train_ids
 
 
 def test_split_toy_cases():
@@ -316,15 +333,30 @@ def test_split_toy_cases():
     for seed in range(20):
         split = make_split(ds, train_size=10, seed=seed)
         _check_split(ds, split, 10)
-        assert len(split.train_ids) + len(split.test_ids) == len(ds.samples)
-    # exact fits are preferred when the group sizes allow
-    assert len(make_split(_toy([5] * 10), train_size=10, seed=3).train_ids) == 10
+        assert make_split(ds, train_size=10, seed=seed) == split  # seeded: reproducible
+        split = make_split(ds, train_size=5, test_size=4, seed=seed)
+        _check_split(ds, split, 5, 4)
+        # five items from five different groups
+        assert len({i.split("-")[0] for i in split.train_ids}) == 5
+    assert len({make_split(ds, train_size=5, test_size=4, seed=s).train_ids for s in range(10)}) > 1
     split = make_split(ds, train_size=0, seed=0)
     assert split.train_ids == () and len(split.test_ids) == len(ds.samples)
-    split = make_split(ds, train_size=5, test_size=4, seed=2)
-    _check_split(ds, split, 5)
-    assert len(split.test_ids) == 4
+    # fewer groups than train items: every reachable group gives one item, then a second, ...
+    split = make_split(_toy([10, 10, 10, 10]), train_size=6, test_size=10, seed=4)
+    per_group: dict[str, int] = {}
+    for i in split.train_ids:
+        per_group[i.split("-")[0]] = per_group.get(i.split("-")[0], 0) + 1
+    assert sorted(per_group.values()) == [2, 2, 2]
     assert split.to_dict()["train_ids"] == list(split.train_ids)
+
+
+def test_split_never_cuts_a_test_group():
+    # the old rule kept the first test_size items of the test groups and cut the last one
+    ds = _toy([6, 6, 6, 6, 6, 6])
+    for seed in range(10):
+        split = make_split(ds, train_size=3, test_size=8, seed=seed)
+        _check_split(ds, split, 3, 8)
+        assert len(split.test_ids) == 12  # two whole groups
 
 
 def test_split_too_small():
