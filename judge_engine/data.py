@@ -55,6 +55,9 @@ __all__ = [
     "preview_table",
     "inspect_table",
     "find_duplicates",
+    "DUPLICATE_CHOICES",
+    "duplicates_warning",
+    "control_warning",
     "load_table",
     "make_split",
 ]
@@ -986,19 +989,25 @@ def _duplicate_rows(items: Iterable[tuple[int, str, str]]) -> list[list[int]]:
     return [rows for rows in rows_of.values() if len(rows) > 1]
 
 
-def duplicates_warning(path: str | os.PathLike, groups: list[list[int]], *, merged: bool) -> str | None:
-    """The import message about duplicate items, naming their rows (None if there are none)."""
+def duplicates_warning(path: str | os.PathLike, groups: list[list[int]], *,
+                       merged: bool | None) -> str | None:
+    """The message about duplicate items, naming their rows (None if there are none).
+
+    ``merged`` says what the import did with them (None: before the import, nothing yet).
+    """
     if not groups:
         return None
     shown = "; ".join(f"rows {', '.join(map(str, g))}" for g in groups[:8])
     more = f"; and {len(groups) - 8} more" if len(groups) > 8 else ""
-    what = ("merged into one sample each (scores averaged, each row's score kept as an annotator's)"
-            if merged else "kept as separate samples")
+    what = "" if merged is None else (
+        "; merged into one sample each (scores averaged, each row's score kept as an annotator's)"
+        if merged else "; kept as separate samples")
     return (f"{Path(path).name}: {len(groups)} item(s) appear more than once with the same input and "
-            f"output ({shown}{more}); {what}")
+            f"output ({shown}{more}){what}")
 
 
 DUPLICATE_CHOICES = ("keep", "merge")
+"""What :func:`load_table` does with duplicate items: keep them apart (default) or merge each."""
 
 
 def load_table(
