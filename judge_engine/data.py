@@ -724,39 +724,38 @@ def _sample_rows(sample: str, delimiter: str, quotechar: str) -> list[list[str]]
 
 
 def _detect_dialect(text: str, kind: str) -> CsvDialect:
-    """The separator that splits the header into the most cells and fits the most rows.
+    """The separator and quote that split the header into cells and fit the most rows.
 
-    Each candidate separator is scored by how many of the first records have exactly as
-    many cells as the header (a header of one cell does not count); ties go to the tab
-    for a .tsv file and to the comma otherwise. csv.Sniffer alone guesses wrong on short
-    files and on texts full of commas, so it only decides the quote character.
+    Each (separator, quote) pair is scored by how many of the first records have exactly
+    as many cells as the header (a header of one cell does not count); ties go to the
+    double quote, and to the tab for a .tsv file and the comma otherwise. (csv.Sniffer
+    guesses wrong on short files and on texts full of commas.) The decimal mark is a
+    comma when the separator is not a comma, some cells read like ``3,5`` and none like
+    ``3.5``.
     """
     sample = _sniff_sample(text)
     order = ["\t", ",", ";", "|"] if kind == "tsv" else [",", ";", "\t", "|"]
-    best, best_score = order[0], 0
-    for delimiter in order:
-        rows = _sample_rows(sample, delimiter, '"')
-        if not rows or len(rows[0]) < 2:
+    best, best_score = (order[0], '"'), 0
+    for quotechar in QUOTES:
+        if quotechar != '"' and quotechar not in sample:
             continue
-        width = len(rows[0])
-        score = sum(1 for r in rows if len(r) == width or
-                    (len(r) > width and not any(c.strip() for c in r[width:])))
-        if score > best_score:
-            best, best_score = delimiter, score
-    quotechar = '"'
-    try:
-        sniffed = csv.Sniffer().sniff(sample, delimiters=best)
-        if sniffed.quotechar in QUOTES and sniffed.quotechar != '"' and f"{best}'" in sample:
-            quotechar = sniffed.quotechar
-    except csv.Error:
-        pass
+        for delimiter in order:
+            rows = _sample_rows(sample, delimiter, quotechar)
+            if not rows or len(rows[0]) < 2:
+                continue
+            width = len(rows[0])
+            score = sum(1 for r in rows if len(r) == width or
+                        (len(r) > width and not any(c.strip() for c in r[width:])))
+            if score > best_score:
+                best, best_score = (delimiter, quotechar), score
+    delimiter, quotechar = best
     decimal = "."
-    if best != ",":
-        numbers = [c.strip() for r in _sample_rows(sample, best, quotechar)[1:] for c in r]
+    if delimiter != ",":
+        numbers = [c.strip() for r in _sample_rows(sample, delimiter, quotechar)[1:] for c in r]
         if any(_COMMA_NUMBER.fullmatch(c) for c in numbers) and not any(
                 re.fullmatch(r"[-+]?\d+\.\d+", c) and not _COMMA_NUMBER.fullmatch(c) for c in numbers):
             decimal = ","
-    return CsvDialect(best, quotechar, decimal)
+    return CsvDialect(delimiter, quotechar, decimal)
 
 
 def detect_dialect(path: str | os.PathLike) -> CsvDialect | None:

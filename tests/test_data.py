@@ -614,3 +614,153 @@ def test_large_csv_streams_with_progress(tmp_path):
     assert calls[-1] == (n, n) and len(calls) >= 10
     assert (ds.aspect("s1").low, ds.aspect("s1").high) == (1, 5)
     assert len({s.group_id for s in ds.samples}) == n // 10
+
+
+# --------------------------------------------------------------------------- dialects, duplicates, control characters
+
+from judge_engine.data import CsvDialect, detect_dialect, find_duplicates, parse_number, preview_table  # noqa: E402
+
+
+def test_semicolon_file_with_decimal_commas_is_read_and_its_dialect_shown(tmp_path):
+    path = tmp_path / "european.csv"
+    path.write_text('src;out;score\na;hello;3,5\nb;"well; said";4\nc;fine;1.234,5\n', encoding="utf-8")
+    dialect = detect_dialect(path)
+    assert dialect == CsvDialect(";", '"', ",")
+    assert dialect.describe() == "separator: semicolon, quote: double quote, decimal mark: comma"
+    preview = preview_table(path)
+    assert preview.columns == ["src", "out", "score"] and preview.dialect == dialect
+    assert preview.rows[1]["out"] == "well; said"
+    ds = load_table(path, input_col="src", output_col="out", score_cols=["score"])
+    assert [s.human["score"] for s in ds.samples] == pytest.approx([3.5, 4.0, 1234.5])
+    # the user's override wins: read as comma-separated, the rows no longer fit the header
+    with pytest.raises(DataImportError, match="separated by a comma; check the separator"):
+        load_table(path, input_col="src", output_col="out", score_cols=["score"], dialect=CsvDialect(","))
+    # with a dot as decimal mark, 3,5 is not a number
+    with pytest.raises(DataImportError, match="row 2, column 'score': '3,5' is not a number"):
+        load_table(path, input_col="src", output_col="out", score_cols=["score"], dialect=CsvDialect(";"))
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("in,out,s\na;b,c;d,1\nx;y,z,2\n", CsvDialect(",", '"', ".")),  # semicolons inside comma cells
+    ("in\tout\ts\na,b\tc\t2,5\n", CsvDialect("\t", '"', ",")),
+    ("in|out|s\na|b|2.5\n", CsvDialect("|", '"', ".")),
+    ("in;out;s\n'a;b';c;2\n'x';y;3\n", CsvDialect(";", "'", ".")),
+    ("in;out;s\na;b;2\n", CsvDialect(";", '"', ".")),  # whole numbers: nothing says decimal comma
+    ("single\nx\n", CsvDialect(",", '"', ".")),  # one column: the comma default
+])
+def test_dialect_detection(tmp_path, content, expected):
+    path = tmp_path / "f.csv"
+    path.write_text(content, encoding="utf-8")
+    assert detect_dialect(path) == expected
+
+
+def test_dialect_rules_and_numbers(tmp_path):
+    with pytest.raises(ValueError, match="decimal comma needs a separator other than the comma"):
+        CsvDialect(",", '"', ",")
+    with pytest.raises(ValueError, match="unknown separator"):
+        CsvDialect(":")
+    assert parse_number(" 3,5 ", ",") == pytest.approx(3.5)
+    assert parse_number("-0,25", ",") == pytest.approx(-0.25)
+    assert parse_number("2.5", ",") == pytest.approx(2.5)
+    with pytest.raises(ValueError):
+        parse_number("3,5")
+    js = tmp_path / "f.jsonl"
+    js.write_text('{"a": 1}\n', encoding="utf-8")
+    assert detect_dialect(js) is None and preview_table(js).dialect is None
+    # a comma-separated file says why "3,5" is not read
+    bad = tmp_path / "c.csv"
+    bad.write_text('a,b,s\nx,y,"3,5"\nx,z,1\n', encoding="utf-8")
+    with pytest.raises(DataImportError, match="decimal comma is read in files whose cells are separated"):
+        load_table(bad, input_col="a", output_col="b", score_cols=["s"])
+
+
+def test_large_file_reads_fast_with_detection(tmp_path):
+    import time
+
+    path = tmp_path / "big.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, delimiter=";")
+        w.writerow(["src", "out", "score"])
+        for i in range(50_000):
+            w.writerow([f"source {i // 5}, with a comma", f"output {i}", f"{i % 5},5"])
+    start = time.perf_counter()
+    ds = load_table(path, input_col="src", output_col="out", score_cols=["score"])
+    assert len(ds.samples) == 50_000 and ds.samples[3].human["score"] == pytest.approx(3.5)
+    assert time.perf_counter() - start < 20  # 0.4 s here; generous for a loaded machine
+
+
+DUP_CSV = ("id,in,out,s\n"
+           "a,same input,same output,2\n"
+           "b,other,text,5\n"
+           "c,same input,  same output ,4\n"
+           "d,same input,same output,3\n"
+           "e,other,text,1\n"
+           "f,other,different,3\n")
+
+
+def test_duplicates_are_reported_with_their_rows_and_kept_apart_by_default(tmp_path):
+    path = tmp_path / "dups.csv"
+    path.write_text(DUP_CSV, encoding="utf-8")
+    assert find_duplicates(path, input_col="in", output_col="out") == [[2, 4, 5], [3, 6]]
+    warnings = []
+    ds = load_table(path, input_col="in", output_col="out", score_cols=["s"], id_col="id", warnings=warnings)
+    assert len(ds.samples) == 6
+    assert warnings == ["dups.csv: 2 item(s) appear more than once with the same input and output "
+                        "(rows 2, 4, 5; rows 3, 6); kept as separate samples"]
+
+
+def test_duplicates_merged_on_request_average_scores_and_keep_each_annotator(tmp_path):
+    path = tmp_path / "dups.csv"
+    path.write_text(DUP_CSV, encoding="utf-8")
+    warnings = []
+    ds = load_table(path, input_col="in", output_col="out", score_cols={"q": "s"}, id_col="id",
+                    warnings=warnings, duplicates="merge")
+    assert [s.id for s in ds.samples] == ["a", "b", "f"]
+    a, b, f = ds.samples
+    assert a.human["q"] == pytest.approx(3.0) and a.annotators == {"q": [2.0, 4.0, 3.0]}
+    assert a.metadata == {"merged_rows": [2, 4, 5], "merged_ids": ["a", "c", "d"]}
+    assert b.human["q"] == pytest.approx(3.0) and b.annotators == {"q": [5.0, 1.0]}
+    assert f.annotators == {} and f.human["q"] == pytest.approx(3.0)
+    assert "merged into one sample each" in warnings[0]
+    with pytest.raises(ValueError, match="duplicates must be one of"):
+        load_table(path, input_col="in", output_col="out", score_cols=["s"], duplicates="drop")
+
+
+def _write_all_kinds(tmp_path, rows: list[dict]) -> list[Path]:
+    cols = list(rows[0])
+    out = []
+    for kind, delim in (("csv", ","), ("tsv", "\t")):
+        p = tmp_path / f"ctl.{kind}"
+        with open(p, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, delimiter=delim)
+            w.writerow(cols)
+            w.writerows([[r[c] for c in cols] for r in rows])
+        out.append(p)
+    jl = tmp_path / "ctl.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    js = tmp_path / "ctl.json"
+    js.write_text(json.dumps(rows), encoding="utf-8")
+    return out + [jl, js]
+
+
+def test_control_characters_are_stripped_with_a_warning_naming_the_rows_in_every_format(tmp_path):
+    rows = [{"in": "plain input", "out": "clean\tline\nnext", "s": 3},
+            {"in": "nul\x00inside", "out": "bell\x07 and escape\x1b[31m", "s": 4},
+            {"in": "ok", "out": "fine", "s": 2},
+            {"in": "del\x7f", "out": "c1\x85 control", "s": 5}]
+    results = []
+    for path in _write_all_kinds(tmp_path, rows):
+        warnings = []
+        ds = load_table(path, input_col="in", output_col="out", score_cols=["s"], warnings=warnings)
+        texts = [(s.input, s.output) for s in ds.samples]
+        assert texts == [("plain input", "clean\tline\nnext"), ("nulinside", "bell and escape[31m"),
+                         ("ok", "fine"), ("del", "c1 control")], path.name
+        warning = next(w for w in warnings if "control characters" in w)
+        # CSV/TSV rows are lines (header = line 1, the first record spans lines 2-3), JSONL rows are lines,
+        # a JSON list's are record numbers
+        expected_rows = "4, 6" if path.suffix in (".csv", ".tsv") else "2, 4"
+        assert f"2 row(s): {expected_rows} " in warning and "'in'" in warning and "'out'" in warning, warning
+        results.append(texts)
+        preview = preview_table(path)
+        assert preview.rows[1]["in"] == "nulinside" and preview.warnings
+    assert all(r == results[0] for r in results)
