@@ -277,3 +277,11 @@ def test_round_trip_through_an_openai_stub_ends_in_a_csv_with_no_formula(formula
         cells = [cell for row in csv.reader(f) for cell in row]
     assert cells and not [c for c in cells if c[:1] in DANGEROUS]
     assert not any(isinstance(x, float) and math.isnan(x) for x in cells)
+
+
+def test_tables_have_no_unprotected_csv_download():
+    """st.dataframe's own CSV download writes cells as they are; the app turns it off."""
+    import tomllib
+
+    config = tomllib.loads((REPO / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["client"]["disableDataExport"] is True
