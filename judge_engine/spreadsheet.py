@@ -16,7 +16,8 @@ import csv
 import io
 import math
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 """First characters that make a spreadsheet evaluate a cell (with their full-width forms)."""

@@ -11,14 +11,19 @@ import pytest
 
 from judge_engine.data import (
     BENCHMARKS,
+    CsvDialect,
     DataImportError,
     SplitError,
     available_benchmarks,
     default_data_dir,
+    detect_dialect,
+    find_duplicates,
     inspect_table,
     load_benchmark,
     load_table,
     make_split,
+    parse_number,
+    preview_table,
 )
 from judge_engine.records import Aspect, Dataset, Sample
 
@@ -290,9 +295,9 @@ def _check_split(ds: Dataset, split, train_size: int, test_size: int | None = No
     counts: dict[str, int] = {}
     for i in split.train_ids:
         counts[group_of[i]] = counts.get(group_of[i], 0) + 1
-    for a in counts:
-        for b in counts:
-            assert counts[a] >= counts[b] - 1 or counts[a] == sizes[a]
+    for a, n_a in counts.items():
+        for n_b in counts.values():
+            assert n_a >= n_b - 1 or n_a == sizes[a]
 
 
 @needs_data
@@ -618,8 +623,6 @@ def test_large_csv_streams_with_progress(tmp_path):
 
 # --------------------------------------------------------------------------- dialects, duplicates, control characters
 
-from judge_engine.data import CsvDialect, detect_dialect, find_duplicates, parse_number, preview_table  # noqa: E402
-
 
 def test_semicolon_file_with_decimal_commas_is_read_and_its_dialect_shown(tmp_path):
     path = tmp_path / "european.csv"
@@ -705,8 +708,8 @@ def test_duplicates_are_reported_with_their_rows_and_kept_apart_by_default(tmp_p
     warnings = []
     ds = load_table(path, input_col="in", output_col="out", score_cols=["s"], id_col="id", warnings=warnings)
     assert len(ds.samples) == 6
-    assert warnings == ["dups.csv: 2 item(s) appear more than once with the same input and output "
-                        "(rows 2, 4, 5; rows 3, 6); kept as separate samples"]
+    assert warnings == [("dups.csv: 2 item(s) appear more than once with the same input and output "
+                         "(rows 2, 4, 5; rows 3, 6); kept as separate samples")]
 
 
 def test_duplicates_merged_on_request_average_scores_and_keep_each_annotator(tmp_path):
