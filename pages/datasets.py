@@ -263,7 +263,9 @@ with tab_stored:
                     st.rerun()
 
         st.markdown("**Train/test split**")
-        st.caption("Groups are never cut. Runs build the same split from the same sizes and seed.")
+        st.caption("Test takes whole groups (never cut, so it may hold a few more items than asked); train is drawn "
+                   "at random from the other groups, one item per group as far as they go. No group is in both. "
+                   "Runs build the same split from the same sizes and seed.")
         with st.form(f"datasets_split_{name}"):
             c = st.columns(3)
             train_size = c[0].number_input("Train size", min_value=0, value=30, step=1, key=f"datasets_train_{name}")

@@ -107,7 +107,8 @@ else:
         train_size = c[0].number_input("Train size", min_value=0, value=30, step=1, key="runs_train",
                                        help="Human-scored items the method may learn from.")
         test_size = c[1].number_input("Test size", min_value=1, value=20, step=1, key="runs_test",
-                                      help="Held-out items the judge scores and is meta-evaluated on.")
+                                      help="Held-out items the judge scores and is meta-evaluated on. Test takes whole "
+                                           "groups, so it may hold a few more items than asked.")
         seed = c[2].number_input("Seed", min_value=0, value=0, step=1, key="runs_seed")
         st.markdown("**Method parameters** (defaults are the paper's values)")
         params, param_error = {}, None
