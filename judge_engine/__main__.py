@@ -1,9 +1,10 @@
-"""Command line: ``python -m judge_engine {run,methods,resume,runs,export,score,metaeval,datasets} ...``.
+"""Command line: ``python -m judge_engine {run,methods,resume,runs,export,verdicts,score,metaeval,datasets} ...``.
 
 Examples
 --------
 python -m judge_engine run --method geval --dataset summeval --aspect coherence --train 30 --test 20
 python -m judge_engine export 3 --out judge.json
+python -m judge_engine verdicts 3 --format csv --out run-3-verdicts.csv
 python -m judge_engine score judge.json new_items.jsonl --out scores.jsonl
 python -m judge_engine metaeval preds.jsonl --human-key scores --pred-key predict_scores --level group --group-key doc_id
 """
@@ -133,6 +134,24 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verdicts(args: argparse.Namespace) -> int:
+    from .export import verdict_table, verdicts_text
+    from .store import Store
+
+    text = verdicts_text(verdict_table(Store(args.db), args.run_id), args.format)
+    if args.out:
+        # newline="": the CSV text already ends its lines as CSV wants (\r\n); no translation on any OS
+        try:
+            with open(args.out, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        except OSError as exc:
+            raise ValueError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     import math
     from dataclasses import replace
@@ -228,6 +247,13 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--out", help="file to write (default: standard output)")
     export.set_defaults(func=cmd_export)
 
+    verdicts = sub.add_parser("verdicts", help="write a run's verdicts (the Runs page's download) as CSV or JSONL")
+    verdicts.add_argument("run_id", type=int)
+    verdicts.add_argument("--format", choices=["csv", "jsonl"], default="csv",
+                          help="csv (spreadsheet-safe: no cell runs as a formula) or jsonl (default csv)")
+    verdicts.add_argument("--out", help="file to write (default: standard output)")
+    verdicts.set_defaults(func=cmd_verdicts)
+
     score = sub.add_parser("score", help="score a CSV/JSONL file with an exported judge")
     score.add_argument("judge", help="JSON written by 'export' (or a bare judge JSON)")
     score.add_argument("data", help="CSV, TSV, JSON list or JSONL of items")
@@ -247,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = sub.add_parser("datasets", help="list the built-in benchmarks found")
     datasets.set_defaults(func=cmd_datasets)
 
-    for p in (run, resume, runs, export, score):
+    for p in (run, resume, runs, export, verdicts, score):
         p.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 

@@ -9,7 +9,9 @@ Public API
   file, the row and the column (``"my.csv, row 17, column 'score': 'abc' is not a number"``).
 - :data:`BENCHMARKS` -- name -> :class:`BenchmarkSpec` for the built-in data sets.
 - :func:`default_data_dir`, :func:`available_benchmarks`, :func:`load_benchmark`.
-- :func:`inspect_table`, :func:`load_table` -- user CSV / JSONL / JSON-list files.
+- :func:`inspect_table`, :func:`preview_table`, :func:`load_table` -- user CSV / TSV / JSONL /
+  JSON-list files; :class:`CsvDialect` and :func:`detect_dialect` -- separator, quote and
+  decimal mark of a CSV; :func:`find_duplicates` -- rows holding the same item.
 - :func:`make_split` -- seeded train/test split that never cuts a group.
 
 Row numbers in messages are 1-based: for CSV and JSONL files they are the line number
@@ -28,7 +30,7 @@ import math
 import os
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -43,7 +45,19 @@ __all__ = [
     "available_benchmarks",
     "benchmark_path",
     "load_benchmark",
+    "CsvDialect",
+    "SEPARATORS",
+    "QUOTES",
+    "DECIMAL_MARKS",
+    "detect_dialect",
+    "parse_number",
+    "TablePreview",
+    "preview_table",
     "inspect_table",
+    "find_duplicates",
+    "DUPLICATE_CHOICES",
+    "duplicates_warning",
+    "control_warning",
     "load_table",
     "make_split",
 ]
@@ -100,7 +114,22 @@ def _short(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _to_float(value: Any, *, file, row, column) -> float:
+_COMMA_NUMBER = re.compile(r"[-+]?(\d{1,3}(\.\d{3})+|\d*),\d+")
+"""A number written with a decimal comma, optionally with dots between thousands (``3,5``, ``1.234,5``)."""
+
+
+def parse_number(text: str, decimal: str = ".") -> float:
+    """``float(text)``, also reading a decimal comma (``3,5`` -> 3.5) when ``decimal`` is ``","``.
+
+    Raises ValueError for anything else, as ``float`` does.
+    """
+    text = text.strip()
+    if decimal == "," and _COMMA_NUMBER.fullmatch(text):
+        text = text.replace(".", "").replace(",", ".")
+    return float(text)
+
+
+def _to_float(value: Any, *, file, row, column, decimal: str = ".") -> float:
     """A finite float from a number or numeric string, else DataImportError."""
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
         raise DataImportError(f"{_short(value)} is not a number", file=file, row=row, column=column)
@@ -111,9 +140,12 @@ def _to_float(value: Any, *, file, row, column) -> float:
         if not text:
             raise DataImportError("score is empty", file=file, row=row, column=column)
         try:
-            out = float(text)
+            out = parse_number(text, decimal)
         except ValueError:
-            hint = " (use a dot as decimal separator)" if re.fullmatch(r"-?\d+,\d+", text) else ""
+            hint = ""
+            if decimal != "," and _COMMA_NUMBER.fullmatch(text):
+                hint = (" (this file's decimal separator is a dot; a decimal comma is read in files "
+                        "whose cells are separated by something other than a comma)")
             raise DataImportError(f"{_short(text)} is not a number{hint}",
                                   file=file, row=row, column=column) from None
     if not math.isfinite(out):
@@ -630,15 +662,176 @@ def _table_kind(path: Path) -> str:
     return kind
 
 
-def _read_table(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
-    """(columns, [(row number, record)]) for a CSV/TSV, JSONL or JSON-list file."""
+# ---- CSV dialects ------------------------------------------------------------------------
+
+SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "vertical bar"}
+"""Cell separators the detector tries, with the names the import preview shows."""
+QUOTES = {'"': "double quote", "'": "single quote"}
+DECIMAL_MARKS = {".": "dot", ",": "comma"}
+
+_SNIFF_CHARS = 64 * 1024  # the detector reads this much of the file (a 200,000-row file is not parsed twice)
+_SNIFF_RECORDS = 200
+
+
+@dataclass(frozen=True)
+class CsvDialect:
+    """How a CSV/TSV file is written: the cell separator, the quote character, the decimal mark.
+
+    European spreadsheets write ``src;out;score`` / ``a;hello;3,5``: a semicolon between
+    cells and a decimal comma. A decimal comma is only possible when the separator is not
+    a comma (a comma-separated ``3,5`` would be two cells).
+    """
+
+    delimiter: str = ","
+    quotechar: str = '"'
+    decimal: str = "."
+
+    def __post_init__(self) -> None:
+        if self.delimiter not in SEPARATORS:
+            raise ValueError(f"unknown separator {self.delimiter!r}; use one of {list(SEPARATORS)}")
+        if self.quotechar not in QUOTES:
+            raise ValueError(f"unknown quote character {self.quotechar!r}; use one of {list(QUOTES)}")
+        if self.decimal not in DECIMAL_MARKS:
+            raise ValueError(f"unknown decimal mark {self.decimal!r}; use one of {list(DECIMAL_MARKS)}")
+        if self.decimal == "," and self.delimiter == ",":
+            raise ValueError("a decimal comma needs a separator other than the comma")
+
+    def describe(self) -> str:
+        """``separator: semicolon, quote: double quote, decimal mark: comma``."""
+        return (f"separator: {SEPARATORS[self.delimiter]}, quote: {QUOTES[self.quotechar]}, "
+                f"decimal mark: {DECIMAL_MARKS[self.decimal]}")
+
+
+def _sniff_sample(text: str) -> str:
+    """The first ``_SNIFF_CHARS`` characters, cut at a line end (never inside a last line)."""
+    if len(text) <= _SNIFF_CHARS:
+        return text
+    cut = text.rfind("\n", 0, _SNIFF_CHARS)
+    return text[: cut + 1] if cut > 0 else text[:_SNIFF_CHARS]
+
+
+def _sample_rows(sample: str, delimiter: str, quotechar: str) -> list[list[str]]:
+    rows = []
+    try:
+        for cells in csv.reader(io.StringIO(sample, newline=""), delimiter=delimiter, quotechar=quotechar):
+            if cells and any(c.strip() for c in cells):
+                rows.append(cells)
+            if len(rows) >= _SNIFF_RECORDS:
+                break
+    except csv.Error:
+        pass  # an unterminated quote: judge on the rows read so far; the full read names the row
+    return rows
+
+
+def _detect_dialect(text: str, kind: str) -> CsvDialect:
+    """The separator and quote that split the header into cells and fit the most rows.
+
+    Each (separator, quote) pair is scored by how many of the first records have exactly
+    as many cells as the header (a header of one cell does not count); ties go to the
+    double quote, and to the tab for a .tsv file and the comma otherwise. (csv.Sniffer
+    guesses wrong on short files and on texts full of commas.) The decimal mark is a
+    comma when the separator is not a comma, some cells read like ``3,5`` and none like
+    ``3.5``.
+    """
+    sample = _sniff_sample(text)
+    order = ["\t", ",", ";", "|"] if kind == "tsv" else [",", ";", "\t", "|"]
+    best, best_score = (order[0], '"'), 0
+    for quotechar in QUOTES:
+        if quotechar != '"' and quotechar not in sample:
+            continue
+        for delimiter in order:
+            rows = _sample_rows(sample, delimiter, quotechar)
+            if not rows or len(rows[0]) < 2:
+                continue
+            width = len(rows[0])
+            score = sum(1 for r in rows if len(r) == width or
+                        (len(r) > width and not any(c.strip() for c in r[width:])))
+            if score > best_score:
+                best, best_score = (delimiter, quotechar), score
+    delimiter, quotechar = best
+    decimal = "."
+    if delimiter != ",":
+        numbers = [c.strip() for r in _sample_rows(sample, delimiter, quotechar)[1:] for c in r]
+        if any(_COMMA_NUMBER.fullmatch(c) for c in numbers) and not any(
+                re.fullmatch(r"[-+]?\d+\.\d+", c) and not _COMMA_NUMBER.fullmatch(c) for c in numbers):
+            decimal = ","
+    return CsvDialect(delimiter, quotechar, decimal)
+
+
+def detect_dialect(path: str | os.PathLike) -> CsvDialect | None:
+    """The dialect of a CSV/TSV file (None for JSON and JSONL files, which have none)."""
+    path = Path(path)
+    if _table_kind(path) not in ("csv", "tsv"):
+        return None
+    text = _decode(_read_bytes(path), path)
+    if not text.strip():
+        raise DataImportError("the file is empty", file=path)
+    return _detect_dialect(text, _table_kind(path))
+
+
+# ---- reading ---------------------------------------------------------------------------
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""Control characters (NUL and the rest) other than tab, line feed and carriage return."""
+
+
+_ESCAPED_CONTROL = re.compile(r"\\u00(?:[01][0-9a-fA-F]|7[fF]|[89][0-9a-fA-F])")
+"""The same characters written as JSON escapes (``\\u0000``)."""
+
+
+@dataclass(frozen=True)
+class _Table:
+    columns: list[str]
+    records: list[tuple[int, dict[str, Any]]]
+    """(row number, record) with control characters already removed from every text."""
+    dialect: CsvDialect | None
+    control_rows: dict[int, list[str]]
+    """Row -> columns from which control characters were removed."""
+
+
+def _strip_controls(records: list[tuple[int, dict[str, Any]]]) -> tuple[list, dict[int, list[str]]]:
+    """The same records with control characters removed from keys and text values, and where.
+
+    A NUL or an escape byte in a judged text is never meant (it comes from a broken export
+    or a binary paste), breaks prompts and survives into exports; every file type gets the
+    same treatment so a CSV and its JSONL twin import alike.
+    """
+    found: dict[int, list[str]] = {}
+    out = []
+    for row, rec in records:
+        if not isinstance(rec, dict):
+            out.append((row, rec))
+            continue
+        clean = {}
+        for key, value in rec.items():
+            name = str(key)
+            if _CONTROL.search(name):
+                found.setdefault(row, []).append(name)
+                name = _CONTROL.sub("", name)
+            if isinstance(value, str) and _CONTROL.search(value):
+                found.setdefault(row, []).append(name)
+                value = _CONTROL.sub("", value)
+            clean[name] = value
+        out.append((row, clean))
+    return out, found
+
+
+def _read_table(path: str | os.PathLike, dialect: CsvDialect | None = None) -> _Table:
+    """Columns and (row number, record) pairs of a CSV/TSV, JSONL or JSON-list file."""
     path = Path(path)
     kind = _table_kind(path)
     text = _decode(_read_bytes(path), path)
     if not text.strip():
         raise DataImportError("the file is empty", file=path)
     if kind in ("csv", "tsv"):
-        return _read_csv(text, path, "\t" if kind == "tsv" else ",")
+        if dialect is None:
+            dialect = _detect_dialect(text, kind)
+        header, records = _read_csv(text, path, dialect)
+        found: dict[int, list[str]] = {}
+        if _CONTROL.search(text):  # one scan of the text spares a cell-by-cell one on clean files
+            records, found = _strip_controls(records)
+            header = [_CONTROL.sub("", h) for h in header]
+        return _Table(header, records, dialect, found)
     if kind == "jsonl":
         records = []
         for lineno, line in enumerate(text.splitlines(), 1):
@@ -666,21 +859,26 @@ def _read_table(path: str | os.PathLike) -> tuple[list[str], list[tuple[int, dic
     for row, rec in records:
         if not isinstance(rec, dict):
             raise DataImportError(f"expected a JSON object, got {_short(rec)}", file=path, row=row)
-        for key in rec:
-            columns.setdefault(str(key), None)
     if not records:
         raise DataImportError("the file has no records", file=path)
-    return list(columns), records
+    found = {}
+    if _CONTROL.search(text) or _ESCAPED_CONTROL.search(text):
+        records, found = _strip_controls(records)
+    for _, rec in records:
+        for key in rec:
+            columns.setdefault(key, None)
+    return _Table(list(columns), records, None, found)
 
 
 MAX_FIELD_CHARS = 64 * 1024 * 1024
 """Longest single cell a CSV may hold (texts this long are cut to the model's context when judged)."""
 
 
-def _read_csv(text: str, path: Path, delimiter: str):
+def _read_csv(text: str, path: Path, dialect: CsvDialect):
     if csv.field_size_limit() < MAX_FIELD_CHARS:
         csv.field_size_limit(MAX_FIELD_CHARS)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=dialect.delimiter,
+                        quotechar=dialect.quotechar)
     try:
         header = next(reader)
         while not any(cell.strip() for cell in header):
@@ -712,8 +910,11 @@ def _read_csv(text: str, path: Path, delimiter: str):
                 if len(cells) > width and not any(c.strip() for c in cells[width:]):
                     cells = cells[:width]  # trailing empty cells (spreadsheet export)
                 else:
-                    raise DataImportError(f"has {len(cells)} cells but the header has {width} "
-                                          f"columns ({', '.join(header)})", file=path, row=row)
+                    raise DataImportError(
+                        f"has {len(cells)} cells but the header has {width} columns "
+                        f"({', '.join(header)}) when cells are separated by a "
+                        f"{SEPARATORS[dialect.delimiter]}; check the separator in the import preview",
+                        file=path, row=row)
             records.append((row, dict(zip(header, cells))))
     except csv.Error as exc:
         raise DataImportError(f"cannot parse the CSV ({exc})", file=path, row=reader.line_num) from None
@@ -722,10 +923,90 @@ def _read_csv(text: str, path: Path, delimiter: str):
     return header, records
 
 
-def inspect_table(path: str | os.PathLike, limit: int = 5) -> tuple[list[str], list[dict[str, Any]]]:
+def _rows_text(rows: Sequence[int], limit: int = 12) -> str:
+    shown = ", ".join(str(r) for r in rows[:limit])
+    return shown + (f" and {len(rows) - limit} more" if len(rows) > limit else "")
+
+
+def control_warning(path: str | os.PathLike, control_rows: dict[int, list[str]]) -> str | None:
+    """The warning naming the rows (and columns) control characters were removed from, or None."""
+    if not control_rows:
+        return None
+    rows = sorted(control_rows)
+    columns = sorted({c for cols in control_rows.values() for c in cols})
+    return (f"{Path(path).name}: removed control characters (NUL, escape and the like) from "
+            f"{len(rows)} row(s): {_rows_text(rows)} (column(s) {', '.join(map(repr, columns))})")
+
+
+@dataclass(frozen=True)
+class TablePreview:
+    """What the import preview shows: columns, first records, dialect and cleaning done."""
+
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    dialect: CsvDialect | None
+    """The dialect the file was read with (None for JSON / JSONL)."""
+    warnings: list[str]
+
+
+def preview_table(path: str | os.PathLike, limit: int = 5, *,
+                  dialect: CsvDialect | None = None) -> TablePreview:
+    """Columns, the first ``limit`` records and the dialect (detected unless given)."""
+    table = _read_table(path, dialect)
+    warning = control_warning(path, table.control_rows)
+    return TablePreview(table.columns, [rec for _, rec in table.records[:limit]], table.dialect,
+                        [warning] if warning else [])
+
+
+def inspect_table(path: str | os.PathLike, limit: int = 5, *,
+                  dialect: CsvDialect | None = None) -> tuple[list[str], list[dict[str, Any]]]:
     """Column names and the first ``limit`` records, for the column-mapping screen."""
-    columns, records = _read_table(path)
-    return columns, [rec for _, rec in records[:limit]]
+    preview = preview_table(path, limit, dialect=dialect)
+    return preview.columns, preview.rows
+
+
+def _duplicate_key(input_text: str, output_text: str) -> tuple[str, str]:
+    return input_text.strip(), output_text.strip()
+
+
+def find_duplicates(path: str | os.PathLike, *, input_col: str, output_col: str,
+                    dialect: CsvDialect | None = None) -> list[list[int]]:
+    """Rows holding the same item (same input and same output), one list per item seen twice or more.
+
+    Texts are compared after removing leading and trailing white space. Rows are the
+    file's row numbers (as in every import message), in file order.
+    """
+    table = _read_table(path, dialect)
+    return _duplicate_rows([(row, _text(rec.get(input_col)), _text(rec.get(output_col)))
+                            for row, rec in table.records])
+
+
+def _duplicate_rows(items: Iterable[tuple[int, str, str]]) -> list[list[int]]:
+    rows_of: dict[tuple[str, str], list[int]] = {}
+    for row, input_text, output_text in items:
+        rows_of.setdefault(_duplicate_key(input_text, output_text), []).append(row)
+    return [rows for rows in rows_of.values() if len(rows) > 1]
+
+
+def duplicates_warning(path: str | os.PathLike, groups: list[list[int]], *,
+                       merged: bool | None) -> str | None:
+    """The message about duplicate items, naming their rows (None if there are none).
+
+    ``merged`` says what the import did with them (None: before the import, nothing yet).
+    """
+    if not groups:
+        return None
+    shown = "; ".join(f"rows {', '.join(map(str, g))}" for g in groups[:8])
+    more = f"; and {len(groups) - 8} more" if len(groups) > 8 else ""
+    what = "" if merged is None else (
+        "; merged into one sample each (scores averaged, each row's score kept as an annotator's)"
+        if merged else "; kept as separate samples")
+    return (f"{Path(path).name}: {len(groups)} item(s) appear more than once with the same input and "
+            f"output ({shown}{more}){what}")
+
+
+DUPLICATE_CHOICES = ("keep", "merge")
+"""What :func:`load_table` does with duplicate items: keep them apart (default) or merge each."""
 
 
 def load_table(
@@ -748,6 +1029,8 @@ def load_table(
     output_label: str = "Output",
     definitions: dict[str, str] | None = None,
     require_scores: bool = True,
+    dialect: CsvDialect | None = None,
+    duplicates: str = "keep",
 ) -> Dataset:
     """Import a user's CSV / TSV / JSONL / JSON-list file of human-scored outputs.
 
@@ -757,17 +1040,34 @@ def load_table(
     ``score_cols`` maps aspect name -> column (a list means aspect name = column name).
     Without ``group_col`` every row is its own group; without ``id_col`` the id is the
     row number. Aspect ranges not given in ``aspect_ranges`` are the observed min/max.
+
+    A CSV/TSV is read with ``dialect`` (separator, quote character, decimal mark), detected
+    from the file when not given (:func:`detect_dialect`); with a decimal comma ``3,5``
+    reads as 3.5. Control characters (NUL, escape, ...) are removed from every text, the
+    same for every file type, with a warning naming the rows.
+
+    Duplicate items (rows with the same input and the same output) are always reported
+    in ``warnings`` with their rows. ``duplicates="keep"`` (default) keeps them as
+    separate samples; ``"merge"`` makes one sample of each, at the first row (its id,
+    group and system), whose human score per aspect is the mean of the rows' scores and
+    whose ``annotators`` keep every row's score; ``metadata["merged_rows"]`` and
+    ``metadata["merged_ids"]`` list the rows and their ids.
+
     Non-fatal problems (e.g. fewer than 2 groups) are appended to ``warnings`` if given.
     ``progress(done, total)`` is called every few thousand rows and at the end.
     Every problem with the file raises :class:`DataImportError`.
     """
     path = Path(path)
+    if duplicates not in DUPLICATE_CHOICES:
+        raise ValueError(f"duplicates must be one of {DUPLICATE_CHOICES}, got {duplicates!r}")
     if isinstance(score_cols, str):
         score_cols = [score_cols]
     aspect_cols = dict(score_cols) if isinstance(score_cols, dict) else {c: c for c in score_cols}
     if not aspect_cols and require_scores:
         raise DataImportError("choose at least one score column", file=path)
-    columns, records = _read_table(path)
+    table = _read_table(path, dialect)
+    columns, records = table.columns, table.records
+    decimal = table.dialect.decimal if table.dialect is not None else "."
 
     mapped = {"input": input_col, "output": output_col, "group": group_col, "system": system_col,
               "id": id_col, "context": context_col, "reference": reference_col}
@@ -802,6 +1102,7 @@ def load_table(
     total = len(records)
     step = max(1000, total // 100)
     samples: list[Sample] = []
+    rows: list[int] = []
     first_row_of: dict[str, int] = {}
     observed = {a: [math.inf, -math.inf] for a in aspect_cols}
     optional = [("system_id", system_col), ("context", context_col), ("reference", reference_col)]
@@ -827,7 +1128,7 @@ def load_table(
         for aspect, col in aspect_cols.items():
             if col not in rec:
                 raise DataImportError("missing in this record", file=path, row=row, column=col)
-            value = _to_float(rec[col], file=path, row=row, column=col)
+            value = _to_float(rec[col], file=path, row=row, column=col, decimal=decimal)
             if aspect in ranges:
                 low, high = ranges[aspect]
                 if not low <= value <= high:
@@ -850,8 +1151,13 @@ def load_table(
             id=sid, input=_text(rec.get(input_col)), output=output,
             group_id=group or (f"(row {row})" if group_col is not None else sid), human=human,
             **extras))
+        rows.append(row)
         if progress is not None and (done % step == 0 or done == total):
             progress(done, total)
+
+    duplicate_groups = _duplicate_rows((r, s.input, s.output) for r, s in zip(rows, samples))
+    if duplicate_groups and duplicates == "merge":
+        samples = _merge_duplicates(samples, rows, duplicate_groups)
 
     aspects = []
     for aspect in aspect_cols:
@@ -865,6 +1171,10 @@ def load_table(
         aspects.append(Aspect(aspect, low, high, (definitions or {}).get(aspect, "")))
 
     if warnings is not None:
+        for message in (control_warning(path, table.control_rows),
+                        duplicates_warning(path, duplicate_groups, merged=duplicates == "merge")):
+            if message:
+                warnings.append(message)
         n_groups = len({s.group_id for s in samples})
         if n_groups < 2:
             warnings.append(f"{path.name}: all rows are in one group (column {group_col!r}); "
@@ -880,20 +1190,58 @@ def load_table(
                    input_label=input_label, output_label=output_label)
 
 
+def _merge_duplicates(samples: list[Sample], rows: list[int], groups: list[list[int]]) -> list[Sample]:
+    """One sample per duplicate item, at its first row: mean human scores, every row's score kept."""
+    position = {row: i for i, row in enumerate(rows)}
+    merged_into: dict[int, list[int]] = {}  # first sample index -> all sample indices of the item
+    dropped: set[int] = set()
+    for group in groups:
+        members = [position[r] for r in group]
+        merged_into[members[0]] = members
+        dropped.update(members[1:])
+    out = []
+    for i, sample in enumerate(samples):
+        if i in dropped:
+            continue
+        members = merged_into.get(i)
+        if members is None:
+            out.append(sample)
+            continue
+        annotators = {a: [samples[k].human[a] for k in members] for a in sample.human}
+        human = {a: sum(values) / len(values) for a, values in annotators.items()}
+        metadata = dict(sample.metadata, merged_rows=[rows[k] for k in members],
+                        merged_ids=[samples[k].id for k in members])
+        out.append(replace(sample, human=human, annotators=annotators, metadata=metadata))
+    return out
+
+
 # --------------------------------------------------------------------------- splits
 
 
 def make_split(dataset: Dataset, *, train_size: int = 30, test_size: int | None = None,
                seed: int = 0) -> Split:
-    """A seeded train/test split that never puts one group in both parts.
+    """A seeded train/test split in which no group is in both parts.
 
-    Groups are shuffled with ``random.Random(seed)``. Train takes whole groups: first every
-    group (in shuffled order) that still fits without exceeding ``train_size``, then, if
-    it is still short, the remaining group that gets closest above ``train_size`` (so train
-    has at least ``train_size`` items and as few extra as the group sizes allow). Test is
-    every item of the remaining groups, or (with ``test_size``) the first ``test_size``
-    items of the remaining groups in shuffled order. Ids keep the dataset's order.
-    Raises :class:`SplitError` if the dataset is too small.
+    The rule (HypoEval draws its ~30 training items at random from many sources, so
+    train is spread over groups; test keeps whole groups so group-level correlations
+    stay defined):
+
+    1. The groups are shuffled with ``random.Random(seed)``.
+    2. Test. With ``test_size``, test takes whole groups in that shuffled order until it
+       holds at least ``test_size`` items; a test group is never cut, so test may hold
+       a few more items than asked. Without ``test_size``, test is every group that
+       train does not use (step 3).
+    3. Train. ``train_size`` items are drawn at random (same seeded generator) from the
+       items of the groups left over, spread over as many groups as possible: one item
+       from each of the first ``train_size`` left-over groups (in shuffled order), a
+       second item from each only when there are fewer groups than ``train_size``, and
+       so on. Without ``test_size`` train may use at most half of the groups (more only
+       when those cannot hold ``train_size`` items, and never all of them), so test
+       keeps at least about half of the groups. The other items of a training group
+       are in neither part.
+
+    Ids keep the dataset's order. The same dataset, sizes and seed always give the same
+    split. Raises :class:`SplitError` if the dataset is too small for the sizes asked.
     """
     if train_size < 0 or (test_size is not None and test_size < 1):
         raise SplitError(f"train_size must be >= 0 and test_size >= 1 (got {train_size}, {test_size})")
@@ -908,36 +1256,50 @@ def make_split(dataset: Dataset, *, train_size: int = 30, test_size: int | None 
         raise SplitError(f"dataset {dataset.name!r} has {n} items; train_size={train_size} "
                          "leaves nothing to test on")
 
+    rng = random.Random(seed)
     order = list(groups)
-    random.Random(seed).shuffle(order)
-    train: list[str] = []
-    taken = 0
-    rest: list[str] = []
-    for g in order:
-        if taken + len(groups[g]) <= train_size:
-            train.append(g)
-            taken += len(groups[g])
-        else:
-            rest.append(g)
-    while taken < train_size:
-        reaching = [g for g in rest if taken + len(groups[g]) >= train_size]
-        pick = (min(reaching, key=lambda g: len(groups[g])) if reaching
-                else max(rest, key=lambda g: len(groups[g])))
-        rest.remove(pick)  # min/max return the first in shuffled order on ties
-        train.append(pick)
-        taken += len(groups[pick])
-    if not rest:
-        raise SplitError(f"dataset {dataset.name!r} is too small: taking {train_size} training "
-                         f"items uses all {len(groups)} groups and leaves nothing to test on")
+    rng.shuffle(order)
 
-    test_idx = [i for g in rest for i in groups[g]]
     if test_size is not None:
-        if test_size > len(test_idx):
-            raise SplitError(f"dataset {dataset.name!r}: only {len(test_idx)} items remain after "
-                             f"the {taken} training items; test_size={test_size} is too large")
-        test_idx = test_idx[:test_size]
-    train_idx = sorted(i for g in train for i in groups[g])
+        test_groups: list[str] = []
+        taken = 0
+        for g in order:
+            if taken >= test_size:
+                break
+            test_groups.append(g)
+            taken += len(groups[g])
+        pool = order[len(test_groups):]
+        available = sum(len(groups[g]) for g in pool)
+        if taken < test_size or available < train_size or (train_size > 0 and not pool):
+            raise SplitError(f"dataset {dataset.name!r} has {n} items in {len(groups)} groups: "
+                             f"test_size={test_size} (whole groups) plus train_size={train_size} "
+                             f"is too large")
+    else:
+        # train may use at most half of the groups, more only if those cannot hold train_size items
+        limit = max(1, len(order) // 2)
+        while limit < len(order) - 1 and sum(len(groups[g]) for g in order[:limit]) < train_size:
+            limit += 1
+        pool = order[:limit]
+        if sum(len(groups[g]) for g in pool) < train_size:
+            raise SplitError(f"dataset {dataset.name!r} is too small: {train_size} training items "
+                             f"take all {len(groups)} groups and leave nothing to test on")
+
+    # each pool group's items in a seeded random order, then one item per group per round
+    shuffled = {g: rng.sample(groups[g], len(groups[g])) for g in pool}
+    train_idx: list[int] = []
+    depth = 0
+    while len(train_idx) < train_size:
+        for g in pool:
+            if depth < len(shuffled[g]):
+                train_idx.append(shuffled[g][depth])
+                if len(train_idx) == train_size:
+                    break
+        depth += 1
+    train_groups = {dataset.samples[i].group_id for i in train_idx}
+    if test_size is None:
+        test_groups = [g for g in order if g not in train_groups]
+    test_idx = [i for g in test_groups for i in groups[g]]
     samples = dataset.samples
     return Split(dataset=dataset.name, seed=seed,
-                 train_ids=tuple(samples[i].id for i in train_idx),
+                 train_ids=tuple(samples[i].id for i in sorted(train_idx)),
                  test_ids=tuple(samples[i].id for i in sorted(test_idx)))

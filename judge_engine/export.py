@@ -7,6 +7,10 @@ with (never an API key), and its meta-evaluation and cost: a small model
 card. :func:`load_judge` reads it back (or a bare Judge JSON), and
 :func:`score_file` scores a CSV/JSONL file with it through the cached LLM path.
 
+:func:`verdict_table` is a run's verdicts as one table (the Runs page's download and
+``python -m judge_engine verdicts`` both write it with :func:`verdicts_text`); its CSV
+goes through :mod:`judge_engine.spreadsheet`, so no cell runs as a formula.
+
 From Python::
 
     from judge_engine import export, make_llm, Store
@@ -17,16 +21,17 @@ From Python::
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from . import data
+from . import data, spreadsheet
 from .llm import LLM, LLMConfig
 from .methods import Judge
 from .records import Dataset, Verdict
-from .store import Store
+from .store import NotFound, Store
 
 CARD_FORMAT = "judge-workbench/judge"
 CARD_VERSION = 1
@@ -111,3 +116,101 @@ def verdict_record(v: Verdict) -> dict[str, Any]:
     return {"id": v.sample_id, "aspect": v.aspect, "score": None if v.missing else v.score, "missing": v.missing,
             "criteria": {k: (None if x != x else x) for k, x in v.criteria.items()},
             "explanation": v.explanation}
+
+
+# --------------------------------------------------------------------------- verdict tables
+
+VERDICT_FORMATS = ("csv", "jsonl")
+
+VERDICT_COLUMNS = ("sample_id", "input", "output", "human_score", "judge_score", "missing", "missing_reason",
+                   "raw_reply", "explanation")
+"""Columns of :func:`verdict_table`; per-criterion scores follow as ``criterion: <name>``."""
+
+_SOURCE_REASONS = {
+    "missing": "no score in the reply",
+    "text": "no score in the reply",
+    "sampling": "none of the sampled replies gave a score",
+    "logprobs": "no score token among the reply's probabilities",
+}
+
+
+def missing_reason(v: Verdict) -> str:
+    """Why a verdict has no score ("" when it has one).
+
+    The method's own words (``metadata["missing_reason"]``) when it gave them, else a
+    description of where the score was to come from (``metadata["source"]``), else
+    "no score in the reply" ("empty reply" when there was no text at all).
+    """
+    if not v.missing:
+        return ""
+    reason = v.metadata.get("missing_reason")
+    if reason:
+        return str(reason)
+    source = v.metadata.get("source")
+    if source:
+        return _SOURCE_REASONS.get(str(source), f"no score could be read (source: {source})")
+    return "no score in the reply" if v.raw.strip() else "empty reply"
+
+
+def _number(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+@dataclass(frozen=True)
+class VerdictTable:
+    """A run's verdicts as rows of plain values (None where there is no number)."""
+
+    columns: tuple[str, ...]
+    rows: tuple[dict[str, Any], ...]
+
+
+def build_verdict_table(dataset: Dataset | None, aspect: str, verdicts: Sequence[Verdict]) -> VerdictTable:
+    """One row per verdict: the item's texts and human score (when ``dataset`` is known), the judge's score,
+    whether it is missing and why, the raw reply, the explanation, and per-criterion scores where the method
+    has criteria."""
+    index = dataset.by_id() if dataset is not None else {}
+    criteria: dict[str, None] = {}
+    for v in verdicts:
+        for name in v.criteria:
+            criteria.setdefault(str(name), None)
+    rows = []
+    for v in verdicts:
+        sample = index.get(v.sample_id)
+        row = {
+            "sample_id": v.sample_id,
+            "input": sample.input if sample is not None else None,
+            "output": sample.output if sample is not None else None,
+            "human_score": _number(sample.human.get(aspect)) if sample is not None else None,
+            "judge_score": None if v.missing else float(v.score),
+            "missing": bool(v.missing),
+            "missing_reason": missing_reason(v),
+            "raw_reply": v.raw,
+            "explanation": v.explanation,
+        }
+        for name in criteria:
+            row[f"criterion: {name}"] = _number(v.criteria.get(name))
+        rows.append(row)
+    return VerdictTable(VERDICT_COLUMNS + tuple(f"criterion: {n}" for n in criteria), tuple(rows))
+
+
+def verdict_table(store: Store, run_id: int) -> VerdictTable:
+    """:func:`build_verdict_table` of stored run ``run_id`` (texts and human scores left empty when its
+    dataset is no longer stored)."""
+    run = store.get_run(run_id)
+    try:
+        dataset = store.load_dataset(run["dataset"])
+    except NotFound:
+        dataset = None
+    return build_verdict_table(dataset, run["aspect"], store.load_verdicts(run_id))
+
+
+def verdicts_text(table: VerdictTable, fmt: str = "csv") -> str:
+    """The table as CSV (spreadsheet-safe: see :mod:`judge_engine.spreadsheet`) or JSON lines."""
+    if fmt == "csv":
+        return spreadsheet.to_csv(table.columns, ([row[c] for c in table.columns] for row in table.rows))
+    if fmt == "jsonl":
+        return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in table.rows)
+    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(VERDICT_FORMATS)}")

@@ -60,15 +60,47 @@ with tab_upload:
                               key=f"datasets_upload_{n_upload}")
     if upload is not None:
         path = common.save_upload(store.path, upload.name, upload.getvalue())
+        fkey = path.parent.name  # widgets reset when another file is uploaded
+        columns, preview, dialect = [], [], None
         try:
-            columns, preview = data.inspect_table(path)
+            detected = data.detect_dialect(path)  # None for JSON / JSONL
         except DataImportError as exc:
             st.error(common.plain(str(exc)))
-            columns, preview = [], []
+            detected, readable = None, False
+        else:
+            readable = True
+        if detected is not None:
+            st.markdown("**File format**")
+            st.caption(common.plain(f"Detected {detected.describe()}. If the preview below looks wrong "
+                                    "(everything in one column, scores not read as numbers), change it here."))
+            f1, f2, f3 = st.columns(3)
+            separator = f1.selectbox("Separator", list(data.SEPARATORS), format_func=data.SEPARATORS.get,
+                                     index=list(data.SEPARATORS).index(detected.delimiter),
+                                     key=f"datasets_sep_{fkey}")
+            quote = f2.selectbox("Quote", list(data.QUOTES), format_func=data.QUOTES.get,
+                                 index=list(data.QUOTES).index(detected.quotechar), key=f"datasets_quote_{fkey}")
+            decimal = f3.selectbox("Decimal mark", list(data.DECIMAL_MARKS), format_func=data.DECIMAL_MARKS.get,
+                                   index=list(data.DECIMAL_MARKS).index(detected.decimal),
+                                   key=f"datasets_decimal_{fkey}",
+                                   help="A decimal comma (3,5) is possible only when cells are not separated "
+                                        "by commas.")
+            try:
+                dialect = data.CsvDialect(separator, quote, decimal)
+            except ValueError as exc:
+                st.error(common.plain(f"{exc}: choose another separator or the dot as decimal mark."))
+                readable = False
+        if readable:
+            try:
+                table = data.preview_table(path, dialect=dialect)
+            except DataImportError as exc:
+                st.error(common.plain(str(exc)))
+            else:
+                columns, preview = table.columns, table.rows
+                for warning in table.warnings:
+                    st.warning(common.plain(warning))
         if columns:
             st.caption(common.plain(f"First rows of {upload.name}:"))
             st.dataframe(common.preview_frame(preview, columns), hide_index=True)
-            fkey = path.parent.name  # widgets reset when another file is uploaded
             none = "(none)"
             optional = [none, *columns]
 
@@ -101,7 +133,8 @@ with tab_upload:
                 reference_col = pick("Reference output (optional)", "reference", common.guess_column(
                     columns, [r"reference", r"ref", r"gold"]))
             mapped = {input_col, output_col, group_col, system_col, id_col, context_col, reference_col}
-            guesses = [c for c in common.numeric_columns(columns, preview) if c not in mapped]
+            guesses = [c for c in common.numeric_columns(columns, preview, dialect.decimal if dialect else ".")
+                       if c not in mapped]
             score_cols = st.multiselect("Human score columns (one aspect each)", columns, default=guesses,
                                         key=f"datasets_map_scores_{fkey}")
             ranges = {}
@@ -114,6 +147,18 @@ with tab_upload:
                                                key=f"datasets_high_{fkey}_{col}")
                         if low is not None and high is not None:
                             ranges[col] = (low, high)
+            duplicates = "keep"
+            try:
+                repeated = common.duplicate_rows(path, input_col, output_col, dialect)
+            except DataImportError:
+                repeated = []  # the import below names the problem
+            if repeated:
+                st.warning(common.plain(data.duplicates_warning(path, repeated, merged=None)))
+                duplicates = st.radio(
+                    "Duplicate items", list(data.DUPLICATE_CHOICES), horizontal=True, key=f"datasets_dups_{fkey}",
+                    format_func={"keep": "Keep them as separate samples",
+                                 "merge": "Merge each into one sample (scores averaged, each row's score kept "
+                                          "as an annotator's)"}.get)
             ds_name = st.text_input("Dataset name", value=common.dataset_name_from(upload.name),
                                     key=f"datasets_name_{fkey}")
             task = st.text_input("Task (optional, used in prompts)", key=f"datasets_task_{fkey}",
@@ -128,7 +173,7 @@ with tab_upload:
                         store, path, name=ds_name, input_col=input_col, output_col=output_col,
                         score_cols=score_cols, group_col=group_col, system_col=system_col, id_col=id_col,
                         context_col=context_col, reference_col=reference_col, aspect_ranges=ranges,
-                        task=task.strip(),
+                        task=task.strip(), dialect=dialect, duplicates=duplicates,
                         progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total} rows"))
                 except (DataImportError, ValueError) as exc:
                     bar.empty()
@@ -218,7 +263,9 @@ with tab_stored:
                     st.rerun()
 
         st.markdown("**Train/test split**")
-        st.caption("Groups are never cut. Runs build the same split from the same sizes and seed.")
+        st.caption("Test takes whole groups (never cut, so it may hold a few more items than asked); train is drawn "
+                   "at random from the other groups, one item per group as far as they go. No group is in both. "
+                   "Runs build the same split from the same sizes and seed.")
         with st.form(f"datasets_split_{name}"):
             c = st.columns(3)
             train_size = c[0].number_input("Train size", min_value=0, value=30, step=1, key=f"datasets_train_{name}")

@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from judge_engine import data, plots
+from judge_engine import data, export, plots
 from judge_engine.data import DataImportError, SplitError
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS
@@ -107,7 +107,8 @@ else:
         train_size = c[0].number_input("Train size", min_value=0, value=30, step=1, key="runs_train",
                                        help="Human-scored items the method may learn from.")
         test_size = c[1].number_input("Test size", min_value=1, value=20, step=1, key="runs_test",
-                                      help="Held-out items the judge scores and is meta-evaluated on.")
+                                      help="Held-out items the judge scores and is meta-evaluated on. Test takes whole "
+                                           "groups, so it may hold a few more items than asked.")
         seed = c[2].number_input("Seed", min_value=0, value=0, step=1, key="runs_seed")
         st.markdown("**Method parameters** (defaults are the paper's values)")
         params, param_error = {}, None
@@ -300,8 +301,14 @@ def results(run: dict) -> None:
                  column_config={"parse failure": st.column_config.CheckboxColumn(),
                                 "human": st.column_config.NumberColumn(format="%.3f"),
                                 "judge": st.column_config.NumberColumn(format="%.3f")})
-    st.download_button("Download verdicts (CSV)", table.to_csv(index=False).encode("utf-8"),
+    # the engine's table (the same as `python -m judge_engine verdicts`): texts and replies are hostile, and
+    # its CSV neutralises every cell a spreadsheet would run as a formula
+    download = export.verdicts_text(export.build_verdict_table(dataset, run["aspect"], verdicts), "csv")
+    st.download_button("Download verdicts (CSV)", download.encode("utf-8"),
                        file_name=f"run-{run['id']}-verdicts.csv", mime="text/csv", key=f"runs_dl_{run['id']}")
+    st.caption(common.plain("The CSV has the item's input and output, human and judge scores, why a score is missing, the raw "
+               "reply, the explanation and any per-criterion scores. A text that begins with =, +, -, @, a tab or "
+               "a carriage return gets a leading ' so a spreadsheet shows it instead of running it."))
 
 
 # --------------------------------------------------------------------------- all runs

@@ -59,7 +59,7 @@ def test_runs_on_the_same_items_are_compared_and_the_better_one_wins(store, data
     assert worse["significantly worse"] == (worse["p vs best"] < 0.05)
     assert worse["score calls"] == 20 and worse["fit calls"] == 0 and worse["parse failures"] == 0
     lo, hi = best["spearman CI"]
-    assert lo <= best["spearman"] <= hi
+    assert lo - 1e-9 <= best["spearman"] <= hi + 1e-9  # a perfect correlation may read 0.9999999999999999
 
 
 def test_runs_on_different_items_are_refused_unless_the_common_subset_is_asked(store, dataset):

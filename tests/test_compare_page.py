@@ -21,7 +21,8 @@ def db(tmp_path, monkeypatch, tiny_dataset):
     store = Store(path)
     store.save_dataset(tiny_dataset)
     responders = {
-        "direct": lambda m, p: f"[[{1 + len(m[0]['content']) % 5}]]",
+        # scored by the prompt's characters (not only its length: one article's outputs differ by a digit)
+        "direct": lambda m, p: f"[[{1 + sum(map(ord, m[0]['content'])) % 5}]]",
         "geval": lambda m, p: "1. Read.\n2. Rate." if "evaluation procedure" in m[0]["content"] else "[[3]]",
     }
     for method, params in (("direct", {}), ("geval", {"scoring": "sampling", "n_samples": 2}), ("direct", {})):
@@ -101,12 +102,12 @@ def test_transfer_starts_a_scoring_run_on_another_dataset(db, tiny_dataset, monk
     monkeypatch.setattr(runs_module, "start_run", lambda path, run_id, **kw: started.append(run_id))
     at = open_compare()
     at.selectbox(key="compare_transfer_ds").set_value("other")
-    at.number_input(key="compare_transfer_n").set_value(4)
+    at.number_input(key="compare_transfer_n").set_value(6)  # two whole groups of 3 (a test group is never cut)
     at.button(key="FormSubmitter:compare_transfer-Score the target with this judge").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert started, [e.value for e in at.error]
     run = store.get_run(started[0])
-    assert run["dataset"] == "other" and run["judge"] is not None and len(run["split"]["test_ids"]) == 4
+    assert run["dataset"] == "other" and run["judge"] is not None and len(run["split"]["test_ids"]) == 6
 
 
 def test_triage_links_to_the_page_where_a_learned_judge_is_edited(db, tiny_dataset):

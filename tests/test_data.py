@@ -11,14 +11,19 @@ import pytest
 
 from judge_engine.data import (
     BENCHMARKS,
+    CsvDialect,
     DataImportError,
     SplitError,
     available_benchmarks,
     default_data_dir,
+    detect_dialect,
+    find_duplicates,
     inspect_table,
     load_benchmark,
     load_table,
     make_split,
+    parse_number,
+    preview_table,
 )
 from judge_engine.records import Aspect, Dataset, Sample
 
@@ -271,20 +276,28 @@ def _toy(group_sizes: list[int], name: str = "toy") -> Dataset:
     return Dataset(name=name, task="", aspects=(Aspect("q", 0, 10),), samples=tuple(samples))
 
 
-def _check_split(ds: Dataset, split, train_size: int):
+def _check_split(ds: Dataset, split, train_size: int, test_size: int | None = None):
     group_of = {s.id: s.group_id for s in ds.samples}
     train_groups = {group_of[i] for i in split.train_ids}
     test_groups = {group_of[i] for i in split.test_ids}
-    assert not train_groups & test_groups
-    assert not set(split.train_ids) & set(split.test_ids)
+    assert not train_groups & test_groups  # no group in both parts
     assert len(set(split.train_ids)) == len(split.train_ids)
-    assert len(split.train_ids) >= train_size
-    # whole groups in train
-    sizes = {}
+    assert len(split.train_ids) == train_size  # train is exactly train_size items
+    sizes: dict[str, int] = {}
     for s in ds.samples:
         sizes[s.group_id] = sizes.get(s.group_id, 0) + 1
-    assert sum(sizes[g] for g in train_groups) == len(split.train_ids)
-    assert len(split.train_ids) - train_size < max(sizes.values())
+    # whole groups in test: no test group is cut
+    assert sum(sizes[g] for g in test_groups) == len(split.test_ids)
+    if test_size is not None:
+        assert len(split.test_ids) >= test_size
+        assert len(split.test_ids) - test_size < max(sizes.values())
+    # train is spread over groups: a group gives a second item only when the others gave one each
+    counts: dict[str, int] = {}
+    for i in split.train_ids:
+        counts[group_of[i]] = counts.get(group_of[i], 0) + 1
+    for a, n_a in counts.items():
+        for n_b in counts.values():
+            assert n_a >= n_b - 1 or n_a == sizes[a]
 
 
 @needs_data
@@ -295,20 +308,29 @@ def test_benchmark_splits(name, seed):
     split = make_split(ds, train_size=30, seed=seed)
     _check_split(ds, split, 30)
     assert split.dataset == name and split.seed == seed
-    assert len(split.train_ids) + len(split.test_ids) == len(ds.samples)  # test = all the rest
     assert make_split(ds, train_size=30, seed=seed) == split  # deterministic
     ds.subset(list(split.train_ids))  # all ids exist
+    # test = every group train does not use
+    train_groups = {s.group_id for s in ds.subset(list(split.train_ids))}
+    assert len(split.test_ids) == sum(1 for s in ds.samples if s.group_id not in train_groups)
     small = make_split(ds, train_size=30, test_size=100, seed=seed)
-    _check_split(ds, small, 30)
-    assert len(small.test_ids) == 100 and small.train_ids == split.train_ids
+    _check_split(ds, small, 30, 100)
+    assert make_split(ds, train_size=30, test_size=100, seed=seed) == small
 
 
 @needs_data
-def test_split_sizes_on_summeval():
-    ds = bench("summeval")
-    assert len(make_split(ds, train_size=30).train_ids) == 32  # 2 articles x 16
+def test_split_on_summeval_spreads_train_over_articles_and_keeps_test_articles_whole():
+    ds = bench("summeval")  # 100 articles x 16 summaries
+    for seed in (0, 1, 2):
+        split = make_split(ds, train_size=30, test_size=40, seed=seed)
+        articles = {s.group_id for s in ds.subset(list(split.train_ids))}
+        # the old rule took 2 whole articles (32 items); HypoEval draws ~30 random pairs
+        assert len(split.train_ids) == 30 and len(articles) == 30
+        test_articles = {s.group_id for s in ds.subset(list(split.test_ids))}
+        assert len(split.test_ids) == 16 * len(test_articles) == 48  # 3 whole articles, none cut
+        assert not articles & test_articles
+    assert make_split(ds, train_size=30, seed=0).train_ids != make_split(ds, train_size=30, seed=1).train_ids
     assert len(make_split(ds, train_size=16).train_ids) == 16
-    assert make_split(ds, seed=0).train_ids != make_split(ds, seed=1).train_ids
 
 
 def test_split_toy_cases():
@@ -316,15 +338,30 @@ def test_split_toy_cases():
     for seed in range(20):
         split = make_split(ds, train_size=10, seed=seed)
         _check_split(ds, split, 10)
-        assert len(split.train_ids) + len(split.test_ids) == len(ds.samples)
-    # exact fits are preferred when the group sizes allow
-    assert len(make_split(_toy([5] * 10), train_size=10, seed=3).train_ids) == 10
+        assert make_split(ds, train_size=10, seed=seed) == split  # seeded: reproducible
+        split = make_split(ds, train_size=5, test_size=4, seed=seed)
+        _check_split(ds, split, 5, 4)
+        # five items from five different groups
+        assert len({i.split("-")[0] for i in split.train_ids}) == 5
+    assert len({make_split(ds, train_size=5, test_size=4, seed=s).train_ids for s in range(10)}) > 1
     split = make_split(ds, train_size=0, seed=0)
     assert split.train_ids == () and len(split.test_ids) == len(ds.samples)
-    split = make_split(ds, train_size=5, test_size=4, seed=2)
-    _check_split(ds, split, 5)
-    assert len(split.test_ids) == 4
+    # fewer groups than train items: every reachable group gives one item, then a second, ...
+    split = make_split(_toy([10, 10, 10, 10]), train_size=6, test_size=10, seed=4)
+    per_group: dict[str, int] = {}
+    for i in split.train_ids:
+        per_group[i.split("-")[0]] = per_group.get(i.split("-")[0], 0) + 1
+    assert sorted(per_group.values()) == [2, 2, 2]
     assert split.to_dict()["train_ids"] == list(split.train_ids)
+
+
+def test_split_never_cuts_a_test_group():
+    # the old rule kept the first test_size items of the test groups and cut the last one
+    ds = _toy([6, 6, 6, 6, 6, 6])
+    for seed in range(10):
+        split = make_split(ds, train_size=3, test_size=8, seed=seed)
+        _check_split(ds, split, 3, 8)
+        assert len(split.test_ids) == 12  # two whole groups
 
 
 def test_split_too_small():
@@ -582,3 +619,151 @@ def test_large_csv_streams_with_progress(tmp_path):
     assert calls[-1] == (n, n) and len(calls) >= 10
     assert (ds.aspect("s1").low, ds.aspect("s1").high) == (1, 5)
     assert len({s.group_id for s in ds.samples}) == n // 10
+
+
+# --------------------------------------------------------------------------- dialects, duplicates, control characters
+
+
+def test_semicolon_file_with_decimal_commas_is_read_and_its_dialect_shown(tmp_path):
+    path = tmp_path / "european.csv"
+    path.write_text('src;out;score\na;hello;3,5\nb;"well; said";4\nc;fine;1.234,5\n', encoding="utf-8")
+    dialect = detect_dialect(path)
+    assert dialect == CsvDialect(";", '"', ",")
+    assert dialect.describe() == "separator: semicolon, quote: double quote, decimal mark: comma"
+    preview = preview_table(path)
+    assert preview.columns == ["src", "out", "score"] and preview.dialect == dialect
+    assert preview.rows[1]["out"] == "well; said"
+    ds = load_table(path, input_col="src", output_col="out", score_cols=["score"])
+    assert [s.human["score"] for s in ds.samples] == pytest.approx([3.5, 4.0, 1234.5])
+    # the user's override wins: read as comma-separated, the rows no longer fit the header
+    with pytest.raises(DataImportError, match="separated by a comma; check the separator"):
+        load_table(path, input_col="src", output_col="out", score_cols=["score"], dialect=CsvDialect(","))
+    # with a dot as decimal mark, 3,5 is not a number
+    with pytest.raises(DataImportError, match="row 2, column 'score': '3,5' is not a number"):
+        load_table(path, input_col="src", output_col="out", score_cols=["score"], dialect=CsvDialect(";"))
+
+
+@pytest.mark.parametrize("content, expected", [
+    ("in,out,s\na;b,c;d,1\nx;y,z,2\n", CsvDialect(",", '"', ".")),  # semicolons inside comma cells
+    ("in\tout\ts\na,b\tc\t2,5\n", CsvDialect("\t", '"', ",")),
+    ("in|out|s\na|b|2.5\n", CsvDialect("|", '"', ".")),
+    ("in;out;s\n'a;b';c;2\n'x';y;3\n", CsvDialect(";", "'", ".")),
+    ("in;out;s\na;b;2\n", CsvDialect(";", '"', ".")),  # whole numbers: nothing says decimal comma
+    ("single\nx\n", CsvDialect(",", '"', ".")),  # one column: the comma default
+])
+def test_dialect_detection(tmp_path, content, expected):
+    path = tmp_path / "f.csv"
+    path.write_text(content, encoding="utf-8")
+    assert detect_dialect(path) == expected
+
+
+def test_dialect_rules_and_numbers(tmp_path):
+    with pytest.raises(ValueError, match="decimal comma needs a separator other than the comma"):
+        CsvDialect(",", '"', ",")
+    with pytest.raises(ValueError, match="unknown separator"):
+        CsvDialect(":")
+    assert parse_number(" 3,5 ", ",") == pytest.approx(3.5)
+    assert parse_number("-0,25", ",") == pytest.approx(-0.25)
+    assert parse_number("2.5", ",") == pytest.approx(2.5)
+    with pytest.raises(ValueError):
+        parse_number("3,5")
+    js = tmp_path / "f.jsonl"
+    js.write_text('{"a": 1}\n', encoding="utf-8")
+    assert detect_dialect(js) is None and preview_table(js).dialect is None
+    # a comma-separated file says why "3,5" is not read
+    bad = tmp_path / "c.csv"
+    bad.write_text('a,b,s\nx,y,"3,5"\nx,z,1\n', encoding="utf-8")
+    with pytest.raises(DataImportError, match="decimal comma is read in files whose cells are separated"):
+        load_table(bad, input_col="a", output_col="b", score_cols=["s"])
+
+
+def test_large_file_reads_fast_with_detection(tmp_path):
+    import time
+
+    path = tmp_path / "big.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, delimiter=";")
+        w.writerow(["src", "out", "score"])
+        for i in range(50_000):
+            w.writerow([f"source {i // 5}, with a comma", f"output {i}", f"{i % 5},5"])
+    start = time.perf_counter()
+    ds = load_table(path, input_col="src", output_col="out", score_cols=["score"])
+    assert len(ds.samples) == 50_000 and ds.samples[3].human["score"] == pytest.approx(3.5)
+    assert time.perf_counter() - start < 20  # 0.4 s here; generous for a loaded machine
+
+
+DUP_CSV = ("id,in,out,s\n"
+           "a,same input,same output,2\n"
+           "b,other,text,5\n"
+           "c,same input,  same output ,4\n"
+           "d,same input,same output,3\n"
+           "e,other,text,1\n"
+           "f,other,different,3\n")
+
+
+def test_duplicates_are_reported_with_their_rows_and_kept_apart_by_default(tmp_path):
+    path = tmp_path / "dups.csv"
+    path.write_text(DUP_CSV, encoding="utf-8")
+    assert find_duplicates(path, input_col="in", output_col="out") == [[2, 4, 5], [3, 6]]
+    warnings = []
+    ds = load_table(path, input_col="in", output_col="out", score_cols=["s"], id_col="id", warnings=warnings)
+    assert len(ds.samples) == 6
+    assert warnings == [("dups.csv: 2 item(s) appear more than once with the same input and output "
+                         "(rows 2, 4, 5; rows 3, 6); kept as separate samples")]
+
+
+def test_duplicates_merged_on_request_average_scores_and_keep_each_annotator(tmp_path):
+    path = tmp_path / "dups.csv"
+    path.write_text(DUP_CSV, encoding="utf-8")
+    warnings = []
+    ds = load_table(path, input_col="in", output_col="out", score_cols={"q": "s"}, id_col="id",
+                    warnings=warnings, duplicates="merge")
+    assert [s.id for s in ds.samples] == ["a", "b", "f"]
+    a, b, f = ds.samples
+    assert a.human["q"] == pytest.approx(3.0) and a.annotators == {"q": [2.0, 4.0, 3.0]}
+    assert a.metadata == {"merged_rows": [2, 4, 5], "merged_ids": ["a", "c", "d"]}
+    assert b.human["q"] == pytest.approx(3.0) and b.annotators == {"q": [5.0, 1.0]}
+    assert f.annotators == {} and f.human["q"] == pytest.approx(3.0)
+    assert "merged into one sample each" in warnings[0]
+    with pytest.raises(ValueError, match="duplicates must be one of"):
+        load_table(path, input_col="in", output_col="out", score_cols=["s"], duplicates="drop")
+
+
+def _write_all_kinds(tmp_path, rows: list[dict]) -> list[Path]:
+    cols = list(rows[0])
+    out = []
+    for kind, delim in (("csv", ","), ("tsv", "\t")):
+        p = tmp_path / f"ctl.{kind}"
+        with open(p, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f, delimiter=delim)
+            w.writerow(cols)
+            w.writerows([[r[c] for c in cols] for r in rows])
+        out.append(p)
+    jl = tmp_path / "ctl.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    js = tmp_path / "ctl.json"
+    js.write_text(json.dumps(rows), encoding="utf-8")
+    return out + [jl, js]
+
+
+def test_control_characters_are_stripped_with_a_warning_naming_the_rows_in_every_format(tmp_path):
+    rows = [{"in": "plain input", "out": "clean\tline\nnext", "s": 3},
+            {"in": "nul\x00inside", "out": "bell\x07 and escape\x1b[31m", "s": 4},
+            {"in": "ok", "out": "fine", "s": 2},
+            {"in": "del\x7f", "out": "c1\x85 control", "s": 5}]
+    results = []
+    for path in _write_all_kinds(tmp_path, rows):
+        warnings = []
+        ds = load_table(path, input_col="in", output_col="out", score_cols=["s"], warnings=warnings)
+        texts = [(s.input, s.output) for s in ds.samples]
+        assert texts == [("plain input", "clean\tline\nnext"), ("nulinside", "bell and escape[31m"),
+                         ("ok", "fine"), ("del", "c1 control")], path.name
+        warning = next(w for w in warnings if "control characters" in w)
+        # CSV/TSV rows are lines (header = line 1, the first record spans lines 2-3), JSONL rows are lines,
+        # a JSON list's are record numbers
+        expected_rows = "4, 6" if path.suffix in (".csv", ".tsv") else "2, 4"
+        assert f"2 row(s): {expected_rows} " in warning and "'in'" in warning and "'out'" in warning, warning
+        results.append(texts)
+        preview = preview_table(path)
+        assert preview.rows[1]["in"] == "nulinside" and preview.warnings
+    assert all(r == results[0] for r in results)

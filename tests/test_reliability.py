@@ -22,7 +22,8 @@ from llama_server import MODEL_ALIAS, free_port, llama_server_fixture
 llama_server = llama_server_fixture(scope="module")
 
 
-def openai_spec(url: str, *, test_size: int = 8, **config) -> RunSpec:
+def openai_spec(url: str, *, test_size: int = 9, **config) -> RunSpec:
+    # tiny has 4 groups of 3 and test takes whole groups: test sizes here are multiples of 3
     llm = LLMConfig(backend="openai", base_url=url, model=config.pop("model", MODEL_ALIAS), concurrency=1,
                     max_retries=config.pop("max_retries", 1), timeout=config.pop("timeout", 60), **config)
     return RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=test_size, llm=llm)
@@ -46,13 +47,13 @@ def test_server_dies_mid_run_then_the_run_resumes_without_repeating_a_call(llama
     run = store.get_run(run_id)
     assert run["status"] == "interrupted" and "backend unavailable" in run["message"]
     saved = len(store.scored_ids(run_id))
-    assert 2 <= saved < 8, "finished chunks are kept"
+    assert 2 <= saved < 9, "finished chunks are kept"
 
     server.start()
     summary = execute_run(store, run_id)
-    assert store.get_run(run_id)["status"] == "finished" and summary["n"] == 8
+    assert store.get_run(run_id)["status"] == "finished" and summary["n"] == 9
     # every call of both attempts is one cache row: nothing was sent twice
-    assert summary["calls"] == len(CallCache(store)) == 8
+    assert summary["calls"] == len(CallCache(store)) == 9
 
 
 def test_server_down_at_start_pauses_the_run_with_a_clear_status(store, tiny_dataset, monkeypatch):
@@ -119,11 +120,11 @@ def test_transient_errors_are_retried_with_backoff(flaky, store, tiny_dataset, m
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     _Flaky.script = {"failures": 2, "status": status}
     store.save_dataset(tiny_dataset)
-    run_id = create_run(store, openai_spec(flaky, test_size=4, model="stub", max_retries=3))
+    run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub", max_retries=3))
     summary = execute_run(store, run_id)
-    assert summary["n"] == 4 and summary["parse_failures"] == 0
-    assert sorted(_Flaky.seen.values()) == [3, 3, 3, 3], "each prompt: two failures, then one answer"
-    assert summary["calls"] == 4
+    assert summary["n"] == 3 and summary["parse_failures"] == 0
+    assert sorted(_Flaky.seen.values()) == [3, 3, 3], "each prompt: two failures, then one answer"
+    assert summary["calls"] == 3
 
 
 @pytest.mark.parametrize("status", [500, 429])
@@ -131,12 +132,12 @@ def test_errors_that_outlast_the_retries_pause_the_run(flaky, store, tiny_datase
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     _Flaky.script = {"failures": 99, "status": status}
     store.save_dataset(tiny_dataset)
-    run_id = create_run(store, openai_spec(flaky, test_size=4, model="stub", max_retries=1))
+    run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub", max_retries=1))
     with pytest.raises(BackendUnavailable):
         execute_run(store, run_id)
     assert store.get_run(run_id)["status"] == "interrupted"
     _Flaky.script = {}
-    assert execute_run(store, run_id)["n"] == 4, "resumes once the server recovers"
+    assert execute_run(store, run_id)["n"] == 3, "resumes once the server recovers"
 
 
 @pytest.mark.parametrize("reply", ["", "I will not rate this.", "blah " * 5000])
@@ -145,12 +146,12 @@ def test_empty_unparseable_or_over_long_replies_are_missing_not_numbers(flaky, s
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     _Flaky.script = {"reply": reply}
     store.save_dataset(tiny_dataset)
-    run_id = create_run(store, openai_spec(flaky, test_size=4, model="stub"))
+    run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub"))
     summary = execute_run(store, run_id)
-    assert summary["parse_failures"] == 4 and summary["parse_failure_rate"] == pytest.approx(1.0)
-    assert summary["missing"] == 4 and all(v.missing for v in store.load_verdicts(run_id))
+    assert summary["parse_failures"] == 3 and summary["parse_failure_rate"] == pytest.approx(1.0)
+    assert summary["missing"] == 3 and all(v.missing for v in store.load_verdicts(run_id))
     [warning] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
-    assert warning["count"] == 4 and "4 of 4 items have no score" in warning["message"]
+    assert warning["count"] == 3 and "3 of 3 items have no score" in warning["message"]
 
 
 def test_a_slow_server_times_out_and_pauses_the_run(flaky, store, tiny_dataset, monkeypatch):

@@ -20,9 +20,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _score_from_prompt(messages, params):
-    """A deterministic fake judge: the score depends on the judged text."""
+    """A deterministic fake judge: the score depends on the judged text (on its characters, not only its
+    length, so outputs of one group that differ by a digit get different scores)."""
     text = messages[0]["content"]
-    return f"[[{1 + len(text) % 5}]]"
+    return f"[[{1 + sum(map(ord, text)) % 5}]]"
 
 
 def test_run_executes_and_summarises(store, tiny_dataset):
@@ -141,11 +142,14 @@ def test_cli_run_on_the_embedded_model_replays_from_cache(tmp_path, shared_data)
     args = ["run", "--method", "geval", "--dataset", "sfhot", "--aspect", "naturalness", "--train", "5",
             "--test", "4", "--quiet"]
     first = _cli(args, env)
+    # test takes whole dialogue acts until it holds at least 4 items (a group is never cut)
+    n = first["n"]
+    assert 4 <= n <= 13
     # 1 call for the G-Eval steps + 1 per distinct test prompt (sfhot repeats some outputs verbatim)
-    assert 2 <= first["calls"] <= 5 and first["n"] == 4
-    assert first["calls"] + first["cache_hits"] == 5
+    assert 2 <= first["calls"] <= n + 1
+    assert first["calls"] + first["cache_hits"] == n + 1
     second = _cli(args, env)
-    assert second["calls"] == 0 and second["cache_hits"] == 5
+    assert second["calls"] == 0 and second["cache_hits"] == n + 1
     assert second["correlations"] == first["correlations"]
 
 
@@ -166,9 +170,10 @@ def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared
     scored_before = len(store.scored_ids(run_id))
     calls_before = run["ledger"]["calls"]
     summary = execute_run(store, run_id)
-    assert summary["n"] == 12
+    n_test = len(run["split"]["test_ids"])  # whole dialogue acts: at least the 12 asked
+    assert summary["n"] == n_test >= 12
     # calls made after the kill are only for items not scored before it (at most one chunk was in flight)
-    assert summary["calls"] - calls_before <= 12 - scored_before
+    assert summary["calls"] - calls_before <= n_test - scored_before
     assert summary["calls"] == len(CallCache(store))  # never the same request twice
 
 
