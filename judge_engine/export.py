@@ -63,8 +63,9 @@ def model_card(store: Store, run_id: int) -> dict[str, Any]:
         "provenance": {"run_id": run_id, "dataset": run["dataset"], "aspect": run["aspect"],
                        "seed": split.get("seed"), "n_train": len(split.get("train_ids") or []),
                        "n_test": len(split.get("test_ids") or []), "status": run["status"]},
-        "meta_evaluation": {k: summary.get(k) for k in ("level", "correlations", "levels", "n", "parse_failures",
-                                                        "parse_failure_rate")},
+        # the warnings travel with the judge: whoever loads the file sees what the run's figures alone do not say
+        "meta_evaluation": {k: summary.get(k) for k in ("level", "correlations", "levels", "n", "missing",
+                                                        "parse_failures", "parse_failure_rate", "warnings")},
         "cost": {k: summary.get(k, (run.get("ledger") or {}).get(k)) for k in
                  ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "dollars", "seconds")},
     }
