@@ -548,3 +548,260 @@ def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dat
     rows = {r["text"]: r for r in he.bank_from_events(events)["hypotheses"]}
     assert set(rows) == {GOOD.format(n=1), BAD.format(n=1)}
     assert rows[GOOD.format(n=1)]["origin"] == "curated" and rows[BAD.format(n=1)]["origin"] == "literature"
+
+
+# ----------------------------------------------------------------------------- structured replies (issue #16)
+
+def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset))
+    judge = get_method("hypoeval", {"n_init": 2, "n_init_hypotheses": 3, "w_max": 2, "w_hyp": 1, "n_refine": 1,
+                                    "n_selected": 2}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    titles = {structured.kind_of(p.json_schema) for _, p in backend.calls}
+    assert titles == {structured.HYPOTHESES, structured.YES_NO, structured.SCORE}
+    first = structured.schema_of(backend.calls[0][1].json_schema)["properties"]["hypotheses"]
+    assert (first["minItems"], first["maxItems"]) == (3, 3)
+    assert (first["items"]["minLength"], first["items"]["maxLength"]) == (he.HYPOTHESIS_MIN_CHARS,
+                                                                        he.HYPOTHESIS_MAX_CHARS)
+    score = next(structured.schema_of(p.json_schema) for _, p in backend.calls
+                 if structured.kind_of(p.json_schema) == structured.SCORE)
+    assert list(score["properties"]) == ["explanation", "score"], "reasoning comes before the score"
+    assert score["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
+    prompt = backend.calls[0][0][0]["content"]
+    assert '{"hypotheses": [' in prompt and "hypothesis1." not in prompt
+    replies = judge.state["replies"]
+    assert replies["json"] > 0 and replies["text"] == 0 and replies["unread"] == 0
+    assert set(judge.state["score_sources"]) == {"json"}
+    verdicts = judge.score(tiny_dataset.samples[8:10], llm=llm)
+    assert all(v.metadata["source"] == "json" for v in verdicts)
+
+
+def test_free_text_replies_still_parse_through_the_fallback_and_are_counted_as_such(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset, as_json=False))
+    judge = get_method("hypoeval", {"n_init": 2, "w_max": 3, "n_selected": 1}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    assert judge.state["selected"][0]["text"].startswith("GOOD")
+    assert judge.state["replies"]["json"] == 0 and judge.state["replies"]["text"] > 0
+    assert judge.state["score_sources"].get("text", 0) > 0
+    [v] = judge.score(tiny_dataset.samples[8:9], llm=llm)
+    assert v.metadata["source"] == "text" and v.score == pytest.approx(tiny_dataset.samples[8].human["quality"])
+
+
+def test_read_hypotheses_json_first_then_fallbacks():
+    good = "A summary scores high when each sentence follows from the one before."
+    # read as JSON; an item of fewer than MIN_HYPOTHESIS_WORDS words is not a rubric and is dropped
+    assert he.read_hypotheses(json.dumps({"hypotheses": [good, "Flow matters a great deal."]}), 5) == ([good], "json")
+    too_long = good + " x" * 400  # breaks maxLength: read leniently, as the fallback
+    got, source = he.read_hypotheses(json.dumps({"hypotheses": [too_long]}), 5)
+    assert source == "text" and got and got[0].startswith("A summary")
+    assert he.read_hypotheses(f"hypothesis1. {good}", 5) == ([good], "text")
+    # the prompt's placeholder copied back is not a hypothesis
+    copied = json.dumps({"hypotheses": ["A summary scores high on coherence when ..., and low when ..."]})
+    assert he.read_hypotheses(copied, 5) == ([], "unread")
+    assert he.read_repetition('{"answer": "yes"}') == (True, "json")
+    assert he.read_repetition("They match. Final answer: no") == (False, "text")
+    assert he.read_repetition("hmm") == (None, "unread")
+
+
+class _DigitLaterBackend:
+    """Replies '{"score": 4}' with logprobs per token; the digit is the 5th token and its alternatives put
+    60% on 4 and 20% on each of 3 and 5. The first position's alternatives hold a decoy "1"."""
+
+    name = "digits"
+    model_id = "digits"
+    supports_logprobs = True
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, messages, params):
+        from judge_engine.llm.base import Completion
+
+        self.calls.append((messages, params))
+        lp = math.log
+        tokens = [{"token": '{"', "logprob": lp(0.9), "top": {'{"': lp(0.9), "1": lp(0.1)}},
+                  {"token": "score", "logprob": lp(0.99), "top": {"score": lp(0.99)}},
+                  {"token": '":', "logprob": lp(0.99), "top": {'":': lp(0.99)}},
+                  {"token": " ", "logprob": lp(0.99), "top": {" ": lp(0.99)}},
+                  {"token": "4", "logprob": lp(0.6), "top": {"4": lp(0.6), "3": lp(0.2), "5": lp(0.2)}},
+                  {"token": "}", "logprob": lp(0.99), "top": {"}": lp(0.99)}}]
+        return Completion(texts=('{"score": 4}',), logprobs=(tuple(tokens),) if params.top_logprobs else (),
+                          model=self.model_id)
+
+
+def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_reply(store, tiny_dataset):
+    backend = _DigitLaterBackend()
+    llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
+    verdicts = he.evaluate_with_hypotheses(
+        tiny_dataset.samples[:2], [{"key": "h1", "text": GOOD.format(n=1)}], aspect=tiny_dataset.aspects[0],
+        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=False, max_tokens=64,
+        weighted=True)
+    # 0.6*4 + 0.2*3 + 0.2*5 = 4.0 read at the 5th token; the decoy "1" at the first position is ignored
+    assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0])
+    assert all(v.metadata["source"] == "logprobs" for v in verdicts)
+    for _, params in backend.calls:
+        assert params.top_logprobs == 20 and params.max_tokens <= 16
+        assert list(structured.schema_of(params.json_schema)["properties"]) == ["score"]
+
+
+# ----------------------------------------------------------------------------- honest selection (#16 §3, #23)
+
+SPARSE = "SPARSE rubric: scores only the first two outputs exactly, and cannot decide on any other one."
+STEADY = "STEADY rubric: scores every output close to the experts, off by one point on a single item."
+ANTI = "ANTI rubric {n}: gives the opposite of what the experts give, six minus their score on every item."
+
+
+def _selection_responder(dataset):
+    inner = scripted(dataset)
+
+    def responder(messages, params):
+        prompt = messages[0]["content"]
+        if kind(prompt, params) != "score" or len(messages) > 1:
+            return inner(messages, params)
+        crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
+        index = int(re.search(r"output number (\d+)", prompt).group(1))
+        human = int(round(dataset.samples[index].human["quality"]))
+        if crit.startswith("SPARSE"):
+            return score_reply(human, params) if index < 2 else "I cannot decide."
+        if crit.startswith("STEADY"):
+            return score_reply(4 if index == 2 else human, params)  # item 2's human score is 5
+        if crit.startswith("ANTI"):
+            return score_reply(6 - human, params)
+        return inner(messages, params)
+    return responder
+
+
+def test_a_hypothesis_scoring_2_of_10_perfectly_cannot_beat_one_scoring_10_of_10_slightly_worse(store,
+                                                                                               tiny_dataset):
+    llm, _ = make(store, _selection_responder(tiny_dataset))
+    ctx, events = ctx_for(llm, tiny_dataset)
+    bank = [he.new_entry(SPARSE, "initial", s_h=[]), he.new_entry(STEADY, "initial", s_h=[])]
+    train = list(tiny_dataset.samples[:10])
+    [chosen] = he.select_hypotheses(ctx, bank, train, 1)
+    sparse, steady = bank
+    assert sparse["train_pearson"] == pytest.approx(1.0) and sparse["coverage"] == pytest.approx(0.2)
+    assert 0.8 < steady["train_pearson"] < 1.0 and steady["coverage"] == pytest.approx(1.0)
+    assert chosen["text"] == STEADY and not sparse["selectable"]
+    shown = {p["key"]: p for k, p in events if k == "hypothesis_evaluated"}
+    assert shown[sparse["key"]]["coverage"] == pytest.approx(0.2) and "2 of 10" in shown[sparse["key"]]["reason"]
+
+
+def test_fewer_positive_hypotheses_than_wanted_selects_fewer_and_never_the_anti_correlated(store, tiny_dataset):
+    llm, _ = make(store, _selection_responder(tiny_dataset))
+    ctx, events = ctx_for(llm, tiny_dataset)
+    bank = [he.new_entry(ANTI.format(n=1), "initial", s_h=[]), he.new_entry(GOOD.format(n=1), "initial", s_h=[]),
+            he.new_entry(ANTI.format(n=2), "initial", s_h=[])]
+    selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples[:10]), 3)
+    assert [e["text"] for e in selected] == [GOOD.format(n=1)]
+    anti = [e for e in bank if e["text"].startswith("ANTI")]
+    assert all(e["train_pearson"] == pytest.approx(-1.0) and not e["selectable"] for e in anti)
+    warnings = [p for k, p in events if k == "warning"]
+    assert [w["code"] for w in warnings] == ["fewer_selected"] and warnings[0]["count"] == 2
+
+
+def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_them(store, tiny_dataset):
+    def generate(prompt):
+        return hypotheses_reply([ANTI.format(n=1), ANTI.format(n=2)])
+
+    inner = _selection_responder(tiny_dataset)
+    generating = scripted(tiny_dataset, generate=generate)
+
+    def responder(messages, params):
+        return generating(messages, params) if kind(messages[0]["content"], params) == "generate" \
+            else inner(messages, params)
+
+    llm, _ = make(store, responder)
+    events = []
+    with pytest.raises(ValueError, match="no hypothesis that agrees with the human scores"):
+        get_method("hypoeval", {"n_init": 2, "w_max": 5}).fit(
+            tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
+            log=lambda k, p: events.append((k, p)))
+    assert any(k == "warning" and p["code"] == "no_selectable" for k, p in events)
+    # a person accepted them (curated): kept, marked, and a warning says so
+    judge = get_method("hypoeval", {"hypotheses": (ANTI.format(n=1),), "n_selected": 1}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    [kept] = judge.state["selected"]
+    assert kept["accepted_by"] == "person" and kept["train_pearson"] == pytest.approx(-1.0)
+    assert [w["code"] for w in judge.state["warnings"]] == ["person_accepted"]
+
+
+def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store, tiny_dataset):
+    # the small model's failure mode: copies of an example, too short to be a rubric
+    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])))
+    events = []
+    with pytest.raises(ValueError, match="HypoEval generated no usable hypothesis"):
+        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
+                                   task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
+    [warning] = [p for k, p in events if k == "warning"]
+    assert warning["code"] == "empty_bank" and "no hypothesis could be read" in warning["message"]
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6)
+    run_id = create_run(store, spec)
+    with pytest.raises(ValueError):
+        execute_run(store, run_id, llm=llm)
+    run = store.get_run(run_id)
+    assert run["status"] == "failed" and "HypoEval generated no usable hypothesis" in run["message"]
+
+
+def test_all_missing_verdict_says_why(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+    verdicts = he.evaluate_with_hypotheses(
+        tiny_dataset.samples[:1], [{"key": "h1", "text": NOISY.format(n=1)}], aspect=tiny_dataset.aspects[0],
+        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=True, max_tokens=64)
+    [v] = verdicts
+    assert math.isnan(v.score) and v.metadata["source"] == "missing"
+    assert "none of the 1 hypotheses" in v.metadata["missing_reason"]
+
+
+# ----------------------------------------------------------------------------- faithfulness gaps (#17 §3)
+
+def test_union_without_literature_keeps_the_data_bank_by_reward_not_at_random():
+    data = [dict(he.new_entry(f"data hypothesis number {i} about flow", "initial"), reward=r)
+            for i, r in enumerate([0.2, 0.9, None, 0.5, 0.7, 0.1])]
+    for seed in range(20):
+        kept = he.union_banks(data, [], max_bank=4, mode="random_half", seed=seed)
+        assert [e["reward"] for e in kept] == pytest.approx([0.9, 0.7])
+
+
+def test_reward_constant_follows_the_judge_scale():
+    from judge_engine.records import Aspect
+
+    assert he.default_reward_b((1, 5)) == pytest.approx(1 / 16)  # the paper's value on its 1-5 scale
+    assert he.default_reward_b((1, 10)) == pytest.approx(1 / 81)
+    assert he.default_reward_b((1, 3)) == pytest.approx(1 / 4)
+
+    class _NoLLM:
+        pass
+
+    for aspect in (Aspect("q", 1, 10), Aspect("q", 1, 3), Aspect("q", 1, 5)):
+        p = he.HypoEval().get_params()
+        ctx = he.Context(llm=_NoLLM(), aspect=aspect, task=TaskInfo(task="t"), params=p,
+                         log=lambda k, payload: None, progress=lambda s: None)
+        lo, hi = ctx.scale
+        from judge_engine.records import Sample
+
+        worst = Sample(id="a", input="x", output="y", group_id="g", human={"q": float(lo)})
+        entry = {"scores": {"a": float(hi)}}
+        # the exploitation term stays in [0, 1]: 0 for the largest possible error, 1 for an exact score
+        assert he.exploitation(entry, {"a": worst}, ctx, ["a"]) == pytest.approx(0.0)
+        assert he.exploitation({"scores": {"a": float(lo)}}, {"a": worst}, ctx, ["a"]) == pytest.approx(1.0)
+    explicit = {**he.HypoEval().get_params(), "reward_b": 0.5}
+    ctx = he.Context(llm=_NoLLM(), aspect=Aspect("q", 1, 10), task=TaskInfo(task="t"), params=explicit,
+                     log=lambda k, payload: None, progress=lambda s: None)
+    assert ctx.reward_b == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="reward_b"):
+        he.HypoEval(reward_b=-1.0)._validate_params()
+
+
+def test_training_subsample_is_a_seeded_random_sample(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+
+    def train_ids(seed):
+        return get_method("hypoeval", {"n_train": 6, "n_init": 2, "w_max": 5, "seed": seed, "n_selected": 1}).fit(
+            tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset)
+        ).state["train_ids"]
+
+    first = train_ids(1)
+    assert first == train_ids(1) and len(first) == len(set(first)) == 6
+    assert {tuple(train_ids(s)) for s in range(2, 6)} != {tuple(first)}
+    assert first != [s.id for s in tiny_dataset.samples[:6]]

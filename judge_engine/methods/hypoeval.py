@@ -711,7 +711,7 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
         ctx.warn("no_selectable", message)
         ctx.emit("selection", {"selected": [], "bank_size": len(bank), "qualified": 0, "wanted": n_selected})
         raise ValueError(message)
-    if n_qualified < n_selected:
+    if len(selected) < n_selected:
         ctx.warn("fewer_selected", f"only {n_qualified} of the {len(bank)} hypotheses correlate positively with "
                                    f"the human scores at sufficient coverage; {len(selected)} selected instead of "
                                    f"{n_selected}", count=n_selected - n_qualified)
