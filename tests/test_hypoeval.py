@@ -468,6 +468,9 @@ def test_bank_replay_from_stored_events(store, tiny_dataset):
     for h in judge.state["bank"]:
         assert rows[h["key"]]["text"] == h["text"] and rows[h["key"]]["reward"] == pytest.approx(h["reward"])
     assert rows[view["selected"][0]]["status"] == "selected"
+    assert rows[view["selected"][0]]["coverage"] == pytest.approx(1.0) and rows[view["selected"][0]]["selectable"]
+    assert view["replies"]["json"] > 0 and view["score_sources"]["json"] > 0
+    assert [w["code"] for w in view["warnings"]] == [w["code"] for w in judge.state["warnings"]]
     # a resumed run fits again from the cache and logs its events again: the replay shows one fit, not two
     for e in store.events(run_id):
         store.add_event(run_id, e["kind"], e["payload"])

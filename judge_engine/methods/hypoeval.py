@@ -1143,17 +1143,26 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     Returns ``{"hypotheses": [row, ...], "wrong_bank": int, "w_max": int | None,
     "refreshes": int, "refinement_rounds": int, "literature_skipped": bool,
-    "parse_failures": int, "selected": [key, ...]}``; each row has key, text,
-    origin, reward, n_evaluated, train_pearson and status (in bank, dropped,
+    "parse_failures": int, "selected": [key, ...], "replies": {json, text,
+    unread}, "score_sources": {source: n}, "warnings": [warning, ...]}``;
+    each row has key, text, origin, reward, n_evaluated, train_pearson,
+    coverage (share of training items it scored), fitness (coverage-aware),
+    selectable, reason (why not selectable) and status (in bank, dropped,
     duplicate, selected).
     """
     rows: dict[str, dict[str, Any]] = {}
-    view: dict[str, Any] = {"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
-                            "literature_skipped": False, "parse_failures": 0, "selected": []}
+
+    def fresh() -> dict[str, Any]:
+        return {"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
+                "literature_skipped": False, "parse_failures": 0, "selected": [],
+                "replies": {k: 0 for k in READ_SOURCES}, "score_sources": {}, "warnings": []}
+
+    view: dict[str, Any] = fresh()
 
     def row(key: str, **fields: Any) -> dict[str, Any]:
         r = rows.setdefault(key, {"key": key, "text": "", "origin": "", "reward": None, "n_evaluated": 0,
-                                  "train_pearson": None, "status": "in bank"})
+                                  "train_pearson": None, "coverage": None, "fitness": None, "selectable": None,
+                                  "reason": "", "status": "in bank"})
         r.update({k: v for k, v in fields.items() if v is not None})
         return r
 
@@ -1161,8 +1170,7 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         kind, p = event["kind"], event["payload"]
         if kind == "fit_started":  # a resumed run fits again (from the cache): show that fit only
             rows.clear()
-            view.update({"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
-                         "literature_skipped": False, "parse_failures": 0, "selected": []})
+            view.update(fresh())
         elif kind in ("hypothesis_proposed", "hypothesis_added"):
             if kind == "hypothesis_added" or p.get("origin") != "wrong_examples":
                 row(p["key"], text=p.get("text"), origin=p.get("origin"), reward=p.get("reward"),
@@ -1189,7 +1197,17 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
             for key, text, origin in zip(keys, p.get("texts", [None] * len(keys)), p.get("origins", [None] * len(keys))):
                 row(key, text=text, origin=origin or "curated")
         elif kind == "hypothesis_evaluated":
-            row(p["key"], train_pearson=p.get("train_pearson"))
+            row(p["key"], train_pearson=p.get("train_pearson"), coverage=p.get("coverage"), fitness=p.get("fitness"),
+                selectable=p.get("selectable"), reason=p.get("reason"))
+        elif kind == "reply_read":
+            source = p.get("source", "unread")
+            view["replies"][source] = view["replies"].get(source, 0) + 1
+        elif kind == "scores_read":
+            for source, n in (p.get("sources") or {}).items():
+                view["score_sources"][source] = view["score_sources"].get(source, 0) + int(n)
+        elif kind == "warning":
+            view["warnings"].append({"code": p.get("code", ""), "message": p.get("message", ""),
+                                     **({"count": p["count"]} if "count" in p else {})})
         elif kind == "selection":
             view["selected"] = [s["key"] for s in p.get("selected", [])]
             for key in view["selected"]:
