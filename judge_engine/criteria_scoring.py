@@ -28,20 +28,19 @@ Layouts
 With ``joint=True`` a single call per sample scores every criterion and the
 reply is a JSON object ``{key: score}``.
 
+Structured replies (``structured=True``, the default): every request carries
+a JSON schema (:mod:`judge_engine.structured`): ``{"score": N}`` score first
+(``reasoning=False``; the digit is then within the reply's first few tokens,
+where a probability-weighted reading takes its alternatives),
+``{"explanation", "score"}`` reasoning first (``reasoning=True``), and an
+object of every criterion's score for ``joint``. The prompts ask for that
+JSON. A reply is read with :func:`judge_engine.structured.read_json`; the
+free-text parser is only the fallback (a server that ignores schemas), and
+each :class:`CriterionScore` says which one read it (``source``).
+
 A reply without a readable score gets one follow-up turn asking for the
 score alone; if that fails too the score is missing (NaN), never a default.
-
-Structured replies
-------------------
-With ``structured=True`` every request carries a JSON schema
-(:mod:`judge_engine.structured`): ``{"explanation": ..., "score": N}`` when
-the judge reasons first, ``{"score": N}`` when it scores first (so the
-digit comes within the first few tokens, where its logprobs are returned),
-and ``{key: N, ...}`` with ``joint``. The prompt then asks for that JSON.
-The reply is read with :func:`judge_engine.structured.read_json`; the
-free-text parser is only the fallback. Each :class:`CriterionScore` says
-where its score was read (``source``). ``structured=False`` (the default,
-for callers that have not moved yet) sends today's free-text prompts.
+:func:`estimate_criteria_calls` counts that turn in its upper bound.
 
 On the embedded SmolLM2-135M, reasoning replies almost never end in a
 score; ``reasoning=False, weighted=True`` (score first, probability-weighted
@@ -59,7 +58,7 @@ from typing import Callable, Sequence
 
 from . import structured as st
 from .llm import LLM, GenerationParams, Request
-from .parsing import parse_json_object, parse_score, read_weighted
+from .parsing import MIN_FIRST_POSITION_MASS, WeightedReading, parse_json_object, parse_score, read_weighted
 from .prompting import TaskInfo, judge_scale, load_template, render_sample
 from .records import Aspect, Sample
 
@@ -78,20 +77,22 @@ SAMPLE_FIRST_SCALE = {False: "Rate on this scale, replying with a single whole n
 """The ``sample_first`` layout's answer wording before the criterion (by ``reasoning``)."""
 SAMPLE_FIRST_CUE = {False: "Score:", True: REASONING_FORMAT}
 """The ``sample_first`` layout's last line, after the criterion (by ``reasoning``)."""
+SCORE_FIRST_JSON_FORMAT = ('Reply with a JSON object of the form {{"score": N}}, where N is a single whole number '
+                           'from {low} to {high}, and nothing else.')
+REASONING_JSON_FORMAT = ('Reply with a JSON object of the form {{"explanation": "...", "score": N}}: first a few '
+                         'short sentences of reasoning, then N, a single whole number from {low} to {high}.')
+SAMPLE_FIRST_JSON_SCALE = "Rate on this scale:\n{scale}"
+"""The ``sample_first`` layout's wording before the criterion when the reply is JSON."""
+RETRY_JSON = ('Your reply did not contain a score I could read. Reply with the JSON object {{"score": N}} only, '
+              'N a single whole number from {low} to {high}.')
+JOINT_RETRY = "Your reply was not the JSON object I asked for. Reply with that JSON object only."
 RETRY_MAX_TOKENS = 8
 WEIGHTED_MAX_TOKENS = 8
-STRUCTURED_SHORT_TOKENS = 16
-"""Reply budget of a score-only JSON reply (``{"score": N}`` is about 6 tokens; logprobs cover the first 16)."""
-
-STRUCTURED_FORMAT = {
-    True: ('Reply with one JSON object and nothing else: first "explanation", a few short sentences of reasoning, '
-           'then "score", your score as a whole number from {low} to {high}. '
-           'Example: {{"explanation": "...", "score": {low}}}'),
-    False: ('Reply with one JSON object and nothing else, holding only "score", your score as a whole number from '
-            '{low} to {high}. Example: {{"score": {low}}}')}
-"""The answer wording of structured requests (by ``reasoning``): it describes the schema sent with them."""
-STRUCTURED_RETRY = ('Your reply did not contain a score I could read. Reply with the JSON object {{"score": N}} '
-                    'only, N a whole number from {low} to {high}.')
+JSON_SCORE_MAX_TOKENS = 16
+"""Reply budget of a score-first JSON reply (``{"score": 4}`` plus spacing): the digit comes within it, so
+within the first 16 tokens, where the backends return its top alternatives."""
+SOURCES = ("json", "text", "logprobs", "logprobs_first_position", "missing")
+"""Where a :class:`CriterionScore` was read (see :attr:`CriterionScore.source`)."""
 
 
 @dataclass(frozen=True)
@@ -117,42 +118,62 @@ class CriterionScore:
     explanation: str = ""
     """The reasoning before the score, when the judge was asked to reason."""
     source: str = ""
-    """Where the score was read: ``json`` (a reply satisfying the schema), ``text`` (the free-text fallback),
-    ``logprobs`` (probability-weighted at the digit's position), ``logprobs_first_position`` (from the first
-    position's alternatives of a reply that chose no number), ``missing``."""
+    """Where the score was read: ``json`` (the structured reply), ``text`` (the free-text fallback parser),
+    ``logprobs`` (probability-weighted at the chosen digit), ``logprobs_first_position`` (weighted from the
+    first position's alternatives of a reply that chose no number: flagged, see
+    :func:`judge_engine.parsing.read_weighted`) or ``missing``."""
+    missing_reason: str = ""
+    """Why the score is missing ("" when it is not)."""
+    follow_up: bool = False
+    """True when the score (or its absence) comes from the follow-up turn."""
 
     @property
     def missing(self) -> bool:
         return math.isnan(self.score)
 
+    @property
+    def from_alternatives(self) -> bool:
+        """True when the score was read from alternatives of a position where the reply chose no number."""
+        return self.source == "logprobs_first_position"
+
+
+def _json_format(reasoning: bool, scale: tuple[int, int]) -> str:
+    return (REASONING_JSON_FORMAT if reasoning else SCORE_FIRST_JSON_FORMAT).format(low=scale[0], high=scale[1])
+
 
 def _answer_format(reasoning: bool, scale: tuple[int, int], structured: bool = False) -> str:
-    template = STRUCTURED_FORMAT[reasoning] if structured else REASONING_FORMAT if reasoning else SCORE_FIRST_FORMAT
-    return template.format(low=scale[0], high=scale[1])
+    if structured:
+        return _json_format(reasoning, scale)
+    return (REASONING_FORMAT if reasoning else SCORE_FIRST_FORMAT).format(low=scale[0], high=scale[1])
 
 
 def _sample_first_answer(reasoning: bool, scale: tuple[int, int], structured: bool = False) -> dict[str, str]:
     low, high = scale
     points = "\n".join(f"{k} (worst)" if k == low else f"{k} (best)" if k == high else str(k)
                        for k in range(low, high + 1))
-    cue = STRUCTURED_FORMAT[reasoning] if structured else SAMPLE_FIRST_CUE[reasoning]
-    return {"answer_format": SAMPLE_FIRST_SCALE[reasoning or structured].format(scale=points),
-            "answer_cue": cue.format(low=low, high=high)}
+    if structured:
+        return {"answer_format": SAMPLE_FIRST_JSON_SCALE.format(scale=points),
+                "answer_cue": _json_format(reasoning, scale)}
+    return {"answer_format": SAMPLE_FIRST_SCALE[reasoning].format(scale=points),
+            "answer_cue": SAMPLE_FIRST_CUE[reasoning].format(low=low, high=high)}
 
 
-def score_request_schema(scale: tuple[int, int], *, reasoning: bool) -> dict:
-    """The schema of one per-criterion score: reasoning first, or the score alone (its digit early)."""
-    return st.score_schema(scale[0], scale[1], explanation="before" if reasoning else None)
+def criterion_schema(aspect: Aspect, *, reasoning: bool) -> dict:
+    """The reply schema of one criterion's score: score first, or reasoning before the score."""
+    low, high = judge_scale(aspect)
+    return st.score_schema(low, high, explanation="before" if reasoning else None)
 
 
-def joint_request_schema(criteria: Sequence[CriterionText], scale: tuple[int, int]) -> dict:
-    """The schema of a joint reply: one score per criterion key (titled SCORE: it is a score reply)."""
-    return st.object_schema(st.SCORE, {c.key: st.score_value(*scale) for c in criteria})
+def joint_schema(criteria: Sequence[CriterionText], aspect: Aspect) -> dict:
+    """The reply schema of joint scoring: an object holding every criterion's score (all required)."""
+    low, high = judge_scale(aspect)
+    return st.object_schema(st.SCORE, {c.key: st.score_value(low, high) for c in criteria})
 
 
 def criterion_prompt(sample: Sample, criterion: CriterionText, *, instructions: str, aspect: Aspect,
                      task: TaskInfo, layout: str = "paper", reasoning: bool = True, structured: bool = False) -> str:
-    """The prompt scoring ``sample`` on one criterion (``structured``: it asks for the JSON of the schema)."""
+    """The prompt scoring ``sample`` on one criterion (asking for the JSON of :func:`criterion_schema`
+    when ``structured``)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
     scale = judge_scale(aspect)
@@ -183,6 +204,7 @@ def _explanation(text: str) -> str:
 
 
 def _joint_scores(text: str, criteria: Sequence[CriterionText], scale: tuple[int, int]) -> dict[str, float]:
+    """The free-text fallback of a joint reply: each criterion's value read on its own (off-scale = NaN)."""
     obj = parse_json_object(text)
     out = {}
     for c in criteria:
@@ -193,32 +215,48 @@ def _joint_scores(text: str, criteria: Sequence[CriterionText], scale: tuple[int
     return out
 
 
-def _weighted(reply, scale: tuple[int, int], first_position: bool = True) -> tuple[float, str]:
-    """Probability-weighted score of a score-first reply and where it was read.
+def _weighted(reply, scale: tuple[int, int], *, first_position: bool,
+              min_mass: float = MIN_FIRST_POSITION_MASS) -> WeightedReading:
+    """Probability-weighted score of a score-first reply, at the position of the chosen digit.
 
-    The free-text prompt ends with the score cue, so the first position
-    counts when no number was chosen (``first_position``); a structured reply
-    starts with ``{``, so only the position of the chosen digit counts there
-    (see :func:`~judge_engine.parsing.read_weighted`).
+    ``first_position`` (free-text prompts that end with the ``Score:`` cue): when the reply chose no
+    number, the scale's tokens among the first position's alternatives, if they hold ``min_mass``.
+    A JSON reply starts with ``{``, so there the first position says nothing about the score.
     """
     if not reply.logprobs:
-        return math.nan, "missing"
-    reading = read_weighted(reply.logprobs[0], *scale, first_position=first_position)
-    return reading.score, reading.source if not math.isnan(reading.score) else "missing"
+        return WeightedReading(math.nan, None, "none")
+    return read_weighted(reply.logprobs[0], *scale, first_position=first_position,
+                         min_first_position_mass=min_mass)
 
 
-def _structured_score(text: str, schema: dict, *, reasoning: bool) -> tuple[float, str] | None:
-    """``(score, explanation)`` of a reply satisfying ``schema``; None when it does not."""
-    reading = st.read_json(text, schema)
-    if not reading.ok:
-        return None
-    return float(reading.value["score"]), str(reading.value.get("explanation", "")) if reasoning else ""
+def _read_one(reply, scale: tuple[int, int], *, schema: dict | None, use_logprobs: bool, reasoning: bool,
+              min_mass: float, follow_up: bool, explanation: str = "") -> CriterionScore:
+    """One criterion's score from one reply: weighted (if asked), else the JSON, else the free-text fallback."""
+    reason = ""
+    if use_logprobs:
+        reading = _weighted(reply, scale, first_position=schema is None, min_mass=min_mass)
+        if math.isfinite(reading.score):
+            return CriterionScore(reading.score, reply.text, explanation, reading.source, "", follow_up)
+        reason = reading.missing_reason
+    if schema is not None:
+        got = st.read_json(reply.text, schema)
+        if got.ok:
+            why = str(got.value.get("explanation", "")).strip() if reasoning else ""
+            return CriterionScore(float(got.value["score"]), reply.text, why or explanation, "json", "", follow_up)
+        reason = reason or f"reply not read as JSON ({got.error})"
+    score = parse_score(reply.text, *scale)
+    if math.isfinite(score):
+        return CriterionScore(score, reply.text, _explanation(reply.text) if reasoning else explanation, "text",
+                          "", follow_up)
+    return CriterionScore(math.nan, reply.text, explanation, "missing",
+                          reason or "no score on the scale in the reply", follow_up)
 
 
 def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText], *, instructions: str,
                    aspect: Aspect, task: TaskInfo, llm: LLM, layout: str = "paper", joint: bool = False,
-                   reasoning: bool = True, max_tokens: int = 256, weighted: bool = False, structured: bool = False,
-                   progress: Callable[[int, int], None] | None = None) -> list[dict[str, CriterionScore]]:
+                   reasoning: bool = True, max_tokens: int = 256, weighted: bool = False,
+                   progress: Callable[[int, int], None] | None = None, structured: bool = True,
+                   min_mass: float = MIN_FIRST_POSITION_MASS) -> list[dict[str, CriterionScore]]:
     """Score every sample on every criterion; one dict per sample keyed by ``CriterionText.key``.
 
     Parameters
@@ -238,13 +276,27 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     weighted : bool
         With ``reasoning=False`` on a backend that returns logprobs: the
         probability-weighted score over the scale's tokens (as G-Eval does)
-        instead of the sampled number; when the reply chose no number, the
-        scale's tokens among the first position's alternatives (the score
-        cue ends the prompt; free-text prompts only). The follow-up turn is
-        read the same way.
+        instead of the sampled number, read at the position of the chosen
+        digit. Free-text prompts (``structured=False``) end with a score cue,
+        so when the reply chose no number the first position's alternatives
+        count if they hold ``min_mass`` of the probability (flagged:
+        ``source="logprobs_first_position"``). The follow-up turn is read the
+        same way.
     structured : bool
-        Send each request with its JSON schema and ask for that JSON (see
-        the module notes); the free-text parser is the fallback.
+        Ask for JSON (a schema on every request, prompts asking for it) and
+        read it first; ``False`` = the free-text prompts and parser only. A
+        backend set to ``structured="off"`` (:class:`~judge_engine.llm.LLMConfig`)
+        never constrains a reply, so there the free-text prompts (ending with
+        the score cue) are used as if ``structured=False``.
+    min_mass : float
+        Least probability the scale's tokens must hold at the first position
+        for a first-position reading (:data:`~judge_engine.parsing.MIN_FIRST_POSITION_MASS`).
+
+    Returns
+    -------
+    list of dict
+        Per sample, criterion key -> :class:`CriterionScore` (NaN where the
+        reply and its one follow-up gave no score), each saying where it was read.
     """
     keys = [c.key for c in criteria]
     if len(set(keys)) != len(keys):
@@ -252,15 +304,16 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     if not samples or not criteria:
         return [{} for _ in samples]
     scale = judge_scale(aspect)
+    structured = structured and getattr(getattr(llm, "config", None), "structured", "auto") != "off"
     use_logprobs = weighted and not reasoning and not joint and llm.supports_logprobs
-    schema = (joint_request_schema(criteria, scale) if joint else score_request_schema(scale, reasoning=reasoning)) \
+    schema = (joint_schema(criteria, aspect) if joint else criterion_schema(aspect, reasoning=reasoning)) \
         if structured else None
-    retry_schema = score_request_schema(scale, reasoning=False) if structured else None
-    schema_param = st.as_param(schema)
-    # a weighted score is read from the score's token; the text only backs it up, so a few tokens suffice
-    short = STRUCTURED_SHORT_TOKENS if structured else WEIGHTED_MAX_TOKENS
-    params = (GenerationParams(max_tokens=min(max_tokens, short), top_logprobs=20, json_schema=schema_param)
-              if use_logprobs else GenerationParams(max_tokens=max_tokens, json_schema=schema_param))
+    json_param = st.as_param(schema)
+    # a weighted score is read at the digit; the text only backs it up, so a short reply suffices
+    # (a JSON reply needs a few more tokens than a bare digit to reach and close its score)
+    weighted_budget = JSON_SCORE_MAX_TOKENS if structured else WEIGHTED_MAX_TOKENS
+    params = (GenerationParams(max_tokens=min(max_tokens, weighted_budget), top_logprobs=20, json_schema=json_param)
+              if use_logprobs else GenerationParams(max_tokens=max_tokens, json_schema=json_param))
     if joint:
         cells = [(i, None) for i in range(len(samples))]
         prompts = [joint_prompt(s, criteria, instructions=instructions, aspect=aspect, task=task) for s in samples]
@@ -270,76 +323,83 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
                                     layout=layout, reasoning=reasoning, structured=structured) for i, c in cells]
     requests = [Request(({"role": "user", "content": p},), params) for p in prompts]
     replies = llm.complete_many(requests, progress=progress)
-    text_source = "text"
-
-    def read_one(reply, schema_: dict | None, reasoning_: bool) -> tuple[float, str, str | None]:
-        """(score, source, explanation read from JSON or None) of a per-criterion reply."""
-        score, source = _weighted(reply, scale, first_position=not structured) if use_logprobs \
-            else (math.nan, "missing")
-        found = _structured_score(reply.text, schema_, reasoning=reasoning_) if schema_ else None
-        if math.isnan(score) and found is not None:
-            score, source = found[0], "json"
-        if math.isnan(score):
-            score = parse_score(reply.text, *scale)
-            source = "missing" if math.isnan(score) else text_source
-        return score, source, found[1] if found else None
 
     results: list[dict[str, CriterionScore]] = [{} for _ in samples]
     retry: list[tuple[int, str, Request, str]] = []  # (sample index, criterion key, request, first reply)
     for (i, criterion), request, reply in zip(cells, requests, replies):
         if joint:
-            found = st.read_json(reply.text, schema) if schema else None
-            if found is not None and found.ok:
-                scores, source = {k: float(v) for k, v in found.value.items()}, "json"
-            else:
-                scores, source = _joint_scores(reply.text, criteria, scale), text_source
-            for key, score in scores.items():
-                results[i][key] = CriterionScore(score, reply.text, source="missing" if math.isnan(score) else source)
-            if any(math.isnan(s) for s in scores.values()):
+            results[i].update(_read_joint(reply.text, criteria, scale, schema, follow_up=False))
+            if any(r.missing for r in results[i].values()):
                 retry.append((i, "", request, reply.text))
             continue
-        score, source, explanation = read_one(reply, schema, reasoning)
-        if explanation is None:
-            explanation = _explanation(reply.text) if reasoning else ""
-        results[i][criterion.key] = CriterionScore(score, reply.text, explanation, source)
-        if math.isnan(score):
+        read = _read_one(reply, scale, schema=schema, use_logprobs=use_logprobs, reasoning=reasoning,
+                         min_mass=min_mass, follow_up=False)
+        results[i][criterion.key] = read
+        if read.missing:
             retry.append((i, criterion.key, request, reply.text))
 
     if retry:
+        # the follow-up asks for the score alone (score first), whatever the first turn asked
+        retry_schema = criterion_schema(aspect, reasoning=False) if structured else None
+        retry_budget = JSON_SCORE_MAX_TOKENS if structured else RETRY_MAX_TOKENS
         follow_ups = []
         for i, key, request, first in retry:
             if key:
-                ask = (STRUCTURED_RETRY.format(low=scale[0], high=scale[1]) if structured
+                ask = (RETRY_JSON.format(low=scale[0], high=scale[1]) if structured
                        else RETRY_TEMPLATE.render(low=scale[0], high=scale[1]))
+                fparams = GenerationParams(max_tokens=retry_budget, top_logprobs=20 if use_logprobs else 0,
+                                           json_schema=st.as_param(retry_schema))
             else:
-                ask = "Your reply was not the JSON object I asked for. Reply with that JSON object only."
-            follow_schema = st.as_param(retry_schema if key else schema)
+                ask = JOINT_RETRY
+                fparams = GenerationParams(max_tokens=max_tokens, json_schema=json_param)
             follow_ups.append(Request((*request.messages, {"role": "assistant", "content": first},
-                                       {"role": "user", "content": ask}),
-                                      GenerationParams(max_tokens=(STRUCTURED_SHORT_TOKENS if structured
-                                                                   else RETRY_MAX_TOKENS) if key else max_tokens,
-                                                       top_logprobs=20 if use_logprobs and key else 0,
-                                                       json_schema=follow_schema)))
+                                       {"role": "user", "content": ask}), fparams))
         second = llm.complete_many(follow_ups)
         for (i, key, _, first), reply in zip(retry, second):
             raw = f"{first}\n--- follow-up ---\n{reply.text}"
             if key:
                 old = results[i][key]
-                score, source, _ = read_one(reply, retry_schema, False)
-                results[i][key] = CriterionScore(score, raw, old.explanation, source)
+                read = _read_one(reply, scale, schema=retry_schema, use_logprobs=use_logprobs, reasoning=False,
+                                 min_mass=min_mass, follow_up=True, explanation=old.explanation)
+                results[i][key] = CriterionScore(read.score, raw, read.explanation, read.source,
+                                                 read.missing_reason, True)
             else:
-                found = st.read_json(reply.text, schema) if schema else None
-                if found is not None and found.ok:
-                    again, source = {k: float(v) for k, v in found.value.items()}, "json"
-                else:
-                    again, source = _joint_scores(reply.text, criteria, scale), text_source
+                again = _read_joint(reply.text, criteria, scale, schema, follow_up=True)
                 for k, old in results[i].items():
                     if old.missing:
-                        results[i][k] = CriterionScore(again[k], raw,
-                                                       source="missing" if math.isnan(again[k]) else source)
+                        new = again[k]
+                        results[i][k] = CriterionScore(new.score, raw, "", new.source, new.missing_reason, True)
     return results
 
 
-def estimate_criteria_calls(n_samples: int, n_criteria: int, *, joint: bool = False) -> int:
-    """Calls :func:`score_criteria` makes before cache hits and follow-ups."""
-    return n_samples if joint else n_samples * n_criteria
+def _read_joint(text: str, criteria: Sequence[CriterionText], scale: tuple[int, int], schema: dict | None, *,
+                follow_up: bool) -> dict[str, CriterionScore]:
+    """Every criterion's score from a joint reply: the JSON object, else each value read on its own."""
+    if schema is not None:
+        got = st.read_json(text, schema)
+        if got.ok:
+            return {c.key: CriterionScore(float(got.value[c.key]), text, "", "json", "", follow_up) for c in criteria}
+    fallback = _joint_scores(text, criteria, scale)
+    return {k: CriterionScore(v, text, "", "text", "", follow_up) if math.isfinite(v) else
+            CriterionScore(v, text, "", "missing", f"no score on the scale for {k!r} in the reply", follow_up)
+            for k, v in fallback.items()}
+
+
+def estimate_criteria_calls(n_samples: int, n_criteria: int, *, joint: bool = False,
+                            follow_ups: bool = False) -> int:
+    """Calls :func:`score_criteria` makes before cache hits.
+
+    ``follow_ups=True`` gives the upper bound: every first reply unreadable,
+    so each call is followed by its one follow-up turn (twice the calls).
+    """
+    first = n_samples if joint else n_samples * n_criteria
+    return 2 * first if follow_ups else first
+
+
+def source_counts(scores: Sequence[CriterionScore]) -> dict[str, int]:
+    """How many scores each :data:`SOURCES` value read (zeros left out)."""
+    counts: dict[str, int] = {}
+    for s in scores:
+        key = s.source or ("missing" if s.missing else "text")
+        counts[key] = counts.get(key, 0) + 1
+    return counts
