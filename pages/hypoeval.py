@@ -162,12 +162,31 @@ else:
 # --------------------------------------------------------------------------- watch a run
 def bank_table(view: dict) -> None:
     rows = [{"status": r["status"], "origin": r["origin"], "reward": r["reward"], "times evaluated": r["n_evaluated"],
-             "train pearson": r["train_pearson"], "hypothesis": r["text"], "key": r["key"]}
+             "train pearson": r["train_pearson"], "coverage": r.get("coverage"), "fitness": r.get("fitness"),
+             "why not selectable": r.get("reason") or "", "hypothesis": r["text"], "key": r["key"]}
             for r in view["hypotheses"]]
     st.dataframe(rows, hide_index=True,
                  column_config={"reward": st.column_config.NumberColumn(format="%.3f"),
                                 "train pearson": st.column_config.NumberColumn(format="%.3f"),
+                                "coverage": st.column_config.NumberColumn(
+                                    format="%.2f", help="Share of the training items this hypothesis scored"),
+                                "fitness": st.column_config.NumberColumn(
+                                    format="%.3f", help="Pearson x coverage; only positive ones are selected"),
                                 "hypothesis": st.column_config.TextColumn(width="large")})
+
+
+def show_warnings(warnings: Sequence[dict]) -> None:
+    """Fit-time warnings (empty bank, fewer selected, a person's accepted hypotheses kept) in words."""
+    for w in warnings:
+        st.warning(common.plain(f"{str(w.get('code', '')).replace('_', ' ').capitalize()}: {w.get('message', '')}"))
+
+
+def replies_caption(view: dict) -> str:
+    r = view["replies"]
+    scores = view["score_sources"]
+    read = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(scores.items()) if n) or "none yet"
+    return (f"Generation and repetition-check replies: {r.get('json', 0)} read as JSON, {r.get('text', 0)} by the "
+            f"free-text fallback, {r.get('unread', 0)} unreadable. Training scores read from: {read}.")
 
 
 def live_panel(run_id: int) -> None:
@@ -197,6 +216,8 @@ def live_panel(run_id: int) -> None:
         m[2].metric("Bank refreshes", view["refreshes"])
         m[3].metric("Refinement rounds", view["refinement_rounds"])
         m[4].metric("Unparsed replies", view["parse_failures"])
+        st.caption(replies_caption(view))
+        show_warnings(view["warnings"])
         if view["literature_skipped"]:
             st.caption("No literature notes were given: literature steps were skipped.")
         bank_table(view)
@@ -244,8 +265,10 @@ def curate(run: dict, judge: Judge) -> None:
         pearson = info.get("train_pearson")
         origin = info.get("origin", "added by a person") if row["definition"] == info.get("text", row["definition"]) \
             else f"edited by a person (was {info.get('origin', 'added')})"
+        coverage = info.get("coverage")
         label = f"{mark} v{row['version']} · {origin}" + (
-            f" · train r {pearson:.3f}" if pearson is not None else "")
+            f" · train r {pearson:.3f}" if pearson is not None else "") + (
+            f" · coverage {coverage:.0%}" if coverage is not None else "")
         with st.expander(f"{label} · {row['definition'][:80]}"):
             with st.form(f"hypoeval_edit_{row['id']}"):
                 text = st.text_area("Hypothesis", value=row["definition"], key=f"hypoeval_text_{row['id']}")
@@ -330,6 +353,16 @@ def results(run: dict, judge: Judge) -> None:
 
     dataset = common.load_dataset(store, run["dataset"])
     verdicts = common.load_verdicts(store, run)
+    sources: dict[str, int] = {}
+    for v in verdicts:
+        for p in v.metadata.get("per_hypothesis", []):
+            source = p.get("source") or "unknown"
+            sources[source] = sources.get(source, 0) + 1
+    if sources:
+        st.caption("Test scores (per hypothesis) read from: " + ", ".join(
+            f"{n} {k.replace('_', ' ')}" for k, n in sorted(sources.items())) + (
+            " — scores from the first position's alternatives are flagged: the reply chose no number"
+            if sources.get("logprobs_first_position") else ""))
     table = common.verdicts_frame(dataset, run["aspect"], verdicts)
     aspect = dataset.aspect(run["aspect"])
     st.plotly_chart(plots.human_vs_judge_scatter(table["human"].tolist(), table["judge"].tolist(),
@@ -381,9 +414,13 @@ else:
     if effective_status(run) == "finished" and run.get("judge"):
         judge = Judge.from_dict(run["judge"])
         st.markdown("#### Selected hypotheses")
+        show_warnings(judge.state.get("warnings", []))
         st.dataframe([{"key": h["key"], "origin": h["origin"], "train pearson": h.get("train_pearson"),
+                       "coverage": h.get("coverage"), "fitness": h.get("fitness"),
+                       "chosen by": h.get("accepted_by") or "selection",
                        "reward": h.get("reward"), "hypothesis": h["text"]} for h in judge.state.get("selected", [])],
-                     hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large")})
+                     hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large"),
+                                                     "coverage": st.column_config.NumberColumn(format="%.2f")})
         tab_results, tab_curate = st.tabs(["Results", "Curate and re-score"])
         with tab_results:
             results(run, judge)

@@ -5,11 +5,13 @@ kind; one integration test runs the embedded model end to end through
 execute_run and checks that a repeat costs no call.
 """
 
+import json
 import math
 import re
 
 import pytest
 
+from judge_engine import structured
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import Judge, get_method
@@ -29,42 +31,68 @@ def human_of(prompt: str, dataset) -> float | None:
     return dataset.samples[int(m.group(1))].human["quality"] if m else None
 
 
-def kind(prompt: str) -> str:
-    if "Criterion to apply" in prompt or "criterion key" in prompt:
-        return "score"
-    if "Final answer: yes" in prompt:
+def kind(prompt: str, params=None) -> str:
+    """Which step asked: by the schema title when the request carries one, else by the prompt's wording."""
+    title = structured.kind_of(params.json_schema) if params is not None else ""
+    if title == structured.HYPOTHESES:
+        return "refine" if "Hypotheses to improve:" in prompt else "generate"
+    if title == structured.YES_NO:
         return "repeat"
-    if "Improved hypotheses:" in prompt:
+    if title == structured.SCORE or "Criterion to apply" in prompt or "criterion key" in prompt:
+        return "score"
+    if "{\"answer\"" in prompt:
+        return "repeat"
+    if "Hypotheses to improve:" in prompt:
         return "refine"
-    if "Hypotheses:" in prompt:
+    if "{\"hypotheses\"" in prompt:
         return "generate"
     return "other"
 
 
-def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None):
-    """A responder playing generator, refiner, repetition checker and evaluator."""
+def hypotheses_reply(texts, as_json=True) -> str:
+    if as_json:
+        return json.dumps({"hypotheses": list(texts)})
+    return "\n".join(f"hypothesis{i + 1}. {t}" for i, t in enumerate(texts))
+
+
+def score_reply(score, params, as_json=True) -> str:
+    schema = structured.schema_of(params.json_schema) if as_json else None
+    if schema is None:
+        return f"Reasoning. [[{score}]]"
+    if "explanation" in schema["properties"]:
+        return json.dumps({"explanation": "Reasoning.", "score": score})
+    return json.dumps({"score": score})
+
+
+def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None, as_json=True):
+    """A responder playing generator, refiner, repetition checker and evaluator.
+
+    With ``as_json`` it answers the JSON the request's schema asks for (a server with constrained decoding);
+    without, free text as a server that ignores schemas would (the parsers' fallback path).
+    """
     def responder(messages, params):
         prompt = messages[0]["content"]
-        k = kind(prompt)
+        k = kind(prompt, params)
         if len(messages) > 1:  # follow-up turn of the shared scorer or generation retry
             return "still no score"
         if k == "generate":
-            return generate(prompt) if generate else "\n".join(
-                f"hypothesis{i + 1}. {(GOOD if i == 0 else BAD).format(n=i)}" for i in range(2))
+            return generate(prompt) if generate else hypotheses_reply(
+                [(GOOD if i == 0 else BAD).format(n=i) for i in range(2)], as_json)
         if k == "refine":
             if refine:
                 return refine(prompt)
             items = re.findall(r"(?m)^hypothesis\d+\. (.+)$", prompt.split("Hypotheses to improve:")[1])
-            return "\n".join(f"hypothesis{i + 1}. {t}" for i, t in enumerate(items))
+            return hypotheses_reply(items, as_json)
         if k == "repeat":
-            return f"They differ. Final answer: {repeat(prompt)}"
+            answer = repeat(prompt)
+            return json.dumps({"answer": answer}) if as_json else f"They differ. Final answer: {answer}"
         if k == "score":
             crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
             if crit.startswith("GOOD"):
-                return f"Reasoning. [[{int(round(human_of(prompt, dataset)))}]]"
+                return score_reply(int(round(human_of(prompt, dataset))), params, as_json)
             if crit.startswith("NOISY"):
                 return "I cannot decide."
-            return "Bad. [[1]]"
+            return score_reply(1, params, as_json)
         return "[[3]]"
     return responder
 
@@ -110,8 +138,8 @@ def test_parse_repetition():
 def test_w_hyp_schedule_and_constant():
     p = he.HypoEval().get_params()
     assert he.w_hyp_threshold(p, 5, 30, 10) == pytest.approx(0.8 * 10 * 5 / 30)
-    assert he.w_hyp_threshold(p, 0, 30, 5) == 1.0
-    assert he.w_hyp_threshold({**p, "w_hyp": 3}, 29, 30, 10) == 3.0
+    assert he.w_hyp_threshold(p, 0, 30, 5) == pytest.approx(1.0)
+    assert he.w_hyp_threshold({**p, "w_hyp": 3}, 29, 30, 10) == pytest.approx(3.0)
 
 
 def test_union_balanced_fill_and_random_half():
@@ -149,8 +177,8 @@ def test_update_stage_fills_wrong_bank_refreshes_and_keeps_max_bank(store, tiny_
     generated = iter(range(100))
 
     def generate(prompt):
-        n = int(re.search(r"Write exactly (\d+)", prompt).group(1))
-        return "\n".join(f"hypothesis{i + 1}. {BAD.format(n=next(generated))}" for i in range(n))
+        n = int(re.search(r"exactly (\d+)", prompt).group(1))
+        return hypotheses_reply([BAD.format(n=next(generated)) for i in range(n)])
 
     llm, backend = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
     ctx, events = ctx_for(llm, tiny_dataset, n_init=2, n_init_hypotheses=2, w_max=2, w_hyp=1, n_new_hypotheses=2,
@@ -164,8 +192,11 @@ def test_update_stage_fills_wrong_bank_refreshes_and_keeps_max_bank(store, tiny_
     # the BAD rubrics say 1; samples whose human score is not 1 are mispredicted by all of them
     assert [p["sample_id"] for p in added] == [s.id for s in samples[2:] if s.human["quality"] != 1]
     assert kinds.count("bank_refreshed") == len(added) // 2
-    assert all(len(p["dropped"]) >= 0 for k, p in events if k == "bank_refreshed")
-    assert len(bank) <= 3
+    refreshed = [p for k, p in events if k == "bank_refreshed"]
+    # every refresh pools at least 4 (2 kept + 2 new) into max_bank = 3: something is dropped each time
+    assert refreshed and all(p["size"] == 3 and len(p["dropped"]) >= 1 for p in refreshed)
+    assert not set(refreshed[-1]["dropped"]) & {e["key"] for e in bank}
+    assert len(bank) == 3
     # no literature: the literature round is skipped and says so; the data round ran
     rounds = [p for k, p in events if k == "refinement_round"]
     assert any(r["source"] == "literature" and r.get("skipped") for r in rounds)
@@ -179,7 +210,7 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
 
     def refine(prompt):
         calls.append("key findings" in prompt)
-        return "\n".join(f"hypothesis{i + 1}. {GOOD.format(n=i)}" for i in range(2))
+        return hypotheses_reply([GOOD.format(n=i) for i in range(2)])
 
     llm, _ = make(store, scripted(tiny_dataset, refine=refine))
     ctx, events = ctx_for(llm, tiny_dataset, n_refine=6, n_new_hypotheses=2, refine_early_stop=True)
@@ -204,16 +235,24 @@ def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
     assert payload["key"] == a["key"] and payload["duplicate_of"] == b["key"]
 
 
-def test_selection_by_pearson_ignores_missing_and_ranks_unscorable_last(store, tiny_dataset):
+def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverage(store, tiny_dataset):
     llm, _ = make(store, scripted(tiny_dataset))
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(t.format(n=0), "initial", s_h=[]) for t in (BAD, NOISY, GOOD)]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples), 2)
-    assert selected[0]["text"].startswith("GOOD") and selected[0]["train_pearson"] == pytest.approx(1.0)
-    assert selected[1]["text"].startswith("BAD") and selected[1]["train_pearson"] == 0.0  # constant -> 0
+    # only GOOD qualifies: BAD's constant scores have no correlation, NOISY scored nothing
+    assert [e["text"][:4] for e in selected] == ["GOOD"]
+    assert selected[0]["train_pearson"] == pytest.approx(1.0) and selected[0]["coverage"] == pytest.approx(1.0)
+    bad = next(e for e in bank if e["text"].startswith("BAD"))
     noisy = next(e for e in bank if e["text"].startswith("NOISY"))
+    assert not bad["selectable"] and bad["fitness"] is None and "correlation" in bad["fitness_reason"]
     assert noisy["train_pearson"] is None and noisy["train_parsed"] == 0
+    assert noisy["coverage"] == pytest.approx(0.0) and not noisy["selectable"]
     assert any(k == "parse_failures" for k, _ in events)
+    [warning] = [p for k, p in events if k == "warning"]
+    assert warning["code"] == "fewer_selected" and warning["count"] == 1
+    [sel] = [p for k, p in events if k == "selection"]
+    assert sel["qualified"] == 1 and sel["wanted"] == 2 and sel["selected"][0]["coverage"] == pytest.approx(1.0)
 
 
 # ----------------------------------------------------------------------------- fit and score
@@ -282,7 +321,7 @@ def test_layouts_put_the_hypothesis_before_or_after_the_sample(store, tiny_datas
     prompt = backend.calls[-1][0][0]["content"]
     sample_first = prompt.index("<<<SUMMARY>>>") < prompt.index("GOOD rubric")
     assert sample_first == (layout == "sample_first")
-    assert v.score == tiny_dataset.samples[7].human["quality"]
+    assert v.score == pytest.approx(tiny_dataset.samples[7].human["quality"])
 
 
 def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
@@ -302,15 +341,57 @@ def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
     assert all(v.score == pytest.approx(2.5) for v in verdicts)
 
 
-def test_estimate_follows_the_cost_model():
+def test_estimate_follows_the_cost_model_with_every_follow_up_counted():
     full = get_method("hypoeval").estimate_calls(30, 640)
-    # defaults, no literature: 1 + 25 + update evaluations + 2 refreshes x (1 + 3 data rounds + 50) + C(15,2) + 10*30
+    # defaults, no literature. Generation calls (each may be retried once): 1 initial + 2 refreshes x (1 + 3 data
+    # rounds). Scoring calls (each may take a follow-up turn): 25 initial + update evaluations + 2 refreshes x
+    # 5 new x w_max 10 + selection of the final bank (10 = H_max / 2 by reward) on 30. Checks: C(15, 2), no retry.
     updates = 5 * 10 + 10 * 10 + 10 * 5  # top-k caps the 15-hypothesis bank at 10
-    assert full == {"fit": 1 + 25 + updates + 2 * (1 + 3 + 50) + 105 + 10 * 30, "score": 5 * 640}
+    generation = 1 + 2 * (1 + 3)
+    scoring = 25 + updates + 2 * 5 * 10 + 10 * 30
+    assert full == {"fit": 2 * (generation + scoring) + 105, "score": 2 * 5 * 640}
     with_lit = get_method("hypoeval", {"literature": ({"title": "t", "text": "x"},)}).estimate_calls(30, 640)
-    assert with_lit["fit"] == 1 + 25 + updates + 2 * (1 + 6 + 50) + 105 + 1 + 190 + 20 * 30
-    assert get_method("hypoeval", {"joint": True}).estimate_calls(30, 640)["score"] == 640
-    assert get_method("hypoeval", {"hypotheses": ("a", "b", "c")}).estimate_calls(30, 10) == {"fit": 90, "score": 30}
+    generation = 1 + 2 * (1 + 6) + 1
+    scoring = 25 + updates + 2 * 5 * 10 + 20 * 30
+    assert with_lit["fit"] == 2 * (generation + scoring) + 105 + 190
+    assert get_method("hypoeval", {"joint": True}).estimate_calls(30, 640)["score"] == 2 * 640
+    assert get_method("hypoeval", {"hypotheses": ("a", "b", "c")}).estimate_calls(30, 10) == {
+        "fit": 2 * 90, "score": 2 * 30}
+
+
+def _flaky(dataset, *, fail_every=3):
+    """The scripted judge, but every ``fail_every``-th first reply is unreadable (forcing follow-up turns)."""
+    inner = scripted(dataset)
+    count = {"n": 0}
+
+    def responder(messages, params):
+        if len(messages) == 1:
+            count["n"] += 1
+            if count["n"] % fail_every == 0:
+                return "I would rather not say."
+        return inner(messages[:1], params)  # a follow-up turn gets the answer the first reply should have given
+    return responder
+
+
+@pytest.mark.parametrize("params, n_train, n_test", [
+    ({"n_init": 2, "n_init_hypotheses": 3, "w_max": 2, "w_hyp": 1, "n_refine": 2, "n_new_hypotheses": 2,
+      "max_bank": 4, "n_selected": 2}, 8, 4),
+    ({"n_init": 3, "w_max": 3, "n_refine": 3, "n_selected": 3, "union_mode": "balanced_fill",
+      "literature": ({"title": "Guide", "text": "Raters reward summaries that keep one topic."},)}, 9, 3),
+    ({"hypotheses": (GOOD.format(n=1), NOISY.format(n=1), BAD.format(n=1)), "n_selected": 3}, 6, 6),
+])
+def test_estimate_is_an_upper_bound_on_actual_backend_calls(store, tiny_dataset, params, n_train, n_test):
+    backend = FakeBackend(_flaky(tiny_dataset))
+    llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)  # fresh cache: every request is sent
+    method = get_method("hypoeval", params)
+    estimate = method.estimate_calls(n_train, n_test)
+    judge = method.fit(tiny_dataset.samples[:n_train], tiny_dataset.aspects[0], llm=llm,
+                       task=TaskInfo.of(tiny_dataset))
+    fit_calls = len(backend.calls)
+    assert any(len(m) > 1 for m, _ in backend.calls), "the flaky judge forced follow-up turns"
+    assert 0 < fit_calls <= estimate["fit"]
+    judge.score(tiny_dataset.samples[n_train:n_train + n_test], llm=llm)
+    assert 0 < len(backend.calls) - fit_calls <= estimate["score"]
 
 
 def test_bad_literature_parameter_is_named(store, tiny_dataset):
@@ -343,6 +424,9 @@ TINY_REAL = {"n_train": 3, "n_init": 2, "n_init_hypotheses": 2, "top_k": 1, "w_m
 
 
 def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp_path, shared_data, monkeypatch):
+    """The embedded model either yields a judge whose verdicts come from parsed scores only, or the run fails
+    with HypoEval's message saying why there is no judge (empty bank, or nothing agrees with the humans on
+    3 training items); either way a repeat is answered from the cache."""
     from judge_engine.store import Store
 
     monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(shared_data))
@@ -350,7 +434,19 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
     spec = RunSpec(method="hypoeval", dataset="sfres", aspect="naturalness", train_size=4, test_size=1, seed=1,
                    params=TINY_REAL, llm=LLMConfig(concurrency=1))
     run_id = create_run(store, spec)
-    summary = execute_run(store, run_id)
+    why = r"HypoEval (generated no usable hypothesis|found no hypothesis that agrees with the human scores)"
+    try:
+        summary = execute_run(store, run_id)
+    except ValueError:
+        run = store.get_run(run_id)
+        assert run["status"] == "failed" and re.search(why, run["message"]), run["message"]
+        kinds = [e["kind"] for e in store.events(run_id)]
+        assert "literature_skipped" in kinds and "warning" in kinds and "fit_done" not in kinds
+        repeat = create_run(store, spec)
+        with pytest.raises(ValueError, match=why):
+            execute_run(store, repeat)
+        assert store.get_run(repeat)["ledger"]["calls"] == 0
+        return
     run = store.get_run(run_id)
     # test_size=1 takes one whole dialogue act (2 realisations here): a test group is never cut
     assert run["status"] == "finished" and summary["n"] == len(run["split"]["test_ids"]) == 2
@@ -388,6 +484,9 @@ def test_bank_replay_from_stored_events(store, tiny_dataset):
     for h in judge.state["bank"]:
         assert rows[h["key"]]["text"] == h["text"] and rows[h["key"]]["reward"] == pytest.approx(h["reward"])
     assert rows[view["selected"][0]]["status"] == "selected"
+    assert rows[view["selected"][0]]["coverage"] == pytest.approx(1.0) and rows[view["selected"][0]]["selectable"]
+    assert view["replies"]["json"] > 0 and view["score_sources"]["json"] > 0
+    assert [w["code"] for w in view["warnings"]] == [w["code"] for w in judge.state["warnings"]]
     # a resumed run fits again from the cache and logs its events again: the replay shows one fit, not two
     for e in store.events(run_id):
         store.add_event(run_id, e["kind"], e["payload"])
@@ -399,7 +498,7 @@ def test_refinement_runs_all_rounds_by_default_alternating_data_and_literature(s
 
     def refine(prompt):
         calls.append("literature" if "key findings" in prompt else "data")
-        return "\n".join(f"hypothesis{i + 1}. {GOOD.format(n=i)}" for i in range(2))
+        return hypotheses_reply([GOOD.format(n=i) for i in range(2)])
 
     llm, _ = make(store, scripted(tiny_dataset, refine=refine))
     ctx, events = ctx_for(llm, tiny_dataset, n_refine=4, n_new_hypotheses=2)
@@ -417,7 +516,7 @@ def test_refinement_runs_all_rounds_by_default_alternating_data_and_literature(s
 @pytest.mark.parametrize("pool, survives", [("top_k", False), ("bank", True)])
 def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tiny_dataset, pool, survives):
     def generate(prompt):
-        return f"hypothesis1. {GOOD.format(n=99)}"
+        return hypotheses_reply([GOOD.format(n=99)])
 
     llm, _ = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
     ctx, events = ctx_for(llm, tiny_dataset, top_k=1, w_max=1, w_hyp=0, n_refine=0, max_bank=5, replace_pool=pool)
@@ -451,7 +550,9 @@ def test_weighted_score_first_reads_logprobs_in_fit_and_scoring(store, tiny_data
                                     "reasoning": False, "weighted": True}).fit(
         tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     verdicts = judge.score(tiny_dataset.samples[6:9], llm=llm)
-    assert all(params.top_logprobs == 20 and params.max_tokens <= 8 for _, params in backend.calls)
+    assert all(params.top_logprobs == 20 and params.max_tokens <= 16 for _, params in backend.calls)
+    # score-first schema: the digit comes right after '{"score": ', within the first 16 tokens
+    assert all(list(structured.schema_of(params.json_schema)["properties"]) == ["score"] for _, params in backend.calls)
     assert not any("three steps" in m[0]["content"] for m, _ in backend.calls)
     assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0, 4.0])
 
@@ -466,3 +567,260 @@ def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dat
     rows = {r["text"]: r for r in he.bank_from_events(events)["hypotheses"]}
     assert set(rows) == {GOOD.format(n=1), BAD.format(n=1)}
     assert rows[GOOD.format(n=1)]["origin"] == "curated" and rows[BAD.format(n=1)]["origin"] == "literature"
+
+
+# ----------------------------------------------------------------------------- structured replies (issue #16)
+
+def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store, tiny_dataset):
+    llm, backend = make(store, scripted(tiny_dataset))
+    judge = get_method("hypoeval", {"n_init": 2, "n_init_hypotheses": 3, "w_max": 2, "w_hyp": 1, "n_refine": 1,
+                                    "n_selected": 2}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    titles = {structured.kind_of(p.json_schema) for _, p in backend.calls}
+    assert titles == {structured.HYPOTHESES, structured.YES_NO, structured.SCORE}
+    first = structured.schema_of(backend.calls[0][1].json_schema)["properties"]["hypotheses"]
+    assert (first["minItems"], first["maxItems"]) == (3, 3)
+    assert (first["items"]["minLength"], first["items"]["maxLength"]) == (he.HYPOTHESIS_MIN_CHARS,
+                                                                        he.HYPOTHESIS_MAX_CHARS)
+    score = next(structured.schema_of(p.json_schema) for _, p in backend.calls
+                 if structured.kind_of(p.json_schema) == structured.SCORE)
+    assert list(score["properties"]) == ["explanation", "score"], "reasoning comes before the score"
+    assert score["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
+    prompt = backend.calls[0][0][0]["content"]
+    assert '{"hypotheses": [' in prompt and "hypothesis1." not in prompt
+    replies = judge.state["replies"]
+    assert replies["json"] > 0 and replies["text"] == 0 and replies["unread"] == 0
+    assert set(judge.state["score_sources"]) == {"json"}
+    verdicts = judge.score(tiny_dataset.samples[8:10], llm=llm)
+    assert all(v.metadata["source"] == "json" for v in verdicts)
+
+
+def test_free_text_replies_still_parse_through_the_fallback_and_are_counted_as_such(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset, as_json=False))
+    judge = get_method("hypoeval", {"n_init": 2, "w_max": 3, "n_selected": 1}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    assert judge.state["selected"][0]["text"].startswith("GOOD")
+    assert judge.state["replies"]["json"] == 0 and judge.state["replies"]["text"] > 0
+    assert judge.state["score_sources"].get("text", 0) > 0
+    [v] = judge.score(tiny_dataset.samples[8:9], llm=llm)
+    assert v.metadata["source"] == "text" and v.score == pytest.approx(tiny_dataset.samples[8].human["quality"])
+
+
+def test_read_hypotheses_json_first_then_fallbacks():
+    good = "A summary scores high when each sentence follows from the one before."
+    # read as JSON; an item of fewer than MIN_HYPOTHESIS_WORDS words is not a rubric and is dropped
+    assert he.read_hypotheses(json.dumps({"hypotheses": [good, "Flow matters a great deal."]}), 5) == ([good], "json")
+    too_long = good + " x" * 400  # breaks maxLength: read leniently, as the fallback
+    got, source = he.read_hypotheses(json.dumps({"hypotheses": [too_long]}), 5)
+    assert source == "text" and got and got[0].startswith("A summary")
+    assert he.read_hypotheses(f"hypothesis1. {good}", 5) == ([good], "text")
+    # the prompt's placeholder copied back is not a hypothesis
+    copied = json.dumps({"hypotheses": ["A summary scores high on coherence when ..., and low when ..."]})
+    assert he.read_hypotheses(copied, 5) == ([], "unread")
+    assert he.read_repetition('{"answer": "yes"}') == (True, "json")
+    assert he.read_repetition("They match. Final answer: no") == (False, "text")
+    assert he.read_repetition("hmm") == (None, "unread")
+
+
+class _DigitLaterBackend:
+    """Replies '{"score": 4}' with logprobs per token; the digit is the 5th token and its alternatives put
+    60% on 4 and 20% on each of 3 and 5. The first position's alternatives hold a decoy "1"."""
+
+    name = "digits"
+    model_id = "digits"
+    supports_logprobs = True
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, messages, params):
+        from judge_engine.llm.base import Completion
+
+        self.calls.append((messages, params))
+        lp = math.log
+        tokens = [{"token": '{"', "logprob": lp(0.9), "top": {'{"': lp(0.9), "1": lp(0.1)}},
+                  {"token": "score", "logprob": lp(0.99), "top": {"score": lp(0.99)}},
+                  {"token": '":', "logprob": lp(0.99), "top": {'":': lp(0.99)}},
+                  {"token": " ", "logprob": lp(0.99), "top": {" ": lp(0.99)}},
+                  {"token": "4", "logprob": lp(0.6), "top": {"4": lp(0.6), "3": lp(0.2), "5": lp(0.2)}},
+                  {"token": "}", "logprob": lp(0.99), "top": {"}": lp(0.99)}}]
+        return Completion(texts=('{"score": 4}',), logprobs=(tuple(tokens),) if params.top_logprobs else (),
+                          model=self.model_id)
+
+
+def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_reply(store, tiny_dataset):
+    backend = _DigitLaterBackend()
+    llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
+    verdicts = he.evaluate_with_hypotheses(
+        tiny_dataset.samples[:2], [{"key": "h1", "text": GOOD.format(n=1)}], aspect=tiny_dataset.aspects[0],
+        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=False, max_tokens=64,
+        weighted=True)
+    # 0.6*4 + 0.2*3 + 0.2*5 = 4.0 read at the 5th token; the decoy "1" at the first position is ignored
+    assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0])
+    assert all(v.metadata["source"] == "logprobs" for v in verdicts)
+    for _, params in backend.calls:
+        assert params.top_logprobs == 20 and params.max_tokens <= 16
+        assert list(structured.schema_of(params.json_schema)["properties"]) == ["score"]
+
+
+# ----------------------------------------------------------------------------- honest selection (#16 §3, #23)
+
+SPARSE = "SPARSE rubric: scores only the first two outputs exactly, and cannot decide on any other one."
+STEADY = "STEADY rubric: scores every output close to the experts, off by one point on a single item."
+ANTI = "ANTI rubric {n}: gives the opposite of what the experts give, six minus their score on every item."
+
+
+def _selection_responder(dataset):
+    inner = scripted(dataset)
+
+    def responder(messages, params):
+        prompt = messages[0]["content"]
+        if kind(prompt, params) != "score" or len(messages) > 1:
+            return inner(messages, params)
+        crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
+        index = int(re.search(r"output number (\d+)", prompt).group(1))
+        human = int(round(dataset.samples[index].human["quality"]))
+        if crit.startswith("SPARSE"):
+            return score_reply(human, params) if index < 2 else "I cannot decide."
+        if crit.startswith("STEADY"):
+            return score_reply(4 if index == 2 else human, params)  # item 2's human score is 5
+        if crit.startswith("ANTI"):
+            return score_reply(6 - human, params)
+        return inner(messages, params)
+    return responder
+
+
+def test_a_hypothesis_scoring_2_of_10_perfectly_cannot_beat_one_scoring_10_of_10_slightly_worse(store,
+                                                                                               tiny_dataset):
+    llm, _ = make(store, _selection_responder(tiny_dataset))
+    ctx, events = ctx_for(llm, tiny_dataset)
+    bank = [he.new_entry(SPARSE, "initial", s_h=[]), he.new_entry(STEADY, "initial", s_h=[])]
+    train = list(tiny_dataset.samples[:10])
+    [chosen] = he.select_hypotheses(ctx, bank, train, 1)
+    sparse, steady = bank
+    assert sparse["train_pearson"] == pytest.approx(1.0) and sparse["coverage"] == pytest.approx(0.2)
+    assert 0.8 < steady["train_pearson"] < 1.0 and steady["coverage"] == pytest.approx(1.0)
+    assert chosen["text"] == STEADY and not sparse["selectable"]
+    shown = {p["key"]: p for k, p in events if k == "hypothesis_evaluated"}
+    assert shown[sparse["key"]]["coverage"] == pytest.approx(0.2) and "2 of 10" in shown[sparse["key"]]["reason"]
+
+
+def test_fewer_positive_hypotheses_than_wanted_selects_fewer_and_never_the_anti_correlated(store, tiny_dataset):
+    llm, _ = make(store, _selection_responder(tiny_dataset))
+    ctx, events = ctx_for(llm, tiny_dataset)
+    bank = [he.new_entry(ANTI.format(n=1), "initial", s_h=[]), he.new_entry(GOOD.format(n=1), "initial", s_h=[]),
+            he.new_entry(ANTI.format(n=2), "initial", s_h=[])]
+    selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples[:10]), 3)
+    assert [e["text"] for e in selected] == [GOOD.format(n=1)]
+    anti = [e for e in bank if e["text"].startswith("ANTI")]
+    assert all(e["train_pearson"] == pytest.approx(-1.0) and not e["selectable"] for e in anti)
+    warnings = [p for k, p in events if k == "warning"]
+    assert [w["code"] for w in warnings] == ["fewer_selected"] and warnings[0]["count"] == 2
+
+
+def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_them(store, tiny_dataset):
+    def generate(prompt):
+        return hypotheses_reply([ANTI.format(n=1), ANTI.format(n=2)])
+
+    inner = _selection_responder(tiny_dataset)
+    generating = scripted(tiny_dataset, generate=generate)
+
+    def responder(messages, params):
+        return generating(messages, params) if kind(messages[0]["content"], params) == "generate" \
+            else inner(messages, params)
+
+    llm, _ = make(store, responder)
+    events = []
+    with pytest.raises(ValueError, match="no hypothesis that agrees with the human scores"):
+        get_method("hypoeval", {"n_init": 2, "w_max": 5}).fit(
+            tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
+            log=lambda k, p: events.append((k, p)))
+    assert any(k == "warning" and p["code"] == "no_selectable" for k, p in events)
+    # a person accepted them (curated): kept, marked, and a warning says so
+    judge = get_method("hypoeval", {"hypotheses": (ANTI.format(n=1),), "n_selected": 1}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    [kept] = judge.state["selected"]
+    assert kept["accepted_by"] == "person" and kept["train_pearson"] == pytest.approx(-1.0)
+    assert [w["code"] for w in judge.state["warnings"]] == ["person_accepted"]
+
+
+def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store, tiny_dataset):
+    # the small model's failure mode: copies of an example, too short to be a rubric
+    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])))
+    events = []
+    with pytest.raises(ValueError, match="HypoEval generated no usable hypothesis"):
+        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
+                                   task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
+    [warning] = [p for k, p in events if k == "warning"]
+    assert warning["code"] == "empty_bank" and "no hypothesis could be read" in warning["message"]
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6)
+    run_id = create_run(store, spec)
+    with pytest.raises(ValueError):
+        execute_run(store, run_id, llm=llm)
+    run = store.get_run(run_id)
+    assert run["status"] == "failed" and "HypoEval generated no usable hypothesis" in run["message"]
+
+
+def test_all_missing_verdict_says_why(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+    verdicts = he.evaluate_with_hypotheses(
+        tiny_dataset.samples[:1], [{"key": "h1", "text": NOISY.format(n=1)}], aspect=tiny_dataset.aspects[0],
+        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=True, max_tokens=64)
+    [v] = verdicts
+    assert math.isnan(v.score) and v.metadata["source"] == "missing"
+    assert "none of the 1 hypotheses" in v.metadata["missing_reason"]
+
+
+# ----------------------------------------------------------------------------- faithfulness gaps (#17 §3)
+
+def test_union_without_literature_keeps_the_data_bank_by_reward_not_at_random():
+    data = [dict(he.new_entry(f"data hypothesis number {i} about flow", "initial"), reward=r)
+            for i, r in enumerate([0.2, 0.9, None, 0.5, 0.7, 0.1])]
+    for seed in range(20):
+        kept = he.union_banks(data, [], max_bank=4, mode="random_half", seed=seed)
+        assert [e["reward"] for e in kept] == pytest.approx([0.9, 0.7])
+
+
+def test_reward_constant_follows_the_judge_scale():
+    from judge_engine.records import Aspect
+
+    assert he.default_reward_b((1, 5)) == pytest.approx(1 / 16)  # the paper's value on its 1-5 scale
+    assert he.default_reward_b((1, 10)) == pytest.approx(1 / 81)
+    assert he.default_reward_b((1, 3)) == pytest.approx(1 / 4)
+
+    class _NoLLM:
+        pass
+
+    for aspect in (Aspect("q", 1, 10), Aspect("q", 1, 3), Aspect("q", 1, 5)):
+        p = he.HypoEval().get_params()
+        ctx = he.Context(llm=_NoLLM(), aspect=aspect, task=TaskInfo(task="t"), params=p,
+                         log=lambda k, payload: None, progress=lambda s: None)
+        lo, hi = ctx.scale
+        from judge_engine.records import Sample
+
+        worst = Sample(id="a", input="x", output="y", group_id="g", human={"q": float(lo)})
+        entry = {"scores": {"a": float(hi)}}
+        # the exploitation term stays in [0, 1]: 0 for the largest possible error, 1 for an exact score
+        assert he.exploitation(entry, {"a": worst}, ctx, ["a"]) == pytest.approx(0.0)
+        assert he.exploitation({"scores": {"a": float(lo)}}, {"a": worst}, ctx, ["a"]) == pytest.approx(1.0)
+    explicit = {**he.HypoEval().get_params(), "reward_b": 0.5}
+    ctx = he.Context(llm=_NoLLM(), aspect=Aspect("q", 1, 10), task=TaskInfo(task="t"), params=explicit,
+                     log=lambda k, payload: None, progress=lambda s: None)
+    assert ctx.reward_b == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="reward_b"):
+        he.HypoEval(reward_b=-1.0)._validate_params()
+
+
+def test_training_subsample_is_a_seeded_random_sample(store, tiny_dataset):
+    llm, _ = make(store, scripted(tiny_dataset))
+
+    def train_ids(seed):
+        return get_method("hypoeval", {"n_train": 6, "n_init": 2, "w_max": 5, "seed": seed, "n_selected": 1}).fit(
+            tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset)
+        ).state["train_ids"]
+
+    first = train_ids(1)
+    assert first == train_ids(1) and len(first) == len(set(first)) == 6
+    assert {tuple(train_ids(s)) for s in range(2, 6)} != {tuple(first)}
+    assert first != [s.id for s in tiny_dataset.samples[:6]]

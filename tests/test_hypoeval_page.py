@@ -58,7 +58,7 @@ def test_review_shows_the_estimate_and_start_creates_hypoeval_and_baseline_runs(
     at.button[0].click().run()  # the form's "Review run"
     assert not at.exception, [e.value for e in at.exception]
     labels = {m.label: m.value for m in at.metric}
-    assert int(labels["LLM requests to fit"]) > 0 and int(labels["LLM requests to score"]) == 6 * 5
+    assert int(labels["LLM requests to fit"]) > 0 and int(labels["LLM requests to score"]) == 2 * 6 * 5  # with follow-up turns
     at.button(key="hypoeval_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     runs = Store(db).list_runs()
@@ -75,16 +75,24 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     assert "selected" in set(bank["status"]) and any(t.startswith("GOOD") for t in bank["hypothesis"])
     selected = next(f for f in frames if list(f.columns)[:3] == ["key", "origin", "train pearson"])
     assert selected["hypothesis"].iloc[0].startswith("GOOD") and selected["train pearson"].iloc[0] == pytest.approx(1.0)
+    assert selected["coverage"].iloc[0] == pytest.approx(1.0) and "coverage" in bank.columns
+    # BAD's constant scores have no correlation: shown, with why, and not selected
+    bad_row = bank[bank["hypothesis"].str.startswith("BAD")].iloc[0]
+    assert bad_row["status"] != "selected" and "correlation" in bad_row["why not selectable"]
+    assert any("read as JSON" in c.value for c in at.caption)
+    assert any("Fewer selected" in w.value for w in at.warning)
     assert any(f.columns[0] == "level" for f in frames), "test correlation table"
 
     store = Store(db)
     owner = f"hypoeval:run:{run_id}"
     rows = store.criteria(owner)
     assert rows and {r["status"] for r in rows} <= {"accepted", "rejected"}
-    bad = next(r for r in rows if r["definition"].startswith("BAD") and r["status"] == "accepted")
+    bad = next(r for r in rows if r["definition"].startswith("BAD"))
+    assert bad["status"] == "rejected", "not selectable, so not accepted on its own"
 
-    # edit the BAD hypothesis' text through its form
+    # edit the BAD hypothesis' text through its form, and accept it
     at.text_area(key=f"hypoeval_text_{bad['id']}").set_value(bad["definition"] + " Edited.")
+    at.radio(key=f"hypoeval_status_{bad['id']}").set_value("accepted")
     form_buttons = [b for b in at.button if b.label == "Save"]
     index = [r["id"] for r in store.criteria(owner)].index(bad["id"])
     form_buttons[index].click().run()
@@ -136,5 +144,21 @@ def test_live_run_shows_the_bank_growing_from_events(db, tiny_dataset):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Wrong-example bank"] == "1 / 10" and metrics["Hypotheses seen"] == "1"
     bank = next(d.value for d in at.dataframe if "times evaluated" in d.value.columns)
-    assert bank["reward"].iloc[0] == 0.91 and bank["origin"].iloc[0] == "initial"
+    assert bank["reward"].iloc[0] == pytest.approx(0.91) and bank["origin"].iloc[0] == "initial"
     store.update_run(run_id, status="finished")
+
+
+def test_failed_run_with_an_empty_bank_says_why(db, tiny_dataset):
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6))
+    copies = scripted(tiny_dataset, generate=lambda p: '{"hypotheses": ["output number 3"]}')
+    with pytest.raises(ValueError):
+        execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=1), store=store,
+                                                backend=FakeBackend(copies)))
+    at = open_page()
+    texts = [w.value for w in at.warning]
+    assert any("HypoEval generated no usable hypothesis" in t and "failed" in t for t in texts)
+    assert any(t.startswith("Empty bank") for t in texts)
+    assert any("0 read as JSON" in c.value and "unreadable" in c.value for c in at.caption)

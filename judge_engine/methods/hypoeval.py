@@ -2,10 +2,24 @@
 
 A bank of *hypotheses* (one-trait rubrics with a description of every score)
 is grown from a few human-scored samples with a UCB-style reward, refined on
-the samples it gets wrong and on literature notes, de-duplicated, and the
-``n_selected`` hypotheses with the best Pearson correlation on the training
-samples become the judge: a new text gets one chain-of-thought score per
-selected hypothesis and its final score is their mean.
+the samples it gets wrong and on literature notes, de-duplicated, and up to
+``n_selected`` hypotheses with the best coverage-aware Pearson correlation on
+the training samples become the judge: a new text gets one chain-of-thought
+score per selected hypothesis and its final score is their mean.
+
+Every generation step asks for structure (:mod:`judge_engine.structured`):
+hypotheses as a JSON list of short statements (``HYPOTHESES``), the
+repetition check as ``{"answer": "yes" | "no"}`` (``YES_NO``), each score as
+``{"explanation", "score"}`` or, score first for probability-weighted
+scores, ``{"score"}`` (``SCORE``). The free-text parsers are the fallback;
+how every reply was read is counted (``Judge.state["replies"]``,
+``["score_sources"]``, ``reply_read``/``scores_read`` events).
+
+When no judge can be built the fit raises ``ValueError`` with the reason
+(the run fails with that message): an empty bank ("HypoEval generated no
+usable hypothesis: ..."), or no hypothesis with a positive correlation at
+sufficient coverage (unless a person accepted the hypotheses). Fit-time
+warnings are in ``Judge.state["warnings"]`` and ``warning`` events.
 
 Stages (paper section -> function):
 
@@ -17,14 +31,16 @@ Stages (paper section -> function):
   (refinement: :func:`refine_hypotheses`)
 - §3.1 literature-only hypotheses H_L = M_G(L) -> :func:`literature_hypotheses`
 - §3.1 repetition check and union -> :func:`remove_repetitions`, :func:`union_banks`
-- §3.2 selection of H_ev by Pearson on S_tr -> :func:`select_hypotheses`
+- §3.2 selection of H_ev by Pearson on S_tr (coverage-aware, positive only) -> :func:`select_hypotheses`
 - §3.3 hypothesis-guided evaluation, mean over H_ev -> :func:`evaluate_with_hypotheses`
   (per-hypothesis scoring goes through :mod:`judge_engine.criteria_scoring`)
 
 Where the paper is explicit its reading is the default, with the authors'
 code behaviour as an option: the bank after a refresh is the best of
 H_top ∪ H_W (``replace_pool``), the union takes a random half from each bank
-(``union_mode``), refinement runs all N_refine rounds (``refine_early_stop``).
+(``union_mode``; without literature the data bank's best half by reward),
+refinement runs all N_refine rounds (``refine_early_stop``). The reward's b
+follows the judge scale (:func:`default_reward_b`; the paper's 1/16 on 1-5).
 Where the paper is silent we follow the implementation notes
 (``shared/specs/hypoeval.md``, marked [REC] there) and say so at each place:
 w_hyp schedule, reward initialisation of new hypotheses on W, which duplicate
@@ -32,8 +48,10 @@ is kept, ties broken by reward, the scoring prompt of §3.3 also used for the
 stage-1 rewards (so its calls are reused from the cache at selection).
 
 Missing scores (a reply without a score after one follow-up turn) are never
-averaged in: rewards, Pearson correlations and final means use the parsed
-scores only, and every failure is counted and reported as an event.
+averaged in: rewards and final means use the parsed scores only, selection
+shrinks a hypothesis' correlation by the share of training items it scored
+(:func:`judge_engine.metrics.selection_fitness`), and every failure is
+counted and reported as an event.
 
 References
 ----------
@@ -53,11 +71,13 @@ from math import comb
 from typing import Any, Callable, Sequence
 
 from .. import metrics
+from .. import structured as st
 from ..criteria_scoring import LAYOUTS, CriterionText, estimate_criteria_calls, score_criteria
 from ..llm import LLM, GenerationParams, Request
+from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, register
+from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -80,8 +100,17 @@ NUMBERED_PATTERN = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+(.+?)(?=^\s*(?:\d+
 FINAL_ANSWER_PATTERN = re.compile(r"(?i)final\s+answer\s*[:：]?\s*\**\s*\[?\s*(yes|no)\b")
 MIN_HYPOTHESIS_WORDS = 6
 """A parsed item shorter than this is not a rubric (e.g. a bare score "[[4]]")."""
+HYPOTHESIS_MIN_CHARS = 20
+HYPOTHESIS_MAX_CHARS = 300
+"""Length bounds of one hypothesis in the generation schema: a short statement of what earns a high or a low
+score (a grammar-constrained small model otherwise fills the whole budget with one copied example)."""
+READ_SOURCES = ("json", "text", "unread")
+"""How a generation or repetition-check reply was read: JSON satisfying the schema, the free-text fallback, or
+not at all."""
 
 ORIGINS = ("initial", "wrong_examples", "literature", "curated")
+SOURCE_ORDER = ("logprobs_first_position", "text", "logprobs", "json")
+"""Where a score was read, least direct first: a verdict's ``source`` is the least direct of its scores'."""
 
 
 # --------------------------------------------------------------------------- small values
@@ -116,6 +145,60 @@ def parse_hypotheses(text: str, limit: int) -> list[str]:
     return out[:limit]
 
 
+def hypotheses_schema(n: int) -> dict[str, Any]:
+    """The schema of a generation or refinement reply: exactly ``n`` short hypotheses (the paper asks for n)."""
+    return st.string_list_schema(st.HYPOTHESES, "hypotheses", min_items=n, max_items=n,
+                                 min_length=HYPOTHESIS_MIN_CHARS, max_length=HYPOTHESIS_MAX_CHARS)
+
+
+def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
+        # "..." is the prompt's placeholder: an item holding it copied the example instead of writing one
+        if len(clean.split()) >= MIN_HYPOTHESIS_WORDS and "..." not in clean and clean not in out:
+            out.append(clean)
+    return out[:limit]
+
+
+def read_hypotheses(text: str, limit: int) -> tuple[list[str], str]:
+    """Hypotheses from a reply and how they were read (one of :data:`READ_SOURCES`).
+
+    The main path is JSON satisfying :func:`hypotheses_schema` (``json``).
+    The fallback (``text``) takes a JSON ``hypotheses`` list that breaks the
+    schema (a count or length off: a server without constrained decoding),
+    else the ``hypothesisN.`` / numbered list of :func:`parse_hypotheses`.
+    Items shorter than :data:`MIN_HYPOTHESIS_WORDS` words are dropped either way.
+    """
+    # read with at least one item required: fewer than asked is still a structured reply (the count is the
+    # generation schema's job; a reply holding fewer items is not turned into a failure here)
+    reading = st.read_json(text, st.string_list_schema(st.HYPOTHESES, "hypotheses", min_items=1, max_items=limit,
+                                                       min_length=HYPOTHESIS_MIN_CHARS,
+                                                       max_length=HYPOTHESIS_MAX_CHARS))
+    if reading.ok:
+        found = _clean_items(reading.value["hypotheses"], limit)
+        if found:
+            return found, "json"
+    value = parse_json_object(text or "")
+    if isinstance(value, dict) and isinstance(value.get("hypotheses"), list):
+        found = _clean_items(value["hypotheses"], limit)
+        if found:
+            return found, "text"
+    found = parse_hypotheses(text, limit)
+    return found, "text" if found else "unread"
+
+
+def read_repetition(text: str) -> tuple[bool | None, str]:
+    """The repetition check's answer (True = repetitive, None = no answer) and how it was read."""
+    reading = st.read_json(text, st.yes_no_schema())
+    if reading.ok:
+        return reading.value["answer"] == "yes", "json"
+    answer = parse_repetition(text)
+    return answer, "unread" if answer is None else "text"
+
+
 def parse_repetition(text: str) -> bool | None:
     """True when the reply's final answer is "yes" (repetitive); None when it does not say."""
     answers = FINAL_ANSWER_PATTERN.findall(text or "")
@@ -141,6 +224,27 @@ class Context:
     calls: int = 0
     total: int = 1
     failures: int = 0
+    replies: dict[str, int] | None = None
+    """Generation and repetition-check replies by how they were read (:data:`READ_SOURCES`)."""
+    score_sources: dict[str, int] | None = None
+    """Per-hypothesis training scores by where they were read (``CriterionScore.source``)."""
+    warnings: list[dict[str, Any]] | None = None
+    """Fit-time warnings (:func:`~judge_engine.methods.base.judge_warning`) for ``Judge.state``."""
+
+    def __post_init__(self) -> None:
+        self.replies = {k: 0 for k in READ_SOURCES} if self.replies is None else self.replies
+        self.score_sources = {} if self.score_sources is None else self.score_sources
+        self.warnings = [] if self.warnings is None else self.warnings
+
+    def warn(self, code: str, message: str, count: int | None = None) -> None:
+        """Record a fit-time warning in the judge's state and as an event (the run keeps it even if fit fails)."""
+        warning = judge_warning(code, message, count)
+        self.warnings.append(warning)
+        self.emit("warning", warning)
+
+    def count_reply(self, stage: str, source: str) -> None:
+        self.replies[source] += 1
+        self.emit("reply_read", {"stage": stage, "source": source})
 
     def emit(self, kind: str, payload: dict[str, Any]) -> None:
         self.log(kind, payload)
@@ -162,11 +266,20 @@ class Context:
         return {"aspect_name": self.aspect.name, "aspect_definition": self.aspect.definition or self.aspect.name,
                 "task": self.task.task, "output_label_lower": self.task.output_label.lower(), "low": lo, "high": hi}
 
-    def generation_params(self) -> GenerationParams:
-        return GenerationParams(max_tokens=self.params["generation_max_tokens"])
+    @property
+    def reward_b(self) -> float:
+        """b of the reward: as given, or 1/(high - low)^2 on the judge scale (see :func:`exploitation`)."""
+        if self.params["reward_b"] is not None:
+            return float(self.params["reward_b"])
+        return default_reward_b(self.scale)
 
-    def ask(self, prompts: Sequence[str], stage: str, max_tokens: int | None = None) -> list[str]:
-        params = self.generation_params() if max_tokens is None else GenerationParams(max_tokens=max_tokens)
+    def generation_params(self, schema: dict[str, Any] | None = None) -> GenerationParams:
+        return GenerationParams(max_tokens=self.params["generation_max_tokens"], json_schema=st.as_param(schema))
+
+    def ask(self, prompts: Sequence[str], stage: str, max_tokens: int | None = None,
+            schema: dict[str, Any] | None = None) -> list[str]:
+        params = (self.generation_params(schema) if max_tokens is None
+                  else GenerationParams(max_tokens=max_tokens, json_schema=st.as_param(schema)))
         replies = self.llm.complete_many([Request(({"role": "user", "content": p},), params) for p in prompts])
         self.calls += len(prompts)
         self.progress(stage)
@@ -232,16 +345,23 @@ def refine_hypotheses(ctx: Context, hypotheses: Sequence[str], *, samples: Seque
     return _ask_for_hypotheses(ctx, prompt, len(hypotheses), stage)
 
 
+RETRY_GENERATION = ("Please write the {n} hypotheses again as the JSON object asked for: "
+                    '{{"hypotheses": ["...", "..."]}}, each a short statement of what earns a high or a low score.')
+
+
 def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str) -> list[str]:
-    [reply] = ctx.ask([prompt], stage)
-    found = parse_hypotheses(reply, n)
-    if not found:  # [REC §10] retry once: a follow-up turn asking for the labelled list only
+    """One generation call with the hypotheses schema, read as JSON (free-text fallback), retried once."""
+    schema = hypotheses_schema(n)
+    [reply] = ctx.ask([prompt], stage, schema=schema)
+    found, source = read_hypotheses(reply, n)
+    ctx.count_reply(stage, source)
+    if not found:  # [REC §10] retry once: a follow-up turn asking for the list only
         follow = ctx.llm.complete([{"role": "user", "content": prompt}, {"role": "assistant", "content": reply},
-                                   {"role": "user", "content": "Please write the hypotheses again, each starting "
-                                                               "with its label \"hypothesis1.\", \"hypothesis2.\" ..."}],
-                                  ctx.generation_params())
+                                   {"role": "user", "content": RETRY_GENERATION.format(n=n)}],
+                                  ctx.generation_params(schema))
         ctx.calls += 1
-        found = parse_hypotheses(follow.text, n)
+        found, source = read_hypotheses(follow.text, n)
+        ctx.count_reply(f"{stage} (follow-up)", source)
     if not found:
         ctx.failures += 1
         ctx.emit("generation_failed", {"stage": stage, "raw": reply[:2000]})
@@ -272,9 +392,10 @@ def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples
                              instructions=score_instructions(ctx.aspect, ctx.task, reasoning=ctx.params["reasoning"]),
                              task=ctx.task, llm=ctx.llm, layout=ctx.params["layout"], joint=False,
                              reasoning=ctx.params["reasoning"], max_tokens=ctx.params["max_tokens"],
-                             weighted=ctx.params["weighted"])
+                             weighted=ctx.params["weighted"], structured=True)
     ctx.calls += len(todo_samples) * len(entries)
     missing = 0
+    sources: dict[str, int] = {}
     for sample, by_key in zip(todo_samples, results):
         for entry in entries:
             result = by_key.get(entry["key"])
@@ -282,6 +403,11 @@ def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples
                 continue
             entry["scores"][sample.id] = None if result.missing else result.score
             missing += result.missing
+            source = result.source or ("missing" if result.missing else "text")
+            sources[source] = sources.get(source, 0) + 1
+            ctx.score_sources[source] = ctx.score_sources.get(source, 0) + 1
+    if sources:
+        ctx.emit("scores_read", {"stage": stage, "sources": sources})
     if missing:
         ctx.failures += missing
         ctx.emit("parse_failures", {"stage": stage, "missing": missing, "of": len(todo_samples) * len(entries)})
@@ -291,10 +417,27 @@ def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples
 # --------------------------------------------------------------------------- reward (§3.1)
 
 
+def default_reward_b(scale: tuple[int, int]) -> float:
+    """b = 1/(high - low)^2: the paper's 1/16 on 1-5, for any judge scale.
+
+    The paper (B.1) sets a = 1, b = 1/16 "so that the exploitation term is
+    bounded in [0, 1]": on a 1-5 scale the largest squared error is
+    (5 - 1)^2 = 16. The same bound on a ``low``-``high`` scale needs
+    b = 1/(high - low)^2 (1/4 on 1-3, 1/81 on 1-10); with 1/16 a 1-10 scale
+    would give rewards down to 1 - 81/16 < -4 and a 1-3 scale would barely
+    separate good from bad hypotheses.
+    """
+    low, high = scale
+    return 1.0 / float(high - low) ** 2 if high > low else 1.0
+
+
 def exploitation(entry: dict[str, Any], samples_by_id: dict[str, Sample], ctx: Context,
                  sample_ids: Sequence[str]) -> float | None:
-    """Mean of ``a - b (s - ŝ)^2`` over the samples in S_h with a parsed score; None when none parsed."""
-    a, b = ctx.params["reward_a"], ctx.params["reward_b"]
+    """Mean of ``a - b (s - ŝ)^2`` over the samples in S_h with a parsed score; None when none parsed.
+
+    ``s`` and ``ŝ`` are on the judge scale and b follows it (:func:`default_reward_b`).
+    """
+    a, b = ctx.params["reward_a"], ctx.reward_b
     values = [a - b * (ctx.human(samples_by_id[i]) - entry["scores"][i]) ** 2
               for i in sample_ids if entry["scores"].get(i) is not None]
     return sum(values) / len(values) if values else None
@@ -456,8 +599,9 @@ def literature_hypotheses(ctx: Context, literature: Sequence[dict[str, str]]) ->
 def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_name: str) -> list[dict[str, Any]]:
     """Pairwise LLM repetition check within one bank; keep greedily by exploitation mean (authors' code, [REC 7]).
 
-    One call per unordered pair. An answer without "Final answer: yes/no"
-    counts as not repetitive ([REC §10]).
+    One call per unordered pair, asking for ``{"answer": "yes" | "no"}``
+    (the free-text "Final answer: yes/no" is the fallback). An answer that
+    cannot be read counts as not repetitive ([REC §10]).
     """
     ordered = sorted(entries, key=lambda e: -math.inf if e["acc"] is None else e["acc"], reverse=True)
     if len(ordered) < 2:
@@ -465,9 +609,13 @@ def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_nam
     pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]]
     prompts = [REPETITION_TEMPLATE.render(**{k: v for k, v in ctx.common_fields().items() if k != "aspect_definition"},
                                           first=a["text"], second=b["text"]) for a, b in pairs]
-    replies = ctx.ask(prompts, f"repetition check ({bank_name})", max_tokens=ctx.params["check_max_tokens"])
-    repeats = {(a["key"], b["key"]) for (a, b), reply in zip(pairs, replies) if parse_repetition(reply)}
-    unclear = sum(parse_repetition(r) is None for r in replies)
+    stage = f"repetition check ({bank_name})"
+    replies = ctx.ask(prompts, stage, max_tokens=ctx.params["check_max_tokens"], schema=st.yes_no_schema())
+    readings = [read_repetition(r) for r in replies]
+    for _, source in readings:
+        ctx.count_reply(stage, source)
+    repeats = {(a["key"], b["key"]) for (a, b), (answer, _) in zip(pairs, readings) if answer}
+    unclear = sum(answer is None for answer, _ in readings)
     if unclear:
         ctx.emit("parse_failures", {"stage": f"repetition check ({bank_name})", "missing": unclear,
                                     "of": len(replies), "counted_as": "not repetitive"})
@@ -487,12 +635,18 @@ def union_banks(data_bank: Sequence[dict[str, Any]], literature_bank: Sequence[d
     """The final bank: at most ``max_bank`` from the de-duplicated data and literature banks (§3.1).
 
     ``random_half`` (the paper's wording, default): a seeded random choice of
-    at most ``max_bank // 2`` from each. ``balanced_fill`` (authors' code,
+    at most ``max_bank // 2`` from each. The random choice exists to let
+    literature hypotheses in beside the rewarded data ones; without a
+    literature bank there is nothing to make room for, so the data bank's
+    ``max_bank // 2`` best by reward are kept (highest first) instead of a
+    random half that could drop the best one. ``balanced_fill`` (authors' code,
     the notes' [REC 6]): the best ``max_bank // 2`` data hypotheses by
     exploitation mean, then literature ones in order up to ``max_bank``.
     """
     half = max_bank // 2
-    if mode == "random_half":
+    if mode == "random_half" and not literature_bank:
+        chosen = by_reward(data_bank)[:half]
+    elif mode == "random_half":
         rng = random.Random(seed)
         pick = lambda xs: rng.sample(list(xs), min(half, len(xs)))  # noqa: E731
         chosen = pick(data_bank) + pick(literature_bank)
@@ -507,37 +661,83 @@ def union_banks(data_bank: Sequence[dict[str, Any]], literature_bank: Sequence[d
 # --------------------------------------------------------------------------- stage 2: selection
 
 
-def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Sequence[Sample],
-                      n_selected: int) -> list[dict[str, Any]]:
-    """H_ev: the ``n_selected`` hypotheses with the highest Pearson r on S_tr (§3.2).
+def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Sequence[Sample], n_selected: int, *,
+                      accepted_by_person: bool = False) -> list[dict[str, Any]]:
+    """H_ev: up to ``n_selected`` hypotheses by coverage-aware Pearson fitness on S_tr (§3.2, issues #16/#23).
 
     Every hypothesis is scored on all of S_tr (scores from stage 1 come from
-    the cache: same prompt). A NaN correlation (constant scores) counts as 1
-    when the human scores are all equal, else 0 (authors' code); a hypothesis
-    with fewer than two parsed scores has no correlation and ranks last.
-    Ties are broken by the stage-1 reward [REC §5].
+    the cache: same prompt). Its fitness is
+    :func:`judge_engine.metrics.selection_fitness`: the Pearson r on the
+    items it scored times the share of items it scored, not eligible below
+    the minimum coverage (a hypothesis that scores 2 of 10 items perfectly
+    cannot beat one that scores all 10 a little less well). Ranking is by
+    that value, ties broken by the stage-1 reward [REC §5].
+
+    Only *selectable* hypotheses (eligible and r > 0) are selected on their
+    own: a hypothesis that disagrees with the humans on the training items is
+    never adopted silently. When fewer qualify than ``n_selected``, fewer
+    are selected and a ``fewer_selected`` warning says so. When none
+    qualifies, the fit cannot build a judge and raises ``ValueError`` —
+    unless a person accepted the hypotheses (``accepted_by_person``,
+    curated runs): then the person's ones fill the remaining places in
+    fitness order, each marked ``accepted_by="person"``, with a
+    ``person_accepted`` warning.
+
+    Raises
+    ------
+    ValueError
+        "HypoEval found no hypothesis that agrees with the human scores ..."
+        when nothing is selectable and no person accepted the hypotheses.
     """
     evaluate_hypotheses(ctx, bank, train, "selection on the training samples")
     human = [ctx.human(s) for s in train]
-    human_constant = len(set(human)) <= 1
     for e in bank:
         pred = [math.nan if e["scores"].get(s.id) is None else e["scores"][s.id] for s in train]
-        n_parsed = sum(not math.isnan(x) for x in pred)
-        r = metrics.correlations(human, pred)["pearson"] if n_parsed >= 2 else math.nan
-        if math.isnan(r) and n_parsed >= 2:
-            r = 1.0 if human_constant else 0.0
-        e["train_pearson"] = None if math.isnan(r) else r
-        e["train_parsed"] = n_parsed
-        ctx.emit("hypothesis_evaluated", {"key": e["key"], "train_pearson": e["train_pearson"], "parsed": n_parsed,
-                                          "of": len(train)})
+        fit = metrics.selection_fitness(human, pred)
+        e["fitness"] = None if math.isnan(fit.value) else fit.value
+        e["train_pearson"] = None if math.isnan(fit.correlation) else fit.correlation
+        e["train_parsed"] = fit.n_scored
+        e["coverage"] = fit.coverage
+        e["selectable"] = fit.selectable
+        e["fitness_reason"] = fit.reason or ("" if fit.selectable else "correlation at or below zero")
+        ctx.emit("hypothesis_evaluated", {"key": e["key"], "train_pearson": e["train_pearson"],
+                                          "fitness": e["fitness"], "coverage": round(fit.coverage, 4),
+                                          "selectable": fit.selectable, "reason": e["fitness_reason"],
+                                          "parsed": fit.n_scored, "of": len(train)})
 
     def rank(e: dict[str, Any]) -> tuple[float, float]:
-        return (-math.inf if e["train_pearson"] is None else e["train_pearson"],
+        return (-math.inf if e["fitness"] is None else e["fitness"],
                 -math.inf if e["reward"] is None else e["reward"])
 
-    selected = sorted(bank, key=rank, reverse=True)[:n_selected]
-    ctx.emit("selection", {"selected": [{"key": e["key"], "train_pearson": e["train_pearson"]} for e in selected],
-                           "bank_size": len(bank)})
+    ranked = sorted(bank, key=rank, reverse=True)
+    selected = [e for e in ranked if e["selectable"]][:n_selected]
+    rejected = [e for e in ranked if not e["selectable"]]
+    if len(selected) < n_selected and accepted_by_person and rejected:
+        added = rejected[:n_selected - len(selected)]
+        for e in added:
+            e["accepted_by"] = "person"
+        selected += added
+        ctx.warn("person_accepted", f"{len(added)} hypothesis(es) a person accepted were kept although their "
+                                    "training fitness does not qualify them (no positive correlation with the "
+                                    "human scores at sufficient coverage)", count=len(added))
+    n_qualified = sum(e["selectable"] for e in bank)
+    if not selected:
+        reasons = sorted({e["fitness_reason"] for e in bank})
+        message = (f"HypoEval found no hypothesis that agrees with the human scores on the {len(train)} training "
+                   f"items: none of the {len(bank)} in the bank has a positive Pearson correlation at sufficient "
+                   f"coverage ({'; '.join(reasons)})")
+        ctx.warn("no_selectable", message)
+        ctx.emit("selection", {"selected": [], "bank_size": len(bank), "qualified": 0, "wanted": n_selected})
+        raise ValueError(message)
+    if len(selected) < n_selected:
+        ctx.warn("fewer_selected", f"only {n_qualified} of the {len(bank)} hypotheses correlate positively with "
+                                   f"the human scores at sufficient coverage; {len(selected)} selected instead of "
+                                   f"{n_selected}", count=n_selected - n_qualified)
+    ctx.emit("selection", {"selected": [{"key": e["key"], "train_pearson": e["train_pearson"],
+                                         "fitness": e["fitness"], "coverage": round(e["coverage"], 4),
+                                         "accepted_by": e.get("accepted_by", "selection")} for e in selected],
+                           "bank_size": len(bank), "qualified": n_qualified, "wanted": n_selected,
+                           "rule": "coverage-aware Pearson (metrics.selection_fitness), correlation > 0 only"})
     return selected
 
 
@@ -549,29 +749,47 @@ def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dic
                              weighted: bool = False, progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
     """Score = mean over H_ev of the per-hypothesis scores, missing ones left out (§3.3, [REC §10]).
 
-    Each verdict keeps every hypothesis' score (``criteria``) and reasoning
-    (``metadata["per_hypothesis"]``). With no parsed score at all the verdict
-    is missing (NaN), never a default.
+    Each verdict keeps every hypothesis' score (``criteria``), reasoning and
+    where it was read (``metadata["per_hypothesis"]``, ``source`` each).
+    ``metadata["source"]`` is the least direct reading among its scores
+    (``logprobs_first_position`` flags a score read from the alternatives of
+    a reply that chose no number), ``metadata["sources"]`` counts them. With
+    no parsed score at all the verdict is missing (NaN, ``source="missing"``
+    with a ``missing_reason``), never a default.
     """
     scale = judge_scale(aspect)
     criteria = [as_criterion(h["text"]) for h in hypotheses]
     instructions = score_instructions(aspect, task, reasoning=reasoning)
     results = score_criteria(samples, criteria, instructions=instructions, aspect=aspect, task=task, llm=llm,
                              layout=layout, joint=joint, reasoning=reasoning, max_tokens=max_tokens,
-                             weighted=weighted, progress=progress) if criteria else [{} for _ in samples]
+                             weighted=weighted, structured=True, progress=progress) if criteria \
+        else [{} for _ in samples]
     verdicts = []
     for sample, by_key in zip(samples, results):
         per = [{"key": c.key, "score": None if by_key[c.key].missing else by_key[c.key].score,
-                "explanation": by_key[c.key].explanation} for c in criteria]
+                "explanation": by_key[c.key].explanation,
+                "source": by_key[c.key].source or ("missing" if by_key[c.key].missing else "text"),
+                **({"missing_reason": getattr(by_key[c.key], "missing_reason", "")} if by_key[c.key].missing else {})}
+               for c in criteria]
         parsed = [p["score"] for p in per if p["score"] is not None]
         score = to_aspect_range(sum(parsed) / len(parsed), scale, aspect) if parsed else math.nan
+        sources: dict[str, int] = {}
+        for p in per:
+            sources[p["source"]] = sources.get(p["source"], 0) + 1
+        read = [p["source"] for p in per if p["score"] is not None]
+        extra: dict[str, Any] = {"source": min(read, key=SOURCE_ORDER.index) if read else "missing",
+                                 "sources": sources}
+        if not parsed:
+            extra["missing_reason"] = ("no hypothesis selected" if not per else
+                                       f"none of the {len(per)} hypotheses gave a readable score")
         verdicts.append(Verdict(
             sample_id=sample.id, aspect=aspect.name, score=score,
             criteria={c.key: (math.nan if p["score"] is None else to_aspect_range(p["score"], scale, aspect))
                       for c, p in zip(criteria, per)},
             explanation="\n\n".join(f"[{p['key']}] {p['explanation']}" for p in per if p["explanation"]),
             raw="\n\n=====\n\n".join(by_key[c.key].raw for c in criteria if c.key in by_key),
-            metadata={"per_hypothesis": per, "missing": len(per) - len(parsed), "n_hypotheses": len(per)}))
+            metadata={"per_hypothesis": per, "missing": len(per) - len(parsed), "n_hypotheses": len(per),
+                      **extra}))
     return verdicts
 
 
@@ -586,7 +804,8 @@ def _reward_payload(e: dict[str, Any], sample_id: str | None, t_total: int) -> d
 def public_entry(e: dict[str, Any]) -> dict[str, Any]:
     """The bank entry as stored in the judge (scores kept: they are the per-hypothesis training scores)."""
     return {k: e.get(k) for k in ("key", "text", "origin", "reward", "acc", "n_evaluated", "train_pearson",
-                                  "train_parsed", "refresh", "scores")}
+                                  "train_parsed", "coverage", "fitness", "selectable", "fitness_reason",
+                                  "accepted_by", "refresh", "scores")}
 
 
 def _json_native(value: Any) -> Any:
@@ -618,6 +837,14 @@ class _HypothesesCheck:
         if isinstance(value, (str, bytes)) or not all(
                 isinstance(h, str) or (isinstance(h, dict) and isinstance(h.get("text"), str)) for h in value):
             raise ValueError(f"{name}={value!r} must be None or a list of hypothesis texts or {{'text': ...}} dicts")
+
+
+class _OptionalNonNegative:
+    def check(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"{name}={value!r} must be None (follow the scale) or a non-negative number")
 
 
 class _OptionalInt:
@@ -665,8 +892,10 @@ class HypoEval(Method):
         Exploration weight of the UCB reward (paper B.1: 0.5).
     reward_a : float, default=1.0
         a in the reward a - b (s - ŝ)^2 (paper B.1: 1).
-    reward_b : float, default=0.0625
-        b in the reward (paper B.1: 1/16, so the reward lies in [0, 1] on 1-5).
+    reward_b : float or None, default=None
+        b in the reward. None: 1/(high - low)^2 on the judge scale, which is
+        the paper's 1/16 on 1-5 (B.1: chosen so the exploitation term lies in
+        [0, 1]) and keeps that bound on any other scale.
     top_k : int, default=10
         Hypotheses (best reward) evaluated on each update sample (paper B.1: 10).
     theta : float, default=0.5
@@ -698,10 +927,15 @@ class HypoEval(Method):
         of the whole bank ∪ H_W (authors' code).
     union_mode : {"random_half", "balanced_fill"}, default="random_half"
         Union of the data and literature banks: the paper's wording (a
-        seeded random half from each) or the authors' code (best half of the
-        data bank, filled up from the literature bank).
+        seeded random half from each; without literature notes, the data
+        bank's best half by reward instead) or the authors' code (best half
+        of the data bank, filled up from the literature bank).
     n_selected : int, default=5
-        H_ev: hypotheses kept by Pearson on S_tr (paper §3.2: 5).
+        H_ev: at most this many hypotheses kept by coverage-aware Pearson on
+        S_tr (paper §3.2: 5, by Pearson). Only hypotheses with a positive
+        correlation are kept; fewer when fewer qualify (a warning says so),
+        and the fit fails with a ValueError when none does (see
+        :func:`select_hypotheses`).
     reasoning : bool, default=True
         Chain-of-thought before each 1-5 score (paper §3.3).
     weighted : bool, default=False
@@ -742,7 +976,7 @@ class HypoEval(Method):
         "joint": Options((True, False)),
         "n_train": Interval(int, 2, 1000), "n_init": Interval(int, 1, 100),
         "n_init_hypotheses": Interval(int, 1, 50), "alpha": Interval(float, 0, 10),
-        "reward_a": Interval(float, None, None), "reward_b": Interval(float, 0, None),
+        "reward_a": Interval(float, None, None), "reward_b": _OptionalNonNegative(),
         "top_k": Interval(int, 1, 100), "theta": Interval(float, 0, 100),
         "w_hyp": _OptionalInt(), "w_hyp_scale": Interval(float, 0, 10), "w_max": Interval(int, 1, 1000),
         "n_refine": Interval(int, 0, 50), "refine_start": Options(("data", "literature")),
@@ -756,7 +990,7 @@ class HypoEval(Method):
         "literature": _LiteratureCheck(), "hypotheses": _HypothesesCheck(), "seed": Interval(int, None, None)}
 
     def __init__(self, *, layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
-                 n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float = 0.0625,
+                 n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float | None = None,
                  top_k: int = 10, theta: float = 0.5, w_hyp: int | None = None, w_hyp_scale: float = 0.8,
                  w_max: int = 10, n_refine: int = 6, refine_start: str = "data", refine_early_stop: bool = False,
                  replace_pool: str = "top_k", n_new_hypotheses: int = 5,
@@ -831,31 +1065,52 @@ class HypoEval(Method):
             ctx.emit("union", {"size": len(bank), "from_data": sum(e["origin"] != "literature" for e in bank),
                                "from_literature": sum(e["origin"] == "literature" for e in bank)})
         if not bank:
-            ctx.emit("empty_bank", {"reason": "no hypothesis could be read from the model's replies; "
-                                              "every score of this judge will be missing"})
-        selected = select_hypotheses(ctx, bank, s_tr, self.n_selected)
+            # no judge can be built from nothing: fail clearly rather than return a judge whose every score
+            # is missing (the run then ends with this message instead of "parse_failures: N")
+            read = ", ".join(f"{n} {k}" for k, n in ctx.replies.items() if n)
+            message = ("HypoEval generated no usable hypothesis: " + (
+                "no curated hypothesis text was given" if self.hypotheses is not None else
+                f"no hypothesis could be read from the model's generation replies ({read or 'no reply'}; "
+                f"an item needs at least {MIN_HYPOTHESIS_WORDS} words)"))
+            ctx.emit("empty_bank", {"reason": message, "replies": dict(ctx.replies)})
+            ctx.warn("empty_bank", message)
+            raise ValueError(message)
+        selected = select_hypotheses(ctx, bank, s_tr, self.n_selected, accepted_by_person=self.hypotheses is not None)
         ctx.emit("fit_done", {"calls": ctx.calls, "failures": ctx.failures, "bank": len(bank),
-                              "selected": len(selected)})
+                              "selected": len(selected), "replies": dict(ctx.replies),
+                              "score_sources": dict(ctx.score_sources)})
         if progress:
             progress(ctx.total, ctx.total, "done")
         return Judge(method=self.name, params=_json_native(p), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={"selected": [public_entry(e) for e in selected],
                             "bank": [public_entry(e) for e in bank],
                             "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
+                            "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
+                            "warnings": list(ctx.warnings),
                             "literature_used": bool(literature) and self.hypotheses is None})
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
-        """The paper's cost model (notes §15), worst case before cache hits and follow-up turns.
+        """An upper bound on the backend calls of a fit and of scoring, before cache hits (notes §15).
 
-        Generation: 1 + |H_init||S_init| + sum_t min(k, |H_t|) + R (1 + N_ref) +
-        R |H_W| w_max + [1 with literature] + C(|H_data|, 2) + C(|H_L|, 2);
-        selection |H| |S_tr|; evaluation H_ev per test text (1 with ``joint``).
-        R = floor(|S_update| / w_max) refreshes.
+        The paper's cost model with every follow-up turn counted: each
+        generation or refinement call may be followed by one retry, and each
+        per-hypothesis score by one follow-up turn (so both count twice);
+        repetition checks are one call per pair, never retried.
+
+        Generation: 2 [1 + R (1 + N_ref) + (1 with literature)] +
+        2 (|H_init||S_init| + sum_t min(k, |H_t|) + R |H_W| w_max) +
+        C(|H_data|, 2) + C(|H_L|, 2); selection 2 |H| |S_tr|; evaluation
+        2 H_ev per test text (2 with ``joint``). R = floor(|S_update| / w_max)
+        refreshes, |H_t| bounded by min(H_max, |H_init| + |H_W| per refresh).
+        Repeated prompts (e.g. stage-1 scores asked again at selection) are
+        answered by the cache, so the real count is usually far lower.
         """
         m = min(n_train, self.n_train)
-        score = estimate_criteria_calls(n_test, min(self.n_selected, self._final_bank_bound(m)), joint=self.joint)
+        follow = 2  # a first reply and at most one follow-up turn
+        score = estimate_criteria_calls(n_test, min(self.n_selected, self._final_bank_bound(m)), joint=self.joint,
+                                        follow_ups=True)
         if self.hypotheses is not None:
-            return {"fit": len(self.hypotheses) * m, "score": score}
+            return {"fit": follow * len(self.hypotheses) * m, "score": score}
         n0 = min(self.n_init, m)
         updates = m - n0
         refreshes = updates // self.w_max if self.w_max else 0
@@ -863,24 +1118,28 @@ class HypoEval(Method):
         rounds = self.n_refine if has_lit else sum(
             1 for i in range(1, self.n_refine + 1)
             if (i % 2 == 1) == (self.refine_start == "data"))
-        calls = 1 + self.n_init_hypotheses * n0
+        generation = 1
+        scoring = self.n_init_hypotheses * n0
+        checks = 0
         bank = self.n_init_hypotheses
         for t in range(1, updates + 1):
-            calls += min(self.top_k, bank)
+            scoring += min(self.top_k, bank)
             if refreshes and t % self.w_max == 0 and t // self.w_max <= refreshes:
-                calls += 1 + rounds + self.n_new_hypotheses * self.w_max
+                generation += 1 + rounds
+                scoring += self.n_new_hypotheses * self.w_max
                 bank = min(self.max_bank, bank + self.n_new_hypotheses)
-        calls += comb(bank, 2)
+        checks += comb(bank, 2)
         lit = self.n_literature_hypotheses if has_lit else 0
         if has_lit:
-            calls += 1 + comb(lit, 2)
+            generation += 1
+            checks += comb(lit, 2)
         half = self.max_bank // 2
         if self.union_mode == "random_half":
             final = min(bank, half) + min(lit, half)
         else:
             final = min(self.max_bank, min(bank, half) + lit)
-        calls += final * m
-        return {"fit": calls, "score": score}
+        scoring += final * m
+        return {"fit": follow * (generation + scoring) + checks, "score": score}
 
     def _final_bank_bound(self, m: int) -> int:
         if self.hypotheses is not None:
@@ -905,17 +1164,26 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
     Returns ``{"hypotheses": [row, ...], "wrong_bank": int, "w_max": int | None,
     "refreshes": int, "refinement_rounds": int, "literature_skipped": bool,
-    "parse_failures": int, "selected": [key, ...]}``; each row has key, text,
-    origin, reward, n_evaluated, train_pearson and status (in bank, dropped,
+    "parse_failures": int, "selected": [key, ...], "replies": {json, text,
+    unread}, "score_sources": {source: n}, "warnings": [warning, ...]}``;
+    each row has key, text, origin, reward, n_evaluated, train_pearson,
+    coverage (share of training items it scored), fitness (coverage-aware),
+    selectable, reason (why not selectable) and status (in bank, dropped,
     duplicate, selected).
     """
     rows: dict[str, dict[str, Any]] = {}
-    view: dict[str, Any] = {"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
-                            "literature_skipped": False, "parse_failures": 0, "selected": []}
+
+    def fresh() -> dict[str, Any]:
+        return {"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
+                "literature_skipped": False, "parse_failures": 0, "selected": [],
+                "replies": {k: 0 for k in READ_SOURCES}, "score_sources": {}, "warnings": []}
+
+    view: dict[str, Any] = fresh()
 
     def row(key: str, **fields: Any) -> dict[str, Any]:
         r = rows.setdefault(key, {"key": key, "text": "", "origin": "", "reward": None, "n_evaluated": 0,
-                                  "train_pearson": None, "status": "in bank"})
+                                  "train_pearson": None, "coverage": None, "fitness": None, "selectable": None,
+                                  "reason": "", "status": "in bank"})
         r.update({k: v for k, v in fields.items() if v is not None})
         return r
 
@@ -923,8 +1191,7 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         kind, p = event["kind"], event["payload"]
         if kind == "fit_started":  # a resumed run fits again (from the cache): show that fit only
             rows.clear()
-            view.update({"wrong_bank": 0, "w_max": None, "refreshes": 0, "refinement_rounds": 0,
-                         "literature_skipped": False, "parse_failures": 0, "selected": []})
+            view.update(fresh())
         elif kind in ("hypothesis_proposed", "hypothesis_added"):
             if kind == "hypothesis_added" or p.get("origin") != "wrong_examples":
                 row(p["key"], text=p.get("text"), origin=p.get("origin"), reward=p.get("reward"),
@@ -951,7 +1218,17 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
             for key, text, origin in zip(keys, p.get("texts", [None] * len(keys)), p.get("origins", [None] * len(keys))):
                 row(key, text=text, origin=origin or "curated")
         elif kind == "hypothesis_evaluated":
-            row(p["key"], train_pearson=p.get("train_pearson"))
+            row(p["key"], train_pearson=p.get("train_pearson"), coverage=p.get("coverage"), fitness=p.get("fitness"),
+                selectable=p.get("selectable"), reason=p.get("reason"))
+        elif kind == "reply_read":
+            source = p.get("source", "unread")
+            view["replies"][source] = view["replies"].get(source, 0) + 1
+        elif kind == "scores_read":
+            for source, n in (p.get("sources") or {}).items():
+                view["score_sources"][source] = view["score_sources"].get(source, 0) + int(n)
+        elif kind == "warning":
+            view["warnings"].append({"code": p.get("code", ""), "message": p.get("message", ""),
+                                     **({"count": p["count"]} if "count" in p else {})})
         elif kind == "selection":
             view["selected"] = [s["key"] for s in p.get("selected", [])]
             for key in view["selected"]:
