@@ -222,12 +222,23 @@ def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judg
 
     The judge's own fit-time warnings come first (an empty hypothesis bank, no
     criteria inferred, a decomposition without children: see
-    :func:`judge_engine.methods.judge_warning`), then what the verdicts show:
+    :func:`judge_engine.methods.judge_warning`), then the generated rubric
+    entries the checks refused (``Judge.state["rejected"]``, see
+    :mod:`judge_engine.rubric_checks`), then what the verdicts show:
     scores read from the alternatives of a reply that stated none, criteria
     imputed, missing scores with their most common reasons, and prompts cut to
     fit the model's context.
     """
     out = [dict(w) for w in ((judge.state.get("warnings") if judge else None) or [])]
+    rejected = (judge.state.get("rejected") if judge else None) or []
+    if rejected:
+        rules: dict[str, int] = {}
+        for r in rejected:
+            rules[r.get("rule", "")] = rules.get(r.get("rule", ""), 0) + 1
+        listed = ", ".join(f"{k.replace('_', ' ')} {c}" for k, c in sorted(rules.items(), key=lambda kv: -kv[1]))
+        out.append({"code": "rubric_rejected", "count": len(rejected),
+                    "message": f"{len(rejected)} generated rubric entries were rejected before use ({listed}); "
+                               "they are kept with their reasons on the method's page"})
     n = len(verdicts)
     from_alternatives = sum(1 for v in verdicts if v.metadata.get("source") == "logprobs_first_position")
     if from_alternatives:

@@ -21,9 +21,21 @@ from judge_engine.runs import RunSpec, create_run, execute_run
 
 # Hypothesis texts the scripted generator proposes. "GOOD" rubrics predict the human score exactly,
 # "BAD" ones always say 1, "NOISY" ones fail to give a score.
-GOOD = "GOOD rubric {n}: a summary earns one point per clear sentence, from one to five, judged on flow."
-BAD = "BAD rubric {n}: every summary is awful and should get the lowest score of one regardless of content."
-NOISY = "NOISY rubric {n}: this rubric never yields a readable score because the judge rambles on and on."
+class _Rubric(str):
+    """A hypothesis template whose every number also names its own topic: the rubric checks refuse
+    near-duplicates, and texts that differ only in their number would be near-duplicates."""
+
+    TOPICS = ("about the main events", "for the opening lines", "with respect to names and dates",
+              "across paragraph transitions", "regarding numeric claims", "in the closing remarks",
+              "concerning quoted speech", "on technical vocabulary")
+
+    def format(self, *, n: int) -> str:
+        return str.format(self, n=n) + f" Focus {self.TOPICS[int(n) % len(self.TOPICS)]}."
+
+
+GOOD = _Rubric("GOOD rubric {n}: a summary earns one point per clear sentence, from one to five, judged on flow.")
+BAD = _Rubric("BAD rubric {n}: every summary is awful and should get the lowest score of one regardless of content.")
+NOISY = _Rubric("NOISY rubric {n}: this rubric never yields a readable score because the judge rambles on and on.")
 
 
 def human_of(prompt: str, dataset) -> float | None:
@@ -667,7 +679,7 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
 
 SPARSE = "SPARSE rubric: scores only the first two outputs exactly, and cannot decide on any other one."
 STEADY = "STEADY rubric: scores every output close to the experts, off by one point on a single item."
-ANTI = "ANTI rubric {n}: gives the opposite of what the experts give, six minus their score on every item."
+ANTI = _Rubric("ANTI rubric {n}: gives the opposite of what the experts give, six minus their score on every item.")
 
 
 def _selection_responder(dataset):
@@ -824,3 +836,21 @@ def test_training_subsample_is_a_seeded_random_sample(store, tiny_dataset):
     assert first == train_ids(1) and len(first) == len(set(first)) == 6
     assert {tuple(train_ids(s)) for s in range(2, 6)} != {tuple(first)}
     assert first != [s.id for s in tiny_dataset.samples[:6]]
+
+
+def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_rejected_and_kept_with_reason(
+        store, tiny_dataset):
+    # tiny_dataset's sources read "source text N": a long copy of one is what SmolLM2 wrote instead of a rubric
+    copy = "the source text 1 says output number 4 and the source text 1 says output number 4 again"
+    near = GOOD.format(n=0) + "!"
+    texts = [GOOD.format(n=0), near, copy, "ok", BAD.format(n=1)]
+    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)))
+    judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
+    # ("ok" never reaches the checks: the reader drops items under six words)
+    assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
+    assert GOOD.format(n=0) not in rules and BAD.format(n=1) not in rules
+    bank = {e["text"] for e in judge.state["bank"]}
+    assert near not in bank and copy not in bank and GOOD.format(n=0) in bank
+    assert all(r["reason"] for r in judge.state["rejected"])

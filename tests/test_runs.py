@@ -214,7 +214,8 @@ def test_the_summary_says_why_in_warnings(tiny_dataset):
         Verdict(ids[4], "x", 2.0, metadata={"source": "json"}),
     ]
     judge = Judge("direct", {}, {"name": "x", "low": 1, "high": 5}, {"task": "t"},
-                  state={"warnings": [judge_warning("empty_bank", "the bank is empty")]})
+                  state={"warnings": [judge_warning("empty_bank", "the bank is empty")],
+                         "rejected": [{"text": "t", "ok": False, "rule": "copy", "reason": "r"}] * 2})
     summary = summarize(tiny_dataset, tiny_dataset.aspects[0].name, verdicts, ledger={"truncated": 3}, seconds=1.0,
                         judge=judge, n_bootstrap=10)
     codes = {w["code"]: w for w in summary["warnings"]}
@@ -223,6 +224,7 @@ def test_the_summary_says_why_in_warnings(tiny_dataset):
     assert codes["criteria_imputed"]["count"] == 2 and "1 of 5 items" in codes["criteria_imputed"]["message"]
     assert codes["scores_missing"]["count"] == 2 and "empty hypothesis bank (1)" in codes["scores_missing"]["message"]
     assert codes["prompts_cut"]["count"] == 3
+    assert codes["rubric_rejected"]["count"] == 2 and "(copy 2)" in codes["rubric_rejected"]["message"]
     # an item never asked about is missing but not a parse failure
     assert summary["missing"] == 2 and summary["parse_failures"] == 1
 

@@ -77,6 +77,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
+from ..rubric_checks import check_entries
 from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
@@ -230,11 +231,14 @@ class Context:
     """Per-hypothesis training scores by where they were read (``CriterionScore.source``)."""
     warnings: list[dict[str, Any]] | None = None
     """Fit-time warnings (:func:`~judge_engine.methods.base.judge_warning`) for ``Judge.state``."""
+    rejected: list[dict[str, Any]] | None = None
+    """Generated hypotheses the rubric checks refused, with the rule and reason (:mod:`judge_engine.rubric_checks`)."""
 
     def __post_init__(self) -> None:
         self.replies = {k: 0 for k in READ_SOURCES} if self.replies is None else self.replies
         self.score_sources = {} if self.score_sources is None else self.score_sources
         self.warnings = [] if self.warnings is None else self.warnings
+        self.rejected = [] if self.rejected is None else self.rejected
 
     def warn(self, code: str, message: str, count: int | None = None) -> None:
         """Record a fit-time warning in the judge's state and as an event (the run keeps it even if fit fails)."""
@@ -330,7 +334,7 @@ def generate_hypotheses(ctx: Context, n: int, *, samples: Sequence[Sample] = (),
     basis = BASIS_BOTH if samples and literature else BASIS_DATA if samples else BASIS_LITERATURE
     prompt = GENERATE_TEMPLATE.render(**ctx.common_fields(), num_hypotheses=n, basis=basis,
                                       evidence="\n\n".join(evidence))
-    return _ask_for_hypotheses(ctx, prompt, n, stage)
+    return _ask_for_hypotheses(ctx, prompt, n, stage, shown=shown_texts(samples, literature))
 
 
 def refine_hypotheses(ctx: Context, hypotheses: Sequence[str], *, samples: Sequence[Sample] = (),
@@ -342,15 +346,26 @@ def refine_hypotheses(ctx: Context, hypotheses: Sequence[str], *, samples: Seque
         basis, evidence = "findings from research literature", literature_block(literature)
     prompt = REFINE_TEMPLATE.render(**ctx.common_fields(), num_hypotheses=len(hypotheses), basis=basis,
                                     evidence=evidence, hypotheses=numbered(hypotheses))
-    return _ask_for_hypotheses(ctx, prompt, len(hypotheses), stage)
+    return _ask_for_hypotheses(ctx, prompt, len(hypotheses), stage, shown=shown_texts(samples, literature))
+
+
+def shown_texts(samples: Sequence[Sample], literature: Sequence[dict[str, str]]) -> list[str]:
+    """The texts a generation prompt shows the model: a hypothesis copied from one of them is no rubric."""
+    texts = [t for s in samples for t in (s.input, s.output, s.context or "") if t]
+    return texts + [str(v) for paper in literature for v in paper.values() if v]
 
 
 RETRY_GENERATION = ("Please write the {n} hypotheses again as the JSON object asked for: "
                     '{{"hypotheses": ["...", "..."]}}, each a short statement of what earns a high or a low score.')
 
 
-def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str) -> list[str]:
-    """One generation call with the hypotheses schema, read as JSON (free-text fallback), retried once."""
+def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown: Sequence[str] = ()) -> list[str]:
+    """One generation call with the hypotheses schema, read as JSON (free-text fallback), retried once.
+
+    What was read goes through :func:`judge_engine.rubric_checks.check_entries`: a hypothesis copied from a
+    text the prompt showed, a near-duplicate, an empty, repetitive or over-long one, or one that names no
+    quality is kept in ``ctx.rejected`` with its reason (shown on the page, restorable by a person), not used.
+    """
     schema = hypotheses_schema(n)
     [reply] = ctx.ask([prompt], stage, schema=schema)
     found, source = read_hypotheses(reply, n)
@@ -365,7 +380,13 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str) -> list[s
     if not found:
         ctx.failures += 1
         ctx.emit("generation_failed", {"stage": stage, "raw": reply[:2000]})
-    return found
+        return found
+    checks = check_entries(found, kind="hypothesis", shown=shown)
+    refused = [{**c.to_dict(), "stage": stage} for c in checks if not c.ok]
+    if refused:
+        ctx.rejected.extend(refused)
+        ctx.emit("hypotheses_rejected", {"stage": stage, "rejected": refused})
+    return [c.text for c in checks if c.ok]
 
 
 # --------------------------------------------------------------------------- evaluation under a hypothesis (M_E)
@@ -1086,7 +1107,7 @@ class HypoEval(Method):
                             "bank": [public_entry(e) for e in bank],
                             "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
                             "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
-                            "warnings": list(ctx.warnings),
+                            "warnings": list(ctx.warnings), "rejected": list(ctx.rejected),
                             "literature_used": bool(literature) and self.hypotheses is None})
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
