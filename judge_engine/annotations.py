@@ -281,3 +281,25 @@ def dataset_agreement(dataset: Dataset, labels: Iterable[Annotation], aspect: st
     index = dataset.by_id()
     return agreement(pool, aspect, ids, level=level, groups=[index[i].group_id for i in ids],
                      systems=[index[i].system_id for i in ids], n_bootstrap=n_bootstrap, seed=seed)
+
+
+def annotation_queue(dataset: Dataset, aspect: str, labels: Iterable[Annotation], annotator: str, *,
+                     suggested: Sequence[str] = (), skipped: Iterable[str] = ()) -> list[str]:
+    """The items ``annotator`` should label next, in order.
+
+    The suggested items first (e.g. :func:`judge_engine.compare.label_next`:
+    where judges disagree most), then every other item, those with the fewest
+    people's labels first; items ``annotator`` has labelled or skipped are left out.
+    """
+    labels = [a for a in labels if a.aspect == aspect]
+    done = {a.sample for a in labels if a.annotator == annotator} | set(skipped)
+    count: dict[str, int] = {}
+    for a in labels:
+        if a.source == "person":
+            count[a.sample] = count.get(a.sample, 0) + 1
+    known = dataset.by_id()
+    first = [i for i in dict.fromkeys(suggested) if i in known and i not in done]
+    taken = set(first)
+    rest = sorted((k for k, s in enumerate(dataset.samples) if s.id not in done and s.id not in taken),
+                  key=lambda k: (count.get(dataset.samples[k].id, 0), k))
+    return first + [dataset.samples[k].id for k in rest]

@@ -169,7 +169,7 @@ else:
                 st.rerun()
             if start:
                 try:
-                    run_id = create_run(store, spec)
+                    run_id = create_run(store, spec, actor=common.actor())
                 except (SplitError, DataImportError, ValueError, NotFound) as exc:
                     st.error(common.plain(str(exc)))
                 else:
