@@ -288,8 +288,10 @@ def annotation_queue(dataset: Dataset, aspect: str, labels: Iterable[Annotation]
     """The items ``annotator`` should label next, in order.
 
     The suggested items first (e.g. :func:`judge_engine.compare.label_next`:
-    where judges disagree most), then every other item, those with the fewest
-    people's labels first; items ``annotator`` has labelled or skipped are left out.
+    where judges disagree most), then the items other people have labelled
+    (so that people label the same items and their agreement can be measured),
+    then the rest in dataset order; items ``annotator`` has labelled or
+    skipped are left out.
     """
     labels = [a for a in labels if a.aspect == aspect]
     done = {a.sample for a in labels if a.annotator == annotator} | set(skipped)
@@ -301,5 +303,5 @@ def annotation_queue(dataset: Dataset, aspect: str, labels: Iterable[Annotation]
     first = [i for i in dict.fromkeys(suggested) if i in known and i not in done]
     taken = set(first)
     rest = sorted((k for k, s in enumerate(dataset.samples) if s.id not in done and s.id not in taken),
-                  key=lambda k: (count.get(dataset.samples[k].id, 0), k))
+                  key=lambda k: (0 if count.get(dataset.samples[k].id) else 1, k))
     return first + [dataset.samples[k].id for k in rest]

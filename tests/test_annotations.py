@@ -189,3 +189,12 @@ def test_migrating_an_old_database_loses_no_value(tmp_path, tiny_dataset):
     assert len(store.audit_log(entity="human_score")) == 2  # the history stays
     Store(path)  # opening again applies nothing twice
     assert len(store.annotations("tiny")) == 5
+
+
+def test_the_queue_puts_suggestions_then_others_items_first_and_leaves_out_mine(tiny_dataset):
+    labels = [Annotation("tiny", "s7", "quality", "ben", 3.0, 1.0), Annotation("tiny", "s2", "quality", "ana", 4.0, 2.0)]
+    queue = annotations.annotation_queue(tiny_dataset, "quality", labels, "ana", suggested=["s9", "s2", "s4"],
+                                         skipped=["s0"])
+    assert queue[:3] == ["s9", "s4", "s7"]  # suggestions (minus hers), then what ben labelled
+    assert "s2" not in queue and "s0" not in queue and len(queue) == 10
+    assert queue[3:] == ["s1", "s3", "s5", "s6", "s8", "s10", "s11"]
