@@ -597,10 +597,11 @@ def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
             "kendall": _num(corr.get("kendall")),
             "calls": ledger.get("calls", 0), "cache hits": ledger.get("cache_hits", 0),
             "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.get("created")),
+            "human score": r.get("human_aggregate") or "imported", "started by": r.get("actor") or "",
         })
     return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",
                                        "pearson", "spearman", "kendall", "calls", "cache hits", "dollars",
-                                       "created"])
+                                       "created", "human score", "started by"])
 
 
 def agreement_row(result: Any) -> dict[str, Any]:

@@ -112,6 +112,13 @@ def test_skip_and_the_choice_of_human_score_recorded_with_the_next_run(db):
     store = Store(db)
     assert store.human_aggregate("tiny") == "annotator:ana"
     assert store.audit_log(entity="human_aggregate")[0]["actor"] == "ana"
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=1),
+                        actor="ana")
+    ana.switch_page("pages/runs.py").run()
+    assert not ana.exception
+    runs = table(ana, "started by")
+    row = runs[runs["run"] == run_id].iloc[0]
+    assert (row["human score"], row["started by"]) == ("annotator:ana", "ana")
 
 
 def test_a_display_name_is_asked_once_and_recorded(db, monkeypatch):
