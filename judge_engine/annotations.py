@@ -171,6 +171,36 @@ def krippendorff_alpha(matrix: np.ndarray) -> float:
     return value if math.isfinite(value) else math.nan
 
 
+def _against_the_others(m: np.ndarray, a: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Annotator ``a``'s labels, the mean of the others' per item, and where both exist."""
+    others = np.delete(m, a, axis=0)
+    counts = np.isfinite(others).sum(axis=0)
+    mean_others = np.where(counts > 0, np.nansum(others, axis=0) / np.maximum(counts, 1), np.nan)
+    return m[a], mean_others, np.isfinite(m[a]) & np.isfinite(mean_others)
+
+
+def _group_ceilings(matrix: np.ndarray, codes: np.ndarray, n_groups: int, weights: np.ndarray) -> np.ndarray:
+    """Leave-one-out group-level ceilings of many group resamples at once, shape ``(B, 3)``.
+
+    Resampling whole groups leaves each group's correlation as it is, so a
+    resample's group-level value is the weighted mean of the per-group table
+    (the same shortcut :func:`judge_engine.metrics.meta_evaluate` takes).
+    """
+    per = []
+    for a in range(matrix.shape[0]):
+        own, mean_others, keep = _against_the_others(matrix, a)
+        if keep.sum() < 3:
+            continue
+        table = metrics._group_table(mean_others[keep], own[keep], codes[keep], n_groups)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per.append((weights @ np.nan_to_num(table)) / (weights @ np.isfinite(table)))
+    if not per:
+        return np.full((weights.shape[0], len(metrics.METHODS)), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(np.stack(per), axis=0)
+
+
 def leave_one_out(matrix: np.ndarray, *, level: str = "sample", groups: Sequence[Hashable] | None = None,
                   systems: Sequence[Hashable] | None = None) -> dict[str, float]:
     """Each annotator against the mean of the others (on the items both have), averaged over annotators.
@@ -180,19 +210,14 @@ def leave_one_out(matrix: np.ndarray, *, level: str = "sample", groups: Sequence
     m = np.asarray(matrix, dtype=float)
     per: dict[str, list[float]] = {s: [] for s in metrics.METHODS}
     for a in range(m.shape[0]):
-        others = np.delete(m, a, axis=0)
-        counts = np.isfinite(others).sum(axis=0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            mean_others = np.where(counts > 0, np.nansum(others, axis=0) / np.maximum(counts, 1), np.nan)
-        keep = np.isfinite(m[a]) & np.isfinite(mean_others)
+        own, mean_others, keep = _against_the_others(m, a)
         if keep.sum() < 3:
             continue
         g = [x for x, k in zip(groups, keep) if k] if groups is not None else None
         s = [x for x, k in zip(systems, keep) if k] if systems is not None else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            values, _ = metrics.level_correlations(mean_others[keep], m[a][keep], level=level, groups=g, systems=s)
+            values, _ = metrics.level_correlations(mean_others[keep], own[keep], level=level, groups=g, systems=s)
         for stat in metrics.METHODS:
             per[stat].append(values[stat])
     return {stat: float(np.nanmean(v)) if np.isfinite(v).any() else math.nan for stat, v in per.items()}
@@ -254,7 +279,16 @@ def agreement(labels: Iterable[Annotation], aspect: str, ids: Sequence[str], *, 
     rng = np.random.default_rng(seed)
     alphas: list[float] = []
     ceilings: dict[str, list[float]] = {s: [] for s in metrics.METHODS}
-    if int(shared.sum()) >= 3 and len(names) >= 2:
+    if int(shared.sum()) >= 3 and len(names) >= 2 and level == "group" and groups is not None:
+        codes, _ = metrics._codes(groups, len(ids), "groups")
+        weights = metrics._resample_weights(rng, len(unit_index), n_bootstrap)
+        boot = _group_ceilings(matrix, codes, len(unit_index), weights.astype(float))
+        for s, column in zip(metrics.METHODS, boot.T):
+            ceilings[s] = column.tolist()
+        order = np.argsort(codes, kind="stable")
+        for row in weights:  # each item as often as its group was drawn
+            alphas.append(krippendorff_alpha(matrix[:, np.repeat(order, row[codes[order]])]))
+    elif int(shared.sum()) >= 3 and len(names) >= 2:
         for _ in range(n_bootstrap):
             idx = np.concatenate([unit_index[k] for k in rng.integers(0, len(unit_index), size=len(unit_index))])
             sub = matrix[:, idx]

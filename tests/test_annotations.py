@@ -198,3 +198,24 @@ def test_the_queue_puts_suggestions_then_others_items_first_and_leaves_out_mine(
     assert queue[:3] == ["s9", "s4", "s7"]  # suggestions (minus hers), then what ben labelled
     assert "s2" not in queue and "s0" not in queue and len(queue) == 10
     assert queue[3:] == ["s1", "s3", "s5", "s6", "s8", "s10", "s11"]
+
+
+def test_group_resamples_of_the_ceiling_match_recomputing_it_on_the_resampled_items():
+    rng = np.random.default_rng(3)
+    groups = [f"g{k // 4}" for k in range(32)]
+    truth = rng.normal(3, 1, size=32)
+    matrix = np.vstack([truth + rng.normal(0, 0.7, size=32) for _ in range(3)])
+    matrix[0, 5] = np.nan  # an item one annotator skipped
+    from judge_engine import metrics
+
+    codes, _ = metrics._codes(groups, 32, "groups")
+    weights = metrics._resample_weights(rng, 8, 5).astype(float)
+    fast = annotations._group_ceilings(matrix, codes, 8, weights)
+    order = np.argsort(codes, kind="stable")
+    for row, got in zip(weights.astype(int), fast):
+        idx = np.repeat(order, row[codes[order]])
+        # a group drawn twice must count twice: label the copies apart, as resampling whole groups does
+        copies = np.concatenate([np.arange(n) for n in row[codes[order]]])
+        again = annotations.leave_one_out(matrix[:, idx], level="group",
+                                          groups=[f"{groups[i]}#{c}" for i, c in zip(idx, copies)])
+        assert got == pytest.approx([again[s] for s in metrics.METHODS], nan_ok=True)
