@@ -172,3 +172,34 @@ def test_a_viewer_cannot_change_an_aspect_definition_either(db, tiny_dataset):
     store = Store(db)
     assert store.load_dataset("tiny").aspect("quality").definition == "How good it is."
     assert store.audit_log(entity="aspect") == []
+
+
+def test_roles_come_from_the_allow_list_and_the_example_secrets_parse():
+    import tomllib
+
+    from pages.common import role_of
+
+    allow = {"editors": ["Ana@Example.org"], "viewers": ["vic@example.org", "ana@example.org"]}
+    assert role_of("ana@example.org", allow) == "editor"  # case does not matter; editor wins over viewer
+    assert role_of("vic@example.org", allow) == "viewer"
+    assert role_of("eve@example.org", allow) is None and role_of("", {"viewers": ["*"]}) is None
+    assert role_of("eve@example.org", {"viewers": ["*"]}) == "viewer"
+    example = tomllib.loads((APP.parent / ".streamlit" / "secrets.example.toml").read_text(encoding="utf-8"))
+    assert set(example["auth"]) >= {"redirect_uri", "cookie_secret", "client_id", "client_secret",
+                                    "server_metadata_url"}
+    assert role_of(example["workbench"]["viewers"][0], example["workbench"]) == "viewer"
+
+
+@pytest.mark.parametrize("page", ["pages/home.py", "pages/datasets.py", "pages/runs.py", "pages/compare.py",
+                                  "pages/annotate.py", "pages/settings.py"])
+def test_every_page_opens_for_a_viewer_without_writing(db, page):
+    store = Store(db)
+    before = (len(store.audit_log()), [r["version"] for r in store.list_runs()], len(store.annotations("tiny")))
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.secrets = TEAM
+    at.user = {"is_logged_in": True, "email": "vic@example.org"}
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert (len(store.audit_log()), [r["version"] for r in store.list_runs()], len(store.annotations("tiny"))) == before
