@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 import sqlite3
 from dataclasses import replace
 
@@ -219,3 +220,33 @@ def test_group_resamples_of_the_ceiling_match_recomputing_it_on_the_resampled_it
         again = annotations.leave_one_out(matrix[:, idx], level="group",
                                           groups=[f"{groups[i]}#{c}" for i, c in zip(idx, copies)])
         assert got == pytest.approx([again[s] for s in metrics.METHODS], nan_ok=True)
+
+
+def test_execute_run_meta_evaluates_against_the_recorded_aggregate(store, tiny_dataset):
+    from judge_engine import metrics
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.runs import execute_run
+
+    store.save_dataset(tiny_dataset)
+    mine = {f"s{k}": float(1 + (k * 3) % 5) for k in range(8)}
+    for sid, value in mine.items():
+        store.add_annotation("tiny", sid, "quality", value, annotator="ana")
+    store.set_human_aggregate("tiny", "annotator:ana", actor="ana")
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=8))
+    store.set_human_aggregate("tiny", "imported", actor="ana")  # a later change does not touch the recorded run
+    def answer(messages, params):  # a judge whose score follows the item number
+        n = int(re.search(r"output number (\d+)", messages[-1]["content"]).group(1))
+        return f'{{"score": {1 + (n * 2) % 5}}}'
+
+    summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                                      backend=FakeBackend(answer, model_id="f")))
+    verdicts = {v.sample_id: v.score for v in store.load_verdicts(run_id)}
+    assert set(verdicts) == set(mine)
+    ids = sorted(verdicts)
+    expected = metrics.meta_evaluate([mine[i] for i in ids], [verdicts[i] for i in ids], level="sample",
+                                     n_bootstrap=10).to_dict()
+    assert summary["levels"]["sample"]["spearman"] == pytest.approx(expected["spearman"], nan_ok=True)
+    imported = metrics.meta_evaluate([tiny_dataset.by_id()[i].human["quality"] for i in ids],
+                                     [verdicts[i] for i in ids], level="sample", n_bootstrap=10).to_dict()
+    assert summary["levels"]["sample"]["spearman"] != pytest.approx(imported["spearman"], nan_ok=True)
