@@ -57,7 +57,9 @@ def model_card(store: Store, run_id: int) -> dict[str, Any]:
         "llm": run["llm"],
         "provenance": {"run_id": run_id, "dataset": run["dataset"], "aspect": run["aspect"],
                        "seed": split.get("seed"), "n_train": len(split.get("train_ids") or []),
-                       "n_test": len(split.get("test_ids") or []), "status": run["status"]},
+                       "n_test": len(split.get("test_ids") or []), "status": run["status"],
+                       # the human score the judge learned from and was meta-evaluated against, and who started it
+                       "human_aggregate": run.get("human_aggregate") or "imported", "started_by": run.get("actor") or ""},
         "meta_evaluation": {k: summary.get(k) for k in ("level", "correlations", "levels", "n", "parse_failures",
                                                         "parse_failure_rate")},
         "cost": {k: summary.get(k, (run.get("ledger") or {}).get(k)) for k in
