@@ -203,3 +203,34 @@ def test_every_page_opens_for_a_viewer_without_writing(db, page):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
     assert (len(store.audit_log()), [r["version"] for r in store.list_runs()], len(store.annotations("tiny"))) == before
+
+
+def test_compare_shows_each_judge_beside_the_ceiling_of_the_labels_it_is_evaluated_on(tmp_path, monkeypatch,
+                                                                                        tiny_dataset):
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    store = Store(path)
+    store.save_dataset(tiny_dataset)
+    ana = [1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 2, 4]
+    ben = [1, 3, 3, 4, 4, 2, 2, 3, 5, 5, 1, 4]
+    for k, s in enumerate(tiny_dataset.samples):
+        store.add_annotation("tiny", s.id, "quality", ana[k], annotator="ana")
+        store.add_annotation("tiny", s.id, "quality", ben[k], annotator="ben")
+    store.set_human_aggregate("tiny", "mean", actor="ana")
+    for k in range(2):
+        run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0,
+                                           test_size=12))
+        answer = (lambda m, p: f"[[{1 + len(m[-1]['content']) % 5}]]") if k == 0 else (lambda m, p: "[[3]]")
+        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                                backend=FakeBackend(answer, model_id=f"f{k}")))
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page("pages/compare.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Human score: the mean of all annotators" in captions(at)
+    frame = table(at, "human ceiling (spearman)")
+    ids = [s.id for s in tiny_dataset.samples]
+    expected = annotations.agreement(store.annotations("tiny"), "quality", ids, level="group",
+                                     groups=[s.group_id for s in tiny_dataset.samples],
+                                     systems=[s.system_id for s in tiny_dataset.samples], n_bootstrap=10)
+    assert frame["human ceiling (spearman)"].tolist() == pytest.approx([expected.ceiling["spearman"]] * 2)
+    assert "2 annotators on 12 items" in captions(at)
