@@ -229,12 +229,20 @@ USER_ENV = "JUDGE_WORKBENCH_USER"
 
 
 def _secrets_section(name: str) -> dict[str, Any]:
+    """A section of ``.streamlit/secrets.toml``; empty when there is no secrets file (local use).
+
+    A secrets file that exists but cannot be read fails closed: the page says
+    why and stops, rather than opening a team deployment without sign-in.
+    """
     try:
         return dict(st.secrets[name]) if name in st.secrets else {}
-    except (FileNotFoundError, KeyError, AttributeError):  # no secrets.toml: local use
-        return {}
-    except Exception:  # noqa: BLE001 - a malformed secrets.toml is reported by Streamlit itself
-        return {}
+    except Exception as exc:  # noqa: BLE001 - Streamlit raises its own error types here
+        if getattr(exc, "error_id", None) == "no-secrets-found":
+            return {}
+        st.error(plain(f"The secrets file cannot be read ({exc}), so sign-in cannot be set up; the workbench "
+                       "stays closed until it is fixed."))
+        st.stop()
+        raise  # unreachable: st.stop() raises
 
 
 def team_mode() -> bool:
