@@ -7,6 +7,8 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+# local use: only this machine can reach the app (a team deployment sets ADDRESS=0.0.0.0 and turns on sign-in)
+ADDRESS ?= 127.0.0.1
 
 .PHONY: run test test-fast lint lock install install-dev browser clean-venv
 
@@ -33,7 +35,8 @@ browser:
 	  else echo "chromium missing and not root: browser tests will be skipped (sudo apt-get install chromium)"; fi; }
 
 run: install
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true --browser.gatherUsageStats false
+	$(VENV)/bin/streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
+	    --browser.gatherUsageStats false
 
 test: install-dev browser
 	$(PY) -m pytest -q

@@ -14,12 +14,14 @@ from pages import common
 st.set_page_config(page_title="Judge Workbench", page_icon=":material/balance:", layout="wide")
 
 common.init_state()
+common.sign_in()  # who works here: a display name once (local use) or OpenID Connect sign-in (team deployment)
 
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
     st.Page("pages/datasets.py", title="Datasets", icon=":material/table_chart:"),
     st.Page("pages/runs.py", title="Runs", icon=":material/play_circle:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/leaderboard:"),
+    st.Page("pages/annotate.py", title="Annotate", icon=":material/rate_review:"),
     st.Page("pages/active_critic.py", title="Active-Critic", icon=":material/psychology:"),
     st.Page("pages/hd_eval.py", title="HD-Eval", icon=":material/account_tree:"),
     st.Page("pages/hpss.py", title="HPSS", icon=":material/travel_explore:"),
@@ -32,6 +34,7 @@ with st.sidebar:
     common.bound(st.text_input, "Database file", "settings_db_path",
                  help="SQLite file holding datasets, runs and the LLM call cache. "
                       "Default: $JUDGE_WORKBENCH_DB, else data/workbench.db in the project.")
+    common.identity_sidebar()
     st.caption("Backend (change it under Settings)")
     st.text(common.llm_config().label)
     if common.api_key():

@@ -58,7 +58,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = Store(args.db)
     spec = RunSpec(method=args.method, dataset=args.dataset, aspect=args.aspect, params=params,
                    train_size=args.train, test_size=args.test, seed=args.seed, llm=llm)
-    run_id = create_run(store, spec)
+    import getpass
+    import os
+
+    run_id = create_run(store, spec, actor=os.environ.get("JUDGE_WORKBENCH_USER") or getpass.getuser())
     return _execute(store, run_id, quiet=args.quiet)
 
 

@@ -30,9 +30,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import explain, metrics
+from . import annotations, explain, metrics
 from .methods import Judge
-from .records import Aspect, Dataset, Verdict
+from .records import Annotation, Aspect, Dataset, Verdict
 from .store import Store
 
 STATISTICS = metrics.METHODS
@@ -341,7 +341,9 @@ def label_next(dataset: Dataset, aligned: Aligned, *, k: int = 10) -> pd.DataFra
 
 
 def human_ceiling(dataset: Dataset, aspect: str, ids: Sequence[str], *, level: str = "sample") -> dict[str, Any] | None:
-    """Leave-one-annotator-out agreement: each annotator against the mean of the others, averaged.
+    """Leave-one-annotator-out agreement of the samples' per-annotator lists: each annotator against the mean
+    of the others, averaged (computed by :func:`judge_engine.annotations.agreement`; the Compare page uses the
+    stored labels instead, which include the workbench's annotators).
 
     Returns None when the items have fewer than two annotators' scores for
     ``aspect``. A judge that reaches this value agrees with the humans as well
@@ -349,29 +351,15 @@ def human_ceiling(dataset: Dataset, aspect: str, ids: Sequence[str], *, level: s
     """
     index = dataset.by_id()
     samples = [index[i] for i in ids]
-    ratings = [s.annotators.get(aspect) or [] for s in samples]
-    n_annotators = min((len(r) for r in ratings), default=0)
-    if n_annotators < 2:
+    labels = [Annotation(dataset.name, s.id, aspect, f"rater{k + 1}", float(v), 0.0, source="imported")
+              for s in samples for k, v in enumerate(s.annotators.get(aspect) or [])]
+    if min((len(s.annotators.get(aspect) or []) for s in samples), default=0) < 2:
         return None
-    groups = [s.group_id for s in samples]
-    systems = [s.system_id for s in samples]
-    per: dict[str, list[float]] = {m: [] for m in STATISTICS}
-    for a in range(n_annotators):
-        own = [r[a] for r in ratings]
-        others = [float(np.mean([x for j, x in enumerate(r[:n_annotators]) if j != a])) for r in ratings]
-        values, _ = metrics.level_correlations(others, own, level=level, groups=groups, systems=systems)
-        for m in STATISTICS:
-            per[m].append(values[m])
-    import krippendorff
-
-    reliability = np.array([[r[a] for r in ratings] for a in range(n_annotators)], dtype=float)
-    try:
-        alpha = float(krippendorff.alpha(reliability_data=reliability, level_of_measurement="interval"))
-    except (ValueError, ZeroDivisionError):
-        alpha = math.nan
-    return {"level": level, "annotators": n_annotators,
-            "krippendorff_alpha": alpha if math.isfinite(alpha) else None,
-            **{m: float(np.nanmean(v)) if np.isfinite(v).any() else None for m, v in per.items()}}
+    result = annotations.agreement(labels, aspect, list(ids), level=level, groups=[s.group_id for s in samples],
+                                   systems=[s.system_id for s in samples], n_bootstrap=0)
+    return {"level": level, "annotators": len(result.annotators),
+            "krippendorff_alpha": result.alpha if math.isfinite(result.alpha) else None,
+            **{m: v if math.isfinite(v) else None for m, v in result.ceiling.items()}}
 
 
 def transfer_judge(judge: Judge, target: Aspect) -> Judge:

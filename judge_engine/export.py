@@ -62,7 +62,9 @@ def model_card(store: Store, run_id: int) -> dict[str, Any]:
         "llm": run["llm"],
         "provenance": {"run_id": run_id, "dataset": run["dataset"], "aspect": run["aspect"],
                        "seed": split.get("seed"), "n_train": len(split.get("train_ids") or []),
-                       "n_test": len(split.get("test_ids") or []), "status": run["status"]},
+                       "n_test": len(split.get("test_ids") or []), "status": run["status"],
+                       # the human score the judge learned from and was meta-evaluated against, and who started it
+                       "human_aggregate": run.get("human_aggregate") or "imported", "started_by": run.get("actor") or ""},
         # the warnings travel with the judge: whoever loads the file sees what the run's figures alone do not say
         "meta_evaluation": {k: summary.get(k) for k in ("level", "correlations", "levels", "n", "missing",
                                                         "parse_failures", "parse_failure_rate", "warnings")},

@@ -149,3 +149,28 @@ class Verdict:
     @property
     def missing(self) -> bool:
         return self.score is None or math.isnan(self.score)
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """One label: a person's (or an imported annotator's) score of one sample on one aspect."""
+
+    dataset: str
+    """Dataset the sample belongs to."""
+    sample: str
+    """Sample id."""
+    aspect: str
+    """Aspect scored."""
+    annotator: str
+    """Who gave it: a person's name, or ``<dataset>#rater<k>`` for an imported per-annotator list."""
+    value: float
+    """The score, on the aspect's scale."""
+    time: float
+    """When it was given (Unix time; the import time for imported labels)."""
+    note: str = ""
+    """The annotator's note, if any."""
+    source: str = "person"
+    """``imported`` (came with the data, never changed) or ``person`` (given in the workbench)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

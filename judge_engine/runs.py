@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from . import data, metrics
+from . import annotations, data, metrics
 from .llm import BackendUnavailable, LLMConfig, Ledger, make_llm
 from .llm.client import LLM
 from .methods import Judge, get_method
@@ -63,7 +63,21 @@ def ensure_dataset(store: Store, name: str) -> Dataset:
     raise ValueError(f"no dataset named {name!r}: import it first (built-ins: {', '.join(data.BENCHMARKS)})")
 
 
-def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None) -> int:
+def human_dataset(store: Store, name: str, aggregate: str | None = None) -> Dataset:
+    """Dataset ``name`` with the human score of ``aggregate`` (default: the dataset's chosen one).
+
+    ``imported`` gives the dataset as it was imported; any other aggregate is
+    computed from the stored labels (see :mod:`judge_engine.annotations`).
+    """
+    dataset = ensure_dataset(store, name) if not store.has_dataset(name) else store.load_dataset(name)
+    chosen = annotations.parse_aggregate(aggregate if aggregate is not None else store.human_aggregate(name))
+    if chosen.kind == "imported":
+        return dataset
+    return annotations.apply_aggregate(dataset, store.annotations(name), chosen, store.experts())
+
+
+def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None,
+               actor: str = "") -> int:
     """Validate ``spec``, make its split and store a queued run; returns the run id.
 
     With ``judge`` (e.g. one a person edited after an earlier run), the run
@@ -72,8 +86,16 @@ def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split
     (e.g. another run's ``Split.from_dict(run["split"])``) the run uses
     exactly those train and test items instead of drawing a split from the
     spec's sizes and seed, so baselines and re-scorings meet the same items.
+
+    The run records the dataset's human aggregate at this moment (the human
+    score it learns from and is meta-evaluated against) and ``actor``, who
+    started it. With an aggregate other than ``imported``, a drawn split only
+    takes items that have a score under it.
     """
-    dataset = ensure_dataset(store, spec.dataset)
+    if not store.has_dataset(spec.dataset):
+        ensure_dataset(store, spec.dataset)
+    aggregate = str(annotations.parse_aggregate(store.human_aggregate(spec.dataset)))
+    dataset = human_dataset(store, spec.dataset, aggregate)
     aspect = dataset.aspect(spec.aspect)
     method = get_method(spec.method, spec.params)
     method._validate_params()
@@ -81,7 +103,8 @@ def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split
         raise ValueError(f"the judge is a {judge.method} judge of {judge.aspect.get('name')!r}, "
                          f"not {spec.method} of {aspect.name!r}")
     if split is None:
-        split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
+        pool = dataset if aggregate == "imported" else annotations.with_human(dataset, aspect.name)
+        split = data.make_split(pool, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
     else:
         known = set(dataset.by_id())
         unknown = [i for i in (*split.train_ids, *split.test_ids) if i not in known]
@@ -92,7 +115,7 @@ def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split
     store.save_split(split)
     return store.create_run(method=spec.method, params=judge.params if judge else method.get_params(),
                             dataset=dataset.name, aspect=aspect.name, split=split, llm=spec.llm.to_dict(),
-                            judge=judge.to_dict() if judge else None)
+                            judge=judge.to_dict() if judge else None, human_aggregate=aggregate, actor=actor)
 
 
 def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
@@ -127,7 +150,8 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
             llm = make_llm(config, store=store, api_key=api_key, ledger=ledger)
         else:
             llm.ledger = ledger
-        dataset = store.load_dataset(run["dataset"])
+        # the human score recorded with the run, whatever the dataset's choice is now
+        dataset = human_dataset(store, run["dataset"], run.get("human_aggregate") or "imported")
         split = Split.from_dict(run["split"])
         aspect = dataset.aspect(run["aspect"])
         task = TaskInfo.of(dataset)

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from sqlite_utils import Database, Migrations
 
-from .records import Aspect, Dataset, Sample, Split, Verdict
+from .records import Annotation, Aspect, Dataset, Sample, Split, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB_PATH = REPO_ROOT / "data" / "workbench.db"
@@ -47,6 +47,10 @@ class NotFound(KeyError):
 
 class EditConflict(RuntimeError):
     """Someone saved the same item since it was read; nothing was overwritten."""
+
+
+class ReadOnly(ValueError):
+    """A write through a store opened for someone who may only view."""
 
 
 migrations = Migrations("judge_engine")
@@ -90,6 +94,82 @@ def m002_dataset_version(db: Database) -> None:
     db["datasets"].add_column("version", int, not_null_default=0)
 
 
+IMPORTED = "imported"
+"""``Annotation.source`` of a label that came with a benchmark or an imported file."""
+PERSON = "person"
+"""``Annotation.source`` of a label a person gave in the workbench."""
+
+
+def imported_annotator(dataset: str, index: int) -> str:
+    """Name of the ``index``-th (0-based) annotator of an imported per-annotator list."""
+    return f"{dataset}#rater{index + 1}"
+
+
+def _imported_rows(dataset: str, samples: Iterable[Sample], when: float) -> Iterator[dict[str, Any]]:
+    """Annotation rows for the per-annotator lists samples were imported with (kept as they came)."""
+    for s in samples:
+        for aspect, values in (s.annotators or {}).items():
+            for i, value in enumerate(values or []):
+                if value is None or (isinstance(value, float) and math.isnan(value)):
+                    continue
+                yield {"dataset": dataset, "sample": s.id, "aspect": aspect,
+                       "annotator": imported_annotator(dataset, i), "value": float(value), "time": when,
+                       "note": "", "source": IMPORTED}
+
+
+@migrations()
+def m003_annotations(db: Database) -> None:
+    """Labels become their own records; the per-dataset human aggregate and each run's are recorded.
+
+    Before this, ``set_human_score`` wrote a person's label over ``samples.human``
+    (the audit log kept the value it replaced). Here every such edit becomes
+    that person's annotation, and the sample's imported score is put back from
+    the oldest audit entry of the edit: no value is lost, and the imported
+    score is again what came with the data.
+    """
+    db["annotations"].create({"id": int, "dataset": str, "sample": str, "aspect": str, "annotator": str,
+                              "value": float, "time": float, "note": str, "source": str}, pk="id")
+    db["annotations"].create_index(["dataset", "aspect", "sample"])
+    db["annotations"].create_index(["dataset", "annotator"])
+    db["annotators"].create({"name": str, "expert": int, "created": float}, pk="name")
+    db["datasets"].add_column("human_aggregate", str, not_null_default="imported")
+    db["runs"].add_column("human_aggregate", str, not_null_default="imported")
+    db["runs"].add_column("actor", str, not_null_default="")
+    for row in db.query("select name from datasets"):
+        samples = [Sample(id=r["id"], input="", output="", group_id="", annotators=json.loads(r["annotators"] or "{}"))
+                   for r in db.query("select id, annotators from samples where dataset = ?", [row["name"]])]
+        db["annotations"].insert_all(_imported_rows(row["name"], samples, time.time()), batch_size=2000)
+    edits = list(db.query("select * from audit where entity = 'human_score' order by id"))
+    humans: dict[tuple[str, str], dict[str, Any]] = {}
+    restored: set[tuple[str, str, str]] = set()
+    for e in edits:
+        dataset, _, rest = e["entity_id"].partition("/")
+        sample, _, aspect = rest.rpartition("/")
+        after = json.loads(e["after"])
+        if after is None or not sample:
+            continue
+        db["annotations"].insert({"dataset": dataset, "sample": sample, "aspect": aspect,
+                                  "annotator": e["actor"] or "unknown", "value": float(after), "time": e["ts"],
+                                  "note": "label given before labels were kept apart (moved from the sample)",
+                                  "source": PERSON})
+        if (dataset, sample) not in humans:
+            got = list(db.query("select human from samples where dataset = ? and id = ?", [dataset, sample]))
+            if not got:
+                continue
+            humans[(dataset, sample)] = json.loads(got[0]["human"])
+        if (dataset, sample, aspect) in restored:
+            continue
+        restored.add((dataset, sample, aspect))
+        before = json.loads(e["before"])  # the oldest edit's "before" is the value that came with the data
+        human = humans[(dataset, sample)]
+        if before is None:
+            human.pop(aspect, None)
+        else:
+            human[aspect] = before
+    for (dataset, sample), human in humans.items():
+        db["samples"].update((dataset, sample), {"human": _dumps(human)})
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=True)
 
@@ -108,10 +188,14 @@ class Store:
     ----------
     path : str or Path, optional
         Database file; default :func:`default_db_path`. Parent folders are created.
+    read_only : str, optional
+        Who may only view (a team deployment's viewer): every write is refused
+        with :class:`ReadOnly` naming them, whichever page or function asks.
     """
 
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | Path | None = None, *, read_only: str | None = None):
         self.path = Path(path) if path is not None else default_db_path()
+        self.read_only = read_only
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         db = self.db
@@ -137,6 +221,8 @@ class Store:
         busy timeout instead of failing with "database is locked" when a read
         transaction cannot be upgraded. Nested use becomes a savepoint.
         """
+        if self.read_only:
+            raise ReadOnly(f"{self.read_only} may view this workbench but not change it; nothing was saved")
         db = self.db
         if db.conn.in_transaction:
             with db.atomic():
@@ -167,8 +253,11 @@ class Store:
         db = self.db
         if self.has_dataset(dataset.name) and not replace:
             raise ValueError(f"a dataset named {dataset.name!r} already exists; choose another name or replace it")
+        now = time.time()
         with self.write():
             db["samples"].delete_where("dataset = ?", [dataset.name])
+            # imported labels are replaced with the data they came with; people's labels are kept
+            db["annotations"].delete_where("dataset = ? and source = ?", [dataset.name, IMPORTED])
             db["datasets"].upsert({
                 "name": dataset.name, "task": dataset.task, "source": dataset.source,
                 "natural_level": dataset.natural_level, "input_label": dataset.input_label,
@@ -181,6 +270,7 @@ class Store:
                   "reference": s.reference, "human": _dumps(s.human), "annotators": _dumps(s.annotators),
                   "metadata": _dumps(s.metadata), "position": i} for i, s in enumerate(dataset.samples)),
                 batch_size=2000)
+            db["annotations"].insert_all(_imported_rows(dataset.name, dataset.samples, now), batch_size=2000)
 
     def has_dataset(self, name: str) -> bool:
         return bool(list(self.db.query("select 1 from datasets where name = ?", [name])))
@@ -234,29 +324,94 @@ class Store:
             self.db["datasets"].update(dataset, {"aspects": _dumps(aspects), "version": (row.get("version") or 0) + 1})
             self.log_edit(actor, "aspect", f"{dataset}/{aspect}", "edit", before, definition)
 
-    def set_human_score(self, dataset: str, sample_id: str, aspect: str, value: float, *,
-                        actor: str = "user") -> None:
-        """Record a person's score for one sample (a new label or a correction), logged in the audit log."""
+    def _aspect_spec(self, dataset: str, aspect: str) -> dict[str, Any]:
+        rows = list(self.db.query("select aspects from datasets where name = ?", [dataset]))
+        if not rows:
+            raise NotFound(f"no dataset named {dataset!r} in {self.path}")
+        spec = next((a for a in json.loads(rows[0]["aspects"]) if a["name"] == aspect), None)
+        if spec is None:
+            raise NotFound(f"dataset {dataset!r} has no aspect {aspect!r}")
+        return spec
+
+    def add_annotation(self, dataset: str, sample_id: str, aspect: str, value: float, *, annotator: str,
+                       note: str = "") -> Annotation:
+        """Record ``annotator``'s label of one sample as a new annotation, logged in the audit log.
+
+        Nothing is overwritten: neither the imported score nor anyone's earlier
+        label (a person who labels an item again adds a newer label; aggregates
+        use each person's latest).
+        """
+        annotator = str(annotator or "").strip()
+        if not annotator:
+            raise ValueError("a label needs the annotator's name")
+        if annotator.startswith(f"{dataset}#rater"):
+            raise ValueError(f"{annotator!r} is the name of an imported annotator; choose another name")
         with self.write():
-            rows = list(self.db.query("select human from samples where dataset = ? and id = ?", [dataset, sample_id]))
-            if not rows:
+            spec = self._aspect_spec(dataset, aspect)
+            if not list(self.db.query("select 1 from samples where dataset = ? and id = ?", [dataset, sample_id])):
                 raise NotFound(f"no sample {sample_id!r} in dataset {dataset!r}")
-            row = self.db["datasets"].get(dataset)
-            spec = next((a for a in json.loads(row["aspects"]) if a["name"] == aspect), None)
-            if spec is None:
-                raise NotFound(f"dataset {dataset!r} has no aspect {aspect!r}")
-            value = float(value)
+            try:
+                value = float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{value!r} is not a number") from None
             if not (math.isfinite(value) and spec["low"] <= value <= spec["high"]):
                 raise ValueError(f"{value:g} is outside the {aspect} scale {spec['low']:g}-{spec['high']:g}")
-            human = json.loads(rows[0]["human"])
-            before = human.get(aspect)
-            human[aspect] = value
-            self.db["samples"].update((dataset, sample_id), {"human": _dumps(human)})
-            self.db["datasets"].update(dataset, {"version": (row.get("version") or 0) + 1})
-            self.log_edit(actor, "human_score", f"{dataset}/{sample_id}/{aspect}", "label", before, value)
+            label = Annotation(dataset=dataset, sample=sample_id, aspect=aspect, annotator=annotator, value=value,
+                               time=time.time(), note=str(note or ""), source=PERSON)
+            self.db["annotations"].insert(label.to_dict())
+            self.log_edit(annotator, "annotation", f"{dataset}/{sample_id}/{aspect}", "label", None,
+                          {"value": value, "note": label.note})
+        return label
+
+    def set_human_score(self, dataset: str, sample_id: str, aspect: str, value: float, *,
+                        actor: str = "user") -> None:
+        """A person's score for one sample: kept as ``actor``'s annotation (see :meth:`add_annotation`).
+
+        The imported score is never changed.
+        """
+        self.add_annotation(dataset, sample_id, aspect, value, annotator=actor)
+
+    def annotations(self, dataset: str, *, aspect: str | None = None, sample: str | None = None,
+                    source: str | None = None) -> list[Annotation]:
+        """The labels of ``dataset`` (optionally one aspect, sample or source), oldest first."""
+        where, args = ["dataset = ?"], [dataset]
+        for column, value in (("aspect", aspect), ("sample", sample), ("source", source)):
+            if value is not None:
+                where.append(f"[{column}] = ?")
+                args.append(value)
+        rows = self.db.query(f"select dataset, sample, aspect, annotator, value, time, note, source from annotations "
+                             f"where {' and '.join(where)} order by time, id", args)
+        return [Annotation(**r) for r in rows]
+
+    def set_expert(self, name: str, expert: bool, *, actor: str) -> None:
+        """Mark annotator ``name`` as an expert (or not); the "experts" aggregate uses their labels."""
+        with self.write():
+            old = list(self.db.query("select expert from annotators where name = ?", [name]))
+            self.db["annotators"].upsert({"name": name, "expert": int(bool(expert)), "created": time.time()},
+                                         pk="name")
+            self.log_edit(actor, "annotator", name, "expert", bool(old[0]["expert"]) if old else None, bool(expert))
+
+    def experts(self) -> set[str]:
+        return {r["name"] for r in self.db.query("select name from annotators where expert = 1")}
+
+    def human_aggregate(self, dataset: str) -> str:
+        """The human score runs of ``dataset`` use (see :mod:`judge_engine.annotations`); default ``imported``."""
+        rows = list(self.db.query("select human_aggregate from datasets where name = ?", [dataset]))
+        if not rows:
+            raise NotFound(f"no dataset named {dataset!r} in {self.path}")
+        return rows[0]["human_aggregate"] or "imported"
+
+    def set_human_aggregate(self, dataset: str, aggregate: str, *, actor: str) -> None:
+        """Choose the human score later runs of ``dataset`` use; logged in the audit log."""
+        with self.write():
+            before = self.human_aggregate(dataset)
+            self.db["datasets"].update(dataset, {"human_aggregate": aggregate})
+            self.log_edit(actor, "human_aggregate", dataset, "choose", before, aggregate)
 
     def delete_dataset(self, name: str) -> None:
+        """Forget a dataset and its imported labels; people's labels are kept (a re-import finds them)."""
         with self.write():
+            self.db["annotations"].delete_where("dataset = ? and source = ?", [name, IMPORTED])
             self.db["samples"].delete_where("dataset = ?", [name])
             self.db["datasets"].delete_where("name = ?", [name])
 
@@ -278,7 +433,8 @@ class Store:
 
     # ------------------------------------------------------------------ runs
     def create_run(self, *, method: str, params: dict[str, Any], dataset: str, aspect: str,
-                   split: Split, llm: dict[str, Any], judge: dict[str, Any] | None = None) -> int:
+                   split: Split, llm: dict[str, Any], judge: dict[str, Any] | None = None,
+                   human_aggregate: str = "imported", actor: str = "") -> int:
         with self.write():
             table = self.db["runs"].insert({
                 "method": method, "params": _dumps(params), "dataset": dataset, "aspect": aspect,
@@ -286,7 +442,7 @@ class Store:
                 "done": 0, "total": 0, "message": "", "pid": None, "heartbeat": time.time(),
                 "created": time.time(), "finished": None,
                 "judge": None if judge is None else _dumps(judge), "summary": None,
-                "ledger": _dumps({}), "version": 0})
+                "ledger": _dumps({}), "version": 0, "human_aggregate": human_aggregate, "actor": actor})
         return int(table.last_pk)
 
     def get_run(self, run_id: int) -> dict[str, Any]:
@@ -305,7 +461,8 @@ class Store:
     def list_runs(self, *, dataset: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
         where, args = ("where dataset = ?", [dataset]) if dataset else ("", [])
         rows = self.db.query(f"select id, method, dataset, aspect, status, stage, done, total, message, "
-                             f"created, finished, summary, ledger, llm, params, heartbeat, pid, split, version "
+                             f"created, finished, summary, ledger, llm, params, heartbeat, pid, split, version, "
+                             f"human_aggregate, actor "
                              f"from runs {where} "
                              f"order by id desc limit ?", [*args, limit])
         return [self._decode_run(r) for r in rows]

@@ -358,7 +358,7 @@ if saved:
     try:
         for row, expected in changes:
             store.save_criterion({k: row[k] for k in ("id", "owner", "name", "definition", "status", "position")
-                                  if k in row}, actor="person", expected_version=expected if expected else None)
+                                  if k in row}, actor=common.actor(), expected_version=expected if expected else None)
     except EditConflict as exc:
         st.error(common.plain(f"{exc}. Your other changes before it were saved; press Reload to see the "
                               "current text, then edit again."))

@@ -12,8 +12,10 @@ is handed to :func:`judge_engine.runs.start_run` and
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import math
+import os
 import re
 import sqlite3
 import time
@@ -90,9 +92,13 @@ def require_frame() -> None:
 
 def run_framed(page: Any) -> None:
     """Run ``page`` (from ``st.navigation``) inside the frame; used by ``app.py``."""
+    from judge_engine.store import ReadOnly
+
     st.session_state[FRAME_KEY] = True
     try:
         page.run()
+    except ReadOnly as exc:  # a viewer reached a save the page does not guard: one message, nothing written
+        st.error(plain(str(exc)))
     finally:
         st.session_state[FRAME_KEY] = False
 
@@ -135,10 +141,15 @@ def db_path() -> Path:
 
 
 def get_store() -> Store:
-    """Open the session's database; shows an error and stops the page if it cannot be opened."""
+    """Open the session's database; shows an error and stops the page if it cannot be opened.
+
+    A team deployment's viewer gets a read-only store: whatever page or
+    engine function tries to save through it is refused (see
+    :class:`judge_engine.store.ReadOnly`).
+    """
     path = db_path()
     try:
-        return Store(path)
+        return Store(path, read_only=None if can_edit() else identity())
     except (OSError, sqlite3.Error) as exc:
         st.error(plain(f"Cannot open the database {path}: {exc}. Change the path in the sidebar."))
         st.stop()
@@ -194,7 +205,7 @@ def launch(store: Store, spec: Any, *, judge: Any = None, split: Any = None, lab
     from judge_engine.store import NotFound
 
     try:
-        run_id = runs.create_run(store, spec, judge=judge, split=split)
+        run_id = runs.create_run(store, spec, judge=judge, split=split, actor=actor())
     except (ValueError, NotFound) as exc:
         st.error(plain(str(exc)))
         return None
@@ -205,6 +216,143 @@ def launch(store: Store, spec: Any, *, judge: Any = None, split: Any = None, lab
     else:
         flash("success", f"Started run #{run_id}{label}.")
     return run_id
+
+
+# --------------------------------------------------------------------------- who is working
+
+IDENTITY_KEY = "identity_name"
+"""The session's display name (local use) or signed-in identity (team deployment)."""
+ROLE_KEY = "identity_role"
+"""``editor`` or ``viewer``."""
+USER_ENV = "JUDGE_WORKBENCH_USER"
+"""A display name for local use that is then not asked for (scripts, tests)."""
+
+
+def _secrets_section(name: str) -> dict[str, Any]:
+    """A section of ``.streamlit/secrets.toml``; empty when there is no secrets file (local use).
+
+    A secrets file that exists but cannot be read fails closed: the page says
+    why and stops, rather than opening a team deployment without sign-in.
+    """
+    try:
+        return dict(st.secrets[name]) if name in st.secrets else {}
+    except Exception as exc:  # noqa: BLE001 - Streamlit raises its own error types here
+        if getattr(exc, "error_id", None) == "no-secrets-found":
+            return {}
+        st.error(plain(f"The secrets file cannot be read ({exc}), so sign-in cannot be set up; the workbench "
+                       "stays closed until it is fixed."))
+        st.stop()
+        raise  # unreachable: st.stop() raises
+
+
+def team_mode() -> bool:
+    """True when ``.streamlit/secrets.toml`` has an ``[auth]`` section: sign-in through OpenID Connect."""
+    return bool(_secrets_section("auth"))
+
+
+def role_of(email: str, allow: dict[str, Any]) -> str | None:
+    """``editor``, ``viewer`` or None (not allowed in) for ``email`` under the ``[workbench]`` allow-list.
+
+    ``editors`` and ``viewers`` are lists of e-mail addresses (case does not
+    matter); ``"*"`` in a list lets every signed-in person in with that role.
+    Someone in both lists is an editor.
+    """
+    email = (email or "").strip().lower()
+    for role in ("editor", "viewer"):
+        names = {str(x).strip().lower() for x in allow.get(f"{role}s") or []}
+        if email and (email in names or "*" in names):
+            return role
+    return None
+
+
+def sign_in() -> None:
+    """Establish who works in this session; called by ``app.py`` before any page.
+
+    Team deployment (``[auth]`` in secrets): not signed in, the page offers
+    sign-in (``st.login``) and stops; signed in but on neither allow-list
+    (``[workbench] editors`` / ``viewers``), it says so and offers sign-out.
+    Local use: the display name comes from ``$JUDGE_WORKBENCH_USER`` or is
+    asked for once (prefilled with the login name) and kept in the session.
+    """
+    if team_mode():
+        if not st.user.is_logged_in:
+            st.title("Judge Workbench")
+            st.write("Sign in to work on this workbench.")
+            if st.button("Sign in", key="identity_login", type="primary"):
+                st.login()
+            st.stop()
+        email = str(st.user.get("email") or "")
+        role = role_of(email, _secrets_section("workbench"))
+        if role is None:
+            st.error(plain(f"{email or 'This account'} is not on this workbench's list of editors or viewers. "
+                           "Ask whoever runs it to add you."))
+            if st.button("Sign out", key="identity_logout_refused"):
+                st.logout()
+            st.stop()
+        st.session_state[IDENTITY_KEY] = email
+        st.session_state[ROLE_KEY] = role
+        return
+    st.session_state[ROLE_KEY] = "editor"
+    if st.session_state.get(IDENTITY_KEY):
+        return
+    preset = os.environ.get(USER_ENV, "").strip()
+    if preset:
+        st.session_state[IDENTITY_KEY] = preset
+        return
+    st.title("Judge Workbench")
+    with st.form("identity_form"):
+        name = st.text_input("Your name (recorded with every label, edit and run you make)",
+                             value=_login_name(), key="identity_input", max_chars=80)
+        if st.form_submit_button("Continue", type="primary"):
+            if name.strip():
+                st.session_state[IDENTITY_KEY] = name.strip()
+                st.rerun()
+            st.error("Enter a name first.")
+    st.stop()
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return ""
+
+
+def identity() -> str:
+    """Who works in this session (display name or signed-in e-mail); empty before :func:`sign_in`."""
+    return str(st.session_state.get(IDENTITY_KEY) or os.environ.get(USER_ENV, "") or "")
+
+
+def can_edit() -> bool:
+    """False for a team deployment's viewer."""
+    return st.session_state.get(ROLE_KEY, "editor") != "viewer" or not team_mode()
+
+
+def actor() -> str:
+    """The name every save records, for the one place that decides who may save.
+
+    A viewer (or a session without a name) is refused here with one message
+    and the page stops, before anything is written.
+    """
+    if not can_edit():
+        st.error(plain(f"{identity()} may view this workbench but not change it; nothing was saved."))
+        st.stop()
+    name = identity()
+    if not name:
+        st.error("Give your name first (sidebar), so your change says who made it.")
+        st.stop()
+    return name
+
+
+def identity_sidebar() -> None:
+    """Who is working, their role, and (local use) a way to change the name; sign-out in a team deployment."""
+    if team_mode():
+        st.caption(plain(f"Signed in as {identity()} ({st.session_state.get(ROLE_KEY, '')})"))
+        if st.button("Sign out", key="identity_logout"):
+            st.logout()
+        return
+    st.text_input("Your name", key="identity_name",
+                  help="Recorded with every label, edit and run you make in this session.")
 
 
 # --------------------------------------------------------------------------- messages
@@ -252,6 +400,18 @@ def load_dataset(store: Store, name: str) -> Dataset:
     row = rows[0]
     stamp = (row["created"], row["n_samples"], row.get("version"), repr(row["aspects"]))
     return _load_dataset(str(store.path), name, stamp)
+
+
+def human_dataset(store: Store, name: str, aggregate: str = "imported") -> Dataset:
+    """Dataset ``name`` with the human score of ``aggregate`` (a run's ``human_aggregate``): the cached
+    imported dataset, with the stored labels applied when the aggregate is not ``imported``."""
+    from judge_engine import annotations
+
+    dataset = load_dataset(store, name)
+    chosen = annotations.parse_aggregate(aggregate)
+    if chosen.kind == "imported":
+        return dataset
+    return annotations.apply_aggregate(dataset, store.annotations(name), chosen, store.experts())
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -469,10 +629,21 @@ def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
             "kendall": _num(corr.get("kendall")),
             "calls": ledger.get("calls", 0), "cache hits": ledger.get("cache_hits", 0),
             "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.get("created")),
+            "human score": r.get("human_aggregate") or "imported", "started by": r.get("actor") or "",
         })
     return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",
                                        "pearson", "spearman", "kendall", "calls", "cache hits", "dollars",
-                                       "created"])
+                                       "created", "human score", "started by"])
+
+
+def agreement_row(result: Any) -> dict[str, Any]:
+    """One table row of an :class:`judge_engine.annotations.Agreement`."""
+    return {"annotators": len(result.annotators), "items (2+ labels)": result.n_items,
+            "Krippendorff's alpha": _num(None if math.isnan(result.alpha) else result.alpha),
+            "alpha 95% CI": _ci(None if any(math.isnan(x) for x in result.alpha_ci) else result.alpha_ci),
+            **{f"ceiling {m}": _num(None if math.isnan(v) else v) for m, v in result.ceiling.items()},
+            "ceiling spearman 95% CI": _ci(None if any(math.isnan(x) for x in result.ceiling_ci["spearman"])
+                                           else result.ceiling_ci["spearman"])}
 
 
 def run_label(run: dict[str, Any]) -> str:

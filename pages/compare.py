@@ -4,7 +4,7 @@ import zlib
 
 import streamlit as st
 
-from judge_engine import compare, explain, export, plots
+from judge_engine import annotations, compare, explain, export, plots
 from judge_engine.methods import Judge
 from judge_engine.runs import RunSpec, create_run, start_run
 from judge_engine.store import NotFound
@@ -70,8 +70,15 @@ if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
+used = sorted({r.get("human_aggregate") or "imported" for r in chosen})
+if len(used) > 1:
+    st.error(common.plain("These runs were evaluated against different human scores ("
+                          + "; ".join(annotations.parse_aggregate(u).label for u in used)
+                          + "): choose runs that used the same one."))
+    st.stop()
+aggregate = used[0]
 try:
-    dataset = common.load_dataset(store, ds_name)
+    dataset = common.human_dataset(store, ds_name, aggregate)
     aligned = compare.align(store, chosen, common_subset=common_subset)
 except (compare.NotComparable, NotFound) as exc:
     st.error(common.plain(str(exc)))
@@ -90,33 +97,64 @@ n_bootstrap = c3.select_slider("Bootstrap resamples", [200, 500, 1000], value=50
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing correlations and paired tests...")
-def _table(db: str, run_versions: tuple, level: str, statistic: str, n_bootstrap: int, common_subset: bool):
+def _table(db: str, run_versions: tuple, level: str, statistic: str, n_bootstrap: int, common_subset: bool,
+           aggregate: str, n_labels: int):
     s = common.get_store()
     runs = [s.get_run(rid) for rid, _ in run_versions]
-    data = common.load_dataset(s, runs[0]["dataset"])
+    data = common.human_dataset(s, runs[0]["dataset"], aggregate)
     return compare.comparison_frame(s, data, compare.align(s, runs, common_subset=common_subset), level=level,
                                     statistic=statistic, n_bootstrap=n_bootstrap)
 
 
+stored_labels = store.annotations(ds_name, aspect=aspect)
 frame = _table(str(store.path), tuple((r["id"], r.get("version") or 0) for r in chosen), level, statistic,
-               n_bootstrap, common_subset)
-ceiling = compare.human_ceiling(dataset, aspect, aligned.ids, level=level)
+               n_bootstrap, common_subset, aggregate, len(stored_labels))
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing the annotators' agreement...")
+def _agreement(db: str, ds: str, aspect: str, ids: tuple, level: str, aggregate: str, n_labels: int,
+               last: float) -> annotations.Agreement:
+    """Agreement of the labels the runs are evaluated on: the imported raters' for the imported score,
+    else the labels the aggregate is made of (everyone's for one annotator's, who has no agreement alone)."""
+    s = common.get_store()
+    chosen_aggregate = annotations.parse_aggregate(aggregate)
+    pool = s.annotations(ds, aspect=aspect, source="imported" if chosen_aggregate.kind == "imported" else None)
+    if chosen_aggregate.kind == "annotator":
+        chosen_aggregate = annotations.HumanAggregate("mean")
+    return annotations.dataset_agreement(common.human_dataset(s, ds, aggregate), pool, aspect, list(ids),
+                                         aggregate=chosen_aggregate, experts=s.experts(), level=level,
+                                         n_bootstrap=200)
+
+
+agreement = _agreement(str(store.path), ds_name, aspect, aligned.ids, level, aggregate, len(stored_labels),
+                       max((a.time for a in stored_labels), default=0.0))
+ceiling = ({m: (None if v != v else v) for m, v in agreement.ceiling.items()}
+           if agreement.n_items >= 3 else None)
 
 st.subheader(f"{len(chosen)} run(s) on {len(aligned.ids)} items")
 show = frame.copy()
 for m in compare.STATISTICS:
     show[f"{m} CI"] = show[f"{m} CI"].map(lambda ci: "–" if not ci or ci[0] is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]")
+if ceiling and ceiling.get(statistic) is not None:  # each judge's correlation beside the ceiling of its labels
+    show.insert(list(show.columns).index(f"{statistic} CI") + 1, f"human ceiling ({statistic})", ceiling[statistic])
 st.dataframe(show, hide_index=True, key="compare_table",
              column_config={**{m: st.column_config.NumberColumn(format="%.3f") for m in compare.STATISTICS},
                             "failure rate": st.column_config.NumberColumn(format="percent"),
                             f"Δ{statistic} vs best": st.column_config.NumberColumn(format="%.3f"),
+                            f"human ceiling ({statistic})": st.column_config.NumberColumn(format="%.3f"),
                             "p vs best": st.column_config.NumberColumn(format="%.3f"),
                             "dollars": st.column_config.NumberColumn(format="$%.4f")})
+st.caption(common.plain(f"Human score: {annotations.parse_aggregate(aggregate).label}."))
 if ceiling and ceiling.get(statistic) is not None:
-    alpha = ceiling.get("krippendorff_alpha")
-    st.caption(f"Human ceiling ({ceiling['annotators']} annotators, each against the mean of the others, {level} "
-               f"level): {statistic} {ceiling[statistic]:.3f}"
-               + (f"; Krippendorff's alpha (interval) {alpha:.3f}" if alpha is not None else ""))
+    lo, hi = agreement.ceiling_ci[statistic]
+    a_lo, a_hi = agreement.alpha_ci
+    st.caption(common.plain(
+        f"Human ceiling of these labels ({len(agreement.annotators)} annotators on {agreement.n_items} items, each "
+        f"against the mean of the others, {level} level): {statistic} {ceiling[statistic]:.3f}"
+        + (f" [{lo:.3f}, {hi:.3f}]" if lo == lo else "")
+        + (f"; Krippendorff's alpha (interval) {agreement.alpha:.3f}" if agreement.alpha == agreement.alpha else "")
+        + (f" [{a_lo:.3f}, {a_hi:.3f}]" if a_lo == a_lo else "")
+        + ". A judge at the ceiling agrees with these annotators as well as they agree with each other."))
 for r in chosen:  # what each run's figures alone do not say (empty bank, imputed criteria, missing scores, ...)
     for warning in (r.get("summary") or {}).get("warnings") or []:
         st.warning(common.plain(f"#{r['id']} {r['method']}: {warning.get('message', '')}"))
@@ -199,14 +237,15 @@ if len(chosen) >= 2:
     st.dataframe(suggestions, hide_index=True, key="compare_label_next",
                  column_config={"judge spread (0-1)": st.column_config.NumberColumn(format="%.3f")})
     with st.form("compare_label_form"):
-        st.markdown("**Score an item yourself** (saved to the dataset and the audit log; rerun or reopen this "
-                    "page to see its effect)")
+        st.markdown("**Score an item yourself** (kept as your label, beside the imported score, which never "
+                    "changes; the Annotate page has the whole queue and chooses which human score runs use)")
         to_label = st.selectbox("Item", suggestions["item"].tolist(), key="compare_label_item")
         if to_label:
             sample = dataset.by_id()[to_label]
             st.text(sample.output[:3000])
             current = sample.human.get(aspect)
-            st.caption(f"Current human score: {current:g}" if current is not None else "No human score yet.")
+            st.caption(f"Human score ({annotations.parse_aggregate(aggregate).kind}): {current:g}"
+                       if current is not None and current == current else "No human score yet.")
         value = st.number_input(common.plain(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
                                 max_value=float(a.high), value=None, step=1.0, key="compare_label_value")
         if st.form_submit_button("Save score"):
@@ -214,11 +253,11 @@ if len(chosen) >= 2:
                 st.error("Enter a score first.")
             else:
                 try:
-                    store.set_human_score(ds_name, to_label, aspect, value)
+                    store.add_annotation(ds_name, to_label, aspect, value, annotator=common.actor())
                 except (ValueError, NotFound) as exc:
                     st.error(common.plain(str(exc)))
                 else:
-                    common.flash("success", f"Saved {value:g} for {to_label}.")
+                    common.flash("success", f"Saved your label {value:g} for {to_label}.")
                     st.rerun()
 
 # --------------------------------------------------------------------------- export
@@ -257,7 +296,7 @@ else:
                 judge = compare.transfer_judge(Judge.from_dict(source["judge"]), target)
                 run_id = create_run(store, RunSpec(method=source["method"], dataset=target_ds, aspect=target.name,
                                                    train_size=0, test_size=int(n_items), llm=common.llm_config()),
-                                    judge=judge)
+                                    judge=judge, actor=common.actor())
                 start_run(store.path, run_id, api_key=common.api_key())
             except (KeyError, ValueError, OSError, NotFound) as exc:
                 st.error(common.plain(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))

@@ -241,7 +241,7 @@ with tab_stored:
                     if text == seen[seen_key].strip():
                         continue  # not edited in this session
                     try:
-                        store.update_aspect_definition(name, a.name, text, expected_definition=seen[seen_key])
+                        store.update_aspect_definition(name, a.name, text, actor=common.actor(), expected_definition=seen[seen_key])
                     except EditConflict as exc:
                         refused.append(str(exc))
                         # shown their text now: saving again replaces it knowingly

@@ -28,9 +28,6 @@ st.caption("Hierarchical criteria decomposition (Liu et al., 2024): the human as
            "aggregates them. Review the tree, edit it, and run the next round: only what you changed is scored again.")
 common.show_flash()
 
-ACTOR = "user"
-
-
 BASELINES = ("direct", "geval")
 
 
@@ -209,7 +206,7 @@ for warning in state.get("warnings") or []:
 
 def save(node_id: str, message: str, **changes) -> None:
     try:
-        edit_node(store, run_id, node_id, expected_version=expected(node_id), actor=ACTOR, **changes)
+        edit_node(store, run_id, node_id, expected_version=expected(node_id), actor=common.actor(), **changes)
     except EditConflict as exc:
         common.flash("error", f"Not saved: {exc}. The tree below now shows their version; apply your change again "
                               "if you still want it.")
@@ -257,7 +254,7 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                 if not name.strip():
                     st.error("Give the criterion a name.")
                 else:
-                    add_node(store, run_id, nid, name, definition, actor=ACTOR)
+                    add_node(store, run_id, nid, name, definition, actor=common.actor())
                     common.flash("success", f"Added {name.strip()!r} under {node['name']!r}.")
                     st.session_state["hd_last_edit"] = run_id
                     st.rerun()
@@ -284,7 +281,7 @@ def node_row(node: dict, depth: int) -> None:
     if cols[5].button("Undo", key=f"hd_undo_{run_id}_{nid}", help="Restore the previous version",
                       disabled=versions[nid] <= 1):
         try:
-            undo_node(store, run_id, nid, expected_version=expected(nid), actor=ACTOR)
+            undo_node(store, run_id, nid, expected_version=expected(nid), actor=common.actor())
         except (EditConflict, ValueError) as exc:
             common.flash("error", f"Not undone: {exc}")
         else:

@@ -96,7 +96,7 @@ if slow:
 
 if st.button("Start search", key="hpss_start", type="primary"):
     try:
-        run_id = runs.create_run(store, spec)
+        run_id = runs.create_run(store, spec, actor=common.actor())
         started = [run_id]
         base = strategy_name(base_strategy(aspect))
         for label in compare:
@@ -104,7 +104,7 @@ if st.button("Start search", key="hpss_start", type="primary"):
                 other = dataclasses.replace(spec, params={**params, "fixed_strategy": base})
             else:
                 other = dataclasses.replace(spec, method=label, params={})
-            started.append(runs.create_run(store, other))
+            started.append(runs.create_run(store, other, actor=common.actor()))
         for rid in started:
             runs.start_run(store.path, rid, api_key=common.api_key())
         st.session_state["hpss_run_id"] = run_id
@@ -355,9 +355,9 @@ if submitted:
             raise EditConflict(f"the criteria were changed by someone else (version {criteria_row['version']}, "
                                f"you edited version {seen[1]}); reload them")
         sv = store.save_criterion({**{k: strategy_row[k] for k in ("id", "owner", "name", "status", "position")},
-                                   "definition": new_strategy}, actor="user", expected_version=seen[0])
+                                   "definition": new_strategy}, actor=common.actor(), expected_version=seen[0])
         cv = store.save_criterion({**{k: criteria_row[k] for k in ("id", "owner", "name", "status", "position")},
-                                   "definition": criteria_text.strip()}, actor="user", expected_version=seen[1])
+                                   "definition": criteria_text.strip()}, actor=common.actor(), expected_version=seen[1])
     except EditConflict as exc:
         st.session_state[seen_key] = (strategy_row["version"], criteria_row["version"])
         st.error(common.plain(f"{exc}. Your edit was not saved; the form now edits the latest version."))
@@ -370,7 +370,7 @@ if submitted:
                               train_size=len(split.train_ids), test_size=len(split.test_ids), seed=split.seed,
                               llm=LLMConfig.from_dict(run["llm"]))
         try:
-            new_id = runs.create_run(store, edited)
+            new_id = runs.create_run(store, edited, actor=common.actor())
             runs.start_run(store.path, new_id, api_key=common.api_key())
         except (ValueError, OSError) as exc:
             st.error(common.plain(str(exc)))

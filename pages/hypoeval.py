@@ -251,7 +251,6 @@ def seed_criteria(run: dict, judge: Judge) -> None:
 def curate(run: dict, judge: Judge) -> None:
     seed_criteria(run, judge)
     owner = owner_of(run["id"])
-    actor = st.text_input("Your name (recorded with each edit)", value="user", key="hypoeval_actor")
     bank = {h["key"]: h for h in judge.state.get("bank", [])}
     rows = store.criteria(owner)
     st.caption("Accepted hypotheses are the ones a re-scoring run uses. Every save is versioned and audited; "
@@ -284,7 +283,7 @@ def curate(run: dict, judge: Judge) -> None:
                           "status": prev["status"]}
             if change:
                 try:
-                    version = store.save_criterion(change, actor=actor or "user", expected_version=seen)
+                    version = store.save_criterion(change, actor=common.actor(), expected_version=seen)
                 except EditConflict as exc:
                     st.error(common.plain(f"Not saved: {exc}. The latest text is: {row['definition']}"))
                     st.session_state[seen_key] = row["version"]  # saving again now overwrites that version knowingly
@@ -299,7 +298,7 @@ def curate(run: dict, judge: Judge) -> None:
         if st.form_submit_button("Add") and new.strip():
             key = he.hypothesis_key(new.strip())
             store.save_criterion({"id": f"{owner}:{key}", "owner": owner, "name": key, "definition": new.strip(),
-                                  "status": "accepted", "position": len(rows)}, actor=actor or "user")
+                                  "status": "accepted", "position": len(rows)}, actor=common.actor())
             st.rerun()
     accepted = [r["definition"] for r in store.criteria(owner) if r["status"] == "accepted"]
     st.text(f"{len(accepted)} accepted hypotheses.")

@@ -170,7 +170,7 @@ else:
                 st.rerun()
             if start:
                 try:
-                    run_id = create_run(store, spec)
+                    run_id = create_run(store, spec, actor=common.actor())
                 except (SplitError, DataImportError, ValueError, NotFound) as exc:
                     st.error(common.plain(str(exc)))
                 else:
@@ -284,7 +284,7 @@ def results(run: dict) -> None:
     m[3].metric("Completion tokens", summary.get("completion_tokens", 0))
 
     try:
-        dataset = common.load_dataset(store, run["dataset"])
+        dataset = common.human_dataset(store, run["dataset"], run.get("human_aggregate") or "imported")
     except NotFound:
         dataset = None
         st.warning(common.plain(f"Dataset {run['dataset']} is no longer stored; human scores cannot be shown."))

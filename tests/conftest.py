@@ -1,6 +1,10 @@
+import os
 from pathlib import Path
 
 import pytest
+
+# The app asks a person for a display name once; tests (and the servers they start) work as "user".
+os.environ.setdefault("JUDGE_WORKBENCH_USER", "user")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

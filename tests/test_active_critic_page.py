@@ -126,7 +126,7 @@ def test_page_runs_edits_and_reruns(db, started):
     assert not at.exception and not at.error, [e.value for e in at.error]
     row = next(r for r in store.criteria(owner) if r["id"] == first["id"])
     assert row["version"] == 2 and row["definition"] == "Reads naturally, with no typos." and row["status"] == "edited"
-    assert any(a["actor"] == "person" and a["entity_id"] == first["id"] for a in store.audit_log(entity="criterion"))
+    assert any(a["actor"] == "user" and a["entity_id"] == first["id"] for a in store.audit_log(entity="criterion"))
 
     # someone else changes another criterion meanwhile: this page's edit of it is refused, clearly
     other = next(r for r in store.criteria(owner) if r["name"] == "Coverage")

@@ -15,7 +15,7 @@ from judge_engine.runs import RunSpec, create_run, execute_run
 from judge_engine.store import Store
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
-PAGES = ["pages/home.py", "pages/datasets.py", "pages/runs.py", "pages/settings.py"]
+PAGES = ["pages/home.py", "pages/datasets.py", "pages/runs.py", "pages/annotate.py", "pages/settings.py"]
 TIMEOUT = 60
 
 
@@ -65,13 +65,14 @@ def test_every_page_renders_on_an_empty_database(db, page):
     goto(at, page)
     assert at.title, "each page has a title"
     # Every page runs inside app.py's frame, even though Streamlit would also auto-discover pages/.
-    assert [w.label for w in at.sidebar.text_input] == ["Database file"]
+    assert [w.label for w in at.sidebar.text_input] == ["Database file", "Your name"]
     assert db.exists(), "the database is created at $JUDGE_WORKBENCH_DB"
 
 
 def test_sidebar_shows_database_path_and_backend(db):
     at = open_app()
     assert at.sidebar.text_input[0].value == str(db)
+    assert at.sidebar.text_input[1].value == "user"  # who works here ($JUDGE_WORKBENCH_USER in the tests)
     assert any("llamacpp" in t.value for t in at.sidebar.text)
 
 

@@ -36,12 +36,12 @@ if not Path(CHROMIUM).is_file():
 class App:
     """A ``streamlit run app.py`` server on a free port with its own database."""
 
-    def __init__(self, db: Path, data_dir: Path, log: Path):
-        self.db, self.port, self.log = db, free_port(), log
+    def __init__(self, db: Path, data_dir: Path, log: Path, *, port: int | None = None, args: tuple[str, ...] = ()):
+        self.db, self.port, self.log = db, port or free_port(), log
         env = dict(os.environ, JUDGE_WORKBENCH_DB=str(db), JUDGE_WORKBENCH_DATA=str(data_dir))
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(self.port),
-             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+             "--server.headless", "true", "--browser.gatherUsageStats", "false", *args],
             cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + STARTUP_TIMEOUT_S
         while True:
@@ -374,3 +374,120 @@ def test_an_edit_survives_an_app_restart_and_every_page_is_captured(tmp_path, sh
         second.stop()
     assert Store(db).audit_log(entity="aspect")[0]["after"] == json.dumps(edited)
     assert sorted(p.name for p in out.glob("*.png")) >= sorted(f"{s}.png" for s in PAGES)
+
+
+# --------------------------------------------------------------------------- team deployment: OIDC sign-in
+
+
+@pytest.fixture
+def oidc_provider() -> Iterator[str]:
+    """A real OpenID Connect provider (oidc-provider-mock) on 127.0.0.1; yields its issuer URL.
+
+    Its sign-in form takes any subject; the subject becomes the user's e-mail claim.
+    """
+    provider = pytest.importorskip("oidc_provider_mock")
+    import threading
+
+    import werkzeug.serving
+
+    server = werkzeug.serving.make_server("127.0.0.1", 0, provider.app(), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def sign_in(browser, app: App, email: str):
+    """A new browser context signed in through the provider as ``email``; returns its page."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(app.url)
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("input[name=sub]").fill(email)  # the provider's own sign-in form
+    page.get_by_role("button", name="Authorize").click()
+    page.wait_for_url(f"{app.url}/**")
+    page.get_by_text(f"Signed in as {email}").wait_for()
+    return page
+
+
+def label_next(page, value: int) -> str:
+    """Label the Annotate page's current item with ``value`` (type, Enter); returns the item's id."""
+    item = page.get_by_text(re.compile(r"^Item ")).first.inner_text().removeprefix("Item ").strip()
+    box = page.get_by_label(re.compile(r"Your quality score"))
+    box.fill(str(value))
+    box.press("Enter")
+    idle(page)
+    return item
+
+
+def test_two_signed_in_annotators_label_the_same_items_and_a_viewer_is_refused(browser, tmp_path, oidc_provider,
+                                                                             tiny_dataset, shared_data):
+    from judge_engine import annotations
+
+    store = Store(tmp_path / "workbench.db")
+    store.save_dataset(tiny_dataset)
+    digest = annotations.imported_digest(store.load_dataset("tiny"), store.annotations("tiny", source="imported"))
+    port = free_port()
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text(f"""
+[auth]
+redirect_uri = "http://127.0.0.1:{port}/oauth2callback"
+cookie_secret = "a-cookie-secret-for-the-test-only"
+client_id = "judge-workbench"
+client_secret = "test-secret"
+server_metadata_url = "{oidc_provider}/.well-known/openid-configuration"
+
+[workbench]
+editors = ["ana@example.org", "ben@example.org"]
+viewers = ["vic@example.org"]
+""", encoding="utf-8")
+    app = App(tmp_path / "workbench.db", shared_data, tmp_path / "streamlit.log", port=port,
+              args=("--secrets.files", str(secrets)))
+    try:
+        pages = {}
+        for email in ("ana@example.org", "ben@example.org"):
+            page = sign_in(browser, app, email)
+            page.goto(f"{app.url}/annotate")
+            page.get_by_role("heading", name="Annotate").wait_for()
+            idle(page)
+            pages[email] = page
+        labelled: dict[str, list[str]] = {"ana@example.org": [], "ben@example.org": []}
+        for a, b in [(4, 5), (2, 2), (5, 4), (1, 2)]:
+            labelled["ana@example.org"].append(label_next(pages["ana@example.org"], a))
+            # ben's queue puts the item ana just labelled first, and her score stays hidden until he gives his
+            page = pages["ben@example.org"]
+            page.reload()
+            page.get_by_role("heading", name="Annotate").wait_for()
+            idle(page)
+            assert "ana@example.org" not in page.get_by_text(re.compile("Others' scores")).all_inner_texts().__str__()
+            labelled["ben@example.org"].append(label_next(page, b))
+        assert labelled["ana@example.org"] == labelled["ben@example.org"], labelled
+        page = pages["ana@example.org"]
+        page.reload()
+        page.get_by_role("heading", name="Agreement").wait_for()
+        idle(page)
+        no_traceback(page)
+
+        viewer = sign_in(browser, app, "vic@example.org")
+        viewer.goto(f"{app.url}/annotate")
+        viewer.get_by_role("heading", name="Annotate").wait_for()
+        idle(viewer)
+        label_next(viewer, 3)
+        viewer.get_by_text("vic@example.org may view this workbench but not change it").first.wait_for()
+        no_traceback(viewer)
+
+        labels = store.annotations("tiny")
+        assert sorted({a.annotator for a in labels}) == ["ana@example.org", "ben@example.org"]
+        assert len(labels) == 8
+        assert annotations.imported_digest(store.load_dataset("tiny"),
+                                           store.annotations("tiny", source="imported")) == digest
+        result = annotations.agreement(labels, "quality", labelled["ana@example.org"], n_bootstrap=50)
+        assert result.n_items == 4 and result.annotators == ("ana@example.org", "ben@example.org")
+        assert result.alpha > 0.5 and result.ceiling["pearson"] > 0.5
+        assert {e["actor"] for e in store.audit_log(entity="annotation")} == {"ana@example.org", "ben@example.org"}
+    finally:
+        app.stop()

@@ -81,14 +81,17 @@ def test_empty_database_explains_what_to_do(tmp_path, monkeypatch):
     assert any("import one under Datasets" in i.value for i in at.info)
 
 
-def test_an_annotator_labels_a_suggested_item(db):
+def test_an_annotator_labels_a_suggested_item(db, tiny_dataset):
     at = open_compare()
     item = at.selectbox(key="compare_label_item").value
     at.number_input(key="compare_label_value").set_value(5.0)
     at.button(key="FormSubmitter:compare_label_form-Save score").click().run()
     assert not at.exception
-    assert Store(db).load_dataset("tiny").by_id()[item].human["quality"] == 5.0
-    assert Store(db).audit_log(entity="human_score")[0]["entity_id"] == f"tiny/{item}/quality"
+    store = Store(db)
+    assert store.load_dataset("tiny") == tiny_dataset  # the imported scores are as they came
+    [label] = store.annotations("tiny")
+    assert (label.sample, label.value, label.annotator) == (item, 5.0, "user")
+    assert store.audit_log(entity="annotation")[0]["entity_id"] == f"tiny/{item}/quality"
 
 
 def test_transfer_starts_a_scoring_run_on_another_dataset(db, tiny_dataset, monkeypatch):

@@ -35,6 +35,7 @@ def test_model_card_round_trip_scores_identically_from_cache(store, tiny_dataset
     run_id, backend = finished
     card = export.model_card(store, run_id)
     assert card["format"] == export.CARD_FORMAT and card["provenance"]["run_id"] == run_id
+    assert card["provenance"]["human_aggregate"] == "imported"
     assert card["meta_evaluation"]["n"] == 6 and "sk-secret" not in json.dumps(card)
     assert card["meta_evaluation"]["parse_failures"] == 0 and card["meta_evaluation"]["missing"] == 0
     assert card["meta_evaluation"]["warnings"] == []  # travels with the judge; nothing to say about this run

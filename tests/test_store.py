@@ -89,20 +89,22 @@ def test_events_in_order(store, tiny_dataset):
 
 
 def test_a_person_labels_a_sample_and_the_edit_is_audited(store, tiny_dataset):
+    """A label is the person's annotation; the imported score stays as it came."""
     from judge_engine.store import NotFound
 
     store.save_dataset(tiny_dataset)
-    version = store.list_datasets()[0]["version"]
-    store.set_human_score("tiny", "s1", "quality", 5)
-    assert store.load_dataset("tiny").by_id()["s1"].human["quality"] == 5.0
-    assert store.list_datasets()[0]["version"] == version + 1
-    entry = store.audit_log(entity="human_score")[0]
-    assert entry["entity_id"] == "tiny/s1/quality" and entry["after"] == "5.0"
+    imported = tiny_dataset.by_id()["s1"].human["quality"]
+    store.set_human_score("tiny", "s1", "quality", 5, actor="ana")
+    assert store.load_dataset("tiny").by_id()["s1"].human["quality"] == pytest.approx(imported)
+    [label] = store.annotations("tiny")
+    assert (label.sample, label.annotator, label.value) == ("s1", "ana", 5.0)
+    entry = store.audit_log(entity="annotation")[0]
+    assert entry["entity_id"] == "tiny/s1/quality" and entry["actor"] == "ana"
     with pytest.raises(ValueError, match="outside"):
         store.set_human_score("tiny", "s1", "quality", 9)
     with pytest.raises(NotFound):
         store.set_human_score("tiny", "nope", "quality", 3)
-    assert store.load_dataset("tiny").by_id()["s1"].human["quality"] == 5.0, "a refused label changes nothing"
+    assert len(store.annotations("tiny")) == 1, "a refused label changes nothing"
 
 
 def test_a_stale_aspect_definition_edit_is_refused_and_the_saved_one_kept(store, tiny_dataset):
@@ -116,7 +118,7 @@ def test_a_stale_aspect_definition_edit_is_refused_and_the_saved_one_kept(store,
         store.update_aspect_definition("tiny", "quality", "B's definition.", actor="b", expected_definition=opened)
     assert "A's definition." in str(err.value)
     assert store.load_dataset("tiny").aspect("quality").definition == "A's definition."
-    assert store.list_datasets()[0]["version"] == version + 1  # only the label moved it
+    assert store.list_datasets()[0]["version"] == version  # a label is an annotation: the dataset is unchanged
     assert [e["actor"] for e in store.audit_log(entity="aspect")] == ["a"]
     # B, now shown A's text, saves over it knowingly
     store.update_aspect_definition("tiny", "quality", "B's definition.", actor="b",
