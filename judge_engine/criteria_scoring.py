@@ -343,7 +343,7 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
         retry_schema = criterion_schema(aspect, reasoning=False) if structured else None
         retry_budget = JSON_SCORE_MAX_TOKENS if structured else RETRY_MAX_TOKENS
         follow_ups = []
-        for i, key, request, first in retry:
+        for _i, key, request, first in retry:
             if key:
                 ask = (RETRY_JSON.format(low=scale[0], high=scale[1]) if structured
                        else RETRY_TEMPLATE.render(low=scale[0], high=scale[1]))

@@ -122,7 +122,7 @@ def test_page_runs_edits_and_reruns(db, started):
     owner = "active_critic:run:1"
     first = next(r for r in store.criteria(owner) if r["name"] == "Fluency")
     at.text_input(key=f"ac_def_{first['id']}").set_value("Reads naturally, with no typos.")
-    at.button(key=f"FormSubmitter:ac_edit_1-Save edits").click().run()
+    at.button(key="FormSubmitter:ac_edit_1-Save edits").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     row = next(r for r in store.criteria(owner) if r["id"] == first["id"])
     assert row["version"] == 2 and row["definition"] == "Reads naturally, with no typos." and row["status"] == "edited"
@@ -133,7 +133,7 @@ def test_page_runs_edits_and_reruns(db, started):
     store.save_criterion({k: other[k] for k in ("id", "owner", "name", "status", "position")} |
                          {"definition": "Changed elsewhere."}, actor="someone", expected_version=other["version"])
     at.text_input(key=f"ac_def_{other['id']}").set_value("Mine.")
-    at.button(key=f"FormSubmitter:ac_edit_1-Save edits").click().run()
+    at.button(key="FormSubmitter:ac_edit_1-Save edits").click().run()
     assert any("changed by someone else" in e.value.replace("\\", "") for e in at.error)
     assert next(r for r in store.criteria(owner) if r["id"] == other["id"])["definition"] == "Changed elsewhere."
     at.button(key="ac_reload_1").click().run()

@@ -17,7 +17,7 @@ from judge_engine.hpss_strategy import (FACTOR_NAMES, FACTORS, N_EXAMPLES, Strat
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.base import LOGPROB_POSITIONS, Completion
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import Judge
 from judge_engine.methods.hpss import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores, fitness,
                                        greedy_search, initialize, iterative_search, select_best,
                                        stepwise_greedy_search, update_advantage)

@@ -282,7 +282,7 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
     assert judge.state["selected"][0]["text"].startswith("GOOD") and judge.state["literature_used"]
     assert Judge.from_json(judge.to_json()) == judge
     verdicts = judge.score(tiny_dataset.samples[9:], llm=llm)
-    for v, s in zip(verdicts, tiny_dataset.samples[9:]):
+    for v in verdicts:
         per = v.metadata["per_hypothesis"]
         parsed = [p["score"] for p in per if p["score"] is not None]
         assert v.score == pytest.approx(sum(parsed) / len(parsed))
