@@ -248,6 +248,18 @@ def seed_criteria(run: dict, judge: Judge) -> None:
                               "status": "accepted" if h["key"] in selected else "rejected"}, actor="engine")
 
 
+def rejected_by_checks(judge: Judge, rows: Sequence[dict]) -> list[dict]:
+    """The generated hypotheses the rubric checks refused and nobody has restored yet."""
+    present = {r["definition"] for r in rows}
+    seen: set[str] = set()
+    out = []
+    for r in judge.state.get("rejected", []):
+        if r["text"] not in present and r["text"] not in seen:
+            seen.add(r["text"])
+            out.append(r)
+    return out
+
+
 def curate(run: dict, judge: Judge) -> None:
     seed_criteria(run, judge)
     owner = owner_of(run["id"])
@@ -292,6 +304,21 @@ def curate(run: dict, judge: Judge) -> None:
                     st.session_state.pop(f"hypoeval_text_{row['id']}", None)
                     st.session_state.pop(f"hypoeval_status_{row['id']}", None)
                     common.flash("success", "Saved.")
+                    st.rerun()
+    restorable = rejected_by_checks(judge, rows)
+    if restorable:
+        with st.expander(f"Rejected by the rubric checks ({len(restorable)})"):
+            st.caption("Generated hypotheses refused before use: copies of a text the model was shown, "
+                       "near-duplicates, empty, repetitive or over-long ones, and ones naming no quality. "
+                       "Restore one to accept it yourself; the audit log records who did.")
+            for i, r in enumerate(restorable):
+                st.text(f"{r['text'][:300]}\n→ {r.get('rule', '')}: {r.get('reason', '')}")
+                if st.button("Restore", key=f"hypoeval_restore_{i}"):
+                    key = he.hypothesis_key(r["text"])
+                    store.save_criterion({"id": f"{owner}:{key}", "owner": owner, "name": key,
+                                          "definition": r["text"], "status": "accepted",
+                                          "position": len(rows)}, actor=common.actor())
+                    common.flash("success", "Restored and accepted.")
                     st.rerun()
     with st.form("hypoeval_add"):
         new = st.text_area("Add a hypothesis (a rubric for one trait, describing each score)", key="hypoeval_new")

@@ -162,3 +162,27 @@ def test_failed_run_with_an_empty_bank_says_why(db, tiny_dataset):
     assert any("HypoEval generated no usable hypothesis" in t and "failed" in t for t in texts)
     assert any(t.startswith("Empty bank") for t in texts)
     assert any("0 read as JSON" in c.value and "unreadable" in c.value for c in at.caption)
+
+
+def test_hypotheses_the_checks_rejected_are_listed_with_reasons_and_a_person_can_restore_one(db, tiny_dataset,
+                                                                                              started):
+    from tests.test_hypoeval import BAD, GOOD, hypotheses_reply
+
+    near = GOOD.format(n=0) + "!"
+    responder = scripted(tiny_dataset, generate=lambda p: hypotheses_reply([GOOD.format(n=0), near,
+                                                                            BAD.format(n=1)]))
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6, params={"n_selected": 2, "n_init_hypotheses": 3}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=1), store=store, backend=FakeBackend(responder)))
+    assert [r["rule"] for r in store.get_run(run_id)["judge"]["state"]["rejected"]] == ["near_duplicate"]
+    at = open_page()
+    assert any("near_duplicate" in t.value for t in at.text)
+    at.button(key="hypoeval_restore_0").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    rows = Store(db).criteria(f"hypoeval:run:{run_id}")
+    restored = [r for r in rows if r["definition"] == near]
+    assert restored and restored[0]["status"] == "accepted"
+    audit = Store(db).audit_log(entity="criterion", limit=50)
+    assert any(a["actor"] == "user" and near in str(a["after"]) for a in audit)
