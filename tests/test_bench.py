@@ -144,7 +144,7 @@ def test_alignment_markdown_says_why_a_coefficient_is_missing():
     assert len(lines) == 6 and lines[2].startswith("| summeval (a) | direct |")  # datasets in the README's order
     assert "| n/a (all 12 read scores equal) |" in text and "| n/a (no score read) |" in text
     assert "| 0.50 [0.10, 0.90] | 0.50 [0.20, 0.80] | 16 | 0 | 5 (1) | 12 |" in text
-    assert "| group (1 group) | 0.25 (no CI with one group); sample 0.30 |" in text
+    assert "| group (1 group) | 0.25 (no CI: too few groups); sample 0.30 |" in text
     assert "| geval |" in text  # one backend: not named
     two = alignment.markdown({"rows": rows + [_row("sfres", "geval", 0.5, llm="openai: m @ http://h/v1")]})
     assert "| geval (llamacpp: x) |" in two and "| geval (openai: m @ http://h/v1) |" in two

@@ -88,7 +88,8 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                 try:
                     summary = execute_run(store, run_id, llm=llm_factory(store) if llm_factory else None)
                 except Exception as exc:  # one failing method must not hide the others' results
-                    row.update({"error": f"{type(exc).__name__}: {exc}", "seconds": time.perf_counter() - start})
+                    row.update({"error": f"{type(exc).__name__}: {exc}", "seconds": time.perf_counter() - start,
+                                "warnings": [e["payload"].get("code") for e in store.events(run_id) if e["kind"] == "warning"]})
                     rows.append(row)
                     bar.update(1)
                     continue
@@ -100,7 +101,10 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                             "pearson": corr.get("pearson"), "pearson_ci": corr.get("pearson_ci"),
                             "n_groups": corr.get("n_groups"),
                             "sample_spearman": sample.get("spearman"), "sample_pearson": sample.get("pearson"),
-                            "parse_failures": summary["parse_failures"],
+                            "parse_failures": summary["parse_failures"], "missing": summary.get("missing"),
+                            "ci_note": corr.get("ci_note") or "",
+                            "warnings": [w.get("code") for w in summary.get("warnings") or []],
+                            "structure": structure_of(store.get_run(run_id)["judge"] or {}),
                             # a correlation is undefined (None) when every parsed score is the same
                             "distinct_scores": len(set(scores)), "calls": summary["calls"],
                             "cache_hits": summary["cache_hits"], "seconds": time.perf_counter() - start})
@@ -114,6 +118,31 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                   rows=rows, summary={"runs": len(rows), "failed": sum(1 for r in rows if "error" in r)},
                   notes=["every method of a dataset is scored on the same held-out items (same split)",
                          "the embedded SmolLM2-135M is tiny: compare methods against the baselines, not with papers"])
+
+
+def structure_of(judge: dict[str, Any]) -> dict[str, Any]:
+    """What a fitted judge holds, in counts: a hypothesis bank, inferred criteria, the children of each
+    expanded tree node, an HPSS strategy's coverage (what #16 asks of every method on a small model)."""
+    state = judge.get("state") or {}
+    method = judge.get("method")
+    if method == "hypoeval":
+        return {"bank": len(state.get("bank") or []), "selected": len(state.get("selected") or []),
+                "rejected": len(state.get("rejected") or [])}
+    if method == "active_critic":
+        return {"criteria": len(state.get("criteria") or {})}
+    if method == "hd_eval":
+        nodes = (state.get("tree") or {}).get("nodes") or []
+        children: dict[str, int] = {}
+        for node in nodes:
+            if node.get("parent") is not None:
+                children[node["parent"]] = children.get(node["parent"], 0) + 1
+        expanded = state.get("expanded_nodes") or []
+        return {"nodes": len(nodes), "expanded": len(expanded),
+                "min_children": min((children.get(n, 0) for n in expanded), default=None)}
+    if method == "hpss":
+        best = state.get("best") or {}
+        return {"coverage": best.get("coverage")} if isinstance(best, dict) else {}
+    return {}
 
 
 def _key(row: dict[str, Any]) -> tuple:
@@ -144,11 +173,12 @@ def _number(value: Any) -> str:
 def _coefficient(row: dict[str, Any], name: str) -> str:
     value, ci = _finite(row.get(name)), row.get(f"{name}_ci") or [None, None]
     if value is None:
-        read = row["n"] - row["parse_failures"]
+        read = row["n"] - row.get("missing", row["parse_failures"])
         return "n/a (no score read)" if not read else f"n/a (all {read} read scores equal)"
     text = _number(value)
     if row["level"] != "sample":
-        text += " (no CI with one group)" if row.get("n_groups") == 1 else f" [{_number(ci[0])}, {_number(ci[1])}]"
+        no_ci = row.get("n_groups") == 1 or row.get("ci_note") or _finite(ci[0]) is None
+        text += " (no CI: too few groups)" if no_ci else f" [{_number(ci[0])}, {_number(ci[1])}]"
         return f"{text}; sample {_number(row.get(f'sample_{name}'))}"
     return f"{text} [{_number(ci[0])}, {_number(ci[1])}]"
 
@@ -174,5 +204,6 @@ def markdown(doc: dict[str, Any]) -> str:
         level = r["level"] if r["level"] == "sample" or not groups else \
             f"{r['level']} ({groups} group{'s' if groups != 1 else ''})"
         lines.append(f"{head} {level} | {_coefficient(r, 'spearman')} | {_coefficient(r, 'pearson')} | {r['n']} "
-                     f"| {r['parse_failures']} | {r['calls']} ({r['cache_hits']}) | {r['seconds']:.0f} |")
+                     f"| {r.get('missing', r['parse_failures'])} | {r['calls']} ({r['cache_hits']}) "
+                     f"| {r['seconds']:.0f} |")
     return "\n".join(lines)
