@@ -140,8 +140,8 @@ def structure_of(judge: dict[str, Any]) -> dict[str, Any]:
         return {"nodes": len(nodes), "expanded": len(expanded),
                 "min_children": min((children.get(n, 0) for n in expanded), default=None)}
     if method == "hpss":
-        best = state.get("best") or {}
-        return {"coverage": best.get("coverage")} if isinstance(best, dict) else {}
+        selection = state.get("selection") or {}
+        return {"coverage": selection.get("coverage"), "explored": len(state.get("explored") or [])}
     return {}
 
 
