@@ -19,7 +19,7 @@ from .client import LLM, Ledger
 
 __all__ = ["BACKEND_NAMES", "STRUCTURED_HELP", "STRUCTURED_MODES", "ConnectionCheck", "Backend", "BackendUnavailable", "Completion", "GenerationParams", "LLM",
            "LLMConfig", "LLMError", "Ledger", "Message", "Request", "cache_key", "make_backend", "make_llm",
-           "check_connection", "connection_check"]
+           "check_connection", "connection_check", "describe_structured_mode"]
 
 
 def make_backend(config: LLMConfig, *, api_key: str | None = None) -> Backend:

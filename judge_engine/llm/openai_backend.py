@@ -21,7 +21,9 @@ Structured replies: a request with a JSON schema is sent in the format the
 ``guided_json``
     ``extra_body={"guided_json": schema}`` (vLLM's own field).
 ``auto``
-    Tries them in that order. A 400 or 422 to a structured request moves on to the next format and,
+    Tries them in that order. A 400 or 422 to a structured request (or a 5xx whose message names the
+    format: llama_cpp.server answers an unknown ``response_format`` type with a 500, not retried while
+    ``auto`` is learning) moves on to the next format and,
     after the last, sends the prompt unchanged (free text). The first format that succeeds is kept
     for the life of the backend, like a refusal of logprobs; if even the free-text request fails, the
     error was not about the format, nothing is learned and the error is raised.
@@ -134,6 +136,10 @@ class OpenAIBackend:
         schema = request_schema(params.json_schema)
         modes = self._modes_to_try() if schema else ("",)
         i = 0
+        # While auto is learning, a format is tried without the client's retries: llama_cpp.server answers a
+        # format it does not know with a 500, which would otherwise be retried with backoff. Any failure that
+        # is not about the format is then sent again with the retries.
+        probing = len(modes) > 1
         while True:
             mode = modes[i]
             kwargs: dict[str, Any] = dict(model=self.model, messages=messages, temperature=params.temperature,
@@ -143,14 +149,23 @@ class OpenAIBackend:
             if params.top_logprobs and self.supports_logprobs:
                 kwargs.update(logprobs=True, top_logprobs=min(params.top_logprobs, 20))
             kwargs.update(structured_request(mode, schema))
+            structured = mode not in ("", "off", FREE_TEXT)
+            client = self.client.with_options(max_retries=0) if probing and structured else self.client
             try:
-                out = self.client.chat.completions.create(**kwargs)
-            except (self._openai.BadRequestError, self._openai.UnprocessableEntityError) as exc:
+                out = client.chat.completions.create(**kwargs)
+            except self._openai.APIStatusError as exc:
                 text = str(exc).lower()
+                status = exc.status_code
+                refused = status in (400, 422) or (status >= 500 and structured and _about_structure(text))
+                if not refused:
+                    if probing and structured:
+                        probing = False  # a transient failure while learning: the same request, with retries
+                        continue
+                    raise self._explain(exc) from None
                 if "logprobs" in kwargs and "logprob" in text and not _about_structure(text):
                     self.supports_logprobs = False
                     continue
-                if mode in ("", "off", FREE_TEXT):
+                if not structured:
                     raise self._explain(exc) from None
                 if "invalid schema" in text:
                     # the server knows the format but not this schema: this request goes as free text
@@ -167,6 +182,9 @@ class OpenAIBackend:
                 i += 1  # auto: the next format, free text last
                 continue
             except self._openai.OpenAIError as exc:
+                if probing and structured:
+                    probing = False
+                    continue
                 raise self._explain(exc) from None
             if schema and (mode != FREE_TEXT or len(modes) > 1):  # a walk that ended in free text learns it too
                 self._learn(mode)
