@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from judge_engine import structured
-from judge_engine.llm import GenerationParams, LLM, LLMConfig, LLMError, Request, cache_key, make_backend, make_llm
+from judge_engine.llm import LLM, GenerationParams, LLMConfig, LLMError, Request, cache_key, make_backend, make_llm
 from judge_engine.llm.base import FREE_TEXT, Completion, request_schema
 from judge_engine.llm.openai_backend import strict_compatible, structured_request
 from judge_engine.parsing import read_weighted
@@ -244,8 +244,8 @@ def stub_llm(stub, mode="auto", store=None, retries=0):
 
 def _documented(body: dict) -> None:
     """Validate a request body against the openai package's documented request type."""
-    from pydantic import TypeAdapter
     from openai.types.chat.completion_create_params import CompletionCreateParamsNonStreaming
+    from pydantic import TypeAdapter
 
     TypeAdapter(CompletionCreateParamsNonStreaming).validate_python(body)
 
@@ -268,8 +268,8 @@ def test_json_schema_body_is_openais_documented_format(stub):
 
 
 def test_json_object_body_is_llama_cpp_servers_format(stub):
-    from pydantic import TypeAdapter
     from llama_cpp.llama_types import ChatCompletionRequestResponseFormat
+    from pydantic import TypeAdapter
 
     stub.accepts = {"json_object"}
     stub_llm(stub, "json_object").complete(JUDGE, GenerationParams(json_schema=SCORE_PARAM))
@@ -508,3 +508,19 @@ def test_vllm_off_and_a_vllm_without_guided_decoding_send_free_text(monkeypatch)
     off.complete(JUDGE, GenerationParams(json_schema=SCORE_PARAM))
     (call,) = module.LLM.calls
     assert getattr(call[1][0], "structured_outputs", None) is None
+
+
+# --------------------------------------------------------------------------- benchmark smoke run
+
+
+def test_structured_benchmark_compares_the_two_arms_on_the_same_prompts(tmp_path, shared_data):
+    pytest.importorskip("llama_cpp")
+    from judge_engine.bench.__main__ import main
+
+    assert main(["--out", str(tmp_path), "structured", "-n", "1", "--repeats", "1", "--max-tokens", "16"]) == 0
+    doc = json.loads((tmp_path / "structured.json").read_text())
+    rows = {r["arm"]: r for r in doc["rows"]}
+    assert set(rows) == {"free", "grammar"}
+    assert rows["grammar"]["modes"] == ["grammar"] and rows["free"]["modes"] == ["none"]
+    assert rows["grammar"]["json_share"] == pytest.approx(1.0)  # 16 tokens hold {"score": N}
+    assert doc["summary"]["grammar_vs_free_seconds_per_call"] > 0

@@ -6,6 +6,12 @@ backends are registered by name and import their heavy library only when
 built: ``llamacpp`` (embedded SmolLM2 by default), ``openai`` (any
 OpenAI-compatible server) and ``vllm`` (offline engine on a GPU host).
 ``fake`` is for unit tests only and is never chosen implicitly.
+
+A request whose :attr:`GenerationParams.json_schema` is set is constrained
+to that schema by each backend's native mechanism (a llama.cpp grammar, an
+OpenAI-compatible ``response_format`` or ``guided_json``, vLLM guided
+decoding), as ``LLMConfig.structured`` says; :attr:`Completion.structured_mode`
+records how, and that mode is part of the request's cache key.
 """
 
 from __future__ import annotations
@@ -13,11 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .base import (BACKEND_NAMES, FREE_TEXT, STRUCTURED_HELP, STRUCTURED_MODES, Backend, BackendUnavailable, Completion,
-                   GenerationParams, LLMConfig, LLMError, Message, Request, cache_key)
+from .base import (BACKEND_NAMES, FREE_TEXT, STRUCTURED_HELP, STRUCTURED_MODES, Backend, BackendUnavailable,
+                   Completion, GenerationParams, LLMConfig, LLMError, Message, Request, cache_key)
 from .client import LLM, Ledger
 
-__all__ = ["BACKEND_NAMES", "STRUCTURED_HELP", "STRUCTURED_MODES", "ConnectionCheck", "Backend", "BackendUnavailable", "Completion", "GenerationParams", "LLM",
+__all__ = ["BACKEND_NAMES", "STRUCTURED_HELP", "STRUCTURED_MODES", "ConnectionCheck", "Backend",
+           "BackendUnavailable", "Completion", "GenerationParams", "LLM",
            "LLMConfig", "LLMError", "Ledger", "Message", "Request", "cache_key", "make_backend", "make_llm",
            "check_connection", "connection_check", "describe_structured_mode"]
 
