@@ -26,7 +26,7 @@ import pandas as pd
 import streamlit as st
 
 from judge_engine import data
-from judge_engine.llm import BACKEND_NAMES, LLMConfig, LLMError, check_connection
+from judge_engine.llm import BACKEND_NAMES, STRUCTURED_MODES, LLMConfig, LLMError, check_connection
 from judge_engine.records import Dataset, Verdict
 from judge_engine.runs import effective_status
 from judge_engine.store import Store, default_db_path
@@ -47,6 +47,7 @@ SETTINGS_DEFAULTS: dict[str, Any] = {
     "settings_timeout": float(_CONFIG_DEFAULTS.timeout),
     "settings_max_retries": _CONFIG_DEFAULTS.max_retries,
     "settings_n_ctx": _CONFIG_DEFAULTS.n_ctx,
+    "settings_structured": _CONFIG_DEFAULTS.structured,
     "settings_price_prompt": float(_CONFIG_DEFAULTS.price_prompt_per_1k),
     "settings_price_completion": float(_CONFIG_DEFAULTS.price_completion_per_1k),
 }
@@ -170,6 +171,8 @@ def llm_config() -> LLMConfig:
         timeout=float(s["settings_timeout"]),
         max_retries=int(s["settings_max_retries"]),
         n_ctx=int(s["settings_n_ctx"]),
+        structured=s["settings_structured"] if s["settings_structured"] in STRUCTURED_MODES
+        else _CONFIG_DEFAULTS.structured,
         price_prompt_per_1k=float(s["settings_price_prompt"]),
         price_completion_per_1k=float(s["settings_price_completion"]),
     )

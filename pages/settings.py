@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from judge_engine.llm import BACKEND_NAMES
+from judge_engine.llm import (BACKEND_NAMES, STRUCTURED_HELP, STRUCTURED_MODES, LLMError, connection_check,
+                              describe_structured_mode)
 from pages import common
 
 common.require_frame()
@@ -38,11 +39,39 @@ else:  # vllm
     common.bound(st.text_input, "Model", "settings_model_vllm",
                  placeholder="Hugging Face model id, e.g. Qwen/Qwen2.5-7B-Instruct")
 
+st.subheader("Structured replies")
+structured = common.bound(
+    st.selectbox, "How replies are structured", "settings_structured", options=list(STRUCTURED_MODES),
+    format_func=lambda m: f"{m}: {STRUCTURED_HELP[m]}",
+    help="Every method asks for its replies in a JSON schema (scores, criteria, hypotheses, ...); this sets "
+         "how the schema reaches the model. Where it is not honoured, replies are parsed from free text.")
+if structured == "auto":
+    st.caption({
+        "llamacpp": "Automatic: the embedded model decodes every structured reply under a grammar built from "
+                    "its schema: the reply is JSON of that shape unless its token limit cuts it off.",
+        "openai": "Automatic: the first request with a schema tries response_format json_schema (OpenAI, vLLM, "
+                  "Ollama), then json_object with a schema (llama.cpp's server), then guided_json (older vLLM); "
+                  "a server that refuses all three gets the prompt unchanged and the reply is parsed from free "
+                  "text. The format that worked is kept from then on (each run learns it with its first request).",
+        "vllm": "Automatic: vLLM's guided decoding (structured_outputs or guided_decoding, whichever the "
+                "installed vLLM has).",
+    }[backend])
+elif structured == "off":
+    st.caption("Off: no schema is sent; every reply is parsed from free text (the fallback path).")
+elif backend != "openai":
+    st.caption(f"{structured} is a server format; the {backend} backend uses its own mechanism "
+               "(as with auto).")
+seen = st.session_state.get("settings_structured_checked", {})
+checked = seen.get(common.llm_config().label + "|" + structured)
+if checked:
+    st.info(common.plain(f"Last connection check: structured replies {checked}."))
+
 st.subheader("Requests and cost")
 cols = st.columns(3)
 with cols[0]:
     common.bound(st.number_input, "Concurrency", "settings_concurrency", min_value=1, max_value=256, step=1,
-                 help="Requests in flight at once (the embedded model answers one at a time anyway).")
+                 help="Requests in flight at once (the embedded model answers one at a time anyway; the vLLM "
+                      "backend sends up to 256 uncached requests as one batch).")
 with cols[1]:
     common.bound(st.number_input, "Timeout (s)", "settings_timeout", min_value=1.0, max_value=3600.0, step=10.0)
 with cols[2]:
@@ -61,4 +90,18 @@ st.text(config.label)
 with st.expander("All backend settings stored with a run"):
     st.json(config.to_dict())
 
-common.check_backend_button("Test connection", key="settings_test", primary=True)
+if st.button("Test connection", key="settings_test", type="primary",
+             help="Sends one short request, then one with a tiny schema to learn how structured replies "
+                  "are honoured."):
+    with st.spinner("Sending two short requests..."):
+        try:
+            check = connection_check(config, api_key=common.api_key())
+        except LLMError as exc:
+            st.error(common.plain(str(exc)))
+        except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
+            st.error(common.plain(f"{type(exc).__name__}: {exc}"))
+        else:
+            st.success(common.plain(check.message))
+            st.session_state.setdefault("settings_structured_checked", {})[
+                config.label + "|" + config.structured] = describe_structured_mode(config.structured,
+                                                                                   check.structured_mode)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Callable, Protocol
 
@@ -24,7 +25,30 @@ STRUCTURED_MODES = ("auto", "json_schema", "json_object", "guided_json", "off")
 """How a JSON schema is sent: ``json_schema`` = OpenAI's ``response_format`` (OpenAI, vLLM, Ollama);
 ``json_object`` = ``response_format`` of type json_object carrying a ``schema`` (llama_cpp.server);
 ``guided_json`` = vLLM's extra body field; ``off`` = never (free-text parsing only); ``auto`` = the
-backend's native mechanism (a grammar in-process) or the first mode the server accepts."""
+backend's native mechanism (a grammar in-process) or the first mode the server accepts.
+
+The three wire formats only concern the openai backend; the in-process backends (llamacpp, vllm) use
+their native mechanism for every mode but ``off``."""
+
+AUTO_ORDER = ("json_schema", "json_object", "guided_json")
+"""The modes ``auto`` tries on an OpenAI-compatible server, in this order: the documented OpenAI format
+first (OpenAI, vLLM, Ollama), then llama_cpp.server's, then vLLM's older extra field (which servers that
+do not know it may ignore silently, so it comes last)."""
+
+FREE_TEXT = "free_text"
+"""The effective mode of ``auto`` on a server that accepted none of :data:`AUTO_ORDER`: the prompt is sent
+unchanged and the caller parses free text. (A configured ``off`` stays ``off``: the two are cached apart,
+so switching from ``off`` to ``auto`` never serves a free-text reply from the cache.)"""
+
+STRUCTURED_HELP = {
+    "auto": "the backend's own mechanism in-process (a llama.cpp grammar, vLLM guided decoding); on a server, "
+            "the first format it accepts: json_schema, then json_object, then guided_json, else free text",
+    "json_schema": "response_format of type json_schema (OpenAI, vLLM serve, Ollama)",
+    "json_object": "response_format of type json_object with a schema (python -m llama_cpp.server)",
+    "guided_json": "vLLM's guided_json request field (older vLLM servers)",
+    "off": "never send a schema: every reply is parsed from free text",
+}
+"""One line per structured mode, for the Settings page and error messages."""
 
 
 class LLMError(RuntimeError):
@@ -136,15 +160,22 @@ class Completion:
     """True when this came from the persistent cache and cost nothing."""
     truncated_chars: int = 0
     """Characters of judged text cut to fit the model's context (see :mod:`judge_engine.llm.fit`)."""
+    structured_mode: str = ""
+    """How the request's JSON schema was honoured: ``grammar`` (llama.cpp), ``json_schema``,
+    ``json_object``, ``guided_json`` (openai backend), ``structured_outputs`` or ``guided_decoding``
+    (vLLM offline), ``off`` / :data:`FREE_TEXT` (sent unchanged); "" for a request without a schema."""
 
     @property
     def text(self) -> str:
         return self.texts[0] if self.texts else ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"texts": list(self.texts), "logprobs": [list(c) for c in self.logprobs],
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "latency_s": self.latency_s, "model": self.model, "truncated_chars": self.truncated_chars}
+        d = {"texts": list(self.texts), "logprobs": [list(c) for c in self.logprobs],
+             "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+             "latency_s": self.latency_s, "model": self.model, "truncated_chars": self.truncated_chars}
+        if self.structured_mode:  # free-text replies are stored as they were before schemas existed
+            d["structured_mode"] = self.structured_mode
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, cached: bool = False) -> "Completion":
@@ -152,7 +183,8 @@ class Completion:
                    prompt_tokens=int(d.get("prompt_tokens", 0)),
                    completion_tokens=int(d.get("completion_tokens", 0)),
                    latency_s=float(d.get("latency_s", 0.0)), model=d.get("model", ""), cached=cached,
-                   truncated_chars=int(d.get("truncated_chars", 0)))
+                   truncated_chars=int(d.get("truncated_chars", 0)),
+                   structured_mode=str(d.get("structured_mode", "")))
 
 
 @dataclass(frozen=True)
@@ -164,7 +196,22 @@ class Request:
 
 
 class Backend(Protocol):
-    """What a backend provides: uncached generation and an identity for the cache key."""
+    """What a backend provides: uncached generation and an identity for the cache key.
+
+    Optional, read with ``getattr`` by the client:
+
+    ``effective_structured_mode`` (str or None)
+        How a request with a JSON schema is honoured now (see :attr:`Completion.structured_mode`);
+        None while ``auto`` has not yet learned what the server accepts. Part of the cache key of
+        schema requests: a reply constrained differently is a different reply.
+    ``structured_candidates`` (tuple of str)
+        While the mode is unknown, the modes it may turn out to be, in the order ``auto`` tries them
+        (the client looks each one up in the cache before calling).
+    ``generate_many(pairs)``
+        Answers a list of ``(messages, params)`` in one engine call (vLLM offline batches them).
+    ``max_batch`` (int)
+        Requests per ``generate_many`` call.
+    """
 
     name: str
     model_id: str
@@ -175,11 +222,18 @@ class Backend(Protocol):
 
 
 def cache_key(backend: str, model_id: str, messages: list[Message] | tuple[Message, ...],
-              params: GenerationParams) -> str:
-    """Hash of everything that determines a reply (not timeouts, retries or concurrency)."""
+              params: GenerationParams, structured: str = "") -> str:
+    """Hash of everything that determines a reply (not timeouts, retries or concurrency).
+
+    ``structured`` is how a schema request was (or will be) honoured (a backend's
+    ``effective_structured_mode``); it enters the key only when ``params`` carries a schema, so the
+    keys of free-text requests are the ones they had before structured replies existed.
+    """
     payload = {"backend": backend, "model": model_id,
                "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
                "params": params.cache_fields()}
+    if params.json_schema and structured:
+        payload["structured"] = structured
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -197,6 +251,41 @@ def logprobs_from_openai(content: list[Any] | None) -> tuple[dict[str, Any], ...
             top[aget("token")] = float(aget("logprob"))
         out.append({"token": get("token"), "logprob": float(get("logprob")), "top": top})
     return tuple(out)
+
+
+def request_schema(json_schema: str) -> dict[str, Any] | None:
+    """The schema of a :attr:`GenerationParams.json_schema` text, ready to send (None for free text).
+
+    The text is canonical JSON with sorted keys, which puts every object's
+    ``properties`` in alphabetical order; decoders that follow the schema
+    (llama.cpp's grammar, OpenAI's strict mode, vLLM's guided decoding) emit
+    properties in that order, so "explanation before score" would silently
+    become alphabetical. The ``required`` list keeps the order the method
+    asked for (a list is never sorted), so properties are put back in that
+    order, recursively; properties not required follow in their own order.
+    """
+    if not json_schema:
+        return None
+    return _ordered(json.loads(json_schema))
+
+
+def _ordered(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_ordered(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _ordered(v) for k, v in node.items()}
+    props = out.get("properties")
+    if isinstance(props, dict) and isinstance(out.get("required"), list):
+        first = [k for k in out["required"] if k in props]
+        out["properties"] = {k: props[k] for k in first + [k for k in props if k not in first]}
+    return out
+
+
+def schema_name(schema: dict[str, Any]) -> str:
+    """A ``response_format`` name for ``schema``: its title (a-z, A-Z, 0-9, _ and -, at most 64), else ``reply``."""
+    title = re.sub(r"[^A-Za-z0-9_-]+", "_", str(schema.get("title") or "")).strip("_")[:64]
+    return title or "reply"
 
 
 Responder = Callable[[list[Message], GenerationParams], str]

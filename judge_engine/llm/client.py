@@ -101,32 +101,73 @@ class LLM:
         return self.backend.supports_logprobs
 
     def key(self, messages: Sequence[Message], params: GenerationParams) -> str:
-        return cache_key(self.backend.name, self.backend.model_id, list(messages), params)
+        """The cache key of a request as the backend would answer it now (see :meth:`_keys`)."""
+        return self._keys(messages, params)[0]
+
+    def _modes(self, params: GenerationParams) -> tuple[str, ...]:
+        """How a request's schema would be honoured: the backend's mode, or while ``auto`` is still
+        learning what the server accepts, every mode it may turn out to be (in the order it tries them)."""
+        if not params.json_schema:
+            return ("",)
+        mode = getattr(self.backend, "effective_structured_mode", None)
+        if mode:
+            return (mode,)
+        return tuple(getattr(self.backend, "structured_candidates", ()) or ()) or ("",)
+
+    def _keys(self, messages: Sequence[Message], params: GenerationParams) -> list[str]:
+        """The keys a request may be cached under, most likely first (one unless ``auto`` is unresolved)."""
+        return [cache_key(self.backend.name, self.backend.model_id, list(messages), params, mode)
+                for mode in self._modes(params)]
+
+    def _announced(self, params: GenerationParams) -> str:
+        """The mode the backend announces for a request before it is sent ("" when it does not know yet)."""
+        return (getattr(self.backend, "effective_structured_mode", None) or "") if params.json_schema else ""
+
+    def _lookup(self, keys: list[str]) -> dict[str, Any] | None:
+        if self.cache is None:
+            return None
+        if len(keys) == 1:
+            return self.cache.get(keys[0])
+        found = self.cache.get_many(keys)
+        return next((found[k] for k in keys if k in found), None)
+
+    def _store(self, messages: list[Message], params: GenerationParams, completion: Completion,
+               announced: str) -> None:
+        """Cache a fresh completion under the mode announced for it, else the mode it was answered with.
+
+        Keeping the announced mode (even when one request fell back to free text, e.g. a schema the
+        converter cannot handle) means the next lookup of the same request finds it.
+        """
+        if self.cache is None:
+            return
+        mode = announced or (completion.structured_mode if params.json_schema else "")
+        request: dict[str, Any] = {"messages": messages, "params": params.cache_fields()}
+        if params.json_schema and mode:
+            request["structured"] = mode
+        self.cache.put(cache_key(self.backend.name, self.backend.model_id, messages, params, mode),
+                       backend=self.backend.name, model=self.backend.model_id, request=request,
+                       response=completion.to_dict())
 
     def is_cached(self, messages: Sequence[Message], params: GenerationParams | None = None) -> bool:
-        return self.cache is not None and self.cache.get(self.key(messages, params or GenerationParams())) is not None
+        return self._lookup(self._keys(messages, params or GenerationParams())) is not None
 
     def complete(self, messages: Sequence[Message], params: GenerationParams | None = None,
                  **overrides: Any) -> Completion:
         """Answer one chat request, from the cache when it was asked before."""
         params = (params or GenerationParams()).with_(**overrides) if overrides else (params or GenerationParams())
         messages = [dict(m) for m in messages]
-        key = self.key(messages, params)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                completion = Completion.from_dict(hit, cached=True)
-                self.ledger.record(completion)
-                return completion
+        hit = self._lookup(self._keys(messages, params))
+        if hit is not None:
+            completion = Completion.from_dict(hit, cached=True)
+            self.ledger.record(completion)
+            return completion
+        announced = self._announced(params)
         try:
             completion = self.backend.generate(messages, params)
         except Exception:
             self.ledger.record_failure()
             raise
-        if self.cache is not None:
-            self.cache.put(key, backend=self.backend.name, model=self.backend.model_id,
-                           request={"messages": messages, "params": params.cache_fields()},
-                           response=completion.to_dict())
+        self._store(messages, params, completion, announced)
         self.ledger.record(completion)
         return completion
 
@@ -138,19 +179,23 @@ class LLM:
         with a cache an identical request repeated in the batch is sent once
         (its copies count as cache hits). Each finished call is cached as it
         completes, so if one request fails the error is raised once the calls
-        in flight are done and a rerun repeats none of the finished ones.
+        in flight are done and a rerun repeats none of the finished ones. A
+        backend with ``generate_many`` (vLLM offline) gets the uncached
+        requests as batches of ``max_batch`` in one engine call each instead.
         """
         results: list[Completion | None] = [None] * len(requests)
-        keys = [self.key(req.messages, req.params) for req in requests]
+        candidates = [self._keys(req.messages, req.params) for req in requests]
+        keys = [c[0] for c in candidates]
         first_of: dict[str, int] = {}  # identical requests in one batch are sent once
         todo: list[int] = []
         done = 0
-        stored = self.cache.get_many(keys) if self.cache is not None else {}  # one query per 500 keys
+        wanted = [k for c in candidates for k in c]
+        stored = self.cache.get_many(wanted) if self.cache is not None else {}  # one query per 500 keys
         for i, key in enumerate(keys):
             if key in first_of:
                 continue
             first_of[key] = i
-            hit = stored.get(key)
+            hit = next((stored[k] for k in candidates[i] if k in stored), None)
             if hit is not None:
                 results[i] = Completion.from_dict(hit, cached=True)
                 self.ledger.record(results[i])
@@ -160,24 +205,10 @@ class LLM:
         if todo:
             if progress and done:
                 progress(done, len(first_of))
-            # a backend that serialises its calls (embedded llama.cpp) gets them one by one, in order, so
-            # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
-            limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
-            workers = max(1, min(limit, len(todo)))
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
-                futures = {pool.submit(self.complete, requests[i].messages, requests[i].params): i for i in todo}
-                pending = set(futures)
-                while pending:
-                    finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        if fut.exception() is not None:
-                            for p in pending:
-                                p.cancel()
-                            raise fut.exception()
-                        results[futures[fut]] = fut.result()
-                        done += 1
-                    if progress:
-                        progress(done, len(first_of))
+            if callable(getattr(self.backend, "generate_many", None)):
+                self._batched(requests, todo, results, done, len(first_of), progress)
+            else:
+                self._threaded(requests, todo, results, done, len(first_of), progress)
         elif progress:
             progress(done, len(first_of))
         for i, key in enumerate(keys):
@@ -186,6 +217,59 @@ class LLM:
                 results[i] = Completion(**{**twin.__dict__, "cached": True, "latency_s": 0.0})
                 self.ledger.record(results[i])
         return [r for r in results if r is not None]
+
+    def _threaded(self, requests: Sequence[Request], todo: list[int], results: list[Completion | None],
+                  done: int, total: int, progress: Callable[[int, int], None] | None) -> None:
+        """Send ``todo`` through :meth:`complete`, at most ``config.concurrency`` at a time."""
+        # a backend that serialises its calls (embedded llama.cpp) gets them one by one, in order, so
+        # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
+        limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
+        workers = max(1, min(limit, len(todo)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
+            futures = {pool.submit(self.complete, requests[i].messages, requests[i].params): i for i in todo}
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    if fut.exception() is not None:
+                        for p in pending:
+                            p.cancel()
+                        raise fut.exception()
+                    results[futures[fut]] = fut.result()
+                    done += 1
+                if progress:
+                    progress(done, total)
+
+    def _batched(self, requests: Sequence[Request], todo: list[int], results: list[Completion | None],
+                 done: int, total: int, progress: Callable[[int, int], None] | None) -> None:
+        """Send ``todo`` through the backend's ``generate_many``, ``max_batch`` requests per engine call.
+
+        An engine that batches on its own (vLLM offline) decodes a whole
+        batch at once. Each chunk's completions are cached and counted as
+        soon as it returns, so a failing chunk loses only itself; its
+        requests count as failures and the error is raised.
+        """
+        size = max(1, int(getattr(self.backend, "max_batch", 0) or self.config.concurrency))
+        for start in range(0, len(todo), size):
+            chunk = todo[start:start + size]
+            pairs = [([dict(m) for m in requests[i].messages], requests[i].params) for i in chunk]
+            announced = [self._announced(params) for _, params in pairs]
+            try:
+                outs = list(self.backend.generate_many(pairs))
+                if len(outs) != len(pairs):
+                    raise RuntimeError(f"the {self.backend.name} backend returned {len(outs)} completions "
+                                       f"for {len(pairs)} requests")
+            except Exception:
+                for _ in chunk:
+                    self.ledger.record_failure()
+                raise
+            for i, (messages, params), mode, completion in zip(chunk, pairs, announced, outs):
+                self._store(messages, params, completion, mode)
+                self.ledger.record(completion)
+                results[i] = completion
+            done += len(chunk)
+            if progress:
+                progress(done, total)
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -27,12 +27,37 @@ last token alone. The model is therefore loaded as :class:`StablePrefixLlama`,
 which always evaluates the last :data:`MIN_SUFFIX_TOKENS` prompt tokens
 together: a prompt scores the same whatever came before (the suffix is
 computed the same in any batch of two or more tokens, measured bit for bit).
+
+Structured replies: a request whose :attr:`GenerationParams.json_schema` is
+set is decoded under a GBNF grammar that llama-cpp-python converts from the
+schema (``LlamaGrammar.from_json_schema``), unless the configured mode is
+``off``. Conversions are cached per schema text (:func:`grammar_for`); a
+schema the converter cannot handle is answered as free text (the reply's
+``structured_mode`` says so) rather than failing the call. The schema's
+properties are put back in the order of its ``required`` list first
+(:func:`judge_engine.llm.base.request_schema`), so a reply reasons before it
+scores when the method asked for that.
+
+Logprobs under a grammar (llama-cpp-python 0.3.x, read in ``llama.py`` and
+checked on SmolLM2): the grammar is one sampler of the chain that picks the
+next token, applied to a copy of the logits; the logprobs returned are
+computed afterwards from the raw logits kept per position (``_scores``),
+i.e. BEFORE the grammar mask. At a forced position the chosen token can
+therefore hold little probability (SmolLM2 gives the opening ``{`` about
+e^-7) and the alternatives include tokens the grammar forbade (digits there).
+At the score's position the alternatives are the model's own preferences
+among all tokens; the scale's digits among them, renormalised, are exactly
+the distribution the grammar-masked sampler draws from, so the
+probability-weighted score (:func:`judge_engine.parsing.read_weighted`) is
+read at the position of the chosen digit as before, with mass recording how
+much of the unconstrained probability the scale held there.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import tempfile
 import threading
@@ -42,7 +67,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .base import BackendUnavailable, Completion, GenerationParams, LLMError, Message, logprobs_from_openai
+from .base import (FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message,
+                   logprobs_from_openai, request_schema)
 from .fit import fit_messages
 
 _MODELS: dict[tuple[str, int], Any] = {}
@@ -153,6 +179,35 @@ def load_model(path: Path, n_ctx: int) -> Any:
         return _MODELS[key], _CALL_LOCKS[key]
 
 
+GRAMMAR = "grammar"
+"""The effective structured mode of this backend: decoding constrained by a GBNF grammar."""
+_GRAMMARS: dict[str, Any] = {}
+_GRAMMAR_LOCK = threading.Lock()
+MAX_GRAMMARS = 256
+"""Converted schemas kept per process (a run uses a handful; each is a few kB of grammar text)."""
+
+
+def grammar_for(json_schema: str) -> Any:
+    """The llama.cpp grammar of a :attr:`GenerationParams.json_schema` text, converted once per process.
+
+    Returns None when llama-cpp-python cannot convert the schema (the request
+    is then answered as free text).
+    """
+    with _GRAMMAR_LOCK:
+        if json_schema in _GRAMMARS:
+            return _GRAMMARS[json_schema]
+    from llama_cpp import LlamaGrammar
+    try:
+        grammar = LlamaGrammar.from_json_schema(json.dumps(request_schema(json_schema)), verbose=False)
+    except Exception:  # noqa: BLE001 - any schema feature the converter lacks means "no grammar"
+        grammar = None
+    with _GRAMMAR_LOCK:
+        if len(_GRAMMARS) >= MAX_GRAMMARS:
+            _GRAMMARS.pop(next(iter(_GRAMMARS)))  # oldest first
+        _GRAMMARS[json_schema] = grammar
+    return grammar
+
+
 @atexit.register
 def _close_models() -> None:
     """Free models before interpreter teardown (llama.cpp's finalizers fail once modules are gone)."""
@@ -169,7 +224,19 @@ def _close_models() -> None:
 
 
 class LlamaCppBackend:
-    """In-process llama.cpp generation (greedy at temperature 0, logprobs supported)."""
+    """In-process llama.cpp generation (greedy at temperature 0, logprobs supported).
+
+    Parameters
+    ----------
+    model_path : str
+        A GGUF file; empty = the embedded SmolLM2.
+    n_ctx : int
+        Context window.
+    structured : str
+        ``off`` answers schema requests as free text; every other mode of
+        :data:`judge_engine.llm.base.STRUCTURED_MODES` decodes them under the
+        schema's grammar (the wire formats of servers do not apply in-process).
+    """
 
     serialises_calls = True
     """One call at a time: callers should submit in order (consecutive prompts share the KV-cache prefix)."""
@@ -177,9 +244,11 @@ class LlamaCppBackend:
     name = "llamacpp"
     supports_logprobs = True
 
-    def __init__(self, model_path: str = "", n_ctx: int = 4096):
+    def __init__(self, model_path: str = "", n_ctx: int = 4096, structured: str = "auto"):
         self.path = Path(model_path) if model_path else embedded_model_path()
         self.n_ctx = n_ctx
+        self.structured = structured
+        self.effective_structured_mode = "off" if structured == "off" else GRAMMAR
         self.model_id = self.path.name
         self._llama, self._lock = load_model(self.path, n_ctx)
         self._worker = _WORKERS[(str(self.path), n_ctx)]
@@ -198,12 +267,19 @@ class LlamaCppBackend:
         start = time.perf_counter()
         messages, cut = fit_messages(messages, budget_tokens=self.n_ctx - params.max_tokens - TEMPLATE_MARGIN,
                                      count_tokens=self.count_tokens)
+        grammar, mode = None, ""
+        if params.json_schema:
+            if self.effective_structured_mode == GRAMMAR:
+                grammar = grammar_for(params.json_schema)
+            mode = "off" if self.effective_structured_mode == "off" else (GRAMMAR if grammar else FREE_TEXT)
         for i in range(params.n):
             kwargs: dict[str, Any] = dict(
                 messages=messages, temperature=params.temperature, max_tokens=params.max_tokens,
                 stop=list(params.stop) or None, seed=params.seed + i + params.sample_index * params.n)
             if params.top_logprobs:
                 kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
+            if grammar is not None:
+                kwargs["grammar"] = grammar
             with self._lock, machine_lock():
                 try:
                     out = self._worker.submit(self._llama.create_chat_completion, **kwargs).result()
@@ -218,4 +294,5 @@ class LlamaCppBackend:
             completion_tokens += int(usage.get("completion_tokens", 0))
         return Completion(texts=tuple(texts), logprobs=tuple(logprobs) if params.top_logprobs else (),
                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          latency_s=time.perf_counter() - start, model=self.model_id, truncated_chars=cut)
+                          latency_s=time.perf_counter() - start, model=self.model_id, truncated_chars=cut,
+                          structured_mode=mode)

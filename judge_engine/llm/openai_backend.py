@@ -4,15 +4,51 @@ OpenAI itself, ``vllm serve``, ``python -m llama_cpp.server`` and Ollama all
 speak this protocol. Timeouts and retries with exponential backoff on
 connection errors, 429 and 5xx are the client's own. The key comes from the
 environment or from the app's session and is never stored or printed.
+
+Structured replies: a request with a JSON schema is sent in the format the
+``structured`` setting names (see :data:`judge_engine.llm.base.STRUCTURED_MODES`):
+
+``json_schema``
+    ``response_format={"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``, the
+    documented OpenAI format, also understood by ``vllm serve`` and Ollama. ``strict`` is true only
+    when the schema fits OpenAI's strict subset (:func:`strict_compatible`): every object closed with
+    all its properties required, and no keyword outside the subset. Our text fields carry
+    ``minLength``/``maxLength``, which strict mode rejects, so those schemas go with ``strict: false``
+    unchanged rather than stripped: the reply is checked against the full schema afterwards anyway
+    (:func:`judge_engine.structured.read_json`).
+``json_object``
+    ``response_format={"type": "json_object", "schema": schema}`` (``llama_cpp.server``).
+``guided_json``
+    ``extra_body={"guided_json": schema}`` (vLLM's own field).
+``auto``
+    Tries them in that order. A 400 or 422 to a structured request (or a 5xx whose message names the
+    format: llama_cpp.server answers an unknown ``response_format`` type with a 500, not retried while
+    ``auto`` is learning) moves on to the next format and,
+    after the last, sends the prompt unchanged (free text). The first format that succeeds is kept
+    for the life of the backend, like a refusal of logprobs; if even the free-text request fails, the
+    error was not about the format, nothing is learned and the error is raised.
+
+:attr:`OpenAIBackend.effective_structured_mode` says which format is in use
+(None until ``auto`` has sent its first schema request) and each
+:class:`~judge_engine.llm.base.Completion` says how it was answered; the
+client puts that mode into the cache key of schema requests.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
-from .base import BackendUnavailable, Completion, GenerationParams, LLMError, Message, logprobs_from_openai
+from .base import (AUTO_ORDER, FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message,
+                   STRUCTURED_HELP, logprobs_from_openai, request_schema, schema_name)
+
+STRICT_KEYWORDS = frozenset({
+    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
+    "definitions", "title", "description", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "minItems", "maxItems"})
+"""JSON-schema keywords OpenAI's strict structured outputs accept (its documented subset)."""
 
 
 class OpenAIBackend:
@@ -21,7 +57,8 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, model: str, base_url: str = "", *, api_key: str | None = None,
-                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, max_retries: int = 3):
+                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 120.0, max_retries: int = 3,
+                 structured: str = "auto"):
         try:
             import openai
         except ImportError as exc:  # pragma: no cover
@@ -37,6 +74,15 @@ class OpenAIBackend:
         self.client = openai.OpenAI(api_key=key, base_url=base_url or None, timeout=timeout, max_retries=max_retries)
         self.model_id = f"{base_url or 'openai'}|{model}"
         self.supports_logprobs = True  # set to False the first time a server refuses logprobs
+        self.structured = structured
+        self.effective_structured_mode: str | None = None if structured == "auto" else structured
+        """The format schema requests go in; None until ``auto`` has learned what the server accepts."""
+        self._mode_lock = threading.Lock()
+
+    @property
+    def structured_candidates(self) -> tuple[str, ...]:
+        """While ``auto`` is unresolved: the modes it may end with, in the order it tries them."""
+        return () if self.effective_structured_mode else (*AUTO_ORDER, FREE_TEXT)
 
     @property
     def where(self) -> str:
@@ -75,22 +121,74 @@ class OpenAIBackend:
         except Exception as exc:
             raise self._explain(exc) from None
 
-    def _create(self, messages: list[Message], params: GenerationParams, n: int, seed: int) -> Any:
-        kwargs: dict[str, Any] = dict(model=self.model, messages=messages, temperature=params.temperature,
-                                      max_tokens=params.max_tokens, n=n, seed=seed)
-        if params.stop:
-            kwargs["stop"] = list(params.stop)
-        if params.top_logprobs and self.supports_logprobs:
-            kwargs.update(logprobs=True, top_logprobs=min(params.top_logprobs, 20))
-        try:
-            return self.client.chat.completions.create(**kwargs)
-        except self._openai.BadRequestError as exc:
-            if "logprobs" in kwargs and "logprob" in str(exc).lower():
-                self.supports_logprobs = False
-                return self._create(messages, params, n, seed)
-            raise self._explain(exc) from None
-        except self._openai.OpenAIError as exc:
-            raise self._explain(exc) from None
+    def _modes_to_try(self) -> tuple[str, ...]:
+        mode = self.effective_structured_mode
+        return (mode,) if mode else (*AUTO_ORDER, FREE_TEXT)
+
+    def _learn(self, mode: str) -> None:
+        """Keep the first format the server accepted (``auto`` only)."""
+        with self._mode_lock:
+            if self.effective_structured_mode is None:
+                self.effective_structured_mode = mode
+
+    def _create(self, messages: list[Message], params: GenerationParams, n: int, seed: int) -> tuple[Any, str]:
+        """One chat-completions call; returns the response and how its schema was sent ("" without one)."""
+        schema = request_schema(params.json_schema)
+        modes = self._modes_to_try() if schema else ("",)
+        i = 0
+        # While auto is learning, a format is tried without the client's retries: llama_cpp.server answers a
+        # format it does not know with a 500, which would otherwise be retried with backoff. Any failure that
+        # is not about the format is then sent again with the retries.
+        probing = len(modes) > 1
+        while True:
+            mode = modes[i]
+            kwargs: dict[str, Any] = dict(model=self.model, messages=messages, temperature=params.temperature,
+                                          max_tokens=params.max_tokens, n=n, seed=seed)
+            if params.stop:
+                kwargs["stop"] = list(params.stop)
+            if params.top_logprobs and self.supports_logprobs:
+                kwargs.update(logprobs=True, top_logprobs=min(params.top_logprobs, 20))
+            kwargs.update(structured_request(mode, schema))
+            structured = mode not in ("", "off", FREE_TEXT)
+            client = self.client.with_options(max_retries=0) if probing and structured else self.client
+            try:
+                out = client.chat.completions.create(**kwargs)
+            except self._openai.APIStatusError as exc:
+                text = str(exc).lower()
+                status = exc.status_code
+                refused = status in (400, 422) or (status >= 500 and structured and _about_structure(text))
+                if not refused:
+                    if probing and structured:
+                        probing = False  # a transient failure while learning: the same request, with retries
+                        continue
+                    raise self._explain(exc) from None
+                if "logprobs" in kwargs and "logprob" in text and not _about_structure(text):
+                    self.supports_logprobs = False
+                    continue
+                if not structured:
+                    raise self._explain(exc) from None
+                if "invalid schema" in text:
+                    # the server knows the format but not this schema: this request goes as free text
+                    if self.structured == "auto":
+                        self._learn(mode)
+                    modes, i = (FREE_TEXT,), 0
+                    continue
+                if self.structured != "auto":
+                    if not _about_structure(text):
+                        raise self._explain(exc) from None
+                    raise LLMError(f"the server at {self.where} refused structured replies sent as {mode} "
+                                   f"({STRUCTURED_HELP.get(mode, mode)}): {_short(exc)}. Choose another "
+                                   "structured-reply mode in Settings (auto tries each format, then free text).")
+                i += 1  # auto: the next format, free text last
+                continue
+            except self._openai.OpenAIError as exc:
+                if probing and structured:
+                    probing = False
+                    continue
+                raise self._explain(exc) from None
+            if schema and (mode != FREE_TEXT or len(modes) > 1):  # a walk that ended in free text learns it too
+                self._learn(mode)
+            return out, mode
 
     def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
         start = time.perf_counter()
@@ -98,8 +196,9 @@ class OpenAIBackend:
         logprobs: list[tuple[dict[str, Any], ...]] = []
         prompt_tokens = completion_tokens = 0
         seed = params.seed + params.sample_index * params.n
+        mode = ""
         while len(texts) < params.n:  # some servers return fewer choices than asked: ask again
-            out = self._create(messages, params, params.n - len(texts), seed + len(texts))
+            out, mode = self._create(messages, params, params.n - len(texts), seed + len(texts))
             if not out.choices:
                 raise LLMError(f"the server at {self.where} returned no choices")
             for choice in out.choices:
@@ -113,7 +212,53 @@ class OpenAIBackend:
         has_lp = params.top_logprobs and any(logprobs)
         return Completion(texts=tuple(texts), logprobs=tuple(logprobs) if has_lp else (),
                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          latency_s=time.perf_counter() - start, model=self.model)
+                          latency_s=time.perf_counter() - start, model=self.model, structured_mode=mode)
+
+
+def structured_request(mode: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The chat-completions arguments that carry ``schema`` in format ``mode`` (none for free text)."""
+    if schema is None or mode in ("", "off", FREE_TEXT):
+        return {}
+    if mode == "json_schema":
+        spec: dict[str, Any] = {"name": schema_name(schema), "schema": schema, "strict": strict_compatible(schema)}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    if mode == "json_object":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if mode == "guided_json":
+        return {"extra_body": {"guided_json": schema}}
+    raise LLMError(f"unknown structured-reply mode {mode!r}")
+
+
+def strict_compatible(schema: Any) -> bool:
+    """True when ``schema`` fits OpenAI's strict subset: closed objects, all properties required,
+    only :data:`STRICT_KEYWORDS` (a schema that does not is sent with ``strict: false``)."""
+    if isinstance(schema, list):
+        return all(strict_compatible(s) for s in schema)
+    if not isinstance(schema, dict):
+        return True
+    if any(k not in STRICT_KEYWORDS for k in schema):
+        return False
+    props = schema.get("properties")
+    if isinstance(props, dict) or schema.get("type") == "object":
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required") or ()) != set(props or {}):
+            return False
+        if not all(strict_compatible(v) for v in (props or {}).values()):
+            return False
+    for key in ("items", "anyOf", "$defs", "definitions"):
+        sub = schema.get(key)
+        if isinstance(sub, dict) and key in ("$defs", "definitions"):
+            if not all(strict_compatible(v) for v in sub.values()):
+                return False
+        elif sub is not None and not strict_compatible(sub):
+            return False
+    return True
+
+
+def _about_structure(text: str) -> bool:
+    """Whether an error message is about how the reply's structure was requested."""
+    return any(w in text for w in ("response_format", "json_schema", "json_object", "guided_json", "schema"))
 
 
 def _short(exc: Exception) -> str:
