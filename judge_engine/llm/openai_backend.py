@@ -178,7 +178,8 @@ class OpenAIBackend:
                         raise self._explain(exc) from None
                     raise LLMError(f"the server at {self.where} refused structured replies sent as {mode} "
                                    f"({STRUCTURED_HELP.get(mode, mode)}): {_short(exc)}. Choose another "
-                                   "structured-reply mode in Settings (auto tries each format, then free text).")
+                                   "structured-reply mode in Settings (auto tries each format, then free text).") \
+                        from None
                 i += 1  # auto: the next format, free text last
                 continue
             except self._openai.OpenAIError as exc:
