@@ -10,6 +10,7 @@ Examples::
     python -m judge_engine.bench alignment --methods direct geval --test-size 8
     python -m judge_engine.bench app
     python -m judge_engine.bench hostile -n 8
+    python -m judge_engine.bench simulate --seeds 5
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import sys
 from . import latest, table, write
 
 SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
-               "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile"}
+               "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile",
+               "simulate": "simulate"}
 
 
 def main(argv: list[str] | None = None) -> int:
