@@ -26,7 +26,10 @@ same call budget:
     informative criteria among those the pruning chose to decompose vs the
     share among the candidates (a random choice).
 ``active_critic``
-    not measured yet (see the report of issue #17).
+    test Pearson of the judge with its chosen demonstrations vs a seeded
+    random labeled set of the same size, and vs no prompt optimisation
+    (zero-shot); the planted noise multiplier of the chosen demonstrations
+    and of the inferred criteria vs random ones (lower is better).
 
 The table gives, per row, the mean over seeds with a 95% t-interval, the
 baseline's, the optimum's mean, and the 95% t-interval of the paired
@@ -51,7 +54,7 @@ N_TRAIN, N_TEST = 60, 100
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--seeds", type=int, default=5, help="simulated worlds (one per seed, 0..N-1)")
+    parser.add_argument("--seeds", type=int, default=10, help="simulated worlds (one per seed, 0..N-1)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--n-train", type=int, default=N_TRAIN, help="training (validation) samples per world")
     parser.add_argument("--n-test", type=int, default=N_TEST, help="held-out test samples per world")
@@ -259,7 +262,61 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None]) -> dict[
     return {"detail": detail, "measures": measures}
 
 
-RUNNERS = {"hpss": run_hpss, "hd_eval": run_hd_eval, "hypoeval": run_hypoeval}
+# --------------------------------------------------------------------------- Active-Critic
+
+
+def run_active_critic(world: World, train, test, log: Callable[[str], None]) -> dict[str, Any]:
+    from ..methods.active_critic import ActiveCritic, _demo, _example, run_pipeline, to_aspect_scale
+    llm, backend = make_llm(world)
+    method = ActiveCritic()
+    judge = method.fit(train, _aspect(), llm=llm, task=TASK)
+    fit_calls = llm.ledger.snapshot()["calls"]
+    state = {k: judge.state[k] for k in ("variant", "task_description", "criteria")}
+    chosen = judge.state["demos"]
+    examples = [_example(s, _aspect()) for s in train]
+    rng = np.random.default_rng(world.seed + 13)
+    size = len(chosen) or 3
+    random_set = [_demo(examples[i]) for i in rng.choice(len(examples), size=size, replace=False)]
+    index = {s.id: i for i, s in enumerate(world.samples)}
+    values = sorted(world.demo_value[index[s.id]] for s in train)
+    params = ActiveCritic.scoring_params(judge.params)
+
+    def test_r(demos: Sequence[dict]) -> float:
+        rows = run_pipeline([{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context}
+                             for s in test], state, demos, llm=llm, params=params,
+                            source_chars=method.source_chars, retry=method.retry_unparsed, weighted=method.weighted)
+        return _pearson([s.human[TARGET] for s in test], [to_aspect_scale(r["overall"], _aspect()) for r in rows])
+
+    def multiplier(demos: Sequence[dict]) -> float:
+        return world.demo_multiplier([index[d["sample_id"]] for d in demos])
+
+    r_chosen, r_random, r_zero = test_r(chosen), test_r(random_set), test_r([])
+    m_chosen, m_random = multiplier(chosen), multiplier(random_set)
+    m_best = math.exp(sum(values[:size]))
+    crit = list(state["criteria"])
+    c_found = world.ac_multiplier(crit)
+    c_pool = float(np.mean(list(world.ac_criteria.values())))
+    c_best = world.ac_multiplier(sorted(world.ac_criteria, key=world.ac_criteria.get)[:max(1, len(crit))])
+    log(f"active_critic r {r_chosen:.3f} vs random {r_random:.3f} vs zero-shot {r_zero:.3f}")
+    detail = {"criteria": crit, "task_description": state["task_description"],
+              "chosen_demos": [d["sample_id"] for d in chosen], "chosen_kinds": [d.get("kind") for d in chosen],
+              "search": judge.state.get("search"),
+              "test_pearson": {"chosen": r_chosen, "random": r_random, "zero_shot": r_zero},
+              "demo_noise_multiplier": {"chosen": m_chosen, "random": m_random, "best": m_best},
+              "criteria_noise_multiplier": {"inferred": c_found, "pool_mean": c_pool, "best": c_best},
+              "calls": {"fit": fit_calls, "total": llm.ledger.snapshot()["calls"]},
+              "backend_steps": backend.stats["steps"], "malformed_replies": backend.stats["malformed"],
+              "unrecognised": backend.stats["unrecognised"]}
+    measures = [("test Pearson", r_chosen, "random demonstration set", r_random, math.nan, True),
+                ("test Pearson", r_chosen, "no prompt optimisation (zero-shot)", r_zero, math.nan, True),
+                ("planted noise multiplier of demos (lower is better)", m_chosen, "random demonstration set",
+                 m_random, m_best, False),
+                ("planted noise multiplier of criteria (lower is better)", c_found, "random criteria (pool mean)",
+                 c_pool, c_best, False)]
+    return {"detail": detail, "measures": measures}
+
+
+RUNNERS = {"hpss": run_hpss, "hd_eval": run_hd_eval, "hypoeval": run_hypoeval, "active_critic": run_active_critic}
 
 
 # --------------------------------------------------------------------------- aggregation over seeds
@@ -312,7 +369,7 @@ def summarise(per_seed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def run(*, seeds: int = 5, methods: Sequence[str] = METHODS, n_train: int = N_TRAIN, n_test: int = N_TEST,
+def run(*, seeds: int = 10, methods: Sequence[str] = METHODS, n_train: int = N_TRAIN, n_test: int = N_TEST,
         malformed: float = 0.05, **_: Any) -> dict[str, Any]:
     if seeds < 1:
         raise ValueError(f"--seeds {seeds}: at least one seed is needed")

@@ -201,6 +201,15 @@ class World:
         """The human score of sample ``index`` normalised to [0, 1]."""
         return (self.samples[index].human[aspect] - 1.0) / 4.0
 
+    def demo_indices(self, text: str, judged: int | None) -> list[int]:
+        """Samples shown in ``text`` besides the judged one (demonstrations, in-context examples)."""
+        found = []
+        for m in ITEM_TAG.finditer(text):
+            i = int(m.group(1))
+            if i != judged and i < len(self.samples) and i not in found and self.samples[i].output[:40] in text:
+                found.append(i)
+        return found
+
     def index_of_output(self, text: str) -> int | None:
         """The judged sample: the last sample output in ``text`` (examples come before it in every prompt)."""
         for m in reversed(list(ITEM_TAG.finditer(text))):
@@ -355,10 +364,25 @@ class World:
     # ---- Active-Critic
 
     def _plant_active_critic(self, rng: np.random.Generator) -> None:
-        """Planted helpfulness of a few criterion names (noise multipliers); demos help by how many carry scores."""
+        """Criteria with planted noise multipliers (lower = more helpful) and a planted value per demonstration.
+
+        A demonstration set multiplies the overall score's noise by
+        exp(sum of its samples' values): some examples teach the judge, some
+        mislead it, so the choice of the set matters.
+        """
         names = rng.permutation(["Logical Flow", "Topic Focus", "Referent Clarity", "Sentence Variety",
-                                 "Headline Match", "Word Count"]).tolist()
-        self.ac_criteria = {n: float(m) for n, m in zip(names, (0.6, 0.7, 0.8, 1.1, 1.3, 1.5))}
+                                 "Headline Match", "Word Count", "Connective Use", "Tone Match"]).tolist()
+        self.ac_criteria = {n: float(m) for n, m in zip(names, (0.5, 0.6, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7))}
+        self.demo_value = rng.normal(0.0, 0.2, self.n_samples)
+
+    def ac_multiplier(self, names: Sequence[str]) -> float:
+        """Noise multiplier of a set of criteria: the mean of theirs (1.7 for a name the world does not know)."""
+        if not names:
+            return 1.4
+        return float(np.mean([self.ac_criteria.get(n.strip(), 1.7) for n in names]))
+
+    def demo_multiplier(self, indices: Sequence[int]) -> float:
+        return float(math.exp(sum(self.demo_value[i] for i in indices)))
 
     # ---- what was planted
 
@@ -382,6 +406,7 @@ class World:
             "hd_eval_nodes": {n.name: {"latent": n.latent, "noise": n.noise, "informative": self.node_informative(n)}
                               for n in self.nodes.values() if n.aspect is None},
             "active_critic_criteria_noise_multipliers": self.ac_criteria,
+            "active_critic_demo_log_noise": [round(float(x), 4) for x in self.demo_value],
         }
 
 
@@ -421,6 +446,20 @@ MARKERS = {
     "hypo_count": re.compile(r"Write exactly (\d+)"),
     "hypo_repetition": "Do these two say essentially the same thing",
     "hypo_again": "write the hypotheses again",
+    # Active-Critic (active_critic_*.txt)
+    "ac_task_observe": "Write down observations about patterns",
+    "ac_task_describe": "Name the kind of evaluation task",
+    "ac_criteria_init": "which evaluation criteria the human annotators",
+    "ac_criteria_observe": "Do the criteria match the dimensions",
+    "ac_criteria_refine": "Improve the criteria using the new observations",
+    "ac_criteria_list": re.compile(r"List \d+ evaluation criteria"),
+    "ac_mcse": "Multiple Evaluation Criteria:",
+    "ac_ose": "Rate the overall quality of the Response",
+    "ac_ose_scores": "Score Of Different Criteria:",
+    "ac_ose_criteria": "Evaluation Criteria:",
+    "ac_prior": "Observations so far:",
+    "ac_weighted": "single digit",
+    "ac_criteria_json": re.compile(r'"([^"\n]{2,40})"\s*:'),
     # follow-up turns asking for the number alone (criterion_retry.txt, active_critic_score_retry.txt)
     "retry": ("did not contain a score", "single whole number", "number alone", "only the number"),
 }
@@ -486,8 +525,31 @@ def _recognise_prompt(world: World, prompt: str, title: str, schema: dict[str, A
         refine = m["hypo_refine"] in prompt
         old = world.hypothesis_in(prompt.split(m["hypo_refine"], 1)[1]) if refine else []
         return Step("hypo_refine" if refine else "hypo_generate", {"n": n, "old": old})
+    if title == structured.TASK_DESCRIPTION or m["ac_task_describe"] in prompt:
+        return Step("ac_describe")
+    if m["ac_task_observe"] in prompt or m["ac_criteria_observe"] in prompt:
+        prior = prompt.split(m["ac_prior"], 1)[1] if m["ac_prior"] in prompt else ""
+        return Step("ac_observe", {"prior": "(none yet)" not in prior and bool(prior.strip())})
+    if title == structured.CRITERIA or m["ac_criteria_init"] in prompt or m["ac_criteria_refine"] in prompt \
+            or m["ac_criteria_list"].search(prompt):
+        current = [n for n in world.ac_criteria if f'"{n}"' in prompt] if m["ac_criteria_refine"] in prompt else []
+        return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt))})
     # scoring steps
     index = world.index_of_output(prompt)
+    if title == structured.EXPLAINED_SCORES or m["ac_mcse"] in prompt or m["ac_ose"] in prompt:
+        demos = world.demo_indices(prompt, index)
+        if m["ac_mcse"] in prompt:
+            section = prompt.split(m["ac_mcse"], 1)[1].split("Output format", 1)[0]
+            names = [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
+            return Step("ac_mcse", {"index": index, "criteria": names, "demos": demos})
+        if m["ac_ose_scores"] in prompt:
+            section = prompt.rsplit(m["ac_ose_scores"], 1)[1].split("Output format", 1)[0]
+            names = [n for n in m["ac_criteria_json"].findall(section) if n.lower() not in ("explanation", "score")]
+        else:
+            section = prompt.rsplit(m["ac_ose_criteria"], 1)[1].split("Output format", 1)[0] \
+                if m["ac_ose_criteria"] in prompt else ""
+            names = [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
+        return Step("ac_ose", {"index": index, "criteria": names, "demos": demos})
     if m["hpss_judge"] in prompt and m["hpss_E"] in prompt:
         strategy = recognise_strategy(prompt, schema)
         return Step("hpss_judge" if strategy else "unknown", {"index": index, "strategy": strategy})
@@ -608,6 +670,28 @@ class SimulatedBackend:
             return ('{"score": "unsure' if params.json_schema else "I am not sure how to rate this."), ()
         schema = step.info.get("schema")
         kind = step.kind
+        if kind in ("ac_mcse", "ac_ose"):
+            return self._active_critic_score(step, messages, params, draw)
+        if kind == "ac_describe":
+            text = ("The evaluation task is text summarization, which refers to evaluating summaries generated "
+                    "from news articles. The relationship between 'Source' and 'Response' is that the Response "
+                    "condenses the Source.")
+            return self._json_or(schema, {"task_description": text}, text), ()
+        if kind == "ac_observe":
+            # with observations already made, "COMPLETE" 60% of the time (so refinement rounds happen and end)
+            if step.info["prior"] and _unit(w.seed, "complete", conversation, draw) < 0.6:
+                return "COMPLETE", ()
+            return ("Higher scores go to summaries whose sentences follow one another logically and stay on "
+                    "the article's topic."), ()
+        if kind == "ac_criteria":
+            crit = self._ac_criteria(step, conversation, draw)
+            if schema:
+                return json.dumps({"criteria": [{"name": n, "definition": d} for n, d in crit.items()]}), ()
+            if step.info["lines"]:
+                return "\n".join(f"{n}: {d}" for n, d in crit.items()), ()
+            if step.info["current"]:
+                return json.dumps(crit), ()
+            return json.dumps({"Criteria": crit, "Observations": "Scores follow how connected the summary is."}), ()
         if kind in ("hpss_judge", "hd_score", "hypo_score", "unknown_criterion"):
             return self._score(step, messages, params, draw)
         if kind == "hpss_criteria":
@@ -652,6 +736,54 @@ class SimulatedBackend:
     @staticmethod
     def _json_or(schema: dict[str, Any] | None, value: dict[str, Any], text: str) -> str:
         return json.dumps(value) if schema else text
+
+    def _ac_criteria(self, step: Step, conversation: str, draw: int) -> dict[str, str]:
+        """Initial criteria: 5 of the planted ones at random; a refinement swaps, with probability 1/2,
+        the least helpful current criterion for the most helpful absent one (refinement helps, noisily)."""
+        w = self.world
+        rng = _rng(w.seed, "ac-criteria", conversation, draw)
+        current = list(step.info["current"])
+        if not current:
+            current = rng.sample(sorted(w.ac_criteria), 5)
+        elif rng.random() < 0.5:
+            absent = [n for n in w.ac_criteria if n not in current]
+            if absent:
+                worst = max(current, key=w.ac_criteria.get)
+                current[current.index(worst)] = min(absent, key=w.ac_criteria.get)
+        return {n: f"How well the summary does on {n.lower()}." for n in current}
+
+    def _active_critic_score(self, step: Step, messages: Sequence[Message], params: GenerationParams,
+                             draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:
+        """McS-E: each criterion's 0-100 score with its planted noise; OS-E: the overall score with noise
+        0.2 × (criteria multiplier) × (demonstration multiplier). A follow-up turn restates the score."""
+        w = self.world
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        index = step.info.get("index")
+        if index is None:
+            return "There is no response here to rate.", ()
+        demo = w.demo_multiplier(step.info["demos"])
+        schema = step.info.get("schema")
+        last = messages[-1]["content"] if step.info["follow_up"] else ""
+
+        def score_100(sigma: float, key: str) -> int:
+            level = w.level(index) + sigma * _gauss(w.seed, "ac", key, prompt)
+            return int(min(100, max(0, round(100 * level))))
+
+        if step.kind == "ac_mcse":
+            scores = {n: score_100(0.15 * w.ac_criteria.get(n, 1.7) * demo, n) for n in step.info["criteria"]}
+            if schema:
+                return json.dumps(fill_schema(schema, scores, 50, "Judged on this criterion.")), ()
+            return json.dumps({n: {"Explanation": f"Judged on {n.lower()}.", "Score": v}
+                               for n, v in scores.items()}, indent=1), ()
+        score = score_100(0.2 * w.ac_multiplier(step.info["criteria"]) * demo, "overall")
+        if MARKERS["ac_weighted"] in last:
+            digit = int(min(9, max(1, round(1 + 8 * score / 100))))
+            return str(digit), (_digit_logprobs(str(digit), digit, 1, 9) if params.top_logprobs else ())
+        if schema and not step.info["follow_up"]:
+            return json.dumps(fill_schema(schema, {}, score, "The response was weighed on every criterion.")), ()
+        if step.info["follow_up"]:
+            return f"Score Of Overall: {score}", ()
+        return f"Explanation: The response was weighed on every criterion.\n\nScore Of Overall: {score}", ()
 
     def _hypotheses(self, step: Step, conversation: str, draw: int) -> list[str]:
         """Draws from the pool: generation 30% helpful; refinement keeps each with 1/2, else draws 60% helpful."""
@@ -728,6 +860,36 @@ class SimulatedBackend:
         else:  # a score-first prompt ("reply with a single whole number ... Score:")
             text = str(score)
         return text, (_digit_logprobs(text, score, low, high) if params.top_logprobs else ())
+
+
+def fill_schema(schema: dict[str, Any], scores: dict[str, int], overall: int, text: str) -> Any:
+    """A value of ``schema`` (objects, arrays, strings, numbers) whose numbers are scores.
+
+    A number under a property named like a known criterion gets that
+    criterion's score, any other number ``overall``; strings get ``text``;
+    arrays their minimum number of items (at least one). For schemas this
+    module does not know the exact shape of (Active-Critic's explained scores).
+    """
+    def value(node: dict[str, Any], key: str) -> Any:
+        kind = node.get("type")
+        if "enum" in node:
+            return node["enum"][0] if key not in scores and not isinstance(node["enum"][0], (int, float)) \
+                else min(node["enum"], key=lambda x: abs(x - scores.get(key, overall)))
+        if kind == "object":
+            props = node.get("properties") or {}
+            if not props and scores:
+                return {k: {"explanation": text, "score": v} for k, v in scores.items()}
+            return {k: value(v, k if k in scores else key) for k, v in props.items()}
+        if kind == "array":
+            return [value(node.get("items") or {}, key) for _ in range(max(1, node.get("minItems", 1)))]
+        if kind in ("integer", "number"):
+            return scores.get(key, overall)
+        if kind == "string":
+            return text[:node.get("maxLength", 400)]
+        if kind == "boolean":
+            return False
+        return None
+    return value(schema, "")
 
 
 def _digit_logprobs(text: str, score: int, low: int, high: int) -> tuple[dict[str, Any], ...]:
