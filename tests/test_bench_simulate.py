@@ -65,3 +65,52 @@ def test_bad_options_end_in_one_message(tmp_path, bad, capsys):
         bench_main.main(["--out", str(tmp_path), "simulate", "--methods", "hpss", *bad])
     assert exc.value.code == 2
     assert "simulate" in capsys.readouterr().err
+
+
+def test_structured_requests_get_valid_json_of_their_kind():
+    """With ``params.json_schema`` set, every step is recognised by the schema's title and answered with JSON
+    that satisfies the schema (the shape the methods will ask for once they request structured replies)."""
+    from judge_engine import structured as st
+    from judge_engine.criteria_scoring import CriterionText, criterion_prompt
+    from judge_engine.hpss_strategy import base_strategy
+    from judge_engine.methods.hd_eval import DECOMPOSE_TEMPLATE, SCORE_TEMPLATE
+    from judge_engine.methods.hypoeval import as_criterion, score_instructions
+
+    world = World(2, n_samples=30, malformed=0.0)
+    backend = SimulatedBackend(world)
+    aspect, sample = ASPECTS[0], world.samples[7]
+    child = world.decompose(aspect.name, 4)[0]
+    hd_prompt = criterion_prompt(sample, CriterionText("c", child.name, "def"), instructions=SCORE_TEMPLATE.render(
+        parent_name=aspect.name, output_label_lower="summary", task=TASK.task, guideline=""), aspect=aspect,
+        task=TASK, reasoning=False)
+    hyp = world.pool[0]
+    hyp_prompt = criterion_prompt(sample, as_criterion(hyp.text), instructions=score_instructions(
+        aspect, TASK, reasoning=True), aspect=aspect, task=TASK)
+    hpss_prompt = build_prompt(base_strategy(aspect), sample, aspect, TASK, StrategyInputs(criteria=aspect.definition))
+    decompose = DECOMPOSE_TEMPLATE.render(task=TASK.task, background="b", parent_name=aspect.name,
+                                          parent_definition="d", guideline="", k=4, output_label_lower="summary")
+    cases = [
+        (hd_prompt, st.score_schema(1, 5), "hd_score"),
+        (hyp_prompt, st.score_schema(1, 5, explanation="before"), "hypo_score"),
+        (hpss_prompt, st.score_schema(1, 5, explanation="after"), "hpss_judge"),
+        (decompose, st.named_items_schema(st.DECOMPOSITION, "children", min_items=1, max_items=4), "hd_decompose"),
+        ("Write hypotheses.", st.string_list_schema(st.HYPOTHESES, "hypotheses", min_items=5, max_items=5),
+         "hypo_generate"),
+        (f"hypothesis1. {world.pool[0].text}\nhypothesis2. {world.pool[1].text}", st.yes_no_schema(),
+         "hypo_repetition"),
+        ("Describe the task.", st.text_schema(st.TASK_DESCRIPTION, "task_description"), "ac_describe"),
+        ("Which criteria?", st.named_items_schema(st.CRITERIA, "criteria", min_items=4, max_items=10), "ac_criteria"),
+        ("Criteria please.", st.string_list_schema(st.HPSS_CRITERIA, "criteria", min_items=1, max_items=1),
+         "hpss_criteria"),
+        ("Questions please.", st.string_list_schema(st.HPSS_METRICS, "questions", min_items=1, max_items=3),
+         "hpss_metrics"),
+        ("A reference please.", st.text_schema(st.HPSS_REFERENCE, "reference"), "hpss_reference"),
+        ("Steps please.", st.string_list_schema(st.GEVAL_STEPS, "steps", min_items=1, max_items=10), "hpss_steps"),
+    ]
+    for prompt, schema, kind in cases:
+        reply = backend.generate([{"role": "user", "content": prompt}],
+                                 GenerationParams(json_schema=st.as_param(schema))).text
+        reading = st.read_json(reply, schema)
+        assert reading.ok, (kind, reply, reading.error)
+        assert backend.stats["steps"].get(kind), (kind, backend.stats["steps"])
+    assert not backend.stats["unrecognised"]

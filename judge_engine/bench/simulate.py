@@ -39,8 +39,8 @@ the JSON (``worlds``), with each seed's measures.
 
 from __future__ import annotations
 
+import json
 import math
-import statistics
 import time
 from typing import Any, Callable, Sequence
 
@@ -54,11 +54,14 @@ N_TRAIN, N_TEST = 60, 100
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--seeds", type=int, default=10, help="simulated worlds (one per seed, 0..N-1)")
+    parser.add_argument("--seeds", type=int, default=20, help="simulated worlds (one per seed, 0..N-1)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--n-train", type=int, default=N_TRAIN, help="training (validation) samples per world")
     parser.add_argument("--n-test", type=int, default=N_TEST, help="held-out test samples per world")
     parser.add_argument("--malformed", type=float, default=0.05, help="fraction of unparsable replies")
+    parser.add_argument("--params", nargs="*", default=[], metavar="METHOD=JSON",
+                        help="parameter overrides per method (default: the paper defaults), "
+                             "e.g. hd_eval='{\"aggregator\": \"lr\"}'")
 
 
 # --------------------------------------------------------------------------- worlds and the call path
@@ -120,29 +123,33 @@ def random_search(train, world: World, llm, *, evaluations: int, seed: int) -> t
     return best, measured[best]
 
 
-def run_hpss(world: World, train, test, log: Callable[[str], None]) -> dict[str, Any]:
+def run_hpss(world: World, train, test, log: Callable[[str], None],
+             params: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..hpss_strategy import base_strategy, parse_strategy, strategy_name
     from ..methods.hpss import HPSS
     table, optimum, opt_fit = world.hpss_landscape()
     found: dict[str, tuple] = {}
     calls: dict[str, int] = {}
     measured: dict[str, float] = {}
-    for label, params in (("hpss", {}), ("greedy", {"search": "greedy"}),
+    stats: dict[str, Any] = {}
+    for label, search in (("hpss", {}), ("greedy", {"search": "greedy"}),
                           ("stepwise_greedy", {"search": "stepwise_greedy"})):
-        llm, _ = make_llm(world)
-        judge = HPSS(**params).fit(train, _aspect(), llm=llm, task=TASK)
+        llm, backend = make_llm(world)
+        judge = HPSS(**{**(params or {}), **search}).fit(train, _aspect(), llm=llm, task=TASK)
+        stats[label] = backend.stats
         found[label] = parse_strategy(judge.state["strategy"])
         measured[label] = judge.state["fitness"]
         calls[label] = llm.ledger.snapshot()["calls"]
         log(f"hpss[{label}] {judge.state['strategy']} true {table[found[label]]:.1f}")
-    llm, _ = make_llm(world)
-    found["random"], measured["random"] = random_search(train, world, llm, evaluations=HPSS().n_evaluations(),
+    llm, backend = make_llm(world)
+    stats["random"] = backend.stats
+    found["random"], measured["random"] = random_search(train, world, llm, evaluations=HPSS(**(params or {})).n_evaluations(),
                                                         seed=world.seed)
     calls["random"] = llm.ledger.snapshot()["calls"]
     base = base_strategy(_aspect())
     out = {"found": {k: strategy_name(v) for k, v in found.items()},
            "true_fitness": {k: table[v] for k, v in found.items()},
-           "validation_fitness": measured, "calls": calls,
+           "validation_fitness": measured, "calls": calls, "backend": stats,
            "base": strategy_name(base), "base_true_fitness": table[base],
            "optimum": strategy_name(optimum), "optimum_true_fitness": opt_fit,
            "factors_matching_optimum": {k: sum(a == b for a, b in zip(v, optimum)) for k, v in found.items()}}
@@ -160,12 +167,13 @@ def run_hpss(world: World, train, test, log: Callable[[str], None]) -> dict[str,
 # --------------------------------------------------------------------------- HD-Eval
 
 
-def run_hd_eval(world: World, train, test, log: Callable[[str], None]) -> dict[str, Any]:
+def run_hd_eval(world: World, train, test, log: Callable[[str], None],
+                params: dict[str, Any] | None = None) -> dict[str, Any]:
     from sklearn.metrics import roc_auc_score
     from ..methods.hd_eval import HDEval, tree_index
     llm, backend = make_llm(world)
     events: list[tuple[str, dict]] = []
-    judge = HDEval().fit(train, _aspect(), llm=llm, task=TASK, aspects=list(ASPECTS),
+    judge = HDEval(**(params or {})).fit(train, _aspect(), llm=llm, task=TASK, aspects=list(ASPECTS),
                          log=lambda kind, payload: events.append((kind, payload)))
     fit_calls = llm.ledger.snapshot()["calls"]
     verdicts = judge.score(test, llm=llm)
@@ -212,7 +220,7 @@ def run_hd_eval(world: World, train, test, log: Callable[[str], None]) -> dict[s
                           "candidates_informative_share": base_share},
               "missing_test_scores": missing, "missing_train_scores": judge.state.get("missing_scores"),
               "calls": {"fit": fit_calls, "total": llm.ledger.snapshot()["calls"]},
-              "backend_steps": backend.stats["steps"], "malformed_replies": backend.stats["malformed"]}
+              "backend": backend.stats}
     measures = [("test Pearson", r_method, "mean of layer-1 scores", r_mean, ceiling, True),
                 ("test Pearson", r_method, "layer-1 target aspect alone", r_target, ceiling, True),
                 ("importance AUC (informative vs null)", auc, "chance", 0.5, 1.0, True),
@@ -224,10 +232,11 @@ def run_hd_eval(world: World, train, test, log: Callable[[str], None]) -> dict[s
 # --------------------------------------------------------------------------- HypoEval
 
 
-def run_hypoeval(world: World, train, test, log: Callable[[str], None]) -> dict[str, Any]:
+def run_hypoeval(world: World, train, test, log: Callable[[str], None],
+                 params: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..methods.hypoeval import HypoEval, evaluate_with_hypotheses
     llm, backend = make_llm(world)
-    method = HypoEval()
+    method = HypoEval(**(params or {}))
     judge = method.fit(train, _aspect(), llm=llm, task=TASK)
     fit_calls = llm.ledger.snapshot()["calls"]
 
@@ -255,7 +264,7 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None]) -> dict[
               "quality": {"selected": q_sel, "random5": q_rand, "bank_mean": q_bank, "best5": q_best},
               "test_pearson": {"selected": r_sel, "random5": r_rand, "best5": r_best},
               "calls": {"fit": fit_calls, "total": llm.ledger.snapshot()["calls"]},
-              "backend_steps": backend.stats["steps"], "malformed_replies": backend.stats["malformed"]}
+              "backend": backend.stats}
     measures = [("mean planted quality of selected", q_sel, "random 5 of its bank", q_rand, q_best, True),
                 ("mean planted quality of selected", q_sel, "mean of its bank", q_bank, q_best, True),
                 ("test Pearson", r_sel, "random 5 of its bank", r_rand, r_best, True)]
@@ -265,10 +274,11 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None]) -> dict[
 # --------------------------------------------------------------------------- Active-Critic
 
 
-def run_active_critic(world: World, train, test, log: Callable[[str], None]) -> dict[str, Any]:
+def run_active_critic(world: World, train, test, log: Callable[[str], None],
+                      params: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..methods.active_critic import ActiveCritic, _demo, _example, run_pipeline, to_aspect_scale
     llm, backend = make_llm(world)
-    method = ActiveCritic()
+    method = ActiveCritic(**(params or {}))
     judge = method.fit(train, _aspect(), llm=llm, task=TASK)
     fit_calls = llm.ledger.snapshot()["calls"]
     state = {k: judge.state[k] for k in ("variant", "task_description", "criteria")}
@@ -305,8 +315,7 @@ def run_active_critic(world: World, train, test, log: Callable[[str], None]) -> 
               "demo_noise_multiplier": {"chosen": m_chosen, "random": m_random, "best": m_best},
               "criteria_noise_multiplier": {"inferred": c_found, "pool_mean": c_pool, "best": c_best},
               "calls": {"fit": fit_calls, "total": llm.ledger.snapshot()["calls"]},
-              "backend_steps": backend.stats["steps"], "malformed_replies": backend.stats["malformed"],
-              "unrecognised": backend.stats["unrecognised"]}
+              "backend": backend.stats}
     measures = [("test Pearson", r_chosen, "random demonstration set", r_random, math.nan, True),
                 ("test Pearson", r_chosen, "no prompt optimisation (zero-shot)", r_zero, math.nan, True),
                 ("planted noise multiplier of demos (lower is better)", m_chosen, "random demonstration set",
@@ -369,8 +378,8 @@ def summarise(per_seed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def run(*, seeds: int = 10, methods: Sequence[str] = METHODS, n_train: int = N_TRAIN, n_test: int = N_TEST,
-        malformed: float = 0.05, **_: Any) -> dict[str, Any]:
+def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_TRAIN, n_test: int = N_TEST,
+        malformed: float = 0.05, params: Sequence[str] = (), **_: Any) -> dict[str, Any]:
     if seeds < 1:
         raise ValueError(f"--seeds {seeds}: at least one seed is needed")
     if not 0 <= malformed < 1:
@@ -378,6 +387,15 @@ def run(*, seeds: int = 10, methods: Sequence[str] = METHODS, n_train: int = N_T
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(METHODS)}")
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in params or ():
+        name, _, blob = item.partition("=")
+        try:
+            overrides[name] = json.loads(blob)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--params {item!r}: the part after '=' is not JSON ({exc})") from None
+        if name not in METHODS or not isinstance(overrides[name], dict):
+            raise ValueError(f"--params {item!r}: give METHOD={{json object}} with METHOD one of {', '.join(METHODS)}")
     start = time.perf_counter()
     per_seed, worlds, notes = [], [], []
     bar = progress_bar(seeds * len(methods), "simulate")
@@ -392,7 +410,7 @@ def run(*, seeds: int = 10, methods: Sequence[str] = METHODS, n_train: int = N_T
                 entry["methods"][m] = {"error": "not implemented in this benchmark yet"}
             else:
                 try:
-                    entry["methods"][m] = RUNNERS[m](world, train, test, lines.append)
+                    entry["methods"][m] = RUNNERS[m](world, train, test, lines.append, overrides.get(m))
                 except Exception as exc:  # one failing method must not hide the others' results
                     entry["methods"][m] = {"error": f"{type(exc).__name__}: {exc}"}
             entry["seconds"][m] = round(time.perf_counter() - t0, 2)
@@ -411,13 +429,33 @@ def run(*, seeds: int = 10, methods: Sequence[str] = METHODS, n_train: int = N_T
                          "optimum": "", "difference": "", "beats_baseline": "", "seeds": 0,
                          "error": next(iter(errors.values()))})
     seconds = time.perf_counter() - start
-    summary = {"seconds": round(seconds, 1), "seeds": seeds, "methods": list(methods)}
-    return result("simulate", config={"seeds": seeds, "methods": list(methods), "n_train": n_train,
+    unrecognised, malformed = _backend_totals(per_seed)
+    summary = {"seconds": round(seconds, 1), "seeds": seeds, "methods": list(methods),
+               "unrecognised_prompts": unrecognised, "malformed_replies": malformed}
+    return result("simulate", config={"seeds": seeds, "methods": list(methods), "params": overrides,
+                                      "n_train": n_train,
                                       "n_test": n_test, "malformed": malformed,
                                       "hpss_true_fitness": "analytic population Pearson x 100 of the planted noise "
                                                            "model (rounding as uniform noise, clipping ignored)"},
                   rows=rows, summary=summary, notes=notes) | {"numbers": numbers, "per_seed": per_seed,
                                                                           "worlds": worlds}
+
+
+def _backend_totals(per_seed: list[dict[str, Any]]) -> tuple[int, int]:
+    """Prompts the simulated judge did not recognise (should be 0) and malformed replies it sent, over all runs."""
+    unrecognised = malformed = 0
+
+    def add(stats: dict[str, Any]) -> None:
+        nonlocal unrecognised, malformed
+        unrecognised += stats["steps"].get("unknown", 0) + stats["steps"].get("unknown_criterion", 0)
+        malformed += stats["malformed"]
+
+    for entry in per_seed:
+        for res in entry["methods"].values():
+            backend = res.get("detail", {}).get("backend", {})
+            for stats in (backend.values() if "steps" not in backend else [backend]):
+                add(stats)
+    return unrecognised, malformed
 
 
 TABLE_COLUMNS = ("method", "measure", "value", "baseline", "baseline_value", "optimum", "difference",

@@ -686,7 +686,8 @@ class SimulatedBackend:
         if kind == "ac_criteria":
             crit = self._ac_criteria(step, conversation, draw)
             if schema:
-                return json.dumps({"criteria": [{"name": n, "definition": d} for n, d in crit.items()]}), ()
+                return json.dumps(conform({"criteria": [{"name": n, "definition": d} for n, d in crit.items()]},
+                                          schema)), ()
             if step.info["lines"]:
                 return "\n".join(f"{n}: {d}" for n, d in crit.items()), ()
             if step.info["current"]:
@@ -715,8 +716,8 @@ class SimulatedBackend:
             items = [{"name": c.name, "abbrev": c.name.lower().replace(" ", "-"),
                       "definition": f"How well the summary handles {c.name.lower()}."} for c in children]
             if schema:
-                return json.dumps({"children": [{"name": i["name"], "definition": i["definition"]}
-                                                for i in items]}), ()
+                return json.dumps(conform({"children": [{"name": i["name"], "definition": i["definition"]}
+                                                        for i in items]}, schema)), ()
             return json.dumps(items), ()
         if kind in ("hypo_generate", "hypo_refine"):
             texts = self._hypotheses(step, conversation, draw)
@@ -735,7 +736,7 @@ class SimulatedBackend:
 
     @staticmethod
     def _json_or(schema: dict[str, Any] | None, value: dict[str, Any], text: str) -> str:
-        return json.dumps(value) if schema else text
+        return json.dumps(conform(value, schema)) if schema else text
 
     def _ac_criteria(self, step: Step, conversation: str, draw: int) -> dict[str, str]:
         """Initial criteria: 5 of the planted ones at random; a refinement swaps, with probability 1/2,
@@ -848,7 +849,7 @@ class SimulatedBackend:
         if schema and not step.info["follow_up"]:
             props = schema.get("properties", {})
             value = {k: (score if k == "score" else why) for k in props if k in ("score", "explanation")}
-            text = json.dumps(value)
+            text = json.dumps(conform(value, schema))
         elif step.info["follow_up"]:
             text = str(score)
         elif kind == "hpss_judge":
@@ -860,6 +861,30 @@ class SimulatedBackend:
         else:  # a score-first prompt ("reply with a single whole number ... Score:")
             text = str(score)
         return text, (_digit_logprobs(text, score, low, high) if params.top_logprobs else ())
+
+
+def conform(value: Any, schema: dict[str, Any] | None) -> Any:
+    """``value`` cut or padded to the schema's limits (array lengths, string lengths), as a constrained
+    decoder would have produced it; keys the schema does not list are dropped when it forbids them."""
+    if not schema:
+        return value
+    kind = schema.get("type")
+    if kind == "object" and isinstance(value, dict):
+        props = schema.get("properties") or {}
+        if props and schema.get("additionalProperties") is False:
+            value = {k: v for k, v in value.items() if k in props}
+        return {k: conform(v, props.get(k)) for k, v in value.items()}
+    if kind == "array" and isinstance(value, list):
+        items = list(value)[:schema.get("maxItems", len(value))]
+        low = schema.get("minItems", 0)
+        while items and len(items) < low:
+            extra = items[len(items) % len(items)]
+            items.append(f"{extra} (also {len(items)})" if isinstance(extra, str) else extra)
+        return [conform(v, schema.get("items")) for v in items]
+    if kind == "string" and isinstance(value, str):
+        value = value[:schema.get("maxLength", len(value))]
+        return value + "." * max(0, schema.get("minLength", 0) - len(value))
+    return value
 
 
 def fill_schema(schema: dict[str, Any], scores: dict[str, int], overall: int, text: str) -> Any:
