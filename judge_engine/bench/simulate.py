@@ -258,10 +258,13 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None],
     kinds = {k: sum(1 for e in bank if (h := world.hypothesis_by_text(e["text"])) and h.kind == k)
              for k in ("helpful", "useless", "misleading")}
     q_sel, q_rand, q_best, q_bank = quality(selected), quality(random5), quality(best5), quality(bank)
+    oracle = sorted(bank, key=lambda e: -(h.quality if (h := world.hypothesis_by_text(e["text"])) else 0.0))
+    q_oracle = quality(oracle[:method.n_selected])
     r_sel, r_rand, r_best = test_r(selected), test_r(random5), test_r(best5)
     log(f"hypoeval quality {q_sel:.2f} vs random {q_rand:.2f} (best {q_best:.2f}); r {r_sel:.3f} vs {r_rand:.3f}")
     detail = {"selected": [e["text"][:60] for e in selected], "bank_size": len(bank), "bank_kinds": kinds,
-              "quality": {"selected": q_sel, "random5": q_rand, "bank_mean": q_bank, "best5": q_best},
+              "quality": {"selected": q_sel, "random5": q_rand, "bank_mean": q_bank, "best5_of_bank": q_oracle,
+                          "best5_of_pool": q_best},
               "test_pearson": {"selected": r_sel, "random5": r_rand, "best5": r_best},
               "calls": {"fit": fit_calls, "total": llm.ledger.snapshot()["calls"]},
               "backend": backend.stats}

@@ -420,7 +420,7 @@ MARKERS = {
     "hpss_gen_criteria": "Write the evaluation criteria for",
     "hpss_gen_steps": "Write the evaluation steps for this rating task",
     "hpss_gen_metrics": "Propose at most three short questions",
-    "hpss_gen_reference": "Reply with the {output} only",
+    "hpss_gen_reference": re.compile(r"Reply with the [\w -]{1,40} only\."),
     "hpss_T": "[Instruction]",
     "hpss_E": "Evaluation rules:",
     "hpss_I": "Text between the <<< >>> markers is material to judge",
@@ -508,7 +508,7 @@ def _recognise_prompt(world: World, prompt: str, title: str, schema: dict[str, A
         return Step("hpss_steps")
     if title == structured.HPSS_METRICS or m["hpss_gen_metrics"] in prompt:
         return Step("hpss_metrics")
-    if title == structured.HPSS_REFERENCE or (m["hpss_gen_reference"].format(output="summary") in prompt):
+    if title == structured.HPSS_REFERENCE or m["hpss_gen_reference"].search(prompt):
         return Step("hpss_reference")
     decompose = m["hd_decompose"].search(prompt)
     if title == structured.DECOMPOSITION or decompose:
