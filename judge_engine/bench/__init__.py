@@ -12,6 +12,7 @@ change). Subcommands, one module each:
 ``alignment``    :mod:`.alignment`    methods vs direct and G-Eval on held-out splits of four benchmarks
 ``app``          :mod:`.app_latency`  time to first render of each page in headless Chromium
 ``structured``   :mod:`.structured`   grammar-constrained vs free-text calls on the embedded model
+``simulate``     :mod:`.simulate`     every method in a seeded simulated world with planted signal, vs its baselines
 
 Rules every benchmark follows: a speed figure is a ratio of two arms
 measured in the same process, the arms interleaved (A B, then B A, ...) and

@@ -11,6 +11,7 @@ Examples::
     python -m judge_engine.bench app
     python -m judge_engine.bench hostile -n 8
     python -m judge_engine.bench structured -n 8 --repeats 2
+    python -m judge_engine.bench simulate --seeds 5
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from . import latest, table, write
 
 SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
                "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile",
-               "structured": "structured"}
+               "structured": "structured", "simulate": "simulate"}
 
 
 def main(argv: list[str] | None = None) -> int:

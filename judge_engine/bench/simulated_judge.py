@@ -1,0 +1,932 @@
+"""A seeded simulated judge with planted signal, for the ``simulate`` benchmark and tests only.
+
+The only model we can run (SmolLM2-135M) is too small to show whether an
+algorithm finds what it should, so the benchmark runs every method against a
+simulated world whose optimum is known. A :class:`World` is made per seed:
+
+* samples with unique, recognisable output texts (``[sim-item-NNNN]``),
+  grouped by source, each with latent sub-criteria ``z`` (standard normal)
+  and human scores on three aspects built from the latents with planted
+  weights (some zero) plus annotator noise;
+* planted prompt effects per method (see :meth:`World.draws`, written to the
+  benchmark JSON): HPSS factor-value effects and pairwise interactions on the
+  judge's noise; a HypoEval hypothesis pool of helpful, useless and
+  misleading rubrics; HD-Eval sub-criteria tied to one latent or to none;
+  Active-Critic criteria and demonstration effects;
+* a budget of malformed replies: a seeded fraction of all replies is
+  unparsable, so missing scores and coverage-aware selection are exercised.
+
+:class:`SimulatedBackend` is a backend of the one LLM call path
+(``generate(messages, params) -> Completion``). It recognises which step of
+which method asks: from the JSON schema's title when ``params.json_schema``
+is set (then it answers JSON of that shape), else from the prompt's fixed
+template text (then it answers in the free-text format the prompt asks for).
+Every recogniser is in the section "Recognisers" below, with the marker
+texts it relies on in :data:`MARKERS`, so a change of a template's wording
+needs one edit there. Samples are found by their output text, hypotheses by
+their text, sub-criteria by their name, never by position.
+
+The simulated score of a scoring prompt is the human score on the judge's
+scale plus noise (plus a bias where planted) whose size depends on the
+prompt's planted features, rounded to the scale. Noise is a pure function of
+(seed, prompt), as a greedy model's reply would be: the same prompt gets the
+same answer whatever was asked before it.
+
+Never offered by the app: this module lives under ``judge_engine.bench``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import structured
+from ..hpss_strategy import FACTORS, Strategy, all_strategies
+from ..llm.base import Completion, GenerationParams, Message
+from ..prompting import TaskInfo
+from ..records import Aspect, Sample
+
+ASPECTS = (Aspect("coherence", 1.0, 5.0, "how well the summary's sentences fit together into a clear whole"),
+           Aspect("relevance", 1.0, 5.0, "how much of the summary is about the important content of the source"),
+           Aspect("fluency", 1.0, 5.0, "how grammatical and easy to read each sentence of the summary is"))
+TARGET = "coherence"
+"""The aspect every method is fitted and scored on (HD-Eval also uses the other two as layer 1)."""
+TASK = TaskInfo("news summarization", "Article", "Summary")
+N_LATENTS = 6
+LATENT_SCALE = 0.2
+"""A latent z maps to the normalised level 0.5 + 0.2 z (±2.5 sd spans the scale)."""
+ANNOTATOR_SD = 0.3
+"""Noise of the human mean score (1-5 units): even a perfect judge of the latents cannot reach r = 1."""
+ITEM_TAG = re.compile(r"\[sim-item-(\d{4})\]")
+
+ADJECTIVES = ("Clause", "Topic", "Entity", "Lead", "Claim", "Tense", "Pronoun", "Detail", "Event", "Quote",
+              "Number", "Causal", "Temporal", "Lexical", "Framing", "Closing", "Opening", "Hedge", "Source",
+              "Contrast")
+NOUNS = ("Ordering", "Linkage", "Precision", "Coverage", "Consistency", "Economy", "Salience", "Balance",
+         "Grounding", "Transitions", "Agreement", "Focus", "Resolution", "Density", "Attribution", "Flow",
+         "Structure", "Continuity", "Clarity", "Scope")
+TRAITS = ("logical progression", "paragraph unity", "referent tracking", "headline alignment", "sentence rhythm",
+          "connective choice", "redundancy", "abrupt endings", "topic drift", "chronology", "named entities",
+          "numeric accuracy", "quotation use", "length", "vocabulary variety", "passive voice", "hedging",
+          "lead sentence", "causal links", "contrast markers", "tense shifts", "repetition of names",
+          "list structure", "punctuation", "formality")
+
+
+# --------------------------------------------------------------------------- seeded helpers
+
+
+def _unit(*parts: Any) -> float:
+    """A uniform number in [0, 1) that depends only on ``parts`` (stable across runs and threads)."""
+    h = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
+    return int.from_bytes(h[:8], "big") / 2 ** 64
+
+
+def _rng(*parts: Any) -> random.Random:
+    return random.Random(int(_unit(*parts) * 2 ** 53))
+
+
+def _gauss(*parts: Any) -> float:
+    return _rng(*parts).gauss(0.0, 1.0)
+
+
+# --------------------------------------------------------------------------- planted worlds
+
+
+@dataclass(frozen=True)
+class PoolHypothesis:
+    """One candidate hypothesis of the HypoEval pool with its planted quality."""
+
+    text: str
+    trait: str
+    kind: str
+    """``helpful`` (tracks the human score, low noise), ``useless`` (pure noise), ``misleading`` (anti-correlated)."""
+    noise: float
+    """Noise sd on the normalised [0, 1] level."""
+    quality: float
+    """Planted quality: the population Pearson of scores under this hypothesis with the human score."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """One HD-Eval criterion the simulated judge knows: an aspect or a proposed sub-criterion."""
+
+    name: str
+    latent: int | None
+    """Index of the latent it measures; None = measures nothing (pure noise)."""
+    noise: float
+    aspect: str | None = None
+    """For layer-1 nodes: the aspect whose human score it measures."""
+
+
+@dataclass
+class World:
+    """One seeded simulated world: data, latents, human scores and every planted effect."""
+
+    seed: int
+    n_samples: int = 160
+    malformed: float = 0.05
+    """Fraction of replies that are unparsable (each reply decided by a hash of its conversation)."""
+    samples: tuple[Sample, ...] = ()
+    latents: np.ndarray = field(default_factory=lambda: np.zeros((0, N_LATENTS)))
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    hpss_sigma0: float = 0.3
+    hpss_effects: dict[tuple[str, str], float] = field(default_factory=dict)
+    hpss_interactions: list[tuple[str, str, str, str, float]] = field(default_factory=list)
+    hpss_bias: dict[tuple[str, str], float] = field(default_factory=dict)
+    pool: tuple[PoolHypothesis, ...] = ()
+    nodes: dict[str, Node] = field(default_factory=dict)
+    ac_criteria: dict[str, float] = field(default_factory=dict)
+    target_sd: float = 0.0
+
+    def __post_init__(self) -> None:
+        rng = np.random.default_rng(self.seed)
+        self._plant_latent_weights(rng)
+        self._make_samples(rng)
+        self.target_sd = self._population_target_sd()
+        self._plant_hpss(rng)
+        self._plant_pool(rng)
+        for a in ASPECTS:
+            self.nodes[a.name.lower()] = Node(a.name, None, 0.2, aspect=a.name)
+        self._plant_active_critic(rng)
+
+    # ---- data
+
+    def _plant_latent_weights(self, rng: np.random.Generator) -> None:
+        """Each aspect weighs 2-3 latents; at least two latents carry no weight in any aspect (null)."""
+        null = set(rng.choice(N_LATENTS, size=2, replace=False).tolist())
+        live = [j for j in range(N_LATENTS) if j not in null]
+        for a in ASPECTS:
+            w = np.zeros(N_LATENTS)
+            chosen = rng.choice(live, size=int(rng.integers(2, 4)), replace=False)
+            w[chosen] = rng.uniform(0.5, 1.5, size=len(chosen))
+            self.weights[a.name] = w
+
+    def human_level(self, z: np.ndarray, aspect: str) -> np.ndarray:
+        """Noise-free human score (1-5 units) of latent rows ``z``."""
+        w = self.weights[aspect]
+        return np.clip(3.0 + (z @ w) / np.linalg.norm(w), 1.0, 5.0)
+
+    def _make_samples(self, rng: np.random.Generator) -> None:
+        z = rng.standard_normal((self.n_samples, N_LATENTS))
+        self.latents = z
+        per_group = 4
+        samples = []
+        for i in range(self.n_samples):
+            group = i // per_group
+            human = {a.name: float(np.clip(round(float(self.human_level(z[i:i + 1], a.name)[0])
+                                                 + rng.normal(0, ANNOTATOR_SD), 2), 1.0, 5.0)) for a in ASPECTS}
+            words = " ".join(rng.choice(["plant", "river", "council", "market", "storm", "vote", "school",
+                                         "bridge", "harvest", "court"], size=6))
+            samples.append(Sample(
+                id=f"s{i:04d}", input=f"[sim-source-{group:03d}] A news article about the {words}.",
+                output=f"[sim-item-{i:04d}] A summary that mentions the {words} in its own way.",
+                group_id=f"g{group:03d}", system_id=f"sys{i % per_group}", human=human,
+                metadata={"latents": [round(float(x), 4) for x in z[i]]}))
+        self.samples = tuple(samples)
+
+    def _population_target_sd(self) -> float:
+        """Sd of the target's normalised human score over the generating distribution (large draw)."""
+        z = np.random.default_rng(self.seed + 10_000).standard_normal((20_000, N_LATENTS))
+        h = self.human_level(z, TARGET) + np.random.default_rng(self.seed + 20_000).normal(0, ANNOTATOR_SD, 20_000)
+        return float(np.std(np.clip(h, 1, 5)) / 4.0)
+
+    def level(self, index: int, aspect: str = TARGET) -> float:
+        """The human score of sample ``index`` normalised to [0, 1]."""
+        return (self.samples[index].human[aspect] - 1.0) / 4.0
+
+    def demo_indices(self, text: str, judged: int | None) -> list[int]:
+        """Samples shown in ``text`` besides the judged one (demonstrations, in-context examples)."""
+        found = []
+        for m in ITEM_TAG.finditer(text):
+            i = int(m.group(1))
+            if i != judged and i < len(self.samples) and i not in found and self.samples[i].output[:40] in text:
+                found.append(i)
+        return found
+
+    def index_of_output(self, text: str) -> int | None:
+        """The judged sample: the last sample output in ``text`` (examples come before it in every prompt)."""
+        for m in reversed(list(ITEM_TAG.finditer(text))):
+            i = int(m.group(1))
+            if i < len(self.samples) and self.samples[i].output[:40] in text:
+                return i
+        return None
+
+    # ---- HPSS
+
+    def _plant_hpss(self, rng: np.random.Generator) -> None:
+        """log-noise effects per factor value (centred per factor), 4 pairwise interactions, 2 biases."""
+        spread = {"scale": 0.18, "criteria": 0.15, "cot": 0.12, "autocot": 0.1, "metrics": 0.1, "example": 0.18,
+                  "reference": 0.12, "order": 0.1}
+        for name, values in FACTORS:
+            e = rng.normal(0, spread[name], len(values))
+            e -= e.mean()
+            for v, x in zip(values, e):
+                self.hpss_effects[(name, v)] = float(x)
+        names = [n for n, _ in FACTORS]
+        for _ in range(4):
+            f1, f2 = rng.choice(len(names), size=2, replace=False)
+            v1 = FACTORS[f1][1][int(rng.integers(len(FACTORS[f1][1])))]
+            v2 = FACTORS[f2][1][int(rng.integers(len(FACTORS[f2][1])))]
+            self.hpss_interactions.append((names[f1], v1, names[f2], v2, float(rng.choice([-1, 1]) *
+                                                                                rng.uniform(0.15, 0.3))))
+        self.hpss_bias = {("cot", "Suffix"): 0.05, ("reference", "Dialectic"): -0.05}
+
+    def hpss_log_sigma(self, strategy: Strategy) -> float:
+        f = dict(zip((n for n, _ in FACTORS), strategy))
+        x = math.log(self.hpss_sigma0) + sum(self.hpss_effects[(n, v)] for n, v in f.items())
+        for a, va, b, vb, eff in self.hpss_interactions:
+            if f[a] == va and f[b] == vb:
+                x += eff
+        return x
+
+    def hpss_true_fitness(self, strategy: Strategy) -> float:
+        """Population Pearson × 100 of the strategy's scores with the human score, analytically.
+
+        Judge level = human level + N(0, sigma²), rounded to the strategy's
+        scale: rounding adds the variance step²/12 (step = 1/(S-1) on [0, 1]).
+        Clipping at the scale's ends is ignored, so this is an approximation of
+        the expected validation coefficient, but it is monotone in the
+        effective noise: the ranking of strategies and the optimum are exact
+        for the planted noise model.
+        """
+        sigma = math.exp(self.hpss_log_sigma(strategy))
+        step = 1.0 / (int(strategy[0]) - 1)
+        sd = self.target_sd
+        return 100.0 * sd / math.sqrt(sd * sd + sigma * sigma + step * step / 12.0)
+
+    def hpss_landscape(self) -> tuple[dict[Strategy, float], Strategy, float]:
+        """True fitness of all 12,960 strategies, the optimum and its fitness."""
+        table = {s: self.hpss_true_fitness(s) for s in all_strategies()}
+        best = max(table, key=table.get)
+        return table, best, table[best]
+
+    # ---- HypoEval
+
+    def _plant_pool(self, rng: np.random.Generator) -> None:
+        """30 hypotheses: 9 helpful, 12 useless, 9 misleading; traits shared by pairs make repetitions."""
+        kinds = ["helpful"] * 9 + ["useless"] * 12 + ["misleading"] * 9
+        traits = list(rng.permutation(TRAITS))
+        pool = []
+        for i, kind in enumerate(kinds):
+            trait = traits[i % len(traits)] if i < len(traits) else traits[i - len(traits)]
+            noise = float(rng.uniform(0.06, 0.2)) if kind == "helpful" else 0.25 if kind == "useless" else \
+                float(rng.uniform(0.08, 0.2))
+            sd = self.target_sd
+            quality = 0.0 if kind == "useless" else (1 if kind == "helpful" else -1) * sd / math.sqrt(sd * sd + noise * noise)
+            text = (f"Rubric R{i:02d} on {trait}: experts look at the {trait} of the summary; a summary that gets 1 "
+                    f"handles {trait} badly throughout, a 3 handles it unevenly, and a 5 handles {trait} well in "
+                    f"every sentence.")
+            pool.append(PoolHypothesis(text, trait, kind, noise, quality))
+        self.pool = tuple(pool)
+
+    def hypothesis_in(self, text: str) -> list[PoolHypothesis]:
+        """Pool hypotheses whose text occurs in ``text``, in order of appearance."""
+        found = [(text.find(h.text[:60]), h) for h in self.pool]
+        return [h for pos, h in sorted((p, h) for p, h in found if p >= 0)]
+
+    def hypothesis_by_text(self, text: str) -> PoolHypothesis | None:
+        hits = self.hypothesis_in(text)
+        return hits[0] if hits else None
+
+    # ---- HD-Eval
+
+    def informative_latent(self, j: int) -> bool:
+        return any(self.weights[a.name][j] != 0 for a in ASPECTS)
+
+    def node_informative(self, node: Node) -> bool:
+        """A layer-1 aspect, or a criterion tied to a latent that some aspect weighs."""
+        return node.aspect is not None or (node.latent is not None and self.informative_latent(node.latent))
+
+    def node(self, name: str) -> Node | None:
+        return self.nodes.get(name.strip().lower())
+
+    def _new_name(self, rng: random.Random) -> str:
+        for _ in range(1000):
+            name = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)}"
+            if name.lower() not in self.nodes:
+                return name
+        raise RuntimeError("the simulated world ran out of criterion names")
+
+    def decompose(self, parent: str, k: int, draw: int = 0) -> list[Node]:
+        """Children of ``parent``, each tied to one latent or to none (planted once per parent and draw).
+
+        An aspect gets its weighted latents (up to k-2, low noise), one null
+        latent and one criterion measuring nothing; a sub-criterion tied to a
+        latent gets a finer child of the same latent, one of another latent
+        and noise; a criterion measuring nothing gets noise only.
+        """
+        key = ("children", parent.lower(), draw)
+        if key in self._decomposed:
+            return self._decomposed[key]
+        rng = _rng(self.seed, *key)
+        node = self.node(parent)
+        plan: list[tuple[int | None, float]] = []
+        nulls = [j for j in range(N_LATENTS) if not self.informative_latent(j)]
+        if node is not None and node.aspect is not None:
+            w = self.weights[node.aspect]
+            live = sorted(np.flatnonzero(w).tolist(), key=lambda j: -w[j])[:max(1, k - 2)]
+            plan = [(j, 0.1) for j in live] + [(rng.choice(nulls), 0.1), (None, 0.25)]
+        elif node is not None and node.latent is not None:
+            other = rng.choice([j for j in range(N_LATENTS) if j != node.latent])
+            plan = [(node.latent, 0.07), (other, 0.1), (None, 0.25), (None, 0.25)]
+        else:
+            plan = [(rng.choice(nulls), 0.1), (None, 0.25), (None, 0.25), (None, 0.25)]
+        rng.shuffle(plan)
+        children = []
+        for latent, noise in plan[:k]:
+            n = Node(self._new_name(rng), latent, noise)
+            self.nodes[n.name.lower()] = n
+            children.append(n)
+        self._decomposed[key] = children
+        return children
+
+    @property
+    def _decomposed(self) -> dict[tuple, list[Node]]:
+        if not hasattr(self, "_decomposed_store"):
+            self._decomposed_store: dict[tuple, list[Node]] = {}
+        return self._decomposed_store
+
+    def node_level(self, node: Node, index: int) -> float:
+        """What a criterion measures on sample ``index``, normalised (0.5 when it measures nothing)."""
+        if node.aspect is not None:
+            return self.level(index, node.aspect)
+        if node.latent is None:
+            return 0.5
+        return float(min(1.0, max(0.0, 0.5 + LATENT_SCALE * self.latents[index, node.latent])))
+
+    # ---- Active-Critic
+
+    def _plant_active_critic(self, rng: np.random.Generator) -> None:
+        """Criteria with planted noise multipliers (lower = more helpful) and a planted value per demonstration.
+
+        A demonstration set multiplies the overall score's noise by
+        exp(sum of its samples' values): some examples teach the judge, some
+        mislead it, so the choice of the set matters.
+        """
+        names = rng.permutation(["Logical Flow", "Topic Focus", "Referent Clarity", "Sentence Variety",
+                                 "Headline Match", "Word Count", "Connective Use", "Tone Match"]).tolist()
+        self.ac_criteria = {n: float(m) for n, m in zip(names, (0.5, 0.6, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7))}
+        self.demo_value = rng.normal(0.0, 0.2, self.n_samples)
+
+    def ac_multiplier(self, names: Sequence[str]) -> float:
+        """Noise multiplier of a set of criteria: the mean of theirs (1.7 for a name the world does not know)."""
+        if not names:
+            return 1.4
+        return float(np.mean([self.ac_criteria.get(n.strip(), 1.7) for n in names]))
+
+    def demo_multiplier(self, indices: Sequence[int]) -> float:
+        return float(math.exp(sum(self.demo_value[i] for i in indices)))
+
+    # ---- what was planted
+
+    def draws(self) -> dict[str, Any]:
+        """Every random draw of this world, JSON-native (written to the benchmark output)."""
+        table, best, best_fit = self.hpss_landscape()
+        return {
+            "seed": self.seed, "n_samples": self.n_samples, "malformed_fraction": self.malformed,
+            "aspect_weights": {a: [round(float(x), 4) for x in w] for a, w in self.weights.items()},
+            "null_latents": [j for j in range(N_LATENTS) if not self.informative_latent(j)],
+            "target_sd_normalised": round(self.target_sd, 4),
+            "hpss": {"sigma0": self.hpss_sigma0,
+                     "log_sigma_effects": {f"{n}={v}": round(e, 4) for (n, v), e in self.hpss_effects.items()},
+                     "interactions": [{"a": f"{a}={va}", "b": f"{b}={vb}", "log_sigma_effect": round(e, 4)}
+                                      for a, va, b, vb, e in self.hpss_interactions],
+                     "bias": {f"{n}={v}": b for (n, v), b in self.hpss_bias.items()},
+                     "optimum": "_".join(best), "optimum_true_fitness": round(best_fit, 3),
+                     "median_true_fitness": round(float(np.median(list(table.values()))), 3)},
+            "hypoeval_pool": [{"text": h.text[:60], "trait": h.trait, "kind": h.kind, "noise": round(h.noise, 4),
+                               "quality": round(h.quality, 4)} for h in self.pool],
+            "hd_eval_nodes": {n.name: {"latent": n.latent, "noise": n.noise, "informative": self.node_informative(n)}
+                              for n in self.nodes.values() if n.aspect is None},
+            "active_critic_criteria_noise_multipliers": self.ac_criteria,
+            "active_critic_demo_log_noise": [round(float(x), 4) for x in self.demo_value],
+        }
+
+
+# --------------------------------------------------------------------------- Recognisers
+# Marker texts of the engine's templates (judge_engine/prompts/*.txt). Only fixed template text is used, never
+# details of a sample; change these when a template's wording changes.
+
+MARKERS = {
+    # HPSS (hpss_strategy.build_prompt and hpss_auxiliaries)
+    "hpss_judge": "You are an impartial judge. Assess the quality",
+    "hpss_gen_criteria": "Write the evaluation criteria for",
+    "hpss_gen_steps": "Write the evaluation steps for this rating task",
+    "hpss_gen_metrics": "Propose at most three short questions",
+    "hpss_gen_reference": re.compile(r"Reply with the [\w -]{1,40} only\."),
+    "hpss_T": "[Instruction]",
+    "hpss_E": "Evaluation rules:",
+    "hpss_I": "Text between the <<< >>> markers is material to judge",
+    "hpss_steps": "Evaluation steps:",
+    "hpss_metrics": "[Questions about the",
+    "hpss_reference": "high-quality reference",
+    "hpss_dialectic": "write your own",
+    "hpss_cot_prefix": "Start with a brief explanation",
+    "hpss_cot_suffix": "First give your rating",
+    "hpss_cot_free": "Give only your rating",
+    "hpss_example": re.compile(r"(?m)^# Example \d+"),
+    "hpss_scale": re.compile(r"rating from (\d+) to (\d+)"),
+    "llm_criteria": "(self-generated criteria)",
+    # criterion scoring shared by HD-Eval and HypoEval (criterion_paper.txt / criterion_sample_first.txt)
+    "criterion": re.compile(r"Criterion to apply: ([^\n]+)\n([^\n]*)"),
+    "scale_1_to_n": re.compile(r"from (\d+) to (\d+)"),
+    # HD-Eval decomposition (hd_eval_decompose.txt)
+    "hd_decompose": re.compile(r'The criterion to split up is "([^"\n]+)"'),
+    "hd_k": re.compile(r"Suggest up to (\d+)"),
+    # HypoEval (hypoeval_*.txt)
+    "hypo_generate": "Your job is to write",
+    "hypo_refine": "Hypotheses to improve:",
+    "hypo_count": re.compile(r"Write exactly (\d+)"),
+    "hypo_repetition": "Do these two say essentially the same thing",
+    "hypo_again": "write the hypotheses again",
+    # Active-Critic (active_critic_*.txt)
+    "ac_task_observe": "Write down observations about patterns",
+    "ac_task_describe": "Name the kind of evaluation task",
+    "ac_criteria_init": "which evaluation criteria the human annotators",
+    "ac_criteria_observe": "Do the criteria match the dimensions",
+    "ac_criteria_refine": "Improve the criteria using the new observations",
+    "ac_criteria_list": re.compile(r"List \d+ evaluation criteria"),
+    "ac_mcse": "Multiple Evaluation Criteria:",
+    "ac_ose": "Rate the overall quality of the Response",
+    "ac_ose_scores": "Score Of Different Criteria:",
+    "ac_ose_criteria": "Evaluation Criteria:",
+    "ac_prior": "Observations so far:",
+    "ac_weighted": "single digit",
+    "ac_criteria_json": re.compile(r'"([^"\n]{2,40})"\s*:'),
+    # follow-up turns asking for the number alone (criterion_retry.txt, active_critic_score_retry.txt)
+    "retry": ("did not contain a score", "single whole number", "number alone", "only the number"),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a request asks, as recognised: the kind of step and what it needs to be answered."""
+
+    kind: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _schema_score_range(schema: dict[str, Any] | None) -> tuple[int, int] | None:
+    try:
+        enum = schema["properties"]["score"]["enum"]
+        return int(min(enum)), int(max(enum))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def recognise(world: World, messages: Sequence[Message], params: GenerationParams) -> Step:
+    """The step a request belongs to: schema title first, then the prompt's fixed text.
+
+    Follow-up turns (a user message after an assistant reply) are recognised
+    from the first user message and marked ``follow_up``.
+    """
+    users = [m["content"] for m in messages if m["role"] == "user"]
+    prompt = users[0] if users else ""
+    follow_up = len(users) > 1
+    kind_title = structured.kind_of(params.json_schema) if params.json_schema else ""
+    schema = structured.schema_of(params.json_schema) if params.json_schema else None
+    step = _recognise_prompt(world, prompt, kind_title, schema)
+    info = dict(step.info)
+    info["follow_up"] = follow_up
+    info["schema"] = schema
+    return Step(step.kind, info)
+
+
+def _recognise_prompt(world: World, prompt: str, title: str, schema: dict[str, Any] | None) -> Step:
+    m = MARKERS
+    # generation steps (no sample is scored)
+    if title == structured.HPSS_CRITERIA or m["hpss_gen_criteria"] in prompt:
+        return Step("hpss_criteria")
+    if title == structured.GEVAL_STEPS or m["hpss_gen_steps"] in prompt:
+        return Step("hpss_steps")
+    if title == structured.HPSS_METRICS or m["hpss_gen_metrics"] in prompt:
+        return Step("hpss_metrics")
+    if title == structured.HPSS_REFERENCE or m["hpss_gen_reference"].search(prompt):
+        return Step("hpss_reference")
+    decompose = m["hd_decompose"].search(prompt)
+    if title == structured.DECOMPOSITION or decompose:
+        k = m["hd_k"].search(prompt)
+        limit = (schema or {}).get("properties", {}).get("children", {}).get("maxItems") if schema else None
+        return Step("hd_decompose", {"parent": decompose.group(1) if decompose else "",
+                                     "k": int(limit or (k.group(1) if k else 4))})
+    if title == structured.YES_NO or m["hypo_repetition"] in prompt:
+        return Step("hypo_repetition", {"hypotheses": world.hypothesis_in(prompt)})
+    if title == structured.HYPOTHESES or m["hypo_generate"] in prompt or m["hypo_refine"] in prompt:
+        count = m["hypo_count"].search(prompt)
+        limit = (schema or {}).get("properties", {}).get("hypotheses", {}).get("maxItems") if schema else None
+        n = int(count.group(1)) if count else int(limit or 5)
+        refine = m["hypo_refine"] in prompt
+        old = world.hypothesis_in(prompt.split(m["hypo_refine"], 1)[1]) if refine else []
+        return Step("hypo_refine" if refine else "hypo_generate", {"n": n, "old": old})
+    if title == structured.TASK_DESCRIPTION or m["ac_task_describe"] in prompt:
+        return Step("ac_describe")
+    if m["ac_task_observe"] in prompt or m["ac_criteria_observe"] in prompt:
+        prior = prompt.split(m["ac_prior"], 1)[1] if m["ac_prior"] in prompt else ""
+        return Step("ac_observe", {"prior": "(none yet)" not in prior and bool(prior.strip())})
+    if title == structured.CRITERIA or m["ac_criteria_init"] in prompt or m["ac_criteria_refine"] in prompt \
+            or m["ac_criteria_list"].search(prompt):
+        current = [n for n in world.ac_criteria if f'"{n}"' in prompt] if m["ac_criteria_refine"] in prompt else []
+        return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt))})
+    # scoring steps
+    index = world.index_of_output(prompt)
+    if title == structured.EXPLAINED_SCORES or m["ac_mcse"] in prompt or m["ac_ose"] in prompt:
+        demos = world.demo_indices(prompt, index)
+        if m["ac_mcse"] in prompt:
+            section = prompt.split(m["ac_mcse"], 1)[1].split("Output format", 1)[0]
+            names = [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
+            return Step("ac_mcse", {"index": index, "criteria": names, "demos": demos})
+        if m["ac_ose_scores"] in prompt:
+            section = prompt.rsplit(m["ac_ose_scores"], 1)[1].split("Output format", 1)[0]
+            names = [n for n in m["ac_criteria_json"].findall(section) if n.lower() not in ("explanation", "score")]
+        else:
+            section = prompt.rsplit(m["ac_ose_criteria"], 1)[1].split("Output format", 1)[0] \
+                if m["ac_ose_criteria"] in prompt else ""
+            names = [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
+        return Step("ac_ose", {"index": index, "criteria": names, "demos": demos})
+    if m["hpss_judge"] in prompt and m["hpss_E"] in prompt:
+        strategy = recognise_strategy(prompt, schema)
+        return Step("hpss_judge" if strategy else "unknown", {"index": index, "strategy": strategy})
+    crit = m["criterion"].search(prompt)
+    if crit:
+        scale = _schema_score_range(schema) or _scale_in(prompt)
+        hyp = world.hypothesis_by_text(crit.group(2)) or world.hypothesis_by_text(prompt)
+        if hyp is not None:
+            return Step("hypo_score", {"index": index, "hypothesis": hyp, "scale": scale})
+        node = world.node(crit.group(1))
+        if node is not None:
+            return Step("hd_score", {"index": index, "node": node, "scale": scale})
+        return Step("unknown_criterion", {"index": index, "scale": scale, "name": crit.group(1)})
+    return Step("unknown")
+
+
+def _scale_in(prompt: str) -> tuple[int, int]:
+    found = MARKERS["scale_1_to_n"].findall(prompt)
+    return (int(found[-1][0]), int(found[-1][1])) if found else (1, 5)
+
+
+def recognise_strategy(prompt: str, schema: dict[str, Any] | None = None) -> Strategy | None:
+    """The HPSS strategy a judge prompt was built with (:func:`judge_engine.hpss_strategy.build_prompt`).
+
+    Read from the fixed template texts: the scale from "rating from 1 to S"
+    (or the schema's score enum), criteria from what follows the rule line,
+    CoT from its instruction (or where the schema puts the explanation),
+    AutoCoT/metrics/reference from their headers, examples from their count
+    (the judged sample is left out of its own examples during the search, so
+    2 counts as 3 and so on) and the order from where T, E and I begin.
+    None when any factor cannot be read.
+    """
+    m = MARKERS
+    pos = {"T": prompt.find(m["hpss_T"]), "E": prompt.find(m["hpss_E"]), "I": prompt.find(m["hpss_I"])}
+    if min(pos.values()) < 0:
+        return None
+    order = "".join(sorted(pos, key=pos.get))
+    rng = _schema_score_range(schema)
+    if rng is None:
+        found = m["hpss_scale"].search(prompt)
+        if not found:
+            return None
+        rng = (int(found.group(1)), int(found.group(2)))
+    scale = str(rng[1])
+    rule = prompt[pos["E"]:]
+    line_end = rule.find("\n2.")
+    rule_line = rule[:line_end if line_end >= 0 else None]
+    after = rule_line.split(".", 1)[1].strip() if "." in rule_line else ""
+    # "1. Judge the summary on its coherence.<criteria>": the text after the first sentence of the rule line
+    first = re.match(r"\s*Evaluation rules:\s*1\.\s*Judge the [^.]*?on its [^.]*\.(.*)", rule_line, re.S)
+    after = first.group(1).strip() if first else after
+    criteria = "NoCriteria" if not after else "LLM" if m["llm_criteria"] in after else "Human"
+    props = list((schema or {}).get("properties", {}))
+    if "explanation" in props and "score" in props:
+        cot = "Prefix" if props.index("explanation") < props.index("score") else "Suffix"
+    elif schema is not None and props == ["score"]:
+        cot = "Free"
+    elif m["hpss_cot_prefix"] in prompt:
+        cot = "Prefix"
+    elif m["hpss_cot_suffix"] in prompt:
+        cot = "Suffix"
+    elif m["hpss_cot_free"] in prompt:
+        cot = "Free"
+    else:
+        return None
+    autocot = "AutoCoT" if m["hpss_steps"] in prompt else "NoAutoCoT"
+    metrics = "Metrics" if m["hpss_metrics"] in prompt else "NoMetrics"
+    n_ex = len(m["hpss_example"].findall(prompt))
+    example = "NoExample" if n_ex == 0 else "Example3" if n_ex <= 3 else "Example5" if n_ex <= 5 else "Example10"
+    reference = "Reference" if m["hpss_reference"] in prompt else "Dialectic" if m["hpss_dialectic"] in prompt \
+        else "NoReference"
+    strategy = (scale, criteria, cot, autocot, metrics, example, reference, order)
+    for (_name, values), v in zip(FACTORS, strategy):
+        if v not in values:
+            return None
+    return strategy
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class SimulatedBackend:
+    """A backend of the one LLM call path answering like a judge whose quality depends on the prompt.
+
+    Counts what it saw in ``stats`` (steps by kind, malformed replies, unrecognised prompts with their
+    opening words) so a benchmark can show that every request was understood.
+    """
+
+    name = "simulated"
+    supports_logprobs = True
+    serialises_calls = False
+
+    def __init__(self, world: World):
+        self.world = world
+        self.model_id = f"simulated-judge-seed{world.seed}"
+        self.stats: dict[str, Any] = {"steps": {}, "malformed": 0, "unrecognised": []}
+
+    def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
+        step = recognise(self.world, messages, params)
+        texts, logprobs = [], []
+        for i in range(params.n):
+            text, lp = self._answer(step, messages, params, params.sample_index * params.n + i)
+            texts.append(text)
+            logprobs.append(lp)
+        self.stats["steps"][step.kind] = self.stats["steps"].get(step.kind, 0) + 1
+        return Completion(texts=tuple(texts), logprobs=tuple(logprobs) if params.top_logprobs else (),
+                          prompt_tokens=sum(len(m["content"]) // 4 for m in messages),
+                          completion_tokens=sum(len(t) // 4 for t in texts), latency_s=0.0, model=self.model_id)
+
+    # ---- answering
+
+    def _answer(self, step: Step, messages: Sequence[Message], params: GenerationParams,
+                draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:
+        w = self.world
+        conversation = "\n".join(m["content"] for m in messages)
+        if _unit(w.seed, "malformed", conversation, draw) < w.malformed:
+            self.stats["malformed"] += 1
+            return ('{"score": "unsure' if params.json_schema else "I am not sure how to rate this."), ()
+        schema = step.info.get("schema")
+        kind = step.kind
+        if kind in ("ac_mcse", "ac_ose"):
+            return self._active_critic_score(step, messages, params, draw)
+        if kind == "ac_describe":
+            text = ("The evaluation task is text summarization, which refers to evaluating summaries generated "
+                    "from news articles. The relationship between 'Source' and 'Response' is that the Response "
+                    "condenses the Source.")
+            return self._json_or(schema, {"task_description": text}, text), ()
+        if kind == "ac_observe":
+            # with observations already made, "COMPLETE" 60% of the time (so refinement rounds happen and end)
+            if step.info["prior"] and _unit(w.seed, "complete", conversation, draw) < 0.6:
+                return "COMPLETE", ()
+            return ("Higher scores go to summaries whose sentences follow one another logically and stay on "
+                    "the article's topic."), ()
+        if kind == "ac_criteria":
+            crit = self._ac_criteria(step, conversation, draw)
+            if schema:
+                return json.dumps(conform({"criteria": [{"name": n, "definition": d} for n, d in crit.items()]},
+                                          schema)), ()
+            if step.info["lines"]:
+                return "\n".join(f"{n}: {d}" for n, d in crit.items()), ()
+            if step.info["current"]:
+                return json.dumps(crit), ()
+            return json.dumps({"Criteria": crit, "Observations": "Scores follow how connected the summary is."}), ()
+        if kind in ("hpss_judge", "hd_score", "hypo_score", "unknown_criterion"):
+            return self._score(step, messages, params, draw)
+        if kind == "hpss_criteria":
+            text = (f"{TARGET} : (self-generated criteria) A coherent summary presents its points in a sensible "
+                    f"order; the lowest rating means no order at all, the middle rating some order, the highest "
+                    f"rating a clear and well-connected whole.")
+            return self._json_or(schema, {"criteria": [text]}, text), ()
+        if kind == "hpss_steps":
+            steps = ["Read the article and note its main points.", "Read the summary and follow its order.",
+                     "Rate how well the summary's sentences connect."]
+            return self._json_or(schema, {"steps": steps}, "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))), ()
+        if kind == "hpss_metrics":
+            qs = ["Does the summary follow the order of events?", "Are the sentences connected?",
+                  "Is the main point stated first?"]
+            return self._json_or(schema, {"questions": qs}, "\n".join(f"{i}. {q}" for i, q in enumerate(qs, 1))), ()
+        if kind == "hpss_reference":
+            text = "A short reference summary of the article in three connected sentences."
+            return self._json_or(schema, {"reference": text}, text), ()
+        if kind == "hd_decompose":
+            children = w.decompose(step.info["parent"], step.info["k"], draw=params.sample_index)
+            items = [{"name": c.name, "abbrev": c.name.lower().replace(" ", "-"),
+                      "definition": f"How well the summary handles {c.name.lower()}."} for c in children]
+            if schema:
+                return json.dumps(conform({"children": [{"name": i["name"], "definition": i["definition"]}
+                                                        for i in items]}, schema)), ()
+            return json.dumps(items), ()
+        if kind in ("hypo_generate", "hypo_refine"):
+            texts = self._hypotheses(step, conversation, draw)
+            listing = "\n".join(f"hypothesis{i}. {t}" for i, t in enumerate(texts, 1))
+            return self._json_or(schema, {"hypotheses": texts}, listing), ()
+        if kind == "hypo_repetition":
+            hyps = step.info["hypotheses"]
+            same = len(hyps) == 2 and hyps[0].trait == hyps[1].trait
+            answer = "yes" if same else "no"
+            return self._json_or(schema, {"answer": answer},
+                                 f"They {'cover the same trait' if same else 'cover different traits'}. "
+                                 f"Final answer: {answer}"), ()
+        if len(self.stats["unrecognised"]) < 20:
+            self.stats["unrecognised"].append(" ".join(messages[-1]["content"].split())[:120])
+        return "I cannot help with that request.", ()
+
+    @staticmethod
+    def _json_or(schema: dict[str, Any] | None, value: dict[str, Any], text: str) -> str:
+        return json.dumps(conform(value, schema)) if schema else text
+
+    def _ac_criteria(self, step: Step, conversation: str, draw: int) -> dict[str, str]:
+        """Initial criteria: 5 of the planted ones at random; a refinement swaps, with probability 1/2,
+        the least helpful current criterion for the most helpful absent one (refinement helps, noisily)."""
+        w = self.world
+        rng = _rng(w.seed, "ac-criteria", conversation, draw)
+        current = list(step.info["current"])
+        if not current:
+            current = rng.sample(sorted(w.ac_criteria), 5)
+        elif rng.random() < 0.5:
+            absent = [n for n in w.ac_criteria if n not in current]
+            if absent:
+                worst = max(current, key=w.ac_criteria.get)
+                current[current.index(worst)] = min(absent, key=w.ac_criteria.get)
+        return {n: f"How well the summary does on {n.lower()}." for n in current}
+
+    def _active_critic_score(self, step: Step, messages: Sequence[Message], params: GenerationParams,
+                             draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:
+        """McS-E: each criterion's 0-100 score with its planted noise; OS-E: the overall score with noise
+        0.2 × (criteria multiplier) × (demonstration multiplier). A follow-up turn restates the score."""
+        w = self.world
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        index = step.info.get("index")
+        if index is None:
+            return "There is no response here to rate.", ()
+        demo = w.demo_multiplier(step.info["demos"])
+        schema = step.info.get("schema")
+        last = messages[-1]["content"] if step.info["follow_up"] else ""
+
+        def score_100(sigma: float, key: str) -> int:
+            level = w.level(index) + sigma * _gauss(w.seed, "ac", key, prompt)
+            return int(min(100, max(0, round(100 * level))))
+
+        if step.kind == "ac_mcse":
+            scores = {n: score_100(0.15 * w.ac_criteria.get(n, 1.7) * demo, n) for n in step.info["criteria"]}
+            if schema:
+                return json.dumps(fill_schema(schema, scores, 50, "Judged on this criterion.")), ()
+            return json.dumps({n: {"Explanation": f"Judged on {n.lower()}.", "Score": v}
+                               for n, v in scores.items()}, indent=1), ()
+        score = score_100(0.2 * w.ac_multiplier(step.info["criteria"]) * demo, "overall")
+        if MARKERS["ac_weighted"] in last:
+            digit = int(min(9, max(1, round(1 + 8 * score / 100))))
+            return str(digit), (_digit_logprobs(str(digit), digit, 1, 9) if params.top_logprobs else ())
+        if schema and not step.info["follow_up"]:
+            return json.dumps(fill_schema(schema, {}, score, "The response was weighed on every criterion.")), ()
+        if step.info["follow_up"]:
+            return f"Score Of Overall: {score}", ()
+        return f"Explanation: The response was weighed on every criterion.\n\nScore Of Overall: {score}", ()
+
+    def _hypotheses(self, step: Step, conversation: str, draw: int) -> list[str]:
+        """Draws from the pool: generation 30% helpful; refinement keeps each with 1/2, else draws 60% helpful."""
+        w = self.world
+        rng = _rng(w.seed, "hypotheses", conversation, draw)
+        by_kind = {k: [h for h in w.pool if h.kind == k] for k in ("helpful", "useless", "misleading")}
+
+        def pick(p_helpful: float, taken: set[str]) -> PoolHypothesis:
+            u = rng.random()
+            kind = "helpful" if u < p_helpful else "useless" if u < p_helpful + (1 - p_helpful) * 0.6 else "misleading"
+            options = [h for h in by_kind[kind] if h.text not in taken] or [h for h in w.pool if h.text not in taken]
+            return rng.choice(options)
+
+        out: list[PoolHypothesis] = []
+        taken: set[str] = set()
+        if step.kind == "hypo_refine":
+            for old in step.info["old"][:step.info["n"]]:
+                new = old if rng.random() < 0.5 and old.text not in taken else pick(0.6, taken)
+                out.append(new)
+                taken.add(new.text)
+        while len(out) < step.info["n"] and len(taken) < len(w.pool):
+            new = pick(0.3, taken)
+            out.append(new)
+            taken.add(new.text)
+        return [h.text for h in out]
+
+    def _score(self, step: Step, messages: Sequence[Message], params: GenerationParams,
+               draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:
+        w = self.world
+        prompt = next(m["content"] for m in messages if m["role"] == "user")
+        index = step.info.get("index")
+        kind = step.kind
+        if index is None:
+            return "There is no summary here to rate.", ()
+        bias = 0.0
+        if kind == "hpss_judge":
+            strategy = step.info["strategy"]
+            low, high = 1, int(strategy[0])
+            sigma = math.exp(w.hpss_log_sigma(strategy))
+            truth = w.level(index)
+            bias = sum(b for (n, v), b in w.hpss_bias.items() if v in strategy)
+        else:
+            low, high = step.info.get("scale") or (1, 5)
+            if kind == "hypo_score":
+                h = step.info["hypothesis"]
+                truth = w.level(index) if h.kind == "helpful" else 0.5 if h.kind == "useless" else 1 - w.level(index)
+                sigma = h.noise
+            elif kind == "hd_score":
+                node = step.info["node"]
+                truth, sigma = w.node_level(node, index), node.noise
+            else:
+                truth, sigma = 0.5, 0.25
+        # the noise depends on the first prompt only: a follow-up turn restates the same judgement
+        level = truth + bias + sigma * _gauss(w.seed, "noise", prompt)
+        score = int(min(high, max(low, round(low + level * (high - low)))))
+        return self._score_reply(score, low, high, step, params, kind, prompt)
+
+    def _score_reply(self, score: int, low: int, high: int, step: Step, params: GenerationParams,
+                     kind: str, prompt: str) -> tuple[str, tuple[dict[str, Any], ...]]:
+        schema = step.info.get("schema")
+        why = "The summary was judged on what the prompt asks."
+        if schema and not step.info["follow_up"]:
+            props = schema.get("properties", {})
+            value = {k: (score if k == "score" else why) for k in props if k in ("score", "explanation")}
+            text = json.dumps(conform(value, schema))
+        elif step.info["follow_up"]:
+            text = str(score)
+        elif kind == "hpss_judge":
+            cot = step.info["strategy"][2]
+            text = {"Prefix": f"{why} Rating: [[{score}]]", "Suffix": f"Rating: [[{score}]] {why}",
+                    "Free": f"Rating: [[{score}]]"}[cot]
+        elif "[[N]]" in prompt:
+            text = f"{why} [[{score}]]"
+        else:  # a score-first prompt ("reply with a single whole number ... Score:")
+            text = str(score)
+        return text, (_digit_logprobs(text, score, low, high) if params.top_logprobs else ())
+
+
+def conform(value: Any, schema: dict[str, Any] | None) -> Any:
+    """``value`` cut or padded to the schema's limits (array lengths, string lengths), as a constrained
+    decoder would have produced it; keys the schema does not list are dropped when it forbids them."""
+    if not schema:
+        return value
+    kind = schema.get("type")
+    if kind == "object" and isinstance(value, dict):
+        props = schema.get("properties") or {}
+        if props and schema.get("additionalProperties") is False:
+            value = {k: v for k, v in value.items() if k in props}
+        return {k: conform(v, props.get(k)) for k, v in value.items()}
+    if kind == "array" and isinstance(value, list):
+        items = list(value)[:schema.get("maxItems", len(value))]
+        low = schema.get("minItems", 0)
+        while items and len(items) < low:
+            extra = items[len(items) % len(items)]
+            items.append(f"{extra} (also {len(items)})" if isinstance(extra, str) else extra)
+        return [conform(v, schema.get("items")) for v in items]
+    if kind == "string" and isinstance(value, str):
+        value = value[:schema.get("maxLength", len(value))]
+        return value + "." * max(0, schema.get("minLength", 0) - len(value))
+    return value
+
+
+def fill_schema(schema: dict[str, Any], scores: dict[str, int], overall: int, text: str) -> Any:
+    """A value of ``schema`` (objects, arrays, strings, numbers) whose numbers are scores.
+
+    A number under a property named like a known criterion gets that
+    criterion's score, any other number ``overall``; strings get ``text``;
+    arrays their minimum number of items (at least one). For schemas this
+    module does not know the exact shape of (Active-Critic's explained scores).
+    """
+    def value(node: dict[str, Any], key: str) -> Any:
+        kind = node.get("type")
+        if "enum" in node:
+            return node["enum"][0] if key not in scores and not isinstance(node["enum"][0], (int, float)) \
+                else min(node["enum"], key=lambda x: abs(x - scores.get(key, overall)))
+        if kind == "object":
+            props = node.get("properties") or {}
+            if not props and scores:
+                return {k: {"explanation": text, "score": v} for k, v in scores.items()}
+            return {k: value(v, k if k in scores else key) for k, v in props.items()}
+        if kind == "array":
+            return [value(node.get("items") or {}, key) for _ in range(max(1, node.get("minItems", 1)))]
+        if kind in ("integer", "number"):
+            return scores.get(key, overall)
+        if kind == "string":
+            return text[:node.get("maxLength", 400)]
+        if kind == "boolean":
+            return False
+        return None
+    return value(schema, "")
+
+
+def _digit_logprobs(text: str, score: int, low: int, high: int) -> tuple[dict[str, Any], ...]:
+    """Logprobs like a confident judge: 80% on the score's digit, 10% on each neighbour on the scale.
+
+    Positions before the digit are the reply's leading characters (as chosen tokens); the digit's position
+    carries the alternatives, as :func:`judge_engine.parsing.read_weighted` reads them.
+    """
+    top = {str(score): math.log(0.8)}
+    for d in (score - 1, score + 1):
+        if low <= d <= high:
+            top[str(d)] = math.log(0.1)
+    at = text.find(str(score))
+    lead = [{"token": ch, "logprob": 0.0, "top": {ch: 0.0}} for ch in text[:max(at, 0)][:14] if not ch.isdigit()]
+    return tuple(lead + [{"token": str(score), "logprob": math.log(0.8), "top": top}])

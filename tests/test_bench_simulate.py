@@ -1,0 +1,116 @@
+"""The ``simulate`` benchmark runs small: a row for every method and a JSON file (no figure is asserted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from judge_engine.bench import __main__ as bench_main
+from judge_engine.bench.simulate import METHODS, RUNNERS
+from judge_engine.bench.simulated_judge import ASPECTS, SimulatedBackend, World, recognise_strategy
+from judge_engine.hpss_auxiliaries import select_examples
+from judge_engine.hpss_strategy import StrategyInputs, all_strategies, build_prompt
+from judge_engine.llm import GenerationParams
+from judge_engine.bench.simulated_judge import TASK
+
+
+def test_simulate_smoke_two_seeds(tmp_path, capsys):
+    methods = [m for m in METHODS if m in RUNNERS]
+    code = bench_main.main(["--out", str(tmp_path), "simulate", "--seeds", "2", "--n-train", "24",
+                            "--n-test", "24", "--methods", *methods])
+    assert code == 0
+    doc = json.loads((tmp_path / "simulate.json").read_text(encoding="utf-8"))
+    rows = doc["rows"]
+    assert not [r for r in rows if r["measure"] == "error"], [r.get("error") for r in rows]
+    for m in methods:
+        mine = [r for r in rows if r["method"] == m]
+        assert mine, f"no row for {m}"
+        assert all(r["seeds"] == 2 for r in mine)
+    assert [w["seed"] for w in doc["worlds"]] == [0, 1]
+    assert "hpss" in doc["worlds"][0] and doc["worlds"][0]["hypoeval_pool"]
+    assert "| method | measure |" in capsys.readouterr().out
+
+
+def test_every_strategy_prompt_is_recognised():
+    """The simulated judge reads back the strategy of any prompt the HPSS template builder makes."""
+    world = World(3, n_samples=40)
+    aspect = ASPECTS[0]
+    examples = {n: select_examples(world.samples[:30], aspect, n, 0) for n in (3, 5, 10)}
+    sample = world.samples[35]
+    for i, strategy in enumerate(all_strategies()[::7]):
+        n = {"NoExample": 0, "Example3": 3, "Example5": 5, "Example10": 10}[strategy[5]]
+        shown = tuple(examples[n][i % 2:]) if n else ()  # the search leaves the judged sample out: one fewer
+        criteria = {"NoCriteria": None, "Human": aspect.definition,
+                    "LLM": f"{aspect.name} : (self-generated criteria) ordered points."}[strategy[1]]
+        prompt = build_prompt(strategy, sample, aspect, TASK, StrategyInputs(
+            criteria=criteria, steps="1. Read.", examples=shown, questions="1. Why?", reference="A reference."))
+        assert recognise_strategy(prompt) == strategy
+        assert world.index_of_output(prompt) == 35
+
+
+def test_malformed_budget_and_unrecognised_prompts():
+    world = World(1, n_samples=20, malformed=0.5)
+    backend = SimulatedBackend(world)
+    replies = [backend.generate([{"role": "user", "content": f"Tell me a joke number {i}."}], GenerationParams()).text
+               for i in range(40)]
+    assert 5 < backend.stats["malformed"] < 35
+    assert backend.stats["unrecognised"], "an unknown prompt must be counted, not answered as a judge"
+    assert len(set(replies)) <= 2
+
+
+@pytest.mark.parametrize("bad", [["--seeds", "0"], ["--malformed", "1.5"]])
+def test_bad_options_end_in_one_message(tmp_path, bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        bench_main.main(["--out", str(tmp_path), "simulate", "--methods", "hpss", *bad])
+    assert exc.value.code == 2
+    assert "simulate" in capsys.readouterr().err
+
+
+def test_structured_requests_get_valid_json_of_their_kind():
+    """With ``params.json_schema`` set, every step is recognised by the schema's title and answered with JSON
+    that satisfies the schema (the shape the methods will ask for once they request structured replies)."""
+    from judge_engine import structured as st
+    from judge_engine.criteria_scoring import CriterionText, criterion_prompt
+    from judge_engine.hpss_strategy import base_strategy
+    from judge_engine.methods.hd_eval import DECOMPOSE_TEMPLATE, SCORE_TEMPLATE
+    from judge_engine.methods.hypoeval import as_criterion, score_instructions
+
+    world = World(2, n_samples=30, malformed=0.0)
+    backend = SimulatedBackend(world)
+    aspect, sample = ASPECTS[0], world.samples[7]
+    child = world.decompose(aspect.name, 4)[0]
+    hd_prompt = criterion_prompt(sample, CriterionText("c", child.name, "def"), instructions=SCORE_TEMPLATE.render(
+        parent_name=aspect.name, output_label_lower="summary", task=TASK.task, guideline=""), aspect=aspect,
+        task=TASK, reasoning=False)
+    hyp = world.pool[0]
+    hyp_prompt = criterion_prompt(sample, as_criterion(hyp.text), instructions=score_instructions(
+        aspect, TASK, reasoning=True), aspect=aspect, task=TASK)
+    hpss_prompt = build_prompt(base_strategy(aspect), sample, aspect, TASK, StrategyInputs(criteria=aspect.definition))
+    decompose = DECOMPOSE_TEMPLATE.render(task=TASK.task, background="b", parent_name=aspect.name,
+                                          parent_definition="d", guideline="", k=4, output_label_lower="summary")
+    cases = [
+        (hd_prompt, st.score_schema(1, 5), "hd_score"),
+        (hyp_prompt, st.score_schema(1, 5, explanation="before"), "hypo_score"),
+        (hpss_prompt, st.score_schema(1, 5, explanation="after"), "hpss_judge"),
+        (decompose, st.named_items_schema(st.DECOMPOSITION, "children", min_items=1, max_items=4), "hd_decompose"),
+        ("Write hypotheses.", st.string_list_schema(st.HYPOTHESES, "hypotheses", min_items=5, max_items=5),
+         "hypo_generate"),
+        (f"hypothesis1. {world.pool[0].text}\nhypothesis2. {world.pool[1].text}", st.yes_no_schema(),
+         "hypo_repetition"),
+        ("Describe the task.", st.text_schema(st.TASK_DESCRIPTION, "task_description"), "ac_describe"),
+        ("Which criteria?", st.named_items_schema(st.CRITERIA, "criteria", min_items=4, max_items=10), "ac_criteria"),
+        ("Criteria please.", st.string_list_schema(st.HPSS_CRITERIA, "criteria", min_items=1, max_items=1),
+         "hpss_criteria"),
+        ("Questions please.", st.string_list_schema(st.HPSS_METRICS, "questions", min_items=1, max_items=3),
+         "hpss_metrics"),
+        ("A reference please.", st.text_schema(st.HPSS_REFERENCE, "reference"), "hpss_reference"),
+        ("Steps please.", st.string_list_schema(st.GEVAL_STEPS, "steps", min_items=1, max_items=10), "hpss_steps"),
+    ]
+    for prompt, schema, kind in cases:
+        reply = backend.generate([{"role": "user", "content": prompt}],
+                                 GenerationParams(json_schema=st.as_param(schema))).text
+        reading = st.read_json(reply, schema)
+        assert reading.ok, (kind, reply, reading.error)
+        assert backend.stats["steps"].get(kind), (kind, backend.stats["steps"])
+    assert not backend.stats["unrecognised"]
