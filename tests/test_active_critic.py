@@ -540,6 +540,7 @@ def test_bad_parameters_are_named():
     get_method("active_critic", {"n_demos": None, "eval_subsample": None})._validate_params()
 
 
+@pytest.mark.model
 def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset):
     """Real SmolLM2 through execute_run: stage 1, a 2-candidate search, scoring; the repeat costs 0 calls."""
     store.save_dataset(tiny_dataset)

@@ -35,6 +35,7 @@ def test_interleaving_alternates_the_order_and_ratios_are_paired():
     assert median_ratio([2.0, 4.0, 9.0], [1.0, 1.0, 3.0]) == 3.0
 
 
+@pytest.mark.model
 def test_replay_makes_no_call(tmp_path, shared_data):
     doc = bench(tmp_path, "replay", "--test-size", "2", "--repeats", "1")
     (row,) = doc["rows"]
@@ -45,6 +46,7 @@ def test_replay_makes_no_call(tmp_path, shared_data):
     assert doc["summary"]["replay_calls_max"] == 0
 
 
+@pytest.mark.model
 def test_overhead_compares_three_arms_on_the_same_replies(tmp_path, shared_data):
     doc = bench(tmp_path, "overhead", "-n", "1", "--repeats", "1", "--max-tokens", "2")
     assert [r["arm"] for r in doc["rows"]] == ["raw", "engine", "engine_c4"]
@@ -52,6 +54,7 @@ def test_overhead_compares_three_arms_on_the_same_replies(tmp_path, shared_data)
     assert doc["summary"]["engine_vs_raw_throughput"] > 0
 
 
+@pytest.mark.model
 def test_layout_counts_evaluated_tokens_and_correlations(tmp_path, shared_data):
     doc = bench(tmp_path, "layout", "-n", "1", "-k", "2", "--repeats", "1", "--concurrency", "1",
                 "--bootstrap", "10", "--batch-threads", "1")
@@ -81,6 +84,8 @@ def test_layout_picks_one_sample_per_source():
     assert [s.id for s in pick_samples(samples, 2, "first", skip=1)] == ["s1", "s2"]
 
 
+@pytest.mark.model
+@pytest.mark.server
 def test_concurrency_loses_and_duplicates_no_request(tmp_path, shared_data):
     from tests.llama_server import server_available
     if server_available():
@@ -103,6 +108,7 @@ def test_scale_scores_every_item_from_the_cache(tmp_path):
     assert "growth_exponent 40->80" in doc["summary"]
 
 
+@pytest.mark.model
 def test_alignment_runs_each_method_on_the_same_items(tmp_path, shared_data):
     earlier = _row("sfres", "geval", 0.5)  # an earlier command's row in the same folder is kept
     (tmp_path / "alignment.json").write_text(json.dumps({"date": "d0", "rows": [earlier]}))
@@ -170,6 +176,7 @@ def test_app_pages_are_read_from_the_navigation():
     assert dict(app_latency.app_pages())["home"] == ""
 
 
+@pytest.mark.browser
 def test_app_latency_renders_a_page(tmp_path, shared_data):
     if app_latency.available():
         pytest.skip(app_latency.available())
@@ -178,6 +185,7 @@ def test_app_latency_renders_a_page(tmp_path, shared_data):
     assert row["page"] == "settings" and row["exception"] is False and row["first_render_s"] > 0
 
 
+@pytest.mark.model
 def test_hostile_reports_a_hijack_rate_per_attack(tmp_path, shared_data):
     from judge_engine.hostile import INJECTIONS
 

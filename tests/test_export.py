@@ -73,6 +73,7 @@ def _cli(*args, db):
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.model
 def test_cli_export_then_score_on_the_embedded_model(tmp_path, shared_data):
     db = tmp_path / "wb.db"
     env_run = subprocess.run([sys.executable, "-m", "judge_engine", "run", "--method", "direct", "--dataset",

@@ -1,3 +1,4 @@
+import pytest
 """Requests longer than the model's context are cut by the stated rule, never crashed on."""
 
 from judge_engine.llm.fit import MARK, fit_messages
@@ -34,6 +35,7 @@ def test_without_fences_the_longest_message_is_cut():
     assert out[0] == msgs[0] and cut > 0 and words(out[1]["content"]) < 500
 
 
+@pytest.mark.model
 def test_embedded_model_answers_an_over_long_input_and_the_ledger_counts_it(tmp_path):
     from judge_engine.llm import LLMConfig, make_llm
     from judge_engine.store import Store

@@ -266,6 +266,7 @@ def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
     assert again["calls"] == 0 and again["cache_hits"] > 0
 
 
+@pytest.mark.model
 def test_real_embedded_model_end_to_end_and_repeat_is_free(store, tiny_dataset):
     """SmolLM2-135M through execute_run: tiny tree (2 layers, 2 children), 4 train + 3 test samples (one whole group)."""
     store.save_dataset(tiny_dataset)

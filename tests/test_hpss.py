@@ -668,6 +668,7 @@ def test_when_every_strategy_correlates_negatively_no_judge_is_adopted(store):
 # --------------------------------------------------------------------------- the real embedded model
 
 
+@pytest.mark.model
 def test_real_model_run_end_to_end_and_repeat_is_free(store, shared_data):
     from judge_engine import runs
     spec = runs.RunSpec(method="hpss", dataset="sfhot", aspect="naturalness", train_size=4, test_size=1,

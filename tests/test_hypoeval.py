@@ -435,6 +435,7 @@ TINY_REAL = {"n_train": 3, "n_init": 2, "n_init_hypotheses": 2, "top_k": 1, "w_m
 """A few calls on short data-to-text items; score-first replies so the tiny model's answers can parse."""
 
 
+@pytest.mark.model
 def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp_path, shared_data, monkeypatch):
     """The embedded model either yields a judge whose verdicts come from parsed scores only, or the run fails
     with HypoEval's message saying why there is no judge (empty bank, or nothing agrees with the humans on

@@ -8,6 +8,7 @@ from judge_engine.llm import BackendUnavailable, GenerationParams, LLMConfig, Re
 from judge_engine.llm.llamacpp import LlamaCppBackend, embedded_model_path
 
 pytest.importorskip("llama_cpp")
+pytestmark = pytest.mark.model  # every test here loads the embedded SmolLM2
 
 QUESTION = [{"role": "user", "content": "What is 2+2? Answer with a number."}]
 GREEDY = GenerationParams(max_tokens=8)

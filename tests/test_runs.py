@@ -137,6 +137,7 @@ def _cli(args, env):
     return json.loads(out.stdout)
 
 
+@pytest.mark.model
 def test_cli_run_on_the_embedded_model_replays_from_cache(tmp_path, shared_data):
     env = {**os.environ, "JUDGE_WORKBENCH_DB": str(tmp_path / "w.db")}
     args = ["run", "--method", "geval", "--dataset", "sfhot", "--aspect", "naturalness", "--train", "5",
@@ -153,6 +154,7 @@ def test_cli_run_on_the_embedded_model_replays_from_cache(tmp_path, shared_data)
     assert second["correlations"] == first["correlations"]
 
 
+@pytest.mark.model
 def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared_data):
     db = tmp_path / "w.db"
     store = Store(db)

@@ -95,6 +95,7 @@ def embedded():
     return make_llm(LLMConfig())
 
 
+@pytest.mark.model
 def test_embedded_model_replies_in_the_schema_and_the_score_position_keeps_its_alternatives(embedded):
     out = embedded.complete(JUDGE, GenerationParams(max_tokens=24, top_logprobs=10, json_schema=SCORE_PARAM))
     assert out.structured_mode == "grammar"
@@ -112,6 +113,7 @@ def test_embedded_model_replies_in_the_schema_and_the_score_position_keeps_its_a
     assert weighted.mass == pytest.approx(sum(__import__("math").exp(v) for v in mass.values()), rel=1e-6)
 
 
+@pytest.mark.model
 def test_embedded_logprobs_are_taken_before_the_grammar_mask(embedded):
     # the opening brace is forced by the grammar; unconstrained, the model would start with something else
     out = embedded.complete(JUDGE, GenerationParams(max_tokens=24, top_logprobs=5, json_schema=SCORE_PARAM))
@@ -119,6 +121,7 @@ def test_embedded_logprobs_are_taken_before_the_grammar_mask(embedded):
     assert first["token"] == "{" and max(first["top"].values()) > first["logprob"]
 
 
+@pytest.mark.model
 def test_embedded_grammar_follows_the_asked_property_order_and_is_built_once():
     pytest.importorskip("llama_cpp")
     from judge_engine.llm.llamacpp import grammar_for
@@ -130,6 +133,7 @@ def test_embedded_grammar_follows_the_asked_property_order_and_is_built_once():
     assert root.index("explanation") < root.index("score")
 
 
+@pytest.mark.model
 def test_embedded_off_sends_no_grammar(embedded):
     from judge_engine.llm.llamacpp import LlamaCppBackend
 
@@ -513,6 +517,7 @@ def test_vllm_off_and_a_vllm_without_guided_decoding_send_free_text(monkeypatch)
 # --------------------------------------------------------------------------- benchmark smoke run
 
 
+@pytest.mark.model
 def test_structured_benchmark_compares_the_two_arms_on_the_same_prompts(tmp_path, shared_data):
     pytest.importorskip("llama_cpp")
     from judge_engine.bench.__main__ import main
