@@ -48,6 +48,10 @@ informative informativeness interesting irrelevant logical low lower natural nat
 readable redundant relevance relevant repetitive score scores scored should specific strong understandable vague
 weak well worse worst must avoid lacks lack missing contradict contradicts contradiction mistakes flow organized
 organised structure structured original surprise surprising empathy empathetic polite fluently rating rated
+concise conciseness brevity brief padding verbose verbosity wordy faithfulness groundedness grounded hallucination
+hallucinated factuality factual plausible plausibility specificity diversity humor humour humorous engagingness
+understandability naturalness style tone readability grammar grammaticality spelling punctuation cohesion cohesive
+consistency informative novelty novel overall usefulness useful harmless safe safety politeness empathic persuasive
 """.split())
 """Words that name a quality, a judgement or a score."""
 

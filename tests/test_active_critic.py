@@ -388,13 +388,17 @@ def test_unparsed_replies_are_missing_and_counted(store, data):
         get_method("active_critic", {"n_candidates": 2}).fit(samples[:10], aspect, llm=llm, task=task,
                                                              log=lambda k, p: events.append((k, p)))
     assert [p["candidate"] for k, p in events if k == "demos_selected"] == [None]
-    assert [p["code"] for k, p in events if k == "warning"] == ["no_criteria"]
+    # "I would rather not." read as a task description says nothing about the task: refused, the dataset's task used
+    assert [p["code"] for k, p in events if k == "warning"] == ["task_description_rejected", "no_criteria"]
     # a person may keep the zero-shot judge anyway; the judge says so
     judge = get_method("active_critic", {"n_candidates": 2, "no_positive_set": "zero_shot"}).fit(
         samples[:10], aspect, llm=llm, task=task)
     assert judge.state["criteria"] == {} and judge.state["criteria_parse_failures"] == 2  # init and one refine
-    assert [w["code"] for w in judge.state["warnings"]] == ["no_criteria", "selection_fallback"]
-    assert "no_positive_set='zero_shot'" in judge.state["warnings"][1]["message"]
+    assert [w["code"] for w in judge.state["warnings"]] == ["task_description_rejected", "no_criteria",
+                                                             "selection_fallback"]
+    assert judge.state["task_description"] == f"Evaluate {task.output_label.lower()}s written for the task of {task.task}."
+    assert judge.state["rejected"][0]["text"] == "I would rather not." and judge.state["rejected"][0]["rule"]
+    assert "no_positive_set='zero_shot'" in judge.state["warnings"][2]["message"]
     first = judge.state["search"][0]
     assert first["n_items"] == 10 and first["n_scored"] == 0 and first["n_missing"] == 10
     assert first["coverage"] == pytest.approx(0.0) and first["selectable"] is False
@@ -565,3 +569,17 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     repeat = create_run(store, spec)
     assert execute_run(store, repeat)["calls"] == 0
     assert [v.score for v in store.load_verdicts(repeat)] == pytest.approx([v.score for v in verdicts], nan_ok=True)
+
+
+
+def test_a_made_up_story_as_task_description_and_copied_or_empty_criteria_are_rejected_and_kept(store, data):
+    samples, aspect, task = data
+    story = "The 2008 election was a pivotal moment in history when many voters went to the polls early."
+    shown = ["the mayor opened the new bridge over the river on monday after three years of building work"]
+    criteria = {"Coverage": "Keeps the main points of the source.",
+                "Bridge": "the mayor opened the new bridge over the river on monday after three years", "X": "y"}
+    description, refused = ac.check_task_description(story, task, shown)
+    assert refused["rule"] == "no_quality" and refused["text"] == story and task.task in description
+    kept, refused_criteria = ac.check_criteria(criteria, shown)
+    assert list(kept) == ["Coverage"]
+    assert {r["name"]: r["rule"] for r in refused_criteria} == {"Bridge": "copy", "X": "empty"}

@@ -82,6 +82,7 @@ from ..metrics import (
 from ..parsing import parse_json_object, parse_score, read_weighted
 from ..prompting import TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
+from ..rubric_checks import check_entries, check_entry
 from .base import (
     EventSink,
     Interval,
@@ -315,6 +316,30 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
             log("task_description", {"batch": "all", "version": len(versions), "text": description, "raw": reply,
                                      "ensemble": True, "read": read})
     return description, versions
+
+
+def check_task_description(description: str, task: TaskInfo,
+                           shown: Sequence[str]) -> tuple[str, dict[str, Any] | None]:
+    """The inferred description if the rubric checks accept it, else the dataset's own task and the refusal.
+
+    A small model's "description" can be a made-up story or a copy of an
+    example; every scoring prompt carries it, so a refused one is replaced by
+    a plain statement of the dataset's task (and kept, with its reason).
+    """
+    check = check_entry(description, kind="task_description", shown=shown, max_chars=2000)
+    if check.ok:
+        return description, None
+    fallback = f"Evaluate {task.output_label.lower()}s written for the task of {task.task}."
+    return fallback, {**check.to_dict(), "stage": "task description"}
+
+
+def check_criteria(criteria: dict[str, str], shown: Sequence[str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The criteria the rubric checks accept (name and definition checked together), and the refusals."""
+    names = list(criteria)
+    checks = check_entries([f"{n}: {criteria[n]}" for n in names], kind="criterion", shown=shown)
+    kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
+    refused = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if not c.ok]
+    return kept, refused
 
 
 # -------------------------------------------------------------------------------- stage 1: criteria
@@ -1286,6 +1311,21 @@ class ActiveCritic(Method):
                                                           quality=_quality(aspect), **common)
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
+        shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
+        rejected: list[dict[str, Any]] = []
+        if description and self.task_description is None:
+            description, refused = check_task_description(description, task, shown)
+            if refused:
+                rejected.append(refused)
+                sink("rubric_rejected", refused)
+                warnings.append(judge_warning(
+                    "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
+                    f"the prompts use the dataset's own task instead: {description!r}"))
+        if criteria and self.criteria is None:
+            criteria, refused_criteria = check_criteria(criteria, shown)
+            for refused in refused_criteria:
+                rejected.append(refused)
+                sink("rubric_rejected", refused)
         if not criteria:
             warnings.append(judge_warning(
                 "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
@@ -1312,7 +1352,7 @@ class ActiveCritic(Method):
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={**state, "demos": demos, "search": search, "task_description_versions": versions,
                             "criteria_parse_failures": criteria_failures, "n_batches": len(batches),
-                            "warnings": warnings + selection, "reads": reads})
+                            "warnings": warnings + selection, "reads": reads, "rejected": rejected})
 
     @staticmethod
     def scoring_params(params: dict[str, Any]) -> GenerationParams:
