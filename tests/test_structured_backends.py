@@ -529,3 +529,25 @@ def test_structured_benchmark_compares_the_two_arms_on_the_same_prompts(tmp_path
     assert rows["grammar"]["modes"] == ["grammar"] and rows["free"]["modes"] == ["none"]
     assert rows["grammar"]["json_share"] == pytest.approx(1.0)  # 16 tokens hold {"score": N}
     assert doc["summary"]["grammar_vs_free_seconds_per_call"] > 0
+
+
+def test_a_long_string_bound_is_left_out_of_the_grammar_and_kept_in_the_schema():
+    from judge_engine import structured
+    from judge_engine.llm.llamacpp import GRAMMAR_MAX_STRING_LENGTH, grammar_schema
+
+    schema = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=1200)
+    short = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=200)
+    assert "maxLength" not in grammar_schema(schema)["properties"]["task_description"]
+    assert grammar_schema(short)["properties"]["task_description"]["maxLength"] == 200 < GRAMMAR_MAX_STRING_LENGTH
+    assert schema["properties"]["task_description"]["maxLength"] == 1200  # the reply is still checked against it
+
+
+@pytest.mark.model
+def test_embedded_model_answers_a_schema_with_a_long_string_bound(embedded):
+    # llama.cpp aborted the process on the grammar of maxLength 1200 (Active-Critic's task description)
+    from judge_engine import structured
+
+    schema = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=1200)
+    out = embedded.complete([{"role": "user", "content": "Describe the task of rating summaries, as JSON."}],
+                            GenerationParams(max_tokens=24, json_schema=structured.as_param(schema)))
+    assert out.text.lstrip().startswith("{")

@@ -187,6 +187,25 @@ MAX_GRAMMARS = 256
 """Converted schemas kept per process (a run uses a handful; each is a few kB of grammar text)."""
 
 
+GRAMMAR_MAX_STRING_LENGTH = 600
+"""Longest ``maxLength`` spelled out in a grammar. llama-cpp-python writes ``maxLength: n`` as n nested
+optional characters, and llama.cpp aborts the whole process on such a grammar past about a thousand
+("number of rules ... exceeds sane defaults", measured at 1,200; 800 worked). A longer bound is left to
+``max_tokens`` while decoding and checked by :func:`judge_engine.structured.read_json` on the reply."""
+
+
+def grammar_schema(schema: Any) -> Any:
+    """``schema`` with every string ``maxLength`` above :data:`GRAMMAR_MAX_STRING_LENGTH` dropped."""
+    if isinstance(schema, list):
+        return [grammar_schema(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: grammar_schema(v) for k, v in schema.items()}
+    if out.get("type") == "string" and int(out.get("maxLength", 0)) > GRAMMAR_MAX_STRING_LENGTH:
+        out.pop("maxLength")
+    return out
+
+
 def grammar_for(json_schema: str) -> Any:
     """The llama.cpp grammar of a :attr:`GenerationParams.json_schema` text, converted once per process.
 
@@ -198,7 +217,8 @@ def grammar_for(json_schema: str) -> Any:
             return _GRAMMARS[json_schema]
     from llama_cpp import LlamaGrammar
     try:
-        grammar = LlamaGrammar.from_json_schema(json.dumps(request_schema(json_schema)), verbose=False)
+        grammar = LlamaGrammar.from_json_schema(json.dumps(grammar_schema(request_schema(json_schema))),
+                                                verbose=False)
     except Exception:  # noqa: BLE001 - any schema feature the converter lacks means "no grammar"
         grammar = None
     with _GRAMMAR_LOCK:
