@@ -195,7 +195,7 @@ def _group_ceilings(matrix: np.ndarray, codes: np.ndarray, n_groups: int, weight
         with np.errstate(invalid="ignore", divide="ignore"):
             per.append((weights @ np.nan_to_num(table)) / (weights @ np.isfinite(table)))
     if not per:
-        return np.full((weights.shape[0], len(metrics.METHODS)), np.nan)
+        return np.full((weights.shape[0], len(metrics.COEFFICIENTS)), np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return np.nanmean(np.stack(per), axis=0)
@@ -208,7 +208,7 @@ def leave_one_out(matrix: np.ndarray, *, level: str = "sample", groups: Sequence
     Annotators with fewer than three such items are left out; NaN when none is left.
     """
     m = np.asarray(matrix, dtype=float)
-    per: dict[str, list[float]] = {s: [] for s in metrics.METHODS}
+    per: dict[str, list[float]] = {s: [] for s in metrics.COEFFICIENTS}
     for a in range(m.shape[0]):
         own, mean_others, keep = _against_the_others(m, a)
         if keep.sum() < 3:
@@ -218,7 +218,7 @@ def leave_one_out(matrix: np.ndarray, *, level: str = "sample", groups: Sequence
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             values, _ = metrics.level_correlations(mean_others[keep], own[keep], level=level, groups=g, systems=s)
-        for stat in metrics.METHODS:
+        for stat in metrics.COEFFICIENTS:
             per[stat].append(values[stat])
     return {stat: float(np.nanmean(v)) if np.isfinite(v).any() else math.nan for stat, v in per.items()}
 
@@ -278,12 +278,12 @@ def agreement(labels: Iterable[Annotation], aspect: str, ids: Sequence[str], *, 
     unit_index = [np.array(v) for v in units.values()]
     rng = np.random.default_rng(seed)
     alphas: list[float] = []
-    ceilings: dict[str, list[float]] = {s: [] for s in metrics.METHODS}
+    ceilings: dict[str, list[float]] = {s: [] for s in metrics.COEFFICIENTS}
     if int(shared.sum()) >= 3 and len(names) >= 2 and level == "group" and groups is not None:
         codes, _ = metrics._codes(groups, len(ids), "groups")
         weights = metrics._resample_weights(rng, len(unit_index), n_bootstrap)
         boot = _group_ceilings(matrix, codes, len(unit_index), weights.astype(float))
-        for s, column in zip(metrics.METHODS, boot.T):
+        for s, column in zip(metrics.COEFFICIENTS, boot.T):
             ceilings[s] = column.tolist()
         order = np.argsort(codes, kind="stable")
         for row in weights:  # each item as often as its group was drawn
@@ -295,7 +295,7 @@ def agreement(labels: Iterable[Annotation], aspect: str, ids: Sequence[str], *, 
             alphas.append(krippendorff_alpha(sub))
             boot = leave_one_out(sub, level=level, groups=[groups[i] for i in idx] if groups is not None else None,
                                  systems=[systems[i] for i in idx] if systems is not None else None)
-            for s in metrics.METHODS:
+            for s in metrics.COEFFICIENTS:
                 ceilings[s].append(boot[s])
     return Agreement(aspect=aspect, level=level, annotators=names, n_items=int(shared.sum()), alpha=alpha,
                      alpha_ci=_interval(alphas, ci), ceiling=ceiling,

@@ -35,7 +35,7 @@ from .methods import Judge
 from .records import Annotation, Aspect, Dataset, Verdict
 from .store import Store
 
-STATISTICS = metrics.METHODS
+STATISTICS = metrics.COEFFICIENTS
 """Correlation coefficients reported: pearson, spearman, kendall."""
 
 

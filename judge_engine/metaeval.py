@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any, Hashable, Sequence
 
-from .metrics import LEVELS, METHODS, MetaEvalReport, meta_evaluate
+from .metrics import COEFFICIENTS, LEVELS, MetaEvalReport, meta_evaluate
 
 __all__ = [
     "MetaEvalError",
@@ -321,7 +321,7 @@ def reports_to_json(reports: dict[str, MetaEvalReport]) -> dict[str, dict[str, A
     out: dict[str, dict[str, Any]] = {}
     for aspect, rep in reports.items():
         d = rep.to_dict()
-        head = {k: d.pop(k) for k in (*METHODS, "n")}
+        head = {k: d.pop(k) for k in (*COEFFICIENTS, "n")}
         out[aspect] = {**head, **d}
     return out
 
@@ -338,13 +338,13 @@ def format_table(reports: dict[str, MetaEvalReport], *, confidence: float = 0.95
     header = ["aspect", "n", "missing"]
     if first.level == "group":
         header += ["groups", "skipped"]
-    header += [f"{m} [{confidence:.0%} CI]" for m in METHODS]
+    header += [f"{m} [{confidence:.0%} CI]" for m in COEFFICIENTS]
     rows = []
     for aspect, rep in reports.items():
         row = [aspect, str(rep.n), str(rep.n_missing)]
         if rep.level == "group":
             row += [str(rep.n_groups), str(rep.groups_skipped)]
-        for m in METHODS:
+        for m in COEFFICIENTS:
             c = getattr(rep, m)
             ci = "" if math.isnan(c.ci_low) else f" [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]"
             row.append(_fmt(c.value) + ci)

@@ -56,7 +56,7 @@ from scipy import stats
 
 __all__ = [
     "LEVELS",
-    "METHODS",
+    "COEFFICIENTS",
     "Correlation",
     "LevelInfo",
     "MetaEvalReport",
@@ -71,7 +71,7 @@ __all__ = [
 LEVELS = ("sample", "group", "system")
 """Meta-evaluation levels, see the module docstring."""
 
-METHODS = ("pearson", "spearman", "kendall")
+COEFFICIENTS = ("pearson", "spearman", "kendall")
 """Correlation coefficients reported, in this order."""
 
 _SCIPY_WARNINGS = tuple(
@@ -202,9 +202,9 @@ class MetaEvalReport:
             that :func:`json.dumps` writes valid JSON (``null``).
         """
         out: dict[str, Any] = {"level": self.level}
-        for m in METHODS:
+        for m in COEFFICIENTS:
             out[m] = _nan_to_none(getattr(self, m).value)
-        for m in METHODS:
+        for m in COEFFICIENTS:
             c = getattr(self, m)
             out[f"{m}_ci"] = [_nan_to_none(c.ci_low), _nan_to_none(c.ci_high)]
         out.update(
@@ -255,7 +255,7 @@ def _is_constant(x: np.ndarray) -> bool:
 
 
 def _nan_result() -> dict[str, float]:
-    return {m: math.nan for m in METHODS}
+    return {m: math.nan for m in COEFFICIENTS}
 
 
 def correlations(human: Sequence[float], pred: Sequence[float]) -> dict[str, float]:
@@ -366,8 +366,8 @@ def coverage_adjusted(correlation: float, n_scored: int, n: int, *,
 def selection_fitness(human: Sequence[float], pred: Sequence[float], *, coefficient: str = "pearson",
                       min_coverage: float = MIN_SELECTION_COVERAGE) -> SelectionFitness:
     """:func:`coverage_adjusted` of a sample-level ``coefficient`` (missing predictions are NaN/None)."""
-    if coefficient not in METHODS:
-        raise ValueError(f"coefficient must be one of {METHODS}, not {coefficient!r}")
+    if coefficient not in COEFFICIENTS:
+        raise ValueError(f"coefficient must be one of {COEFFICIENTS}, not {coefficient!r}")
     p = _as_float_array(pred, "pred")
     n_scored = int(np.isfinite(p).sum())
     return coverage_adjusted(correlations(human, pred)[coefficient], n_scored, len(p), min_coverage=min_coverage)
@@ -377,14 +377,14 @@ def _group_table(h: np.ndarray, p: np.ndarray, g: np.ndarray, n_groups: int) -> 
     """Per-group coefficients, shape ``(n_groups, 3)``; NaN rows for skipped groups."""
     order = np.argsort(g, kind="stable")
     bounds = np.searchsorted(g[order], np.arange(n_groups + 1))
-    table = np.full((n_groups, len(METHODS)), np.nan)
+    table = np.full((n_groups, len(COEFFICIENTS)), np.nan)
     for k in range(n_groups):
         idx = order[bounds[k] : bounds[k + 1]]
         hk, pk = h[idx], p[idx]
         if hk.size < 2 or _is_constant(hk) or _is_constant(pk):
             continue
         r = correlations(hk, pk)
-        table[k] = [r[m] for m in METHODS]
+        table[k] = [r[m] for m in COEFFICIENTS]
     return table
 
 
@@ -450,7 +450,7 @@ def _level_point(
         valid = ~np.isnan(table[:, 0])
         used = int(valid.sum())
         if used:
-            values = {m: float(np.mean(table[valid, j])) for j, m in enumerate(METHODS)}
+            values = {m: float(np.mean(table[valid, j])) for j, m in enumerate(COEFFICIENTS)}
         else:
             values = _nan_result()
         info = LevelInfo(n=h.size, n_groups=used, groups_skipped=n_g - used, n_systems=n_s)
@@ -534,7 +534,7 @@ def _rowwise_correlations(H: np.ndarray, P: np.ndarray) -> np.ndarray:
     rows containing them are handled one by one, ignoring those entries.
     """
     B = H.shape[0]
-    out = np.full((B, len(METHODS)), np.nan)
+    out = np.full((B, len(COEFFICIENTS)), np.nan)
     if B == 0 or H.shape[1] == 0:
         return out
     full = np.all(np.isfinite(H) & np.isfinite(P), axis=1)
@@ -552,7 +552,7 @@ def _rowwise_correlations(H: np.ndarray, P: np.ndarray) -> np.ndarray:
         out[full, 2] = taus
     for i in np.flatnonzero(~full):
         r = correlations(H[i], P[i])
-        out[i] = [r[m] for m in METHODS]
+        out[i] = [r[m] for m in COEFFICIENTS]
     return out
 
 
@@ -653,7 +653,7 @@ def _bootstrap(
         units = n
 
     parts = [block(b) for b in _block_sizes(n_bootstrap, units)]
-    return np.concatenate(parts) if parts else np.full((0, len(METHODS)), np.nan)
+    return np.concatenate(parts) if parts else np.full((0, len(COEFFICIENTS)), np.nan)
 
 
 MIN_BOOTSTRAP_UNITS = 5
@@ -734,7 +734,7 @@ def meta_evaluate(
     h, p, g, s, n_missing, n_g, n_s = _prepare(human, pred, groups, systems)
     values, info, table = _level_point(h, p, g, s, n_g, n_s, level)
 
-    lows = highs = np.full(len(METHODS), np.nan)
+    lows = highs = np.full(len(COEFFICIENTS), np.nan)
     units = {"sample": h.size, "group": n_g, "system": n_g if g is not None else h.size}[level]
     unit_name = "items" if level == "sample" or (level == "system" and g is None) else "groups"
     ci_note = ""
@@ -750,7 +750,7 @@ def meta_evaluate(
 
     corr = {
         m: Correlation(float(values[m]), float(lows[j]), float(highs[j]))
-        for j, m in enumerate(METHODS)
+        for j, m in enumerate(COEFFICIENTS)
     }
     return MetaEvalReport(
         level=level,

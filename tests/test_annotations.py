@@ -219,7 +219,7 @@ def test_group_resamples_of_the_ceiling_match_recomputing_it_on_the_resampled_it
         copies = np.concatenate([np.arange(n) for n in row[codes[order]]])
         again = annotations.leave_one_out(matrix[:, idx], level="group",
                                           groups=[f"{groups[i]}#{c}" for i, c in zip(idx, copies)])
-        assert got == pytest.approx([again[s] for s in metrics.METHODS], nan_ok=True)
+        assert got == pytest.approx([again[s] for s in metrics.COEFFICIENTS], nan_ok=True)
 
 
 def test_execute_run_meta_evaluates_against_the_recorded_aggregate(store, tiny_dataset):
