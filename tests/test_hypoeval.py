@@ -765,7 +765,8 @@ def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store,
         get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
                                    task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
     [warning] = [p for k, p in events if k == "warning"]
-    assert warning["code"] == "empty_bank" and "no hypothesis could be read" in warning["message"]
+    assert warning["code"] == "empty_bank" and "no hypothesis was left" in warning["message"]
+    assert "every item had fewer than 6 words" in warning["message"]
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6)
     run_id = create_run(store, spec)
@@ -855,3 +856,13 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
     bank = {e["text"] for e in judge.state["bank"]}
     assert near not in bank and copy not in bank and GOOD.format(n=0) in bank
     assert all(r["reason"] for r in judge.state["rejected"])
+
+
+
+def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store, tiny_dataset):
+    # SmolLM2 under the grammar: the prompt's own example, placeholder and all, three times over
+    example = "A summary scores high on quality when ..., and low when ..."
+    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)))
+    with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
+        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
+                                   task=TaskInfo.of(tiny_dataset))

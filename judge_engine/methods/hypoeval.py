@@ -164,6 +164,20 @@ def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
     return out[:limit]
 
 
+def why_unread(text: str) -> str:
+    """In words, why no hypothesis could be read from a generation reply (for the empty-bank message)."""
+    value = parse_json_object(text or "")
+    items = value.get("hypotheses") if isinstance(value, dict) else None
+    if not isinstance(items, list) or not items:
+        return "no list of hypotheses in the reply"
+    texts = [" ".join(str(i).split()) for i in items]
+    if any("..." in t for t in texts):
+        return "the model repeated the prompt's example with its '...' placeholder instead of writing hypotheses"
+    if all(len(t.split()) < MIN_HYPOTHESIS_WORDS for t in texts):
+        return f"every item had fewer than {MIN_HYPOTHESIS_WORDS} words"
+    return "the items repeated each other"
+
+
 def read_hypotheses(text: str, limit: int) -> tuple[list[str], str]:
     """Hypotheses from a reply and how they were read (one of :data:`READ_SOURCES`).
 
@@ -233,12 +247,15 @@ class Context:
     """Fit-time warnings (:func:`~judge_engine.methods.base.judge_warning`) for ``Judge.state``."""
     rejected: list[dict[str, Any]] | None = None
     """Generated hypotheses the rubric checks refused, with the rule and reason (:mod:`judge_engine.rubric_checks`)."""
+    unread_reasons: list[str] | None = None
+    """Why each generation reply that gave no hypothesis gave none (:func:`why_unread`)."""
 
     def __post_init__(self) -> None:
         self.replies = {k: 0 for k in READ_SOURCES} if self.replies is None else self.replies
         self.score_sources = {} if self.score_sources is None else self.score_sources
         self.warnings = [] if self.warnings is None else self.warnings
         self.rejected = [] if self.rejected is None else self.rejected
+        self.unread_reasons = [] if self.unread_reasons is None else self.unread_reasons
 
     def warn(self, code: str, message: str, count: int | None = None) -> None:
         """Record a fit-time warning in the judge's state and as an event (the run keeps it even if fit fails)."""
@@ -370,16 +387,21 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     [reply] = ctx.ask([prompt], stage, schema=schema)
     found, source = read_hypotheses(reply, n)
     ctx.count_reply(stage, source)
+    last = reply
     if not found:  # [REC §10] retry once: a follow-up turn asking for the list only
         follow = ctx.llm.complete([{"role": "user", "content": prompt}, {"role": "assistant", "content": reply},
                                    {"role": "user", "content": RETRY_GENERATION.format(n=n)}],
                                   ctx.generation_params(schema))
         ctx.calls += 1
-        found, source = read_hypotheses(follow.text, n)
+        last = follow.text
+        found, source = read_hypotheses(last, n)
         ctx.count_reply(f"{stage} (follow-up)", source)
     if not found:
         ctx.failures += 1
-        ctx.emit("generation_failed", {"stage": stage, "raw": reply[:2000]})
+        # the more telling diagnosis of the two replies (a follow-up is often no list at all)
+        reasons = [why_unread(reply), why_unread(last)]
+        ctx.unread_reasons.append(next((r for r in reasons if not r.startswith("no list")), reasons[0]))
+        ctx.emit("generation_failed", {"stage": stage, "raw": reply[:2000], "why": ctx.unread_reasons[-1]})
         return found
     checks = check_entries(found, kind="hypothesis", shown=shown)
     refused = [{**c.to_dict(), "stage": stage} for c in checks if not c.ok]
@@ -1091,8 +1113,11 @@ class HypoEval(Method):
             read = ", ".join(f"{n} {k}" for k, n in ctx.replies.items() if n)
             message = ("HypoEval generated no usable hypothesis: " + (
                 "no curated hypothesis text was given" if self.hypotheses is not None else
-                f"no hypothesis could be read from the model's generation replies ({read or 'no reply'}; "
-                f"an item needs at least {MIN_HYPOTHESIS_WORDS} words)"))
+                "no hypothesis was left from the model's generation replies ("
+                + "; ".join([f"replies read: {read or 'none'}", *dict.fromkeys(ctx.unread_reasons)]
+                            + ([f"{len(ctx.rejected)} hypotheses refused by the rubric checks: "
+                                + ", ".join(sorted({r['rule'] for r in ctx.rejected}))] if ctx.rejected else []))
+                + ")"))
             ctx.emit("empty_bank", {"reason": message, "replies": dict(ctx.replies)})
             ctx.warn("empty_bank", message)
             raise ValueError(message)
