@@ -12,9 +12,10 @@ from pages import common
 
 common.require_frame()
 
+# where each learned judge is edited by a person (a comment, not a docstring: Streamlit's magic would draw a bare
+# string on the page)
 METHOD_PAGES = {"hypoeval": "pages/hypoeval.py", "hpss": "pages/hpss.py", "active_critic": "pages/active_critic.py",
                 "hd_eval": "pages/hd_eval.py"}
-"""Where each learned judge is edited by a person."""
 
 store = common.get_store()
 
