@@ -134,6 +134,25 @@ def set_value(key: str, value: Any) -> None:
     st.session_state.pop(f"_w_{key}", None)
 
 
+# --------------------------------------------------------------------------- keeping a curator's place
+
+
+def remembered_tabs(labels: list[str], key: str) -> Any:
+    """``st.tabs(labels)`` that stay on the tab the person chose whenever the page reruns.
+
+    Plain tabs are chosen in the browser only: the rerun after a Save, which
+    shows a message above them, brings back the first tab, and the person
+    loses the list they were curating. These tabs report the choice to the
+    server (``on_change``), which keeps it in the session value ``key`` (see
+    :func:`bound`) and draws that tab open on every run, also after a visit
+    to another page.
+    """
+    st.session_state.setdefault(key, labels[0])
+    if st.session_state[key] not in labels:
+        set_value(key, labels[0])
+    return st.tabs(labels, key=widget_key(key), on_change=keep, args=(key,))
+
+
 def db_path() -> Path:
     """The database file of this session (sidebar setting; default ``default_db_path()``)."""
     init_state()
