@@ -395,15 +395,37 @@ def plain(text: str) -> str:
     return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), escaped)
 
 
-def flash(kind: str, text: str) -> None:
-    """Queue a message for the next run of the page (survives ``st.rerun()``)."""
-    st.session_state.setdefault("_flash", []).append((kind, text))
+def flash(kind: str, text: str, *, at: str | None = None) -> None:
+    """Queue a message for the next run of the page (survives ``st.rerun()``).
+
+    With ``at``, the message is shown where the page calls ``show_flash(at)``
+    (beside the Save that caused it) instead of at the top: a person curating
+    far down a page sees the outcome where they are, and nothing is inserted
+    above them that would push the list they are reading down.
+    """
+    if at is None:
+        st.session_state.setdefault("_flash", []).append((kind, text))
+    else:
+        st.session_state.setdefault("_flash_at", {})[at] = (kind, text)
 
 
-def show_flash() -> None:
-    """Show and clear the queued messages."""
-    for kind, text in st.session_state.pop("_flash", []):
+def show_flash(at: str | None = None) -> None:
+    """Show and clear the queued messages: the page-top ones, or with ``at`` the ones queued for that place.
+
+    Called without ``at`` at the top of every page run, it also hands the
+    placed messages to this run; a placed message whose place was not drawn
+    in that run (the item is gone) is shown at the top of the next one, so
+    no message is lost.
+    """
+    if at is not None:
+        kind, text = st.session_state.get("_flash_now", {}).pop(at, (None, None))
+        if kind:
+            getattr(st, kind)(plain(text))
+        return
+    for kind, text in list(st.session_state.pop("_flash", [])) + list(
+            st.session_state.pop("_flash_now", {}).values()):
         getattr(st, kind)(plain(text))
+    st.session_state["_flash_now"] = st.session_state.pop("_flash_at", {})
 
 
 # --------------------------------------------------------------------------- cached readers

@@ -205,15 +205,17 @@ for warning in state.get("warnings") or []:
 
 
 def save(node_id: str, message: str, **changes) -> None:
+    # the outcome is shown where the person works: under the node, or atop its aspect when the node left the tree
+    at = f"hd_aspect:{aspect_of(node_id)}" if changes.get("deleted") else f"hd_node:{node_id}"
     try:
         edit_node(store, run_id, node_id, expected_version=expected(node_id), actor=common.actor(), **changes)
     except EditConflict as exc:
-        common.flash("error", f"Not saved: {exc}. The tree below now shows their version; apply your change again "
-                              "if you still want it.")
+        common.flash("error", f"Not saved: {exc}. The tree now shows their version; apply your change again "
+                              "if you still want it.", at=at)
     except ValueError as exc:
-        common.flash("error", str(exc))
+        common.flash("error", str(exc), at=at)
     else:
-        common.flash("success", message)
+        common.flash("success", message, at=at)
         st.session_state["hd_last_edit"] = run_id
     st.session_state[OPEN_NODE] = node_id
     st.session_state[OPEN_DELETED] = changes.get("deleted") is False  # a restore: keep the list open for the next
@@ -286,8 +288,8 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                 if not name.strip():
                     st.error("Give the criterion a name.")
                 else:
-                    add_node(store, run_id, nid, name, definition, actor=common.actor())
-                    common.flash("success", f"Added {name.strip()!r} under {node['name']!r}.")
+                    new_id = add_node(store, run_id, nid, name, definition, actor=common.actor())
+                    common.flash("success", f"Added {name.strip()!r} under {node['name']!r}.", at=f"hd_node:{new_id}")
                     st.session_state["hd_last_edit"] = run_id
                     st.session_state[OPEN_NODE] = nid
                     st.session_state[CLOSE] = add_key
@@ -312,14 +314,15 @@ def node_row(node: dict, depth: int) -> None:
         cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}"
                          + ("" if cover is None else f" · scored {cover:.0%}"))
     node_editor(node, cols[3], cols[4])
+    common.show_flash(at=f"hd_node:{nid}")  # the outcome of this node's last save, under it
     if cols[5].button("Undo", key=f"hd_undo_{run_id}_{nid}", help="Restore the previous version",
                       disabled=versions[nid] <= 1):
         try:
             undo_node(store, run_id, nid, expected_version=expected(nid), actor=common.actor())
         except (EditConflict, ValueError) as exc:
-            common.flash("error", f"Not undone: {exc}")
+            common.flash("error", f"Not undone: {exc}", at=f"hd_node:{nid}")
         else:
-            common.flash("success", f"Restored the previous version of {node['name']!r}.")
+            common.flash("success", f"Restored the previous version of {node['name']!r}.", at=f"hd_node:{nid}")
             st.session_state["hd_last_edit"] = run_id
         st.session_state[OPEN_NODE] = nid
         st.rerun()
@@ -345,6 +348,7 @@ for aspect_node in [n for n in tree["nodes"] if n.get("parent") is None]:
     edited = st.session_state.get(OPEN_NODE)
     with st.expander(label, expanded=aspect_node["id"] == target
                      or (edited in nodes and aspect_of(edited) == aspect_node["id"])):
+        common.show_flash(at=f"hd_aspect:{aspect_node['id']}")
         node_row(aspect_node, 0)
         subtree(aspect_node["id"], 1)
 

@@ -293,6 +293,7 @@ def curate(run: dict, judge: Judge) -> None:
                 status = st.radio("Status", ["accepted", "rejected"], horizontal=True,
                                   index=0 if row["status"] == "accepted" else 1, key=f"hypoeval_status_{row['id']}")
                 saved = st.form_submit_button("Save")
+            common.show_flash(at=f"hypoeval:{row['id']}")  # "Saved." beside the form, not at the page top
             change = None
             if saved:
                 change = {"id": row["id"], "name": row["name"], "definition": text.strip(), "status": status}
@@ -311,7 +312,7 @@ def curate(run: dict, judge: Judge) -> None:
                     st.session_state[seen_key] = version
                     st.session_state.pop(f"hypoeval_text_{row['id']}", None)
                     st.session_state.pop(f"hypoeval_status_{row['id']}", None)
-                    common.flash("success", "Saved.")
+                    common.flash("success", "Saved.", at=f"hypoeval:{row['id']}")
                     st.rerun()
     restorable = rejected_by_checks(judge, rows)
     if restorable:

@@ -58,6 +58,8 @@ def test_hypoeval_save_stays_on_the_curation_tab_with_the_saved_hypothesis_open(
     assert selected_tab(at, HYPOEVAL_TABS) == "Curate and re-score"
     opened = open_expanders(at)
     assert len(opened) == 1 and " v2 " in opened[0] and row["definition"][:40] in opened[0], opened
+    item = next(e for e in at.expander if e.proto.expanded)
+    assert [m.value for m in item.success] == ["Saved."], "the confirmation is inside the item, not atop the page"
     # the next rerun (any other click) keeps both
     at.run()
     assert selected_tab(at, HYPOEVAL_TABS) == "Curate and re-score" and open_expanders(at) == opened
@@ -113,6 +115,8 @@ def test_hd_eval_saving_a_node_closes_its_popover_and_keeps_its_aspect_open(db):
     assert not popover_open(at, add_key), "no popover left open over the tree after its save"
     opened = open_expanders(at)
     assert any(label.startswith("style") and label != style[0] for label in opened), opened
+    aspect = next(e for e in at.expander if e.label.startswith("style"))
+    assert any("Added 'Varied sentences'" in m.value for m in aspect.success), "the outcome is shown in the tree"
 
     # the Edit popover of a node: open, save, closed; its aspect (the target) stays open
     edit_key = f"hd_pop_edit_{run_id}_clarity/p1"
@@ -125,3 +129,109 @@ def test_hd_eval_saving_a_node_closes_its_popover_and_keeps_its_aspect_open(db):
     assert not at.exception and any("Saved" in s.value for s in at.success)
     assert not popover_open(at, edit_key)
     assert any(label.startswith("clarity") for label in open_expanders(at))
+
+
+# --------------------------------------------------------------------------- the outcome of a Save, where it was made
+def page_order(at: AppTest) -> list:
+    """Every node of the page in the order it is drawn (children by their index)."""
+    out = []
+
+    def walk(node) -> None:
+        out.append(node)
+        for i in sorted(getattr(node, "children", {}) or {}):
+            walk(node.children[i])
+
+    walk(at._tree)
+    return out
+
+
+def drawn_after(at: AppTest, first, then) -> bool:
+    order = [id(n) for n in page_order(at)]
+    return order.index(id(first)) < order.index(id(then))
+
+
+def open_page(path: str) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at.switch_page(path).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_active_critic_save_says_saved_beside_the_form_not_at_the_page_top(db, tiny_dataset):
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.runs import RunSpec, create_run, execute_run
+    from tests.test_active_critic_page import responder
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6, params={"n_candidates": 2, "n_demos": 1, "eval_subsample": 2,
+                                                            "max_batches": 1, "variant": "fine"}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    at = open_page("pages/active_critic.py")
+    row = next(r for r in store.criteria(f"active_critic:run:{run_id}") if r["name"] == "Fluency")
+    at.text_input(key=f"ac_def_{row['id']}").set_value("Reads naturally, with no typos.")
+    at.button(key=f"FormSubmitter:ac_edit_{run_id}-Save edits").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    saved = [s for s in at.success if "Saved 1 change" in s.value]
+    assert len(saved) == 1, [s.value for s in at.success]
+    assert drawn_after(at, at.button(key=f"FormSubmitter:ac_edit_{run_id}-Save edits"), saved[0]), \
+        "the confirmation is drawn below the form the person saved, not above the page"
+    assert at.text_input(key=f"ac_def_{row['id']}").value == "Reads naturally, with no typos."
+    at.run()
+    assert not [s for s in at.success if "Saved 1 change" in s.value], "shown once"
+
+
+def test_hpss_save_says_saved_beside_the_form_not_at_the_page_top(db, tiny_dataset, monkeypatch):
+    from judge_engine import runs as runs_module
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.runs import RunSpec, create_run, execute_run
+    from tests.scripted import schema_responder, tiny_oracle
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                                       params={"budget": 0, "fixed_strategy": None}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                            backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
+    started = []
+    monkeypatch.setattr(runs_module, "start_run", lambda path, rid, **kw: started.append(rid))
+    at = open_page("pages/hpss.py")
+    at.text_area(key=f"hpss_edit_{run_id}_text").set_value("Quality: says what matters, briefly.")
+    button = next(b for b in at.button if b.label.startswith("Save edit"))
+    button.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert started, "the edit started a re-scoring run"
+    saved = [s for s in at.success if "Saved the edit" in s.value]
+    assert len(saved) == 1, [s.value for s in at.success]
+    assert drawn_after(at, next(b for b in at.button if b.label.startswith("Save edit")), saved[0])
+    assert at.selectbox(key="hpss_run_id").value == run_id, "still on the run being curated"
+
+
+def test_a_placed_message_is_shown_once_and_never_lost_when_its_place_is_not_drawn():
+    def script():
+        import streamlit as st
+
+        from pages import common
+
+        common.show_flash()
+        if st.session_state.get("draw_place", True):
+            common.show_flash(at="here")
+        if st.button("Save", key="save"):
+            common.flash("success", "Saved here.", at="here")
+            st.rerun()
+
+    at = AppTest.from_function(script).run()
+    at.button(key="save").click().run()
+    assert [m.value for m in at.success] == ["Saved here."]
+    at.run()
+    assert not at.success, "shown once"
+    at.session_state["draw_place"] = False
+    at.button(key="save").click().run()
+    assert not at.success, "its place was not drawn in this run"
+    at.run()
+    assert [m.value for m in at.success] == ["Saved here."], "shown at the top of the next run instead of lost"
+    at.run()
+    assert not at.success
