@@ -418,9 +418,12 @@ def show_flash(at: str | None = None) -> None:
     no message is lost.
     """
     if at is not None:
+        # always one placeholder, message or not: the elements after it keep their places between runs, so the
+        # browser does not hand one item's open/closed state to its neighbour
+        box = st.empty()
         kind, text = st.session_state.get("_flash_now", {}).pop(at, (None, None))
         if kind:
-            getattr(st, kind)(plain(text))
+            getattr(box, kind)(plain(text))
         return
     for kind, text in list(st.session_state.pop("_flash", [])) + list(
             st.session_state.pop("_flash_now", {}).values()):

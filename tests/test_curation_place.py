@@ -87,6 +87,22 @@ def open_hd_eval() -> AppTest:
     return at
 
 
+def path_of(at: AppTest, key: str) -> tuple[int, ...]:
+    """Where the widget with ``key`` is drawn (its indices from the page root): the browser keys state by it."""
+    def walk(node, path):
+        if getattr(node, "key", None) == key:
+            return path
+        for i in sorted(getattr(node, "children", {}) or {}):
+            found = walk(node.children[i], path + (i,))
+            if found is not None:
+                return found
+        return None
+
+    found = walk(at._tree, ())
+    assert found is not None, key
+    return found
+
+
 def popover_open(at: AppTest, key: str) -> bool:
     """Whether the server draws the popover with ``key`` open (raises if it is not on the page)."""
     found = [b for b in blocks(at, "popover") if b.proto.popover.id.endswith(f"-{key}")]
@@ -123,11 +139,13 @@ def test_hd_eval_saving_a_node_closes_its_popover_and_keeps_its_aspect_open(db):
     at.session_state[edit_key] = True
     at.run()
     assert popover_open(at, edit_key)
+    below = path_of(at, f"hd_undo_{run_id}_clarity/p2")
     names = [w for w in at.text_input if w.label == "Name" and w.form_id == f"hd_edit_{run_id}_clarity/p1"]
     names[0].set_value("Plain words")
     next(b for b in at.button if b.label == "Save" and b.form_id == f"hd_edit_{run_id}_clarity/p1").click().run()
     assert not at.exception and any("Saved" in s.value for s in at.success)
     assert not popover_open(at, edit_key)
+    assert path_of(at, f"hd_undo_{run_id}_clarity/p2") == below, "the message under a node moves no row below it"
     assert any(label.startswith("clarity") for label in open_expanders(at))
 
 
