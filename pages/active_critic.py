@@ -343,6 +343,7 @@ with st.form(f"ac_edit_{run_id}"):
     add_def = c[1].text_input("Its definition", key=f"ac_add_def_{run_id}")
     saved = st.form_submit_button("Save edits")
 
+common.show_flash(at="ac_edit")  # the outcome of a Save beside the form: the person stays where they edit
 if saved:
     changes = []
     if new_task != rows[task_id]["definition"]:
@@ -364,7 +365,7 @@ if saved:
                               "current text, then edit again."))
     else:
         st.session_state.pop(seen_key, None)
-        common.flash("success", f"Saved {len(changes)} change(s)." if changes else "Nothing changed.")
+        common.flash("success", f"Saved {len(changes)} change(s)." if changes else "Nothing changed.", at="ac_edit")
         st.rerun()
 if st.button("Reload", key=f"ac_reload_{run_id}"):
     st.session_state.pop(seen_key, None)

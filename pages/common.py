@@ -134,6 +134,25 @@ def set_value(key: str, value: Any) -> None:
     st.session_state.pop(f"_w_{key}", None)
 
 
+# --------------------------------------------------------------------------- keeping a curator's place
+
+
+def remembered_tabs(labels: list[str], key: str) -> Any:
+    """``st.tabs(labels)`` that stay on the tab the person chose whenever the page reruns.
+
+    Plain tabs are chosen in the browser only: the rerun after a Save, which
+    shows a message above them, brings back the first tab, and the person
+    loses the list they were curating. These tabs report the choice to the
+    server (``on_change``), which keeps it in the session value ``key`` (see
+    :func:`bound`) and draws that tab open on every run, also after a visit
+    to another page.
+    """
+    st.session_state.setdefault(key, labels[0])
+    if st.session_state[key] not in labels:
+        set_value(key, labels[0])
+    return st.tabs(labels, key=widget_key(key), on_change=keep, args=(key,))
+
+
 def db_path() -> Path:
     """The database file of this session (sidebar setting; default ``default_db_path()``)."""
     init_state()
@@ -376,15 +395,40 @@ def plain(text: str) -> str:
     return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), escaped)
 
 
-def flash(kind: str, text: str) -> None:
-    """Queue a message for the next run of the page (survives ``st.rerun()``)."""
-    st.session_state.setdefault("_flash", []).append((kind, text))
+def flash(kind: str, text: str, *, at: str | None = None) -> None:
+    """Queue a message for the next run of the page (survives ``st.rerun()``).
+
+    With ``at``, the message is shown where the page calls ``show_flash(at)``
+    (beside the Save that caused it) instead of at the top: a person curating
+    far down a page sees the outcome where they are, and nothing is inserted
+    above them that would push the list they are reading down.
+    """
+    if at is None:
+        st.session_state.setdefault("_flash", []).append((kind, text))
+    else:
+        st.session_state.setdefault("_flash_at", {})[at] = (kind, text)
 
 
-def show_flash() -> None:
-    """Show and clear the queued messages."""
-    for kind, text in st.session_state.pop("_flash", []):
+def show_flash(at: str | None = None) -> None:
+    """Show and clear the queued messages: the page-top ones, or with ``at`` the ones queued for that place.
+
+    Called without ``at`` at the top of every page run, it also hands the
+    placed messages to this run; a placed message whose place was not drawn
+    in that run (the item is gone) is shown at the top of the next one, so
+    no message is lost.
+    """
+    if at is not None:
+        # always one placeholder, message or not: the elements after it keep their places between runs, so the
+        # browser does not hand one item's open/closed state to its neighbour
+        box = st.empty()
+        kind, text = st.session_state.get("_flash_now", {}).pop(at, (None, None))
+        if kind:
+            getattr(box, kind)(plain(text))
+        return
+    for kind, text in list(st.session_state.pop("_flash", [])) + list(
+            st.session_state.pop("_flash_now", {}).values()):
         getattr(st, kind)(plain(text))
+    st.session_state["_flash_now"] = st.session_state.pop("_flash_at", {})
 
 
 # --------------------------------------------------------------------------- cached readers

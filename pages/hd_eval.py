@@ -205,22 +205,54 @@ for warning in state.get("warnings") or []:
 
 
 def save(node_id: str, message: str, **changes) -> None:
+    # the outcome is shown where the person works: under the node, or atop its aspect when the node left the tree
+    at = f"hd_aspect:{aspect_of(node_id)}" if changes.get("deleted") else f"hd_node:{node_id}"
     try:
         edit_node(store, run_id, node_id, expected_version=expected(node_id), actor=common.actor(), **changes)
     except EditConflict as exc:
-        common.flash("error", f"Not saved: {exc}. The tree below now shows their version; apply your change again "
-                              "if you still want it.")
+        common.flash("error", f"Not saved: {exc}. The tree now shows their version; apply your change again "
+                              "if you still want it.", at=at)
     except ValueError as exc:
-        common.flash("error", str(exc))
+        common.flash("error", str(exc), at=at)
     else:
-        common.flash("success", message)
+        common.flash("success", message, at=at)
         st.session_state["hd_last_edit"] = run_id
+    st.session_state[OPEN_NODE] = node_id
+    st.session_state[OPEN_DELETED] = changes.get("deleted") is False  # a restore: keep the list open for the next
     st.rerun()
+
+
+OPEN_NODE = "hd_open_node"
+"""Session value: the node edited last; the aspect holding it is drawn open after the Save's rerun."""
+OPEN_DELETED = "hd_open_deleted"
+"""Session value: True after a restore, so the list of deleted nodes stays open for the next one."""
+CLOSE = "hd_close_popover"
+"""Session value: key of the popover to draw closed on the next run (its form was just saved)."""
+
+
+def popover(slot, label: str, key: str, help: str):
+    """An Edit/Add popover whose open state the server tracks, so that a Save can close it.
+
+    A plain popover is opened and closed by the browser only and stays open over the tree after its form is
+    saved. This one reports opening (a rerun), and the run after a save draws it closed.
+    """
+    if st.session_state.get(CLOSE) == key:
+        del st.session_state[CLOSE]
+        st.session_state[key] = False  # allowed: the popover is not drawn yet in this run
+    return slot.popover(label, help=help, key=key, on_change="rerun")
+
+
+def aspect_of(node_id: str) -> str:
+    """The human aspect (tree root) above ``node_id``."""
+    while nodes.get(node_id, {}).get("parent") is not None:
+        node_id = nodes[node_id]["parent"]
+    return node_id
 
 
 def node_editor(node: dict, edit_slot, add_slot) -> None:
     nid = node["id"]
-    with edit_slot.popover("Edit", help="Edit, move, prune from the aggregator, or mark for (re)decomposition"):
+    edit_key = f"hd_pop_edit_{run_id}_{nid}"
+    with popover(edit_slot, "Edit", edit_key, "Edit, move, prune from the aggregator, or mark for (re)decomposition"):
         with st.form(f"hd_edit_{run_id}_{nid}"):
             name = st.text_input("Name", node["name"])
             definition = st.text_area("Definition", node["definition"], height=90)
@@ -245,8 +277,10 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                 if redo != bool(node.get("redecompose")):
                     changes["redecompose"] = int(node.get("redecompose") or 0) + 1 if redo else 0
                 if changes:
+                    st.session_state[CLOSE] = edit_key
                     save(nid, f"Saved {node['name']!r}.", **changes)
-    with add_slot.popover("Add", help="Add a child criterion"):
+    add_key = f"hd_pop_add_{run_id}_{nid}"
+    with popover(add_slot, "Add", add_key, "Add a child criterion"):
         with st.form(f"hd_add_{run_id}_{nid}", clear_on_submit=True):
             name = st.text_input("Name of the new criterion")
             definition = st.text_area("Definition", height=80)
@@ -254,9 +288,11 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                 if not name.strip():
                     st.error("Give the criterion a name.")
                 else:
-                    add_node(store, run_id, nid, name, definition, actor=common.actor())
-                    common.flash("success", f"Added {name.strip()!r} under {node['name']!r}.")
+                    new_id = add_node(store, run_id, nid, name, definition, actor=common.actor())
+                    common.flash("success", f"Added {name.strip()!r} under {node['name']!r}.", at=f"hd_node:{new_id}")
                     st.session_state["hd_last_edit"] = run_id
+                    st.session_state[OPEN_NODE] = nid
+                    st.session_state[CLOSE] = add_key
                     st.rerun()
 
 
@@ -278,15 +314,17 @@ def node_row(node: dict, depth: int) -> None:
         cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}"
                          + ("" if cover is None else f" · scored {cover:.0%}"))
     node_editor(node, cols[3], cols[4])
+    common.show_flash(at=f"hd_node:{nid}")  # the outcome of this node's last save, under it
     if cols[5].button("Undo", key=f"hd_undo_{run_id}_{nid}", help="Restore the previous version",
                       disabled=versions[nid] <= 1):
         try:
             undo_node(store, run_id, nid, expected_version=expected(nid), actor=common.actor())
         except (EditConflict, ValueError) as exc:
-            common.flash("error", f"Not undone: {exc}")
+            common.flash("error", f"Not undone: {exc}", at=f"hd_node:{nid}")
         else:
-            common.flash("success", f"Restored the previous version of {node['name']!r}.")
+            common.flash("success", f"Restored the previous version of {node['name']!r}.", at=f"hd_node:{nid}")
             st.session_state["hd_last_edit"] = run_id
+        st.session_state[OPEN_NODE] = nid
         st.rerun()
     if node.get("parent") is not None and cols[6].button("Delete", key=f"hd_del_{run_id}_{nid}",
                                                          help="Delete (undo or restore brings it back)"):
@@ -305,13 +343,18 @@ st.caption("Accept a node by leaving it as is. Every change is saved as a new ve
            "overwriting their edit.")
 for aspect_node in [n for n in tree["nodes"] if n.get("parent") is None]:
     label = f"{aspect_node['name']} · {len([i for i in layers if i.startswith(aspect_node['id'] + '/')])} sub-criteria"
-    with st.expander(label, expanded=aspect_node["id"] == target):
+    # open: the target aspect, and the aspect holding the node edited last (a changed label, e.g. one more
+    # sub-criterion, would otherwise come back closed after the Save's rerun)
+    edited = st.session_state.get(OPEN_NODE)
+    with st.expander(label, expanded=aspect_node["id"] == target
+                     or (edited in nodes and aspect_of(edited) == aspect_node["id"])):
+        common.show_flash(at=f"hd_aspect:{aspect_node['id']}")
         node_row(aspect_node, 0)
         subtree(aspect_node["id"], 1)
 
 deleted = [n for n in tree["nodes"] if n.get("deleted")]
 if deleted:
-    with st.expander(f"Deleted nodes ({len(deleted)})"):
+    with st.expander(f"Deleted nodes ({len(deleted)})", expanded=bool(st.session_state.get(OPEN_DELETED))):
         for n in deleted:
             c1, c2 = st.columns([5, 1])
             c1.markdown(f"~~{common.plain(n['name'])}~~ · {common.plain(n['definition'])}")

@@ -348,6 +348,7 @@ with st.form("hpss_edit"):
                                  criteria_row["definition"], key=f"hpss_edit_{run_id}_text")
     st.caption(f"Editing strategy version {seen[0]} · criteria version {seen[1]}")
     submitted = st.form_submit_button("Save edit and re-score the test split")
+common.show_flash(at="hpss_edit")  # the outcome of a Save beside the form: the person stays where they edit
 if submitted:
     new_strategy = strategy_name(tuple(chosen_values[f] for f in FACTOR_NAMES))
     try:
@@ -375,7 +376,8 @@ if submitted:
         except (ValueError, OSError) as exc:
             st.error(common.plain(str(exc)))
         else:
-            common.flash("success", f"Saved the edit and started run #{new_id} with strategy {new_strategy}")
+            common.flash("success", f"Saved the edit and started run #{new_id} with strategy {new_strategy}",
+                         at="hpss_edit")
             st.rerun()
 audit = store.audit_log(entity="criterion", limit=50)
 audit = [a for a in audit if str(a["entity_id"]).startswith(owner + ":")]

@@ -260,6 +260,10 @@ def rejected_by_checks(judge: Judge, rows: Sequence[dict]) -> list[dict]:
     return out
 
 
+OPEN_KEY = "hypoeval_open"
+"""Session value: id of the hypothesis saved last, drawn open so the person keeps their place."""
+
+
 def curate(run: dict, judge: Judge) -> None:
     seed_criteria(run, judge)
     owner = owner_of(run["id"])
@@ -280,12 +284,16 @@ def curate(run: dict, judge: Judge) -> None:
         label = f"{mark} v{row['version']} · {origin}" + (
             f" · train r {pearson:.3f}" if pearson is not None else "") + (
             f" · coverage {coverage:.0%}" if coverage is not None else "")
-        with st.expander(f"{label} · {row['definition'][:80]}"):
+        # the item saved last is drawn open: its label changes with the version, and a changed expander
+        # would otherwise come back closed after the Save's rerun
+        with st.expander(f"{label} · {row['definition'][:80]}",
+                         expanded=st.session_state.get(OPEN_KEY) == row["id"]):
             with st.form(f"hypoeval_edit_{row['id']}"):
                 text = st.text_area("Hypothesis", value=row["definition"], key=f"hypoeval_text_{row['id']}")
                 status = st.radio("Status", ["accepted", "rejected"], horizontal=True,
                                   index=0 if row["status"] == "accepted" else 1, key=f"hypoeval_status_{row['id']}")
                 saved = st.form_submit_button("Save")
+            common.show_flash(at=f"hypoeval:{row['id']}")  # "Saved." beside the form, not at the page top
             change = None
             if saved:
                 change = {"id": row["id"], "name": row["name"], "definition": text.strip(), "status": status}
@@ -294,6 +302,7 @@ def curate(run: dict, judge: Judge) -> None:
                 change = {"id": row["id"], "name": prev["name"], "definition": prev["definition"],
                           "status": prev["status"]}
             if change:
+                st.session_state[OPEN_KEY] = row["id"]
                 try:
                     version = store.save_criterion(change, actor=common.actor(), expected_version=seen)
                 except EditConflict as exc:
@@ -303,7 +312,7 @@ def curate(run: dict, judge: Judge) -> None:
                     st.session_state[seen_key] = version
                     st.session_state.pop(f"hypoeval_text_{row['id']}", None)
                     st.session_state.pop(f"hypoeval_status_{row['id']}", None)
-                    common.flash("success", "Saved.")
+                    common.flash("success", "Saved.", at=f"hypoeval:{row['id']}")
                     st.rerun()
     restorable = rejected_by_checks(judge, rows)
     if restorable:
@@ -326,6 +335,7 @@ def curate(run: dict, judge: Judge) -> None:
             key = he.hypothesis_key(new.strip())
             store.save_criterion({"id": f"{owner}:{key}", "owner": owner, "name": key, "definition": new.strip(),
                                   "status": "accepted", "position": len(rows)}, actor=common.actor())
+            st.session_state[OPEN_KEY] = f"{owner}:{key}"  # the new hypothesis is drawn open, ready to refine
             st.rerun()
     accepted = [r["definition"] for r in store.criteria(owner) if r["status"] == "accepted"]
     st.text(f"{len(accepted)} accepted hypotheses.")
@@ -344,6 +354,7 @@ def curate(run: dict, judge: Judge) -> None:
             st.error(common.plain(str(exc)))
         else:
             common.set_value("hypoeval_run_id", ids[0])
+            common.set_value("hypoeval_view", "Results")  # a new run: its results are what comes next
             st.rerun()
     audit = [a for a in store.audit_log(entity="criterion", limit=200) if a["entity_id"].startswith(owner + ":")]
     if audit:
@@ -447,7 +458,7 @@ else:
                        "reward": h.get("reward"), "hypothesis": h["text"]} for h in judge.state.get("selected", [])],
                      hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large"),
                                                      "coverage": st.column_config.NumberColumn(format="%.2f")})
-        tab_results, tab_curate = st.tabs(["Results", "Curate and re-score"])
+        tab_results, tab_curate = common.remembered_tabs(["Results", "Curate and re-score"], "hypoeval_view")
         with tab_results:
             results(run, judge)
         with tab_curate:
