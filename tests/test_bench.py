@@ -98,6 +98,7 @@ def test_concurrency_loses_and_duplicates_no_request(tmp_path, shared_data):
     assert doc["summary"]["no_request_lost_or_duplicated"] is True
 
 
+@pytest.mark.model
 def test_scale_scores_every_item_from_the_cache(tmp_path):
     doc = bench(tmp_path, "scale", "--sizes", "40", "80", "--bootstrap", "10")
     assert [r["items"] for r in doc["rows"]] == [40, 80]
