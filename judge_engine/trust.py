@@ -309,7 +309,12 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
 
 
 def one_line(report: TrustReport) -> str:
-    """``trust: ok`` or ``trust: warning (reason; reason)``: for lists of runs."""
+    """``trust: ok`` or ``trust: warning (reason; reason)``: for lists of runs in a terminal.
+
+    Reasons can quote generated text (a hypothesis): control characters become spaces so a reply cannot
+    move the cursor or recolour the terminal.
+    """
     if report.verdict == "ok":
         return "trust: ok"
-    return f"trust: warning ({'; '.join(report.reasons)})"
+    text = "; ".join(report.reasons)
+    return "trust: warning (" + "".join(ch if ch.isprintable() else " " for ch in text) + ")"
