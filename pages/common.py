@@ -674,7 +674,7 @@ def trust_frame(report: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["figure", "value", "interval / p", "rests on"])
 
 
-def trust_panel(report: Any, *, compact: bool = False, key: str = "") -> None:
+def trust_panel(report: Any, *, compact: bool = False) -> None:
     """Whether to trust a finished judge: a green box only when no check warns, the reasons otherwise, the figures.
 
     ``compact`` (one run among several, e.g. the Compare page): the box and a one-line caption, no table.
@@ -698,7 +698,8 @@ def trust_panel(report: Any, *, compact: bool = False, key: str = "") -> None:
                          + (f"; training {_fig(report.training.value)} on {report.training.n_scored} items"
                             if report.training else "")))
         return
-    st.dataframe(trust_frame(report), hide_index=True, key=f"trust_{key or report.run_id}")
+    # no key: a keyed table made a later button click on the HPSS page go unseen in AppTest
+    st.dataframe(trust_frame(report), hide_index=True)
     st.caption("Training: the correlation the judge was chosen on, on the items named. Test: at the dataset's "
                "natural level with a 95% bootstrap interval, or none when too few groups stand behind it (the "
                "sample level is then shown beside it). Baselines: direct scoring and G-Eval runs on the same test "
