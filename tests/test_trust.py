@@ -154,3 +154,30 @@ def test_an_unfinished_run_has_no_report(store, wide_dataset):
     run_id = create_run(store, RunSpec("direct", "wide", "quality", train_size=0), split=_split(wide_dataset, 0))
     with pytest.raises(ValueError, match="only a finished run"):
         trust.trust_report(store, run_id)
+
+
+@pytest.mark.parametrize("name", ["hypoeval", "hpss", "active_critic", "hd_eval"])
+def test_the_training_figure_is_read_from_what_each_learned_method_stores(name, store, tiny_dataset):
+    from judge_engine.prompting import TaskInfo
+    from tests.scripted import scripted_llm
+
+    llm, _ = scripted_llm(store)  # replies agree with the humans, so every method builds a judge
+    judge = get_method(name).fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm,
+                                 task=TaskInfo.of(tiny_dataset))
+    figure = trust.training_figure(name, judge.state, "quality")
+    assert figure is not None and figure.value is not None and -1.0 <= figure.value <= 1.0, figure
+    assert 0 < figure.n_scored <= figure.n_items <= 6, figure
+    assert trust.training_figure("direct", {}, "quality") is None and trust.training_figure("geval", {}, "q") is None
+
+
+def test_a_summary_stored_before_intervals_were_withheld_is_measured_again(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    run_id = _learned(store, tiny_dataset, _split(tiny_dataset, 0), "hpss", HPSS_GOOD, _human)
+    old = store.get_run(run_id)["summary"]
+    for rep in old["levels"].values():  # what an older version wrote: an interval over 4 groups, no note
+        rep.pop("ci_note")
+        rep["pearson_ci"] = [0.1, 0.9]
+    store.update_run(run_id, summary=old)
+    report = trust.trust_report(store, run_id)
+    assert report.test.level == "group" and report.test.ci == (None, None)
+    assert report.test.ci_note.startswith("too few groups")
