@@ -104,7 +104,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
             if summary.get("warnings"):
                 scored += f"  ({len(summary['warnings'])} warning{'s' if len(summary['warnings']) != 1 else ''})"
         if r["status"] == "finished" and summary:
-            scored += "  " + one_line(trust_report(store, r["id"]))
+            try:
+                scored += "  " + one_line(trust_report(store, r["id"]))
+            except (ValueError, KeyError) as exc:  # e.g. its dataset was deleted since: the list goes on
+                scored += f"  trust: n/a ({exc})"
         print(f"{r['id']:>5}  {effective_status(r):<11} {r['method']:<10} {r['dataset']}/{r['aspect']:<16} "
               f"{r['done']}/{r['total']}  {figure}{scored}")
     return 0
