@@ -251,7 +251,9 @@ def _reasons(training: TrainingFigure | None, test: TestFigure | None, sample: T
         if fig is None:
             continue
         if fig.value is None:
-            reasons.append(f"no test {STATISTIC} at the {fig.level} level ({missing} of {n} items have no score)")
+            why = (f"none of the {n} items has a score" if missing >= n else
+                   f"its scores do not vary enough to correlate ({missing} of {n} items have no score)")
+            reasons.append(f"no test {STATISTIC} at the {fig.level} level: {why}")
         elif fig.value <= 0:
             reasons.append(f"anti-correlated on the test items: {fig.level}-level {STATISTIC} is {_fmt(fig.value)} "
                            f"(worse than chance)")
