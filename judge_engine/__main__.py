@@ -73,7 +73,10 @@ def _execute(store, run_id: int, *, quiet: bool) -> int:
         summary = execute_run(store, run_id, progress=progress)
     finally:
         close()
-    print(json.dumps({"run_id": run_id, **summary}, indent=2))
+    from .trust import trust_report
+
+    # the figures and, beside them, whether to trust the judge (anti-correlated, below a baseline, ...)
+    print(json.dumps({"run_id": run_id, **summary, "trust": trust_report(store, run_id).to_dict()}, indent=2))
     return 0
 
 
@@ -86,8 +89,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     from .runs import effective_status
     from .store import Store
+    from .trust import one_line, trust_report
 
-    for r in Store(args.db).list_runs(limit=args.limit):
+    store = Store(args.db)
+    for r in store.list_runs(limit=args.limit):
         summary = r.get("summary") or {}
         corr = summary.get("correlations") or {}
         rho = corr.get("spearman")
@@ -98,6 +103,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
             scored = f"  scored {int(summary.get('n', 0)) - missing}, missing {missing}"
             if summary.get("warnings"):
                 scored += f"  ({len(summary['warnings'])} warning{'s' if len(summary['warnings']) != 1 else ''})"
+        if r["status"] == "finished" and summary:
+            try:
+                scored += "  " + one_line(trust_report(store, r["id"]))
+            except (ValueError, KeyError) as exc:  # e.g. its dataset was deleted since: the list goes on
+                scored += f"  trust: n/a ({exc})"
         print(f"{r['id']:>5}  {effective_status(r):<11} {r['method']:<10} {r['dataset']}/{r['aspect']:<16} "
               f"{r['done']}/{r['total']}  {figure}{scored}")
     return 0

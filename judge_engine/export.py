@@ -32,6 +32,7 @@ from .llm import LLM, LLMConfig
 from .methods import Judge
 from .records import Dataset, Verdict
 from .store import NotFound, Store
+from .trust import trust_report
 
 CARD_FORMAT = "judge-workbench/judge"
 CARD_VERSION = 1
@@ -70,6 +71,8 @@ def model_card(store: Store, run_id: int) -> dict[str, Any]:
                                                         "parse_failures", "parse_failure_rate", "warnings")},
         "cost": {k: summary.get(k, (run.get("ledger") or {}).get(k)) for k in
                  ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "dollars", "seconds")},
+        # whether to trust it: training and test correlation, baselines on the same split, a warning in words
+        "trust": trust_report(store, run_id).to_dict() if run["status"] == "finished" and summary else None,
     }
 
 

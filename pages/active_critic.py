@@ -280,7 +280,7 @@ def progress_panel() -> None:
     if status in common.LIVE_STATUSES:
         st.progress(min(1.0, done / total) if total else 0.0, text=f"{status}: {run.get('stage') or ''} ({done}/{total})")
     elif status == "finished":
-        st.success(f"Run #{run_id} finished.")
+        common.finished_box(common.run_trust(common.get_store(), run), f"Run #{run_id} finished.")
     else:
         st.warning(common.plain(f"Run #{run_id} {status}: {run.get('message') or ''} "
                                 "(resume it from the Runs page; cached calls are free)."))
@@ -412,6 +412,7 @@ if effective_status(run) != "finished":
 
 st.subheader("Results on the test split")
 summary = run.get("summary") or {}
+common.trust_panel(common.run_trust(store, run))
 
 
 def same_split(other: dict) -> bool:

@@ -159,6 +159,9 @@ if ceiling and ceiling.get(statistic) is not None:
 for r in chosen:  # what each run's figures alone do not say (empty bank, imputed criteria, missing scores, ...)
     for warning in (r.get("summary") or {}).get("warnings") or []:
         st.warning(common.plain(f"#{r['id']} {r['method']}: {warning.get('message', '')}"))
+with st.expander("Trust: each judge against its own training figure and its baselines", expanded=True):
+    for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
+        common.trust_panel(common.run_trust(store, r), compact=True)
 worse = frame[frame["significantly worse"]]
 if len(worse):
     st.caption(common.plain("Significantly worse than the best run (paired bootstrap, p < 0.05): "

@@ -452,6 +452,7 @@ else:
 st.markdown("#### Test split")
 summary = run.get("summary") or {}
 if summary:
+    common.trust_panel(common.run_trust(store, run))
     dataset = common.load_dataset(store, run["dataset"])
     frame = common.verdicts_frame(dataset, target, verdicts)
     t1, t2 = st.columns(2)

@@ -276,6 +276,7 @@ if run.get("summary"):
                      "completion tokens": r["summary"].get("completion_tokens"),
                      "seconds": r["summary"].get("seconds")})
     st.dataframe(pd.DataFrame(rows), hide_index=True)
+    common.trust_panel(common.run_trust(store, run))
     st.caption("Correlations of the best strategy at every level")
     st.dataframe(common.correlation_frame(run["summary"]), hide_index=True)
     st.caption("Test verdicts")

@@ -203,7 +203,7 @@ def live_panel(run_id: int) -> None:
             done, total = int(run.get("done") or 0), int(run.get("total") or 0)
             st.progress(min(1.0, done / total) if total else 0.0, text=f"{status}: {run.get('stage')} ({done}/{total})")
         elif status == "finished":
-            st.success("Finished.")
+            common.finished_box(common.run_trust(s, run), "Finished.")
         else:
             st.warning(common.plain(f"Run {status}: {run.get('message') or 'stopped'}"))
             if st.button("Resume", key=f"hypoeval_resume_{run_id}"):
@@ -366,6 +366,7 @@ def curate(run: dict, judge: Judge) -> None:
 # --------------------------------------------------------------------------- results
 def results(run: dict, judge: Judge) -> None:
     summary = run.get("summary") or {}
+    common.trust_panel(common.run_trust(store, run))
     st.markdown("#### Test correlations beside the baselines on the same split")
     same = [r for r in store.list_runs(dataset=run["dataset"]) if r["aspect"] == run["aspect"]
             and r["status"] == "finished" and r["method"] in BASELINES

@@ -220,7 +220,8 @@ def progress_panel(run_id: int) -> None:
             age = time.time() - (run.get("heartbeat") or time.time())
             st.caption(f"Last heartbeat {age:.0f} s ago. You can leave this page; the run continues.")
         elif status == "finished":
-            st.success(f"Finished ({(run.get('summary') or {}).get('seconds', 0):.1f} s of work).")
+            common.finished_box(common.run_trust(common.get_store(), run),
+                                f"Finished ({(run.get('summary') or {}).get('seconds', 0):.1f} s of work).")
         else:
             text = run.get("message") or "The worker stopped before the run finished."
             (st.error if status == "failed" else st.warning)(common.plain(f"Run {status}: {text}"))
@@ -247,6 +248,8 @@ def results(run: dict) -> None:
     if not summary:
         st.warning("This run has no summary.")
         return
+    st.markdown("#### Can this judge be trusted?")
+    common.trust_panel(common.run_trust(store, run))
     st.markdown("#### Correlation with human scores")
     frame = common.correlation_frame(summary)
     if frame.empty:

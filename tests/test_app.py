@@ -206,7 +206,43 @@ def test_runs_page_shows_a_finished_run(sfhot_db):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Parse failures"] == f"0 of {n}"
     assert int(metrics["LLM calls"]) + int(metrics["Cache hits"]) == n
-    assert any("Finished" in s.value for s in at.success)
+    # every item got a 3: no correlation is defined, so the run finished but its judge is not shown as trusted
+    assert any("Finished" in w.value for w in at.warning) and not any("Finished" in s.value for s in at.success)
+    assert any("no test pearson" in unescape(w.value) for w in at.warning)
+
+
+def _by_number(reply):
+    """A scripted judge: ``reply(n)`` is its score of the tiny dataset's "output number n"."""
+    import re
+
+    def answer(messages, params):
+        return f"[[{reply(int(re.findall(r'number ([0-9]+)', messages[0]['content'])[-1]))}]]"
+
+    return answer
+
+
+def test_runs_page_trust_is_green_only_for_a_judge_no_check_warns_about(db, tiny_dataset):
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    human = {int(s.output.split()[-1]): int(s.human["quality"]) for s in tiny_dataset.samples}
+    ids = {}
+    for name, reply in (("good", lambda n: human[n]), ("anti", lambda n: 6 - human[n])):
+        ids[name] = create_run(store, RunSpec("direct", "tiny", "quality", train_size=0, test_size=12,
+                                              params={"max_tokens": 32 if name == "good" else 40}))
+        answer = _by_number(reply)
+        execute_run(store, ids[name], llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(answer)))
+    at = goto(open_app(), "pages/runs.py")
+    assert at.selectbox(key="_w_runs_run_id").value == ids["anti"]  # the newest first
+    warned = [unescape(w.value) for w in at.warning]
+    assert any("Finished" in w for w in warned) and not any("Finished" in s.value for s in at.success)
+    assert any("anti-correlated on the test items: group-level pearson is -1.00" in w for w in warned), warned
+    trust = next(d.value for d in at.dataframe if "rests on" in d.value.columns)
+    group = trust[trust["figure"] == "test pearson, group level"].iloc[0]
+    assert group["interval / p"].startswith("too few groups") and group["rests on"] == "12 items, 4 groups"
+    assert (trust["figure"] == "test pearson, sample level").any(), "the sample level beside the group level"
+    at.selectbox(key="_w_runs_run_id").set_value(ids["good"]).run()
+    assert any("no trust warning" in unescape(s.value) for s in at.success)
+    assert any("Finished" in s.value for s in at.success) and not any("Finished" in w.value for w in at.warning)
 
 
 def test_runs_page_flags_parse_failures(sfhot_db):

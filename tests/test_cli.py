@@ -66,3 +66,44 @@ def test_run_help_lists_the_methods(argv, capsys):
         main(argv)
     out = capsys.readouterr().out
     assert all(name in out for name in METHODS) and "judge_engine methods" in out
+
+
+def _scripted_backend(monkeypatch, reply):
+    """Every run the CLI starts answers through a scripted LLM: ``reply(n)`` scores "output number n"."""
+    import re
+
+    from judge_engine import runs
+    from judge_engine.llm import make_llm
+    from judge_engine.llm.fake import FakeBackend
+
+    def answer(messages, params):
+        n = int(re.findall(r"output number (\d+)", messages[0]["content"])[-1])
+        return f"[[{reply(n)}]]"
+
+    monkeypatch.setattr(runs, "make_llm", lambda config, **kw: make_llm(config, backend=FakeBackend(answer), **kw))
+
+
+def test_run_prints_the_trust_report_and_runs_ends_each_finished_line_with_it(tmp_path, tiny_dataset, capsys,
+                                                                               monkeypatch):
+    from judge_engine.store import Store
+
+    db = str(tmp_path / "w.db")
+    Store(db).save_dataset(tiny_dataset)
+    human = {int(s.output.split()[-1]): int(s.human["quality"]) for s in tiny_dataset.samples}
+    args = ("run", "--method", "direct", "--dataset", "tiny", "--aspect", "quality", "--train", "0", "--test", "12",
+            "--db", db, "--quiet")
+    _scripted_backend(monkeypatch, lambda n: human[n])
+    code, out, _ = _run(capsys, *args)
+    good = json.loads(out)
+    assert code == 0 and good["trust"]["verdict"] == "ok" and good["trust"]["reasons"] == []
+    assert good["trust"]["test"]["level"] == "group" and good["trust"]["test"]["ci_note"]  # 4 groups: no interval
+    assert good["trust"]["sample"]["value"] == pytest.approx(1.0)
+    _scripted_backend(monkeypatch, lambda n: 6 - human[n])
+    code, out, _ = _run(capsys, *args, "--params", '{"max_tokens": 40}')  # other requests: not the cached replies
+    bad = json.loads(out)
+    assert code == 0 and bad["trust"]["verdict"] == "warning"
+    assert any("anti-correlated on the test items" in r for r in bad["trust"]["reasons"])
+    code, out, _ = _run(capsys, "runs", "--db", db)
+    lines = {int(line.split()[0]): line for line in out.strip().splitlines()}
+    assert lines[good["run_id"]].endswith("trust: ok")
+    assert "trust: warning (anti-correlated on the test items: group-level pearson is -1.00" in lines[bad["run_id"]]

@@ -167,3 +167,22 @@ def test_triage_draws_the_shap_waterfall_of_an_aggregator_run_only(hd_db):
     at.selectbox(key="compare_item").set_value(other).run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(_waterfalls(at)) == 1 and f"Why sample {other} got" in _waterfalls(at)[0].proto.spec
+
+
+def test_every_compared_run_has_its_trust_box_green_only_when_no_check_warns(db):
+    from judge_engine.trust import trust_report
+
+    at = open_compare()
+    block = next(e for e in at.expander if e.label.startswith("Trust"))
+    boxes = {}
+    for kind in ("success", "warning"):
+        for box in getattr(block, kind):
+            text = box.value.replace("\\", "")
+            boxes[int(text.split("#")[1].split()[0])] = (kind, text)
+    assert sorted(boxes) == [1, 2, 3]
+    store = Store(db)
+    for run_id, (kind, text) in boxes.items():
+        report = trust_report(store, run_id)
+        assert kind == ("success" if report.verdict == "ok" else "warning")
+        assert all(reason[:40] in text for reason in report.reasons)
+    assert boxes[2][0] == "warning" and "no test pearson" in boxes[2][1], "G-Eval scored every item 3"

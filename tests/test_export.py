@@ -109,3 +109,16 @@ def test_cli_score_reports_a_bad_file_clearly(tmp_path, store, finished):
     out = _cli("score", str(judge_file), str(bad), db=store.path)
     assert out.returncode == 2 and "bad.csv" in out.stderr and "input" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_the_card_carries_the_trust_report(store, finished):
+    run_id, _ = finished
+    card = export.model_card(store, run_id)
+    trust = json.loads(export.export_judge(store, run_id))["trust"]
+    assert trust == card["trust"] and trust["run_id"] == run_id and trust["method"] == "geval"
+    assert trust["training"] is None, "G-Eval learns nothing from the training items"
+    assert trust["verdict"] in ("ok", "warning") and (trust["verdict"] == "ok") == (trust["reasons"] == [])
+    assert trust["test"]["level"] == "group" and trust["n"] == 6
+    # a run that has not finished has a judge but no result to trust yet
+    store.update_run(run_id, status="running")
+    assert export.model_card(store, run_id)["trust"] is None

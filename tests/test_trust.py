@@ -1,0 +1,183 @@
+"""Trust signals of a finished judge (judge_engine.trust): anti-correlation, baselines, too few groups."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from judge_engine import trust
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import Judge, get_method
+from judge_engine.records import Aspect, Dataset, Sample, Split, Verdict
+from judge_engine.runs import RunSpec, create_run, execute_run, human_dataset, summarize
+
+
+def _human(i: int) -> float:
+    return float(1 + (i * 7) % 5)
+
+
+@pytest.fixture
+def wide_dataset():
+    """Forty samples, two per group (20 groups), natural level sample; human score known from the output text."""
+    samples = tuple(Sample(id=f"w{i:02d}", input=f"source {i // 2}", output=f"output number {i}",
+                           group_id=f"g{i // 2}", system_id=f"sys{i % 4}", human={"quality": _human(i)})
+                    for i in range(40))
+    return Dataset(name="wide", task="toy summarization", aspects=(Aspect("quality", 1, 5, "How good it is."),),
+                   samples=samples, natural_level="sample", input_label="Article", output_label="Summary")
+
+
+def _number(messages) -> int:
+    import re
+
+    return int(re.findall(r"output number (\d+)", messages[0]["content"])[-1])
+
+
+def _baseline(store, dataset, split, reply, method="direct"):
+    """A baseline run executed on a scripted LLM: ``reply(i)`` is its score of item number i."""
+    run_id = create_run(store, RunSpec(method, dataset.name, "quality", train_size=0), split=split)
+    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(lambda m, p: f"[[{reply(_number(m))}]]"))
+    execute_run(store, run_id, llm=llm)
+    return run_id
+
+
+def _learned(store, dataset, split, method, state, score):
+    """A finished learned judge with ``state`` whose test verdicts are ``score(i)`` (None: missing)."""
+    aspect = dataset.aspect("quality")
+    judge = Judge(method=method, params=get_method(method).get_params(), aspect=aspect.to_dict(),
+                  task={"description": dataset.task, "input_label": "Article", "output_label": "Summary"},
+                  state=state)
+    run_id = create_run(store, RunSpec(method, dataset.name, "quality", train_size=0), judge=judge, split=split)
+    verdicts = []
+    for sid in split.test_ids:
+        i = int(sid.lstrip("sw"))
+        s = score(i)
+        verdicts.append(Verdict(sid, "quality", math.nan if s is None else float(s),
+                                metadata={} if s is not None else {"source": "missing"}))
+    store.save_verdicts(run_id, verdicts)
+    ds = human_dataset(store, dataset.name)
+    store.update_run(run_id, status="finished", summary=summarize(ds, "quality", store.load_verdicts(run_id),
+                                                                  ledger={}, seconds=0.0))
+    return run_id
+
+
+def _split(dataset, n_train):
+    ids = [s.id for s in dataset.samples]
+    return Split(dataset=dataset.name, seed=0, train_ids=tuple(ids[:n_train]), test_ids=tuple(ids[n_train:]))
+
+
+HPSS_GOOD = {"selection": {"value": 0.6, "correlation": 0.6, "coverage": 1.0, "n_scored": 8, "n": 8}}
+
+
+def test_an_anti_correlated_judge_gets_a_warning(store, wide_dataset):
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 0)
+    bank = [{"key": "h1", "text": "Copies a sentence of the source", "train_pearson": -0.35, "train_parsed": 8},
+            {"key": "h2", "text": "States facts clearly", "train_pearson": 0.4, "train_parsed": 8}]
+    run_id = _learned(store, wide_dataset, split, "hypoeval", {"selected": bank, "train_ids": [f"t{i}" for i in range(8)]},
+                      lambda i: 6 - _human(i))
+    report = trust.trust_report(store, run_id)
+    assert report.verdict == "warning"
+    assert report.test.value == pytest.approx(-1.0)
+    assert any("anti-correlated on the test items" in r for r in report.reasons)
+    assert any("1 of 2 selected hypotheses" in r and "-0.35" in r for r in report.reasons), report.reasons
+    assert report.training.value == pytest.approx(0.025) and report.training.n_items == 8
+    # training correlation alone at or below zero is enough (test fine, HD-Eval's out-of-fold Pearson negative)
+    hd_state = {"layers": [{"cv": {"quality": {"pearson": -0.2}}}], "train_ids": ["a", "b", "c", "d", "e"]}
+    hd = trust.trust_report(store, _learned(store, wide_dataset, split, "hd_eval", hd_state, _human))
+    assert hd.verdict == "warning" and hd.training.value == pytest.approx(-0.2) and hd.training.n_items == 5
+    assert any("anti-correlated on its training items" in r for r in hd.reasons), hd.reasons
+
+
+def test_a_judge_significantly_below_its_baseline_is_warned_and_the_baseline_named(store, wide_dataset):
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 0)
+    base = _baseline(store, wide_dataset, split, lambda i: int(_human(i)))
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0, 2.0, size=40)
+    run_id = _learned(store, wide_dataset, split, "hpss", HPSS_GOOD, lambda i: _human(i) + noise[i])
+    report = trust.trust_report(store, run_id)
+    assert report.test.value > 0 and report.training.value == pytest.approx(0.6)
+    assert [b.run_id for b in report.baselines] == [base]
+    b = report.baselines[0]
+    assert b.significantly_below and b.diff < 0 and b.p < trust.ALPHA and b.n == 40
+    assert report.verdict == "warning"
+    assert any(f"#{base} direct" in r and "significantly below" in r for r in report.reasons), report.reasons
+
+
+def test_baselines_on_another_split_or_backend_are_not_compared(store, wide_dataset):
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 0)
+    _baseline(store, wide_dataset, _split(wide_dataset, 2), lambda i: int(_human(i)))  # other test items
+    other = create_run(store, RunSpec("direct", "wide", "quality", train_size=0,
+                                      llm=LLMConfig(backend="openai", model="m")), split=split)
+    store.update_run(other, status="finished")
+    run_id = _learned(store, wide_dataset, split, "hpss", HPSS_GOOD, _human)
+    assert trust.baseline_runs(store, store.get_run(run_id)) == []
+
+
+def test_a_group_level_figure_over_too_few_groups_has_no_interval_and_the_sample_level_beside_it(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    split = _split(tiny_dataset, 0)  # 12 items in 4 groups: fewer than MIN_BOOTSTRAP_UNITS
+    run_id = _learned(store, tiny_dataset, split, "hpss", HPSS_GOOD,
+                      lambda i: 1 + (i * 7) % 5 + (0.5 if i % 2 else 0.0))
+    report = trust.trust_report(store, run_id)
+    assert report.test.level == "group" and report.test.n_groups == 4
+    assert report.test.ci == (None, None) and "too few groups" in report.test.ci_note
+    assert report.sample is not None and report.sample.level == "sample" and report.sample.n == 12
+    assert report.sample.ci[0] is not None and report.sample.ci[0] <= report.sample.value <= report.sample.ci[1]
+
+
+def test_a_good_judge_gets_no_warning_and_its_report_is_json(store, wide_dataset):
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 0)
+    base = _baseline(store, wide_dataset, split, lambda i: 3, method="direct")  # a constant baseline
+    run_id = _learned(store, wide_dataset, split, "hpss", HPSS_GOOD,
+                      lambda i: None if i == 5 else _human(i) + (0.3 if i % 3 else 0.0))
+    report = trust.trust_report(store, run_id)
+    assert report.verdict == "ok" and report.reasons == ()
+    assert report.missing == 1 and report.missing_rate == pytest.approx(1 / 40)
+    assert report.baselines[0].run_id == base and report.baselines[0].diff is None  # constant: undefined
+    d = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert d["verdict"] == "ok" and d["training"]["n_items"] == 8 and d["test"]["level"] == "sample"
+    assert trust.one_line(report) == "trust: ok"
+    # a baseline run learns nothing: it has no training figure and is compared to no other baseline
+    own = trust.trust_report(store, base)
+    assert own.training is None and own.baselines == ()
+
+
+def test_an_unfinished_run_has_no_report(store, wide_dataset):
+    store.save_dataset(wide_dataset)
+    run_id = create_run(store, RunSpec("direct", "wide", "quality", train_size=0), split=_split(wide_dataset, 0))
+    with pytest.raises(ValueError, match="only a finished run"):
+        trust.trust_report(store, run_id)
+
+
+@pytest.mark.parametrize("name", ["hypoeval", "hpss", "active_critic", "hd_eval"])
+def test_the_training_figure_is_read_from_what_each_learned_method_stores(name, store, tiny_dataset):
+    from judge_engine.prompting import TaskInfo
+    from tests.scripted import scripted_llm
+
+    llm, _ = scripted_llm(store)  # replies agree with the humans, so every method builds a judge
+    judge = get_method(name).fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm,
+                                 task=TaskInfo.of(tiny_dataset))
+    figure = trust.training_figure(name, judge.state, "quality")
+    assert figure is not None and figure.value is not None and -1.0 <= figure.value <= 1.0, figure
+    assert 0 < figure.n_scored <= figure.n_items <= 6, figure
+    assert trust.training_figure("direct", {}, "quality") is None and trust.training_figure("geval", {}, "q") is None
+
+
+def test_a_summary_stored_before_intervals_were_withheld_is_measured_again(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    run_id = _learned(store, tiny_dataset, _split(tiny_dataset, 0), "hpss", HPSS_GOOD, _human)
+    old = store.get_run(run_id)["summary"]
+    for rep in old["levels"].values():  # what an older version wrote: an interval over 4 groups, no note
+        rep.pop("ci_note")
+        rep["pearson_ci"] = [0.1, 0.9]
+    store.update_run(run_id, summary=old)
+    report = trust.trust_report(store, run_id)
+    assert report.test.level == "group" and report.test.ci == (None, None)
+    assert report.test.ci_note.startswith("too few groups")
