@@ -222,12 +222,10 @@ def save(node_id: str, message: str, **changes) -> None:
     st.rerun()
 
 
-OPEN_NODE = "hd_open_node"
-"""Session value: the node edited last; the aspect holding it is drawn open after the Save's rerun."""
-OPEN_DELETED = "hd_open_deleted"
-"""Session value: True after a restore, so the list of deleted nodes stays open for the next one."""
-CLOSE = "hd_close_popover"
-"""Session value: key of the popover to draw closed on the next run (its form was just saved)."""
+# session values (comments, not docstrings: Streamlit's magic would draw a bare string on the page)
+OPEN_NODE = "hd_open_node"  # the node edited last; the aspect holding it is drawn open after the Save's rerun
+OPEN_DELETED = "hd_open_deleted"  # True after a restore, so the list of deleted nodes stays open for the next one
+CLOSE = "hd_close_popover"  # key of the popover to draw closed on the next run (its form was just saved)
 
 
 def popover(slot, label: str, key: str, help: str):

@@ -260,8 +260,8 @@ def rejected_by_checks(judge: Judge, rows: Sequence[dict]) -> list[dict]:
     return out
 
 
+# session value: id of the hypothesis saved last, drawn open so the person keeps their place
 OPEN_KEY = "hypoeval_open"
-"""Session value: id of the hypothesis saved last, drawn open so the person keeps their place."""
 
 
 def curate(run: dict, judge: Judge) -> None:

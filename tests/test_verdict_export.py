@@ -113,7 +113,9 @@ def check_neutralised(text: str, store: Store, run_id: int) -> list[list[str]]:
         assert float(row[col["human_score"]]) == pytest.approx(sample.human["quality"])
         if verdict.missing:
             assert row[col["judge_score"]] == "" and row[col["missing"]] == "true"
-            assert row[col["missing_reason"]] == "no score in the reply"
+            # the reason the method recorded on the verdict travels to the export unchanged
+            assert row[col["missing_reason"]] == verdict.metadata["missing_reason"]
+            assert row[col["missing_reason"]].startswith("no score on the 1-5 scale")
         else:
             assert float(row[col["judge_score"]]) == pytest.approx(verdict.score)
             assert row[col["missing"]] == "false" and row[col["missing_reason"]] == ""
