@@ -41,6 +41,7 @@ def sfhot_db(tmp_path, shared_data, monkeypatch) -> Path:
     return path
 
 
+@pytest.mark.model  # 'Show the rendered prompt' builds the run's LLM (the embedded model) to read its cached auxiliaries
 def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     started = []
 
