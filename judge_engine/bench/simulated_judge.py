@@ -23,8 +23,12 @@ is set (then it answers JSON of that shape), else from the prompt's fixed
 template text (then it answers in the free-text format the prompt asks for).
 Every recogniser is in the section "Recognisers" below, with the marker
 texts it relies on in :data:`MARKERS`, so a change of a template's wording
-needs one edit there. Samples are found by their output text, hypotheses by
-their text, sub-criteria by their name, never by position.
+needs one edit there; an HPSS judge prompt's strategy is read by
+:func:`judge_engine.hpss_strategy.read_strategy`, the exact inverse of the
+template builder. Samples are found by their output text, hypotheses by
+their whole text, sub-criteria by their name, never by position. With
+``World(structured=False)`` the backend ignores every schema, as a server
+without constrained decoding would, so the methods' free-text fallbacks run.
 
 The simulated score of a scoring prompt is the human score on the judge's
 scale plus noise (plus a bias where planted) whose size depends on the
