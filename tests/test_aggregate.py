@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from judge_engine.aggregate import AGGREGATORS, Aggregator, cross_validated_correlation, make_aggregator
+from judge_engine.aggregate import (AGGREGATORS, NN_EARLY_STOPPING_MIN, Aggregator, cross_validated_correlation,
+                                    make_aggregator)
 
 
 def _data(n=60, seed=0):
@@ -47,11 +48,36 @@ def test_missing_scores_are_imputed_with_training_means_and_empty_columns_droppe
     assert imputed == [2] and rows[0, 1] == pytest.approx(agg.means[1])
 
 
-def test_no_usable_feature_predicts_nothing_learned_and_nn_skips_early_stopping_on_tiny_sets():
+def test_no_usable_feature_predicts_nothing_learned_and_nn_skips_early_stopping_on_small_sets():
     x = np.full((5, 1), math.nan)
     agg = Aggregator.fit(x, [[1.0], [2.0], [3.0], [4.0], [5.0]], kind="nn", features=["a"], targets=["t"])
     assert agg.model is None and agg.features == []
-    assert make_aggregator("nn", n_samples=10).named_steps["mlp"].early_stopping is False
-    assert make_aggregator("nn", n_samples=100).named_steps["mlp"].early_stopping is True
+    for n, stops_early in ((10, False), (100, False), (NN_EARLY_STOPPING_MIN, True)):
+        assert make_aggregator("nn", n_samples=n).regressor.named_steps["mlp"].early_stopping is stops_early
     with pytest.raises(ValueError, match="aggregator"):
         make_aggregator("svm", n_samples=10)
+
+
+def _criteria_world(seed, n_train=60, n_test=300):
+    """HD-Eval's setting in small: 1-5 criterion scores, three of six informative, 1-5 targets with noise."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(1, 6, size=(n_train + n_test, 6)).astype(float)
+    noise = rng.normal(0, 0.5, size=(n_train + n_test, 3))
+    y = np.clip(np.c_[0.5 + 0.48 * x[:, 0] + 0.32 * x[:, 1] + 0.24 * x[:, 2], 1 + 0.7 * x[:, 1],
+                      1 + 0.5 * x[:, 2] + 0.3 * x[:, 4]] - np.array([1.0, 0.7, 0.8]) + noise, 1, 5)
+    return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
+
+
+def test_nn_generalises_like_the_linear_model_on_sixty_items_of_a_linear_target():
+    """The MLP must not overfit HD-Eval's small training sets: on a linear target with 60 training items its
+    held-out Pearson stays within 0.08 of ``lr``'s on average (unscaled targets, alpha=1e-3 and early stopping
+    on a 6-item hold-out gave 0.72 vs 0.86)."""
+    gaps = []
+    for seed in range(5):
+        (x, y), (xt, yt) = _criteria_world(seed)
+        r = {}
+        for kind in ("nn", "lr"):
+            agg = Aggregator.fit(x, y, kind=kind, features=list("abcdef"), targets=["t1", "t2", "t3"])
+            r[kind] = np.corrcoef(agg.predict(xt)[:, 0], yt[:, 0])[0, 1]
+        gaps.append(r["lr"] - r["nn"])
+    assert np.mean(gaps) < 0.08, gaps

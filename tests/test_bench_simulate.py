@@ -8,9 +8,9 @@ import pytest
 
 from judge_engine.bench import __main__ as bench_main
 from judge_engine.bench.simulate import METHODS, RUNNERS
-from judge_engine.bench.simulated_judge import ASPECTS, SimulatedBackend, World, recognise_strategy
+from judge_engine.bench.simulated_judge import ASPECTS, SimulatedBackend, World, recognise
 from judge_engine.hpss_auxiliaries import select_examples
-from judge_engine.hpss_strategy import StrategyInputs, all_strategies, build_prompt
+from judge_engine.hpss_strategy import StrategyInputs, all_strategies, build_prompt, rating_schema
 from judge_engine.llm import GenerationParams
 from judge_engine.bench.simulated_judge import TASK
 
@@ -29,11 +29,57 @@ def test_simulate_smoke_two_seeds(tmp_path, capsys):
         assert all(r["seeds"] == 2 for r in mine)
     assert [w["seed"] for w in doc["worlds"]] == [0, 1]
     assert "hpss" in doc["worlds"][0] and doc["worlds"][0]["hypoeval_pool"]
+    assert doc["summary"]["unrecognised_prompts"] == 0
+    assert doc["summary"]["malformed_replies"] > 0, "the malformed-reply budget is exercised"
     assert "| method | measure |" in capsys.readouterr().out
+
+
+def test_free_text_path_end_to_end():
+    """A judge that honours no JSON schema: every method's free-text prompts are recognised and answered, and
+    every method still produces its measures through its fallback parsers."""
+    from judge_engine.bench import simulate
+
+    doc = simulate.run(seeds=1, n_train=24, n_test=16, free_text=True)
+    assert doc["summary"]["unrecognised_prompts"] == 0
+    assert not [r for r in doc["rows"] if r["measure"] in ("error", "fit refused (ValueError)")], doc["notes"]
+    assert {r["method"] for r in doc["rows"]} == set(METHODS)
+    steps = {k for res in doc["per_seed"][0]["methods"].values()
+             for stats in (res["detail"]["backend"].values() if "steps" not in res["detail"]["backend"]
+                           else [res["detail"]["backend"]]) for k in stats["steps"]}
+    assert {"hpss_judge", "hd_decompose", "hd_score", "hypo_generate", "hypo_score", "ac_mcse", "ac_ose",
+            "ac_criteria", "ac_describe"} <= steps, steps
+
+
+def test_a_refusing_fit_is_a_finding_row_not_a_crash(monkeypatch):
+    from judge_engine.bench import simulate
+
+    def refuse(world, train, test, log, params):
+        raise ValueError("no hypothesis agrees with the human scores")
+
+    monkeypatch.setitem(simulate.RUNNERS, "hypoeval", refuse)
+    doc = simulate.run(seeds=1, methods=["hypoeval"], n_train=16, n_test=8)
+    [row] = doc["rows"]
+    assert row["measure"] == "fit refused (ValueError)" and row["value"] == "1 of 1 seeds"
+    assert "no hypothesis agrees" in row["error"] and "no hypothesis agrees" in doc["notes"][0]
+
+
+def test_pool_hypotheses_pass_the_rubric_checks():
+    """HypoEval refuses copied, near-duplicate and quality-less hypotheses: none of the planted pool may be
+    refused, or selection would be measured on what the checks let through instead of what was planted."""
+    from judge_engine.rubric_checks import check_entries
+
+    for seed in range(5):
+        world = World(seed, n_samples=20)
+        texts = [h.text for h in world.pool]
+        shown = [t for s in world.samples for t in (s.input, s.output)]
+        refused = [c for c in check_entries(texts, kind="hypothesis", shown=shown) if not c.ok]
+        assert not refused, refused[:2]
+        assert len({world.hypothesis_by_text(f"Criterion: {t} (end)").text for t in texts}) == len(texts)
 
 
 def test_every_strategy_prompt_is_recognised():
     """The simulated judge reads back the strategy of any prompt the HPSS template builder makes."""
+    from judge_engine import structured as st
     world = World(3, n_samples=40)
     aspect = ASPECTS[0]
     examples = {n: select_examples(world.samples[:30], aspect, n, 0) for n in (3, 5, 10)}
@@ -45,8 +91,12 @@ def test_every_strategy_prompt_is_recognised():
                     "LLM": f"{aspect.name} : (self-generated criteria) ordered points."}[strategy[1]]
         prompt = build_prompt(strategy, sample, aspect, TASK, StrategyInputs(
             criteria=criteria, steps="1. Read.", examples=shown, questions="1. Why?", reference="A reference."))
-        assert recognise_strategy(prompt) == strategy
-        assert world.index_of_output(prompt) == 35
+        params = GenerationParams(json_schema=st.as_param(rating_schema(strategy, aspect)))
+        step = recognise(world, [{"role": "user", "content": prompt}], params)
+        assert (step.kind, step.info["strategy"], step.info["index"]) == ("hpss_judge", strategy, 35)
+        # a backend that honours no schema sends the same prompt as free text: still recognised
+        step = recognise(world, [{"role": "user", "content": prompt}], GenerationParams())
+        assert (step.kind, step.info["strategy"]) == ("hpss_judge", strategy)
 
 
 def test_malformed_budget_and_unrecognised_prompts():
@@ -88,7 +138,8 @@ def test_structured_requests_get_valid_json_of_their_kind():
         aspect, TASK, reasoning=True), aspect=aspect, task=TASK)
     hpss_prompt = build_prompt(base_strategy(aspect), sample, aspect, TASK, StrategyInputs(criteria=aspect.definition))
     decompose = DECOMPOSE_TEMPLATE.render(task=TASK.task, background="b", parent_name=aspect.name,
-                                          parent_definition="d", guideline="", k=4, output_label_lower="summary")
+                                          parent_definition="d", guideline="", k=4, min_k=2,
+                                          output_label_lower="summary")
     cases = [
         (hd_prompt, st.score_schema(1, 5), "hd_score"),
         (hyp_prompt, st.score_schema(1, 5, explanation="before"), "hypo_score"),
@@ -114,3 +165,9 @@ def test_structured_requests_get_valid_json_of_their_kind():
         assert reading.ok, (kind, reply, reading.error)
         assert backend.stats["steps"].get(kind), (kind, backend.stats["steps"])
     assert not backend.stats["unrecognised"]
+    # a follow-up turn asks with its own (score-only) schema: answered with that JSON, not free text
+    follow = [{"role": "user", "content": hd_prompt}, {"role": "assistant", "content": "?"},
+              {"role": "user", "content": "Your reply did not contain a score I could read."}]
+    schema = st.score_schema(1, 5)
+    reply = backend.generate(follow, GenerationParams(json_schema=st.as_param(schema))).text
+    assert st.read_json(reply, schema).ok, reply

@@ -59,6 +59,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--n-train", type=int, default=N_TRAIN, help="training (validation) samples per world")
     parser.add_argument("--n-test", type=int, default=N_TEST, help="held-out test samples per world")
     parser.add_argument("--malformed", type=float, default=0.05, help="fraction of unparsable replies")
+    parser.add_argument("--free-text", action="store_true",
+                        help="the simulated judge honours no JSON schema (exercises the free-text fallbacks)")
     parser.add_argument("--params", nargs="*", default=[], metavar="METHOD=JSON",
                         help="parameter overrides per method (default: the paper defaults), "
                              "e.g. hd_eval='{\"aggregator\": \"lr\"}'")
@@ -70,7 +72,7 @@ def add_arguments(parser) -> None:
 def make_llm(world: World, concurrency: int = 2):
     """The one LLM call path over a simulated backend (no persistent cache: every call is answered)."""
     from ..llm import LLM, LLMConfig
-    backend = SimulatedBackend(world)
+    backend = SimulatedBackend(world, structured=world.structured)
     return LLM(LLMConfig(backend="simulated", concurrency=concurrency), backend), backend
 
 
@@ -102,25 +104,30 @@ def _pearson(human: Sequence[float], pred: Sequence[float]) -> float:
 # --------------------------------------------------------------------------- HPSS
 
 
-def random_search(train, world: World, llm, *, evaluations: int, seed: int) -> tuple[tuple, float]:
-    """Random search baseline: ``evaluations`` distinct strategies drawn uniformly, the best by validation fitness.
+def random_search(train, world: World, llm, *, evaluations: int, seed: int,
+                  method=None) -> tuple[tuple | None, float]:
+    """Random search baseline: ``evaluations`` distinct strategies drawn uniformly, adopted as HPSS adopts.
 
-    Uses HPSS's own validation fitness and auxiliaries, as the method's fit does.
+    Uses HPSS's own validation set, fitness, auxiliaries and selection rule
+    (:func:`judge_engine.methods.hpss.select_best`: coverage-aware, a
+    correlation above zero), so only the search differs. Returns (None, NaN)
+    when no drawn strategy is selectable (HPSS's fit would refuse then).
     """
     from ..hpss_auxiliaries import Auxiliaries
     from ..hpss_strategy import all_strategies
-    from ..methods.hpss import HPSS, ValidationFitness
-    defaults = HPSS()
-    aux = Auxiliaries(llm=llm, aspect=_aspect(), task=TASK, pool=tuple(train), max_tokens=defaults.aux_max_tokens,
-                      seed=defaults.seed)
-    evaluate = ValidationFitness(train, aux, llm=llm, level="sample", max_tokens=defaults.judge_max_tokens,
-                                 total=evaluations, retry=defaults.retry_unparsed)
+    from ..methods.hpss import HPSS, ValidationFitness, search_value, select_best, select_validation
+    m = method or HPSS()
+    validation = select_validation(train, m.validation_size, m.seed)
+    aux = Auxiliaries(llm=llm, aspect=_aspect(), task=TASK, pool=validation, human_criteria=m.human_criteria,
+                      max_tokens=m.aux_max_tokens, seed=m.seed)
+    evaluate = ValidationFitness(validation, aux, llm=llm, level="sample", max_tokens=m.judge_max_tokens,
+                                 total=evaluations, retry=m.retry_unparsed)
     space = all_strategies()
     rng = np.random.default_rng(seed)
-    picks = [space[i] for i in rng.choice(len(space), size=evaluations, replace=False)]
-    measured = {s: evaluate(s, "random") for s in picks}
-    best = max(picks, key=lambda s: -math.inf if math.isnan(measured[s]) else measured[s])
-    return best, measured[best]
+    for i in rng.choice(len(space), size=evaluations, replace=False):
+        evaluate(space[i], "random")
+    best = select_best(evaluate.selection)
+    return (None, math.nan) if best is None else (best, search_value(evaluate.selection[best]))
 
 
 def run_hpss(world: World, train, test, log: Callable[[str], None],
@@ -132,23 +139,36 @@ def run_hpss(world: World, train, test, log: Callable[[str], None],
     calls: dict[str, int] = {}
     measured: dict[str, float] = {}
     stats: dict[str, Any] = {}
+    refused: dict[str, str] = {}
     for label, search in (("hpss", {}), ("greedy", {"search": "greedy"}),
                           ("stepwise_greedy", {"search": "stepwise_greedy"})):
         llm, backend = make_llm(world)
-        judge = HPSS(**{**(params or {}), **search}).fit(train, _aspect(), llm=llm, task=TASK)
         stats[label] = backend.stats
+        try:
+            judge = HPSS(**{**(params or {}), **search}).fit(train, _aspect(), llm=llm, task=TASK)
+        except ValueError as exc:
+            if label == "hpss":
+                raise  # the method itself refused: a finding row of the benchmark
+            refused[label] = str(exc)  # a baseline that adopts nothing: NaN, left out of its mean
+            continue
         found[label] = parse_strategy(judge.state["strategy"])
         measured[label] = judge.state["fitness"]
         calls[label] = llm.ledger.snapshot()["calls"]
         log(f"hpss[{label}] {judge.state['strategy']} true {table[found[label]]:.1f}")
     llm, backend = make_llm(world)
     stats["random"] = backend.stats
-    found["random"], measured["random"] = random_search(train, world, llm, evaluations=HPSS(**(params or {})).n_evaluations(),
-                                                        seed=world.seed)
+    method = HPSS(**(params or {}))
+    random_found, measured["random"] = random_search(train, world, llm, evaluations=method.n_evaluations(),
+                                                     seed=world.seed, method=method)
     calls["random"] = llm.ledger.snapshot()["calls"]
     base = base_strategy(_aspect())
-    out = {"found": {k: strategy_name(v) for k, v in found.items()},
-           "true_fitness": {k: table[v] for k, v in found.items()},
+    # no drawn strategy selectable: random search adopts nothing in this world (NaN, left out of its mean)
+    if random_found is not None:
+        found["random"] = random_found
+    else:
+        refused["random"] = "no selectable strategy among those drawn"
+    true = {k: table[v] for k, v in found.items()} | {k: math.nan for k in refused}
+    out = {"found": {k: strategy_name(v) for k, v in found.items()}, "true_fitness": true, "refused": refused,
            "validation_fitness": measured, "calls": calls, "backend": stats,
            "base": strategy_name(base), "base_true_fitness": table[base],
            "optimum": strategy_name(optimum), "optimum_true_fitness": opt_fit,
@@ -382,7 +402,7 @@ def summarise(per_seed: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_TRAIN, n_test: int = N_TEST,
-        malformed: float = 0.05, params: Sequence[str] = (), **_: Any) -> dict[str, Any]:
+        malformed: float = 0.05, params: Sequence[str] = (), free_text: bool = False, **_: Any) -> dict[str, Any]:
     if seeds < 1:
         raise ValueError(f"--seeds {seeds}: at least one seed is needed")
     if not 0 <= malformed < 1:
@@ -404,7 +424,7 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
     bar = progress_bar(seeds * len(methods), "simulate")
     lines: list[str] = []
     for seed in range(seeds):
-        world = World(seed, n_samples=n_train + n_test, malformed=malformed)
+        world = World(seed, n_samples=n_train + n_test, malformed=malformed, structured=not free_text)
         train, test = split(world, n_train, n_test)
         entry: dict[str, Any] = {"seed": seed, "methods": {}, "seconds": {}}
         for m in methods:
@@ -414,6 +434,10 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
             else:
                 try:
                     entry["methods"][m] = RUNNERS[m](world, train, test, lines.append, overrides.get(m))
+                except ValueError as exc:
+                    # a fit that refuses (no hypothesis / strategy agrees with the humans at enough coverage)
+                    # is the method's documented answer in this world: a finding, not a crash
+                    entry["methods"][m] = {"refused": str(exc)}
                 except Exception as exc:  # one failing method must not hide the others' results
                     entry["methods"][m] = {"error": f"{type(exc).__name__}: {exc}"}
             entry["seconds"][m] = round(time.perf_counter() - t0, 2)
@@ -425,17 +449,22 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
     numbers = [{"method": r["method"], "measure": r["measure"], "baseline": r["baseline"], **r.pop("numbers")}
                for r in rows]
     for m in methods:
-        errors = {e["seed"]: e["methods"][m]["error"] for e in per_seed if "error" in e["methods"].get(m, {})}
-        if errors:
-            notes.append(f"{m}: no measure on seeds {sorted(errors)}: {next(iter(errors.values()))}")
-            rows.append({"method": m, "measure": "error", "value": "n/a", "baseline": "", "baseline_value": "",
-                         "optimum": "", "difference": "", "beats_baseline": "", "seeds": 0,
-                         "error": next(iter(errors.values()))})
+        for key, measure in (("refused", "fit refused (ValueError)"), ("error", "error")):
+            found = {e["seed"]: e["methods"][m][key] for e in per_seed if key in e["methods"].get(m, {})}
+            if not found:
+                continue
+            first = next(iter(found.values()))
+            notes.append(f"{m}: {measure} on seeds {sorted(found)} (its measures are over the other seeds): "
+                         f"{first}")
+            rows.append({"method": m, "measure": measure, "value": f"{len(found)} of {seeds} seeds",
+                         "baseline": "", "baseline_value": "", "optimum": "", "difference": "",
+                         "beats_baseline": "", "seeds": len(found), "error": first})
     seconds = time.perf_counter() - start
     unrecognised, malformed = _backend_totals(per_seed)
     summary = {"seconds": round(seconds, 1), "seeds": seeds, "methods": list(methods),
                "unrecognised_prompts": unrecognised, "malformed_replies": malformed}
     return result("simulate", config={"seeds": seeds, "methods": list(methods), "params": overrides,
+                                      "free_text": free_text,
                                       "n_train": n_train,
                                       "n_test": n_test, "malformed": malformed,
                                       "hpss_true_fitness": "analytic population Pearson x 100 of the planted noise "

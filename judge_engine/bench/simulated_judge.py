@@ -23,8 +23,12 @@ is set (then it answers JSON of that shape), else from the prompt's fixed
 template text (then it answers in the free-text format the prompt asks for).
 Every recogniser is in the section "Recognisers" below, with the marker
 texts it relies on in :data:`MARKERS`, so a change of a template's wording
-needs one edit there. Samples are found by their output text, hypotheses by
-their text, sub-criteria by their name, never by position.
+needs one edit there; an HPSS judge prompt's strategy is read by
+:func:`judge_engine.hpss_strategy.read_strategy`, the exact inverse of the
+template builder. Samples are found by their output text, hypotheses by
+their whole text, sub-criteria by their name, never by position. With
+``World(structured=False)`` the backend ignores every schema, as a server
+without constrained decoding would, so the methods' free-text fallbacks run.
 
 The simulated score of a scoring prompt is the human score on the judge's
 scale plus noise (plus a bias where planted) whose size depends on the
@@ -48,7 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import structured
-from ..hpss_strategy import FACTORS, Strategy, all_strategies
+from ..hpss_strategy import FACTORS, Strategy, all_strategies, read_strategy
 from ..llm.base import Completion, GenerationParams, Message
 from ..prompting import TaskInfo
 from ..records import Aspect, Sample
@@ -77,6 +81,24 @@ TRAITS = ("logical progression", "paragraph unity", "referent tracking", "headli
           "numeric accuracy", "quotation use", "length", "vocabulary variety", "passive voice", "hedging",
           "lead sentence", "causal links", "contrast markers", "tense shifts", "repetition of names",
           "list structure", "punctuation", "formality")
+
+GOOD_WORDS = ("deliberate", "steady", "careful", "precise", "natural", "smooth", "purposeful", "measured",
+              "consistent", "tidy", "vivid", "balanced", "sharp", "graceful", "orderly", "confident", "lucid",
+              "disciplined", "economical", "polished", "faithful", "sensible", "exact", "fitting", "assured",
+              "even", "crisp", "methodical", "thoughtful", "clean")
+BAD_WORDS = ("erratic", "careless", "muddled", "jarring", "sloppy", "clumsy", "haphazard", "confusing", "uneven",
+             "garbled", "awkward", "scattered", "chaotic", "inconsistent", "lopsided", "tangled", "aimless",
+             "disjointed", "bloated", "broken", "misplaced", "stilted", "patchy", "random", "overwrought",
+             "neglected", "vague", "shaky", "cluttered", "hasty")
+POOL_TEMPLATES = (
+    "Experts score a summary high on {aspect} when its handling of {t} is {g}, and low when it is {b}.",
+    "Summaries with {g} {t} earn a high {aspect} score; {b} {t} pulls that score down.",
+    "When judging {aspect}, raters reward {g} {t} and give a poor score for {b} {t}.",
+    "A high {aspect} rating goes to a summary whose {t} feels {g}; a low rating to one whose {t} feels {b}.",
+    "The {aspect} score rises with {g} {t} and falls as the {t} turns {b}.",
+    "Raters look closely at {t}: {g} {t} means a strong {aspect} score, while {b} {t} means a weak one.",
+)
+"""Wordings of the HypoEval pool's rubrics (a trait, a good and a bad descriptor each)."""
 
 
 # --------------------------------------------------------------------------- seeded helpers
@@ -133,6 +155,9 @@ class World:
     n_samples: int = 160
     malformed: float = 0.05
     """Fraction of replies that are unparsable (each reply decided by a hash of its conversation)."""
+    structured: bool = True
+    """Whether the judge honours JSON schemas; False answers every request as free text (a server without
+    constrained decoding), so the methods' free-text fallbacks run end to end."""
     samples: tuple[Sample, ...] = ()
     latents: np.ndarray = field(default_factory=lambda: np.zeros((0, N_LATENTS)))
     weights: dict[str, np.ndarray] = field(default_factory=dict)
@@ -270,26 +295,34 @@ class World:
     # ---- HypoEval
 
     def _plant_pool(self, rng: np.random.Generator) -> None:
-        """30 hypotheses: 9 helpful, 12 useless, 9 misleading; traits shared by pairs make repetitions."""
+        """30 hypotheses: 9 helpful, 12 useless, 9 misleading; traits shared by pairs make repetitions.
+
+        Each text is a distinct rubric (its own wording, trait and descriptors) that names a quality, so
+        HypoEval's rubric checks (:mod:`judge_engine.rubric_checks`: near-duplicates, no quality named,
+        copies of shown texts) pass every pool entry, as they would a good model's hypotheses: the
+        benchmark measures selection, not the checks. Two hypotheses on the same trait still differ in
+        wording; telling them apart is the repetition check's job.
+        """
         kinds = ["helpful"] * 9 + ["useless"] * 12 + ["misleading"] * 9
         traits = list(rng.permutation(TRAITS))
+        good = list(rng.permutation(GOOD_WORDS))
+        bad = list(rng.permutation(BAD_WORDS))
         pool = []
         for i, kind in enumerate(kinds):
-            trait = traits[i % len(traits)] if i < len(traits) else traits[i - len(traits)]
+            trait = traits[i % len(traits)]
             noise = float(rng.uniform(0.06, 0.2)) if kind == "helpful" else 0.25 if kind == "useless" else \
                 float(rng.uniform(0.08, 0.2))
             sd = self.target_sd
             quality = 0.0 if kind == "useless" else (1 if kind == "helpful" else -1) * sd / math.sqrt(sd * sd + noise * noise)
-            text = (f"Rubric R{i:02d} on {trait}: experts look at the {trait} of the summary; a summary that gets 1 "
-                    f"handles {trait} badly throughout, a 3 handles it unevenly, and a 5 handles {trait} well in "
-                    f"every sentence.")
+            text = POOL_TEMPLATES[i % len(POOL_TEMPLATES)].format(t=trait, g=good[i], b=bad[i], aspect=TARGET)
             pool.append(PoolHypothesis(text, trait, kind, noise, quality))
         self.pool = tuple(pool)
 
     def hypothesis_in(self, text: str) -> list[PoolHypothesis]:
-        """Pool hypotheses whose text occurs in ``text``, in order of appearance."""
-        found = [(text.find(h.text[:60]), h) for h in self.pool]
-        return [h for pos, h in sorted((p, h) for p, h in found if p >= 0)]
+        """Pool hypotheses whose whole text occurs in ``text`` (blank space normalised), in order of appearance."""
+        flat = " ".join(text.split())
+        found = [(flat.find(h.text), h) for h in self.pool]
+        return [h for pos, h in sorted(((p, h) for p, h in found if p >= 0), key=lambda ph: ph[0])]
 
     def hypothesis_by_text(self, text: str) -> PoolHypothesis | None:
         hits = self.hypothesis_in(text)
@@ -391,6 +424,7 @@ class World:
         table, best, best_fit = self.hpss_landscape()
         return {
             "seed": self.seed, "n_samples": self.n_samples, "malformed_fraction": self.malformed,
+            "honours_json_schemas": self.structured,
             "aspect_weights": {a: [round(float(x), 4) for x in w] for a, w in self.weights.items()},
             "null_latents": [j for j in range(N_LATENTS) if not self.informative_latent(j)],
             "target_sd_normalised": round(self.target_sd, 4),
@@ -401,7 +435,7 @@ class World:
                      "bias": {f"{n}={v}": b for (n, v), b in self.hpss_bias.items()},
                      "optimum": "_".join(best), "optimum_true_fitness": round(best_fit, 3),
                      "median_true_fitness": round(float(np.median(list(table.values()))), 3)},
-            "hypoeval_pool": [{"text": h.text[:60], "trait": h.trait, "kind": h.kind, "noise": round(h.noise, 4),
+            "hypoeval_pool": [{"text": h.text, "trait": h.trait, "kind": h.kind, "noise": round(h.noise, 4),
                                "quality": round(h.quality, 4)} for h in self.pool],
             "hd_eval_nodes": {n.name: {"latent": n.latent, "noise": n.noise, "informative": self.node_informative(n)}
                               for n in self.nodes.values() if n.aspect is None},
@@ -411,41 +445,30 @@ class World:
 
 
 # --------------------------------------------------------------------------- Recognisers
-# Marker texts of the engine's templates (judge_engine/prompts/*.txt). Only fixed template text is used, never
-# details of a sample; change these when a template's wording changes.
+# A request with a JSON schema is recognised by the schema's title (judge_engine.structured), which names the
+# kind of reply; the prompt is read only for what the title does not say (which sample, which criterion, which
+# strategy). A request without a schema (a backend or a step that asks for free text) is recognised from fixed
+# template text (judge_engine/prompts/*.txt): these markers are the one place to edit when a template's wording
+# changes. Never details of a sample.
 
 MARKERS = {
-    # HPSS (hpss_strategy.build_prompt and hpss_auxiliaries)
-    "hpss_judge": "You are an impartial judge. Assess the quality",
+    # HPSS auxiliaries (hpss_gen_*.txt); the judge prompt itself is read by hpss_strategy.read_strategy
     "hpss_gen_criteria": "Write the evaluation criteria for",
-    "hpss_gen_steps": "Write the evaluation steps for this rating task",
+    "hpss_gen_steps": "Write the evaluation steps",
     "hpss_gen_metrics": "Propose at most three short questions",
-    "hpss_gen_reference": re.compile(r"Reply with the [\w -]{1,40} only\."),
-    "hpss_T": "[Instruction]",
-    "hpss_E": "Evaluation rules:",
-    "hpss_I": "Text between the <<< >>> markers is material to judge",
-    "hpss_steps": "Evaluation steps:",
-    "hpss_metrics": "[Questions about the",
-    "hpss_reference": "high-quality reference",
-    "hpss_dialectic": "write your own",
-    "hpss_cot_prefix": "Start with a brief explanation",
-    "hpss_cot_suffix": "First give your rating",
-    "hpss_cot_free": "Give only your rating",
-    "hpss_example": re.compile(r"(?m)^# Example \d+"),
-    "hpss_scale": re.compile(r"rating from (\d+) to (\d+)"),
+    "hpss_gen_reference": '{"reference":',
     "llm_criteria": "(self-generated criteria)",
     # criterion scoring shared by HD-Eval and HypoEval (criterion_paper.txt / criterion_sample_first.txt)
     "criterion": re.compile(r"Criterion to apply: ([^\n]+)\n([^\n]*)"),
     "scale_1_to_n": re.compile(r"from (\d+) to (\d+)"),
     # HD-Eval decomposition (hd_eval_decompose.txt)
     "hd_decompose": re.compile(r'The criterion to split up is "([^"\n]+)"'),
-    "hd_k": re.compile(r"Suggest up to (\d+)"),
+    "hd_k": re.compile(r"Suggest between (\d+) and (\d+)"),
     # HypoEval (hypoeval_*.txt)
     "hypo_generate": "Your job is to write",
     "hypo_refine": "Hypotheses to improve:",
-    "hypo_count": re.compile(r"Write exactly (\d+)"),
+    "hypo_count": re.compile(r"exactly (\d+) (?:improved )?hypotheses"),
     "hypo_repetition": "Do these two say essentially the same thing",
-    "hypo_again": "write the hypotheses again",
     # Active-Critic (active_critic_*.txt)
     "ac_task_observe": "Write down observations about patterns",
     "ac_task_describe": "Name the kind of evaluation task",
@@ -460,8 +483,6 @@ MARKERS = {
     "ac_prior": "Observations so far:",
     "ac_weighted": "single digit",
     "ac_criteria_json": re.compile(r'"([^"\n]{2,40})"\s*:'),
-    # follow-up turns asking for the number alone (criterion_retry.txt, active_critic_score_retry.txt)
-    "retry": ("did not contain a score", "single whole number", "number alone", "only the number"),
 }
 
 
@@ -481,81 +502,138 @@ def _schema_score_range(schema: dict[str, Any] | None) -> tuple[int, int] | None
         return None
 
 
+def _schema_items(schema: dict[str, Any] | None, key: str) -> tuple[int | None, int | None]:
+    """(minItems, maxItems) of the schema's array property ``key`` (None where the schema says nothing)."""
+    node = ((schema or {}).get("properties") or {}).get(key) or {}
+    return node.get("minItems"), node.get("maxItems")
+
+
 def recognise(world: World, messages: Sequence[Message], params: GenerationParams) -> Step:
-    """The step a request belongs to: schema title first, then the prompt's fixed text.
+    """The step a request belongs to: by the schema's title when it has one, else by the prompt's fixed text.
 
     Follow-up turns (a user message after an assistant reply) are recognised
-    from the first user message and marked ``follow_up``.
+    from the first user message and marked ``follow_up``; the last user
+    message is kept as ``last``.
     """
     users = [m["content"] for m in messages if m["role"] == "user"]
     prompt = users[0] if users else ""
-    follow_up = len(users) > 1
-    kind_title = structured.kind_of(params.json_schema) if params.json_schema else ""
     schema = structured.schema_of(params.json_schema) if params.json_schema else None
-    step = _recognise_prompt(world, prompt, kind_title, schema)
-    info = dict(step.info)
-    info["follow_up"] = follow_up
-    info["schema"] = schema
-    return Step(step.kind, info)
+    title = str(schema.get("title", "")) if schema else ""
+    step = _by_title(world, prompt, title, schema) if title else _by_text(world, prompt)
+    return Step(step.kind, {**step.info, "follow_up": len(users) > 1, "schema": schema,
+                            "title": title, "last": users[-1] if users else ""})
 
 
-def _recognise_prompt(world: World, prompt: str, title: str, schema: dict[str, Any] | None) -> Step:
+def _by_title(world: World, prompt: str, title: str, schema: dict[str, Any]) -> Step:
+    """Dispatch on the reply kind the request's schema names (the methods send a schema with every step)."""
     m = MARKERS
-    # generation steps (no sample is scored)
-    if title == structured.HPSS_CRITERIA or m["hpss_gen_criteria"] in prompt:
+    if title == structured.HPSS_CRITERIA:
         return Step("hpss_criteria")
-    if title == structured.GEVAL_STEPS or m["hpss_gen_steps"] in prompt:
+    if title == structured.GEVAL_STEPS:
         return Step("hpss_steps")
-    if title == structured.HPSS_METRICS or m["hpss_gen_metrics"] in prompt:
+    if title == structured.HPSS_METRICS:
         return Step("hpss_metrics")
-    if title == structured.HPSS_REFERENCE or m["hpss_gen_reference"].search(prompt):
+    if title == structured.HPSS_REFERENCE:
         return Step("hpss_reference")
-    decompose = m["hd_decompose"].search(prompt)
-    if title == structured.DECOMPOSITION or decompose:
-        k = m["hd_k"].search(prompt)
-        limit = (schema or {}).get("properties", {}).get("children", {}).get("maxItems") if schema else None
-        return Step("hd_decompose", {"parent": decompose.group(1) if decompose else "",
-                                     "k": int(limit or (k.group(1) if k else 4))})
-    if title == structured.YES_NO or m["hypo_repetition"] in prompt:
+    if title == structured.DECOMPOSITION:
+        parent = m["hd_decompose"].search(prompt)
+        low, high = _schema_items(schema, "children")
+        return Step("hd_decompose", {"parent": parent.group(1) if parent else "", "k": int(high or 4),
+                                     "min_k": int(low or 1)})
+    if title == structured.YES_NO:
         return Step("hypo_repetition", {"hypotheses": world.hypothesis_in(prompt)})
-    if title == structured.HYPOTHESES or m["hypo_generate"] in prompt or m["hypo_refine"] in prompt:
-        count = m["hypo_count"].search(prompt)
-        limit = (schema or {}).get("properties", {}).get("hypotheses", {}).get("maxItems") if schema else None
-        n = int(count.group(1)) if count else int(limit or 5)
-        refine = m["hypo_refine"] in prompt
-        old = world.hypothesis_in(prompt.split(m["hypo_refine"], 1)[1]) if refine else []
-        return Step("hypo_refine" if refine else "hypo_generate", {"n": n, "old": old})
-    if title == structured.TASK_DESCRIPTION or m["ac_task_describe"] in prompt:
+    if title == structured.HYPOTHESES:
+        _, n = _schema_items(schema, "hypotheses")
+        return _hypotheses_step(world, prompt, int(n or 5))
+    if title == structured.TASK_DESCRIPTION:
         return Step("ac_describe")
+    if title == structured.CRITERIA:
+        return _ac_criteria_step(world, prompt)
+    if title == structured.EXPLAINED_SCORES:
+        props = schema.get("properties") or {}
+        index = world.index_of_output(prompt)
+        demos = world.demo_indices(prompt, index)
+        if "criteria" in props:  # McS-E: the schema lists exactly the criteria to score
+            names = list((props["criteria"].get("properties") or {}))
+            return Step("ac_mcse", {"index": index, "criteria": names, "demos": demos})
+        return Step("ac_ose", {"index": index, "criteria": _ose_criteria(prompt), "demos": demos})
+    if title == structured.SCORE:
+        return _score_step(world, prompt, _schema_score_range(schema))
+    return Step("unknown")
+
+
+def _by_text(world: World, prompt: str) -> Step:
+    """Free-text requests: recognised from the templates' fixed text (:data:`MARKERS`)."""
+    m = MARKERS
     if m["ac_task_observe"] in prompt or m["ac_criteria_observe"] in prompt:
         prior = prompt.split(m["ac_prior"], 1)[1] if m["ac_prior"] in prompt else ""
         return Step("ac_observe", {"prior": "(none yet)" not in prior and bool(prior.strip())})
-    if title == structured.CRITERIA or m["ac_criteria_init"] in prompt or m["ac_criteria_refine"] in prompt \
-            or m["ac_criteria_list"].search(prompt):
-        current = [n for n in world.ac_criteria if f'"{n}"' in prompt] if m["ac_criteria_refine"] in prompt else []
-        return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt))})
-    # scoring steps
+    if m["ac_criteria_init"] in prompt or m["ac_criteria_refine"] in prompt or m["ac_criteria_list"].search(prompt):
+        return _ac_criteria_step(world, prompt)
+    if m["ac_task_describe"] in prompt:
+        return Step("ac_describe")
+    if m["hpss_gen_criteria"] in prompt:
+        return Step("hpss_criteria")
+    if m["hpss_gen_steps"] in prompt:
+        return Step("hpss_steps")
+    if m["hpss_gen_metrics"] in prompt:
+        return Step("hpss_metrics")
+    if m["hpss_gen_reference"] in prompt:
+        return Step("hpss_reference")
+    decompose = m["hd_decompose"].search(prompt)
+    if decompose:
+        k = m["hd_k"].search(prompt)
+        return Step("hd_decompose", {"parent": decompose.group(1), "k": int(k.group(2)) if k else 4,
+                                     "min_k": int(k.group(1)) if k else 1})
+    if m["hypo_repetition"] in prompt:
+        return Step("hypo_repetition", {"hypotheses": world.hypothesis_in(prompt)})
+    if m["hypo_generate"] in prompt or m["hypo_refine"] in prompt:
+        count = m["hypo_count"].search(prompt)
+        return _hypotheses_step(world, prompt, int(count.group(1)) if count else 5)
+    if m["ac_mcse"] in prompt:
+        index = world.index_of_output(prompt)
+        section = prompt.split(m["ac_mcse"], 1)[1].split("Output format", 1)[0]
+        names = [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
+        return Step("ac_mcse", {"index": index, "criteria": names, "demos": world.demo_indices(prompt, index)})
+    return _score_step(world, prompt, None)
+
+
+def _hypotheses_step(world: World, prompt: str, n: int) -> Step:
+    refine = MARKERS["hypo_refine"] in prompt
+    old = world.hypothesis_in(prompt.split(MARKERS["hypo_refine"], 1)[1]) if refine else []
+    return Step("hypo_refine" if refine else "hypo_generate", {"n": n, "old": old})
+
+
+def _ac_criteria_step(world: World, prompt: str) -> Step:
+    m = MARKERS
+    current = [n for n in world.ac_criteria if f'"{n}"' in prompt] if m["ac_criteria_refine"] in prompt else []
+    return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt))})
+
+
+def _ose_criteria(prompt: str) -> list[str]:
+    """The criteria an OS-E prompt shows: the scored criteria's JSON keys, or AC-Coarse's ``Name: definition`` list."""
+    m = MARKERS
+    if m["ac_ose_scores"] in prompt:
+        section = prompt.rsplit(m["ac_ose_scores"], 1)[1].split("Output format", 1)[0]
+        return [n for n in m["ac_criteria_json"].findall(section) if n.lower() not in ("explanation", "score")]
+    section = prompt.rsplit(m["ac_ose_criteria"], 1)[1].split("Output format", 1)[0] \
+        if m["ac_ose_criteria"] in prompt else ""
+    return [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
+
+
+def _score_step(world: World, prompt: str, scale: tuple[int, int] | None) -> Step:
+    """A score request (``{"score": N}`` or free text): Active-Critic's OS-E, an HPSS strategy, or a criterion."""
+    m = MARKERS
     index = world.index_of_output(prompt)
-    if title == structured.EXPLAINED_SCORES or m["ac_mcse"] in prompt or m["ac_ose"] in prompt:
-        demos = world.demo_indices(prompt, index)
-        if m["ac_mcse"] in prompt:
-            section = prompt.split(m["ac_mcse"], 1)[1].split("Output format", 1)[0]
-            names = [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
-            return Step("ac_mcse", {"index": index, "criteria": names, "demos": demos})
-        if m["ac_ose_scores"] in prompt:
-            section = prompt.rsplit(m["ac_ose_scores"], 1)[1].split("Output format", 1)[0]
-            names = [n for n in m["ac_criteria_json"].findall(section) if n.lower() not in ("explanation", "score")]
-        else:
-            section = prompt.rsplit(m["ac_ose_criteria"], 1)[1].split("Output format", 1)[0] \
-                if m["ac_ose_criteria"] in prompt else ""
-            names = [line.split(":", 1)[0].strip() for line in section.strip().splitlines() if ":" in line]
-        return Step("ac_ose", {"index": index, "criteria": names, "demos": demos})
-    if m["hpss_judge"] in prompt and m["hpss_E"] in prompt:
-        strategy = recognise_strategy(prompt, schema)
-        return Step("hpss_judge" if strategy else "unknown", {"index": index, "strategy": strategy})
+    if m["ac_ose"] in prompt:  # the first turn of a weighted or retry follow-up
+        return Step("ac_ose", {"index": index, "criteria": _ose_criteria(prompt),
+                               "demos": world.demo_indices(prompt, index)})
+    strategy = read_hpss_strategy(prompt)
+    if strategy is not None:
+        return Step("hpss_judge", {"index": index, "strategy": strategy})
     crit = m["criterion"].search(prompt)
     if crit:
-        scale = _schema_score_range(schema) or _scale_in(prompt)
+        scale = scale or _scale_in(prompt)
         hyp = world.hypothesis_by_text(crit.group(2)) or world.hypothesis_by_text(prompt)
         if hyp is not None:
             return Step("hypo_score", {"index": index, "hypothesis": hyp, "scale": scale})
@@ -571,61 +649,15 @@ def _scale_in(prompt: str) -> tuple[int, int]:
     return (int(found[-1][0]), int(found[-1][1])) if found else (1, 5)
 
 
-def recognise_strategy(prompt: str, schema: dict[str, Any] | None = None) -> Strategy | None:
-    """The HPSS strategy a judge prompt was built with (:func:`judge_engine.hpss_strategy.build_prompt`).
-
-    Read from the fixed template texts: the scale from "rating from 1 to S"
-    (or the schema's score enum), criteria from what follows the rule line,
-    CoT from its instruction (or where the schema puts the explanation),
-    AutoCoT/metrics/reference from their headers, examples from their count
-    (the judged sample is left out of its own examples during the search, so
-    2 counts as 3 and so on) and the order from where T, E and I begin.
-    None when any factor cannot be read.
-    """
-    m = MARKERS
-    pos = {"T": prompt.find(m["hpss_T"]), "E": prompt.find(m["hpss_E"]), "I": prompt.find(m["hpss_I"])}
-    if min(pos.values()) < 0:
-        return None
-    order = "".join(sorted(pos, key=pos.get))
-    rng = _schema_score_range(schema)
-    if rng is None:
-        found = m["hpss_scale"].search(prompt)
-        if not found:
-            return None
-        rng = (int(found.group(1)), int(found.group(2)))
-    scale = str(rng[1])
-    rule = prompt[pos["E"]:]
-    line_end = rule.find("\n2.")
-    rule_line = rule[:line_end if line_end >= 0 else None]
-    after = rule_line.split(".", 1)[1].strip() if "." in rule_line else ""
-    # "1. Judge the summary on its coherence.<criteria>": the text after the first sentence of the rule line
-    first = re.match(r"\s*Evaluation rules:\s*1\.\s*Judge the [^.]*?on its [^.]*\.(.*)", rule_line, re.S)
-    after = first.group(1).strip() if first else after
-    criteria = "NoCriteria" if not after else "LLM" if m["llm_criteria"] in after else "Human"
-    props = list((schema or {}).get("properties", {}))
-    if "explanation" in props and "score" in props:
-        cot = "Prefix" if props.index("explanation") < props.index("score") else "Suffix"
-    elif schema is not None and props == ["score"]:
-        cot = "Free"
-    elif m["hpss_cot_prefix"] in prompt:
-        cot = "Prefix"
-    elif m["hpss_cot_suffix"] in prompt:
-        cot = "Suffix"
-    elif m["hpss_cot_free"] in prompt:
-        cot = "Free"
-    else:
-        return None
-    autocot = "AutoCoT" if m["hpss_steps"] in prompt else "NoAutoCoT"
-    metrics = "Metrics" if m["hpss_metrics"] in prompt else "NoMetrics"
-    n_ex = len(m["hpss_example"].findall(prompt))
-    example = "NoExample" if n_ex == 0 else "Example3" if n_ex <= 3 else "Example5" if n_ex <= 5 else "Example10"
-    reference = "Reference" if m["hpss_reference"] in prompt else "Dialectic" if m["hpss_dialectic"] in prompt \
-        else "NoReference"
-    strategy = (scale, criteria, cot, autocot, metrics, example, reference, order)
-    for (_name, values), v in zip(FACTORS, strategy):
-        if v not in values:
-            return None
-    return strategy
+def read_hpss_strategy(prompt: str) -> Strategy | None:
+    """The HPSS strategy of a judge prompt (:func:`judge_engine.hpss_strategy.read_strategy`, the exact inverse
+    of the template builder), trying each aspect of the world; None when the prompt is no HPSS judge prompt."""
+    for aspect in sorted(ASPECTS, key=lambda a: a.name != TARGET):
+        try:
+            return read_strategy(prompt, aspect, TASK)
+        except ValueError:
+            continue
+    return None
 
 
 # --------------------------------------------------------------------------- the backend
@@ -642,12 +674,16 @@ class SimulatedBackend:
     supports_logprobs = True
     serialises_calls = False
 
-    def __init__(self, world: World):
+    def __init__(self, world: World, *, structured: bool | None = None):
         self.world = world
-        self.model_id = f"simulated-judge-seed{world.seed}"
+        self.structured = world.structured if structured is None else structured
+        """False: behave like a server that honours no JSON schema (see :attr:`World.structured`)."""
+        self.model_id = f"simulated-judge-seed{world.seed}" + ("" if self.structured else "-free-text")
         self.stats: dict[str, Any] = {"steps": {}, "malformed": 0, "unrecognised": []}
 
     def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
+        if not self.structured and params.json_schema:
+            params = params.with_(json_schema="")
         step = recognise(self.world, messages, params)
         texts, logprobs = [], []
         for i in range(params.n):
@@ -777,13 +813,15 @@ class SimulatedBackend:
             return json.dumps({n: {"Explanation": f"Judged on {n.lower()}.", "Score": v}
                                for n, v in scores.items()}, indent=1), ()
         score = score_100(0.2 * w.ac_multiplier(step.info["criteria"]) * demo, "overall")
-        if MARKERS["ac_weighted"] in last:
-            digit = int(min(9, max(1, round(1 + 8 * score / 100))))
-            return str(digit), (_digit_logprobs(str(digit), digit, 1, 9) if params.top_logprobs else ())
-        if schema and not step.info["follow_up"]:
-            return json.dumps(fill_schema(schema, {}, score, "The response was weighed on every criterion.")), ()
         if step.info["follow_up"]:
-            return f"Score Of Overall: {score}", ()
+            # the weighted follow-up asks for a 1-9 digit (its schema's enum), the retry for the 0-100 score
+            if _schema_score_range(schema) == (1, 9) or MARKERS["ac_weighted"] in last:
+                digit = int(min(9, max(1, round(1 + 8 * score / 100))))
+                text = json.dumps({"score": digit}) if schema else str(digit)
+                return text, (_digit_logprobs(text, digit, 1, 9) if params.top_logprobs else ())
+            return (json.dumps(conform({"score": score}, schema)) if schema else f"Score Of Overall: {score}"), ()
+        if schema:
+            return json.dumps(fill_schema(schema, {}, score, "The response was weighed on every criterion.")), ()
         return f"Explanation: The response was weighed on every criterion.\n\nScore Of Overall: {score}", ()
 
     def _hypotheses(self, step: Step, conversation: str, draw: int) -> list[str]:
@@ -846,7 +884,7 @@ class SimulatedBackend:
                      kind: str, prompt: str) -> tuple[str, tuple[dict[str, Any], ...]]:
         schema = step.info.get("schema")
         why = "The summary was judged on what the prompt asks."
-        if schema and not step.info["follow_up"]:
+        if schema:  # first turn or follow-up: the JSON of the schema asked for (explanation where it puts it)
             props = schema.get("properties", {})
             value = {k: (score if k == "score" else why) for k in props if k in ("score", "explanation")}
             text = json.dumps(conform(value, schema))
