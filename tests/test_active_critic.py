@@ -583,3 +583,9 @@ def test_a_made_up_story_as_task_description_and_copied_or_empty_criteria_are_re
     kept, refused_criteria = ac.check_criteria(criteria, shown)
     assert list(kept) == ["Coverage"]
     assert {r["name"]: r["rule"] for r in refused_criteria} == {"Bridge": "copy", "X": "empty"}
+
+
+def test_a_reply_cut_off_inside_its_json_is_no_task_description():
+    assert ac.read_task_description('{"score": "unsure') == ("", "missing")
+    assert ac.read_task_description('{"task_description": "The evaluation task is rating summaries."}')[1] == "json"
+    assert ac.read_task_description("The evaluation task is rating summaries.")[1] == "text"

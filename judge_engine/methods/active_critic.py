@@ -252,11 +252,14 @@ TASK_SCHEMA = structured.text_schema(structured.TASK_DESCRIPTION, "task_descript
 def read_task_description(reply: str) -> tuple[str, str]:
     """A task-description reply -> (description, read): JSON first, the free-text summary sentence as fallback.
 
-    ``read`` is ``json``, ``text`` or ``missing`` (an empty reply).
+    ``read`` is ``json``, ``text`` or ``missing`` (an empty reply, or JSON that is not the schema's: a reply
+    cut off inside its JSON, such as ``{"score": "unsure``, is no description to carry into every prompt).
     """
     reading = structured.read_json(reply, TASK_SCHEMA)
     if reading.ok:
         return extract_task_description(str(reading.value["task_description"])), "json"
+    if (reply or "").lstrip().startswith(("{", "[")):
+        return "", "missing"
     text = extract_task_description(reply)
     return text, ("text" if text else "missing")
 
