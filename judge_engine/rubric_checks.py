@@ -52,6 +52,7 @@ concise conciseness brevity brief padding verbose verbosity wordy faithfulness g
 hallucinated factuality factual plausible plausibility specificity diversity humor humour humorous engagingness
 understandability naturalness style tone readability grammar grammaticality spelling punctuation cohesion cohesive
 consistency informative novelty novel overall usefulness useful harmless safe safety politeness empathic persuasive
+complexity complex enjoy enjoyable enjoyment
 """.split())
 """Words that name a quality, a judgement or a score."""
 
