@@ -161,7 +161,7 @@ def test_the_page_shows_warnings_reads_coverage_and_imputed_criteria(db):
         text = messages[0]["content"]
         if 'split up is "grounded"' in text:
             return "no idea"  # no children: a warning naming the node
-        if "answer 14 " in text and "Criterion to apply: clarity part" in text:
+        if "answer 16 " in text and "Criterion to apply: clarity part" in text:
             return "I cannot rate this."  # a test item with some criteria missing
         return _json_scripted(messages, params)
 
@@ -171,7 +171,7 @@ def test_the_page_shows_warnings_reads_coverage_and_imputed_criteria(db):
                                        params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
     execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
     imputed = [v for v in store.load_verdicts(run_id) if v.metadata.get("imputed_criteria")]
-    assert [v.sample_id for v in imputed] == ["s14"], "the fixture must give one test item imputed criteria"
+    assert [v.sample_id for v in imputed] == ["s16"], "the fixture must give one test item imputed criteria"
     at = _open()
     assert not at.exception
     warnings = [w.value.replace("\\", "") for w in at.warning]
