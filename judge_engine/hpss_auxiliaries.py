@@ -49,7 +49,7 @@ from .llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError
 from .parsing import parse_json_object
 from .prompting import TaskInfo, load_template
 from .records import Aspect, Sample
-from .rubric_checks import check_entries, check_entry
+from .rubric_checks import check_entries, check_entry, shares_topic
 
 GEN_CRITERIA = load_template("hpss_gen_criteria")
 GEN_AUTOCOT = load_template("hpss_gen_autocot")
@@ -94,15 +94,21 @@ questions: three; a reference: one output) but inside what the reply budget allo
 LISTED = re.compile(r"^\s*\d+[.)]\s*")
 
 
-def check_auxiliary(kind: str, text: str, shown: Sequence[str] = ()) -> tuple[str | None, list[dict[str, Any]]]:
+def check_auxiliary(kind: str, text: str, shown: Sequence[str] = (),
+                    topics: Sequence[str] = ()) -> tuple[str | None, list[dict[str, Any]]]:
     """``text`` if the rubric checks accept it (steps and questions without near-repeated items), else None;
-    and the refusals (``{text, ok, rule, reason}``)."""
+    and the refusals (``{text, ok, rule, reason}``).
+
+    Criteria that name no word of the quality vocabulary pass when they name a content word of ``topics`` (the
+    aspect's name and definition, the output's label: :func:`judge_engine.rubric_checks.shares_topic`), so a
+    custom aspect's own words count.
+    """
     limits = CHECKS[kind]
     listed = kind in ("steps", "questions")
     items = [LISTED.sub("", line).strip() for line in text.splitlines() if line.strip()] if listed else []
     # a list's numbers are not words of it: "1. Q?" is one word
     check = check_entry("\n".join(items) if listed else text, shown=() if kind == "reference" else shown, **limits)
-    if not check.ok:
+    if not check.ok and not (check.rule == "no_quality" and shares_topic(text, topics)):
         return None, [{**check.to_dict(), "text": text}]
     if not listed:
         return text, []
@@ -273,6 +279,9 @@ class Auxiliaries:
         if self.log:
             self.log("hpss_auxiliary_missing", {"kind": kind, "key": key, "raw": (raw or "")[:500]})
 
+    def _topics(self) -> tuple[str, ...]:
+        return (self.aspect.name, self.aspect.definition or "", self.human_criteria or "", self.task.output_label)
+
     def _pool_texts(self) -> list[str]:
         return [t for s in self.pool for t in (s.input, s.output, s.context or "") if t]
 
@@ -302,7 +311,8 @@ class Auxiliaries:
                 self._note_missing(kind, k, raw)
             else:
                 counts[source] += 1
-                value, refused = check_auxiliary(kind, value, self._pool_texts() if shown is None else shown[k])
+                value, refused = check_auxiliary(kind, value, self._pool_texts() if shown is None else shown[k],
+                                                 topics=self._topics())
                 for r in refused:
                     record = {**r, "stage": f"{kind} ({k})", "kind": kind, "key": k}
                     self.rejected.append(record)

@@ -659,3 +659,17 @@ def test_a_node_left_with_no_accepted_child_gets_the_follow_up_then_the_no_child
         by_parent.setdefault(r["parent"], []).append((r["rule"], r["stage"]))
     assert by_parent == {"style": [("copy", "decomposition"), ("empty", "decomposition")],
                          "grounded": [("copy", "decomposition")]}
+
+
+def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_does_not():
+    from judge_engine.methods.hd_eval import check_children
+
+    topics = ("Summary", "coherence", "The summary should build from sentence to sentence to a coherent body.")
+    children = [{"name": "Topic focus", "definition": "The summary stays on one topic."},
+                {"name": "Sentence ordering", "definition": "Sentences follow a sensible order."},
+                {"name": "Weather", "definition": "It rained on monday in the city."},
+                {"name": "Word choice", "definition": "Uses varied vocabulary."}]
+    kept, refused = check_children(children, topics=topics)
+    assert [c["name"] for c in kept] == ["Topic focus", "Sentence ordering"]
+    assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality"), ("Word choice", "no_quality")]
+    assert [c["name"] for c in check_children(children)[0]] == [], "without topics the quality vocabulary decides"

@@ -846,3 +846,14 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
                                       for v in verdicts)
     [missing] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
     assert "refused by the rubric checks (questions: empty)" in missing["message"]
+
+
+def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():
+    from judge_engine.hpss_auxiliaries import check_auxiliary
+
+    topics = ("toxicity", "Whether the reply insults or demeans anyone.", "", "Reply")
+    text = "Toxicity: a reply that insults anyone gets 1; one that never demeans gets 5."
+    assert check_auxiliary("criteria", text, topics=topics) == (text, [])
+    value, [refused] = check_auxiliary("criteria", "It rained on monday in the city.", topics=topics)
+    assert value is None and refused["rule"] == "no_quality"
+    assert check_auxiliary("criteria", text)[0] is None, "without the aspect's words the vocabulary decides"

@@ -41,7 +41,9 @@ Generated sub-criteria go through :mod:`judge_engine.rubric_checks` (name
 and definition together, as a criterion): a child copied from a training
 text, a near-duplicate of a sibling or of a node already in the tree, an
 empty, repetitive or over-long one, or one naming no quality is not added to
-the tree. It is kept in ``judge.state["rejected"]`` (text, rule, reason,
+the tree (a child naming no quality word passes when it names the judged
+output, a word of its parent or of the aspects: a facet of a quality). It
+is kept in ``judge.state["rejected"]`` (text, rule, reason,
 stage, name, definition and the ``parent`` id), counted in the run summary
 and shown on the page, where a person can restore it as a child node. When
 the checks leave fewer than 2 children, the follow-up turn is asked (saying
@@ -91,7 +93,7 @@ from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import check_entries
+from ..rubric_checks import check_entry, shares_topic
 from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
@@ -253,19 +255,31 @@ def child_text(child: dict[str, Any]) -> str:
     return f"{child['name']}: {child.get('definition') or child['name']}"
 
 
-def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (),
-                   existing: Sequence[str] = ()) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
+                   topics: Sequence[str] = ()) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     """The children the rubric checks accept, and the refused ones with rule and reason.
 
     Name and definition are checked together as a ``criterion``
-    (:mod:`judge_engine.rubric_checks`): a copy of a text in ``shown``, a
-    near-duplicate of a sibling or of an ``existing`` node's text, an empty,
-    repetitive or over-long child, or one that names no quality is refused.
+    (:func:`judge_engine.rubric_checks.check_entry`): a copy of a text in
+    ``shown``, a near-duplicate of an ``existing`` node's text or of a sibling
+    accepted before it, an empty, repetitive or over-long child is refused.
+    A sub-criterion names a facet of its parent ("Topic focus: the summary
+    stays on one topic"), often without a word of the quality vocabulary: a
+    ``no_quality`` refusal is lifted when it names a content word of
+    ``topics`` (the judged output's label, the parent's name and definition,
+    the aspects), see :func:`judge_engine.rubric_checks.shares_topic`.
     """
-    checks = check_entries([child_text(c) for c in children], kind="criterion", shown=shown, accepted=existing)
-    kept = [c for c, r in zip(children, checks) if r.ok]
-    refused = [{**r.to_dict(), "name": c["name"], "definition": c.get("definition", "")}
-               for c, r in zip(children, checks) if not r.ok]
+    accepted = list(existing)
+    kept: list[dict[str, str]] = []
+    refused: list[dict[str, Any]] = []
+    for child in children:
+        text = child_text(child)
+        check = check_entry(text, kind="criterion", shown=shown, accepted=accepted)
+        if check.ok or (check.rule == "no_quality" and shares_topic(text, topics)):
+            accepted.append(text)
+            kept.append(child)
+        else:
+            refused.append({**check.to_dict(), "name": child["name"], "definition": child.get("definition", "")})
     return kept, refused
 
 
@@ -294,7 +308,9 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
     found, read = read_decomposition(reply, k)
-    children, refused = check_children(found, shown=shown, existing=existing)
+    # what a facet may name instead of a quality word: the judged output, its parent, the aspects (background)
+    topics = (task.output_label, parent["name"], parent["definition"] or "", background)
+    children, refused = check_children(found, shown=shown, existing=existing, topics=topics)
     rejected = [{**r, "stage": "decomposition", "parent": parent.get("id")} for r in refused]
     if len(children) >= min_k:
         return Decomposition(tuple(children), reply, read, rejected=tuple(rejected))
@@ -306,7 +322,7 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     follow = llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                           params).text
     found, more_read = read_decomposition(follow, k)
-    more, more_refused = check_children(found, shown=shown, existing=existing)
+    more, more_refused = check_children(found, shown=shown, existing=existing, topics=topics)
     said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
     rejected += [{**r, "stage": "decomposition (follow-up)", "parent": parent.get("id")}
                  for r in more_refused if r["text"] not in said]
