@@ -587,7 +587,7 @@ def _bad_children(parent_id="clarity"):
             {"name": "Evolution", "definition": COPIED},
             {"name": "Clear wording", "definition": "The answer uses clear and simple words that every reader knows."},
             {"name": "Clear words", "definition": "The answer uses clear and simple words that every reader knows."},
-            {"name": "Clarity", "definition": "How clear the answer is."},
+            {"name": "Clarity", "definition": "The answer is how clear."},  # the aspect node's words
             {"name": "...", "definition": "..."},
             {"name": "Detail", "definition": "Good detail: " + " ".join(f"term{i}" for i in range(120))},
             {"name": "Sentence order", "definition": "Ideas come in a logical order."}]
@@ -615,6 +615,20 @@ def test_refused_sub_criteria_stay_out_of_the_tree_and_are_kept_with_rule_reason
     assert {p["parent"]: p["rejected"] for k, p in events if k == "decomposed"}["clarity"] == 5
     assert not any(r["parent"] != "clarity" for r in rejected), "the other aspects' children all pass"
     assert all(f not in judge.state["features"] for f in ("clarity/evolution", "clarity/detail"))
+
+
+def test_a_child_restating_the_prompt_is_a_copy(store):
+    def responder(messages, params):  # SmolLM2 on SummEval: the prompt's background said back as a child
+        if 'split up is "clarity"' in messages[0]["content"]:
+            return json.dumps({"children": [
+                {"name": "The answer is judged on", "definition": "The answer is judged on"},
+                {"name": "Word choice", "definition": "The answer uses precise words."},
+                {"name": "Sentence order", "definition": "Ideas come in a logical order."}]})
+        return _json_scripted(messages, params)
+
+    judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=responder)
+    [refused] = judge.state["rejected"]
+    assert refused["name"] == "The answer is judged on" and refused["rule"] == "copy"
 
 
 def test_refused_sub_criteria_are_counted_in_the_run_summary(store):

@@ -42,7 +42,8 @@ and definition together, as a criterion): a child copied from a training
 text, a near-duplicate of a sibling or of a node already in the tree, an
 empty, repetitive or over-long one, or one naming no quality is not added to
 the tree (a child naming no quality word passes when it names the judged
-output, a word of its parent or of the aspects: a facet of a quality). It
+output or a word of its parent: a facet of a quality). A copy is measured
+against the training texts and the prompt's own texts. It
 is kept in ``judge.state["rejected"]`` (text, rule, reason,
 stage, name, definition and the ``parent`` id), counted in the run summary
 and shown on the page, where a person can restore it as a child node. When
@@ -266,8 +267,8 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     A sub-criterion names a facet of its parent ("Topic focus: the summary
     stays on one topic"), often without a word of the quality vocabulary: a
     ``no_quality`` refusal is lifted when it names a content word of
-    ``topics`` (the judged output's label, the parent's name and definition,
-    the aspects), see :func:`judge_engine.rubric_checks.shares_topic`.
+    ``topics`` (the judged output's label, the parent's name and
+    definition), see :func:`judge_engine.rubric_checks.shares_topic`.
     """
     accepted = list(existing)
     kept: list[dict[str, str]] = []
@@ -291,8 +292,10 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     One call per parent (spec §7.1 recommendation), plus one follow-up turn
     when the reply holds fewer than 2 usable children (the better of the two
     is kept). Usable means read and accepted by :func:`check_children`
-    against ``shown`` (the texts a copy is measured against) and ``existing``
-    (the texts of the nodes already in the tree); refused children are in
+    against ``shown`` (texts a copy is measured against, e.g. the training
+    texts) plus the prompt's own texts (background, parent definition,
+    guideline), and ``existing`` (the texts of the nodes already in the
+    tree); refused children are in
     ``Decomposition.rejected`` with the parent's id. A parent whose
     ``redecompose`` counter is raised gets a fresh sampled draw.
     """
@@ -308,8 +311,11 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
     found, read = read_decomposition(reply, k)
-    # what a facet may name instead of a quality word: the judged output, its parent, the aspects (background)
-    topics = (task.output_label, parent["name"], parent["definition"] or "", background)
+    # SmolLM2's "children" restated the prompt ("The summary is judged on: The summary is judged on"): the
+    # prompt's own texts count as shown
+    shown = [*shown, background, parent["definition"] or "", guideline]
+    # what a facet may name instead of a quality word: the judged output and its parent
+    topics = (task.output_label, parent["name"], parent["definition"] or "")
     children, refused = check_children(found, shown=shown, existing=existing, topics=topics)
     rejected = [{**r, "stage": "decomposition", "parent": parent.get("id")} for r in refused]
     if len(children) >= min_k:
