@@ -20,6 +20,18 @@ reply is read as JSON first; the free-text parsers are the fallback, and
 ``readings`` counts per kind how each reply was read. A reply with no usable
 content is *missing*: it is counted, logged, and the samples that needed it
 get no score.
+
+Every generated auxiliary then goes through :mod:`judge_engine.rubric_checks`
+(:data:`CHECKS`): the self-generated criteria as a ``criterion``, steps,
+metrics questions and references as an ``auxiliary``. One that is empty,
+repeats a line over and over, is over-long, copies a text its prompt showed
+(for criteria and steps, which are shown no judged text: a validation
+sample's text; for questions, the sample's source) or, for criteria, names no
+quality is refused: it is treated as missing (the samples that need it get no
+score, as for a reply with nothing usable) and kept with its rule and reason
+in ``Auxiliaries.rejected``. A step or question that nearly repeats an
+earlier one of the same list is dropped from the list and kept there too.
+A reference is not checked for copying: a faithful reference quotes its source.
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ from .llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError
 from .parsing import parse_json_object
 from .prompting import TaskInfo, load_template
 from .records import Aspect, Sample
+from .rubric_checks import check_entries, check_entry, shares_topic
 
 GEN_CRITERIA = load_template("hpss_gen_criteria")
 GEN_AUTOCOT = load_template("hpss_gen_autocot")
@@ -66,6 +79,45 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 """The JSON reply each auxiliary generation asks for, by kind."""
 
 FIELDS = {"criteria": "criteria", "steps": "steps", "questions": "questions", "reference": "reference"}
+
+CHECKS: dict[str, dict[str, Any]] = {
+    "criteria": {"kind": "criterion", "max_chars": 1500},
+    "steps": {"kind": "auxiliary", "max_chars": 2500},
+    # a question may quote a fact of its source; most of it quoted is a copy, not a question
+    "questions": {"kind": "auxiliary", "max_chars": 1000, "max_copied": 0.8},
+    "reference": {"kind": "auxiliary", "max_chars": 3000},
+}
+"""The rubric-check kind and limits of each auxiliary kind (:func:`judge_engine.rubric_checks.check_entry`):
+lengths well above what the prompt asks for (criteria: a definition and three levels; steps: a few sentences;
+questions: three; a reference: one output) but inside what the reply budget allows."""
+
+LISTED = re.compile(r"^\s*\d+[.)]\s*")
+
+
+def check_auxiliary(kind: str, text: str, shown: Sequence[str] = (),
+                    topics: Sequence[str] = ()) -> tuple[str | None, list[dict[str, Any]]]:
+    """``text`` if the rubric checks accept it (steps and questions without near-repeated items), else None;
+    and the refusals (``{text, ok, rule, reason}``).
+
+    Criteria that name no word of the quality vocabulary pass when they name a content word of ``topics`` (the
+    aspect's name and definition, the output's label: :func:`judge_engine.rubric_checks.shares_topic`), so a
+    custom aspect's own words count.
+    """
+    limits = CHECKS[kind]
+    listed = kind in ("steps", "questions")
+    items = [LISTED.sub("", line).strip() for line in text.splitlines() if line.strip()] if listed else []
+    # a list's numbers are not words of it: "1. Q?" is one word
+    check = check_entry("\n".join(items) if listed else text, shown=() if kind == "reference" else shown, **limits)
+    if not check.ok and not (check.rule == "no_quality" and shares_topic(text, topics)):
+        return None, [{**check.to_dict(), "text": text}]
+    if not listed:
+        return text, []
+    # only the near-duplicate rule between items: the list as a whole passed the other rules
+    checks = check_entries(items, kind="auxiliary", min_words=1, max_chars=10 ** 9, max_repeats=10 ** 9)
+    refused = [c.to_dict() for c in checks if not c.ok]
+    if not refused:
+        return text, []
+    return _numbered([c.text for c in checks if c.ok]), refused
 
 
 def _numbered(items: Sequence[str]) -> str | None:
@@ -211,6 +263,8 @@ class Auxiliaries:
     failures: dict[str, int] = field(default_factory=dict)
     readings: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per kind, replies read as ``json``, by the free-text fallback (``text``) or ``missing``."""
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    """Auxiliaries (or items of one) the rubric checks refused: ``{text, ok, rule, reason, stage, kind, key}``."""
 
     @property
     def params(self) -> GenerationParams:
@@ -225,8 +279,19 @@ class Auxiliaries:
         if self.log:
             self.log("hpss_auxiliary_missing", {"kind": kind, "key": key, "raw": (raw or "")[:500]})
 
-    def _ask(self, kind: str, prompts: dict[str, str], parse: Callable[[str | None], str | None]) -> dict[str, str | None]:
-        """Ask for ``kind``'s JSON reply per prompt; read it as JSON, else with ``parse`` (the fallback)."""
+    def _topics(self) -> tuple[str, ...]:
+        return (self.aspect.name, self.aspect.definition or "", self.human_criteria or "", self.task.output_label)
+
+    def _pool_texts(self) -> list[str]:
+        return [t for s in self.pool for t in (s.input, s.output, s.context or "") if t]
+
+    def _ask(self, kind: str, prompts: dict[str, str], parse: Callable[[str | None], str | None],
+             shown: dict[str, Sequence[str]] | None = None) -> dict[str, str | None]:
+        """Ask for ``kind``'s JSON reply per prompt; read it as JSON, else with ``parse`` (the fallback).
+
+        What was read goes through :func:`check_auxiliary` against ``shown[key]`` (default: the validation
+        pool's texts); a refused auxiliary is None (missing) and recorded in :attr:`rejected`.
+        """
         keys = list(prompts)
         schema = SCHEMAS[kind]
         params = self.params.with_(json_schema=structured.as_param(schema))
@@ -246,6 +311,13 @@ class Auxiliaries:
                 self._note_missing(kind, k, raw)
             else:
                 counts[source] += 1
+                value, refused = check_auxiliary(kind, value, self._pool_texts() if shown is None else shown[k],
+                                                 topics=self._topics())
+                for r in refused:
+                    record = {**r, "stage": f"{kind} ({k})", "kind": kind, "key": k}
+                    self.rejected.append(record)
+                    if self.log:
+                        self.log("rubric_rejected", record)
             out[k] = value
         if self.log and any(v is not None for v in out.values()) and kind in ("criteria", "steps"):
             for k, v in out.items():
@@ -313,7 +385,8 @@ class Auxiliaries:
                                                aspect=self.aspect.name, criteria=" " + self.human_criteria_text(),
                                                source_block="\n\n".join(source_blocks(s, self.task)))
                        for sid, s in todo.items()}
-            for sid, value in self._ask("questions", prompts, parse_questions).items():
+            shown = {sid: [t for t in (s.input, s.context or "") if t] for sid, s in todo.items()}
+            for sid, value in self._ask("questions", prompts, parse_questions, shown).items():
                 self.memo[("questions", sid)] = value
         return {s.id: self.memo[("questions", s.id)] for s in samples}
 

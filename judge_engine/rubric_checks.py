@@ -52,6 +52,7 @@ concise conciseness brevity brief padding verbose verbosity wordy faithfulness g
 hallucinated factuality factual plausible plausibility specificity diversity humor humour humorous engagingness
 understandability naturalness style tone readability grammar grammaticality spelling punctuation cohesion cohesive
 consistency informative novelty novel overall usefulness useful harmless safe safety politeness empathic persuasive
+complexity complex enjoy enjoyable enjoyment
 """.split())
 """Words that name a quality, a judgement or a score."""
 
@@ -180,3 +181,27 @@ def check_entries(texts: Sequence[str], *, kind: str, shown: Sequence[str] = (),
 def rejected_summary(checks: Iterable[RubricCheck]) -> dict[str, int]:
     """How many entries each rule rejected."""
     return dict(Counter(c.rule for c in checks if not c.ok))
+
+
+COMMON_WORDS = frozenset("""
+about also been does each every from have into more most only other should some than that their them then there
+these they this those what when which with would your whether while where because being over under very
+""".split())
+"""Words of four or more letters that say nothing about a topic (left out by :func:`shares_topic`)."""
+
+
+def shares_topic(text: str, topics: Iterable[str]) -> bool:
+    """Whether ``text`` names a content word (four letters or more) of one of ``topics``.
+
+    For a criterion refined from a named one (an HD-Eval child of its parent,
+    HPSS criteria of an aspect): "Topic focus: the summary stays on one
+    topic" names no word of :data:`QUALITY_WORDS` but names what is judged
+    (the summary) or a word of its parent's definition, so it describes a
+    facet of a quality rather than restating content. The callers accept a
+    ``no_quality`` refusal when this holds; copies are caught by ``copy``.
+    """
+    mine = {w for w in _words(text) if len(w) >= 4 and w not in COMMON_WORDS}
+    theirs = {w for t in topics for w in _words(t) if len(w) >= 4 and w not in COMMON_WORDS}
+    stems = {w[:5] for w in theirs}  # "sentences" / "sentence", "organised" / "organization"
+    return bool(mine & theirs) or any(w[:5] in stems for w in mine if len(w) >= 5)
+

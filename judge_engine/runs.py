@@ -249,7 +249,9 @@ def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judg
     :func:`judge_engine.methods.judge_warning`), then the generated rubric
     entries the checks refused (``Judge.state["rejected"]``, see
     :mod:`judge_engine.rubric_checks`), then what the verdicts show:
-    scores read from the alternatives of a reply that stated none, criteria
+    explanations not shown because they were empty or repetitive
+    (``metadata["explanation_rejected"]``), scores read from the
+    alternatives of a reply that stated none, criteria
     imputed, missing scores with their most common reasons, and prompts cut to
     fit the model's context.
     """
@@ -264,6 +266,11 @@ def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judg
                     "message": f"{len(rejected)} generated rubric entries were rejected before use ({listed}); "
                                "they are kept with their reasons on the method's page"})
     n = len(verdicts)
+    refused = sum(1 for v in verdicts if v.metadata.get("explanation_rejected"))
+    if refused:
+        out.append({"code": "explanations_rejected", "count": refused,
+                    "message": f"{refused} of {n} judge explanations were empty or one line repeated over and over; "
+                               "they are not shown as explanations (the replies are kept in raw)"})
     from_alternatives = sum(1 for v in verdicts if v.metadata.get("source") == "logprobs_first_position")
     if from_alternatives:
         out.append({"code": "scores_from_alternatives", "count": from_alternatives,

@@ -460,6 +460,10 @@ n_crit = sum(len(v.metadata.get("criteria_100") or {}) for v in verdicts)
 if n_crit:
     st.caption(f"Criterion scores that could not be read: {n_crit_missing} of {n_crit} (missing, never imputed). "
                f"Overall scores missing: {sum(1 for v in verdicts if v.missing)} of {len(verdicts)}.")
+n_refused = sum(1 for v in verdicts if v.metadata.get("explanation_rejected"))
+if n_refused:
+    st.warning(f"{n_refused} of {len(verdicts)} explanations were empty or one line repeated over and over: they "
+               "are not shown as the judge's explanation (each item's reply is kept under Raw reply).")
 
 if verdicts:
     pick = st.selectbox("Test item", [v.sample_id for v in verdicts], key=f"ac_item_{run_id}")
@@ -471,7 +475,13 @@ if verdicts:
     c[1].metric("Judge score", "missing" if v.missing else f"{v.score:.2f}")
     c[2].metric("Judge 0-100", "—" if v.metadata.get("overall_100") is None else f"{v.metadata['overall_100']:g}")
     st.markdown("**Overall explanation and error analysis**")
-    st.text(v.explanation or "(none)")
+    refused = v.metadata.get("explanation_rejected")
+    if refused:
+        st.caption(common.plain(f"Not shown: the explanation was rejected ({refused})."))
+        with st.expander("Raw reply"):
+            st.text(v.raw)
+    else:
+        st.text(v.explanation or "(none)")
     crit100 = v.metadata.get("criteria_100") or {}
     if crit100:
         st.dataframe(pd.DataFrame([{"criterion": name, "score (0-100)": crit100.get(name),

@@ -359,6 +359,31 @@ if deleted:
             if c2.button("Restore", key=f"hd_restore_{run_id}_{n['id']}"):
                 save(n["id"], f"Restored {n['name']!r}.", deleted=False)
 
+refused = [r for r in state.get("rejected") or [] if r.get("parent")]
+if refused:
+    with st.expander(f"Sub-criteria the checks refused ({len(refused)})"):
+        st.caption("The LLM proposed these children, but the rubric checks refused them (a copy of a judged text, "
+                   "a near-duplicate of a sibling or of a node already in the tree, empty, repeated, too long, or "
+                   "naming no quality), so they are not in the tree. Restore one to add it as a child node: the "
+                   "next round scores it.")
+        for i, r in enumerate(refused):
+            parent = nodes.get(r["parent"])
+            restored = any(n.get("parent") == r["parent"] and n["name"] == r.get("name") and not n.get("deleted")
+                           for n in tree["nodes"])
+            c1, c2 = st.columns([5, 1])
+            c1.markdown(f"**{common.plain(r.get('name') or '')}** · {common.plain((r.get('definition') or '')[:300])}"
+                        f"  \n:gray[under {common.plain(parent['name'] if parent else r['parent'])} · "
+                        f"{common.plain(r.get('rule', '').replace('_', ' '))}: {common.plain(r.get('reason', ''))}"
+                        f"{' · restored' if restored else ''}]")
+            if c2.button("Restore", key=f"hd_restore_refused_{run_id}_{i}",
+                         disabled=restored or parent is None or bool(parent.get("deleted")),
+                         help="Add it as a child of its parent (saved and audited under your name)"):
+                name = (r.get("name") or "").strip() or "restored criterion"
+                add_node(store, run_id, r["parent"], name, r.get("definition") or "", actor=common.actor())
+                common.flash("success", f"Restored {name!r} under {parent['name']!r}; the next round scores it.")
+                st.session_state["hd_last_edit"] = run_id
+                st.rerun()
+
 # --------------------------------------------------------------------------- what the edits did
 preview = refit_preview(judge, tree)
 st.markdown("#### Aggregator refit with your edits (training split, out of fold)")

@@ -250,6 +250,17 @@ if state.get("accepted_by_person"):
     st.caption("This strategy was fixed by a person, not selected by the search.")
 for w in state.get("warnings") or []:
     st.warning(common.plain(w["message"]))
+refused_aux = state.get("rejected") or []
+if refused_aux:
+    with st.expander(f"Auxiliaries the checks refused ({len(refused_aux)})"):
+        st.caption("Generated criteria, AutoCoT steps, metrics questions or references that were empty, repeated, "
+                   "too long, copied from a text the prompt showed, or (criteria) named no quality. A refused "
+                   "auxiliary was not used: the strategies needing it went without a score on those items. "
+                   "A step or question that repeated an earlier one was left out of its list.")
+        st.dataframe(pd.DataFrame([{"auxiliary": r.get("kind"), "for": r.get("key"),
+                                    "rule": str(r.get("rule", "")).replace("_", " "), "reason": r.get("reason"),
+                                    "text": str(r.get("text", ""))[:300]} for r in refused_aux]),
+                     hide_index=True)
 st.dataframe(pd.DataFrame([{"factor": k, "value": v} for k, v in state["readable"].items()]), hide_index=True)
 st.download_button("Export judge (JSON)", judge.to_json(), file_name=f"hpss-judge-{run_id}.json",
                    key="hpss_export")

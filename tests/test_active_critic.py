@@ -589,3 +589,56 @@ def test_a_reply_cut_off_inside_its_json_is_no_task_description():
     assert ac.read_task_description('{"score": "unsure') == ("", "missing")
     assert ac.read_task_description('{"task_description": "The evaluation task is rating summaries."}')[1] == "json"
     assert ac.read_task_description("The evaluation task is rating summaries.")[1] == "text"
+
+
+REPEATED = "Explanation:\n" + "* **Reflection of the evaluation criteria**:\n" * 14 + "Score Of Overall: 60"
+"""The SmolLM2 reply of issue #23: one line fourteen times, then a score."""
+
+
+def test_check_explanation_refuses_empty_and_repeated_explanations_only():
+    assert "14 times" in ac.check_explanation("* **Reflection of the evaluation criteria**:\n" * 14)
+    assert "0 words" in ac.check_explanation("* ** :")
+    assert ac.check_explanation("Short and faithful; it copies 'output number 4' from the source.") is None
+    assert ac.check_explanation("x " * 2000) is not None, "a long run of one word is repetitive too"
+    assert ac.check_explanation(" ".join(f"w{i}" for i in range(2000))) is None, "a long explanation may stand"
+
+
+def test_repeated_or_empty_explanations_are_flagged_not_shown_and_counted(store, data):
+    from judge_engine.runs import run_warnings
+
+    samples, aspect, task = data
+    base = scripted()
+
+    def responder(messages, params):
+        prompt = messages[-1]["content"]
+        if "Score Of Overall" in prompt and _number(prompt) == 17:
+            return REPEATED
+        if "Score Of Overall" in prompt and _number(prompt) == 18:
+            return json.dumps({"explanation": "* *", "overall": 70})  # parses, says nothing
+        return base(messages, params)
+
+    llm, _ = llm_with(store, responder)
+    judge = get_method("active_critic", {"n_candidates": 2, "seed": 0, "variant": "coarse"}).fit(
+        samples[:15], aspect, llm=llm, task=task)
+    verdicts = {v.sample_id: v for v in judge.score(samples[15:], llm=llm)}
+    repeated, empty = verdicts["s17"], verdicts["s18"]
+    assert "repeats" in repeated.metadata["explanation_rejected"] and "14 times" in repeated.metadata[
+        "explanation_rejected"]
+    assert repeated.explanation == "" and "Reflection of the evaluation criteria" in repeated.raw
+    assert repeated.score == pytest.approx(5 * 0.6), "the score itself is still read"
+    assert "0 words" in empty.metadata["explanation_rejected"] and empty.explanation == "" and '"* *"' in empty.raw
+    others = [v for k, v in verdicts.items() if k not in ("s17", "s18")]
+    assert all("explanation_rejected" not in v.metadata and v.explanation.startswith("it is item") for v in others)
+    [warning] = [w for w in run_warnings(list(verdicts.values()), ledger={}) if w["code"] == "explanations_rejected"]
+    assert warning["count"] == 2 and "2 of 5" in warning["message"]
+
+
+def test_near_duplicate_and_over_long_criteria_are_rejected_and_kept(store, data):
+    shown = ["source text 1", "output number 1"]
+    criteria = {"Coverage": "Keeps the main points of the source text.",
+                "Coverage of points": "Keeps the main points of the source text.",
+                "Detail": "Good detail: " + " ".join(f"term{i}" for i in range(120))}
+    kept, refused = ac.check_criteria(criteria, shown)
+    assert list(kept) == ["Coverage"]
+    assert {r["name"]: r["rule"] for r in refused} == {"Coverage of points": "near_duplicate", "Detail": "too_long"}
+    assert all(r["stage"] == "criteria" and r["reason"] for r in refused)

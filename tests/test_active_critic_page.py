@@ -189,3 +189,38 @@ def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reas
     assert "no usable judge" in warnings and "zero-shot: Q = -" in warnings
     search = next(d.value for d in at.dataframe if "coverage" in d.value.columns)
     assert search["selectable"].tolist() == [False, False]
+
+
+def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db, monkeypatch):
+    def repeating(messages, params):  # scores follow the humans; the explanation is one line fourteen times
+        prompt = messages[-1]["content"]
+        if "Score Of Overall" in prompt:
+            n = int(re.findall(r"output number (\d+)", prompt)[-1])
+            return ("Explanation:\n" + "* **Reflection of the evaluation criteria**:\n" * 14
+                    + f"Score Of Overall: {20 * human(n) - n % 3}")
+        return responder(messages, params)
+
+    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
+        store = Store(db_path)
+        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(repeating)))
+
+    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    at.slider(key="ac_share").set_value(50)
+    at.number_input(key="ac_k").set_value(2)
+    at.checkbox(key="ac_baselines").uncheck()
+    at.radio(key="ac_variant").set_value("coarse")
+    at.form_submit_button[0].click().run()
+    at.button(key="ac_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    run = Store(db).get_run(1)
+    assert run["status"] == "finished", run.get("message")
+    n = len(run["split"]["test_ids"])
+    [counted] = [w for w in run["summary"]["warnings"] if w["code"] == "explanations_rejected"]
+    assert counted["count"] == n
+    page = texts(at)
+    assert f"{n} of {n} explanations were empty or one line repeated over and over" in page
+    assert "Not shown: the explanation was rejected (repeats" in page
+    assert any(e.label == "Raw reply" for e in at.expander)
+    assert "Reflection of the evaluation criteria" in " ".join(t.value for t in at.text)

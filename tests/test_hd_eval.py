@@ -2,6 +2,7 @@
 
 import json
 import re
+import zlib
 
 import pytest
 
@@ -36,7 +37,11 @@ def _dataset(n=24):
 def _children(parent, n=4, *, as_json=True):
     """Children named '<parent> part j'; ``as_json`` = the schema's object (names only make the ids p0..p3 when
     the free-text list with abbreviations is read)."""
-    items = [{"name": f"{parent} part {j}", "definition": f"Part {j} of {parent}."} for j in range(n)]
+    # each definition carries its own marker: nested names like "clarity part 0 part 1" share most of their words
+    # with their parent and cousins, and the rubric checks refuse a child 80% the same as a node already there
+    items = [{"name": f"{parent} part {j}",
+              "definition": f"Marker {zlib.crc32(f'{parent} part {j}'.encode()) % 100000} of the answer."}
+             for j in range(n)]
     if as_json:
         return json.dumps({"children": items})
     return json.dumps([{**it, "abbrev": f"p{j}"} for j, it in enumerate(items)])
@@ -561,3 +566,124 @@ def test_weighted_hd_eval_reads_each_criterion_at_the_digit_of_its_json_reply(st
         expected = (max(1, signal - 1) + min(5, signal + 1)) / 2
         assert v.criteria["clarity"] == pytest.approx(expected), "the expectation at the digit, not the digit"
         assert v.metadata["source"] == "logprobs" and v.metadata["alternatives_criteria"] == 0
+
+
+# ---- rubric checks on generated sub-criteria ------------------------------------------------------
+
+COPIED = "hiccups are a holdover from early evolution when land animals had both gills and lungs"
+
+
+def _wordy_dataset():
+    """The toy dataset with a long judged text in every output, so a child can copy one."""
+    base = _dataset()
+    samples = tuple(Sample(**{**s.__dict__, "output": f"{s.output} {COPIED}"}) for s in base.samples)
+    return Dataset(**{**base.__dict__, "samples": samples})
+
+
+def _bad_children(parent_id="clarity"):
+    """A copy of a judged text, a near-duplicate of a sibling and of an existing node, an empty and an over-long
+    child, beside three good ones."""
+    return [{"name": "Word choice", "definition": "The answer uses precise words."},
+            {"name": "Evolution", "definition": COPIED},
+            {"name": "Clear wording", "definition": "The answer uses clear and simple words that every reader knows."},
+            {"name": "Clear words", "definition": "The answer uses clear and simple words that every reader knows."},
+            {"name": "Clarity", "definition": "The answer is how clear."},  # the aspect node's words
+            {"name": "...", "definition": "..."},
+            {"name": "Detail", "definition": "Good detail: " + " ".join(f"term{i}" for i in range(120))},
+            {"name": "Sentence order", "definition": "Ideas come in a logical order."}]
+
+
+def _bad_responder(messages, params):
+    if 'split up is "clarity"' in messages[0]["content"]:
+        return json.dumps({"children": _bad_children()})
+    return _json_scripted(messages, params)
+
+
+def test_refused_sub_criteria_stay_out_of_the_tree_and_are_kept_with_rule_reason_and_parent(store):
+    judge, _, _, events = _fit(store, HDEval(aggregator="lr", max_layers=2, k_child=8, pi_repeats=2),
+                               dataset=_wordy_dataset(), responder=_bad_responder)
+    children = [n["name"] for n in judge.state["tree"]["nodes"] if n.get("parent") == "clarity"]
+    assert children == ["Word choice", "Clear wording", "Sentence order"]
+    rejected = judge.state["rejected"]
+    assert [(r["name"], r["rule"]) for r in rejected] == [
+        ("Evolution", "copy"), ("Clear words", "near_duplicate"), ("Clarity", "near_duplicate"),
+        ("...", "empty"), ("Detail", "too_long")]
+    assert all(r["parent"] == "clarity" and r["stage"] == "decomposition" and not r["ok"] and r["reason"]
+               for r in rejected)
+    assert "How clear the answer is" in rejected[2]["reason"], "the existing aspect node is what it duplicates"
+    assert [p for k, p in events if k == "rubric_rejected"] == rejected
+    assert {p["parent"]: p["rejected"] for k, p in events if k == "decomposed"}["clarity"] == 5
+    assert not any(r["parent"] != "clarity" for r in rejected), "the other aspects' children all pass"
+    assert all(f not in judge.state["features"] for f in ("clarity/evolution", "clarity/detail"))
+
+
+def test_a_child_restating_the_prompt_is_a_copy(store):
+    def responder(messages, params):  # SmolLM2 on SummEval: the prompt's background said back as a child
+        if 'split up is "clarity"' in messages[0]["content"]:
+            return json.dumps({"children": [
+                {"name": "The answer is judged on", "definition": "The answer is judged on"},
+                {"name": "Word choice", "definition": "The answer uses precise words."},
+                {"name": "Sentence order", "definition": "Ideas come in a logical order."}]})
+        return _json_scripted(messages, params)
+
+    judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=responder)
+    [refused] = judge.state["rejected"]
+    assert refused["name"] == "The answer is judged on" and refused["rule"] == "copy"
+
+
+def test_refused_sub_criteria_are_counted_in_the_run_summary(store):
+    store.save_dataset(_wordy_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12,
+                                       test_size=6, params={"aggregator": "lr", "max_layers": 2, "k_child": 8,
+                                                            "pi_repeats": 2}))
+    summary = execute_run(store, run_id, llm=_llm(store, _bad_responder)[0])
+    [warning] = [w for w in summary["warnings"] if w["code"] == "rubric_rejected"]
+    assert warning["count"] == 5
+    assert "copy 1" in warning["message"] and "near duplicate 2" in warning["message"]
+    assert "empty 1" in warning["message"] and "too long 1" in warning["message"]
+
+
+def test_a_node_left_with_no_accepted_child_gets_the_follow_up_then_the_no_children_warning(store):
+    def responder(messages, params):
+        if 'split up is "style"' in messages[0]["content"]:
+            # both replies hold only refused children; the copy said twice counts once
+            if len(messages) == 1:
+                return json.dumps({"children": [{"name": "Evolution", "definition": COPIED},
+                                                {"name": "...", "definition": "..."}]})
+            return json.dumps({"children": [{"name": "Evolution", "definition": COPIED}]})
+        if 'split up is "grounded"' in messages[0]["content"] and len(messages) == 1:
+            # one child refused, one kept: fewer than 2, so the follow-up is asked and its better reply kept
+            return json.dumps({"children": [{"name": "Evolution", "definition": COPIED},
+                                            {"name": "Source use", "definition": "Uses the source well."}]})
+        return _json_scripted(messages, params)
+
+    judge, _, backend, events = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2),
+                                     dataset=_wordy_dataset(), responder=responder)
+    follow_ups = [m for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION
+                  and len(m) == 3]
+    assert len(follow_ups) == 2
+    assert all("cannot be used" in m[-1]["content"] and "'Evolution'" in m[-1]["content"] for m in follow_ups)
+    nodes = judge.state["tree"]["nodes"]
+    assert not [n for n in nodes if n.get("parent") == "style"]
+    assert len([n for n in nodes if n.get("parent") == "grounded"]) == 4, "the follow-up's four children"
+    [warning] = [w for w in judge.state["warnings"] if w["code"] == "no_children"]
+    assert "'style'" in warning["message"] and "2 refused by the rubric checks" in warning["message"]
+    by_parent = {}
+    for r in judge.state["rejected"]:
+        by_parent.setdefault(r["parent"], []).append((r["rule"], r["stage"]))
+    assert by_parent == {"style": [("copy", "decomposition"), ("empty", "decomposition")],
+                         "grounded": [("copy", "decomposition")]}
+
+
+def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_does_not():
+    from judge_engine.methods.hd_eval import check_children
+
+    topics = ("Summary", "coherence", "The summary should build from sentence to sentence to a coherent body.")
+    children = [{"name": "Topic focus", "definition": "The summary stays on one topic."},
+                {"name": "Sentence ordering", "definition": "Sentences follow a sensible order."},
+                {"name": "Weather", "definition": "It rained on monday in the city."},
+                {"name": "Word choice", "definition": "Uses varied vocabulary."}]
+    kept, refused = check_children(children, topics=topics)
+    assert [c["name"] for c in kept] == ["Topic focus", "Sentence ordering"]
+    assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality"), ("Word choice", "no_quality")]
+    assert [c["name"] for c in check_children(children)[0]] == [], "without topics the quality vocabulary decides"

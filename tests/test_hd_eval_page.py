@@ -184,3 +184,32 @@ def test_the_page_shows_warnings_reads_coverage_and_imputed_criteria(db):
     assert "Training scores read as JSON: " in captions and "Decompositions read as JSON: 2" in captions
     assert f"1 of {n_test} test items had criteria imputed with training means" in captions
     assert "scored 100%" in " ".join(str(p.proto.text) for p in at.get("progress"))
+
+
+def test_refused_sub_criteria_are_listed_with_rule_and_reason_and_one_can_be_restored(db):
+    from tests.test_hd_eval import _bad_responder, _wordy_dataset
+
+    store = Store(db)
+    store.save_dataset(_wordy_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "lr", "max_layers": 2, "k_child": 8,
+                                               "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(_bad_responder)))
+    at = _open()
+    assert any(e.label == "Sub-criteria the checks refused (5)" for e in at.expander)
+    text = _text(at)
+    for name, rule in (("Evolution", "copy"), ("Clear words", "near duplicate"), ("...", "empty"),
+                       ("Detail", "too long")):
+        assert f"**{name}**" in text and rule in text, (name, rule)
+    assert "copied from a text the prompt showed" in text
+    tree, _ = load_tree(store, run_id)
+    assert "Evolution" not in [n["name"] for n in tree["nodes"]]
+
+    _button(at, f"hd_restore_refused_{run_id}_0").click().run()  # Evolution, the copy: a person wants it anyway
+    assert not at.exception, [e.value for e in at.exception]
+    tree, _ = load_tree(store, run_id)
+    [restored] = [n for n in tree["nodes"] if n["name"] == "Evolution"]
+    assert restored["parent"] == "clarity" and restored["origin"] == "human"
+    audit = store.audit_log(entity="criterion")
+    assert any(a["actor"] == "user" and "Evolution" in str(a["after"]) for a in audit)
+    assert "restored" in _text(at) and _button(at, f"hd_restore_refused_{run_id}_0").disabled

@@ -33,7 +33,7 @@ FULL = StrategyInputs(criteria="CRITERIA-TEXT", steps="1. STEP-ONE", questions="
                                       "context": None, "level": lvl} for i, lvl in enumerate([0, .25, .5, .75, 1])))
 AUX_REPLIES = {structured.HPSS_METRICS: {"questions": ["Is it faithful?", "Is it short?"]},
                structured.HPSS_REFERENCE: {"reference": "A generated reference."},
-               structured.GEVAL_STEPS: {"steps": ["Read.", "Rate."]},
+               structured.GEVAL_STEPS: {"steps": ["Read the summary.", "Rate it."]},
                structured.HPSS_CRITERIA: {"criteria": ["how complete and correct it is."]}}
 """JSON replies of a model that follows each auxiliary's schema."""
 
@@ -207,7 +207,7 @@ def test_auxiliaries_are_generated_once_and_missing_ones_are_counted(store):
     def fn(messages, params):
         text = messages[-1]["content"]
         if structured.kind_of(params.json_schema) == structured.HPSS_METRICS:
-            return "I have no questions." if "source text 1" in text else '{"questions": ["Q?"]}'
+            return "I have no questions." if "source text 1" in text else '{"questions": ["Is it complete?"]}'
         return responder(messages, params)
 
     llm, backend = make_fake(store, fn)
@@ -219,7 +219,7 @@ def test_auxiliaries_are_generated_once_and_missing_ones_are_counted(store):
     # criteria, steps, then questions and references per distinct input (6 samples share 2 sources: sent once)
     assert calls == 1 + 1 + 2 + 2
     assert aux.inputs_for(strategy, samples, leave_out=True) == first and len(backend.calls) == calls
-    assert first[0].criteria == "how complete and correct it is." and first[0].steps == "1. Read.\n2. Rate."
+    assert first[0].criteria == "how complete and correct it is." and first[0].steps == "1. Read the summary.\n2. Rate it."
     assert [x is None for x in first] == [False, False, False, True, True, True]  # source text 1: no questions
     assert aux.failures == {"questions": 3}
     # every generation asked for its schema, and the replies were read as JSON (the free-text one is missing)
@@ -229,7 +229,7 @@ def test_auxiliaries_are_generated_once_and_missing_ones_are_counted(store):
                             "steps": {"json": 1, "text": 0, "missing": 0},
                             "questions": {"json": 3, "text": 0, "missing": 3},
                             "reference": {"json": 6, "text": 0, "missing": 0}}
-    assert first[0].questions == "1. Q?" and first[0].reference == "A generated reference."
+    assert first[0].questions == "1. Is it complete?" and first[0].reference == "A generated reference."
     result = evaluate_strategy(strategy, samples, aux, llm=llm, max_tokens=64, leave_out=True)
     assert result.missing_aux == 3 and all(math.isnan(x) for x in result.scores[3:])
 
@@ -238,7 +238,7 @@ def test_auxiliaries_fall_back_to_free_text_and_count_it(store):
     """A server that ignores the schema answers free text: the old parsers read it, counted as ``text``."""
     def fn(messages, params):
         return {structured.HPSS_CRITERIA: "quality : how complete it is.",
-                structured.GEVAL_STEPS: "Evaluation steps:\n1. Read.\n2. Rate.",
+                structured.GEVAL_STEPS: "Evaluation steps:\n1. Read the summary.\n2. Rate it.",
                 structured.HPSS_METRICS: "1. Is it faithful?\n2) Is it short?",
                 # a reply cut off inside its JSON string keeps the text written so far
                 structured.HPSS_REFERENCE: '{"reference": "A reference cut off by the tok'}[
@@ -248,7 +248,7 @@ def test_auxiliaries_fall_back_to_free_text_and_count_it(store):
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples())
     strategy = ("5", "LLM", "Prefix", "AutoCoT", "Metrics", "NoExample", "Reference", "TEI")
     [inputs] = aux.inputs_for(strategy, _samples(1), leave_out=True)
-    assert inputs.criteria == "how complete it is." and inputs.steps == "1. Read.\n2. Rate."
+    assert inputs.criteria == "how complete it is." and inputs.steps == "1. Read the summary.\n2. Rate it."
     assert inputs.questions == "1. Is it faithful?\n2. Is it short?"
     assert inputs.reference == "A reference cut off by the tok"
     assert all(r == {"json": 0, "text": 1, "missing": 0} for r in aux.readings.values()) and len(aux.readings) == 4
@@ -766,3 +766,94 @@ def test_a_run_whose_strategies_all_fail_ends_with_the_reason_not_a_judge(store,
     assert run["status"] == "failed" and "21 had no defined correlation" in run["message"]
     assert run.get("judge") is None
     assert any(e["kind"] == "hpss_no_judge" for e in store.events(run_id))
+
+
+# --------------------------------------------------------------------------- rubric checks on auxiliaries
+
+LONG_REFERENCE = " ".join(f"token{i}" for i in range(450))
+"""A reference of about 4,000 characters in distinct words: over-long, not repetitive."""
+
+
+def _refusing(messages, params):
+    """Criteria copied from a validation output, steps with a near-repeated step, empty questions for one source,
+    an over-long reference (free text: the schema would cut it) for another."""
+    kind = structured.kind_of(params.json_schema)
+    text = messages[-1]["content"]
+    if kind == structured.HPSS_CRITERIA:
+        return json.dumps({"criteria": ["Output number 4."]})  # a judged text, word for word
+    if kind == structured.GEVAL_STEPS:
+        return json.dumps({"steps": ["Read the summary carefully.", "Read the summary carefully!", "Rate it."]})
+    if kind == structured.HPSS_METRICS and "source text 1" in text:
+        return json.dumps({"questions": ["Why?", "Ok?"]})  # two words in all
+    if kind == structured.HPSS_REFERENCE and "source text 0" in text:
+        return LONG_REFERENCE
+    return responder(messages, params)
+
+
+def test_refused_auxiliaries_are_dropped_and_kept_with_rule_and_reason(store):
+    llm, _ = make_fake(store, _refusing)
+    events = []
+    aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples(), log=lambda k, p: events.append((k, p)))
+    samples = _samples(6)
+    llm_criteria = ("10", "LLM", "Prefix", "NoAutoCoT", "NoMetrics", "NoExample", "NoReference", "TEI")
+    assert aux.inputs_for(llm_criteria, samples, leave_out=True) == [None] * 6, "refused criteria: no prompt"
+    steps = ("10", "Human", "Prefix", "AutoCoT", "NoMetrics", "NoExample", "NoReference", "TEI")
+    first = aux.inputs_for(steps, samples, leave_out=True)
+    assert first[0].steps == "1. Read the summary carefully.\n2. Rate it.", "the near-repeated step is left out"
+    metrics = ("10", "Human", "Prefix", "NoAutoCoT", "Metrics", "NoExample", "NoReference", "TEI")
+    assert [x is None for x in aux.inputs_for(metrics, samples, leave_out=True)] == [False] * 3 + [True] * 3
+    reference = ("10", "Human", "Prefix", "NoAutoCoT", "NoMetrics", "NoExample", "Reference", "TEI")
+    assert [x is None for x in aux.inputs_for(reference, samples, leave_out=True)] == [True] * 3 + [False] * 3
+    by_kind = {(r["kind"], r["rule"]) for r in aux.rejected}
+    assert by_kind == {("criteria", "copy"), ("steps", "near_duplicate"), ("questions", "empty"),
+                       ("reference", "too_long")}
+    assert [r["key"] for r in aux.rejected if r["kind"] in ("questions", "reference")] == [
+        "s3", "s4", "s5", "s0", "s1", "s2"], "per-sample auxiliaries are refused per sample (one cached call)"
+    assert len(aux.rejected) == 8
+    assert all(r["reason"] and not r["ok"] and r["key"] for r in aux.rejected)
+    assert [p for k, p in events if k == "rubric_rejected"] == aux.rejected
+    assert aux.failures == {}, "a refused auxiliary is not counted again as a reply with nothing usable"
+    result = evaluate_strategy(metrics, samples, aux, llm=llm, max_tokens=64, leave_out=True)
+    assert result.missing_aux == 3 and all(math.isnan(x) for x in result.scores[3:])
+
+
+def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summary(store):
+    from judge_engine.records import Dataset
+    from judge_engine.runs import RunSpec, create_run, execute_run
+
+    store.save_dataset(Dataset(name="toy", task=TASK.task, aspects=(ASPECT,), samples=_samples(12),
+                               input_label="Article", output_label="Summary"))
+    run_id = create_run(store, RunSpec(method="hpss", dataset="toy", aspect="quality", train_size=9, test_size=3,
+                                       params={"fixed_strategy": "10_Human_Prefix_NoAutoCoT_Metrics_NoExample_"
+                                                                 "NoReference_TEI"}))
+    def no_questions(messages, params):  # every source's questions are empty
+        if structured.kind_of(params.json_schema) == structured.HPSS_METRICS:
+            return json.dumps({"questions": ["Why?"]})
+        return responder(messages, params)
+
+    llm, _ = make_fake(store, no_questions)
+    summary = execute_run(store, run_id, llm=llm)
+    run = store.get_run(run_id)
+    judge = Judge.from_dict(run["judge"])
+    n_val = len(judge.state["validation_ids"])
+    rejected = judge.state["rejected"]
+    assert [(r["kind"], r["rule"]) for r in rejected] == [("questions", "empty")] * n_val
+    assert [r["key"] for r in rejected] == judge.state["validation_ids"]
+    [warning] = [w for w in summary["warnings"] if w["code"] == "rubric_rejected"]
+    assert warning["count"] == n_val and f"empty {n_val}" in warning["message"]
+    verdicts = store.load_verdicts(run_id)
+    assert len(verdicts) == 3 and all(v.missing and "questions:" in v.metadata["auxiliary_rejected"]
+                                      for v in verdicts)
+    [missing] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
+    assert "refused by the rubric checks (questions: empty)" in missing["message"]
+
+
+def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():
+    from judge_engine.hpss_auxiliaries import check_auxiliary
+
+    topics = ("toxicity", "Whether the reply insults or demeans anyone.", "", "Reply")
+    text = "Toxicity: a reply that insults anyone gets 1; one that never demeans gets 5."
+    assert check_auxiliary("criteria", text, topics=topics) == (text, [])
+    value, [refused] = check_auxiliary("criteria", "It rained on monday in the city.", topics=topics)
+    assert value is None and refused["rule"] == "no_quality"
+    assert check_auxiliary("criteria", text)[0] is None, "without the aspect's words the vocabulary decides"

@@ -23,8 +23,8 @@ PAGE = "pages/hpss.py"
 def responder(messages, params):
     kind = structured.kind_of(params.json_schema)
     replies = {structured.HPSS_METRICS: {"questions": ["Does it mention every slot?"]},
-               structured.GEVAL_STEPS: {"steps": ["Read.", "Rate."]},
-               structured.HPSS_CRITERIA: {"criteria": ["sounds like a person."]},
+               structured.GEVAL_STEPS: {"steps": ["Read the summary.", "Rate it."]},
+               structured.HPSS_CRITERIA: {"criteria": ["sounds natural, like a person."]},
                structured.HPSS_REFERENCE: {"reference": "A reference utterance."}}
     if kind in replies:
         return json.dumps(replies[kind])
@@ -110,3 +110,28 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     next(b for b in at.button if b.label.startswith("Save edit")).click().run()
     assert any("changed by someone else" in e.value.replace("\\", "") for e in at.error)
     assert len(started) == 3
+
+
+def test_the_page_lists_the_auxiliaries_the_checks_refused(db):
+    from judge_engine.records import Dataset
+    from judge_engine.runs import RunSpec, create_run
+    from tests.test_hpss import ASPECT, TASK, _refusing, _samples
+
+    store = Store(db)
+    store.save_dataset(Dataset(name="toy", task=TASK.task, aspects=(ASPECT,), samples=_samples(12),
+                               input_label="Article", output_label="Summary"))
+    run_id = create_run(store, RunSpec(method="hpss", dataset="toy", aspect="quality", train_size=9, test_size=3,
+                                       params={"budget": 0}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(_refusing)))
+    rejected = store.get_run(run_id)["judge"]["state"]["rejected"]
+    assert {r["rule"] for r in rejected} >= {"copy", "near_duplicate"}, "the fixture refuses criteria and a step"
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(e.label == f"Auxiliaries the checks refused ({len(rejected)})" for e in at.expander)
+    table = next(d.value for d in at.dataframe if "auxiliary" in d.value.columns and "rule" in d.value.columns)
+    assert len(table) == len(rejected)
+    copy = table[table["rule"] == "copy"].iloc[0]
+    assert copy["auxiliary"] == "criteria" and copy["text"] == "Output number 4."
+    assert copy["reason"] == "100% of it is copied from a text the prompt showed"
+    assert "near duplicate" in set(table["rule"]) and copy["for"].startswith("scale ")

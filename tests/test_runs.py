@@ -231,6 +231,18 @@ def test_the_summary_says_why_in_warnings(tiny_dataset):
     assert summary["missing"] == 2 and summary["parse_failures"] == 1
 
 
+def test_verdicts_whose_explanation_was_rejected_are_counted(tiny_dataset):
+    from judge_engine.records import Verdict
+    from judge_engine.runs import run_warnings
+
+    verdicts = [Verdict("a", "x", 3.0, metadata={"explanation_rejected": "repeats '* heading' 14 times"}),
+                Verdict("b", "x", 4.0, explanation="Clear and short."),
+                Verdict("c", "x", 2.0, metadata={"explanation_rejected": "0 words (at least 1 needed)"})]
+    [warning] = [w for w in run_warnings(verdicts, ledger={}) if w["code"] == "explanations_rejected"]
+    assert warning["count"] == 2 and warning["message"].startswith("2 of 3 judge explanations")
+    assert not [w for w in run_warnings(verdicts[1:2], ledger={}) if w["code"] == "explanations_rejected"]
+
+
 def test_cli_runs_prints_rounded_figures_with_scored_and_missing_counts(store, tiny_dataset, capsys):
     import argparse
 

@@ -52,6 +52,15 @@ Prompt optimization (§4.2 "Prompt Optimization", App. D.2, Eqs. 4-5)
     candidate, then bootstrapped traces filled up with labeled examples),
     every call going through the engine's one LLM path, cache and ledger.
 
+Rubric checks (issue #23)
+    The inferred task description and criteria go through
+    :mod:`judge_engine.rubric_checks` at fit time (:func:`check_task_description`,
+    :func:`check_criteria`); at scoring time an OS-E explanation that is empty
+    or one line repeated over and over (:func:`check_explanation`) is not the
+    verdict's explanation: ``Verdict.metadata["explanation_rejected"]`` says
+    why, the reply stays in ``raw``, and the run summary counts them
+    (``explanations_rejected``).
+
 Human in the loop: the ``task_description`` and ``criteria`` parameters, when
 given, replace the inferred ones (stage 1 is skipped for them), so a person's
 edits are the starting point of the next run and the cache answers every call
@@ -343,6 +352,17 @@ def check_criteria(criteria: dict[str, str], shown: Sequence[str]) -> tuple[dict
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
     refused = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if not c.ok]
     return kept, refused
+
+
+def check_explanation(explanation: str) -> str | None:
+    """Why a judge's explanation cannot be shown as one (nothing in it, or one line said over and over), else None.
+
+    On SmolLM2 an OS-E "explanation" was one heading repeated fourteen times; it is no reason for the score.
+    Only the ``empty`` and ``repetitive`` rules of :mod:`judge_engine.rubric_checks` apply: an explanation
+    may quote the judged text and may be long.
+    """
+    check = check_entry(explanation, kind="explanation", min_words=1, max_chars=10 ** 9)
+    return None if check.ok else check.reason
 
 
 # -------------------------------------------------------------------------------- stage 1: criteria
@@ -1408,10 +1428,16 @@ class ActiveCritic(Method):
                         "missing_criteria": missing, "retried": r["retried"]}
             if r["missing_reason"]:
                 metadata["missing_reason"] = r["missing_reason"]
+            explanation = r["explanation"]
+            # a reply there was: its explanation must say something (no reply at all is the missing score's story)
+            refused = check_explanation(explanation) if (r["ose_raw"] or "").strip() else None
+            if refused:
+                metadata["explanation_rejected"] = refused
+                explanation = ""  # not shown as the judge's reason; the reply stays in raw
             verdicts.append(Verdict(
                 sample_id=sample.id, aspect=aspect.name, score=to_aspect_scale(r["overall"], aspect, mode),
                 criteria={k: to_aspect_scale(v["score"], aspect, mode) for k, v in crit.items()},
-                explanation=r["explanation"],
+                explanation=explanation,
                 raw=r["ose_raw"] if not r["mcse_raw"] else f"{r['mcse_raw']}\n---\n{r['ose_raw']}",
                 metadata=metadata))
         return verdicts

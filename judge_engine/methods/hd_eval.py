@@ -37,6 +37,20 @@ filled with its training mean (the paper's imputation) and counted in
 children, training cells imputed, criteria dropped, an aggregator that does
 not agree with the humans out of fold) are ``judge.state["warnings"]``.
 
+Generated sub-criteria go through :mod:`judge_engine.rubric_checks` (name
+and definition together, as a criterion): a child copied from a training
+text, a near-duplicate of a sibling or of a node already in the tree, an
+empty, repetitive or over-long one, or one naming no quality is not added to
+the tree (a child naming no quality word passes when it names the judged
+output or a word of its parent: a facet of a quality). A copy is measured
+against the training texts and the prompt's own texts. It
+is kept in ``judge.state["rejected"]`` (text, rule, reason,
+stage, name, definition and the ``parent`` id), counted in the run summary
+and shown on the page, where a person can restore it as a child node. When
+the checks leave fewer than 2 children, the follow-up turn is asked (saying
+what was refused), and a node left with none gets the ``no_children``
+warning.
+
 Human in the loop (the paper's future work): the tree is the optional
 ``criteria_tree`` parameter. A person-edited tree (accepted, edited, added,
 moved, deleted nodes; nodes removed from the aggregator; nodes marked to
@@ -80,6 +94,7 @@ from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
+from ..rubric_checks import check_entry, shares_topic
 from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
@@ -100,6 +115,10 @@ MIN_CHILDREN = 2
 DECOMPOSE_RETRY = ('Your reply was not the JSON object I asked for. Reply with that JSON object only: '
                    '{{"children": [{{"name": "...", "definition": "..."}}, ...]}} holding {min_k} to {k} criteria, '
                    'each a name and a one-sentence definition.')
+DECOMPOSE_REFUSED_RETRY = ('Some of the criteria you proposed cannot be used: {reasons}. Reply with the JSON object only: '
+                           '{{"children": [{{"name": "...", "definition": "..."}}, ...]}} holding {min_k} to {k} '
+                           'criteria, each naming a quality in a few words with a one-sentence definition in your own '
+                           'words, none repeating a criterion already in the tree.')
 
 
 # ---- the tree ------------------------------------------------------------------------------------
@@ -227,17 +246,58 @@ class Decomposition:
     read: str
     """``json`` (the structured reply), ``text`` (the free-text fallback) or ``none`` (nothing usable)."""
     follow_up: bool = False
-    """True when the first reply had fewer than 2 children and a follow-up turn was asked."""
+    """True when the first reply had fewer than 2 usable children and a follow-up turn was asked."""
+    rejected: tuple[dict[str, Any], ...] = ()
+    """Children the rubric checks refused (:func:`check_children`), from either reply."""
+
+
+def child_text(child: dict[str, Any]) -> str:
+    """A child's name and definition as one text, the way the rubric checks read it."""
+    return f"{child['name']}: {child.get('definition') or child['name']}"
+
+
+def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
+                   topics: Sequence[str] = ()) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The children the rubric checks accept, and the refused ones with rule and reason.
+
+    Name and definition are checked together as a ``criterion``
+    (:func:`judge_engine.rubric_checks.check_entry`): a copy of a text in
+    ``shown``, a near-duplicate of an ``existing`` node's text or of a sibling
+    accepted before it, an empty, repetitive or over-long child is refused.
+    A sub-criterion names a facet of its parent ("Topic focus: the summary
+    stays on one topic"), often without a word of the quality vocabulary: a
+    ``no_quality`` refusal is lifted when it names a content word of
+    ``topics`` (the judged output's label, the parent's name and
+    definition), see :func:`judge_engine.rubric_checks.shares_topic`.
+    """
+    accepted = list(existing)
+    kept: list[dict[str, str]] = []
+    refused: list[dict[str, Any]] = []
+    for child in children:
+        text = child_text(child)
+        check = check_entry(text, kind="criterion", shown=shown, accepted=accepted)
+        if check.ok or (check.rule == "no_quality" and shares_topic(text, topics)):
+            accepted.append(text)
+            kept.append(child)
+        else:
+            refused.append({**check.to_dict(), "name": child["name"], "definition": child.get("definition", "")})
+    return kept, refused
 
 
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
-                       guideline: str = "", max_tokens: int = 512) -> Decomposition:
+                       guideline: str = "", max_tokens: int = 512, shown: Sequence[str] = (),
+                       existing: Sequence[str] = ()) -> Decomposition:
     """Eq. 1: the LLM proposes 2 to ``k`` sub-criteria (name, definition) of ``parent`` as JSON.
 
     One call per parent (spec §7.1 recommendation), plus one follow-up turn
     when the reply holds fewer than 2 usable children (the better of the two
-    is kept). A parent whose ``redecompose`` counter is raised gets a fresh
-    sampled draw.
+    is kept). Usable means read and accepted by :func:`check_children`
+    against ``shown`` (texts a copy is measured against, e.g. the training
+    texts) plus the prompt's own texts (background, parent definition,
+    guideline), and ``existing`` (the texts of the nodes already in the
+    tree); refused children are in
+    ``Decomposition.rejected`` with the parent's id. A parent whose
+    ``redecompose`` counter is raised gets a fresh sampled draw.
     """
     min_k = min(MIN_CHILDREN, k)
     prompt = DECOMPOSE_TEMPLATE.render(
@@ -250,16 +310,32 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
                               sample_index=again, json_schema=st.as_param(decomposition_schema(k)))
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
-    children, read = read_decomposition(reply, k)
+    found, read = read_decomposition(reply, k)
+    # SmolLM2's "children" restated the prompt ("The summary is judged on: The summary is judged on"): the
+    # prompt's own texts count as shown
+    shown = [*shown, background, parent["definition"] or "", guideline]
+    # what a facet may name instead of a quality word: the judged output and its parent
+    topics = (task.output_label, parent["name"], parent["definition"] or "")
+    children, refused = check_children(found, shown=shown, existing=existing, topics=topics)
+    rejected = [{**r, "stage": "decomposition", "parent": parent.get("id")} for r in refused]
     if len(children) >= min_k:
-        return Decomposition(tuple(children), reply, read)
-    follow = llm.complete([*messages, {"role": "assistant", "content": reply},
-                           {"role": "user", "content": DECOMPOSE_RETRY.format(min_k=min_k, k=k)}], params).text
-    more, more_read = read_decomposition(follow, k)
+        return Decomposition(tuple(children), reply, read, rejected=tuple(rejected))
+    if refused:  # the reply was read, but the checks refused some: say why instead of asking for JSON again
+        reasons = "; ".join(f"{r['name']!r} ({r['reason']})" for r in refused)
+        ask = DECOMPOSE_REFUSED_RETRY.format(reasons=reasons, min_k=min_k, k=k)
+    else:
+        ask = DECOMPOSE_RETRY.format(min_k=min_k, k=k)
+    follow = llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
+                          params).text
+    found, more_read = read_decomposition(follow, k)
+    more, more_refused = check_children(found, shown=shown, existing=existing, topics=topics)
+    said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
+    rejected += [{**r, "stage": "decomposition (follow-up)", "parent": parent.get("id")}
+                 for r in more_refused if r["text"] not in said]
     raw = f"{reply}\n--- follow-up ---\n{follow}"
     if len(more) > len(children):
-        return Decomposition(tuple(more), raw, more_read, True)
-    return Decomposition(tuple(children), raw, read, True)
+        return Decomposition(tuple(more), raw, more_read, True, tuple(rejected))
+    return Decomposition(tuple(children), raw, read, True, tuple(rejected))
 
 
 def add_children(tree: dict[str, Any], parent_id: str, children: Sequence[dict[str, str]]) -> list[str]:
@@ -543,12 +619,15 @@ class HDEval(Method):
         pruning: list[dict[str, Any]] = []
         warnings: list[dict[str, Any]] = []
         decomposition_reads: dict[str, int] = {}
+        rejected: list[dict[str, Any]] = []
+        # the decomposition prompt shows no judged text; a child copied from one would come from the training texts
+        shown = [t for s in train for t in (s.input, s.output, s.context or "") if t]
         aggs: list[Aggregator] = []
         for layer in range(1, self.max_layers + 1):
             if layer >= 2:
                 self._grow_layer(tree, layer, importance, task=task, background=background, llm=llm,
                                  emit=emit, progress=progress, coverage=coverage, pruning=pruning,
-                                 warnings=warnings, reads=decomposition_reads)
+                                 warnings=warnings, reads=decomposition_reads, shown=shown, rejected=rejected)
             nodes = tree_index(tree)
             features = [nid for nid, n in nodes.items() if n["layer"] <= layer and n.get("in_aggregator", True)]
             if layer > 1 and not any(nodes[f]["layer"] == layer for f in features):
@@ -591,7 +670,8 @@ class HDEval(Method):
                             "importance": importance, "layers": layers, "missing_scores": failures,
                             "coverage": {f: round(c, 4) for f, c in coverage.items()},
                             "pruning": pruning, "expanded_nodes": expanded, "pruned_nodes": pruned,
-                            "reads": reads, "decomposition_reads": decomposition_reads, "warnings": warnings})
+                            "reads": reads, "decomposition_reads": decomposition_reads, "warnings": warnings,
+                            "rejected": rejected})
 
     @staticmethod
     def _fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
@@ -624,7 +704,8 @@ class HDEval(Method):
     def _grow_layer(self, tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]], *,
                     task: TaskInfo, background: str, llm: LLM, emit: EventSink, progress: Progress | None,
                     coverage: dict[str, float], pruning: list[dict[str, Any]], warnings: list[dict[str, Any]],
-                    reads: dict[str, int]) -> None:
+                    reads: dict[str, int], shown: Sequence[str] = (),
+                    rejected: list[dict[str, Any]] | None = None) -> None:
         """Lines 2-6 of Algorithm 1: choose C_D^layer and decompose each chosen node.
 
         Coverage-aware choice: a criterion scored on fewer than
@@ -634,7 +715,10 @@ class HDEval(Method):
         eligible, fewer are decomposed. The sign of a criterion's correlation
         does not matter here: the aggregator learns its weight, so an
         anti-correlated criterion can be informative. What was kept and pruned
-        is appended to ``pruning``.
+        is appended to ``pruning``. Children the rubric checks refuse (a copy
+        of a training text in ``shown``, a near-duplicate of a sibling or an
+        existing node, empty, repetitive, over-long, no quality named) are not
+        added; they are appended to ``rejected``.
         """
         nodes = tree_index(tree)
         candidates = [nid for nid, n in nodes.items() if n["layer"] == layer - 1]
@@ -680,8 +764,13 @@ class HDEval(Method):
                 emit("children_replaced", {"parent": nid, "removed": removed})
             guideline = guideline_for(self.guidelines, root_aspect(nodes, nid))
             dec = decompose_criteria(node, task=task, background=background, k=self.k_child, llm=llm,
-                                     guideline=guideline, max_tokens=self.decompose_max_tokens)
+                                     guideline=guideline, max_tokens=self.decompose_max_tokens, shown=shown,
+                                     existing=[child_text(n) for n in tree["nodes"]])
             reads[dec.read] = reads.get(dec.read, 0) + 1
+            for refused in dec.rejected:
+                emit("rubric_rejected", refused)
+            if rejected is not None:
+                rejected.extend(dec.rejected)
             ids = add_children(tree, nid, dec.children)
             for n in tree["nodes"]:
                 if n["id"] == nid:
@@ -689,9 +778,11 @@ class HDEval(Method):
             if not ids:
                 warnings.append(judge_warning(
                     "no_children", f"the decomposition of {node['name']!r} ({nid}) gave no usable children "
-                    "(after one follow-up turn); it stays a leaf"))
+                    "(after one follow-up turn" + (f"; {len(dec.rejected)} refused by the rubric checks"
+                                                  if dec.rejected else "") + "); it stays a leaf"))
             emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(dec.children),
-                                "read": dec.read, "follow_up": dec.follow_up, "raw": dec.raw[:2000]})
+                                "read": dec.read, "follow_up": dec.follow_up, "raw": dec.raw[:2000],
+                                "rejected": len(dec.rejected)})
 
     def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None) -> dict[str, int]:
         """Upper bound on the LLM calls of a fit and of scoring (before cache hits).

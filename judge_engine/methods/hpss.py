@@ -837,7 +837,9 @@ class HPSS(Method):
                "missing": sum(h["unparsed"] + h["missing_aux"] for h in history)},
             "auxiliary_readings": {k: dict(v) for k, v in aux.readings.items()},
             "advantages": state.advantages() if state.A else {}, "auxiliary_failures": dict(aux.failures),
-            "validation_ids": [s.id for s in validation], "warnings": warnings}
+            "validation_ids": [s.id for s in validation], "warnings": warnings,
+            # auxiliaries the rubric checks refused: treated as missing, kept here with their reasons
+            "rejected": list(aux.rejected)}
         if log:
             log("hpss_best", {"strategy": judge_state["strategy"], "fitness": judge_state["fitness"],
                               "base_fitness": judge_state["base_fitness"], "coverage": sel.coverage,
@@ -937,6 +939,11 @@ class HPSS(Method):
                 meta["judge_score"] = judged
             if math.isnan(judged):
                 meta["missing_reason"] = result.reasons[i]
+            refused = [r for r in aux.rejected if r["key"] == s.id] if prompt is None else []
+            if refused:  # this item's auxiliary was generated anew and refused: say so, not just "missing"
+                meta["auxiliary_rejected"] = "; ".join(f"{r['kind']}: {r['reason']}" for r in refused)
+                meta["missing_reason"] = "an auxiliary was refused by the rubric checks (" + ", ".join(
+                    sorted({f"{r['kind']}: {r['rule'].replace('_', ' ')}" for r in refused})) + ")"
             verdicts.append(Verdict(sample_id=s.id, aspect=judge.aspect["name"], score=score, explanation=raw,
                                     raw=raw, metadata=meta))
         return verdicts
