@@ -136,9 +136,11 @@ def structure_of(judge: dict[str, Any]) -> dict[str, Any]:
         for node in nodes:
             if node.get("parent") is not None:
                 children[node["parent"]] = children.get(node["parent"], 0) + 1
-        expanded = state.get("expanded_nodes") or []
-        return {"nodes": len(nodes), "expanded": len(expanded),
-                "min_children": min((children.get(n, 0) for n in expanded), default=None)}
+        # every node the fit decomposed: the layer-1 aspects and the nodes chosen by importance
+        decomposed = {n["id"] for n in nodes if n.get("parent") is None} | set(state.get("expanded_nodes") or [])
+        counts = [children.get(n, 0) for n in sorted(decomposed)]
+        return {"nodes": len(nodes), "decomposed": len(counts), "min_children": min(counts, default=None),
+                "without_children": sum(1 for c in counts if c == 0)}
     if method == "hpss":
         selection = state.get("selection") or {}
         return {"coverage": selection.get("coverage"), "explored": len(state.get("explored") or [])}
