@@ -311,8 +311,10 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     json_param = st.as_param(schema)
     # a weighted score is read at the digit; the text only backs it up, so a short reply suffices
     # (a JSON reply needs a few more tokens than a bare digit to reach and close its score)
-    weighted_budget = JSON_SCORE_MAX_TOKENS if structured else WEIGHTED_MAX_TOKENS
-    params = (GenerationParams(max_tokens=min(max_tokens, weighted_budget), top_logprobs=20, json_schema=json_param)
+    # A structured score-first reply gets exactly the JSON budget, whatever a smaller max_tokens says: a bare
+    # digit's budget of 4 cut {"score": N} before its digit, so every cell went to the follow-up turn.
+    weighted_budget = JSON_SCORE_MAX_TOKENS if structured else min(max_tokens, WEIGHTED_MAX_TOKENS)
+    params = (GenerationParams(max_tokens=weighted_budget, top_logprobs=20, json_schema=json_param)
               if use_logprobs else GenerationParams(max_tokens=max_tokens, json_schema=json_param))
     if joint:
         cells = [(i, None) for i in range(len(samples))]

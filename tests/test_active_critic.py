@@ -565,7 +565,7 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     kinds = {e["kind"] for e in store.events(run_id)}
     assert {"task_observation", "criteria", "candidate", "demos_selected"} <= kinds
     verdicts = store.load_verdicts(run_id)
-    assert len(verdicts) == 2 and all(v.raw for v in verdicts)
+    assert len(verdicts) == 3 and all(v.raw for v in verdicts)
     repeat = create_run(store, spec)
     assert execute_run(store, repeat)["calls"] == 0
     assert [v.score for v in store.load_verdicts(repeat)] == pytest.approx([v.score for v in verdicts], nan_ok=True)
