@@ -61,21 +61,26 @@ def synthetic_dataset(n: int, *, seed: int = 0):
 def warm_cache(store, dataset, *, model_id: str, seed: int = 0) -> int:
     """Insert the exact cache rows a default direct-scoring run of ``dataset`` will ask for; returns rows."""
     from ..llm import Completion, GenerationParams, cache_key
+    from ..llm.llamacpp import GRAMMAR
     from ..methods.direct import DirectScoring, direct_prompt
-    from ..prompting import TaskInfo
+    from ..prompting import TaskInfo, judge_scale
     from ..store import CallCache
+    from ..structured import as_param, score_schema
     method = DirectScoring()
-    params = GenerationParams(temperature=method.temperature, max_tokens=method.max_tokens)
     aspect, task = dataset.aspects[0], TaskInfo.of(dataset)
+    # the request direct scoring sends: a score schema, honoured by the embedded backend's grammar
+    params = GenerationParams(temperature=method.temperature, max_tokens=method.max_tokens,
+                              json_schema=as_param(score_schema(*judge_scale(aspect))))
     cache, rng = CallCache(store), random.Random(seed)
     with store.write():  # one transaction: each put nests as a savepoint
         for s in dataset.samples:
             messages = [{"role": "user", "content": direct_prompt(s, aspect, task)}]
             score = min(5, max(1, int(s.human["quality"]) + rng.choice((-1, 0, 0, 1))))
-            reply = Completion(texts=(f"[[{score}]]",), prompt_tokens=len(messages[0]["content"]) // 4,
-                               completion_tokens=3, model=model_id)
-            cache.put(cache_key("llamacpp", model_id, messages, params), backend="llamacpp", model=model_id,
-                      request={"messages": messages, "params": params.cache_fields()}, response=reply.to_dict())
+            reply = Completion(texts=(f'{{"score": {score}}}',), prompt_tokens=len(messages[0]["content"]) // 4,
+                               completion_tokens=6, model=model_id)
+            cache.put(cache_key("llamacpp", model_id, messages, params, structured=GRAMMAR), backend="llamacpp",
+                      model=model_id, request={"messages": messages, "params": params.cache_fields(),
+                                               "structured": GRAMMAR}, response=reply.to_dict())
     return len(dataset.samples)
 
 
