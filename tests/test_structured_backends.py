@@ -533,7 +533,7 @@ def test_structured_benchmark_compares_the_two_arms_on_the_same_prompts(tmp_path
 
 def test_a_long_string_bound_is_left_out_of_the_grammar_and_kept_in_the_schema():
     from judge_engine import structured
-    from judge_engine.llm.llamacpp import GRAMMAR_MAX_STRING_LENGTH, grammar_schema
+    from judge_engine.llm.base import GRAMMAR_MAX_STRING_LENGTH, grammar_schema
 
     schema = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=1200)
     short = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=200)
@@ -551,3 +551,17 @@ def test_embedded_model_answers_a_schema_with_a_long_string_bound(embedded):
     out = embedded.complete([{"role": "user", "content": "Describe the task of rating summaries, as JSON."}],
                             GenerationParams(max_tokens=24, json_schema=structured.as_param(schema)))
     assert out.text.lstrip().startswith("{")
+
+
+def test_grammar_servers_get_long_string_bounds_left_out_and_openai_gets_the_schema_whole():
+    # llama_cpp.server died building the grammar of a 1,200-character bound (Active-Critic's task description)
+    from judge_engine import structured
+    from judge_engine.llm.openai_backend import structured_request as structured_kwargs
+
+    schema = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=1200)
+    sent = structured_kwargs("json_object", schema)["response_format"]["schema"]
+    assert "maxLength" not in sent["properties"]["task_description"]
+    guided = structured_kwargs("guided_json", schema)["extra_body"]["guided_json"]
+    assert "maxLength" not in guided["properties"]["task_description"]
+    whole = structured_kwargs("json_schema", schema)["response_format"]["json_schema"]["schema"]
+    assert whole["properties"]["task_description"]["maxLength"] == 1200

@@ -253,6 +253,26 @@ def logprobs_from_openai(content: list[Any] | None) -> tuple[dict[str, Any], ...
     return tuple(out)
 
 
+GRAMMAR_MAX_STRING_LENGTH = 600
+"""Longest ``maxLength`` spelled out in a grammar. llama.cpp writes ``maxLength: n`` as n nested optional
+characters and aborts the whole process on such a grammar past about a thousand ("number of rules ...
+exceeds sane defaults", measured at 1,200; 800 worked): in-process, and in ``llama_cpp.server``, which died
+on Active-Critic's 1,200-character task description. A longer bound is left to ``max_tokens`` while
+decoding and checked by :func:`judge_engine.structured.read_json` on the reply."""
+
+
+def grammar_schema(schema: Any) -> Any:
+    """``schema`` with every string ``maxLength`` above :data:`GRAMMAR_MAX_STRING_LENGTH` dropped."""
+    if isinstance(schema, list):
+        return [grammar_schema(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: grammar_schema(v) for k, v in schema.items()}
+    if out.get("type") == "string" and int(out.get("maxLength", 0)) > GRAMMAR_MAX_STRING_LENGTH:
+        out.pop("maxLength")
+    return out
+
+
 def request_schema(json_schema: str) -> dict[str, Any] | None:
     """The schema of a :attr:`GenerationParams.json_schema` text, ready to send (None for free text).
 

@@ -67,7 +67,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .base import (FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message,
+from .base import (FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message, grammar_schema,
                    logprobs_from_openai, request_schema)
 from .fit import fit_messages
 
@@ -185,25 +185,6 @@ _GRAMMARS: dict[str, Any] = {}
 _GRAMMAR_LOCK = threading.Lock()
 MAX_GRAMMARS = 256
 """Converted schemas kept per process (a run uses a handful; each is a few kB of grammar text)."""
-
-
-GRAMMAR_MAX_STRING_LENGTH = 600
-"""Longest ``maxLength`` spelled out in a grammar. llama-cpp-python writes ``maxLength: n`` as n nested
-optional characters, and llama.cpp aborts the whole process on such a grammar past about a thousand
-("number of rules ... exceeds sane defaults", measured at 1,200; 800 worked). A longer bound is left to
-``max_tokens`` while decoding and checked by :func:`judge_engine.structured.read_json` on the reply."""
-
-
-def grammar_schema(schema: Any) -> Any:
-    """``schema`` with every string ``maxLength`` above :data:`GRAMMAR_MAX_STRING_LENGTH` dropped."""
-    if isinstance(schema, list):
-        return [grammar_schema(x) for x in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: grammar_schema(v) for k, v in schema.items()}
-    if out.get("type") == "string" and int(out.get("maxLength", 0)) > GRAMMAR_MAX_STRING_LENGTH:
-        out.pop("maxLength")
-    return out
 
 
 def grammar_for(json_schema: str) -> Any:

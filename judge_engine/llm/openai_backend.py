@@ -42,7 +42,7 @@ import time
 from typing import Any
 
 from .base import (AUTO_ORDER, FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message,
-                   STRUCTURED_HELP, logprobs_from_openai, request_schema, schema_name)
+                   STRUCTURED_HELP, grammar_schema, logprobs_from_openai, request_schema, schema_name)
 
 STRICT_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
@@ -223,10 +223,12 @@ def structured_request(mode: str, schema: dict[str, Any] | None) -> dict[str, An
     if mode == "json_schema":
         spec: dict[str, Any] = {"name": schema_name(schema), "schema": schema, "strict": strict_compatible(schema)}
         return {"response_format": {"type": "json_schema", "json_schema": spec}}
+    # the servers behind these two formats build a grammar from the schema (llama_cpp.server, vLLM): long
+    # string bounds are left out of it, as in-process (llama_cpp.server died on a 1,200-character bound)
     if mode == "json_object":
-        return {"response_format": {"type": "json_object", "schema": schema}}
+        return {"response_format": {"type": "json_object", "schema": grammar_schema(schema)}}
     if mode == "guided_json":
-        return {"extra_body": {"guided_json": schema}}
+        return {"extra_body": {"guided_json": grammar_schema(schema)}}
     raise LLMError(f"unknown structured-reply mode {mode!r}")
 
 
