@@ -78,6 +78,21 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else math.nan
 
 
+def method_params(items: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+    """``--params METHOD=JSON ...`` as ``{method: {parameter: value}}``; a bad item is a ValueError naming it."""
+    overrides: dict[str, dict[str, Any]] = {}
+    for item in items or ():
+        name, _, blob = item.partition("=")
+        try:
+            value = json.loads(blob)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"--params {item!r}: the part after '=' is not JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise ValueError(f"--params {item!r}: give METHOD={{json object}}")
+        overrides[name] = value
+    return overrides
+
+
 def result(name: str, *, config: dict[str, Any], rows: list[dict[str, Any]], summary: dict[str, Any],
            notes: Sequence[str] = ()) -> dict[str, Any]:
     """The JSON document one benchmark writes."""

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import progress_bar, result
+from . import method_params, progress_bar, result
 
 DATASETS = ("summeval", "topical_chat", "hanna", "sfres")
 METHOD_ORDER = ("direct", "geval", "hypoeval", "hpss", "active_critic", "hd_eval")
@@ -60,13 +60,7 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
     from ..runs import RunSpec, create_run, execute_run
     from ..store import Store
 
-    overrides = {}
-    for item in params or ():
-        name, _, blob = item.partition("=")
-        try:
-            overrides[name] = json.loads(blob)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--params {item!r}: the part after '=' is not JSON ({exc})") from None
+    overrides = method_params(params)
     for m in methods:
         get_method(m, overrides.get(m, {}))  # unknown names fail before any work
     config = LLMConfig(backend=backend, model=model, base_url=base_url, concurrency=concurrency)

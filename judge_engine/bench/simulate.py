@@ -39,14 +39,13 @@ the JSON (``worlds``), with each seed's measures.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import progress_bar, result
+from . import method_params, progress_bar, result
 from .simulated_judge import ASPECTS, TARGET, TASK, SimulatedBackend, World
 
 METHODS = ("hpss", "hd_eval", "hypoeval", "active_critic")
@@ -410,15 +409,10 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(METHODS)}")
-    overrides: dict[str, dict[str, Any]] = {}
-    for item in params or ():
-        name, _, blob = item.partition("=")
-        try:
-            overrides[name] = json.loads(blob)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--params {item!r}: the part after '=' is not JSON ({exc})") from None
-        if name not in METHODS or not isinstance(overrides[name], dict):
-            raise ValueError(f"--params {item!r}: give METHOD={{json object}} with METHOD one of {', '.join(METHODS)}")
+    overrides = method_params(params)
+    for name in overrides:
+        if name not in METHODS:
+            raise ValueError(f"--params: {name!r} is not one of {', '.join(METHODS)}")
     start = time.perf_counter()
     per_seed, worlds, notes = [], [], []
     bar = progress_bar(seeds * len(methods), "simulate")
