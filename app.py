@@ -14,7 +14,6 @@ from pages import common
 st.set_page_config(page_title="Judge Workbench", page_icon=":material/balance:", layout="wide")
 
 common.init_state()
-common.sign_in()  # who works here: a display name once (local use) or OpenID Connect sign-in (team deployment)
 
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -28,7 +27,10 @@ pages = [
     st.Page("pages/hypoeval.py", title="HypoEval", icon=":material/lightbulb:"),
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ]
+# the router comes before the sign-in gate: a run stopped before st.navigation shows Streamlit's automatic
+# listing of pages/ instead, with common.py and app itself offered as pages
 page = st.navigation(pages)
+common.sign_in()  # who works here: a display name once (local use) or OpenID Connect sign-in (team deployment)
 
 with st.sidebar:
     common.bound(st.text_input, "Database file", "settings_db_path",

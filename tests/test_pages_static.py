@@ -19,3 +19,15 @@ def test_no_bare_string_below_the_docstring_of_a_page_script(path):
              if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
              and isinstance(node.value.value, str)]
     assert stray == [], f"{path.name}: bare strings at lines {stray} would be drawn on the page"
+
+
+def test_the_router_is_set_before_the_sign_in_gate_can_stop_the_run():
+    # a run stopped before st.navigation shows Streamlit's automatic listing of pages/, with common.py and
+    # app itself offered as pages (seen on a fresh `make run` while the app asked for a name)
+    body = ast.parse((Path(__file__).resolve().parents[1] / "app.py").read_text(encoding="utf-8")).body
+
+    def line_of(name: str) -> int:
+        return next(node.lineno for node in body for call in ast.walk(node)
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == name)
+
+    assert line_of("navigation") < line_of("sign_in")
