@@ -63,6 +63,8 @@ from .prompting import TaskInfo, judge_scale, load_template, render_sample
 from .records import Aspect, Sample
 
 LAYOUTS = ("paper", "sample_first")
+LAYOUT_LABELS = {"paper": "the paper's (faithful)", "sample_first": "sample first (faster with prefix reuse)"}
+"""The layouts in words, for forms."""
 """Prompt layouts for per-criterion scoring."""
 
 CRITERION_TEMPLATES = {layout: load_template(f"criterion_{layout}") for layout in LAYOUTS}

@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from . import annotations, data, metrics
 from .llm import BackendUnavailable, LLMConfig, Ledger, make_llm
@@ -349,3 +349,163 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
     # reap the worker when it ends, so a long-lived app process does not collect zombies
     threading.Thread(target=proc.wait, name=f"reap-run-{run_id}", daemon=True).start()
     return proc
+
+
+# --------------------------------------------------------------------------- starting runs and their baselines
+
+BASELINES = ("direct", "geval")
+"""The methods every paper compares against; a method's run can bring them on its own split."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A comparison run on another run's split: a method with its parameters (paper defaults when empty)."""
+
+    method: str
+    params: dict[str, Any] = field(default_factory=dict)
+    title: str = ""
+    """How pages name it (the method's title when empty)."""
+
+
+@dataclass(frozen=True)
+class Started:
+    """A run :func:`launch` created, and whether its worker is running."""
+
+    run_id: int
+    method: str
+    role: str
+    """``run``, or ``baseline`` for a comparison run on the run's split."""
+    worker_error: str = ""
+    """Why the worker could not start (the run exists and can be resumed); empty when it runs."""
+    reused: bool = False
+    """A baseline that already existed on this split and backend (nothing new started)."""
+
+
+def same_backend(a: LLMConfig, b: LLMConfig) -> bool:
+    """The same model behind the same endpoint (settings such as concurrency do not change scores)."""
+    return (a.backend, a.model, a.base_url) == (b.backend, b.model, b.base_url)
+
+
+def runs_on_same_split(store: Store, run: dict[str, Any], *, methods: tuple[str, ...] | None = None,
+                       include_failed: bool = False) -> list[dict[str, Any]]:
+    """Other runs scored on exactly ``run``'s test items, with the same human aggregate and backend.
+
+    Only these are comparable with ``run`` number for number: the same items,
+    the same human score and the same model. Newest first; ``methods``
+    filters by method; failed and cancelled runs are left out unless asked.
+    """
+    split, llm = run.get("split") or {}, LLMConfig.from_dict(run.get("llm") or {})
+    out = []
+    for other in store.list_runs(dataset=run["dataset"], limit=1000):
+        if other["id"] == run["id"] or other["aspect"] != run["aspect"]:
+            continue
+        if methods is not None and other["method"] not in methods:
+            continue
+        if not include_failed and other["status"] in ("failed", "cancelled"):
+            continue
+        if ((other.get("split") or {}).get("test_ids") != split.get("test_ids")
+                or other.get("human_aggregate", "imported") != run.get("human_aggregate", "imported")
+                or not same_backend(LLMConfig.from_dict(other.get("llm") or {}), llm)):
+            continue
+        out.append(other)
+    return out
+
+
+def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None,
+           baselines: Sequence[str | Baseline] = (), actor: str = "", api_key: str | None = None,
+           log_dir: str | Path | None = None) -> list[Started]:
+    """Create a run and start its worker, with ``baselines`` on exactly its split: the one way pages start work.
+
+    A baseline (paper-default parameters) that already exists on the same
+    split, human score and backend is reused, not started again. A spec the
+    engine refuses raises ValueError (or NotFound) before anything is
+    created; a worker that cannot start leaves its run created, to be
+    resumed, and says why in :attr:`Started.worker_error`.
+    """
+    run_id = create_run(store, spec, judge=judge, split=split, actor=actor)
+    started = [_start_worker(store, run_id, spec.method, "run", api_key=api_key, log_dir=log_dir)]
+    if not baselines:
+        return started
+    wanted = [b if isinstance(b, Baseline) else Baseline(b) for b in baselines]
+    run = store.get_run(run_id)
+    existing = runs_on_same_split(store, run, methods=tuple({b.method for b in wanted}))
+    run_split = Split.from_dict(run["split"])
+    for b in wanted:
+        params = get_method(b.method, b.params).get_params()
+        found = next((r for r in existing if r["method"] == b.method and r.get("params") == params), None)
+        if found is not None:
+            started.append(Started(found["id"], b.method, "baseline", reused=True))
+            continue
+        baseline = RunSpec(method=b.method, dataset=spec.dataset, aspect=spec.aspect, params=dict(b.params),
+                           train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed, llm=spec.llm)
+        base_id = create_run(store, baseline, split=run_split, actor=actor)
+        started.append(_start_worker(store, base_id, b.method, "baseline", api_key=api_key, log_dir=log_dir))
+    return started
+
+
+def _start_worker(store: Store, run_id: int, method: str, role: str, *, api_key: str | None,
+                  log_dir: str | Path | None) -> Started:
+    try:
+        start_run(store.path, run_id, api_key=api_key, log_dir=log_dir)
+    except OSError as exc:
+        return Started(run_id, method, role, worker_error=str(exc))
+    return Started(run_id, method, role)
+
+
+# --------------------------------------------------------------------------- how long a run will take
+
+EMBEDDED_SECONDS_PER_CALL = 3.0
+"""Seconds per call of the embedded SmolLM2 when this store has no history yet: the median of the alignment
+runs on 2 shared CPU cores (2026-11-24, prompts of 300-1,500 tokens, 0.4-7 s per call)."""
+
+MIN_CALLS_FOR_TIMING = 20
+"""Finished calls on a backend before their mean stands for it."""
+
+
+@dataclass(frozen=True)
+class Duration:
+    """An estimate of a run's wall time before cache hits."""
+
+    calls: int
+    seconds_per_call: float | None
+    """None when nothing is known about this backend's speed yet."""
+    basis: str
+    """Where the speed comes from, in words."""
+
+    @property
+    def minutes(self) -> float | None:
+        return None if self.seconds_per_call is None else self.calls * self.seconds_per_call / 60.0
+
+    def describe(self) -> str:
+        """E.g. ``about 14 min (3.0 s per call: ...)``."""
+        if self.minutes is None:
+            return f"{self.calls} requests; {self.basis}"
+        shown = f"{self.minutes:.0f} min" if self.minutes >= 1.5 else "under 2 min"
+        return f"about {shown} ({self.seconds_per_call:.1f} s per request: {self.basis})"
+
+
+def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
+    """Wall seconds per paid call on this backend, from the ledgers of earlier runs, with where it comes from.
+
+    Calls in flight at once share the wall time, so a ledger's seconds (summed over calls) are divided by the
+    backend's concurrency; the embedded model answers one call at a time.
+    """
+    calls = seconds = 0.0
+    for run in store.list_runs(limit=500):
+        ledger = run.get("ledger") or {}
+        if ledger.get("calls") and same_backend(LLMConfig.from_dict(run.get("llm") or {}), llm):
+            calls += ledger["calls"]
+            seconds += float(ledger.get("seconds") or 0.0)
+    parallel = 1 if llm.backend == "llamacpp" else max(1, llm.concurrency)
+    if calls >= MIN_CALLS_FOR_TIMING and seconds > 0:
+        return seconds / calls / parallel, f"mean of {int(calls)} earlier requests on this backend"
+    if llm.backend == "llamacpp" and not llm.model:
+        return EMBEDDED_SECONDS_PER_CALL, "typical for the embedded model on 2 CPU cores"
+    return None, "no timing on this backend yet (the first run measures it)"
+
+
+def estimate_duration(store: Store, spec: RunSpec) -> Duration:
+    """Requests and minutes ``spec`` will take on its backend before any cache hit."""
+    calls = estimate(store, spec)
+    per_call, basis = seconds_per_call(store, spec.llm)
+    return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis)

@@ -94,6 +94,26 @@ def m002_dataset_version(db: Database) -> None:
     db["datasets"].add_column("version", int, not_null_default=0)
 
 
+@migrations()
+def m004_one_curation_owner(db: Database) -> None:
+    """HPSS curated items move to the owner scheme every method uses, ``<method>:run:<id>``.
+
+    The HPSS page kept its strategy and human criteria under ``hpss-run-<id>``;
+    rows, parents and audit entries are renamed so their history follows.
+    """
+    def renamed(value: str | None) -> str | None:
+        if value is None or not value.startswith("hpss-run-"):
+            return value
+        run_id, sep, rest = value[len("hpss-run-"):].partition(":")
+        return f"hpss:run:{run_id}{sep}{rest}"
+
+    for row in list(db.query("select id, owner, parent_id from criteria where owner like 'hpss-run-%'")):
+        db.execute("update criteria set id = ?, owner = ?, parent_id = ? where id = ?",
+                   [renamed(row["id"]), renamed(row["owner"]), renamed(row["parent_id"]), row["id"]])
+    for row in list(db.query("select id, entity_id from audit where entity_id like 'hpss-run-%'")):
+        db.execute("update audit set entity_id = ? where id = ?", [renamed(row["entity_id"]), row["id"]])
+
+
 IMPORTED = "imported"
 """``Annotation.source`` of a label that came with a benchmark or an imported file."""
 PERSON = "person"
@@ -530,8 +550,23 @@ class Store:
             self.db["audit"].insert({"ts": time.time(), "actor": actor, "entity": entity, "entity_id": entity_id,
                                      "action": action, "before": _dumps(before), "after": _dumps(after)})
 
-    def audit_log(self, *, entity: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-        where, args = ("where entity = ?", [entity]) if entity else ("", [])
+    def audit_log(self, *, entity: str | None = None, owner: str | None = None,
+                  limit: int = 200) -> list[dict[str, Any]]:
+        """The newest ``limit`` audit entries, of ``entity`` rows and of ids under ``owner`` (``owner:...``).
+
+        The owner filter is part of the query, so an owner's history is never
+        cut short by other owners' entries inside the limit.
+        """
+        clauses, args = [], []
+        if entity:
+            clauses.append("entity = ?")
+            args.append(entity)
+        if owner:
+            prefix = owner + ":"
+            # substr, not LIKE: owners hold '_' (hd_eval), a LIKE wildcard
+            clauses.append("substr(entity_id, 1, ?) = ?")
+            args += [len(prefix), prefix]
+        where = ("where " + " and ".join(clauses)) if clauses else ""
         return list(self.db.query(f"select * from audit {where} order by id desc limit ?", [*args, limit]))
 
     # ------------------------------------------------------------------ criteria (versioned)
@@ -551,7 +586,8 @@ class Store:
                                    f"(version {version}, you edited version {expected_version}); reload it")
             history = json.loads(old["history"]) if old else []
             if old:
-                history.append({k: old[k] for k in ("name", "definition", "status", "version", "updated")})
+                history.append({k: old[k] for k in ("name", "definition", "status", "parent_id", "version",
+                                                    "updated")})
             row = {"id": criterion["id"], "owner": criterion.get("owner", old["owner"] if old else ""),
                    "parent_id": criterion.get("parent_id", old["parent_id"] if old else None),
                    "name": criterion["name"], "definition": criterion.get("definition", ""),

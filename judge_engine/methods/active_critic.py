@@ -78,7 +78,7 @@ import json
 import math
 import random
 import re
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 from .. import structured
 from ..llm import LLM, GenerationParams, Request
@@ -95,6 +95,8 @@ from ..rubric_checks import check_entries, check_entry
 from .base import (
     EventSink,
     Interval,
+    OptionalInterval,
+    OptionalType,
     Judge,
     Method,
     Options,
@@ -137,25 +139,6 @@ DEMO_COUNT_BY_TASK = (("data-to-text", 8), ("data to text", 8), ("table", 8), ("
 OBSERVATION_CHARS = 3000
 """Accumulated observations shown back to the model are cut to their last characters (small contexts)."""
 SCALE = (0, 100)
-
-
-class OptionalInterval(Interval):
-    """An :class:`Interval` that also accepts None (= derived from the data)."""
-
-    def check(self, name: str, value: Any) -> None:
-        if value is not None:
-            super().check(name, value)
-
-
-class OptionalType:
-    """None, or a value of one of these JSON types."""
-
-    def __init__(self, *kinds: type):
-        self.kinds = kinds
-
-    def check(self, name: str, value: Any) -> None:
-        if value is not None and not isinstance(value, self.kinds):
-            raise ValueError(f"{name}={value!r} must be None or a {' or '.join(k.__name__ for k in self.kinds)}")
 
 
 # ----------------------------------------------------------------------------------------------- data
@@ -1252,6 +1235,24 @@ class ActiveCritic(Method):
         "no_positive_set": Options(NO_POSITIVE_SET),
     }
 
+    _parameter_labels = {
+        "variant": "Score form", "n_candidates": "Candidate prompts", "n_demos": "Demonstrations per prompt",
+        "demo_mode": "Where demonstrations come from", "bootstrap_threshold": "Bootstrap error threshold",
+        "eval_subsample": "Items to rate each candidate on", "batch_size": "Examples per inference batch",
+        "max_batches": "Most inference batches", "complete_streak": "Stop after complete batches",
+        "task_temperature": "Temperature of task inference", "max_tokens": "Reply length limit (tokens)",
+        "source_chars": "Characters of each text shown", "seed": "Random seed of the method",
+        "task_description": "Task description (fixed)", "criteria": "Criteria (fixed)",
+        "retry_unparsed": "Ask again after an unreadable reply", "weighted": "Probability-weighted scores",
+        "criteria_fallback": "Dataset criteria if none inferred", "ensemble_task": "Merge several task guesses",
+        "score_normalization": "Human score on 0-100 by", "no_positive_set": "If no demonstration set helps"}
+    _choice_labels = {"variant": {"fine": "fine (criteria scores and overall)", "coarse": "coarse (overall only)"},
+                      "demo_mode": {"bootstrap": "the model's own rated examples (paper)",
+                                    "labeled": "human-scored examples"},
+                      "score_normalization": {"ratio": "ratio to the top (paper)", "minmax": "min-max"},
+                      "no_positive_set": {"fail": "stop with a message", "zero_shot": "score without demos"}}
+    quick_params: ClassVar[dict[str, Any]] = {"n_candidates": 3, "max_batches": 3, "batch_size": 4,
+                                              "complete_streak": 2}
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
                  demo_mode: str = "bootstrap", bootstrap_threshold: float = 15.0, eval_subsample: int | None = None,
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,

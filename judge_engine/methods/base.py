@@ -61,12 +61,37 @@ class Interval:
             raise ValueError(f"{name}={value!r} is outside the allowed range [{self.low}, {self.high}]")
 
 
+class OptionalInterval(Interval):
+    """An :class:`Interval` that also accepts None (= derived from the data)."""
+
+    def check(self, name: str, value: Any) -> None:
+        if value is not None:
+            super().check(name, value)
+
+
+class OptionalType:
+    """None, or a value of one of these JSON types."""
+
+    def __init__(self, *kinds: type):
+        self.kinds = kinds
+
+    def check(self, name: str, value: Any) -> None:
+        if value is not None and not isinstance(value, self.kinds):
+            raise ValueError(f"{name}={value!r} must be None or a {' or '.join(k.__name__ for k in self.kinds)}")
+
+
 class Method:
     """Base class: parameters from ``__init__``, validation at fit time, a registry by name."""
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
     _parameter_constraints: ClassVar[dict[str, Any]] = {}
+    _parameter_labels: ClassVar[dict[str, str]] = {}
+    """Each parameter in a few words, for forms (the docstring says what it changes)."""
+    _choice_labels: ClassVar[dict[str, dict[Any, str]]] = {}
+    """Words for the allowed values of a parameter with options, where the value alone says little."""
+    quick_params: ClassVar[dict[str, Any]] = {}
+    """A small configuration for a first look: fewer calls than the paper's, same procedure."""
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -176,6 +201,21 @@ class ParameterDoc:
     """What it changes, in words (the docstring's description, joined into one paragraph)."""
     allowed: str
     """The allowed values or range from ``_parameter_constraints`` ("" when unconstrained)."""
+    label: str = ""
+    """The parameter in a few words, for a form field (the name when the method gives none)."""
+    constraint: Any = None
+    """The constraint itself (:class:`Options`, :class:`Interval`, ...), so a form can draw the right field."""
+    choices: dict[Any, str] = field(default_factory=dict)
+    """Words for some allowed values."""
+
+    @property
+    def help(self) -> str:
+        """What a form shows as the field's help: what it changes, its allowed values and the default."""
+        parts = [self.text]
+        if self.allowed:
+            parts.append(f"Allowed: {self.allowed}.")
+        parts.append(f"Default: {self.default!r} (parameter `{self.name}`).")
+        return " ".join(p for p in parts if p)
 
 
 _PARAM_HEADER = re.compile(r"^(\w+)\s*:\s*(.+)$")
@@ -207,11 +247,13 @@ def describe_parameters(cls: type[Method]) -> list[ParameterDoc]:
         allowed = ""
         if isinstance(constraint, Options):
             allowed = "one of " + ", ".join(repr(v) for v in constraint.values)
-        elif isinstance(constraint, Interval):
+        elif isinstance(constraint, Interval):  # an OptionalInterval also takes None
             low = "" if constraint.low is None else f"{constraint.low:g}"
             high = "" if constraint.high is None else f"{constraint.high:g}"
             allowed = f"{constraint.kind.__name__} in [{low or '-inf'}, {high or 'inf'}]"
-        out.append(ParameterDoc(name, defaults[name], kind, " ".join(text), allowed))
+        out.append(ParameterDoc(name, defaults[name], kind, " ".join(text), allowed,
+                                label=cls._parameter_labels.get(name, name), constraint=constraint,
+                                choices=dict(cls._choice_labels.get(name, {}))))
     return out
 
 

@@ -9,7 +9,7 @@ its reply is read by the free-text fallback.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, ClassVar, Sequence
 
 from ..llm import LLM, GenerationParams, Request
 from ..structured import as_param, read_score, score_schema
@@ -44,6 +44,8 @@ class DirectScoring(Method):
     title = "Direct scoring"
     _parameter_constraints = {"temperature": Interval(float, 0, 2), "max_tokens": Interval(int, 1, 4096)}
 
+    _parameter_labels = {"temperature": "Sampling temperature", "max_tokens": "Reply length limit (tokens)"}
+    quick_params: ClassVar[dict[str, Any]] = {}
     def __init__(self, *, temperature: float = 0.0, max_tokens: int = 32):
         self.temperature = temperature
         self.max_tokens = max_tokens

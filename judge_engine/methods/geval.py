@@ -21,7 +21,7 @@ Alignment. EMNLP.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, ClassVar, Sequence
 
 from ..llm import LLM, GenerationParams, Request
 from ..parsing import mean_ignoring_missing, read_weighted
@@ -94,6 +94,12 @@ class GEval(Method):
         "n_samples": Interval(int, 1, 100), "temperature": Interval(float, 0, 2),
         "top_logprobs": Interval(int, 1, 20), "steps_max_tokens": Interval(int, 16, 4096)}
 
+    _parameter_labels = {"scoring": "How the score is read", "n_samples": "Samples per item (sampling)",
+                         "temperature": "Sampling temperature", "top_logprobs": "Alternatives read per token",
+                         "steps_max_tokens": "Length limit of the steps (tokens)"}
+    _choice_labels = {"scoring": {"auto": "automatic (logprobs when available)",
+                                  "logprobs": "probability-weighted (logprobs)", "sampling": "mean of sampled scores"}}
+    quick_params: ClassVar[dict[str, Any]] = {"n_samples": 5}
     def __init__(self, *, scoring: str = "auto", n_samples: int = 20, temperature: float = 1.0,
                  top_logprobs: int = 20, steps_max_tokens: int = 256):
         self.scoring = scoring

@@ -79,14 +79,14 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from .. import data
+from .. import curation, data
 from .. import structured as st
 from ..aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
-from ..criteria_scoring import (LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria,
+from ..criteria_scoring import (LAYOUT_LABELS, LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria,
                                 source_counts)
 from ..explain import permutation_importance_oof
 from ..llm import LLM, GenerationParams
@@ -560,6 +560,17 @@ class HDEval(Method):
         "pi_repeats": Interval(int, 1, 100), "random_state": Interval(int, 0, None),
         "max_imputed_fraction": Interval(float, 0.0, 1.0)}
 
+    _parameter_labels = {
+        "aggregator": "Aggregator model", "max_layers": "Layers of the tree", "k_child": "Children per node",
+        "k_expand": "Nodes expanded per layer", "aspects": "Layer-1 aspects", "criteria_tree": "Edited tree",
+        "guidelines": "Expert guidelines", "layout": "Prompt layout", "weighted": "Probability-weighted scores",
+        "score_max_tokens": "Score reply limit (tokens)", "decompose_max_tokens": "Decomposition reply limit",
+        "pi_repeats": "Permutation repeats", "random_state": "Random seed of the method",
+        "max_imputed_fraction": "Most imputed scores per criterion"}
+    _choice_labels = {"aggregator": {"nn": "MLP (paper's main)", "lr": "linear regression", "dt": "decision tree",
+                                     "rf": "random forest"},
+                      "layout": LAYOUT_LABELS}
+    quick_params: ClassVar[dict[str, Any]] = {"max_layers": 2, "k_child": 3, "pi_repeats": 3}
     def __init__(self, *, aggregator: str = "nn", max_layers: int = 3, k_child: int = 4, k_expand: int = 3,
                  aspects: tuple[str, ...] | None = None, criteria_tree: dict | None = None,
                  guidelines: dict | None = None, layout: str = "paper", weighted: bool = False,
@@ -881,21 +892,17 @@ class HDEval(Method):
                        metadata=meta)
 
 
-# ---- human in the loop: the tree of a run as versioned, audited criteria rows ----------------------
-# Every node of a run's tree is one row of the store's criteria table (owner ``hd_eval:run:<id>``):
-# name and definition in their columns, everything else about the node (parent, provenance, flags,
-# deletion) as JSON in ``status``, so each edit keeps the node's full previous state in its history
-# and in the audit log, and undo restores it.
+# ---- human in the loop: the tree of a run as curated items ----------------------------------------
+# Every node of a run's tree is one curated item of the run (see judge_engine.curation): name and
+# definition in their fields, everything else about the node (parent, provenance, flags, deletion) as
+# JSON in ``status``, so each edit keeps the node's full previous state in its history and in the audit
+# log, and undo restores it.
 
 NODE_FLAGS = ("parent", "origin", "edited", "in_aggregator", "expand", "redecompose", "decomposed", "deleted")
 
 
 def tree_owner(run_id: int) -> str:
-    return f"hd_eval:run:{run_id}"
-
-
-def _row_id(run_id: int, node_id: str) -> str:
-    return f"{tree_owner(run_id)}:{node_id}"
+    return curation.owner("hd_eval", run_id)
 
 
 def _status(node: dict[str, Any]) -> str:
@@ -904,27 +911,20 @@ def _status(node: dict[str, Any]) -> str:
 
 
 def seed_tree(store: Any, run_id: int, tree: dict[str, Any]) -> bool:
-    """Store the run's fitted tree as editable rows once; False if rows already exist."""
-    if store.criteria(tree_owner(run_id)):
-        return False
-    for i, node in enumerate(tree["nodes"]):
-        store.save_criterion({"id": _row_id(run_id, node["id"]), "owner": tree_owner(run_id),
-                              "parent_id": _row_id(run_id, node["parent"]) if node.get("parent") else None,
-                              "name": node["name"], "definition": node.get("definition", ""),
-                              "status": _status(node), "position": i}, actor="engine")
-    return True
+    """Store the run's fitted tree as editable items once; False if they already exist."""
+    return curation.seed(store, tree_owner(run_id), [
+        {"key": node["id"], "name": node["name"], "definition": node.get("definition", ""),
+         "status": _status(node), "parent": node.get("parent")} for node in tree["nodes"]])
 
 
 def load_tree(store: Any, run_id: int) -> tuple[dict[str, Any], dict[str, int]]:
     """The run's tree as people edited it (deleted nodes included, flagged) and each node's version."""
-    prefix = tree_owner(run_id) + ":"
     nodes, versions = [], {}
-    for row in store.criteria(tree_owner(run_id)):
-        nid = row["id"][len(prefix):]
-        flags = json.loads(row["status"]) if row["status"].startswith("{") else {}
-        nodes.append({**make_node(nid, row["name"], row["definition"], None, origin="llm", deleted=False),
-                      **flags, "id": nid, "name": row["name"], "definition": row["definition"]})
-        versions[nid] = row["version"]
+    for item in curation.items(store, tree_owner(run_id)):
+        flags = json.loads(item.status) if item.status.startswith("{") else {}
+        nodes.append({**make_node(item.key, item.name, item.definition, None, origin="llm", deleted=False),
+                      **flags, "id": item.key, "name": item.name, "definition": item.definition})
+        versions[item.key] = item.version
     return {"nodes": nodes}, versions
 
 
@@ -950,10 +950,9 @@ def edit_node(store: Any, run_id: int, node_id: str, *, expected_version: int, a
     if ("name" in changes or "definition" in changes) and node.get("origin") != "human":
         changes.setdefault("edited", True)
     node.update(changes)
-    row = {"id": _row_id(run_id, node_id), "name": node["name"], "definition": node.get("definition", ""),
-           "status": _status(node),
-           "parent_id": _row_id(run_id, node["parent"]) if node.get("parent") else None}
-    return store.save_criterion(row, actor=actor, expected_version=expected_version)
+    return curation.save(store, tree_owner(run_id), node_id, expected_version=expected_version, actor=actor,
+                         name=node["name"], definition=node.get("definition", ""), status=_status(node),
+                         parent=node.get("parent"))
 
 
 def add_node(store: Any, run_id: int, parent_id: str, name: str, definition: str, *, actor: str = "user") -> str:
@@ -965,24 +964,14 @@ def add_node(store: Any, run_id: int, parent_id: str, name: str, definition: str
     while nid in ids:
         nid, i = f"{base}-{i}", i + 1
     node = make_node(nid, name.strip(), definition.strip(), parent_id, origin="human", deleted=False)
-    store.save_criterion({"id": _row_id(run_id, nid), "owner": tree_owner(run_id),
-                          "parent_id": _row_id(run_id, parent_id), "name": node["name"],
-                          "definition": node["definition"], "status": _status(node), "position": len(ids)},
-                         actor=actor, expected_version=0)
+    curation.add(store, tree_owner(run_id), nid, name=node["name"], definition=node["definition"],
+                 status=_status(node), parent=parent_id, actor=actor)
     return nid
 
 
 def undo_node(store: Any, run_id: int, node_id: str, *, expected_version: int, actor: str = "user") -> int:
     """Restore the node's previous version (a new version; the undo itself is audited)."""
-    row = next(r for r in store.criteria(tree_owner(run_id)) if r["id"] == _row_id(run_id, node_id))
-    if not row["history"]:
-        raise ValueError(f"{row['name']!r} has no earlier version")
-    prev = row["history"][-1]
-    flags = json.loads(prev["status"]) if str(prev["status"]).startswith("{") else {}
-    return store.save_criterion({"id": row["id"], "name": prev["name"], "definition": prev["definition"],
-                                 "status": prev["status"],
-                                 "parent_id": _row_id(run_id, flags["parent"]) if flags.get("parent") else None},
-                                actor=actor, expected_version=expected_version)
+    return curation.undo(store, tree_owner(run_id), node_id, expected_version=expected_version, actor=actor)
 
 
 def next_round_tree(tree: dict[str, Any]) -> dict[str, Any]:

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -71,7 +71,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_score, read_weighted
 from ..prompting import TaskInfo, load_template, to_aspect_range
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import EventSink, Interval, OptionalInterval, Judge, Method, Options, Progress, judge_warning, register
 
 SYSTEM_MESSAGE = "You are a helpful assistant."
 """System turn of every judge call (the authors' code, notes §3.1 step 9)."""
@@ -690,8 +690,21 @@ class HPSS(Method):
         "fitness_level": Options(("natural", "sample", "group")),
         "base_scale": Options((None, "3", "5", "10", "50", "100")),
         "judge_max_tokens": Interval(int, 8, 8192), "aux_max_tokens": Interval(int, 8, 8192),
-        "retry_unparsed": Options((True, False)), "seed": Interval(int, 0, None)}
+        "retry_unparsed": Options((True, False)), "seed": Interval(int, 0, None),
+        "validation_size": OptionalInterval(int, 2, None)}
 
+    _parameter_labels = {
+        "search": "Search algorithm", "budget": "Strategies evaluated", "population": "Population size",
+        "mutations": "Mutations per step", "exploit_prob": "Chance to exploit", "temperature": "Softmax temperature",
+        "exploration_weight": "Exploration weight", "validation_size": "Validation items",
+        "fitness_level": "Correlation level of fitness", "base_scale": "Start from scale",
+        "human_criteria": "Human criteria", "fixed_strategy": "Fixed strategy",
+        "judge_max_tokens": "Judge reply limit (tokens)", "aux_max_tokens": "Auxiliary reply limit (tokens)",
+        "retry_unparsed": "Ask again after an unreadable reply", "seed": "Random seed of the method"}
+    _choice_labels = {"search": {"hpss": "HPSS (paper)", "greedy": "greedy", "stepwise_greedy": "stepwise greedy"},
+                      "fitness_level": {"natural": "the dataset's own level", "sample": "per item",
+                                        "group": "per input"}}
+    quick_params: ClassVar[dict[str, Any]] = {"budget": 9, "validation_size": 8}
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
                  exploit_prob: float = 0.2, temperature: float = 5.0, exploration_weight: float = 4.0,
                  validation_size: int | None = None, fitness_level: str = "natural", base_scale: str | None = None,

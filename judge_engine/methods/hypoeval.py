@@ -68,17 +68,17 @@ import random
 import re
 from dataclasses import dataclass
 from math import comb
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from .. import metrics
 from .. import structured as st
-from ..criteria_scoring import LAYOUTS, CriterionText, estimate_criteria_calls, score_criteria
+from ..criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionText, estimate_criteria_calls, score_criteria
 from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entries
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import EventSink, Interval, OptionalInterval, Judge, Method, Options, Progress, judge_warning, register
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -882,20 +882,6 @@ class _HypothesesCheck:
             raise ValueError(f"{name}={value!r} must be None or a list of hypothesis texts or {{'text': ...}} dicts")
 
 
-class _OptionalNonNegative:
-    def check(self, name: str, value: Any) -> None:
-        if value is None:
-            return
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-            raise ValueError(f"{name}={value!r} must be None (follow the scale) or a non-negative number")
-
-
-class _OptionalInt:
-    def check(self, name: str, value: Any) -> None:
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValueError(f"{name}={value!r} must be None (growing schedule) or a non-negative int")
-
-
 def curated_entries(hypotheses: Sequence[Any]) -> list[dict[str, Any]]:
     """A person's curated hypotheses as bank entries (texts or dicts with ``text`` and optional ``origin``)."""
     out, seen = [], set()
@@ -1019,9 +1005,9 @@ class HypoEval(Method):
         "joint": Options((True, False)),
         "n_train": Interval(int, 2, 1000), "n_init": Interval(int, 1, 100),
         "n_init_hypotheses": Interval(int, 1, 50), "alpha": Interval(float, 0, 10),
-        "reward_a": Interval(float, None, None), "reward_b": _OptionalNonNegative(),
+        "reward_a": Interval(float, None, None), "reward_b": OptionalInterval(float, 0, None),
         "top_k": Interval(int, 1, 100), "theta": Interval(float, 0, 100),
-        "w_hyp": _OptionalInt(), "w_hyp_scale": Interval(float, 0, 10), "w_max": Interval(int, 1, 1000),
+        "w_hyp": OptionalInterval(int, 0, None), "w_hyp_scale": Interval(float, 0, 10), "w_max": Interval(int, 1, 1000),
         "n_refine": Interval(int, 0, 50), "refine_start": Options(("data", "literature")),
         "refine_early_stop": Options((True, False)), "replace_pool": Options(("top_k", "bank")),
         "n_new_hypotheses": Interval(int, 1, 50), "max_bank": Interval(int, 1, 200),
@@ -1032,6 +1018,28 @@ class HypoEval(Method):
         "check_max_tokens": Interval(int, 8, 4096), "observation_chars": Interval(int, 50, 100000),
         "literature": _LiteratureCheck(), "hypotheses": _HypothesesCheck(), "seed": Interval(int, None, None)}
 
+    _parameter_labels = {
+        "layout": "Prompt layout", "joint": "All hypotheses in one call", "n_train": "Training items used",
+        "n_init": "Items for the first hypotheses", "n_init_hypotheses": "First hypotheses",
+        "alpha": "Exploration weight (UCB)", "reward_a": "Reward constant a", "reward_b": "Reward weight b",
+        "top_k": "Hypotheses tried per item", "theta": "Error counted as wrong",
+        "w_hyp": "Wrong predictions to collect an item", "w_hyp_scale": "Collection schedule factor",
+        "w_max": "Wrong items before new hypotheses", "n_refine": "Refinement rounds",
+        "refine_start": "First refinement from", "refine_early_stop": "Stop refining when unchanged",
+        "replace_pool": "Bank kept after a refresh", "n_new_hypotheses": "New hypotheses per refresh",
+        "max_bank": "Largest hypothesis bank", "n_literature_hypotheses": "Hypotheses from literature",
+        "union_mode": "Merging the two banks", "n_selected": "Hypotheses selected",
+        "reasoning": "Reasoning before the score", "weighted": "Probability-weighted scores",
+        "max_tokens": "Score reply limit (tokens)", "generation_max_tokens": "Generation reply limit",
+        "check_max_tokens": "Check reply limit (tokens)", "observation_chars": "Characters of each text shown",
+        "literature": "Literature notes", "hypotheses": "Curated hypotheses", "seed": "Random seed of the method"}
+    _choice_labels = {"layout": LAYOUT_LABELS,
+                      "refine_start": {"data": "the data (paper)", "literature": "the literature"},
+                      "replace_pool": {"top_k": "best of tried and new (paper)", "bank": "best of the whole bank"},
+                      "union_mode": {"random_half": "a random half of each (paper)",
+                                     "balanced_fill": "best data half, filled from literature"}}
+    quick_params: ClassVar[dict[str, Any]] = {"n_init": 3, "n_init_hypotheses": 3, "top_k": 3, "w_max": 3,
+                                              "n_refine": 1, "max_bank": 6, "n_selected": 3}
     def __init__(self, *, layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
                  n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float | None = None,
                  top_k: int = 10, theta: float = 0.5, w_hyp: int | None = None, w_hyp_scale: float = 0.8,

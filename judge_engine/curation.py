@@ -1,0 +1,175 @@
+"""Curation: the items a person reviews after a run, versioned and audited.
+
+Every method's page curates something its run learned: HypoEval's hypotheses,
+Active-Critic's task description and criteria, HD-Eval's tree nodes, HPSS's
+strategy and human criteria. Each of those is one row of the store's
+``criteria`` table under the run's owner ``<method>:run:<id>``. This module
+is the one way to put a run's items there (once), read them, change one
+against the version its editor saw, undo a change, and read an owner's
+history. Nothing is overwritten: every save keeps the previous state in the
+row's history and in the audit log, with who made it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .store import EditConflict, NotFound, Store
+
+__all__ = ["CuratedItem", "EditConflict", "add", "history", "item_id", "items", "owner", "save", "seed", "undo"]
+
+ENGINE = "engine"
+"""Actor of the rows a finished run puts up for review."""
+
+
+def owner(method: str, run_id: int) -> str:
+    """The owner of a run's curated items: ``<method>:run:<id>``."""
+    return f"{method}:run:{int(run_id)}"
+
+
+def item_id(owner_id: str, key: str) -> str:
+    """The store id of item ``key`` of ``owner_id``."""
+    return f"{owner_id}:{key}"
+
+
+@dataclass(frozen=True)
+class CuratedItem:
+    """One reviewed item as it stands now."""
+
+    owner: str
+    key: str
+    """Its id within the owner (a hypothesis key, ``task``, a node id, ...)."""
+    name: str
+    definition: str
+    status: str
+    """What the method makes of it: accepted/rejected, or a method's own JSON (HD-Eval's node flags)."""
+    position: int
+    version: int
+    """1 for the run's own version; every save adds one."""
+    parent: str | None = None
+    """Key of the parent item (HD-Eval's tree), None at the top."""
+    updated: float = 0.0
+    history: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    """Earlier states (name, definition, status, version, updated), oldest first."""
+
+    @property
+    def id(self) -> str:
+        return item_id(self.owner, self.key)
+
+    @property
+    def edited(self) -> bool:
+        """Changed since the run put it up (by anyone but the engine's seeding)."""
+        return self.version > 1
+
+
+def _key(owner_id: str, row_id: str | None) -> str | None:
+    prefix = owner_id + ":"
+    if row_id is None:
+        return None
+    return row_id[len(prefix):] if row_id.startswith(prefix) else row_id
+
+
+def _item(owner_id: str, row: dict[str, Any]) -> CuratedItem:
+    return CuratedItem(owner=owner_id, key=_key(owner_id, row["id"]) or "", name=row["name"],
+                       definition=row["definition"] or "", status=row["status"] or "",
+                       position=int(row["position"] or 0), version=int(row["version"]),
+                       parent=_key(owner_id, row.get("parent_id")), updated=float(row["updated"] or 0.0),
+                       history=tuple(row["history"]))
+
+
+def items(store: Store, owner_id: str) -> list[CuratedItem]:
+    """The owner's items in their order (position, then id)."""
+    return [_item(owner_id, row) for row in store.criteria(owner_id)]
+
+
+def get(store: Store, owner_id: str, key: str) -> CuratedItem:
+    """One item; :class:`~judge_engine.store.NotFound` naming it when the owner has no such item."""
+    for item in items(store, owner_id):
+        if item.key == key:
+            return item
+    raise NotFound(f"{owner_id} has no item {key!r}")
+
+
+def seed(store: Store, owner_id: str, proposed: Sequence[dict[str, Any]]) -> bool:
+    """Put a finished run's items up for review, once; False when the owner already has items.
+
+    Each entry of ``proposed`` has ``key``, ``name`` and optionally
+    ``definition``, ``status`` and ``parent`` (a key). They become version 1,
+    saved by the engine, in the given order.
+    """
+    if store.criteria(owner_id):
+        return False
+    for position, entry in enumerate(proposed):
+        parent = entry.get("parent")
+        store.save_criterion({"id": item_id(owner_id, entry["key"]), "owner": owner_id,
+                              "parent_id": item_id(owner_id, parent) if parent else None,
+                              "name": entry["name"], "definition": entry.get("definition", ""),
+                              "status": entry.get("status", "proposed"), "position": position},
+                             actor=ENGINE, expected_version=0)
+    return True
+
+
+_UNCHANGED: Any = object()
+
+
+def save(store: Store, owner_id: str, key: str, *, expected_version: int, actor: str,
+         name: str | None = None, definition: str | None = None, status: str | None = None,
+         parent: Any = _UNCHANGED) -> int:
+    """Change one item as a person saw it at ``expected_version``; returns the new version.
+
+    Fields left None keep their value. Raises
+    :class:`~judge_engine.store.EditConflict` when someone saved the item
+    since that version (nothing is written), NotFound for an unknown key.
+    """
+    current = get(store, owner_id, key)
+    row: dict[str, Any] = {"id": current.id, "name": current.name if name is None else name,
+                           "definition": current.definition if definition is None else definition,
+                           "status": current.status if status is None else status}
+    if parent is not _UNCHANGED:
+        row["parent_id"] = item_id(owner_id, parent) if parent else None
+    return store.save_criterion(row, actor=actor, expected_version=expected_version)
+
+
+def add(store: Store, owner_id: str, key: str, *, name: str, definition: str = "", status: str = "accepted",
+        parent: str | None = None, actor: str) -> int:
+    """A person adds an item (version 1, after the existing ones); EditConflict if ``key`` exists."""
+    position = len(store.criteria(owner_id))
+    return store.save_criterion({"id": item_id(owner_id, key), "owner": owner_id,
+                                 "parent_id": item_id(owner_id, parent) if parent else None, "name": name,
+                                 "definition": definition, "status": status, "position": position},
+                                actor=actor, expected_version=0)
+
+
+def undo(store: Store, owner_id: str, key: str, *, expected_version: int, actor: str) -> int:
+    """Restore the item's previous state as a new version (the undo is audited like any save).
+
+    ValueError when the item has no earlier state.
+    """
+    current = get(store, owner_id, key)
+    if not current.history:
+        raise ValueError(f"{current.name!r} has no earlier version to go back to")
+    prev = current.history[-1]
+    row = {"id": current.id, "name": prev["name"], "definition": prev["definition"], "status": prev["status"]}
+    if "parent_id" in prev:  # states saved before parents were kept in the history keep today's parent
+        row["parent_id"] = prev["parent_id"]
+    return store.save_criterion(row, actor=actor, expected_version=expected_version)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One entry of an owner's history: who changed which item, when, from what to what."""
+
+    when: float
+    actor: str
+    key: str
+    action: str
+    before: str
+    after: str
+
+
+def history(store: Store, owner_id: str, *, limit: int = 500) -> list[Change]:
+    """The newest ``limit`` changes of the owner's items, newest first (filtered in the query)."""
+    return [Change(when=a["ts"], actor=a["actor"], key=_key(owner_id, a["entity_id"]) or "", action=a["action"],
+                   before=a["before"], after=a["after"])
+            for a in store.audit_log(entity="criterion", owner=owner_id, limit=limit)]

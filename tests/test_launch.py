@@ -1,0 +1,81 @@
+"""One way to start a run with its baselines on exactly its split, and to find the runs it compares with."""
+
+import pytest
+
+from judge_engine import runs
+from judge_engine.llm import LLMConfig
+from judge_engine.runs import Baseline, RunSpec
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """Workers are recorded, not spawned."""
+    calls = []
+    monkeypatch.setattr(runs, "start_run", lambda path, run_id, **kw: calls.append(run_id))
+    return calls
+
+
+def test_baselines_run_on_the_runs_split_and_are_reused(store, tiny_dataset, started):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="geval", dataset="tiny", aspect="quality", train_size=3, test_size=6, seed=5,
+                   params={"n_samples": 2})
+    out = runs.launch(store, spec, baselines=("direct", Baseline("geval")), actor="ann")
+    assert [(s.method, s.role, s.reused) for s in out] == [("geval", "run", False), ("direct", "baseline", False),
+                                                           ("geval", "baseline", False)]
+    assert started == [s.run_id for s in out]
+    main = store.get_run(out[0].run_id)
+    for s in out[1:]:
+        base = store.get_run(s.run_id)
+        assert base["split"] == main["split"] and base["actor"] == "ann"
+    assert {r["id"] for r in runs.runs_on_same_split(store, main)} == {out[1].run_id, out[2].run_id}
+
+    # a second run on the same split (a re-scoring) finds both baselines and starts nothing new for them
+    again = runs.launch(store, spec, split=runs.Split.from_dict(main["split"]), baselines=("direct", "geval"))
+    assert [(s.role, s.reused) for s in again] == [("run", False), ("baseline", True), ("baseline", True)]
+    assert len(started) == 4
+
+
+def test_runs_on_another_backend_or_split_are_not_comparable(store, tiny_dataset, started):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6, seed=1)
+    first = runs.launch(store, spec)[0].run_id
+    other_seed = runs.launch(store, RunSpec(**{**spec.__dict__, "seed": 2}))[0].run_id
+    other_model = runs.launch(store, RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")}),
+                              split=runs.Split.from_dict(store.get_run(first)["split"]))[0].run_id
+    same = runs.launch(store, spec, split=runs.Split.from_dict(store.get_run(first)["split"]))[0].run_id
+    found = {r["id"] for r in runs.runs_on_same_split(store, store.get_run(first))}
+    assert same in found and other_model not in found
+    if store.get_run(other_seed)["split"]["test_ids"] != store.get_run(first)["split"]["test_ids"]:
+        assert other_seed not in found
+
+
+def test_a_refused_spec_creates_nothing(store, tiny_dataset, started):
+    store.save_dataset(tiny_dataset)
+    with pytest.raises(ValueError, match="no parameter 'nope'"):
+        runs.launch(store, RunSpec(method="direct", dataset="tiny", aspect="quality", params={"nope": 1}),
+                    baselines=("geval",))
+    assert store.list_runs() == [] and started == []
+
+
+def test_worker_that_cannot_start_is_reported_not_raised(store, tiny_dataset, monkeypatch):
+    store.save_dataset(tiny_dataset)
+
+    def refuse(*args, **kwargs):
+        raise OSError("no processes left")
+
+    monkeypatch.setattr(runs, "start_run", refuse)
+    out = runs.launch(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6))
+    assert out[0].worker_error == "no processes left" and store.get_run(out[0].run_id)["status"] == "queued"
+
+
+def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, started):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    first = runs.estimate_duration(store, spec)
+    assert first.calls == 6 and first.seconds_per_call == pytest.approx(runs.EMBEDDED_SECONDS_PER_CALL)
+    remote = runs.estimate_duration(store, RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")}))
+    assert remote.minutes is None and "no timing" in remote.describe()
+    run_id = runs.launch(store, spec)[0].run_id
+    store.update_run(run_id, ledger={"calls": 40, "seconds": 20.0})
+    timed = runs.estimate_duration(store, spec)
+    assert timed.seconds_per_call == pytest.approx(0.5) and "40 earlier requests" in timed.describe()
