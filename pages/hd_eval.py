@@ -5,19 +5,18 @@ import json
 import pandas as pd
 import streamlit as st
 
-from judge_engine import plots
-from judge_engine.aggregate import AGGREGATORS, Aggregator
-from judge_engine.criteria_scoring import LAYOUTS
+from judge_engine import plots, runs
+from judge_engine.aggregate import Aggregator
 from judge_engine.explain import importance_figure, shap_bar_figure, shap_values, shap_waterfall_figure
 from judge_engine.hd_eval_plots import layer_correlation_figure, node_score_histogram, provenance, tree_sunburst
 from judge_engine.llm import LLMConfig
-from judge_engine.methods import METHODS, Judge
+from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
-                                          refit_preview, seed_tree, tree_index, undo_node)
+                                          refit_preview, seed_tree, tree_index, tree_owner, undo_node)
 from judge_engine.records import Split
-from judge_engine.runs import RunSpec, effective_status, estimate
-from judge_engine.store import EditConflict, NotFound
-from pages import common
+from judge_engine.runs import RunSpec, estimate
+from judge_engine.store import EditConflict
+from pages import common, run_view, start_form
 
 common.require_frame()
 
@@ -28,135 +27,79 @@ st.caption("Hierarchical criteria decomposition (Liu et al., 2024): the human as
            "aggregates them. Review the tree, edit it, and run the next round: only what you changed is scored again.")
 common.show_flash()
 
-BASELINES = ("direct", "geval")
+MAIN_PARAMETERS = ("max_layers", "k_child", "k_expand", "aggregator", "layout", "weighted")
 
 
-def start(spec: RunSpec, *, baselines: bool = False) -> None:
-    """Start an HD-Eval round (and, when asked, direct scoring and G-Eval on exactly its test split)."""
-    run_id = common.launch(store, spec, label=" (HD-Eval)")
-    if run_id is None:
-        return
-    if baselines:
-        split = Split.from_dict(store.get_run(run_id)["split"])
-        for method in BASELINES:
-            common.launch(store, RunSpec(method=method, dataset=spec.dataset, aspect=spec.aspect,
-                                         train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed,
-                                         llm=spec.llm), split=split, label=f" (baseline: {METHODS[method].title})")
-    common.set_value("hd_run", run_id)
-    st.rerun()
+def tree_events(events: list[dict]) -> list[str]:
+    """The tree growing, one line per step."""
+    out = []
+    for e in events:
+        p = e["payload"]
+        if e["kind"] == "decomposed":
+            out.append(f"layer {p['layer']}: {p['parent']} → {', '.join(p['children']) or 'no usable reply'}")
+        elif e["kind"] == "layer_scored":
+            out.append(f"layer {p['layer']}: scored {len(p['criteria'])} criteria")
+        elif e["kind"] == "expansion_chosen":
+            out.append(f"layer {p['layer']}: expanding {', '.join(p['chosen']) or 'nothing'} ({p['reason']})"
+                       + (f"; not eligible (scored on too few items): {', '.join(p['ineligible'])}"
+                          if p.get("ineligible") else ""))
+        elif e["kind"] == "aggregator_fitted":
+            out.append(f"layer {p['layer']}: aggregator refit on {p['features']} criteria")
+    return out
 
 
 # --------------------------------------------------------------------------- round 1
 with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "hd_eval" for r in store.list_runs())):
-    datasets = store.list_datasets()
-    if not datasets:
-        st.info("No dataset stored yet. Import a built-in benchmark first.")
-        st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
-    else:
-        c = st.columns(3)
-        ds_name = c[0].selectbox("Dataset", [d["name"] for d in datasets], key="hd_ds")
-        aspects = next(d["aspects"] for d in datasets if d["name"] == ds_name)
-        aspect = c[1].selectbox("Aspect to report", [a["name"] for a in aspects], key="hd_aspect")
-        layer1 = c[2].multiselect("Layer-1 aspects (aggregator targets)", [a["name"] for a in aspects],
-                                  default=[a["name"] for a in aspects], key="hd_layer1")
-        c = st.columns(4)
-        train_size = int(c[0].number_input("Train size", 2, 5000, 20, key="hd_train"))
-        test_size = int(c[1].number_input("Test size", 1, 5000, 10, key="hd_test"))
-        seed = int(c[2].number_input("Seed", 0, 10_000, 0, key="hd_seed"))
-        aggregator = c[3].selectbox("Aggregator", AGGREGATORS, key="hd_agg",
-                                    format_func=lambda k: {"nn": "MLP (paper's main)", "lr": "linear regression",
-                                                           "dt": "decision tree", "rf": "random forest"}[k])
-        c = st.columns(4)
-        max_layers = int(c[0].number_input("Layers L", 1, 5, 2, key="hd_L", help="Paper: 3."))
-        k_child = int(c[1].number_input("Children per node k", 1, 10, 4, key="hd_k", help="Paper: 4."))
-        k_expand = int(c[2].number_input("Nodes expanded per layer (from layer 3)", 1, 50, 3, key="hd_kexp"))
-        layout = c[3].selectbox("Prompt layout", LAYOUTS, key="hd_layout")
-        weighted = st.checkbox("Probability-weighted scores from logprobs (recommended for the embedded model)",
-                               value=common.llm_config().backend == "llamacpp", key="hd_weighted")
-        baselines = st.checkbox("Also run direct scoring and G-Eval on the same split", value=True,
-                                key="hd_baselines")
+    c = st.columns(2)
+    dataset = start_form.choose_dataset("hd", slot=c[0])
+    if dataset is not None:
+        with c[1]:
+            aspect = start_form.choose_aspect("hd", dataset, label="Aspect to report")
+        names = dataset.aspect_names
+        layer1 = st.multiselect("Layer-1 aspects (the aggregator's targets)", names, default=names,
+                                key=start_form.dependent_key("hd", dataset.name, "layer1"),
+                                help="The human aspects the tree starts from; the aggregator learns all of them "
+                                     "at once. The aspect to report must be one of them.")
+        split = start_form.split_fields("hd", dataset, train=20, test=10)
+        params = start_form.parameter_fields("hd_eval", "hd", MAIN_PARAMETERS,
+                                             values=start_form.fast_defaults("hd_eval", common.llm_config()))
+        with st.expander("More settings (paper defaults)"):
+            params |= start_form.parameter_fields(
+                "hd_eval", "hd", start_form.other_parameters("hd_eval", MAIN_PARAMETERS + ("aspects",)))
+        baselines = st.checkbox("Run the baselines too", value=True, key="hd_baselines",
+                                help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
+                                     "comparison under the test results.")
         guides = {}
         with st.popover("Expert guidelines per aspect (optional)"):
             for name in layer1:
-                text = st.text_area(name, key=f"hd_guide_{name}", height=68)
+                text = st.text_area(name, key=start_form.dependent_key("hd", dataset.name, f"guide_{name}"), height=68)
                 if text.strip():
                     guides[name] = text.strip()
-        params = {"aggregator": aggregator, "max_layers": max_layers, "k_child": k_child, "k_expand": k_expand,
-                  "layout": layout, "weighted": weighted,
-                  "aspects": layer1,  # explicit, so the estimate counts the real number of aspects
-                  "guidelines": guides or None}
-        spec = RunSpec(method="hd_eval", dataset=ds_name, aspect=aspect, params=params, train_size=train_size,
-                       test_size=test_size, seed=seed, llm=common.llm_config())
-        try:
-            calls = estimate(store, spec)
-        except (ValueError, NotFound) as exc:
-            st.error(common.plain(str(exc)))
-        else:
-            m = st.columns(3)
-            m[0].metric("LLM requests to build the tree", calls["fit"])
-            m[1].metric("LLM requests to score the test split", calls["score"])
-            m[2].metric("Backend", spec.llm.label)
-            st.caption("Upper bound before cache hits: samples x criteria of the largest tree these settings can "
-                       "grow, each call counted with its possible follow-up turn (about half when replies parse).")
-            if st.button("Build the tree", type="primary", key="hd_start", disabled=aspect not in layer1):
-                start(spec, baselines=baselines)
+        chosen = start_form.changed("hd_eval", params)
+        # aspects explicit, so the estimate counts the real number of aspects
+        chosen |= {"aspects": layer1, "guidelines": guides or None}
+        spec = RunSpec(method="hd_eval", dataset=dataset.name, aspect=aspect.name, params=chosen,
+                       train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+        missing = ("choose at least one layer-1 aspect" if not layer1 else
+                   f"the aspect to report, {aspect.name}, is not among the layer-1 aspects; add it or report "
+                   "another aspect" if aspect.name not in layer1 else "")
+        with_baselines = runs.BASELINES if baselines else ()
+        if not missing:
+            start_form.quick_start("hd_eval", spec, key="hd_quick", baselines=with_baselines)
+            start_form.estimate_box(spec)
+        if start_form.start_button("Build the tree", "hd_start", missing=missing):
+            run_id = start_form.start(spec, baselines=with_baselines, label=" (HD-Eval)")
+            if run_id is not None:
+                common.set_value("hd_run", run_id)
+                st.rerun()
 
 
 # --------------------------------------------------------------------------- pick a run
-runs = [r for r in store.list_runs() if r["method"] == "hd_eval"]
-if not runs:
-    st.info("No HD-Eval run yet: build a tree above.")
+run = run_view.pick_run("hd_eval", "hd_run", label="HD-Eval run", empty="No HD-Eval run yet: build a tree above.")
+if run is None:
     st.stop()
-ids = [r["id"] for r in runs]
-if st.session_state.get("hd_run") not in ids:
-    common.set_value("hd_run", ids[0])
-run_id = common.bound(st.selectbox, "HD-Eval run", "hd_run", options=ids,
-                      format_func=lambda i: common.run_label(next(r for r in runs if r["id"] == i)))
-run = store.get_run(run_id)
-status = effective_status(run)
-
-
-def progress_panel() -> None:
-    live = status in common.LIVE_STATUSES
-
-    @st.fragment(run_every="2s" if live else None)
-    def panel() -> None:
-        now = common.get_store().get_run(run_id)
-        st_now = effective_status(now)
-        if st_now in common.LIVE_STATUSES:
-            done, total = int(now.get("done") or 0), int(now.get("total") or 0)
-            st.progress(min(1.0, done / total) if total else 0.0,
-                        text=f"{st_now}: {now.get('stage') or ''} ({done}/{total})")
-            events = common.get_store().events(run_id)
-            grown = [e for e in events if e["kind"] in ("decomposed", "layer_scored", "aggregator_fitted",
-                                                        "expansion_chosen")]
-            for e in grown[-8:]:
-                p = e["payload"]
-                if e["kind"] == "decomposed":
-                    text = f"layer {p['layer']}: {p['parent']} → {', '.join(p['children']) or 'no usable reply'}"
-                elif e["kind"] == "layer_scored":
-                    text = f"layer {p['layer']}: scored {len(p['criteria'])} criteria"
-                elif e["kind"] == "expansion_chosen":
-                    text = (f"layer {p['layer']}: expanding {', '.join(p['chosen']) or 'nothing'} ({p['reason']})"
-                            + (f"; not eligible (scored on too few items): {', '.join(p['ineligible'])}"
-                               if p.get("ineligible") else ""))
-                else:
-                    text = f"layer {p['layer']}: aggregator refit on {p['features']} criteria"
-                st.text(text)
-            ledger = now.get("ledger") or {}
-            st.caption(f"{ledger.get('calls', 0)} LLM calls, {ledger.get('cache_hits', 0)} cache hits, "
-                       f"{ledger.get('prompt_tokens', 0)} prompt tokens. You can leave this page; the run continues.")
-        elif st_now == "finished":
-            if live:
-                st.rerun()
-        else:
-            st.warning(common.plain(f"Run {st_now}: {now.get('message') or 'the worker stopped'}. "
-                                    "Resume it from the Runs page."))
-
-    panel()
-
-
-progress_panel()
+run_id = run["id"]
+status = run_view.progress(run_id, lines=tree_events, key="hd")
 if not run.get("judge"):
     st.stop()
 
@@ -413,9 +356,14 @@ try:
                "unchanged nodes are answered by the cache.")
 except ValueError as exc:
     c2.error(common.plain(str(exc)))
-if c1.button("Run next round with this tree", type="primary", key=f"hd_next_{run_id}",
-             disabled=status in common.LIVE_STATUSES):
-    start(spec)
+with c1:
+    if start_form.start_button("Run next round with this tree", f"hd_next_{run_id}",
+                               missing="this round is still running" if status in common.LIVE_STATUSES else ""):
+        # the same items and backend: unchanged nodes are answered by the cache
+        new_id = start_form.start(spec, split=Split.from_dict(run["split"]), label=" (next round)")
+        if new_id is not None:
+            common.set_value("hd_run", new_id)
+            st.rerun()
 
 # --------------------------------------------------------------------------- node details
 st.markdown("#### A node up close")
@@ -483,21 +431,8 @@ if summary:
                                                  ids=frame["sample id"].tolist(), aspect=target,
                                                  low=judge.aspect["low"], high=judge.aspect["high"]),
                     key="hd_scatter")
-    same_split = [r for r in store.list_runs(dataset=run["dataset"])
-                  if r["aspect"] == target and r.get("status") == "finished" and r["method"] in ("hd_eval", "direct",
-                                                                                                  "geval")]
-    rows = []
-    for r in same_split:
-        full = store.get_run(r["id"])
-        if full["split"] != run["split"] or full["llm"] != run["llm"] or not full.get("summary"):
-            continue
-        natural = common.correlation_frame(full["summary"]).head(1)
-        natural.insert(0, "run", f"#{r['id']} {r['method']}")
-        natural["calls"] = full["summary"].get("calls")
-        rows.append(natural)
-    t2.markdown("Same split and backend (tick the baselines box when building a tree to get direct scoring and "
-                "G-Eval here)")
-    t2.dataframe(pd.concat(rows) if rows else pd.DataFrame(), hide_index=True)
+    with t2:
+        run_view.baseline_table(run, key="hd")
     with st.expander("This run's correlations with confidence intervals"):
         st.dataframe(common.correlation_frame(summary), hide_index=True)
     imputed = [(v.sample_id, int(v.metadata.get("imputed_criteria", 0)), int(v.metadata.get("n_criteria", 0)),
@@ -512,13 +447,7 @@ if summary:
                                         "scored": not gone, "why missing": why}
                                        for i, k, n, gone, why in imputed if k]), hide_index=True)
 
-with st.expander("Audit log of this tree"):
-    log = [e for e in store.audit_log(entity="criterion", limit=500)
-           if str(e.get("entity_id", "")).startswith(f"hd_eval:run:{run_id}:")]
-    st.dataframe(pd.DataFrame([{"when": common.fmt_time(e.get("ts")), "who": e.get("actor"),
-                                "node": str(e["entity_id"]).split(":", 3)[-1], "action": e.get("action"),
-                                "before": str(e.get("before"))[:300], "after": str(e.get("after"))[:300]}
-                               for e in log]), hide_index=True)
+run_view.history_table(tree_owner(run_id), key="hd")
 
 seen.clear()
 seen.update(versions)  # what this session has now shown

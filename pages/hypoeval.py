@@ -7,22 +7,20 @@ from typing import Sequence
 import plotly.express as px
 import streamlit as st
 
-from judge_engine import data, plots
-from judge_engine.data import SplitError
+from judge_engine import curation, plots, runs
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods import hypoeval as he
 from judge_engine.records import Split
-from judge_engine.runs import RunSpec, effective_status, estimate, start_run
-from judge_engine.store import EditConflict, NotFound
-from pages import common
+from judge_engine.runs import RunSpec, effective_status
+from judge_engine.store import EditConflict
+from pages import common, run_view, start_form
 
 common.require_frame()
 
 METHOD = "hypoeval"
-BASELINES = ("direct", "geval")
-PAPER_PARAMS = ("n_train", "n_init", "n_init_hypotheses", "top_k", "w_max", "n_refine", "max_bank", "n_selected",
-                "alpha", "theta", "max_tokens", "refine_start", "union_mode")
+MAIN_PARAMETERS = ("n_init_hypotheses", "top_k", "w_max", "n_refine", "max_bank", "n_selected", "layout", "joint",
+                   "weighted", "reasoning")
 
 store = common.get_store()
 cls = METHODS[METHOD]
@@ -45,118 +43,52 @@ def parse_notes(text: str) -> list[dict[str, str]]:
     return notes
 
 
-def start(specs: list[RunSpec], split: Split | None = None, labels: Sequence[str] = ()) -> list[int]:
-    """Create and start runs in the background (on ``split`` when given); returns their ids.
-
-    Each started run is announced once, with its label (e.g. " (baseline)").
-    """
-    labels = list(labels) + [""] * (len(specs) - len(labels))
-    ids = [common.launch(store, spec, split=split, label=label) for spec, label in zip(specs, labels)]
-    if None in ids:
-        raise ValueError("a run could not be created (see the message above)")
-    return ids
-
-
 # --------------------------------------------------------------------------- configure and start
 st.subheader("Start a HypoEval run")
-dataset_rows = store.list_datasets()
-if not dataset_rows:
-    st.info("No dataset stored yet. Import a built-in benchmark (e.g. SummEval) first.")
-    st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
-else:
-    names = [r["name"] for r in dataset_rows]
-    ds_name = st.selectbox("Dataset", names, key="hypoeval_dataset")
-    aspects = next(r["aspects"] for r in dataset_rows if r["name"] == ds_name)
-    with st.form("hypoeval_form"):
-        aspect = st.selectbox("Aspect", [a["name"] for a in aspects], key="hypoeval_aspect")
-        definition = next((a.get("definition") or "") for a in aspects if a["name"] == aspect)
-        st.caption(common.plain(f"Definition used in the prompts: {definition or '(none: the aspect name)'} "
-                                "(edit it on the Datasets page)."))
-        c = st.columns(3)
-        train_size = c[0].number_input("Train size (|S_tr|)", min_value=2, value=30, step=1, key="hypoeval_train")
-        test_size = c[1].number_input("Test size", min_value=1, value=20, step=1, key="hypoeval_test")
-        seed = c[2].number_input("Seed", min_value=0, value=0, step=1, key="hypoeval_seed")
-        c = st.columns(3)
-        layout = c[0].selectbox("Prompt layout", list(he.LAYOUTS), key="hypoeval_layout",
-                                help="paper: hypothesis then sample; sample_first: the sample first, so prefix "
-                                     "caching computes it once per sample.")
-        joint = c[1].checkbox("Score all selected hypotheses in one call per test item", key="hypoeval_joint")
-        baselines = c[2].checkbox("Also run direct scoring and G-Eval on the same split", value=True,
-                                  key="hypoeval_baselines")
-        weighted = st.checkbox(
-            "Score first, probability-weighted from logprobs (recommended for the embedded model)",
-            value=common.llm_config().backend == "llamacpp", key="hypoeval_weighted",
-            help="The paper asks for reasoning before each 1-5 score. A tiny model rarely ends its reasoning with a "
-                 "score, so this asks for the score alone and takes the expected value over the scale's tokens.")
-        st.text(f"Backend: {common.llm_config().label} (change it under Settings)")
-        st.markdown("**Paper parameters** (defaults are the paper's values)")
-        params = {}
-        pcols = st.columns(4)
-        for i, name in enumerate(PAPER_PARAMS):
-            default = defaults[name]
-            with pcols[i % 4]:
-                constraint = cls._parameter_constraints.get(name)
-                if getattr(constraint, "values", None):
-                    params[name] = st.selectbox(name, list(constraint.values), key=f"hypoeval_p_{name}")
-                elif isinstance(default, int):
-                    params[name] = int(st.number_input(name, value=default, step=1, key=f"hypoeval_p_{name}"))
-                else:
-                    params[name] = float(st.number_input(name, value=float(default), step=0.05, format="%.3f",
-                                                         key=f"hypoeval_p_{name}"))
-        notes_text = st.text_area(
-            "Literature notes or annotation guidelines (optional)", key="hypoeval_notes", height=120,
-            help="One note per block: first line the title, then its text; separate notes with a line '---'. "
-                 "Without notes the literature steps are skipped.")
-        reviewed = st.form_submit_button("Review run")
-
-    if reviewed:
-        notes = parse_notes(notes_text)
-        changed = {k: v for k, v in params.items() if v != defaults[k]}
-        changed.update({"layout": layout, "joint": joint} if (layout, joint) != ("paper", False) else {})
-        if weighted:
-            changed.update({"reasoning": False, "weighted": True})
-        if notes:
-            changed["literature"] = notes
-        spec = RunSpec(method=METHOD, dataset=ds_name, aspect=aspect, params=changed, train_size=int(train_size),
-                       test_size=int(test_size), seed=int(seed), llm=common.llm_config())
-        try:
-            calls = estimate(store, spec)
-            split = data.make_split(common.load_dataset(store, ds_name), train_size=spec.train_size,
-                                    test_size=spec.test_size, seed=spec.seed)
-        except (SplitError, ValueError, NotFound) as exc:
-            st.error(common.plain(str(exc)))
-        else:
-            st.session_state["hypoeval_draft"] = {"spec": spec, "calls": calls, "baselines": baselines,
-                                                  "n_train": len(split.train_ids), "n_test": len(split.test_ids)}
-
-    draft = st.session_state.get("hypoeval_draft")
-    if draft:
-        spec, calls = draft["spec"], draft["calls"]
-        with st.container(border=True):
-            st.markdown("**Estimate before starting** (the paper's cost model, before cache hits)")
-            st.text(f"{spec.dataset} / {spec.aspect}: {draft['n_train']} train items (HypoEval uses at most "
-                    f"{spec.params.get('n_train', defaults['n_train'])}), {draft['n_test']} test items, "
-                    f"backend {spec.llm.label}")
-            m = st.columns(3)
-            m[0].metric("LLM requests to fit", calls["fit"])
-            m[1].metric("LLM requests to score", calls["score"])
-            m[2].metric("Total", calls["fit"] + calls["score"])
-            if not spec.params.get("literature"):
-                st.caption("No literature notes: literature refinement rounds and literature-only hypotheses "
-                           "will be skipped.")
-            if st.button("Start run", type="primary", key="hypoeval_start"):
-                specs = [spec] + ([RunSpec(method=b, dataset=spec.dataset, aspect=spec.aspect,
-                                           train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed,
-                                           llm=spec.llm) for b in BASELINES] if draft["baselines"] else [])
-                try:
-                    ids = start(specs, labels=[" (HypoEval)"] + [f" (baseline: {METHODS[b].title})"
-                                                                  for b in BASELINES])
-                except (SplitError, ValueError, NotFound) as exc:
-                    st.error(common.plain(str(exc)))
-                else:
-                    st.session_state.pop("hypoeval_draft", None)
-                    common.set_value("hypoeval_run_id", ids[0])
-                    st.rerun()
+c = st.columns(2)
+dataset = start_form.choose_dataset(METHOD, slot=c[0])
+if dataset is not None:
+    with c[1]:
+        aspect = start_form.choose_aspect(METHOD, dataset)
+    # the training items are the method's S_tr: one field, passed as n_train too
+    split = start_form.split_fields(METHOD, dataset, train=defaults["n_train"], test=20,
+                                    train_help="HypoEval learns from at most 30 (the paper's |S_tr|).")
+    params = start_form.parameter_fields(METHOD, METHOD, MAIN_PARAMETERS,
+                                         values=start_form.fast_defaults(METHOD, common.llm_config()))
+    if params.get("weighted"):
+        st.caption("Probability-weighted scores need the score alone (no reasoning first): the reasoning option is "
+                   "turned off for this run.")
+    with st.expander("More settings (paper defaults)"):
+        params |= start_form.parameter_fields(
+            METHOD, METHOD, start_form.other_parameters(METHOD, MAIN_PARAMETERS + ("n_train",)))
+    notes_text = st.text_area(
+        "Literature notes or annotation guidelines (optional)", key=start_form.dependent_key(METHOD, dataset.name,
+                                                                                          "notes"), height=120,
+        help="One note per block: first line the title, then its text; separate notes with a line '---'. "
+             "Without notes the literature steps are skipped.")
+    baselines = st.checkbox("Run the baselines too", value=True, key="hypoeval_baselines",
+                            help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
+                                 "comparison under Results.")
+    chosen = start_form.changed(METHOD, {**params, "n_train": min(split.train_size, 1000)})
+    if params.get("weighted"):
+        chosen["reasoning"] = False
+    notes = parse_notes(notes_text)
+    if notes:
+        chosen["literature"] = notes
+    spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
+                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+    with_baselines = runs.BASELINES if baselines else ()
+    start_form.quick_start(METHOD, spec, key="hypoeval_quick", baselines=with_baselines,
+                           params={"n_train": start_form.QUICK_TRAIN})
+    if start_form.estimate_box(spec) is not None:
+        if not notes:
+            st.caption("No literature notes: literature refinement rounds and literature-only hypotheses "
+                       "will be skipped.")
+        if start_form.start_button("Start run", "hypoeval_start"):
+            run_id = start_form.start(spec, baselines=with_baselines, label=" (HypoEval)")
+            if run_id is not None:
+                common.set_value("hypoeval_run_id", run_id)
+                st.rerun()
 
 
 # --------------------------------------------------------------------------- watch a run
@@ -189,68 +121,41 @@ def replies_caption(view: dict) -> str:
             f"free-text fallback, {r.get('unread', 0)} unreadable. Training scores read from: {read}.")
 
 
-def live_panel(run_id: int) -> None:
-    """Progress and the hypothesis bank as it grows; polls the store every 2 s while the run is live."""
-    live = effective_status(store.get_run(run_id)) in common.LIVE_STATUSES
-
-    @st.fragment(run_every="2s" if live else None)
-    def panel() -> None:
-        s = common.get_store()
-        run = s.get_run(run_id)
-        status = effective_status(run)
-        view = he.bank_from_events(s.events(run_id))
-        if status in common.LIVE_STATUSES:
-            done, total = int(run.get("done") or 0), int(run.get("total") or 0)
-            st.progress(min(1.0, done / total) if total else 0.0, text=f"{status}: {run.get('stage')} ({done}/{total})")
-        elif status == "finished":
-            common.finished_box(common.run_trust(s, run), "Finished.")
-        else:
-            st.warning(common.plain(f"Run {status}: {run.get('message') or 'stopped'}"))
-            if st.button("Resume", key=f"hypoeval_resume_{run_id}"):
-                start_run(store.path, run_id, api_key=common.api_key())
-                st.rerun()
-        m = st.columns(5)
-        m[0].metric("Hypotheses seen", len(view["hypotheses"]))
-        w_max = view["w_max"] or (run.get("params") or {}).get("w_max", defaults["w_max"])
-        m[1].metric("Wrong-example bank", f"{view['wrong_bank']} / {w_max}")
-        m[2].metric("Bank refreshes", view["refreshes"])
-        m[3].metric("Refinement rounds", view["refinement_rounds"])
-        m[4].metric("Unparsed replies", view["parse_failures"])
-        st.caption(replies_caption(view))
-        show_warnings(view["warnings"])
-        if view["literature_skipped"]:
-            st.caption("No literature notes were given: literature steps were skipped.")
-        bank_table(view)
-        ledger = run.get("ledger") or {}
-        st.caption(f"LLM calls {ledger.get('calls', 0)}, cache hits {ledger.get('cache_hits', 0)}, "
-                   f"prompt tokens {ledger.get('prompt_tokens', 0)}, completion tokens "
-                   f"{ledger.get('completion_tokens', 0)}, {float(ledger.get('seconds', 0) or 0):.0f} s in calls")
-        if live and status not in common.LIVE_STATUSES:
-            st.rerun()
-
-    panel()
+def bank_view(s, run: dict) -> None:
+    """The hypothesis bank as it grows (drawn at every poll of the progress panel)."""
+    view = he.bank_from_events(s.events(run["id"]))
+    m = st.columns(5)
+    m[0].metric("Hypotheses seen", len(view["hypotheses"]))
+    w_max = view["w_max"] or (run.get("params") or {}).get("w_max", defaults["w_max"])
+    m[1].metric("Wrong-example bank", f"{view['wrong_bank']} / {w_max}")
+    m[2].metric("Bank refreshes", view["refreshes"])
+    m[3].metric("Refinement rounds", view["refinement_rounds"])
+    m[4].metric("Unparsed replies", view["parse_failures"])
+    st.caption(replies_caption(view))
+    show_warnings(view["warnings"])
+    if view["literature_skipped"]:
+        st.caption("No literature notes were given: literature steps were skipped.")
+    bank_table(view)
+    ledger = run.get("ledger") or {}
+    st.caption(f"LLM calls {ledger.get('calls', 0)}, cache hits {ledger.get('cache_hits', 0)}, "
+               f"prompt tokens {ledger.get('prompt_tokens', 0)}, completion tokens "
+               f"{ledger.get('completion_tokens', 0)}, {float(ledger.get('seconds', 0) or 0):.0f} s in calls")
 
 
 # --------------------------------------------------------------------------- curate
-def owner_of(run_id: int) -> str:
-    return f"hypoeval:run:{run_id}"
-
-
-def seed_criteria(run: dict, judge: Judge) -> None:
-    """Put the run's bank into the versioned criteria store once (selected ones accepted)."""
-    owner = owner_of(run["id"])
-    if store.criteria(owner):
-        return
+def seed_criteria(run: dict, judge: Judge) -> str:
+    """Put the run's bank up for review once (selected ones accepted); returns the owner of its items."""
+    owner = curation.owner(METHOD, run["id"])
     selected = {h["key"] for h in judge.state.get("selected", [])}
-    for pos, h in enumerate(judge.state.get("bank", [])):
-        store.save_criterion({"id": f"{owner}:{h['key']}", "owner": owner, "name": h["key"],
-                              "definition": h["text"], "position": pos,
-                              "status": "accepted" if h["key"] in selected else "rejected"}, actor="engine")
+    curation.seed(store, owner, [{"key": h["key"], "name": h["key"], "definition": h["text"],
+                                  "status": "accepted" if h["key"] in selected else "rejected"}
+                                 for h in judge.state.get("bank", [])])
+    return owner
 
 
-def rejected_by_checks(judge: Judge, rows: Sequence[dict]) -> list[dict]:
+def rejected_by_checks(judge: Judge, items: Sequence[curation.CuratedItem]) -> list[dict]:
     """The generated hypotheses the rubric checks refused and nobody has restored yet."""
-    present = {r["definition"] for r in rows}
+    present = {i.definition for i in items}
     seen: set[str] = set()
     out = []
     for r in judge.state.get("rejected", []):
@@ -260,61 +165,68 @@ def rejected_by_checks(judge: Judge, rows: Sequence[dict]) -> list[dict]:
     return out
 
 
-# session value: id of the hypothesis saved last, drawn open so the person keeps their place
+# session value: key of the hypothesis saved last, drawn open so the person keeps their place
 OPEN_KEY = "hypoeval_open"
 
 
+def add_hypothesis(owner: str, text: str) -> None:
+    key = he.hypothesis_key(text)
+    try:
+        curation.add(store, owner, key, name=key, definition=text, status="accepted", actor=common.actor())
+    except EditConflict:
+        common.flash("warning", "That hypothesis is already in the list.")
+    else:
+        st.session_state[OPEN_KEY] = key  # drawn open, ready to refine
+    st.rerun()
+
+
 def curate(run: dict, judge: Judge) -> None:
-    seed_criteria(run, judge)
-    owner = owner_of(run["id"])
+    owner = seed_criteria(run, judge)
     bank = {h["key"]: h for h in judge.state.get("bank", [])}
-    rows = store.criteria(owner)
+    items = curation.items(store, owner)
     st.caption("Accepted hypotheses are the ones a re-scoring run uses. Every save is versioned and audited; "
                "a stale edit (someone saved in between) is refused.")
-    for row in rows:
-        info = bank.get(row["name"], {})
+    for item in items:
+        info = bank.get(item.name, {})
         # the version this person started from: a save against it fails if someone saved in between
-        seen_key = f"hypoeval_seen_{row['id']}"
-        seen = st.session_state.setdefault(seen_key, row["version"])
-        mark = "✅" if row["status"] == "accepted" else "⛔"
+        seen_key = f"hypoeval_seen_{item.id}"
+        seen = st.session_state.setdefault(seen_key, item.version)
+        mark = "✅" if item.status == "accepted" else "⛔"
         pearson = info.get("train_pearson")
-        origin = info.get("origin", "added by a person") if row["definition"] == info.get("text", row["definition"]) \
+        origin = info.get("origin", "added by a person") if item.definition == info.get("text", item.definition) \
             else f"edited by a person (was {info.get('origin', 'added')})"
         coverage = info.get("coverage")
-        label = f"{mark} v{row['version']} · {origin}" + (
+        label = f"{mark} v{item.version} · {origin}" + (
             f" · train r {pearson:.3f}" if pearson is not None else "") + (
             f" · coverage {coverage:.0%}" if coverage is not None else "")
         # the item saved last is drawn open: its label changes with the version, and a changed expander
         # would otherwise come back closed after the Save's rerun
-        with st.expander(f"{label} · {row['definition'][:80]}",
-                         expanded=st.session_state.get(OPEN_KEY) == row["id"]):
-            with st.form(f"hypoeval_edit_{row['id']}"):
-                text = st.text_area("Hypothesis", value=row["definition"], key=f"hypoeval_text_{row['id']}")
+        with st.expander(f"{label} · {item.definition[:80]}", expanded=st.session_state.get(OPEN_KEY) == item.key):
+            with st.form(f"hypoeval_edit_{item.id}"):
+                text = st.text_area("Hypothesis", value=item.definition, key=f"hypoeval_text_{item.id}")
                 status = st.radio("Status", ["accepted", "rejected"], horizontal=True,
-                                  index=0 if row["status"] == "accepted" else 1, key=f"hypoeval_status_{row['id']}")
+                                  index=0 if item.status == "accepted" else 1, key=f"hypoeval_status_{item.id}")
                 saved = st.form_submit_button("Save")
-            common.show_flash(at=f"hypoeval:{row['id']}")  # "Saved." beside the form, not at the page top
-            change = None
-            if saved:
-                change = {"id": row["id"], "name": row["name"], "definition": text.strip(), "status": status}
-            if row["history"] and st.button("Undo last change", key=f"hypoeval_undo_{row['id']}"):
-                prev = row["history"][-1]
-                change = {"id": row["id"], "name": prev["name"], "definition": prev["definition"],
-                          "status": prev["status"]}
-            if change:
-                st.session_state[OPEN_KEY] = row["id"]
+            common.show_flash(at=f"hypoeval:{item.id}")  # "Saved." beside the form, not at the page top
+            undo = bool(item.history) and st.button("Undo last change", key=f"hypoeval_undo_{item.id}")
+            if saved or undo:
+                st.session_state[OPEN_KEY] = item.key
                 try:
-                    version = store.save_criterion(change, actor=common.actor(), expected_version=seen)
+                    if undo:
+                        version = curation.undo(store, owner, item.key, expected_version=seen, actor=common.actor())
+                    else:
+                        version = curation.save(store, owner, item.key, expected_version=seen, actor=common.actor(),
+                                                definition=text.strip(), status=status)
                 except EditConflict as exc:
-                    st.error(common.plain(f"Not saved: {exc}. The latest text is: {row['definition']}"))
-                    st.session_state[seen_key] = row["version"]  # saving again now overwrites that version knowingly
+                    st.error(common.plain(f"Not saved: {exc}. The latest text is: {item.definition}"))
+                    st.session_state[seen_key] = item.version  # saving again now overwrites that version knowingly
                 else:
                     st.session_state[seen_key] = version
-                    st.session_state.pop(f"hypoeval_text_{row['id']}", None)
-                    st.session_state.pop(f"hypoeval_status_{row['id']}", None)
-                    common.flash("success", "Saved.", at=f"hypoeval:{row['id']}")
+                    st.session_state.pop(f"hypoeval_text_{item.id}", None)
+                    st.session_state.pop(f"hypoeval_status_{item.id}", None)
+                    common.flash("success", "Saved.", at=f"hypoeval:{item.id}")
                     st.rerun()
-    restorable = rejected_by_checks(judge, rows)
+    restorable = rejected_by_checks(judge, items)
     if restorable:
         with st.expander(f"Rejected by the rubric checks ({len(restorable)})"):
             st.caption("Generated hypotheses refused before use: copies of a text the model was shown, "
@@ -323,44 +235,28 @@ def curate(run: dict, judge: Judge) -> None:
             for i, r in enumerate(restorable):
                 st.text(f"{r['text'][:300]}\n→ {r.get('rule', '')}: {r.get('reason', '')}")
                 if st.button("Restore", key=f"hypoeval_restore_{i}"):
-                    key = he.hypothesis_key(r["text"])
-                    store.save_criterion({"id": f"{owner}:{key}", "owner": owner, "name": key,
-                                          "definition": r["text"], "status": "accepted",
-                                          "position": len(rows)}, actor=common.actor())
                     common.flash("success", "Restored and accepted.")
-                    st.rerun()
+                    add_hypothesis(owner, r["text"])
     with st.form("hypoeval_add"):
         new = st.text_area("Add a hypothesis (a rubric for one trait, describing each score)", key="hypoeval_new")
         if st.form_submit_button("Add") and new.strip():
-            key = he.hypothesis_key(new.strip())
-            store.save_criterion({"id": f"{owner}:{key}", "owner": owner, "name": key, "definition": new.strip(),
-                                  "status": "accepted", "position": len(rows)}, actor=common.actor())
-            st.session_state[OPEN_KEY] = f"{owner}:{key}"  # the new hypothesis is drawn open, ready to refine
-            st.rerun()
-    accepted = [r["definition"] for r in store.criteria(owner) if r["status"] == "accepted"]
+            add_hypothesis(owner, new.strip())
+    accepted = [i.definition for i in curation.items(store, owner) if i.status == "accepted"]
     st.text(f"{len(accepted)} accepted hypotheses.")
-    if st.button("Re-score with the accepted hypotheses", type="primary", key="hypoeval_rescore",
-                 disabled=not accepted):
-        try:
-            origins = {h["text"]: h["origin"] for h in bank.values()}
-            params = {**run["params"], "hypotheses": [{"text": t, "origin": origins.get(t, "curated")}
-                                                      for t in accepted],
-                      "n_selected": len(accepted)}
-            ids = start([RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
-                                 seed=run["split"]["seed"], llm=LLMConfig.from_dict(run["llm"]))],
-                        split=Split.from_dict(run["split"]),  # same items and backend: unchanged calls are cached
-                        labels=[" (re-scoring: unchanged hypotheses come from the cache)"])
-        except (SplitError, ValueError, NotFound) as exc:
-            st.error(common.plain(str(exc)))
-        else:
-            common.set_value("hypoeval_run_id", ids[0])
+    if start_form.start_button("Re-score with the accepted hypotheses", "hypoeval_rescore",
+                               missing="" if accepted else "accept at least one hypothesis"):
+        origins = {h["text"]: h["origin"] for h in bank.values()}
+        params = {**run["params"], "hypotheses": [{"text": t, "origin": origins.get(t, "curated")} for t in accepted],
+                  "n_selected": len(accepted)}
+        new_id = start_form.start(RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
+                                          seed=run["split"]["seed"], llm=LLMConfig.from_dict(run["llm"])),
+                                  split=Split.from_dict(run["split"]),  # same items and backend: cached calls free
+                                  label=" (re-scoring: unchanged hypotheses come from the cache)")
+        if new_id is not None:
+            common.set_value("hypoeval_run_id", new_id)
             common.set_value("hypoeval_view", "Results")  # a new run: its results are what comes next
             st.rerun()
-    audit = [a for a in store.audit_log(entity="criterion", limit=200) if a["entity_id"].startswith(owner + ":")]
-    if audit:
-        with st.expander("Edit history (audit log)"):
-            st.dataframe([{"when": common.fmt_time(a["ts"]), "who": a["actor"], "action": a["action"],
-                           "before": a["before"], "after": a["after"]} for a in audit], hide_index=True)
+    run_view.history_table(owner, key="hypoeval")
 
 
 # --------------------------------------------------------------------------- results
@@ -368,17 +264,11 @@ def results(run: dict, judge: Judge) -> None:
     summary = run.get("summary") or {}
     common.trust_panel(common.run_trust(store, run))
     st.markdown("#### Test correlations beside the baselines on the same split")
-    same = [r for r in store.list_runs(dataset=run["dataset"]) if r["aspect"] == run["aspect"]
-            and r["status"] == "finished" and r["method"] in BASELINES
-            and (r.get("split") or {}).get("test_ids") == run["split"]["test_ids"]]
-    for r in [run] + same:
-        title = METHODS[r["method"]].title if r["method"] in METHODS else r["method"]
-        st.markdown(f"**{common.plain(title)}** (run #{r['id']})")
-        st.dataframe(common.correlation_frame(r.get("summary") or {}), hide_index=True,
+    run_view.baseline_table(run, key=f"hypoeval_{run['id']}")
+    with st.expander("This run's correlations at every level, with confidence intervals"):
+        st.dataframe(common.correlation_frame(summary), hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.3f")
                                     for c in ("pearson", "spearman", "kendall")})
-    if not same:
-        st.caption("No finished direct or G-Eval run on this split yet.")
     if summary.get("levels"):
         st.plotly_chart(plots.correlation_bars(summary["levels"], natural=summary.get("level")),
                         key=f"hypoeval_bars_{run['id']}")
@@ -436,19 +326,12 @@ def results(run: dict, judge: Judge) -> None:
 
 # --------------------------------------------------------------------------- pick a run
 st.subheader("HypoEval runs")
-runs = [r for r in store.list_runs(limit=200) if r["method"] == METHOD]
-if not runs:
-    st.info("No HypoEval run yet.")
-else:
-    ids = [r["id"] for r in runs]
-    if st.session_state.get("hypoeval_run_id") not in ids:
-        common.set_value("hypoeval_run_id", ids[0])
-    run_id = common.bound(st.selectbox, "Show run", "hypoeval_run_id", options=ids,
-                          format_func={r["id"]: common.run_label(r) for r in runs}.get)
-    run = store.get_run(run_id)
+run = run_view.pick_run(METHOD, "hypoeval_run_id", label="Show run", empty="No HypoEval run yet.")
+if run is not None:
+    run_id = run["id"]
     with st.expander("Parameters"):
         st.json(run.get("params") or {})
-    live_panel(run_id)
+    run_view.progress(run_id, live_view=bank_view, key="hypoeval")
     if effective_status(run) == "finished" and run.get("judge"):
         judge = Judge.from_dict(run["judge"])
         st.markdown("#### Selected hypotheses")

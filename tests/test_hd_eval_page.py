@@ -117,11 +117,11 @@ def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypat
     started = []
     monkeypatch.setattr(runs_module, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
     at = _open()
-    assert any(m.label.startswith("LLM requests to build the tree") for m in at.metric)
-    next(w for w in at.number_input if w.label == "Train size").set_value(12).run()
-    next(w for w in at.number_input if w.label == "Layers L").set_value(2).run()
-    next(w for w in at.number_input if w.label == "Children per node k").set_value(3).run()
-    fit_calls = next(m for m in at.metric if m.label.startswith("LLM requests to build")).value
+    assert any(m.label.startswith("LLM requests to fit") for m in at.metric)
+    next(w for w in at.number_input if w.label == "Training items").set_value(12).run()
+    next(w for w in at.number_input if w.label == "Layers of the tree").set_value(2).run()
+    next(w for w in at.number_input if w.label == "Children per node").set_value(3).run()
+    fit_calls = next(m for m in at.metric if m.label.startswith("LLM requests to fit")).value
     assert fit_calls == str(2 * (3 + 12 * (3 + 9))), \
         "samples x criteria plus one decomposition per aspect, each with its possible follow-up turn"
     _button(at, "hd_start").click().run()
@@ -133,7 +133,7 @@ def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypat
     baselines = [store.get_run(i) for i in started[1:]]
     assert [b["method"] for b in baselines] == ["direct", "geval"]
     assert all(b["split"] == run["split"] and b["aspect"] == run["aspect"] for b in baselines)
-    next(w for w in at.checkbox if w.label.startswith("Also run direct scoring")).uncheck().run()
+    next(w for w in at.checkbox if w.label == "Run the baselines too").uncheck().run()
     _button(at, "hd_start").click().run()
     assert len(started) == 4 and store.get_run(started[3])["method"] == "hd_eval"
     assert any("queued" in (p.proto.text or "") for p in at.get("progress")) or not at.exception
@@ -150,7 +150,7 @@ def test_a_live_run_shows_progress_and_the_nodes_as_they_appear(db):
     store.add_event(run_id, "decomposed", {"layer": 2, "parent": "clarity", "children": ["clarity/ord"],
                                            "parsed": True, "raw": ""})
     at = _open()
-    assert any("layer 2: scoring" in (p.proto.text or "") for p in at.get("progress"))
+    assert any("scoring 12 criteria" in (p.proto.text or "") for p in at.get("progress"))
     assert any("clarity → clarity/ord" in t.value for t in at.text)
 
 

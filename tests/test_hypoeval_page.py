@@ -46,19 +46,22 @@ def finished_run(db: Path, dataset) -> int:
 def test_page_renders_on_an_empty_database(db):
     at = open_page()
     assert at.title[0].value == "HypoEval"
-    assert any("No dataset" in i.value for i in at.info)
+    # nothing imported yet: the built-in benchmarks are offered, not a dead end
+    assert any(o.startswith("summeval") for o in at.selectbox(key="hypoeval_dataset").options)
+    assert not any("import" in i.value.lower() for i in at.info)
 
 
 def test_review_shows_the_estimate_and_start_creates_hypoeval_and_baseline_runs(db, tiny_dataset, started):
     Store(db).save_dataset(tiny_dataset)
     at = open_page()
-    at.number_input(key="hypoeval_train").set_value(6)
-    at.number_input(key="hypoeval_test").set_value(6)
-    at.text_area(key="hypoeval_notes").set_value("Guideline\nCoherent summaries keep to one topic.")
-    at.button[0].click().run()  # the form's "Review run"
+    at.number_input(key="hypoeval_train__tiny").set_value(6)
+    at.number_input(key="hypoeval_test__tiny").set_value(6)
+    at.checkbox(key="hypoeval_p_weighted").uncheck()
+    at.text_area(key="hypoeval_notes__tiny").set_value("Guideline\nCoherent summaries keep to one topic.").run()
     assert not at.exception, [e.value for e in at.exception]
     labels = {m.label: m.value for m in at.metric}
-    assert int(labels["LLM requests to fit"]) > 0 and int(labels["LLM requests to score"]) == 2 * 6 * 5  # with follow-up turns
+    # with follow-up turns
+    assert int(labels["LLM requests to fit"]) > 0 and int(labels["LLM requests to score the test items"]) == 2 * 6 * 5
     at.button(key="hypoeval_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     runs = Store(db).list_runs()

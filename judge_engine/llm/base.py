@@ -99,6 +99,14 @@ class LLMConfig:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
     @property
+    def reuses_prompt_prefix(self) -> bool:
+        """Whether a prompt that begins like the previous one is cheaper: llama.cpp keeps its KV cache between
+        calls, vLLM caches prefixes, OpenAI caches long prompts and llama.cpp/vLLM servers behind the openai
+        backend do the same. The sample-first layout was measured 3.08x faster with the same correlation on
+        the embedded model (README, layout benchmark)."""
+        return self.backend in ("llamacpp", "vllm", "openai")
+
+    @property
     def label(self) -> str:
         model = self.model or "SmolLM2-135M-Instruct (embedded)"
         where = f" @ {self.base_url}" if self.base_url else ""

@@ -1,0 +1,245 @@
+"""The start form every method page shares: dataset, aspect, split, the method's parameters, estimate, start.
+
+Every field comes from one place: the dataset list from the store and the
+built-in benchmarks (a built-in one is imported when chosen), the split in
+the same words on every page, and a method's parameter fields from the
+method's own description of its parameters (label, help, allowed values,
+paper default; :func:`judge_engine.methods.base.describe_parameters`), the
+same description the CLI's ``methods`` listing and its error messages use.
+Fields that depend on the chosen dataset are keyed by it, so switching the
+dataset never leaves a field holding a value the new dataset does not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import streamlit as st
+
+from judge_engine import data, runs
+from judge_engine.llm import LLMConfig
+from judge_engine.methods import METHODS, describe_parameters
+from judge_engine.methods.base import Interval, OptionalInterval, Options, ParameterDoc
+from judge_engine.records import Aspect, Dataset
+from judge_engine.runs import Baseline, RunSpec
+from judge_engine.store import NotFound
+from pages import common
+
+QUICK_TRAIN, QUICK_TEST = 12, 10
+"""Split of a quick first look: enough items for a correlation to mean something, few enough for minutes."""
+
+
+def dependent_key(prefix: str, dataset: str, name: str) -> str:
+    """Session key of a field whose choices depend on the dataset: each dataset keeps its own value."""
+    return f"{prefix}_{name}__{dataset}"
+
+
+def fast_defaults(method: str, llm: LLMConfig) -> dict[str, Any]:
+    """Defaults measured faster with the same result on this backend, where the method has the parameter.
+
+    The sample-first layout on a backend that reuses a prompt prefix; on the
+    embedded model, probability-weighted scores (a tiny model seldom states a
+    score in free text; the logprobs give one for every item).
+    """
+    params = METHODS[method].default_params()
+    out: dict[str, Any] = {}
+    if "layout" in params and llm.reuses_prompt_prefix:
+        out["layout"] = "sample_first"
+    if "weighted" in params and llm.backend == "llamacpp":
+        out["weighted"] = True
+    return out
+
+
+def choose_dataset(prefix: str, *, slot: Any = st) -> Dataset | None:
+    """Stored datasets and the built-in benchmarks in one list; a built-in one is imported when chosen."""
+    store = common.get_store()
+    stored = [r["name"] for r in store.list_datasets()]
+    builtin = [b for b in data.BENCHMARKS if b not in stored]
+    name = slot.selectbox("Dataset", stored + builtin, key=f"{prefix}_dataset",
+                          format_func=lambda n: n if n in stored else f"{n} (built-in, imported when chosen)",
+                          help="Your imported datasets, then the built-in meta-evaluation benchmarks. Import "
+                               "your own on the Datasets page.")
+    if name is None:
+        return None
+    try:
+        if not store.has_dataset(name):
+            with st.spinner(f"Importing the built-in benchmark {name}..."):
+                runs.ensure_dataset(store, name)
+        return common.load_dataset(store, name)
+    except (ValueError, OSError, NotFound) as exc:
+        st.error(common.plain(f"Dataset {name} could not be loaded: {exc}"))
+        return None
+
+
+def choose_aspect(prefix: str, dataset: Dataset, *, label: str = "Aspect to judge", slot: Any = st) -> Aspect:
+    """One of the dataset's human aspects, with the definition the prompts will use."""
+    name = slot.selectbox(label, dataset.aspect_names, key=dependent_key(prefix, dataset.name, "aspect"),
+                          help="The human score the judge learns from and is measured against. Its definition "
+                               "is edited on the Datasets page.")
+    aspect = dataset.aspect(name)
+    st.caption(common.plain(f"{aspect.name} ({aspect.low:g}-{aspect.high:g}): "
+                            f"{aspect.definition or 'no definition; the prompts use the name'}"))
+    return aspect
+
+
+@dataclass(frozen=True)
+class SplitChoice:
+    train_size: int
+    test_size: int
+    seed: int
+
+
+def split_fields(prefix: str, dataset: Dataset, *, train: int = 30, test: int = 40,
+                 train_help: str = "") -> SplitChoice:
+    """Training items, test items and the split's seed, in the same words on every page."""
+    n = len(dataset.samples)
+    c = st.columns(3)
+    train_size = c[0].number_input(
+        "Training items", 2, max(2, n - 1), min(train, max(2, n // 2)), key=dependent_key(prefix, dataset.name, "train"),
+        help="Human-scored items the method learns from. " + train_help + " Test items come from other inputs "
+             "than these, so the judge is measured on texts about sources it has not seen.")
+    test_size = c[1].number_input(
+        "Test items", 1, max(1, n - 2), min(test, max(1, n // 2)), key=dependent_key(prefix, dataset.name, "test"),
+        help="Items the finished judge scores; its agreement with the humans is measured on them. Whole groups "
+             "(all outputs for one input) are kept together.")
+    seed = c[2].number_input("Split seed", 0, 1_000_000, 0, key=f"{prefix}_split_seed",
+                             help="Which items land in training and test. The same seed and sizes give the same "
+                                  "split, so runs started separately can be compared.")
+    return SplitChoice(int(train_size), int(test_size), int(seed))
+
+
+def _field(doc: ParameterDoc, key: str, value: Any) -> Any:
+    constraint = doc.constraint
+    if isinstance(constraint, Options):
+        choices = list(constraint.values)
+        if set(choices) == {True, False}:
+            return st.checkbox(doc.label, value=bool(value), key=key, help=doc.help)
+        return st.selectbox(doc.label, choices, index=choices.index(value) if value in choices else 0, key=key,
+                            format_func=lambda v: doc.choices.get(v, "automatic" if v is None else str(v)),
+                            help=doc.help)
+    if isinstance(constraint, Interval):
+        optional = isinstance(constraint, OptionalInterval)
+        kind = constraint.kind
+        low = None if constraint.low is None else kind(constraint.low)
+        high = None if constraint.high is None else kind(constraint.high)
+        step = 1 if kind is int else 0.05
+        shown = None if value is None else kind(value)
+        got = st.number_input(doc.label, min_value=low, max_value=high, value=shown, step=step, key=key,
+                              help=doc.help, placeholder="automatic (see help)" if optional else None,
+                              format=None if kind is int else "%.3f")
+        return None if got is None else kind(got)
+    raise TypeError(f"{doc.name} has no form field (its value is a {doc.kind})")
+
+
+def drawable(doc: ParameterDoc) -> bool:
+    """Whether a parameter is a single number or choice a form field can hold (lists and texts are not)."""
+    return isinstance(doc.constraint, (Options, Interval))
+
+
+def parameter_fields(method: str, prefix: str, names: Iterable[str], *, values: dict[str, Any] | None = None,
+                     columns: int = 3) -> dict[str, Any]:
+    """Fields for ``names`` of ``method``'s parameters, from the method's description; returns their values."""
+    docs = {d.name: d for d in describe_parameters(METHODS[method])}
+    values = values or {}
+    names = [n for n in names if drawable(docs[n])]
+    out: dict[str, Any] = {}
+    cols = st.columns(columns)
+    for i, name in enumerate(names):
+        with cols[i % columns]:
+            out[name] = _field(docs[name], f"{prefix}_p_{name}", values.get(name, docs[name].default))
+    return out
+
+
+def other_parameters(method: str, shown: Iterable[str]) -> list[str]:
+    """The method's form-drawable parameters not already in ``shown``, in the method's order."""
+    shown = set(shown)
+    return [d.name for d in describe_parameters(METHODS[method]) if d.name not in shown and drawable(d)]
+
+
+def changed(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters that differ from the paper defaults (what a run records as chosen)."""
+    defaults = METHODS[method].default_params()
+    return {k: v for k, v in params.items() if k not in defaults or v != defaults[k]}
+
+
+def quick_note(method: str) -> str:
+    """What a quick first look changes, in the parameters' own words."""
+    docs = {d.name: d for d in describe_parameters(METHODS[method])}
+    parts = [f"{docs[k].label.lower()} {v} (paper {docs[k].default})" for k, v in METHODS[method].quick_params.items()]
+    return ", ".join([f"{QUICK_TRAIN} training and {QUICK_TEST} test items"] + parts)
+
+
+def estimate_box(spec: RunSpec) -> runs.Duration | None:
+    """Requests and minutes before any cache hit; None (with the reason shown) when the spec is refused."""
+    store = common.get_store()
+    try:
+        calls = runs.estimate(store, spec)
+        duration = runs.estimate_duration(store, spec)
+    except (ValueError, NotFound) as exc:
+        st.error(common.plain(str(exc)))
+        return None
+    m = st.columns(3)
+    m[0].metric("LLM requests to fit", f"{calls['fit']:,}", help="Upper bound before cache hits.")
+    m[1].metric("LLM requests to score the test items", f"{calls['score']:,}")
+    m[2].metric("Time on this backend", "unknown" if duration.minutes is None else
+                (f"{duration.minutes:.0f} min" if duration.minutes >= 1.5 else "< 2 min"),
+                help=common.plain(duration.describe()))
+    st.caption(common.plain(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
+                            "A call already made is answered by the cache and not paid again."))
+    return duration
+
+
+def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any = None, split: Any = None,
+          label: str = "") -> int | None:
+    """Start ``spec`` (and ``baselines`` on its split) through the engine; flashes what started; the run's id."""
+    store = common.get_store()
+    try:
+        started = runs.launch(store, spec, judge=judge, split=split, baselines=baselines, actor=common.actor(),
+                              api_key=common.api_key())
+    except (ValueError, NotFound) as exc:
+        st.error(common.plain(str(exc)))
+        return None
+    main = started[0]
+    words = [f"Started run #{main.run_id}{label}."]
+    for s in started[1:]:
+        title = METHODS[s.method].title if s.method in METHODS else s.method
+        words.append(f"Baseline {title}: run #{s.run_id}" + (" (already on this split, reused)." if s.reused else "."))
+    for s in started:
+        if s.worker_error:
+            words.append(f"Run #{s.run_id} was created but its worker could not start ({s.worker_error}); "
+                         "resume it under Runs.")
+    common.flash("warning" if any(s.worker_error for s in started) else "success", " ".join(words))
+    return main.run_id
+
+
+def start_button(label: str, key: str, *, missing: str = "") -> bool:
+    """The primary start button; when something is missing it is disabled and says what."""
+    clicked = st.button(label, type="primary", key=key, disabled=bool(missing))
+    if missing:
+        st.caption(common.plain(f"{label} is unavailable: {missing}"))
+    return clicked
+
+
+def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str | Baseline] = (),
+                params: dict[str, Any] | None = None) -> int | None:
+    """A one-click first look: ``spec`` with the method's quick parameters and a small split, its time shown."""
+    quick = RunSpec(method=spec.method, dataset=spec.dataset, aspect=spec.aspect,
+                    params={**spec.params, **METHODS[method].quick_params, **(params or {})},
+                    train_size=QUICK_TRAIN, test_size=QUICK_TEST, seed=spec.seed, llm=spec.llm)
+    store = common.get_store()
+    try:
+        duration = runs.estimate_duration(store, quick)
+    except (ValueError, NotFound) as exc:
+        st.caption(common.plain(f"No quick first look here: {exc}"))
+        return None
+    minutes = "time unknown" if duration.minutes is None else (
+        f"about {duration.minutes:.0f} min" if duration.minutes >= 1.5 else "under 2 min")
+    clicked = st.button(f"Quick first look ({minutes})", key=key,
+                        help=common.plain(f"Starts at once with {quick_note(method)}: {duration.describe()}. "
+                                          "The same procedure as the paper's, smaller; the form below runs the "
+                                          "full configuration."))
+    st.caption(common.plain(f"Quick first look: {quick_note(method)}; {duration.calls:,} requests."))
+    if clicked:
+        return start(quick, baselines=baselines, label=" (quick first look)")
+    return None
