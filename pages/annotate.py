@@ -77,7 +77,9 @@ else:
     with st.form("annotate_form", clear_on_submit=True):
         value = st.number_input(common.plain(f"Your {aspect.name} score ({aspect.low:g}-{aspect.high:g}), "
                                              "then Enter"), min_value=float(aspect.low), max_value=float(aspect.high),
-                                value=None, step=1.0, key="annotate_value")
+                                value=None, step=1.0, key="annotate_value",
+                                help="Your own label, kept beside the others' under your name; it never replaces "
+                                     "an imported score. Enter saves it and moves to the next item.")
         note = st.text_input("Note (optional)", key="annotate_note", max_chars=500)
         c1, c2 = st.columns([1, 6])
         save = c1.form_submit_button("Save", type="primary")

@@ -268,10 +268,14 @@ with tab_stored:
                    "Runs build the same split from the same sizes and seed.")
         with st.form(f"datasets_split_{name}"):
             c = st.columns(3)
-            train_size = c[0].number_input("Train size", min_value=0, value=30, step=1, key=f"datasets_train_{name}")
-            test_size = c[1].number_input("Test size (empty = all the rest)", min_value=1, value=None, step=1,
-                                          key=f"datasets_test_{name}")
-            seed = c[2].number_input("Seed", min_value=0, value=0, step=1, key=f"datasets_seed_{name}")
+            train_size = c[0].number_input("Training items", min_value=0, value=30, step=1,
+                                           key=f"datasets_train_{name}",
+                                           help="Human-scored items a method learns from.")
+            test_size = c[1].number_input("Test items (empty = all the rest)", min_value=1, value=None, step=1,
+                                          key=f"datasets_test_{name}",
+                                          help="Items a judge is measured on; whole groups, so maybe a few more.")
+            seed = c[2].number_input("Split seed", min_value=0, value=0, step=1, key=f"datasets_seed_{name}",
+                                     help="The same seed and sizes give the same split on every page and run.")
             if st.form_submit_button("Make split"):
                 try:
                     split = data.make_split(dataset, train_size=int(train_size),

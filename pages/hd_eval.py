@@ -348,7 +348,9 @@ spec = RunSpec(method="hd_eval", dataset=run["dataset"], aspect=target, params=n
                seed=int(run["split"]["seed"]), llm=LLMConfig.from_dict(run["llm"]))
 c1, c2 = st.columns([2, 3])
 max_layers = int(c2.number_input("Layers for the next round", 1, 5, int(run["params"].get("max_layers", 3)),
-                                 key=f"hd_next_L_{run_id}"))
+                                 key=f"hd_next_L_{run_id}",
+                                 help="How deep the next round's tree may grow; nodes marked for decomposition are "
+                                      "split up to this depth. The paper uses 3."))
 spec = RunSpec(**{**spec.__dict__, "params": {**next_params, "max_layers": max_layers}})
 try:
     calls = estimate(store, spec)

@@ -6,13 +6,12 @@ import time
 
 import streamlit as st
 
-from judge_engine import data, export, plots
-from judge_engine.data import DataImportError, SplitError
+from judge_engine import export, plots
 from judge_engine.llm import LLMConfig
-from judge_engine.methods import METHODS
-from judge_engine.runs import RunSpec, create_run, effective_status, estimate, start_run
+from judge_engine.methods import METHODS, describe_parameters, get_method
+from judge_engine.runs import RunSpec, effective_status, start_run
 from judge_engine.store import NotFound
-from pages import common
+from pages import common, start_form
 
 common.require_frame()
 
@@ -25,165 +24,57 @@ st.title("Runs")
 common.show_flash()
 
 
-# --------------------------------------------------------------------------- method parameters
-def param_widget(method: str, cls, pname: str, default, doc: str):
-    """An input for one method parameter, chosen from its default's type and its constraint."""
-    constraint = getattr(cls, "_parameter_constraints", {}).get(pname)
-    key = f"runs_param_{method}_{pname}"
-    choices = getattr(constraint, "values", None)
-    low, high = getattr(constraint, "low", None), getattr(constraint, "high", None)
-    if choices:
-        choices = list(choices)
-        return st.selectbox(pname, choices, index=choices.index(default) if default in choices else 0,
-                            key=key, help=doc or None)
-    if isinstance(default, bool):
-        return st.checkbox(pname, value=default, key=key, help=doc or None)
-    if isinstance(default, int):
-        return int(st.number_input(pname, value=default, step=1, key=key, help=doc or None,
-                                   min_value=None if low is None else int(low),
-                                   max_value=None if high is None else int(high)))
-    if isinstance(default, float):
-        return float(st.number_input(pname, value=default, step=0.1, format="%.3f", key=key, help=doc or None,
-                                     min_value=None if low is None else float(low),
-                                     max_value=None if high is None else float(high)))
-    if isinstance(default, str):
-        return st.text_input(pname, value=default, key=key, help=doc or None)
-    text = st.text_input(f"{pname} (JSON)", value=json.dumps(default), key=key, help=doc or None)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        raise ValueError(f"{pname}: {text!r} is not valid JSON") from None
-
-
-def param_docs(cls) -> dict[str, str]:
-    """Parameter descriptions from the numpydoc ``Parameters`` section of a method's docstring."""
-    docs: dict[str, str] = {}
-    lines = (inspect.getdoc(cls) or "").splitlines()
-    current = None
-    in_params = False
-    for i, line in enumerate(lines):
-        if line.strip() == "Parameters" and i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}:
-            in_params = True
-            continue
-        if not in_params or set(line.strip()) == {"-"}:
-            continue
-        if line and not line.startswith(" "):
-            if " : " not in line and line.strip() and i + 1 < len(lines) and set(lines[i + 1].strip()) == {"-"}:
-                break  # next section
-            current = line.split(" : ")[0].strip()
-            docs[current] = ""
-        elif current and line.strip():
-            docs[current] = (docs[current] + " " + line.strip()).strip()
-    return docs
-
-
+# --------------------------------------------------------------------------- start a run
 def summary_line(cls) -> str:
     return (inspect.getdoc(cls) or "").split("\n\n")[0]
 
 
-# --------------------------------------------------------------------------- start a run
-st.subheader("Start a baseline run")
-dataset_rows = store.list_datasets()
-if not dataset_rows:
-    st.info("No dataset stored yet. Import a built-in benchmark or upload a file first.")
-    st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
-else:
-    names = [r["name"] for r in dataset_rows]
-    c1, c2 = st.columns(2)
-    ds_name = c1.selectbox("Dataset", names, key="runs_dataset")
-    method_names = list(METHODS)
-    method = c2.selectbox("Method", method_names, key="runs_method",
-                          format_func=lambda m: f"{METHODS[m].title or m} ({m})")
-    cls = METHODS[method]
-    st.caption(summary_line(cls))
-    aspects = next(r["aspects"] for r in dataset_rows if r["name"] == ds_name)
-    docs = param_docs(cls)
+def json_parameters(method: str, text: str) -> dict:
+    """The parameters typed as JSON; ValueError naming the field and the problem."""
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"Other parameters (JSON): {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(value, dict):
+        raise ValueError("Other parameters (JSON) must be an object such as {\"name\": value}")
+    get_method(method, value)  # an unknown name is refused with the method's parameters and a close match
+    return value
 
-    with st.form("runs_form"):
-        aspect = st.selectbox("Aspect", [a["name"] for a in aspects], key="runs_aspect",
-                              format_func=lambda n: next(f"{n} ({a['low']:g}-{a['high']:g})"
-                                                         for a in aspects if a["name"] == n))
-        c = st.columns(3)
-        train_size = c[0].number_input("Train size", min_value=0, value=30, step=1, key="runs_train",
-                                       help="Human-scored items the method may learn from.")
-        test_size = c[1].number_input("Test size", min_value=1, value=20, step=1, key="runs_test",
-                                      help="Held-out items the judge scores and is meta-evaluated on. Test takes whole "
-                                           "groups, so it may hold a few more items than asked.")
-        seed = c[2].number_input("Seed", min_value=0, value=0, step=1, key="runs_seed")
-        st.markdown("**Method parameters** (defaults are the paper's values)")
-        params, param_error = {}, None
-        pcols = st.columns(3)
-        for i, (pname, default) in enumerate(cls.default_params().items()):
-            with pcols[i % 3]:
-                try:
-                    params[pname] = param_widget(method, cls, pname, default, docs.get(pname, ""))
-                except ValueError as exc:
-                    param_error = str(exc)
-        reviewed = st.form_submit_button("Review run")
 
-    if reviewed:
-        st.session_state.pop("runs_draft", None)
-        if param_error:
-            st.error(common.plain(param_error))
-        else:
-            changed = {k: v for k, v in params.items() if v != cls.default_params().get(k)}
-            spec = RunSpec(method=method, dataset=ds_name, aspect=aspect, params=changed,
-                           train_size=int(train_size), test_size=int(test_size), seed=int(seed),
-                           llm=common.llm_config())
-            try:
-                dataset = common.load_dataset(store, ds_name)
-                split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
-                calls = estimate(store, spec)
-            except (SplitError, ValueError, NotFound) as exc:
-                st.error(common.plain(str(exc)))
-            else:
-                st.session_state["runs_draft"] = {"spec": spec, "calls": calls, "n_train": len(split.train_ids),
-                                                  "n_test": len(split.test_ids)}
-
-    draft = st.session_state.get("runs_draft")
-    if draft and (draft["spec"].dataset, draft["spec"].method) != (ds_name, method):
-        st.session_state.pop("runs_draft", None)  # the choice above changed: review again
-        draft = None
-    if draft:
-        spec = draft["spec"]
-        calls = draft["calls"]
-        with st.container(border=True):
-            st.markdown("**Review**")
-            st.text(f"{METHODS[spec.method].title or spec.method} on {spec.dataset} / {spec.aspect}: "
-                    f"{draft['n_train']} train and {draft['n_test']} test items (seed {spec.seed}), "
-                    f"backend {spec.llm.label}")
-            if spec.params:
-                st.text(f"Parameters changed from the defaults: {json.dumps(spec.params)}")
-            total = sum(calls.values())
-            m = st.columns(3)
-            m[0].metric("LLM requests to fit", calls.get("fit", 0))
-            m[1].metric("LLM requests to score", calls.get("score", 0))
-            m[2].metric("Total (before cache hits)", total)
-            if spec.llm.backend == "llamacpp":
-                st.caption(f"The embedded model answers one request at a time, about 1-3 s each on this CPU: "
-                           f"roughly {max(1, round(total * 2 / 60))} min (longer when a method asks for several "
-                           "completions per request). Requests already in the cache cost nothing.")
-            b1, b2 = st.columns([1, 5])
-            start = b1.button("Start run", key="runs_start", type="primary")
-            if b2.button("Discard", key="runs_discard"):
-                st.session_state.pop("runs_draft", None)
+st.subheader("Start a run")
+c1, c2 = st.columns(2)
+dataset = start_form.choose_dataset("runs", slot=c1)
+method = c2.selectbox("Method", list(METHODS), key="runs_method", format_func=lambda m: METHODS[m].title or m,
+                      help="Each method's parameters, paper defaults and allowed values: "
+                           "python -m judge_engine methods NAME")
+st.caption(common.plain(summary_line(METHODS[method])))
+if dataset is not None:
+    aspect = start_form.choose_aspect("runs", dataset)
+    split = start_form.split_fields("runs", dataset, train=30, test=20)
+    drawable = start_form.other_parameters(method, ())
+    with st.expander("Method parameters (paper defaults)", expanded=len(drawable) <= 6):
+        params = start_form.parameter_fields(method, f"runs_{method}", drawable,
+                                             values=start_form.fast_defaults(method, common.llm_config()))
+        rest = [d.name for d in describe_parameters(METHODS[method]) if not start_form.drawable(d)]
+        extra_text = st.text_area("Other parameters (JSON)", key=f"runs_json_{method}", height=68,
+                                  disabled=not rest, placeholder="{}",
+                                  help="Parameters that are lists or texts, as a JSON object"
+                                       + (f": {', '.join(rest)}." if rest else " (this method has none)."))
+    try:
+        extra = json_parameters(method, extra_text)
+    except ValueError as exc:
+        st.error(common.plain(str(exc)))
+    else:
+        spec = RunSpec(method=method, dataset=dataset.name, aspect=aspect.name,
+                       params={**start_form.changed(method, params), **extra}, train_size=split.train_size,
+                       test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+        if start_form.estimate_box(spec) is not None and start_form.start_button("Start run", "runs_start"):
+            run_id = start_form.start(spec)
+            if run_id is not None:
+                common.set_value("runs_run_id", run_id)
                 st.rerun()
-            if start:
-                try:
-                    run_id = create_run(store, spec, actor=common.actor())
-                except (SplitError, DataImportError, ValueError, NotFound) as exc:
-                    st.error(common.plain(str(exc)))
-                else:
-                    try:
-                        start_run(store.path, run_id, api_key=common.api_key())
-                    except OSError as exc:
-                        common.flash("error", f"Run #{run_id} was created but its worker could not start: {exc}. "
-                                              "Use Resume below to try again.")
-                    else:
-                        common.flash("success", f"Started run #{run_id}.")
-                    st.session_state.pop("runs_draft", None)
-                    common.set_value("runs_run_id", run_id)
-                    st.rerun()
 
 
 # --------------------------------------------------------------------------- one run

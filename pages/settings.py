@@ -22,7 +22,9 @@ if backend == "llamacpp":
                  help="Path to another GGUF file. Leave empty for the embedded SmolLM2-135M-Instruct model, "
                       "which takes about 1-3 s per call on a CPU.")
     common.bound(st.number_input, "Context window (tokens)", "settings_n_ctx", min_value=512,
-                 max_value=131072, step=512)
+                 max_value=131072, step=512,
+                 help="Tokens of prompt and reply the model sees at once. Longer prompts are cut (and counted in the "
+                      "run's summary); a larger window needs more memory and time.")
 elif backend == "openai":
     common.bound(st.text_input, "Base URL", "settings_base_url",
                  placeholder="empty = https://api.openai.com/v1",
@@ -73,16 +75,19 @@ with cols[0]:
                  help="Requests in flight at once (the embedded model answers one at a time anyway; the vLLM "
                       "backend sends up to 256 uncached requests as one batch).")
 with cols[1]:
-    common.bound(st.number_input, "Timeout (s)", "settings_timeout", min_value=1.0, max_value=3600.0, step=10.0)
+    common.bound(st.number_input, "Timeout (s)", "settings_timeout", min_value=1.0, max_value=3600.0, step=10.0,
+                 help="Seconds before one request is abandoned and retried.")
 with cols[2]:
-    common.bound(st.number_input, "Retries", "settings_max_retries", min_value=0, max_value=20, step=1)
+    common.bound(st.number_input, "Retries", "settings_max_retries", min_value=0, max_value=20, step=1,
+                 help="Retries with growing waits after a connection error, a rate limit (429) or a server error "
+                      "(5xx); then the request counts as failed and the run says so.")
 cols = st.columns(2)
 with cols[0]:
     common.bound(st.number_input, "Price per 1k prompt tokens ($)", "settings_price_prompt", min_value=0.0,
-                 step=0.0001, format="%.4f")
+                 step=0.0001, format="%.4f", help="For the cost ledger of runs; 0 for a local model.")
 with cols[1]:
     common.bound(st.number_input, "Price per 1k completion tokens ($)", "settings_price_completion",
-                 min_value=0.0, step=0.0001, format="%.4f")
+                 min_value=0.0, step=0.0001, format="%.4f", help="For the cost ledger of runs; 0 for a local model.")
 
 config = common.llm_config()
 st.subheader("Active configuration")

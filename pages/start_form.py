@@ -96,9 +96,10 @@ def split_fields(prefix: str, dataset: Dataset, *, train: int = 30, test: int = 
     n = len(dataset.samples)
     c = st.columns(3)
     train_size = c[0].number_input(
-        "Training items", 2, max(2, n - 1), min(train, max(2, n // 2)), key=dependent_key(prefix, dataset.name, "train"),
-        help="Human-scored items the method learns from. " + train_help + " Test items come from other inputs "
-             "than these, so the judge is measured on texts about sources it has not seen.")
+        "Training items", 0, max(0, n - 1), min(train, n // 2), key=dependent_key(prefix, dataset.name, "train"),
+        help="Human-scored items the method learns from (direct scoring learns nothing and needs none). "
+             + train_help + " Test items come from other inputs than these, so the judge is measured on texts "
+             "about sources it has not seen.")
     test_size = c[1].number_input(
         "Test items", 1, max(1, n - 2), min(test, max(1, n // 2)), key=dependent_key(prefix, dataset.name, "test"),
         help="Items the finished judge scores; its agreement with the humans is measured on them. Whole groups "

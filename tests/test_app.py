@@ -269,13 +269,12 @@ def test_runs_form_reviews_then_starts_a_run(sfhot_db, monkeypatch):
     at = open_app()
     at.session_state["settings_api_key"] = "sk-secret-test"
     goto(at, "pages/runs.py")
-    at.selectbox(key="runs_aspect").set_value("naturalness")
-    at.number_input(key="runs_train").set_value(5)
-    at.number_input(key="runs_test").set_value(4)
-    at.form_submit_button[0].click().run()
+    at.selectbox(key="runs_aspect__sfhot").set_value("naturalness")
+    at.number_input(key="runs_train__sfhot").set_value(5)
+    at.number_input(key="runs_test__sfhot").set_value(4).run()
     assert not at.exception and not at.error, errors(at)
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["LLM requests to score"] == "4"
+    assert metrics["LLM requests to score the test items"] == "4"
     assert metrics["LLM requests to fit"] == "0"
     at.button(key="runs_start").click().run()
     assert not at.exception, [e.value for e in at.exception]

@@ -201,16 +201,16 @@ def test_import_run_and_read_results_on_the_embedded_model(app, page, diagnose, 
     # finish: a structured {"score": N} reply takes a fraction of a second, so 6 items came and went between
     # two of the page's polls.
     page.get_by_role("link", name="Runs").first.click()
-    page.get_by_role("heading", name="Start a baseline run").wait_for()
+    page.get_by_role("heading", name="Start a run").wait_for()
     idle(page)
-    choose(page, "Method", "direct")
-    choose(page, "Aspect", "naturalness")
-    for label, value in (("Train size", "0"), ("Test size", "30")):
+    choose(page, "Method", "Direct scoring")
+    choose(page, "Aspect to judge", "naturalness")
+    for label, value in (("Training items", "0"), ("Test items", "30")):
         box = page.get_by_role("spinbutton", name=label)
         box.fill(value)
         box.press("Tab")
-    page.get_by_role("button", name="Review run").click()
-    page.get_by_text("LLM requests to score").wait_for()
+        idle(page)
+    page.get_by_text("LLM requests to score the test items").wait_for()
     # Every progress text the browser draws is recorded as it appears (not sampled by this test), so a state shown
     # for one frame between two of the page's 2 s polls is not missed.
     page.evaluate(RECORD_PROGRESS)
