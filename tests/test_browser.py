@@ -499,3 +499,49 @@ viewers = ["vic@example.org"]
         assert {e["actor"] for e in store.audit_log(entity="annotation")} == {"ana@example.org", "ben@example.org"}
     finally:
         app.stop()
+
+
+def test_hd_eval_switch_dataset_then_edit_and_click_again(app, page, diagnose):
+    """The two dead ends a new user met on the HD-Eval page: a form that kept the old dataset's aspects after a
+    switch (its Build button disabled without a word), and a popover left open after a save, over the next click."""
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.runs import RunSpec, create_run, execute_run
+    from tests.test_hd_eval import _dataset, scripted
+    from tests.test_page_fields import two_datasets
+
+    store = Store(app.db)
+    for dataset in [*two_datasets(), _dataset()]:
+        store.save_dataset(dataset)
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+
+    page.goto(f"{app.url}/hd_eval")
+    page.get_by_role("heading", name="HD-Eval criteria tree").wait_for()
+    idle(page)
+    page.get_by_text("Start a new tree (round 1)").click()
+    idle(page)
+    choose(page, "Dataset", "stories")
+    choose(page, "Aspect to report", "empathy")
+    choose(page, "Dataset", "chats")
+    no_traceback(page)
+    build = page.get_by_role("button", name="Build the tree")
+    assert build.is_enabled(), "after the switch the form holds the new dataset's aspects"
+    assert page.get_by_text("Build the tree is unavailable").count() == 0
+
+    # edit one node, save, then click another node's Edit: only that popover is open, and it takes the click
+    edits = page.get_by_role("button", name="Edit")
+    edits.nth(1).click()
+    body = page.locator("[data-testid=stPopoverBody]")
+    body.get_by_role("textbox", name="Name").fill("Plain words")
+    body.get_by_role("button", name="Save").click()
+    page.get_by_text("Saved 'clarity part 1'.").or_(page.get_by_text("Saved")).first.wait_for()
+    idle(page)
+    assert page.locator("[data-testid=stPopoverBody]").count() == 0, "no popover left open after the save"
+    page.get_by_role("button", name="Edit").nth(2).click()
+    sync_api.expect(page.locator("[data-testid=stPopoverBody]")).to_have_count(1)
+    no_traceback(page)
+    names = [n["name"] for n in __import__("judge_engine.methods.hd_eval", fromlist=["load_tree"])
+             .load_tree(store, run_id)[0]["nodes"]]
+    assert "Plain words" in names
