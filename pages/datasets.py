@@ -104,11 +104,15 @@ with tab_upload:
             none = "(none)"
             optional = [none, *columns]
 
+            taken: list[str] = []  # a column guessed for one role is not guessed again for another
+
             def pick(label, role, guess, *, required=False, help=None):
                 opts = columns if required else optional
-                default = guess if guess in opts else (opts[0] if required else none)
+                free = [c for c in columns if c not in taken]
+                default = guess if guess in opts else ((free or opts)[0] if required else none)
                 value = st.selectbox(label, opts, index=opts.index(default), key=f"datasets_map_{role}_{fkey}",
                                      help=help)
+                taken.append(value)
                 return None if value == none else value
 
             st.markdown("**Column mapping**")
@@ -118,8 +122,9 @@ with tab_upload:
                     columns, [r"input", r"source", r"src", r"article", r"document", r"prompt", r"dialogue.*",
                               r"context", r"question", r"data"]), required=True)
                 output_col = pick("Output (the text humans scored)", "output", common.guess_column(
-                    columns, [r"output", r"summary", r"response", r"reply", r"story", r"answer", r"generation",
-                              r"hypothesis", r"candidate", r"text"]), required=True)
+                    [c for c in columns if c != input_col],
+                    [r"output", r"out", r"summary", r"response", r"reply", r"story", r"answer", r"generation",
+                     r"hypothesis", r"candidate", r"tgt", r"target", r"text"]), required=True)
                 group_col = pick("Group (optional)", "group", common.guess_column(
                     columns, [r"group.*", r"doc_?id", r"source_?id", r"prompt_?id", r"context_?id"]),
                     help="Outputs for the same input share a group; splits never cut a group. "

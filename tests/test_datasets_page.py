@@ -157,3 +157,13 @@ def test_duplicates_kept_apart_by_default(db):
     assert not at.exception and not at.error, _texts(at.error)
     assert len(Store(db).load_dataset("kept").samples) == 4
     assert any("kept as separate samples" in w for w in _texts(at.warning)), _texts(at.warning)
+
+
+def test_column_guesses_never_map_one_column_to_two_roles(db):
+    """`src`/`out` used to map src to both input and output: `out` matched no output name, and the required
+    output field fell back to the first column."""
+    at = _upload(_open(), "short.csv", b"src,out,score\nThe cat sat.,A cat sits.,3\nDogs bark.,Dogs.,4\n")
+    assert _by_label(at.selectbox, "Input").value == "src"
+    assert _by_label(at.selectbox, "Output").value == "out"
+    at = _upload(_open(), "odd.csv", b"a,b,score\nThe cat sat.,A cat sits.,3\nDogs bark.,Dogs.,4\n")
+    assert _by_label(at.selectbox, "Input").value != _by_label(at.selectbox, "Output").value
