@@ -94,14 +94,15 @@ def split_fields(prefix: str, dataset: Dataset, *, train: int = 30, test: int = 
                  train_help: str = "") -> SplitChoice:
     """Training items, test items and the split's seed, in the same words on every page."""
     n = len(dataset.samples)
+    train_value = min(train, n // 2)
     c = st.columns(3)
     train_size = c[0].number_input(
-        "Training items", 0, max(0, n - 1), min(train, n // 2), key=dependent_key(prefix, dataset.name, "train"),
+        "Training items", 0, max(0, n - 1), train_value, key=dependent_key(prefix, dataset.name, "train"),
         help="Human-scored items the method learns from (direct scoring learns nothing and needs none). "
              + train_help + " Test items come from other inputs than these, so the judge is measured on texts "
              "about sources it has not seen.")
     test_size = c[1].number_input(
-        "Test items", 1, max(1, n - 2), min(test, max(1, n // 2)), key=dependent_key(prefix, dataset.name, "test"),
+        "Test items", 1, max(1, n - 2), min(test, max(1, n - 2), max(1, n - train_value)), key=dependent_key(prefix, dataset.name, "test"),
         help="Items the finished judge scores; its agreement with the humans is measured on them. Whole groups "
              "(all outputs for one input) are kept together.")
     seed = c[2].number_input("Split seed", 0, 1_000_000, 0, key=f"{prefix}_split_seed",
