@@ -65,9 +65,9 @@ if dataset is not None:
                    train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
     with_baselines = runs.BASELINES if baselines else ()
     started_id = start_form.quick_start(METHOD, spec, key=f"{METHOD}_quick", baselines=with_baselines)
-    refused = start_form.estimate_box(spec) is None
+    spec_refused = start_form.estimate_box(spec) is None
     if start_form.start_button("Start run", f"{METHOD}_start",
-                               missing="the configuration was refused (see the message above)" if refused else ""):
+                               missing="the configuration was refused (see the message above)" if spec_refused else ""):
         started_id = start_form.start(spec, baselines=with_baselines, label=" (Active-Critic)")
     if started_id is not None:
         common.set_value(RUN_KEY, started_id)
@@ -75,6 +75,7 @@ if dataset is not None:
 
 
 # --------------------------------------------------------------------------- stage 1, live
+
 def stage_one(events: list[dict]) -> None:
     """Observations per batch, the task description versions, the criteria timeline, the demo search."""
     by_kind: dict[str, list[dict]] = {}
