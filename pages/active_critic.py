@@ -3,177 +3,75 @@
 Configure and start a run (the paper's 25% / 75% split by default), watch
 stage 1 as it happens (observations per mini-batch, the task description
 taking shape, criteria added and refined), edit the inferred task
-description and criteria (versioned, audited), start a new run from the
-edits, and read each test item's explained scores next to the baselines.
+description and criteria (versioned, audited, undoable), start a new run from
+the edits, and read each test item's explained scores next to the baselines.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
 
-from judge_engine import data
-from judge_engine.methods import METHODS, Judge
-from judge_engine.runs import RunSpec, effective_status, ensure_dataset, estimate
-from judge_engine.store import EditConflict, NotFound
-from pages import common
+from judge_engine import curation, runs
+from judge_engine.llm import LLMConfig
+from judge_engine.methods import Judge
+from judge_engine.records import Split
+from judge_engine.runs import RunSpec, effective_status
+from judge_engine.store import EditConflict
+from pages import common, run_view, start_form
 
 common.require_frame()
 
 METHOD = "active_critic"
-BASELINES = ("direct", "geval")
+# the fields a first run is tuned by; the others sit under "More settings (paper defaults)"
+MAIN_PARAMETERS = ("variant", "n_candidates", "n_demos", "eval_subsample", "max_batches", "max_tokens", "weighted",
+                   "no_positive_set")
+PAPER_TRAIN_SHARE = 0.25  # the paper trains on 25% of the items and tests on the other 75%
+TASK = "task"  # curated key of the task description; the criteria are c1, c2, ... (the keys stored runs have)
+RUN_KEY = "ac_run_id"  # session value: the run shown below the start form
 
+store = common.get_store()
 st.title("Active-Critic")
 st.caption("The judge infers the task and its evaluation criteria from human-scored examples, picks its "
            "demonstrations by correlation on the training split, and explains every score "
            "(Xu, Hu and Jiang, 2024). You can correct what it inferred and rerun from your edits.")
-store = common.get_store()
 common.show_flash()
 
 
-# --------------------------------------------------------------------------- helpers
-
-def owner(run_id: int) -> str:
-    return f"active_critic:run:{run_id}"
-
-
-def split_spec(dataset, split: dict) -> tuple[int, int, int]:
-    """(train_size, test_size, seed) that rebuild a stored split with ``data.make_split``."""
-    train, test, seed = list(split["train_ids"]), list(split["test_ids"]), int(split["seed"])
-    for size in range(len(train), 0, -1):
-        again = data.make_split(dataset, train_size=size, test_size=len(test), seed=seed)
-        if list(again.train_ids) == train and list(again.test_ids) == test:
-            return size, len(test), seed
-    return len(train), len(test), seed
-
-
-def start(spec: RunSpec, *, judge: Judge | None = None, label: str = "") -> int | None:
-    return common.launch(store, spec, judge=judge, label=label)
-
-
-# --------------------------------------------------------------------------- configure
+# --------------------------------------------------------------------------- configure and start
 
 st.subheader("New run")
-stored = sorted(r["name"] for r in store.list_datasets())
-names = stored + [b for b in data.BENCHMARKS if b not in stored]
-c1, c2 = st.columns(2)
-ds_name = c1.selectbox("Dataset", names, key="ac_dataset")
-try:
-    dataset = ensure_dataset(store, ds_name)
-except (ValueError, OSError, NotFound) as exc:
-    st.error(common.plain(str(exc)))
-    st.stop()
-aspect_name = c2.selectbox("Aspect (the overall quality score the judge learns)", dataset.aspect_names,
-                           index=dataset.aspect_names.index("overall") if "overall" in dataset.aspect_names else 0,
-                           key="ac_aspect", help="The paper learns the overall score; any aspect works.")
-
-with st.form("ac_form"):
-    c = st.columns(4)
-    share = c[0].slider("Train share (%)", 5, 90, 25, key="ac_share",
-                        help="The paper trains on 25% and tests on the other 75% (grouped split).")
-    max_test = c[1].number_input("Max test items (0 = all the rest)", min_value=0, value=0, step=1, key="ac_max_test")
-    variant = c[2].radio("Variant", ["fine", "coarse"], key="ac_variant", horizontal=True,
-                         help="Fine: every criterion scored, then the overall score (2 calls per item). "
-                              "Coarse: the overall score with the criteria listed (1 call).")
-    seed = c[3].number_input("Seed", min_value=0, value=0, step=1, key="ac_seed")
-    c = st.columns(4)
-    k = c[0].number_input("Candidate demo sets K", min_value=1, max_value=100, value=11, key="ac_k",
-                          help="Random search over demonstration sets (paper: 11).")
-    n_demos = c[1].number_input("Demos per set (0 = by task: 3, or 8 for data-to-text)", min_value=0, max_value=16,
-                                value=0, key="ac_demos")
-    subsample = c[2].number_input("Score candidates on at most N training items (0 = all)", min_value=0, value=0,
-                                  key="ac_subsample", help="Not in the paper: for slow backends.")
-    max_batches = c[3].number_input("Max mini-batches", min_value=1, max_value=100, value=25, key="ac_batches")
-    c = st.columns(4)
-    max_tokens = c[0].number_input("Reply tokens", min_value=16, max_value=8192,
-                                   value=METHODS[METHOD].default_params()["max_tokens"], key="ac_max_tokens",
-                                   help="Length budget of every reply (task, criteria, scores with explanations). "
-                                        "A small local model rarely stops by itself: a lower budget is much faster.")
-    weighted = c[1].checkbox("Overall score probability-weighted (recommended for the embedded model)",
-                             value=common.llm_config().backend == "llamacpp", key="ac_weighted",
-                             help="Not in the paper: after each explained score, one more turn asks for a 1-9 digit "
-                                  "and its probability-weighted value (from logprobs) becomes the 0-100 score. "
-                                  "Small models rarely state a usable 0-100 number.")
-    keep_zero_shot = c[2].checkbox("Keep zero-shot if no demonstration set agrees with the humans", value=False,
-                                   key="ac_keep_zero_shot",
-                                   help="By default a run whose every candidate, zero-shot included, correlates at or "
-                                        "below zero with the human scores on the training split (or scores under "
-                                        "80% of its items) ends with a message and no judge. Tick this to keep the "
-                                        "zero-shot judge anyway; the judge then carries a warning.")
-    baselines = st.checkbox("Also run direct scoring and G-Eval on the same split", value=True, key="ac_baselines")
-    st.caption(f"Backend: {common.llm_config().label} (change it under Settings).")
-    reviewed = st.form_submit_button("Review")
-
-if reviewed:
+c = st.columns(2)
+dataset = start_form.choose_dataset(METHOD, slot=c[0])
+if dataset is not None:
+    if "overall" in dataset.aspect_names:  # the paper learns the overall score; any aspect works
+        st.session_state.setdefault(start_form.dependent_key(METHOD, dataset.name, "aspect"), "overall")
+    with c[1]:
+        aspect = start_form.choose_aspect(METHOD, dataset)
     n = len(dataset.samples)
-    train_size = max(1, round(n * share / 100))
-    params = {"variant": variant, "n_candidates": int(k), "max_batches": int(max_batches), "seed": int(seed),
-              "max_tokens": int(max_tokens), "weighted": bool(weighted),
-              "no_positive_set": "zero_shot" if keep_zero_shot else "fail"}
-    if n_demos:
-        params["n_demos"] = int(n_demos)
-    if subsample:
-        params["eval_subsample"] = int(subsample)
-    defaults = METHODS[METHOD].default_params()
-    params = {key: v for key, v in params.items() if v != defaults.get(key)}
-    spec = RunSpec(method=METHOD, dataset=ds_name, aspect=aspect_name, params=params, train_size=train_size,
-                   test_size=int(max_test) or None, seed=int(seed), llm=common.llm_config())
-    try:
-        split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
-        calls = estimate(store, replace(spec, train_size=len(split.train_ids), test_size=len(split.test_ids)))
-    except (ValueError, NotFound) as exc:
-        st.error(common.plain(str(exc)))
-    else:
-        st.session_state["ac_draft"] = {"spec": spec, "calls": calls, "n_train": len(split.train_ids),
-                                        "n_test": len(split.test_ids), "baselines": baselines}
-
-draft = st.session_state.get("ac_draft")
-if draft:
-    spec = draft["spec"]
-    with st.container(border=True):
-        st.text(f"{draft['n_train']} train / {draft['n_test']} test items of {spec.dataset} ({spec.aspect}), "
-                f"seed {spec.seed}; parameters changed from the paper's: {json.dumps(spec.params) or '{}'}")
-        m = st.columns(3)
-        m[0].metric("LLM requests to fit (at most)", draft["calls"]["fit"],
-                    help="Upper bound, counting every follow-up a reply may need (the criteria's JSON retry and "
-                         "list prompt, one score follow-up per item). Stage 1 stops early on COMPLETE.")
-        m[1].metric("LLM requests to score", draft["calls"]["score"],
-                    help="Upper bound: per item the explained scores and at most one follow-up turn.")
-        base = draft["n_test"] * 2 + 1 if draft["baselines"] else 0
-        m[2].metric("Baselines (direct + G-Eval)", base)
-        if spec.llm.backend == "llamacpp":
-            total = sum(draft["calls"].values()) + base
-            st.caption(f"The embedded model takes about 1-3 s per request: roughly {max(1, round(total * 2 / 60))} "
-                       "min. Lower K or score candidates on a subsample to go faster. Cached requests are free.")
-        if st.button("Start", key="ac_start", type="primary"):
-            run_id = start(spec)
-            if run_id is not None:
-                if draft["baselines"]:
-                    for name in BASELINES:
-                        start(replace(spec, method=name, params={}), label=f" ({name})")
-                st.session_state.pop("ac_draft", None)
-                common.set_value("ac_run_id", run_id)
-                st.rerun()
-
-
-# --------------------------------------------------------------------------- pick a run
-
-runs = [r for r in store.list_runs() if r["method"] == METHOD]
-st.divider()
-if not runs:
-    st.info("No Active-Critic run yet.")
-    st.stop()
-ids = [r["id"] for r in runs]
-common.init_state()
-st.session_state.setdefault("ac_run_id", ids[0])
-if st.session_state["ac_run_id"] not in ids:
-    common.set_value("ac_run_id", ids[0])
-run_id = common.bound(st.selectbox, "Run", "ac_run_id", options=ids, format_func=lambda i: common.run_label(
-    next(r for r in runs if r["id"] == i)))
+    paper_train = max(2, round(n * PAPER_TRAIN_SHARE))
+    split = start_form.split_fields(METHOD, dataset, train=paper_train, test=max(1, n - paper_train),
+                                    train_help="The paper learns from 25% of the items and tests on the other 75%.")
+    params = start_form.parameter_fields(METHOD, METHOD, MAIN_PARAMETERS,
+                                         values=start_form.fast_defaults(METHOD, common.llm_config()))
+    with st.expander("More settings (paper defaults)"):
+        params |= start_form.parameter_fields(METHOD, METHOD, start_form.other_parameters(METHOD, MAIN_PARAMETERS))
+    baselines = st.checkbox("Run the baselines too", value=True, key=f"{METHOD}_baselines",
+                            help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
+                                 "comparison under Results (ones already there are reused).")
+    spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=start_form.changed(METHOD, params),
+                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+    with_baselines = runs.BASELINES if baselines else ()
+    started_id = start_form.quick_start(METHOD, spec, key=f"{METHOD}_quick", baselines=with_baselines)
+    spec_refused = start_form.estimate_box(spec) is None
+    if start_form.start_button("Start run", f"{METHOD}_start",
+                               missing="the configuration was refused (see the message above)" if spec_refused else ""):
+        started_id = start_form.start(spec, baselines=with_baselines, label=" (Active-Critic)")
+    if started_id is not None:
+        common.set_value(RUN_KEY, started_id)
+        st.rerun()
 
 
 # --------------------------------------------------------------------------- stage 1, live
@@ -268,76 +166,71 @@ def read_counts(by_kind: dict[str, list[dict]]) -> dict[str, int]:
     return out
 
 
-first = store.get_run(run_id)
-live = effective_status(first) in common.LIVE_STATUSES
+def stage_one_view(s, run: dict) -> None:
+    """Stage 1 of ``run`` as far as its events go (drawn at every poll of the progress panel)."""
+    stage_one(s.events(run["id"]))
 
 
-@st.fragment(run_every="2s" if live else None)
-def progress_panel() -> None:
-    run = common.get_store().get_run(run_id)
-    status = effective_status(run)
-    done, total = int(run.get("done") or 0), int(run.get("total") or 0)
-    if status in common.LIVE_STATUSES:
-        st.progress(min(1.0, done / total) if total else 0.0, text=f"{status}: {run.get('stage') or ''} ({done}/{total})")
-    elif status == "finished":
-        common.finished_box(common.run_trust(common.get_store(), run), f"Run #{run_id} finished.")
-    else:
-        st.warning(common.plain(f"Run #{run_id} {status}: {run.get('message') or ''} "
-                                "(resume it from the Runs page; cached calls are free)."))
-    ledger = run.get("ledger") or {}
-    m = st.columns(4)
-    m[0].metric("LLM calls", ledger.get("calls", 0))
-    m[1].metric("Cache hits", ledger.get("cache_hits", 0))
-    m[2].metric("Tokens", int(ledger.get("prompt_tokens", 0) or 0) + int(ledger.get("completion_tokens", 0) or 0))
-    m[3].metric("Cost ($)", f"{float(ledger.get('dollars', 0) or 0):.4f}")
-    stage_one(common.get_store().events(run_id))
-    if live and status not in common.LIVE_STATUSES:
-        st.rerun()
+# --------------------------------------------------------------------------- pick a run
 
-
+st.divider()
+run = run_view.pick_run(METHOD, RUN_KEY, empty="No Active-Critic run yet: start one above.")
+if run is None:
+    st.stop()
+run_id = run["id"]
 st.subheader(f"Run #{run_id}: stage 1")
-progress_panel()
-
-run = store.get_run(run_id)
+run_view.progress(run_id, live_view=stage_one_view, key="ac")
 if not run.get("judge"):
     st.stop()
 judge = Judge.from_dict(run["judge"])
 
 
-# --------------------------------------------------------------------------- edit
+# --------------------------------------------------------------------------- correct the task and criteria
 
-def stored_criteria(run_id: int) -> dict[str, dict]:
-    """The run's task description and criteria as versioned rows, created from the judge on first view."""
-    rows = {r["id"]: r for r in store.criteria(owner(run_id))}
-    if not rows:
-        store.save_criterion({"id": f"{owner(run_id)}:task", "owner": owner(run_id), "name": "Task description",
-                              "definition": judge.state.get("task_description") or "", "status": "inferred",
-                              "position": 0}, actor="active_critic")
-        for i, (name, definition) in enumerate(judge.state.get("criteria", {}).items(), 1):
-            store.save_criterion({"id": f"{owner(run_id)}:c{i}", "owner": owner(run_id), "name": name,
-                                  "definition": definition, "status": "inferred", "position": i}, actor="active_critic")
-        rows = {r["id"]: r for r in store.criteria(owner(run_id))}
-    return rows
+def seed_items(run_id: int) -> str:
+    """Put the run's task description and criteria up for review, once; returns the owner of its items."""
+    owner = curation.owner(METHOD, run_id)
+    criteria = judge.state.get("criteria") or {}
+    curation.seed(store, owner, [{"key": TASK, "name": "Task description", "status": "inferred",
+                                  "definition": judge.state.get("task_description") or ""}]
+                  + [{"key": f"c{i}", "name": name, "definition": definition, "status": "inferred"}
+                     for i, (name, definition) in enumerate(criteria.items(), 1)])
+    return owner
+
+
+def next_key(items: list[curation.CuratedItem]) -> str:
+    """A criterion key no item of the run has (c1, c2, ...: the keys stored runs already use)."""
+    used = [int(i.key[1:]) for i in items if i.key[:1] == "c" and i.key[1:].isdigit()]
+    return f"c{max(used, default=0) + 1}"
+
+
+def forget_fields(items: list[curation.CuratedItem]) -> None:
+    """Drop the form's typed values, so it shows the stored text again on the next run."""
+    for key in [f"ac_task_{run_id}", f"ac_add_name_{run_id}", f"ac_add_def_{run_id}"] + [
+            f"ac_{field}_{i.id}" for i in items for field in ("name", "def", "rm")]:
+        st.session_state.pop(key, None)
 
 
 st.subheader("Correct the task description and criteria")
-rows = stored_criteria(run_id)
-seen_key = f"ac_seen_versions_{run_id}"
-if seen_key not in st.session_state:
-    st.session_state[seen_key] = {rid: r["version"] for rid, r in rows.items()}
-seen = st.session_state[seen_key]
-task_id = f"{owner(run_id)}:task"
-criteria_rows = [r for rid, r in rows.items() if rid != task_id]
+owner = seed_items(run_id)
+items = curation.items(store, owner)
+by_key = {i.key: i for i in items}
+# The version of each item this person started from: a save is checked against it, so a change someone else
+# saved meanwhile is refused with a message instead of silently overwritten.
+seen: dict[str, int] = st.session_state.setdefault(f"ac_seen_versions_{run_id}", {i.key: i.version for i in items})
+task = by_key[TASK]
+criteria_items = [i for i in items if i.key != TASK]
 
 with st.form(f"ac_edit_{run_id}"):
-    new_task = st.text_area("Task description", value=rows[task_id]["definition"], key=f"ac_task_{run_id}")
+    new_task = st.text_area("Task description", value=task.definition, key=f"ac_task_{run_id}")
     edits = {}
-    for r in criteria_rows:
+    for item in criteria_items:
         c = st.columns([2, 6, 1])
-        name = c[0].text_input("Criterion", value=r["name"], key=f"ac_name_{r['id']}")
-        definition = c[1].text_input("Definition", value=r["definition"], key=f"ac_def_{r['id']}")
-        removed = c[2].checkbox("Remove", value=r["status"] == "removed", key=f"ac_rm_{r['id']}")
-        edits[r["id"]] = (name, definition, "removed" if removed else r["status"])
+        name = c[0].text_input("Criterion", value=item.name, key=f"ac_name_{item.id}")
+        definition = c[1].text_input("Definition", value=item.definition, key=f"ac_def_{item.id}")
+        removed = c[2].checkbox("Remove", value=item.status == "removed", key=f"ac_rm_{item.id}",
+                                help="Leave it out of a run from the edits; untick to bring it back.")
+        edits[item.key] = (name.strip(), definition.strip(), "removed" if removed else item.status)
     c = st.columns([2, 6, 1])
     add_name = c[0].text_input("New criterion", key=f"ac_add_name_{run_id}")
     add_def = c[1].text_input("Its definition", key=f"ac_add_def_{run_id}")
@@ -346,62 +239,78 @@ with st.form(f"ac_edit_{run_id}"):
 common.show_flash(at="ac_edit")  # the outcome of a Save beside the form: the person stays where they edit
 if saved:
     changes = []
-    if new_task != rows[task_id]["definition"]:
-        changes.append(({**rows[task_id], "definition": new_task, "status": "edited"}, seen.get(task_id)))
-    for r in criteria_rows:
-        name, definition, status = edits[r["id"]]
-        if (name, definition, status) != (r["name"], r["definition"], r["status"]):
-            changes.append(({**r, "name": name.strip(), "definition": definition.strip(),
-                             "status": status if status == "removed" else "edited"}, seen.get(r["id"])))
-    if add_name.strip():
-        changes.append(({"id": f"{owner(run_id)}:c{len(rows) + 1}", "owner": owner(run_id), "name": add_name.strip(),
-                         "definition": add_def.strip(), "status": "added", "position": len(rows) + 1}, None))
+    if new_task != task.definition:
+        changes.append((TASK, {"definition": new_task, "status": "edited"}))
+    for item in criteria_items:
+        name, definition, status = edits[item.key]
+        if (name, definition, status) != (item.name, item.definition, item.status):
+            changes.append((item.key, {"name": name, "definition": definition,
+                                       "status": status if status == "removed" else "edited"}))
     try:
-        for row, expected in changes:
-            store.save_criterion({k: row[k] for k in ("id", "owner", "name", "definition", "status", "position")
-                                  if k in row}, actor=common.actor(), expected_version=expected if expected else None)
+        for key, change in changes:
+            seen[key] = curation.save(store, owner, key, expected_version=seen.get(key, by_key[key].version),
+                                      actor=common.actor(), **change)
+        if add_name.strip():
+            curation.add(store, owner, next_key(items), name=add_name.strip(), definition=add_def.strip(),
+                         status="added", actor=common.actor())
+            changes.append(("new", {}))
     except EditConflict as exc:
         st.error(common.plain(f"{exc}. Your other changes before it were saved; press Reload to see the "
                               "current text, then edit again."))
     else:
-        st.session_state.pop(seen_key, None)
+        st.session_state.pop(f"ac_seen_versions_{run_id}", None)
+        forget_fields(items)
         common.flash("success", f"Saved {len(changes)} change(s)." if changes else "Nothing changed.", at="ac_edit")
         st.rerun()
-if st.button("Reload", key=f"ac_reload_{run_id}"):
-    st.session_state.pop(seen_key, None)
+
+undoable = [i for i in items if i.history]
+c = st.columns([4, 1, 1], vertical_alignment="bottom")
+if undoable:
+    pick = c[0].selectbox("Undo the last change of", [i.key for i in undoable], key=f"ac_undo_pick_{run_id}",
+                          format_func=lambda k: f"{by_key[k].name or k} (version {by_key[k].version})",
+                          help="Restores the item's previous text as a new version; the undo is audited too.")
+    if c[1].button("Undo", key=f"ac_undo_{run_id}"):
+        try:
+            curation.undo(store, owner, pick, expected_version=seen.get(pick, by_key[pick].version),
+                          actor=common.actor())
+        except (EditConflict, ValueError) as exc:
+            st.error(common.plain(f"Not undone: {exc}. Press Reload to see the current text."))
+        else:
+            st.session_state.pop(f"ac_seen_versions_{run_id}", None)
+            forget_fields(items)
+            common.flash("success", f"Undid the last change of {by_key[pick].name!r}.", at="ac_edit")
+            st.rerun()
+if c[2].button("Reload", key=f"ac_reload_{run_id}", help="Show the text as stored now (others' saves included)."):
+    st.session_state.pop(f"ac_seen_versions_{run_id}", None)
+    forget_fields(items)
     st.rerun()
+run_view.history_table(owner, key=f"ac_{run_id}")
 
-rows = {r["id"]: r for r in store.criteria(owner(run_id))}
-edited_task = rows[task_id]["definition"]
-edited_criteria = {r["name"]: r["definition"] for rid, r in rows.items() if rid != task_id and r["status"] != "removed"
-                   and r["name"]}
-history = [a for a in store.audit_log(entity="criterion", limit=500) if str(a["entity_id"]).startswith(owner(run_id))]
-if history:
-    with st.expander(f"Audit log ({len(history)} change(s))"):
-        st.dataframe(pd.DataFrame([{"when": common.fmt_time(a.get("ts")), "who": a.get("actor"),
-                                    "action": a.get("action"), "item": a.get("entity_id", "").rsplit(":", 1)[-1],
-                                    "before": a.get("before"), "after": a.get("after")} for a in history]),
-                     hide_index=True, key="ac_audit")
-
+items = curation.items(store, owner)
+edited_task = next(i.definition for i in items if i.key == TASK)
+edited_criteria = {i.name: i.definition for i in items if i.key != TASK and i.status != "removed" and i.name}
 changed = edited_task != (judge.state.get("task_description") or "") or edited_criteria != judge.state.get("criteria")
+missing = "" if changed else "no saved edit differs from the run's own task description and criteria"
 b = st.columns(2)
-refit = b[0].button("New run from the edits (redo the demo search)", key="ac_refit", disabled=not changed,
-                    help="Stage 1 is replaced by your text; unchanged LLM calls come from the cache.")
-rescore = b[1].button("Score the test split with the edited judge (keep the demos)", key="ac_rescore",
-                      disabled=not changed)
+with b[0]:
+    refit = start_form.start_button("New run from the edits (redo the demo search)", "ac_refit", missing=missing)
+with b[1]:
+    rescore = start_form.start_button("Score the test split with the edited judge (keep the demos)", "ac_rescore",
+                                      missing=missing)
+st.caption("Both use exactly this run's split and backend: unchanged LLM calls come from the cache.")
 if refit or rescore:
-    ds = common.load_dataset(store, run["dataset"])
-    train_size, test_size, split_seed = split_spec(ds, run["split"])
+    split = Split.from_dict(run["split"])
     params = {**run["params"], "task_description": edited_task, "criteria": edited_criteria}
-    spec = RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params, train_size=train_size,
-                   test_size=test_size, seed=split_seed, llm=common.llm_config())
+    spec = RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
+                   train_size=len(split.train_ids), test_size=len(split.test_ids), seed=split.seed,
+                   llm=LLMConfig.from_dict(run["llm"]))
     edited_judge = None
-    if rescore:
+    if rescore:  # the fitted judge with the person's text: no stage 1, no demo search
         edited_judge = Judge(**{**judge.to_dict(), "params": params,
                                 "state": {**judge.state, "task_description": edited_task, "criteria": edited_criteria}})
-    new_id = start(spec, judge=edited_judge, label=f" from the edits of run #{run_id}")
+    new_id = start_form.start(spec, judge=edited_judge, split=split, label=f" from the edits of run #{run_id}")
     if new_id is not None:
-        common.set_value("ac_run_id", new_id)
+        common.set_value(RUN_KEY, new_id)
         st.rerun()
 
 if effective_status(run) != "finished":
@@ -415,31 +324,17 @@ summary = run.get("summary") or {}
 common.trust_panel(common.run_trust(store, run))
 
 
-def same_split(other: dict) -> bool:
-    return other["dataset"] == run["dataset"] and other["aspect"] == run["aspect"] and \
-        other["split"]["test_ids"] == run["split"]["test_ids"] and other["llm"] == run["llm"]
-
-
-compare = [run] + [r for r in store.list_runs(dataset=run["dataset"]) if r["method"] in BASELINES
-                   and r["status"] == "finished" and same_split(store.get_run(r["id"]))]
-table = []
-for r in compare:
-    full = store.get_run(r["id"])
-    frame = common.correlation_frame(full.get("summary") or {})
-    if frame.empty:
-        continue
-    row = frame.iloc[0].to_dict()
-    s = full.get("summary") or {}
-    table.append({"run": f"#{r['id']} {METHODS[r['method']].title}", **row,
-                  "calls": s.get("calls"), "cache hits": s.get("cache_hits"),
-                  "tokens": (s.get("prompt_tokens") or 0) + (s.get("completion_tokens") or 0),
-                  "seconds": s.get("seconds"), "parse failures": s.get("parse_failures")})
-if table:
-    st.dataframe(pd.DataFrame(table), hide_index=True, key="ac_compare")
-    st.caption("First row of each run: its natural meta-evaluation level, 95% bootstrap intervals. Baselines are "
-               "direct scoring and G-Eval runs on the same test items and backend.")
-else:
+st.markdown("**Test correlations beside the baselines on the same split**")
+run_view.baseline_table(run, key=f"ac_{run_id}")
+levels = common.correlation_frame(summary)
+if levels.empty:
     st.info("No correlation is defined yet (too few items scored, or constant scores).")
+else:
+    with st.expander("This run's correlations at every level, with 95% bootstrap intervals"):
+        st.dataframe(levels, hide_index=True, key="ac_levels")
+st.caption(f"This run: {summary.get('calls', 0)} LLM calls, {summary.get('cache_hits', 0)} cache hits, "
+           f"{int(summary.get('prompt_tokens') or 0) + int(summary.get('completion_tokens') or 0)} tokens, "
+           f"{float(summary.get('seconds') or 0):.0f} s, {summary.get('parse_failures', 0)} missing scores.")
 
 verdicts = common.load_verdicts(store, run)
 ds = common.load_dataset(store, run["dataset"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from streamlit.testing.v1 import AppTest
 from judge_engine import runs as runs_module
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods import METHODS
+from judge_engine.records import Aspect, Sample
 from judge_engine.runs import execute_run
 from judge_engine.store import Store
 
@@ -69,36 +72,61 @@ def started(monkeypatch):
     return calls
 
 
+def open_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def configure(at: AppTest, *, k: int = 2) -> None:
+    """Six training and six test items of the tiny dataset (the old 50% share), K candidate sets."""
+    at.number_input(key="active_critic_train__tiny").set_value(6)
+    at.number_input(key="active_critic_test__tiny").set_value(6)
+    at.number_input(key="active_critic_p_n_candidates").set_value(k)
+
+
+def assert_fields_are_in_words(at: AppTest) -> None:
+    """Every number field explains itself; no label is a code name; checkbox labels stay short."""
+    for w in at.number_input:
+        assert w.help, f"number field {w.label!r} has no help"
+    kinds = ("number_input", "selectbox", "checkbox", "text_input", "text_area", "radio", "slider", "button",
+             "multiselect", "toggle")
+    labels = [(kind, w.label) for kind in kinds for w in getattr(at, kind)]
+    assert labels and not [x for x in labels if "_" in x[1]], [x for x in labels if "_" in x[1]]
+    long = [w.label for w in at.checkbox if len(w.label) > 45]
+    assert not long, f"checkbox labels longer than 45 characters: {long}"
+
+
 def texts(at: AppTest) -> str:
     return " ".join(str(e.value) for kind in ("text", "markdown", "caption", "success", "info", "warning", "error")
                     for e in getattr(at, kind)).replace("\\", "")
 
 
 def test_page_runs_edits_and_reruns(db, started):
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = open_page()
     assert at.title[0].value == "Active-Critic"
-    assert at.selectbox(key="ac_dataset").value == "tiny"
-    assert at.slider(key="ac_share").value == 25, "the paper's 25% train share is the default"
-    at.slider(key="ac_share").set_value(50)
-    at.number_input(key="ac_k").set_value(2)
-    assert at.number_input(key="ac_max_tokens").value == 768, "the method's default reply budget"
-    at.number_input(key="ac_max_tokens").set_value(200)
-    assert at.checkbox(key="ac_weighted").value is True, "probability-weighted overall score on the embedded model"
-    at.form_submit_button[0].click().run()
+    assert at.selectbox(key="active_critic_dataset").value == "tiny"
+    assert at.number_input(key="active_critic_train__tiny").value == 3, "the paper's 25% of 12 items"
+    assert at.number_input(key="active_critic_test__tiny").value == 6, "the rest, capped at half the items"
+    configure(at)
+    assert at.number_input(key="active_critic_p_max_tokens").value == 768, "the method's default reply budget"
+    at.number_input(key="active_critic_p_max_tokens").set_value(200)
+    assert at.checkbox(key="active_critic_p_weighted").value is True, \
+        "probability-weighted overall score on the embedded model"
+    at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     metrics = {m.label: m.value for m in at.metric}
-    assert int(metrics["LLM requests to score"]) == 3 * 6, "criteria, explained overall score, weighted digit"
-    at.checkbox(key="ac_weighted").uncheck()
-    at.radio(key="ac_variant").set_value("coarse")
-    at.form_submit_button[0].click().run()
+    assert int(metrics["LLM requests to score the test items"]) == 3 * 6, \
+        "criteria, explained overall score, weighted digit"
+    at.checkbox(key="active_critic_p_weighted").uncheck()
+    at.selectbox(key="active_critic_p_variant").set_value("coarse").run()
     metrics = {m.label: m.value for m in at.metric}
-    assert int(metrics["LLM requests to score"]) == 2 * 6, "explained overall score, at most one follow-up"
-    at.radio(key="ac_variant").set_value("fine")
-    at.form_submit_button[0].click().run()
-    assert int({m.label: m.value for m in at.metric}["LLM requests to score"]) == 3 * 6
-    at.button(key="ac_start").click().run()
+    assert int(metrics["LLM requests to score the test items"]) == 2 * 6, \
+        "explained overall score, at most one follow-up"
+    at.selectbox(key="active_critic_p_variant").set_value("fine").run()
+    assert int({m.label: m.value for m in at.metric}["LLM requests to score the test items"]) == 3 * 6
+    at.button(key="active_critic_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert [run_id for run_id, _ in started] == [1, 2, 3], "Active-Critic plus the two baselines"
 
@@ -109,14 +137,16 @@ def test_page_runs_edits_and_reruns(db, started):
     page = texts(at)
     assert "The evaluation task is text summarization" in page
     assert any("criterion" in d.value.columns and "Coverage" in d.value["criterion"].tolist() for d in at.dataframe)
-    compare = next(d.value for d in at.dataframe if "run" in d.value.columns)
-    assert compare["run"].iloc[0].startswith("#1 Active-Critic") and len(compare) >= 2
+    compare = next(d.value for d in at.dataframe if "method" in d.value.columns)
+    assert compare["run"].iloc[0] == "#1 (this run)" and compare["method"].iloc[0] == "Active-Critic"
+    assert sorted(compare["method"].iloc[1:]) == ["Direct scoring", "G-Eval"], "the baselines on its split"
     assert "trim it" in page, "the overall explanation of a test item is shown"
     assert any("explanation" in d.value.columns for d in at.dataframe), "per-criterion explanations"
     search = next(d.value for d in at.dataframe if "coverage" in d.value.columns)
     assert search["coverage"].tolist() == ["6/6", "3/3"], "coverage beside each candidate's Q (a set skips its demos)"
     assert "Replies read as JSON: 0; by the free-text fallback:" in page
     assert "Where the test scores came from: text 6" in page
+    assert_fields_are_in_words(at)
 
     # a person corrects one criterion: versioned and audited
     owner = "active_critic:run:1"
@@ -127,6 +157,16 @@ def test_page_runs_edits_and_reruns(db, started):
     row = next(r for r in store.criteria(owner) if r["id"] == first["id"])
     assert row["version"] == 2 and row["definition"] == "Reads naturally, with no typos." and row["status"] == "edited"
     assert any(a["actor"] == "user" and a["entity_id"] == first["id"] for a in store.audit_log(entity="criterion"))
+    assert at.text_input(key=f"ac_def_{first['id']}").value == "Reads naturally, with no typos."
+
+    # a person adds a criterion: a new item after the inferred ones, keyed like them
+    at.text_input(key="ac_add_name_1").set_value("Brevity")
+    at.text_input(key="ac_add_def_1").set_value("Says it in few words.")
+    at.button(key="FormSubmitter:ac_edit_1-Save edits").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    added = next(r for r in store.criteria(owner) if r["name"] == "Brevity")
+    assert added["id"] == f"{owner}:c5" and added["status"] == "added" and added["version"] == 1
+    assert at.text_input(key="ac_add_name_1").value == "", "the add fields are emptied after a save"
 
     # someone else changes another criterion meanwhile: this page's edit of it is refused, clearly
     other = next(r for r in store.criteria(owner) if r["name"] == "Coverage")
@@ -154,10 +194,22 @@ def test_page_runs_edits_and_reruns(db, started):
     new = store.get_run(5)
     assert new["params"]["criteria"]["Fluency"] == "Reads naturally, with no typos."
     assert new["params"]["criteria"]["Coverage"] == "Changed elsewhere."
+    assert new["params"]["criteria"]["Brevity"] == "Says it in few words."
     kinds = {e["kind"] for e in store.events(5)}
     assert "task_observation" not in kinds and "candidate" in kinds
     assert at.selectbox(key="_w_ac_run_id").value == 5
     assert new["status"] == "finished"
+
+    # back on run 1: undo the Fluency edit (a new, audited version), and read who changed what
+    at.selectbox(key="_w_ac_run_id").set_value(1).run()
+    at.selectbox(key="ac_undo_pick_1").set_value(first["id"].rsplit(":", 1)[-1])
+    at.button(key="ac_undo_1").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    undone = next(r for r in store.criteria(owner) if r["id"] == first["id"])
+    assert undone["version"] == 3 and undone["definition"] == "Reads naturally."
+    assert at.text_input(key=f"ac_def_{first['id']}").value == "Reads naturally."
+    history = next(d.value for d in at.dataframe if "who" in d.value.columns)
+    assert {"user", "someone"} <= set(history["who"]) and any("Changed elsewhere." in str(a) for a in history["after"])
 
 
 def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reason(db, monkeypatch):
@@ -170,18 +222,19 @@ def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reas
 
     def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
         store = Store(db_path)
+        llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(against))
+        if store.get_run(run_id)["params"].get("no_positive_set") == "zero_shot":
+            execute_run(store, run_id, llm=llm)
+            return
         with pytest.raises(ValueError, match="no usable judge"):  # the worker process ends with this message
-            execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(against)))
+            execute_run(store, run_id, llm=llm)
 
     monkeypatch.setattr(runs_module, "start_run", fake_start)
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page(PAGE).run()
-    at.slider(key="ac_share").set_value(50)
-    at.number_input(key="ac_k").set_value(2)
-    at.checkbox(key="ac_baselines").uncheck()
-    at.radio(key="ac_variant").set_value("coarse")
-    at.form_submit_button[0].click().run()
-    at.button(key="ac_start").click().run()
+    at = open_page()
+    configure(at)
+    at.checkbox(key="active_critic_baselines").uncheck()
+    at.selectbox(key="active_critic_p_variant").set_value("coarse").run()
+    at.button(key="active_critic_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     run = Store(db).get_run(1)
     assert run["status"] == "failed" and run["judge"] is None
@@ -189,6 +242,15 @@ def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reas
     assert "no usable judge" in warnings and "zero-shot: Q = -" in warnings
     search = next(d.value for d in at.dataframe if "coverage" in d.value.columns)
     assert search["selectable"].tolist() == [False, False]
+
+    # the person's choice to keep the zero-shot judge anyway: a parameter of the form, recorded as a warning
+    assert at.selectbox(key="active_critic_p_no_positive_set").value == "fail", "the default ends the run"
+    at.selectbox(key="active_critic_p_no_positive_set").set_value("zero_shot").run()
+    at.button(key="active_critic_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    kept = Store(db).get_run(2)
+    assert kept["params"]["no_positive_set"] == "zero_shot" and kept["judge"] is not None
+    assert "selection_fallback" in {w["code"] for w in kept["judge"]["state"]["warnings"]}
 
 
 def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db, monkeypatch):
@@ -205,14 +267,11 @@ def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db
         execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(repeating)))
 
     monkeypatch.setattr(runs_module, "start_run", fake_start)
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page(PAGE).run()
-    at.slider(key="ac_share").set_value(50)
-    at.number_input(key="ac_k").set_value(2)
-    at.checkbox(key="ac_baselines").uncheck()
-    at.radio(key="ac_variant").set_value("coarse")
-    at.form_submit_button[0].click().run()
-    at.button(key="ac_start").click().run()
+    at = open_page()
+    configure(at)
+    at.checkbox(key="active_critic_baselines").uncheck()
+    at.selectbox(key="active_critic_p_variant").set_value("coarse").run()
+    at.button(key="active_critic_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     run = Store(db).get_run(1)
     assert run["status"] == "finished", run.get("message")
@@ -224,3 +283,66 @@ def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db
     assert "Not shown: the explanation was rejected (repeats" in page
     assert any(e.label == "Raw reply" for e in at.expander)
     assert "Reflection of the evaluation criteria" in " ".join(t.value for t in at.text)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """start_run replaced by a recorder: runs are created, never executed."""
+    calls = []
+    monkeypatch.setattr(runs_module, "start_run", lambda db_path, run_id, **kw: calls.append(run_id))
+    return calls
+
+
+def test_switching_the_dataset_resets_the_fields_that_depend_on_it(db, tiny_dataset, recorded):
+    # a second dataset whose aspects differ: a field keyed by dataset never offers the other's aspect
+    other = replace(tiny_dataset, name="other", aspects=(Aspect("clarity", 1, 5, "Easy to follow."),
+                                                         Aspect("overall", 1, 5, "Good on the whole.")),
+                    samples=tuple(replace(s, human={"clarity": 3.0, "overall": float(1 + i % 5)})
+                                  for i, s in enumerate(tiny_dataset.samples)))
+    Store(db).save_dataset(other)
+    at = open_page()
+    at.selectbox(key="active_critic_dataset").set_value("tiny").run()
+    assert at.selectbox(key="active_critic_aspect__tiny").value == "quality"
+    at.selectbox(key="active_critic_dataset").set_value("other").run()
+    assert not at.exception and not at.error, [e.value for e in at.exception] + [e.value for e in at.error]
+    aspect = at.selectbox(key="active_critic_aspect__other")
+    assert aspect.options == ["clarity", "overall"] and aspect.value == "overall", "the paper's overall score first"
+    assert at.number_input(key="active_critic_train__other").value == 3
+    assert not at.button(key="active_critic_start").disabled
+    at.button(key="active_critic_start").click().run()
+    assert Store(db).get_run(recorded[0])["aspect"] == "overall"
+    at.selectbox(key="active_critic_dataset").set_value("tiny").run()
+    assert at.selectbox(key="active_critic_aspect__tiny").value == "quality" and not at.exception
+
+
+def test_every_field_of_the_start_form_is_in_words(db):
+    at = open_page()
+    assert_fields_are_in_words(at)
+    assert len(at.number_input) >= 8, "the split and the method's numeric parameters"
+    labels = {w.label for w in at.number_input} | {w.label for w in at.selectbox} | {w.label for w in at.checkbox}
+    assert {"Training items", "Test items", "Candidate prompts", "If no demonstration set helps",
+            "Run the baselines too"} <= labels
+    assert "paper learns from 25%" in at.number_input(key="active_critic_train__tiny").help
+
+
+def test_the_quick_first_look_starts_the_quick_configuration_on_12_and_10_items(db, tiny_dataset, recorded):
+    # 20 sources with 2 outputs each: test takes whole sources, so 10 test items are exactly 5 of them
+    samples = tuple(Sample(id=f"q{i}", input=f"source {i // 2}", output=f"output number {i}", group_id=f"g{i // 2}",
+                           system_id=f"sys{i % 2}", human={"quality": float(1 + (i * 7) % 5)}) for i in range(40))
+    Store(db).save_dataset(replace(tiny_dataset, name="forty", samples=samples))
+    at = open_page()
+    at.selectbox(key="active_critic_dataset").set_value("forty").run()
+    quick = at.button(key="active_critic_quick")
+    assert quick.label.startswith("Quick first look (") and "min" in quick.label
+    quick.click().run()
+    assert not at.exception and not at.error, [e.value for e in at.exception] + [e.value for e in at.error]
+    store = Store(db)
+    run = store.get_run(recorded[0])
+    assert run["method"] == "active_critic"
+    quick_params = METHODS["active_critic"].quick_params
+    assert quick_params and {k: run["params"][k] for k in quick_params} == quick_params
+    assert (len(run["split"]["train_ids"]), len(run["split"]["test_ids"])) == (12, 10)
+    baselines = [store.get_run(i) for i in recorded[1:]]
+    assert sorted(b["method"] for b in baselines) == ["direct", "geval"]
+    assert all(b["split"]["test_ids"] == run["split"]["test_ids"] for b in baselines)
+    assert at.selectbox(key="_w_ac_run_id").value == run["id"], "the new run is the one shown"
