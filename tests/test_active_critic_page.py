@@ -108,7 +108,7 @@ def test_page_runs_edits_and_reruns(db, started):
     assert at.title[0].value == "Active-Critic"
     assert at.selectbox(key="active_critic_dataset").value == "tiny"
     assert at.number_input(key="active_critic_train__tiny").value == 3, "the paper's 25% of 12 items"
-    assert at.number_input(key="active_critic_test__tiny").value == 6, "the rest, capped at half the items"
+    assert at.number_input(key="active_critic_test__tiny").value == 9, "the paper's other 75%"
     configure(at)
     assert at.number_input(key="active_critic_p_max_tokens").value == 768, "the method's default reply budget"
     at.number_input(key="active_critic_p_max_tokens").set_value(200)
