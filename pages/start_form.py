@@ -204,8 +204,9 @@ def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any
         return None
     main = started[0]
     words = [f"Started run #{main.run_id}{label}."]
-    for s in started[1:]:
-        title = METHODS[s.method].title if s.method in METHODS else s.method
+    wanted = [b if isinstance(b, Baseline) else Baseline(b) for b in baselines]  # launch keeps their order
+    for s, b in zip(started[1:], wanted):
+        title = b.title or (METHODS[s.method].title if s.method in METHODS else s.method)
         words.append(f"Baseline {title}: run #{s.run_id}" + (" (already on this split, reused)." if s.reused else "."))
     for s in started:
         if s.worker_error:
