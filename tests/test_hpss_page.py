@@ -238,3 +238,31 @@ def test_the_base_prompt_comparison_runs_on_exactly_the_searchs_split_and_is_reu
     assert len(recorded) == 4, "only the new search started"
     assert store.get_run(recorded[3])["params"]["budget"] == 20
     assert any("already on this split, reused" in s.value for s in at.success)
+
+
+def test_a_live_search_shows_its_progress_and_the_strategies_so_far(db, tiny_dataset):
+    import os
+    import time
+
+    from judge_engine.runs import RunSpec, create_run
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=6, test_size=6,
+                                       params={"budget": 6}))
+    store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), done=1, total=27,
+                     stage="initialization")
+    store.add_event(run_id, "hpss_started", {"search": "hpss", "evaluations": 27, "base": "x",
+                                             "validation_ids": ["s0", "s1"], "level": "group"})
+    name = "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"
+    store.add_event(run_id, "hpss_evaluated", {
+        "index": 1, "stage": "base", "strategy": name, "fitness": 41.5, "correlation": 41.5, "coverage": 1.0,
+        "selectable": True, "best_so_far": 41.5, "calls": 12, "unparsed": 0, "missing_aux": 0, "retried": 0,
+        "read_json": 6, "read_text": 0, "from_alternatives": 0, "scores": [3, 4]})
+    at = _open()
+    assert any("initialization (1/27)" in (p.proto.text or "") for p in at.get("progress"))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Strategies evaluated"] == "1 of 27" and metrics["Best validation fitness"] == "41.5"
+    history = next(d.value for d in at.dataframe if "stage" in d.value.columns)
+    assert list(history["strategy"]) == [name]
+    assert not any(s.value == "Best strategy" for s in at.subheader), "no results before the search has a judge"
