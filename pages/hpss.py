@@ -363,7 +363,31 @@ def curate(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
                 common.flash("success", f"Saved the edit (strategy version {sv}, criteria version {cv}) and "
                                         f"started run #{new_id}.", at="hpss_edit")
                 st.rerun()
+    undo_edit(owner, run_id, [strategy_item, criteria_item], seen_key)
     run_view.history_table(owner, key="hpss")
+
+
+def undo_edit(owner: str, run_id: int, items: list[curation.CuratedItem], seen_key: str) -> None:
+    """One Undo per edited item: its previous state comes back as a new version (re-score with Save)."""
+    undoable = [(i, item) for i, item in enumerate(items) if item.history]
+    if not undoable:
+        return
+    for col, (i, item) in zip(st.columns(len(undoable)), undoable):
+        if not col.button(f"Undo the last {item.name} change", key=f"hpss_undo_{run_id}_{item.key}"):
+            continue
+        seen = st.session_state[seen_key]
+        try:
+            curation.undo(store, owner, item.key, expected_version=seen[i], actor=common.actor())
+        except (EditConflict, ValueError) as exc:
+            st.error(common.plain(f"Not undone: {exc}."))
+            return
+        st.session_state[seen_key] = tuple(curation.get(store, owner, it.key).version for it in items)
+        # the form's fields hold the undone values: drop them so they are drawn from the restored version
+        for key in [f"hpss_edit_{run_id}_{f}" for f in FACTOR_NAMES] + [f"hpss_edit_{run_id}_text"]:
+            st.session_state.pop(key, None)
+        common.flash("success", f"The {item.name} is back to its previous version; save to re-score with it.",
+                     at="hpss_edit")
+        st.rerun()
 
 
 # --------------------------------------------------------------------------- pick a search

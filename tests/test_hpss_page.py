@@ -266,3 +266,35 @@ def test_a_live_search_shows_its_progress_and_the_strategies_so_far(db, tiny_dat
     history = next(d.value for d in at.dataframe if "stage" in d.value.columns)
     assert list(history["strategy"]) == [name]
     assert not any(s.value == "Best strategy" for s in at.subheader), "no results before the search has a judge"
+
+
+def test_an_edit_of_the_strategy_can_be_undone_without_losing_its_history(db, tiny_dataset, recorded):
+    from judge_engine.runs import RunSpec, create_run
+    from tests.scripted import schema_responder, tiny_oracle
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                                       params={"budget": 0}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                            backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
+    searched = store.get_run(run_id)["judge"]["state"]["strategy"]
+    at = _open()
+    at.selectbox(key=f"hpss_edit_{run_id}_scale").set_value("10" if not searched.startswith("10_") else "3")
+    next(b for b in at.button if b.label.startswith("Save edit")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    owner = f"hpss:run:{run_id}"
+    assert curation_item(store, owner, "strategy")["definition"] != searched and len(recorded) == 1
+    at.button(key=f"hpss_undo_{run_id}_strategy").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    row = curation_item(store, owner, "strategy")
+    assert row["definition"] == searched and row["version"] == 3, "the undo is a new version, the edit stays in history"
+    assert at.selectbox(key=f"hpss_edit_{run_id}_scale").value == searched.split("_")[0], "the form shows it"
+    assert len(recorded) == 1, "an undo starts nothing"
+    assert any("back to its previous version" in s.value for s in at.success)
+    history = next(d.value for d in at.dataframe if "action" in d.value.columns and "item" in d.value.columns)
+    assert list(history["item"]).count("strategy") == 3  # seeded, edited, undone
+
+
+def curation_item(store: Store, owner: str, key: str) -> dict:
+    return next(r for r in store.criteria(owner) if r["id"] == f"{owner}:{key}")
