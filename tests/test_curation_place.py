@@ -225,7 +225,7 @@ def test_hpss_save_says_saved_beside_the_form_not_at_the_page_top(db, tiny_datas
     saved = [s for s in at.success if "Saved the edit" in s.value]
     assert len(saved) == 1, [s.value for s in at.success]
     assert drawn_after(at, next(b for b in at.button if b.label.startswith("Save edit")), saved[0])
-    assert at.selectbox(key="hpss_run_id").value == run_id, "still on the run being curated"
+    assert at.session_state["hpss_run_id"] == run_id, "still on the run being curated"
 
 
 def test_a_placed_message_is_shown_once_and_never_lost_when_its_place_is_not_drawn():

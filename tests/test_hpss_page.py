@@ -56,16 +56,17 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     assert any("No HPSS search yet" in i.value for i in at.info)
     at.selectbox(key="hpss_dataset").set_value("sfhot").run()
-    at.selectbox(key="hpss_aspect").set_value("naturalness")
-    at.number_input(key="hpss_train").set_value(8)
-    at.number_input(key="hpss_test").set_value(5)
-    at.number_input(key="hpss_budget").set_value(6)
-    at.form_submit_button[0].click().run()
+    at.selectbox(key="hpss_aspect__sfhot").set_value("naturalness")
+    at.number_input(key="hpss_train__sfhot").set_value(8)
+    at.number_input(key="hpss_test__sfhot").set_value(5)
+    at.number_input(key="hpss_p_budget").set_value(6).run()
     assert not at.exception, [e.value for e in at.exception]
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Strategy evaluations"] == "27"
-    assert int(metrics["LLM requests to search (at most)"].replace(",", "")) >= 27 * 8
-    assert any("quick search" in i.value for i in at.info)  # embedded backend: smaller settings suggested
+    assert int(metrics["LLM requests to fit"].replace(",", "")) >= 27 * 8
+    # embedded backend: a smaller first look is one click away, with its time
+    quick = at.button(key="hpss_quick")
+    assert quick.label.startswith("Quick first look (") and "min" in quick.label
     at.button(key="hpss_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert len(started) == 2  # the search and the MT-Bench base prompt on the same split
@@ -73,7 +74,7 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     search, base = (store.get_run(i) for i in started)
     assert search["status"] == "finished" and base["status"] == "finished"
     assert base["params"]["fixed_strategy"] == "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"
-    assert at.selectbox(key="hpss_run_id").value == started[0]
+    assert at.session_state["hpss_run_id"] == started[0]
     frames = [d.value for d in at.dataframe]
     history = next(f for f in frames if "fitness (ρ×100×coverage)" in f.columns and "stage" in f.columns)
     assert len(history) == 27 and list(history["#"]) == list(range(1, 28))
@@ -82,8 +83,12 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     assert (history["read as JSON"] == 0).all()
     assert any(m.label == "Coverage (best)" for m in at.metric)
     assert any("by the free-text fallback" in c.value for c in at.caption)
-    comparison = next(f for f in frames if "judge" in f.columns and "95% CI low" in f.columns)
-    assert set(comparison["judge"]) == {"HPSS best", "MT-Bench base prompt"}
+    comparison = next(f for f in frames if "method" in f.columns and "spearman" in f.columns)
+    title = "HPSS (prompting-strategy search)"
+    assert dict(zip(comparison["run"], comparison["method"])) == {
+        f"#{started[0]} (this run)": title, f"#{started[1]}": f"{title} (fixed prompt)"}
+    assert any(f"MT-Bench base prompt ({base['params']['fixed_strategy']}) is run #{started[1]}"
+               in c.value.replace("\\", "") for c in at.caption)
     assert any("Best validation" in m.label for m in at.metric)
     assert len(at.get("plotly_chart")) >= 2  # fitness curve and advantage heatmap (plus inspect scatter)
     at.button(key="hpss_render").click().run()
@@ -100,7 +105,7 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     assert edited["status"] == "finished" and edited["split"] == search["split"]
     assert edited["params"]["fixed_strategy"].startswith("10_")
     assert edited["params"]["human_criteria"] == "Naturalness: reads like a person wrote it."
-    owner = f"hpss-run-{started[0]}"
+    owner = f"hpss:run:{started[0]}"
     assert {r["name"]: r["version"] for r in store.criteria(owner)} == {"strategy": 2, "human criteria": 2}
     # someone else saves meanwhile: the page's stale edit is refused with a clear message
     row = next(r for r in store.criteria(owner) if r["name"] == "strategy")
@@ -135,3 +140,161 @@ def test_the_page_lists_the_auxiliaries_the_checks_refused(db):
     assert copy["auxiliary"] == "criteria" and copy["text"] == "Output number 4."
     assert copy["reason"] == "100% of it is copied from a text the prompt showed"
     assert "near duplicate" in set(table["rule"]) and copy["for"].startswith("scale ")
+
+
+# --------------------------------------------------------------------------- the start form (issues #18, #22)
+
+
+@pytest.fixture
+def recorded(monkeypatch) -> list[int]:
+    """Runs whose worker the page started (nothing executes: these tests look at what was created)."""
+    started: list[int] = []
+    monkeypatch.setattr(runs_module, "start_run", lambda db_path, run_id, **kw: started.append(run_id))
+    return started
+
+
+def _open() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_switching_the_dataset_resets_the_aspect_field(sfhot_db, tiny_dataset):
+    Store(sfhot_db).save_dataset(tiny_dataset)
+    at = _open()
+
+    def aspect_field():  # found by its label: the behaviour, whatever the field's key
+        return next(s for s in at.selectbox if s.label.startswith("Aspect"))
+
+    at.selectbox(key="hpss_dataset").set_value("sfhot").run()
+    aspect_field().set_value("overall").run()
+    at.selectbox(key="hpss_dataset").set_value("tiny").run()
+    assert not at.exception, [e.value for e in at.exception]
+    # the new dataset's own aspect, not a value the dataset does not have
+    assert aspect_field().options == ["quality"] and aspect_field().value == "quality"
+    assert at.selectbox(key="hpss_aspect__tiny").value == "quality"
+    assert at.number_input(key="hpss_train__tiny").value <= len(tiny_dataset.samples)
+    at.selectbox(key="hpss_dataset").set_value("sfhot").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert aspect_field().value == "overall", "each dataset keeps its own choice"
+
+
+def test_every_field_explains_itself_in_words(sfhot_db):
+    at = _open()
+    at.selectbox(key="hpss_dataset").set_value("sfhot").run()
+    numbers = list(at.number_input)
+    assert len(numbers) >= 10, "split, search and the settings of the paper"
+    for field in numbers:
+        assert field.help, f"number field {field.label!r} has no help"
+    for kind in ("number_input", "selectbox", "multiselect", "checkbox", "radio", "text_area", "button"):
+        for field in at.get(kind):
+            assert "_" not in field.label, f"{kind} {field.label!r} is labelled with a code name"
+    assert all(len(c.label) <= 45 for c in at.checkbox), [c.label for c in at.checkbox]
+    assert at.expander and any(e.label == "More settings (paper defaults)" for e in at.expander)
+
+
+def test_the_quick_first_look_starts_a_small_search_with_its_base_prompt(sfhot_db, recorded):
+    at = _open()
+    at.selectbox(key="hpss_dataset").set_value("sfhot").run()
+    at.button(key="hpss_quick").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    store = Store(sfhot_db)
+    assert len(recorded) == 2, "the search and the MT-Bench base prompt"
+    search, base = (store.get_run(i) for i in recorded)
+    assert search["params"]["budget"] == 9 and search["params"]["validation_size"] == 8
+    assert not search["params"].get("fixed_strategy")
+    expected = data.make_split(data.load_benchmark("sfhot"), train_size=12, test_size=10, seed=0)
+    assert len(search["split"]["train_ids"]) == 12, "12 training items: the search's validation set"
+    # 10 test items asked; the split keeps an input's outputs together, so whole groups may add one or two
+    assert search["split"]["test_ids"] == list(expected.test_ids) and 10 <= len(expected.test_ids) <= 12
+    assert base["split"] == search["split"] and base["params"]["validation_size"] == 8
+    assert at.session_state["hpss_run_id"] == search["id"]
+    assert any("quick first look" in s.value for s in at.success)
+
+
+def test_the_base_prompt_comparison_runs_on_exactly_the_searchs_split_and_is_reused(sfhot_db, recorded):
+    at = _open()
+    at.selectbox(key="hpss_dataset").set_value("sfhot").run()
+    at.selectbox(key="hpss_aspect__sfhot").set_value("naturalness")
+    at.number_input(key="hpss_train__sfhot").set_value(10)
+    at.number_input(key="hpss_test__sfhot").set_value(6)
+    at.number_input(key="hpss_split_seed").set_value(3)
+    at.number_input(key="hpss_p_validation_size").set_value(6)
+    at.multiselect(key="hpss_compare").set_value(["MT-Bench base prompt", "direct"]).run()
+    at.button(key="hpss_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    store = Store(sfhot_db)
+    search, base, direct = (store.get_run(i) for i in recorded)
+    assert search["split"]["seed"] == 3 and len(search["split"]["test_ids"]) == 6
+    assert base["split"] == search["split"] and direct["split"] == search["split"]
+    assert (base["method"], direct["method"]) == ("hpss", "direct")
+    assert base["params"]["fixed_strategy"] == "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"
+    assert base["params"]["validation_size"] == 6 and base["params"]["fitness_level"] == search["params"]["fitness_level"]
+    # another search on the same split (a different budget): the base prompt and direct runs already there serve it
+    at.number_input(key="hpss_p_budget").set_value(20).run()
+    at.button(key="hpss_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(recorded) == 4, "only the new search started"
+    assert store.get_run(recorded[3])["params"]["budget"] == 20
+    assert any("already on this split, reused" in s.value for s in at.success)
+
+
+def test_a_live_search_shows_its_progress_and_the_strategies_so_far(db, tiny_dataset):
+    import os
+    import time
+
+    from judge_engine.runs import RunSpec, create_run
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=6, test_size=6,
+                                       params={"budget": 6}))
+    store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), done=1, total=27,
+                     stage="initialization")
+    store.add_event(run_id, "hpss_started", {"search": "hpss", "evaluations": 27, "base": "x",
+                                             "validation_ids": ["s0", "s1"], "level": "group"})
+    name = "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"
+    store.add_event(run_id, "hpss_evaluated", {
+        "index": 1, "stage": "base", "strategy": name, "fitness": 41.5, "correlation": 41.5, "coverage": 1.0,
+        "selectable": True, "best_so_far": 41.5, "calls": 12, "unparsed": 0, "missing_aux": 0, "retried": 0,
+        "read_json": 6, "read_text": 0, "from_alternatives": 0, "scores": [3, 4]})
+    at = _open()
+    assert any("initialization (1/27)" in (p.proto.text or "") for p in at.get("progress"))
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Strategies evaluated"] == "1 of 27" and metrics["Best validation fitness"] == "41.5"
+    history = next(d.value for d in at.dataframe if "stage" in d.value.columns)
+    assert list(history["strategy"]) == [name]
+    assert not any(s.value == "Best strategy" for s in at.subheader), "no results before the search has a judge"
+
+
+def test_an_edit_of_the_strategy_can_be_undone_without_losing_its_history(db, tiny_dataset, recorded):
+    from judge_engine.runs import RunSpec, create_run
+    from tests.scripted import schema_responder, tiny_oracle
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                                       params={"budget": 0}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                            backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
+    searched = store.get_run(run_id)["judge"]["state"]["strategy"]
+    at = _open()
+    at.selectbox(key=f"hpss_edit_{run_id}_scale").set_value("10" if not searched.startswith("10_") else "3")
+    next(b for b in at.button if b.label.startswith("Save edit")).click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    owner = f"hpss:run:{run_id}"
+    assert curation_item(store, owner, "strategy")["definition"] != searched and len(recorded) == 1
+    at.button(key=f"hpss_undo_{run_id}_strategy").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    row = curation_item(store, owner, "strategy")
+    assert row["definition"] == searched and row["version"] == 3, "the undo is a new version, the edit stays in history"
+    assert at.selectbox(key=f"hpss_edit_{run_id}_scale").value == searched.split("_")[0], "the form shows it"
+    assert len(recorded) == 1, "an undo starts nothing"
+    assert any("back to its previous version" in s.value for s in at.success)
+    history = next(d.value for d in at.dataframe if "action" in d.value.columns and "item" in d.value.columns)
+    assert list(history["item"]).count("strategy") == 3  # seeded, edited, undone
+
+
+def curation_item(store: Store, owner: str, key: str) -> dict:
+    return next(r for r in store.criteria(owner) if r["id"] == f"{owner}:{key}")
