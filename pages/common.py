@@ -217,29 +217,6 @@ def check_backend_button(label: str, *, key: str, primary: bool = False) -> None
             st.error(plain(f"{type(exc).__name__}: {exc}"))
 
 
-def launch(store: Store, spec: Any, *, judge: Any = None, split: Any = None, label: str = "") -> int | None:
-    """Create run ``spec`` (optionally with a given judge or split) and start its background worker.
-
-    A refused spec is shown as an error (None returned); a worker that cannot
-    start leaves the run created, to be resumed, and says so.
-    """
-    from judge_engine import runs
-    from judge_engine.store import NotFound
-
-    try:
-        run_id = runs.create_run(store, spec, judge=judge, split=split, actor=actor())
-    except (ValueError, NotFound) as exc:
-        st.error(plain(str(exc)))
-        return None
-    try:
-        runs.start_run(store.path, run_id, api_key=api_key())
-    except OSError as exc:
-        flash("error", f"Run #{run_id} was created but its worker could not start: {exc}. Resume it under Runs.")
-    else:
-        flash("success", f"Started run #{run_id}{label}.")
-    return run_id
-
-
 # --------------------------------------------------------------------------- who is working
 
 IDENTITY_KEY = "identity_name"
