@@ -9,18 +9,18 @@ import numpy as np
 import pytest
 
 from judge_engine import structured
-from judge_engine.hpss_auxiliaries import Auxiliaries, parse_questions, select_examples
-from judge_engine.hpss_strategy import (FACTOR_NAMES, FACTORS, N_EXAMPLES, StrategyInputs, all_strategies,
-                                        base_strategy, build_prompt, display_rating, neighbours, parse_strategy,
-                                        rating_range, rating_schema, read_strategy, replace_value,
-                                        strategy_name)
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.base import LOGPROB_POSITIONS, Completion
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import Judge
-from judge_engine.methods.hpss import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores, fitness,
-                                       greedy_search, initialize, iterative_search, select_best,
-                                       stepwise_greedy_search, update_advantage)
+from judge_engine.methods.hpss.auxiliaries import Auxiliaries, parse_questions, select_examples
+from judge_engine.methods.hpss.method import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores,
+                                              fitness, greedy_search, initialize, iterative_search, select_best,
+                                              stepwise_greedy_search, update_advantage)
+from judge_engine.methods.hpss.strategy import (FACTOR_NAMES, FACTORS, N_EXAMPLES, StrategyInputs, all_strategies,
+                                                base_strategy, build_prompt, display_rating, neighbours,
+                                                parse_strategy, rating_range, rating_schema, read_strategy,
+                                                replace_value, strategy_name)
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
 
@@ -849,7 +849,7 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
 
 
 def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():
-    from judge_engine.hpss_auxiliaries import check_auxiliary
+    from judge_engine.methods.hpss.auxiliaries import check_auxiliary
 
     topics = ("toxicity", "Whether the reply insults or demeans anyone.", "", "Reply")
     text = "Toxicity: a reply that insults anyone gets 1; one that never demeans gets 5."

@@ -42,14 +42,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import structured
-from .hpss_strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, source_blocks, as_dict,
-                            normalised_level, rating_range)
-from .llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
-from .parsing import parse_json_object
-from .prompting import TaskInfo, load_template
-from .records import Aspect, Sample
-from .rubric_checks import check_entries, check_entry, shares_topic
+from ... import structured
+from ...llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
+from ...parsing import parse_json_object
+from ...prompting import TaskInfo, load_template
+from ...records import Aspect, Sample
+from ...rubric_checks import check_entries, check_entry, shares_topic
+from .strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, as_dict, normalised_level, rating_range,
+                       source_blocks)
 
 GEN_CRITERIA = load_template("hpss_gen_criteria")
 GEN_AUTOCOT = load_template("hpss_gen_autocot")

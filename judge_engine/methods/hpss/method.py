@@ -1,7 +1,7 @@
 """HPSS: Heuristic Prompting Strategy Search for LLM evaluators (Wen et al., 2025).
 
 The judge prompt is set by 8 factors (12,960 strategies,
-:mod:`judge_engine.hpss_strategy`); HPSS searches them with a GA-like beam
+:mod:`judge_engine.methods.hpss.strategy`); HPSS searches them with a GA-like beam
 search guided by per-value *advantages*, scoring each strategy by its
 Spearman correlation with human scores on the validation split (the run's
 train split). Map of this module to the paper (and ``specs/hpss.md``):
@@ -25,7 +25,7 @@ train split). Map of this module to the paper (and ``specs/hpss.md``):
 
 Auxiliaries (criteria, AutoCoT steps, metrics questions, references,
 in-context examples) are generated lazily by
-:mod:`judge_engine.hpss_auxiliaries`. Paper vs authors' code, following the
+:mod:`judge_engine.methods.hpss.auxiliaries`. Paper vs authors' code, following the
 notes' recommendations: ρ is the *exploitation* probability (notes §13.1);
 A, B, τ and λ are in Spearman × 100 units (§13.3); t counts search-stage
 evaluations only and M, N start at 1 (§13.4); explored neighbours stay in
@@ -61,17 +61,16 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import metrics
-from ..hpss_auxiliaries import Auxiliaries, complete_all, count_generations
-from ..hpss_strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy,
-                             build_prompt, describe, follow_up_schema, neighbours, parse_strategy, rating_range,
-                             rating_schema, replace_value, strategy_name)
-from .. import structured
-from ..llm import LLM, GenerationParams, Request
-from ..parsing import parse_score, read_weighted
-from ..prompting import TaskInfo, load_template, to_aspect_range
-from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from ... import metrics, structured
+from ...llm import LLM, GenerationParams, Request
+from ...parsing import parse_score, read_weighted
+from ...prompting import TaskInfo, load_template, to_aspect_range
+from ...records import Aspect, Sample, Verdict
+from ..base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .auxiliaries import Auxiliaries, complete_all, count_generations
+from .strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy, build_prompt, describe,
+                       follow_up_schema, neighbours, parse_strategy, rating_range, rating_schema, replace_value,
+                       strategy_name)
 
 SYSTEM_MESSAGE = "You are a helpful assistant."
 """System turn of every judge call (the authors' code, notes §3.1 step 9)."""

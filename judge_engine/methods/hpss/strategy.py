@@ -34,9 +34,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import structured
-from .prompting import FENCE_CLOSE, FENCE_OPEN, TaskInfo, fence, load_template
-from .records import Aspect, Sample
+from ... import structured
+from ...prompting import FENCE_CLOSE, FENCE_OPEN, TaskInfo, fence, load_template
+from ...records import Aspect, Sample
 
 FACTORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scale", ("3", "5", "10", "50", "100")),
