@@ -1,4 +1,4 @@
-"""Attributions of a white-box aggregator to its criteria, and their figures.
+"""Attributions of a white-box aggregator to its criteria.
 
 HD-Eval (Liu et al., 2024) uses two attributions:
 
@@ -15,18 +15,17 @@ HD-Eval (Liu et al., 2024) uses two attributions:
 Both return pandas DataFrames. :func:`state_aggregator` and :func:`explain_row`
 explain one judged item of any judge whose learned state holds an aggregator
 (the comparison dashboard's triage uses them through
-:func:`judge_engine.compare.item_explanation`). The plotly figure builders
-used by the HD-Eval page and the triage are at the end of the module.
+:func:`judge_engine.compare.item_explanation`). Their figures are in
+:mod:`judge_engine.figures.attribution`; this module does not import plotly,
+so the method code that uses it does not either.
 """
 
 from __future__ import annotations
 
-import html
 from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 from sklearn.inspection import permutation_importance
 from sklearn.model_selection import KFold
 

@@ -7,7 +7,8 @@ from typing import Sequence
 import plotly.express as px
 import streamlit as st
 
-from judge_engine import data, plots
+from judge_engine import data
+from judge_engine import figures as plots
 from judge_engine.data import SplitError
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge

@@ -1,3 +1,19 @@
+"""Figures of a white-box aggregator's attributions: permutation importance, mean |SHAP|, one item's SHAP waterfall.
+
+The numbers come from :mod:`judge_engine.explain`; the HD-Eval page and the
+comparison dashboard's triage draw them.
+"""
+
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from ..explain import mean_abs_shap
+
+
 def importance_figure(importance: pd.DataFrame, *, title: str = "Permutation importance (out of fold)",
                       labels: dict[str, str] | None = None) -> go.Figure:
     """Horizontal bars of permutation importance with the spread as error bars."""
