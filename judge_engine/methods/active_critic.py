@@ -452,7 +452,7 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, 
     return out
 
 
-def parse_criteria(reply: str) -> tuple[dict[str, str], str]:
+def parse_criteria_and_observations(reply: str) -> tuple[dict[str, str], str]:
     """Criteria and observations from an init or refine reply (the free-text fallback).
 
     Accepts ``{"criteria": [{"name", "definition"}, ...], "observations": "..."}``,
@@ -500,7 +500,7 @@ def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], s
     reading = structured.read_json(reply, schema)
     if reading.ok:
         return _clean_criteria(reading.value["criteria"]), str(reading.value.get("observations", "")), "json"
-    criteria, observations = parse_criteria(reply)
+    criteria, observations = parse_criteria_and_observations(reply)
     return criteria, observations, ("text" if criteria else "missing")
 
 

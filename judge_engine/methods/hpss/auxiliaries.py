@@ -185,7 +185,7 @@ def parse_questions(text: str | None, limit: int = 3) -> str | None:
     return "\n".join(f"{i}. {q}" for i, q in enumerate(found, start=1)) or None
 
 
-def parse_criteria(text: str | None, aspect: str) -> str | None:
+def parse_criteria_text(text: str | None, aspect: str) -> str | None:
     """The criteria text of an ``"<aspect> : <criteria>"`` reply; None when empty or JSON that failed its schema."""
     if text and _is_json_object(text):
         return None
@@ -342,7 +342,7 @@ class Auxiliaries:
             prompt = GEN_CRITERIA.render(output=self._words()["output"], aspect=self.aspect.name,
                                          task=self.task.task, min=low, max=high, mid=f"{(low + high) / 2:g}")
             self.memo[key] = self._ask("criteria", {f"scale {scale}": prompt},
-                                       lambda t: parse_criteria(t, self.aspect.name))[f"scale {scale}"]
+                                       lambda t: parse_criteria_text(t, self.aspect.name))[f"scale {scale}"]
         return self.memo[key]
 
     def steps(self, source: str, scale: str) -> str | None:
