@@ -125,7 +125,7 @@ def ctx_for(llm, dataset, **params):
 # ----------------------------------------------------------------------------- pure pieces
 
 def test_reward_matches_the_paper_formula():
-    # a - b (s - ŝ)^2 with a=1, b=1/16; exploration alpha*sqrt(ln 5 / 5) ~ 0.2837 (notes §17)
+    # a - b (s - ŝ)^2 with a=1, b=1/16; exploration alpha*sqrt(ln 5 / 5) ~ 0.2837 (paper §2, the reward of S_init)
     assert he.reward(1.0, 5, 5, 0.5) == pytest.approx(1 + 0.5 * math.sqrt(math.log(5) / 5))
     assert 0.5 * math.sqrt(math.log(5) / 5) == pytest.approx(0.2837, abs=1e-4)
     assert he.reward(None, 5, 5, 0.5) is None

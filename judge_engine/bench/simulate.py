@@ -1,4 +1,4 @@
-"""Simulated world (issue #17): does each method find what was planted, against its paper's baselines?
+"""Simulated world: does each method find what was planted, against its paper's baselines?
 
 Per seed a :class:`~.simulated_judge.World` is made (samples with latent
 sub-criteria, human scores with planted weights, planted prompt effects and
