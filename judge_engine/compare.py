@@ -64,7 +64,11 @@ def runs_by_split(runs: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, An
     return dict(sorted(groups.items(), key=lambda kv: -len(kv[1])))
 
 
-def run_label(run: dict[str, Any]) -> str:
+def short_run_label(run: dict[str, Any]) -> str:
+    """``#id method``: a run's column in the aligned score table and its name in messages.
+
+    (The pages' select boxes use the longer ``pages.common.run_label``, with the dataset and the time.)
+    """
     return f"#{run['id']} {run['method']}"
 
 
@@ -97,7 +101,7 @@ def align(store: Store, runs: Sequence[dict[str, Any]], *, common_subset: bool =
     item_sets = [set(v) for v in verdicts.values()]
     common = set.intersection(*item_sets)
     if any(s != common for s in item_sets) and not common_subset:
-        sizes = ", ".join(f"{run_label(r)}: {len(verdicts[r['id']])} items" for r in runs)
+        sizes = ", ".join(f"{short_run_label(r)}: {len(verdicts[r['id']])} items" for r in runs)
         raise NotComparable(f"these runs were scored on different items ({sizes}); compare them on the "
                             f"{len(common)} items they share only if you ask for the common subset")
     ids = tuple(sorted(common))
@@ -256,7 +260,7 @@ def disagreement_frame(dataset: Dataset, aligned: Aligned) -> pd.DataFrame:
     frame = pd.DataFrame({"item": aligned.ids, "group": groups, "system": systems, "human": human,
                           "mean |judge - human| (0-1)": mean_error})
     for r in aligned.runs:
-        frame[run_label(r)] = aligned.scores[r["id"]]
+        frame[short_run_label(r)] = aligned.scores[r["id"]]
     return frame.sort_values("mean |judge - human| (0-1)", ascending=False, na_position="last",
                              kind="stable").reset_index(drop=True)
 

@@ -218,9 +218,10 @@ def test_unparsable_criteria_are_retried_once_then_the_previous_set_is_kept(stor
 
 
 def test_criteria_parsing_accepts_both_shapes_and_caps_at_ten():
-    assert ac.parse_criteria('{"Criteria": {"A": "a"}, "Observations": "o"}') == ({"A": "a"}, "o")
-    assert ac.parse_criteria('```json\n{"A": "a", "B": {"description": "b"}}\n```') == ({"A": "a", "B": "b"}, "")
-    assert ac.parse_criteria("no json") == ({}, "")
+    assert ac.parse_criteria_and_observations('{"Criteria": {"A": "a"}, "Observations": "o"}') == ({"A": "a"}, "o")
+    assert ac.parse_criteria_and_observations('```json\n{"A": "a", "B": {"description": "b"}}\n```') == (
+        {"A": "a", "B": "b"}, "")
+    assert ac.parse_criteria_and_observations("no json") == ({}, "")
 
 
 def test_criteria_scores_parse_json_and_the_papers_unquoted_form():
@@ -437,8 +438,9 @@ def test_criteria_written_as_lines_are_read():
              "- Factual accuracy - it states only facts found in the context.\n"
              "Source: <<<SOURCE>>> some echoed text here\nObservations: the scores vary a great deal.\n"
              "Engagement: a repeated name keeps its first definition.\nTone: ok")
-    assert ac.parse_criteria(reply) == ({"Engagement": "the response invites the other speaker to keep talking.",
-                                         "Factual accuracy": "it states only facts found in the context."}, "")
+    assert ac.parse_criteria_and_observations(reply) == (
+        {"Engagement": "the response invites the other speaker to keep talking.",
+         "Factual accuracy": "it states only facts found in the context."}, "")
     assert ac.parse_criteria_lines("just prose, no criteria at all") == {}
     items = ("1. Ability to read the context of the sentence\n2. Ability to provide an actionable feedback.\n"
              "3. Short\nTo improve our language, we need to refine it.")
@@ -511,7 +513,8 @@ def test_weighted_overall_reads_a_1_to_9_digit_after_the_explanation(store, data
 
 
 def test_a_copied_shape_example_is_not_a_criterion():
-    assert ac.parse_criteria('{"Criterion name": "one-sentence definition", "Another criterion": "x"}') == ({}, "")
+    shape_copy = '{"Criterion name": "one-sentence definition", "Another criterion": "x"}'
+    assert ac.parse_criteria_and_observations(shape_copy) == ({}, "")
 
 
 def test_person_edits_replace_stage_one_and_reuse_the_cache(store, data):

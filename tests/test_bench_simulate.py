@@ -9,10 +9,10 @@ import pytest
 from judge_engine.bench import __main__ as bench_main
 from judge_engine.bench.simulate import METHODS, RUNNERS
 from judge_engine.bench.simulated_judge import ASPECTS, SimulatedBackend, World, recognise
-from judge_engine.hpss_auxiliaries import select_examples
-from judge_engine.hpss_strategy import StrategyInputs, all_strategies, build_prompt, rating_schema
-from judge_engine.llm import GenerationParams
 from judge_engine.bench.simulated_judge import TASK
+from judge_engine.llm import GenerationParams
+from judge_engine.methods.hpss.auxiliaries import select_examples
+from judge_engine.methods.hpss.strategy import StrategyInputs, all_strategies, build_prompt, rating_schema
 
 
 def test_simulate_smoke_two_seeds(tmp_path, capsys):
@@ -122,7 +122,7 @@ def test_structured_requests_get_valid_json_of_their_kind():
     that satisfies the schema (the shape the methods will ask for once they request structured replies)."""
     from judge_engine import structured as st
     from judge_engine.criteria_scoring import CriterionText, criterion_prompt
-    from judge_engine.hpss_strategy import base_strategy
+    from judge_engine.methods.hpss import base_strategy
     from judge_engine.methods.hd_eval import DECOMPOSE_TEMPLATE, SCORE_TEMPLATE
     from judge_engine.methods.hypoeval import as_criterion, score_instructions
 

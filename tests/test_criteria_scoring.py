@@ -10,15 +10,11 @@ from judge_engine.criteria_scoring import (CriterionText, criterion_prompt, esti
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.prompting import TaskInfo, judge_scale
+from tests.scripted import fake_llm
 
 CRITERIA = (CriterionText("c1", "Clarity", "Is every sentence easy to follow?"),
             CriterionText("c2", "Coverage", "Does it keep the main points?"))
 INSTRUCTIONS = "Judge the text with the criterion as your rubric."
-
-
-def llm_with(store, responder, **config):
-    backend = FakeBackend(responder)
-    return make_llm(LLMConfig(**config), store=store, backend=backend), backend
 
 
 def last_user(messages):
@@ -60,7 +56,7 @@ def test_one_call_per_sample_and_criterion_with_explanations(store, tiny_dataset
         text = last_user(messages)
         return "Clear enough. [[4]]" if "Clarity" in text else "Misses a point. [[2]]"
 
-    llm, backend = llm_with(store, reply)
+    llm, backend = fake_llm(reply, store=store)
     samples = tiny_dataset.samples[:3]
     out = score_criteria(samples, CRITERIA, instructions=INSTRUCTIONS, aspect=tiny_dataset.aspects[0],
                          task=TaskInfo.of(tiny_dataset), llm=llm)
@@ -75,7 +71,7 @@ def test_unparsed_reply_gets_one_follow_up_then_is_missing(store, tiny_dataset):
             return "[[5]]" if "Clarity" in messages[0]["content"] else "no idea"
         return "I would rather not say."
 
-    llm, backend = llm_with(store, reply)
+    llm, backend = fake_llm(reply, store=store)
     out = score_criteria(tiny_dataset.samples[:2], CRITERIA, instructions=INSTRUCTIONS,
                          aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm)
     assert len(backend.calls) == 8  # 4 first replies + 4 follow-ups, never more
@@ -85,7 +81,7 @@ def test_unparsed_reply_gets_one_follow_up_then_is_missing(store, tiny_dataset):
 
 
 def test_joint_scores_all_criteria_in_one_json_call(store, tiny_dataset):
-    llm, backend = llm_with(store, lambda m, p: json.dumps({"c1": 3, "c2": {"score": "5"}}))
+    llm, backend = fake_llm(lambda m, p: json.dumps({"c1": 3, "c2": {"score": "5"}}), store=store)
     out = score_criteria(tiny_dataset.samples[:4], CRITERIA, instructions=INSTRUCTIONS,
                          aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm, joint=True)
     assert len(backend.calls) == 4 == estimate_criteria_calls(4, 2, joint=True)
@@ -93,14 +89,14 @@ def test_joint_scores_all_criteria_in_one_json_call(store, tiny_dataset):
 
 
 def test_joint_out_of_range_value_is_missing(store, tiny_dataset):
-    llm, _ = llm_with(store, lambda m, p: '{"c1": 9, "c2": 2}')
+    llm, _ = fake_llm(lambda m, p: '{"c1": 9, "c2": 2}', store=store)
     out = score_criteria(tiny_dataset.samples[:1], CRITERIA, instructions=INSTRUCTIONS,
                          aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm, joint=True)
     assert math.isnan(out[0]["c1"].score) and out[0]["c2"].score == pytest.approx(2.0)
 
 
 def test_repeat_is_answered_from_the_cache(store, tiny_dataset):
-    llm, backend = llm_with(store, lambda m, p: "[[3]]")
+    llm, backend = fake_llm(lambda m, p: "[[3]]", store=store)
     kwargs = dict(instructions=INSTRUCTIONS, aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm)
     score_criteria(tiny_dataset.samples[:3], CRITERIA, **kwargs)
     score_criteria(tiny_dataset.samples[:3], CRITERIA, **kwargs)
@@ -111,7 +107,7 @@ def test_repeat_is_answered_from_the_cache(store, tiny_dataset):
 
 
 def test_duplicate_keys_are_refused(store, tiny_dataset):
-    llm, _ = llm_with(store, lambda m, p: "[[3]]")
+    llm, _ = fake_llm(lambda m, p: "[[3]]", store=store)
     with pytest.raises(ValueError, match="unique"):
         score_criteria(tiny_dataset.samples[:1], (CRITERIA[0], CRITERIA[0]), instructions=INSTRUCTIONS,
                        aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm)
@@ -167,7 +163,7 @@ def test_every_request_carries_the_score_schema_and_json_replies_are_read_as_jso
             return json.dumps({"explanation": "Clear.", "score": high})
         return "Misses a point. [[2]]"  # a server that ignored the schema: the free-text fallback reads it
 
-    llm, backend = llm_with(store, reply)
+    llm, backend = fake_llm(reply, store=store)
     out = score_criteria(tiny_dataset.samples[:2], CRITERIA, **_kw(tiny_dataset, llm))
     schema = structured.schema_of(backend.calls[0][1].json_schema)
     assert list(schema["properties"]) == ["explanation", "score"], "reasoning comes before the score"
@@ -190,7 +186,7 @@ def test_a_missing_score_says_why_and_the_follow_up_asks_for_the_json(store, tin
             return '{"score": 3}' if "Clarity" in messages[0]["content"] else '{"score": 99}'
         return "I would rather not say."
 
-    llm, backend = llm_with(store, reply)
+    llm, backend = fake_llm(reply, store=store)
     out = score_criteria(tiny_dataset.samples[:1], CRITERIA, **_kw(tiny_dataset, llm))
     assert out[0]["c1"].score == pytest.approx(3.0) and (out[0]["c1"].source, out[0]["c1"].follow_up) == ("json", True)
     assert out[0]["c2"].missing and out[0]["c2"].source == "missing" and "JSON" in out[0]["c2"].missing_reason
@@ -234,7 +230,7 @@ def test_first_position_alternatives_are_flagged_and_too_little_mass_is_missing(
 
 def test_joint_scoring_asks_for_an_object_of_every_criterion_score(store, tiny_dataset):
     from judge_engine import structured
-    llm, backend = llm_with(store, lambda m, p: json.dumps({"c1": 2, "c2": 4}))
+    llm, backend = fake_llm(lambda m, p: json.dumps({"c1": 2, "c2": 4}), store=store)
     out = score_criteria(tiny_dataset.samples[:2], CRITERIA, **_kw(tiny_dataset, llm, joint=True))
     schema = structured.schema_of(backend.calls[0][1].json_schema)
     assert schema["title"] == structured.SCORE and sorted(schema["required"]) == ["c1", "c2"]
@@ -243,7 +239,7 @@ def test_joint_scoring_asks_for_an_object_of_every_criterion_score(store, tiny_d
 
 
 def test_a_backend_with_structured_off_gets_the_free_text_prompts(store, tiny_dataset):
-    llm, backend = llm_with(store, lambda m, p: "4", structured="off")
+    llm, backend = fake_llm(lambda m, p: "4", store=store, structured="off")
     out = score_criteria(tiny_dataset.samples[:1], CRITERIA, **_kw(tiny_dataset, llm, reasoning=False))
     assert all(not p.json_schema for _, p in backend.calls)
     assert backend.calls[0][0][0]["content"].endswith("Score:") and out[0]["c1"].source == "text"

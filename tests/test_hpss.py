@@ -9,20 +9,21 @@ import numpy as np
 import pytest
 
 from judge_engine import structured
-from judge_engine.hpss_auxiliaries import Auxiliaries, parse_questions, select_examples
-from judge_engine.hpss_strategy import (FACTOR_NAMES, FACTORS, N_EXAMPLES, StrategyInputs, all_strategies,
-                                        base_strategy, build_prompt, display_rating, neighbours, parse_strategy,
-                                        rating_range, rating_schema, read_strategy, replace_value,
-                                        strategy_name)
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.base import LOGPROB_POSITIONS, Completion
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import Judge
-from judge_engine.methods.hpss import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores, fitness,
-                                       greedy_search, initialize, iterative_search, select_best,
-                                       stepwise_greedy_search, update_advantage)
+from judge_engine.methods.hpss.auxiliaries import Auxiliaries, parse_questions, select_examples
+from judge_engine.methods.hpss.method import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores,
+                                              fitness, greedy_search, initialize, iterative_search, select_best,
+                                              stepwise_greedy_search, update_advantage)
+from judge_engine.methods.hpss.strategy import (FACTOR_NAMES, FACTORS, N_EXAMPLES, StrategyInputs, all_strategies,
+                                                base_strategy, build_prompt, display_rating, neighbours,
+                                                parse_strategy, rating_range, rating_schema, read_strategy,
+                                                replace_value, strategy_name)
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
+from tests.scripted import fake_llm
 
 ASPECT = Aspect("quality", 1, 5, "How good it is.")
 TASK = TaskInfo("toy summarization", "Article", "Summary")
@@ -74,11 +75,6 @@ def responder(messages, params):
     low, high = prompt_range(text)
     noisy = on_scale((human_of(judged_number(text)) - 1) / 4, text) + zlib.crc32(text.encode()) % 3 - 1
     return json_reply(params, min(high, max(low, noisy)))
-
-
-def make_fake(store, fn=responder, **kwargs):
-    backend = FakeBackend(fn, **kwargs)
-    return make_llm(LLMConfig(), store=store, backend=backend), backend
 
 
 # --------------------------------------------------------------------------- the space and the builder
@@ -193,7 +189,7 @@ def test_examples_are_stratified_and_leave_the_judged_sample_out(store):
     ex = select_examples(pool, ASPECT, 5, seed=0)
     assert [e["level"] for e in ex] == [0, .25, .5, .75, 1]
     assert select_examples(pool, ASPECT, 5, seed=0) == ex
-    llm, _ = make_fake(store)
+    llm, _ = fake_llm(responder, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=pool)
     strategy = replace_value(BASE, FACTOR_NAMES.index("example"), "Example5")
     judged = next(s for s in pool if s.id == ex[0]["id"])
@@ -210,7 +206,7 @@ def test_auxiliaries_are_generated_once_and_missing_ones_are_counted(store):
             return "I have no questions." if "source text 1" in text else '{"questions": ["Is it complete?"]}'
         return responder(messages, params)
 
-    llm, backend = make_fake(store, fn)
+    llm, backend = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples())
     strategy = ("10", "LLM", "Prefix", "AutoCoT", "Metrics", "NoExample", "Reference", "TEI")
     samples = _samples(6)
@@ -244,7 +240,7 @@ def test_auxiliaries_fall_back_to_free_text_and_count_it(store):
                 structured.HPSS_REFERENCE: '{"reference": "A reference cut off by the tok'}[
             structured.kind_of(params.json_schema)]
 
-    llm, _ = make_fake(store, fn)
+    llm, _ = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples())
     strategy = ("5", "LLM", "Prefix", "AutoCoT", "Metrics", "NoExample", "Reference", "TEI")
     [inputs] = aux.inputs_for(strategy, _samples(1), leave_out=True)
@@ -261,7 +257,7 @@ def test_json_that_breaks_its_schema_is_not_read_as_free_text(store):
                 structured.HPSS_METRICS: json.dumps({"questions": ["A?", "B?", "C?", "D?"]})}[
             structured.kind_of(params.json_schema)]
 
-    llm, _ = make_fake(store, fn)
+    llm, _ = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     assert aux.criteria("LLM", "5") is None
     assert aux.questions(_samples(1)) == {"s0": None}
@@ -274,7 +270,7 @@ def test_parse_questions_keeps_at_most_three():
 
 
 def test_unparsed_judge_reply_is_missing_never_a_number(store):
-    llm, _ = make_fake(store, lambda m, p: "I cannot rate this." if "number 1\n" in m[-1]["content"] else "[[4]]")
+    llm, _ = fake_llm(lambda m, p: "I cannot rate this." if "number 1\n" in m[-1]["content"] else "[[4]]", store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True)
     assert result.unparsed == 1 and math.isnan(result.scores[1]) and result.scores[0] == pytest.approx(4.0)
@@ -286,7 +282,7 @@ def test_unparsed_judge_reply_is_missing_never_a_number(store):
 @pytest.mark.parametrize("cot,order", [("Prefix", ["explanation", "score"]), ("Suffix", ["score", "explanation"]),
                                        ("Free", ["score"])])
 def test_the_rating_reply_schema_follows_the_chain_of_thought_factor(store, cot, order):
-    llm, backend = make_fake(store)
+    llm, backend = fake_llm(responder, store=store)
     strategy = replace_value(replace_value(BASE, 2, cot), 0, "10")
     result = evaluate_strategy(strategy, _samples(4), Auxiliaries(llm=llm, aspect=ASPECT, task=TASK), llm=llm,
                                max_tokens=64, leave_out=True)
@@ -308,7 +304,7 @@ def test_a_reply_without_rating_gets_one_follow_up_and_only_then_is_missing(stor
         return '{"explanation": "ok", "score": 3}' if "number 0\n" in messages[-1]["content"] \
             else "I cannot rate this."
 
-    llm, backend = make_fake(store, fn, logprobs=True)
+    llm, backend = fake_llm(fn, store=store, logprobs=True)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True, retry=True)
     # the fake puts 70% on "4" and 10% on each neighbour: probability-weighted 4.0 on the 5-point scale
@@ -489,7 +485,7 @@ def test_greedy_and_stepwise_baselines_use_their_budgets():
 
 
 def test_fit_logs_every_strategy_and_the_judge_scores_new_samples(store):
-    llm, backend = make_fake(store)
+    llm, backend = fake_llm(responder, store=store)
     events = []
     method = HPSS(budget=10, seed=1)
     judge = method.fit(_samples()[:9], ASPECT, llm=llm, task=TASK, log=lambda k, p: events.append((k, p)))
@@ -512,7 +508,7 @@ def test_fit_logs_every_strategy_and_the_judge_scores_new_samples(store):
 
 
 def test_fixed_strategy_scores_without_search_and_bad_values_are_named(store):
-    llm, _ = make_fake(store)
+    llm, _ = fake_llm(responder, store=store)
     name = "10_Human_Free_NoAutoCoT_NoMetrics_Example3_NoReference_ETI"
     judge = HPSS(fixed_strategy=name).fit(_samples()[:9], ASPECT, llm=llm, task=TASK)
     assert judge.state["strategy"] == name and len(judge.state["explored"]) == 1
@@ -631,7 +627,7 @@ def _planted(messages, params, *, free_parses=None, sign=1):
 
 
 def test_fit_adopts_the_strategy_that_scores_every_item_not_the_one_perfect_on_two(store):
-    llm, _ = make_fake(store, lambda m, p: _planted(m, p, free_parses={0, 1}))
+    llm, _ = fake_llm(lambda m, p: _planted(m, p, free_parses={0, 1}), store=store)
     events = []
     judge = HPSS(budget=0, fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm, task=TASK,
                                                         log=lambda k, p: events.append((k, p)))
@@ -649,7 +645,7 @@ def test_fit_adopts_the_strategy_that_scores_every_item_not_the_one_perfect_on_t
 
 
 def test_when_every_strategy_correlates_negatively_no_judge_is_adopted(store):
-    llm, _ = make_fake(store, lambda m, p: _planted(m, p, sign=-1))
+    llm, _ = fake_llm(lambda m, p: _planted(m, p, sign=-1), store=store)
     events = []
     with pytest.raises(ValueError, match="adopted no judge") as info:
         HPSS(budget=3, fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm, task=TASK,
@@ -718,7 +714,7 @@ def test_a_request_the_backend_rejects_is_missing_and_an_unreachable_backend_sti
             raise LLMError("prompt longer than the context window")
         return "[[2]]"
 
-    llm, _ = make_fake(store, fn)
+    llm, _ = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True)
     assert result.scores[0] == pytest.approx(2.0) and math.isnan(result.scores[1])
@@ -728,7 +724,7 @@ def test_a_request_the_backend_rejects_is_missing_and_an_unreachable_backend_sti
     def down(messages, params):
         raise BackendUnavailable("server not reachable")
 
-    llm, _ = make_fake(store, down)
+    llm, _ = fake_llm(down, store=store)
     with pytest.raises(BackendUnavailable):
         evaluate_strategy(BASE, _samples(2), Auxiliaries(llm=llm, aspect=ASPECT, task=TASK), llm=llm,
                           max_tokens=64, leave_out=True)
@@ -791,7 +787,7 @@ def _refusing(messages, params):
 
 
 def test_refused_auxiliaries_are_dropped_and_kept_with_rule_and_reason(store):
-    llm, _ = make_fake(store, _refusing)
+    llm, _ = fake_llm(_refusing, store=store)
     events = []
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples(), log=lambda k, p: events.append((k, p)))
     samples = _samples(6)
@@ -831,7 +827,7 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
             return json.dumps({"questions": ["Why?"]})
         return responder(messages, params)
 
-    llm, _ = make_fake(store, no_questions)
+    llm, _ = fake_llm(no_questions, store=store)
     summary = execute_run(store, run_id, llm=llm)
     run = store.get_run(run_id)
     judge = Judge.from_dict(run["judge"])
@@ -849,7 +845,7 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
 
 
 def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():
-    from judge_engine.hpss_auxiliaries import check_auxiliary
+    from judge_engine.methods.hpss.auxiliaries import check_auxiliary
 
     topics = ("toxicity", "Whether the reply insults or demeans anyone.", "", "Reply")
     text = "Toxicity: a reply that insults anyone gets 1; one that never demeans gets 5."

@@ -18,6 +18,7 @@ from judge_engine.methods import Judge, get_method
 from judge_engine.methods import hypoeval as he
 from judge_engine.prompting import TaskInfo
 from judge_engine.runs import RunSpec, create_run, execute_run
+from tests.scripted import fake_llm
 
 # Hypothesis texts the scripted generator proposes. "GOOD" rubrics predict the human score exactly,
 # "BAD" ones always say 1, "NOISY" ones fail to give a score.
@@ -109,11 +110,6 @@ def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None, as_j
     return responder
 
 
-def make(store, responder):
-    backend = FakeBackend(responder)
-    return make_llm(LLMConfig(concurrency=1), store=store, backend=backend), backend
-
-
 def ctx_for(llm, dataset, **params):
     p = {**he.HypoEval().get_params(), **params}
     events = []
@@ -125,7 +121,7 @@ def ctx_for(llm, dataset, **params):
 # ----------------------------------------------------------------------------- pure pieces
 
 def test_reward_matches_the_paper_formula():
-    # a - b (s - ŝ)^2 with a=1, b=1/16; exploration alpha*sqrt(ln 5 / 5) ~ 0.2837 (notes §17)
+    # a - b (s - ŝ)^2 with a=1, b=1/16; exploration alpha*sqrt(ln 5 / 5) ~ 0.2837 (paper §2, the reward of S_init)
     assert he.reward(1.0, 5, 5, 0.5) == pytest.approx(1 + 0.5 * math.sqrt(math.log(5) / 5))
     assert 0.5 * math.sqrt(math.log(5) / 5) == pytest.approx(0.2837, abs=1e-4)
     assert he.reward(None, 5, 5, 0.5) is None
@@ -170,7 +166,7 @@ def test_union_balanced_fill_and_random_half():
 # ----------------------------------------------------------------------------- stages with a scripted LLM
 
 def test_initialize_bank_scores_s_init_and_sets_rewards(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     s_init = list(tiny_dataset.samples[:5])
     bank = he.initialize_bank(ctx, s_init, [], {s.id: s for s in s_init})
@@ -192,7 +188,7 @@ def test_update_stage_fills_wrong_bank_refreshes_and_keeps_max_bank(store, tiny_
         n = int(re.search(r"exactly (\d+)", prompt).group(1))
         return hypotheses_reply([BAD.format(n=next(generated)) for i in range(n)])
 
-    llm, backend = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
+    llm, backend = fake_llm(scripted(tiny_dataset, generate=generate, refine=generate), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, n_init=2, n_init_hypotheses=2, w_max=2, w_hyp=1, n_new_hypotheses=2,
                           n_refine=2, max_bank=3, top_k=10)
     samples = list(tiny_dataset.samples)
@@ -224,7 +220,7 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
         calls.append("key findings" in prompt)
         return hypotheses_reply([GOOD.format(n=i) for i in range(2)])
 
-    llm, _ = make(store, scripted(tiny_dataset, refine=refine))
+    llm, _ = fake_llm(scripted(tiny_dataset, refine=refine), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, n_refine=6, n_new_hypotheses=2, refine_early_stop=True)
     notes = [{"title": "Coherence study", "text": "Raters reward summaries whose sentences follow one topic."}]
     out = he.generate_and_refine(ctx, list(tiny_dataset.samples[:3]), notes, 1)
@@ -235,7 +231,8 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
 
 
 def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset, repeat=lambda p: "yes" if p.count("twin") == 2 else "no"))
+    llm, backend = fake_llm(scripted(tiny_dataset, repeat=lambda p: "yes" if p.count("twin") == 2 else "no"),
+                            store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     a = dict(he.new_entry("twin rubric about sentence flow and order of ideas", "initial"), acc=0.5)
     b = dict(he.new_entry("twin rubric about sentence flow and order of thoughts", "initial"), acc=0.9)
@@ -248,7 +245,7 @@ def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
 
 
 def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverage(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(t.format(n=0), "initial", s_h=[]) for t in (BAD, NOISY, GOOD)]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples), 2)
@@ -270,7 +267,7 @@ def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverag
 # ----------------------------------------------------------------------------- fit and score
 
 def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     events = []
     notes = ({"title": "Guidelines", "text": "Coherent summaries keep one topic."},)
     method = get_method("hypoeval", {"literature": notes, "n_selected": 2, "w_max": 3})
@@ -290,7 +287,7 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
 
 
 def test_all_missing_gives_a_missing_verdict_never_a_number(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (NOISY.format(n=1),)}).fit(
         tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     [v] = judge.score(tiny_dataset.samples[6:7], llm=llm)
@@ -298,7 +295,7 @@ def test_all_missing_gives_a_missing_verdict_never_a_number(store, tiny_dataset)
 
 
 def test_fit_without_literature_says_so_and_makes_no_literature_call(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     events = []
     get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
                                task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
@@ -307,7 +304,7 @@ def test_fit_without_literature_says_so_and_makes_no_literature_call(store, tiny
 
 
 def test_curated_hypotheses_skip_generation_and_only_changed_ones_cost_calls(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     task, aspect = TaskInfo.of(tiny_dataset), tiny_dataset.aspects[0]
     curated = (GOOD.format(n=1), BAD.format(n=1))
     judge = get_method("hypoeval", {"hypotheses": curated, "n_selected": 2}).fit(
@@ -326,7 +323,7 @@ def test_curated_hypotheses_skip_generation_and_only_changed_ones_cost_calls(sto
 
 @pytest.mark.parametrize("layout", ["paper", "sample_first"])
 def test_layouts_put_the_hypothesis_before_or_after_the_sample(store, tiny_dataset, layout):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1),), "layout": layout}).fit(
         tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     [v] = judge.score(tiny_dataset.samples[7:8], llm=llm)
@@ -344,7 +341,7 @@ def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
             return "{" + ", ".join(f'"{k}": {i + 2}' for i, k in enumerate(keys)) + "}"
         return scripted(tiny_dataset)(messages, params)
 
-    llm, backend = make(store, responder)
+    llm, backend = fake_llm(responder, store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1)), "joint": True}).fit(
         tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     before = len(backend.calls)
@@ -407,7 +404,7 @@ def test_estimate_is_an_upper_bound_on_actual_backend_calls(store, tiny_dataset,
 
 
 def test_bad_literature_parameter_is_named(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     with pytest.raises(ValueError, match="literature"):
         get_method("hypoeval", {"literature": "just a string"}).fit(
             tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
@@ -417,14 +414,14 @@ def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6,
                    params={"n_selected": 2})
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=llm)
     assert summary["n"] == 6 and summary["calls"] > 0
     kinds = {e["kind"] for e in store.events(first)}
     assert {"hypothesis_proposed", "reward_updated", "selection", "fitted"} <= kinds
     again = create_run(store, spec)
-    assert execute_run(store, again, llm=make(store, scripted(tiny_dataset))[0])["calls"] == 0
+    assert execute_run(store, again, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0])["calls"] == 0
 
 
 # ----------------------------------------------------------------------------- the real embedded model
@@ -475,7 +472,7 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
 
 
 def test_compare_layouts_reports_both_layouts_on_the_same_cells(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     out = he.compare_layouts(tiny_dataset.samples[:4], [GOOD.format(n=1), BAD.format(n=1)],
                              aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm)
     assert set(out) == {"paper", "sample_first"}
@@ -488,7 +485,7 @@ def test_bank_replay_from_stored_events(store, tiny_dataset):
     spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6,
                    params={"n_selected": 1, "w_max": 2, "w_hyp": 1, "n_init": 2})
     run_id = create_run(store, spec)
-    execute_run(store, run_id, llm=make(store, scripted(tiny_dataset))[0])
+    execute_run(store, run_id, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0])
     view = he.bank_from_events(store.events(run_id))
     judge = Judge.from_dict(store.get_run(run_id)["judge"])
     assert view["selected"] == [h["key"] for h in judge.state["selected"]]
@@ -513,7 +510,7 @@ def test_refinement_runs_all_rounds_by_default_alternating_data_and_literature(s
         calls.append("literature" if "key findings" in prompt else "data")
         return hypotheses_reply([GOOD.format(n=i) for i in range(2)])
 
-    llm, _ = make(store, scripted(tiny_dataset, refine=refine))
+    llm, _ = fake_llm(scripted(tiny_dataset, refine=refine), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, n_refine=4, n_new_hypotheses=2)
     notes = [{"title": "Study", "text": "Raters reward summaries whose sentences follow one topic."}]
     he.generate_and_refine(ctx, list(tiny_dataset.samples[:3]), notes, 1)
@@ -531,7 +528,7 @@ def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tin
     def generate(prompt):
         return hypotheses_reply([GOOD.format(n=99)])
 
-    llm, _ = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=generate, refine=generate), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, top_k=1, w_max=1, w_hyp=0, n_refine=0, max_bank=5, replace_pool=pool)
     samples = list(tiny_dataset.samples)
     by_id = {s.id: s for s in samples}
@@ -571,7 +568,7 @@ def test_weighted_score_first_reads_logprobs_in_fit_and_scoring(store, tiny_data
 
 
 def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     events = []
     get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), {"text": BAD.format(n=1), "origin": "literature"}),
                             "n_selected": 2}).fit(
@@ -585,7 +582,7 @@ def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dat
 # ----------------------------------------------------------------------------- structured replies (issue #16)
 
 def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init": 2, "n_init_hypotheses": 3, "w_max": 2, "w_hyp": 1, "n_refine": 1,
                                     "n_selected": 2}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
@@ -609,7 +606,7 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
 
 
 def test_free_text_replies_still_parse_through_the_fallback_and_are_counted_as_such(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset, as_json=False))
+    llm, _ = fake_llm(scripted(tiny_dataset, as_json=False), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init": 2, "w_max": 3, "n_selected": 1}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     assert judge.state["selected"][0]["text"].startswith("GOOD")
@@ -705,7 +702,7 @@ def _selection_responder(dataset):
 
 def test_a_hypothesis_scoring_2_of_10_perfectly_cannot_beat_one_scoring_10_of_10_slightly_worse(store,
                                                                                                tiny_dataset):
-    llm, _ = make(store, _selection_responder(tiny_dataset))
+    llm, _ = fake_llm(_selection_responder(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(SPARSE, "initial", s_h=[]), he.new_entry(STEADY, "initial", s_h=[])]
     train = list(tiny_dataset.samples[:10])
@@ -719,7 +716,7 @@ def test_a_hypothesis_scoring_2_of_10_perfectly_cannot_beat_one_scoring_10_of_10
 
 
 def test_fewer_positive_hypotheses_than_wanted_selects_fewer_and_never_the_anti_correlated(store, tiny_dataset):
-    llm, _ = make(store, _selection_responder(tiny_dataset))
+    llm, _ = fake_llm(_selection_responder(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(ANTI.format(n=1), "initial", s_h=[]), he.new_entry(GOOD.format(n=1), "initial", s_h=[]),
             he.new_entry(ANTI.format(n=2), "initial", s_h=[])]
@@ -742,7 +739,7 @@ def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_t
         return generating(messages, params) if kind(messages[0]["content"], params) == "generate" \
             else inner(messages, params)
 
-    llm, _ = make(store, responder)
+    llm, _ = fake_llm(responder, store=store, concurrency=1)
     events = []
     with pytest.raises(ValueError, match="no hypothesis that agrees with the human scores"):
         get_method("hypoeval", {"n_init": 2, "w_max": 5}).fit(
@@ -759,7 +756,8 @@ def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_t
 
 def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store, tiny_dataset):
     # the small model's failure mode: copies of an example, too short to be a rubric
-    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])), store=store,
+                      concurrency=1)
     events = []
     with pytest.raises(ValueError, match="HypoEval generated no usable hypothesis"):
         get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
@@ -777,7 +775,7 @@ def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store,
 
 
 def test_all_missing_verdict_says_why(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     verdicts = he.evaluate_with_hypotheses(
         tiny_dataset.samples[:1], [{"key": "h1", "text": NOISY.format(n=1)}], aspect=tiny_dataset.aspects[0],
         task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=True, max_tokens=64)
@@ -827,7 +825,7 @@ def test_reward_constant_follows_the_judge_scale():
 
 
 def test_training_subsample_is_a_seeded_random_sample(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
 
     def train_ids(seed):
         return get_method("hypoeval", {"n_train": 6, "n_init": 2, "w_max": 5, "seed": seed, "n_selected": 1}).fit(
@@ -846,7 +844,7 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
     copy = "the source text 1 says output number 4 and the source text 1 says output number 4 again"
     near = GOOD.format(n=0) + "!"
     texts = [GOOD.format(n=0), near, copy, "ok", BAD.format(n=1)]
-    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
@@ -862,7 +860,8 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
 def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store, tiny_dataset):
     # SmolLM2 under the grammar: the prompt's own example, placeholder and all, three times over
     example = "A summary scores high on quality when ..., and low when ..."
-    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)), store=store,
+                      concurrency=1)
     with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
         get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
                                    task=TaskInfo.of(tiny_dataset))

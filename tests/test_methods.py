@@ -11,17 +11,12 @@ from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import METHODS, GEval, Judge, get_method
 from judge_engine.prompting import TaskInfo, judge_scale, to_aspect_range
 from judge_engine.structured import kind_of
-from tests.scripted import scripted_llm
-
-
-def fake_llm(store, reply="[[3]]", logprobs=False):
-    responder = reply if callable(reply) else (lambda m, p: reply)
-    backend = FakeBackend(responder, logprobs=logprobs)
-    return make_llm(LLMConfig(), store=store, backend=backend), backend
+from tests.scripted import fake_llm, scripted_llm
 
 
 def _fit(name, store, dataset, params=None):
-    llm, backend = fake_llm(store, lambda m, p: "1. Read.\n2. Rate." if "procedure" in m[0]["content"] else "[[4]]")
+    llm, backend = fake_llm(lambda m, p: "1. Read.\n2. Rate." if "procedure" in m[0]["content"] else "[[4]]",
+                            store=store)
     method = get_method(name, params)
     judge = method.fit(dataset.samples[:6], dataset.aspects[0], llm=llm, task=TaskInfo.of(dataset))
     return method, judge, llm, backend
@@ -89,7 +84,7 @@ def test_bad_parameter_is_named_at_fit_time(name, store, tiny_dataset):
     pname, constraint = next(iter(cls._parameter_constraints.items()))
     method = cls(**{**cls.default_params(), pname: "not-a-valid-value"})  # construction never validates
     with pytest.raises(ValueError, match=pname):
-        method.fit(tiny_dataset.samples, tiny_dataset.aspects[0], llm=fake_llm(store)[0],
+        method.fit(tiny_dataset.samples, tiny_dataset.aspects[0], llm=fake_llm("[[3]]", store=store)[0],
                    task=TaskInfo.of(tiny_dataset))
 
 
@@ -103,7 +98,7 @@ def test_judge_from_json_refuses_unknown_schema_or_method():
 def test_direct_unparsed_reply_is_missing_with_raw_text(store, tiny_dataset):
     # Requests run concurrently, so the reply depends on the sample in the prompt, not on call order.
     replies = {"output number 0": "[[5]]", "output number 1": "I refuse", "output number 2": "[[2]]"}
-    llm, _ = fake_llm(store, lambda m, p: next(r for text, r in replies.items() if text in m[-1]["content"]))
+    llm, _ = fake_llm(lambda m, p: next(r for text, r in replies.items() if text in m[-1]["content"]), store=store)
     judge = get_method("direct").fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     v = judge.score(tiny_dataset.samples[:3], llm=llm)
     assert v[0].score == 5.0 and v[1].missing and v[1].raw == "I refuse" and v[2].score == 2.0
@@ -111,14 +106,14 @@ def test_direct_unparsed_reply_is_missing_with_raw_text(store, tiny_dataset):
 
 def test_direct_maps_a_zero_to_one_aspect_from_the_judge_scale(store, tiny_dataset):
     from judge_engine.records import Aspect
-    llm, backend = fake_llm(store, "[[5]]")
+    llm, backend = fake_llm("[[5]]", store=store)
     judge = get_method("direct").fit([], Aspect("grounded", 0, 1), llm=llm, task=TaskInfo.of(tiny_dataset))
     assert judge.score(tiny_dataset.samples[:1], llm=llm)[0].score == 1.0
     assert "from 1 (worst) to 5 (best)" in backend.calls[0][0][0]["content"]
 
 
 def test_geval_uses_logprob_expectation_when_available(store, tiny_dataset):
-    llm, backend = fake_llm(store, lambda m, p: "steps" if "procedure" in m[0]["content"] else "3", logprobs=True)
+    llm, backend = fake_llm(lambda m, p: "steps" if "procedure" in m[0]["content"] else "3", store=store, logprobs=True)
     judge = GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     assert judge.state["scoring"] == "logprobs"
     [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
@@ -173,7 +168,7 @@ def test_scores_are_asked_for_as_json_and_read_from_it(store, tiny_dataset):
         return '{"score": 2}'
 
     for name in ("direct", "geval"):
-        llm, backend = fake_llm(store, responder)
+        llm, backend = fake_llm(responder, store=store)
         judge = get_method(name).fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
         [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
         assert v.metadata["source"] in ("json", "sampling") and not v.missing
@@ -191,7 +186,7 @@ def test_geval_samples_n_replies_without_logprobs(store, tiny_dataset):
             return "1. Read."
         return ["2", "4", "oops"][params.sample_index % 3]
 
-    llm, backend = fake_llm(store, responder)
+    llm, backend = fake_llm(responder, store=store)
     judge = GEval(n_samples=3).fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     assert judge.state["scoring"] == "sampling"
     [v] = judge.score(tiny_dataset.samples[:1], llm=llm)
@@ -200,7 +195,7 @@ def test_geval_samples_n_replies_without_logprobs(store, tiny_dataset):
 
 
 def test_geval_steps_are_generated_once_and_cached(store, tiny_dataset):
-    llm, backend = fake_llm(store, lambda m, p: "1. Read." if "procedure" in m[0]["content"] else "[[3]]")
+    llm, backend = fake_llm(lambda m, p: "1. Read." if "procedure" in m[0]["content"] else "[[3]]", store=store)
     GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     GEval().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
     assert len(backend.calls) == 1 and llm.ledger.snapshot()["cache_hits"] == 1

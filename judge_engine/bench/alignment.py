@@ -1,4 +1,4 @@
-"""Alignment table (issue #9, benchmark 6): each method vs direct scoring and G-Eval.
+"""Alignment table (benchmark 6): each method vs direct scoring and G-Eval.
 
 For each dataset (default SummEval, Topical-Chat, HANNA, SFRES) one seeded
 group-disjoint split is made (the same for every method: same train/test

@@ -1,4 +1,4 @@
-"""Hostile texts (issue #8): how often an output that tries to steer its judge moves the score.
+"""Hostile texts: how often an output that tries to steer its judge moves the score.
 
 Each of :data:`judge_engine.hostile.INJECTIONS` is appended to real outputs;
 the attacked and clean versions are scored by the same judge (direct scoring

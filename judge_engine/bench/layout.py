@@ -1,4 +1,4 @@
-"""Prompt layout (issue #9, benchmark 3): sample-first vs paper order for per-criterion scoring.
+"""Prompt layout (benchmark 3): sample-first vs paper order for per-criterion scoring.
 
 ``n`` samples x ``k`` criteria are scored by
 :func:`judge_engine.criteria_scoring.score_criteria` on the embedded

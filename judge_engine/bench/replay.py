@@ -1,4 +1,4 @@
-"""Replay (issue #9, benchmark 2): a finished run repeated costs no LLM call.
+"""Replay (benchmark 2): a finished run repeated costs no LLM call.
 
 Per repeat, in a fresh database (so a cold cache): run A executes a run with
 the real backend; run B is the same spec created again and executed, which

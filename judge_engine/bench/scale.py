@@ -1,4 +1,4 @@
-"""Scale (issue #9, benchmark 5): a synthetic dataset of 1k / 10k / 100k items.
+"""Scale (benchmark 5): a synthetic dataset of 1k / 10k / 100k items.
 
 The benchmark makes its own data: items in groups of 10 over 10 systems,
 short random texts, a human score 1-5 per item. For each size it measures

@@ -1,4 +1,4 @@
-"""Simulated world (issue #17): does each method find what was planted, against its paper's baselines?
+"""Simulated world: does each method find what was planted, against its paper's baselines?
 
 Per seed a :class:`~.simulated_judge.World` is made (samples with latent
 sub-criteria, human scores with planted weights, planted prompt effects and
@@ -112,9 +112,8 @@ def random_search(train, world: World, llm, *, evaluations: int, seed: int,
     correlation above zero), so only the search differs. Returns (None, NaN)
     when no drawn strategy is selectable (HPSS's fit would refuse then).
     """
-    from ..hpss_auxiliaries import Auxiliaries
-    from ..hpss_strategy import all_strategies
-    from ..methods.hpss import HPSS, ValidationFitness, search_value, select_best, select_validation
+    from ..methods.hpss import (HPSS, Auxiliaries, ValidationFitness, all_strategies, search_value, select_best,
+                                select_validation)
     m = method or HPSS()
     validation = select_validation(train, m.validation_size, m.seed)
     aux = Auxiliaries(llm=llm, aspect=_aspect(), task=TASK, pool=validation, human_criteria=m.human_criteria,
@@ -131,8 +130,7 @@ def random_search(train, world: World, llm, *, evaluations: int, seed: int,
 
 def run_hpss(world: World, train, test, log: Callable[[str], None],
              params: dict[str, Any] | None = None) -> dict[str, Any]:
-    from ..hpss_strategy import base_strategy, parse_strategy, strategy_name
-    from ..methods.hpss import HPSS
+    from ..methods.hpss import HPSS, base_strategy, parse_strategy, strategy_name
     table, optimum, opt_fit = world.hpss_landscape()
     found: dict[str, tuple] = {}
     calls: dict[str, int] = {}

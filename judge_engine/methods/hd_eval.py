@@ -30,7 +30,7 @@ Paper sections and the functions here:
 
 Honest scores. A criterion score the reply did not give stays NaN; at
 prediction the aggregator needs every feature, so a missing criterion is
-filled with its training mean (the paper's imputation) and counted in
+filled with its training mean (ours; the paper does not say) and counted in
 ``Verdict.metadata["imputed_criteria"]``; an item with more than
 ``max_imputed_fraction`` of its criteria imputed gets no score (missing,
 "k of n criteria imputed"). Fit-time problems (a decomposition with no
@@ -101,7 +101,7 @@ DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
 SCORE_TEMPLATE = load_template("hd_eval_score")
 
 ROOT_NAME = "overall quality"
-"""Parent named in the prompt of a layer-1 node (spec §7.2 recommendation)."""
+"""Parent named in the prompt of a layer-1 node (ours: the prompts of App. G.2 name a parent; an aspect has none)."""
 CRITERION_SCALE = (1, 5)
 """Every criterion is scored 1-5 (paper App. G.2)."""
 REDECOMPOSE_TEMPERATURE = 0.7
@@ -289,7 +289,7 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
                        existing: Sequence[str] = ()) -> Decomposition:
     """Eq. 1: the LLM proposes 2 to ``k`` sub-criteria (name, definition) of ``parent`` as JSON.
 
-    One call per parent (spec §7.1 recommendation), plus one follow-up turn
+    One call per parent (ours; the template of App. G.1 may list several), plus one follow-up turn
     when the reply holds fewer than 2 usable children (the better of the two
     is kept). Usable means read and accepted by :func:`check_children`
     against ``shown`` (texts a copy is measured against, e.g. the training
@@ -515,8 +515,8 @@ class HDEval(Method):
         Maximum children per decomposed criterion (paper §3.1, App. C.2: 4).
     k_expand : int, default=3
         Criteria of the current layer chosen by permutation importance for
-        decomposition from layer 3 on (not stated; spec §2.6: 3, which matches
-        the 12 layer-3 criteria of the Topical-Chat tree).
+        decomposition from layer 3 on (not stated in App. C.2; 3 matches the 12
+        layer-3 criteria of the Topical-Chat tree, App. H Table 10).
     aspects : tuple of str or None, default=None
         Layer-1 aspects (also the aggregator's targets). None = every aspect
         the training samples carry, as in the paper (App. C.2).
@@ -525,7 +525,7 @@ class HDEval(Method):
         earlier run); None = decompose from the aspects as the paper does.
     guidelines : dict or None, default=None
         Optional expert guideline text per aspect, added to the decomposition
-        and scoring prompts of that aspect's subtree (issue #4).
+        and scoring prompts of that aspect's subtree.
     layout : {"paper", "sample_first"}, default="paper"
         Scoring prompt order: the paper's (instructions and criterion, then
         the sample) or sample first for backend prefix caching.
@@ -537,10 +537,10 @@ class HDEval(Method):
     decompose_max_tokens : int, default=512
         Reply budget of a decomposition.
     pi_repeats : int, default=10
-        Permutation-importance repeats per fold (not stated; spec §11: 10, 5-fold out of fold).
+        Permutation-importance repeats per fold, 5 folds out of fold (not stated in the paper).
     max_imputed_fraction : float, default=0.5
         At prediction, a criterion the reply gave no score for is filled with
-        its training mean (the paper's imputation, counted per item in
+        its training mean (ours; the paper does not say; counted per item in
         ``Verdict.metadata["imputed_criteria"]``). An item with more than this
         share of its criteria imputed gets no score (missing, "k of n criteria
         imputed"): the prediction would then mostly restate training means.
