@@ -11,7 +11,6 @@ or a page switch never stops it; the page only polls the store.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import subprocess
@@ -25,8 +24,7 @@ from typing import Any, Callable
 from . import annotations, data, metrics
 from .llm import BackendUnavailable, LLMConfig, Ledger, make_llm
 from .llm.client import LLM
-from .methods import Judge, get_method
-from .prompting import TaskInfo
+from .methods import FitContext, Judge, get_method
 from .records import Dataset, Split, Verdict
 from .store import Store
 
@@ -154,20 +152,14 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         dataset = human_dataset(store, run["dataset"], run.get("human_aggregate") or "imported")
         split = Split.from_dict(run["split"])
         aspect = dataset.aspect(run["aspect"])
-        task = TaskInfo.of(dataset)
         if run["judge"] is None:
             # a fit interrupted before it finished starts over (its calls come back from the cache) and logs
             # every event again: the interrupted attempt's events would show each step twice
             store.clear_events(run_id)
             method = get_method(run["method"], run["params"])
-            # dataset context for the methods that ask for it: all aspect records (HD-Eval models several
-            # aspects at once) and the natural meta-evaluation level (HPSS's fitness)
-            offered = {"aspects": dataset.aspects, "natural_level": dataset.natural_level}
-            accepted = inspect.signature(method.fit).parameters
-            context = {k: v for k, v in offered.items() if k in accepted}
-            judge = method.fit(dataset.subset(list(split.train_ids)), aspect, llm=llm, task=task,
-                               progress=lambda d, t, s: report(d, t, f"fit: {s}"),
-                               log=lambda kind, payload: store.add_event(run_id, kind, payload), **context)
+            context = FitContext.of(dataset, llm=llm, progress=lambda d, t, s: report(d, t, f"fit: {s}"),
+                                    log=lambda kind, payload: store.add_event(run_id, kind, payload))
+            judge = method.fit(dataset.subset(list(split.train_ids)), aspect, context)
             store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
             # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
             store.add_event(run_id, "fitted", {"method": run["method"], "ledger": ledger.snapshot()})

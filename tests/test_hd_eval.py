@@ -10,7 +10,7 @@ from judge_engine import structured
 from judge_engine.criteria_scoring import CriterionScore
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge
+from judge_engine.methods import FitContext, Judge
 from judge_engine.methods.hd_eval import (DEFAULT_N_ASPECTS, HDEval, add_children, aspect_groups, initial_tree,
                                           parse_decomposition, prune_by_attribution, remove_llm_children, tree_index)
 from judge_engine.prompting import TaskInfo
@@ -76,8 +76,8 @@ def _fit(store, method, dataset=None, responder=scripted):
     dataset = dataset or _dataset()
     llm, backend = _llm(store, responder)
     events = []
-    judge = method.fit(dataset.samples[:16], dataset.aspect("clarity"), llm=llm, task=TaskInfo.of(dataset),
-                       log=lambda k, p: events.append((k, p)))
+    judge = method.fit(dataset.samples[:16], dataset.aspect("clarity"),
+                       FitContext(llm=llm, task=TaskInfo.of(dataset), log=lambda k, p: events.append((k, p))))
     return judge, llm, backend, events
 
 
@@ -194,7 +194,7 @@ def test_an_edited_tree_reuses_every_unchanged_call(store):
                           "origin": "human"})
     before = len(backend.calls)
     second = HDEval(aggregator="lr", max_layers=2, pi_repeats=2, criteria_tree=tree).fit(
-        _dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()))
+        _dataset().samples[:16], _dataset().aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(_dataset())))
     new_calls = backend.calls[before:]
     assert len(new_calls) == 2 * 16, "only the edited and the added node are scored again; no decomposition"
     features = second.state["features"]
@@ -212,8 +212,8 @@ def test_marked_nodes_are_expanded_and_redecomposition_draws_new_children(store)
             n["redecompose"] = 1
     events = []
     second = HDEval(aggregator="lr", max_layers=3, pi_repeats=2, criteria_tree=tree).fit(
-        _dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()),
-        log=lambda k, p: events.append((k, p)))
+        _dataset().samples[:16], _dataset().aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(_dataset()),
+            log=lambda k, p: events.append((k, p))))
     nodes = tree_index(second.state["tree"])
     assert {nid for nid, n in nodes.items() if n["layer"] == 3} == {f"style/p2/p{j}" for j in range(4)}
     assert next(p for k, p in events if k == "expansion_chosen" and p["layer"] == 3)["reason"] == "marked by a person"
@@ -254,8 +254,8 @@ def test_bad_tree_is_refused_at_fit_time(store):
     bad = {"nodes": [{"id": "a/x", "name": "x", "definition": "", "parent": "nope"}]}
     llm, _ = _llm(store)
     with pytest.raises(ValueError, match="unknown parent"):
-        HDEval(criteria_tree=bad).fit(_dataset().samples[:6], _dataset().aspect("clarity"), llm=llm,
-                                      task=TaskInfo.of(_dataset()))
+        HDEval(criteria_tree=bad).fit(_dataset().samples[:6], _dataset().aspect("clarity"),
+                                      FitContext(llm=llm, task=TaskInfo.of(_dataset())))
 
 
 def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
@@ -340,8 +340,8 @@ def test_next_round_tree_drops_deleted_subtrees_and_refit_preview_shows_the_chan
 def test_too_few_human_scored_samples_is_a_clear_error(store):
     llm, _ = _llm(store)
     with pytest.raises(ValueError, match="at least 2 training samples"):
-        HDEval(aspects=("clarity", "nope")).fit(_dataset().samples[:6], _dataset().aspect("clarity"), llm=llm,
-                                                task=TaskInfo.of(_dataset()))
+        HDEval(aspects=("clarity", "nope")).fit(_dataset().samples[:6], _dataset().aspect("clarity"),
+                                                FitContext(llm=llm, task=TaskInfo.of(_dataset())))
 
 
 def test_edited_dataset_aspects_reach_fit_through_the_run(store, tmp_path):
@@ -505,7 +505,7 @@ def test_estimate_is_an_upper_bound_on_the_calls_of_fit_and_score(config, respon
     method = HDEval(aggregator="lr", pi_repeats=2, **config)
     backend = FakeBackend(responder)
     llm = make_llm(LLMConfig(), store=None, backend=backend)
-    judge = method.fit(dataset.samples[:8], dataset.aspect("relevance"), llm=llm, task=TaskInfo.of(dataset))
+    judge = method.fit(dataset.samples[:8], dataset.aspect("relevance"), FitContext(llm=llm, task=TaskInfo.of(dataset)))
     fit_calls = len(backend.calls)
     judge.score(dataset.samples[8:], llm=llm)
     score_calls = len(backend.calls) - fit_calls
@@ -531,7 +531,8 @@ def test_estimate_bounds_a_next_round_on_a_marked_tree(store):
                     aspects=("clarity", "style", "grounded"))
     backend = FakeBackend(_json_scripted)
     llm = make_llm(LLMConfig(), store=None, backend=backend)
-    judge = method.fit(_dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()))
+    judge = method.fit(_dataset().samples[:16], _dataset().aspect("clarity"),
+                       FitContext(llm=llm, task=TaskInfo.of(_dataset())))
     fit_calls = len(backend.calls)
     judge.score(_dataset().samples[16:20], llm=llm)
     estimate = method.estimate_calls(16, 4)
@@ -558,7 +559,7 @@ def test_weighted_hd_eval_reads_each_criterion_at_the_digit_of_its_json_reply(st
     llm = make_llm(LLMConfig(), store=store, backend=backend)
     dataset = _dataset()
     judge = HDEval(aggregator="lr", max_layers=1, weighted=True, pi_repeats=2).fit(
-        dataset.samples[:16], dataset.aspect("clarity"), llm=llm, task=TaskInfo.of(dataset))
+        dataset.samples[:16], dataset.aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(dataset)))
     assert judge.state["reads"] == {"logprobs": 16 * 3}
     test = dataset.samples[16:18]
     for v, s in zip(judge.score(test, llm=llm), test):

@@ -94,6 +94,7 @@ from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entries, check_entry
 from .base import (
     EventSink,
+    FitContext,
     Interval,
     Judge,
     Method,
@@ -1281,8 +1282,7 @@ class ActiveCritic(Method):
         self.score_normalization = score_normalization
         self.no_positive_set = no_positive_set
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
         """Stage 1 (unless a person gave the task description / criteria), then the demonstration search.
 
         ``Judge.state["warnings"]`` holds ``no_task_description``,
@@ -1291,6 +1291,7 @@ class ActiveCritic(Method):
         free-text fallback, missing). Raises ValueError when no demonstration
         set is selectable and ``no_positive_set`` is ``"fail"``.
         """
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         mode = self.score_normalization
         examples = [_example(s, aspect, mode) for s in train if aspect.name in s.human]

@@ -95,7 +95,7 @@ from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entry, shares_topic
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
 SCORE_TEMPLATE = load_template("hd_eval_score")
@@ -590,13 +590,11 @@ class HDEval(Method):
             tree_index(self.criteria_tree)
 
     # ---- Algorithm 1 ----------------------------------------------------------------------
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None,
-            aspects: Sequence[Aspect] | None = None) -> Judge:
-        """``aspects``: the dataset's aspect records (definitions, ranges), passed by ``execute_run``."""
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        """``context.aspects``: the dataset's aspect records (definitions, ranges) for the layer-1 aspects."""
         self._validate_params()
-        dataset_aspects = aspects
-        emit = log or (lambda kind, payload: None)
+        llm, task, progress = context.llm, context.task, context.progress
+        emit = context.log or (lambda kind, payload: None)
         names = list(self.aspects) if self.aspects else sorted(
             set.intersection(*(set(s.human) for s in train)) if train else {aspect.name})
         if aspect.name not in names:
@@ -605,7 +603,7 @@ class HDEval(Method):
         if len(train) < 2:
             raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
                              f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
-        aspects = known_aspects(aspect, names, train, dataset_aspects)
+        aspects = known_aspects(aspect, names, train, context.aspects)
         tree = initial_tree(aspects, self.criteria_tree)
         background = f"The {task.output_label.lower()} is judged on: " + "; ".join(
             f"{a.name} ({a.definition})" if a.definition else a.name for a in aspects) + "."

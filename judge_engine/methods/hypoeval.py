@@ -78,7 +78,7 @@ from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entries
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -1073,8 +1073,8 @@ class HypoEval(Method):
         self.hypotheses = hypotheses
         self.seed = seed
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         p = self.get_params()
         s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
