@@ -688,3 +688,11 @@ def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_
     assert [c["name"] for c in kept] == ["Topic focus", "Sentence ordering"]
     assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality"), ("Word choice", "no_quality")]
     assert [c["name"] for c in check_children(children)[0]] == [], "without topics the quality vocabulary decides"
+
+
+def test_scoring_settings_score_first_with_the_score_budget():
+    from judge_engine.criteria_scoring import ScoringSettings
+    from judge_engine.methods.hd_eval import scoring_settings
+    params = HDEval(layout="sample_first", weighted=True, score_max_tokens=12).get_params()
+    assert scoring_settings(params) == ScoringSettings(layout="sample_first", reasoning=False, max_tokens=12,
+                                                       weighted=True)

@@ -12,6 +12,7 @@ import re
 import pytest
 
 from judge_engine import structured
+from judge_engine.criteria_scoring import ScoringSettings
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, Judge, get_method
@@ -667,8 +668,8 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
     llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
     verdicts = he.evaluate_with_hypotheses(
         tiny_dataset.samples[:2], [{"key": "h1", "text": GOOD.format(n=1)}], aspect=tiny_dataset.aspects[0],
-        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=False, max_tokens=64,
-        weighted=True)
+        task=TaskInfo.of(tiny_dataset), llm=llm,
+        settings=ScoringSettings(layout="paper", joint=False, reasoning=False, max_tokens=64, weighted=True))
     # 0.6*4 + 0.2*3 + 0.2*5 = 4.0 read at the 5th token; the decoy "1" at the first position is ignored
     assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0])
     assert all(v.metadata["source"] == "logprobs" for v in verdicts)
@@ -782,7 +783,8 @@ def test_all_missing_verdict_says_why(store, tiny_dataset):
     llm, _ = make(store, scripted(tiny_dataset))
     verdicts = he.evaluate_with_hypotheses(
         tiny_dataset.samples[:1], [{"key": "h1", "text": NOISY.format(n=1)}], aspect=tiny_dataset.aspects[0],
-        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=True, max_tokens=64)
+        task=TaskInfo.of(tiny_dataset), llm=llm,
+        settings=ScoringSettings(layout="paper", joint=False, reasoning=True, max_tokens=64))
     [v] = verdicts
     assert math.isnan(v.score) and v.metadata["source"] == "missing"
     assert "none of the 1 hypotheses" in v.metadata["missing_reason"]
@@ -868,3 +870,15 @@ def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store,
     with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
         get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
                                    FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+
+
+def test_scoring_settings_are_built_once_from_the_parameters(tiny_dataset):
+    params = {**he.HypoEval().get_params(), "layout": "sample_first", "joint": True, "reasoning": False,
+              "max_tokens": 48, "weighted": True}
+    assert he.scoring_settings(params) == ScoringSettings(layout="sample_first", joint=True, reasoning=False,
+                                                          max_tokens=48, weighted=True)
+    ctx = he.Context(llm=None, aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), params=params,
+                     log=lambda k, payload: None, progress=lambda s: None)
+    # training rewards are per hypothesis: one call each, whatever the judge's joint setting
+    assert ctx.scoring == ScoringSettings(layout="sample_first", joint=False, reasoning=False, max_tokens=48,
+                                          weighted=True)

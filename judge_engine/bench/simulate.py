@@ -257,7 +257,7 @@ def run_hd_eval(world: World, train, test, log: Callable[[str], None],
 def run_hypoeval(world: World, train, test, log: Callable[[str], None],
                  params: dict[str, Any] | None = None) -> dict[str, Any]:
     from ..methods import FitContext
-    from ..methods.hypoeval import HypoEval, evaluate_with_hypotheses
+    from ..methods.hypoeval import HypoEval, evaluate_with_hypotheses, scoring_settings
     llm, backend = make_llm(world)
     method = HypoEval(**(params or {}))
     judge = method.fit(train, _aspect(), FitContext(llm=llm, task=TASK))
@@ -269,8 +269,7 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None],
 
     def test_r(entries: Sequence[dict]) -> float:
         verdicts = evaluate_with_hypotheses(test, entries, aspect=_aspect(), task=TASK, llm=llm,
-                                            layout=method.layout, joint=method.joint, reasoning=method.reasoning,
-                                            max_tokens=method.max_tokens, weighted=method.weighted)
+                                            settings=scoring_settings(method.get_params()))
         return _pearson([s.human[TARGET] for s in test], [v.score for v in verdicts])
 
     selected, bank = judge.state["selected"], judge.state["bank"]
