@@ -264,11 +264,11 @@ def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
                    params={"aggregator": "dt", "max_layers": 2, "pi_repeats": 2})
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=_llm(store)[0])
-    assert summary["n"] == 6 and summary["parse_failures"] == 0 and summary["calls"] > 0
+    assert summary.n == 6 and summary.parse_failures == 0 and summary.calls > 0
     kinds = [e["kind"] for e in store.events(first)]
     assert kinds[:2] == ["tree_started", "layer_scored"] and "aggregator_fitted" in kinds and "fitted" in kinds
     again = execute_run(store, create_run(store, spec), llm=_llm(store)[0])
-    assert again["calls"] == 0 and again["cache_hits"] > 0
+    assert again.calls == 0 and again.cache_hits > 0
 
 
 @pytest.mark.model
@@ -279,12 +279,12 @@ def test_real_embedded_model_end_to_end_and_repeat_is_free(store, tiny_dataset):
                    params={"aggregator": "lr", "max_layers": 2, "k_child": 2, "pi_repeats": 2,
                            "decompose_max_tokens": 48, "score_max_tokens": 4, "weighted": True})
     first = execute_run(store, create_run(store, spec))
-    assert first["n"] == 3 and first["calls"] > 0  # test_size=2 takes one whole group of 3
+    assert first.n == 3 and first.calls > 0  # test_size=2 takes one whole group of 3
     run = store.list_runs()[0]
     judge = Judge.from_dict(store.get_run(run["id"])["judge"])
     assert judge.state["tree"]["nodes"][0]["id"] == "quality" and judge.state["layers"]
     again = execute_run(store, create_run(store, spec))
-    assert again["calls"] == 0
+    assert again.calls == 0
 
 
 # ---- tree editing: versioned rows, undo, conflicts, next round ------------------------------------
@@ -638,10 +638,10 @@ def test_refused_sub_criteria_are_counted_in_the_run_summary(store):
                                        test_size=6, params={"aggregator": "lr", "max_layers": 2, "k_child": 8,
                                                             "pi_repeats": 2}))
     summary = execute_run(store, run_id, llm=_llm(store, _bad_responder)[0])
-    [warning] = [w for w in summary["warnings"] if w["code"] == "rubric_rejected"]
-    assert warning["count"] == 5
-    assert "copy 1" in warning["message"] and "near duplicate 2" in warning["message"]
-    assert "empty 1" in warning["message"] and "too long 1" in warning["message"]
+    [warning] = [w for w in summary.warnings if w.code == "rubric_rejected"]
+    assert warning.count == 5
+    assert "copy 1" in warning.message and "near duplicate 2" in warning.message
+    assert "empty 1" in warning.message and "too long 1" in warning.message
 
 
 def test_a_node_left_with_no_accepted_child_gets_the_follow_up_then_the_no_children_warning(store):

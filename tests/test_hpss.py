@@ -841,13 +841,13 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
     rejected = judge.state["rejected"]
     assert [(r["kind"], r["rule"]) for r in rejected] == [("questions", "empty")] * n_val
     assert [r["key"] for r in rejected] == judge.state["validation_ids"]
-    [warning] = [w for w in summary["warnings"] if w["code"] == "rubric_rejected"]
-    assert warning["count"] == n_val and f"empty {n_val}" in warning["message"]
+    [warning] = [w for w in summary.warnings if w.code == "rubric_rejected"]
+    assert warning.count == n_val and f"empty {n_val}" in warning.message
     verdicts = store.load_verdicts(run_id)
     assert len(verdicts) == 3 and all(v.missing and "questions:" in v.metadata["auxiliary_rejected"]
                                       for v in verdicts)
-    [missing] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
-    assert "refused by the rubric checks (questions: empty)" in missing["message"]
+    [missing] = [w for w in summary.warnings if w.code == "scores_missing"]
+    assert "refused by the rubric checks (questions: empty)" in missing.message
 
 
 def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():
