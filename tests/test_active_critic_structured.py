@@ -15,7 +15,7 @@ import pytest
 from judge_engine import structured
 from judge_engine.llm.base import LOGPROB_POSITIONS, GenerationParams
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import active_critic as ac
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
@@ -86,7 +86,7 @@ def test_every_generation_step_asks_for_its_schema_and_is_read_as_json(store, da
     llm, backend = fake_llm(json_judge(), store=store, concurrency=2)
     events = []
     method = get_method("active_critic", {"n_candidates": 2, "seed": 0})
-    judge = method.fit(samples[:10], aspect, llm=llm, task=task, log=lambda k, p: events.append((k, p)))
+    judge = method.fit(samples[:10], aspect, FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
     kinds = [structured.kind_of(p.json_schema) for _, p in backend.calls]
     observations = [m[-1]["content"] for (m, p) in backend.calls if not p.json_schema]
     assert all("Add new observations" in o or "Check two things" in o for o in observations), \
@@ -283,12 +283,12 @@ def test_every_candidate_anti_correlated_gives_no_judge_unless_a_person_keeps_ze
               "retry_unparsed": False}
     events = []
     with pytest.raises(ValueError, match=r"no usable judge.*zero-shot: Q = -3\.000 on 10 of 10 items"):
-        get_method("active_critic", params).fit(samples[:10], aspect, llm=llm, task=task,
-                                                log=lambda k, p: events.append((k, p)))
+        get_method("active_critic", params).fit(samples[:10], aspect,
+                                                FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
     assert [k for k, _ in events].count("candidate") == 3
     assert all(p["q"] < 0 and p["selectable"] is False for k, p in events if k == "candidate")
     judge = get_method("active_critic", {**params, "no_positive_set": "zero_shot"}).fit(
-        samples[:10], aspect, llm=llm, task=task)
+        samples[:10], aspect, FitContext(llm=llm, task=task))
     assert judge.state["demos"] == [] and [w["code"] for w in judge.state["warnings"]] == ["selection_fallback"]
     assert "Q = -3.000" in judge.state["warnings"][0]["message"]
 
@@ -299,8 +299,9 @@ def test_zero_shot_is_kept_with_a_warning_when_every_demo_set_is_anti_correlated
                       concurrency=2)
     events = []
     judge = get_method("active_critic", {"n_candidates": 3, "variant": "coarse", "criteria": CRITERIA,
-                                         "task_description": TASK}).fit(samples[:10], aspect, llm=llm, task=task,
-                                                                        log=lambda k, p: events.append((k, p)))
+                                         "task_description": TASK}).fit(samples[:10], aspect,
+                                                                        FitContext(llm=llm, task=task,
+                                                                                   log=lambda k, p: events.append((k, p))))
     assert judge.state["demos"] == [] and all(not s["selectable"] for s in judge.state["search"][1:])
     [warning] = judge.state["warnings"]
     assert warning["code"] == "selection_fallback" and "kept zero-shot" in warning["message"]
@@ -342,7 +343,7 @@ def test_the_estimate_bounds_the_actual_backend_calls(data, params):
     llm, _ = fake_llm(fake_backend=backend, concurrency=2)  # no cache: every request reaches the backend
     method = get_method("active_critic", params)
     estimate = method.estimate_calls(12, 5)
-    judge = method.fit(samples[:12], aspect, llm=llm, task=task)
+    judge = method.fit(samples[:12], aspect, FitContext(llm=llm, task=task))
     fit_calls = len(backend.calls)
     assert 0 < fit_calls <= estimate["fit"]
     assert len(judge.state["criteria"]) == 3, "the retry's 3 criteria beat the list prompt's 2"

@@ -151,7 +151,7 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0,
                                        test_size=6), judge=compare.transfer_judge(judge, tiny_dataset.aspects[0]))
     summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(good)))
-    assert summary["n"] == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]
+    assert summary.n == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]
 
 
 def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_aggregator(store):

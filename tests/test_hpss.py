@@ -12,7 +12,7 @@ from judge_engine import structured
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.base import LOGPROB_POSITIONS, Completion
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge
+from judge_engine.methods import FitContext, Judge
 from judge_engine.methods.hpss.auxiliaries import Auxiliaries, parse_questions, select_examples
 from judge_engine.methods.hpss.method import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores,
                                               fitness, greedy_search, initialize, iterative_search, select_best,
@@ -383,7 +383,7 @@ def test_follow_up_weights_the_score_digit_and_flags_readings_from_alternatives(
     assert result.sources == ("logprobs", "logprobs_first_position", "missing", "logprobs_first_position")
     assert result.from_alternatives == 2
     # a judge scoring with the same replies flags each such verdict
-    judge = HPSS(fixed_strategy=strategy_name(BASE)).fit(_samples(4), ASPECT, llm=llm, task=TASK)
+    judge = HPSS(fixed_strategy=strategy_name(BASE)).fit(_samples(4), ASPECT, FitContext(llm=llm, task=TASK))
     assert {w["code"]: w.get("count") for w in judge.state["warnings"]}["scores_from_alternatives"] == 2
     assert judge.state["readings"]["from_alternatives"] == 2
     verdicts = judge.score(_samples(4), llm=llm)
@@ -488,7 +488,7 @@ def test_fit_logs_every_strategy_and_the_judge_scores_new_samples(store):
     llm, backend = fake_llm(responder, store=store)
     events = []
     method = HPSS(budget=10, seed=1)
-    judge = method.fit(_samples()[:9], ASPECT, llm=llm, task=TASK, log=lambda k, p: events.append((k, p)))
+    judge = method.fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK, log=lambda k, p: events.append((k, p))))
     evaluated = [p for k, p in events if k == "hpss_evaluated"]
     assert len(evaluated) == 31 and len({p["strategy"] for p in evaluated}) == 31
     assert evaluated[0]["strategy"] == strategy_name(BASE)
@@ -503,22 +503,22 @@ def test_fit_logs_every_strategy_and_the_judge_scores_new_samples(store):
     assert [v.sample_id for v in verdicts] == ["s9", "s10", "s11"]
     assert all(1 <= v.score <= 5 for v in verdicts)
     calls = len(backend.calls)
-    HPSS(budget=10, seed=1).fit(_samples()[:9], ASPECT, llm=llm, task=TASK)  # everything cached
+    HPSS(budget=10, seed=1).fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))  # everything cached
     assert len(backend.calls) == calls
 
 
 def test_fixed_strategy_scores_without_search_and_bad_values_are_named(store):
     llm, _ = fake_llm(responder, store=store)
     name = "10_Human_Free_NoAutoCoT_NoMetrics_Example3_NoReference_ETI"
-    judge = HPSS(fixed_strategy=name).fit(_samples()[:9], ASPECT, llm=llm, task=TASK)
+    judge = HPSS(fixed_strategy=name).fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))
     assert judge.state["strategy"] == name and len(judge.state["explored"]) == 1
     assert len(judge.state["examples"]) == 3
     prompt = HPSS.render(judge, _samples()[10], llm=llm)
     assert "from 1 to 10" in prompt and prompt.count("# Example") == 3
     with pytest.raises(ValueError, match="fixed_strategy"):
-        HPSS(fixed_strategy="nope").fit(_samples()[:9], ASPECT, llm=llm, task=TASK)
+        HPSS(fixed_strategy="nope").fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))
     with pytest.raises(ValueError, match="validation_size"):
-        HPSS(validation_size=1).fit(_samples()[:9], ASPECT, llm=llm, task=TASK)
+        HPSS(validation_size=1).fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))
 
 
 def test_estimate_counts_follow_up_turns_and_auxiliaries():
@@ -565,7 +565,7 @@ def test_backend_calls_never_exceed_the_estimate(params):
     method = HPSS(**params)
     train, test = _distinct(8), _distinct(4, start=8)
     est = method.estimate_calls(len(train), len(test) + 1)
-    judge = method.fit(train, ASPECT, llm=llm, task=TASK)
+    judge = method.fit(train, ASPECT, FitContext(llm=llm, task=TASK))
     fit_calls = len(backend.calls)
     judge.score(test + _distinct(1, start=20), llm=llm)  # item 20 needs its follow-up
     score_calls = len(backend.calls) - fit_calls
@@ -583,7 +583,7 @@ def test_the_estimate_is_reached_when_every_reply_needs_its_follow_up():
     llm = make_llm(LLMConfig(), backend=backend)
     method = HPSS(fixed_strategy="5_LLM_Free_AutoCoT_Metrics_NoExample_Reference_TEI")
     est = method.estimate_calls(6, 4)
-    judge = method.fit(_distinct(6), ASPECT, llm=llm, task=TASK)
+    judge = method.fit(_distinct(6), ASPECT, FitContext(llm=llm, task=TASK))
     assert len(backend.calls) == est["fit"]
     before = len(backend.calls)
     judge.score(_distinct(4, start=6), llm=llm)
@@ -629,8 +629,9 @@ def _planted(messages, params, *, free_parses=None, sign=1):
 def test_fit_adopts_the_strategy_that_scores_every_item_not_the_one_perfect_on_two(store):
     llm, _ = fake_llm(lambda m, p: _planted(m, p, free_parses={0, 1}), store=store)
     events = []
-    judge = HPSS(budget=0, fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm, task=TASK,
-                                                        log=lambda k, p: events.append((k, p)))
+    judge = HPSS(budget=0, fitness_level="sample").fit(_distinct(10), ASPECT,
+                                                       FitContext(llm=llm, task=TASK,
+                                                                  log=lambda k, p: events.append((k, p))))
     free = strategy_name(replace_value(BASE, 2, "Free"))
     entry = next(p for k, p in events if k == "hpss_evaluated" and p["strategy"] == free)
     assert entry["correlation"] == pytest.approx(100.0) and entry["coverage"] == pytest.approx(0.2)
@@ -648,13 +649,14 @@ def test_when_every_strategy_correlates_negatively_no_judge_is_adopted(store):
     llm, _ = fake_llm(lambda m, p: _planted(m, p, sign=-1), store=store)
     events = []
     with pytest.raises(ValueError, match="adopted no judge") as info:
-        HPSS(budget=3, fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm, task=TASK,
-                                                   log=lambda k, p: events.append((k, p)))
+        HPSS(budget=3, fitness_level="sample").fit(_distinct(10), ASPECT,
+                                                   FitContext(llm=llm, task=TASK,
+                                                              log=lambda k, p: events.append((k, p))))
     assert "24 correlated at or below 0" in str(info.value) and "fixed_strategy" in str(info.value)
     assert [k for k, _ in events].count("hpss_evaluated") == 24 and events[-1][0] == "hpss_no_judge"
     # a person may still accept one: the fixed strategy is kept, with a warning and the record saying so
-    judge = HPSS(fixed_strategy=strategy_name(BASE), fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm,
-                                                                                  task=TASK)
+    judge = HPSS(fixed_strategy=strategy_name(BASE), fitness_level="sample").fit(_distinct(10), ASPECT,
+                                                                                 FitContext(llm=llm, task=TASK))
     assert judge.state["strategy"] == strategy_name(BASE) and judge.state["accepted_by_person"] is True
     assert judge.state["selection"]["correlation"] < 0
     assert [w["code"] for w in judge.state["warnings"]] == ["not_selectable"]
@@ -835,13 +837,13 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
     rejected = judge.state["rejected"]
     assert [(r["kind"], r["rule"]) for r in rejected] == [("questions", "empty")] * n_val
     assert [r["key"] for r in rejected] == judge.state["validation_ids"]
-    [warning] = [w for w in summary["warnings"] if w["code"] == "rubric_rejected"]
-    assert warning["count"] == n_val and f"empty {n_val}" in warning["message"]
+    [warning] = [w for w in summary.warnings if w.code == "rubric_rejected"]
+    assert warning.count == n_val and f"empty {n_val}" in warning.message
     verdicts = store.load_verdicts(run_id)
     assert len(verdicts) == 3 and all(v.missing and "questions:" in v.metadata["auxiliary_rejected"]
                                       for v in verdicts)
-    [missing] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
-    assert "refused by the rubric checks (questions: empty)" in missing["message"]
+    [missing] = [w for w in summary.warnings if w.code == "scores_missing"]
+    assert "refused by the rubric checks (questions: empty)" in missing.message
 
 
 def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():

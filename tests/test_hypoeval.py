@@ -12,9 +12,10 @@ import re
 import pytest
 
 from judge_engine import structured
+from judge_engine.criteria_scoring import ScoringSettings
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import hypoeval as he
 from judge_engine.prompting import TaskInfo
 from judge_engine.runs import RunSpec, create_run, execute_run
@@ -271,8 +272,8 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
     events = []
     notes = ({"title": "Guidelines", "text": "Coherent summaries keep one topic."},)
     method = get_method("hypoeval", {"literature": notes, "n_selected": 2, "w_max": 3})
-    judge = method.fit(tiny_dataset.samples[:9], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
-                       log=lambda k, p: events.append((k, p)))
+    judge = method.fit(tiny_dataset.samples[:9], tiny_dataset.aspects[0],
+                       FitContext(llm=llm, task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p))))
     kinds = {k for k, _ in events}
     assert {"hypothesis_proposed", "reward_updated", "selection", "union", "fit_done"} <= kinds
     assert "literature_skipped" not in kinds
@@ -289,7 +290,7 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
 def test_all_missing_gives_a_missing_verdict_never_a_number(store, tiny_dataset):
     llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (NOISY.format(n=1),)}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     [v] = judge.score(tiny_dataset.samples[6:7], llm=llm)
     assert math.isnan(v.score) and v.metadata["missing"] == 1 and "follow-up" in v.raw
 
@@ -297,8 +298,9 @@ def test_all_missing_gives_a_missing_verdict_never_a_number(store, tiny_dataset)
 def test_fit_without_literature_says_so_and_makes_no_literature_call(store, tiny_dataset):
     llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     events = []
-    get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
-                               task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
+    get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
+                               FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+                                          log=lambda k, p: events.append((k, p))))
     assert [k for k, _ in events[:2]] == ["fit_started", "literature_skipped"]
     assert not any("key findings" in m[0]["content"] for m, _ in backend.calls)
 
@@ -308,14 +310,14 @@ def test_curated_hypotheses_skip_generation_and_only_changed_ones_cost_calls(sto
     task, aspect = TaskInfo.of(tiny_dataset), tiny_dataset.aspects[0]
     curated = (GOOD.format(n=1), BAD.format(n=1))
     judge = get_method("hypoeval", {"hypotheses": curated, "n_selected": 2}).fit(
-        tiny_dataset.samples[:6], aspect, llm=llm, task=task)
+        tiny_dataset.samples[:6], aspect, FitContext(llm=llm, task=task))
     assert not any(kind(m[0]["content"]) in ("generate", "refine", "repeat") for m, _ in backend.calls)
     assert {e["origin"] for e in judge.state["selected"]} == {"curated"}
     judge.score(tiny_dataset.samples[6:], llm=llm)
     before = len(backend.calls)
     edited = (GOOD.format(n=1), BAD.format(n=2))  # one hypothesis edited
     judge2 = get_method("hypoeval", {"hypotheses": edited, "n_selected": 2}).fit(
-        tiny_dataset.samples[:6], aspect, llm=llm, task=task)
+        tiny_dataset.samples[:6], aspect, FitContext(llm=llm, task=task))
     judge2.score(tiny_dataset.samples[6:], llm=llm)
     # only the edited hypothesis is scored again: 6 train + 6 test samples
     assert len(backend.calls) - before == 12
@@ -325,7 +327,7 @@ def test_curated_hypotheses_skip_generation_and_only_changed_ones_cost_calls(sto
 def test_layouts_put_the_hypothesis_before_or_after_the_sample(store, tiny_dataset, layout):
     llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1),), "layout": layout}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     [v] = judge.score(tiny_dataset.samples[7:8], llm=llm)
     prompt = backend.calls[-1][0][0]["content"]
     sample_first = prompt.index("<<<SUMMARY>>>") < prompt.index("GOOD rubric")
@@ -343,7 +345,7 @@ def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
 
     llm, backend = fake_llm(responder, store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1)), "joint": True}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     before = len(backend.calls)
     verdicts = judge.score(tiny_dataset.samples[6:9], llm=llm)
     assert len(backend.calls) - before == 3
@@ -394,8 +396,8 @@ def test_estimate_is_an_upper_bound_on_actual_backend_calls(store, tiny_dataset,
     llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)  # fresh cache: every request is sent
     method = get_method("hypoeval", params)
     estimate = method.estimate_calls(n_train, n_test)
-    judge = method.fit(tiny_dataset.samples[:n_train], tiny_dataset.aspects[0], llm=llm,
-                       task=TaskInfo.of(tiny_dataset))
+    judge = method.fit(tiny_dataset.samples[:n_train], tiny_dataset.aspects[0],
+                       FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     fit_calls = len(backend.calls)
     assert any(len(m) > 1 for m, _ in backend.calls), "the flaky judge forced follow-up turns"
     assert 0 < fit_calls <= estimate["fit"]
@@ -407,7 +409,7 @@ def test_bad_literature_parameter_is_named(store, tiny_dataset):
     llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     with pytest.raises(ValueError, match="literature"):
         get_method("hypoeval", {"literature": "just a string"}).fit(
-            tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+            tiny_dataset.samples, tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
 
 
 def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_dataset):
@@ -417,11 +419,11 @@ def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_
     llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=llm)
-    assert summary["n"] == 6 and summary["calls"] > 0
+    assert summary.n == 6 and summary.calls > 0
     kinds = {e["kind"] for e in store.events(first)}
     assert {"hypothesis_proposed", "reward_updated", "selection", "fitted"} <= kinds
     again = create_run(store, spec)
-    assert execute_run(store, again, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0])["calls"] == 0
+    assert execute_run(store, again, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0]).calls == 0
 
 
 # ----------------------------------------------------------------------------- the real embedded model
@@ -459,8 +461,8 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
         return
     run = store.get_run(run_id)
     # test_size=1 takes one whole dialogue act (2 realisations here): a test group is never cut
-    assert run["status"] == "finished" and summary["n"] == len(run["split"]["test_ids"]) == 2
-    assert summary["calls"] > 0
+    assert run["status"] == "finished" and summary.n == len(run["split"]["test_ids"]) == 2
+    assert summary.calls > 0
     kinds = [e["kind"] for e in store.events(run_id)]
     assert "literature_skipped" in kinds and "selection" in kinds and "fit_done" in kinds
     # whatever the tiny model answered, every verdict is a number from parsed scores or missing, never a default
@@ -468,7 +470,7 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
         parsed = [p["score"] for p in v.metadata["per_hypothesis"] if p["score"] is not None]
         assert (math.isnan(v.score) and not parsed) or v.score == pytest.approx(sum(parsed) / len(parsed))
     repeat = create_run(store, spec)
-    assert execute_run(store, repeat)["calls"] == 0
+    assert execute_run(store, repeat).calls == 0
 
 
 def test_compare_layouts_reports_both_layouts_on_the_same_cells(store, tiny_dataset):
@@ -558,7 +560,7 @@ def test_weighted_score_first_reads_logprobs_in_fit_and_scoring(store, tiny_data
     llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1)), "n_selected": 2,
                                     "reasoning": False, "weighted": True}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     verdicts = judge.score(tiny_dataset.samples[6:9], llm=llm)
     assert all(params.top_logprobs == 20 and params.max_tokens <= 16 for _, params in backend.calls)
     # score-first schema: the digit comes right after '{"score": ', within the first 16 tokens
@@ -572,8 +574,8 @@ def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dat
     events = []
     get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), {"text": BAD.format(n=1), "origin": "literature"}),
                             "n_selected": 2}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
-        log=lambda kind, payload: events.append({"kind": kind, "payload": payload}))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+            log=lambda kind, payload: events.append({"kind": kind, "payload": payload})))
     rows = {r["text"]: r for r in he.bank_from_events(events)["hypotheses"]}
     assert set(rows) == {GOOD.format(n=1), BAD.format(n=1)}
     assert rows[GOOD.format(n=1)]["origin"] == "curated" and rows[BAD.format(n=1)]["origin"] == "literature"
@@ -585,7 +587,7 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
     llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init": 2, "n_init_hypotheses": 3, "w_max": 2, "w_hyp": 1, "n_refine": 1,
                                     "n_selected": 2}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     titles = {structured.kind_of(p.json_schema) for _, p in backend.calls}
     assert titles == {structured.HYPOTHESES, structured.YES_NO, structured.SCORE}
     first = structured.schema_of(backend.calls[0][1].json_schema)["properties"]["hypotheses"]
@@ -608,7 +610,7 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
 def test_free_text_replies_still_parse_through_the_fallback_and_are_counted_as_such(store, tiny_dataset):
     llm, _ = fake_llm(scripted(tiny_dataset, as_json=False), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init": 2, "w_max": 3, "n_selected": 1}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     assert judge.state["selected"][0]["text"].startswith("GOOD")
     assert judge.state["replies"]["json"] == 0 and judge.state["replies"]["text"] > 0
     assert judge.state["score_sources"].get("text", 0) > 0
@@ -663,8 +665,8 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
     llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
     verdicts = he.evaluate_with_hypotheses(
         tiny_dataset.samples[:2], [{"key": "h1", "text": GOOD.format(n=1)}], aspect=tiny_dataset.aspects[0],
-        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=False, max_tokens=64,
-        weighted=True)
+        task=TaskInfo.of(tiny_dataset), llm=llm,
+        settings=ScoringSettings(layout="paper", joint=False, reasoning=False, max_tokens=64, weighted=True))
     # 0.6*4 + 0.2*3 + 0.2*5 = 4.0 read at the 5th token; the decoy "1" at the first position is ignored
     assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0])
     assert all(v.metadata["source"] == "logprobs" for v in verdicts)
@@ -743,12 +745,12 @@ def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_t
     events = []
     with pytest.raises(ValueError, match="no hypothesis that agrees with the human scores"):
         get_method("hypoeval", {"n_init": 2, "w_max": 5}).fit(
-            tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
-            log=lambda k, p: events.append((k, p)))
+            tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+                log=lambda k, p: events.append((k, p))))
     assert any(k == "warning" and p["code"] == "no_selectable" for k, p in events)
     # a person accepted them (curated): kept, marked, and a warning says so
     judge = get_method("hypoeval", {"hypotheses": (ANTI.format(n=1),), "n_selected": 1}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     [kept] = judge.state["selected"]
     assert kept["accepted_by"] == "person" and kept["train_pearson"] == pytest.approx(-1.0)
     assert [w["code"] for w in judge.state["warnings"]] == ["person_accepted"]
@@ -760,8 +762,9 @@ def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store,
                       concurrency=1)
     events = []
     with pytest.raises(ValueError, match="HypoEval generated no usable hypothesis"):
-        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
-                                   task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
+        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
+                                   FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+                                              log=lambda k, p: events.append((k, p))))
     [warning] = [p for k, p in events if k == "warning"]
     assert warning["code"] == "empty_bank" and "no hypothesis was left" in warning["message"]
     assert "every item had fewer than 6 words" in warning["message"]
@@ -778,7 +781,8 @@ def test_all_missing_verdict_says_why(store, tiny_dataset):
     llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     verdicts = he.evaluate_with_hypotheses(
         tiny_dataset.samples[:1], [{"key": "h1", "text": NOISY.format(n=1)}], aspect=tiny_dataset.aspects[0],
-        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=True, max_tokens=64)
+        task=TaskInfo.of(tiny_dataset), llm=llm,
+        settings=ScoringSettings(layout="paper", joint=False, reasoning=True, max_tokens=64))
     [v] = verdicts
     assert math.isnan(v.score) and v.metadata["source"] == "missing"
     assert "none of the 1 hypotheses" in v.metadata["missing_reason"]
@@ -829,7 +833,7 @@ def test_training_subsample_is_a_seeded_random_sample(store, tiny_dataset):
 
     def train_ids(seed):
         return get_method("hypoeval", {"n_train": 6, "n_init": 2, "w_max": 5, "seed": seed, "n_selected": 1}).fit(
-            tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset)
+            tiny_dataset.samples, tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset))
         ).state["train_ids"]
 
     first = train_ids(1)
@@ -846,7 +850,7 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
     texts = [GOOD.format(n=0), near, copy, "ok", BAD.format(n=1)]
     llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
     # ("ok" never reaches the checks: the reader drops items under six words)
     assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
@@ -863,5 +867,17 @@ def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store,
     llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)), store=store,
                       concurrency=1)
     with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
-        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
-                                   task=TaskInfo.of(tiny_dataset))
+        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
+                                   FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+
+
+def test_scoring_settings_are_built_once_from_the_parameters(tiny_dataset):
+    params = {**he.HypoEval().get_params(), "layout": "sample_first", "joint": True, "reasoning": False,
+              "max_tokens": 48, "weighted": True}
+    assert he.scoring_settings(params) == ScoringSettings(layout="sample_first", joint=True, reasoning=False,
+                                                          max_tokens=48, weighted=True)
+    ctx = he.Context(llm=None, aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), params=params,
+                     log=lambda k, payload: None, progress=lambda s: None)
+    # training rewards are per hypothesis: one call each, whatever the judge's joint setting
+    assert ctx.scoring == ScoringSettings(layout="sample_first", joint=False, reasoning=False, max_tokens=48,
+                                          weighted=True)

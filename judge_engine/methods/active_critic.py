@@ -95,6 +95,7 @@ from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entries, check_entry
 from .base import (
     EventSink,
+    FitContext,
     Interval,
     OptionalInterval,
     OptionalType,
@@ -1283,8 +1284,7 @@ class ActiveCritic(Method):
         self.score_normalization = score_normalization
         self.no_positive_set = no_positive_set
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
         """Stage 1 (unless a person gave the task description / criteria), then the demonstration search.
 
         ``Judge.state["warnings"]`` holds ``no_task_description``,
@@ -1293,6 +1293,7 @@ class ActiveCritic(Method):
         free-text fallback, missing). Raises ValueError when no demonstration
         set is selectable and ``no_positive_set`` is ``"fail"``.
         """
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         mode = self.score_normalization
         examples = [_example(s, aspect, mode) for s in train if aspect.name in s.human]

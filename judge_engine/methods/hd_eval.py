@@ -86,8 +86,8 @@ import numpy as np
 from .. import curation, data
 from .. import structured as st
 from ..aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
-from ..criteria_scoring import (LAYOUT_LABELS, LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria,
-                                source_counts)
+from ..criteria_scoring import (LAYOUT_LABELS, LAYOUTS, CriterionScore, CriterionText, ScoringSettings,
+                                estimate_criteria_calls, score_criteria, source_counts)
 from ..explain import permutation_importance_oof
 from ..llm import LLM, GenerationParams
 from ..metrics import MIN_SELECTION_COVERAGE, correlations
@@ -95,7 +95,7 @@ from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entry, shares_topic
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
 SCORE_TEMPLATE = load_template("hd_eval_score")
@@ -374,12 +374,20 @@ def guideline_for(guidelines: dict[str, str] | None, aspect: str) -> str:
     return str((guidelines or {}).get(aspect, "")).strip()
 
 
+def scoring_settings(params: dict[str, Any]) -> ScoringSettings:
+    """How an HD-Eval judge scores its nodes, from its parameters: score first (App. G.2), one call per node."""
+    return ScoringSettings(layout=params["layout"], reasoning=False, max_tokens=params["score_max_tokens"],
+                           weighted=params["weighted"])
+
+
 def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], tree: dict[str, Any], *,
-                            task: TaskInfo, llm: LLM, layout: str, max_tokens: int, weighted: bool,
+                            task: TaskInfo, llm: LLM, settings: ScoringSettings,
                             guidelines: dict[str, str] | None = None,
                             progress: Progress | None = None,
                             stage: str = "scoring") -> dict[str, list[CriterionScore]]:
-    """App. G.2: score every sample on each node with a prompt naming the node's parent (1-5, score first).
+    """App. G.2: score every sample on each node with a prompt naming the node's parent (1-5).
+
+    ``settings`` is :func:`scoring_settings` of the judge's parameters.
 
     Grouped by parent: the parent is the prompt's aspect, the node its
     criterion. Returns node id -> one :class:`CriterionScore` per sample
@@ -411,8 +419,7 @@ def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], 
                 progress(base + min(d, t), total, stage)
 
         results = score_criteria(samples, criteria, instructions=instructions, aspect=parent, task=task, llm=llm,
-                                 layout=layout, reasoning=False, max_tokens=max_tokens, weighted=weighted,
-                                 progress=step)
+                                 settings=settings, progress=step)
         for nid in children:
             out[nid] = [r[nid] for r in results]
         done += len(samples) * len(children)
@@ -601,13 +608,12 @@ class HDEval(Method):
             tree_index(self.criteria_tree)
 
     # ---- Algorithm 1 ----------------------------------------------------------------------
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None,
-            aspects: Sequence[Aspect] | None = None) -> Judge:
-        """``aspects``: the dataset's aspect records (definitions, ranges), passed by ``execute_run``."""
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        """``context.aspects``: the dataset's aspect records (definitions, ranges) for the layer-1 aspects."""
         self._validate_params()
-        dataset_aspects = aspects
-        emit = log or (lambda kind, payload: None)
+        llm, task, progress = context.llm, context.task, context.progress
+        settings = scoring_settings(self.get_params())
+        emit = context.log or (lambda kind, payload: None)
         names = list(self.aspects) if self.aspects else sorted(
             set.intersection(*(set(s.human) for s in train)) if train else {aspect.name})
         if aspect.name not in names:
@@ -616,7 +622,7 @@ class HDEval(Method):
         if len(train) < 2:
             raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
                              f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
-        aspects = known_aspects(aspect, names, train, dataset_aspects)
+        aspects = known_aspects(aspect, names, train, context.aspects)
         tree = initial_tree(aspects, self.criteria_tree)
         background = f"The {task.output_label.lower()} is judged on: " + "; ".join(
             f"{a.name} ({a.definition})" if a.definition else a.name for a in aspects) + "."
@@ -646,9 +652,8 @@ class HDEval(Method):
                 break
             new = [f for f in features if f not in scores]
             scores.update(hierarchy_aware_scoring(
-                train, new, tree, task=task, llm=llm, layout=self.layout, max_tokens=self.score_max_tokens,
-                weighted=self.weighted, guidelines=self.guidelines, progress=progress,
-                stage=f"layer {layer}: scoring {len(new)} criteria"))
+                train, new, tree, task=task, llm=llm, settings=settings, guidelines=self.guidelines,
+                progress=progress, stage=f"layer {layer}: scoring {len(new)} criteria"))
             for f in new:
                 failures[f] = sum(1 for c in scores[f] if c.missing)
                 coverage[f] = 1.0 - failures[f] / len(train)
@@ -857,8 +862,7 @@ class HDEval(Method):
         agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
         limit = float(p.get("max_imputed_fraction", 0.5))
         scores = hierarchy_aware_scoring(samples, agg.features, state["tree"], task=judge.task_info, llm=llm,
-                                         layout=p["layout"], max_tokens=p["score_max_tokens"],
-                                         weighted=p["weighted"], guidelines=p.get("guidelines"),
+                                         settings=scoring_settings(p), guidelines=p.get("guidelines"),
                                          progress=progress)
         return [cls._verdict(sample, {f: scores[f][i] for f in agg.features}, agg, aspect, limit)
                 for i, sample in enumerate(samples)]

@@ -65,19 +65,20 @@ import hashlib
 import math
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import comb
 from typing import Any, Callable, ClassVar, Sequence
 
 from .. import metrics
 from .. import structured as st
-from ..criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionText, estimate_criteria_calls, score_criteria
+from ..criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionText, ScoringSettings, estimate_criteria_calls, score_criteria
 from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entries
-from .base import EventSink, Interval, OptionalInterval, Judge, Method, Options, Progress, judge_warning, register
+from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
+                   register)
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -248,8 +249,13 @@ class Context:
     """Generated hypotheses the rubric checks refused, with the rule and reason (:mod:`judge_engine.rubric_checks`)."""
     unread_reasons: list[str] | None = None
     """Why each generation reply that gave no hypothesis gave none (:func:`why_unread`)."""
+    scoring: ScoringSettings | None = None
+    """How training samples are scored under each hypothesis: the judge's settings (:func:`scoring_settings`),
+    one call per hypothesis (the rewards are per hypothesis)."""
 
     def __post_init__(self) -> None:
+        if self.scoring is None:
+            self.scoring = replace(scoring_settings(self.params), joint=False)
         self.replies = {k: 0 for k in READ_SOURCES} if self.replies is None else self.replies
         self.score_sources = {} if self.score_sources is None else self.score_sources
         self.warnings = [] if self.warnings is None else self.warnings
@@ -416,6 +422,12 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
 # --------------------------------------------------------------------------- evaluation under a hypothesis (M_E)
 
 
+def scoring_settings(params: dict[str, Any]) -> ScoringSettings:
+    """How a HypoEval judge scores under its hypotheses, from its parameters (the same at fit and score time)."""
+    return ScoringSettings(layout=params["layout"], joint=params["joint"], reasoning=params["reasoning"],
+                           max_tokens=params["max_tokens"], weighted=params.get("weighted", False))
+
+
 def score_instructions(aspect: Aspect, task: TaskInfo, *, reasoning: bool) -> str:
     """What the judge does with one hypothesis; the three reasoning steps only when it reasons first."""
     label = task.output_label.lower()
@@ -434,10 +446,8 @@ def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples
         return
     criteria = [as_criterion(e["text"]) for e in entries]
     results = score_criteria(todo_samples, criteria, aspect=ctx.aspect,
-                             instructions=score_instructions(ctx.aspect, ctx.task, reasoning=ctx.params["reasoning"]),
-                             task=ctx.task, llm=ctx.llm, layout=ctx.params["layout"], joint=False,
-                             reasoning=ctx.params["reasoning"], max_tokens=ctx.params["max_tokens"],
-                             weighted=ctx.params["weighted"], structured=True)
+                             instructions=score_instructions(ctx.aspect, ctx.task, reasoning=ctx.scoring.reasoning),
+                             task=ctx.task, llm=ctx.llm, settings=ctx.scoring)
     ctx.calls += len(todo_samples) * len(entries)
     missing = 0
     sources: dict[str, int] = {}
@@ -790,8 +800,8 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
 
 
 def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dict[str, Any]], *, aspect: Aspect,
-                             task: TaskInfo, llm: LLM, layout: str, joint: bool, reasoning: bool, max_tokens: int,
-                             weighted: bool = False, progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
+                             task: TaskInfo, llm: LLM, settings: ScoringSettings,
+                             progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
     """Score = mean over H_ev of the per-hypothesis scores, missing ones left out (§3.3; leaving them out is ours).
 
     Each verdict keeps every hypothesis' score (``criteria``), reasoning and
@@ -804,11 +814,9 @@ def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dic
     """
     scale = judge_scale(aspect)
     criteria = [as_criterion(h["text"]) for h in hypotheses]
-    instructions = score_instructions(aspect, task, reasoning=reasoning)
+    instructions = score_instructions(aspect, task, reasoning=settings.reasoning)
     results = score_criteria(samples, criteria, instructions=instructions, aspect=aspect, task=task, llm=llm,
-                             layout=layout, joint=joint, reasoning=reasoning, max_tokens=max_tokens,
-                             weighted=weighted, structured=True, progress=progress) if criteria \
-        else [{} for _ in samples]
+                             settings=settings, progress=progress) if criteria else [{} for _ in samples]
     verdicts = []
     for sample, by_key in zip(samples, results):
         per = [{"key": c.key, "score": None if by_key[c.key].missing else by_key[c.key].score,
@@ -1082,8 +1090,8 @@ class HypoEval(Method):
         self.hypotheses = hypotheses
         self.seed = seed
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         p = self.get_params()
         s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
@@ -1204,11 +1212,10 @@ class HypoEval(Method):
     @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
-        p = judge.params
         return evaluate_with_hypotheses(
             samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
-            layout=p["layout"], joint=p["joint"], reasoning=p["reasoning"], max_tokens=p["max_tokens"],
-            weighted=p.get("weighted", False), progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
+            settings=scoring_settings(judge.params),
+            progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
 
 
 # --------------------------------------------------------------------------- views for the page (pure, no I/O)
@@ -1303,8 +1310,10 @@ def per_hypothesis_scores(verdicts: Sequence[Verdict], selected: Sequence[dict[s
 
 
 def compare_layouts(samples: Sequence[Sample], hypotheses: Sequence[str], *, aspect: Aspect, task: TaskInfo,
-                    llm: LLM, reasoning: bool = True, max_tokens: int = 256) -> dict[str, dict[str, Any]]:
+                    llm: LLM, settings: ScoringSettings | None = None) -> dict[str, dict[str, Any]]:
     """Benchmark (not a timed test): both prompt layouts on the same N samples x hypotheses.
+
+    ``settings`` (default: the papers') fixes everything but the layout; one call per hypothesis.
 
     For each layout: wall time, calls, cache hits, prompt tokens sent, and
     the Pearson/Spearman of the mean score with the human scores. Run it on
@@ -1319,8 +1328,9 @@ def compare_layouts(samples: Sequence[Sample], hypotheses: Sequence[str], *, asp
     for layout in LAYOUTS:
         before = llm.ledger.snapshot()
         start = _time.perf_counter()
-        verdicts = evaluate_with_hypotheses(samples, entries, aspect=aspect, task=task, llm=llm, layout=layout,
-                                            joint=False, reasoning=reasoning, max_tokens=max_tokens)
+        verdicts = evaluate_with_hypotheses(samples, entries, aspect=aspect, task=task, llm=llm,
+                                            settings=replace(settings or ScoringSettings(), layout=layout,
+                                                             joint=False))
         seconds = _time.perf_counter() - start
         after = llm.ledger.snapshot()
         out[layout] = {"seconds": round(seconds, 3),

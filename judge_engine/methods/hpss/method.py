@@ -66,9 +66,10 @@ import numpy as np
 from ... import metrics, structured
 from ...llm import LLM, GenerationParams, Request
 from ...parsing import parse_score, read_weighted
-from ...prompting import TaskInfo, load_template, to_aspect_range
+from ...prompting import load_template, to_aspect_range
 from ...records import Aspect, Sample, Verdict
-from ..base import EventSink, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning, register
+from ..base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
+                    register)
 from .auxiliaries import Auxiliaries, complete_all, count_generations
 from .strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy, build_prompt, describe,
                        follow_up_schema, neighbours, parse_strategy, rating_range, rating_schema, replace_value,
@@ -782,12 +783,10 @@ class HPSS(Method):
         return {"fit": self.n_evaluations() * n_val * turns + global_aux + per_item_aux * n_val,
                 "score": n_test * turns + per_item_aux * n_test}
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None,
-            natural_level: str | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
         """Search (or score the fixed strategy) and adopt the best selectable strategy as the judge.
 
-        ``natural_level``: the dataset's meta-evaluation level, passed by ``execute_run``.
+        ``context.natural_level``: the dataset's meta-evaluation level (``fitness_level="natural"``).
 
         Selection: only a *selectable* strategy (:func:`select_best`:
         at least :data:`judge_engine.metrics.MIN_SELECTION_COVERAGE` of the
@@ -800,9 +799,10 @@ class HPSS(Method):
         judge records ``accepted_by_person``.
         """
         self._validate_params()
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         level = self.fitness_level
         if level == "natural":
-            level = "group" if natural_level == "group" else "sample"
+            level = "group" if context.natural_level == "group" else "sample"
         validation = select_validation(train, self.validation_size, self.seed, by_group=level == "group")
         aux = Auxiliaries(llm=llm, aspect=aspect, task=task, pool=validation, human_criteria=self.human_criteria,
                           max_tokens=self.aux_max_tokens, seed=self.seed, log=log)
