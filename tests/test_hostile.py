@@ -1,5 +1,6 @@
 """Hostile judged texts: fenced in prompts, unable to forge the judge's score, shown escaped in the app."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -68,5 +69,7 @@ def test_pages_show_hostile_texts_as_text(tmp_path, monkeypatch):
         for kind in ("markdown", "caption", "error", "warning", "success", "info"):
             for element in getattr(at, kind):
                 body = element.proto.body if hasattr(element.proto, "body") else ""
-                assert "<img" not in body and "](javascript:" not in body, (page, kind, body)
+                # escaped (\<img, \](javascript) is drawn as text; only the raw forms would render
+                assert not re.search(r"(?<!\\)<img", body), (page, kind, body)
+                assert not re.search(r"(?<!\\)\]\(javascript:", body), (page, kind, body)
                 assert not element.proto.allow_html if hasattr(element.proto, "allow_html") else True
