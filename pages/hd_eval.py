@@ -8,9 +8,9 @@ import streamlit as st
 from judge_engine import figures as plots
 from judge_engine import runs
 from judge_engine.aggregate import Aggregator
-from judge_engine.explain import shap_values
-from judge_engine.figures import (importance_figure, layer_correlation_figure, node_score_histogram, provenance,
-                                  shap_bar_figure, shap_waterfall_figure, tree_sunburst)
+from judge_engine.explain import Explanation, explain_prediction, shap_values
+from judge_engine.figures import (explanation_figure, importance_figure, layer_correlation_figure, node_score_histogram, provenance,
+                                  shap_bar_figure, tree_sunburst)
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
@@ -408,6 +408,13 @@ def cached_shap(run_key: int, state_json: str, rows_json: str, ids: tuple[str, .
     return {t: (f, f.attrs["base_value"]) for t, f in shap_values(a, x, sample_ids=list(ids)).items()}
 
 
+@st.cache_data(show_spinner="Explaining the item...", max_entries=32)
+def cached_explanation(run_key: int, state_json: str, row_json: str, item: str, target: str,
+                       scale: tuple[float, float]) -> Explanation:
+    a = Aggregator.from_state(json.loads(state_json))
+    return explain_prediction(a, json.loads(row_json), target, sample_id=item, scale=scale)
+
+
 scored = [v for v in verdicts if not v.missing]
 if scored and agg.model is not None:
     frames = cached_shap(run_id, json.dumps(agg_state), json.dumps([v.criteria for v in scored]),
@@ -418,8 +425,11 @@ if scored and agg.model is not None:
         s1, s2 = st.columns(2)
         s1.plotly_chart(shap_bar_figure(frame, title=f"Mean |SHAP| on {target} (test items)", labels=labels),
                         key="hd_shap_bar")
-        item = s2.selectbox("Test item", list(frame.index), key=f"hd_item_{run_id}")
-        s2.plotly_chart(shap_waterfall_figure(frame, item, labels=labels), key="hd_waterfall")
+        item = s2.selectbox("Test item", [v.sample_id for v in scored], key=f"hd_item_{run_id}")
+        row = next(v.criteria for v in scored if v.sample_id == item)
+        why = cached_explanation(run_id, json.dumps(agg_state), json.dumps(row), item, target,
+                                 (float(judge.aspect["low"]), float(judge.aspect["high"])))
+        s2.plotly_chart(explanation_figure(why, labels=labels), key="hd_waterfall")
 else:
     st.caption("SHAP values appear once the run has scored test items.")
 
