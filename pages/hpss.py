@@ -245,8 +245,8 @@ def results(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
     st.subheader("Test split")
     run_view.baseline_table(run, key=f"hpss_{run['id']}")
     base = judge.state.get("base_strategy")
-    named = [r["id"] for r in runs.runs_on_same_split(store, run, methods=(METHOD,))
-             if (r.get("params") or {}).get("fixed_strategy") == base]
+    named = [r.id for r in runs.runs_on_same_split(store, run, methods=(METHOD,))
+             if r.params.get("fixed_strategy") == base]
     if named:
         st.caption(common.plain(f"The {BASE_PROMPT} ({base}) is run " + ", ".join(f"#{i}" for i in named)
                                 + ": the search's starting prompt, scored without searching."))

@@ -14,6 +14,7 @@ import streamlit as st
 
 from judge_engine import curation, runs
 from judge_engine.methods import METHODS
+from judge_engine.records import RunRecord, RunSummary
 from judge_engine.runs import effective_status
 from pages import common
 
@@ -88,22 +89,21 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     return first
 
 
-def baseline_table(run: dict[str, Any], *, key: str, methods: tuple[str, ...] | None = None) -> None:
+def baseline_table(run: RunRecord | dict[str, Any], *, key: str, methods: tuple[str, ...] | None = None) -> None:
     """The run's test correlations beside every finished run on exactly its items, human score and backend."""
-    store = common.get_store()
-    others = [r for r in runs.runs_on_same_split(store, run, methods=methods) if r["status"] == "finished"]
+    run = RunRecord.of(run)
+    others = [r for r in runs.runs_on_same_split(common.get_store(), run, methods=methods) if r.status == "finished"]
     rows = []
     for r in [run] + others:
-        summary = r.get("summary") or {}
-        natural = summary.get("level")
-        c = (summary.get("levels") or {}).get(natural) or summary.get("correlations") or {}
-        title = METHODS[r["method"]].title if r["method"] in METHODS else r["method"]
-        if (r.get("params") or {}).get("fixed_strategy"):
+        summary = r.summary or RunSummary()
+        c = summary.levels.get(summary.level) or summary.correlations or {}
+        title = METHODS[r.method].title if r.method in METHODS else r.method
+        if r.params.get("fixed_strategy"):
             title += " (fixed prompt)"
-        rows.append({"run": f"#{r['id']}" + (" (this run)" if r["id"] == run["id"] else ""), "method": title,
-                     "level": natural or "", "pearson": c.get("pearson"), "spearman": c.get("spearman"),
-                     "kendall": c.get("kendall"), "scored": summary.get("n", 0) - summary.get("parse_failures", 0),
-                     "missing": summary.get("parse_failures", 0)})
+        rows.append({"run": f"#{r.id}" + (" (this run)" if r.id == run.id else ""), "method": title,
+                     "level": summary.level if r.summary else "", "pearson": c.get("pearson"),
+                     "spearman": c.get("spearman"), "kendall": c.get("kendall"), "scored": summary.scored,
+                     "missing": summary.missing})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}_baselines",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("pearson", "spearman", "kendall")})
