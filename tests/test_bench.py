@@ -186,6 +186,8 @@ def test_app_bench_seeds_the_compare_page_with_k_runs_scored_from_the_cache(tmp_
     assert len(runs) == 3 and {r["status"] for r in runs} == {"finished"}
     assert {r["dataset"] for r in runs} == {"synthetic_30"}
     assert all(r["ledger"]["calls"] == 0 and len(store.load_verdicts(r["id"])) == 30 for r in runs)
+    scores = [tuple(v.score for v in sorted(store.load_verdicts(r["id"]), key=lambda v: v.sample_id)) for r in runs]
+    assert len(set(scores)) == 3, "each run has its own cache rows, so the compared runs differ"
 
 
 def test_app_bench_refuses_a_compare_page_without_runs(tmp_path, capsys):

@@ -9,7 +9,8 @@ Streamlit's script run is over (idle); medians over repeats after one
 warm-up visit. With ``--compare-items N`` (1,600 in the issue) the database
 also holds a synthetic dataset of N items with ``--compare-runs K`` (default
 4) finished direct-scoring runs (scored by the real llama.cpp backend from
-pre-inserted cache rows, see :mod:`.scale`), and the comparison page, which
+pre-inserted cache rows, see :mod:`.scale`; each run has its own rows, so
+their scores differ), and the comparison page, which
 opens with all K runs selected, is timed until its four plots are drawn.
 
 The app is started with ``$JUDGE_WORKBENCH_USER`` set, so a fresh session
@@ -107,7 +108,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def seed_compare(db: Path, n: int, runs: int = 4) -> list[int]:
-    """A synthetic dataset of ``n`` items and ``runs`` finished direct-scoring runs on it; returns the run ids."""
+    """A synthetic dataset of ``n`` items and ``runs`` finished direct-scoring runs on it; returns the run ids.
+
+    Every reply comes from cache rows inserted beforehand (no model call); each run has its own rows (another
+    ``max_tokens``, another noise seed), so the runs' scores differ.
+    """
     from ..llm import LLMConfig
     from ..llm.llamacpp import embedded_model_path
     from ..runs import RunSpec, create_run, execute_run
@@ -116,11 +121,14 @@ def seed_compare(db: Path, n: int, runs: int = 4) -> list[int]:
     store = Store(db)
     dataset = synthetic_dataset(n)
     store.save_dataset(dataset)
-    warm_cache(store, dataset, model_id=embedded_model_path().name)
     ids = []
-    for _ in range(runs):
+    for k in range(runs):
+        # each run its own reply budget, so its own cache rows and noise: runs that differ, as compared runs do
+        budget = 32 + k
+        warm_cache(store, dataset, model_id=embedded_model_path().name, seed=k, max_tokens=budget)
         ids.append(create_run(store, RunSpec(method="direct", dataset=dataset.name, aspect="quality",
-                                             train_size=0, test_size=None, llm=LLMConfig())))
+                                             params={"max_tokens": budget}, train_size=0, test_size=None,
+                                             llm=LLMConfig())))
         execute_run(store, ids[-1])
     store.close()
     return ids
