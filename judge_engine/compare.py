@@ -155,8 +155,8 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     rng = np.random.default_rng(seed)
     if level == "sample":
         idx = rng.integers(0, h.size, size=(n_bootstrap, h.size))
-        diffs = (metrics._rowwise_correlations(h[idx], a[idx])[:, col]
-                 - metrics._rowwise_correlations(h[idx], b[idx])[:, col])
+        diffs = (metrics._rowwise_correlations(h[idx], a[idx], only=statistic)[:, col]
+                 - metrics._rowwise_correlations(h[idx], b[idx], only=statistic)[:, col])
     elif level == "group":
         codes, _ = metrics._codes(g, h.size, "groups")
         n_groups = int(codes.max()) + 1

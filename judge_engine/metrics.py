@@ -566,11 +566,14 @@ def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return r
 
 
-def _rowwise_correlations(H: np.ndarray, P: np.ndarray) -> np.ndarray:
+def _rowwise_correlations(H: np.ndarray, P: np.ndarray, *, only: str | None = None) -> np.ndarray:
     """Coefficients for each row of ``(B, m)`` arrays, shape ``(B, 3)``.
 
     NaN entries mark absent values (e.g. a system missing from a resample):
     rows containing them are handled one by one, ignoring those entries.
+    ``only`` names the one coefficient a caller reads (the others of full
+    rows are left NaN): Kendall's tau is one scipy call per row, most of the
+    time of a paired test on Pearson or Spearman.
     """
     B = H.shape[0]
     out = np.full((B, len(COEFFICIENTS)), np.nan)
@@ -579,16 +582,19 @@ def _rowwise_correlations(H: np.ndarray, P: np.ndarray) -> np.ndarray:
     full = np.all(np.isfinite(H) & np.isfinite(P), axis=1)
     if H.shape[1] >= 2 and full.any():
         Hf, Pf = H[full], P[full]
-        out[full, 0] = _rowwise_pearson(Hf, Pf)
-        out[full, 1] = _rowwise_pearson(
-            stats.rankdata(Hf, axis=1), stats.rankdata(Pf, axis=1)
-        )
-        with _Quiet():
-            taus = np.full(Hf.shape[0], np.nan)
-            ok = ~np.isnan(out[full, 0])
-            for i in np.flatnonzero(ok):
-                taus[i] = stats.kendalltau(Hf[i], Pf[i], variant="b")[0]
-        out[full, 2] = taus
+        pearson = _rowwise_pearson(Hf, Pf)
+        if only in (None, "pearson"):
+            out[full, 0] = pearson
+        if only in (None, "spearman"):
+            out[full, 1] = _rowwise_pearson(
+                stats.rankdata(Hf, axis=1), stats.rankdata(Pf, axis=1)
+            )
+        if only in (None, "kendall"):
+            with _Quiet():
+                taus = np.full(Hf.shape[0], np.nan)
+                for i in np.flatnonzero(~np.isnan(pearson)):
+                    taus[i] = stats.kendalltau(Hf[i], Pf[i], variant="b")[0]
+            out[full, 2] = taus
     for i in np.flatnonzero(~full):
         r = correlations(H[i], P[i])
         out[i] = [r[m] for m in COEFFICIENTS]

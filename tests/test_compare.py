@@ -85,6 +85,34 @@ def test_paired_bootstrap_is_paired_and_two_sided():
     assert gdiff > 0 and 0 <= gp <= 1
 
 
+def test_paired_bootstrap_on_one_coefficient_skips_the_others_and_gives_the_same_p(monkeypatch):
+    from scipy import stats
+
+    from judge_engine import metrics
+
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, 300).astype(float)
+    a, b = human + rng.integers(-1, 2, 300), rng.integers(1, 6, 300).astype(float)
+    H, A = human[rng.integers(0, 300, (50, 300))], a[rng.integers(0, 300, (50, 300))]
+    full = metrics._rowwise_correlations(H, A)
+    for k, statistic in enumerate(compare.STATISTICS):
+        one = metrics._rowwise_correlations(H, A, only=statistic)
+        assert one[:, k] == pytest.approx(full[:, k], abs=1e-15)
+        assert np.isnan(np.delete(one, k, axis=1)).all()
+    taus = []
+    kendalltau = stats.kendalltau
+    monkeypatch.setattr(stats, "kendalltau", lambda *x, **kw: taus.append(1) or kendalltau(*x, **kw))
+    diff, p = compare.paired_bootstrap(human, a, b, statistic="spearman", n_bootstrap=300)
+    assert len(taus) == 2, "Kendall's tau of the two point estimates only, none of the 2 x 300 resamples"
+    monkeypatch.setattr(stats, "kendalltau", kendalltau)
+    expected_diff = metrics.correlations(human, a)["spearman"] - metrics.correlations(human, b)["spearman"]
+    idx = np.random.default_rng(0).integers(0, 300, size=(300, 300))
+    diffs = metrics._rowwise_correlations(human[idx], a[idx])[:, 1] - metrics._rowwise_correlations(
+        human[idx], b[idx])[:, 1]
+    assert diff == pytest.approx(expected_diff) and diff > 0
+    assert p == pytest.approx(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
+
+
 def test_missing_scores_are_excluded_and_counted(store, dataset):
     store.save_dataset(dataset)
     a = run(store, good)
