@@ -377,7 +377,7 @@ def selection_fitness(human: Sequence[float], pred: Sequence[float], *, coeffici
 
 
 GROUP_TABLE_MEMO = 64
-"""Per-group tables :func:`_group_table` keeps, by a digest of its inputs (most recent first).
+"""Per-group tables :func:`_group_table` keeps, by a digest of its inputs (the least recently used goes first).
 
 Comparing k runs at group level asks for the same table many times: each
 run's report, then each paired test against the best run (its point
