@@ -159,8 +159,8 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     rng = np.random.default_rng(seed)
     if level == "sample":
         idx = rng.integers(0, h.size, size=(n_bootstrap, h.size))
-        diffs = (metrics._rowwise_correlations(h[idx], a[idx])[:, col]
-                 - metrics._rowwise_correlations(h[idx], b[idx])[:, col])
+        diffs = (metrics._rowwise_correlations(h[idx], a[idx], only=statistic)[:, col]
+                 - metrics._rowwise_correlations(h[idx], b[idx], only=statistic)[:, col])
     elif level == "group":
         codes, _ = metrics._codes(g, h.size, "groups")
         n_groups = int(codes.max()) + 1
@@ -331,7 +331,10 @@ def label_next(dataset: Dataset, aligned: Aligned, *, k: int = 10) -> pd.DataFra
     if len(aligned.runs) < 2:
         raise ValueError("label suggestions need at least two runs to compare")
     matrix = np.vstack([_normalised(aligned.scores[r["id"]], aspect.low, aspect.high) for r in aligned.runs])
-    spread = np.array([np.nanstd(col) if np.isfinite(col).sum() >= 2 else np.nan for col in matrix.T])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an item no judge scored has no spread
+        # one call over the matrix, not one per item: 1,600 items took 0.1 s in a loop
+        spread = np.where(np.isfinite(matrix).sum(axis=0) >= 2, np.nanstd(matrix, axis=0), np.nan)
     order = [i for i in np.argsort(-np.nan_to_num(spread, nan=-1.0), kind="stable")]
     by_group: dict[str, list[int]] = {}
     for i in order:

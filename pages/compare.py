@@ -1,5 +1,6 @@
 """Compare: every finished run on the same items side by side, where judges fail, what to label, export."""
 
+import functools
 import zlib
 
 import streamlit as st
@@ -79,9 +80,20 @@ if len(used) > 1:
                           + "): choose runs that used the same one."))
     st.stop()
 aggregate = used[0]
+# what identifies the runs' verdicts: a run's version changes whenever its verdicts or summary do
+run_versions = tuple((r["id"], int(r.get("version") or 0)) for r in chosen)
+
+
+@st.cache_data(max_entries=16, show_spinner="Lining up the runs' verdicts...")
+def _align(db: str, run_versions: tuple, common_subset: bool) -> compare.Aligned:
+    """The runs' verdicts on their common items, read once per version of the runs (not on every rerun)."""
+    s = common.get_store()
+    return compare.align(s, [s.get_run(rid) for rid, _ in run_versions], common_subset=common_subset)
+
+
 try:
     dataset = common.human_dataset(store, ds_name, aggregate)
-    aligned = compare.align(store, chosen, common_subset=common_subset)
+    aligned = _align(str(store.path), run_versions, common_subset)
 except (compare.NotComparable, NotFound) as exc:
     st.error(common.plain(str(exc)))
     st.stop()
@@ -100,17 +112,18 @@ n_bootstrap = c3.select_slider("Bootstrap resamples", [200, 500, 1000], value=50
 
 @st.cache_data(max_entries=16, show_spinner="Computing correlations and paired tests...")
 def _table(db: str, run_versions: tuple, level: str, statistic: str, n_bootstrap: int, common_subset: bool,
-           aggregate: str, n_labels: int):
-    s = common.get_store()
-    runs = [s.get_run(rid) for rid, _ in run_versions]
-    data = common.human_dataset(s, runs[0]["dataset"], aggregate)
-    return compare.comparison_frame(s, data, compare.align(s, runs, common_subset=common_subset), level=level,
-                                    statistic=statistic, n_bootstrap=n_bootstrap)
+           aggregate: str, n_labels: int, last_label: float, _dataset, _aligned: compare.Aligned):
+    """The comparison table, computed once per (runs' versions, settings, labels): its bootstrap resamples are
+    the page's heaviest work. ``_dataset`` and ``_aligned`` are what the other arguments identify (Streamlit
+    does not hash arguments whose name starts with an underscore)."""
+    return compare.comparison_frame(common.get_store(), _dataset, _aligned, level=level, statistic=statistic,
+                                    n_bootstrap=n_bootstrap)
 
 
 stored_labels = store.annotations(ds_name, aspect=aspect)
-frame = _table(str(store.path), tuple((r["id"], r.get("version") or 0) for r in chosen), level, statistic,
-               n_bootstrap, common_subset, aggregate, len(stored_labels))
+last_label = max((a.time for a in stored_labels), default=0.0)
+frame = _table(str(store.path), run_versions, level, statistic, n_bootstrap, common_subset, aggregate,
+               len(stored_labels), last_label, dataset, aligned)
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing the annotators' agreement...")
@@ -129,7 +142,7 @@ def _agreement(db: str, ds: str, aspect: str, ids: tuple, level: str, aggregate:
 
 
 agreement = _agreement(str(store.path), ds_name, aspect, aligned.ids, level, aggregate, len(stored_labels),
-                       max((a.time for a in stored_labels), default=0.0))
+                       last_label)
 ceiling = ({m: (None if v != v else v) for m, v in agreement.ceiling.items()}
            if agreement.n_items >= 3 else None)
 
@@ -174,7 +187,8 @@ figures = [plots.comparison_bars(frame, statistic=statistic,
 c1, c2 = st.columns(2)
 c1.plotly_chart(figures[0], key="compare_bars")
 c2.plotly_chart(figures[1], key="compare_cost")
-human = [dataset.by_id()[i].human.get(aspect) for i in aligned.ids]
+index = dataset.by_id()
+human = [index[i].human.get(aspect) for i in aligned.ids]
 scores = {f"#{r['id']} {r['method']}": aligned.scores[r["id"]].tolist() for r in chosen}
 a = dataset.aspect(aspect)
 figures += [plots.scatter_grid(human, scores, low=a.low, high=a.high), plots.score_histograms(human, scores)]
@@ -266,6 +280,10 @@ if len(chosen) >= 2:
                     st.rerun()
 
 # --------------------------------------------------------------------------- export
+def _report_bytes(title: str, tables: dict, figures: list, notes: list) -> bytes:
+    return plots.report_html(title, tables, figures, notes=notes).encode("utf-8")
+
+
 st.subheader("Export")
 best_id = int(frame.loc[frame["best"], "run"].iloc[0]) if frame["best"].any() else chosen[0]["id"]
 export_id = st.selectbox("Judge to export", [r["id"] for r in chosen], index=[r["id"] for r in chosen].index(best_id),
@@ -274,10 +292,12 @@ export_id = st.selectbox("Judge to export", [r["id"] for r in chosen], index=[r[
 c1, c2 = st.columns(2)
 c1.download_button("Download judge (JSON model card)", export.export_judge(store, export_id).encode("utf-8"),
                    file_name=f"judge-run-{export_id}.json", mime="application/json", key="compare_dl_judge")
-report = plots.report_html(f"Judge comparison: {ds_name} / {aspect}", {"Runs": show, "Worst-judged items":
-                                                                      triage.head(20)}, figures,
-                           notes=[f"{len(aligned.ids)} items, {level} level, {n_bootstrap} bootstrap resamples."])
-c2.download_button("Download report (HTML)", report.encode("utf-8"), file_name=f"comparison-{ds_name}-{aspect}.html",
+# made when the button is clicked (Streamlit calls it then), not on every rerun: the report embeds plotly.js
+# (about 5 MB), which the browser fetched on every visit while the plots waited; the arguments are bound now
+report = functools.partial(_report_bytes, f"Judge comparison: {ds_name} / {aspect}",
+                           {"Runs": show, "Worst-judged items": triage.head(20)}, figures,
+                           [f"{len(aligned.ids)} items, {level} level, {n_bootstrap} bootstrap resamples."])
+c2.download_button("Download report (HTML)", report, file_name=f"comparison-{ds_name}-{aspect}.html",
                    mime="text/html", key="compare_dl_report")
 # --------------------------------------------------------------------------- transfer
 st.subheader("Transfer")

@@ -85,6 +85,34 @@ def test_paired_bootstrap_is_paired_and_two_sided():
     assert gdiff > 0 and 0 <= gp <= 1
 
 
+def test_paired_bootstrap_on_one_coefficient_skips_the_others_and_gives_the_same_p(monkeypatch):
+    from scipy import stats
+
+    from judge_engine import metrics
+
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, 300).astype(float)
+    a, b = human + rng.integers(-1, 2, 300), rng.integers(1, 6, 300).astype(float)
+    H, A = human[rng.integers(0, 300, (50, 300))], a[rng.integers(0, 300, (50, 300))]
+    full = metrics._rowwise_correlations(H, A)
+    for k, statistic in enumerate(compare.STATISTICS):
+        one = metrics._rowwise_correlations(H, A, only=statistic)
+        assert one[:, k] == pytest.approx(full[:, k], abs=1e-15)
+        assert np.isnan(np.delete(one, k, axis=1)).all()
+    taus = []
+    kendalltau = stats.kendalltau
+    monkeypatch.setattr(stats, "kendalltau", lambda *x, **kw: taus.append(1) or kendalltau(*x, **kw))
+    diff, p = compare.paired_bootstrap(human, a, b, statistic="spearman", n_bootstrap=300)
+    assert len(taus) == 2, "Kendall's tau of the two point estimates only, none of the 2 x 300 resamples"
+    monkeypatch.setattr(stats, "kendalltau", kendalltau)
+    expected_diff = metrics.correlations(human, a)["spearman"] - metrics.correlations(human, b)["spearman"]
+    idx = np.random.default_rng(0).integers(0, 300, size=(300, 300))
+    diffs = metrics._rowwise_correlations(human[idx], a[idx])[:, 1] - metrics._rowwise_correlations(
+        human[idx], b[idx])[:, 1]
+    assert diff == pytest.approx(expected_diff) and diff > 0
+    assert p == pytest.approx(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
+
+
 def test_missing_scores_are_excluded_and_counted(store, dataset):
     store.save_dataset(dataset)
     a = run(store, good)
@@ -115,6 +143,63 @@ def test_label_next_prefers_disputed_items_and_spreads_over_groups(store, datase
     assert spreads[0] == max(spreads) > 0
     with pytest.raises(ValueError, match="two runs"):
         compare.label_next(dataset, compare.align(store, [aligned.runs[0]]))
+
+
+def _four_runs(store, dataset):
+    store.save_dataset(dataset)
+    runs = [run(store, good), run(store, noisy), run(store, lambda m, p: f"[[{1 + len(m[0]['content']) % 3}]]"),
+            run(store, lambda m, p: f"[[{5 - m[0]['content'].count('x') % 5}]]")]
+    return compare.align(store, runs)
+
+
+def test_comparing_four_runs_at_group_level_computes_each_runs_group_table_once(store, dataset, monkeypatch):
+    from collections import OrderedDict
+
+    from judge_engine import metrics
+
+    aligned = _four_runs(store, dataset)
+    n_groups = len({dataset.by_id()[i].group_id for i in aligned.ids})
+    monkeypatch.setattr(metrics, "_group_tables", OrderedDict(), raising=False)  # none left by other tests
+    calls = []
+    real = metrics.correlations
+    monkeypatch.setattr(metrics, "correlations", lambda h, p: calls.append(len(h)) or real(h, p))
+    frame = compare.comparison_frame(store, dataset, aligned, level="group", n_bootstrap=200)
+    assert frame["best"].sum() == 1 and frame["p vs best"].notna().sum() == 3
+    # one scipy triple per group and run; each run's report and each paired test against the best (its point
+    # estimate and resamples, for both runs) asked for the same tables: 16 tables for 4 runs before they were kept
+    assert 0 < len(calls) <= 4 * n_groups
+    table = next(iter(metrics._group_tables.values()))
+    assert table.flags.writeable is False, "a kept table cannot be changed by whoever asked for it"
+
+
+def test_kept_group_tables_leave_the_comparison_unchanged(store, dataset, monkeypatch):
+    from collections import OrderedDict
+
+    from judge_engine import metrics
+
+    aligned = _four_runs(store, dataset)
+    monkeypatch.setattr(metrics, "_group_tables", OrderedDict())
+    kept = compare.comparison_frame(store, dataset, aligned, level="group", statistic="pearson", n_bootstrap=300)
+    monkeypatch.setattr(metrics, "GROUP_TABLE_MEMO", 0)  # every table computed afresh
+    monkeypatch.setattr(metrics, "_group_tables", OrderedDict())
+    fresh = compare.comparison_frame(store, dataset, aligned, level="group", statistic="pearson", n_bootstrap=300)
+    assert len(metrics._group_tables) == 0
+    assert list(kept["run"]) == list(fresh["run"]) and list(kept["best"]) == list(fresh["best"])
+    for column in ("pearson", "spearman", "kendall", "Δpearson vs best", "p vs best"):
+        assert kept[column].to_numpy(dtype=float) == pytest.approx(fresh[column].to_numpy(dtype=float), nan_ok=True,
+                                                                   rel=1e-12, abs=1e-12), column
+    for column in ("pearson CI", "spearman CI", "kendall CI"):
+        assert np.asarray(kept[column].tolist(), dtype=float) == pytest.approx(
+            np.asarray(fresh[column].tolist(), dtype=float), nan_ok=True, rel=1e-12, abs=1e-12), column
+
+
+def test_label_next_spread_is_each_items_standard_deviation_over_the_judges(store, dataset):
+    aligned = _four_runs(store, dataset)
+    picks = compare.label_next(dataset, aligned, k=20)
+    matrix = np.vstack([(aligned.scores[r["id"]] - 1) / 4 for r in aligned.runs])
+    expected = {item: float(np.nanstd(matrix[:, j])) for j, item in enumerate(aligned.ids)}
+    assert len(picks) == 20
+    assert picks["judge spread (0-1)"].tolist() == pytest.approx([expected[i] for i in picks["item"]], abs=1e-12)
 
 
 def test_human_ceiling_from_per_annotator_scores(dataset):

@@ -58,15 +58,19 @@ def synthetic_dataset(n: int, *, seed: int = 0):
                    samples=tuple(samples), natural_level="group", input_label="Source", output_label="Summary")
 
 
-def warm_cache(store, dataset, *, model_id: str, seed: int = 0) -> int:
-    """Insert the exact cache rows a default direct-scoring run of ``dataset`` will ask for; returns rows."""
+def warm_cache(store, dataset, *, model_id: str, seed: int = 0, max_tokens: int | None = None) -> int:
+    """Insert the exact cache rows a direct-scoring run of ``dataset`` will ask for; returns rows.
+
+    The run is a default one, or one with ``params={"max_tokens": max_tokens}``: another reply budget is
+    another request, so runs seeded with different ``seed`` and ``max_tokens`` get different scores.
+    """
     from ..llm import Completion, GenerationParams, cache_key
     from ..llm.llamacpp import GRAMMAR
     from ..methods.direct import DirectScoring, direct_prompt
     from ..prompting import TaskInfo, judge_scale
     from ..store import CallCache
     from ..structured import as_param, score_schema
-    method = DirectScoring()
+    method = DirectScoring() if max_tokens is None else DirectScoring(max_tokens=max_tokens)
     aspect, task = dataset.aspects[0], TaskInfo.of(dataset)
     # the request direct scoring sends: a score schema, honoured by the embedded backend's grammar
     params = GenerationParams(temperature=method.temperature, max_tokens=method.max_tokens,
