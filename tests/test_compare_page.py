@@ -193,7 +193,8 @@ def test_a_rerun_reads_no_verdicts_redoes_no_bootstrap_and_the_report_is_built_o
 
     from streamlit.runtime.media_file_manager import MediaFileManager
 
-    from judge_engine import metrics, plots
+    from judge_engine import figures as plots
+    from judge_engine import metrics
 
     counts: Counter = Counter()
 

@@ -136,7 +136,7 @@ def test_scatter_grid_draws_one_marker_per_distinct_pair_sized_by_its_count():
     judge_a[:7] = np.nan  # replies that gave no score are left out, not drawn as a pair
     scores = {f"#{k} direct": judge_a.tolist() if k == 1 else rng.integers(1, 6, 1600).astype(float).tolist()
               for k in range(1, 5)}
-    grid = plots.scatter_grid(human, scores, low=1, high=5)
+    grid = figures.scatter_grid(human, scores, low=1, high=5)
     markers = [t for t in grid.data if t.mode == "markers"]
     assert len(markers) == 4 and len(grid.data) == 8, "one marker trace and one diagonal per run"
     for trace, values in zip(markers, scores.values()):
@@ -153,7 +153,7 @@ def test_scatter_grid_draws_one_marker_per_distinct_pair_sized_by_its_count():
 
 
 def test_scatter_grid_of_distinct_pairs_keeps_every_item_and_empty_runs_draw_nothing():
-    grid = plots.scatter_grid([1.0, 2.5, 3.25], {"#1 geval": [1.2, 2.4, 3.3], "#2 none": [None, None, None]},
+    grid = figures.scatter_grid([1.0, 2.5, 3.25], {"#1 geval": [1.2, 2.4, 3.3], "#2 none": [None, None, None]},
                               low=1, high=5)
     points, empty = grid.data[0], grid.data[2]
     assert list(points.customdata) == [1, 1, 1] and list(points.marker.size) == pytest.approx([6.0, 6.0, 6.0])
@@ -163,7 +163,7 @@ def test_scatter_grid_of_distinct_pairs_keeps_every_item_and_empty_runs_draw_not
 def test_score_histograms_are_shares_per_score_counted_here():
     human = [1, 1, 2, 3, 5, None]
     judges = {"#1 direct": [2, 2, 2, 3, float("nan"), 4], "#2 <geval>": [1, 5, 5, 5, 5, 5]}
-    fig = plots.score_histograms(human, judges)
+    fig = figures.score_histograms(human, judges)
     assert [t.type for t in fig.data] == ["bar", "bar", "bar"], "bars counted in Python, not browser binning"
     assert [t.name for t in fig.data] == ["human", "#1 direct", "#2 &lt;geval&gt;"]
     for trace, values in zip(fig.data, [human, *judges.values()]):
@@ -175,7 +175,7 @@ def test_score_histograms_are_shares_per_score_counted_here():
 
 def test_score_histograms_of_fine_scores_share_twenty_bins():
     rng = np.random.default_rng(1)
-    fig = plots.score_histograms(rng.uniform(1, 5, 300).tolist(), {"#1": rng.uniform(1, 5, 200).tolist()})
+    fig = figures.score_histograms(rng.uniform(1, 5, 300).tolist(), {"#1": rng.uniform(1, 5, 200).tolist()})
     human, judge = fig.data
     assert len(human.x) == len(judge.x) == 20 and list(human.x) == pytest.approx(list(judge.x))
     assert sum(human.customdata) == 300 and sum(judge.customdata) == 200
