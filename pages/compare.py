@@ -8,9 +8,9 @@ import streamlit as st
 from judge_engine import annotations, compare, export
 from judge_engine import figures as plots
 from judge_engine.methods import Judge
-from judge_engine.runs import RunSpec, create_run, start_run
+from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
-from pages import common
+from pages import common, start_form
 
 common.require_frame()
 
@@ -107,7 +107,9 @@ c1, c2, c3 = st.columns(3)
 level = c1.selectbox("Level", levels, index=levels.index(natural), key="compare_level",
                      format_func=lambda lv: f"{lv} (natural)" if lv == natural else lv)
 statistic = c2.selectbox("Statistic", list(compare.STATISTICS), index=1, key="compare_stat")
-n_bootstrap = c3.select_slider("Bootstrap resamples", [200, 500, 1000], value=500, key="compare_boot")
+n_bootstrap = c3.select_slider("Bootstrap resamples", [200, 500, 1000], value=500, key="compare_boot",
+                               help="Resamples behind each confidence interval and paired test: more is steadier "
+                                    "and slower.")
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing correlations and paired tests...")
@@ -266,7 +268,9 @@ if len(chosen) >= 2:
             st.caption(f"Human score ({annotations.parse_aggregate(aggregate).kind}): {current:g}"
                        if current is not None and current == current else "No human score yet.")
         value = st.number_input(common.plain(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
-                                max_value=float(a.high), value=None, step=1.0, key="compare_label_value")
+                                max_value=float(a.high), value=None, step=1.0, key="compare_label_value",
+                                help="Your own label, kept beside the others' under your name; it never replaces "
+                                     "an imported score.")
         if st.form_submit_button("Save score"):
             if value is None or not to_label:
                 st.error("Enter a score first.")
@@ -311,7 +315,9 @@ else:
         target_ds = c1.selectbox("Target dataset", list(targets), key="compare_transfer_ds")
         target_aspect = c2.selectbox("Target aspect (same quality, maybe another name)",
                                      sorted({x for v in targets.values() for x in v}), key="compare_transfer_aspect")
-        n_items = c3.number_input("Items to score", min_value=2, value=40, step=10, key="compare_transfer_n")
+        n_items = c3.number_input("Items to score", min_value=2, value=40, step=10, key="compare_transfer_n",
+                                  help="Items of the target dataset the judge scores (whole groups, so maybe a few "
+                                       "more); its agreement with the target's humans is measured on them.")
         st.caption(common.plain(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
                                 f"Backend: {common.llm_config().label}."))
         if st.form_submit_button("Score the target with this judge"):
@@ -319,16 +325,15 @@ else:
             try:
                 target = common.load_dataset(store, target_ds).aspect(target_aspect)
                 judge = compare.transfer_judge(Judge.from_dict(source["judge"]), target)
-                run_id = create_run(store, RunSpec(method=source["method"], dataset=target_ds, aspect=target.name,
-                                                   train_size=0, test_size=int(n_items), llm=common.llm_config()),
-                                    judge=judge, actor=common.actor())
-                start_run(store.path, run_id, api_key=common.api_key())
-            except (KeyError, ValueError, OSError, NotFound) as exc:
+            except (KeyError, ValueError, NotFound) as exc:
                 st.error(common.plain(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
             else:
-                common.flash("success", f"Started transfer run #{run_id} on {target_ds} / {target.name}; "
-                                        "follow it under Runs, then compare it here on that dataset.")
-                st.rerun()
+                run_id = start_form.start(RunSpec(method=source["method"], dataset=target_ds, aspect=target.name,
+                                                  train_size=0, test_size=int(n_items), llm=common.llm_config()),
+                                          judge=judge, label=f" (transfer to {target_ds} / {target.name}; follow it "
+                                                             "under Runs, then compare it here on that dataset)")
+                if run_id is not None:
+                    st.rerun()
 
 st.caption("Score new data with an exported judge: `python -m judge_engine score judge.json new.jsonl --out "
            "scores.jsonl`.")
