@@ -130,10 +130,10 @@ def stage_one(events: list[dict]) -> None:
         st.caption(f"Replies read as JSON: {reads['json']}; by the free-text fallback: {reads['fallback']}; "
                    f"unreadable: {reads['missing']}.")
     for w in by_kind.get("warning", []):
-        st.warning(common.plain(f"{w.get('code')}: {w.get('message')}"))
+        st.warning(common.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
     failures = by_kind.get("parse_failure", [])
     if failures:
-        st.warning(common.plain("Unreadable replies: " + "; ".join(
+        st.warning(common.escape_markdown("Unreadable replies: " + "; ".join(
             f"{f['stage']}: {f.get('count', f.get('note', ''))}" for f in failures)))
 
 
@@ -255,7 +255,7 @@ if saved:
                          status="added", actor=common.actor())
             changes.append(("new", {}))
     except EditConflict as exc:
-        st.error(common.plain(f"{exc}. Your other changes before it were saved; press Reload to see the "
+        st.error(common.escape_markdown(f"{exc}. Your other changes before it were saved; press Reload to see the "
                               "current text, then edit again."))
     else:
         st.session_state.pop(f"ac_seen_versions_{run_id}", None)
@@ -274,7 +274,7 @@ if undoable:
             curation.undo(store, owner, pick, expected_version=seen.get(pick, by_key[pick].version),
                           actor=common.actor())
         except (EditConflict, ValueError) as exc:
-            st.error(common.plain(f"Not undone: {exc}. Press Reload to see the current text."))
+            st.error(common.escape_markdown(f"Not undone: {exc}. Press Reload to see the current text."))
         else:
             st.session_state.pop(f"ac_seen_versions_{run_id}", None)
             forget_fields(items)
@@ -349,7 +349,7 @@ if sources:
                + " (json = structured reply, text = free-text fallback, logprobs_first_position = read from the "
                  "alternatives of a reply that chose no digit).")
 for w in judge.state.get("warnings") or []:
-    st.warning(common.plain(f"{w.get('code')}: {w.get('message')}"))
+    st.warning(common.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
 n_crit_missing = sum(len(v.metadata.get("missing_criteria") or []) for v in verdicts)
 n_crit = sum(len(v.metadata.get("criteria_100") or {}) for v in verdicts)
 if n_crit:
@@ -372,7 +372,7 @@ if verdicts:
     st.markdown("**Overall explanation and error analysis**")
     refused = v.metadata.get("explanation_rejected")
     if refused:
-        st.caption(common.plain(f"Not shown: the explanation was rejected ({refused})."))
+        st.caption(common.escape_markdown(f"Not shown: the explanation was rejected ({refused})."))
         with st.expander("Raw reply"):
             st.text(v.raw)
     else:

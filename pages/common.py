@@ -99,7 +99,7 @@ def run_framed(page: Any) -> None:
     try:
         page.run()
     except ReadOnly as exc:  # a viewer reached a save the page does not guard: one message, nothing written
-        st.error(plain(str(exc)))
+        st.error(escape_markdown(str(exc)))
     finally:
         st.session_state[FRAME_KEY] = False
 
@@ -171,7 +171,7 @@ def get_store() -> Store:
     try:
         return Store(path, read_only=None if can_edit() else identity())
     except (OSError, sqlite3.Error) as exc:
-        st.error(plain(f"Cannot open the database {path}: {exc}. Change the path in the sidebar."))
+        st.error(escape_markdown(f"Cannot open the database {path}: {exc}. Change the path in the sidebar."))
         st.stop()
         raise  # unreachable: st.stop() raises
 
@@ -210,11 +210,11 @@ def check_backend_button(label: str, *, key: str, primary: bool = False) -> None
         return
     with st.spinner("Sending one short request..."):
         try:
-            st.success(plain(check_connection(llm_config(), api_key=api_key())))
+            st.success(escape_markdown(check_connection(llm_config(), api_key=api_key())))
         except LLMError as exc:
-            st.error(plain(str(exc)))
+            st.error(escape_markdown(str(exc)))
         except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
-            st.error(plain(f"{type(exc).__name__}: {exc}"))
+            st.error(escape_markdown(f"{type(exc).__name__}: {exc}"))
 
 
 # --------------------------------------------------------------------------- who is working
@@ -238,7 +238,7 @@ def _secrets_section(name: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - Streamlit raises its own error types here
         if getattr(exc, "error_id", None) == "no-secrets-found":
             return {}
-        st.error(plain(f"The secrets file cannot be read ({exc}), so sign-in cannot be set up; the workbench "
+        st.error(escape_markdown(f"The secrets file cannot be read ({exc}), so sign-in cannot be set up; the workbench "
                        "stays closed until it is fixed."))
         st.stop()
         raise  # unreachable: st.stop() raises
@@ -283,7 +283,7 @@ def sign_in() -> None:
         email = str(st.user.get("email") or "")
         role = role_of(email, _secrets_section("workbench"))
         if role is None:
-            st.error(plain(f"{email or 'This account'} is not on this workbench's list of editors or viewers. "
+            st.error(escape_markdown(f"{email or 'This account'} is not on this workbench's list of editors or viewers. "
                            "Ask whoever runs it to add you."))
             if st.button("Sign out", key="identity_logout_refused"):
                 st.logout()
@@ -334,7 +334,7 @@ def actor() -> str:
     and the page stops, before anything is written.
     """
     if not can_edit():
-        st.error(plain(f"{identity()} may view this workbench but not change it; nothing was saved."))
+        st.error(escape_markdown(f"{identity()} may view this workbench but not change it; nothing was saved."))
         st.stop()
     name = identity()
     if not name:
@@ -346,7 +346,7 @@ def actor() -> str:
 def identity_sidebar() -> None:
     """Who is working, their role, and (local use) a way to change the name; sign-out in a team deployment."""
     if team_mode():
-        st.caption(plain(f"Signed in as {identity()} ({st.session_state.get(ROLE_KEY, '')})"))
+        st.caption(escape_markdown(f"Signed in as {identity()} ({st.session_state.get(ROLE_KEY, '')})"))
         if st.button("Sign out", key="identity_logout"):
             st.logout()
         return
@@ -372,8 +372,6 @@ def escape_markdown(text: str) -> str:
     return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), escaped)
 
 
-plain = escape_markdown
-"""The former name of :func:`escape_markdown`, kept while the pages still call it."""
 
 
 def flash(kind: str, text: str, *, at: str | None = None) -> None:
@@ -404,11 +402,11 @@ def show_flash(at: str | None = None) -> None:
         box = st.empty()
         kind, text = st.session_state.get("_flash_now", {}).pop(at, (None, None))
         if kind:
-            getattr(box, kind)(plain(text))
+            getattr(box, kind)(escape_markdown(text))
         return
     for kind, text in list(st.session_state.pop("_flash", [])) + list(
             st.session_state.pop("_flash_now", {}).values()):
-        getattr(st, kind)(plain(text))
+        getattr(st, kind)(escape_markdown(text))
     st.session_state["_flash_now"] = st.session_state.pop("_flash_at", {})
 
 
@@ -661,7 +659,7 @@ def run_trust(store: Store, run: dict[str, Any]) -> Any:
     try:
         return _trust(str(store.path), int(run["id"]), (run.get("version"), others))
     except (ValueError, KeyError) as exc:  # a dataset deleted since, a run without verdicts: say so, no traceback
-        st.caption(plain(f"No trust report for run #{run['id']}: {exc}"))
+        st.caption(escape_markdown(f"No trust report for run #{run['id']}: {exc}"))
         return None
 
 
@@ -711,14 +709,14 @@ def trust_panel(report: Any, *, compact: bool = False) -> None:
         base = (f"not significantly below {len(report.baselines)} baseline run(s) on the same split"
                 if report.baselines else "no baseline run on the same split to compare with")
         corr = "test and training correlations are positive" if report.training else "test correlation is positive"
-        st.success(plain(f"{name}: no trust warning: {corr}; {base}."))
+        st.success(escape_markdown(f"{name}: no trust warning: {corr}; {base}."))
     else:
         # reasons can quote generated text (a hypothesis): escaped, never rendered as Markdown
-        st.warning(plain(f"{name}: do not rely on this judge without a closer look:") + "\n"
-                   + "\n".join(f"- {plain(r)}" for r in report.reasons))
+        st.warning(escape_markdown(f"{name}: do not rely on this judge without a closer look:") + "\n"
+                   + "\n".join(f"- {escape_markdown(r)}" for r in report.reasons))
     if compact:
         test = report.test
-        st.caption(plain(f"test {report.statistic} ({test.level if test else '-'}) "
+        st.caption(escape_markdown(f"test {report.statistic} ({test.level if test else '-'}) "
                          f"{_fig(test.value if test else None)}; missing {report.missing} of {report.n}"
                          + (f"; training {_fig(report.training.value)} on {report.training.n_scored} items"
                             if report.training else "")))
@@ -734,9 +732,9 @@ def trust_panel(report: Any, *, compact: bool = False) -> None:
 def finished_box(report: Any, text: str) -> None:
     """A run's "finished" notice: green only when its trust report does not warn."""
     if report is not None and report.verdict != "ok":
-        st.warning(plain(f"{text} The trust checks warn about this judge (see the reasons with its results)."))
+        st.warning(escape_markdown(f"{text} The trust checks warn about this judge (see the reasons with its results)."))
     else:
-        st.success(plain(text))
+        st.success(escape_markdown(text))
 
 
 LIVE_STATUSES = ("queued", "running")

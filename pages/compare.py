@@ -75,7 +75,7 @@ if not chosen:
 
 used = sorted({r.get("human_aggregate") or "imported" for r in chosen})
 if len(used) > 1:
-    st.error(common.plain("These runs were evaluated against different human scores ("
+    st.error(common.escape_markdown("These runs were evaluated against different human scores ("
                           + "; ".join(annotations.parse_aggregate(u).label for u in used)
                           + "): choose runs that used the same one."))
     st.stop()
@@ -95,7 +95,7 @@ try:
     dataset = common.human_dataset(store, ds_name, aggregate)
     aligned = _align(str(store.path), run_versions, common_subset)
 except (compare.NotComparable, NotFound) as exc:
-    st.error(common.plain(str(exc)))
+    st.error(common.escape_markdown(str(exc)))
     st.stop()
 if not aligned.ids:
     st.warning("These runs share no scored item.")
@@ -161,11 +161,11 @@ st.dataframe(show, hide_index=True, key="compare_table",
                             f"human ceiling ({statistic})": st.column_config.NumberColumn(format="%.3f"),
                             "p vs best": st.column_config.NumberColumn(format="%.3f"),
                             "dollars": st.column_config.NumberColumn(format="$%.4f")})
-st.caption(common.plain(f"Human score: {annotations.parse_aggregate(aggregate).label}."))
+st.caption(common.escape_markdown(f"Human score: {annotations.parse_aggregate(aggregate).label}."))
 if ceiling and ceiling.get(statistic) is not None:
     lo, hi = agreement.ceiling_ci[statistic]
     a_lo, a_hi = agreement.alpha_ci
-    st.caption(common.plain(
+    st.caption(common.escape_markdown(
         f"Human ceiling of these labels ({len(agreement.annotators)} annotators on {agreement.n_items} items, each "
         f"against the mean of the others, {level} level): {statistic} {ceiling[statistic]:.3f}"
         + (f" [{lo:.3f}, {hi:.3f}]" if lo == lo else "")
@@ -174,13 +174,13 @@ if ceiling and ceiling.get(statistic) is not None:
         + ". A judge at the ceiling agrees with these annotators as well as they agree with each other."))
 for r in chosen:  # what each run's figures alone do not say (empty bank, imputed criteria, missing scores, ...)
     for warning in (r.get("summary") or {}).get("warnings") or []:
-        st.warning(common.plain(f"#{r['id']} {r['method']}: {warning.get('message', '')}"))
+        st.warning(common.escape_markdown(f"#{r['id']} {r['method']}: {warning.get('message', '')}"))
 with st.expander("Trust: each judge against its own training figure and its baselines", expanded=True):
     for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
         common.trust_panel(common.run_trust(store, r), compact=True)
 worse = frame[frame["significantly worse"]]
 if len(worse):
-    st.caption(common.plain("Significantly worse than the best run (paired bootstrap, p < 0.05): "
+    st.caption(common.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "
                             + ", ".join(f"#{r}" for r in worse["run"])))
 
 figures = [plots.comparison_bars(frame, statistic=statistic,
@@ -214,12 +214,12 @@ def _explanation(db: str, run_id: int, run_version: int, item: str) -> compare.I
 if item:
     sample = dataset.by_id()[item]
     with st.container(border=True):
-        st.markdown(f"**{common.plain(dataset.input_label)}**")
+        st.markdown(f"**{common.escape_markdown(dataset.input_label)}**")
         st.text(sample.input[:4000])
         if sample.context:
-            st.markdown(f"**{common.plain(dataset.context_label)}**")
+            st.markdown(f"**{common.escape_markdown(dataset.context_label)}**")
             st.text(sample.context[:2000])
-        st.markdown(f"**{common.plain(dataset.output_label)}**")
+        st.markdown(f"**{common.escape_markdown(dataset.output_label)}**")
         st.text(sample.output[:4000])
         st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}")
         for r in chosen:
@@ -227,7 +227,7 @@ if item:
             if v is None:
                 continue
             score = "missing (reply did not parse)" if v.missing else f"{v.score:.2f}"
-            with st.expander(common.plain(f"#{r['id']} {r['method']}: {score}")):
+            with st.expander(common.escape_markdown(f"#{r['id']} {r['method']}: {score}")):
                 if v.criteria:
                     st.dataframe([{"criterion": k, "score": x} for k, x in v.criteria.items()], hide_index=True)
                 if v.explanation:
@@ -238,7 +238,7 @@ if item:
                     st.plotly_chart(plots.shap_waterfall_figure(why.shap, item, labels=why.labels),
                                     key=f"compare_waterfall_{r['id']}")
                     unscored = ", ".join(why.labels.get(f, f) for f in why.imputed)
-                    st.caption(common.plain(
+                    st.caption(common.escape_markdown(
                         f"SHAP values of the judge's aggregator: how far each criterion's score moved {why.target} "
                         "from the base value." + (f" Not scored, filled with the training mean: {unscored}."
                                                   if unscored else "")))
@@ -267,7 +267,7 @@ if len(chosen) >= 2:
             current = sample.human.get(aspect)
             st.caption(f"Human score ({annotations.parse_aggregate(aggregate).kind}): {current:g}"
                        if current is not None and current == current else "No human score yet.")
-        value = st.number_input(common.plain(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
+        value = st.number_input(common.escape_markdown(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
                                 max_value=float(a.high), value=None, step=1.0, key="compare_label_value",
                                 help="Your own label, kept beside the others' under your name; it never replaces "
                                      "an imported score.")
@@ -278,7 +278,7 @@ if len(chosen) >= 2:
                 try:
                     store.add_annotation(ds_name, to_label, aspect, value, annotator=common.actor())
                 except (ValueError, NotFound) as exc:
-                    st.error(common.plain(str(exc)))
+                    st.error(common.escape_markdown(str(exc)))
                 else:
                     common.flash("success", f"Saved your label {value:g} for {to_label}.")
                     st.rerun()
@@ -318,7 +318,7 @@ else:
         n_items = c3.number_input("Items to score", min_value=2, value=40, step=10, key="compare_transfer_n",
                                   help="Items of the target dataset the judge scores (whole groups, so maybe a few "
                                        "more); its agreement with the target's humans is measured on them.")
-        st.caption(common.plain(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
+        st.caption(common.escape_markdown(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
                                 f"Backend: {common.llm_config().label}."))
         if st.form_submit_button("Score the target with this judge"):
             source = store.get_run(export_id)
@@ -326,7 +326,7 @@ else:
                 target = common.load_dataset(store, target_ds).aspect(target_aspect)
                 judge = compare.transfer_judge(Judge.from_dict(source["judge"]), target)
             except (KeyError, ValueError, NotFound) as exc:
-                st.error(common.plain(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
+                st.error(common.escape_markdown(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
             else:
                 run_id = start_form.start(RunSpec(method=source["method"], dataset=target_ds, aspect=target.name,
                                                   train_size=0, test_size=int(n_items), llm=common.llm_config()),

@@ -146,7 +146,7 @@ with right:
                    f"Decompositions read as JSON: {dec_reads.get('json', 0)}, by the fallback: "
                    f"{dec_reads.get('text', 0)}, unusable: {dec_reads.get('none', 0)}.")
 for warning in state.get("warnings") or []:
-    st.warning(common.plain(f"{warning.get('code')}: {warning.get('message')}"))
+    st.warning(common.escape_markdown(f"{warning.get('code')}: {warning.get('message')}"))
 
 
 def save(node_id: str, message: str, **changes) -> None:
@@ -245,9 +245,9 @@ def node_row(node: dict, depth: int) -> None:
     pruned = not node.get("in_aggregator", True)
     badges = [provenance(node)] + (["not in aggregator"] if pruned else []) \
         + (["will expand"] if node.get("expand") else []) + (["will re-decompose"] if node.get("redecompose") else [])
-    name = f"~~{common.plain(node['name'])}~~" if pruned else f"**{common.plain(node['name'])}**"
+    name = f"~~{common.escape_markdown(node['name'])}~~" if pruned else f"**{common.escape_markdown(node['name'])}**"
     name = ("↳ " if depth else "") + name
-    cols[1].markdown(f"{name} · {common.plain(node['definition'])}  \n:gray[{' · '.join(badges)}]")
+    cols[1].markdown(f"{name} · {common.escape_markdown(node['definition'])}  \n:gray[{' · '.join(badges)}]")
     value = importance.get(nid, {}).get("importance")
     cover = (state.get("coverage") or {}).get(nid)
     if value is None:
@@ -300,7 +300,7 @@ if deleted:
     with st.expander(f"Deleted nodes ({len(deleted)})", expanded=bool(st.session_state.get(OPEN_DELETED))):
         for n in deleted:
             c1, c2 = st.columns([5, 1])
-            c1.markdown(f"~~{common.plain(n['name'])}~~ · {common.plain(n['definition'])}")
+            c1.markdown(f"~~{common.escape_markdown(n['name'])}~~ · {common.escape_markdown(n['definition'])}")
             if c2.button("Restore", key=f"hd_restore_{run_id}_{n['id']}"):
                 save(n["id"], f"Restored {n['name']!r}.", deleted=False)
 
@@ -316,9 +316,9 @@ if refused:
             restored = any(n.get("parent") == r["parent"] and n["name"] == r.get("name") and not n.get("deleted")
                            for n in tree["nodes"])
             c1, c2 = st.columns([5, 1])
-            c1.markdown(f"**{common.plain(r.get('name') or '')}** · {common.plain((r.get('definition') or '')[:300])}"
-                        f"  \n:gray[under {common.plain(parent['name'] if parent else r['parent'])} · "
-                        f"{common.plain(r.get('rule', '').replace('_', ' '))}: {common.plain(r.get('reason', ''))}"
+            c1.markdown(f"**{common.escape_markdown(r.get('name') or '')}** · {common.escape_markdown((r.get('definition') or '')[:300])}"
+                        f"  \n:gray[under {common.escape_markdown(parent['name'] if parent else r['parent'])} · "
+                        f"{common.escape_markdown(r.get('rule', '').replace('_', ' '))}: {common.escape_markdown(r.get('reason', ''))}"
                         f"{' · restored' if restored else ''}]")
             if c2.button("Restore", key=f"hd_restore_refused_{run_id}_{i}",
                          disabled=restored or parent is None or bool(parent.get("deleted")),
@@ -359,7 +359,7 @@ try:
     c2.caption(f"Next round: at most {calls['fit']} + {calls['score']} LLM requests before cache hits; "
                "unchanged nodes are answered by the cache.")
 except ValueError as exc:
-    c2.error(common.plain(str(exc)))
+    c2.error(common.escape_markdown(str(exc)))
 with c1:
     if start_form.start_button("Run next round with this tree", f"hd_next_{run_id}",
                                missing="this round is still running" if status in common.LIVE_STATUSES else ""):
@@ -378,8 +378,8 @@ pick = st.selectbox("Node", [i for i in layers], key=f"hd_node_{run_id}",
                     format_func=lambda i: f"{'· ' * (layers[i]['layer'] - 1)}{nodes[i]['name']}")
 node = nodes[pick]
 d1, d2 = st.columns([2, 3])
-d1.markdown(f"**{common.plain(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
-            f"{common.plain(node['definition'])}")
+d1.markdown(f"**{common.escape_markdown(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
+            f"{common.escape_markdown(node['definition'])}")
 detail = node_summary(judge, pick)
 if detail is not None:
     r = detail["correlation"]["pearson"]

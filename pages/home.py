@@ -39,4 +39,4 @@ if runs:
 else:
     st.info("No run yet: start a baseline run to meta-evaluate a judge.")
 st.page_link("pages/runs.py", label="Go to Runs", icon=":material/play_circle:")
-st.caption(common.plain(f"Database: {store.path}"))
+st.caption(common.escape_markdown(f"Database: {store.path}"))

@@ -169,7 +169,7 @@ def search_view(s: Any, run: dict[str, Any]) -> None:
     c3.metric("LLM calls", ledger.get("calls", 0))
     c4.metric("Cache hits", ledger.get("cache_hits", 0))
     for note in trace["notes"]:
-        st.warning(common.plain(note))
+        st.warning(common.escape_markdown(note))
     if trace["aux_missing"]:
         st.caption("Auxiliary replies with nothing usable (recorded as missing): "
                    + ", ".join(f"{k}: {v}" for k, v in trace["aux_missing"].items()))
@@ -224,7 +224,7 @@ def best_strategy(run: dict[str, Any], judge: Judge) -> None:
     if state.get("accepted_by_person"):
         st.caption("This strategy was fixed by a person, not selected by the search.")
     for w in state.get("warnings") or []:
-        st.warning(common.plain(w["message"]))
+        st.warning(common.escape_markdown(w["message"]))
     refused_aux = state.get("rejected") or []
     if refused_aux:
         with st.expander(f"Auxiliaries the checks refused ({len(refused_aux)})"):
@@ -248,7 +248,7 @@ def results(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
     named = [r.id for r in runs.runs_on_same_split(store, run, methods=(METHOD,))
              if r.params.get("fixed_strategy") == base]
     if named:
-        st.caption(common.plain(f"The {BASE_PROMPT} ({base}) is run " + ", ".join(f"#{i}" for i in named)
+        st.caption(common.escape_markdown(f"The {BASE_PROMPT} ({base}) is run " + ", ".join(f"#{i}" for i in named)
                                 + ": the search's starting prompt, scored without searching."))
     common.trust_panel(common.run_trust(store, run))
     st.caption("Correlations of the best strategy at every level")
@@ -292,7 +292,7 @@ def inspect(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
             prompt = HPSS.render(judge, index[item], llm=llm, strategy=chosen,
                                  pool=[index[i] for i in val_ids], leave_out=True)
         except LLMError as exc:
-            st.error(common.plain(str(exc)))
+            st.error(common.escape_markdown(str(exc)))
         else:
             if prompt is None:
                 st.warning("An auxiliary this strategy needs is missing for this item (its reply had no usable "
@@ -347,7 +347,7 @@ def curate(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
         except EditConflict as exc:
             st.session_state[seen_key] = (curation.get(store, owner, "strategy").version,
                                           curation.get(store, owner, "criteria").version)
-            st.error(common.plain(f"{exc}. Your edit was not saved; the form now edits the latest version."))
+            st.error(common.escape_markdown(f"{exc}. Your edit was not saved; the form now edits the latest version."))
         else:
             st.session_state[seen_key] = (sv, cv)
             split = Split.from_dict(run["split"])
@@ -378,7 +378,7 @@ def undo_edit(owner: str, run_id: int, items: list[curation.CuratedItem], seen_k
         try:
             curation.undo(store, owner, item.key, expected_version=seen[i], actor=common.actor())
         except (EditConflict, ValueError) as exc:
-            st.error(common.plain(f"Not undone: {exc}."))
+            st.error(common.escape_markdown(f"Not undone: {exc}."))
             return
         st.session_state[seen_key] = tuple(curation.get(store, owner, it.key).version for it in items)
         # the form's fields hold the undone values: drop them so they are drawn from the restored version

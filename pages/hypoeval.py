@@ -111,7 +111,7 @@ def bank_table(view: dict) -> None:
 def show_warnings(warnings: Sequence[dict]) -> None:
     """Fit-time warnings (empty bank, fewer selected, a person's accepted hypotheses kept) in words."""
     for w in warnings:
-        st.warning(common.plain(f"{str(w.get('code', '')).replace('_', ' ').capitalize()}: {w.get('message', '')}"))
+        st.warning(common.escape_markdown(f"{str(w.get('code', '')).replace('_', ' ').capitalize()}: {w.get('message', '')}"))
 
 
 def replies_caption(view: dict) -> str:
@@ -219,7 +219,7 @@ def curate(run: dict, judge: Judge) -> None:
                         version = curation.save(store, owner, item.key, expected_version=seen, actor=common.actor(),
                                                 definition=text.strip(), status=status)
                 except EditConflict as exc:
-                    st.error(common.plain(f"Not saved: {exc}. The latest text is: {item.definition}"))
+                    st.error(common.escape_markdown(f"Not saved: {exc}. The latest text is: {item.definition}"))
                     st.session_state[seen_key] = item.version  # saving again now overwrites that version knowingly
                 else:
                     st.session_state[seen_key] = version
@@ -319,8 +319,8 @@ def results(run: dict, judge: Judge) -> None:
                 st.text(sample.output)
         for p in verdict.metadata.get("per_hypothesis", []):
             shown = "missing" if p["score"] is None else f"{p['score']:.2f}"
-            st.markdown(f"**{common.plain(p['key'])}** — score {shown}")
-            st.caption(common.plain(texts.get(p["key"], "")))
+            st.markdown(f"**{common.escape_markdown(p['key'])}** — score {shown}")
+            st.caption(common.escape_markdown(texts.get(p["key"], "")))
             if p.get("explanation"):
                 st.text(p["explanation"])
 

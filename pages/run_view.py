@@ -60,7 +60,7 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
         if status in common.LIVE_STATUSES:
             done, total = int(run.get("done") or 0), int(run.get("total") or 0)
             st.progress(min(1.0, done / total) if total else 0.0,
-                        text=common.plain(f"{status}: {run.get('stage') or 'starting'} ({done}/{total})"))
+                        text=common.escape_markdown(f"{status}: {run.get('stage') or 'starting'} ({done}/{total})"))
             if lines is not None:
                 for line in lines(store.events(run_id))[-8:]:
                     st.text(line)
@@ -73,13 +73,13 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
                 st.rerun()
             common.finished_box(common.run_trust(store, run), f"Run #{run_id} finished.")
         else:
-            st.warning(common.plain(f"Run #{run_id} {status}: {run.get('message') or 'the worker stopped'}. "
+            st.warning(common.escape_markdown(f"Run #{run_id} {status}: {run.get('message') or 'the worker stopped'}. "
                                     "Resume continues where it stopped; calls already made are not paid again."))
             if st.button("Resume", key=f"{key}_resume_{run_id}"):
                 try:
                     runs.start_run(store.path, run_id, api_key=common.api_key())
                 except OSError as exc:
-                    st.error(common.plain(f"The worker could not start: {exc}"))
+                    st.error(common.escape_markdown(f"The worker could not start: {exc}"))
                 else:
                     st.rerun()
         if live_view is not None:

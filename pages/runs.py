@@ -49,7 +49,7 @@ dataset = start_form.choose_dataset("runs", slot=c1)
 method = c2.selectbox("Method", list(METHODS), key="runs_method", format_func=lambda m: METHODS[m].title or m,
                       help="Each method's parameters, paper defaults and allowed values: "
                            "python -m judge_engine methods NAME")
-st.caption(common.plain(summary_line(METHODS[method])))
+st.caption(common.escape_markdown(summary_line(METHODS[method])))
 if dataset is not None:
     aspect = start_form.choose_aspect("runs", dataset)
     split = start_form.split_fields("runs", dataset, train=30, test=20)
@@ -65,7 +65,7 @@ if dataset is not None:
     try:
         extra = json_parameters(method, extra_text)
     except ValueError as exc:
-        st.error(common.plain(str(exc)))
+        st.error(common.escape_markdown(str(exc)))
     else:
         spec = RunSpec(method=method, dataset=dataset.name, aspect=aspect.name,
                        params={**start_form.changed(method, params), **extra}, train_size=split.train_size,
@@ -86,7 +86,7 @@ def resume(run_id: int) -> None:
     try:
         start_run(store.path, run_id, api_key=common.api_key())
     except OSError as exc:
-        st.error(common.plain(f"Could not start a worker: {exc}"))
+        st.error(common.escape_markdown(f"Could not start a worker: {exc}"))
         return
     st.session_state.setdefault("runs_resumed", {})[run_id] = time.time()
     st.rerun()
@@ -115,7 +115,7 @@ def progress_panel(run_id: int) -> None:
                                 f"Finished ({(run.get('summary') or {}).get('seconds', 0):.1f} s of work).")
         else:
             text = run.get("message") or "The worker stopped before the run finished."
-            (st.error if status == "failed" else st.warning)(common.plain(f"Run {status}: {text}"))
+            (st.error if status == "failed" else st.warning)(common.escape_markdown(f"Run {status}: {text}"))
             st.caption("Resume continues where it stopped: the fitted judge and scored samples are kept and "
                        "cached LLM calls are not paid again.")
             if st.button("Resume", key=f"runs_resume_{run_id}", type="primary"):
@@ -162,7 +162,7 @@ def results(run: dict) -> None:
 
     n = summary.get("n", 0)
     for warning in summary.get("warnings") or []:
-        st.warning(common.plain(warning.get("message", "")))
+        st.warning(common.escape_markdown(warning.get("message", "")))
     m = st.columns(4)
     m[0].metric("Missing scores", f"{summary.get('missing', summary.get('parse_failures', 0))} of {n}",
                 help="Test items without a score (the reasons are listed above); they are excluded from the "
@@ -181,7 +181,7 @@ def results(run: dict) -> None:
         dataset = common.human_dataset(store, run["dataset"], run.get("human_aggregate") or "imported")
     except NotFound:
         dataset = None
-        st.warning(common.plain(f"Dataset {run['dataset']} is no longer stored; human scores cannot be shown."))
+        st.warning(common.escape_markdown(f"Dataset {run['dataset']} is no longer stored; human scores cannot be shown."))
     verdicts = common.load_verdicts(store, run)
     table = common.verdicts_frame(dataset, run["aspect"], verdicts)
     if dataset is not None:
@@ -200,7 +200,7 @@ def results(run: dict) -> None:
     download = export.verdicts_text(export.build_verdict_table(dataset, run["aspect"], verdicts), "csv")
     st.download_button("Download verdicts (CSV)", download.encode("utf-8"),
                        file_name=f"run-{run['id']}-verdicts.csv", mime="text/csv", key=f"runs_dl_{run['id']}")
-    st.caption(common.plain("The CSV has the item's input and output, human and judge scores, why a score is missing, the raw "
+    st.caption(common.escape_markdown("The CSV has the item's input and output, human and judge scores, why a score is missing, the raw "
                "reply, the explanation and any per-criterion scores. A text that begins with =, +, -, @, a tab or "
                "a carriage return gets a leading ' so a spreadsheet shows it instead of running it."))
 
@@ -221,7 +221,7 @@ else:
     run_id = common.bound(st.selectbox, "Show run", "runs_run_id", options=ids, format_func=labels.get)
     run = store.get_run(run_id)
     title = METHODS[run["method"]].title if run["method"] in METHODS else run["method"]
-    st.subheader(common.plain(f"Run #{run_id}: {title} on {run['dataset']} / {run['aspect']}"))
+    st.subheader(common.escape_markdown(f"Run #{run_id}: {title} on {run['dataset']} / {run['aspect']}"))
     split = run.get("split") or {}
     st.text(f"Backend {LLMConfig.from_dict(run['llm']).label}; "
             f"{len(split.get('train_ids', []))} train / {len(split.get('test_ids', []))} test items "
