@@ -372,8 +372,6 @@ def escape_markdown(text: str) -> str:
     return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), escaped)
 
 
-
-
 def flash(kind: str, text: str, *, at: str | None = None) -> None:
     """Queue a message for the next run of the page (survives ``st.rerun()``).
 
