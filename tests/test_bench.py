@@ -177,6 +177,7 @@ def test_app_pages_are_read_from_the_navigation():
     assert dict(app_latency.app_pages())["home"] == ""
 
 
+@pytest.mark.model  # the runs are scored by the real llama.cpp backend (from pre-inserted cache rows)
 def test_app_bench_seeds_the_compare_page_with_k_runs_scored_from_the_cache(tmp_path):
     from judge_engine.store import Store
 
