@@ -27,7 +27,7 @@ import streamlit as st
 
 from judge_engine import data
 from judge_engine.llm import BACKEND_NAMES, STRUCTURED_MODES, LLMConfig, LLMError, check_connection
-from judge_engine.records import Dataset, Verdict
+from judge_engine.records import Dataset, RunRecord, RunSummary, Verdict
 from judge_engine.runs import effective_status
 from judge_engine.store import Store, default_db_path
 
@@ -443,9 +443,10 @@ def _load_verdicts(path: str, run_id: int, version: int) -> list[Verdict]:
     return Store(path).load_verdicts(run_id)
 
 
-def load_verdicts(store: Store, run: dict[str, Any]) -> list[Verdict]:
-    """The verdicts of ``run``, cached by (database, run id, run version)."""
-    return _load_verdicts(str(store.path), int(run["id"]), int(run.get("version") or 0))
+def load_verdicts(store: Store, run: RunRecord | dict[str, Any]) -> list[Verdict]:
+    """The verdicts of ``run`` (a record or a store row), cached by (database, run id, run version)."""
+    run = RunRecord.of(run)
+    return _load_verdicts(str(store.path), run.id, run.version)
 
 
 # --------------------------------------------------------------------------- uploads and imports
@@ -605,8 +606,15 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def ordered_levels(summary: dict[str, Any]) -> list[str]:
-    """Levels of a run summary, the natural level first."""
+def _summary_dict(summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
+    # a record goes through its dict so both forms draw alike; a row's dict is read as stored (an old one may
+    # lack ``level``: then no row is marked natural, where RunSummary.from_dict would call 'sample' natural)
+    return summary.to_dict() if isinstance(summary, RunSummary) else summary
+
+
+def ordered_levels(summary: RunSummary | dict[str, Any]) -> list[str]:
+    """Levels of a run summary (a record or a store row's dict), the natural level first."""
+    summary = _summary_dict(summary)
     levels = list((summary.get("levels") or {}).keys())
     natural = summary.get("level")
     if natural in levels:
@@ -615,8 +623,9 @@ def ordered_levels(summary: dict[str, Any]) -> list[str]:
     return levels
 
 
-def correlation_frame(summary: dict[str, Any]) -> pd.DataFrame:
+def correlation_frame(summary: RunSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per meta-evaluation level (natural first): coefficients, 95% CIs and counts."""
+    summary = _summary_dict(summary)
     rows = []
     natural = summary.get("level")
     for level in ordered_levels(summary):
@@ -645,19 +654,20 @@ def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> Any:
     return trust_report(Store(path), run_id)
 
 
-def run_trust(store: Store, run: dict[str, Any]) -> Any:
-    """The :class:`judge_engine.trust.TrustReport` of a finished ``run``; None when it has none (not finished).
+def run_trust(store: Store, run: RunRecord | dict[str, Any]) -> Any:
+    """The :class:`judge_engine.trust.TrustReport` of a finished ``run`` (a record or a store row); None when it
+    has none (not finished).
 
     Cached until the run or any finished run of its dataset (a new baseline on the same split) changes.
     """
-    if run.get("status") != "finished":
+    run = RunRecord.of(run)
+    if run.status != "finished":
         return None
-    others = tuple((r["id"], r.get("version"), r["status"]) for r in store.list_runs(dataset=run["dataset"],
-                                                                                         limit=10_000))
+    others = tuple((r.id, r.version, r.status) for r in store.runs(dataset=run.dataset, limit=10_000))
     try:
-        return _trust(str(store.path), int(run["id"]), (run.get("version"), others))
+        return _trust(str(store.path), run.id, (run.version, others))
     except (ValueError, KeyError) as exc:  # a dataset deleted since, a run without verdicts: say so, no traceback
-        st.caption(escape_markdown(f"No trust report for run #{run['id']}: {exc}"))
+        st.caption(escape_markdown(f"No trust report for run #{run.id}: {exc}"))
         return None
 
 
@@ -771,9 +781,11 @@ def agreement_row(result: Any) -> dict[str, Any]:
                                            else result.ceiling_ci["spearman"])}
 
 
-def run_label(run: dict[str, Any]) -> str:
-    """A stable label for a run (no status: a select box must not relabel its value as the run progresses)."""
-    return f"#{run['id']} · {run['method']} · {run['dataset']}/{run['aspect']} · {fmt_time(run.get('created'))}"
+def run_label(run: RunRecord | dict[str, Any]) -> str:
+    """A stable label for a run, a record or a store row (no status: a select box must not relabel its value as
+    the run progresses)."""
+    run = RunRecord.of(run)
+    return f"#{run.id} · {run.method} · {run.dataset}/{run.aspect} · {fmt_time(run.created)}"
 
 
 def verdicts_frame(dataset: Dataset | None, aspect: str, verdicts: list[Verdict]) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
                                           refit_preview, seed_tree, tree_index, tree_owner, undo_node)
-from judge_engine.records import Split
+from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, estimate
 from judge_engine.store import EditConflict
 from pages import common, run_view, start_form
@@ -32,26 +32,26 @@ common.show_flash()
 MAIN_PARAMETERS = ("max_layers", "k_child", "k_expand", "aggregator", "layout", "weighted")
 
 
-def tree_events(events: list[dict]) -> list[str]:
+def tree_events(events: list[RunEvent]) -> list[str]:
     """The tree growing, one line per step."""
     out = []
     for e in events:
-        p = e["payload"]
-        if e["kind"] == "decomposed":
+        p = e.payload
+        if e.kind == "decomposed":
             out.append(f"layer {p['layer']}: {p['parent']} → {', '.join(p['children']) or 'no usable reply'}")
-        elif e["kind"] == "layer_scored":
+        elif e.kind == "layer_scored":
             out.append(f"layer {p['layer']}: scored {len(p['criteria'])} criteria")
-        elif e["kind"] == "expansion_chosen":
+        elif e.kind == "expansion_chosen":
             out.append(f"layer {p['layer']}: expanding {', '.join(p['chosen']) or 'nothing'} ({p['reason']})"
                        + (f"; not eligible (scored on too few items): {', '.join(p['ineligible'])}"
                           if p.get("ineligible") else ""))
-        elif e["kind"] == "aggregator_fitted":
+        elif e.kind == "aggregator_fitted":
             out.append(f"layer {p['layer']}: aggregator refit on {p['features']} criteria")
     return out
 
 
 # --------------------------------------------------------------------------- round 1
-with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "hd_eval" for r in store.list_runs())):
+with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_eval" for r in store.runs())):
     c = st.columns(2)
     dataset = start_form.choose_dataset("hd", slot=c[0])
     if dataset is not None:
@@ -100,12 +100,12 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "
 run = run_view.pick_run("hd_eval", "hd_run", label="HD-Eval run", empty="No HD-Eval run yet: build a tree above.")
 if run is None:
     st.stop()
-run_id = run["id"]
+run_id = run.id
 status = run_view.progress(run_id, lines=tree_events, key="hd")
-if not run.get("judge"):
+if not run.judge:
     st.stop()
 
-judge = Judge.from_dict(run["judge"])
+judge = Judge.from_dict(run.judge)
 state = judge.state
 target = judge.aspect["name"]
 if seed_tree(store, run_id, state["tree"]):
@@ -126,10 +126,10 @@ importance = state.get("importance", {})
 top_importance = max([max(0.0, v["importance"]) for v in importance.values()] or [0.0]) or 1.0
 
 # --------------------------------------------------------------------------- the tree
-st.subheader(f"Round of run #{run_id}: {run['dataset']} / {target}")
+st.subheader(f"Round of run #{run_id}: {run.dataset} / {target}")
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(tree_sunburst(tree, importance, root=run["dataset"]), key="hd_sunburst")
+    st.plotly_chart(tree_sunburst(tree, importance, root=run.dataset), key="hd_sunburst")
     st.caption("Inner ring: human aspects. Colour: permutation importance (darker = more important); "
                "grey: removed from the aggregator. Click a segment to zoom; hover for the definition.")
 with right:
@@ -344,12 +344,12 @@ if preview["pending"]:
                f"({', '.join(nodes[p]['name'] for p in preview['pending'] if p in nodes)}).")
 
 next_tree = next_round_tree(tree)
-next_params = {**run["params"], "criteria_tree": next_tree}
-spec = RunSpec(method="hd_eval", dataset=run["dataset"], aspect=target, params=next_params,
-               train_size=len(run["split"]["train_ids"]), test_size=len(run["split"]["test_ids"]),
-               seed=int(run["split"]["seed"]), llm=LLMConfig.from_dict(run["llm"]))
+next_params = {**run.params, "criteria_tree": next_tree}
+spec = RunSpec(method="hd_eval", dataset=run.dataset, aspect=target, params=next_params,
+               train_size=len(run.split.train_ids), test_size=len(run.split.test_ids),
+               seed=run.split.seed, llm=LLMConfig.from_dict(run.llm))
 c1, c2 = st.columns([2, 3])
-max_layers = int(c2.number_input("Layers for the next round", 1, 5, int(run["params"].get("max_layers", 3)),
+max_layers = int(c2.number_input("Layers for the next round", 1, 5, int(run.params.get("max_layers", 3)),
                                  key=f"hd_next_L_{run_id}",
                                  help="How deep the next round's tree may grow; nodes marked for decomposition are "
                                       "split up to this depth. The paper uses 3."))
@@ -364,7 +364,7 @@ with c1:
     if start_form.start_button("Run next round with this tree", f"hd_next_{run_id}",
                                missing="this round is still running" if status in common.LIVE_STATUSES else ""):
         # the same items and backend: unchanged nodes are answered by the cache
-        new_id = start_form.start(spec, split=Split.from_dict(run["split"]), label=" (next round)")
+        new_id = start_form.start(spec, split=run.split, label=" (next round)")
         if new_id is not None:
             common.set_value("hd_run", new_id)
             st.rerun()
@@ -435,10 +435,9 @@ else:
 
 # --------------------------------------------------------------------------- test results
 st.markdown("#### Test split")
-summary = run.get("summary") or {}
-if summary:
+if run.summary is not None:
     common.trust_panel(common.run_trust(store, run))
-    dataset = common.load_dataset(store, run["dataset"])
+    dataset = common.load_dataset(store, run.dataset)
     frame = common.verdicts_frame(dataset, target, verdicts)
     t1, t2 = st.columns(2)
     t1.plotly_chart(plots.human_vs_judge_scatter(frame["human"].tolist(), frame["judge"].tolist(),
@@ -448,7 +447,7 @@ if summary:
     with t2:
         run_view.baseline_table(run, key="hd")
     with st.expander("This run's correlations with confidence intervals"):
-        st.dataframe(common.correlation_frame(summary), hide_index=True)
+        st.dataframe(common.correlation_frame(run.summary), hide_index=True)
     imputed = [(v.sample_id, int(v.metadata.get("imputed_criteria", 0)), int(v.metadata.get("n_criteria", 0)),
                 v.missing, v.metadata.get("missing_reason", "")) for v in verdicts]
     n_imputed = sum(1 for _, k, _, _, _ in imputed if k)
