@@ -27,7 +27,7 @@ import streamlit as st
 
 from judge_engine import data
 from judge_engine.llm import BACKEND_NAMES, STRUCTURED_MODES, LLMConfig, LLMError, check_connection
-from judge_engine.records import Dataset, Verdict
+from judge_engine.records import Dataset, RunRecord, RunSummary, Verdict
 from judge_engine.runs import effective_status
 from judge_engine.store import Store, default_db_path
 
@@ -443,9 +443,10 @@ def _load_verdicts(path: str, run_id: int, version: int) -> list[Verdict]:
     return Store(path).load_verdicts(run_id)
 
 
-def load_verdicts(store: Store, run: dict[str, Any]) -> list[Verdict]:
-    """The verdicts of ``run``, cached by (database, run id, run version)."""
-    return _load_verdicts(str(store.path), int(run["id"]), int(run.get("version") or 0))
+def load_verdicts(store: Store, run: RunRecord | dict[str, Any]) -> list[Verdict]:
+    """The verdicts of ``run`` (a record, or still a store row), cached by (database, run id, run version)."""
+    run = RunRecord.of(run)
+    return _load_verdicts(str(store.path), run.id, int(run.version or 0))
 
 
 # --------------------------------------------------------------------------- uploads and imports
@@ -605,22 +606,29 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def ordered_levels(summary: dict[str, Any]) -> list[str]:
-    """Levels of a run summary, the natural level first."""
-    levels = list((summary.get("levels") or {}).keys())
-    natural = summary.get("level")
+def _summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
+    """``summary`` as a record, whether it is one or still a stored dict (pages not yet moved to records)."""
+    return summary if isinstance(summary, RunSummary) else RunSummary.from_dict(summary)
+
+
+def ordered_levels(summary: RunSummary | dict[str, Any]) -> list[str]:
+    """Levels of a run summary (a record or its dict), the natural level first."""
+    summary = _summary(summary)
+    levels = list(summary.levels.keys())
+    natural = summary.level
     if natural in levels:
         levels.remove(natural)
         levels.insert(0, natural)
     return levels
 
 
-def correlation_frame(summary: dict[str, Any]) -> pd.DataFrame:
+def correlation_frame(summary: RunSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per meta-evaluation level (natural first): coefficients, 95% CIs and counts."""
+    summary = _summary(summary)
     rows = []
-    natural = summary.get("level")
+    natural = summary.level
     for level in ordered_levels(summary):
-        c = summary["levels"][level] or {}
+        c = summary.levels[level] or {}
         rows.append({
             "level": f"{level} (natural)" if level == natural else level,
             "pearson": _num(c.get("pearson")), "pearson 95% CI": _ci(c.get("pearson_ci")),
@@ -645,19 +653,20 @@ def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> Any:
     return trust_report(Store(path), run_id)
 
 
-def run_trust(store: Store, run: dict[str, Any]) -> Any:
-    """The :class:`judge_engine.trust.TrustReport` of a finished ``run``; None when it has none (not finished).
+def run_trust(store: Store, run: RunRecord | dict[str, Any]) -> Any:
+    """The :class:`judge_engine.trust.TrustReport` of a finished ``run`` (a record, or still a store row);
+    None when it has none (not finished).
 
     Cached until the run or any finished run of its dataset (a new baseline on the same split) changes.
     """
-    if run.get("status") != "finished":
+    run = RunRecord.of(run)
+    if run.status != "finished":
         return None
-    others = tuple((r["id"], r.get("version"), r["status"]) for r in store.list_runs(dataset=run["dataset"],
-                                                                                         limit=10_000))
+    others = tuple((r.id, r.version, r.status) for r in store.runs(dataset=run.dataset, limit=10_000))
     try:
-        return _trust(str(store.path), int(run["id"]), (run.get("version"), others))
+        return _trust(str(store.path), run.id, (run.version, others))
     except (ValueError, KeyError) as exc:  # a dataset deleted since, a run without verdicts: say so, no traceback
-        st.caption(escape_markdown(f"No trust report for run #{run['id']}: {exc}"))
+        st.caption(escape_markdown(f"No trust report for run #{run.id}: {exc}"))
         return None
 
 
@@ -738,23 +747,24 @@ def finished_box(report: Any, text: str) -> None:
 LIVE_STATUSES = ("queued", "running")
 
 
-def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
-    """Overview of runs (``store.list_runs()``) with the natural-level correlations of finished ones."""
+def runs_frame(runs: Iterable[RunRecord | dict[str, Any]]) -> pd.DataFrame:
+    """Overview of runs (``store.runs()``, or still store rows) with the natural-level correlations of finished
+    ones."""
     rows = []
-    for r in runs:
-        summary = r.get("summary") or {}
-        corr = summary.get("correlations") or {}
-        ledger = r.get("ledger") or {}
+    for r in map(RunRecord.of, runs):
+        corr = (r.summary.correlations if r.summary else None) or {}
+        # the ledger is the backend's snapshot, a dict by design: its counters may be absent while a run starts
+        ledger = r.ledger
         rows.append({
-            "run": r["id"], "method": r["method"], "dataset": r["dataset"], "aspect": r["aspect"],
+            "run": r.id, "method": r.method, "dataset": r.dataset, "aspect": r.aspect,
             "status": effective_status(r),
-            "progress": f"{r.get('done') or 0}/{r.get('total') or 0}" if r.get("total") else "",
-            "level": summary.get("level", ""),
+            "progress": f"{r.done}/{r.total}" if r.total else "",
+            "level": r.summary.level if r.summary else "",
             "pearson": _num(corr.get("pearson")), "spearman": _num(corr.get("spearman")),
             "kendall": _num(corr.get("kendall")),
             "calls": ledger.get("calls", 0), "cache hits": ledger.get("cache_hits", 0),
-            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.get("created")),
-            "human score": r.get("human_aggregate") or "imported", "started by": r.get("actor") or "",
+            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.created),
+            "human score": r.human_aggregate, "started by": r.actor,
         })
     return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",
                                        "pearson", "spearman", "kendall", "calls", "cache hits", "dollars",
@@ -771,9 +781,11 @@ def agreement_row(result: Any) -> dict[str, Any]:
                                            else result.ceiling_ci["spearman"])}
 
 
-def run_label(run: dict[str, Any]) -> str:
-    """A stable label for a run (no status: a select box must not relabel its value as the run progresses)."""
-    return f"#{run['id']} · {run['method']} · {run['dataset']}/{run['aspect']} · {fmt_time(run.get('created'))}"
+def run_label(run: RunRecord | dict[str, Any]) -> str:
+    """A stable label for a run (a record, or still a store row; no status: a select box must not relabel its
+    value as the run progresses)."""
+    run = RunRecord.of(run)
+    return f"#{run.id} · {run.method} · {run.dataset}/{run.aspect} · {fmt_time(run.created)}"
 
 
 def verdicts_frame(dataset: Dataset | None, aspect: str, verdicts: list[Verdict]) -> pd.DataFrame:
