@@ -25,8 +25,8 @@ LiveView = Callable[[Any, dict[str, Any]], None]
 
 
 def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[dict[str, Any]], bool] | None = None,
-             empty: str = "No run yet: start one above.") -> RunRecord | None:
-    """The method's runs, newest first; the chosen one (judge included), or None with ``empty`` shown."""
+             empty: str = "No run yet: start one above.") -> dict[str, Any] | None:
+    """The method's runs, newest first; the chosen one (full row), or None with ``empty`` shown."""
     store = common.get_store()
     found = [r for r in store.list_runs(limit=500) if r["method"] == method and (keep is None or keep(r))]
     if not found:
@@ -38,7 +38,7 @@ def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[dict[
     labels = {r["id"]: common.run_label(r) for r in found}
     run_id = common.bound(st.selectbox, label, key, options=ids, format_func=labels.get,
                           help="Newest first. A run started on this page shows up here at once.")
-    return store.run(run_id)
+    return store.get_run(run_id)
 
 
 def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveView | None = None, key: str) -> str:
