@@ -444,9 +444,9 @@ def _load_verdicts(path: str, run_id: int, version: int) -> list[Verdict]:
 
 
 def load_verdicts(store: Store, run: RunRecord | dict[str, Any]) -> list[Verdict]:
-    """The verdicts of ``run`` (a record or a store row), cached by (database, run id, run version)."""
+    """The verdicts of ``run`` (a record, or still a store row), cached by (database, run id, run version)."""
     run = RunRecord.of(run)
-    return _load_verdicts(str(store.path), run.id, run.version)
+    return _load_verdicts(str(store.path), run.id, int(run.version or 0))
 
 
 # --------------------------------------------------------------------------- uploads and imports
@@ -606,17 +606,16 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def _summary_dict(summary: RunSummary | dict[str, Any]) -> dict[str, Any]:
-    # a record goes through its dict so both forms draw alike; a row's dict is read as stored (an old one may
-    # lack ``level``: then no row is marked natural, where RunSummary.from_dict would call 'sample' natural)
-    return summary.to_dict() if isinstance(summary, RunSummary) else summary
+def _summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
+    """``summary`` as a record, whether it is one or still a stored dict (pages not yet moved to records)."""
+    return summary if isinstance(summary, RunSummary) else RunSummary.from_dict(summary)
 
 
 def ordered_levels(summary: RunSummary | dict[str, Any]) -> list[str]:
-    """Levels of a run summary (a record or a store row's dict), the natural level first."""
-    summary = _summary_dict(summary)
-    levels = list((summary.get("levels") or {}).keys())
-    natural = summary.get("level")
+    """Levels of a run summary (a record or its dict), the natural level first."""
+    summary = _summary(summary)
+    levels = list(summary.levels.keys())
+    natural = summary.level
     if natural in levels:
         levels.remove(natural)
         levels.insert(0, natural)
@@ -625,11 +624,11 @@ def ordered_levels(summary: RunSummary | dict[str, Any]) -> list[str]:
 
 def correlation_frame(summary: RunSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per meta-evaluation level (natural first): coefficients, 95% CIs and counts."""
-    summary = _summary_dict(summary)
+    summary = _summary(summary)
     rows = []
-    natural = summary.get("level")
+    natural = summary.level
     for level in ordered_levels(summary):
-        c = summary["levels"][level] or {}
+        c = summary.levels[level] or {}
         rows.append({
             "level": f"{level} (natural)" if level == natural else level,
             "pearson": _num(c.get("pearson")), "pearson 95% CI": _ci(c.get("pearson_ci")),
@@ -655,8 +654,8 @@ def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> Any:
 
 
 def run_trust(store: Store, run: RunRecord | dict[str, Any]) -> Any:
-    """The :class:`judge_engine.trust.TrustReport` of a finished ``run`` (a record or a store row); None when it
-    has none (not finished).
+    """The :class:`judge_engine.trust.TrustReport` of a finished ``run`` (a record, or still a store row);
+    None when it has none (not finished).
 
     Cached until the run or any finished run of its dataset (a new baseline on the same split) changes.
     """
@@ -748,23 +747,24 @@ def finished_box(report: Any, text: str) -> None:
 LIVE_STATUSES = ("queued", "running")
 
 
-def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
-    """Overview of runs (``store.list_runs()``) with the natural-level correlations of finished ones."""
+def runs_frame(runs: Iterable[RunRecord | dict[str, Any]]) -> pd.DataFrame:
+    """Overview of runs (``store.runs()``, or still store rows) with the natural-level correlations of finished
+    ones."""
     rows = []
-    for r in runs:
-        summary = r.get("summary") or {}
-        corr = summary.get("correlations") or {}
-        ledger = r.get("ledger") or {}
+    for r in map(RunRecord.of, runs):
+        corr = (r.summary.correlations if r.summary else None) or {}
+        # the ledger is the backend's snapshot, a dict by design: its counters may be absent while a run starts
+        ledger = r.ledger
         rows.append({
-            "run": r["id"], "method": r["method"], "dataset": r["dataset"], "aspect": r["aspect"],
+            "run": r.id, "method": r.method, "dataset": r.dataset, "aspect": r.aspect,
             "status": effective_status(r),
-            "progress": f"{r.get('done') or 0}/{r.get('total') or 0}" if r.get("total") else "",
-            "level": summary.get("level", ""),
+            "progress": f"{r.done}/{r.total}" if r.total else "",
+            "level": r.summary.level if r.summary else "",
             "pearson": _num(corr.get("pearson")), "spearman": _num(corr.get("spearman")),
             "kendall": _num(corr.get("kendall")),
             "calls": ledger.get("calls", 0), "cache hits": ledger.get("cache_hits", 0),
-            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.get("created")),
-            "human score": r.get("human_aggregate") or "imported", "started by": r.get("actor") or "",
+            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.created),
+            "human score": r.human_aggregate, "started by": r.actor,
         })
     return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",
                                        "pearson", "spearman", "kendall", "calls", "cache hits", "dollars",
@@ -782,8 +782,8 @@ def agreement_row(result: Any) -> dict[str, Any]:
 
 
 def run_label(run: RunRecord | dict[str, Any]) -> str:
-    """A stable label for a run, a record or a store row (no status: a select box must not relabel its value as
-    the run progresses)."""
+    """A stable label for a run (a record, or still a store row; no status: a select box must not relabel its
+    value as the run progresses)."""
     run = RunRecord.of(run)
     return f"#{run.id} · {run.method} · {run.dataset}/{run.aspect} · {fmt_time(run.created)}"
 

@@ -8,6 +8,7 @@ import streamlit as st
 from judge_engine import annotations, compare, export
 from judge_engine import figures as plots
 from judge_engine.methods import Judge
+from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
 from pages import common, start_form
@@ -32,10 +33,10 @@ if not datasets:
     st.stop()
 
 # open on the dataset and aspect with the most finished runs
-finished_all = [r for r in store.list_runs(limit=10_000) if r["status"] == "finished"]
+finished_all = [r for r in store.runs(limit=10_000) if r.status == "finished"]
 counts: dict[tuple[str, str], int] = {}
 for r in finished_all:
-    counts[(r["dataset"], r["aspect"])] = counts.get((r["dataset"], r["aspect"]), 0) + 1
+    counts[(r.dataset, r.aspect)] = counts.get((r.dataset, r.aspect), 0) + 1
 busiest = max(counts, key=counts.get) if counts else (None, None)
 c1, c2 = st.columns(2)
 ds_names = [d["name"] for d in datasets]
@@ -51,9 +52,16 @@ if not finished:
     st.stop()
 
 by_split = compare.runs_by_split(finished)
-split_labels = {key: f"{len((runs[0].get('split') or {}).get('test_ids') or [])} test items (seed "
-                     f"{(runs[0].get('split') or {}).get('seed')}), {len(runs)} run(s): "
-                     f"{', '.join(sorted({r['method'] for r in runs}))}" for key, runs in by_split.items()}
+
+
+def split_label(runs: list[RunRecord]) -> str:
+    """What a set of test items is: its size and seed (all its runs share them) and the runs on it."""
+    split = runs[0].split
+    return (f"{len(split.test_ids) if split else 0} test items (seed {split.seed if split else None}), "
+            f"{len(runs)} run(s): {', '.join(sorted({r.method for r in runs}))}")
+
+
+split_labels = {key: split_label(runs) for key, runs in by_split.items()}
 common_subset = st.toggle("Compare runs from different splits on the items they share", key="compare_common",
                           help="Off: only runs scored on exactly the same test items are compared.")
 if common_subset:
@@ -64,16 +72,16 @@ else:
                         key="compare_split")
     split = keys[pick or 0]
     candidates, scope = by_split[split], zlib.crc32(repr(split).encode())
-labels = {r["id"]: f"#{r['id']} {r['method']} ({common.fmt_time(r.get('created'))})" for r in candidates}
+labels = {r.id: f"#{r.id} {r.method} ({common.fmt_time(r.created)})" for r in candidates}
 # one selection per set of test items: switching to other items starts from all of their runs
 chosen_ids = st.multiselect("Runs", list(labels), default=list(labels), format_func=labels.get,
                             key=f"compare_runs_{ds_name}_{aspect}_{scope}")
-chosen = [r for r in candidates if r["id"] in chosen_ids]
+chosen = [r for r in candidates if r.id in chosen_ids]
 if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
-used = sorted({r.get("human_aggregate") or "imported" for r in chosen})
+used = sorted({r.human_aggregate for r in chosen})
 if len(used) > 1:
     st.error(common.escape_markdown("These runs were evaluated against different human scores ("
                           + "; ".join(annotations.parse_aggregate(u).label for u in used)
@@ -81,14 +89,14 @@ if len(used) > 1:
     st.stop()
 aggregate = used[0]
 # what identifies the runs' verdicts: a run's version changes whenever its verdicts or summary do
-run_versions = tuple((r["id"], int(r.get("version") or 0)) for r in chosen)
+run_versions = tuple((r.id, r.version) for r in chosen)
 
 
 @st.cache_data(max_entries=16, show_spinner="Lining up the runs' verdicts...")
 def _align(db: str, run_versions: tuple, common_subset: bool) -> compare.Aligned:
     """The runs' verdicts on their common items, read once per version of the runs (not on every rerun)."""
     s = common.get_store()
-    return compare.align(s, [s.get_run(rid) for rid, _ in run_versions], common_subset=common_subset)
+    return compare.align(s, [s.run(rid) for rid, _ in run_versions], common_subset=common_subset)
 
 
 try:
@@ -173,8 +181,8 @@ if ceiling and ceiling.get(statistic) is not None:
         + (f" [{a_lo:.3f}, {a_hi:.3f}]" if a_lo == a_lo else "")
         + ". A judge at the ceiling agrees with these annotators as well as they agree with each other."))
 for r in chosen:  # what each run's figures alone do not say (empty bank, imputed criteria, missing scores, ...)
-    for warning in (r.get("summary") or {}).get("warnings") or []:
-        st.warning(common.escape_markdown(f"#{r['id']} {r['method']}: {warning.get('message', '')}"))
+    for warning in r.summary.warnings if r.summary else ():
+        st.warning(common.escape_markdown(f"#{r.id} {r.method}: {warning.message}"))
 with st.expander("Trust: each judge against its own training figure and its baselines", expanded=True):
     for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
         common.trust_panel(common.run_trust(store, r), compact=True)
@@ -191,7 +199,7 @@ c1.plotly_chart(figures[0], key="compare_bars")
 c2.plotly_chart(figures[1], key="compare_cost")
 index = dataset.by_id()
 human = [index[i].human.get(aspect) for i in aligned.ids]
-scores = {f"#{r['id']} {r['method']}": aligned.scores[r["id"]].tolist() for r in chosen}
+scores = {compare.short_run_label(r): aligned.scores[r.id].tolist() for r in chosen}
 a = dataset.aspect(aspect)
 figures += [plots.scatter_grid(human, scores, low=a.low, high=a.high), plots.score_histograms(human, scores)]
 st.plotly_chart(figures[2], key="compare_grid")
@@ -223,20 +231,20 @@ if item:
         st.text(sample.output[:4000])
         st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}")
         for r in chosen:
-            v = aligned.verdicts[r["id"]].get(item)
+            v = aligned.verdicts[r.id].get(item)
             if v is None:
                 continue
             score = "missing (reply did not parse)" if v.missing else f"{v.score:.2f}"
-            with st.expander(common.escape_markdown(f"#{r['id']} {r['method']}: {score}")):
+            with st.expander(common.escape_markdown(f"{compare.short_run_label(r)}: {score}")):
                 if v.criteria:
                     st.dataframe([{"criterion": k, "score": x} for k, x in v.criteria.items()], hide_index=True)
                 if v.explanation:
                     st.text(v.explanation)
-                why = (_explanation(str(store.path), r["id"], int(r.get("version") or 0), item)
+                why = (_explanation(str(store.path), r.id, r.version, item)
                        if v.criteria and not v.missing else None)
                 if why is not None:
                     st.plotly_chart(plots.shap_waterfall_figure(why.shap, item, labels=why.labels),
-                                    key=f"compare_waterfall_{r['id']}")
+                                    key=f"compare_waterfall_{r.id}")
                     unscored = ", ".join(why.labels.get(f, f) for f in why.imputed)
                     st.caption(common.escape_markdown(
                         f"SHAP values of the judge's aggregator: how far each criterion's score moved {why.target} "
@@ -246,7 +254,7 @@ if item:
                 st.text(v.raw[:3000])
         st.caption("To fix what misled a judge, open its method page (rubrics, criteria trees and inferred "
                    "criteria are edited there) and rerun.")
-        for method in sorted({r["method"] for r in chosen} & set(METHOD_PAGES)):
+        for method in sorted({r.method for r in chosen} & set(METHOD_PAGES)):
             st.page_link(METHOD_PAGES[method], label=f"Edit the {method} judge", icon=":material/edit:")
 
 # --------------------------------------------------------------------------- label next
@@ -289,8 +297,8 @@ def _report_bytes(title: str, tables: dict, figures: list, notes: list) -> bytes
 
 
 st.subheader("Export")
-best_id = int(frame.loc[frame["best"], "run"].iloc[0]) if frame["best"].any() else chosen[0]["id"]
-export_id = st.selectbox("Judge to export", [r["id"] for r in chosen], index=[r["id"] for r in chosen].index(best_id),
+best_id = int(frame.loc[frame["best"], "run"].iloc[0]) if frame["best"].any() else chosen[0].id
+export_id = st.selectbox("Judge to export", [r.id for r in chosen], index=[r.id for r in chosen].index(best_id),
                          format_func=lambda rid: labels.get(rid, str(rid)) + ("  (best)" if rid == best_id else ""),
                          key="compare_export")
 c1, c2 = st.columns(2)
@@ -321,14 +329,14 @@ else:
         st.caption(common.escape_markdown(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
                                 f"Backend: {common.llm_config().label}."))
         if st.form_submit_button("Score the target with this judge"):
-            source = store.get_run(export_id)
+            source = store.run(export_id)
             try:
                 target = common.load_dataset(store, target_ds).aspect(target_aspect)
-                judge = compare.transfer_judge(Judge.from_dict(source["judge"]), target)
+                judge = compare.transfer_judge(Judge.from_dict(source.judge), target)
             except (KeyError, ValueError, NotFound) as exc:
                 st.error(common.escape_markdown(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
             else:
-                run_id = start_form.start(RunSpec(method=source["method"], dataset=target_ds, aspect=target.name,
+                run_id = start_form.start(RunSpec(method=source.method, dataset=target_ds, aspect=target.name,
                                                   train_size=0, test_size=int(n_items), llm=common.llm_config()),
                                           judge=judge, label=f" (transfer to {target_ds} / {target.name}; follow it "
                                                              "under Runs, then compare it here on that dataset)")

@@ -31,7 +31,7 @@ else:
 st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
 
 st.subheader("Recent runs")
-runs = store.list_runs(limit=10)
+runs = store.runs(limit=10)
 if runs:
     st.dataframe(common.runs_frame(runs), hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="%.3f")

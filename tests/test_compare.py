@@ -40,7 +40,7 @@ def run(store, responder, *, method="direct", test_size=20, seed=0):
                                        test_size=test_size, seed=seed))
     backend = FakeBackend(responder, model_id=f"fake-{id(responder)}")
     execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=backend))
-    return store.get_run(run_id)
+    return store.run(run_id)
 
 
 def test_runs_on_the_same_items_are_compared_and_the_better_one_wins(store, dataset):
@@ -48,13 +48,13 @@ def test_runs_on_the_same_items_are_compared_and_the_better_one_wins(store, data
     a, b = run(store, good), run(store, noisy)
     assert compare.split_key(a) == compare.split_key(b)
     groups = compare.runs_by_split(compare.finished_runs(store, "toy", "quality"))
-    assert list(groups.values())[0] == [b, a] or {r["id"] for r in list(groups.values())[0]} == {a["id"], b["id"]}
+    assert [r.id for r in list(groups.values())[0]] == [b.id, a.id]  # newest first
     aligned = compare.align(store, [a, b])
     assert len(aligned.ids) == 20
     frame = compare.comparison_frame(store, dataset, aligned, level="sample", n_bootstrap=200)
     best = frame[frame["best"]].iloc[0]
-    assert best["run"] == a["id"] and best["spearman"] == pytest.approx(1.0)
-    worse = frame[frame["run"] == b["id"]].iloc[0]
+    assert best["run"] == a.id and best["spearman"] == pytest.approx(1.0)
+    worse = frame[frame["run"] == b.id].iloc[0]
     assert worse["Δspearman vs best"] < 0 and 0 <= worse["p vs best"] <= 1
     assert worse["significantly worse"] == (worse["p vs best"] < 0.05)
     assert worse["score calls"] == 20 and worse["fit calls"] == 0 and worse["parse failures"] == 0
@@ -119,8 +119,8 @@ def test_missing_scores_are_excluded_and_counted(store, dataset):
     b = run(store, lambda m, p: "no idea" if "x" * 3 in m[0]["content"] else good(m, p))
     aligned = compare.align(store, [a, b])
     frame = compare.comparison_frame(store, dataset, aligned, level="group", n_bootstrap=100)
-    row = frame[frame["run"] == b["id"]].iloc[0]
-    assert row["parse failures"] == int(np.isnan(aligned.scores[b["id"]]).sum()) > 0
+    row = frame[frame["run"] == b.id].iloc[0]
+    assert row["parse failures"] == int(np.isnan(aligned.scores[b.id]).sum()) > 0
     assert row["n"] == 20 - row["parse failures"]
 
 
@@ -196,7 +196,7 @@ def test_kept_group_tables_leave_the_comparison_unchanged(store, dataset, monkey
 def test_label_next_spread_is_each_items_standard_deviation_over_the_judges(store, dataset):
     aligned = _four_runs(store, dataset)
     picks = compare.label_next(dataset, aligned, k=20)
-    matrix = np.vstack([(aligned.scores[r["id"]] - 1) / 4 for r in aligned.runs])
+    matrix = np.vstack([(aligned.scores[r.id] - 1) / 4 for r in aligned.runs])
     expected = {item: float(np.nanstd(matrix[:, j])) for j, item in enumerate(aligned.ids)}
     assert len(picks) == 20
     assert picks["judge spread (0-1)"].tolist() == pytest.approx([expected[i] for i in picks["item"]], abs=1e-12)
@@ -219,7 +219,7 @@ def test_fit_cost_is_split_from_scoring_cost(store, dataset):
                 method="geval")
     cost = compare.cost_split(store, geval)
     assert cost["fit"]["calls"] == 1 and cost["total"]["calls"] == 1 + cost["score"]["calls"]
-    assert math.isclose(cost["total"]["calls"], geval["ledger"]["calls"])
+    assert math.isclose(cost["total"]["calls"], geval.ledger["calls"])
 
 
 def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, tiny_dataset):
@@ -228,7 +228,7 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
     store.save_dataset(dataset)
     store.save_dataset(tiny_dataset)
     source = run(store, good)
-    judge = Judge.from_dict(source["judge"])
+    judge = Judge.from_dict(source.judge)
     target = Aspect("quality", 0, 10, "How good it is, 0-10.")
     moved = compare.transfer_judge(judge, target)
     assert moved.aspect["low"] == 0 and moved.aspect["high"] == 10 and moved.state == judge.state
@@ -236,7 +236,7 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0,
                                        test_size=6), judge=compare.transfer_judge(judge, tiny_dataset.aspects[0]))
     summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(good)))
-    assert summary.n == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]
+    assert summary.n == 6 and not store.run_events(run_id, kind="fitted")
 
 
 def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_aggregator(store):
@@ -252,7 +252,7 @@ def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_
                                           test_size=6))
     execute_run(store, direct_id, llm=make_llm(LLMConfig(), store=store,
                                                 backend=FakeBackend(lambda m, p: "[[3]]", model_id="d")))
-    aligned = compare.align(store, [store.get_run(hd_id), store.get_run(direct_id)])
+    aligned = compare.align(store, [store.run(hd_id), store.run(direct_id)])
     item = aligned.ids[0]
     verdict = aligned.verdicts[hd_id][item]
 

@@ -139,7 +139,7 @@ def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap
                     ledger = store.run(run_id).ledger
                     row.update({"score_run_s": seconds, "items_per_s": n / seconds, "llm_calls": ledger["calls"],
                                 "cache_hits": ledger["cache_hits"]})
-            runs = [store.get_run(r) for r in run_ids]
+            runs = [store.run(r) for r in run_ids]
             aligned, row["compare_align_s"] = _timed(lambda: compare.align(store, runs))
             row["verdicts"] = len(aligned.ids)
             row["compare_frame_s"], row["compare_rows"] = math.nan, 0
