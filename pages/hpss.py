@@ -405,7 +405,6 @@ st.subheader("Searches")
 picked = run_view.pick_run(METHOD, "hpss_run_id", label="Search run", keep=is_search,
                            empty="No HPSS search yet: configure one above and start it.")
 if picked is not None:
-    picked = RunRecord.of(picked)  # pick_run moves from the full row to the record: either reads the same
     run_view.progress(picked.id, live_view=search_view, key="hpss")
     if picked.judge:  # a judge is kept even when scoring the test split failed: inspect and edit it
         judge = Judge.from_dict(picked.judge)
