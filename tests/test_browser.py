@@ -425,7 +425,7 @@ def sign_in(browser, app: App, email: str):
 def label_next(page, value: int) -> str:
     """Label the Annotate page's current item with ``value`` (type, Enter); returns the item's id."""
     item = page.get_by_text(re.compile(r"^Item ")).first.inner_text().removeprefix("Item ").strip()
-    box = page.get_by_label(re.compile(r"Your quality score"))
+    box = page.get_by_role("spinbutton", name=re.compile(r"Your quality score"))  # not its help button
     box.fill(str(value))
     box.press("Enter")
     idle(page)
