@@ -52,6 +52,13 @@ HPSS_METRICS = "hpss_metrics"
 HPSS_REFERENCE = "hpss_reference"
 """``{"reference": str}``: HPSS's self-generated reference."""
 
+RUBRIC_PRESENCE_PENALTY = 1.5
+""":attr:`GenerationParams.presence_penalty` of every request that generates rubric entries (HypoEval traits,
+Active-Critic criteria, HD-Eval children). Under a grammar with greedy decoding SmolLM2-135M copied the first
+item into every later one (three "Comprehension" criteria with one definition); with this penalty it wrote
+"Comprehension", "Clarity", "Sensitivity" with different definitions (our trial, 2026-11-24). The same
+parameter is OpenAI's and vLLM's ``presence_penalty``."""
+
 REPLY_KINDS = (SCORE, GEVAL_STEPS, HYPOTHESES, YES_NO, DECOMPOSITION, TASK_DESCRIPTION, CRITERIA,
                EXPLAINED_SCORES, HPSS_CRITERIA, HPSS_METRICS, HPSS_REFERENCE)
 
