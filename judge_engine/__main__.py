@@ -76,7 +76,8 @@ def _execute(store, run_id: int, *, quiet: bool) -> int:
     from .trust import trust_report
 
     # the figures and, beside them, whether to trust the judge (anti-correlated, below a baseline, ...)
-    print(json.dumps({"run_id": run_id, **summary, "trust": trust_report(store, run_id).to_dict()}, indent=2))
+    print(json.dumps({"run_id": run_id, **summary.to_dict(), "trust": trust_report(store, run_id).to_dict()},
+                     indent=2))
     return 0
 
 
@@ -92,24 +93,22 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from .trust import one_line, trust_report
 
     store = Store(args.db)
-    for r in store.list_runs(limit=args.limit):
-        summary = r.get("summary") or {}
-        corr = summary.get("correlations") or {}
-        rho = corr.get("spearman")
+    for r in store.runs(limit=args.limit):
+        summary = r.summary
+        rho = (summary.correlations or {}).get("spearman") if summary else None
         figure = f"spearman={rho:.2f}" if isinstance(rho, (int, float)) else "spearman=n/a"
         scored = ""
         if summary:
-            missing = int(summary.get("missing", summary.get("parse_failures", 0)) or 0)
-            scored = f"  scored {int(summary.get('n', 0)) - missing}, missing {missing}"
-            if summary.get("warnings"):
-                scored += f"  ({len(summary['warnings'])} warning{'s' if len(summary['warnings']) != 1 else ''})"
-        if r["status"] == "finished" and summary:
+            scored = f"  scored {summary.scored}, missing {summary.missing}"
+            if summary.warnings:
+                scored += f"  ({len(summary.warnings)} warning{'s' if len(summary.warnings) != 1 else ''})"
+        if r.status == "finished" and summary:
             try:
-                scored += "  " + one_line(trust_report(store, r["id"]))
+                scored += "  " + one_line(trust_report(store, r.id))
             except (ValueError, KeyError) as exc:  # e.g. its dataset was deleted since: the list goes on
                 scored += f"  trust: n/a ({exc})"
-        print(f"{r['id']:>5}  {effective_status(r):<11} {r['method']:<10} {r['dataset']}/{r['aspect']:<16} "
-              f"{r['done']}/{r['total']}  {figure}{scored}")
+        print(f"{r.id:>5}  {effective_status(r):<11} {r.method:<10} {r.dataset}/{r.aspect:<16} "
+              f"{r.done}/{r.total}  {figure}{scored}")
     return 0
 
 

@@ -9,7 +9,7 @@ paper compares four scikit-learn models; this module builds them:
 ``dt``  ``DecisionTreeRegressor`` (scikit-learn defaults)
 ``rf``  ``RandomForestRegressor`` (scikit-learn defaults, 100 trees)
 ``nn``  the paper's main variant, a shallow ReLU MLP (``MLPRegressor``)
-        in a ``Pipeline`` after ``StandardScaler`` (spec §11), with its
+        in a ``Pipeline`` after ``StandardScaler`` (App. C.3; the scaling is ours), with its
         targets standardised too (``TransformedTargetRegressor``), an L2
         penalty of :data:`NN_ALPHA` and no early stopping on the small
         training sets HD-Eval has (see :func:`make_aggregator`).
@@ -21,7 +21,7 @@ keeps the (imputed) training matrix, the targets and the fixed
 numbers too, for display.
 
 Missing criterion scores (NaN, a reply that did not parse) are imputed with
-the training mean of that criterion, as the HD-Eval spec recommends (§6);
+the training mean of that criterion (ours: the HD-Eval paper does not say);
 a criterion with no score at all on the training set cannot be a feature
 and is reported in :attr:`Aggregator.dropped`.
 """
@@ -49,7 +49,7 @@ AGGREGATORS = ("nn", "lr", "dt", "rf")
 """Aggregator kinds (HD-Eval §3.1: NN is the main variant)."""
 
 NN_HIDDEN = (64, 32)
-"""Hidden layers of the "3-layer shallow MLP" (spec §11 recommendation; the paper gives no sizes)."""
+"""Hidden layers of the "3-layer shallow MLP" of App. C.3 (the paper gives no sizes; these are ours)."""
 NN_ALPHA = 1.0
 """L2 penalty of the MLP. HD-Eval trains on tens of items (30-100 per dataset): with 1e-3 the 64x32 net
 fitted the noise of 60 items and lost to the plain layer-1 scores out of sample (simulate benchmark,

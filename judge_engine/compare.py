@@ -32,7 +32,7 @@ import pandas as pd
 
 from . import annotations, explain, metrics
 from .methods import Judge
-from .records import Annotation, Aspect, Dataset, Verdict
+from .records import Annotation, Aspect, Dataset, RunRecord, Verdict
 from .store import Store
 
 STATISTICS = metrics.COEFFICIENTS
@@ -43,11 +43,11 @@ class NotComparable(ValueError):
     """Runs that were not scored on the same items."""
 
 
-def split_key(run: dict[str, Any]) -> str:
+def split_key(run: RunRecord | dict[str, Any]) -> str:
     """Identity of a run's test items (dataset + sorted test ids), short hex."""
-    split = run.get("split") or {}
-    ids = sorted(split.get("test_ids") or [])
-    return hashlib.sha256("\n".join([run["dataset"], *ids]).encode("utf-8")).hexdigest()[:12]
+    run = RunRecord.of(run)
+    ids = sorted(run.split.test_ids) if run.split else []
+    return hashlib.sha256("\n".join([run.dataset, *ids]).encode("utf-8")).hexdigest()[:12]
 
 
 def finished_runs(store: Store, dataset: str, aspect: str) -> list[dict[str, Any]]:
@@ -64,7 +64,11 @@ def runs_by_split(runs: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, An
     return dict(sorted(groups.items(), key=lambda kv: -len(kv[1])))
 
 
-def run_label(run: dict[str, Any]) -> str:
+def short_run_label(run: dict[str, Any]) -> str:
+    """``#id method``: a run's column in the aligned score table and its name in messages.
+
+    (The pages' select boxes use the longer ``pages.common.run_label``, with the dataset and the time.)
+    """
     return f"#{run['id']} {run['method']}"
 
 
@@ -97,7 +101,7 @@ def align(store: Store, runs: Sequence[dict[str, Any]], *, common_subset: bool =
     item_sets = [set(v) for v in verdicts.values()]
     common = set.intersection(*item_sets)
     if any(s != common for s in item_sets) and not common_subset:
-        sizes = ", ".join(f"{run_label(r)}: {len(verdicts[r['id']])} items" for r in runs)
+        sizes = ", ".join(f"{short_run_label(r)}: {len(verdicts[r['id']])} items" for r in runs)
         raise NotComparable(f"these runs were scored on different items ({sizes}); compare them on the "
                             f"{len(common)} items they share only if you ask for the common subset")
     ids = tuple(sorted(common))
@@ -187,15 +191,21 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     return observed, float(min(1.0, p))
 
 
-def cost_split(store: Store, run: dict[str, Any]) -> dict[str, dict[str, float]]:
+def cost_split(store: Store, run: RunRecord | dict[str, Any]) -> dict[str, dict[str, float]]:
     """The run's ledger split into fitting and scoring (from the ledger saved when fit ended)."""
-    total = run.get("ledger") or {}
-    fitted = [e for e in store.events(run["id"]) if e["kind"] == "fitted"]
-    fit = (fitted[-1]["payload"].get("ledger") if fitted else None) or {}
+    run = RunRecord.of(run)
+    total = run.ledger
+    fitted = store.run_events(run.id, kind="fitted")
+    fit = dict(fitted[-1].payload.get("ledger") or {}) if fitted else {}
     keys = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "dollars")
     return {"fit": {k: float(fit.get(k, 0) or 0) for k in keys},
             "score": {k: float(total.get(k, 0) or 0) - float(fit.get(k, 0) or 0) for k in keys},
             "total": {k: float(total.get(k, 0) or 0) for k in keys}}
+
+
+def _seconds(run: RunRecord | dict[str, Any]) -> float:
+    summary = RunRecord.of(run).summary
+    return float(summary.seconds) if summary else 0.0
 
 
 def comparison_frame(store: Store, dataset: Dataset, aligned: Aligned, *, level: str, statistic: str = "spearman",
@@ -224,7 +234,7 @@ def comparison_frame(store: Store, dataset: Dataset, aligned: Aligned, *, level:
             "fit calls": int(cost["fit"]["calls"]), "score calls": int(cost["score"]["calls"]),
             "cache hits": int(cost["total"]["cache_hits"]),
             "tokens": int(cost["total"]["prompt_tokens"] + cost["total"]["completion_tokens"]),
-            "seconds": float((r.get("summary") or {}).get("seconds", 0.0)), "dollars": cost["total"]["dollars"],
+            "seconds": _seconds(r), "dollars": cost["total"]["dollars"],
         })
         if best is None or r["id"] == best:
             row.update({f"Δ{statistic} vs best": 0.0 if r["id"] == best else None, "p vs best": None,
@@ -256,7 +266,7 @@ def disagreement_frame(dataset: Dataset, aligned: Aligned) -> pd.DataFrame:
     frame = pd.DataFrame({"item": aligned.ids, "group": groups, "system": systems, "human": human,
                           "mean |judge - human| (0-1)": mean_error})
     for r in aligned.runs:
-        frame[run_label(r)] = aligned.scores[r["id"]]
+        frame[short_run_label(r)] = aligned.scores[r["id"]]
     return frame.sort_values("mean |judge - human| (0-1)", ascending=False, na_position="last",
                              kind="stable").reset_index(drop=True)
 
@@ -292,10 +302,9 @@ def item_explanation(store: Store, run_id: int, item: str, *, verdict: Verdict |
     run has no verdict with a score for ``item``, or when the aggregator
     learned nothing. ``verdict`` saves reading the run's verdicts again.
     """
-    run = store.get_run(run_id)
-    judge = run.get("judge") or {}
-    target = (judge.get("aspect") or {}).get("name") or run["aspect"]
-    agg = explain.state_aggregator(judge.get("state") or {}, target)
+    run = store.run(run_id)
+    target, state = run.judge_target, run.judge_state
+    agg = explain.state_aggregator(state, target)
     if agg is None:
         return None
     if verdict is None:
@@ -307,7 +316,7 @@ def item_explanation(store: Store, run_id: int, item: str, *, verdict: Verdict |
         return None
     imputed = tuple(f for f in agg.features if verdict.criteria.get(f) is None or math.isnan(verdict.criteria[f]))
     return ItemExplanation(run_id=int(run_id), item=item, target=target, shap=frame,
-                           labels=explain.criterion_labels(judge.get("state") or {}), imputed=imputed)
+                           labels=explain.criterion_labels(state), imputed=imputed)
 
 
 def label_next(dataset: Dataset, aligned: Aligned, *, k: int = 10) -> pd.DataFrame:

@@ -25,6 +25,11 @@ Layouts
     criterion and cue kept its scores' correlation with humans near the
     paper layout's (benchmark ``layout``).
 
+How a method scores is one :class:`ScoringSettings` record (layout, joint,
+reasoning, reply budget, weighted reading, structured replies), built once
+from the method's parameters and handed to :func:`score_criteria`, which
+hands it on to :func:`criterion_prompt`.
+
 With ``joint=True`` a single call per sample scores every criterion and the
 reply is a JSON object ``{key: score}``.
 
@@ -53,7 +58,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from . import structured as st
@@ -95,6 +100,48 @@ JSON_SCORE_MAX_TOKENS = 16
 within the first 16 tokens, where the backends return its top alternatives."""
 SOURCES = ("json", "text", "logprobs", "logprobs_first_position", "missing")
 """Where a :class:`CriterionScore` was read (see :attr:`CriterionScore.source`)."""
+
+
+@dataclass(frozen=True)
+class ScoringSettings:
+    """How :func:`score_criteria` asks for and reads scores; a method builds one from its parameters.
+
+    Defaults are the papers' (reasoning before the score, the paper layout,
+    one call per criterion) with structured replies. See the module
+    docstring for what each choice does on a small local model.
+    """
+
+    layout: str = "paper"
+    """Order of the prompt parts, one of :data:`LAYOUTS` (ignored with ``joint``)."""
+    joint: bool = False
+    """One call per sample scoring all criteria (JSON reply) instead of one call per criterion."""
+    reasoning: bool = True
+    """Ask for short reasoning before the score (``True``) or the score first (``False``, short replies)."""
+    max_tokens: int = 256
+    """Length budget of each reply."""
+    weighted: bool = False
+    """With ``reasoning=False`` on a backend that returns logprobs: the probability-weighted score over the
+    scale's tokens (as G-Eval does) instead of the sampled number, read at the position of the chosen digit.
+    Free-text prompts end with a score cue, so when the reply chose no number the first position's
+    alternatives count if they hold ``min_mass`` of the probability (flagged:
+    ``source="logprobs_first_position"``). The follow-up turn is read the same way."""
+    structured: bool = True
+    """Ask for JSON (a schema on every request, prompts asking for it) and read it first; ``False`` = the
+    free-text prompts and parser only. A backend set to ``structured="off"``
+    (:class:`~judge_engine.llm.LLMConfig`) never constrains a reply, so there the free-text prompts (ending
+    with the score cue) are used as if ``structured=False``."""
+    min_mass: float = MIN_FIRST_POSITION_MASS
+    """Least probability the scale's tokens must hold at the first position for a first-position reading
+    (:data:`~judge_engine.parsing.MIN_FIRST_POSITION_MASS`)."""
+
+    def __post_init__(self) -> None:
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout={self.layout!r} is not allowed; choose one of {list(LAYOUTS)}")
+
+    def for_backend(self, llm: LLM) -> "ScoringSettings":
+        """These settings as ``llm`` can honour them: no structured replies from a backend set to ``off``."""
+        off = getattr(getattr(llm, "config", None), "structured", "auto") == "off"
+        return replace(self, structured=False) if self.structured and off else self
 
 
 @dataclass(frozen=True)
@@ -173,15 +220,13 @@ def joint_schema(criteria: Sequence[CriterionText], aspect: Aspect) -> dict:
 
 
 def criterion_prompt(sample: Sample, criterion: CriterionText, *, instructions: str, aspect: Aspect,
-                     task: TaskInfo, layout: str = "paper", reasoning: bool = True, structured: bool = False) -> str:
-    """The prompt scoring ``sample`` on one criterion (asking for the JSON of :func:`criterion_schema`
-    when ``structured``)."""
-    if layout not in LAYOUTS:
-        raise ValueError(f"layout={layout!r} is not allowed; choose one of {list(LAYOUTS)}")
-    scale = judge_scale(aspect)
-    answer = (_sample_first_answer(reasoning, scale, structured) if layout == "sample_first"
+                     task: TaskInfo, settings: ScoringSettings) -> str:
+    """The prompt scoring ``sample`` on one criterion in ``settings.layout`` (asking for the JSON of
+    :func:`criterion_schema` when ``settings.structured``, reasoning first when ``settings.reasoning``)."""
+    scale, reasoning, structured = judge_scale(aspect), settings.reasoning, settings.structured
+    answer = (_sample_first_answer(reasoning, scale, structured) if settings.layout == "sample_first"
               else {"answer_format": _answer_format(reasoning, scale, structured)})
-    return CRITERION_TEMPLATES[layout].render(
+    return CRITERION_TEMPLATES[settings.layout].render(
         instructions=instructions, task=task.task, aspect_name=aspect.name,
         aspect_definition=aspect.definition or aspect.name, criterion_name=criterion.name,
         criterion_definition=criterion.definition, sample_block=render_sample(sample, task), **answer)
@@ -255,44 +300,19 @@ def _read_one(reply, scale: tuple[int, int], *, schema: dict | None, use_logprob
 
 
 def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText], *, instructions: str,
-                   aspect: Aspect, task: TaskInfo, llm: LLM, layout: str = "paper", joint: bool = False,
-                   reasoning: bool = True, max_tokens: int = 256, weighted: bool = False,
-                   progress: Callable[[int, int], None] | None = None, structured: bool = True,
-                   min_mass: float = MIN_FIRST_POSITION_MASS) -> list[dict[str, CriterionScore]]:
+                   aspect: Aspect, task: TaskInfo, llm: LLM, settings: ScoringSettings,
+                   progress: Callable[[int, int], None] | None = None) -> list[dict[str, CriterionScore]]:
     """Score every sample on every criterion; one dict per sample keyed by ``CriterionText.key``.
 
     Parameters
     ----------
     instructions : str
         The method's own wording of what the judge does with a criterion.
-    layout : {"paper", "sample_first"}
-        Order of the prompt parts (ignored with ``joint``).
-    joint : bool
-        One call per sample scoring all criteria (JSON reply) instead of one
-        call per criterion.
-    reasoning : bool
-        Ask for short reasoning before the score (``True``) or the score
-        first (``False``, short replies).
-    max_tokens : int
-        Length budget of each reply.
-    weighted : bool
-        With ``reasoning=False`` on a backend that returns logprobs: the
-        probability-weighted score over the scale's tokens (as G-Eval does)
-        instead of the sampled number, read at the position of the chosen
-        digit. Free-text prompts (``structured=False``) end with a score cue,
-        so when the reply chose no number the first position's alternatives
-        count if they hold ``min_mass`` of the probability (flagged:
-        ``source="logprobs_first_position"``). The follow-up turn is read the
-        same way.
-    structured : bool
-        Ask for JSON (a schema on every request, prompts asking for it) and
-        read it first; ``False`` = the free-text prompts and parser only. A
-        backend set to ``structured="off"`` (:class:`~judge_engine.llm.LLMConfig`)
-        never constrains a reply, so there the free-text prompts (ending with
-        the score cue) are used as if ``structured=False``.
-    min_mass : float
-        Least probability the scale's tokens must hold at the first position
-        for a first-position reading (:data:`~judge_engine.parsing.MIN_FIRST_POSITION_MASS`).
+    settings : ScoringSettings
+        Layout, joint or per-criterion calls, reasoning or score first,
+        reply budget, weighted reading and structured replies.
+    progress : callable, optional
+        ``progress(done, total)`` as the first replies come in.
 
     Returns
     -------
@@ -306,8 +326,10 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     if not samples or not criteria:
         return [{} for _ in samples]
     scale = judge_scale(aspect)
-    structured = structured and getattr(getattr(llm, "config", None), "structured", "auto") != "off"
-    use_logprobs = weighted and not reasoning and not joint and llm.supports_logprobs
+    settings = settings.for_backend(llm)
+    joint, reasoning, max_tokens = settings.joint, settings.reasoning, settings.max_tokens
+    structured, min_mass = settings.structured, settings.min_mass
+    use_logprobs = settings.weighted and not reasoning and not joint and llm.supports_logprobs
     schema = (joint_schema(criteria, aspect) if joint else criterion_schema(aspect, reasoning=reasoning)) \
         if structured else None
     json_param = st.as_param(schema)
@@ -324,7 +346,7 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     else:
         cells = [(i, c) for i in range(len(samples)) for c in criteria]
         prompts = [criterion_prompt(samples[i], c, instructions=instructions, aspect=aspect, task=task,
-                                    layout=layout, reasoning=reasoning, structured=structured) for i, c in cells]
+                                    settings=settings) for i, c in cells]
     requests = [Request(({"role": "user", "content": p},), params) for p in prompts]
     replies = llm.complete_many(requests, progress=progress)
 

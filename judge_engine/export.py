@@ -52,27 +52,28 @@ class ExportedJudge:
 
 def model_card(store: Store, run_id: int) -> dict[str, Any]:
     """The export document of finished run ``run_id``."""
-    run = store.get_run(run_id)
-    if run.get("judge") is None:
-        raise ValueError(f"run {run_id} has no fitted judge yet (status {run['status']})")
-    summary = run.get("summary") or {}
-    split = run.get("split") or {}
+    run = store.run(run_id)
+    if run.judge is None:
+        raise ValueError(f"run {run_id} has no fitted judge yet (status {run.status})")
+    summary = run.summary.to_dict() if run.summary else {}
+    split = run.split
     return {
         "format": CARD_FORMAT, "version": CARD_VERSION, "exported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "judge": run["judge"],
-        "llm": run["llm"],
-        "provenance": {"run_id": run_id, "dataset": run["dataset"], "aspect": run["aspect"],
-                       "seed": split.get("seed"), "n_train": len(split.get("train_ids") or []),
-                       "n_test": len(split.get("test_ids") or []), "status": run["status"],
+        "judge": run.judge,
+        "llm": run.llm,
+        "provenance": {"run_id": run_id, "dataset": run.dataset, "aspect": run.aspect,
+                       "seed": split.seed if split else None, "n_train": len(split.train_ids) if split else 0,
+                       "n_test": len(split.test_ids) if split else 0, "status": run.status,
                        # the human score the judge learned from and was meta-evaluated against, and who started it
-                       "human_aggregate": run.get("human_aggregate") or "imported", "started_by": run.get("actor") or ""},
+                       "human_aggregate": run.human_aggregate, "started_by": run.actor},
         # the warnings travel with the judge: whoever loads the file sees what the run's figures alone do not say
         "meta_evaluation": {k: summary.get(k) for k in ("level", "correlations", "levels", "n", "missing",
                                                         "parse_failures", "parse_failure_rate", "warnings")},
-        "cost": {k: summary.get(k, (run.get("ledger") or {}).get(k)) for k in
+        # before the run finished, the ledger so far
+        "cost": {k: summary[k] if summary else run.ledger.get(k) for k in
                  ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "dollars", "seconds")},
         # whether to trust it: training and test correlation, baselines on the same split, a warning in words
-        "trust": trust_report(store, run_id).to_dict() if run["status"] == "finished" and summary else None,
+        "trust": trust_report(store, run_id).to_dict() if run.status == "finished" and summary else None,
     }
 
 
@@ -205,12 +206,12 @@ def build_verdict_table(dataset: Dataset | None, aspect: str, verdicts: Sequence
 def verdict_table(store: Store, run_id: int) -> VerdictTable:
     """:func:`build_verdict_table` of stored run ``run_id`` (texts and human scores left empty when its
     dataset is no longer stored)."""
-    run = store.get_run(run_id)
+    run = store.run(run_id)
     try:
-        dataset = store.load_dataset(run["dataset"])
+        dataset = store.load_dataset(run.dataset)
     except NotFound:
         dataset = None
-    return build_verdict_table(dataset, run["aspect"], store.load_verdicts(run_id))
+    return build_verdict_table(dataset, run.aspect, store.load_verdicts(run_id))
 
 
 def verdicts_text(table: VerdictTable, fmt: str = "csv") -> str:

@@ -174,3 +174,158 @@ class Annotation:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """Something a person must know about a run before trusting its figures (see ``runs.run_warnings``)."""
+
+    code: str
+    """Stable for programs: ``scores_missing``, ``prompts_cut``, ``empty_bank``, ..."""
+    message: str
+    """What happened and what it means, in words."""
+    count: int | None = None
+    """How often, where it counts."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **({} if self.count is None else {"count": self.count})}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunWarning":
+        count = d.get("count")
+        return cls(str(d.get("code", "")), str(d.get("message", "")), None if count is None else int(count))
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A finished run's meta-evaluation, cost and warnings, as ``runs.summarize`` measures them.
+
+    Summaries stored by older versions lack some fields; :meth:`from_dict`
+    gives those their neutral value (``missing`` falls back to
+    ``parse_failures``, which older versions counted instead).
+    """
+
+    level: str = "sample"
+    """The dataset's natural meta-evaluation level, where the run has it, else ``sample``."""
+    correlations: dict[str, Any] | None = None
+    """The report at ``level`` (``metrics.MetaEvalReport.to_dict``); None when it could not be measured."""
+    levels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Level -> report, for every level that applies to the test items."""
+    n: int = 0
+    """Test items scored or attempted."""
+    missing: int = 0
+    """Test items without a score."""
+    parse_failures: int = 0
+    """Missing scores whose reply gave no readable score (an item never asked about is not one)."""
+    parse_failure_rate: float = 0.0
+    warnings: tuple[RunWarning, ...] = ()
+    calls: int = 0
+    """LLM calls requested, cache hits included."""
+    cache_hits: int = 0
+    truncated_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    dollars: float = 0.0
+    seconds: float = 0.0
+    """Wall time, added up over resumes."""
+
+    @property
+    def scored(self) -> int:
+        return self.n - self.missing
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["warnings"] = [w.to_dict() for w in self.warnings]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunSummary":
+        known = {k: d[k] for k in cls.__dataclass_fields__ if d.get(k) is not None}
+        known.setdefault("missing", d.get("parse_failures") or 0)
+        known["warnings"] = tuple(RunWarning.from_dict(w) for w in known.get("warnings") or ())
+        known["levels"] = dict(known.get("levels") or {})
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """One thing a run reported as it happened (``log(kind, payload)`` of a fit, ``fitted``, ...)."""
+
+    id: int
+    run_id: int
+    ts: float
+    """When (Unix time)."""
+    kind: str
+    """What happened: ``fitted``, ``hpss_evaluated``, ``tree_started``, ... (each method documents its own)."""
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A stored run: what defines it, where it stands, and (once finished) its summary.
+
+    Read with ``Store.run`` / ``Store.runs``. ``Store.runs`` leaves the
+    judge out (it can be large): there ``judge`` is None whatever the run
+    holds; ``Store.run`` reads it.
+    """
+
+    id: int
+    method: str
+    dataset: str
+    aspect: str
+    status: str
+    """As stored: ``queued``, ``running``, ``finished``, ``failed``, ``interrupted`` (see
+    ``runs.effective_status`` for a run whose worker is gone)."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The method's parameters (JSON-native)."""
+    split: Split | None = None
+    llm: dict[str, Any] = field(default_factory=dict)
+    """The backend configuration (``LLMConfig.to_dict``; never an API key)."""
+    stage: str = ""
+    done: int = 0
+    total: int = 0
+    message: str = ""
+    """Why it failed or was interrupted ("" otherwise)."""
+    pid: int | None = None
+    """The worker process while it runs."""
+    heartbeat: float | None = None
+    created: float | None = None
+    finished: float | None = None
+    judge: dict[str, Any] | None = None
+    """The fitted judge (``Judge.to_dict``), None before ``fit`` ended or when not read."""
+    summary: RunSummary | None = None
+    """None until the run finished."""
+    ledger: dict[str, Any] = field(default_factory=dict)
+    """Calls, cache hits, tokens, dollars so far (``llm.Ledger.snapshot``)."""
+    version: int = 0
+    """Bumped by every update (pages key their caches on it)."""
+    human_aggregate: str = "imported"
+    """The human score the run learned from and is measured against (see :mod:`judge_engine.annotations`)."""
+    actor: str = ""
+    """Who started it."""
+
+    @property
+    def judge_target(self) -> str:
+        """The aspect the judge scores (its own record's name, which a transferred judge may rename)."""
+        return str(((self.judge or {}).get("aspect") or {}).get("name") or self.aspect)
+
+    @property
+    def judge_state(self) -> dict[str, Any]:
+        """What the judge learned (``Judge.state``); empty without a judge."""
+        return dict((self.judge or {}).get("state") or {})
+
+    @classmethod
+    def of(cls, run: "RunRecord | dict[str, Any]") -> "RunRecord":
+        """``run`` as a record, whether it is one or still a store row: the bridge for functions the pages
+        call with rows (``Store.get_run``/``list_runs``) until they read ``Store.run``/``Store.runs``."""
+        return run if isinstance(run, cls) else cls.from_row(run)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> "RunRecord":
+        """A run row of the store with its JSON columns decoded (``Store.get_run``/``list_runs``)."""
+        values = {k: row[k] for k in cls.__dataclass_fields__ if row.get(k) is not None}
+        values["id"] = int(row["id"])
+        values["split"] = Split.from_dict(row["split"]) if row.get("split") else None
+        values["summary"] = RunSummary.from_dict(row["summary"]) if row.get("summary") else None
+        values["human_aggregate"] = row.get("human_aggregate") or "imported"
+        return cls(**values)

@@ -11,7 +11,6 @@ or a page switch never stops it; the page only polls the store.
 
 from __future__ import annotations
 
-import inspect
 import math
 import os
 import subprocess
@@ -25,9 +24,8 @@ from typing import Any, Callable, Sequence
 from . import annotations, data, metrics
 from .llm import BackendUnavailable, LLMConfig, Ledger, make_llm
 from .llm.client import LLM
-from .methods import Judge, get_method
-from .prompting import TaskInfo
-from .records import Dataset, Split, Verdict
+from .methods import FitContext, Judge, get_method
+from .records import Dataset, RunRecord, RunSummary, RunWarning, Split, Verdict
 from .store import Store
 
 HEARTBEAT_STALE_S = 90.0
@@ -83,7 +81,7 @@ def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split
     With ``judge`` (e.g. one a person edited after an earlier run), the run
     skips ``fit`` and only scores the test split with that judge; calls
     whose prompts did not change are answered by the cache. With ``split``
-    (e.g. another run's ``Split.from_dict(run["split"])``) the run uses
+    (e.g. another run's ``store.run(other).split``) the run uses
     exactly those train and test items instead of drawing a split from the
     spec's sizes and seed, so baselines and re-scorings meet the same items.
 
@@ -126,18 +124,18 @@ def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
 
 
 def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: str | None = None,
-                progress: RunProgress | None = None, chunk_size: int | None = None) -> dict[str, Any]:
+                progress: RunProgress | None = None, chunk_size: int | None = None) -> RunSummary:
     """Do (or continue) the work of run ``run_id``; returns its summary.
 
     Safe to call again after a crash: the judge learned by ``fit`` is kept
     with the run, samples already scored are skipped, and cached calls cost
     nothing. The ledger adds up across resumes.
     """
-    run = store.get_run(run_id)
+    run = store.run(run_id)
     started = time.time()
-    config = LLMConfig.from_dict(run["llm"])
+    config = LLMConfig.from_dict(run.llm)
     ledger = Ledger(price_prompt_per_1k=config.price_prompt_per_1k,
-                    price_completion_per_1k=config.price_completion_per_1k, start=run["ledger"] or None)
+                    price_completion_per_1k=config.price_completion_per_1k, start=run.ledger or None)
     store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), message="", stage="starting")
 
     def report(done: int, total: int, stage: str) -> None:
@@ -151,28 +149,24 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         else:
             llm.ledger = ledger
         # the human score recorded with the run, whatever the dataset's choice is now
-        dataset = human_dataset(store, run["dataset"], run.get("human_aggregate") or "imported")
-        split = Split.from_dict(run["split"])
-        aspect = dataset.aspect(run["aspect"])
-        task = TaskInfo.of(dataset)
-        if run["judge"] is None:
+        dataset = human_dataset(store, run.dataset, run.human_aggregate)
+        if run.split is None:
+            raise ValueError(f"run {run_id} has no split")
+        split = run.split
+        aspect = dataset.aspect(run.aspect)
+        if run.judge is None:
             # a fit interrupted before it finished starts over (its calls come back from the cache) and logs
             # every event again: the interrupted attempt's events would show each step twice
             store.clear_events(run_id)
-            method = get_method(run["method"], run["params"])
-            # dataset context for the methods that ask for it: all aspect records (HD-Eval models several
-            # aspects at once) and the natural meta-evaluation level (HPSS's fitness)
-            offered = {"aspects": dataset.aspects, "natural_level": dataset.natural_level}
-            accepted = inspect.signature(method.fit).parameters
-            context = {k: v for k, v in offered.items() if k in accepted}
-            judge = method.fit(dataset.subset(list(split.train_ids)), aspect, llm=llm, task=task,
-                               progress=lambda d, t, s: report(d, t, f"fit: {s}"),
-                               log=lambda kind, payload: store.add_event(run_id, kind, payload), **context)
+            method = get_method(run.method, run.params)
+            context = FitContext.of(dataset, llm=llm, progress=lambda d, t, s: report(d, t, f"fit: {s}"),
+                                    log=lambda kind, payload: store.add_event(run_id, kind, payload))
+            judge = method.fit(dataset.subset(list(split.train_ids)), aspect, context)
             store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
             # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
-            store.add_event(run_id, "fitted", {"method": run["method"], "ledger": ledger.snapshot()})
+            store.add_event(run_id, "fitted", {"method": run.method, "ledger": ledger.snapshot()})
         else:
-            judge = Judge.from_dict(run["judge"])
+            judge = Judge.from_dict(run.judge)
         test = dataset.subset(list(split.test_ids))
         scored = store.scored_ids(run_id)
         remaining = [s for s in test if s.id not in scored]
@@ -189,9 +183,9 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
             store.save_verdicts(run_id, verdicts)
             done += len(chunk)
             report(done, len(test), "scoring")
+        earlier = run.summary.seconds if run.summary else 0.0  # time spent before a resume
         summary = summarize(dataset, aspect.name, store.load_verdicts(run_id), ledger=ledger.snapshot(),
-                            seconds=time.time() - started + float((run.get("summary") or {}).get("seconds", 0)),
-                            judge=judge)
+                            seconds=time.time() - started + earlier, judge=judge)
         store.update_run(run_id, status="finished", stage="done", finished=time.time(), summary=summary,
                          ledger=ledger.snapshot(), message="")
         return summary
@@ -205,7 +199,7 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
 
 
 def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger: dict[str, Any],
-              seconds: float, n_bootstrap: int = 1000, judge: Judge | None = None) -> dict[str, Any]:
+              seconds: float, n_bootstrap: int = 1000, judge: Judge | None = None) -> RunSummary:
     """Meta-evaluation of a run's verdicts at every level that applies, its cost, and its warnings.
 
     ``missing`` counts every test item without a score; ``parse_failures``
@@ -231,18 +225,19 @@ def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger:
     natural = dataset.natural_level if dataset.natural_level in levels else "sample"
     n_missing = sum(1 for v in verdicts if v.missing)
     n_unparsed = sum(1 for v in verdicts if v.missing and v.metadata.get("source") != "not_asked")
-    return {"level": natural, "correlations": levels.get(natural), "levels": levels, "n": len(verdicts),
-            "missing": n_missing, "parse_failures": n_unparsed,
-            "parse_failure_rate": round(n_unparsed / len(verdicts), 4) if verdicts else 0.0,
-            "warnings": run_warnings(verdicts, ledger=ledger, judge=judge),
-            "calls": ledger.get("calls", 0), "cache_hits": ledger.get("cache_hits", 0),
-            "truncated_calls": ledger.get("truncated", 0),
-            "prompt_tokens": ledger.get("prompt_tokens", 0), "completion_tokens": ledger.get("completion_tokens", 0),
-            "dollars": ledger.get("dollars", 0.0), "seconds": round(seconds, 2)}
+    return RunSummary(level=natural, correlations=levels.get(natural), levels=levels, n=len(verdicts),
+                      missing=n_missing, parse_failures=n_unparsed,
+                      parse_failure_rate=round(n_unparsed / len(verdicts), 4) if verdicts else 0.0,
+                      warnings=tuple(run_warnings(verdicts, ledger=ledger, judge=judge)),
+                      calls=int(ledger.get("calls", 0)), cache_hits=int(ledger.get("cache_hits", 0)),
+                      truncated_calls=int(ledger.get("truncated", 0)),
+                      prompt_tokens=int(ledger.get("prompt_tokens", 0)),
+                      completion_tokens=int(ledger.get("completion_tokens", 0)),
+                      dollars=float(ledger.get("dollars", 0.0)), seconds=round(seconds, 2))
 
 
-def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judge | None = None) -> list[dict[str, Any]]:
-    """What a person must know about a run before trusting its figures, as ``{code, message, count}`` dicts.
+def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judge | None = None) -> list[RunWarning]:
+    """What a person must know about a run before trusting its figures.
 
     The judge's own fit-time warnings come first (an empty hypothesis bank, no
     criteria inferred, a decomposition without children: see
@@ -296,7 +291,7 @@ def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judg
     if truncated:
         out.append({"code": "prompts_cut", "count": truncated,
                     "message": f"{truncated} prompts were cut to fit the model's context window"})
-    return out
+    return [RunWarning.from_dict(w) for w in out]
 
 
 def _pid_alive(pid: int | None) -> bool:
@@ -315,12 +310,16 @@ def _pid_alive(pid: int | None) -> bool:
         return True
 
 
-def effective_status(run: dict[str, Any]) -> str:
-    """The stored status, except that a 'running' run whose worker is gone is 'interrupted'."""
-    status = run["status"]
-    if status == "running" and not _pid_alive(run.get("pid")):
+def effective_status(run: RunRecord | dict[str, Any]) -> str:
+    """The stored status, except that a 'running' run whose worker is gone is 'interrupted'.
+
+    ``run`` may still be a store row (``Store.get_run``): the pages read those until they move to ``Store.run``.
+    """
+    run = RunRecord.of(run)
+    status = run.status
+    if status == "running" and not _pid_alive(run.pid):
         return "interrupted"
-    if status == "queued" and time.time() - (run.get("heartbeat") or 0) > HEARTBEAT_STALE_S:
+    if status == "queued" and time.time() - (run.heartbeat or 0) > HEARTBEAT_STALE_S:
         return "interrupted"  # queued but no worker ever picked it up
     return status
 
@@ -333,10 +332,10 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
     is not written to the database, the command line or the log.
     """
     db_path = Path(db_path)
-    run = Store(db_path).get_run(run_id)
+    run = Store(db_path).run(run_id)
     env = dict(os.environ)
     if api_key:
-        env[LLMConfig.from_dict(run["llm"]).api_key_env] = api_key
+        env[LLMConfig.from_dict(run.llm).api_key_env] = api_key
     log_dir = Path(log_dir) if log_dir else db_path.parent / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log = open(log_dir / f"run-{run_id}.log", "ab")

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from sqlite_utils import Database, Migrations
 
-from .records import Annotation, Aspect, Dataset, Sample, Split, Verdict
+from .records import Annotation, Aspect, Dataset, RunEvent, RunRecord, RunSummary, Sample, Split, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DB_PATH = REPO_ROOT / "data" / "workbench.db"
@@ -465,7 +465,16 @@ class Store:
                 "ledger": _dumps({}), "version": 0, "human_aggregate": human_aggregate, "actor": actor})
         return int(table.last_pk)
 
+    def run(self, run_id: int) -> RunRecord:
+        """Run ``run_id`` as a typed record (judge and summary included); :class:`NotFound` if there is none."""
+        return RunRecord.from_row(self.get_run(run_id))
+
+    def runs(self, *, dataset: str | None = None, limit: int = 200) -> list[RunRecord]:
+        """Runs (of ``dataset``), newest first, without their judges (see :class:`RunRecord`)."""
+        return [RunRecord.from_row(r) for r in self.list_runs(dataset=dataset, limit=limit)]
+
     def get_run(self, run_id: int) -> dict[str, Any]:
+        """Run ``run_id`` as its row, JSON columns decoded (the pages' form; the engine reads :meth:`run`)."""
         rows = list(self.db.query("select * from runs where id = ?", [run_id]))
         if not rows:
             raise NotFound(f"no run {run_id} in {self.path}")
@@ -488,7 +497,9 @@ class Store:
         return [self._decode_run(r) for r in rows]
 
     def update_run(self, run_id: int, **fields: Any) -> None:
-        """Set run fields (dict/list values are stored as JSON) and bump its version."""
+        """Set run fields (dict/list values and records such as a ``RunSummary`` are stored as JSON) and bump
+        its version."""
+        fields = {k: (v.to_dict() if isinstance(v, RunSummary) else v) for k, v in fields.items()}
         values = {k: (_dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items()}
         sets = ", ".join(f"[{k}] = ?" for k in values)
         with self.write():
@@ -539,11 +550,18 @@ class Store:
             self.db.execute("delete from events where run_id = ?", [run_id])
 
     def events(self, run_id: int, *, after_id: int = 0) -> list[dict[str, Any]]:
+        """The run's events after ``after_id`` as rows (the pages' form; the engine reads :meth:`run_events`)."""
         rows = list(self.db.query("select * from events where run_id = ? and id > ? order by id",
                                   [run_id, after_id]))
         for r in rows:
             r["payload"] = json.loads(r["payload"])
         return rows
+
+    def run_events(self, run_id: int, *, after_id: int = 0, kind: str | None = None) -> list[RunEvent]:
+        """The run's events after ``after_id`` (only those of ``kind``, if given), oldest first."""
+        return [RunEvent(id=int(r["id"]), run_id=int(r["run_id"]), ts=float(r["ts"]), kind=r["kind"],
+                         payload=r["payload"] if isinstance(r["payload"], dict) else {})
+                for r in self.events(run_id, after_id=after_id) if kind is None or r["kind"] == kind]
 
     def log_edit(self, actor: str, entity: str, entity_id: str, action: str, before: Any, after: Any) -> None:
         with self.write():

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import compare, runs
+from .records import RunRecord
 from .store import Store
 
 STATISTIC = "pearson"
@@ -193,35 +194,43 @@ def _test_figure(level: str, rep: dict[str, Any]) -> TestFigure:
                       n_systems=int(rep.get("n_systems") or 0))
 
 
-def _same_backend(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same_backend(a: RunRecord, b: RunRecord) -> bool:
     keys = ("backend", "model", "base_url")
-    return all((a.get("llm") or {}).get(k, "") == (b.get("llm") or {}).get(k, "") for k in keys)
+    return all(a.llm.get(k, "") == b.llm.get(k, "") for k in keys)
 
 
-def baseline_runs(store: Store, run: dict[str, Any]) -> list[dict[str, Any]]:
+def baseline_runs(store: Store, run: RunRecord | dict[str, Any]) -> list[dict[str, Any]]:
     """Finished baseline runs (direct, G-Eval) on the same dataset, aspect, test items and backend as ``run``.
 
-    A baseline run itself has none: it is what the learned judges are measured against.
+    A baseline run itself has none: it is what the learned judges are measured against. The runs come
+    as :func:`judge_engine.compare.finished_runs` gives them (store rows), ready for :func:`compare.align`.
     """
-    if run["method"] in BASELINE_METHODS:
+    run = RunRecord.of(run)
+    if run.method in BASELINE_METHODS:
         return []
     key = compare.split_key(run)
-    return [r for r in compare.finished_runs(store, run["dataset"], run["aspect"])
-            if r["id"] != run["id"] and r["method"] in BASELINE_METHODS and compare.split_key(r) == key
-            and _same_backend(r, run)]
+    found = []
+    for row in compare.finished_runs(store, run.dataset, run.aspect):
+        other = RunRecord.from_row(row)
+        if (other.id != run.id and other.method in BASELINE_METHODS and compare.split_key(other) == key
+                and _same_backend(other, run)):
+            found.append(row)
+    return found
 
 
-def _baseline_differences(store: Store, run: dict[str, Any], baselines: list[dict[str, Any]],
+def _baseline_differences(store: Store, row: dict[str, Any], baselines: list[dict[str, Any]],
                           level: str, dataset: Any, n_bootstrap: int) -> tuple[BaselineDifference, ...]:
+    run = RunRecord.from_row(row)
     out = []
-    for b in baselines:
-        aligned = compare.align(store, [run, b], common_subset=True)
-        human, groups, systems = compare._columns(dataset, run["aspect"], aligned.ids)
-        diff, p = compare.paired_bootstrap(human, aligned.scores[run["id"]], aligned.scores[b["id"]], level=level,
+    for b_row in baselines:
+        b = RunRecord.from_row(b_row)
+        aligned = compare.align(store, [row, b_row], common_subset=True)
+        human, groups, systems = compare._columns(dataset, run.aspect, aligned.ids)
+        diff, p = compare.paired_bootstrap(human, aligned.scores[run.id], aligned.scores[b.id], level=level,
                                            groups=groups, systems=systems, statistic=STATISTIC,
                                            n_bootstrap=n_bootstrap)
         diff, p = _finite(diff), _finite(p)
-        out.append(BaselineDifference(run_id=int(b["id"]), method=b["method"], level=level, diff=diff, p=p,
+        out.append(BaselineDifference(run_id=b.id, method=b.method, level=level, diff=diff, p=p,
                                       n=len(aligned.ids),
                                       significantly_below=bool(p is not None and diff is not None
                                                                and p < ALPHA and diff < 0)))
@@ -275,37 +284,34 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     ValueError
         When the run is not finished (it has no judge and no result to judge).
     """
-    run = store.get_run(run_id)
-    if run["status"] != "finished" or not run.get("summary"):
-        raise ValueError(f"run #{run_id} is {run['status']}: only a finished run has a result to trust")
-    summary = run["summary"]
+    row = store.get_run(run_id)  # the row goes on to compare.align, which the pages call with rows
+    run = RunRecord.from_row(row)
+    if run.status != "finished" or run.summary is None:
+        raise ValueError(f"run #{run_id} is {run.status}: only a finished run has a result to trust")
+    summary = run.summary
     dataset = None
 
     def human() -> Any:
         nonlocal dataset
         if dataset is None:
-            dataset = runs.human_dataset(store, run["dataset"], run.get("human_aggregate") or "imported")
+            dataset = runs.human_dataset(store, run.dataset, run.human_aggregate)
         return dataset
 
-    levels = summary.get("levels") or {}
-    if any("ci_note" not in rep for rep in levels.values()):
+    if any("ci_note" not in rep for rep in summary.levels.values()):
         # a summary written before intervals over too few units were withheld: measure it again the same way
-        summary = runs.summarize(human(), run["aspect"], store.load_verdicts(run_id), ledger=run.get("ledger") or {},
+        summary = runs.summarize(human(), run.aspect, store.load_verdicts(run_id), ledger=run.ledger,
                                  seconds=0.0, n_bootstrap=n_bootstrap)
-        levels = summary["levels"]
-    natural = summary.get("level") or "sample"
+    levels, natural = summary.levels, summary.level
     test = _test_figure(natural, levels[natural]) if natural in levels else None
     sample = _test_figure("sample", levels["sample"]) if natural != "sample" and "sample" in levels else None
-    n, missing = int(summary.get("n") or 0), int(summary.get("missing") or 0)
-    judge = run.get("judge") or {}
-    target = (judge.get("aspect") or {}).get("name") or run["aspect"]
-    training = training_figure(run["method"], judge.get("state") or {}, target)
+    n, missing = summary.n, summary.missing
+    training = training_figure(run.method, run.judge_state, run.judge_target)
     found = baseline_runs(store, run)
     # a paired bootstrap over fewer units than an interval needs is as meaningless as that interval
     level = natural if test is not None and not test.ci_note else "sample"
-    baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
+    baselines = _baseline_differences(store, row, found, level, human(), n_bootstrap) if found else ()
     reasons = _reasons(training, test, sample, baselines, n, missing)
-    return TrustReport(run_id=int(run_id), method=run["method"], statistic=STATISTIC, training=training, test=test,
+    return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,
                        baselines=baselines, verdict="warning" if reasons else "ok", reasons=tuple(reasons))
 

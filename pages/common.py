@@ -361,7 +361,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~$:])")
 _MD_LINE_START = re.compile(r"^(\s*)(\d*)([-+=>.)])", re.MULTILINE)
 
 
-def plain(text: str) -> str:
+def escape_markdown(text: str) -> str:
     """Escape Markdown so that ``st.error``/``st.success`` show ``text`` literally.
 
     Escapes emphasis, code, links, HTML-looking tags, headings, tables,
@@ -370,6 +370,10 @@ def plain(text: str) -> str:
     """
     escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
     return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), escaped)
+
+
+plain = escape_markdown
+"""The former name of :func:`escape_markdown`, kept while the pages still call it."""
 
 
 def flash(kind: str, text: str, *, at: str | None = None) -> None:

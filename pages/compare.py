@@ -4,7 +4,8 @@ import zlib
 
 import streamlit as st
 
-from judge_engine import annotations, compare, explain, export, plots
+from judge_engine import annotations, compare, export
+from judge_engine import figures as plots
 from judge_engine.methods import Judge
 from judge_engine.runs import RunSpec, create_run, start_run
 from judge_engine.store import NotFound
@@ -218,7 +219,7 @@ if item:
                 why = (_explanation(str(store.path), r["id"], int(r.get("version") or 0), item)
                        if v.criteria and not v.missing else None)
                 if why is not None:
-                    st.plotly_chart(explain.shap_waterfall_figure(why.shap, item, labels=why.labels),
+                    st.plotly_chart(plots.shap_waterfall_figure(why.shap, item, labels=why.labels),
                                     key=f"compare_waterfall_{r['id']}")
                     unscored = ", ".join(why.labels.get(f, f) for f in why.imputed)
                     st.caption(common.plain(

@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from judge_engine import data, plots
+from judge_engine import data, figures
 from judge_engine.data import DataImportError, SplitError
 from judge_engine.store import EditConflict
 from pages import common
@@ -220,7 +220,7 @@ with tab_stored:
         st.dataframe(common.samples_frame(dataset, limit=50), hide_index=True)
 
         st.markdown("**Human scores**")
-        st.plotly_chart(plots.human_histograms(dataset), key=f"datasets_hist_{name}")
+        st.plotly_chart(figures.human_histograms(dataset), key=f"datasets_hist_{name}")
 
         st.markdown("**Aspect definitions**")
         st.caption("Prompts describe each aspect with this text. Edits are saved to the database (and logged). "

@@ -5,10 +5,12 @@ import json
 import pandas as pd
 import streamlit as st
 
-from judge_engine import plots, runs
+from judge_engine import figures as plots
+from judge_engine import runs
 from judge_engine.aggregate import Aggregator
-from judge_engine.explain import importance_figure, shap_bar_figure, shap_values, shap_waterfall_figure
-from judge_engine.hd_eval_plots import layer_correlation_figure, node_score_histogram, provenance, tree_sunburst
+from judge_engine.explain import shap_values
+from judge_engine.figures import (importance_figure, layer_correlation_figure, node_score_histogram, provenance,
+                                  shap_bar_figure, shap_waterfall_figure, tree_sunburst)
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,

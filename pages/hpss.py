@@ -10,13 +10,12 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from judge_engine import curation, runs
-from judge_engine.hpss_strategy import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUES, VALUE_TITLES, base_strategy,
-                                        describe, parse_strategy, strategy_name)
+from judge_engine.figures import human_vs_judge_scatter
 from judge_engine.llm import LLMError, make_llm
 from judge_engine.llm.base import LLMConfig
 from judge_engine.methods import METHODS, Judge
-from judge_engine.methods.hpss import HPSS, search_trace
-from judge_engine.plots import human_vs_judge_scatter
+from judge_engine.methods.hpss import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUES, HPSS, VALUE_TITLES, base_strategy,
+                                       describe, parse_strategy, search_trace, strategy_name)
 from judge_engine.records import Aspect, Dataset, Split
 from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import EditConflict

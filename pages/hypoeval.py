@@ -7,7 +7,8 @@ from typing import Sequence
 import plotly.express as px
 import streamlit as st
 
-from judge_engine import curation, plots, runs
+from judge_engine import curation, runs
+from judge_engine import figures as plots
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods import hypoeval as he

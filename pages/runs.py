@@ -6,7 +6,7 @@ import time
 
 import streamlit as st
 
-from judge_engine import export, plots
+from judge_engine import export, figures
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, describe_parameters, get_method
 from judge_engine.runs import RunSpec, effective_status, start_run
@@ -154,7 +154,7 @@ def results(run: dict) -> None:
         defined = any((c or {}).get(k) is not None for c in summary["levels"].values()
                       for k in ("pearson", "spearman", "kendall"))
         if defined:
-            st.plotly_chart(plots.correlation_bars(summary["levels"], natural=summary.get("level")),
+            st.plotly_chart(figures.correlation_bars(summary["levels"], natural=summary.get("level")),
                             key=f"runs_bars_{run['id']}")
         else:
             st.info("No correlation is defined: the judge gave (almost) every item the same score, or too few "
@@ -186,7 +186,7 @@ def results(run: dict) -> None:
     table = common.verdicts_frame(dataset, run["aspect"], verdicts)
     if dataset is not None:
         aspect = dataset.aspect(run["aspect"])
-        st.plotly_chart(plots.human_vs_judge_scatter(
+        st.plotly_chart(figures.human_vs_judge_scatter(
             table["human"].tolist(), table["judge"].tolist(), ids=table["sample id"].tolist(),
             aspect=aspect.name, low=aspect.low, high=aspect.high), key=f"runs_scatter_{run['id']}")
 

@@ -1,8 +1,11 @@
-"""A scripted LLM for contract tests: any request that carries a JSON schema gets a valid instance of it.
+"""Scripted LLMs for tests: :func:`fake_llm` over any scripted replies, and one that answers every schema.
 
+:func:`fake_llm` is the one way a test builds the engine's LLM over a
+:class:`~judge_engine.llm.fake.FakeBackend` (a fixed reply or a responder).
 Unit tests of one method script their replies by hand; the tests that hold
 every method to the same contract need replies that satisfy whatever each
-step asks for, without knowing the step. The instance is deterministic in
+step asks for, without knowing the step (:func:`scripted_llm`: a valid
+instance of the request's JSON schema). The instance is deterministic in
 (the schema, the prompt), so the same request always gets the same reply.
 """
 
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Callable
 
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
@@ -78,7 +81,21 @@ def tiny_oracle(messages) -> float | None:
     return float(1 + (int(numbers[0]) * 7) % 5)
 
 
+def fake_llm(reply: str | Callable[..., str] | None = None, *, store=None, fake_backend=None, model_id: str = "fake",
+             logprobs: bool = False, **config):
+    """``(llm, backend)``: the engine's LLM (its one call path; the store's cache when ``store`` is given).
+
+    The backend is a :class:`FakeBackend` answering ``reply(messages, params)``,
+    or ``reply`` itself when it is a string; ``fake_backend`` is a test's own
+    scripted backend used instead. ``config`` sets :class:`LLMConfig` fields
+    (``concurrency``, ``structured``, prices, ...).
+    """
+    if fake_backend is None:
+        respond = reply if callable(reply) else (lambda messages, params: reply)
+        fake_backend = FakeBackend(respond, model_id=model_id, logprobs=logprobs)
+    return make_llm(LLMConfig(**config), store=store, backend=fake_backend), fake_backend
+
+
 def scripted_llm(store=None, *, free_text: str = "[[4]]", logprobs: bool = False, oracle=tiny_oracle):
-    """``(llm, backend)``: an LLM over a :class:`FakeBackend` answering every schema; no cache without a store."""
-    backend = FakeBackend(schema_responder(free_text, oracle), logprobs=logprobs)
-    return make_llm(LLMConfig(), store=store, backend=backend), backend
+    """``(llm, backend)``: :func:`fake_llm` answering every schema; no cache without a store."""
+    return fake_llm(schema_responder(free_text, oracle), store=store, logprobs=logprobs)

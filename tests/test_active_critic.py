@@ -8,7 +8,7 @@ import pytest
 
 from judge_engine.llm import GenerationParams, LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import active_critic as ac
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
@@ -218,9 +218,10 @@ def test_unparsable_criteria_are_retried_once_then_the_previous_set_is_kept(stor
 
 
 def test_criteria_parsing_accepts_both_shapes_and_caps_at_ten():
-    assert ac.parse_criteria('{"Criteria": {"A": "a"}, "Observations": "o"}') == ({"A": "a"}, "o")
-    assert ac.parse_criteria('```json\n{"A": "a", "B": {"description": "b"}}\n```') == ({"A": "a", "B": "b"}, "")
-    assert ac.parse_criteria("no json") == ({}, "")
+    assert ac.parse_criteria_and_observations('{"Criteria": {"A": "a"}, "Observations": "o"}') == ({"A": "a"}, "o")
+    assert ac.parse_criteria_and_observations('```json\n{"A": "a", "B": {"description": "b"}}\n```') == (
+        {"A": "a", "B": "b"}, "")
+    assert ac.parse_criteria_and_observations("no json") == ({}, "")
 
 
 def test_criteria_scores_parse_json_and_the_papers_unquoted_form():
@@ -355,7 +356,7 @@ def test_fit_and_score_end_to_end_with_events(store, data):
                                             else 50 + (7 * _number(p)) % 13))
     events = []
     method = get_method("active_critic", {"n_candidates": 3, "seed": 0})
-    judge = method.fit(samples[:15], aspect, llm=llm, task=task, log=lambda k, p: events.append((k, p)))
+    judge = method.fit(samples[:15], aspect, FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
     fit_calls = len(backend.calls)
     # stage 1: 3 observations + 3 descriptions + 1 ensemble, 1 init + 2 x (observe + refine);
     # search: zero-shot on 15 items and two 3-demo sets on 12, two calls each (AC-Fine)
@@ -385,14 +386,15 @@ def test_unparsed_replies_are_missing_and_counted(store, data):
     llm, _ = llm_with(store, lambda m, p: "I would rather not.")
     events = []
     with pytest.raises(ValueError, match="no usable judge.*zero-shot: no Q"):
-        get_method("active_critic", {"n_candidates": 2}).fit(samples[:10], aspect, llm=llm, task=task,
-                                                             log=lambda k, p: events.append((k, p)))
+        get_method("active_critic", {"n_candidates": 2}).fit(samples[:10], aspect,
+                                                             FitContext(llm=llm, task=task,
+                                                                        log=lambda k, p: events.append((k, p))))
     assert [p["candidate"] for k, p in events if k == "demos_selected"] == [None]
     # "I would rather not." read as a task description says nothing about the task: refused, the dataset's task used
     assert [p["code"] for k, p in events if k == "warning"] == ["task_description_rejected", "no_criteria"]
     # a person may keep the zero-shot judge anyway; the judge says so
     judge = get_method("active_critic", {"n_candidates": 2, "no_positive_set": "zero_shot"}).fit(
-        samples[:10], aspect, llm=llm, task=task)
+        samples[:10], aspect, FitContext(llm=llm, task=task))
     assert judge.state["criteria"] == {} and judge.state["criteria_parse_failures"] == 2  # init and one refine
     assert [w["code"] for w in judge.state["warnings"]] == ["task_description_rejected", "no_criteria",
                                                              "selection_fallback"]
@@ -437,8 +439,9 @@ def test_criteria_written_as_lines_are_read():
              "- Factual accuracy - it states only facts found in the context.\n"
              "Source: <<<SOURCE>>> some echoed text here\nObservations: the scores vary a great deal.\n"
              "Engagement: a repeated name keeps its first definition.\nTone: ok")
-    assert ac.parse_criteria(reply) == ({"Engagement": "the response invites the other speaker to keep talking.",
-                                         "Factual accuracy": "it states only facts found in the context."}, "")
+    assert ac.parse_criteria_and_observations(reply) == (
+        {"Engagement": "the response invites the other speaker to keep talking.",
+         "Factual accuracy": "it states only facts found in the context."}, "")
     assert ac.parse_criteria_lines("just prose, no criteria at all") == {}
     items = ("1. Ability to read the context of the sentence\n2. Ability to provide an actionable feedback.\n"
              "3. Short\nTo improve our language, we need to refine it.")
@@ -511,21 +514,22 @@ def test_weighted_overall_reads_a_1_to_9_digit_after_the_explanation(store, data
 
 
 def test_a_copied_shape_example_is_not_a_criterion():
-    assert ac.parse_criteria('{"Criterion name": "one-sentence definition", "Another criterion": "x"}') == ({}, "")
+    shape_copy = '{"Criterion name": "one-sentence definition", "Another criterion": "x"}'
+    assert ac.parse_criteria_and_observations(shape_copy) == ({}, "")
 
 
 def test_person_edits_replace_stage_one_and_reuse_the_cache(store, data):
     samples, aspect, task = data
     llm, backend = llm_with(store, scripted())
     params = {"n_candidates": 2, "variant": "coarse"}
-    first = get_method("active_critic", params).fit(samples[:10], aspect, llm=llm, task=task)
+    first = get_method("active_critic", params).fit(samples[:10], aspect, FitContext(llm=llm, task=task))
     edited = dict(first.state["criteria"], Fluency="Reads naturally, no typos.")
     method = get_method("active_critic", {**params, "task_description": first.state["task_description"],
                                           "criteria": edited})
     # no stage 1; 2 candidates x 10 items x (OS-E + at most one follow-up)
     assert method.estimate_calls(10, 5)["fit"] == 2 * 10 * 2
     before = len(backend.calls)
-    second = method.fit(samples[:10], aspect, llm=llm, task=task)
+    second = method.fit(samples[:10], aspect, FitContext(llm=llm, task=task))
     assert len(backend.calls) - before == 10 + 7, "zero-shot on 10 items, the labeled 3-demo set on 7"
     new_prompts = [m[0]["content"] for m, _ in backend.calls[before:]]
     assert not any("Add new observations" in p or "Study how the quality" in p for p in new_prompts)
@@ -533,7 +537,7 @@ def test_person_edits_replace_stage_one_and_reuse_the_cache(store, data):
     assert all("Reads naturally, no typos." in p for p in new_prompts)
     # the same edited parameters again: every call is a cache hit
     before = len(backend.calls)
-    assert method.fit(samples[:10], aspect, llm=llm, task=task) == second and len(backend.calls) == before
+    assert method.fit(samples[:10], aspect, FitContext(llm=llm, task=task)) == second and len(backend.calls) == before
 
 
 def test_bad_parameters_are_named():
@@ -556,7 +560,7 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     summary = execute_run(store, run_id)
     run = store.get_run(run_id)
     assert run["status"] == "finished", run["message"]
-    assert summary["n"] == 3 and summary["calls"] > 0  # test_size=2 takes one whole group of 3
+    assert summary.n == 3 and summary.calls > 0  # test_size=2 takes one whole group of 3
     judge = Judge.from_dict(run["judge"])
     assert isinstance(judge.state["task_description"], str) and len(judge.state["search"]) == 2
     # each set scores the 2 subsampled items minus its own demo when that demo is one of them
@@ -567,7 +571,7 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     verdicts = store.load_verdicts(run_id)
     assert len(verdicts) == 3 and all(v.raw for v in verdicts)
     repeat = create_run(store, spec)
-    assert execute_run(store, repeat)["calls"] == 0
+    assert execute_run(store, repeat).calls == 0
     assert [v.score for v in store.load_verdicts(repeat)] == pytest.approx([v.score for v in verdicts], nan_ok=True)
 
 
@@ -619,7 +623,7 @@ def test_repeated_or_empty_explanations_are_flagged_not_shown_and_counted(store,
 
     llm, _ = llm_with(store, responder)
     judge = get_method("active_critic", {"n_candidates": 2, "seed": 0, "variant": "coarse"}).fit(
-        samples[:15], aspect, llm=llm, task=task)
+        samples[:15], aspect, FitContext(llm=llm, task=task))
     verdicts = {v.sample_id: v for v in judge.score(samples[15:], llm=llm)}
     repeated, empty = verdicts["s17"], verdicts["s18"]
     assert "repeats" in repeated.metadata["explanation_rejected"] and "14 times" in repeated.metadata[
@@ -629,8 +633,8 @@ def test_repeated_or_empty_explanations_are_flagged_not_shown_and_counted(store,
     assert "0 words" in empty.metadata["explanation_rejected"] and empty.explanation == "" and '"* *"' in empty.raw
     others = [v for k, v in verdicts.items() if k not in ("s17", "s18")]
     assert all("explanation_rejected" not in v.metadata and v.explanation.startswith("it is item") for v in others)
-    [warning] = [w for w in run_warnings(list(verdicts.values()), ledger={}) if w["code"] == "explanations_rejected"]
-    assert warning["count"] == 2 and "2 of 5" in warning["message"]
+    [warning] = [w for w in run_warnings(list(verdicts.values()), ledger={}) if w.code == "explanations_rejected"]
+    assert warning.count == 2 and "2 of 5" in warning.message
 
 
 def test_near_duplicate_and_over_long_criteria_are_rejected_and_kept(store, data):

@@ -13,13 +13,13 @@ from dataclasses import replace
 import pytest
 
 from judge_engine import structured
-from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.base import LOGPROB_POSITIONS, GenerationParams
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import active_critic as ac
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
+from tests.scripted import fake_llm
 
 CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
             "Fluency": "Reads naturally.", "Conciseness": "No padding."}
@@ -79,19 +79,14 @@ def _examples(samples, aspect):
     return [ac._example(s, aspect) for s in samples]
 
 
-def llm_with(responder, *, store=None, backend=None, concurrency=2):
-    backend = backend or FakeBackend(responder)
-    return make_llm(LLMConfig(concurrency=concurrency), store=store, backend=backend), backend
-
-
 # ------------------------------------------------------------------------------------ schemas and reading
 
 def test_every_generation_step_asks_for_its_schema_and_is_read_as_json(store, data):
     samples, aspect, task = data
-    llm, backend = llm_with(json_judge(), store=store)
+    llm, backend = fake_llm(json_judge(), store=store, concurrency=2)
     events = []
     method = get_method("active_critic", {"n_candidates": 2, "seed": 0})
-    judge = method.fit(samples[:10], aspect, llm=llm, task=task, log=lambda k, p: events.append((k, p)))
+    judge = method.fit(samples[:10], aspect, FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
     kinds = [structured.kind_of(p.json_schema) for _, p in backend.calls]
     observations = [m[-1]["content"] for (m, p) in backend.calls if not p.json_schema]
     assert all("Add new observations" in o or "Check two things" in o for o in observations), \
@@ -132,7 +127,7 @@ def test_three_criteria_break_the_schema_and_get_the_json_retry(store, data):
     three = dict(list(CRITERIA.items())[:3])
     answers = iter([json.dumps({"criteria": [{"name": k, "definition": v} for k, v in three.items()]}),
                     json.dumps({"criteria": [{"name": k, "definition": v} for k, v in CRITERIA.items()]})])
-    llm, backend = llm_with(lambda m, p: next(answers), store=store, concurrency=1)
+    llm, backend = fake_llm(lambda m, p: next(answers), store=store, concurrency=1)
     events = []
     criteria, failures = ac.define_criteria([_examples(samples[:5], aspect)], TASK, llm=llm,
                                             params=GenerationParams(), source_chars=2000, complete_streak=5,
@@ -198,7 +193,7 @@ def test_the_weighted_score_comes_from_the_digits_position_inside_the_json(data)
                 _pos(" ", {" ": 1.0}), _pos("7", {"7": 0.5, "8": 0.5}), _pos("}", {"}": 1.0})]
 
     backend = PositionedLogprobs(responder, positions)
-    llm, _ = llm_with(None, backend=backend)
+    llm, _ = fake_llm(fake_backend=backend, concurrency=2)
     state = {"variant": "coarse", "task_description": TASK, "criteria": CRITERIA}
     results = ac.run_pipeline(_examples(samples[1:4], aspect), state, [], llm=llm, params=GenerationParams(),
                               source_chars=2000, weighted=True)
@@ -214,7 +209,7 @@ def test_the_weighted_score_comes_from_the_digits_position_inside_the_json(data)
     def thin(text):  # 4% of the mass on the scale: too little to be a score
         return [_pos("Hmm", {"Hmm": 0.96, "6": 0.02, "8": 0.02})]
 
-    llm, _ = llm_with(None, backend=PositionedLogprobs(responder, thin))
+    llm, _ = fake_llm(fake_backend=PositionedLogprobs(responder, thin), concurrency=2)
     [r] = ac.run_pipeline(_examples(samples[3:4], aspect), state, [], llm=llm, params=GenerationParams(),
                           source_chars=2000, weighted=True)
     assert math.isnan(r["overall"]) and r["source"] == "missing" and "probability" in r["missing_reason"]
@@ -224,7 +219,7 @@ def test_verdicts_flag_scores_read_from_alternatives(data):
     samples, aspect, task = data
     # the weighted follow-up's chosen tokens hold no digit; 70% of the first position's mass is on "4"
     backend = PositionedLogprobs(json_judge(), lambda text: [_pos("x", {"x": 0.3, "4": 0.7})])
-    llm, _ = llm_with(None, backend=backend)
+    llm, _ = fake_llm(fake_backend=backend, concurrency=2)
     params = get_method("active_critic", {"variant": "coarse", "weighted": True}).get_params()
     judge = Judge(method="active_critic", params=params, aspect=aspect.to_dict(), task=task.to_dict(),
                   state={"variant": "coarse", "task_description": TASK, "criteria": CRITERIA, "demos": []})
@@ -265,7 +260,7 @@ def test_coverage_aware_choice_in_the_search(data):
             return 10 * n if n in (0, 9) else None
         return 10 * n + (5 if n % 2 else 0)  # set B: every item, a little noise
 
-    llm, _ = llm_with(json_judge(overall=overall))
+    llm, _ = fake_llm(json_judge(overall=overall), concurrency=2)
     state = {"variant": "coarse", "task_description": TASK, "criteria": CRITERIA}
     events = []
     demos, search, warnings = ac.optimize_demonstrations(
@@ -283,28 +278,30 @@ def test_coverage_aware_choice_in_the_search(data):
 
 def test_every_candidate_anti_correlated_gives_no_judge_unless_a_person_keeps_zero_shot(data):
     samples, aspect, task = data
-    llm, _ = llm_with(json_judge(overall=lambda n, prompt: 90 - 10 * n))
+    llm, _ = fake_llm(json_judge(overall=lambda n, prompt: 90 - 10 * n), concurrency=2)
     params = {"n_candidates": 3, "variant": "coarse", "criteria": CRITERIA, "task_description": TASK,
               "retry_unparsed": False}
     events = []
     with pytest.raises(ValueError, match=r"no usable judge.*zero-shot: Q = -3\.000 on 10 of 10 items"):
-        get_method("active_critic", params).fit(samples[:10], aspect, llm=llm, task=task,
-                                                log=lambda k, p: events.append((k, p)))
+        get_method("active_critic", params).fit(samples[:10], aspect,
+                                                FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
     assert [k for k, _ in events].count("candidate") == 3
     assert all(p["q"] < 0 and p["selectable"] is False for k, p in events if k == "candidate")
     judge = get_method("active_critic", {**params, "no_positive_set": "zero_shot"}).fit(
-        samples[:10], aspect, llm=llm, task=task)
+        samples[:10], aspect, FitContext(llm=llm, task=task))
     assert judge.state["demos"] == [] and [w["code"] for w in judge.state["warnings"]] == ["selection_fallback"]
     assert "Q = -3.000" in judge.state["warnings"][0]["message"]
 
 
 def test_zero_shot_is_kept_with_a_warning_when_every_demo_set_is_anti_correlated(data):
     samples, aspect, task = data
-    llm, _ = llm_with(json_judge(overall=lambda n, prompt: 90 - 10 * n if _demo_part(prompt) else 10 * n))
+    llm, _ = fake_llm(json_judge(overall=lambda n, prompt: 90 - 10 * n if _demo_part(prompt) else 10 * n),
+                      concurrency=2)
     events = []
     judge = get_method("active_critic", {"n_candidates": 3, "variant": "coarse", "criteria": CRITERIA,
-                                         "task_description": TASK}).fit(samples[:10], aspect, llm=llm, task=task,
-                                                                        log=lambda k, p: events.append((k, p)))
+                                         "task_description": TASK}).fit(samples[:10], aspect,
+                                                                        FitContext(llm=llm, task=task,
+                                                                                   log=lambda k, p: events.append((k, p))))
     assert judge.state["demos"] == [] and all(not s["selectable"] for s in judge.state["search"][1:])
     [warning] = judge.state["warnings"]
     assert warning["code"] == "selection_fallback" and "kept zero-shot" in warning["message"]
@@ -343,10 +340,10 @@ def worst_case(messages, params):
 def test_the_estimate_bounds_the_actual_backend_calls(data, params):
     samples, aspect, task = data
     backend = FakeBackend(worst_case, logprobs=params.get("weighted", False))
-    llm, _ = llm_with(None, backend=backend)  # no cache: every request reaches the backend
+    llm, _ = fake_llm(fake_backend=backend, concurrency=2)  # no cache: every request reaches the backend
     method = get_method("active_critic", params)
     estimate = method.estimate_calls(12, 5)
-    judge = method.fit(samples[:12], aspect, llm=llm, task=task)
+    judge = method.fit(samples[:12], aspect, FitContext(llm=llm, task=task))
     fit_calls = len(backend.calls)
     assert 0 < fit_calls <= estimate["fit"]
     assert len(judge.state["criteria"]) == 3, "the retry's 3 criteria beat the list prompt's 2"

@@ -246,7 +246,7 @@ def test_execute_run_meta_evaluates_against_the_recorded_aggregate(store, tiny_d
     ids = sorted(verdicts)
     expected = metrics.meta_evaluate([mine[i] for i in ids], [verdicts[i] for i in ids], level="sample",
                                      n_bootstrap=10).to_dict()
-    assert summary["levels"]["sample"]["spearman"] == pytest.approx(expected["spearman"], nan_ok=True)
+    assert summary.levels["sample"]["spearman"] == pytest.approx(expected["spearman"], nan_ok=True)
     imported = metrics.meta_evaluate([tiny_dataset.by_id()[i].human["quality"] for i in ids],
                                      [verdicts[i] for i in ids], level="sample", n_bootstrap=10).to_dict()
-    assert summary["levels"]["sample"]["spearman"] != pytest.approx(imported["spearman"], nan_ok=True)
+    assert summary.levels["sample"]["spearman"] != pytest.approx(imported["spearman"], nan_ok=True)

@@ -13,6 +13,7 @@ from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.runs import RunSpec, create_run, execute_run
 from judge_engine.store import Store
+from tests.scripted import fake_llm
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGES = ["pages/home.py", "pages/datasets.py", "pages/runs.py", "pages/annotate.py", "pages/settings.py"]
@@ -49,10 +50,6 @@ def by_label(widgets, prefix: str):
     matches = [w for w in widgets if w.label.startswith(prefix)]
     assert matches, f"no widget labelled {prefix!r}; have {[w.label for w in widgets]}"
     return matches[0]
-
-
-def fake_llm(store: Store, reply: str = "[[3]]"):
-    return make_llm(LLMConfig(), store=store, backend=FakeBackend(lambda m, p: reply))
 
 
 # --------------------------------------------------------------------------- every page
@@ -185,7 +182,7 @@ def test_stored_dataset_aspect_definition_and_split(db, tmp_path):
 def finished_run(db: Path, reply: str = "[[3]]") -> int:
     store = Store(db)
     run_id = create_run(store, RunSpec(method="direct", dataset="sfhot", aspect="overall", train_size=5, test_size=6))
-    execute_run(store, run_id, llm=fake_llm(store, reply))
+    execute_run(store, run_id, llm=fake_llm(reply, store=store)[0])
     return run_id
 
 
@@ -263,7 +260,7 @@ def test_runs_form_reviews_then_starts_a_run(sfhot_db, monkeypatch):
 
     def fake_start(db_path, run_id, *, api_key=None, log_dir=None):  # runs the work in-process, fake LLM
         started.append((Path(db_path), run_id, api_key))
-        execute_run(Store(db_path), run_id, llm=fake_llm(Store(db_path)))
+        execute_run(Store(db_path), run_id, llm=fake_llm("[[3]]", store=Store(db_path))[0])
 
     monkeypatch.setattr(runs_module, "start_run", fake_start)
     at = open_app()

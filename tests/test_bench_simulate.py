@@ -9,10 +9,10 @@ import pytest
 from judge_engine.bench import __main__ as bench_main
 from judge_engine.bench.simulate import METHODS, RUNNERS
 from judge_engine.bench.simulated_judge import ASPECTS, SimulatedBackend, World, recognise
-from judge_engine.hpss_auxiliaries import select_examples
-from judge_engine.hpss_strategy import StrategyInputs, all_strategies, build_prompt, rating_schema
-from judge_engine.llm import GenerationParams
 from judge_engine.bench.simulated_judge import TASK
+from judge_engine.llm import GenerationParams
+from judge_engine.methods.hpss.auxiliaries import select_examples
+from judge_engine.methods.hpss.strategy import StrategyInputs, all_strategies, build_prompt, rating_schema
 
 
 def test_simulate_smoke_two_seeds(tmp_path, capsys):
@@ -121,8 +121,8 @@ def test_structured_requests_get_valid_json_of_their_kind():
     """With ``params.json_schema`` set, every step is recognised by the schema's title and answered with JSON
     that satisfies the schema (the shape the methods will ask for once they request structured replies)."""
     from judge_engine import structured as st
-    from judge_engine.criteria_scoring import CriterionText, criterion_prompt
-    from judge_engine.hpss_strategy import base_strategy
+    from judge_engine.criteria_scoring import CriterionText, ScoringSettings, criterion_prompt
+    from judge_engine.methods.hpss import base_strategy
     from judge_engine.methods.hd_eval import DECOMPOSE_TEMPLATE, SCORE_TEMPLATE
     from judge_engine.methods.hypoeval import as_criterion, score_instructions
 
@@ -132,10 +132,10 @@ def test_structured_requests_get_valid_json_of_their_kind():
     child = world.decompose(aspect.name, 4)[0]
     hd_prompt = criterion_prompt(sample, CriterionText("c", child.name, "def"), instructions=SCORE_TEMPLATE.render(
         parent_name=aspect.name, output_label_lower="summary", task=TASK.task, guideline=""), aspect=aspect,
-        task=TASK, reasoning=False)
+        task=TASK, settings=ScoringSettings(reasoning=False, structured=False))
     hyp = world.pool[0]
     hyp_prompt = criterion_prompt(sample, as_criterion(hyp.text), instructions=score_instructions(
-        aspect, TASK, reasoning=True), aspect=aspect, task=TASK)
+        aspect, TASK, reasoning=True), aspect=aspect, task=TASK, settings=ScoringSettings(structured=False))
     hpss_prompt = build_prompt(base_strategy(aspect), sample, aspect, TASK, StrategyInputs(criteria=aspect.definition))
     decompose = DECOMPOSE_TEMPLATE.render(task=TASK.task, background="b", parent_name=aspect.name,
                                           parent_definition="d", guideline="", k=4, min_k=2,

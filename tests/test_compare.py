@@ -151,7 +151,7 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0,
                                        test_size=6), judge=compare.transfer_judge(judge, tiny_dataset.aspects[0]))
     summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(good)))
-    assert summary["n"] == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]
+    assert summary.n == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]
 
 
 def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_aggregator(store):
@@ -184,7 +184,7 @@ def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_
     # the same with the verdict handed in, and the figure the page draws from it
     again = compare.item_explanation(store, hd_id, item, verdict=verdict)
     assert again.shap.equals(explained.shap)
-    from judge_engine.explain import shap_waterfall_figure
+    from judge_engine.figures import shap_waterfall_figure
 
     fig = shap_waterfall_figure(explained.shap, item, labels=explained.labels)
     assert fig.data[0].type == "waterfall" and explained.labels[top] in fig.data[0].y
@@ -210,7 +210,7 @@ def test_item_explanation_fills_unscored_criteria_and_skips_items_without_a_scor
     explained = compare.item_explanation(store, run_id, verdict.sample_id, verdict=partial)
     assert explained is not None and explained.imputed == (first,)
     assert list(explained.shap.columns) == list(verdict.criteria)
-    from judge_engine.explain import shap_waterfall_figure
+    from judge_engine.figures import shap_waterfall_figure
 
     names = shap_waterfall_figure(explained.shap, verdict.sample_id,
                                   labels={first: "<img src=x onerror=alert(1)>"}).data[0].y

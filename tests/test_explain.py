@@ -5,8 +5,8 @@ import plotly.graph_objects as go
 import pytest
 
 from judge_engine.aggregate import Aggregator
-from judge_engine.explain import (importance_figure, mean_abs_shap, permutation_importance_oof, shap_bar_figure,
-                                  shap_values, shap_waterfall_figure)
+from judge_engine.explain import mean_abs_shap, permutation_importance_oof, shap_values
+from judge_engine.figures import importance_figure, shap_bar_figure, shap_waterfall_figure
 
 
 def _agg(kind, n=40):

@@ -10,7 +10,7 @@ from judge_engine import structured
 from judge_engine.criteria_scoring import CriterionScore
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge
+from judge_engine.methods import FitContext, Judge
 from judge_engine.methods.hd_eval import (DEFAULT_N_ASPECTS, HDEval, add_children, aspect_groups, initial_tree,
                                           parse_decomposition, prune_by_attribution, remove_llm_children, tree_index)
 from judge_engine.prompting import TaskInfo
@@ -76,8 +76,8 @@ def _fit(store, method, dataset=None, responder=scripted):
     dataset = dataset or _dataset()
     llm, backend = _llm(store, responder)
     events = []
-    judge = method.fit(dataset.samples[:16], dataset.aspect("clarity"), llm=llm, task=TaskInfo.of(dataset),
-                       log=lambda k, p: events.append((k, p)))
+    judge = method.fit(dataset.samples[:16], dataset.aspect("clarity"),
+                       FitContext(llm=llm, task=TaskInfo.of(dataset), log=lambda k, p: events.append((k, p))))
     return judge, llm, backend, events
 
 
@@ -194,7 +194,7 @@ def test_an_edited_tree_reuses_every_unchanged_call(store):
                           "origin": "human"})
     before = len(backend.calls)
     second = HDEval(aggregator="lr", max_layers=2, pi_repeats=2, criteria_tree=tree).fit(
-        _dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()))
+        _dataset().samples[:16], _dataset().aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(_dataset())))
     new_calls = backend.calls[before:]
     assert len(new_calls) == 2 * 16, "only the edited and the added node are scored again; no decomposition"
     features = second.state["features"]
@@ -212,8 +212,8 @@ def test_marked_nodes_are_expanded_and_redecomposition_draws_new_children(store)
             n["redecompose"] = 1
     events = []
     second = HDEval(aggregator="lr", max_layers=3, pi_repeats=2, criteria_tree=tree).fit(
-        _dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()),
-        log=lambda k, p: events.append((k, p)))
+        _dataset().samples[:16], _dataset().aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(_dataset()),
+            log=lambda k, p: events.append((k, p))))
     nodes = tree_index(second.state["tree"])
     assert {nid for nid, n in nodes.items() if n["layer"] == 3} == {f"style/p2/p{j}" for j in range(4)}
     assert next(p for k, p in events if k == "expansion_chosen" and p["layer"] == 3)["reason"] == "marked by a person"
@@ -254,8 +254,8 @@ def test_bad_tree_is_refused_at_fit_time(store):
     bad = {"nodes": [{"id": "a/x", "name": "x", "definition": "", "parent": "nope"}]}
     llm, _ = _llm(store)
     with pytest.raises(ValueError, match="unknown parent"):
-        HDEval(criteria_tree=bad).fit(_dataset().samples[:6], _dataset().aspect("clarity"), llm=llm,
-                                      task=TaskInfo.of(_dataset()))
+        HDEval(criteria_tree=bad).fit(_dataset().samples[:6], _dataset().aspect("clarity"),
+                                      FitContext(llm=llm, task=TaskInfo.of(_dataset())))
 
 
 def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
@@ -264,11 +264,11 @@ def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
                    params={"aggregator": "dt", "max_layers": 2, "pi_repeats": 2})
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=_llm(store)[0])
-    assert summary["n"] == 6 and summary["parse_failures"] == 0 and summary["calls"] > 0
+    assert summary.n == 6 and summary.parse_failures == 0 and summary.calls > 0
     kinds = [e["kind"] for e in store.events(first)]
     assert kinds[:2] == ["tree_started", "layer_scored"] and "aggregator_fitted" in kinds and "fitted" in kinds
     again = execute_run(store, create_run(store, spec), llm=_llm(store)[0])
-    assert again["calls"] == 0 and again["cache_hits"] > 0
+    assert again.calls == 0 and again.cache_hits > 0
 
 
 @pytest.mark.model
@@ -279,12 +279,12 @@ def test_real_embedded_model_end_to_end_and_repeat_is_free(store, tiny_dataset):
                    params={"aggregator": "lr", "max_layers": 2, "k_child": 2, "pi_repeats": 2,
                            "decompose_max_tokens": 48, "score_max_tokens": 4, "weighted": True})
     first = execute_run(store, create_run(store, spec))
-    assert first["n"] == 3 and first["calls"] > 0  # test_size=2 takes one whole group of 3
+    assert first.n == 3 and first.calls > 0  # test_size=2 takes one whole group of 3
     run = store.list_runs()[0]
     judge = Judge.from_dict(store.get_run(run["id"])["judge"])
     assert judge.state["tree"]["nodes"][0]["id"] == "quality" and judge.state["layers"]
     again = execute_run(store, create_run(store, spec))
-    assert again["calls"] == 0
+    assert again.calls == 0
 
 
 # ---- tree editing: versioned rows, undo, conflicts, next round ------------------------------------
@@ -340,8 +340,8 @@ def test_next_round_tree_drops_deleted_subtrees_and_refit_preview_shows_the_chan
 def test_too_few_human_scored_samples_is_a_clear_error(store):
     llm, _ = _llm(store)
     with pytest.raises(ValueError, match="at least 2 training samples"):
-        HDEval(aspects=("clarity", "nope")).fit(_dataset().samples[:6], _dataset().aspect("clarity"), llm=llm,
-                                                task=TaskInfo.of(_dataset()))
+        HDEval(aspects=("clarity", "nope")).fit(_dataset().samples[:6], _dataset().aspect("clarity"),
+                                                FitContext(llm=llm, task=TaskInfo.of(_dataset())))
 
 
 def test_edited_dataset_aspects_reach_fit_through_the_run(store, tmp_path):
@@ -505,7 +505,7 @@ def test_estimate_is_an_upper_bound_on_the_calls_of_fit_and_score(config, respon
     method = HDEval(aggregator="lr", pi_repeats=2, **config)
     backend = FakeBackend(responder)
     llm = make_llm(LLMConfig(), store=None, backend=backend)
-    judge = method.fit(dataset.samples[:8], dataset.aspect("relevance"), llm=llm, task=TaskInfo.of(dataset))
+    judge = method.fit(dataset.samples[:8], dataset.aspect("relevance"), FitContext(llm=llm, task=TaskInfo.of(dataset)))
     fit_calls = len(backend.calls)
     judge.score(dataset.samples[8:], llm=llm)
     score_calls = len(backend.calls) - fit_calls
@@ -531,7 +531,8 @@ def test_estimate_bounds_a_next_round_on_a_marked_tree(store):
                     aspects=("clarity", "style", "grounded"))
     backend = FakeBackend(_json_scripted)
     llm = make_llm(LLMConfig(), store=None, backend=backend)
-    judge = method.fit(_dataset().samples[:16], _dataset().aspect("clarity"), llm=llm, task=TaskInfo.of(_dataset()))
+    judge = method.fit(_dataset().samples[:16], _dataset().aspect("clarity"),
+                       FitContext(llm=llm, task=TaskInfo.of(_dataset())))
     fit_calls = len(backend.calls)
     judge.score(_dataset().samples[16:20], llm=llm)
     estimate = method.estimate_calls(16, 4)
@@ -558,7 +559,7 @@ def test_weighted_hd_eval_reads_each_criterion_at_the_digit_of_its_json_reply(st
     llm = make_llm(LLMConfig(), store=store, backend=backend)
     dataset = _dataset()
     judge = HDEval(aggregator="lr", max_layers=1, weighted=True, pi_repeats=2).fit(
-        dataset.samples[:16], dataset.aspect("clarity"), llm=llm, task=TaskInfo.of(dataset))
+        dataset.samples[:16], dataset.aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(dataset)))
     assert judge.state["reads"] == {"logprobs": 16 * 3}
     test = dataset.samples[16:18]
     for v, s in zip(judge.score(test, llm=llm), test):
@@ -637,10 +638,10 @@ def test_refused_sub_criteria_are_counted_in_the_run_summary(store):
                                        test_size=6, params={"aggregator": "lr", "max_layers": 2, "k_child": 8,
                                                             "pi_repeats": 2}))
     summary = execute_run(store, run_id, llm=_llm(store, _bad_responder)[0])
-    [warning] = [w for w in summary["warnings"] if w["code"] == "rubric_rejected"]
-    assert warning["count"] == 5
-    assert "copy 1" in warning["message"] and "near duplicate 2" in warning["message"]
-    assert "empty 1" in warning["message"] and "too long 1" in warning["message"]
+    [warning] = [w for w in summary.warnings if w.code == "rubric_rejected"]
+    assert warning.count == 5
+    assert "copy 1" in warning.message and "near duplicate 2" in warning.message
+    assert "empty 1" in warning.message and "too long 1" in warning.message
 
 
 def test_a_node_left_with_no_accepted_child_gets_the_follow_up_then_the_no_children_warning(store):
@@ -687,3 +688,11 @@ def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_
     assert [c["name"] for c in kept] == ["Topic focus", "Sentence ordering"]
     assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality"), ("Word choice", "no_quality")]
     assert [c["name"] for c in check_children(children)[0]] == [], "without topics the quality vocabulary decides"
+
+
+def test_scoring_settings_score_first_with_the_score_budget():
+    from judge_engine.criteria_scoring import ScoringSettings
+    from judge_engine.methods.hd_eval import scoring_settings
+    params = HDEval(layout="sample_first", weighted=True, score_max_tokens=12).get_params()
+    assert scoring_settings(params) == ScoringSettings(layout="sample_first", reasoning=False, max_tokens=12,
+                                                       weighted=True)

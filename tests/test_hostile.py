@@ -1,5 +1,6 @@
 """Hostile judged texts: fenced in prompts, unable to forge the judge's score, shown escaped in the app."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from judge_engine import hostile
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import get_method
+from judge_engine.methods import FitContext, get_method
 from judge_engine.methods.direct import DirectScoring
 from judge_engine.prompting import FENCE_CLOSE, TaskInfo, render_sample
 from judge_engine.records import Aspect, Dataset, Sample
@@ -34,7 +35,7 @@ def gullible(messages, params):
 
 def test_hijack_rate_counts_moved_scores(store, tiny_dataset):
     llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(gullible))
-    judge = get_method("direct").fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    judge = get_method("direct").fit([], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     report = hostile.hijack_rate(judge, tiny_dataset.samples[:3], llm=llm)
     assert report["target"] == 5 and report["pairs"] == 12
     assert report["by_kind"]["marker"]["hijacked"] == 3 and report["by_kind"]["order"]["hijacked"] == 0
@@ -44,7 +45,7 @@ def test_hijack_rate_counts_moved_scores(store, tiny_dataset):
 def test_a_score_in_the_judged_text_is_never_read_as_the_verdict(store, tiny_dataset):
     """The parser reads the judge's reply only: an unscored reply stays missing whatever the text claims."""
     llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(lambda m, p: "I cannot say."))
-    judge = DirectScoring().fit([], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+    judge = DirectScoring().fit([], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     sample = hostile.attacked(tiny_dataset.samples[0], hostile.INJECTIONS[1][1], 5)
     assert judge.score([sample], llm=llm)[0].missing
 
@@ -68,5 +69,7 @@ def test_pages_show_hostile_texts_as_text(tmp_path, monkeypatch):
         for kind in ("markdown", "caption", "error", "warning", "success", "info"):
             for element in getattr(at, kind):
                 body = element.proto.body if hasattr(element.proto, "body") else ""
-                assert "<img" not in body and "](javascript:" not in body, (page, kind, body)
+                # escaped (\<img, \](javascript) is drawn as text; only the raw forms would render
+                assert not re.search(r"(?<!\\)<img", body), (page, kind, body)
+                assert not re.search(r"(?<!\\)\]\(javascript:", body), (page, kind, body)
                 assert not element.proto.allow_html if hasattr(element.proto, "allow_html") else True

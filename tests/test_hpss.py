@@ -9,20 +9,21 @@ import numpy as np
 import pytest
 
 from judge_engine import structured
-from judge_engine.hpss_auxiliaries import Auxiliaries, parse_questions, select_examples
-from judge_engine.hpss_strategy import (FACTOR_NAMES, FACTORS, N_EXAMPLES, StrategyInputs, all_strategies,
-                                        base_strategy, build_prompt, display_rating, neighbours, parse_strategy,
-                                        rating_range, rating_schema, read_strategy, replace_value,
-                                        strategy_name)
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.base import LOGPROB_POSITIONS, Completion
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge
-from judge_engine.methods.hpss import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores, fitness,
-                                       greedy_search, initialize, iterative_search, select_best,
-                                       stepwise_greedy_search, update_advantage)
+from judge_engine.methods import FitContext, Judge
+from judge_engine.methods.hpss.auxiliaries import Auxiliaries, parse_questions, select_examples
+from judge_engine.methods.hpss.method import (HPSS, SearchState, evaluate_strategy, exploit, exploration_scores,
+                                              fitness, greedy_search, initialize, iterative_search, select_best,
+                                              stepwise_greedy_search, update_advantage)
+from judge_engine.methods.hpss.strategy import (FACTOR_NAMES, FACTORS, N_EXAMPLES, StrategyInputs, all_strategies,
+                                                base_strategy, build_prompt, display_rating, neighbours,
+                                                parse_strategy, rating_range, rating_schema, read_strategy,
+                                                replace_value, strategy_name)
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
+from tests.scripted import fake_llm
 
 ASPECT = Aspect("quality", 1, 5, "How good it is.")
 TASK = TaskInfo("toy summarization", "Article", "Summary")
@@ -74,11 +75,6 @@ def responder(messages, params):
     low, high = prompt_range(text)
     noisy = on_scale((human_of(judged_number(text)) - 1) / 4, text) + zlib.crc32(text.encode()) % 3 - 1
     return json_reply(params, min(high, max(low, noisy)))
-
-
-def make_fake(store, fn=responder, **kwargs):
-    backend = FakeBackend(fn, **kwargs)
-    return make_llm(LLMConfig(), store=store, backend=backend), backend
 
 
 # --------------------------------------------------------------------------- the space and the builder
@@ -193,7 +189,7 @@ def test_examples_are_stratified_and_leave_the_judged_sample_out(store):
     ex = select_examples(pool, ASPECT, 5, seed=0)
     assert [e["level"] for e in ex] == [0, .25, .5, .75, 1]
     assert select_examples(pool, ASPECT, 5, seed=0) == ex
-    llm, _ = make_fake(store)
+    llm, _ = fake_llm(responder, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=pool)
     strategy = replace_value(BASE, FACTOR_NAMES.index("example"), "Example5")
     judged = next(s for s in pool if s.id == ex[0]["id"])
@@ -210,7 +206,7 @@ def test_auxiliaries_are_generated_once_and_missing_ones_are_counted(store):
             return "I have no questions." if "source text 1" in text else '{"questions": ["Is it complete?"]}'
         return responder(messages, params)
 
-    llm, backend = make_fake(store, fn)
+    llm, backend = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples())
     strategy = ("10", "LLM", "Prefix", "AutoCoT", "Metrics", "NoExample", "Reference", "TEI")
     samples = _samples(6)
@@ -244,7 +240,7 @@ def test_auxiliaries_fall_back_to_free_text_and_count_it(store):
                 structured.HPSS_REFERENCE: '{"reference": "A reference cut off by the tok'}[
             structured.kind_of(params.json_schema)]
 
-    llm, _ = make_fake(store, fn)
+    llm, _ = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples())
     strategy = ("5", "LLM", "Prefix", "AutoCoT", "Metrics", "NoExample", "Reference", "TEI")
     [inputs] = aux.inputs_for(strategy, _samples(1), leave_out=True)
@@ -261,7 +257,7 @@ def test_json_that_breaks_its_schema_is_not_read_as_free_text(store):
                 structured.HPSS_METRICS: json.dumps({"questions": ["A?", "B?", "C?", "D?"]})}[
             structured.kind_of(params.json_schema)]
 
-    llm, _ = make_fake(store, fn)
+    llm, _ = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     assert aux.criteria("LLM", "5") is None
     assert aux.questions(_samples(1)) == {"s0": None}
@@ -274,7 +270,7 @@ def test_parse_questions_keeps_at_most_three():
 
 
 def test_unparsed_judge_reply_is_missing_never_a_number(store):
-    llm, _ = make_fake(store, lambda m, p: "I cannot rate this." if "number 1\n" in m[-1]["content"] else "[[4]]")
+    llm, _ = fake_llm(lambda m, p: "I cannot rate this." if "number 1\n" in m[-1]["content"] else "[[4]]", store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True)
     assert result.unparsed == 1 and math.isnan(result.scores[1]) and result.scores[0] == pytest.approx(4.0)
@@ -286,7 +282,7 @@ def test_unparsed_judge_reply_is_missing_never_a_number(store):
 @pytest.mark.parametrize("cot,order", [("Prefix", ["explanation", "score"]), ("Suffix", ["score", "explanation"]),
                                        ("Free", ["score"])])
 def test_the_rating_reply_schema_follows_the_chain_of_thought_factor(store, cot, order):
-    llm, backend = make_fake(store)
+    llm, backend = fake_llm(responder, store=store)
     strategy = replace_value(replace_value(BASE, 2, cot), 0, "10")
     result = evaluate_strategy(strategy, _samples(4), Auxiliaries(llm=llm, aspect=ASPECT, task=TASK), llm=llm,
                                max_tokens=64, leave_out=True)
@@ -308,7 +304,7 @@ def test_a_reply_without_rating_gets_one_follow_up_and_only_then_is_missing(stor
         return '{"explanation": "ok", "score": 3}' if "number 0\n" in messages[-1]["content"] \
             else "I cannot rate this."
 
-    llm, backend = make_fake(store, fn, logprobs=True)
+    llm, backend = fake_llm(fn, store=store, logprobs=True)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True, retry=True)
     # the fake puts 70% on "4" and 10% on each neighbour: probability-weighted 4.0 on the 5-point scale
@@ -387,7 +383,7 @@ def test_follow_up_weights_the_score_digit_and_flags_readings_from_alternatives(
     assert result.sources == ("logprobs", "logprobs_first_position", "missing", "logprobs_first_position")
     assert result.from_alternatives == 2
     # a judge scoring with the same replies flags each such verdict
-    judge = HPSS(fixed_strategy=strategy_name(BASE)).fit(_samples(4), ASPECT, llm=llm, task=TASK)
+    judge = HPSS(fixed_strategy=strategy_name(BASE)).fit(_samples(4), ASPECT, FitContext(llm=llm, task=TASK))
     assert {w["code"]: w.get("count") for w in judge.state["warnings"]}["scores_from_alternatives"] == 2
     assert judge.state["readings"]["from_alternatives"] == 2
     verdicts = judge.score(_samples(4), llm=llm)
@@ -489,10 +485,10 @@ def test_greedy_and_stepwise_baselines_use_their_budgets():
 
 
 def test_fit_logs_every_strategy_and_the_judge_scores_new_samples(store):
-    llm, backend = make_fake(store)
+    llm, backend = fake_llm(responder, store=store)
     events = []
     method = HPSS(budget=10, seed=1)
-    judge = method.fit(_samples()[:9], ASPECT, llm=llm, task=TASK, log=lambda k, p: events.append((k, p)))
+    judge = method.fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK, log=lambda k, p: events.append((k, p))))
     evaluated = [p for k, p in events if k == "hpss_evaluated"]
     assert len(evaluated) == 31 and len({p["strategy"] for p in evaluated}) == 31
     assert evaluated[0]["strategy"] == strategy_name(BASE)
@@ -507,22 +503,22 @@ def test_fit_logs_every_strategy_and_the_judge_scores_new_samples(store):
     assert [v.sample_id for v in verdicts] == ["s9", "s10", "s11"]
     assert all(1 <= v.score <= 5 for v in verdicts)
     calls = len(backend.calls)
-    HPSS(budget=10, seed=1).fit(_samples()[:9], ASPECT, llm=llm, task=TASK)  # everything cached
+    HPSS(budget=10, seed=1).fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))  # everything cached
     assert len(backend.calls) == calls
 
 
 def test_fixed_strategy_scores_without_search_and_bad_values_are_named(store):
-    llm, _ = make_fake(store)
+    llm, _ = fake_llm(responder, store=store)
     name = "10_Human_Free_NoAutoCoT_NoMetrics_Example3_NoReference_ETI"
-    judge = HPSS(fixed_strategy=name).fit(_samples()[:9], ASPECT, llm=llm, task=TASK)
+    judge = HPSS(fixed_strategy=name).fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))
     assert judge.state["strategy"] == name and len(judge.state["explored"]) == 1
     assert len(judge.state["examples"]) == 3
     prompt = HPSS.render(judge, _samples()[10], llm=llm)
     assert "from 1 to 10" in prompt and prompt.count("# Example") == 3
     with pytest.raises(ValueError, match="fixed_strategy"):
-        HPSS(fixed_strategy="nope").fit(_samples()[:9], ASPECT, llm=llm, task=TASK)
+        HPSS(fixed_strategy="nope").fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))
     with pytest.raises(ValueError, match="validation_size"):
-        HPSS(validation_size=1).fit(_samples()[:9], ASPECT, llm=llm, task=TASK)
+        HPSS(validation_size=1).fit(_samples()[:9], ASPECT, FitContext(llm=llm, task=TASK))
 
 
 def test_estimate_counts_follow_up_turns_and_auxiliaries():
@@ -569,7 +565,7 @@ def test_backend_calls_never_exceed_the_estimate(params):
     method = HPSS(**params)
     train, test = _distinct(8), _distinct(4, start=8)
     est = method.estimate_calls(len(train), len(test) + 1)
-    judge = method.fit(train, ASPECT, llm=llm, task=TASK)
+    judge = method.fit(train, ASPECT, FitContext(llm=llm, task=TASK))
     fit_calls = len(backend.calls)
     judge.score(test + _distinct(1, start=20), llm=llm)  # item 20 needs its follow-up
     score_calls = len(backend.calls) - fit_calls
@@ -587,7 +583,7 @@ def test_the_estimate_is_reached_when_every_reply_needs_its_follow_up():
     llm = make_llm(LLMConfig(), backend=backend)
     method = HPSS(fixed_strategy="5_LLM_Free_AutoCoT_Metrics_NoExample_Reference_TEI")
     est = method.estimate_calls(6, 4)
-    judge = method.fit(_distinct(6), ASPECT, llm=llm, task=TASK)
+    judge = method.fit(_distinct(6), ASPECT, FitContext(llm=llm, task=TASK))
     assert len(backend.calls) == est["fit"]
     before = len(backend.calls)
     judge.score(_distinct(4, start=6), llm=llm)
@@ -631,10 +627,11 @@ def _planted(messages, params, *, free_parses=None, sign=1):
 
 
 def test_fit_adopts_the_strategy_that_scores_every_item_not_the_one_perfect_on_two(store):
-    llm, _ = make_fake(store, lambda m, p: _planted(m, p, free_parses={0, 1}))
+    llm, _ = fake_llm(lambda m, p: _planted(m, p, free_parses={0, 1}), store=store)
     events = []
-    judge = HPSS(budget=0, fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm, task=TASK,
-                                                        log=lambda k, p: events.append((k, p)))
+    judge = HPSS(budget=0, fitness_level="sample").fit(_distinct(10), ASPECT,
+                                                       FitContext(llm=llm, task=TASK,
+                                                                  log=lambda k, p: events.append((k, p))))
     free = strategy_name(replace_value(BASE, 2, "Free"))
     entry = next(p for k, p in events if k == "hpss_evaluated" and p["strategy"] == free)
     assert entry["correlation"] == pytest.approx(100.0) and entry["coverage"] == pytest.approx(0.2)
@@ -649,16 +646,17 @@ def test_fit_adopts_the_strategy_that_scores_every_item_not_the_one_perfect_on_t
 
 
 def test_when_every_strategy_correlates_negatively_no_judge_is_adopted(store):
-    llm, _ = make_fake(store, lambda m, p: _planted(m, p, sign=-1))
+    llm, _ = fake_llm(lambda m, p: _planted(m, p, sign=-1), store=store)
     events = []
     with pytest.raises(ValueError, match="adopted no judge") as info:
-        HPSS(budget=3, fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm, task=TASK,
-                                                   log=lambda k, p: events.append((k, p)))
+        HPSS(budget=3, fitness_level="sample").fit(_distinct(10), ASPECT,
+                                                   FitContext(llm=llm, task=TASK,
+                                                              log=lambda k, p: events.append((k, p))))
     assert "24 correlated at or below 0" in str(info.value) and "fixed_strategy" in str(info.value)
     assert [k for k, _ in events].count("hpss_evaluated") == 24 and events[-1][0] == "hpss_no_judge"
     # a person may still accept one: the fixed strategy is kept, with a warning and the record saying so
-    judge = HPSS(fixed_strategy=strategy_name(BASE), fitness_level="sample").fit(_distinct(10), ASPECT, llm=llm,
-                                                                                  task=TASK)
+    judge = HPSS(fixed_strategy=strategy_name(BASE), fitness_level="sample").fit(_distinct(10), ASPECT,
+                                                                                 FitContext(llm=llm, task=TASK))
     assert judge.state["strategy"] == strategy_name(BASE) and judge.state["accepted_by_person"] is True
     assert judge.state["selection"]["correlation"] < 0
     assert [w["code"] for w in judge.state["warnings"]] == ["not_selectable"]
@@ -718,7 +716,7 @@ def test_a_request_the_backend_rejects_is_missing_and_an_unreachable_backend_sti
             raise LLMError("prompt longer than the context window")
         return "[[2]]"
 
-    llm, _ = make_fake(store, fn)
+    llm, _ = fake_llm(fn, store=store)
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK)
     result = evaluate_strategy(BASE, _samples(3), aux, llm=llm, max_tokens=64, leave_out=True)
     assert result.scores[0] == pytest.approx(2.0) and math.isnan(result.scores[1])
@@ -728,7 +726,7 @@ def test_a_request_the_backend_rejects_is_missing_and_an_unreachable_backend_sti
     def down(messages, params):
         raise BackendUnavailable("server not reachable")
 
-    llm, _ = make_fake(store, down)
+    llm, _ = fake_llm(down, store=store)
     with pytest.raises(BackendUnavailable):
         evaluate_strategy(BASE, _samples(2), Auxiliaries(llm=llm, aspect=ASPECT, task=TASK), llm=llm,
                           max_tokens=64, leave_out=True)
@@ -791,7 +789,7 @@ def _refusing(messages, params):
 
 
 def test_refused_auxiliaries_are_dropped_and_kept_with_rule_and_reason(store):
-    llm, _ = make_fake(store, _refusing)
+    llm, _ = fake_llm(_refusing, store=store)
     events = []
     aux = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=_samples(), log=lambda k, p: events.append((k, p)))
     samples = _samples(6)
@@ -831,7 +829,7 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
             return json.dumps({"questions": ["Why?"]})
         return responder(messages, params)
 
-    llm, _ = make_fake(store, no_questions)
+    llm, _ = fake_llm(no_questions, store=store)
     summary = execute_run(store, run_id, llm=llm)
     run = store.get_run(run_id)
     judge = Judge.from_dict(run["judge"])
@@ -839,17 +837,17 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
     rejected = judge.state["rejected"]
     assert [(r["kind"], r["rule"]) for r in rejected] == [("questions", "empty")] * n_val
     assert [r["key"] for r in rejected] == judge.state["validation_ids"]
-    [warning] = [w for w in summary["warnings"] if w["code"] == "rubric_rejected"]
-    assert warning["count"] == n_val and f"empty {n_val}" in warning["message"]
+    [warning] = [w for w in summary.warnings if w.code == "rubric_rejected"]
+    assert warning.count == n_val and f"empty {n_val}" in warning.message
     verdicts = store.load_verdicts(run_id)
     assert len(verdicts) == 3 and all(v.missing and "questions:" in v.metadata["auxiliary_rejected"]
                                       for v in verdicts)
-    [missing] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
-    assert "refused by the rubric checks (questions: empty)" in missing["message"]
+    [missing] = [w for w in summary.warnings if w.code == "scores_missing"]
+    assert "refused by the rubric checks (questions: empty)" in missing.message
 
 
 def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():
-    from judge_engine.hpss_auxiliaries import check_auxiliary
+    from judge_engine.methods.hpss.auxiliaries import check_auxiliary
 
     topics = ("toxicity", "Whether the reply insults or demeans anyone.", "", "Reply")
     text = "Toxicity: a reply that insults anyone gets 1; one that never demeans gets 5."

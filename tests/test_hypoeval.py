@@ -12,12 +12,14 @@ import re
 import pytest
 
 from judge_engine import structured
+from judge_engine.criteria_scoring import ScoringSettings
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import hypoeval as he
 from judge_engine.prompting import TaskInfo
 from judge_engine.runs import RunSpec, create_run, execute_run
+from tests.scripted import fake_llm
 
 # Hypothesis texts the scripted generator proposes. "GOOD" rubrics predict the human score exactly,
 # "BAD" ones always say 1, "NOISY" ones fail to give a score.
@@ -109,11 +111,6 @@ def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None, as_j
     return responder
 
 
-def make(store, responder):
-    backend = FakeBackend(responder)
-    return make_llm(LLMConfig(concurrency=1), store=store, backend=backend), backend
-
-
 def ctx_for(llm, dataset, **params):
     p = {**he.HypoEval().get_params(), **params}
     events = []
@@ -125,7 +122,7 @@ def ctx_for(llm, dataset, **params):
 # ----------------------------------------------------------------------------- pure pieces
 
 def test_reward_matches_the_paper_formula():
-    # a - b (s - ŝ)^2 with a=1, b=1/16; exploration alpha*sqrt(ln 5 / 5) ~ 0.2837 (notes §17)
+    # a - b (s - ŝ)^2 with a=1, b=1/16; exploration alpha*sqrt(ln 5 / 5) ~ 0.2837 (paper §2, the reward of S_init)
     assert he.reward(1.0, 5, 5, 0.5) == pytest.approx(1 + 0.5 * math.sqrt(math.log(5) / 5))
     assert 0.5 * math.sqrt(math.log(5) / 5) == pytest.approx(0.2837, abs=1e-4)
     assert he.reward(None, 5, 5, 0.5) is None
@@ -170,7 +167,7 @@ def test_union_balanced_fill_and_random_half():
 # ----------------------------------------------------------------------------- stages with a scripted LLM
 
 def test_initialize_bank_scores_s_init_and_sets_rewards(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     s_init = list(tiny_dataset.samples[:5])
     bank = he.initialize_bank(ctx, s_init, [], {s.id: s for s in s_init})
@@ -192,7 +189,7 @@ def test_update_stage_fills_wrong_bank_refreshes_and_keeps_max_bank(store, tiny_
         n = int(re.search(r"exactly (\d+)", prompt).group(1))
         return hypotheses_reply([BAD.format(n=next(generated)) for i in range(n)])
 
-    llm, backend = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
+    llm, backend = fake_llm(scripted(tiny_dataset, generate=generate, refine=generate), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, n_init=2, n_init_hypotheses=2, w_max=2, w_hyp=1, n_new_hypotheses=2,
                           n_refine=2, max_bank=3, top_k=10)
     samples = list(tiny_dataset.samples)
@@ -224,7 +221,7 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
         calls.append("key findings" in prompt)
         return hypotheses_reply([GOOD.format(n=i) for i in range(2)])
 
-    llm, _ = make(store, scripted(tiny_dataset, refine=refine))
+    llm, _ = fake_llm(scripted(tiny_dataset, refine=refine), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, n_refine=6, n_new_hypotheses=2, refine_early_stop=True)
     notes = [{"title": "Coherence study", "text": "Raters reward summaries whose sentences follow one topic."}]
     out = he.generate_and_refine(ctx, list(tiny_dataset.samples[:3]), notes, 1)
@@ -235,7 +232,8 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
 
 
 def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset, repeat=lambda p: "yes" if p.count("twin") == 2 else "no"))
+    llm, backend = fake_llm(scripted(tiny_dataset, repeat=lambda p: "yes" if p.count("twin") == 2 else "no"),
+                            store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     a = dict(he.new_entry("twin rubric about sentence flow and order of ideas", "initial"), acc=0.5)
     b = dict(he.new_entry("twin rubric about sentence flow and order of thoughts", "initial"), acc=0.9)
@@ -248,7 +246,7 @@ def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
 
 
 def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverage(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(t.format(n=0), "initial", s_h=[]) for t in (BAD, NOISY, GOOD)]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples), 2)
@@ -270,12 +268,12 @@ def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverag
 # ----------------------------------------------------------------------------- fit and score
 
 def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     events = []
     notes = ({"title": "Guidelines", "text": "Coherent summaries keep one topic."},)
     method = get_method("hypoeval", {"literature": notes, "n_selected": 2, "w_max": 3})
-    judge = method.fit(tiny_dataset.samples[:9], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
-                       log=lambda k, p: events.append((k, p)))
+    judge = method.fit(tiny_dataset.samples[:9], tiny_dataset.aspects[0],
+                       FitContext(llm=llm, task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p))))
     kinds = {k for k, _ in events}
     assert {"hypothesis_proposed", "reward_updated", "selection", "union", "fit_done"} <= kinds
     assert "literature_skipped" not in kinds
@@ -290,35 +288,36 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
 
 
 def test_all_missing_gives_a_missing_verdict_never_a_number(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (NOISY.format(n=1),)}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     [v] = judge.score(tiny_dataset.samples[6:7], llm=llm)
     assert math.isnan(v.score) and v.metadata["missing"] == 1 and "follow-up" in v.raw
 
 
 def test_fit_without_literature_says_so_and_makes_no_literature_call(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     events = []
-    get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
-                               task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
+    get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
+                               FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+                                          log=lambda k, p: events.append((k, p))))
     assert [k for k, _ in events[:2]] == ["fit_started", "literature_skipped"]
     assert not any("key findings" in m[0]["content"] for m, _ in backend.calls)
 
 
 def test_curated_hypotheses_skip_generation_and_only_changed_ones_cost_calls(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     task, aspect = TaskInfo.of(tiny_dataset), tiny_dataset.aspects[0]
     curated = (GOOD.format(n=1), BAD.format(n=1))
     judge = get_method("hypoeval", {"hypotheses": curated, "n_selected": 2}).fit(
-        tiny_dataset.samples[:6], aspect, llm=llm, task=task)
+        tiny_dataset.samples[:6], aspect, FitContext(llm=llm, task=task))
     assert not any(kind(m[0]["content"]) in ("generate", "refine", "repeat") for m, _ in backend.calls)
     assert {e["origin"] for e in judge.state["selected"]} == {"curated"}
     judge.score(tiny_dataset.samples[6:], llm=llm)
     before = len(backend.calls)
     edited = (GOOD.format(n=1), BAD.format(n=2))  # one hypothesis edited
     judge2 = get_method("hypoeval", {"hypotheses": edited, "n_selected": 2}).fit(
-        tiny_dataset.samples[:6], aspect, llm=llm, task=task)
+        tiny_dataset.samples[:6], aspect, FitContext(llm=llm, task=task))
     judge2.score(tiny_dataset.samples[6:], llm=llm)
     # only the edited hypothesis is scored again: 6 train + 6 test samples
     assert len(backend.calls) - before == 12
@@ -326,9 +325,9 @@ def test_curated_hypotheses_skip_generation_and_only_changed_ones_cost_calls(sto
 
 @pytest.mark.parametrize("layout", ["paper", "sample_first"])
 def test_layouts_put_the_hypothesis_before_or_after_the_sample(store, tiny_dataset, layout):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1),), "layout": layout}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     [v] = judge.score(tiny_dataset.samples[7:8], llm=llm)
     prompt = backend.calls[-1][0][0]["content"]
     sample_first = prompt.index("<<<SUMMARY>>>") < prompt.index("GOOD rubric")
@@ -344,9 +343,9 @@ def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
             return "{" + ", ".join(f'"{k}": {i + 2}' for i, k in enumerate(keys)) + "}"
         return scripted(tiny_dataset)(messages, params)
 
-    llm, backend = make(store, responder)
+    llm, backend = fake_llm(responder, store=store, concurrency=1)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1)), "joint": True}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     before = len(backend.calls)
     verdicts = judge.score(tiny_dataset.samples[6:9], llm=llm)
     assert len(backend.calls) - before == 3
@@ -397,8 +396,8 @@ def test_estimate_is_an_upper_bound_on_actual_backend_calls(store, tiny_dataset,
     llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)  # fresh cache: every request is sent
     method = get_method("hypoeval", params)
     estimate = method.estimate_calls(n_train, n_test)
-    judge = method.fit(tiny_dataset.samples[:n_train], tiny_dataset.aspects[0], llm=llm,
-                       task=TaskInfo.of(tiny_dataset))
+    judge = method.fit(tiny_dataset.samples[:n_train], tiny_dataset.aspects[0],
+                       FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     fit_calls = len(backend.calls)
     assert any(len(m) > 1 for m, _ in backend.calls), "the flaky judge forced follow-up turns"
     assert 0 < fit_calls <= estimate["fit"]
@@ -407,24 +406,24 @@ def test_estimate_is_an_upper_bound_on_actual_backend_calls(store, tiny_dataset,
 
 
 def test_bad_literature_parameter_is_named(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     with pytest.raises(ValueError, match="literature"):
         get_method("hypoeval", {"literature": "just a string"}).fit(
-            tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+            tiny_dataset.samples, tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
 
 
 def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_dataset):
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6,
                    params={"n_selected": 2})
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=llm)
-    assert summary["n"] == 6 and summary["calls"] > 0
+    assert summary.n == 6 and summary.calls > 0
     kinds = {e["kind"] for e in store.events(first)}
     assert {"hypothesis_proposed", "reward_updated", "selection", "fitted"} <= kinds
     again = create_run(store, spec)
-    assert execute_run(store, again, llm=make(store, scripted(tiny_dataset))[0])["calls"] == 0
+    assert execute_run(store, again, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0]).calls == 0
 
 
 # ----------------------------------------------------------------------------- the real embedded model
@@ -462,8 +461,8 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
         return
     run = store.get_run(run_id)
     # test_size=1 takes one whole dialogue act (2 realisations here): a test group is never cut
-    assert run["status"] == "finished" and summary["n"] == len(run["split"]["test_ids"]) == 2
-    assert summary["calls"] > 0
+    assert run["status"] == "finished" and summary.n == len(run["split"]["test_ids"]) == 2
+    assert summary.calls > 0
     kinds = [e["kind"] for e in store.events(run_id)]
     assert "literature_skipped" in kinds and "selection" in kinds and "fit_done" in kinds
     # whatever the tiny model answered, every verdict is a number from parsed scores or missing, never a default
@@ -471,11 +470,11 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
         parsed = [p["score"] for p in v.metadata["per_hypothesis"] if p["score"] is not None]
         assert (math.isnan(v.score) and not parsed) or v.score == pytest.approx(sum(parsed) / len(parsed))
     repeat = create_run(store, spec)
-    assert execute_run(store, repeat)["calls"] == 0
+    assert execute_run(store, repeat).calls == 0
 
 
 def test_compare_layouts_reports_both_layouts_on_the_same_cells(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     out = he.compare_layouts(tiny_dataset.samples[:4], [GOOD.format(n=1), BAD.format(n=1)],
                              aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), llm=llm)
     assert set(out) == {"paper", "sample_first"}
@@ -488,7 +487,7 @@ def test_bank_replay_from_stored_events(store, tiny_dataset):
     spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6,
                    params={"n_selected": 1, "w_max": 2, "w_hyp": 1, "n_init": 2})
     run_id = create_run(store, spec)
-    execute_run(store, run_id, llm=make(store, scripted(tiny_dataset))[0])
+    execute_run(store, run_id, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0])
     view = he.bank_from_events(store.events(run_id))
     judge = Judge.from_dict(store.get_run(run_id)["judge"])
     assert view["selected"] == [h["key"] for h in judge.state["selected"]]
@@ -513,7 +512,7 @@ def test_refinement_runs_all_rounds_by_default_alternating_data_and_literature(s
         calls.append("literature" if "key findings" in prompt else "data")
         return hypotheses_reply([GOOD.format(n=i) for i in range(2)])
 
-    llm, _ = make(store, scripted(tiny_dataset, refine=refine))
+    llm, _ = fake_llm(scripted(tiny_dataset, refine=refine), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, n_refine=4, n_new_hypotheses=2)
     notes = [{"title": "Study", "text": "Raters reward summaries whose sentences follow one topic."}]
     he.generate_and_refine(ctx, list(tiny_dataset.samples[:3]), notes, 1)
@@ -531,7 +530,7 @@ def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tin
     def generate(prompt):
         return hypotheses_reply([GOOD.format(n=99)])
 
-    llm, _ = make(store, scripted(tiny_dataset, generate=generate, refine=generate))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=generate, refine=generate), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset, top_k=1, w_max=1, w_hyp=0, n_refine=0, max_bank=5, replace_pool=pool)
     samples = list(tiny_dataset.samples)
     by_id = {s.id: s for s in samples}
@@ -561,7 +560,7 @@ def test_weighted_score_first_reads_logprobs_in_fit_and_scoring(store, tiny_data
     llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
     judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1)), "n_selected": 2,
                                     "reasoning": False, "weighted": True}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     verdicts = judge.score(tiny_dataset.samples[6:9], llm=llm)
     assert all(params.top_logprobs == 20 and params.max_tokens <= 16 for _, params in backend.calls)
     # score-first schema: the digit comes right after '{"score": ', within the first 16 tokens
@@ -571,12 +570,12 @@ def test_weighted_score_first_reads_logprobs_in_fit_and_scoring(store, tiny_data
 
 
 def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     events = []
     get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), {"text": BAD.format(n=1), "origin": "literature"}),
                             "n_selected": 2}).fit(
-        tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
-        log=lambda kind, payload: events.append({"kind": kind, "payload": payload}))
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+            log=lambda kind, payload: events.append({"kind": kind, "payload": payload})))
     rows = {r["text"]: r for r in he.bank_from_events(events)["hypotheses"]}
     assert set(rows) == {GOOD.format(n=1), BAD.format(n=1)}
     assert rows[GOOD.format(n=1)]["origin"] == "curated" and rows[BAD.format(n=1)]["origin"] == "literature"
@@ -585,10 +584,10 @@ def test_bank_replay_of_a_curated_run_shows_each_hypothesis_text(store, tiny_dat
 # ----------------------------------------------------------------------------- structured replies (issue #16)
 
 def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store, tiny_dataset):
-    llm, backend = make(store, scripted(tiny_dataset))
+    llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init": 2, "n_init_hypotheses": 3, "w_max": 2, "w_hyp": 1, "n_refine": 1,
                                     "n_selected": 2}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     titles = {structured.kind_of(p.json_schema) for _, p in backend.calls}
     assert titles == {structured.HYPOTHESES, structured.YES_NO, structured.SCORE}
     first = structured.schema_of(backend.calls[0][1].json_schema)["properties"]["hypotheses"]
@@ -609,9 +608,9 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
 
 
 def test_free_text_replies_still_parse_through_the_fallback_and_are_counted_as_such(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset, as_json=False))
+    llm, _ = fake_llm(scripted(tiny_dataset, as_json=False), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init": 2, "w_max": 3, "n_selected": 1}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     assert judge.state["selected"][0]["text"].startswith("GOOD")
     assert judge.state["replies"]["json"] == 0 and judge.state["replies"]["text"] > 0
     assert judge.state["score_sources"].get("text", 0) > 0
@@ -666,8 +665,8 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
     llm = make_llm(LLMConfig(concurrency=1), store=store, backend=backend)
     verdicts = he.evaluate_with_hypotheses(
         tiny_dataset.samples[:2], [{"key": "h1", "text": GOOD.format(n=1)}], aspect=tiny_dataset.aspects[0],
-        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=False, max_tokens=64,
-        weighted=True)
+        task=TaskInfo.of(tiny_dataset), llm=llm,
+        settings=ScoringSettings(layout="paper", joint=False, reasoning=False, max_tokens=64, weighted=True))
     # 0.6*4 + 0.2*3 + 0.2*5 = 4.0 read at the 5th token; the decoy "1" at the first position is ignored
     assert [v.score for v in verdicts] == pytest.approx([4.0, 4.0])
     assert all(v.metadata["source"] == "logprobs" for v in verdicts)
@@ -705,7 +704,7 @@ def _selection_responder(dataset):
 
 def test_a_hypothesis_scoring_2_of_10_perfectly_cannot_beat_one_scoring_10_of_10_slightly_worse(store,
                                                                                                tiny_dataset):
-    llm, _ = make(store, _selection_responder(tiny_dataset))
+    llm, _ = fake_llm(_selection_responder(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(SPARSE, "initial", s_h=[]), he.new_entry(STEADY, "initial", s_h=[])]
     train = list(tiny_dataset.samples[:10])
@@ -719,7 +718,7 @@ def test_a_hypothesis_scoring_2_of_10_perfectly_cannot_beat_one_scoring_10_of_10
 
 
 def test_fewer_positive_hypotheses_than_wanted_selects_fewer_and_never_the_anti_correlated(store, tiny_dataset):
-    llm, _ = make(store, _selection_responder(tiny_dataset))
+    llm, _ = fake_llm(_selection_responder(tiny_dataset), store=store, concurrency=1)
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(ANTI.format(n=1), "initial", s_h=[]), he.new_entry(GOOD.format(n=1), "initial", s_h=[]),
             he.new_entry(ANTI.format(n=2), "initial", s_h=[])]
@@ -742,16 +741,16 @@ def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_t
         return generating(messages, params) if kind(messages[0]["content"], params) == "generate" \
             else inner(messages, params)
 
-    llm, _ = make(store, responder)
+    llm, _ = fake_llm(responder, store=store, concurrency=1)
     events = []
     with pytest.raises(ValueError, match="no hypothesis that agrees with the human scores"):
         get_method("hypoeval", {"n_init": 2, "w_max": 5}).fit(
-            tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset),
-            log=lambda k, p: events.append((k, p)))
+            tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+                log=lambda k, p: events.append((k, p))))
     assert any(k == "warning" and p["code"] == "no_selectable" for k, p in events)
     # a person accepted them (curated): kept, marked, and a warning says so
     judge = get_method("hypoeval", {"hypotheses": (ANTI.format(n=1),), "n_selected": 1}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     [kept] = judge.state["selected"]
     assert kept["accepted_by"] == "person" and kept["train_pearson"] == pytest.approx(-1.0)
     assert [w["code"] for w in judge.state["warnings"]] == ["person_accepted"]
@@ -759,11 +758,13 @@ def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_t
 
 def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store, tiny_dataset):
     # the small model's failure mode: copies of an example, too short to be a rubric
-    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])), store=store,
+                      concurrency=1)
     events = []
     with pytest.raises(ValueError, match="HypoEval generated no usable hypothesis"):
-        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
-                                   task=TaskInfo.of(tiny_dataset), log=lambda k, p: events.append((k, p)))
+        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
+                                   FitContext(llm=llm, task=TaskInfo.of(tiny_dataset),
+                                              log=lambda k, p: events.append((k, p))))
     [warning] = [p for k, p in events if k == "warning"]
     assert warning["code"] == "empty_bank" and "no hypothesis was left" in warning["message"]
     assert "every item had fewer than 6 words" in warning["message"]
@@ -777,10 +778,11 @@ def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store,
 
 
 def test_all_missing_verdict_says_why(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     verdicts = he.evaluate_with_hypotheses(
         tiny_dataset.samples[:1], [{"key": "h1", "text": NOISY.format(n=1)}], aspect=tiny_dataset.aspects[0],
-        task=TaskInfo.of(tiny_dataset), llm=llm, layout="paper", joint=False, reasoning=True, max_tokens=64)
+        task=TaskInfo.of(tiny_dataset), llm=llm,
+        settings=ScoringSettings(layout="paper", joint=False, reasoning=True, max_tokens=64))
     [v] = verdicts
     assert math.isnan(v.score) and v.metadata["source"] == "missing"
     assert "none of the 1 hypotheses" in v.metadata["missing_reason"]
@@ -827,11 +829,11 @@ def test_reward_constant_follows_the_judge_scale():
 
 
 def test_training_subsample_is_a_seeded_random_sample(store, tiny_dataset):
-    llm, _ = make(store, scripted(tiny_dataset))
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
 
     def train_ids(seed):
         return get_method("hypoeval", {"n_train": 6, "n_init": 2, "w_max": 5, "seed": seed, "n_selected": 1}).fit(
-            tiny_dataset.samples, tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset)
+            tiny_dataset.samples, tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset))
         ).state["train_ids"]
 
     first = train_ids(1)
@@ -846,9 +848,9 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
     copy = "the source text 1 says output number 4 and the source text 1 says output number 4 again"
     near = GOOD.format(n=0) + "!"
     texts = [GOOD.format(n=0), near, copy, "ok", BAD.format(n=1)]
-    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
-        tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm, task=TaskInfo.of(tiny_dataset))
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
     # ("ok" never reaches the checks: the reader drops items under six words)
     assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
@@ -862,7 +864,20 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
 def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store, tiny_dataset):
     # SmolLM2 under the grammar: the prompt's own example, placeholder and all, three times over
     example = "A summary scores high on quality when ..., and low when ..."
-    llm, _ = make(store, scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)))
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)), store=store,
+                      concurrency=1)
     with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
-        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0], llm=llm,
-                                   task=TaskInfo.of(tiny_dataset))
+        get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
+                                   FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+
+
+def test_scoring_settings_are_built_once_from_the_parameters(tiny_dataset):
+    params = {**he.HypoEval().get_params(), "layout": "sample_first", "joint": True, "reasoning": False,
+              "max_tokens": 48, "weighted": True}
+    assert he.scoring_settings(params) == ScoringSettings(layout="sample_first", joint=True, reasoning=False,
+                                                          max_tokens=48, weighted=True)
+    ctx = he.Context(llm=None, aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), params=params,
+                     log=lambda k, payload: None, progress=lambda s: None)
+    # training rewards are per hypothesis: one call each, whatever the judge's joint setting
+    assert ctx.scoring == ScoringSettings(layout="sample_first", joint=False, reasoning=False, max_tokens=48,
+                                          weighted=True)

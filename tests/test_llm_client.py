@@ -10,6 +10,7 @@ import pytest
 from judge_engine.llm import GenerationParams, LLM, LLMConfig, Request, cache_key, make_backend, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.store import CallCache, Store
+from tests.scripted import fake_llm
 
 MSGS = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Rate this summary."}]
 
@@ -19,9 +20,8 @@ def echo(messages, params):
 
 
 def llm_with(tmp_path, responder=echo, *, db="cache.db", **config):
-    backend = FakeBackend(responder)
-    llm = make_llm(LLMConfig(backend="fake", **config), store=Store(tmp_path / db), backend=backend)
-    return llm, backend
+    """:func:`tests.scripted.fake_llm` with its cache in a fresh Store on ``tmp_path / db`` (reopened by name)."""
+    return fake_llm(responder, store=Store(tmp_path / db), backend="fake", **config)
 
 
 def user(text):

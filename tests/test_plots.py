@@ -1,4 +1,4 @@
-"""Figures of judge_engine.plots: the traces and points they hold."""
+"""Figures of judge_engine.figures.scores: the traces and points they hold."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from judge_engine import plots
+from judge_engine import figures
 from judge_engine.records import Aspect, Dataset, Sample
 
 
@@ -22,7 +22,7 @@ def make_dataset() -> Dataset:
 
 
 def test_histogram_of_one_aspect_counts_every_score():
-    fig = plots.human_histograms(make_dataset(), "fluency")
+    fig = figures.human_histograms(make_dataset(), "fluency")
     assert isinstance(fig, go.Figure)
     assert len(fig.data) == 1
     bar = fig.data[0]
@@ -33,7 +33,7 @@ def test_histogram_of_one_aspect_counts_every_score():
 
 
 def test_histograms_of_all_aspects_one_panel_each_and_missing_scores_skipped():
-    fig = plots.human_histograms(make_dataset())
+    fig = figures.human_histograms(make_dataset())
     assert [t.name for t in fig.data] == ["fluency", "fine"]
     fine = fig.data[1]
     assert fine.type == "histogram", "many distinct values: a binned histogram"
@@ -43,13 +43,13 @@ def test_histograms_of_all_aspects_one_panel_each_and_missing_scores_skipped():
 
 def test_histogram_unknown_aspect_raises():
     with pytest.raises(KeyError):
-        plots.human_histograms(make_dataset(), "nope")
+        figures.human_histograms(make_dataset(), "nope")
 
 
 def test_scatter_drops_missing_pairs_and_jitters_within_bounds():
     human = [1, 2, 3, 4, 5, 3, None]
     pred = [1, 2, float("nan"), 4, 5, 2, 3]
-    fig = plots.human_vs_judge_scatter(human, pred, ids=list("abcdefg"), aspect="coherence", low=1, high=5,
+    fig = figures.human_vs_judge_scatter(human, pred, ids=list("abcdefg"), aspect="coherence", low=1, high=5,
                                        jitter=0.02)
     names = [t.name for t in fig.data]
     assert names == ["items", "trend", "y = x"]
@@ -67,8 +67,8 @@ def test_scatter_drops_missing_pairs_and_jitters_within_bounds():
 def test_scatter_is_deterministic_and_trend_fits_a_line():
     human = [1, 2, 3, 4, 5]
     pred = [2, 3, 4, 5, 6]
-    a = plots.human_vs_judge_scatter(human, pred, seed=1)
-    b = plots.human_vs_judge_scatter(human, pred, seed=1)
+    a = figures.human_vs_judge_scatter(human, pred, seed=1)
+    b = figures.human_vs_judge_scatter(human, pred, seed=1)
     assert list(a.data[0].x) == list(b.data[0].x)
     trend = a.data[1]
     assert trend.name == "trend"
@@ -77,10 +77,10 @@ def test_scatter_is_deterministic_and_trend_fits_a_line():
 
 
 def test_scatter_constant_judge_has_no_trend_and_checks_lengths():
-    fig = plots.human_vs_judge_scatter([1, 2, 3], [3, 3, 3])
+    fig = figures.human_vs_judge_scatter([1, 2, 3], [3, 3, 3])
     assert [t.name for t in fig.data] == ["items"]
     with pytest.raises(ValueError):
-        plots.human_vs_judge_scatter([1, 2], [1])
+        figures.human_vs_judge_scatter([1, 2], [1])
 
 
 def test_correlation_bars_natural_level_first_with_ci_whiskers():
@@ -90,7 +90,7 @@ def test_correlation_bars_natural_level_first_with_ci_whiskers():
         "group": {"pearson": 0.2, "spearman": None, "kendall": 0.1,
                   "pearson_ci": [0.0, 0.3], "spearman_ci": [None, None], "kendall_ci": [0.05, 0.2]},
     }
-    fig = plots.correlation_bars(levels, natural="group")
+    fig = figures.correlation_bars(levels, natural="group")
     assert [t.name for t in fig.data] == ["pearson", "spearman", "kendall"]
     pearson = fig.data[0]
     assert list(pearson.x) == ["group (natural)", "sample"]
@@ -104,7 +104,7 @@ def test_correlation_bars_natural_level_first_with_ci_whiskers():
 
 
 def test_user_text_is_shown_literally_not_as_plotly_html():
-    fig = plots.human_vs_judge_scatter([1, 2], [1, 2], ids=["<b>x</b>", "y"], aspect="<i>a</i>")
+    fig = figures.human_vs_judge_scatter([1, 2], [1, 2], ids=["<b>x</b>", "y"], aspect="<i>a</i>")
     assert list(fig.data[0].text) == ["&lt;b&gt;x&lt;/b&gt;", "y"]
     assert "<i>" not in fig.layout.title.text and "&lt;i&gt;a&lt;/i&gt;" in fig.layout.title.text
 
@@ -112,18 +112,18 @@ def test_user_text_is_shown_literally_not_as_plotly_html():
 def test_comparison_figures_and_report():
     import pandas as pd
 
-    from judge_engine import plots
+    from judge_engine import figures
 
     frame = pd.DataFrame({"run": [1, 2], "method": ["direct", "<b>geval</b>"], "level": ["sample", "sample"],
                           "spearman": [0.5, None], "spearman CI": [[0.3, 0.7], [None, None]],
                           "best": [True, False], "score calls": [20, 0]})
-    bars = plots.comparison_bars(frame, ceiling=0.8)
+    bars = figures.comparison_bars(frame, ceiling=0.8)
     assert list(bars.data[0].y)[0] == 0.5 and "&lt;b&gt;" in bars.data[0].x[1]
-    cost = plots.correlation_vs_cost(frame)
+    cost = figures.correlation_vs_cost(frame)
     assert cost.data[0].x[1] is None, "a run with no cost is not drawn on the log axis"
-    grid = plots.scatter_grid([1, 2, 3], {"#1 direct": [1, 2, None], "#2 geval": [3, 2, 1]}, low=1, high=5)
+    grid = figures.scatter_grid([1, 2, 3], {"#1 direct": [1, 2, None], "#2 geval": [3, 2, 1]}, low=1, high=5)
     assert len(grid.data) == 4
-    hist = plots.score_histograms([1, 2], {"#1": [2, 3]})
+    hist = figures.score_histograms([1, 2], {"#1": [2, 3]})
     assert [t.name for t in hist.data] == ["human", "#1"]
-    page = plots.report_html("Compare <x>", {"Table": frame}, [bars, cost])
+    page = figures.report_html("Compare <x>", {"Table": frame}, [bars, cost])
     assert page.count("<script") >= 2 and "Compare &lt;x&gt;" in page and "<b>geval</b>" not in page

@@ -51,9 +51,9 @@ def test_server_dies_mid_run_then_the_run_resumes_without_repeating_a_call(llama
 
     server.start()
     summary = execute_run(store, run_id)
-    assert store.get_run(run_id)["status"] == "finished" and summary["n"] == 9
+    assert store.get_run(run_id)["status"] == "finished" and summary.n == 9
     # every call of both attempts is one cache row: nothing was sent twice
-    assert summary["calls"] == len(CallCache(store)) == 9
+    assert summary.calls == len(CallCache(store)) == 9
 
 
 def test_server_down_at_start_pauses_the_run_with_a_clear_status(store, tiny_dataset, monkeypatch):
@@ -122,9 +122,9 @@ def test_transient_errors_are_retried_with_backoff(flaky, store, tiny_dataset, m
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub", max_retries=3))
     summary = execute_run(store, run_id)
-    assert summary["n"] == 3 and summary["parse_failures"] == 0
+    assert summary.n == 3 and summary.parse_failures == 0
     assert sorted(_Flaky.seen.values()) == [3, 3, 3], "each prompt: two failures, then one answer"
-    assert summary["calls"] == 3
+    assert summary.calls == 3
 
 
 @pytest.mark.parametrize("status", [500, 429])
@@ -137,7 +137,7 @@ def test_errors_that_outlast_the_retries_pause_the_run(flaky, store, tiny_datase
         execute_run(store, run_id)
     assert store.get_run(run_id)["status"] == "interrupted"
     _Flaky.script = {}
-    assert execute_run(store, run_id)["n"] == 3, "resumes once the server recovers"
+    assert execute_run(store, run_id).n == 3, "resumes once the server recovers"
 
 
 @pytest.mark.parametrize("reply", ["", "I will not rate this.", "blah " * 5000])
@@ -148,10 +148,10 @@ def test_empty_unparseable_or_over_long_replies_are_missing_not_numbers(flaky, s
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub"))
     summary = execute_run(store, run_id)
-    assert summary["parse_failures"] == 3 and summary["parse_failure_rate"] == pytest.approx(1.0)
-    assert summary["missing"] == 3 and all(v.missing for v in store.load_verdicts(run_id))
-    [warning] = [w for w in summary["warnings"] if w["code"] == "scores_missing"]
-    assert warning["count"] == 3 and "3 of 3 items have no score" in warning["message"]
+    assert summary.parse_failures == 3 and summary.parse_failure_rate == pytest.approx(1.0)
+    assert summary.missing == 3 and all(v.missing for v in store.load_verdicts(run_id))
+    [warning] = [w for w in summary.warnings if w.code == "scores_missing"]
+    assert warning.count == 3 and "3 of 3 items have no score" in warning.message
 
 
 def test_a_slow_server_times_out_and_pauses_the_run(flaky, store, tiny_dataset, monkeypatch):

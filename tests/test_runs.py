@@ -42,9 +42,9 @@ def test_run_executes_and_summarises(store, tiny_dataset):
         f"progress moves as answers arrive, not once per saved chunk of 8: {scoring}"
     run = store.get_run(run_id)
     assert run["status"] == "finished" and run["done"] == run["total"] == 9
-    assert summary["n"] == 9 and summary["calls"] == 9 and summary["parse_failures"] == 0
-    assert summary["level"] == "group" and set(summary["levels"]) >= {"sample", "group", "system"}
-    assert -1 <= summary["correlations"]["spearman"] <= 1
+    assert summary.n == 9 and summary.calls == 9 and summary.parse_failures == 0
+    assert summary.level == "group" and set(summary.levels) >= {"sample", "group", "system"}
+    assert -1 <= summary.correlations["spearman"] <= 1
 
 
 def test_run_from_an_edited_judge_skips_fit_and_reuses_unchanged_calls(store, tiny_dataset):
@@ -58,13 +58,13 @@ def test_run_from_an_edited_judge_skips_fit_and_reuses_unchanged_calls(store, ti
     judge = Judge.from_dict(store.get_run(first)["judge"])
 
     same = create_run(store, spec, judge=judge)
-    assert execute_run(store, same, llm=make_llm(LLMConfig(), store=store, backend=backend))["calls"] == 0
+    assert execute_run(store, same, llm=make_llm(LLMConfig(), store=store, backend=backend)).calls == 0
     assert not [e for e in store.events(same) if e["kind"] == "fitted"], "fit is skipped"
 
     edited = Judge(**{**judge.to_dict(), "state": {**judge.state, "steps": "1. Check every sentence."}})
     again = create_run(store, spec, judge=edited)
     summary = execute_run(store, again, llm=make_llm(LLMConfig(), store=store, backend=backend))
-    assert summary["calls"] == 9, "only the prompts that the edit changed are sent"
+    assert summary.calls == 9, "only the prompts that the edit changed are sent"
     assert store.get_run(again)["judge"]["state"]["steps"] == "1. Check every sentence."
     with pytest.raises(ValueError, match="not direct"):
         create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3), judge=judge)
@@ -114,8 +114,8 @@ def test_crashed_run_resumes_without_repeating_a_call(store, tiny_dataset):
     resumed = FakeBackend(lambda m, p: (sent.append(m[0]["content"]), _score_from_prompt(m, p))[1])
     summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=resumed), chunk_size=2)
     assert len(sent) == len(set(sent)) == 9  # every prompt sent exactly once across both processes
-    assert summary["n"] == 9 and store.get_run(run_id)["status"] == "finished"
-    assert summary["calls"] == 9  # the ledger adds up across the resume
+    assert summary.n == 9 and store.get_run(run_id)["status"] == "finished"
+    assert summary.calls == 9  # the ledger adds up across the resume
 
 
 def test_a_fit_that_starts_over_replaces_the_events_of_the_interrupted_attempt(store, tiny_dataset):
@@ -173,10 +173,10 @@ def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared
     calls_before = run["ledger"]["calls"]
     summary = execute_run(store, run_id)
     n_test = len(run["split"]["test_ids"])  # whole dialogue acts: at least the 12 asked
-    assert summary["n"] == n_test >= 12
+    assert summary.n == n_test >= 12
     # calls made after the kill are only for items not scored before it (at most one chunk was in flight)
-    assert summary["calls"] - calls_before <= n_test - scored_before
-    assert summary["calls"] == len(CallCache(store))  # never the same request twice
+    assert summary.calls - calls_before <= n_test - scored_before
+    assert summary.calls == len(CallCache(store))  # never the same request twice
 
 
 def test_a_finished_worker_is_reaped_without_the_caller_waiting(tmp_path, tiny_dataset):
@@ -220,15 +220,15 @@ def test_the_summary_says_why_in_warnings(tiny_dataset):
                          "rejected": [{"text": "t", "ok": False, "rule": "copy", "reason": "r"}] * 2})
     summary = summarize(tiny_dataset, tiny_dataset.aspects[0].name, verdicts, ledger={"truncated": 3}, seconds=1.0,
                         judge=judge, n_bootstrap=10)
-    codes = {w["code"]: w for w in summary["warnings"]}
+    codes = {w.code: w for w in summary.warnings}
     assert list(codes)[0] == "empty_bank"  # the judge's own warnings first
-    assert codes["scores_from_alternatives"]["count"] == 1
-    assert codes["criteria_imputed"]["count"] == 2 and "1 of 5 items" in codes["criteria_imputed"]["message"]
-    assert codes["scores_missing"]["count"] == 2 and "empty hypothesis bank (1)" in codes["scores_missing"]["message"]
-    assert codes["prompts_cut"]["count"] == 3
-    assert codes["rubric_rejected"]["count"] == 2 and "(copy 2)" in codes["rubric_rejected"]["message"]
+    assert codes["scores_from_alternatives"].count == 1
+    assert codes["criteria_imputed"].count == 2 and "1 of 5 items" in codes["criteria_imputed"].message
+    assert codes["scores_missing"].count == 2 and "empty hypothesis bank (1)" in codes["scores_missing"].message
+    assert codes["prompts_cut"].count == 3
+    assert codes["rubric_rejected"].count == 2 and "(copy 2)" in codes["rubric_rejected"].message
     # an item never asked about is missing but not a parse failure
-    assert summary["missing"] == 2 and summary["parse_failures"] == 1
+    assert summary.missing == 2 and summary.parse_failures == 1
 
 
 def test_verdicts_whose_explanation_was_rejected_are_counted(tiny_dataset):
@@ -238,9 +238,9 @@ def test_verdicts_whose_explanation_was_rejected_are_counted(tiny_dataset):
     verdicts = [Verdict("a", "x", 3.0, metadata={"explanation_rejected": "repeats '* heading' 14 times"}),
                 Verdict("b", "x", 4.0, explanation="Clear and short."),
                 Verdict("c", "x", 2.0, metadata={"explanation_rejected": "0 words (at least 1 needed)"})]
-    [warning] = [w for w in run_warnings(verdicts, ledger={}) if w["code"] == "explanations_rejected"]
-    assert warning["count"] == 2 and warning["message"].startswith("2 of 3 judge explanations")
-    assert not [w for w in run_warnings(verdicts[1:2], ledger={}) if w["code"] == "explanations_rejected"]
+    [warning] = [w for w in run_warnings(verdicts, ledger={}) if w.code == "explanations_rejected"]
+    assert warning.count == 2 and warning.message.startswith("2 of 3 judge explanations")
+    assert not [w for w in run_warnings(verdicts[1:2], ledger={}) if w.code == "explanations_rejected"]
 
 
 def test_cli_runs_prints_rounded_figures_with_scored_and_missing_counts(store, tiny_dataset, capsys):
@@ -261,3 +261,26 @@ def test_cli_runs_prints_rounded_figures_with_scored_and_missing_counts(store, t
     assert "scored 5, missing 1" in line and "(1 warning)" in line
     rho = line.split("spearman=")[1].split()[0]
     assert rho == "n/a" or len(rho.split(".")[1]) == 2
+
+
+def test_a_run_reads_as_a_typed_record_with_its_summary_and_events(store, tiny_dataset):
+    from judge_engine.records import RunRecord, RunSummary, RunWarning
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6),
+                        actor="ana")
+    summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(_score_from_prompt)))
+    run = store.run(run_id)
+    assert isinstance(run, RunRecord) and run.status == "finished" and run.actor == "ana"
+    assert run.summary == summary and run.split.test_ids and run.judge["method"] == "direct"
+    assert run.judge_target == "quality" and run.ledger["calls"] == summary.calls
+    assert RunSummary.from_dict(summary.to_dict()) == summary  # what the store holds reads back the same
+    listed = store.runs(dataset="tiny")
+    assert [r.id for r in listed] == [run_id] and listed[0].judge is None, "listings leave the judge out"
+    [fitted] = store.run_events(run_id, kind="fitted")
+    assert fitted.payload["method"] == "direct" and fitted.run_id == run_id
+    # a summary stored by an older version: no "missing", no "warnings"; it reads with neutral values
+    old = RunSummary.from_dict({"level": "sample", "n": 5, "parse_failures": 2, "calls": 5})
+    assert old.missing == 2 and old.scored == 3 and old.warnings == () and old.levels == {}
+    assert RunWarning.from_dict({"code": "x", "message": "m"}).to_dict() == {"code": "x", "message": "m"}
+    # a row as the pages hold it still works where the engine accepts either
+    assert effective_status(store.get_run(run_id)) == effective_status(run) == "finished"

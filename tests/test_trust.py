@@ -11,7 +11,7 @@ import pytest
 from judge_engine import trust
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods import Judge, get_method
+from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.records import Aspect, Dataset, Sample, Split, Verdict
 from judge_engine.runs import RunSpec, create_run, execute_run, human_dataset, summarize
 
@@ -162,8 +162,8 @@ def test_the_training_figure_is_read_from_what_each_learned_method_stores(name, 
     from tests.scripted import scripted_llm
 
     llm, _ = scripted_llm(store)  # replies agree with the humans, so every method builds a judge
-    judge = get_method(name).fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0], llm=llm,
-                                 task=TaskInfo.of(tiny_dataset))
+    judge = get_method(name).fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0],
+                                 FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     figure = trust.training_figure(name, judge.state, "quality")
     assert figure is not None and figure.value is not None and -1.0 <= figure.value <= 1.0, figure
     assert 0 < figure.n_scored <= figure.n_items <= 6, figure

@@ -260,10 +260,10 @@ def test_round_trip_through_an_openai_stub_ends_in_a_csv_with_no_formula(formula
     run_id = create_run(store, RunSpec(method="direct", dataset="hostile", aspect="quality", train_size=2,
                                        test_size=None, llm=llm))
     summary = execute_run(store, run_id)
-    assert summary["n"] == 16 and _FormulaServer.calls >= 16
+    assert summary.n == 16 and _FormulaServer.calls >= 16
     verdicts = store.load_verdicts(run_id)
     assert all(v.raw.startswith("=HYPERLINK(") for v in verdicts)
-    assert 0 < summary["parse_failures"] < 16  # missing rows and scored rows both exported
+    assert 0 < summary.parse_failures < 16  # missing rows and scored rows both exported
 
     text = export.verdicts_text(export.verdict_table(store, run_id), "csv")
     rows = check_neutralised(text, store, run_id)

@@ -1,4 +1,4 @@
-"""Benchmarks of the engine (issue #9): speed, cost and alignment side by side.
+"""Benchmarks of the engine: speed, cost and alignment side by side.
 
 Run one with ``python -m judge_engine.bench SUBCOMMAND [options]``; each prints
 a table and writes its result as JSON under ``data/bench/`` (``--out`` to

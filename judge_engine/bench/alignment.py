@@ -1,4 +1,4 @@
-"""Alignment table (issue #9, benchmark 6): each method vs direct scoring and G-Eval.
+"""Alignment table (benchmark 6): each method vs direct scoring and G-Eval.
 
 For each dataset (default SummEval, Topical-Chat, HANNA, SFRES) one seeded
 group-disjoint split is made (the same for every method: same train/test
@@ -83,25 +83,25 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                     summary = execute_run(store, run_id, llm=llm_factory(store) if llm_factory else None)
                 except Exception as exc:  # one failing method must not hide the others' results
                     row.update({"error": f"{type(exc).__name__}: {exc}", "seconds": time.perf_counter() - start,
-                                "warnings": [e["payload"].get("code") for e in store.events(run_id) if e["kind"] == "warning"]})
+                                "warnings": [e.payload.get("code") for e in store.run_events(run_id, kind="warning")]})
                     rows.append(row)
                     bar.update(1)
                     continue
-                corr = summary.get("correlations") or {}
-                sample = (summary.get("levels") or {}).get("sample") or {}
+                corr = summary.correlations or {}
+                sample = summary.levels.get("sample") or {}
                 scores = [v.score for v in store.load_verdicts(run_id) if not v.missing]
-                row.update({"level": summary["level"], "n": summary["n"],
+                row.update({"level": summary.level, "n": summary.n,
                             "spearman": corr.get("spearman"), "spearman_ci": corr.get("spearman_ci"),
                             "pearson": corr.get("pearson"), "pearson_ci": corr.get("pearson_ci"),
                             "n_groups": corr.get("n_groups"),
                             "sample_spearman": sample.get("spearman"), "sample_pearson": sample.get("pearson"),
-                            "parse_failures": summary["parse_failures"], "missing": summary.get("missing"),
+                            "parse_failures": summary.parse_failures, "missing": summary.missing,
                             "ci_note": corr.get("ci_note") or "",
-                            "warnings": [w.get("code") for w in summary.get("warnings") or []],
-                            "structure": structure_of(store.get_run(run_id)["judge"] or {}),
+                            "warnings": [w.code for w in summary.warnings],
+                            "structure": structure_of(store.run(run_id).judge or {}),
                             # a correlation is undefined (None) when every parsed score is the same
-                            "distinct_scores": len(set(scores)), "calls": summary["calls"],
-                            "cache_hits": summary["cache_hits"], "seconds": time.perf_counter() - start})
+                            "distinct_scores": len(set(scores)), "calls": summary.calls,
+                            "cache_hits": summary.cache_hits, "seconds": time.perf_counter() - start})
                 rows.append(row)
                 bar.update(1)
         bar.close()

@@ -1,4 +1,4 @@
-"""App latency (issue #9, benchmark 7): time to first render of each page in headless Chromium.
+"""App latency (benchmark 7): time to first render of each page in headless Chromium.
 
 The real app (``streamlit run app.py``) is started on a free port with its
 own database; Playwright drives Debian's ``/usr/bin/chromium`` (override

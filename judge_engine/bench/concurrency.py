@@ -1,4 +1,4 @@
-"""Concurrency (issue #9, benchmark 4): the openai backend against a real llama.cpp server.
+"""Concurrency (benchmark 4): the openai backend against a real llama.cpp server.
 
 A ``python -m llama_cpp.server`` serving the embedded SmolLM2 is started on
 127.0.0.1 (the ``tests/llama_server.py`` helper). The same ``n`` judge

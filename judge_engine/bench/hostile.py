@@ -1,4 +1,4 @@
-"""Hostile texts (issue #8): how often an output that tries to steer its judge moves the score.
+"""Hostile texts: how often an output that tries to steer its judge moves the score.
 
 Each of :data:`judge_engine.hostile.INJECTIONS` is appended to real outputs;
 the attacked and clean versions are scored by the same judge (direct scoring
@@ -30,8 +30,7 @@ def run(*, dataset: str = "summeval", aspect: str = "", n: int = 8, method: str 
     from ..data import load_benchmark
     from ..hostile import hijack_rate
     from ..llm import LLMConfig, make_llm
-    from ..methods import get_method
-    from ..prompting import TaskInfo
+    from ..methods import FitContext, get_method
     from ..store import Store
 
     config = llm_config or LLMConfig()
@@ -41,7 +40,7 @@ def run(*, dataset: str = "summeval", aspect: str = "", n: int = 8, method: str 
     with tempfile.TemporaryDirectory(prefix="bench-hostile-") as tmp:
         store = Store(store_path or Path(tmp) / "hostile.db")
         llm = make_llm(config, store=store)
-        judge = get_method(method).fit([], target_aspect, llm=llm, task=TaskInfo.of(data))
+        judge = get_method(method).fit([], target_aspect, FitContext.of(data, llm=llm))
         report = hijack_rate(judge, samples, llm=llm)
         store.close()
     rows = [{"attack": kind, **counts, "rate": counts["hijacked"] / counts["pairs"] if counts["pairs"] else None}

@@ -1,4 +1,4 @@
-"""Prompt layout (issue #9, benchmark 3): sample-first vs paper order for per-criterion scoring.
+"""Prompt layout (benchmark 3): sample-first vs paper order for per-criterion scoring.
 
 ``n`` samples x ``k`` criteria are scored by
 :func:`judge_engine.criteria_scoring.score_criteria` on the embedded
@@ -82,7 +82,7 @@ def _reset(llama: Any) -> None:
 def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", concurrency: int = 1,
         bootstrap: int = 1000, pick: str = "one_per_group", batch_threads: int = 0, skip: int = 0,
         **_: Any) -> dict[str, Any]:
-    from ..criteria_scoring import CriterionText, score_criteria
+    from ..criteria_scoring import CriterionText, ScoringSettings, score_criteria
     from ..data import load_benchmark
     from ..llm import LLMConfig
     from ..llm.client import LLM
@@ -105,6 +105,7 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
     def make_arm(name: str):
         layout, c = arms[name]
         llm = LLM(LLMConfig(concurrency=c), backend, cache=None)
+        settings = ScoringSettings(layout=layout, reasoning=False, weighted=True, max_tokens=4)
 
         def arm(_: int) -> None:
             with backend._lock:
@@ -112,7 +113,7 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
                 _reset(llama)
             before = llm.ledger.snapshot()
             out = score_criteria(samples, criteria, instructions=INSTRUCTIONS, aspect=aspect, task=task, llm=llm,
-                                 layout=layout, reasoning=False, weighted=True, max_tokens=4)
+                                 settings=settings)
             with backend._lock:
                 evaluated[name].append(_perf(llama))
             after = llm.ledger.snapshot()

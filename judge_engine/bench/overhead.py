@@ -1,4 +1,4 @@
-"""Overhead (issue #9, benchmark 1): the engine's call path vs raw llama-cpp-python.
+"""Overhead (benchmark 1): the engine's call path vs raw llama-cpp-python.
 
 The same ``n`` judge prompts (direct-scoring prompts of a built-in benchmark)
 are answered three ways on the same loaded ``Llama`` object in this process:

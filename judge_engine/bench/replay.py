@@ -1,4 +1,4 @@
-"""Replay (issue #9, benchmark 2): a finished run repeated costs no LLM call.
+"""Replay (benchmark 2): a finished run repeated costs no LLM call.
 
 Per repeat, in a fresh database (so a cold cache): run A executes a run with
 the real backend; run B is the same spec created again and executed, which
@@ -54,8 +54,8 @@ def run(*, method: str = "direct", dataset: str = "topical_chat", aspect: str = 
                 start = time.perf_counter()
                 execute_run(store, run_id, llm=llm)
                 times[arm] = time.perf_counter() - start
-                finished = store.get_run(run_id)
-                calls[arm], hits[arm] = finished["ledger"]["calls"], finished["ledger"]["cache_hits"]
+                ledger = store.run(run_id).ledger
+                calls[arm], hits[arm] = ledger["calls"], ledger["cache_hits"]
                 scores[arm] = [v.score for v in store.load_verdicts(run_id)]
             same = all((a == b) or (a != a and b != b) for a, b in zip(scores["first"], scores["replay"]))
             rows.append({"repeat": r, "first_s": times["first"], "replay_s": times["replay"],

@@ -1,4 +1,4 @@
-"""Scale (issue #9, benchmark 5): a synthetic dataset of 1k / 10k / 100k items.
+"""Scale (benchmark 5): a synthetic dataset of 1k / 10k / 100k items.
 
 The benchmark makes its own data: items in groups of 10 over 10 systems,
 short random texts, a human score 1-5 per item. For each size it measures
@@ -132,7 +132,7 @@ def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap
                 _, seconds = _timed(lambda r=run_id: execute_run(store, r))
                 run_ids.append(run_id)
                 if k == 0:
-                    ledger = store.get_run(run_id)["ledger"]
+                    ledger = store.run(run_id).ledger
                     row.update({"score_run_s": seconds, "items_per_s": n / seconds, "llm_calls": ledger["calls"],
                                 "cache_hits": ledger["cache_hits"]})
             runs = [store.get_run(r) for r in run_ids]

@@ -1,4 +1,4 @@
-"""Simulated world (issue #17): does each method find what was planted, against its paper's baselines?
+"""Simulated world: does each method find what was planted, against its paper's baselines?
 
 Per seed a :class:`~.simulated_judge.World` is made (samples with latent
 sub-criteria, human scores with planted weights, planted prompt effects and
@@ -112,9 +112,8 @@ def random_search(train, world: World, llm, *, evaluations: int, seed: int,
     correlation above zero), so only the search differs. Returns (None, NaN)
     when no drawn strategy is selectable (HPSS's fit would refuse then).
     """
-    from ..hpss_auxiliaries import Auxiliaries
-    from ..hpss_strategy import all_strategies
-    from ..methods.hpss import HPSS, ValidationFitness, search_value, select_best, select_validation
+    from ..methods.hpss import (HPSS, Auxiliaries, ValidationFitness, all_strategies, search_value, select_best,
+                                select_validation)
     m = method or HPSS()
     validation = select_validation(train, m.validation_size, m.seed)
     aux = Auxiliaries(llm=llm, aspect=_aspect(), task=TASK, pool=validation, human_criteria=m.human_criteria,
@@ -131,8 +130,8 @@ def random_search(train, world: World, llm, *, evaluations: int, seed: int,
 
 def run_hpss(world: World, train, test, log: Callable[[str], None],
              params: dict[str, Any] | None = None) -> dict[str, Any]:
-    from ..hpss_strategy import base_strategy, parse_strategy, strategy_name
-    from ..methods.hpss import HPSS
+    from ..methods import FitContext
+    from ..methods.hpss import HPSS, base_strategy, parse_strategy, strategy_name
     table, optimum, opt_fit = world.hpss_landscape()
     found: dict[str, tuple] = {}
     calls: dict[str, int] = {}
@@ -144,7 +143,7 @@ def run_hpss(world: World, train, test, log: Callable[[str], None],
         llm, backend = make_llm(world)
         stats[label] = backend.stats
         try:
-            judge = HPSS(**{**(params or {}), **search}).fit(train, _aspect(), llm=llm, task=TASK)
+            judge = HPSS(**{**(params or {}), **search}).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
         except ValueError as exc:
             if label == "hpss":
                 raise  # the method itself refused: a finding row of the benchmark
@@ -189,11 +188,13 @@ def run_hpss(world: World, train, test, log: Callable[[str], None],
 def run_hd_eval(world: World, train, test, log: Callable[[str], None],
                 params: dict[str, Any] | None = None) -> dict[str, Any]:
     from sklearn.metrics import roc_auc_score
+    from ..methods import FitContext
     from ..methods.hd_eval import HDEval, tree_index
     llm, backend = make_llm(world)
     events: list[tuple[str, dict]] = []
-    judge = HDEval(**(params or {})).fit(train, _aspect(), llm=llm, task=TASK, aspects=list(ASPECTS),
-                         log=lambda kind, payload: events.append((kind, payload)))
+    judge = HDEval(**(params or {})).fit(train, _aspect(),
+                                         FitContext(llm=llm, task=TASK, aspects=tuple(ASPECTS),
+                                                    log=lambda kind, payload: events.append((kind, payload))))
     fit_calls = llm.ledger.snapshot()["calls"]
     verdicts = judge.score(test, llm=llm)
     human = [s.human[TARGET] for s in test]
@@ -253,10 +254,11 @@ def run_hd_eval(world: World, train, test, log: Callable[[str], None],
 
 def run_hypoeval(world: World, train, test, log: Callable[[str], None],
                  params: dict[str, Any] | None = None) -> dict[str, Any]:
-    from ..methods.hypoeval import HypoEval, evaluate_with_hypotheses
+    from ..methods import FitContext
+    from ..methods.hypoeval import HypoEval, evaluate_with_hypotheses, scoring_settings
     llm, backend = make_llm(world)
     method = HypoEval(**(params or {}))
-    judge = method.fit(train, _aspect(), llm=llm, task=TASK)
+    judge = method.fit(train, _aspect(), FitContext(llm=llm, task=TASK))
     fit_calls = llm.ledger.snapshot()["calls"]
 
     def quality(entries: Sequence[dict]) -> float:
@@ -265,8 +267,7 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None],
 
     def test_r(entries: Sequence[dict]) -> float:
         verdicts = evaluate_with_hypotheses(test, entries, aspect=_aspect(), task=TASK, llm=llm,
-                                            layout=method.layout, joint=method.joint, reasoning=method.reasoning,
-                                            max_tokens=method.max_tokens, weighted=method.weighted)
+                                            settings=scoring_settings(method.get_params()))
         return _pearson([s.human[TARGET] for s in test], [v.score for v in verdicts])
 
     selected, bank = judge.state["selected"], judge.state["bank"]
@@ -298,10 +299,11 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None],
 
 def run_active_critic(world: World, train, test, log: Callable[[str], None],
                       params: dict[str, Any] | None = None) -> dict[str, Any]:
+    from ..methods import FitContext
     from ..methods.active_critic import ActiveCritic, _demo, _example, run_pipeline, to_aspect_scale
     llm, backend = make_llm(world)
     method = ActiveCritic(**(params or {}))
-    judge = method.fit(train, _aspect(), llm=llm, task=TASK)
+    judge = method.fit(train, _aspect(), FitContext(llm=llm, task=TASK))
     fit_calls = llm.ledger.snapshot()["calls"]
     state = {k: judge.state[k] for k in ("variant", "task_description", "criteria")}
     chosen = judge.state["demos"]

@@ -24,7 +24,7 @@ template text (then it answers in the free-text format the prompt asks for).
 Every recogniser is in the section "Recognisers" below, with the marker
 texts it relies on in :data:`MARKERS`, so a change of a template's wording
 needs one edit there; an HPSS judge prompt's strategy is read by
-:func:`judge_engine.hpss_strategy.read_strategy`, the exact inverse of the
+:func:`judge_engine.methods.hpss.strategy.read_strategy`, the exact inverse of the
 template builder. Samples are found by their output text, hypotheses by
 their whole text, sub-criteria by their name, never by position. With
 ``World(structured=False)`` the backend ignores every schema, as a server
@@ -52,7 +52,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import structured
-from ..hpss_strategy import FACTORS, Strategy, all_strategies, read_strategy
+from ..methods.hpss.strategy import FACTORS, Strategy, all_strategies, read_strategy
 from ..llm.base import Completion, GenerationParams, Message
 from ..prompting import TaskInfo
 from ..records import Aspect, Sample
@@ -452,7 +452,7 @@ class World:
 # changes. Never details of a sample.
 
 MARKERS = {
-    # HPSS auxiliaries (hpss_gen_*.txt); the judge prompt itself is read by hpss_strategy.read_strategy
+    # HPSS auxiliaries (hpss_gen_*.txt); the judge prompt itself is read by hpss.strategy.read_strategy
     "hpss_gen_criteria": "Write the evaluation criteria for",
     "hpss_gen_steps": "Write the evaluation steps",
     "hpss_gen_metrics": "Propose at most three short questions",
@@ -650,7 +650,7 @@ def _scale_in(prompt: str) -> tuple[int, int]:
 
 
 def read_hpss_strategy(prompt: str) -> Strategy | None:
-    """The HPSS strategy of a judge prompt (:func:`judge_engine.hpss_strategy.read_strategy`, the exact inverse
+    """The HPSS strategy of a judge prompt (:func:`judge_engine.methods.hpss.strategy.read_strategy`, the exact inverse
     of the template builder), trying each aspect of the world; None when the prompt is no HPSS judge prompt."""
     for aspect in sorted(ASPECTS, key=lambda a: a.name != TARGET):
         try:

@@ -1,4 +1,4 @@
-"""Structured (issue #16): grammar-constrained vs free-text calls on the embedded model, same prompts.
+"""Structured: grammar-constrained vs free-text calls on the embedded model, same prompts.
 
 The same ``n`` direct-scoring prompts of a built-in benchmark (the engine's
 own template, SummEval by default) are answered by the embedded llama.cpp

@@ -7,7 +7,7 @@ its own module with an ``@register``-decorated :class:`Method` subclass.
 import importlib
 import pkgutil
 
-from .base import (METHODS, Interval, Judge, Method, Options, ParameterDoc, describe_parameters, get_method,
+from .base import (METHODS, FitContext, Interval, Judge, Method, Options, ParameterDoc, describe_parameters, get_method,
                    judge_warning, register)
 from .direct import DirectScoring
 from .geval import GEval
@@ -16,6 +16,6 @@ for _module in pkgutil.iter_modules(__path__):
     if not _module.name.startswith("_") and _module.name != "base":
         importlib.import_module(f"{__name__}.{_module.name}")
 
-__all__ = ["METHODS", "DirectScoring", "GEval", "Interval", "Judge", "Method", "Options", "ParameterDoc",
+__all__ = ["METHODS", "DirectScoring", "FitContext", "GEval", "Interval", "Judge", "Method", "Options", "ParameterDoc",
            "describe_parameters", "get_method", "judge_warning",
            "register"]

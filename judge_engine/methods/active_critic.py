@@ -26,8 +26,9 @@ Stage 2, scoring alignment (§4.2, Tables 16-17)
     Unreadable replies are missing (NaN) and counted, never a default
     number; an OS-E reply without a score gets one follow-up turn first
     (``retry_unparsed``, not in the paper), a criteria reply without usable
-    JSON one retry (spec §3.3).
-Structured replies (issue #16)
+    JSON one retry (ours: the paper asks for JSON, §4.1 footnote 1, and does
+    not say what happens to a reply without it).
+Structured replies
     Every generation step but the free-text observations asks the backend
     for JSON with a schema from :mod:`judge_engine.structured`: the task
     description (``TASK_DESCRIPTION``), the criteria (``CRITERIA``, 4-10
@@ -46,13 +47,13 @@ Prompt optimization (§4.2 "Prompt Optimization", App. D.2, Eqs. 4-5)
     (:func:`select_candidate`): Q is shrunk by the share of items scored
     (:func:`judge_engine.metrics.coverage_adjusted`), a set that scored
     fewer than 80% of its items is ineligible, and a set with Q <= 0 is
-    never selected on its own (issue #23). DSPy is not installed here, so this is our own
+    never selected on its own. DSPy is not installed here, so this is our own
     implementation of the random search of DSPy's
     ``BootstrapFewShotWithRandomSearch`` (zero-shot candidate, a labeled-only
     candidate, then bootstrapped traces filled up with labeled examples),
     every call going through the engine's one LLM path, cache and ledger.
 
-Rubric checks (issue #23)
+Rubric checks
     The inferred task description and criteria go through
     :mod:`judge_engine.rubric_checks` at fit time (:func:`check_task_description`,
     :func:`check_criteria`); at scoring time an OS-E explanation that is empty
@@ -94,6 +95,7 @@ from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entries, check_entry
 from .base import (
     EventSink,
+    FitContext,
     Interval,
     OptionalInterval,
     OptionalType,
@@ -267,7 +269,7 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
     consecutive COMPLETE answers stop the loop. With ``ensemble`` and more
     than one version, one more description call is given every version as
     the prior description (§4.1: the final T is the LLM's ensemble of all
-    T_n; the notes make this call optional) and its answer is the result.
+    T_n; ``ensemble_task=False`` leaves the call out) and its answer is the result.
     Observations are free text; descriptions are asked for as JSON
     (:data:`TASK_SCHEMA`) and each event says how the reply was read.
     """
@@ -435,7 +437,7 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, 
     return out
 
 
-def parse_criteria(reply: str) -> tuple[dict[str, str], str]:
+def parse_criteria_and_observations(reply: str) -> tuple[dict[str, str], str]:
     """Criteria and observations from an init or refine reply (the free-text fallback).
 
     Accepts ``{"criteria": [{"name", "definition"}, ...], "observations": "..."}``,
@@ -483,7 +485,7 @@ def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], s
     reading = structured.read_json(reply, schema)
     if reading.ok:
         return _clean_criteria(reading.value["criteria"]), str(reading.value.get("observations", "")), "json"
-    criteria, observations = parse_criteria(reply)
+    criteria, observations = parse_criteria_and_observations(reply)
     return criteria, observations, ("text" if criteria else "missing")
 
 
@@ -1155,7 +1157,7 @@ class ActiveCritic(Method):
         (the paper's optimizer); ``labeled``: random labeled demos only.
     bootstrap_threshold : float, default=15.0
         A zero-shot trace becomes a demo when its overall score is within this
-        many points (0-100) of the human score (spec §5.5; not in the paper).
+        many points (0-100) of the human score (our choice; not in the paper).
     eval_subsample : int or None, default=None
         Score candidates on at most this many training items (None = the
         whole training split, as in the paper; set it for slow backends).
@@ -1166,14 +1168,14 @@ class ActiveCritic(Method):
     complete_streak : int, default=5
         Consecutive COMPLETE answers that stop an inference loop (§4.1).
     task_temperature : float, default=1.0
-        Sampling temperature of task inference (not reported; DSPy's default
-        for data observation, spec §6). Scoring is greedy.
+        Sampling temperature of task inference (not reported in the paper;
+        DSPy's default for data observation). Scoring is greedy.
     max_tokens : int, default=768
-        Reply budget of every call (McS-E with 8 criteria needs 400-800 tokens, spec §6).
+        Reply budget of every call (a McS-E reply on 8 criteria takes 400-800 tokens).
     source_chars : int, default=2000
         Sources in task-inference batches and demonstrations are cut to this
-        many characters to fit small contexts (spec §11.18); the judged item
-        is never cut.
+        many characters to fit small contexts (App. D.2 uses fewer demonstrations
+        on long-input datasets for the same reason); the judged item is never cut.
     seed : int, default=0
         Seeds the mini-batch order, the candidate draws and task-inference sampling.
     task_description : str or None, default=None
@@ -1192,7 +1194,7 @@ class ActiveCritic(Method):
         models, which rarely state a usable 0-100 number.
     ensemble_task : bool, default=True
         After the per-batch task descriptions, one more call merges all of
-        them into the final one (§4.1's ensemble; optional in the notes).
+        them into the final one (§4.1's ensemble).
     criteria_fallback : bool, default=True
         When the first criteria reply and its JSON retry give fewer than 4
         criteria, ask a short stand-alone prompt (the dataset's task and one
@@ -1203,7 +1205,7 @@ class ActiveCritic(Method):
         paper's examples follow, or min-max over the aspect's range.
     no_positive_set : {"fail", "zero_shot"}, default="fail"
         When no candidate, zero-shot included, scores at least 80% of its
-        training items with Q > 0 (issue #23): ``"fail"`` ends the fit with a
+        training items with Q > 0: ``"fail"`` ends the fit with a
         ValueError naming each candidate's Q and coverage (no judge);
         ``"zero_shot"`` is a person's choice to keep the zero-shot judge
         anyway, recorded as a ``selection_fallback`` warning.
@@ -1282,8 +1284,7 @@ class ActiveCritic(Method):
         self.score_normalization = score_normalization
         self.no_positive_set = no_positive_set
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
         """Stage 1 (unless a person gave the task description / criteria), then the demonstration search.
 
         ``Judge.state["warnings"]`` holds ``no_task_description``,
@@ -1292,6 +1293,7 @@ class ActiveCritic(Method):
         free-text fallback, missing). Raises ValueError when no demonstration
         set is selectable and ``no_positive_set`` is ``"fail"``.
         """
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         mode = self.score_normalization
         examples = [_example(s, aspect, mode) for s in train if aspect.name in s.human]
@@ -1380,7 +1382,7 @@ class ActiveCritic(Method):
 
     @staticmethod
     def scoring_params(params: dict[str, Any]) -> GenerationParams:
-        """Greedy decoding for every scoring call (spec §11.14)."""
+        """Greedy decoding for every scoring call (the paper reports no temperature; greedy scores repeat)."""
         return GenerationParams(temperature=0.0, max_tokens=params["max_tokens"])
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:

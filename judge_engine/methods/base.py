@@ -2,10 +2,13 @@
 
 A :class:`Method` is its configuration: keyword-only ``__init__`` parameters
 with the paper's defaults, stored verbatim, no logic. ``fit(train, aspect,
-llm=..., task=...)`` validates the parameters, learns from human-scored
-samples and returns a :class:`Judge` — a frozen, JSON-native value holding
-everything needed to score new data. ``judge.score(samples, llm=...)``
-returns one :class:`~judge_engine.records.Verdict` per sample.
+context)`` validates the parameters, learns from human-scored samples and
+returns a :class:`Judge` — a frozen, JSON-native value holding everything
+needed to score new data. The :class:`FitContext` carries what a fit needs
+besides its data (the model, the task, the dataset's aspects and
+meta-evaluation level, progress and event callbacks); every method receives
+the same one, whether it uses all of it or not. ``judge.score(samples,
+llm=...)`` returns one :class:`~judge_engine.records.Verdict` per sample.
 
 A registry maps method names to classes so any stored run or exported judge
 can be rebuilt from ``(name, params)``.
@@ -22,7 +25,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 from ..llm import LLM
 from ..prompting import TaskInfo
-from ..records import Aspect, Sample, Verdict
+from ..records import Aspect, Dataset, Sample, Verdict
 
 JUDGE_SCHEMA_VERSION = 1
 
@@ -30,6 +33,37 @@ Progress = Callable[[int, int, str], None]
 """``progress(done, total, stage)``."""
 EventSink = Callable[[str, dict[str, Any]], None]
 """``log(kind, payload)``: a method reports what it does as it happens."""
+
+
+@dataclass(frozen=True)
+class FitContext:
+    """Everything a method's ``fit`` receives besides the training samples and the aspect.
+
+    :func:`judge_engine.runs.execute_run` builds one per run (with
+    :meth:`of`); tests and benchmarks build their own. Every method gets the
+    same record, so the runner never needs to know which method reads which
+    field.
+    """
+
+    llm: LLM
+    """The one LLM path (cache, ledger, concurrency) every call of the fit goes through."""
+    task: TaskInfo
+    """Task description and the labels prompts use for input and output."""
+    aspects: tuple[Aspect, ...] = ()
+    """All human aspects of the dataset (HD-Eval models several at once); empty when unknown."""
+    natural_level: str = "sample"
+    """The dataset's meta-evaluation level: ``sample``, ``group`` or ``system`` (HPSS's fitness)."""
+    progress: Progress | None = None
+    """``progress(done, total, stage)``, or None to report nothing."""
+    log: EventSink | None = None
+    """``log(kind, payload)`` records what the fit does (the run's events), or None."""
+
+    @classmethod
+    def of(cls, dataset: Dataset, *, llm: LLM, progress: Progress | None = None,
+           log: EventSink | None = None) -> "FitContext":
+        """The context of a fit on ``dataset``: its task, aspects and natural level."""
+        return cls(llm=llm, task=TaskInfo.of(dataset), aspects=tuple(dataset.aspects),
+                   natural_level=dataset.natural_level, progress=progress, log=log)
 
 
 @dataclass(frozen=True)
@@ -125,8 +159,8 @@ class Method:
         for pname, constraint in self._parameter_constraints.items():
             constraint.check(pname, getattr(self, pname))
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> "Judge":
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> "Judge":
+        """Learn a judge of ``aspect`` from the human-scored ``train`` samples."""
         raise NotImplementedError
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:

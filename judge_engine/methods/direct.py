@@ -15,7 +15,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..structured import as_param, read_score, score_schema
 from ..prompting import TaskInfo, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Progress, register
+from .base import FitContext, Interval, Judge, Method, Progress, register
 
 DIRECT_TEMPLATE = load_template("direct_score")
 
@@ -50,10 +50,9 @@ class DirectScoring(Method):
         self.temperature = temperature
         self.max_tokens = max_tokens
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
         self._validate_params()
-        return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
+        return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=context.task.to_dict(),
                      state={"template": DIRECT_TEMPLATE.text})
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:

@@ -28,7 +28,7 @@ from ..parsing import mean_ignoring_missing, read_weighted
 from ..structured import GEVAL_STEPS, as_param, read_json, read_score, score_schema, string_list_schema
 from ..prompting import TaskInfo, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, Judge, Method, Options, Progress, register
+from .base import FitContext, Interval, Judge, Method, Options, Progress, register
 
 GEVAL_STEPS_TEMPLATE = load_template("geval_steps")
 GEVAL_SCORE_TEMPLATE = load_template("geval_score")
@@ -108,8 +108,8 @@ class GEval(Method):
         self.top_logprobs = top_logprobs
         self.steps_max_tokens = steps_max_tokens
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         if progress:
             progress(0, 1, "generating evaluation steps")

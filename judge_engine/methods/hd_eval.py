@@ -30,7 +30,7 @@ Paper sections and the functions here:
 
 Honest scores. A criterion score the reply did not give stays NaN; at
 prediction the aggregator needs every feature, so a missing criterion is
-filled with its training mean (the paper's imputation) and counted in
+filled with its training mean (ours; the paper does not say) and counted in
 ``Verdict.metadata["imputed_criteria"]``; an item with more than
 ``max_imputed_fraction`` of its criteria imputed gets no score (missing,
 "k of n criteria imputed"). Fit-time problems (a decomposition with no
@@ -86,8 +86,8 @@ import numpy as np
 from .. import curation, data
 from .. import structured as st
 from ..aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
-from ..criteria_scoring import (LAYOUT_LABELS, LAYOUTS, CriterionScore, CriterionText, estimate_criteria_calls, score_criteria,
-                                source_counts)
+from ..criteria_scoring import (LAYOUT_LABELS, LAYOUTS, CriterionScore, CriterionText, ScoringSettings,
+                                estimate_criteria_calls, score_criteria, source_counts)
 from ..explain import permutation_importance_oof
 from ..llm import LLM, GenerationParams
 from ..metrics import MIN_SELECTION_COVERAGE, correlations
@@ -95,13 +95,13 @@ from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entry, shares_topic
-from .base import EventSink, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
 SCORE_TEMPLATE = load_template("hd_eval_score")
 
 ROOT_NAME = "overall quality"
-"""Parent named in the prompt of a layer-1 node (spec §7.2 recommendation)."""
+"""Parent named in the prompt of a layer-1 node (ours: the prompts of App. G.2 name a parent; an aspect has none)."""
 CRITERION_SCALE = (1, 5)
 """Every criterion is scored 1-5 (paper App. G.2)."""
 REDECOMPOSE_TEMPERATURE = 0.7
@@ -289,7 +289,7 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
                        existing: Sequence[str] = ()) -> Decomposition:
     """Eq. 1: the LLM proposes 2 to ``k`` sub-criteria (name, definition) of ``parent`` as JSON.
 
-    One call per parent (spec §7.1 recommendation), plus one follow-up turn
+    One call per parent (ours; the template of App. G.1 may list several), plus one follow-up turn
     when the reply holds fewer than 2 usable children (the better of the two
     is kept). Usable means read and accepted by :func:`check_children`
     against ``shown`` (texts a copy is measured against, e.g. the training
@@ -374,12 +374,20 @@ def guideline_for(guidelines: dict[str, str] | None, aspect: str) -> str:
     return str((guidelines or {}).get(aspect, "")).strip()
 
 
+def scoring_settings(params: dict[str, Any]) -> ScoringSettings:
+    """How an HD-Eval judge scores its nodes, from its parameters: score first (App. G.2), one call per node."""
+    return ScoringSettings(layout=params["layout"], reasoning=False, max_tokens=params["score_max_tokens"],
+                           weighted=params["weighted"])
+
+
 def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], tree: dict[str, Any], *,
-                            task: TaskInfo, llm: LLM, layout: str, max_tokens: int, weighted: bool,
+                            task: TaskInfo, llm: LLM, settings: ScoringSettings,
                             guidelines: dict[str, str] | None = None,
                             progress: Progress | None = None,
                             stage: str = "scoring") -> dict[str, list[CriterionScore]]:
-    """App. G.2: score every sample on each node with a prompt naming the node's parent (1-5, score first).
+    """App. G.2: score every sample on each node with a prompt naming the node's parent (1-5).
+
+    ``settings`` is :func:`scoring_settings` of the judge's parameters.
 
     Grouped by parent: the parent is the prompt's aspect, the node its
     criterion. Returns node id -> one :class:`CriterionScore` per sample
@@ -411,8 +419,7 @@ def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], 
                 progress(base + min(d, t), total, stage)
 
         results = score_criteria(samples, criteria, instructions=instructions, aspect=parent, task=task, llm=llm,
-                                 layout=layout, reasoning=False, max_tokens=max_tokens, weighted=weighted,
-                                 progress=step)
+                                 settings=settings, progress=step)
         for nid in children:
             out[nid] = [r[nid] for r in results]
         done += len(samples) * len(children)
@@ -515,8 +522,8 @@ class HDEval(Method):
         Maximum children per decomposed criterion (paper §3.1, App. C.2: 4).
     k_expand : int, default=3
         Criteria of the current layer chosen by permutation importance for
-        decomposition from layer 3 on (not stated; spec §2.6: 3, which matches
-        the 12 layer-3 criteria of the Topical-Chat tree).
+        decomposition from layer 3 on (not stated in App. C.2; 3 matches the 12
+        layer-3 criteria of the Topical-Chat tree, App. H Table 10).
     aspects : tuple of str or None, default=None
         Layer-1 aspects (also the aggregator's targets). None = every aspect
         the training samples carry, as in the paper (App. C.2).
@@ -525,7 +532,7 @@ class HDEval(Method):
         earlier run); None = decompose from the aspects as the paper does.
     guidelines : dict or None, default=None
         Optional expert guideline text per aspect, added to the decomposition
-        and scoring prompts of that aspect's subtree (issue #4).
+        and scoring prompts of that aspect's subtree.
     layout : {"paper", "sample_first"}, default="paper"
         Scoring prompt order: the paper's (instructions and criterion, then
         the sample) or sample first for backend prefix caching.
@@ -537,10 +544,10 @@ class HDEval(Method):
     decompose_max_tokens : int, default=512
         Reply budget of a decomposition.
     pi_repeats : int, default=10
-        Permutation-importance repeats per fold (not stated; spec §11: 10, 5-fold out of fold).
+        Permutation-importance repeats per fold, 5 folds out of fold (not stated in the paper).
     max_imputed_fraction : float, default=0.5
         At prediction, a criterion the reply gave no score for is filled with
-        its training mean (the paper's imputation, counted per item in
+        its training mean (ours; the paper does not say; counted per item in
         ``Verdict.metadata["imputed_criteria"]``). An item with more than this
         share of its criteria imputed gets no score (missing, "k of n criteria
         imputed"): the prediction would then mostly restate training means.
@@ -601,13 +608,12 @@ class HDEval(Method):
             tree_index(self.criteria_tree)
 
     # ---- Algorithm 1 ----------------------------------------------------------------------
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None,
-            aspects: Sequence[Aspect] | None = None) -> Judge:
-        """``aspects``: the dataset's aspect records (definitions, ranges), passed by ``execute_run``."""
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        """``context.aspects``: the dataset's aspect records (definitions, ranges) for the layer-1 aspects."""
         self._validate_params()
-        dataset_aspects = aspects
-        emit = log or (lambda kind, payload: None)
+        llm, task, progress = context.llm, context.task, context.progress
+        settings = scoring_settings(self.get_params())
+        emit = context.log or (lambda kind, payload: None)
         names = list(self.aspects) if self.aspects else sorted(
             set.intersection(*(set(s.human) for s in train)) if train else {aspect.name})
         if aspect.name not in names:
@@ -616,7 +622,7 @@ class HDEval(Method):
         if len(train) < 2:
             raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
                              f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
-        aspects = known_aspects(aspect, names, train, dataset_aspects)
+        aspects = known_aspects(aspect, names, train, context.aspects)
         tree = initial_tree(aspects, self.criteria_tree)
         background = f"The {task.output_label.lower()} is judged on: " + "; ".join(
             f"{a.name} ({a.definition})" if a.definition else a.name for a in aspects) + "."
@@ -646,9 +652,8 @@ class HDEval(Method):
                 break
             new = [f for f in features if f not in scores]
             scores.update(hierarchy_aware_scoring(
-                train, new, tree, task=task, llm=llm, layout=self.layout, max_tokens=self.score_max_tokens,
-                weighted=self.weighted, guidelines=self.guidelines, progress=progress,
-                stage=f"layer {layer}: scoring {len(new)} criteria"))
+                train, new, tree, task=task, llm=llm, settings=settings, guidelines=self.guidelines,
+                progress=progress, stage=f"layer {layer}: scoring {len(new)} criteria"))
             for f in new:
                 failures[f] = sum(1 for c in scores[f] if c.missing)
                 coverage[f] = 1.0 - failures[f] / len(train)
@@ -857,8 +862,7 @@ class HDEval(Method):
         agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
         limit = float(p.get("max_imputed_fraction", 0.5))
         scores = hierarchy_aware_scoring(samples, agg.features, state["tree"], task=judge.task_info, llm=llm,
-                                         layout=p["layout"], max_tokens=p["score_max_tokens"],
-                                         weighted=p["weighted"], guidelines=p.get("guidelines"),
+                                         settings=scoring_settings(p), guidelines=p.get("guidelines"),
                                          progress=progress)
         return [cls._verdict(sample, {f: scores[f][i] for f in agg.features}, agg, aspect, limit)
                 for i, sample in enumerate(samples)]

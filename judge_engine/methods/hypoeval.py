@@ -41,8 +41,7 @@ H_top ∪ H_W (``replace_pool``), the union takes a random half from each bank
 (``union_mode``; without literature the data bank's best half by reward),
 refinement runs all N_refine rounds (``refine_early_stop``). The reward's b
 follows the judge scale (:func:`default_reward_b`; the paper's 1/16 on 1-5).
-Where the paper is silent we follow the implementation notes
-(``shared/specs/hypoeval.md``, marked [REC] there) and say so at each place:
+Where the paper is silent the choice is ours and each place says so:
 w_hyp schedule, reward initialisation of new hypotheses on W, which duplicate
 is kept, ties broken by reward, the scoring prompt of §3.3 also used for the
 stage-1 rewards (so its calls are reused from the cache at selection).
@@ -56,7 +55,7 @@ counted and reported as an event.
 References
 ----------
 HypoEval: Hypothesis-Guided Evaluation for Natural Language Generation
-(``shared/papers/hypoeval.txt``). HypoGeniC (Zhou et al., 2024) and
+(anonymous ACL submission). HypoGeniC (Zhou et al., 2024) and
 HypoRefine (Liu et al., 2025) for the generation algorithm it extends.
 """
 
@@ -66,19 +65,20 @@ import hashlib
 import math
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import comb
 from typing import Any, Callable, ClassVar, Sequence
 
 from .. import metrics
 from .. import structured as st
-from ..criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionText, estimate_criteria_calls, score_criteria
+from ..criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionText, ScoringSettings, estimate_criteria_calls, score_criteria
 from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import check_entries
-from .base import EventSink, Interval, OptionalInterval, Judge, Method, Options, Progress, judge_warning, register
+from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
+                   register)
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -95,7 +95,7 @@ BASIS_LITERATURE = "the literature notes below"
 BASIS_BOTH = "the literature notes and the scored examples below"
 
 HYPOTHESIS_PATTERN = re.compile(r"(?is)hypothesis\s*(\d+)\s*[.:)]\s*(.+?)(?=\s*hypothesis\s*\d+\s*[.:)]|\Z)")
-"""The notes' [REC] pattern for ``hypothesis1. ...`` lists (the paper's code regex breaks on "score of 5. ")."""
+"""Our pattern for ``hypothesis1. ...`` lists (the regex of the authors' code breaks on "score of 5. ")."""
 NUMBERED_PATTERN = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+(.+?)(?=^\s*(?:\d+[.)]|[-*•])\s+|\Z)", re.S)
 """Fallback for small models that number their list "1." instead of "hypothesis1."."""
 FINAL_ANSWER_PATTERN = re.compile(r"(?i)final\s+answer\s*[:：]?\s*\**\s*\[?\s*(yes|no)\b")
@@ -249,8 +249,13 @@ class Context:
     """Generated hypotheses the rubric checks refused, with the rule and reason (:mod:`judge_engine.rubric_checks`)."""
     unread_reasons: list[str] | None = None
     """Why each generation reply that gave no hypothesis gave none (:func:`why_unread`)."""
+    scoring: ScoringSettings | None = None
+    """How training samples are scored under each hypothesis: the judge's settings (:func:`scoring_settings`),
+    one call per hypothesis (the rewards are per hypothesis)."""
 
     def __post_init__(self) -> None:
+        if self.scoring is None:
+            self.scoring = replace(scoring_settings(self.params), joint=False)
         self.replies = {k: 0 for k in READ_SOURCES} if self.replies is None else self.replies
         self.score_sources = {} if self.score_sources is None else self.score_sources
         self.warnings = [] if self.warnings is None else self.warnings
@@ -317,7 +322,7 @@ def observations_block(samples: Sequence[Sample], ctx: Context) -> str:
     for i, s in enumerate(samples, 1):
         cut = Sample(id=s.id, input=_cut(s.input, limit), output=_cut(s.output, limit), group_id=s.group_id,
                      context=_cut(s.context, limit) if s.context else None)
-        label = f"{s.human.get(ctx.aspect.name, math.nan):.2f}".rstrip("0").rstrip(".")  # [REC] up to 2 decimals
+        label = f"{s.human.get(ctx.aspect.name, math.nan):.2f}".rstrip("0").rstrip(".")  # ours: at most 2 decimals
         blocks.append(OBSERVATION_TEMPLATE.render(number=i, sample_block=render_sample(cut, ctx.task), label=label,
                                                   output_label_lower=ctx.task.output_label.lower(),
                                                   aspect_name=ctx.aspect.name))
@@ -356,7 +361,10 @@ def generate_hypotheses(ctx: Context, n: int, *, samples: Sequence[Sample] = (),
 
 def refine_hypotheses(ctx: Context, hypotheses: Sequence[str], *, samples: Sequence[Sample] = (),
                       literature: Sequence[dict[str, str]] = (), stage: str = "refinement") -> list[str]:
-    """M_R: refine the hypotheses with data (W) or with literature (L); returns as many as it got [REC 18]."""
+    """M_R: refine the hypotheses with data (W) or with literature (L).
+
+    Returns as many hypotheses as the reply held (ours: the paper does not say).
+    """
     if samples:
         basis, evidence = "texts human experts have scored", observations_block(samples, ctx)
     else:
@@ -388,7 +396,7 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     found, source = read_hypotheses(reply, n)
     ctx.count_reply(stage, source)
     last = reply
-    if not found:  # [REC §10] retry once: a follow-up turn asking for the list only
+    if not found:  # ours, as for every unreadable reply: retry once, a follow-up turn asking for the list only
         follow = ctx.llm.complete([{"role": "user", "content": prompt}, {"role": "assistant", "content": reply},
                                    {"role": "user", "content": RETRY_GENERATION.format(n=n)}],
                                   ctx.generation_params(schema))
@@ -414,6 +422,12 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
 # --------------------------------------------------------------------------- evaluation under a hypothesis (M_E)
 
 
+def scoring_settings(params: dict[str, Any]) -> ScoringSettings:
+    """How a HypoEval judge scores under its hypotheses, from its parameters (the same at fit and score time)."""
+    return ScoringSettings(layout=params["layout"], joint=params["joint"], reasoning=params["reasoning"],
+                           max_tokens=params["max_tokens"], weighted=params.get("weighted", False))
+
+
 def score_instructions(aspect: Aspect, task: TaskInfo, *, reasoning: bool) -> str:
     """What the judge does with one hypothesis; the three reasoning steps only when it reasons first."""
     label = task.output_label.lower()
@@ -432,10 +446,8 @@ def evaluate_hypotheses(ctx: Context, entries: Sequence[dict[str, Any]], samples
         return
     criteria = [as_criterion(e["text"]) for e in entries]
     results = score_criteria(todo_samples, criteria, aspect=ctx.aspect,
-                             instructions=score_instructions(ctx.aspect, ctx.task, reasoning=ctx.params["reasoning"]),
-                             task=ctx.task, llm=ctx.llm, layout=ctx.params["layout"], joint=False,
-                             reasoning=ctx.params["reasoning"], max_tokens=ctx.params["max_tokens"],
-                             weighted=ctx.params["weighted"], structured=True)
+                             instructions=score_instructions(ctx.aspect, ctx.task, reasoning=ctx.scoring.reasoning),
+                             task=ctx.task, llm=ctx.llm, settings=ctx.scoring)
     ctx.calls += len(todo_samples) * len(entries)
     missing = 0
     sources: dict[str, int] = {}
@@ -502,7 +514,7 @@ def update_reward(entry: dict[str, Any], samples_by_id: dict[str, Sample], ctx: 
 
 
 def by_reward(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Highest reward first; entries without a reward last; ties keep insertion order [REC 17]."""
+    """Highest reward first; entries without a reward last; ties keep insertion order (ours)."""
     return sorted(entries, key=lambda e: -math.inf if e["reward"] is None else e["reward"], reverse=True)
 
 
@@ -528,8 +540,8 @@ def initialize_bank(ctx: Context, s_init: Sequence[Sample], literature: Sequence
 def w_hyp_threshold(params: dict[str, Any], index: int, n_train: int, n_top: int) -> float:
     """How many top-k hypotheses must mispredict a sample before it enters W.
 
-    The paper gives no value. An int ``w_hyp`` is used as is; ``None`` is the
-    notes' [REC] schedule ``max(1, scale * |H_top| * i / |S_tr|)`` (HypoGeniC's
+    The paper gives no value. An int ``w_hyp`` is used as is; ``None`` is our
+    schedule ``max(1, scale * |H_top| * i / |S_tr|)`` (HypoGeniC's
     growing threshold with the actual |H_top| instead of the constant k).
     """
     if params["w_hyp"] is not None:
@@ -542,7 +554,7 @@ def generate_and_refine(ctx: Context, wrong: Sequence[Sample], literature: Seque
     """H_W^0 = M_G(W), then N_refine rounds alternating data (W) and literature (L) (§3.1).
 
     Parity: the paper's (odd rounds data) unless ``refine_start="literature"``
-    (the authors' code) [REC 4]. With ``refine_early_stop`` a round that
+    (the authors' code). With ``refine_early_stop`` a round that
     returns the same list ends the loop (authors' code); the paper runs all
     rounds. Without literature the literature rounds are skipped.
     """
@@ -584,7 +596,7 @@ def update_bank(ctx: Context, bank: list[dict[str, Any]], s_init: Sequence[Sampl
     rewards updated (the others keep theirs); a sample that at least w_hyp of
     them mispredict (|ŝ - s| > theta, or no score) enters W. When |W|
     reaches w_max, new hypotheses are generated and refined from W, get a
-    first reward on W ([REC 5], authors' code), and the bank becomes the
+    first reward on W (authors' code), and the bank becomes the
     ``max_bank`` best by reward of H_top ∪ H_W (paper; ``replace_pool="bank"``:
     the whole bank ∪ H_W, authors' code). Equal under the defaults.
     """
@@ -640,11 +652,11 @@ def literature_hypotheses(ctx: Context, literature: Sequence[dict[str, str]]) ->
 
 
 def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_name: str) -> list[dict[str, Any]]:
-    """Pairwise LLM repetition check within one bank; keep greedily by exploitation mean (authors' code, [REC 7]).
+    """Pairwise LLM repetition check within one bank; keep greedily by exploitation mean (authors' code).
 
     One call per unordered pair, asking for ``{"answer": "yes" | "no"}``
     (the free-text "Final answer: yes/no" is the fallback). An answer that
-    cannot be read counts as not repetitive ([REC §10]).
+    cannot be read counts as not repetitive (ours).
     """
     ordered = sorted(entries, key=lambda e: -math.inf if e["acc"] is None else e["acc"], reverse=True)
     if len(ordered) < 2:
@@ -682,8 +694,8 @@ def union_banks(data_bank: Sequence[dict[str, Any]], literature_bank: Sequence[d
     literature hypotheses in beside the rewarded data ones; without a
     literature bank there is nothing to make room for, so the data bank's
     ``max_bank // 2`` best by reward are kept (highest first) instead of a
-    random half that could drop the best one. ``balanced_fill`` (authors' code,
-    the notes' [REC 6]): the best ``max_bank // 2`` data hypotheses by
+    random half that could drop the best one. ``balanced_fill`` (authors'
+    code): the best ``max_bank // 2`` data hypotheses by
     exploitation mean, then literature ones in order up to ``max_bank``.
     """
     half = max_bank // 2
@@ -706,7 +718,7 @@ def union_banks(data_bank: Sequence[dict[str, Any]], literature_bank: Sequence[d
 
 def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Sequence[Sample], n_selected: int, *,
                       accepted_by_person: bool = False) -> list[dict[str, Any]]:
-    """H_ev: up to ``n_selected`` hypotheses by coverage-aware Pearson fitness on S_tr (§3.2, issues #16/#23).
+    """H_ev: up to ``n_selected`` hypotheses by coverage-aware Pearson fitness on S_tr (§3.2).
 
     Every hypothesis is scored on all of S_tr (scores from stage 1 come from
     the cache: same prompt). Its fitness is
@@ -714,7 +726,7 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
     items it scored times the share of items it scored, not eligible below
     the minimum coverage (a hypothesis that scores 2 of 10 items perfectly
     cannot beat one that scores all 10 a little less well). Ranking is by
-    that value, ties broken by the stage-1 reward [REC §5].
+    that value, ties broken by the stage-1 reward (ours).
 
     Only *selectable* hypotheses (eligible and r > 0) are selected on their
     own: a hypothesis that disagrees with the humans on the training items is
@@ -788,9 +800,9 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
 
 
 def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dict[str, Any]], *, aspect: Aspect,
-                             task: TaskInfo, llm: LLM, layout: str, joint: bool, reasoning: bool, max_tokens: int,
-                             weighted: bool = False, progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
-    """Score = mean over H_ev of the per-hypothesis scores, missing ones left out (§3.3, [REC §10]).
+                             task: TaskInfo, llm: LLM, settings: ScoringSettings,
+                             progress: Callable[[int, int], None] | None = None) -> list[Verdict]:
+    """Score = mean over H_ev of the per-hypothesis scores, missing ones left out (§3.3; leaving them out is ours).
 
     Each verdict keeps every hypothesis' score (``criteria``), reasoning and
     where it was read (``metadata["per_hypothesis"]``, ``source`` each).
@@ -802,11 +814,9 @@ def evaluate_with_hypotheses(samples: Sequence[Sample], hypotheses: Sequence[dic
     """
     scale = judge_scale(aspect)
     criteria = [as_criterion(h["text"]) for h in hypotheses]
-    instructions = score_instructions(aspect, task, reasoning=reasoning)
+    instructions = score_instructions(aspect, task, reasoning=settings.reasoning)
     results = score_criteria(samples, criteria, instructions=instructions, aspect=aspect, task=task, llm=llm,
-                             layout=layout, joint=joint, reasoning=reasoning, max_tokens=max_tokens,
-                             weighted=weighted, structured=True, progress=progress) if criteria \
-        else [{} for _ in samples]
+                             settings=settings, progress=progress) if criteria else [{} for _ in samples]
     verdicts = []
     for sample, by_key in zip(samples, results):
         per = [{"key": c.key, "score": None if by_key[c.key].missing else by_key[c.key].score,
@@ -906,7 +916,7 @@ class HypoEval(Method):
     layout : {"paper", "sample_first"}, default="paper"
         Prompt layout of per-hypothesis scoring: the paper's (instructions
         and hypothesis, then the sample) or the sample first and the
-        hypothesis last, for backends with prefix caching (issue #3).
+        hypothesis last, for backends with prefix caching.
     joint : bool, default=False
         Score all selected hypotheses in one call per test sample (JSON of
         per-hypothesis scores) instead of one call each: cheaper, not the
@@ -931,7 +941,7 @@ class HypoEval(Method):
         A prediction is wrong when |ŝ - s| > theta (paper B.1: 0.5).
     w_hyp : int or None, default=None
         Wrong top-k predictions that put a sample into W. The paper gives no
-        value; None = the notes' growing schedule max(1, w_hyp_scale *
+        value; None = our growing schedule max(1, w_hyp_scale *
         |H_top| * i / |S_tr|) (HypoGeniC code with the actual |H_top|).
     w_hyp_scale : float, default=0.8
         Factor of that schedule (HypoGeniC code: 0.8).
@@ -980,8 +990,7 @@ class HypoEval(Method):
         Reply budget of a repetition check ("keep your answer short").
     observation_chars : int, default=1500
         Each text shown to the generator is cut to this many characters so
-        ten examples fit a small context window (ours; the notes suggest
-        truncating long texts).
+        ten examples fit a small context window (ours; the paper does not mention it).
     literature : list of {"title", "text"} or None, default=None
         Literature notes or annotation guidelines (the paper's L, already
         summarised). None: literature rounds and H_L are skipped and an
@@ -1081,12 +1090,12 @@ class HypoEval(Method):
         self.hypotheses = hypotheses
         self.seed = seed
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         p = self.get_params()
         s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
-        random.Random(self.seed).shuffle(s_tr)  # [REC 10] the seed orders S_tr, hence S_init
+        random.Random(self.seed).shuffle(s_tr)  # the seed orders S_tr, hence S_init (ours)
         s_tr = s_tr[:self.n_train]
         literature = [dict(n) for n in (self.literature or ())]
         ctx = Context(llm=llm, aspect=aspect, task=task, params=p, log=log or (lambda kind, payload: None),
@@ -1144,7 +1153,7 @@ class HypoEval(Method):
                             "literature_used": bool(literature) and self.hypotheses is None})
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
-        """An upper bound on the backend calls of a fit and of scoring, before cache hits (notes §15).
+        """An upper bound on the backend calls of a fit and of scoring, before cache hits.
 
         The paper's cost model with every follow-up turn counted: each
         generation or refinement call may be followed by one retry, and each
@@ -1203,11 +1212,10 @@ class HypoEval(Method):
     @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
-        p = judge.params
         return evaluate_with_hypotheses(
             samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
-            layout=p["layout"], joint=p["joint"], reasoning=p["reasoning"], max_tokens=p["max_tokens"],
-            weighted=p.get("weighted", False), progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
+            settings=scoring_settings(judge.params),
+            progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
 
 
 # --------------------------------------------------------------------------- views for the page (pure, no I/O)
@@ -1302,8 +1310,10 @@ def per_hypothesis_scores(verdicts: Sequence[Verdict], selected: Sequence[dict[s
 
 
 def compare_layouts(samples: Sequence[Sample], hypotheses: Sequence[str], *, aspect: Aspect, task: TaskInfo,
-                    llm: LLM, reasoning: bool = True, max_tokens: int = 256) -> dict[str, dict[str, Any]]:
-    """Benchmark (issue #3, not a timed test): both prompt layouts on the same N samples x hypotheses.
+                    llm: LLM, settings: ScoringSettings | None = None) -> dict[str, dict[str, Any]]:
+    """Benchmark (not a timed test): both prompt layouts on the same N samples x hypotheses.
+
+    ``settings`` (default: the papers') fixes everything but the layout; one call per hypothesis.
 
     For each layout: wall time, calls, cache hits, prompt tokens sent, and
     the Pearson/Spearman of the mean score with the human scores. Run it on
@@ -1318,8 +1328,9 @@ def compare_layouts(samples: Sequence[Sample], hypotheses: Sequence[str], *, asp
     for layout in LAYOUTS:
         before = llm.ledger.snapshot()
         start = _time.perf_counter()
-        verdicts = evaluate_with_hypotheses(samples, entries, aspect=aspect, task=task, llm=llm, layout=layout,
-                                            joint=False, reasoning=reasoning, max_tokens=max_tokens)
+        verdicts = evaluate_with_hypotheses(samples, entries, aspect=aspect, task=task, llm=llm,
+                                            settings=replace(settings or ScoringSettings(), layout=layout,
+                                                             joint=False))
         seconds = _time.perf_counter() - start
         after = llm.ledger.snapshot()
         out[layout] = {"seconds": round(seconds, 3),

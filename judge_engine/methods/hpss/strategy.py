@@ -1,8 +1,7 @@
 """The HPSS strategy space: 8 prompt factors and the one template builder.
 
 A prompting strategy is one value per factor (paper Table 1, §3.2). The
-values and their identifiers follow the notes (``specs/hpss.md`` §2), in the
-order of the authors' code: scale, criteria, CoT, AutoCoT, metrics, in-context
+values' identifiers and their order are the authors' code's: scale, criteria, CoT, AutoCoT, metrics, in-context
 examples, reference, order. 5·3·3·2·2·4·3·6 = 12,960 strategies.
 
 :func:`build_prompt` turns a strategy, a sample and the strategy's
@@ -34,9 +33,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import structured
-from .prompting import FENCE_CLOSE, FENCE_OPEN, TaskInfo, fence, load_template
-from .records import Aspect, Sample
+from ... import structured
+from ...prompting import FENCE_CLOSE, FENCE_OPEN, TaskInfo, fence, load_template
+from ...records import Aspect, Sample
 
 FACTORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("scale", ("3", "5", "10", "50", "100")),
@@ -48,7 +47,7 @@ FACTORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reference", ("NoReference", "Reference", "Dialectic")),
     ("order", ("TEI", "TIE", "ITE", "IET", "EIT", "ETI")),
 )
-"""Factor name and its values (notes §2, value ids of the authors' ``factors.py``)."""
+"""Factor name and its values (paper Table 1; value ids of the authors' ``factors.py``)."""
 
 FACTOR_NAMES = tuple(name for name, _ in FACTORS)
 FACTOR_VALUES = {name: values for name, values in FACTORS}
@@ -95,7 +94,7 @@ def all_strategies() -> list[Strategy]:
 
 
 def strategy_name(strategy: Strategy) -> str:
-    """Canonical key, e.g. ``5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI`` (notes §2)."""
+    """Canonical key, e.g. ``5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI`` (the authors' code's)."""
     return "_".join(strategy)
 
 
@@ -129,7 +128,7 @@ def neighbours(strategy: Strategy) -> list[tuple[int, str]]:
 
 
 def base_strategy(aspect: Aspect, scale: str | None = None) -> Strategy:
-    """The MT-Bench single-answer grading prompt (notes §2, §9).
+    """The MT-Bench single-answer grading prompt, where the search starts (§3.3, App. F.2).
 
     Human criteria, explanation first, no AutoCoT/metrics/examples/reference,
     order task → rules → input, on the native scale: 3 when the human scale
@@ -146,7 +145,7 @@ def is_binary(aspect: Aspect) -> bool:
 
 
 def rating_range(scale: str, aspect: Aspect) -> tuple[int, int]:
-    """(min, max) the judge answers on: 1..S; a 0/1 aspect gets 0..1 at scale 3 and 0..S otherwise (notes §3.7)."""
+    """(min, max) the judge answers on: 1..S; a 0/1 aspect gets 0..1 at scale 3 and 0..S otherwise."""
     s = int(scale)
     if is_binary(aspect):
         return 0, 1 if s == 3 else s
@@ -154,7 +153,7 @@ def rating_range(scale: str, aspect: Aspect) -> tuple[int, int]:
 
 
 def display_rating(level: float, scale: str, aspect: Aspect) -> str:
-    """A human rating re-expressed on the strategy's scale (notes §4.1, §5.5).
+    """A human rating re-expressed on the strategy's scale (the rule of the authors' criteria files; App. D is silent).
 
     ``level`` is the normalised human score in [0, 1]. Scales 3 and 5 map to
     1 + p·(S-1); 10, 50 and 100 to max(1, p·S); a 0/1 aspect to p·max.
@@ -242,7 +241,7 @@ def build_prompt(strategy: Strategy, sample: Sample, aspect: Aspect, task: TaskI
     low, high = rating_range(f["scale"], aspect)
     words = {**_labels(task), "aspect": aspect.name, "task": task.task}
     order = f["order"]
-    # TD before IC: the input is "below"; TD after IC: "above" (notes §3.1 step 1)
+    # TD before IC: the input is "below"; TD after IC: "above" (the wording of Table 11's instruction)
     position = "below" if order.index("T") < order.index("I") else "above"
 
     td = [TD_INSTRUCTION.render(position=position, output=words["output"], aspect=aspect.name, task=task.task)]

@@ -22,7 +22,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .records import Dataset
+from ..records import Dataset
 
 __all__ = ["human_histograms", "human_vs_judge_scatter", "correlation_bars", "COEFFICIENTS"]
 

@@ -1,17 +1,19 @@
 """HPSS auxiliaries, generated lazily through the one LLM call path and cached.
 
 The authors' code ships pre-generated auxiliaries for five datasets only; here
-each one is produced on first use for any dataset (notes §5, §12):
+each one is produced on first use for any dataset (the generation prompts
+of paper Tables 12, 14, 16 and 18, in our wording):
 
 * human criteria: the aspect's definition (editable on the Datasets page, or
   replaced by the ``human_criteria`` parameter) — no call;
-* self-generated criteria: one call per scale (notes §4.3, §5.4);
+* self-generated criteria: one call per scale (the paper shows no prompt for
+  them; ours asks for a definition and what the low, middle and high ratings mean);
 * AutoCoT steps: one call per (criteria source, scale); ``NoCriteria`` reuses
-  the human-criteria steps (notes §4.6, §13.9);
-* metrics questions: one call per sample, from its input only (notes §5.3);
-* self-generated references: one call per sample, shared by all aspects (notes §5.1);
+  the human-criteria steps, as the authors' code does;
+* metrics questions: one call per sample, from its input only;
+* self-generated references: one call per sample, shared by all aspects;
 * in-context examples: stratified over the validation labels, no call
-  (notes §5.5); the judged sample is left out of its own examples.
+  (App. D); the judged sample is left out of its own examples.
 
 Every generation is greedy, asks for a JSON reply (:data:`SCHEMAS`: criteria,
 AutoCoT steps, metrics questions, a reference) and goes through
@@ -42,14 +44,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import structured
-from .hpss_strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, source_blocks, as_dict,
-                            normalised_level, rating_range)
-from .llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
-from .parsing import parse_json_object
-from .prompting import TaskInfo, load_template
-from .records import Aspect, Sample
-from .rubric_checks import check_entries, check_entry, shares_topic
+from ... import structured
+from ...llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
+from ...parsing import parse_json_object
+from ...prompting import TaskInfo, load_template
+from ...records import Aspect, Sample
+from ...rubric_checks import check_entries, check_entry, shares_topic
+from .strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, as_dict, normalised_level, rating_range,
+                       source_blocks)
 
 GEN_CRITERIA = load_template("hpss_gen_criteria")
 GEN_AUTOCOT = load_template("hpss_gen_autocot")
@@ -58,7 +60,7 @@ GEN_REFERENCE = load_template("hpss_gen_reference")
 
 EXAMPLE_LEVELS = {3: (0.0, 0.5, 1.0), 5: (0.0, 0.25, 0.5, 0.75, 1.0),
                   10: (0.0, 0.0, 0.25, 0.25, 0.5, 0.5, 0.75, 0.75, 1.0, 1.0)}
-"""Target normalised human levels of the stratified example sets (notes §5.5)."""
+"""Target normalised human levels of the stratified example sets (App. D; levels as in the authors' example files)."""
 
 QUESTION_LINE = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s*(.+\S)\s*$")
 
@@ -185,7 +187,7 @@ def parse_questions(text: str | None, limit: int = 3) -> str | None:
     return "\n".join(f"{i}. {q}" for i, q in enumerate(found, start=1)) or None
 
 
-def parse_criteria(text: str | None, aspect: str) -> str | None:
+def parse_criteria_text(text: str | None, aspect: str) -> str | None:
     """The criteria text of an ``"<aspect> : <criteria>"`` reply; None when empty or JSON that failed its schema."""
     if text and _is_json_object(text):
         return None
@@ -215,7 +217,7 @@ def parse_steps(text: str | None) -> str | None:
 
 
 def select_examples(pool: Sequence[Sample], aspect: Aspect, n: int, seed: int) -> list[dict[str, Any]]:
-    """Stratified in-context examples from the validation labels (notes §5.5 [REC]).
+    """Stratified in-context examples from the validation labels (App. D; the paper gives no algorithm, this is ours).
 
     For each target level (n = 3: 0, ½, 1; n = 5: quarters; n = 10: each
     quarter twice) pick, at random among ties, a not yet chosen sample whose
@@ -342,7 +344,7 @@ class Auxiliaries:
             prompt = GEN_CRITERIA.render(output=self._words()["output"], aspect=self.aspect.name,
                                          task=self.task.task, min=low, max=high, mid=f"{(low + high) / 2:g}")
             self.memo[key] = self._ask("criteria", {f"scale {scale}": prompt},
-                                       lambda t: parse_criteria(t, self.aspect.name))[f"scale {scale}"]
+                                       lambda t: parse_criteria_text(t, self.aspect.name))[f"scale {scale}"]
         return self.memo[key]
 
     def steps(self, source: str, scale: str) -> str | None:
@@ -409,7 +411,7 @@ class Auxiliaries:
         """Per sample, the strategy's auxiliaries; None where one it needs is missing.
 
         With ``leave_out`` (validation) a sample never sees itself among the
-        in-context examples: it is dropped, not replaced (notes §5.5).
+        in-context examples: it is dropped, not replaced (App. D).
         """
         f = as_dict(strategy)
         criteria = None if f["criteria"] == "NoCriteria" else self.criteria(f["criteria"], f["scale"])
@@ -440,6 +442,6 @@ class Auxiliaries:
 
 
 def count_generations(n_val: int, n_test: int) -> dict[str, int]:
-    """Upper bound of auxiliary generation calls (notes §12)."""
+    """Upper bound of auxiliary generation calls."""
     scales = len(FACTOR_VALUES["scale"])
     return {"criteria": scales, "steps": 2 * scales, "questions": n_val + n_test, "references": n_val + n_test}

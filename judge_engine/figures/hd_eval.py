@@ -1,7 +1,7 @@
 """Figures of the HD-Eval page: the criteria tree and correlation by layer (plotly).
 
 The attribution figures (permutation importance, SHAP bar and waterfall)
-live in :mod:`judge_engine.explain`.
+are in :mod:`judge_engine.figures.attribution`.
 """
 
 from __future__ import annotations

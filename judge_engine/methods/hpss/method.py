@@ -1,19 +1,19 @@
 """HPSS: Heuristic Prompting Strategy Search for LLM evaluators (Wen et al., 2025).
 
 The judge prompt is set by 8 factors (12,960 strategies,
-:mod:`judge_engine.hpss_strategy`); HPSS searches them with a GA-like beam
+:mod:`judge_engine.methods.hpss.strategy`); HPSS searches them with a GA-like beam
 search guided by per-value *advantages*, scoring each strategy by its
 Spearman correlation with human scores on the validation split (the run's
-train split). Map of this module to the paper (and ``specs/hpss.md``):
+train split). Map of this module to the paper:
 
 * :func:`evaluate_strategy` / :func:`fitness` / :class:`ValidationFitness` — r(𝒯):
   judge every validation sample with one strategy, Spearman at the
-  dataset's level (§3.1, App. A; notes §7) made coverage-aware (items left
+  dataset's level (§3.1, App. A.1) made coverage-aware (items left
   unscored count against it; the search works in × 100 units), each
   evaluation logged as an event; :func:`select_best` adopts only a
   selectable strategy (enough items scored, Spearman above 0).
 * :func:`initialize` — Algorithm 1: the MT-Bench base plus every one-factor
-  change (21 evaluations) and the initial advantages A_ij (Eq. 2; notes §8.2).
+  change (21 evaluations) and the initial advantages A_ij (Eq. 2).
 * :func:`exploration_scores` — Eq. 3 (advantage disparity + UCB term) and
   Eq. 4 (softmax with temperature τ).
 * :func:`update_advantage` — Eq. 5 (moving average) and Eq. 6 (zero-centring).
@@ -21,23 +21,25 @@ train split). Map of this module to the paper (and ``specs/hpss.md``):
 * :func:`iterative_search` — Algorithm 2: population k, g mutations per
   member per round, exploitation with probability ρ, budget m.
 * :func:`greedy_search`, :func:`stepwise_greedy_search` — the paper's Greedy
-  and Stepwise-Greedy baselines on the same machinery (App. F.2; notes §9).
+  and Stepwise-Greedy baselines on the same machinery (App. F.2).
 
 Auxiliaries (criteria, AutoCoT steps, metrics questions, references,
 in-context examples) are generated lazily by
-:mod:`judge_engine.hpss_auxiliaries`. Paper vs authors' code, following the
-notes' recommendations: ρ is the *exploitation* probability (notes §13.1);
-A, B, τ and λ are in Spearman × 100 units (§13.3); t counts search-stage
-evaluations only and M, N start at 1 (§13.4); explored neighbours stay in
-the softmax and a draw of one is skipped at no cost (§13.5); exploitation
-ties go to the first strategy in product order (§13.6); λ = 4 as in the
-paper and README, not the code's argparse default 2 (§8.4).
+:mod:`judge_engine.methods.hpss.auxiliaries`. Where the paper reads two
+ways or is silent: ρ is the *exploitation* probability (App. F.3 and
+Algorithm 2; §3.3's wording reads the other way); A, B, τ and λ are in
+Spearman × 100 units, t counts search-stage evaluations only and M, N start
+at 1 (the paper gives no units or start values; the authors' code does
+this); explored neighbours stay in the softmax and a draw of one is skipped
+at no cost (Algorithm 2, lines 6-9); exploitation ties go to the first
+strategy in product order; λ = 4 as in App. F.3, not the authors' code's
+default 2.
 
 Deviations, stated: every judge reply is asked for as JSON (the score, with
 the explanation before or after it as the chain-of-thought factor says; the
 ``[[rating]]`` marker and other free text are read only as a fallback); a
-reply that does not parse is *missing* (NaN), never the code's fallback 2.51
-(§13.11), after one follow-up turn asking for the number alone
+reply that does not parse is *missing* (NaN), never the authors' code's
+fallback 2.51, after one follow-up turn asking for the number alone
 (``retry_unparsed``); fitness counts unscored items (a strategy scoring
 fewer than 80% of the validation items is ineligible, otherwise Spearman ×
 coverage); a strategy whose fitness is undefined or ineligible is ranked
@@ -61,20 +63,20 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
-from .. import metrics
-from ..hpss_auxiliaries import Auxiliaries, complete_all, count_generations
-from ..hpss_strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy,
-                             build_prompt, describe, follow_up_schema, neighbours, parse_strategy, rating_range,
-                             rating_schema, replace_value, strategy_name)
-from .. import structured
-from ..llm import LLM, GenerationParams, Request
-from ..parsing import parse_score, read_weighted
-from ..prompting import TaskInfo, load_template, to_aspect_range
-from ..records import Aspect, Sample, Verdict
-from .base import EventSink, Interval, OptionalInterval, Judge, Method, Options, Progress, judge_warning, register
+from ... import metrics, structured
+from ...llm import LLM, GenerationParams, Request
+from ...parsing import parse_score, read_weighted
+from ...prompting import load_template, to_aspect_range
+from ...records import Aspect, Sample, Verdict
+from ..base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
+                    register)
+from .auxiliaries import Auxiliaries, complete_all, count_generations
+from .strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy, build_prompt, describe,
+                       follow_up_schema, neighbours, parse_strategy, rating_range, rating_schema, replace_value,
+                       strategy_name)
 
 SYSTEM_MESSAGE = "You are a helpful assistant."
-"""System turn of every judge call (the authors' code, notes §3.1 step 9)."""
+"""System turn of every judge call (the authors' code; the paper shows none)."""
 RETRY_TEMPLATE = load_template("hpss_retry")
 """Follow-up turn for a reply with no readable rating (ours, not the paper's)."""
 RETRY_MAX_TOKENS = 16
@@ -82,7 +84,7 @@ RETRY_MAX_TOKENS = 16
 the positions whose alternatives are returned (:data:`judge_engine.llm.base.LOGPROB_POSITIONS`)."""
 
 STEPWISE_ORDER = ("scale", "example", "criteria", "reference", "cot", "autocot", "metrics", "order")
-"""Factor order of the Stepwise-Greedy baseline: paper Table 1 (notes §2)."""
+"""Factor order of the Stepwise-Greedy baseline: the rows of paper Table 1 (App. F.2)."""
 
 Fitness = Callable[[Strategy, str], float]
 """``evaluate(strategy, stage) -> Spearman × 100`` (NaN when undefined)."""
@@ -186,7 +188,7 @@ def _follow_up(llm: LLM, requests: Sequence[Request], firsts: Sequence[str], sch
 def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxiliaries, *, llm: LLM,
                       max_tokens: int, leave_out: bool, retry: bool = False,
                       progress: Callable[[int, int], None] | None = None) -> StrategyScores:
-    """Judge ``samples`` with ``strategy`` (greedy, one generation each; notes §6).
+    """Judge ``samples`` with ``strategy`` (greedy, one generation each; §4.1).
 
     The judge is asked for the JSON reply of :func:`rating_schema` (its
     explanation before or after the score, or none, as the strategy's
@@ -233,9 +235,9 @@ def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxili
 
 def fitness(samples: Sequence[Sample], aspect: str, scores: Sequence[float], *,
             level: str) -> metrics.SelectionFitness:
-    """A strategy's validation fitness r(𝒯), coverage-aware (issue #16 §3, #23).
+    """A strategy's validation fitness r(𝒯) (§3.1, App. A.1), coverage-aware.
 
-    The Spearman correlation with the humans at ``level`` (notes §7) is
+    The Spearman correlation with the humans at ``level`` (App. A.1) is
     computed on the items the strategy scored; the rule of
     :func:`judge_engine.metrics.coverage_adjusted` then counts the items it
     failed to score (a missing auxiliary, a reply without a rating): below
@@ -283,7 +285,7 @@ def _rank_key(value: float) -> float:
 
 @dataclass
 class SearchState:
-    """Explored strategies with their fitness and the advantage statistics (notes §8.1)."""
+    """Explored strategies with their fitness and the advantage statistics (the T, A, N and M of §3.3)."""
 
     perf: dict[Strategy, float] = field(default_factory=dict)
     """T: every evaluated strategy → Spearman × 100."""
@@ -307,7 +309,7 @@ def initialize(base: Strategy, evaluate: Fitness) -> SearchState:
     """Algorithm 1: the base and its 20 one-factor variants; A_ij = s_ij − mean_j s_ij (Eq. 2).
 
     A value whose strategy has no defined fitness gets advantage 0 and the
-    mean is taken over the others. N and M start at 1 for every value (notes §8.2).
+    mean is taken over the others. N and M start at 1 for every value (as in the authors' code).
     """
     state = SearchState()
     state.perf[base] = evaluate(base, "init")
@@ -379,7 +381,7 @@ def iterative_search(state: SearchState, evaluate: Fitness, rng: np.random.Gener
                      mutations: int, rho: float, tau: float, lam: float, budget: int, max_rounds: int = 1000,
                      on_round: Callable[[int, list[Strategy]], None] | None = None,
                      on_update: Callable[[], None] | None = None) -> Strategy:
-    """Algorithm 2 (notes §8.3): returns the best explored strategy.
+    """Algorithm 2 (App. F.1): returns the best explored strategy.
 
     Each round every population member (best first) makes ``mutations``
     proposals from :func:`exploration_scores`; an explored proposal is skipped
@@ -425,7 +427,7 @@ def iterative_search(state: SearchState, evaluate: Fitness, rng: np.random.Gener
 def greedy_search(base: Strategy, evaluate: Fitness, rng: np.random.Generator, *, budget: int,
                   perturbations: int = 5) -> SearchState:
     """Greedy baseline: beam 1; each round perturbs the best ``perturbations`` times (one random factor
-    to a random other value), evaluates the unexplored ones and keeps the best (notes §9).
+    to a random other value), evaluates the unexplored ones and keeps the best (App. F.2).
     ``budget`` counts evaluations after the base."""
     state = SearchState()
     state.perf[base] = evaluate(base, "init")
@@ -446,7 +448,7 @@ def greedy_search(base: Strategy, evaluate: Fitness, rng: np.random.Generator, *
 
 def stepwise_greedy_search(base: Strategy, evaluate: Fitness) -> SearchState:
     """Stepwise-Greedy baseline: fix the factors one by one in Table 1 order, each to its best value
-    with the others held (1 + 20 = 21 evaluations; notes §9)."""
+    with the others held (1 + 20 = 21 evaluations; App. F.2)."""
     state = SearchState()
     state.perf[base] = evaluate(base, "init")
     current = base
@@ -647,7 +649,7 @@ class HPSS(Method):
         highest-advantage unexplored strategy (App. F.3, Algorithm 2).
     temperature : float, default=5.0
         Softmax temperature τ over the exploration scores, in Spearman × 100
-        units (App. F.3; notes §13.3).
+        units (App. F.3; the units are the authors' code's).
     exploration_weight : float, default=4.0
         Weight λ of the UCB exploration term (App. F.3 and the authors' README).
     validation_size : int or None, default=None
@@ -660,8 +662,8 @@ class HPSS(Method):
         natural level as passed by the run (``group`` for group-level data,
         else ``sample``).
     base_scale : {None, "3", "5", "10", "50", "100"}, default=None
-        Scale of the MT-Bench base strategy; None: 3 for a 3-point human
-        scale, else 5 (notes §2).
+        Scale of the MT-Bench base strategy (§3.3); None: 3 for a 3-point
+        human scale, else 5 (the authors' code: 3 for Topical-Chat, 5 elsewhere).
     human_criteria : str or None, default=None
         Human-written criteria text; None: the aspect's definition.
     fixed_strategy : str or None, default=None
@@ -670,7 +672,7 @@ class HPSS(Method):
     judge_max_tokens : int, default=512
         Reply length of a judge call (the authors' code allows 4096).
     aux_max_tokens : int, default=512
-        Reply length of an auxiliary generation (notes §13.18 suggest 1024).
+        Reply length of an auxiliary generation (the paper does not give one).
     retry_unparsed : bool, default=True
         A judge reply without a rating gets one follow-up turn asking for the
         number alone (probability-weighted from logprobs on 3- and 5-point
@@ -781,14 +783,12 @@ class HPSS(Method):
         return {"fit": self.n_evaluations() * n_val * turns + global_aux + per_item_aux * n_val,
                 "score": n_test * turns + per_item_aux * n_test}
 
-    def fit(self, train: Sequence[Sample], aspect: Aspect, *, llm: LLM, task: TaskInfo,
-            progress: Progress | None = None, log: EventSink | None = None,
-            natural_level: str | None = None) -> Judge:
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
         """Search (or score the fixed strategy) and adopt the best selectable strategy as the judge.
 
-        ``natural_level``: the dataset's meta-evaluation level, passed by ``execute_run``.
+        ``context.natural_level``: the dataset's meta-evaluation level (``fitness_level="natural"``).
 
-        Selection (issue #23): only a *selectable* strategy (:func:`select_best`:
+        Selection: only a *selectable* strategy (:func:`select_best`:
         at least :data:`judge_engine.metrics.MIN_SELECTION_COVERAGE` of the
         validation items scored and a Spearman above zero) is adopted. When
         the search found none, the fit raises a ValueError saying why (and
@@ -799,9 +799,10 @@ class HPSS(Method):
         judge records ``accepted_by_person``.
         """
         self._validate_params()
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         level = self.fitness_level
         if level == "natural":
-            level = "group" if natural_level == "group" else "sample"
+            level = "group" if context.natural_level == "group" else "sample"
         validation = select_validation(train, self.validation_size, self.seed, by_group=level == "group")
         aux = Auxiliaries(llm=llm, aspect=aspect, task=task, pool=validation, human_criteria=self.human_criteria,
                           max_tokens=self.aux_max_tokens, seed=self.seed, log=log)
@@ -898,7 +899,7 @@ class HPSS(Method):
         if state.cost < self.budget and log:
             log("hpss_stalled", {"evaluations": len(evaluate.history), "message": (
                 f"the search stopped after {len(evaluate.history)} evaluations: for 1000 rounds every proposal "
-                "was an already explored strategy (paper behaviour, notes §13.2)")})
+                "was an already explored strategy (as in the paper's Algorithm 2)")})
         return state, best
 
     @classmethod
