@@ -139,9 +139,11 @@ def yes_no_schema(title: str = YES_NO) -> dict[str, Any]:
 
 
 def named_items_schema(title: str, key: str, *, min_items: int, max_items: int, name_max: int = 80,
-                       definition_max: int = 400) -> dict[str, Any]:
-    """``{key: [{"name": str, "definition": str}, ...]}``: criteria, sub-criteria."""
-    item = _object("item", {"name": _string(1, name_max), "definition": _string(1, definition_max)})
+                       definition_max: int = 400, definition_key: str = "definition", name_min: int = 1,
+                       definition_min: int = 1) -> dict[str, Any]:
+    """``{key: [{"name": str, definition_key: str}, ...]}``: criteria, sub-criteria, HypoEval's traits."""
+    item = _object("item", {"name": _string(name_min, name_max),
+                            definition_key: _string(definition_min, definition_max)})
     item.pop("title")
     return _object(title, {key: {"type": "array", "items": item, "minItems": min_items, "maxItems": max_items}})
 

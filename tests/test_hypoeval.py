@@ -63,9 +63,26 @@ def kind(prompt: str, params=None) -> str:
     return "other"
 
 
+def said(hypothesis: str) -> str:
+    """What the model wrote of a composed hypothesis (``name: description``), without the method's frame."""
+    return hypothesis.split(" A summary that does well")[0]
+
+
+def legacy_reply(texts) -> str:
+    """A reply of the old free-sentence shape (``{"hypotheses": [str, ...]}``): read by the fallback."""
+    return json.dumps({"hypotheses": list(texts)})
+
+
 def hypotheses_reply(texts, as_json=True) -> str:
+    """The generation schema's traits (``name: description`` split at the first colon; a composed hypothesis
+    shown back for refinement loses its frame), or ``hypothesisN.`` lines without ``as_json``."""
     if as_json:
-        return json.dumps({"hypotheses": list(texts)})
+        traits = []
+        for text in texts:
+            name, _, description = text.split(" A summary that does well")[0].partition(": ")
+            traits.append({"name": name, "description": description} if description else
+                          {"name": "Trait", "description": name})
+        return json.dumps({"qualities": traits})
     return "\n".join(f"hypothesis{i + 1}. {t}" for i, t in enumerate(texts))
 
 
@@ -228,7 +245,7 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
     # round 1 data (changes BAD->GOOD), round 2 literature (same list) -> early stop
     assert calls == [False, True]
     assert [k for k, _ in events].count("refinement_stopped") == 1
-    assert out == [GOOD.format(n=0), GOOD.format(n=1)]
+    assert [said(o) for o in out] == [GOOD.format(n=0), GOOD.format(n=1)]
 
 
 def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
@@ -539,7 +556,7 @@ def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tin
     bank = he.update_bank(ctx, [strong, weak], samples[:1], samples[1:2], [], by_id)
     # the weak hypothesis was not in H_top (k = 1): the paper's pool drops it, the code's keeps it
     assert (weak["key"] in {e["key"] for e in bank}) is survives
-    assert any(e["text"] == GOOD.format(n=99) for e in bank)
+    assert any(said(e["text"]) == GOOD.format(n=99) for e in bank)
 
 
 def test_score_first_prompts_do_not_ask_for_reasoning_steps():
@@ -590,16 +607,22 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     titles = {structured.kind_of(p.json_schema) for _, p in backend.calls}
     assert titles == {structured.HYPOTHESES, structured.YES_NO, structured.SCORE}
-    first = structured.schema_of(backend.calls[0][1].json_schema)["properties"]["hypotheses"]
+    first_params = backend.calls[0][1]
+    first = structured.schema_of(first_params.json_schema)["properties"][he.TRAITS_KEY]
+    # the grammar makes the model write exactly n traits, each a short name and one bounded sentence
     assert (first["minItems"], first["maxItems"]) == (3, 3)
-    assert (first["items"]["minLength"], first["items"]["maxLength"]) == (he.HYPOTHESIS_MIN_CHARS,
-                                                                        he.HYPOTHESIS_MAX_CHARS)
+    assert list(first["items"]["properties"]) == ["name", "description"]
+    assert first["items"]["properties"]["description"]["maxLength"] == he.TRAIT_DESCRIPTION_MAX <= 600
+    assert first_params.presence_penalty == pytest.approx(structured.RUBRIC_PRESENCE_PENALTY)
     score = next(structured.schema_of(p.json_schema) for _, p in backend.calls
                  if structured.kind_of(p.json_schema) == structured.SCORE)
     assert list(score["properties"]) == ["explanation", "score"], "reasoning comes before the score"
     assert score["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
     prompt = backend.calls[0][0][0]["content"]
-    assert '{"hypotheses": [' in prompt and "hypothesis1." not in prompt
+    # no example sentence with placeholders for the model to copy, no paper-style "hypothesis1." index
+    assert "..." not in prompt and "hypothesis1." not in prompt and "Answer in JSON" in prompt
+    bank = judge.state["bank"]
+    assert bank and all(" earns a high quality score (near 5); " in e["text"] for e in bank)
     replies = judge.state["replies"]
     assert replies["json"] > 0 and replies["text"] == 0 and replies["unread"] == 0
     assert set(judge.state["score_sources"]) == {"json"}
@@ -758,7 +781,7 @@ def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_t
 
 def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store, tiny_dataset):
     # the small model's failure mode: copies of an example, too short to be a rubric
-    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])), store=store,
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: legacy_reply(["output number 3"])), store=store,
                       concurrency=1)
     events = []
     with pytest.raises(ValueError, match="HypoEval generated no usable hypothesis"):
@@ -851,11 +874,13 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
     llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
-    rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
-    # ("ok" never reaches the checks: the reader drops items under six words)
-    assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
-    assert GOOD.format(n=0) not in rules and BAD.format(n=1) not in rules
-    bank = {e["text"] for e in judge.state["bank"]}
+    # each trait is checked as the model wrote it, "name: description"; refusals name both
+    rules = {r["description"]: r["rule"] for r in judge.state["rejected"]}
+    description = {t: t.partition(": ")[2] or t for t in texts}
+    # ("ok" never reaches the checks: the reader drops descriptions under three words)
+    assert rules[description[near]] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
+    assert description[GOOD.format(n=0)] not in rules and description[BAD.format(n=1)] not in rules
+    bank = {said(e["text"]) for e in judge.state["bank"]}
     assert near not in bank and copy not in bank and GOOD.format(n=0) in bank
     assert all(r["reason"] for r in judge.state["rejected"])
 
@@ -864,7 +889,7 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
 def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store, tiny_dataset):
     # SmolLM2 under the grammar: the prompt's own example, placeholder and all, three times over
     example = "A summary scores high on quality when ..., and low when ..."
-    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)), store=store,
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: legacy_reply([example] * 3)), store=store,
                       concurrency=1)
     with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
         get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
@@ -881,3 +906,26 @@ def test_scoring_settings_are_built_once_from_the_parameters(tiny_dataset):
     # training rewards are per hypothesis: one call each, whatever the judge's joint setting
     assert ctx.scoring == ScoringSettings(layout="sample_first", joint=False, reasoning=False, max_tokens=48,
                                           weighted=True)
+
+
+def test_traits_are_read_checked_as_the_model_wrote_them_and_composed_with_the_scale(tiny_dataset):
+    clear = "The experts check that every sentence is clear and easy to follow."
+    reply = json.dumps({he.TRAITS_KEY: [
+        {"name": "Clarity", "description": clear},
+        {"name": "Clarity", "description": clear.replace(".", "!")},  # SmolLM2 repeating its first trait
+        {"name": "When", "description": "when when when when when when when when when when when when"},
+        {"name": "Sentence order", "description": "The experts check whether the sentences of the summary follow "
+                                                  "one another."},
+        {"name": "Scores", "description": "Extraordinarily comprehensive"}]})  # no sentence: dropped
+    traits, source = he.read_traits(reply, 5)
+    assert source == "json" and [n for n, _ in traits] == ["Clarity", "Clarity", "When", "Sentence order"]
+    ctx, _ = ctx_for(None, tiny_dataset)
+    kept, refused = he.check_traits(traits, ctx, stage="generation")
+    # the frame's "high"/"low" never lets junk through: what the model wrote is what is checked
+    assert [(r["name"], r["rule"]) for r in refused] == [("Clarity", "near_duplicate"), ("When", "repetitive")]
+    assert kept[0] == (f"Clarity: {clear} A summary that does well on this earns a high quality score (near 5); "
+                       "one that does poorly earns a low score (near 1).")
+    # no quality word, but it names the judged summary: a facet of the aspect (shares_topic)
+    assert kept[1].startswith("Sentence order: The experts check whether") and len(kept) == 2
+    # a reply of the old free-sentence shape still reads through the fallback
+    assert he._read_reply(legacy_reply([GOOD.format(n=1)]), 3) == ([GOOD.format(n=1)], "json")
