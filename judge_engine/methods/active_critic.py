@@ -471,8 +471,10 @@ def _with_observations(schema: dict[str, Any]) -> dict[str, Any]:
 
 CRITERIA_INIT_SCHEMA = _with_observations(CRITERIA_SCHEMA)
 """The init reply: :data:`CRITERIA_SCHEMA` plus an optional ``observations`` text."""
-CRITERIA_SHAPE = ('{"criteria": [{"name": "a short name", "definition": "one sentence saying what the criterion '
-                  'asks of a response"}, ...]}  (4 to 10 items)')
+CRITERIA_SHAPE = ('a JSON object whose "criteria" list holds 4 to 10 criteria, each an object with the keys "name" '
+                  '(a few words) and "definition" (one sentence on what the criterion asks of a response)')
+"""How the follow-up turn describes the criteria reply: in words, with no example values a small model could copy
+(SmolLM2-135M filled every slot with the old shape's "a short name" and "one sentence saying what ...")."""
 
 
 def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], str, str]:
@@ -501,7 +503,8 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     Returns (criteria, observations, raw reply used, retried, read) where
     ``read`` is ``json``, ``text``, ``list`` (the fallback prompt) or ``missing``.
     """
-    params = params.with_(json_schema=structured.as_param(schema))
+    # the rubric presence penalty: without it SmolLM2-135M wrote its first criterion into every slot
+    params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
     criteria, observations, read = read_criteria(reply, schema)
