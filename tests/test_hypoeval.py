@@ -65,7 +65,7 @@ def kind(prompt: str, params=None) -> str:
 
 def said(hypothesis: str) -> str:
     """What the model wrote of a composed hypothesis (``name: description``), without the method's frame."""
-    return hypothesis.split(" A summary that does well")[0]
+    return hypothesis.split(" Doing well on this")[0]
 
 
 def legacy_reply(texts) -> str:
@@ -79,7 +79,7 @@ def hypotheses_reply(texts, as_json=True) -> str:
     if as_json:
         traits = []
         for text in texts:
-            name, _, description = text.split(" A summary that does well")[0].partition(": ")
+            name, _, description = text.split(" Doing well on this")[0].partition(": ")
             traits.append({"name": name, "description": description} if description else
                           {"name": "Trait", "description": name})
         return json.dumps({"qualities": traits})
@@ -622,7 +622,7 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
     # no example sentence with placeholders for the model to copy, no paper-style "hypothesis1." index
     assert "..." not in prompt and "hypothesis1." not in prompt and "Answer in JSON" in prompt
     bank = judge.state["bank"]
-    assert bank and all(" earns a high quality score (near 5); " in e["text"] for e in bank)
+    assert bank and all(" earns the summary a high quality score (near 5); " in e["text"] for e in bank)
     replies = judge.state["replies"]
     assert replies["json"] > 0 and replies["text"] == 0 and replies["unread"] == 0
     assert set(judge.state["score_sources"]) == {"json"}
@@ -923,8 +923,8 @@ def test_traits_are_read_checked_as_the_model_wrote_them_and_composed_with_the_s
     kept, refused = he.check_traits(traits, ctx, stage="generation")
     # the frame's "high"/"low" never lets junk through: what the model wrote is what is checked
     assert [(r["name"], r["rule"]) for r in refused] == [("Clarity", "near_duplicate"), ("When", "repetitive")]
-    assert kept[0] == (f"Clarity: {clear} A summary that does well on this earns a high quality score (near 5); "
-                       "one that does poorly earns a low score (near 1).")
+    assert kept[0] == (f"Clarity: {clear} Doing well on this earns the summary a high quality score (near 5); "
+                       "doing poorly, a low score (near 1).")
     # no quality word, but it names the judged summary: a facet of the aspect (shares_topic)
     assert kept[1].startswith("Sentence order: The experts check whether") and len(kept) == 2
     # a reply of the old free-sentence shape still reads through the fallback

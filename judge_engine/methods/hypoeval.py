@@ -111,8 +111,8 @@ TRAIT_NAME_MAX = 60
 TRAIT_DESCRIPTION_MIN, TRAIT_DESCRIPTION_MAX = 15, 300
 """Length bounds of a trait's name and description: a few words, one sentence (well under
 :data:`judge_engine.llm.base.GRAMMAR_MAX_STRING_LENGTH`, so the grammar spells them out)."""
-TRAIT_FRAME = ("{name}: {description} A {label} that does well on this earns a high {aspect} score (near {high}); "
-               "one that does poorly earns a low score (near {low}).")
+TRAIT_FRAME = ("{name}: {description} Doing well on this earns the {label} a high {aspect} score (near {high}); "
+               "doing poorly, a low score (near {low}).")
 """How a hypothesis is composed from one generated trait (ours): the model names the trait and says what the
 experts check; the code adds which end of the scale goes with it. In our trials (2026-11-24) SmolLM2-135M
 wrote a usable name and sentence when asked for a quality and what is checked, but junk ("Scores of
