@@ -140,10 +140,17 @@ def yes_no_schema(title: str = YES_NO) -> dict[str, Any]:
 
 def named_items_schema(title: str, key: str, *, min_items: int, max_items: int, name_max: int = 80,
                        definition_max: int = 400, definition_key: str = "definition", name_min: int = 1,
-                       definition_min: int = 1) -> dict[str, Any]:
-    """``{key: [{"name": str, definition_key: str}, ...]}``: criteria, sub-criteria, HypoEval's traits."""
-    item = _object("item", {"name": _string(name_min, name_max),
-                            definition_key: _string(definition_min, definition_max)})
+                       definition_min: int = 1, name_pattern: str | None = None) -> dict[str, Any]:
+    """``{key: [{"name": str, definition_key: str}, ...]}``: criteria, sub-criteria, HypoEval's traits.
+
+    ``name_pattern``: a regular expression every name matches (llama.cpp's
+    grammar, OpenAI's strict mode and vLLM's guided decoding all support
+    ``pattern``), e.g. words only.
+    """
+    name = _string(name_min, name_max)
+    if name_pattern:
+        name["pattern"] = name_pattern
+    item = _object("item", {"name": name, definition_key: _string(definition_min, definition_max)})
     item.pop("title")
     return _object(title, {key: {"type": "array", "items": item, "minItems": min_items, "maxItems": max_items}})
 

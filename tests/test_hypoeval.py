@@ -63,9 +63,13 @@ def kind(prompt: str, params=None) -> str:
     return "other"
 
 
+TRAIT = "Trait"
+"""The name the scripted generator gives every trait (the rubric texts below hold digits, which names may not)."""
+
+
 def said(hypothesis: str) -> str:
-    """What the model wrote of a composed hypothesis (``name: description``), without the method's frame."""
-    return hypothesis.split(" Doing well on this")[0]
+    """The scripted rubric text of a composed hypothesis: without the method's frame and the trait's name."""
+    return he.without_frame(hypothesis).removeprefix(f"{TRAIT}: ")
 
 
 def legacy_reply(texts) -> str:
@@ -74,15 +78,10 @@ def legacy_reply(texts) -> str:
 
 
 def hypotheses_reply(texts, as_json=True) -> str:
-    """The generation schema's traits (``name: description`` split at the first colon; a composed hypothesis
-    shown back for refinement loses its frame), or ``hypothesisN.`` lines without ``as_json``."""
+    """The generation schema's traits (each text a description named :data:`TRAIT`; a composed hypothesis
+    shown back for refinement loses its frame and name), or ``hypothesisN.`` lines without ``as_json``."""
     if as_json:
-        traits = []
-        for text in texts:
-            name, _, description = text.split(" Doing well on this")[0].partition(": ")
-            traits.append({"name": name, "description": description} if description else
-                          {"name": "Trait", "description": name})
-        return json.dumps({"qualities": traits})
+        return json.dumps({he.TRAITS_KEY: [{"name": TRAIT, "description": said(t)} for t in texts]})
     return "\n".join(f"hypothesis{i + 1}. {t}" for i, t in enumerate(texts))
 
 
@@ -118,7 +117,7 @@ def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None, as_j
             answer = repeat(prompt)
             return json.dumps({"answer": answer}) if as_json else f"They differ. Final answer: {answer}"
         if k == "score":
-            crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
+            crit = prompt.split("Criterion to apply: Hypothesis\n")[1].removeprefix(f"{TRAIT}: ")
             if crit.startswith("GOOD"):
                 return score_reply(int(round(human_of(prompt, dataset))), params, as_json)
             if crit.startswith("NOISY"):
@@ -270,8 +269,8 @@ def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverag
     # only GOOD qualifies: BAD's constant scores have no correlation, NOISY scored nothing
     assert [e["text"][:4] for e in selected] == ["GOOD"]
     assert selected[0]["train_pearson"] == pytest.approx(1.0) and selected[0]["coverage"] == pytest.approx(1.0)
-    bad = next(e for e in bank if e["text"].startswith("BAD"))
-    noisy = next(e for e in bank if e["text"].startswith("NOISY"))
+    bad = next(e for e in bank if said(e["text"]).startswith("BAD"))
+    noisy = next(e for e in bank if said(e["text"]).startswith("NOISY"))
     assert not bad["selectable"] and bad["fitness"] is None and "correlation" in bad["fitness_reason"]
     assert noisy["train_pearson"] is None and noisy["train_parsed"] == 0
     assert noisy["coverage"] == pytest.approx(0.0) and not noisy["selectable"]
@@ -294,7 +293,7 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
     kinds = {k for k, _ in events}
     assert {"hypothesis_proposed", "reward_updated", "selection", "union", "fit_done"} <= kinds
     assert "literature_skipped" not in kinds
-    assert judge.state["selected"][0]["text"].startswith("GOOD") and judge.state["literature_used"]
+    assert said(judge.state["selected"][0]["text"]).startswith("GOOD") and judge.state["literature_used"]
     assert Judge.from_json(judge.to_json()) == judge
     verdicts = judge.score(tiny_dataset.samples[9:], llm=llm)
     for v in verdicts:
@@ -712,7 +711,7 @@ def _selection_responder(dataset):
         prompt = messages[0]["content"]
         if kind(prompt, params) != "score" or len(messages) > 1:
             return inner(messages, params)
-        crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
+        crit = prompt.split("Criterion to apply: Hypothesis\n")[1].removeprefix(f"{TRAIT}: ")
         index = int(re.search(r"output number (\d+)", prompt).group(1))
         human = int(round(dataset.samples[index].human["quality"]))
         if crit.startswith("SPARSE"):
@@ -747,7 +746,7 @@ def test_fewer_positive_hypotheses_than_wanted_selects_fewer_and_never_the_anti_
             he.new_entry(ANTI.format(n=2), "initial", s_h=[])]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples[:10]), 3)
     assert [e["text"] for e in selected] == [GOOD.format(n=1)]
-    anti = [e for e in bank if e["text"].startswith("ANTI")]
+    anti = [e for e in bank if said(e["text"]).startswith("ANTI")]
     assert all(e["train_pearson"] == pytest.approx(-1.0) and not e["selectable"] for e in anti)
     warnings = [p for k, p in events if k == "warning"]
     assert [w["code"] for w in warnings] == ["fewer_selected"] and warnings[0]["count"] == 2
@@ -876,10 +875,9 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     # each trait is checked as the model wrote it, "name: description"; refusals name both
     rules = {r["description"]: r["rule"] for r in judge.state["rejected"]}
-    description = {t: t.partition(": ")[2] or t for t in texts}
     # ("ok" never reaches the checks: the reader drops descriptions under three words)
-    assert rules[description[near]] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
-    assert description[GOOD.format(n=0)] not in rules and description[BAD.format(n=1)] not in rules
+    assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
+    assert GOOD.format(n=0) not in rules and BAD.format(n=1) not in rules
     bank = {said(e["text"]) for e in judge.state["bank"]}
     assert near not in bank and copy not in bank and GOOD.format(n=0) in bank
     assert all(r["reason"] for r in judge.state["rejected"])

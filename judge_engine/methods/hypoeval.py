@@ -108,6 +108,8 @@ TRAITS_KEY = "qualities"
 """The list key of the generation schema: one item per hypothesis, ``{"name", "description"}`` (see
 :func:`hypotheses_schema`)."""
 TRAIT_NAME_MAX = 60
+TRAIT_NAME_PATTERN = r"^[A-Za-z][A-Za-z' -]{1,59}$"
+"""A trait's name is words: with the scored examples in the prompt SmolLM2-135M named its traits "5.5", "3.1"."""
 TRAIT_DESCRIPTION_MIN, TRAIT_DESCRIPTION_MAX = 15, 300
 """Length bounds of a trait's name and description: a few words, one sentence (well under
 :data:`judge_engine.llm.base.GRAMMAR_MAX_STRING_LENGTH`, so the grammar spells them out)."""
@@ -171,7 +173,18 @@ def hypotheses_schema(n: int, *, min_items: int | None = None) -> dict[str, Any]
     """
     return st.named_items_schema(st.HYPOTHESES, TRAITS_KEY, min_items=n if min_items is None else min_items,
                                  max_items=n, name_min=2, name_max=TRAIT_NAME_MAX, definition_key="description",
-                                 definition_min=TRAIT_DESCRIPTION_MIN, definition_max=TRAIT_DESCRIPTION_MAX)
+                                 definition_min=TRAIT_DESCRIPTION_MIN, definition_max=TRAIT_DESCRIPTION_MAX,
+                                 name_pattern=TRAIT_NAME_PATTERN)
+
+
+FRAME_TAIL = re.compile(r" Doing well on this earns the .+? a high .+? score \(near [^)]*\); "
+                        r"doing poorly, a low score \(near [^)]*\)\.$")
+"""The part :data:`TRAIT_FRAME` adds after the description."""
+
+
+def without_frame(hypothesis: str) -> str:
+    """A composed hypothesis without the frame's scale sentence (other texts unchanged)."""
+    return FRAME_TAIL.sub("", hypothesis)
 
 
 def compose_hypothesis(name: str, description: str, *, label: str, aspect: str, scale: tuple[int, int]) -> str:
@@ -521,12 +534,15 @@ def check_traits(traits: Sequence[tuple[str, str]], ctx: Context, *, shown: Sequ
     for name, description in traits:
         said = f"{name}: {description}"
         check = check_entry(said, kind="hypothesis", shown=shown, accepted=accepted)
+        hypothesis = compose_hypothesis(name, description, label=ctx.task.output_label.lower(),
+                                        aspect=ctx.aspect.name, scale=ctx.scale)
         if check.ok or (check.rule == "no_quality" and shares_topic(said, topics)):
             accepted.append(said)
-            kept.append(compose_hypothesis(name, description, label=ctx.task.output_label.lower(),
-                                           aspect=ctx.aspect.name, scale=ctx.scale))
+            kept.append(hypothesis)
         else:
-            refused.append({**check.to_dict(), "name": name, "description": description, "stage": stage})
+            # "text" is the hypothesis a person would restore; the verdict is on what the model wrote
+            refused.append({**check.to_dict(), "text": hypothesis, "name": name, "description": description,
+                            "stage": stage})
     return kept, refused
 
 
@@ -773,8 +789,10 @@ def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_nam
     if len(ordered) < 2:
         return list(ordered)
     pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]]
+    # the trait as the model wrote it: the frame every composed hypothesis shares made any two look the same
     prompts = [REPETITION_TEMPLATE.render(**{k: v for k, v in ctx.common_fields().items() if k != "aspect_definition"},
-                                          first=a["text"], second=b["text"]) for a, b in pairs]
+                                          first=without_frame(a["text"]), second=without_frame(b["text"]))
+               for a, b in pairs]
     stage = f"repetition check ({bank_name})"
     replies = ctx.ask(prompts, stage, max_tokens=ctx.params["check_max_tokens"], schema=st.yes_no_schema())
     readings = [read_repetition(r) for r in replies]
