@@ -927,3 +927,14 @@ def test_traits_are_read_checked_as_the_model_wrote_them_and_composed_with_the_s
     assert kept[1].startswith("Sentence order: The experts check whether") and len(kept) == 2
     # a reply of the old free-sentence shape still reads through the fallback
     assert he._read_reply(legacy_reply([GOOD.format(n=1)]), 3) == ([GOOD.format(n=1)], "json")
+
+
+def test_a_trait_named_after_a_judged_text_is_refused_as_a_copy(tiny_dataset):
+    # SmolLM2 named "traits" after the restaurants it was shown; "good" in the sentence passed no_quality
+    shown = ["inform(name='chow',food=comfort food)", "Chow serves comfort food ."]
+    ctx, _ = ctx_for(None, tiny_dataset)
+    kept, refused = he.check_traits([("Chow", "The food is comforting and good for eating."),
+                                     ("Clarity", "The experts check that every sentence is clear.")], ctx,
+                                    shown=shown)
+    assert [(r["name"], r["rule"]) for r in refused] == [("Chow", "copy")] and "taken from" in refused[0]["reason"]
+    assert len(kept) == 1 and kept[0].startswith("Clarity: ")

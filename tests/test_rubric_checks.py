@@ -60,3 +60,15 @@ def test_rejections_are_counted_by_rule():
                            kind="hypothesis", shown=[DIALOGUE])
     assert rejected_summary(checks) == {"empty": 1, "copy": 1}
     assert checks[1].to_dict()["reason"].endswith("copied from a text the prompt showed")
+
+
+def test_a_name_taken_from_a_shown_text_is_content_not_a_quality():
+    from judge_engine.rubric_checks import name_from_shown
+
+    shown = ["inform(name='chow',food=comfort food,goodformeal=dinner)", "Chow serves comfort food for dinner ."]
+    topics = ("informativeness", "utterance")
+    assert name_from_shown("Chow", shown, topics) and name_from_shown("Dinner", shown, topics)
+    assert name_from_shown("Comfort food", shown, topics)
+    # a quality, a facet of the aspect, or a name not found in any one shown text passes
+    assert not name_from_shown("Clarity", shown, topics) and not name_from_shown("Informativeness", shown, topics)
+    assert not name_from_shown("Slot coverage", shown, topics) and not name_from_shown("Chow", [], topics)

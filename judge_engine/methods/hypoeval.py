@@ -76,7 +76,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import check_entries, check_entry, shares_topic
+from ..rubric_checks import RubricCheck, check_entries, check_entry, name_from_shown, shares_topic
 from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                    register)
 
@@ -525,7 +525,8 @@ def check_traits(traits: Sequence[tuple[str, str]], ctx: Context, *, shown: Sequ
     it names a content word of the aspect's name or definition or of the
     judged output's label (:func:`judge_engine.rubric_checks.shares_topic`,
     as for HD-Eval's children); copies, repetitions and near-duplicates are
-    refused either way.
+    refused either way, and so is a trait named after content of a shown
+    text (:func:`judge_engine.rubric_checks.name_from_shown`, as ``copy``).
     """
     topics = (ctx.aspect.name, ctx.aspect.definition or "", ctx.task.output_label)
     accepted: list[str] = []
@@ -534,9 +535,13 @@ def check_traits(traits: Sequence[tuple[str, str]], ctx: Context, *, shown: Sequ
     for name, description in traits:
         said = f"{name}: {description}"
         check = check_entry(said, kind="hypothesis", shown=shown, accepted=accepted)
+        if check.ok and name_from_shown(name, shown, topics):
+            check = RubricCheck(said, False, "copy", f"its name {name!r} is taken from a text the prompt showed, "
+                                                     "not a quality")
         hypothesis = compose_hypothesis(name, description, label=ctx.task.output_label.lower(),
                                         aspect=ctx.aspect.name, scale=ctx.scale)
-        if check.ok or (check.rule == "no_quality" and shares_topic(said, topics)):
+        if check.ok or (check.rule == "no_quality" and shares_topic(said, topics)
+                        and not name_from_shown(name, shown, topics)):
             accepted.append(said)
             kept.append(hypothesis)
         else:
