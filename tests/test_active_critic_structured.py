@@ -22,7 +22,7 @@ from judge_engine.records import Aspect, Sample
 from tests.scripted import fake_llm
 
 CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
-            "Fluency": "Reads naturally.", "Conciseness": "No padding."}
+            "Fluency": "Reads naturally.", "Conciseness": "Has no padding or filler."}
 TASK = ("The evaluation task is text summarization, which refers to evaluating summaries generated from news "
         "articles. The relationship between 'Source' and 'Response' is that the response condenses the source.")
 
@@ -138,7 +138,7 @@ def test_three_criteria_break_the_schema_and_get_the_json_retry(store, data):
 
 
 def test_a_placeholder_copied_from_the_prompt_is_no_criterion():
-    reply = json.dumps({"criteria": [{"name": "a short name", "definition": "x"}, *(
+    reply = json.dumps({"criteria": [{"name": "a short name", "definition": "what the criterion asks of a response"}, *(
         {"name": k, "definition": v} for k, v in CRITERIA.items())]})
     criteria, _, read = ac.read_criteria(reply, ac.CRITERIA_SCHEMA)
     assert criteria == CRITERIA and read == "json"
@@ -356,3 +356,26 @@ def test_the_estimate_bounds_the_actual_backend_calls(data, params):
         == stage1, "stage 1 takes exactly the calls the estimate counts for it"
     judge.score(samples[12:17], llm=llm)
     assert len(backend.calls) - fit_calls == estimate["score"], "every item took its follow-up turn"
+
+
+def test_a_refused_task_description_never_reaches_the_criteria_prompt(store, data):
+    # SmolLM2's "description" (one clause four times) was refused only after the criteria step had shown it
+    junk = ("The evaluation task is [the task_description], which refers to evaluating [the task_description]. "
+            "The evaluation task is [the task_description]. The evaluation task is [the task_description].")
+    base = json_judge()
+
+    def responder(messages, params):
+        if structured.kind_of(params.json_schema) == structured.TASK_DESCRIPTION:
+            return json.dumps({"task_description": junk})
+        return base(messages, params)
+
+    samples, aspect, task = data
+    llm, backend = fake_llm(responder, store=store, concurrency=2)
+    judge = get_method("active_critic", {"n_candidates": 2, "seed": 0}).fit(samples[:10], aspect,
+                                                                          FitContext(llm=llm, task=task))
+    criteria_prompts = [m[0]["content"] for m, p in backend.calls
+                        if structured.kind_of(p.json_schema) == structured.CRITERIA]
+    assert criteria_prompts and not any("[the task_description]" in c for c in criteria_prompts)
+    assert judge.state["task_description"].startswith("Evaluate ")
+    assert all(f"Task description: {judge.state['task_description']}" in c for c in criteria_prompts[:1])
+    assert [r["rule"] for r in judge.state["rejected"] if r["stage"] == "task description"] == ["repetitive"]

@@ -457,8 +457,15 @@ def parse_criteria_and_observations(reply: str) -> tuple[dict[str, str], str]:
 
 MIN_CRITERIA, MAX_CRITERIA = 4, 10
 """§4.1: the criteria set holds 4 to 10 criteria."""
+CRITERION_NAME_PATTERN = r"^[A-Za-z][A-Za-z&/' -]{1,59}$"
+"""A criterion's name is words: SmolLM2-135M otherwise named criteria after the examples' content ("Baiji Food
+Co.", numbers, "1. Visited a certain team.")."""
+CRITERION_DEFINITION_MIN = 15
+"""A definition is a sentence, not one word ("Mumbai", "AI" were SmolLM2's)."""
 CRITERIA_SCHEMA = structured.named_items_schema(structured.CRITERIA, "criteria", min_items=MIN_CRITERIA,
-                                                max_items=MAX_CRITERIA, definition_max=300)
+                                                max_items=MAX_CRITERIA, definition_max=300,
+                                                definition_min=CRITERION_DEFINITION_MIN,
+                                                name_pattern=CRITERION_NAME_PATTERN)
 """The refine reply: ``{"criteria": [{"name", "definition"}, ...]}`` with 4-10 items."""
 
 
@@ -1329,6 +1336,18 @@ class ActiveCritic(Method):
                 warnings.append(judge_warning(
                     "no_task_description", "no task description could be inferred (every observation was COMPLETE "
                     "or no reply held one); the scoring prompts go without one"))
+        # checked before the criteria are inferred: their prompt carries the description (a refused one, e.g.
+        # "The evaluation task is [the task_description] ..." four times, was shown to the criteria step)
+        shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
+        rejected: list[dict[str, Any]] = []
+        if description and self.task_description is None:
+            description, refused = check_task_description(description, task, shown)
+            if refused:
+                rejected.append(refused)
+                sink("rubric_rejected", refused)
+                warnings.append(judge_warning(
+                    "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
+                    f"the prompts use the dataset's own task instead: {description!r}"))
         criteria_failures = 0
         if self.criteria is not None:
             criteria = {str(k): str(v) for k, v in self.criteria.items()}
@@ -1340,16 +1359,6 @@ class ActiveCritic(Method):
                                                           quality=_quality(aspect), **common)
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
-        shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
-        rejected: list[dict[str, Any]] = []
-        if description and self.task_description is None:
-            description, refused = check_task_description(description, task, shown)
-            if refused:
-                rejected.append(refused)
-                sink("rubric_rejected", refused)
-                warnings.append(judge_warning(
-                    "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
-                    f"the prompts use the dataset's own task instead: {description!r}"))
         if criteria and self.criteria is None:
             criteria, refused_criteria = check_criteria(criteria, shown)
             for refused in refused_criteria:
