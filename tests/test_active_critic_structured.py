@@ -379,3 +379,26 @@ def test_a_refused_task_description_never_reaches_the_criteria_prompt(store, dat
     assert judge.state["task_description"].startswith("Evaluate ")
     assert all(f"Task description: {judge.state['task_description']}" in c for c in criteria_prompts[:1])
     assert [r["rule"] for r in judge.state["rejected"] if r["stage"] == "task description"] == ["repetitive"]
+
+
+def test_a_refinement_the_rubric_checks_refuse_does_not_replace_usable_criteria(store, data):
+    junk = {"Seafood": "The most expensive food on earth is a sea food.",
+            "Dinner time": "The dinner is a special meal you can enjoy with friends.",
+            "Weather": "It was sunny and warm in the city that afternoon.",
+            "Travel": "The train left the station early in the morning today."}
+    base = json_judge()
+
+    def responder(messages, params):
+        schema = structured.schema_of(params.json_schema)
+        if structured.kind_of(params.json_schema) == structured.CRITERIA and "observations" not in schema["properties"]:
+            return json.dumps({"criteria": [{"name": k, "definition": v} for k, v in junk.items()]})
+        return base(messages, params)
+
+    samples, aspect, task = data
+    llm, _ = fake_llm(responder, store=store, concurrency=2)
+    events = []
+    judge = get_method("active_critic", {"n_candidates": 2, "seed": 0}).fit(
+        samples[:10], aspect, FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
+    assert judge.state["criteria"] == CRITERIA
+    [refine] = [p for k, p in events if k == "criteria" and p["action"] == "refine"]
+    assert refine["parsed"] and "kept_previous" in refine and refine["criteria"] == CRITERIA

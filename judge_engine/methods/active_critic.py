@@ -616,11 +616,18 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         observations = f"{observations}\n{reply.strip()}".strip()
         if not refined:
             failures += 1
+        # a refinement replaces the criteria unless the rubric checks accept fewer of its criteria than of the
+        # current ones (ours): SmolLM2 "refined" two usable criteria into "The most expensive food on earth is
+        # a sea food", which the checks then refused, leaving the judge with none
+        shown = [x for e in batches[t] for x in (e.get("input"), e.get("output"), e.get("context")) if x]
+        worse = bool(refined) and (len(check_criteria(refined, shown)[0]) < len(check_criteria(criteria, shown)[0]))
         if log:
-            log("criteria", {"iteration": t, "action": "refine", "criteria": refined or criteria,
-                             **_diff(criteria, refined or criteria), "parsed": bool(refined), "retried": retried,
-                             "raw": raw, "read": read})
-        criteria = refined or criteria
+            log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
+                             **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
+                             "retried": retried, "raw": raw, "read": read,
+                             **({"kept_previous": "the rubric checks accept fewer of the refined criteria"}
+                                if worse else {})})
+        criteria = criteria if worse else refined or criteria
     return criteria, failures
 
 
