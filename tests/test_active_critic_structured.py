@@ -348,7 +348,7 @@ def test_the_estimate_bounds_the_actual_backend_calls(data, params):
     assert 0 < fit_calls <= estimate["fit"]
     assert len(judge.state["criteria"]) == 3, "the retry's 3 criteria beat the list prompt's 2"
     n_batches = min(method.max_batches, 3)
-    stage1 = 2 * n_batches + (n_batches > 1 and method.ensemble_task) + 2 + method.criteria_fallback \
+    stage1 = 2 * n_batches + (n_batches > 1 and method.ensemble_task) + 2 + 2 * method.criteria_fallback \
         + 3 * (n_batches - 1)
     assert sum(1 for m, p in backend.calls if "Check two things" in m[-1]["content"]
                or "Add new observations" in m[-1]["content"] or structured.kind_of(p.json_schema)
@@ -402,3 +402,25 @@ def test_a_refinement_the_rubric_checks_refuse_does_not_replace_usable_criteria(
     assert judge.state["criteria"] == CRITERIA
     [refine] = [p for k, p in events if k == "criteria" and p["action"] == "refine"]
     assert refine["parsed"] and "kept_previous" in refine and refine["criteria"] == CRITERIA
+
+
+def test_the_short_structured_fallback_asks_for_qualities_and_reads_them_as_criteria():
+    from judge_engine.llm import LLMConfig, make_llm
+
+    asked = []
+
+    def responder(messages, params):
+        schema = structured.schema_of(params.json_schema)
+        asked.append(list(schema["properties"]) if schema else None)
+        if schema and "qualities" in schema["properties"]:
+            return json.dumps({"qualities": [{"name": k, "description": v} for k, v in CRITERIA.items()]})
+        return '{"criteria": []}'  # the paper prompt and its retry give nothing usable
+
+    llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
+    example = {"input": "source text", "output": "output number 1", "human_100": 80.0}
+    prompt = ac.criteria_qualities_prompt(example, task="summarization", quality="coherence", source_chars=400)
+    assert "Which qualities of a response" in prompt and "..." not in prompt
+    criteria, _, _, retried, read = ac._ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64),
+                                                     fallback="list prompt", qualities_fallback=prompt)
+    assert criteria == CRITERIA and read == "qualities" and retried
+    assert asked == [["criteria"], ["criteria"], ["qualities"]], "the list prompt is not needed"

@@ -114,6 +114,7 @@ CRITERIA_OBSERVE_TEMPLATE = load_template("active_critic_criteria_observe")
 CRITERIA_REFINE_TEMPLATE = load_template("active_critic_criteria_refine")
 JSON_RETRY_TEMPLATE = load_template("active_critic_json_retry")
 CRITERIA_LIST_TEMPLATE = load_template("active_critic_criteria_list")
+CRITERIA_QUALITIES_TEMPLATE = load_template("active_critic_criteria_qualities")
 SCORE_RETRY_TEMPLATE = load_template("active_critic_score_retry")
 WEIGHTED_SCORE_TEMPLATE = load_template("active_critic_weighted_score")
 MCSE_TEMPLATE = load_template("active_critic_mcse")
@@ -476,12 +477,29 @@ def _with_observations(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "properties": properties}
 
 
+QUALITIES_SCHEMA = structured.named_items_schema(structured.CRITERIA, "qualities", min_items=MIN_CRITERIA,
+                                                 max_items=MAX_CRITERIA, definition_max=300,
+                                                 definition_key="description",
+                                                 definition_min=CRITERION_DEFINITION_MIN,
+                                                 name_pattern=CRITERION_NAME_PATTERN)
+"""The short fallback's reply: ``{"qualities": [{"name", "description"}, ...]}``, read as criteria. The keys are
+the point: under the same grammar SmolLM2-135M filled ``"criteria"``/``"definition"`` with timestamps
+("2018-04-23 15:59:57.613") and ``"qualities"``/``"description"`` with sentences on what the annotators check
+(our trial, 2026-11-24)."""
 CRITERIA_INIT_SCHEMA = _with_observations(CRITERIA_SCHEMA)
 """The init reply: :data:`CRITERIA_SCHEMA` plus an optional ``observations`` text."""
 CRITERIA_SHAPE = ('a JSON object whose "criteria" list holds 4 to 10 criteria, each an object with the keys "name" '
                   '(a few words) and "definition" (one sentence on what the criterion asks of a response)')
 """How the follow-up turn describes the criteria reply: in words, with no example values a small model could copy
 (SmolLM2-135M filled every slot with the old shape's "a short name" and "one sentence saying what ...")."""
+
+
+def read_qualities(reply: str) -> dict[str, str]:
+    """Criteria (name -> definition) from a :data:`QUALITIES_SCHEMA` reply ({} when it breaks the schema)."""
+    reading = structured.read_json(reply, QUALITIES_SCHEMA)
+    if not reading.ok:
+        return {}
+    return _clean_criteria([{"name": q["name"], "definition": q["description"]} for q in reading.value["qualities"]])
 
 
 def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], str, str]:
@@ -500,15 +518,18 @@ def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], s
 
 def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] = CRITERIA_SCHEMA,
                   min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
-                  fallback: str | None = None) -> tuple[dict[str, str], str, str, bool, str]:
+                  fallback: str | None = None,
+                  qualities_fallback: str | None = None) -> tuple[dict[str, str], str, str, bool, str]:
     """One criteria call asking for ``schema``, retried once in a follow-up turn when the reply has no usable 4-10.
 
-    ``fallback``: a short stand-alone free-text prompt asked when both
-    replies gave fewer than ``min_criteria`` (the list prompt of
-    :func:`criteria_list_prompt`); its criteria replace the others when
-    there are more of them. At most 3 calls.
+    ``qualities_fallback``: a short stand-alone structured prompt
+    (:func:`criteria_qualities_prompt`, :data:`QUALITIES_SCHEMA`) asked
+    when both replies gave fewer than ``min_criteria``; ``fallback``: the
+    free-text list prompt of :func:`criteria_list_prompt`, asked when
+    that still gave fewer. Each one's criteria replace the others when
+    there are more of them. At most 4 calls.
     Returns (criteria, observations, raw reply used, retried, read) where
-    ``read`` is ``json``, ``text``, ``list`` (the fallback prompt) or ``missing``.
+    ``read`` is ``json``, ``text``, ``qualities`` or ``list`` (the fallback prompts) or ``missing``.
     """
     # the rubric presence penalty: without it SmolLM2-135M wrote its first criterion into every slot
     params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
@@ -524,6 +545,13 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
         again, obs_again, read_again = read_criteria(retry, schema)
         if again and (not criteria or min_criteria <= len(again) <= max_criteria):
             criteria, observations, reply, read = again, obs_again or observations, retry, read_again
+    if len(criteria) < min_criteria and qualities_fallback:
+        # the short structured prompt first (:data:`QUALITIES_SCHEMA`), then the free-text list
+        asked = llm.complete([{"role": "user", "content": qualities_fallback}],
+                             params.with_(json_schema=structured.as_param(QUALITIES_SCHEMA))).text
+        found = read_qualities(asked)
+        if len(found) > len(criteria):
+            criteria, reply, read = found, asked, "qualities"
     if len(criteria) < min_criteria and fallback:
         # free text on purpose: the fallback is for backends that honour no schema
         listed = llm.complete([{"role": "user", "content": fallback}], params.with_(json_schema="")).text
@@ -537,6 +565,15 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
 
 def _quality(aspect: Aspect) -> str:
     return "overall quality" if aspect.name.lower() == "overall" else aspect.name.replace("_", " ")
+
+
+def criteria_qualities_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int,
+                              count: int = 5) -> str:
+    """The short structured fallback (not in the paper): ``count`` qualities the annotators look at, from the
+    dataset's task, the scored aspect and one example; the reply is :data:`QUALITIES_SCHEMA`."""
+    return CRITERIA_QUALITIES_TEMPLATE.render(
+        task=task or "text generation", quality=quality or "overall quality", count=count,
+        example=render_example(example, source_chars=min(source_chars, 400)) if example else "(none)")
 
 
 def criteria_list_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int) -> str:
@@ -580,11 +617,13 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
     examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[0]) if batches else ""
+    qualities = (criteria_qualities_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
+                                           quality=quality, source_chars=source_chars) if fallback else None)
     short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
                                   quality=quality, source_chars=source_chars) if fallback else None)
     criteria, observations, raw, retried, read = _ask_criteria(
         llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params,
-        schema=CRITERIA_INIT_SCHEMA, fallback=short)
+        schema=CRITERIA_INIT_SCHEMA, fallback=short, qualities_fallback=qualities)
     if not criteria:
         failures += 1
     if log:
@@ -1421,7 +1460,7 @@ class ActiveCritic(Method):
         if self.task_description is None:
             stage1 += 2 * n_batches + (1 if self.ensemble_task and n_batches > 1 else 0)
         if self.criteria is None:
-            init = 2 + (1 if self.criteria_fallback else 0)
+            init = 2 + (2 if self.criteria_fallback else 0)  # the structured qualities prompt, then the list
             stage1 += init + 3 * max(0, n_batches - 1)
         per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted or self.retry_unparsed else 0)
         n_eval = n_train if self.eval_subsample is None else min(self.eval_subsample, n_train)
