@@ -122,10 +122,14 @@ def cmd_methods(args: argparse.Namespace) -> int:
     for name in names:
         cls = METHODS[name]
         summary = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        prefix = f"{cls.title}:"
+        summary = summary[len(prefix):].strip() if summary.startswith(prefix) else summary
         print(f"{name}  {cls.title}: {summary}")
+        if cls.quick_params:
+            print(f"    quick first look (the pages' button): {json.dumps(cls.quick_params)}")
         for p in describe_parameters(cls):
             allowed = f" [{p.allowed}]" if p.allowed else ""
-            print(f"    {p.name} = {json.dumps(p.default)}{allowed}")
+            print(f"    {p.name} = {json.dumps(p.default)}{allowed}  ({p.label})")
             if p.text:
                 print(f"        {p.text}")
         print()

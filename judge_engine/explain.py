@@ -12,9 +12,12 @@ HD-Eval (Liu et al., 2024) uses two attributions:
   aggregator (tree explainer for DT/RF, linear for LR, permutation for the
   MLP).
 
-Both return pandas DataFrames. :func:`state_aggregator` and :func:`explain_row`
-explain one judged item of any judge whose learned state holds an aggregator
-(the comparison dashboard's triage uses them through
+Both return pandas DataFrames. One judged item is explained by
+:func:`explain_prediction`: an :class:`Explanation` of the prediction for one
+aspect (that output's SHAP values, that output's base value, the prediction
+and the score the verdict reports on the aspect's scale). :func:`state_aggregator`
+and :func:`explain_row` do the same for any judge whose learned state holds an
+aggregator (the comparison dashboard's triage uses them through
 :func:`judge_engine.compare.item_explanation`). Their figures are in
 :mod:`judge_engine.figures.attribution`; this module does not import plotly,
 so the method code that uses it does not either.
@@ -22,7 +25,8 @@ so the method code that uses it does not either.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,6 +39,9 @@ SHAP_MAX_SAMPLES = 100
 """Samples explained with SHAP (HD-Eval Fig. 9: 100 randomly selected samples)."""
 SHAP_NN_BACKGROUND = 20
 """Background rows of the MLP's permutation explainer (cost grows with it; the paper gives none)."""
+SHAP_ITEM_PERMUTATIONS = 10
+"""Permutations of the MLP's explainer for one item (:func:`explain_prediction`); each is exactly additive,
+more of them only steady the split between criteria."""
 
 
 def permutation_importance_oof(agg: Aggregator, *, n_repeats: int = 10, folds: int = 5) -> pd.DataFrame:
@@ -144,15 +151,153 @@ def criterion_labels(state: Mapping[str, Any]) -> dict[str, str]:
 
 
 def explain_row(agg: Aggregator, row: Mapping[str, float], *, sample_id: str, target: str) -> pd.DataFrame | None:
-    """SHAP values of one sample for ``target``: a one-row frame indexed by ``sample_id`` (see :func:`shap_values`).
+    """SHAP values of one sample for ``target``: a one-row frame indexed by ``sample_id``.
 
-    ``row`` maps criterion -> score; criteria without a score (absent or NaN)
-    get the training mean, as when the aggregator scored the sample. None when
-    the aggregator has no model (nothing was learned) or does not predict
-    ``target``.
+    The frame form of :func:`explain_prediction` (same values, base value in
+    ``frame.attrs["base_value"]``). ``row`` maps criterion -> score; criteria
+    without a score (absent or NaN) get the training mean, as when the
+    aggregator scored the sample. None when the aggregator has no model
+    (nothing was learned) or does not predict ``target``.
     """
-    x, _ = agg.impute([dict(row)])
-    return shap_values(agg, x, sample_ids=[str(sample_id)], max_samples=1).get(target)
+    if agg.model is None or not agg.features or target not in agg.targets:
+        return None
+    why = explain_prediction(agg, row, target, sample_id=str(sample_id))
+    frame = pd.DataFrame([[why.contributions[f] for f in agg.features]], columns=agg.features,
+                         index=pd.Index([why.sample_id], name="sample"))
+    frame.attrs["base_value"] = why.base
+    return frame
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why the aggregator gave one item its score on one aspect (SHAP values of that aspect's output).
+
+    ``base + sum(contributions.values()) == prediction`` (up to float
+    rounding of the explainer); ``score`` is ``prediction`` clipped to the
+    aspect's scale, the number the verdict reports.
+    """
+
+    sample_id: str
+    """The item explained."""
+    target: str
+    """The aspect (aggregator output) explained."""
+    base: float
+    """That output's expected value: the aggregator's mean prediction for ``target`` over its background
+    (the training matrix, at most :data:`SHAP_MAX_SAMPLES` rows)."""
+    contributions: Mapping[str, float]
+    """SHAP value of every feature (criterion id -> push away from ``base``) for the ``target`` output only."""
+    prediction: float
+    """The aggregator's output for ``target`` on this item, before clipping."""
+    low: float | None = None
+    """Lowest score of the aspect's scale (None: the prediction is not clipped)."""
+    high: float | None = None
+    """Highest score of the aspect's scale (None: the prediction is not clipped)."""
+
+    @property
+    def score(self) -> float:
+        """The prediction clipped to the aspect's scale: what the verdict reports (HD-Eval ``_verdict``)."""
+        value = self.prediction
+        if self.low is not None:
+            value = max(value, self.low)
+        if self.high is not None:
+            value = min(value, self.high)
+        return float(value)
+
+    @property
+    def clipped(self) -> float:
+        """How far clipping to the scale moved the prediction (0 when it lay on the scale)."""
+        return self.score - self.prediction
+
+
+def _background(agg: Aggregator) -> np.ndarray:
+    """The rows an item is explained against: the training matrix, at most SHAP_MAX_SAMPLES drawn with the seed."""
+    if len(agg.x) <= SHAP_MAX_SAMPLES:
+        return agg.x
+    rows = np.sort(np.random.default_rng(agg.random_state).choice(len(agg.x), size=SHAP_MAX_SAMPLES, replace=False))
+    return agg.x[rows]
+
+
+def _as_row(agg: Aggregator, x_row: Mapping[str, float] | Sequence[float] | np.ndarray) -> np.ndarray:
+    if isinstance(x_row, Mapping):
+        x, _ = agg.impute([dict(x_row)])
+        return x
+    x = np.asarray(x_row, dtype=float).reshape(1, -1)
+    if x.shape[1] != len(agg.features):
+        raise ValueError(f"the aggregator reads {len(agg.features)} criteria, the row has {x.shape[1]} values")
+    if np.isnan(x).any():
+        raise ValueError("the row has missing scores; pass it as {criterion: score} to fill them with the "
+                         "training means")
+    return x
+
+
+def explain_prediction(agg: Aggregator, x_row: Mapping[str, float] | Sequence[float] | np.ndarray, target: str, *,
+                       sample_id: str = "", scale: tuple[float, float] | None = None) -> Explanation:
+    """SHAP explanation of the aggregator's prediction for one item and one aspect.
+
+    Parameters
+    ----------
+    agg : Aggregator
+        A fitted (possibly multi-output) aggregator.
+    x_row : mapping or array-like
+        The item's criterion scores: ``{criterion id: score}`` (missing or
+        NaN -> training mean, as when the item was scored) or one imputed
+        row in ``agg.features`` order.
+    target : str
+        The aspect explained; must be one of ``agg.targets``.
+    sample_id : str, default=""
+        The item's id (shown in the figure's title).
+    scale : (low, high) or None, default=None
+        The aspect's scale; the verdict clips the prediction to it, and so
+        does :attr:`Explanation.score`.
+
+    Returns
+    -------
+    Explanation
+        Only the ``target`` output: its SHAP values, its base value (the
+        mean prediction for ``target`` over the training rows) and its
+        prediction. The explainers are interventional over the same
+        background for every kind (trees via ``TreeExplainer`` with data,
+        the linear model via ``LinearExplainer``, the MLP via a permutation
+        explainer over the whole background), so base plus contributions is
+        the prediction exactly, not only in expectation.
+    """
+    if target not in agg.targets:
+        raise ValueError(f"the aggregator predicts {', '.join(agg.targets)}; it has no output {target!r}")
+    t = agg.targets.index(target)
+    x = _as_row(agg, x_row)
+    low, high = (float(scale[0]), float(scale[1])) if scale is not None else (None, None)
+    prediction = float(agg.predict(x)[0, t])
+    if agg.model is None or not agg.features:
+        # nothing learned: the prediction is the training mean, which is also the base
+        return Explanation(str(sample_id), target, prediction, {f: 0.0 for f in agg.features}, prediction,
+                           low, high)
+    background = _background(agg)
+    base = float(agg.predict(background)[:, t].mean())
+    values = _item_shap(agg, x, background)[:, t]
+    contributions = {f: float(v) for f, v in zip(agg.features, values)}
+    residual = prediction - base - float(values.sum())
+    # The three explainers are exact on their background; a residual means shap changed, not the data.
+    if abs(residual) > 1e-4 * (1.0 + abs(prediction) + float(np.abs(values).sum())):
+        raise RuntimeError(f"SHAP values of {target!r} do not add up to the prediction (off by {residual:.3g})")
+    return Explanation(str(sample_id), target, base, contributions, prediction, low, high)
+
+
+def _item_shap(agg: Aggregator, x: np.ndarray, background: np.ndarray) -> np.ndarray:
+    """SHAP values (features x targets) of one row against ``background``, the same game for every kind."""
+    import shap
+
+    if agg.kind in ("dt", "rf"):
+        explainer = shap.TreeExplainer(agg.model, data=background, feature_perturbation="interventional")
+        result = explainer(x, check_additivity=False)
+    elif agg.kind == "lr":
+        result = shap.LinearExplainer(agg.model, shap.maskers.Independent(background,
+                                                                          max_samples=len(background)))(x)
+    else:
+        # one row: the whole background is affordable, so the base is the mean prediction over it
+        masker = shap.maskers.Independent(background, max_samples=len(background))
+        explainer = shap.PermutationExplainer(agg.predict, masker, seed=agg.random_state)
+        result = explainer(x, max_evals=SHAP_ITEM_PERMUTATIONS * (2 * x.shape[1] + 1), silent=True)
+    return np.asarray(result.values, dtype=float).reshape(len(agg.features), -1)
 
 
 def mean_abs_shap(frame: pd.DataFrame) -> pd.Series:

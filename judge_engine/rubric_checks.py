@@ -23,6 +23,30 @@ The rules, each a pure function of the texts:
     output, its source, an example): restating content, not describing quality.
 ``near_duplicate``
     Nearly the same words as an entry accepted before it (Jaccard >= 0.8).
+``placeholder``
+    A slot of a prompt's template left in ("[task_description]", "[ ]",
+    "<<<"), or, for a named criterion, a name that names nothing ("A",
+    "The", "...", "Criterion 2", "The answer").
+``stutter``
+    The same word twice in a row, at least twice ("when when ... when when"):
+    a degenerate generation, not a sentence.
+``first_person``
+    Speaks as a person ("Provide me with feedback", "I am the one who..."):
+    a request or a story, not a property of the judged text. Quoted words
+    do not count.
+``meta``
+    A hypothesis that talks about hypotheses ("The first hypothesis is: ...")
+    instead of stating one.
+``circular``
+    A named criterion whose definition only repeats its name ("Provide
+    constructive feedback: Provide constructive feedback.").
+``restates_parent``
+    A sub-criterion that adds nothing to its parent: every word of it is a
+    word of the parent, of the judged output's name or of praise ("Good
+    coherence: a coherent response has high coherence" under coherence).
+``copied_definition``
+    A named criterion whose definition alone is mostly copied from a shown
+    text (the name's own words can dilute ``copy`` below its threshold).
 ``no_quality``
     For hypotheses and criteria: no word that names a quality, a judgement
     or a score (a rubric says what makes a text better or worse). For task
@@ -33,6 +57,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -45,7 +70,7 @@ accurate accuracy adequate appropriate appropriately bad badly better best clari
 complete completeness concise consistent consistency correct correctly coverage creative creativity detail detailed
 effective engaging engagement error errors factual faithful fluent fluency good grammatical helpful high higher
 informative informativeness interesting irrelevant logical low lower natural naturalness poor poorly precise quality
-readable redundant relevance relevant repetitive score scores scored should specific strong understandable vague
+readable redundancy redundant relevance relevant repetitive score scores scored should specific strong understandable vague
 weak well worse worst must avoid lacks lack missing contradict contradicts contradiction mistakes flow organized
 organised structure structured original surprise surprising empathy empathetic polite fluently rating rated
 concise conciseness brevity brief padding verbose verbosity wordy faithfulness groundedness grounded hallucination
@@ -62,6 +87,44 @@ task quality criteria criterion summary summaries summarization response respons
 story stories text texts output outputs generated generation description restaurant hotel article
 """.split())
 """Words a task description uses when it describes the evaluation task."""
+
+STOP_WORDS = frozenset("""
+a an the of to in on at by for from with without and or but nor not no is are was were be been being am it its
+this that these those there here which who whom whose what when where why how whether if then than so as such
+has have had do does did can could may might will would shall should must very really just also only more most
+each every any all some other another into onto over under about above below between through during while one
+""".split())
+"""Function words: they name nothing (left out by the name, circular and parent rules)."""
+
+OUTPUT_NOUNS = frozenset("""
+response responses answer answers reply replies summary summaries text texts output outputs utterance utterances
+story stories generation sentence sentences passage
+""".split())
+"""What a judged text is called: a criterion named only by it names no property."""
+
+PLACEHOLDER_WORDS = frozenset("""
+criterion criteria subcriterion subcriteria sub name names aspect aspects item items example examples point points
+factor factors metric metrics definition definitions number first second third fourth new short
+""".split())
+"""Words a placeholder name is made of ("Criterion 1", "A short name", "Sub-criterion")."""
+
+PRAISE_WORDS = frozenset("""
+good bad great excellent high higher highest low lower lowest well better worse best worst quality qualities score
+scores scored scoring rating rated overall poor poorly strong weak level degree general generally measure measures
+judged evaluate evaluated evaluation
+""".split())
+"""Words that grade without saying what is graded: with the parent's own words they add no facet."""
+PRAISE_WORDS_STEMS = frozenset(w[:5] for w in PRAISE_WORDS)
+QUALITY_STEMS = frozenset(w[:5] for w in QUALITY_WORDS | PRAISE_WORDS)
+
+FIRST_PERSON = frozenset("i me my mine myself i'm i've i'd i'll".split())
+"""Words of a speaker: a criterion or hypothesis describes a text, it does not speak."""
+
+SLOT = re.compile(r"\[\s*\]|\[\s*(?:\.\.\.|\u2026)\s*\]|\[[^\]\n]*_[^\]\n]*\]|<<<|>>>|\{\s*[a-z_]*\s*\}", re.I)
+"""Template slots left in: "[ ]", "[...]", "[task_description]", "<<<REPORT>>>", "{name}"."""
+
+QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<![a-z])'[^']*'(?![a-z])", re.I)
+"""Quoted spans: a rubric may quote what a text says ("I don't know")."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +162,26 @@ def copied_share(text: str, shown: Iterable[str]) -> float:
         if other:
             best = max(best, len(grams & _trigrams(_words(other))) / len(grams))
     return best
+
+
+def restated_text(text: str, shown: Iterable[str], *, min_named: int = 4) -> bool:
+    """Whether every content word of ``text`` (at least ``min_named``, quality words aside) is in one shown text.
+
+    The trigram ``copy`` share misses a content sentence said with other
+    function words ("Chow serves comfort food, which is good for dinner"
+    from "Chow serves comfort food and is good for dinner"); a rubric names
+    a quality, so its words are not all found in one judged text.
+    """
+    # a list number ("1. Chow serves...") is not a word of the text
+    named = {w for w in content_words(text) if not w.isdigit()} - QUALITY_STEMS
+    if len(named) < min_named:
+        return False
+    return any(named <= _content_stems(other) for other in shown if other)
+
+
+@lru_cache(maxsize=4096)
+def _content_stems(text: str) -> frozenset[str]:
+    return frozenset(content_words(text))
 
 
 def jaccard(a: str, b: str) -> float:
@@ -152,11 +235,33 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
     share = copied_share(text, shown)
     if share >= max_copied:
         return RubricCheck(text, False, "copy", f"{share:.0%} of it is copied from a text the prompt showed")
+    if kind in ("hypothesis", "criterion") and restated_text(text, shown):
+        return RubricCheck(text, False, "copy", "every word of it that names something is in one text the "
+                                                "prompt showed: it restates that text")
     for earlier in accepted:
         similarity = jaccard(text, earlier)
         if similarity >= max_similarity:
             return RubricCheck(text, False, "near_duplicate",
                                f"{similarity:.0%} the same words as {earlier[:60]!r}")
+    if kind != "explanation":
+        slot = SLOT.search(text)
+        if slot:
+            return RubricCheck(text, False, "placeholder", f"a template slot is left in: {slot.group(0)!r}")
+        pair = stutter(words)
+        if pair:
+            return RubricCheck(text, False, "stutter", f"says {pair!r} twice in a row, more than once")
+    if kind in ("hypothesis", "criterion"):
+        speaker = sorted(set(_words(QUOTED.sub(" ", text))) & FIRST_PERSON)
+        if speaker:
+            return RubricCheck(text, False, "first_person",
+                               f"speaks as a person ({', '.join(speaker)}) instead of describing the text")
+    if kind == "hypothesis" and {"hypothesis", "hypotheses"} & set(words):
+        return RubricCheck(text, False, "meta", "talks about a hypothesis instead of stating one")
+    return _quality(text, words, kind)
+
+
+def _quality(text: str, words: Sequence[str], kind: str) -> RubricCheck:
+    """The last rule, ``no_quality`` (callers may lift it, see :func:`shares_topic`)."""
     vocabulary = set(words)
     if kind in ("hypothesis", "criterion") and not vocabulary & QUALITY_WORDS:
         return RubricCheck(text, False, "no_quality", "names no quality, judgement or score")
@@ -176,6 +281,78 @@ def check_entries(texts: Sequence[str], *, kind: str, shown: Sequence[str] = (),
             kept.append(text)
         out.append(result)
     return out
+
+
+def stutter(words: Sequence[str]) -> str:
+    """The word said twice in a row, when that happens at least twice in ``words`` ("" otherwise).
+
+    Once can be English ("that that"); twice is a generation that lost its way.
+    """
+    pairs = [w for a, w in zip(words, words[1:]) if a == w]
+    return f"{pairs[0]} {pairs[0]}" if len(pairs) >= 2 else ""
+
+
+def _stem(word: str) -> str:
+    return word[:5]  # "coherent" / "coherence", "naturally" / "natural"
+
+
+def content_words(text: str) -> set[str]:
+    """Stems of the words of ``text`` that name something: no function word, no name of the judged text.
+
+    Numbers count ("at most 50 words" says more than "at most 20 words").
+    """
+    return {_stem(w) for w in _words(text) if w not in STOP_WORDS and w not in OUTPUT_NOUNS
+            and (len(w) > 1 or w.isdigit())}
+
+
+def named_nothing(name: str) -> bool:
+    """Whether a criterion's name is a placeholder: no word left once function words, names of the judged
+    text, placeholder words ("criterion", "name"), numbers and single letters are removed."""
+    return not {w for w in _words(name) if w not in STOP_WORDS and w not in OUTPUT_NOUNS
+                and w not in PLACEHOLDER_WORDS and not w.isdigit() and len(w) > 1}
+
+
+def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), accepted: Sequence[str] = (),
+                    parent: Sequence[str] = (), **limits: float) -> RubricCheck:
+    """Check a named criterion ("name: definition", as one text) with the rules of a name and a parent.
+
+    The text is ``"{name}: {definition}"`` (the definition defaults to the
+    name), checked by :func:`check_entry` as a ``criterion``; then, before
+    ``no_quality`` (which callers may lift for a facet of its parent), the
+    name must name something (``placeholder``), the definition must say more
+    than the name (``circular``) and must not be mostly copied from a shown
+    text on its own (``copied_definition``), and a sub-criterion must add a
+    word to ``parent`` (its parent's name and definition; ``restates_parent``).
+
+    Parameters
+    ----------
+    name, definition : str
+        The criterion as generated.
+    shown, accepted, **limits
+        As for :func:`check_entry`.
+    parent : sequence of str
+        The parent criterion's name and definition; empty when there is none.
+    """
+    definition = (definition or "").strip() or name
+    text = f"{name}: {definition}"
+    check = check_entry(text, kind="criterion", shown=shown, accepted=accepted, **limits)
+    if not check.ok and check.rule != "no_quality":
+        return check
+    if named_nothing(name):
+        return RubricCheck(text, False, "placeholder", f"the name {name.strip()[:40]!r} names nothing")
+    said = content_words(definition) - PRAISE_WORDS_STEMS
+    if said <= content_words(name):
+        return RubricCheck(text, False, "circular", "the definition only repeats the name")
+    if len(_words(definition)) >= 5:
+        share = copied_share(definition, shown)
+        if share >= limits.get("max_copied", 0.6):
+            return RubricCheck(text, False, "copied_definition",
+                               f"{share:.0%} of its definition is copied from a text the prompt showed")
+    parent_words = set().union(*(content_words(p) for p in parent)) if parent else set()
+    if parent and content_words(text) - PRAISE_WORDS_STEMS <= parent_words:
+        return RubricCheck(text, False, "restates_parent",
+                           f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
+    return check
 
 
 def rejected_summary(checks: Iterable[RubricCheck]) -> dict[str, int]:

@@ -385,26 +385,28 @@ def same_backend(a: LLMConfig, b: LLMConfig) -> bool:
     return (a.backend, a.model, a.base_url) == (b.backend, b.model, b.base_url)
 
 
-def runs_on_same_split(store: Store, run: dict[str, Any], *, methods: tuple[str, ...] | None = None,
-                       include_failed: bool = False) -> list[dict[str, Any]]:
+def runs_on_same_split(store: Store, run: RunRecord | dict[str, Any], *, methods: tuple[str, ...] | None = None,
+                       include_failed: bool = False) -> list[RunRecord]:
     """Other runs scored on exactly ``run``'s test items, with the same human aggregate and backend.
 
     Only these are comparable with ``run`` number for number: the same items,
     the same human score and the same model. Newest first; ``methods``
     filters by method; failed and cancelled runs are left out unless asked.
     """
-    split, llm = run.get("split") or {}, LLMConfig.from_dict(run.get("llm") or {})
+    run = RunRecord.of(run)
+    test_ids = run.split.test_ids if run.split else None
+    llm = LLMConfig.from_dict(run.llm)
     out = []
-    for other in store.list_runs(dataset=run["dataset"], limit=1000):
-        if other["id"] == run["id"] or other["aspect"] != run["aspect"]:
+    for other in store.runs(dataset=run.dataset, limit=1000):
+        if other.id == run.id or other.aspect != run.aspect:
             continue
-        if methods is not None and other["method"] not in methods:
+        if methods is not None and other.method not in methods:
             continue
-        if not include_failed and other["status"] in ("failed", "cancelled"):
+        if not include_failed and other.status in ("failed", "cancelled"):
             continue
-        if ((other.get("split") or {}).get("test_ids") != split.get("test_ids")
-                or other.get("human_aggregate", "imported") != run.get("human_aggregate", "imported")
-                or not same_backend(LLMConfig.from_dict(other.get("llm") or {}), llm)):
+        if ((other.split.test_ids if other.split else None) != test_ids
+                or other.human_aggregate != run.human_aggregate
+                or not same_backend(LLMConfig.from_dict(other.llm), llm)):
             continue
         out.append(other)
     return out
@@ -426,18 +428,17 @@ def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Sp
     if not baselines:
         return started
     wanted = [b if isinstance(b, Baseline) else Baseline(b) for b in baselines]
-    run = store.get_run(run_id)
+    run = store.run(run_id)
     existing = runs_on_same_split(store, run, methods=tuple({b.method for b in wanted}))
-    run_split = Split.from_dict(run["split"])
     for b in wanted:
         params = get_method(b.method, b.params).get_params()
-        found = next((r for r in existing if r["method"] == b.method and r.get("params") == params), None)
+        found = next((r for r in existing if r.method == b.method and r.params == params), None)
         if found is not None:
-            started.append(Started(found["id"], b.method, "baseline", reused=True))
+            started.append(Started(found.id, b.method, "baseline", reused=True))
             continue
         baseline = RunSpec(method=b.method, dataset=spec.dataset, aspect=spec.aspect, params=dict(b.params),
                            train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed, llm=spec.llm)
-        base_id = create_run(store, baseline, split=run_split, actor=actor)
+        base_id = create_run(store, baseline, split=run.split, actor=actor)
         started.append(_start_worker(store, base_id, b.method, "baseline", api_key=api_key, log_dir=log_dir))
     return started
 
@@ -490,11 +491,10 @@ def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
     backend's concurrency; the embedded model answers one call at a time.
     """
     calls = seconds = 0.0
-    for run in store.list_runs(limit=500):
-        ledger = run.get("ledger") or {}
-        if ledger.get("calls") and same_backend(LLMConfig.from_dict(run.get("llm") or {}), llm):
-            calls += ledger["calls"]
-            seconds += float(ledger.get("seconds") or 0.0)
+    for run in store.runs(limit=500):
+        if run.ledger.get("calls") and same_backend(LLMConfig.from_dict(run.llm), llm):
+            calls += run.ledger["calls"]
+            seconds += float(run.ledger.get("seconds") or 0.0)
     parallel = 1 if llm.backend == "llamacpp" else max(1, llm.concurrency)
     if calls >= MIN_CALLS_FOR_TIMING and seconds > 0:
         return seconds / calls / parallel, f"mean of {int(calls)} earlier requests on this backend"

@@ -199,32 +199,29 @@ def _same_backend(a: RunRecord, b: RunRecord) -> bool:
     return all(a.llm.get(k, "") == b.llm.get(k, "") for k in keys)
 
 
-def baseline_runs(store: Store, run: RunRecord | dict[str, Any]) -> list[dict[str, Any]]:
+def baseline_runs(store: Store, run: RunRecord | dict[str, Any]) -> list[RunRecord]:
     """Finished baseline runs (direct, G-Eval) on the same dataset, aspect, test items and backend as ``run``.
 
     A baseline run itself has none: it is what the learned judges are measured against. The runs come
-    as :func:`judge_engine.compare.finished_runs` gives them (store rows), ready for :func:`compare.align`.
+    as :func:`judge_engine.compare.finished_runs` gives them, ready for :func:`compare.align`.
     """
     run = RunRecord.of(run)
     if run.method in BASELINE_METHODS:
         return []
     key = compare.split_key(run)
     found = []
-    for row in compare.finished_runs(store, run.dataset, run.aspect):
-        other = RunRecord.from_row(row)
+    for other in compare.finished_runs(store, run.dataset, run.aspect):
         if (other.id != run.id and other.method in BASELINE_METHODS and compare.split_key(other) == key
                 and _same_backend(other, run)):
-            found.append(row)
+            found.append(other)
     return found
 
 
-def _baseline_differences(store: Store, row: dict[str, Any], baselines: list[dict[str, Any]],
+def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord],
                           level: str, dataset: Any, n_bootstrap: int) -> tuple[BaselineDifference, ...]:
-    run = RunRecord.from_row(row)
     out = []
-    for b_row in baselines:
-        b = RunRecord.from_row(b_row)
-        aligned = compare.align(store, [row, b_row], common_subset=True)
+    for b in baselines:
+        aligned = compare.align(store, [run, b], common_subset=True)
         human, groups, systems = compare._columns(dataset, run.aspect, aligned.ids)
         diff, p = compare.paired_bootstrap(human, aligned.scores[run.id], aligned.scores[b.id], level=level,
                                            groups=groups, systems=systems, statistic=STATISTIC,
@@ -284,8 +281,7 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     ValueError
         When the run is not finished (it has no judge and no result to judge).
     """
-    row = store.get_run(run_id)  # the row goes on to compare.align, which the pages call with rows
-    run = RunRecord.from_row(row)
+    run = store.run(run_id)
     if run.status != "finished" or run.summary is None:
         raise ValueError(f"run #{run_id} is {run.status}: only a finished run has a result to trust")
     summary = run.summary
@@ -309,7 +305,7 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     found = baseline_runs(store, run)
     # a paired bootstrap over fewer units than an interval needs is as meaningless as that interval
     level = natural if test is not None and not test.ci_note else "sample"
-    baselines = _baseline_differences(store, row, found, level, human(), n_bootstrap) if found else ()
+    baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
     reasons = _reasons(training, test, sample, baselines, n, missing)
     return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,

@@ -17,7 +17,7 @@ import streamlit as st
 from judge_engine import curation, runs
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
-from judge_engine.records import Split
+from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import RunSpec, effective_status
 from judge_engine.store import EditConflict
 from pages import common, run_view, start_form
@@ -76,11 +76,11 @@ if dataset is not None:
 
 # --------------------------------------------------------------------------- stage 1, live
 
-def stage_one(events: list[dict]) -> None:
+def stage_one(events: list[RunEvent]) -> None:
     """Observations per batch, the task description versions, the criteria timeline, the demo search."""
-    by_kind: dict[str, list[dict]] = {}
+    by_kind: dict[str, list[dict]] = {}  # event kind -> payloads, oldest first
     for e in events:
-        by_kind.setdefault(e["kind"], []).append(e["payload"])
+        by_kind.setdefault(e.kind, []).append(e.payload)
     descriptions = by_kind.get("task_description", [])
     st.markdown("**Task description**")
     if descriptions:
@@ -130,10 +130,10 @@ def stage_one(events: list[dict]) -> None:
         st.caption(f"Replies read as JSON: {reads['json']}; by the free-text fallback: {reads['fallback']}; "
                    f"unreadable: {reads['missing']}.")
     for w in by_kind.get("warning", []):
-        st.warning(common.plain(f"{w.get('code')}: {w.get('message')}"))
+        st.warning(common.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
     failures = by_kind.get("parse_failure", [])
     if failures:
-        st.warning(common.plain("Unreadable replies: " + "; ".join(
+        st.warning(common.escape_markdown("Unreadable replies: " + "; ".join(
             f"{f['stage']}: {f.get('count', f.get('note', ''))}" for f in failures)))
 
 
@@ -166,9 +166,9 @@ def read_counts(by_kind: dict[str, list[dict]]) -> dict[str, int]:
     return out
 
 
-def stage_one_view(s, run: dict) -> None:
+def stage_one_view(s, run: RunRecord) -> None:
     """Stage 1 of ``run`` as far as its events go (drawn at every poll of the progress panel)."""
-    stage_one(s.events(run["id"]))
+    stage_one(s.run_events(run.id))
 
 
 # --------------------------------------------------------------------------- pick a run
@@ -177,12 +177,12 @@ st.divider()
 run = run_view.pick_run(METHOD, RUN_KEY, empty="No Active-Critic run yet: start one above.")
 if run is None:
     st.stop()
-run_id = run["id"]
+run_id = run.id
 st.subheader(f"Run #{run_id}: stage 1")
 run_view.progress(run_id, live_view=stage_one_view, key="ac")
-if not run.get("judge"):
+if not run.judge:
     st.stop()
-judge = Judge.from_dict(run["judge"])
+judge = Judge.from_dict(run.judge)
 
 
 # --------------------------------------------------------------------------- correct the task and criteria
@@ -255,7 +255,7 @@ if saved:
                          status="added", actor=common.actor())
             changes.append(("new", {}))
     except EditConflict as exc:
-        st.error(common.plain(f"{exc}. Your other changes before it were saved; press Reload to see the "
+        st.error(common.escape_markdown(f"{exc}. Your other changes before it were saved; press Reload to see the "
                               "current text, then edit again."))
     else:
         st.session_state.pop(f"ac_seen_versions_{run_id}", None)
@@ -274,7 +274,7 @@ if undoable:
             curation.undo(store, owner, pick, expected_version=seen.get(pick, by_key[pick].version),
                           actor=common.actor())
         except (EditConflict, ValueError) as exc:
-            st.error(common.plain(f"Not undone: {exc}. Press Reload to see the current text."))
+            st.error(common.escape_markdown(f"Not undone: {exc}. Press Reload to see the current text."))
         else:
             st.session_state.pop(f"ac_seen_versions_{run_id}", None)
             forget_fields(items)
@@ -299,11 +299,11 @@ with b[1]:
                                       missing=missing)
 st.caption("Both use exactly this run's split and backend: unchanged LLM calls come from the cache.")
 if refit or rescore:
-    split = Split.from_dict(run["split"])
-    params = {**run["params"], "task_description": edited_task, "criteria": edited_criteria}
-    spec = RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
+    split = run.split
+    params = {**run.params, "task_description": edited_task, "criteria": edited_criteria}
+    spec = RunSpec(method=METHOD, dataset=run.dataset, aspect=run.aspect, params=params,
                    train_size=len(split.train_ids), test_size=len(split.test_ids), seed=split.seed,
-                   llm=LLMConfig.from_dict(run["llm"]))
+                   llm=LLMConfig.from_dict(run.llm))
     edited_judge = None
     if rescore:  # the fitted judge with the person's text: no stage 1, no demo search
         edited_judge = Judge(**{**judge.to_dict(), "params": params,
@@ -320,7 +320,7 @@ if effective_status(run) != "finished":
 # --------------------------------------------------------------------------- results
 
 st.subheader("Results on the test split")
-summary = run.get("summary") or {}
+summary = run.summary or RunSummary()  # a finished run without one shows zeros and no correlations
 common.trust_panel(common.run_trust(store, run))
 
 
@@ -332,15 +332,15 @@ if levels.empty:
 else:
     with st.expander("This run's correlations at every level, with 95% bootstrap intervals"):
         st.dataframe(levels, hide_index=True, key="ac_levels")
-st.caption(f"This run: {summary.get('calls', 0)} LLM calls, {summary.get('cache_hits', 0)} cache hits, "
-           f"{int(summary.get('prompt_tokens') or 0) + int(summary.get('completion_tokens') or 0)} tokens, "
-           f"{float(summary.get('seconds') or 0):.0f} s, {summary.get('parse_failures', 0)} missing scores.")
+st.caption(f"This run: {summary.calls} LLM calls, {summary.cache_hits} cache hits, "
+           f"{summary.prompt_tokens + summary.completion_tokens} tokens, "
+           f"{float(summary.seconds):.0f} s, {summary.parse_failures} missing scores.")
 
 verdicts = common.load_verdicts(store, run)
-ds = common.load_dataset(store, run["dataset"])
+ds = common.load_dataset(store, run.dataset)
 index = ds.by_id()
-aspect = ds.aspect(run["aspect"])
-st.dataframe(common.verdicts_frame(ds, run["aspect"], verdicts), hide_index=True, key="ac_verdicts")
+aspect = ds.aspect(run.aspect)
+st.dataframe(common.verdicts_frame(ds, run.aspect, verdicts), hide_index=True, key="ac_verdicts")
 sources: dict[str, int] = {}
 for v in verdicts:
     sources[v.metadata.get("source", "?")] = sources.get(v.metadata.get("source", "?"), 0) + 1
@@ -349,7 +349,7 @@ if sources:
                + " (json = structured reply, text = free-text fallback, logprobs_first_position = read from the "
                  "alternatives of a reply that chose no digit).")
 for w in judge.state.get("warnings") or []:
-    st.warning(common.plain(f"{w.get('code')}: {w.get('message')}"))
+    st.warning(common.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
 n_crit_missing = sum(len(v.metadata.get("missing_criteria") or []) for v in verdicts)
 n_crit = sum(len(v.metadata.get("criteria_100") or {}) for v in verdicts)
 if n_crit:
@@ -372,7 +372,7 @@ if verdicts:
     st.markdown("**Overall explanation and error analysis**")
     refused = v.metadata.get("explanation_rejected")
     if refused:
-        st.caption(common.plain(f"Not shown: the explanation was rejected ({refused})."))
+        st.caption(common.escape_markdown(f"Not shown: the explanation was rejected ({refused})."))
         with st.expander("Raw reply"):
             st.text(v.raw)
     else:

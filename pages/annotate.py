@@ -49,7 +49,7 @@ skipped = st.session_state.setdefault(f"annotate_skipped_{ds_name}_{aspect_name}
 suggested = suggestions()
 queue = annotations.annotation_queue(dataset, aspect_name, labels, me, suggested=suggested, skipped=skipped)
 mine = {a.sample for a in labels if a.annotator == me}
-st.caption(common.plain(f"{len(mine)} items labelled by you ({me}); {len(queue)} in your queue"
+st.caption(common.escape_markdown(f"{len(mine)} items labelled by you ({me}); {len(queue)} in your queue"
                         + (f", the first {len([i for i in suggested if i in queue])} where judges disagree most."
                            if suggested else ". (With two finished runs on the same items, the items where they "
                            "disagree most come first.)")))
@@ -61,21 +61,21 @@ else:
     item = queue[0]
     sample = dataset.by_id()[item]
     with st.container(border=True):
-        st.markdown(f"**Item {common.plain(item)}**")
-        st.markdown(f"**{common.plain(dataset.input_label)}**")
+        st.markdown(f"**Item {common.escape_markdown(item)}**")
+        st.markdown(f"**{common.escape_markdown(dataset.input_label)}**")
         st.text(sample.input[:4000])
         if sample.context:
-            st.markdown(f"**{common.plain(dataset.context_label)}**")
+            st.markdown(f"**{common.escape_markdown(dataset.context_label)}**")
             st.text(sample.context[:2000])
-        st.markdown(f"**{common.plain(dataset.output_label)}**")
+        st.markdown(f"**{common.escape_markdown(dataset.output_label)}**")
         st.text(sample.output[:4000])
         if aspect.definition:
-            st.caption(common.plain(f"{aspect.name}: {aspect.definition}"))
+            st.caption(common.escape_markdown(f"{aspect.name}: {aspect.definition}"))
         others = [a for a in annotations.latest(labels) if a.sample == item and a.annotator != me]
         if not blind and others:
-            st.caption(common.plain("Others' scores: " + ", ".join(f"{a.annotator} {a.value:g}" for a in others)))
+            st.caption(common.escape_markdown("Others' scores: " + ", ".join(f"{a.annotator} {a.value:g}" for a in others)))
     with st.form("annotate_form", clear_on_submit=True):
-        value = st.number_input(common.plain(f"Your {aspect.name} score ({aspect.low:g}-{aspect.high:g}), "
+        value = st.number_input(common.escape_markdown(f"Your {aspect.name} score ({aspect.low:g}-{aspect.high:g}), "
                                              "then Enter"), min_value=float(aspect.low), max_value=float(aspect.high),
                                 value=None, step=1.0, key="annotate_value",
                                 help="Your own label, kept beside the others' under your name; it never replaces "
@@ -91,7 +91,7 @@ else:
             try:
                 store.add_annotation(ds_name, item, aspect_name, value, annotator=common.actor(), note=note)
             except (ValueError, NotFound) as exc:
-                st.error(common.plain(str(exc)))
+                st.error(common.escape_markdown(str(exc)))
             else:
                 st.session_state["annotate_last"] = (ds_name, aspect_name, item, float(value))
                 st.rerun()
@@ -103,7 +103,7 @@ last = st.session_state.get("annotate_last")
 if last and last[:2] == (ds_name, aspect_name):
     _, _, last_item, last_value = last
     others = [a for a in annotations.latest(labels) if a.sample == last_item and a.annotator != me]
-    st.caption(common.plain(f"Saved {last_value:g} for {last_item}. "
+    st.caption(common.escape_markdown(f"Saved {last_value:g} for {last_item}. "
                             + ("Others gave it: " + ", ".join(f"{a.annotator} {a.value:g}" for a in others)
                                if others else "Nobody else has labelled it yet.")))
 
@@ -156,12 +156,12 @@ with st.form("annotate_aggregate_form"):
             if pick != current:
                 store.set_human_aggregate(ds_name, pick, actor=who)
         except (ValueError, NotFound) as exc:
-            st.error(common.plain(str(exc)))
+            st.error(common.escape_markdown(str(exc)))
         else:
             common.flash("success", f"Runs of {ds_name} started from now on use "
                                     f"{annotations.parse_aggregate(pick).label}; each run records it.")
             st.rerun()
-st.caption(common.plain(f"Now: {annotations.parse_aggregate(current).label}. A run keeps the choice it was started "
+st.caption(common.escape_markdown(f"Now: {annotations.parse_aggregate(current).label}. A run keeps the choice it was started "
                         "with, so its results can be reproduced."))
 
 # --------------------------------------------------------------------------- activity

@@ -27,7 +27,7 @@ import streamlit as st
 
 from judge_engine import data
 from judge_engine.llm import BACKEND_NAMES, STRUCTURED_MODES, LLMConfig, LLMError, check_connection
-from judge_engine.records import Dataset, Verdict
+from judge_engine.records import Dataset, RunRecord, RunSummary, Verdict
 from judge_engine.runs import effective_status
 from judge_engine.store import Store, default_db_path
 
@@ -99,7 +99,7 @@ def run_framed(page: Any) -> None:
     try:
         page.run()
     except ReadOnly as exc:  # a viewer reached a save the page does not guard: one message, nothing written
-        st.error(plain(str(exc)))
+        st.error(escape_markdown(str(exc)))
     finally:
         st.session_state[FRAME_KEY] = False
 
@@ -171,7 +171,7 @@ def get_store() -> Store:
     try:
         return Store(path, read_only=None if can_edit() else identity())
     except (OSError, sqlite3.Error) as exc:
-        st.error(plain(f"Cannot open the database {path}: {exc}. Change the path in the sidebar."))
+        st.error(escape_markdown(f"Cannot open the database {path}: {exc}. Change the path in the sidebar."))
         st.stop()
         raise  # unreachable: st.stop() raises
 
@@ -210,11 +210,11 @@ def check_backend_button(label: str, *, key: str, primary: bool = False) -> None
         return
     with st.spinner("Sending one short request..."):
         try:
-            st.success(plain(check_connection(llm_config(), api_key=api_key())))
+            st.success(escape_markdown(check_connection(llm_config(), api_key=api_key())))
         except LLMError as exc:
-            st.error(plain(str(exc)))
+            st.error(escape_markdown(str(exc)))
         except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
-            st.error(plain(f"{type(exc).__name__}: {exc}"))
+            st.error(escape_markdown(f"{type(exc).__name__}: {exc}"))
 
 
 # --------------------------------------------------------------------------- who is working
@@ -238,7 +238,7 @@ def _secrets_section(name: str) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - Streamlit raises its own error types here
         if getattr(exc, "error_id", None) == "no-secrets-found":
             return {}
-        st.error(plain(f"The secrets file cannot be read ({exc}), so sign-in cannot be set up; the workbench "
+        st.error(escape_markdown(f"The secrets file cannot be read ({exc}), so sign-in cannot be set up; the workbench "
                        "stays closed until it is fixed."))
         st.stop()
         raise  # unreachable: st.stop() raises
@@ -283,7 +283,7 @@ def sign_in() -> None:
         email = str(st.user.get("email") or "")
         role = role_of(email, _secrets_section("workbench"))
         if role is None:
-            st.error(plain(f"{email or 'This account'} is not on this workbench's list of editors or viewers. "
+            st.error(escape_markdown(f"{email or 'This account'} is not on this workbench's list of editors or viewers. "
                            "Ask whoever runs it to add you."))
             if st.button("Sign out", key="identity_logout_refused"):
                 st.logout()
@@ -334,7 +334,7 @@ def actor() -> str:
     and the page stops, before anything is written.
     """
     if not can_edit():
-        st.error(plain(f"{identity()} may view this workbench but not change it; nothing was saved."))
+        st.error(escape_markdown(f"{identity()} may view this workbench but not change it; nothing was saved."))
         st.stop()
     name = identity()
     if not name:
@@ -346,7 +346,7 @@ def actor() -> str:
 def identity_sidebar() -> None:
     """Who is working, their role, and (local use) a way to change the name; sign-out in a team deployment."""
     if team_mode():
-        st.caption(plain(f"Signed in as {identity()} ({st.session_state.get(ROLE_KEY, '')})"))
+        st.caption(escape_markdown(f"Signed in as {identity()} ({st.session_state.get(ROLE_KEY, '')})"))
         if st.button("Sign out", key="identity_logout"):
             st.logout()
         return
@@ -370,10 +370,6 @@ def escape_markdown(text: str) -> str:
     """
     escaped = _MD_SPECIAL.sub(r"\\\1", str(text))
     return _MD_LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\" + m.group(3), escaped)
-
-
-plain = escape_markdown
-"""The former name of :func:`escape_markdown`, kept while the pages still call it."""
 
 
 def flash(kind: str, text: str, *, at: str | None = None) -> None:
@@ -404,11 +400,11 @@ def show_flash(at: str | None = None) -> None:
         box = st.empty()
         kind, text = st.session_state.get("_flash_now", {}).pop(at, (None, None))
         if kind:
-            getattr(box, kind)(plain(text))
+            getattr(box, kind)(escape_markdown(text))
         return
     for kind, text in list(st.session_state.pop("_flash", [])) + list(
             st.session_state.pop("_flash_now", {}).values()):
-        getattr(st, kind)(plain(text))
+        getattr(st, kind)(escape_markdown(text))
     st.session_state["_flash_now"] = st.session_state.pop("_flash_at", {})
 
 
@@ -447,9 +443,10 @@ def _load_verdicts(path: str, run_id: int, version: int) -> list[Verdict]:
     return Store(path).load_verdicts(run_id)
 
 
-def load_verdicts(store: Store, run: dict[str, Any]) -> list[Verdict]:
-    """The verdicts of ``run``, cached by (database, run id, run version)."""
-    return _load_verdicts(str(store.path), int(run["id"]), int(run.get("version") or 0))
+def load_verdicts(store: Store, run: RunRecord | dict[str, Any]) -> list[Verdict]:
+    """The verdicts of ``run`` (a record, or still a store row), cached by (database, run id, run version)."""
+    run = RunRecord.of(run)
+    return _load_verdicts(str(store.path), run.id, int(run.version or 0))
 
 
 # --------------------------------------------------------------------------- uploads and imports
@@ -609,22 +606,29 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def ordered_levels(summary: dict[str, Any]) -> list[str]:
-    """Levels of a run summary, the natural level first."""
-    levels = list((summary.get("levels") or {}).keys())
-    natural = summary.get("level")
+def _summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
+    """``summary`` as a record, whether it is one or still a stored dict (pages not yet moved to records)."""
+    return summary if isinstance(summary, RunSummary) else RunSummary.from_dict(summary)
+
+
+def ordered_levels(summary: RunSummary | dict[str, Any]) -> list[str]:
+    """Levels of a run summary (a record or its dict), the natural level first."""
+    summary = _summary(summary)
+    levels = list(summary.levels.keys())
+    natural = summary.level
     if natural in levels:
         levels.remove(natural)
         levels.insert(0, natural)
     return levels
 
 
-def correlation_frame(summary: dict[str, Any]) -> pd.DataFrame:
+def correlation_frame(summary: RunSummary | dict[str, Any]) -> pd.DataFrame:
     """One row per meta-evaluation level (natural first): coefficients, 95% CIs and counts."""
+    summary = _summary(summary)
     rows = []
-    natural = summary.get("level")
+    natural = summary.level
     for level in ordered_levels(summary):
-        c = summary["levels"][level] or {}
+        c = summary.levels[level] or {}
         rows.append({
             "level": f"{level} (natural)" if level == natural else level,
             "pearson": _num(c.get("pearson")), "pearson 95% CI": _ci(c.get("pearson_ci")),
@@ -649,19 +653,20 @@ def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> Any:
     return trust_report(Store(path), run_id)
 
 
-def run_trust(store: Store, run: dict[str, Any]) -> Any:
-    """The :class:`judge_engine.trust.TrustReport` of a finished ``run``; None when it has none (not finished).
+def run_trust(store: Store, run: RunRecord | dict[str, Any]) -> Any:
+    """The :class:`judge_engine.trust.TrustReport` of a finished ``run`` (a record, or still a store row);
+    None when it has none (not finished).
 
     Cached until the run or any finished run of its dataset (a new baseline on the same split) changes.
     """
-    if run.get("status") != "finished":
+    run = RunRecord.of(run)
+    if run.status != "finished":
         return None
-    others = tuple((r["id"], r.get("version"), r["status"]) for r in store.list_runs(dataset=run["dataset"],
-                                                                                         limit=10_000))
+    others = tuple((r.id, r.version, r.status) for r in store.runs(dataset=run.dataset, limit=10_000))
     try:
-        return _trust(str(store.path), int(run["id"]), (run.get("version"), others))
+        return _trust(str(store.path), run.id, (run.version, others))
     except (ValueError, KeyError) as exc:  # a dataset deleted since, a run without verdicts: say so, no traceback
-        st.caption(plain(f"No trust report for run #{run['id']}: {exc}"))
+        st.caption(escape_markdown(f"No trust report for run #{run.id}: {exc}"))
         return None
 
 
@@ -711,14 +716,14 @@ def trust_panel(report: Any, *, compact: bool = False) -> None:
         base = (f"not significantly below {len(report.baselines)} baseline run(s) on the same split"
                 if report.baselines else "no baseline run on the same split to compare with")
         corr = "test and training correlations are positive" if report.training else "test correlation is positive"
-        st.success(plain(f"{name}: no trust warning: {corr}; {base}."))
+        st.success(escape_markdown(f"{name}: no trust warning: {corr}; {base}."))
     else:
         # reasons can quote generated text (a hypothesis): escaped, never rendered as Markdown
-        st.warning(plain(f"{name}: do not rely on this judge without a closer look:") + "\n"
-                   + "\n".join(f"- {plain(r)}" for r in report.reasons))
+        st.warning(escape_markdown(f"{name}: do not rely on this judge without a closer look:") + "\n"
+                   + "\n".join(f"- {escape_markdown(r)}" for r in report.reasons))
     if compact:
         test = report.test
-        st.caption(plain(f"test {report.statistic} ({test.level if test else '-'}) "
+        st.caption(escape_markdown(f"test {report.statistic} ({test.level if test else '-'}) "
                          f"{_fig(test.value if test else None)}; missing {report.missing} of {report.n}"
                          + (f"; training {_fig(report.training.value)} on {report.training.n_scored} items"
                             if report.training else "")))
@@ -734,31 +739,32 @@ def trust_panel(report: Any, *, compact: bool = False) -> None:
 def finished_box(report: Any, text: str) -> None:
     """A run's "finished" notice: green only when its trust report does not warn."""
     if report is not None and report.verdict != "ok":
-        st.warning(plain(f"{text} The trust checks warn about this judge (see the reasons with its results)."))
+        st.warning(escape_markdown(f"{text} The trust checks warn about this judge (see the reasons with its results)."))
     else:
-        st.success(plain(text))
+        st.success(escape_markdown(text))
 
 
 LIVE_STATUSES = ("queued", "running")
 
 
-def runs_frame(runs: list[dict[str, Any]]) -> pd.DataFrame:
-    """Overview of runs (``store.list_runs()``) with the natural-level correlations of finished ones."""
+def runs_frame(runs: Iterable[RunRecord | dict[str, Any]]) -> pd.DataFrame:
+    """Overview of runs (``store.runs()``, or still store rows) with the natural-level correlations of finished
+    ones."""
     rows = []
-    for r in runs:
-        summary = r.get("summary") or {}
-        corr = summary.get("correlations") or {}
-        ledger = r.get("ledger") or {}
+    for r in map(RunRecord.of, runs):
+        corr = (r.summary.correlations if r.summary else None) or {}
+        # the ledger is the backend's snapshot, a dict by design: its counters may be absent while a run starts
+        ledger = r.ledger
         rows.append({
-            "run": r["id"], "method": r["method"], "dataset": r["dataset"], "aspect": r["aspect"],
+            "run": r.id, "method": r.method, "dataset": r.dataset, "aspect": r.aspect,
             "status": effective_status(r),
-            "progress": f"{r.get('done') or 0}/{r.get('total') or 0}" if r.get("total") else "",
-            "level": summary.get("level", ""),
+            "progress": f"{r.done}/{r.total}" if r.total else "",
+            "level": r.summary.level if r.summary else "",
             "pearson": _num(corr.get("pearson")), "spearman": _num(corr.get("spearman")),
             "kendall": _num(corr.get("kendall")),
             "calls": ledger.get("calls", 0), "cache hits": ledger.get("cache_hits", 0),
-            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.get("created")),
-            "human score": r.get("human_aggregate") or "imported", "started by": r.get("actor") or "",
+            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.created),
+            "human score": r.human_aggregate, "started by": r.actor,
         })
     return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",
                                        "pearson", "spearman", "kendall", "calls", "cache hits", "dollars",
@@ -775,9 +781,11 @@ def agreement_row(result: Any) -> dict[str, Any]:
                                            else result.ceiling_ci["spearman"])}
 
 
-def run_label(run: dict[str, Any]) -> str:
-    """A stable label for a run (no status: a select box must not relabel its value as the run progresses)."""
-    return f"#{run['id']} · {run['method']} · {run['dataset']}/{run['aspect']} · {fmt_time(run.get('created'))}"
+def run_label(run: RunRecord | dict[str, Any]) -> str:
+    """A stable label for a run (a record, or still a store row; no status: a select box must not relabel its
+    value as the run progresses)."""
+    run = RunRecord.of(run)
+    return f"#{run.id} · {run.method} · {run.dataset}/{run.aspect} · {fmt_time(run.created)}"
 
 
 def verdicts_frame(dataset: Dataset | None, aspect: str, verdicts: list[Verdict]) -> pd.DataFrame:

@@ -1,5 +1,6 @@
 """Compare: every finished run on the same items side by side, where judges fail, what to label, export."""
 
+import functools
 import zlib
 
 import streamlit as st
@@ -7,9 +8,10 @@ import streamlit as st
 from judge_engine import annotations, compare, export
 from judge_engine import figures as plots
 from judge_engine.methods import Judge
-from judge_engine.runs import RunSpec, create_run, start_run
+from judge_engine.records import RunRecord
+from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
-from pages import common
+from pages import common, start_form
 
 common.require_frame()
 
@@ -31,10 +33,10 @@ if not datasets:
     st.stop()
 
 # open on the dataset and aspect with the most finished runs
-finished_all = [r for r in store.list_runs(limit=10_000) if r["status"] == "finished"]
+finished_all = [r for r in store.runs(limit=10_000) if r.status == "finished"]
 counts: dict[tuple[str, str], int] = {}
 for r in finished_all:
-    counts[(r["dataset"], r["aspect"])] = counts.get((r["dataset"], r["aspect"]), 0) + 1
+    counts[(r.dataset, r.aspect)] = counts.get((r.dataset, r.aspect), 0) + 1
 busiest = max(counts, key=counts.get) if counts else (None, None)
 c1, c2 = st.columns(2)
 ds_names = [d["name"] for d in datasets]
@@ -50,9 +52,16 @@ if not finished:
     st.stop()
 
 by_split = compare.runs_by_split(finished)
-split_labels = {key: f"{len((runs[0].get('split') or {}).get('test_ids') or [])} test items (seed "
-                     f"{(runs[0].get('split') or {}).get('seed')}), {len(runs)} run(s): "
-                     f"{', '.join(sorted({r['method'] for r in runs}))}" for key, runs in by_split.items()}
+
+
+def split_label(runs: list[RunRecord]) -> str:
+    """What a set of test items is: its size and seed (all its runs share them) and the runs on it."""
+    split = runs[0].split
+    return (f"{len(split.test_ids) if split else 0} test items (seed {split.seed if split else None}), "
+            f"{len(runs)} run(s): {', '.join(sorted({r.method for r in runs}))}")
+
+
+split_labels = {key: split_label(runs) for key, runs in by_split.items()}
 common_subset = st.toggle("Compare runs from different splits on the items they share", key="compare_common",
                           help="Off: only runs scored on exactly the same test items are compared.")
 if common_subset:
@@ -63,27 +72,38 @@ else:
                         key="compare_split")
     split = keys[pick or 0]
     candidates, scope = by_split[split], zlib.crc32(repr(split).encode())
-labels = {r["id"]: f"#{r['id']} {r['method']} ({common.fmt_time(r.get('created'))})" for r in candidates}
+labels = {r.id: f"#{r.id} {r.method} ({common.fmt_time(r.created)})" for r in candidates}
 # one selection per set of test items: switching to other items starts from all of their runs
 chosen_ids = st.multiselect("Runs", list(labels), default=list(labels), format_func=labels.get,
                             key=f"compare_runs_{ds_name}_{aspect}_{scope}")
-chosen = [r for r in candidates if r["id"] in chosen_ids]
+chosen = [r for r in candidates if r.id in chosen_ids]
 if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
-used = sorted({r.get("human_aggregate") or "imported" for r in chosen})
+used = sorted({r.human_aggregate for r in chosen})
 if len(used) > 1:
-    st.error(common.plain("These runs were evaluated against different human scores ("
+    st.error(common.escape_markdown("These runs were evaluated against different human scores ("
                           + "; ".join(annotations.parse_aggregate(u).label for u in used)
                           + "): choose runs that used the same one."))
     st.stop()
 aggregate = used[0]
+# what identifies the runs' verdicts: a run's version changes whenever its verdicts or summary do
+run_versions = tuple((r.id, r.version) for r in chosen)
+
+
+@st.cache_data(max_entries=16, show_spinner="Lining up the runs' verdicts...")
+def _align(db: str, run_versions: tuple, common_subset: bool) -> compare.Aligned:
+    """The runs' verdicts on their common items, read once per version of the runs (not on every rerun)."""
+    s = common.get_store()
+    return compare.align(s, [s.run(rid) for rid, _ in run_versions], common_subset=common_subset)
+
+
 try:
     dataset = common.human_dataset(store, ds_name, aggregate)
-    aligned = compare.align(store, chosen, common_subset=common_subset)
+    aligned = _align(str(store.path), run_versions, common_subset)
 except (compare.NotComparable, NotFound) as exc:
-    st.error(common.plain(str(exc)))
+    st.error(common.escape_markdown(str(exc)))
     st.stop()
 if not aligned.ids:
     st.warning("These runs share no scored item.")
@@ -95,22 +115,25 @@ c1, c2, c3 = st.columns(3)
 level = c1.selectbox("Level", levels, index=levels.index(natural), key="compare_level",
                      format_func=lambda lv: f"{lv} (natural)" if lv == natural else lv)
 statistic = c2.selectbox("Statistic", list(compare.STATISTICS), index=1, key="compare_stat")
-n_bootstrap = c3.select_slider("Bootstrap resamples", [200, 500, 1000], value=500, key="compare_boot")
+n_bootstrap = c3.select_slider("Bootstrap resamples", [200, 500, 1000], value=500, key="compare_boot",
+                               help="Resamples behind each confidence interval and paired test: more is steadier "
+                                    "and slower.")
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing correlations and paired tests...")
 def _table(db: str, run_versions: tuple, level: str, statistic: str, n_bootstrap: int, common_subset: bool,
-           aggregate: str, n_labels: int):
-    s = common.get_store()
-    runs = [s.get_run(rid) for rid, _ in run_versions]
-    data = common.human_dataset(s, runs[0]["dataset"], aggregate)
-    return compare.comparison_frame(s, data, compare.align(s, runs, common_subset=common_subset), level=level,
-                                    statistic=statistic, n_bootstrap=n_bootstrap)
+           aggregate: str, n_labels: int, last_label: float, _dataset, _aligned: compare.Aligned):
+    """The comparison table, computed once per (runs' versions, settings, labels): its bootstrap resamples are
+    the page's heaviest work. ``_dataset`` and ``_aligned`` are what the other arguments identify (Streamlit
+    does not hash arguments whose name starts with an underscore)."""
+    return compare.comparison_frame(common.get_store(), _dataset, _aligned, level=level, statistic=statistic,
+                                    n_bootstrap=n_bootstrap)
 
 
 stored_labels = store.annotations(ds_name, aspect=aspect)
-frame = _table(str(store.path), tuple((r["id"], r.get("version") or 0) for r in chosen), level, statistic,
-               n_bootstrap, common_subset, aggregate, len(stored_labels))
+last_label = max((a.time for a in stored_labels), default=0.0)
+frame = _table(str(store.path), run_versions, level, statistic, n_bootstrap, common_subset, aggregate,
+               len(stored_labels), last_label, dataset, aligned)
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing the annotators' agreement...")
@@ -129,7 +152,7 @@ def _agreement(db: str, ds: str, aspect: str, ids: tuple, level: str, aggregate:
 
 
 agreement = _agreement(str(store.path), ds_name, aspect, aligned.ids, level, aggregate, len(stored_labels),
-                       max((a.time for a in stored_labels), default=0.0))
+                       last_label)
 ceiling = ({m: (None if v != v else v) for m, v in agreement.ceiling.items()}
            if agreement.n_items >= 3 else None)
 
@@ -146,11 +169,11 @@ st.dataframe(show, hide_index=True, key="compare_table",
                             f"human ceiling ({statistic})": st.column_config.NumberColumn(format="%.3f"),
                             "p vs best": st.column_config.NumberColumn(format="%.3f"),
                             "dollars": st.column_config.NumberColumn(format="$%.4f")})
-st.caption(common.plain(f"Human score: {annotations.parse_aggregate(aggregate).label}."))
+st.caption(common.escape_markdown(f"Human score: {annotations.parse_aggregate(aggregate).label}."))
 if ceiling and ceiling.get(statistic) is not None:
     lo, hi = agreement.ceiling_ci[statistic]
     a_lo, a_hi = agreement.alpha_ci
-    st.caption(common.plain(
+    st.caption(common.escape_markdown(
         f"Human ceiling of these labels ({len(agreement.annotators)} annotators on {agreement.n_items} items, each "
         f"against the mean of the others, {level} level): {statistic} {ceiling[statistic]:.3f}"
         + (f" [{lo:.3f}, {hi:.3f}]" if lo == lo else "")
@@ -158,14 +181,14 @@ if ceiling and ceiling.get(statistic) is not None:
         + (f" [{a_lo:.3f}, {a_hi:.3f}]" if a_lo == a_lo else "")
         + ". A judge at the ceiling agrees with these annotators as well as they agree with each other."))
 for r in chosen:  # what each run's figures alone do not say (empty bank, imputed criteria, missing scores, ...)
-    for warning in (r.get("summary") or {}).get("warnings") or []:
-        st.warning(common.plain(f"#{r['id']} {r['method']}: {warning.get('message', '')}"))
+    for warning in r.summary.warnings if r.summary else ():
+        st.warning(common.escape_markdown(f"#{r.id} {r.method}: {warning.message}"))
 with st.expander("Trust: each judge against its own training figure and its baselines", expanded=True):
     for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
         common.trust_panel(common.run_trust(store, r), compact=True)
 worse = frame[frame["significantly worse"]]
 if len(worse):
-    st.caption(common.plain("Significantly worse than the best run (paired bootstrap, p < 0.05): "
+    st.caption(common.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "
                             + ", ".join(f"#{r}" for r in worse["run"])))
 
 figures = [plots.comparison_bars(frame, statistic=statistic,
@@ -174,8 +197,9 @@ figures = [plots.comparison_bars(frame, statistic=statistic,
 c1, c2 = st.columns(2)
 c1.plotly_chart(figures[0], key="compare_bars")
 c2.plotly_chart(figures[1], key="compare_cost")
-human = [dataset.by_id()[i].human.get(aspect) for i in aligned.ids]
-scores = {f"#{r['id']} {r['method']}": aligned.scores[r["id"]].tolist() for r in chosen}
+index = dataset.by_id()
+human = [index[i].human.get(aspect) for i in aligned.ids]
+scores = {compare.short_run_label(r): aligned.scores[r.id].tolist() for r in chosen}
 a = dataset.aspect(aspect)
 figures += [plots.scatter_grid(human, scores, low=a.low, high=a.high), plots.score_histograms(human, scores)]
 st.plotly_chart(figures[2], key="compare_grid")
@@ -198,31 +222,31 @@ def _explanation(db: str, run_id: int, run_version: int, item: str) -> compare.I
 if item:
     sample = dataset.by_id()[item]
     with st.container(border=True):
-        st.markdown(f"**{common.plain(dataset.input_label)}**")
+        st.markdown(f"**{common.escape_markdown(dataset.input_label)}**")
         st.text(sample.input[:4000])
         if sample.context:
-            st.markdown(f"**{common.plain(dataset.context_label)}**")
+            st.markdown(f"**{common.escape_markdown(dataset.context_label)}**")
             st.text(sample.context[:2000])
-        st.markdown(f"**{common.plain(dataset.output_label)}**")
+        st.markdown(f"**{common.escape_markdown(dataset.output_label)}**")
         st.text(sample.output[:4000])
         st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}")
         for r in chosen:
-            v = aligned.verdicts[r["id"]].get(item)
+            v = aligned.verdicts[r.id].get(item)
             if v is None:
                 continue
             score = "missing (reply did not parse)" if v.missing else f"{v.score:.2f}"
-            with st.expander(common.plain(f"#{r['id']} {r['method']}: {score}")):
+            with st.expander(common.escape_markdown(f"{compare.short_run_label(r)}: {score}")):
                 if v.criteria:
                     st.dataframe([{"criterion": k, "score": x} for k, x in v.criteria.items()], hide_index=True)
                 if v.explanation:
                     st.text(v.explanation)
-                why = (_explanation(str(store.path), r["id"], int(r.get("version") or 0), item)
+                why = (_explanation(str(store.path), r.id, r.version, item)
                        if v.criteria and not v.missing else None)
                 if why is not None:
                     st.plotly_chart(plots.shap_waterfall_figure(why.shap, item, labels=why.labels),
-                                    key=f"compare_waterfall_{r['id']}")
+                                    key=f"compare_waterfall_{r.id}")
                     unscored = ", ".join(why.labels.get(f, f) for f in why.imputed)
-                    st.caption(common.plain(
+                    st.caption(common.escape_markdown(
                         f"SHAP values of the judge's aggregator: how far each criterion's score moved {why.target} "
                         "from the base value." + (f" Not scored, filled with the training mean: {unscored}."
                                                   if unscored else "")))
@@ -230,7 +254,7 @@ if item:
                 st.text(v.raw[:3000])
         st.caption("To fix what misled a judge, open its method page (rubrics, criteria trees and inferred "
                    "criteria are edited there) and rerun.")
-        for method in sorted({r["method"] for r in chosen} & set(METHOD_PAGES)):
+        for method in sorted({r.method for r in chosen} & set(METHOD_PAGES)):
             st.page_link(METHOD_PAGES[method], label=f"Edit the {method} judge", icon=":material/edit:")
 
 # --------------------------------------------------------------------------- label next
@@ -251,8 +275,10 @@ if len(chosen) >= 2:
             current = sample.human.get(aspect)
             st.caption(f"Human score ({annotations.parse_aggregate(aggregate).kind}): {current:g}"
                        if current is not None and current == current else "No human score yet.")
-        value = st.number_input(common.plain(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
-                                max_value=float(a.high), value=None, step=1.0, key="compare_label_value")
+        value = st.number_input(common.escape_markdown(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
+                                max_value=float(a.high), value=None, step=1.0, key="compare_label_value",
+                                help="Your own label, kept beside the others' under your name; it never replaces "
+                                     "an imported score.")
         if st.form_submit_button("Save score"):
             if value is None or not to_label:
                 st.error("Enter a score first.")
@@ -260,24 +286,30 @@ if len(chosen) >= 2:
                 try:
                     store.add_annotation(ds_name, to_label, aspect, value, annotator=common.actor())
                 except (ValueError, NotFound) as exc:
-                    st.error(common.plain(str(exc)))
+                    st.error(common.escape_markdown(str(exc)))
                 else:
                     common.flash("success", f"Saved your label {value:g} for {to_label}.")
                     st.rerun()
 
 # --------------------------------------------------------------------------- export
+def _report_bytes(title: str, tables: dict, figures: list, notes: list) -> bytes:
+    return plots.report_html(title, tables, figures, notes=notes).encode("utf-8")
+
+
 st.subheader("Export")
-best_id = int(frame.loc[frame["best"], "run"].iloc[0]) if frame["best"].any() else chosen[0]["id"]
-export_id = st.selectbox("Judge to export", [r["id"] for r in chosen], index=[r["id"] for r in chosen].index(best_id),
+best_id = int(frame.loc[frame["best"], "run"].iloc[0]) if frame["best"].any() else chosen[0].id
+export_id = st.selectbox("Judge to export", [r.id for r in chosen], index=[r.id for r in chosen].index(best_id),
                          format_func=lambda rid: labels.get(rid, str(rid)) + ("  (best)" if rid == best_id else ""),
                          key="compare_export")
 c1, c2 = st.columns(2)
 c1.download_button("Download judge (JSON model card)", export.export_judge(store, export_id).encode("utf-8"),
                    file_name=f"judge-run-{export_id}.json", mime="application/json", key="compare_dl_judge")
-report = plots.report_html(f"Judge comparison: {ds_name} / {aspect}", {"Runs": show, "Worst-judged items":
-                                                                      triage.head(20)}, figures,
-                           notes=[f"{len(aligned.ids)} items, {level} level, {n_bootstrap} bootstrap resamples."])
-c2.download_button("Download report (HTML)", report.encode("utf-8"), file_name=f"comparison-{ds_name}-{aspect}.html",
+# made when the button is clicked (Streamlit calls it then), not on every rerun: the report embeds plotly.js
+# (about 5 MB), which the browser fetched on every visit while the plots waited; the arguments are bound now
+report = functools.partial(_report_bytes, f"Judge comparison: {ds_name} / {aspect}",
+                           {"Runs": show, "Worst-judged items": triage.head(20)}, figures,
+                           [f"{len(aligned.ids)} items, {level} level, {n_bootstrap} bootstrap resamples."])
+c2.download_button("Download report (HTML)", report, file_name=f"comparison-{ds_name}-{aspect}.html",
                    mime="text/html", key="compare_dl_report")
 # --------------------------------------------------------------------------- transfer
 st.subheader("Transfer")
@@ -291,24 +323,25 @@ else:
         target_ds = c1.selectbox("Target dataset", list(targets), key="compare_transfer_ds")
         target_aspect = c2.selectbox("Target aspect (same quality, maybe another name)",
                                      sorted({x for v in targets.values() for x in v}), key="compare_transfer_aspect")
-        n_items = c3.number_input("Items to score", min_value=2, value=40, step=10, key="compare_transfer_n")
-        st.caption(common.plain(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
+        n_items = c3.number_input("Items to score", min_value=2, value=40, step=10, key="compare_transfer_n",
+                                  help="Items of the target dataset the judge scores (whole groups, so maybe a few "
+                                       "more); its agreement with the target's humans is measured on them.")
+        st.caption(common.escape_markdown(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
                                 f"Backend: {common.llm_config().label}."))
         if st.form_submit_button("Score the target with this judge"):
-            source = store.get_run(export_id)
+            source = store.run(export_id)
             try:
                 target = common.load_dataset(store, target_ds).aspect(target_aspect)
-                judge = compare.transfer_judge(Judge.from_dict(source["judge"]), target)
-                run_id = create_run(store, RunSpec(method=source["method"], dataset=target_ds, aspect=target.name,
-                                                   train_size=0, test_size=int(n_items), llm=common.llm_config()),
-                                    judge=judge, actor=common.actor())
-                start_run(store.path, run_id, api_key=common.api_key())
-            except (KeyError, ValueError, OSError, NotFound) as exc:
-                st.error(common.plain(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
+                judge = compare.transfer_judge(Judge.from_dict(source.judge), target)
+            except (KeyError, ValueError, NotFound) as exc:
+                st.error(common.escape_markdown(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
             else:
-                common.flash("success", f"Started transfer run #{run_id} on {target_ds} / {target.name}; "
-                                        "follow it under Runs, then compare it here on that dataset.")
-                st.rerun()
+                run_id = start_form.start(RunSpec(method=source.method, dataset=target_ds, aspect=target.name,
+                                                  train_size=0, test_size=int(n_items), llm=common.llm_config()),
+                                          judge=judge, label=f" (transfer to {target_ds} / {target.name}; follow it "
+                                                             "under Runs, then compare it here on that dataset)")
+                if run_id is not None:
+                    st.rerun()
 
 st.caption("Score new data with an exported judge: `python -m judge_engine score judge.json new.jsonl --out "
            "scores.jsonl`.")

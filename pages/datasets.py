@@ -24,7 +24,7 @@ tab_bench, tab_upload, tab_stored = st.tabs(TABS, key="datasets_tab", on_change=
 with tab_bench:
     available = data.available_benchmarks()
     if not available:
-        st.warning(common.plain(f"No benchmark files found under {data.default_data_dir()}. Set "
+        st.warning(common.escape_markdown(f"No benchmark files found under {data.default_data_dir()}. Set "
                                 f"{data.DATA_DIR_ENV} to the folder holding the benchmark folders."))
     else:
         name = st.selectbox("Benchmark", available, key="datasets_bench",
@@ -36,14 +36,14 @@ with tab_bench:
         st.caption(f"Natural meta-evaluation level: {spec.natural_level}.")
         stored = store.has_dataset(name)
         if stored:
-            st.info(common.plain(f"'{name}' is already in the database; open it under Stored datasets."))
+            st.info(common.escape_markdown(f"'{name}' is already in the database; open it under Stored datasets."))
         if st.button("Import benchmark", key="datasets_import_bench", type="primary", disabled=stored):
             try:
                 with st.spinner(f"Reading {name}..."):
                     dataset = data.load_benchmark(name)
                     store.save_dataset(dataset)
             except (DataImportError, ValueError) as exc:
-                st.error(common.plain(str(exc)))
+                st.error(common.escape_markdown(str(exc)))
             else:
                 common.flash("success", f"Imported {name}: {len(dataset.samples)} samples, "
                                         f"aspects {', '.join(dataset.aspect_names)}.")
@@ -65,13 +65,13 @@ with tab_upload:
         try:
             detected = data.detect_dialect(path)  # None for JSON / JSONL
         except DataImportError as exc:
-            st.error(common.plain(str(exc)))
+            st.error(common.escape_markdown(str(exc)))
             detected, readable = None, False
         else:
             readable = True
         if detected is not None:
             st.markdown("**File format**")
-            st.caption(common.plain(f"Detected {detected.describe()}. If the preview below looks wrong "
+            st.caption(common.escape_markdown(f"Detected {detected.describe()}. If the preview below looks wrong "
                                     "(everything in one column, scores not read as numbers), change it here."))
             f1, f2, f3 = st.columns(3)
             separator = f1.selectbox("Separator", list(data.SEPARATORS), format_func=data.SEPARATORS.get,
@@ -87,19 +87,19 @@ with tab_upload:
             try:
                 dialect = data.CsvDialect(separator, quote, decimal)
             except ValueError as exc:
-                st.error(common.plain(f"{exc}: choose another separator or the dot as decimal mark."))
+                st.error(common.escape_markdown(f"{exc}: choose another separator or the dot as decimal mark."))
                 readable = False
         if readable:
             try:
                 table = data.preview_table(path, dialect=dialect)
             except DataImportError as exc:
-                st.error(common.plain(str(exc)))
+                st.error(common.escape_markdown(str(exc)))
             else:
                 columns, preview = table.columns, table.rows
                 for warning in table.warnings:
-                    st.warning(common.plain(warning))
+                    st.warning(common.escape_markdown(warning))
         if columns:
-            st.caption(common.plain(f"First rows of {upload.name}:"))
+            st.caption(common.escape_markdown(f"First rows of {upload.name}:"))
             st.dataframe(common.preview_frame(preview, columns), hide_index=True)
             none = "(none)"
             optional = [none, *columns]
@@ -147,8 +147,8 @@ with tab_upload:
                 with st.expander("Score scales (optional; default: the lowest and highest score in the file)"):
                     for col in score_cols:
                         r1, r2 = st.columns(2)
-                        low = r1.number_input(common.plain(f"{col}: lowest possible"), value=None, key=f"datasets_low_{fkey}_{col}")
-                        high = r2.number_input(common.plain(f"{col}: highest possible"), value=None,
+                        low = r1.number_input(common.escape_markdown(f"{col}: lowest possible"), value=None, key=f"datasets_low_{fkey}_{col}")
+                        high = r2.number_input(common.escape_markdown(f"{col}: highest possible"), value=None,
                                                key=f"datasets_high_{fkey}_{col}")
                         if low is not None and high is not None:
                             ranges[col] = (low, high)
@@ -158,7 +158,7 @@ with tab_upload:
             except DataImportError:
                 repeated = []  # the import below names the problem
             if repeated:
-                st.warning(common.plain(data.duplicates_warning(path, repeated, merged=None)))
+                st.warning(common.escape_markdown(data.duplicates_warning(path, repeated, merged=None)))
                 duplicates = st.radio(
                     "Duplicate items", list(data.DUPLICATE_CHOICES), horizontal=True, key=f"datasets_dups_{fkey}",
                     format_func={"keep": "Keep them as separate samples",
@@ -169,7 +169,7 @@ with tab_upload:
             task = st.text_input("Task (optional, used in prompts)", key=f"datasets_task_{fkey}",
                                  placeholder="e.g. summarization of product reviews")
             if ds_name.strip() and store.has_dataset(ds_name.strip()):
-                st.warning(common.plain(f"A dataset named '{ds_name.strip()}' is already stored. "
+                st.warning(common.escape_markdown(f"A dataset named '{ds_name.strip()}' is already stored. "
                                         "Choose another name to import this file."))
             if st.button("Import file", key="datasets_import_file", type="primary"):
                 bar = st.progress(0.0, text="Reading rows...")
@@ -182,7 +182,7 @@ with tab_upload:
                         progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total} rows"))
                 except (DataImportError, ValueError) as exc:
                     bar.empty()
-                    st.error(common.plain(str(exc)))
+                    st.error(common.escape_markdown(str(exc)))
                 else:
                     common.flash("success", f"Imported '{dataset.name}': {len(dataset.samples)} samples, "
                                             f"aspects {', '.join(dataset.aspect_names)}.")
@@ -214,7 +214,7 @@ with tab_stored:
         m[3].metric("Natural level", dataset.natural_level)
         if dataset.task:
             st.text(f"Task: {dataset.task}")
-        st.caption(common.plain(f"Source: {dataset.source}"))
+        st.caption(common.escape_markdown(f"Source: {dataset.source}"))
 
         st.markdown("**First samples**")
         st.dataframe(common.samples_frame(dataset, limit=50), hide_index=True)
@@ -236,7 +236,7 @@ with tab_stored:
         with st.form(f"datasets_aspects_{name}"):
             edited = {}
             for a in dataset.aspects:
-                edited[a.name] = st.text_area(common.plain(f"{a.name} (scale {a.low:g}-{a.high:g})"),
+                edited[a.name] = st.text_area(common.escape_markdown(f"{a.name} (scale {a.low:g}-{a.high:g})"),
                                               value=seen[f"{name}/{a.name}"], key=f"datasets_def_{name}_{a.name}",
                                               height=80)
             if st.form_submit_button("Save definitions"):
@@ -257,10 +257,10 @@ with tab_stored:
                         st.session_state.pop(f"datasets_def_{name}_{a.name}", None)
                 if refused:
                     for message in refused:
-                        st.error(common.plain(f"Not saved: {message}. Your text is still in the box: copy what "
+                        st.error(common.escape_markdown(f"Not saved: {message}. Your text is still in the box: copy what "
                                               "you need from theirs, then save again to replace it."))
                     if saved:
-                        st.success(common.plain(f"Saved {len(saved)} definition(s): {', '.join(saved)}."))
+                        st.success(common.escape_markdown(f"Saved {len(saved)} definition(s): {', '.join(saved)}."))
                 else:
                     common.flash("success" if saved else "info",
                                  f"Saved {len(saved)} definition(s): {', '.join(saved)}." if saved
@@ -286,10 +286,10 @@ with tab_stored:
                     split = data.make_split(dataset, train_size=int(train_size),
                                             test_size=None if test_size is None else int(test_size), seed=int(seed))
                 except SplitError as exc:
-                    st.error(common.plain(str(exc)))
+                    st.error(common.escape_markdown(str(exc)))
                 else:
                     split_id = store.save_split(split)
-                    st.success(common.plain(f"Saved split {split_id}: {len(split.train_ids)} train, "
+                    st.success(common.escape_markdown(f"Saved split {split_id}: {len(split.train_ids)} train, "
                                             f"{len(split.test_ids)} test items."))
         splits = store.list_splits(name)
         if splits:

@@ -8,14 +8,14 @@ import streamlit as st
 from judge_engine import figures as plots
 from judge_engine import runs
 from judge_engine.aggregate import Aggregator
-from judge_engine.explain import shap_values
-from judge_engine.figures import (importance_figure, layer_correlation_figure, node_score_histogram, provenance,
-                                  shap_bar_figure, shap_waterfall_figure, tree_sunburst)
+from judge_engine.explain import Explanation, explain_prediction, shap_values
+from judge_engine.figures import (explanation_figure, importance_figure, layer_correlation_figure, node_score_histogram, provenance,
+                                  shap_bar_figure, tree_sunburst)
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
                                           refit_preview, seed_tree, tree_index, tree_owner, undo_node)
-from judge_engine.records import Split
+from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, estimate
 from judge_engine.store import EditConflict
 from pages import common, run_view, start_form
@@ -32,26 +32,26 @@ common.show_flash()
 MAIN_PARAMETERS = ("max_layers", "k_child", "k_expand", "aggregator", "layout", "weighted")
 
 
-def tree_events(events: list[dict]) -> list[str]:
+def tree_events(events: list[RunEvent]) -> list[str]:
     """The tree growing, one line per step."""
     out = []
     for e in events:
-        p = e["payload"]
-        if e["kind"] == "decomposed":
+        p = e.payload
+        if e.kind == "decomposed":
             out.append(f"layer {p['layer']}: {p['parent']} → {', '.join(p['children']) or 'no usable reply'}")
-        elif e["kind"] == "layer_scored":
+        elif e.kind == "layer_scored":
             out.append(f"layer {p['layer']}: scored {len(p['criteria'])} criteria")
-        elif e["kind"] == "expansion_chosen":
+        elif e.kind == "expansion_chosen":
             out.append(f"layer {p['layer']}: expanding {', '.join(p['chosen']) or 'nothing'} ({p['reason']})"
                        + (f"; not eligible (scored on too few items): {', '.join(p['ineligible'])}"
                           if p.get("ineligible") else ""))
-        elif e["kind"] == "aggregator_fitted":
+        elif e.kind == "aggregator_fitted":
             out.append(f"layer {p['layer']}: aggregator refit on {p['features']} criteria")
     return out
 
 
 # --------------------------------------------------------------------------- round 1
-with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "hd_eval" for r in store.list_runs())):
+with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_eval" for r in store.runs())):
     c = st.columns(2)
     dataset = start_form.choose_dataset("hd", slot=c[0])
     if dataset is not None:
@@ -100,12 +100,12 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r["method"] == "
 run = run_view.pick_run("hd_eval", "hd_run", label="HD-Eval run", empty="No HD-Eval run yet: build a tree above.")
 if run is None:
     st.stop()
-run_id = run["id"]
+run_id = run.id
 status = run_view.progress(run_id, lines=tree_events, key="hd")
-if not run.get("judge"):
+if not run.judge:
     st.stop()
 
-judge = Judge.from_dict(run["judge"])
+judge = Judge.from_dict(run.judge)
 state = judge.state
 target = judge.aspect["name"]
 if seed_tree(store, run_id, state["tree"]):
@@ -126,10 +126,10 @@ importance = state.get("importance", {})
 top_importance = max([max(0.0, v["importance"]) for v in importance.values()] or [0.0]) or 1.0
 
 # --------------------------------------------------------------------------- the tree
-st.subheader(f"Round of run #{run_id}: {run['dataset']} / {target}")
+st.subheader(f"Round of run #{run_id}: {run.dataset} / {target}")
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(tree_sunburst(tree, importance, root=run["dataset"]), key="hd_sunburst")
+    st.plotly_chart(tree_sunburst(tree, importance, root=run.dataset), key="hd_sunburst")
     st.caption("Inner ring: human aspects. Colour: permutation importance (darker = more important); "
                "grey: removed from the aggregator. Click a segment to zoom; hover for the definition.")
 with right:
@@ -146,7 +146,7 @@ with right:
                    f"Decompositions read as JSON: {dec_reads.get('json', 0)}, by the fallback: "
                    f"{dec_reads.get('text', 0)}, unusable: {dec_reads.get('none', 0)}.")
 for warning in state.get("warnings") or []:
-    st.warning(common.plain(f"{warning.get('code')}: {warning.get('message')}"))
+    st.warning(common.escape_markdown(f"{warning.get('code')}: {warning.get('message')}"))
 
 
 def save(node_id: str, message: str, **changes) -> None:
@@ -245,9 +245,9 @@ def node_row(node: dict, depth: int) -> None:
     pruned = not node.get("in_aggregator", True)
     badges = [provenance(node)] + (["not in aggregator"] if pruned else []) \
         + (["will expand"] if node.get("expand") else []) + (["will re-decompose"] if node.get("redecompose") else [])
-    name = f"~~{common.plain(node['name'])}~~" if pruned else f"**{common.plain(node['name'])}**"
+    name = f"~~{common.escape_markdown(node['name'])}~~" if pruned else f"**{common.escape_markdown(node['name'])}**"
     name = ("↳ " if depth else "") + name
-    cols[1].markdown(f"{name} · {common.plain(node['definition'])}  \n:gray[{' · '.join(badges)}]")
+    cols[1].markdown(f"{name} · {common.escape_markdown(node['definition'])}  \n:gray[{' · '.join(badges)}]")
     value = importance.get(nid, {}).get("importance")
     cover = (state.get("coverage") or {}).get(nid)
     if value is None:
@@ -300,7 +300,7 @@ if deleted:
     with st.expander(f"Deleted nodes ({len(deleted)})", expanded=bool(st.session_state.get(OPEN_DELETED))):
         for n in deleted:
             c1, c2 = st.columns([5, 1])
-            c1.markdown(f"~~{common.plain(n['name'])}~~ · {common.plain(n['definition'])}")
+            c1.markdown(f"~~{common.escape_markdown(n['name'])}~~ · {common.escape_markdown(n['definition'])}")
             if c2.button("Restore", key=f"hd_restore_{run_id}_{n['id']}"):
                 save(n["id"], f"Restored {n['name']!r}.", deleted=False)
 
@@ -316,9 +316,9 @@ if refused:
             restored = any(n.get("parent") == r["parent"] and n["name"] == r.get("name") and not n.get("deleted")
                            for n in tree["nodes"])
             c1, c2 = st.columns([5, 1])
-            c1.markdown(f"**{common.plain(r.get('name') or '')}** · {common.plain((r.get('definition') or '')[:300])}"
-                        f"  \n:gray[under {common.plain(parent['name'] if parent else r['parent'])} · "
-                        f"{common.plain(r.get('rule', '').replace('_', ' '))}: {common.plain(r.get('reason', ''))}"
+            c1.markdown(f"**{common.escape_markdown(r.get('name') or '')}** · {common.escape_markdown((r.get('definition') or '')[:300])}"
+                        f"  \n:gray[under {common.escape_markdown(parent['name'] if parent else r['parent'])} · "
+                        f"{common.escape_markdown(r.get('rule', '').replace('_', ' '))}: {common.escape_markdown(r.get('reason', ''))}"
                         f"{' · restored' if restored else ''}]")
             if c2.button("Restore", key=f"hd_restore_refused_{run_id}_{i}",
                          disabled=restored or parent is None or bool(parent.get("deleted")),
@@ -344,12 +344,12 @@ if preview["pending"]:
                f"({', '.join(nodes[p]['name'] for p in preview['pending'] if p in nodes)}).")
 
 next_tree = next_round_tree(tree)
-next_params = {**run["params"], "criteria_tree": next_tree}
-spec = RunSpec(method="hd_eval", dataset=run["dataset"], aspect=target, params=next_params,
-               train_size=len(run["split"]["train_ids"]), test_size=len(run["split"]["test_ids"]),
-               seed=int(run["split"]["seed"]), llm=LLMConfig.from_dict(run["llm"]))
+next_params = {**run.params, "criteria_tree": next_tree}
+spec = RunSpec(method="hd_eval", dataset=run.dataset, aspect=target, params=next_params,
+               train_size=len(run.split.train_ids), test_size=len(run.split.test_ids),
+               seed=run.split.seed, llm=LLMConfig.from_dict(run.llm))
 c1, c2 = st.columns([2, 3])
-max_layers = int(c2.number_input("Layers for the next round", 1, 5, int(run["params"].get("max_layers", 3)),
+max_layers = int(c2.number_input("Layers for the next round", 1, 5, int(run.params.get("max_layers", 3)),
                                  key=f"hd_next_L_{run_id}",
                                  help="How deep the next round's tree may grow; nodes marked for decomposition are "
                                       "split up to this depth. The paper uses 3."))
@@ -359,12 +359,12 @@ try:
     c2.caption(f"Next round: at most {calls['fit']} + {calls['score']} LLM requests before cache hits; "
                "unchanged nodes are answered by the cache.")
 except ValueError as exc:
-    c2.error(common.plain(str(exc)))
+    c2.error(common.escape_markdown(str(exc)))
 with c1:
     if start_form.start_button("Run next round with this tree", f"hd_next_{run_id}",
                                missing="this round is still running" if status in common.LIVE_STATUSES else ""):
         # the same items and backend: unchanged nodes are answered by the cache
-        new_id = start_form.start(spec, split=Split.from_dict(run["split"]), label=" (next round)")
+        new_id = start_form.start(spec, split=run.split, label=" (next round)")
         if new_id is not None:
             common.set_value("hd_run", new_id)
             st.rerun()
@@ -378,8 +378,8 @@ pick = st.selectbox("Node", [i for i in layers], key=f"hd_node_{run_id}",
                     format_func=lambda i: f"{'· ' * (layers[i]['layer'] - 1)}{nodes[i]['name']}")
 node = nodes[pick]
 d1, d2 = st.columns([2, 3])
-d1.markdown(f"**{common.plain(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
-            f"{common.plain(node['definition'])}")
+d1.markdown(f"**{common.escape_markdown(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
+            f"{common.escape_markdown(node['definition'])}")
 detail = node_summary(judge, pick)
 if detail is not None:
     r = detail["correlation"]["pearson"]
@@ -408,6 +408,13 @@ def cached_shap(run_key: int, state_json: str, rows_json: str, ids: tuple[str, .
     return {t: (f, f.attrs["base_value"]) for t, f in shap_values(a, x, sample_ids=list(ids)).items()}
 
 
+@st.cache_data(show_spinner="Explaining the item...", max_entries=32)
+def cached_explanation(run_key: int, state_json: str, row_json: str, item: str, target: str,
+                       scale: tuple[float, float]) -> Explanation:
+    a = Aggregator.from_state(json.loads(state_json))
+    return explain_prediction(a, json.loads(row_json), target, sample_id=item, scale=scale)
+
+
 scored = [v for v in verdicts if not v.missing]
 if scored and agg.model is not None:
     frames = cached_shap(run_id, json.dumps(agg_state), json.dumps([v.criteria for v in scored]),
@@ -418,17 +425,19 @@ if scored and agg.model is not None:
         s1, s2 = st.columns(2)
         s1.plotly_chart(shap_bar_figure(frame, title=f"Mean |SHAP| on {target} (test items)", labels=labels),
                         key="hd_shap_bar")
-        item = s2.selectbox("Test item", list(frame.index), key=f"hd_item_{run_id}")
-        s2.plotly_chart(shap_waterfall_figure(frame, item, labels=labels), key="hd_waterfall")
+        item = s2.selectbox("Test item", [v.sample_id for v in scored], key=f"hd_item_{run_id}")
+        row = next(v.criteria for v in scored if v.sample_id == item)
+        why = cached_explanation(run_id, json.dumps(agg_state), json.dumps(row), item, target,
+                                 (float(judge.aspect["low"]), float(judge.aspect["high"])))
+        s2.plotly_chart(explanation_figure(why, labels=labels), key="hd_waterfall")
 else:
     st.caption("SHAP values appear once the run has scored test items.")
 
 # --------------------------------------------------------------------------- test results
 st.markdown("#### Test split")
-summary = run.get("summary") or {}
-if summary:
+if run.summary is not None:
     common.trust_panel(common.run_trust(store, run))
-    dataset = common.load_dataset(store, run["dataset"])
+    dataset = common.load_dataset(store, run.dataset)
     frame = common.verdicts_frame(dataset, target, verdicts)
     t1, t2 = st.columns(2)
     t1.plotly_chart(plots.human_vs_judge_scatter(frame["human"].tolist(), frame["judge"].tolist(),
@@ -438,7 +447,7 @@ if summary:
     with t2:
         run_view.baseline_table(run, key="hd")
     with st.expander("This run's correlations with confidence intervals"):
-        st.dataframe(common.correlation_frame(summary), hide_index=True)
+        st.dataframe(common.correlation_frame(run.summary), hide_index=True)
     imputed = [(v.sample_id, int(v.metadata.get("imputed_criteria", 0)), int(v.metadata.get("n_criteria", 0)),
                 v.missing, v.metadata.get("missing_reason", "")) for v in verdicts]
     n_imputed = sum(1 for _, k, _, _, _ in imputed if k)

@@ -31,7 +31,7 @@ else:
 st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
 
 st.subheader("Recent runs")
-runs = store.list_runs(limit=10)
+runs = store.runs(limit=10)
 if runs:
     st.dataframe(common.runs_frame(runs), hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
@@ -39,4 +39,4 @@ if runs:
 else:
     st.info("No run yet: start a baseline run to meta-evaluate a judge.")
 st.page_link("pages/runs.py", label="Go to Runs", icon=":material/play_circle:")
-st.caption(common.plain(f"Database: {store.path}"))
+st.caption(common.escape_markdown(f"Database: {store.path}"))

@@ -16,7 +16,7 @@ from judge_engine.llm.base import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods.hpss import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUES, HPSS, VALUE_TITLES, base_strategy,
                                        describe, parse_strategy, search_trace, strategy_name)
-from judge_engine.records import Aspect, Dataset, Split
+from judge_engine.records import Aspect, Dataset, RunRecord
 from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import EditConflict
 from pages import common, run_view, start_form
@@ -154,13 +154,16 @@ def history_frame(evaluated: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def search_view(s: Any, run: dict[str, Any]) -> None:
+def search_view(s: Any, run: RunRecord | dict[str, Any]) -> None:
     """The search so far: best fitness, the fitness curve, factor advantages, population, every strategy.
 
-    Drawn by the progress panel at every poll while the run is live, and once when it is done.
+    Drawn by the progress panel at every poll while the run is live, and once when it is done (``run`` is the
+    panel's run: a record, or still a store row).
     """
-    trace = search_trace(s.events(run["id"]))
-    ledger = run.get("ledger") or {}
+    run = RunRecord.of(run)
+    trace = search_trace(s.run_events(run.id))
+    # the ledger is the backend's snapshot (a dict by design); a counter not counted yet shows 0
+    ledger = run.ledger
     c1, c2, c3, c4 = st.columns(4)
     best = trace["best"]
     c1.metric("Best validation fitness", "–" if best is None else f"{best['fitness']:.1f}", help=COVERAGE_NOTE)
@@ -169,7 +172,7 @@ def search_view(s: Any, run: dict[str, Any]) -> None:
     c3.metric("LLM calls", ledger.get("calls", 0))
     c4.metric("Cache hits", ledger.get("cache_hits", 0))
     for note in trace["notes"]:
-        st.warning(common.plain(note))
+        st.warning(common.escape_markdown(note))
     if trace["aux_missing"]:
         st.caption("Auxiliary replies with nothing usable (recorded as missing): "
                    + ", ".join(f"{k}: {v}" for k, v in trace["aux_missing"].items()))
@@ -200,7 +203,7 @@ def _coverage(s: dict) -> str:
     return "–" if not s else f"{s.get('n_scored')} of {s.get('n')} items ({s.get('coverage', 0):.0%})"
 
 
-def best_strategy(run: dict[str, Any], judge: Judge) -> None:
+def best_strategy(run: RunRecord, judge: Judge) -> None:
     state = judge.state
     st.subheader("Best strategy")
     sel, base_sel = state.get("selection") or {}, state.get("base_selection") or {}
@@ -224,7 +227,7 @@ def best_strategy(run: dict[str, Any], judge: Judge) -> None:
     if state.get("accepted_by_person"):
         st.caption("This strategy was fixed by a person, not selected by the search.")
     for w in state.get("warnings") or []:
-        st.warning(common.plain(w["message"]))
+        st.warning(common.escape_markdown(w["message"]))
     refused_aux = state.get("rejected") or []
     if refused_aux:
         with st.expander(f"Auxiliaries the checks refused ({len(refused_aux)})"):
@@ -237,33 +240,33 @@ def best_strategy(run: dict[str, Any], judge: Judge) -> None:
                                         "text": str(r.get("text", ""))[:300]} for r in refused_aux]),
                          hide_index=True)
     st.dataframe(pd.DataFrame([{"factor": k, "value": v} for k, v in state["readable"].items()]), hide_index=True)
-    st.download_button("Export judge (JSON)", judge.to_json(), file_name=f"hpss-judge-{run['id']}.json",
+    st.download_button("Export judge (JSON)", judge.to_json(), file_name=f"hpss-judge-{run.id}.json",
                        key="hpss_export")
 
 
-def results(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
+def results(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
     st.subheader("Test split")
-    run_view.baseline_table(run, key=f"hpss_{run['id']}")
+    run_view.baseline_table(run, key=f"hpss_{run.id}")
     base = judge.state.get("base_strategy")
-    named = [r["id"] for r in runs.runs_on_same_split(store, run, methods=(METHOD,))
-             if (r.get("params") or {}).get("fixed_strategy") == base]
+    named = [r.id for r in runs.runs_on_same_split(store, run, methods=(METHOD,))
+             if r.params.get("fixed_strategy") == base]
     if named:
-        st.caption(common.plain(f"The {BASE_PROMPT} ({base}) is run " + ", ".join(f"#{i}" for i in named)
+        st.caption(common.escape_markdown(f"The {BASE_PROMPT} ({base}) is run " + ", ".join(f"#{i}" for i in named)
                                 + ": the search's starting prompt, scored without searching."))
     common.trust_panel(common.run_trust(store, run))
     st.caption("Correlations of the best strategy at every level")
-    st.dataframe(common.correlation_frame(run["summary"]), hide_index=True)
+    st.dataframe(common.correlation_frame(run.summary), hide_index=True)
     st.caption("Test verdicts")
-    st.dataframe(common.verdicts_frame(run_dataset, run["aspect"], common.load_verdicts(store, run)),
+    st.dataframe(common.verdicts_frame(run_dataset, run.aspect, common.load_verdicts(store, run)),
                  hide_index=True)
 
 
 # --------------------------------------------------------------------------- inspect any strategy
 
 
-def inspect(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
+def inspect(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
     st.subheader("Inspect a strategy")
-    trace = search_trace(store.events(run["id"]))
+    trace = search_trace(store.run_events(run.id))
     evaluated = {e["strategy"]: e for e in trace["evaluated"]}
     val_ids = (trace["started"] or {}).get("validation_ids") or judge.state.get("validation_ids") or []
     if not (evaluated and val_ids):
@@ -280,19 +283,19 @@ def inspect(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
     chosen = st.selectbox("Strategy", order, key="hpss_inspect", format_func=_label)
     entry = evaluated[chosen]
     index = run_dataset.by_id()
-    human = [index[i].human.get(run["aspect"]) for i in val_ids]
-    run_aspect = run_dataset.aspect(run["aspect"])
-    st.plotly_chart(human_vs_judge_scatter(human, entry["scores"], ids=val_ids, aspect=run["aspect"],
+    human = [index[i].human.get(run.aspect) for i in val_ids]
+    run_aspect = run_dataset.aspect(run.aspect)
+    st.plotly_chart(human_vs_judge_scatter(human, entry["scores"], ids=val_ids, aspect=run.aspect,
                                            low=run_aspect.low, high=run_aspect.high,
                                            title=f"Validation scores of {chosen}"), key="hpss_inspect_scatter")
     item = st.selectbox("Validation item", val_ids, key="hpss_inspect_item")
     if st.button("Show the rendered prompt", key="hpss_render"):
         try:
-            llm = make_llm(LLMConfig.from_dict(run["llm"]), store=store, api_key=common.api_key())
+            llm = make_llm(LLMConfig.from_dict(run.llm), store=store, api_key=common.api_key())
             prompt = HPSS.render(judge, index[item], llm=llm, strategy=chosen,
                                  pool=[index[i] for i in val_ids], leave_out=True)
         except LLMError as exc:
-            st.error(common.plain(str(exc)))
+            st.error(common.escape_markdown(str(exc)))
         else:
             if prompt is None:
                 st.warning("An auxiliary this strategy needs is missing for this item (its reply had no usable "
@@ -304,9 +307,9 @@ def inspect(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
 # --------------------------------------------------------------------------- edit and re-score
 
 
-def curate(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
+def curate(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
     """The strategy and the human criteria, versioned under the run; a save re-scores the test split."""
-    run_id = run["id"]
+    run_id = run.id
     st.subheader("Edit the strategy and re-score")
     st.caption("Your edit becomes the parameters of a new run on the same split (fixed strategy, human criteria): "
                "every prompt the edit leaves unchanged is answered by the cache. Edits are versioned and audited.")
@@ -314,7 +317,7 @@ def curate(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
     curation.seed(store, owner, [  # first visit: the search's result is version 1
         {"key": "strategy", "name": "strategy", "definition": judge.state["strategy"], "status": "accepted"},
         {"key": "criteria", "name": "human criteria", "status": "accepted",
-         "definition": judge.params.get("human_criteria") or run_dataset.aspect(run["aspect"]).definition}])
+         "definition": judge.params.get("human_criteria") or run_dataset.aspect(run.aspect).definition}])
     strategy_item, criteria_item = curation.get(store, owner, "strategy"), curation.get(store, owner, "criteria")
     current = dict(zip(FACTOR_NAMES, parse_strategy(strategy_item.definition)))
     seen_key = f"hpss_edit_{run_id}_versions"  # the versions this person's form shows: a newer save is a conflict
@@ -347,15 +350,15 @@ def curate(run: dict[str, Any], judge: Judge, run_dataset: Dataset) -> None:
         except EditConflict as exc:
             st.session_state[seen_key] = (curation.get(store, owner, "strategy").version,
                                           curation.get(store, owner, "criteria").version)
-            st.error(common.plain(f"{exc}. Your edit was not saved; the form now edits the latest version."))
+            st.error(common.escape_markdown(f"{exc}. Your edit was not saved; the form now edits the latest version."))
         else:
             st.session_state[seen_key] = (sv, cv)
-            split = Split.from_dict(run["split"])
-            edited = RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"],
-                             params={**run["params"], "fixed_strategy": new_strategy,
+            split = run.split
+            edited = RunSpec(method=METHOD, dataset=run.dataset, aspect=run.aspect,
+                             params={**run.params, "fixed_strategy": new_strategy,
                                      "human_criteria": new_criteria or None},
                              train_size=len(split.train_ids), test_size=len(split.test_ids), seed=split.seed,
-                             llm=LLMConfig.from_dict(run["llm"]))
+                             llm=LLMConfig.from_dict(run.llm))
             new_id = start_form.start(edited, split=split,  # same items and backend: unchanged prompts are cached
                                       label=f" with strategy {new_strategy}")
             if new_id is not None:
@@ -378,7 +381,7 @@ def undo_edit(owner: str, run_id: int, items: list[curation.CuratedItem], seen_k
         try:
             curation.undo(store, owner, item.key, expected_version=seen[i], actor=common.actor())
         except (EditConflict, ValueError) as exc:
-            st.error(common.plain(f"Not undone: {exc}."))
+            st.error(common.escape_markdown(f"Not undone: {exc}."))
             return
         st.session_state[seen_key] = tuple(curation.get(store, owner, it.key).version for it in items)
         # the form's fields hold the undone values: drop them so they are drawn from the restored version
@@ -392,21 +395,22 @@ def undo_edit(owner: str, run_id: int, items: list[curation.CuratedItem], seen_k
 # --------------------------------------------------------------------------- pick a search
 
 
-def is_search(run: dict[str, Any]) -> bool:
-    """A search, not a run of one fixed prompt (the base-prompt comparison or a person's edit)."""
-    return not (run.get("params") or {}).get("fixed_strategy")
+def is_search(run: RunRecord | dict[str, Any]) -> bool:
+    """A search, not a run of one fixed prompt (the base-prompt comparison or a person's edit); ``run`` is what
+    the picker lists (a record, or still a store row)."""
+    return not RunRecord.of(run).params.get("fixed_strategy")
 
 
 st.subheader("Searches")
 picked = run_view.pick_run(METHOD, "hpss_run_id", label="Search run", keep=is_search,
                            empty="No HPSS search yet: configure one above and start it.")
 if picked is not None:
-    run_view.progress(picked["id"], live_view=search_view, key="hpss")
-    if picked.get("judge"):  # a judge is kept even when scoring the test split failed: inspect and edit it
-        judge = Judge.from_dict(picked["judge"])
-        run_dataset = common.load_dataset(store, picked["dataset"])
+    run_view.progress(picked.id, live_view=search_view, key="hpss")
+    if picked.judge:  # a judge is kept even when scoring the test split failed: inspect and edit it
+        judge = Judge.from_dict(picked.judge)
+        run_dataset = common.load_dataset(store, picked.dataset)
         best_strategy(picked, judge)
-        if picked.get("summary"):
+        if picked.summary is not None:
             results(picked, judge, run_dataset)
         inspect(picked, judge, run_dataset)
         curate(picked, judge, run_dataset)

@@ -12,7 +12,7 @@ from judge_engine import figures as plots
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods import hypoeval as he
-from judge_engine.records import Split
+from judge_engine.records import RunRecord, RunSummary
 from judge_engine.runs import RunSpec, effective_status
 from judge_engine.store import EditConflict
 from pages import common, run_view, start_form
@@ -111,7 +111,7 @@ def bank_table(view: dict) -> None:
 def show_warnings(warnings: Sequence[dict]) -> None:
     """Fit-time warnings (empty bank, fewer selected, a person's accepted hypotheses kept) in words."""
     for w in warnings:
-        st.warning(common.plain(f"{str(w.get('code', '')).replace('_', ' ').capitalize()}: {w.get('message', '')}"))
+        st.warning(common.escape_markdown(f"{str(w.get('code', '')).replace('_', ' ').capitalize()}: {w.get('message', '')}"))
 
 
 def replies_caption(view: dict) -> str:
@@ -122,12 +122,12 @@ def replies_caption(view: dict) -> str:
             f"free-text fallback, {r.get('unread', 0)} unreadable. Training scores read from: {read}.")
 
 
-def bank_view(s, run: dict) -> None:
+def bank_view(s, run: RunRecord) -> None:
     """The hypothesis bank as it grows (drawn at every poll of the progress panel)."""
-    view = he.bank_from_events(s.events(run["id"]))
+    view = he.bank_from_events(s.run_events(run.id))
     m = st.columns(5)
     m[0].metric("Hypotheses seen", len(view["hypotheses"]))
-    w_max = view["w_max"] or (run.get("params") or {}).get("w_max", defaults["w_max"])
+    w_max = view["w_max"] or run.params.get("w_max", defaults["w_max"])
     m[1].metric("Wrong-example bank", f"{view['wrong_bank']} / {w_max}")
     m[2].metric("Bank refreshes", view["refreshes"])
     m[3].metric("Refinement rounds", view["refinement_rounds"])
@@ -137,16 +137,16 @@ def bank_view(s, run: dict) -> None:
     if view["literature_skipped"]:
         st.caption("No literature notes were given: literature steps were skipped.")
     bank_table(view)
-    ledger = run.get("ledger") or {}
+    ledger = run.ledger  # llm.Ledger.snapshot so far: empty before the first call
     st.caption(f"LLM calls {ledger.get('calls', 0)}, cache hits {ledger.get('cache_hits', 0)}, "
                f"prompt tokens {ledger.get('prompt_tokens', 0)}, completion tokens "
                f"{ledger.get('completion_tokens', 0)}, {float(ledger.get('seconds', 0) or 0):.0f} s in calls")
 
 
 # --------------------------------------------------------------------------- curate
-def seed_criteria(run: dict, judge: Judge) -> str:
+def seed_criteria(run: RunRecord, judge: Judge) -> str:
     """Put the run's bank up for review once (selected ones accepted); returns the owner of its items."""
-    owner = curation.owner(METHOD, run["id"])
+    owner = curation.owner(METHOD, run.id)
     selected = {h["key"] for h in judge.state.get("selected", [])}
     curation.seed(store, owner, [{"key": h["key"], "name": h["key"], "definition": h["text"],
                                   "status": "accepted" if h["key"] in selected else "rejected"}
@@ -181,7 +181,7 @@ def add_hypothesis(owner: str, text: str) -> None:
     st.rerun()
 
 
-def curate(run: dict, judge: Judge) -> None:
+def curate(run: RunRecord, judge: Judge) -> None:
     owner = seed_criteria(run, judge)
     bank = {h["key"]: h for h in judge.state.get("bank", [])}
     items = curation.items(store, owner)
@@ -219,7 +219,7 @@ def curate(run: dict, judge: Judge) -> None:
                         version = curation.save(store, owner, item.key, expected_version=seen, actor=common.actor(),
                                                 definition=text.strip(), status=status)
                 except EditConflict as exc:
-                    st.error(common.plain(f"Not saved: {exc}. The latest text is: {item.definition}"))
+                    st.error(common.escape_markdown(f"Not saved: {exc}. The latest text is: {item.definition}"))
                     st.session_state[seen_key] = item.version  # saving again now overwrites that version knowingly
                 else:
                     st.session_state[seen_key] = version
@@ -247,11 +247,11 @@ def curate(run: dict, judge: Judge) -> None:
     if start_form.start_button("Re-score with the accepted hypotheses", "hypoeval_rescore",
                                missing="" if accepted else "accept at least one hypothesis"):
         origins = {h["text"]: h["origin"] for h in bank.values()}
-        params = {**run["params"], "hypotheses": [{"text": t, "origin": origins.get(t, "curated")} for t in accepted],
+        params = {**run.params, "hypotheses": [{"text": t, "origin": origins.get(t, "curated")} for t in accepted],
                   "n_selected": len(accepted)}
-        new_id = start_form.start(RunSpec(method=METHOD, dataset=run["dataset"], aspect=run["aspect"], params=params,
-                                          seed=run["split"]["seed"], llm=LLMConfig.from_dict(run["llm"])),
-                                  split=Split.from_dict(run["split"]),  # same items and backend: cached calls free
+        new_id = start_form.start(RunSpec(method=METHOD, dataset=run.dataset, aspect=run.aspect, params=params,
+                                          seed=run.split.seed, llm=LLMConfig.from_dict(run.llm)),
+                                  split=run.split,  # same items and backend: cached calls free
                                   label=" (re-scoring: unchanged hypotheses come from the cache)")
         if new_id is not None:
             common.set_value("hypoeval_run_id", new_id)
@@ -261,26 +261,26 @@ def curate(run: dict, judge: Judge) -> None:
 
 
 # --------------------------------------------------------------------------- results
-def results(run: dict, judge: Judge) -> None:
-    summary = run.get("summary") or {}
+def results(run: RunRecord, judge: Judge) -> None:
+    summary = run.summary or RunSummary()  # a finished run without one shows zeros and no correlations
     common.trust_panel(common.run_trust(store, run))
     st.markdown("#### Test correlations beside the baselines on the same split")
-    run_view.baseline_table(run, key=f"hypoeval_{run['id']}")
+    run_view.baseline_table(run, key=f"hypoeval_{run.id}")
     with st.expander("This run's correlations at every level, with confidence intervals"):
         st.dataframe(common.correlation_frame(summary), hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.3f")
                                     for c in ("pearson", "spearman", "kendall")})
-    if summary.get("levels"):
-        st.plotly_chart(plots.correlation_bars(summary["levels"], natural=summary.get("level")),
-                        key=f"hypoeval_bars_{run['id']}")
+    if summary.levels:
+        st.plotly_chart(plots.correlation_bars(summary.levels, natural=summary.level),
+                        key=f"hypoeval_bars_{run.id}")
     m = st.columns(5)
-    m[0].metric("LLM calls", summary.get("calls", 0))
-    m[1].metric("Cache hits", summary.get("cache_hits", 0))
-    m[2].metric("Prompt tokens", summary.get("prompt_tokens", 0))
-    m[3].metric("Seconds", f"{float(summary.get('seconds', 0) or 0):.1f}")
-    m[4].metric("Missing verdicts", f"{summary.get('parse_failures', 0)} of {summary.get('n', 0)}")
+    m[0].metric("LLM calls", summary.calls)
+    m[1].metric("Cache hits", summary.cache_hits)
+    m[2].metric("Prompt tokens", summary.prompt_tokens)
+    m[3].metric("Seconds", f"{float(summary.seconds):.1f}")
+    m[4].metric("Missing verdicts", f"{summary.parse_failures} of {summary.n}")
 
-    dataset = common.load_dataset(store, run["dataset"])
+    dataset = common.load_dataset(store, run.dataset)
     verdicts = common.load_verdicts(store, run)
     sources: dict[str, int] = {}
     for v in verdicts:
@@ -292,11 +292,11 @@ def results(run: dict, judge: Judge) -> None:
             f"{n} {k.replace('_', ' ')}" for k, n in sorted(sources.items())) + (
             " — scores from the first position's alternatives are flagged: the reply chose no number"
             if sources.get("logprobs_first_position") else ""))
-    table = common.verdicts_frame(dataset, run["aspect"], verdicts)
-    aspect = dataset.aspect(run["aspect"])
+    table = common.verdicts_frame(dataset, run.aspect, verdicts)
+    aspect = dataset.aspect(run.aspect)
     st.plotly_chart(plots.human_vs_judge_scatter(table["human"].tolist(), table["judge"].tolist(),
                                                  ids=table["sample id"].tolist(), aspect=aspect.name,
-                                                 low=aspect.low, high=aspect.high), key=f"hypoeval_scatter_{run['id']}")
+                                                 low=aspect.low, high=aspect.high), key=f"hypoeval_scatter_{run.id}")
     selected = judge.state.get("selected", [])
     matrix = he.per_hypothesis_scores(verdicts, selected)
     if matrix["keys"] and matrix["samples"]:
@@ -304,11 +304,11 @@ def results(run: dict, judge: Judge) -> None:
         z = [[math.nan if x is None else x for x in row] for row in matrix["scores"]]
         fig = px.imshow(z, x=matrix["keys"], y=matrix["samples"], aspect="auto", color_continuous_scale="Viridis",
                         labels={"x": "hypothesis", "y": "test item", "color": "score"})
-        st.plotly_chart(fig, key=f"hypoeval_heatmap_{run['id']}")
+        st.plotly_chart(fig, key=f"hypoeval_heatmap_{run.id}")
     st.markdown("#### Read one item")
     if verdicts:
         texts = {h["key"]: h["text"] for h in selected}
-        sample_id = st.selectbox("Test item", [v.sample_id for v in verdicts], key=f"hypoeval_item_{run['id']}")
+        sample_id = st.selectbox("Test item", [v.sample_id for v in verdicts], key=f"hypoeval_item_{run.id}")
         verdict = next(v for v in verdicts if v.sample_id == sample_id)
         sample = dataset.by_id().get(sample_id)
         if sample is not None:
@@ -319,8 +319,8 @@ def results(run: dict, judge: Judge) -> None:
                 st.text(sample.output)
         for p in verdict.metadata.get("per_hypothesis", []):
             shown = "missing" if p["score"] is None else f"{p['score']:.2f}"
-            st.markdown(f"**{common.plain(p['key'])}** — score {shown}")
-            st.caption(common.plain(texts.get(p["key"], "")))
+            st.markdown(f"**{common.escape_markdown(p['key'])}** — score {shown}")
+            st.caption(common.escape_markdown(texts.get(p["key"], "")))
             if p.get("explanation"):
                 st.text(p["explanation"])
 
@@ -329,12 +329,12 @@ def results(run: dict, judge: Judge) -> None:
 st.subheader("HypoEval runs")
 run = run_view.pick_run(METHOD, "hypoeval_run_id", label="Show run", empty="No HypoEval run yet.")
 if run is not None:
-    run_id = run["id"]
+    run_id = run.id
     with st.expander("Parameters"):
-        st.json(run.get("params") or {})
+        st.json(run.params)
     run_view.progress(run_id, live_view=bank_view, key="hypoeval")
-    if effective_status(run) == "finished" and run.get("judge"):
-        judge = Judge.from_dict(run["judge"])
+    if effective_status(run) == "finished" and run.judge:
+        judge = Judge.from_dict(run.judge)
         st.markdown("#### Selected hypotheses")
         show_warnings(judge.state.get("warnings", []))
         st.dataframe([{"key": h["key"], "origin": h["origin"], "train pearson": h.get("train_pearson"),

@@ -14,30 +14,34 @@ import streamlit as st
 
 from judge_engine import curation, runs
 from judge_engine.methods import METHODS
+from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import effective_status
 from pages import common
 
-EventLines = Callable[[list[dict[str, Any]]], list[str]]
+EventLines = Callable[[list[RunEvent]], list[str]]
 """Turns a run's events into the lines its progress panel shows (newest last)."""
-LiveView = Callable[[Any, dict[str, Any]], None]
-"""Draws what a method shows of a run as it grows (store, run row), below the progress, at every poll."""
+LiveView = Callable[[Any, RunRecord], None]
+"""Draws what a method shows of a run as it grows (store, run), below the progress, at every poll."""
 
 
-def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[dict[str, Any]], bool] | None = None,
-             empty: str = "No run yet: start one above.") -> dict[str, Any] | None:
-    """The method's runs, newest first; the chosen one (full row), or None with ``empty`` shown."""
+def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[RunRecord], bool] | None = None,
+             empty: str = "No run yet: start one above.") -> RunRecord | None:
+    """The method's runs, newest first; the chosen one (judge included), or None with ``empty`` shown.
+
+    ``keep`` sees each run as :meth:`Store.runs` reads it: without its judge.
+    """
     store = common.get_store()
-    found = [r for r in store.list_runs(limit=500) if r["method"] == method and (keep is None or keep(r))]
+    found = [r for r in store.runs(limit=500) if r.method == method and (keep is None or keep(r))]
     if not found:
         st.info(empty)
         return None
-    ids = [r["id"] for r in found]
+    ids = [r.id for r in found]
     if st.session_state.get(key) not in ids:
         common.set_value(key, ids[0])
-    labels = {r["id"]: common.run_label(r) for r in found}
+    labels = {r.id: common.run_label(r) for r in found}
     run_id = common.bound(st.selectbox, label, key, options=ids, format_func=labels.get,
                           help="Newest first. A run started on this page shows up here at once.")
-    return store.get_run(run_id)
+    return store.run(run_id)
 
 
 def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveView | None = None, key: str) -> str:
@@ -48,22 +52,23 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     whole page is drawn again so its results appear. A failed or interrupted run says why and
     offers Resume (what was done is kept; cached calls are free).
     """
-    first = effective_status(common.get_store().get_run(run_id))
+    first = effective_status(common.get_store().run(run_id))
     live = first in common.LIVE_STATUSES
 
     @st.fragment(run_every="2s" if live else None)
     def panel() -> None:
         store = common.get_store()
-        run = store.get_run(run_id)
+        run = store.run(run_id)
         status = effective_status(run)
         if status in common.LIVE_STATUSES:
-            done, total = int(run.get("done") or 0), int(run.get("total") or 0)
+            done, total = run.done, run.total
             st.progress(min(1.0, done / total) if total else 0.0,
-                        text=common.plain(f"{status}: {run.get('stage') or 'starting'} ({done}/{total})"))
+                        text=common.escape_markdown(f"{status}: {run.stage or 'starting'} ({done}/{total})"))
             if lines is not None:
-                for line in lines(store.events(run_id))[-8:]:
+                for line in lines(store.run_events(run_id))[-8:]:
                     st.text(line)
-            ledger = run.get("ledger") or {}
+            # the ledger is llm.Ledger.snapshot, an open dict: a run that has made no call yet has none of its keys
+            ledger = run.ledger
             st.caption(f"{ledger.get('calls', 0)} LLM calls, {ledger.get('cache_hits', 0)} cache hits, "
                        f"{ledger.get('prompt_tokens', 0)} prompt tokens. You can leave this page; the run "
                        "continues.")
@@ -72,13 +77,13 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
                 st.rerun()
             common.finished_box(common.run_trust(store, run), f"Run #{run_id} finished.")
         else:
-            st.warning(common.plain(f"Run #{run_id} {status}: {run.get('message') or 'the worker stopped'}. "
+            st.warning(common.escape_markdown(f"Run #{run_id} {status}: {run.message or 'the worker stopped'}. "
                                     "Resume continues where it stopped; calls already made are not paid again."))
             if st.button("Resume", key=f"{key}_resume_{run_id}"):
                 try:
                     runs.start_run(store.path, run_id, api_key=common.api_key())
                 except OSError as exc:
-                    st.error(common.plain(f"The worker could not start: {exc}"))
+                    st.error(common.escape_markdown(f"The worker could not start: {exc}"))
                 else:
                     st.rerun()
         if live_view is not None:
@@ -88,22 +93,21 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     return first
 
 
-def baseline_table(run: dict[str, Any], *, key: str, methods: tuple[str, ...] | None = None) -> None:
+def baseline_table(run: RunRecord | dict[str, Any], *, key: str, methods: tuple[str, ...] | None = None) -> None:
     """The run's test correlations beside every finished run on exactly its items, human score and backend."""
-    store = common.get_store()
-    others = [r for r in runs.runs_on_same_split(store, run, methods=methods) if r["status"] == "finished"]
+    run = RunRecord.of(run)
+    others = [r for r in runs.runs_on_same_split(common.get_store(), run, methods=methods) if r.status == "finished"]
     rows = []
     for r in [run] + others:
-        summary = r.get("summary") or {}
-        natural = summary.get("level")
-        c = (summary.get("levels") or {}).get(natural) or summary.get("correlations") or {}
-        title = METHODS[r["method"]].title if r["method"] in METHODS else r["method"]
-        if (r.get("params") or {}).get("fixed_strategy"):
+        summary = r.summary or RunSummary()
+        c = summary.levels.get(summary.level) or summary.correlations or {}
+        title = METHODS[r.method].title if r.method in METHODS else r.method
+        if r.params.get("fixed_strategy"):
             title += " (fixed prompt)"
-        rows.append({"run": f"#{r['id']}" + (" (this run)" if r["id"] == run["id"] else ""), "method": title,
-                     "level": natural or "", "pearson": c.get("pearson"), "spearman": c.get("spearman"),
-                     "kendall": c.get("kendall"), "scored": summary.get("n", 0) - summary.get("parse_failures", 0),
-                     "missing": summary.get("parse_failures", 0)})
+        rows.append({"run": f"#{r.id}" + (" (this run)" if r.id == run.id else ""), "method": title,
+                     "level": summary.level if r.summary else "", "pearson": c.get("pearson"),
+                     "spearman": c.get("spearman"), "kendall": c.get("kendall"), "scored": summary.scored,
+                     "missing": summary.missing})
     st.dataframe(pd.DataFrame(rows), hide_index=True, key=f"{key}_baselines",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("pearson", "spearman", "kendall")})

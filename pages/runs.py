@@ -9,6 +9,7 @@ import streamlit as st
 from judge_engine import export, figures
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, describe_parameters, get_method
+from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec, effective_status, start_run
 from judge_engine.store import NotFound
 from pages import common, start_form
@@ -49,7 +50,7 @@ dataset = start_form.choose_dataset("runs", slot=c1)
 method = c2.selectbox("Method", list(METHODS), key="runs_method", format_func=lambda m: METHODS[m].title or m,
                       help="Each method's parameters, paper defaults and allowed values: "
                            "python -m judge_engine methods NAME")
-st.caption(common.plain(summary_line(METHODS[method])))
+st.caption(common.escape_markdown(summary_line(METHODS[method])))
 if dataset is not None:
     aspect = start_form.choose_aspect("runs", dataset)
     split = start_form.split_fields("runs", dataset, train=30, test=20)
@@ -65,7 +66,7 @@ if dataset is not None:
     try:
         extra = json_parameters(method, extra_text)
     except ValueError as exc:
-        st.error(common.plain(str(exc)))
+        st.error(common.escape_markdown(str(exc)))
     else:
         spec = RunSpec(method=method, dataset=dataset.name, aspect=aspect.name,
                        params={**start_form.changed(method, params), **extra}, train_size=split.train_size,
@@ -86,7 +87,7 @@ def resume(run_id: int) -> None:
     try:
         start_run(store.path, run_id, api_key=common.api_key())
     except OSError as exc:
-        st.error(common.plain(f"Could not start a worker: {exc}"))
+        st.error(common.escape_markdown(f"Could not start a worker: {exc}"))
         return
     st.session_state.setdefault("runs_resumed", {})[run_id] = time.time()
     st.rerun()
@@ -94,28 +95,29 @@ def resume(run_id: int) -> None:
 
 def progress_panel(run_id: int) -> None:
     """Status, progress and cost so far; polls every 2 s while the run is live."""
-    first = store.get_run(run_id)
+    first = store.run(run_id)
     live = effective_status(first) in common.LIVE_STATUSES or resumed_recently(run_id)
 
     @st.fragment(run_every="2s" if live else None)
     def panel() -> None:
-        run = common.get_store().get_run(run_id)
+        run = common.get_store().run(run_id)
         status = effective_status(run)
         waiting = status not in common.LIVE_STATUSES and status != "finished" and resumed_recently(run_id)
-        ledger = run.get("ledger") or {}
+        # the ledger is the backend's snapshot (a dict by design); a counter not counted yet shows 0
+        ledger = run.ledger
         if status in common.LIVE_STATUSES or waiting:
-            done, total = int(run.get("done") or 0), int(run.get("total") or 0)
-            stage = "waiting for the worker to start" if waiting else (run.get("stage") or status)
+            done, total = run.done, run.total
+            stage = "waiting for the worker to start" if waiting else (run.stage or status)
             st.progress(min(1.0, done / total) if total else 0.0,
                         text=f"{status if not waiting else 'starting'}: {stage} ({done}/{total})")
-            age = time.time() - (run.get("heartbeat") or time.time())
+            age = time.time() - (run.heartbeat or time.time())
             st.caption(f"Last heartbeat {age:.0f} s ago. You can leave this page; the run continues.")
         elif status == "finished":
-            common.finished_box(common.run_trust(common.get_store(), run),
-                                f"Finished ({(run.get('summary') or {}).get('seconds', 0):.1f} s of work).")
+            seconds = run.summary.seconds if run.summary else 0.0
+            common.finished_box(common.run_trust(common.get_store(), run), f"Finished ({seconds:.1f} s of work).")
         else:
-            text = run.get("message") or "The worker stopped before the run finished."
-            (st.error if status == "failed" else st.warning)(common.plain(f"Run {status}: {text}"))
+            text = run.message or "The worker stopped before the run finished."
+            (st.error if status == "failed" else st.warning)(common.escape_markdown(f"Run {status}: {text}"))
             st.caption("Resume continues where it stopped: the fitted judge and scored samples are kept and "
                        "cached LLM calls are not paid again.")
             if st.button("Resume", key=f"runs_resume_{run_id}", type="primary"):
@@ -133,10 +135,10 @@ def progress_panel(run_id: int) -> None:
     panel()
 
 
-def results(run: dict) -> None:
+def results(run: RunRecord) -> None:
     """Meta-evaluation, cost, scatter and verdicts of a finished run."""
-    summary = run.get("summary") or {}
-    if not summary:
+    summary = run.summary
+    if summary is None:
         st.warning("This run has no summary.")
         return
     st.markdown("#### Can this judge be trusted?")
@@ -146,88 +148,88 @@ def results(run: dict) -> None:
     if frame.empty:
         st.warning("No correlation could be computed (no verdict with a score?).")
     else:
-        st.dataframe(frame, hide_index=True, key=f"runs_corr_{run['id']}",
+        st.dataframe(frame, hide_index=True, key=f"runs_corr_{run.id}",
                      column_config={c: st.column_config.NumberColumn(format="%.3f")
                                     for c in ("pearson", "spearman", "kendall")})
         st.caption("95% bootstrap percentile intervals. The natural level is the one the papers report for this "
                    "dataset. Items without a judge score are excluded, never imputed.")
-        defined = any((c or {}).get(k) is not None for c in summary["levels"].values()
+        defined = any((c or {}).get(k) is not None for c in summary.levels.values()
                       for k in ("pearson", "spearman", "kendall"))
         if defined:
-            st.plotly_chart(figures.correlation_bars(summary["levels"], natural=summary.get("level")),
-                            key=f"runs_bars_{run['id']}")
+            st.plotly_chart(figures.correlation_bars(summary.levels, natural=summary.level),
+                            key=f"runs_bars_{run.id}")
         else:
             st.info("No correlation is defined: the judge gave (almost) every item the same score, or too few "
                     "replies parsed.")
 
-    n = summary.get("n", 0)
-    for warning in summary.get("warnings") or []:
-        st.warning(common.plain(warning.get("message", "")))
+    n = summary.n
+    for warning in summary.warnings:
+        st.warning(common.escape_markdown(warning.message))
     m = st.columns(4)
-    m[0].metric("Missing scores", f"{summary.get('missing', summary.get('parse_failures', 0))} of {n}",
+    m[0].metric("Missing scores", f"{summary.missing} of {n}",
                 help="Test items without a score (the reasons are listed above); they are excluded from the "
                      "correlations, never imputed.")
-    m[1].metric("Parse failures", f"{summary.get('parse_failures', 0)} of {n}",
+    m[1].metric("Parse failures", f"{summary.parse_failures} of {n}",
                 help="Replies that were there but gave no score that could be read.")
-    m[2].metric("Seconds", f"{float(summary.get('seconds', 0) or 0):.1f}")
-    m[3].metric("Cost ($)", f"{float(summary.get('dollars', 0) or 0):.4f}")
+    m[2].metric("Seconds", f"{float(summary.seconds):.1f}")
+    m[3].metric("Cost ($)", f"{float(summary.dollars):.4f}")
     m = st.columns(4)
-    m[0].metric("LLM calls", summary.get("calls", 0))
-    m[1].metric("Cache hits", summary.get("cache_hits", 0))
-    m[2].metric("Prompt tokens", summary.get("prompt_tokens", 0))
-    m[3].metric("Completion tokens", summary.get("completion_tokens", 0))
+    m[0].metric("LLM calls", summary.calls)
+    m[1].metric("Cache hits", summary.cache_hits)
+    m[2].metric("Prompt tokens", summary.prompt_tokens)
+    m[3].metric("Completion tokens", summary.completion_tokens)
 
     try:
-        dataset = common.human_dataset(store, run["dataset"], run.get("human_aggregate") or "imported")
+        dataset = common.human_dataset(store, run.dataset, run.human_aggregate)
     except NotFound:
         dataset = None
-        st.warning(common.plain(f"Dataset {run['dataset']} is no longer stored; human scores cannot be shown."))
+        st.warning(common.escape_markdown(f"Dataset {run.dataset} is no longer stored; human scores cannot be shown."))
     verdicts = common.load_verdicts(store, run)
-    table = common.verdicts_frame(dataset, run["aspect"], verdicts)
+    table = common.verdicts_frame(dataset, run.aspect, verdicts)
     if dataset is not None:
-        aspect = dataset.aspect(run["aspect"])
+        aspect = dataset.aspect(run.aspect)
         st.plotly_chart(figures.human_vs_judge_scatter(
             table["human"].tolist(), table["judge"].tolist(), ids=table["sample id"].tolist(),
-            aspect=aspect.name, low=aspect.low, high=aspect.high), key=f"runs_scatter_{run['id']}")
+            aspect=aspect.name, low=aspect.low, high=aspect.high), key=f"runs_scatter_{run.id}")
 
     st.markdown("#### Verdicts")
-    st.dataframe(table, hide_index=True, key=f"runs_verdicts_{run['id']}",
+    st.dataframe(table, hide_index=True, key=f"runs_verdicts_{run.id}",
                  column_config={"parse failure": st.column_config.CheckboxColumn(),
                                 "human": st.column_config.NumberColumn(format="%.3f"),
                                 "judge": st.column_config.NumberColumn(format="%.3f")})
     # the engine's table (the same as `python -m judge_engine verdicts`): texts and replies are hostile, and
     # its CSV neutralises every cell a spreadsheet would run as a formula
-    download = export.verdicts_text(export.build_verdict_table(dataset, run["aspect"], verdicts), "csv")
+    download = export.verdicts_text(export.build_verdict_table(dataset, run.aspect, verdicts), "csv")
     st.download_button("Download verdicts (CSV)", download.encode("utf-8"),
-                       file_name=f"run-{run['id']}-verdicts.csv", mime="text/csv", key=f"runs_dl_{run['id']}")
-    st.caption(common.plain("The CSV has the item's input and output, human and judge scores, why a score is missing, the raw "
+                       file_name=f"run-{run.id}-verdicts.csv", mime="text/csv", key=f"runs_dl_{run.id}")
+    st.caption(common.escape_markdown("The CSV has the item's input and output, human and judge scores, why a score is missing, the raw "
                "reply, the explanation and any per-criterion scores. A text that begins with =, +, -, @, a tab or "
                "a carriage return gets a leading ' so a spreadsheet shows it instead of running it."))
 
 
 # --------------------------------------------------------------------------- all runs
 st.subheader("All runs")
-runs = store.list_runs(limit=200)
+runs = store.runs(limit=200)
 if not runs:
     st.info("No run yet.")
 else:
     st.dataframe(common.runs_frame(runs), hide_index=True, key="runs_table",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("pearson", "spearman", "kendall")})
-    ids = [r["id"] for r in runs]
-    labels = {r["id"]: common.run_label(r) for r in runs}
+    ids = [r.id for r in runs]
+    labels = {r.id: common.run_label(r) for r in runs}
     if st.session_state.get("runs_run_id") not in ids:
         common.set_value("runs_run_id", ids[0])
     run_id = common.bound(st.selectbox, "Show run", "runs_run_id", options=ids, format_func=labels.get)
-    run = store.get_run(run_id)
-    title = METHODS[run["method"]].title if run["method"] in METHODS else run["method"]
-    st.subheader(common.plain(f"Run #{run_id}: {title} on {run['dataset']} / {run['aspect']}"))
-    split = run.get("split") or {}
-    st.text(f"Backend {LLMConfig.from_dict(run['llm']).label}; "
-            f"{len(split.get('train_ids', []))} train / {len(split.get('test_ids', []))} test items "
-            f"(seed {split.get('seed', 0)}); created {common.fmt_time(run.get('created'))}")
+    run = store.run(run_id)
+    title = METHODS[run.method].title if run.method in METHODS else run.method
+    st.subheader(common.escape_markdown(f"Run #{run_id}: {title} on {run.dataset} / {run.aspect}"))
+    split = run.split
+    st.text(f"Backend {LLMConfig.from_dict(run.llm).label}; "
+            f"{len(split.train_ids) if split else 0} train / {len(split.test_ids) if split else 0} test items "
+            f"(seed {split.seed if split else 0}); created {common.fmt_time(run.created)}")
     with st.expander("Method parameters"):
-        st.json(run.get("params") or {})
+        st.json(run.params)
     progress_panel(run_id)
     if effective_status(run) == "finished":
         results(run)

@@ -66,7 +66,7 @@ elif backend != "openai":
 seen = st.session_state.get("settings_structured_checked", {})
 checked = seen.get(common.llm_config().label + "|" + structured)
 if checked:
-    st.info(common.plain(f"Last connection check: structured replies {checked}."))
+    st.info(common.escape_markdown(f"Last connection check: structured replies {checked}."))
 
 st.subheader("Requests and cost")
 cols = st.columns(3)
@@ -102,11 +102,11 @@ if st.button("Test connection", key="settings_test", type="primary",
         try:
             check = connection_check(config, api_key=common.api_key())
         except LLMError as exc:
-            st.error(common.plain(str(exc)))
+            st.error(common.escape_markdown(str(exc)))
         except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
-            st.error(common.plain(f"{type(exc).__name__}: {exc}"))
+            st.error(common.escape_markdown(f"{type(exc).__name__}: {exc}"))
         else:
-            st.success(common.plain(check.message))
+            st.success(common.escape_markdown(check.message))
             st.session_state.setdefault("settings_structured_checked", {})[
                 config.label + "|" + config.structured] = describe_structured_mode(config.structured,
                                                                                    check.structured_mode)

@@ -68,7 +68,7 @@ def choose_dataset(prefix: str, *, slot: Any = st) -> Dataset | None:
                 runs.ensure_dataset(store, name)
         return common.load_dataset(store, name)
     except (ValueError, OSError, NotFound) as exc:
-        st.error(common.plain(f"Dataset {name} could not be loaded: {exc}"))
+        st.error(common.escape_markdown(f"Dataset {name} could not be loaded: {exc}"))
         return None
 
 
@@ -78,7 +78,7 @@ def choose_aspect(prefix: str, dataset: Dataset, *, label: str = "Aspect to judg
                           help="The human score the judge learns from and is measured against. Its definition "
                                "is edited on the Datasets page.")
     aspect = dataset.aspect(name)
-    st.caption(common.plain(f"{aspect.name} ({aspect.low:g}-{aspect.high:g}): "
+    st.caption(common.escape_markdown(f"{aspect.name} ({aspect.low:g}-{aspect.high:g}): "
                             f"{aspect.definition or 'no definition; the prompts use the name'}"))
     return aspect
 
@@ -179,15 +179,15 @@ def estimate_box(spec: RunSpec) -> runs.Duration | None:
         calls = runs.estimate(store, spec)
         duration = runs.estimate_duration(store, spec)
     except (ValueError, NotFound) as exc:
-        st.error(common.plain(str(exc)))
+        st.error(common.escape_markdown(str(exc)))
         return None
     m = st.columns(3)
     m[0].metric("LLM requests to fit", f"{calls['fit']:,}", help="Upper bound before cache hits.")
     m[1].metric("LLM requests to score the test items", f"{calls['score']:,}")
     m[2].metric("Time on this backend", "unknown" if duration.minutes is None else
                 (f"{duration.minutes:.0f} min" if duration.minutes >= 1.5 else "< 2 min"),
-                help=common.plain(duration.describe()))
-    st.caption(common.plain(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
+                help=common.escape_markdown(duration.describe()))
+    st.caption(common.escape_markdown(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
                             "A call already made is answered by the cache and not paid again."))
     return duration
 
@@ -200,7 +200,7 @@ def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any
         started = runs.launch(store, spec, judge=judge, split=split, baselines=baselines, actor=common.actor(),
                               api_key=common.api_key())
     except (ValueError, NotFound) as exc:
-        st.error(common.plain(str(exc)))
+        st.error(common.escape_markdown(str(exc)))
         return None
     main = started[0]
     words = [f"Started run #{main.run_id}{label}."]
@@ -220,7 +220,7 @@ def start_button(label: str, key: str, *, missing: str = "") -> bool:
     """The primary start button; when something is missing it is disabled and says what."""
     clicked = st.button(label, type="primary", key=key, disabled=bool(missing))
     if missing:
-        st.caption(common.plain(f"{label} is unavailable: {missing}"))
+        st.caption(common.escape_markdown(f"{label} is unavailable: {missing}"))
     return clicked
 
 
@@ -234,15 +234,15 @@ def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str
     try:
         duration = runs.estimate_duration(store, quick)
     except (ValueError, NotFound) as exc:
-        st.caption(common.plain(f"No quick first look here: {exc}"))
+        st.caption(common.escape_markdown(f"No quick first look here: {exc}"))
         return None
     minutes = "time unknown" if duration.minutes is None else (
         f"about {duration.minutes:.0f} min" if duration.minutes >= 1.5 else "under 2 min")
     clicked = st.button(f"Quick first look ({minutes})", key=key,
-                        help=common.plain(f"Starts at once with {quick_note(method)}: {duration.describe()}. "
+                        help=common.escape_markdown(f"Starts at once with {quick_note(method)}: {duration.describe()}. "
                                           "The same procedure as the paper's, smaller; the form below runs the "
                                           "full configuration."))
-    st.caption(common.plain(f"Quick first look: {quick_note(method)}; {duration.calls:,} requests."))
+    st.caption(common.escape_markdown(f"Quick first look: {quick_note(method)}; {duration.calls:,} requests."))
     if clicked:
         return start(quick, baselines=baselines, label=" (quick first look)")
     return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from typing import Any, Callable
 
 from judge_engine.llm import LLMConfig, make_llm
@@ -41,7 +42,8 @@ def schema_instance(schema: dict[str, Any], seed: int, path: str = "", score: fl
         return [schema_instance(schema["items"], seed + 7 * i + 1, f"{path}[{i}]", score) for i in range(n)]
     if kind == "string":
         word = WORDS[seed % len(WORDS)]
-        text = f"Higher scores when the {word} of the text is good ({path or 'reply'} {seed})"
+        # the field is named by a number: its name ("hypotheses", "criteria") is not rubric content
+        text = f"Higher scores when the {word} of the text is good (field {zlib.crc32(path.encode()) % 1000} {seed})"
         return text[: schema.get("maxLength", len(text))].ljust(schema.get("minLength", 0), ".")
     if kind == "integer":
         return int(schema.get("minimum", 1))

@@ -177,6 +177,27 @@ def test_app_pages_are_read_from_the_navigation():
     assert dict(app_latency.app_pages())["home"] == ""
 
 
+@pytest.mark.model  # the runs are scored by the real llama.cpp backend (from pre-inserted cache rows)
+def test_app_bench_seeds_the_compare_page_with_k_runs_scored_from_the_cache(tmp_path):
+    from judge_engine.store import Store
+
+    ids = app_latency.seed_compare(tmp_path / "compare.db", 30, 3)
+    store = Store(tmp_path / "compare.db")
+    runs = [store.get_run(i) for i in ids]
+    assert len(runs) == 3 and {r["status"] for r in runs} == {"finished"}
+    assert {r["dataset"] for r in runs} == {"synthetic_30"}
+    assert all(r["ledger"]["calls"] == 0 and len(store.load_verdicts(r["id"])) == 30 for r in runs)
+    scores = [tuple(v.score for v in sorted(store.load_verdicts(r["id"]), key=lambda v: v.sample_id)) for r in runs]
+    assert len(set(scores)) == 3, "each run has its own cache rows, so the compared runs differ"
+
+
+def test_app_bench_refuses_a_compare_page_without_runs(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--out", str(tmp_path), "app", "--compare-items", "40", "--compare-runs", "0"])
+    assert info.value.code == 2 and "--compare-runs must be at least 1" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.json"))
+
+
 @pytest.mark.browser
 def test_app_latency_renders_a_page(tmp_path, shared_data):
     if app_latency.available():
@@ -184,6 +205,7 @@ def test_app_latency_renders_a_page(tmp_path, shared_data):
     doc = bench(tmp_path, "app", "--repeats", "1", "--pages", "settings")
     (row,) = doc["rows"]
     assert row["page"] == "settings" and row["exception"] is False and row["first_render_s"] > 0
+    assert row["heading"] != "Judge Workbench", "the page itself was timed, not the name gate before it"
 
 
 @pytest.mark.model

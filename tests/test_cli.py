@@ -38,7 +38,7 @@ def test_methods_lists_every_method_with_its_parameters_defaults_and_help(capsys
     for name, cls in METHODS.items():
         assert f"{name}  {cls.title}:" in out
         for p in describe_parameters(cls):
-            assert f"    {p.name} = {json.dumps(p.default)}" in out
+            assert f"    {p.name} = {json.dumps(p.default)}" in out and f"({p.label})" in out
     code, out, _ = _run(capsys, "methods", "geval")
     assert "n_samples = 20 [int in [1, 100]]" in out and "paper: n = 20" in out and "hypoeval" not in out
 

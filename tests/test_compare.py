@@ -40,7 +40,7 @@ def run(store, responder, *, method="direct", test_size=20, seed=0):
                                        test_size=test_size, seed=seed))
     backend = FakeBackend(responder, model_id=f"fake-{id(responder)}")
     execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=backend))
-    return store.get_run(run_id)
+    return store.run(run_id)
 
 
 def test_runs_on_the_same_items_are_compared_and_the_better_one_wins(store, dataset):
@@ -48,13 +48,13 @@ def test_runs_on_the_same_items_are_compared_and_the_better_one_wins(store, data
     a, b = run(store, good), run(store, noisy)
     assert compare.split_key(a) == compare.split_key(b)
     groups = compare.runs_by_split(compare.finished_runs(store, "toy", "quality"))
-    assert list(groups.values())[0] == [b, a] or {r["id"] for r in list(groups.values())[0]} == {a["id"], b["id"]}
+    assert [r.id for r in list(groups.values())[0]] == [b.id, a.id]  # newest first
     aligned = compare.align(store, [a, b])
     assert len(aligned.ids) == 20
     frame = compare.comparison_frame(store, dataset, aligned, level="sample", n_bootstrap=200)
     best = frame[frame["best"]].iloc[0]
-    assert best["run"] == a["id"] and best["spearman"] == pytest.approx(1.0)
-    worse = frame[frame["run"] == b["id"]].iloc[0]
+    assert best["run"] == a.id and best["spearman"] == pytest.approx(1.0)
+    worse = frame[frame["run"] == b.id].iloc[0]
     assert worse["Δspearman vs best"] < 0 and 0 <= worse["p vs best"] <= 1
     assert worse["significantly worse"] == (worse["p vs best"] < 0.05)
     assert worse["score calls"] == 20 and worse["fit calls"] == 0 and worse["parse failures"] == 0
@@ -85,14 +85,42 @@ def test_paired_bootstrap_is_paired_and_two_sided():
     assert gdiff > 0 and 0 <= gp <= 1
 
 
+def test_paired_bootstrap_on_one_coefficient_skips_the_others_and_gives_the_same_p(monkeypatch):
+    from scipy import stats
+
+    from judge_engine import metrics
+
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, 300).astype(float)
+    a, b = human + rng.integers(-1, 2, 300), rng.integers(1, 6, 300).astype(float)
+    H, A = human[rng.integers(0, 300, (50, 300))], a[rng.integers(0, 300, (50, 300))]
+    full = metrics._rowwise_correlations(H, A)
+    for k, statistic in enumerate(compare.STATISTICS):
+        one = metrics._rowwise_correlations(H, A, only=statistic)
+        assert one[:, k] == pytest.approx(full[:, k], abs=1e-15)
+        assert np.isnan(np.delete(one, k, axis=1)).all()
+    taus = []
+    kendalltau = stats.kendalltau
+    monkeypatch.setattr(stats, "kendalltau", lambda *x, **kw: taus.append(1) or kendalltau(*x, **kw))
+    diff, p = compare.paired_bootstrap(human, a, b, statistic="spearman", n_bootstrap=300)
+    assert len(taus) == 2, "Kendall's tau of the two point estimates only, none of the 2 x 300 resamples"
+    monkeypatch.setattr(stats, "kendalltau", kendalltau)
+    expected_diff = metrics.correlations(human, a)["spearman"] - metrics.correlations(human, b)["spearman"]
+    idx = np.random.default_rng(0).integers(0, 300, size=(300, 300))
+    diffs = metrics._rowwise_correlations(human[idx], a[idx])[:, 1] - metrics._rowwise_correlations(
+        human[idx], b[idx])[:, 1]
+    assert diff == pytest.approx(expected_diff) and diff > 0
+    assert p == pytest.approx(min(1.0, 2 * min(np.mean(diffs <= 0), np.mean(diffs >= 0))))
+
+
 def test_missing_scores_are_excluded_and_counted(store, dataset):
     store.save_dataset(dataset)
     a = run(store, good)
     b = run(store, lambda m, p: "no idea" if "x" * 3 in m[0]["content"] else good(m, p))
     aligned = compare.align(store, [a, b])
     frame = compare.comparison_frame(store, dataset, aligned, level="group", n_bootstrap=100)
-    row = frame[frame["run"] == b["id"]].iloc[0]
-    assert row["parse failures"] == int(np.isnan(aligned.scores[b["id"]]).sum()) > 0
+    row = frame[frame["run"] == b.id].iloc[0]
+    assert row["parse failures"] == int(np.isnan(aligned.scores[b.id]).sum()) > 0
     assert row["n"] == 20 - row["parse failures"]
 
 
@@ -117,6 +145,63 @@ def test_label_next_prefers_disputed_items_and_spreads_over_groups(store, datase
         compare.label_next(dataset, compare.align(store, [aligned.runs[0]]))
 
 
+def _four_runs(store, dataset):
+    store.save_dataset(dataset)
+    runs = [run(store, good), run(store, noisy), run(store, lambda m, p: f"[[{1 + len(m[0]['content']) % 3}]]"),
+            run(store, lambda m, p: f"[[{5 - m[0]['content'].count('x') % 5}]]")]
+    return compare.align(store, runs)
+
+
+def test_comparing_four_runs_at_group_level_computes_each_runs_group_table_once(store, dataset, monkeypatch):
+    from collections import OrderedDict
+
+    from judge_engine import metrics
+
+    aligned = _four_runs(store, dataset)
+    n_groups = len({dataset.by_id()[i].group_id for i in aligned.ids})
+    monkeypatch.setattr(metrics, "_group_tables", OrderedDict(), raising=False)  # none left by other tests
+    calls = []
+    real = metrics.correlations
+    monkeypatch.setattr(metrics, "correlations", lambda h, p: calls.append(len(h)) or real(h, p))
+    frame = compare.comparison_frame(store, dataset, aligned, level="group", n_bootstrap=200)
+    assert frame["best"].sum() == 1 and frame["p vs best"].notna().sum() == 3
+    # one scipy triple per group and run; each run's report and each paired test against the best (its point
+    # estimate and resamples, for both runs) asked for the same tables: 16 tables for 4 runs before they were kept
+    assert 0 < len(calls) <= 4 * n_groups
+    table = next(iter(metrics._group_tables.values()))
+    assert table.flags.writeable is False, "a kept table cannot be changed by whoever asked for it"
+
+
+def test_kept_group_tables_leave_the_comparison_unchanged(store, dataset, monkeypatch):
+    from collections import OrderedDict
+
+    from judge_engine import metrics
+
+    aligned = _four_runs(store, dataset)
+    monkeypatch.setattr(metrics, "_group_tables", OrderedDict())
+    kept = compare.comparison_frame(store, dataset, aligned, level="group", statistic="pearson", n_bootstrap=300)
+    monkeypatch.setattr(metrics, "GROUP_TABLE_MEMO", 0)  # every table computed afresh
+    monkeypatch.setattr(metrics, "_group_tables", OrderedDict())
+    fresh = compare.comparison_frame(store, dataset, aligned, level="group", statistic="pearson", n_bootstrap=300)
+    assert len(metrics._group_tables) == 0
+    assert list(kept["run"]) == list(fresh["run"]) and list(kept["best"]) == list(fresh["best"])
+    for column in ("pearson", "spearman", "kendall", "Δpearson vs best", "p vs best"):
+        assert kept[column].to_numpy(dtype=float) == pytest.approx(fresh[column].to_numpy(dtype=float), nan_ok=True,
+                                                                   rel=1e-12, abs=1e-12), column
+    for column in ("pearson CI", "spearman CI", "kendall CI"):
+        assert np.asarray(kept[column].tolist(), dtype=float) == pytest.approx(
+            np.asarray(fresh[column].tolist(), dtype=float), nan_ok=True, rel=1e-12, abs=1e-12), column
+
+
+def test_label_next_spread_is_each_items_standard_deviation_over_the_judges(store, dataset):
+    aligned = _four_runs(store, dataset)
+    picks = compare.label_next(dataset, aligned, k=20)
+    matrix = np.vstack([(aligned.scores[r.id] - 1) / 4 for r in aligned.runs])
+    expected = {item: float(np.nanstd(matrix[:, j])) for j, item in enumerate(aligned.ids)}
+    assert len(picks) == 20
+    assert picks["judge spread (0-1)"].tolist() == pytest.approx([expected[i] for i in picks["item"]], abs=1e-12)
+
+
 def test_human_ceiling_from_per_annotator_scores(dataset):
     ids = [s.id for s in dataset.samples]
     ceiling = compare.human_ceiling(dataset, "quality", ids)
@@ -134,7 +219,7 @@ def test_fit_cost_is_split_from_scoring_cost(store, dataset):
                 method="geval")
     cost = compare.cost_split(store, geval)
     assert cost["fit"]["calls"] == 1 and cost["total"]["calls"] == 1 + cost["score"]["calls"]
-    assert math.isclose(cost["total"]["calls"], geval["ledger"]["calls"])
+    assert math.isclose(cost["total"]["calls"], geval.ledger["calls"])
 
 
 def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, tiny_dataset):
@@ -143,7 +228,7 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
     store.save_dataset(dataset)
     store.save_dataset(tiny_dataset)
     source = run(store, good)
-    judge = Judge.from_dict(source["judge"])
+    judge = Judge.from_dict(source.judge)
     target = Aspect("quality", 0, 10, "How good it is, 0-10.")
     moved = compare.transfer_judge(judge, target)
     assert moved.aspect["low"] == 0 and moved.aspect["high"] == 10 and moved.state == judge.state
@@ -151,7 +236,7 @@ def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, t
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0,
                                        test_size=6), judge=compare.transfer_judge(judge, tiny_dataset.aspects[0]))
     summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(good)))
-    assert summary.n == 6 and not [e for e in store.events(run_id) if e["kind"] == "fitted"]
+    assert summary.n == 6 and not store.run_events(run_id, kind="fitted")
 
 
 def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_aggregator(store):
@@ -167,7 +252,7 @@ def test_item_explanation_is_the_aggregators_shap_waterfall_and_none_without_an_
                                           test_size=6))
     execute_run(store, direct_id, llm=make_llm(LLMConfig(), store=store,
                                                 backend=FakeBackend(lambda m, p: "[[3]]", model_id="d")))
-    aligned = compare.align(store, [store.get_run(hd_id), store.get_run(direct_id)])
+    aligned = compare.align(store, [store.run(hd_id), store.run(direct_id)])
     item = aligned.ids[0]
     verdict = aligned.verdicts[hd_id][item]
 

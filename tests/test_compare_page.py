@@ -186,3 +186,43 @@ def test_every_compared_run_has_its_trust_box_green_only_when_no_check_warns(db)
         assert kind == ("success" if report.verdict == "ok" else "warning")
         assert all(reason[:40] in text for reason in report.reasons)
     assert boxes[2][0] == "warning" and "no test pearson" in boxes[2][1], "G-Eval scored every item 3"
+
+
+def test_a_rerun_reads_no_verdicts_redoes_no_bootstrap_and_the_report_is_built_on_click(db, monkeypatch):
+    from collections import Counter
+
+    from streamlit.runtime.media_file_manager import MediaFileManager
+
+    from judge_engine import figures as plots
+    from judge_engine import metrics
+
+    counts: Counter = Counter()
+
+    def count(owner, name):
+        real = getattr(owner, name)
+        monkeypatch.setattr(owner, name, lambda *a, **k: counts.update([name]) or real(*a, **k))
+
+    for owner, name in ((Store, "load_verdicts"), (metrics, "meta_evaluate"), (plots, "report_html")):
+        count(owner, name)
+    deferred = {}
+    add_deferred = MediaFileManager.add_deferred
+
+    def keep_callable(self, data_callable, mimetype, coordinates, file_name=None, **kw):
+        deferred[file_name] = data_callable
+        return add_deferred(self, data_callable, mimetype, coordinates, file_name, **kw)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", keep_callable)
+    at = open_compare()
+    assert counts["load_verdicts"] >= 3 and counts["meta_evaluate"] >= 3, "the first visit computes"
+    assert counts["report_html"] == 0, "the HTML report (with plotly.js inside) is not made on every run"
+    counts.clear()
+    other = at.selectbox(key="compare_item").options[1]
+    at.selectbox(key="compare_item").set_value(other).run()  # a rerun that changes none of the runs
+    assert not at.exception, [e.value for e in at.exception]
+    assert counts == Counter(), "the same runs' verdicts and bootstrap come from the page's cache"
+    assert at.selectbox(key="compare_item").value == other
+
+    report = deferred["comparison-tiny-quality.html"]().decode("utf-8")  # what a click on the button runs
+    assert counts["report_html"] == 1
+    assert report.startswith("<!doctype html>") and "Judge comparison: tiny / quality" in report
+    assert all(f"#{r} " in report for r in (1, 2, 3)) and report.count("<script") >= 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from judge_engine.llm import LLMConfig, make_llm
@@ -213,3 +214,25 @@ def test_refused_sub_criteria_are_listed_with_rule_and_reason_and_one_can_be_res
     audit = store.audit_log(entity="criterion")
     assert any(a["actor"] == "user" and "Evolution" in str(a["after"]) for a in audit)
     assert "restored" in _text(at) and _button(at, f"hd_restore_refused_{run_id}_0").disabled
+
+
+def test_the_waterfall_explains_the_score_the_verdict_shows(db):
+    import json
+    import re
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+    at = _open()
+    titles = []
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = ((spec.get("layout") or {}).get("title") or {}).get("text", "")
+        if title.startswith("Why sample"):
+            titles.append(title)
+    assert len(titles) == 1, titles
+    item, shown = re.match(r"Why sample (\S+) got ([-\d.]+) on clarity", titles[0]).groups()
+    verdict = next(v for v in store.load_verdicts(run_id) if v.sample_id == item)
+    assert float(shown) == pytest.approx(verdict.score, abs=0.006)

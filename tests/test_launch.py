@@ -27,7 +27,7 @@ def test_baselines_run_on_the_runs_split_and_are_reused(store, tiny_dataset, sta
     for s in out[1:]:
         base = store.get_run(s.run_id)
         assert base["split"] == main["split"] and base["actor"] == "ann"
-    assert {r["id"] for r in runs.runs_on_same_split(store, main)} == {out[1].run_id, out[2].run_id}
+    assert {r.id for r in runs.runs_on_same_split(store, main)} == {out[1].run_id, out[2].run_id}
 
     # a second run on the same split (a re-scoring) finds both baselines and starts nothing new for them
     again = runs.launch(store, spec, split=runs.Split.from_dict(main["split"]), baselines=("direct", "geval"))
@@ -43,7 +43,7 @@ def test_runs_on_another_backend_or_split_are_not_comparable(store, tiny_dataset
     other_model = runs.launch(store, RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")}),
                               split=runs.Split.from_dict(store.get_run(first)["split"]))[0].run_id
     same = runs.launch(store, spec, split=runs.Split.from_dict(store.get_run(first)["split"]))[0].run_id
-    found = {r["id"] for r in runs.runs_on_same_split(store, store.get_run(first))}
+    found = {r.id for r in runs.runs_on_same_split(store, store.run(first))}
     assert same in found and other_model not in found
     if store.get_run(other_seed)["split"]["test_ids"] != store.get_run(first)["split"]["test_ids"]:
         assert other_seed not in found

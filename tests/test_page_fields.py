@@ -118,3 +118,13 @@ def test_quick_first_look_starts_a_small_run_in_one_click(db, started):
     run = Store(db).get_run(started[0])
     assert {k: run["params"][k] for k in METHODS["hd_eval"].quick_params} == METHODS["hd_eval"].quick_params
     assert len(run["split"]["test_ids"]) >= 10 and len(run["split"]["train_ids"]) == 12
+
+
+def test_every_parameter_has_a_label_in_words():
+    """One description per parameter drives the forms, the CLI listing and its errors: each needs words."""
+    from judge_engine.methods import describe_parameters
+
+    for name, cls in METHODS.items():
+        for doc in describe_parameters(cls):
+            assert doc.label != doc.name and "_" not in doc.label and len(doc.label) <= 45, (name, doc.name, doc.label)
+        assert set(cls.quick_params) <= set(cls.default_params()), name

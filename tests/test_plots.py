@@ -127,3 +127,56 @@ def test_comparison_figures_and_report():
     assert [t.name for t in hist.data] == ["human", "#1"]
     page = figures.report_html("Compare <x>", {"Table": frame}, [bars, cost])
     assert page.count("<script") >= 2 and "Compare &lt;x&gt;" in page and "<b>geval</b>" not in page
+
+
+def test_scatter_grid_draws_one_marker_per_distinct_pair_sized_by_its_count():
+    rng = np.random.default_rng(0)
+    human = rng.integers(1, 6, 1600).astype(float).tolist()
+    judge_a = rng.integers(1, 6, 1600).astype(float)
+    judge_a[:7] = np.nan  # replies that gave no score are left out, not drawn as a pair
+    scores = {f"#{k} direct": judge_a.tolist() if k == 1 else rng.integers(1, 6, 1600).astype(float).tolist()
+              for k in range(1, 5)}
+    grid = figures.scatter_grid(human, scores, low=1, high=5)
+    markers = [t for t in grid.data if t.mode == "markers"]
+    assert len(markers) == 4 and len(grid.data) == 8, "one marker trace and one diagonal per run"
+    for trace, values in zip(markers, scores.values()):
+        # a 1-5 judge against 1-5 humans has at most 25 distinct pairs: 1,600 items are not 1,600 markers
+        assert len(trace.x) <= 25
+        pairs = {(h, p) for h, p in zip(human, values) if not math.isnan(p)}
+        assert set(zip(trace.x, trace.y)) == pairs
+        assert sum(trace.customdata) == sum(not math.isnan(p) for p in values)
+    first = markers[0]
+    expected = {pair: sum(1 for h, p in zip(human, judge_a) if (h, p) == pair) for pair in zip(first.x, first.y)}
+    assert list(first.customdata) == [expected[pair] for pair in zip(first.x, first.y)]
+    biggest = int(np.argmax(first.customdata))
+    assert first.marker.size[biggest] == pytest.approx(30.0) and min(first.marker.size) >= 6.0
+
+
+def test_scatter_grid_of_distinct_pairs_keeps_every_item_and_empty_runs_draw_nothing():
+    grid = figures.scatter_grid([1.0, 2.5, 3.25], {"#1 geval": [1.2, 2.4, 3.3], "#2 none": [None, None, None]},
+                              low=1, high=5)
+    points, empty = grid.data[0], grid.data[2]
+    assert list(points.customdata) == [1, 1, 1] and list(points.marker.size) == pytest.approx([6.0, 6.0, 6.0])
+    assert len(empty.x) == 0
+
+
+def test_score_histograms_are_shares_per_score_counted_here():
+    human = [1, 1, 2, 3, 5, None]
+    judges = {"#1 direct": [2, 2, 2, 3, float("nan"), 4], "#2 <geval>": [1, 5, 5, 5, 5, 5]}
+    fig = figures.score_histograms(human, judges)
+    assert [t.type for t in fig.data] == ["bar", "bar", "bar"], "bars counted in Python, not browser binning"
+    assert [t.name for t in fig.data] == ["human", "#1 direct", "#2 &lt;geval&gt;"]
+    for trace, values in zip(fig.data, [human, *judges.values()]):
+        finite = [float(v) for v in values if v is not None and v == v]
+        assert list(trace.x) == [1.0, 2.0, 3.0, 4.0, 5.0], "every trace on the same scores"
+        assert list(trace.customdata) == [finite.count(x) for x in trace.x]
+        assert np.asarray(trace.y) == pytest.approx(np.asarray(trace.customdata) / len(finite))
+
+
+def test_score_histograms_of_fine_scores_share_twenty_bins():
+    rng = np.random.default_rng(1)
+    fig = figures.score_histograms(rng.uniform(1, 5, 300).tolist(), {"#1": rng.uniform(1, 5, 200).tolist()})
+    human, judge = fig.data
+    assert len(human.x) == len(judge.x) == 20 and list(human.x) == pytest.approx(list(judge.x))
+    assert sum(human.customdata) == 300 and sum(judge.customdata) == 200
+    assert float(np.sum(judge.y)) == pytest.approx(1.0)

@@ -72,3 +72,174 @@ def test_a_name_taken_from_a_shown_text_is_content_not_a_quality():
     # a quality, a facet of the aspect, or a name not found in any one shown text passes
     assert not name_from_shown("Clarity", shown, topics) and not name_from_shown("Informativeness", shown, topics)
     assert not name_from_shown("Slot coverage", shown, topics) and not name_from_shown("Chow", [], topics)
+
+
+# ---- junk that named a quality word and passed (issue #23) ---------------------------------------------------------
+# Verbatim from SmolLM2-135M runs (/work/notes/alignment.db: HD-Eval trees of runs 18 and 29, Active-Critic criteria of
+# run 20, HypoEval hypotheses of runs 11, 12 and 25, an Active-Critic task description of run 20), plus constructed
+# cases of the same shapes. Every one of them passed the checks before the rules below.
+
+from judge_engine.methods.active_critic import check_criteria
+from judge_engine.methods.hd_eval import check_children
+from judge_engine.rubric_checks import check_criterion
+
+TC_PARENTS = {
+    "naturalness": "Whether the response reads as naturally written.",
+    "coherence": "Whether the response is a valid continuation of the conversation history.",
+    "engagingness": "Whether the response is dull or interesting.",
+    "groundedness": "How well the response uses the fact it is conditioned on.",
+    "understandability": "Whether the response is understandable given the conversation.",
+}
+
+JUNK_CHILDREN = [  # (parent, name, definition, rule)
+    ("coherence", "The answer",
+     "The answer is a good response that follows the dialogue history and stays on topic.", "placeholder"),
+    ("groundedness", "A", "A is a good response", "placeholder"),
+    ("naturalness", "The", "The response is coherent, engaging, and uses the given fact as a starting point for the "
+                           "conversation.", "placeholder"),
+    ("naturalness", "...", "This is a sentence that conveys the idea of this utterance: fluent and natural-sounding.",
+     "placeholder"),
+    ("engagingness", "Criterion 2", "An interesting response keeps the user engaged.", "placeholder"),
+    ("naturalness", "Naturally written", "A natural response reads as naturally written, a good one.",
+     "restates_parent"),
+    ("naturalness", "Good naturalness", "The response has good naturalness and is natural.", "circular"),
+    ("coherence", "Coherent continuation", "A coherent response is a valid continuation.", "restates_parent"),
+    ("groundedness", "Factual accuracy", "Factual accuracy.", "circular"),
+    ("understandability", "Vivid and engaging personal voice", "early land animals had both gills and lungs",
+     "copied_definition"),
+]
+
+
+@pytest.mark.parametrize("parent, name, definition, rule", JUNK_CHILDREN)
+def test_junk_children_with_quality_words_are_refused_with_their_rule(parent, name, definition, rule):
+    child = {"name": name, "definition": definition}
+    topics = ("Response", parent, TC_PARENTS[parent])
+    kept, refused = check_children([child], shown=[DIALOGUE], topics=topics, parent=(parent, TC_PARENTS[parent]))
+    assert kept == [] and [r["rule"] for r in refused] == [rule], refused
+    assert refused[0]["reason"]
+
+
+JUNK_ENTRIES = [  # (kind, text, shown, rule)
+    ("hypothesis", "A summary scores high on coherence when when, and low when when when", (), "stutter"),
+    ("hypothesis", "A story scores high on relevance when when when when", (), "stutter"),
+    ("hypothesis", "The first hypothesis is: A test results in a score of 5.5, which is higher than the previous one, "
+                   "but it does not contain any information about the next one.", (), "meta"),
+    ("hypothesis", "Chow serves comfort food, which is good for dinner.",
+     ("Chow serves comfort food and is good for dinner .",), "copy"),
+    ("hypothesis", "1. Chow serves comfort food, which is good for dinner",
+     ("Chow serves comfort food and is good for dinner .",), "copy"),
+    ("criterion", "Providing constructive feedback: Provide me with constructive feedback on grammar.", (),
+     "first_person"),
+    ("task_description", "The evaluation task is [task_description] is based on making money.", (), "placeholder"),
+    ("hypothesis", "Responses rated [ ] are better than responses rated [ ].", (), "placeholder"),
+]
+
+
+@pytest.mark.parametrize("kind, text, shown, rule", JUNK_ENTRIES)
+def test_junk_entries_are_refused_with_their_rule(kind, text, shown, rule):
+    check = check_entry(text, kind=kind, shown=list(shown))
+    assert not check.ok and check.rule == rule and check.reason, check
+
+
+def test_active_critic_criteria_that_speak_or_repeat_their_name_are_refused():
+    criteria = {"Providing constructive feedback": "Provide me with constructive feedback on grammar.",
+                "Good coherence": "Good coherence.",
+                "Completeness": "All information of the dialogue act appears in the utterance."}
+    kept, refused = check_criteria(criteria, shown=[])
+    assert list(kept) == ["Completeness"]
+    assert [(r["name"], r["rule"]) for r in refused] == [("Providing constructive feedback", "first_person"),
+                                                         ("Good coherence", "circular")]
+
+
+# ---- good criteria must still pass: paraphrases of the HD-Eval paper's decompositions (Tables 10-12), in our words --
+
+GOOD_CHILDREN = [  # (parent, parent definition, name, definition)
+    ("naturalness", TC_PARENTS["naturalness"], "Grammar and syntax",
+     "Follows grammatical rules, with no awkward or broken constructions."),
+    ("naturalness", TC_PARENTS["naturalness"], "Spelling and punctuation",
+     "Words are spelled correctly and punctuation is used properly, with no typos."),
+    ("naturalness", TC_PARENTS["naturalness"], "Word choice",
+     "Picks appropriate, varied words and does not misuse vocabulary."),
+    ("coherence", TC_PARENTS["coherence"], "Topic relevance", "Stays on the subject the conversation is about."),
+    ("coherence", TC_PARENTS["coherence"], "Logical flow",
+     "Ideas follow one another logically, with no sudden jumps in topic."),
+    ("coherence", TC_PARENTS["coherence"], "Context consistency", "Agrees with what was said earlier in the dialogue."),
+    ("engagingness", TC_PARENTS["engagingness"], "Content richness",
+     "Offers substantial, useful content rather than generic or vague remarks."),
+    ("engagingness", TC_PARENTS["engagingness"], "Emotional engagement",
+     "Connects with the user's feelings without inappropriate remarks."),
+    ("engagingness", TC_PARENTS["engagingness"], "User involvement",
+     "The response draws the user in instead of being one-sided."),
+    ("groundedness", TC_PARENTS["groundedness"], "Factual accuracy",
+     "States nothing false or misleading about the given fact."),
+    ("groundedness", TC_PARENTS["groundedness"], "Use of the fact", "Brings the given fact into the reply where it fits."),
+    ("groundedness", TC_PARENTS["groundedness"], "World knowledge",
+     "Shows knowledge of the world, with no statement that contradicts it."),
+    ("coherence", "The collective quality of all sentences: how well they fit together.", "Sentence ordering",
+     "The sentences of the summary come in a natural, logical order."),
+    ("coherence", "The collective quality of all sentences: how well they fit together.", "Discourse structure",
+     "Connectives such as however or therefore mark how the sentences relate."),
+    ("coherence", "The collective quality of all sentences: how well they fit together.", "Topic focus",
+     "The summary keeps to one consistent topic throughout."),
+    ("consistency", "Factual alignment between the summary and the source article.", "Entity consistency",
+     "People, places and other entities are named the same way across sentences."),
+    ("consistency", "Factual alignment between the summary and the source article.", "Temporal consistency",
+     "Tense and aspect of events stay consistent across sentences."),
+    ("consistency", "Factual alignment between the summary and the source article.", "Factuality",
+     "Keeps the facts of the article without introducing errors or distortions."),
+    ("relevance", "Selection of the important content from the source.", "Coverage",
+     "Includes most of the important information of the article."),
+    ("relevance", "Selection of the important content from the source.", "Redundancy",
+     "Avoids repeating information already stated or implied."),
+    ("fluency", "The quality of individual sentences.", "Readability",
+     "Easy for a person to read and understand, without awkward expressions."),
+    ("fluency", "The quality of individual sentences.", "Punctuation", "Uses appropriate punctuation."),
+    ("fluency", "The quality of individual sentences.", "Length and form",
+     "Of a suitable length, neither too brief nor padded."),
+    ("informativeness", "How much of the dialogue act's information the utterance conveys.", "Data completeness",
+     "Share of the dialogue act's slots that the utterance mentions."),
+    ("informativeness", "How much of the dialogue act's information the utterance conveys.", "Data correctness",
+     "Slot values are stated as given in the dialogue act."),
+    ("informativeness", "How much of the dialogue act's information the utterance conveys.", "Data redundancy",
+     "No repeated or unneeded information."),
+    ("naturalness", "Whether the utterance could have been said by a native speaker.", "Fluency",
+     "The utterance flows smoothly and sounds natural."),
+    ("naturalness", "Whether the utterance could have been said by a native speaker.", "Clarity",
+     "Language is simple and direct."),
+]
+
+
+def test_good_sub_criteria_pass_every_rule():
+    for parent, parent_definition, name, definition in GOOD_CHILDREN:
+        child = {"name": name, "definition": definition}
+        kept, refused = check_children([child], shown=[DIALOGUE, parent_definition],
+                                       topics=("Response", parent, parent_definition),
+                                       parent=(parent, parent_definition))
+        assert kept == [child], (name, refused)
+
+
+GOOD_HYPOTHESES = [
+    "Responses that stay on the topic of the conversation score higher.",
+    "A reply with factual errors about the fact given should get a low score.",
+    "A summary that leaves out the main event of the article gets a low relevance score.",
+    "Summaries whose sentences contradict each other score low on coherence.",
+    "An utterance that mentions every slot of the dialogue act is more informative.",
+    "Stories with a clear beginning, middle and end are rated higher on coherence.",
+    'A response that only says "I don\'t know, my friend" is rated as less engaging.',
+    "Responses that repeat the user's words without adding anything are dull and score low.",
+]
+
+
+def test_good_hypotheses_and_criteria_pass_including_a_quoted_first_person():
+    checks = check_entries(GOOD_HYPOTHESES, kind="hypothesis", shown=[DIALOGUE])
+    assert all(c.ok for c in checks), [c for c in checks if not c.ok]
+    kept, refused = check_criteria({"Accuracy": "The utterance states every slot value correctly.",
+                                    "Completeness": "All information of the dialogue act appears in the utterance.",
+                                    "Fluency": "The utterance reads smoothly, like something a person would say."},
+                                   shown=[DIALOGUE])
+    assert len(kept) == 3 and refused == []
+    assert check_criterion("Clarity", "The response is easy to follow.").ok
+    # one doubled word can be English; a number is content ("at most 50 words" is not its parent's "at most 20")
+    assert check_entry("A reply that says that that fact is wrong scores low.", kind="hypothesis").ok
+    assert check_criterion("Short enough", "A good summary has at most 50 words.",
+                           parent=("length", "A good summary has at most 20 words.")).ok

@@ -116,7 +116,7 @@ def test_baselines_on_another_split_or_backend_are_not_compared(store, wide_data
                                       llm=LLMConfig(backend="openai", model="m")), split=split)
     store.update_run(other, status="finished")
     run_id = _learned(store, wide_dataset, split, "hpss", HPSS_GOOD, _human)
-    assert trust.baseline_runs(store, store.get_run(run_id)) == []
+    assert trust.baseline_runs(store, store.run(run_id)) == []
 
 
 def test_a_group_level_figure_over_too_few_groups_has_no_interval_and_the_sample_level_beside_it(store, tiny_dataset):

@@ -58,15 +58,19 @@ def synthetic_dataset(n: int, *, seed: int = 0):
                    samples=tuple(samples), natural_level="group", input_label="Source", output_label="Summary")
 
 
-def warm_cache(store, dataset, *, model_id: str, seed: int = 0) -> int:
-    """Insert the exact cache rows a default direct-scoring run of ``dataset`` will ask for; returns rows."""
+def warm_cache(store, dataset, *, model_id: str, seed: int = 0, max_tokens: int | None = None) -> int:
+    """Insert the exact cache rows a direct-scoring run of ``dataset`` will ask for; returns rows.
+
+    The run is a default one, or one with ``params={"max_tokens": max_tokens}``: another reply budget is
+    another request, so runs seeded with different ``seed`` and ``max_tokens`` get different scores.
+    """
     from ..llm import Completion, GenerationParams, cache_key
     from ..llm.llamacpp import GRAMMAR
     from ..methods.direct import DirectScoring, direct_prompt
     from ..prompting import TaskInfo, judge_scale
     from ..store import CallCache
     from ..structured import as_param, score_schema
-    method = DirectScoring()
+    method = DirectScoring() if max_tokens is None else DirectScoring(max_tokens=max_tokens)
     aspect, task = dataset.aspects[0], TaskInfo.of(dataset)
     # the request direct scoring sends: a score schema, honoured by the embedded backend's grammar
     params = GenerationParams(temperature=method.temperature, max_tokens=method.max_tokens,
@@ -135,7 +139,7 @@ def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap
                     ledger = store.run(run_id).ledger
                     row.update({"score_run_s": seconds, "items_per_s": n / seconds, "llm_calls": ledger["calls"],
                                 "cache_hits": ledger["cache_hits"]})
-            runs = [store.get_run(r) for r in run_ids]
+            runs = [store.run(r) for r in run_ids]
             aligned, row["compare_align_s"] = _timed(lambda: compare.align(store, runs))
             row["verdicts"] = len(aligned.ids)
             row["compare_frame_s"], row["compare_rows"] = math.nan, 0

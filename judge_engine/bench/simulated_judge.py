@@ -606,6 +606,20 @@ def _hypotheses_step(world: World, prompt: str, n: int) -> Step:
     return Step("hypo_refine" if refine else "hypo_generate", {"n": n, "old": old})
 
 
+AC_DEFINITIONS = {
+    "Logical Flow": "Each sentence follows from the one before, so the points read in a sensible order.",
+    "Topic Focus": "The summary stays on the article's main subject and leaves out side stories.",
+    "Referent Clarity": "Every pronoun and name points to someone the reader already knows from the summary.",
+    "Sentence Variety": "Sentences differ in length and shape instead of repeating one pattern.",
+    "Headline Match": "The first sentence states what the article's headline announces.",
+    "Word Count": "The summary is short enough to read at a glance but keeps every key fact.",
+    "Connective Use": "Words such as because, then and however link the sentences where they belong.",
+    "Tone Match": "The summary keeps the article's neutral register without adding opinion.",
+}
+"""What the simulated judge writes for each planted Active-Critic criterion (a definition that says more than
+its name, as the rubric checks require)."""
+
+
 def _ac_criteria_step(world: World, prompt: str) -> Step:
     m = MARKERS
     current = [n for n in world.ac_criteria if f'"{n}"' in prompt] if m["ac_criteria_refine"] in prompt else []
@@ -795,7 +809,7 @@ class SimulatedBackend:
             if absent:
                 worst = max(current, key=w.ac_criteria.get)
                 current[current.index(worst)] = min(absent, key=w.ac_criteria.get)
-        return {n: f"How well the summary does on {n.lower()}." for n in current}
+        return {n: AC_DEFINITIONS.get(n, "Whether the summary gets this right.") for n in current}
 
     def _active_critic_score(self, step: Step, messages: Sequence[Message], params: GenerationParams,
                              draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:

@@ -13,11 +13,11 @@ loads plotly (``tests/test_figures_place.py`` holds that).
 * :mod:`.hd_eval` — HD-Eval's criteria tree and correlation by layer.
 """
 
-from .attribution import importance_figure, shap_bar_figure, shap_waterfall_figure
+from .attribution import explanation_figure, importance_figure, shap_bar_figure, shap_waterfall_figure
 from .hd_eval import layer_correlation_figure, node_score_histogram, provenance, tree_sunburst
 from .scores import (comparison_bars, correlation_bars, correlation_vs_cost, human_histograms, human_vs_judge_scatter,
                      report_html, scatter_grid, score_histograms)
 
-__all__ = ["comparison_bars", "correlation_bars", "correlation_vs_cost", "human_histograms", "human_vs_judge_scatter",
+__all__ = ["comparison_bars", "correlation_bars", "correlation_vs_cost", "explanation_figure", "human_histograms", "human_vs_judge_scatter",
            "importance_figure", "layer_correlation_figure", "node_score_histogram", "provenance", "report_html",
            "scatter_grid", "score_histograms", "shap_bar_figure", "shap_waterfall_figure", "tree_sunburst"]

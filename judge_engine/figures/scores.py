@@ -276,35 +276,103 @@ def correlation_vs_cost(frame: Any, *, statistic: str = "spearman", cost: str = 
     return fig
 
 
+def _paired_counts(human: Sequence[float], pred: Sequence[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct finite (human, judge) pairs and how many items share each, in order of first appearance."""
+    h = np.array([math.nan if v is None else v for v in human], dtype=float)
+    p = np.array([math.nan if v is None else v for v in pred], dtype=float)
+    keep = np.isfinite(h) & np.isfinite(p)
+    if not keep.any():
+        return np.empty(0), np.empty(0), np.empty(0, dtype=int)
+    pairs, first, counts = np.unique(np.column_stack([h[keep], p[keep]]), axis=0, return_index=True,
+                                     return_counts=True)
+    order = np.argsort(first, kind="stable")
+    return pairs[order, 0], pairs[order, 1], counts[order]
+
+
 def scatter_grid(human: Sequence[float], scores: Mapping[str, Sequence[float]], *, low: float, high: float,
                  columns: int = 3) -> go.Figure:
-    """Human (x) against each judge (y), one panel per run, with the y = x diagonal."""
+    """Human (x) against each judge (y), one panel per run, with the y = x diagonal.
+
+    Parameters
+    ----------
+    human : sequence of float
+        Human score per item.
+    scores : mapping of str to sequence of float
+        Judge score per item (same order as ``human``) for each run, by panel title; None or NaN is a
+        missing score, left out of the panel.
+    low, high : float
+        The aspect's scale (the diagonal's ends).
+    columns : int
+        Panels per row.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        Per run, one marker trace and one diagonal trace. Items with the same (human, judge) pair share one
+        marker whose area grows with their count (hover gives the count): judges on a 1-5 scale give at
+        most 25 markers per panel instead of one per item, which overlapping markers hid anyway and the
+        browser had to draw one by one (1,600 items and four runs took about a second).
+    """
     names = list(scores)
     rows = max(1, math.ceil(len(names) / columns))
     fig = make_subplots(rows=rows, cols=min(columns, max(1, len(names))),
                         subplot_titles=[_esc(n) for n in names] or None)
     for k, name in enumerate(names):
         r, c = k // columns + 1, k % columns + 1
-        pairs = [(h, p) for h, p in zip(human, scores[name]) if _finite([h]) and _finite([p])]
-        fig.add_trace(go.Scatter(x=[h for h, _ in pairs], y=[p for _, p in pairs], mode="markers",
-                                 marker=dict(size=6, opacity=0.6, color=_COLORS[k % len(_COLORS)]),
+        xs, ys, counts = _paired_counts(human, scores[name])
+        # area proportional to the count, from 6 px (one item) to 30 px (the panel's most frequent pair)
+        sizes = 6 + 24 * np.sqrt((counts - 1) / max(1, counts.max(initial=1) - 1)) if len(counts) else counts
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", customdata=counts,
+                                 marker=dict(size=sizes, opacity=0.6, color=_COLORS[k % len(_COLORS)]),
                                  name=_esc(name), showlegend=False,
-                                 hovertemplate="human %{x}<br>judge %{y:.2f}<extra></extra>"), row=r, col=c)
+                                 hovertemplate="human %{x}<br>judge %{y:.2f}<br>%{customdata} item(s)<extra></extra>"),
+                      row=r, col=c)
         fig.add_trace(go.Scatter(x=[low, high], y=[low, high], mode="lines", line=dict(dash="dot", color="gray"),
                                  showlegend=False, hoverinfo="skip"), row=r, col=c)
-    fig.update_layout(title="Human against judge scores", height=300 * rows, margin=dict(l=40, r=20, t=60, b=30))
+    fig.update_layout(title="Human against judge scores (marker area: items with that pair)", height=300 * rows,
+                      margin=dict(l=40, r=20, t=60, b=30))
     return fig
 
 
 def score_histograms(human: Sequence[float], scores: Mapping[str, Sequence[float]]) -> go.Figure:
-    """Distribution of each judge's scores next to the human scores (overlaid, normalised)."""
+    """Distribution of each judge's scores next to the human scores (overlaid, normalised).
+
+    Parameters
+    ----------
+    human : sequence of float
+        Human score per item.
+    scores : mapping of str to sequence of float
+        Judge scores per run, by trace name; None or NaN is left out.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One ``go.Bar`` trace for the humans, then one per run, each bar the share of that trace's scores:
+        one bar per distinct value when all traces together take at most :data:`MAX_DISTINCT_FOR_BARS`
+        values, else 20 bins shared by every trace. The counts are made here rather than by the
+        browser's histogram binning, which slowed the Compare page on large runs.
+    """
+    series = [("human", _finite(human), "gray", 0.6)]
+    series += [(_esc(name), _finite(values), _COLORS[k % len(_COLORS)], 0.55)
+               for k, (name, values) in enumerate(scores.items())]
+    distinct = sorted({round(v, 6) for _, values, _, _ in series for v in values})
+    coarse = len(distinct) <= MAX_DISTINCT_FOR_BARS
+    if not coarse:
+        edges = np.histogram_bin_edges([v for _, values, _, _ in series for v in values], bins=20)
     fig = go.Figure()
-    fig.add_trace(go.Histogram(x=_finite(human), name="human", histnorm="probability", opacity=0.6,
-                               marker_color="gray"))
-    for k, (name, values) in enumerate(scores.items()):
-        fig.add_trace(go.Histogram(x=_finite(values), name=_esc(name), histnorm="probability", opacity=0.55,
-                                   marker_color=_COLORS[k % len(_COLORS)]))
-    fig.update_layout(barmode="overlay", title="Score distributions: judges and humans", height=360,
+    for name, values, color, opacity in series:
+        if coarse:
+            counts = Counter(round(v, 6) for v in values)
+            xs, ys, width = distinct, [counts[x] for x in distinct], None
+        else:
+            ys, _ = np.histogram(values, bins=edges)
+            xs, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0])
+        share = np.asarray(ys, dtype=float) / max(1, len(values))
+        fig.add_trace(go.Bar(x=xs, y=share, width=width, name=name, opacity=opacity, marker_color=color,
+                             customdata=np.asarray(ys), hovertemplate="score %{x}<br>%{y:.1%} of items (%{customdata})"
+                             "<extra>%{fullData.name}</extra>"))
+    fig.update_layout(barmode="overlay", bargap=0.0 if not coarse else 0.2,
+                      title="Score distributions: judges and humans", height=360,
                       xaxis_title="score", yaxis_title="share of items", margin=dict(l=40, r=20, t=50, b=40))
     return fig
 

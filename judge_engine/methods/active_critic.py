@@ -92,7 +92,7 @@ from ..metrics import (
 from ..parsing import parse_json_object, parse_score, read_weighted
 from ..prompting import TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import check_entries, check_entry
+from ..rubric_checks import check_criterion, check_entry
 from .base import (
     EventSink,
     FitContext,
@@ -332,9 +332,14 @@ def check_task_description(description: str, task: TaskInfo,
 
 
 def check_criteria(criteria: dict[str, str], shown: Sequence[str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The criteria the rubric checks accept (name and definition checked together), and the refusals."""
+    """The criteria the rubric checks accept (:func:`judge_engine.rubric_checks.check_criterion`: name and
+    definition together, a placeholder name or a definition repeating the name refused), and the refusals."""
     names = list(criteria)
-    checks = check_entries([f"{n}: {criteria[n]}" for n in names], kind="criterion", shown=shown)
+    checks, accepted = [], []
+    for n in names:  # each accepted criterion counts for the near-duplicate rule of the next ones
+        check = check_criterion(n, criteria[n], shown=shown, accepted=accepted)
+        accepted += [check.text] if check.ok else []
+        checks.append(check)
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
     refused = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if not c.ok]
     return kept, refused

@@ -40,8 +40,9 @@ not agree with the humans out of fold) are ``judge.state["warnings"]``.
 Generated sub-criteria go through :mod:`judge_engine.rubric_checks` (name
 and definition together, as a criterion): a child copied from a training
 text, a near-duplicate of a sibling or of a node already in the tree, an
-empty, repetitive or over-long one, or one naming no quality is not added to
-the tree (a child naming no quality word passes when it names the judged
+empty, repetitive or over-long one, one whose name names nothing ("A",
+"...", "The answer"), whose definition only repeats its name, or which only
+restates its parent, or one naming no quality is not added to the tree (a child naming no quality word passes when it names the judged
 output or a word of its parent: a facet of a quality). A copy is measured
 against the training texts and the prompt's own texts. It
 is kept in ``judge.state["rejected"]`` (text, rule, reason,
@@ -94,7 +95,7 @@ from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import check_entry, shares_topic
+from ..rubric_checks import check_criterion, shares_topic
 from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
@@ -258,7 +259,8 @@ def child_text(child: dict[str, Any]) -> str:
 
 
 def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
-                   topics: Sequence[str] = ()) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+                   topics: Sequence[str] = (), parent: Sequence[str] = ()) -> tuple[list[dict[str, str]],
+                                                                             list[dict[str, Any]]]:
     """The children the rubric checks accept, and the refused ones with rule and reason.
 
     Name and definition are checked together as a ``criterion``
@@ -269,14 +271,18 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     stays on one topic"), often without a word of the quality vocabulary: a
     ``no_quality`` refusal is lifted when it names a content word of
     ``topics`` (the judged output's label, the parent's name and
-    definition), see :func:`judge_engine.rubric_checks.shares_topic`.
+    definition), see :func:`judge_engine.rubric_checks.shares_topic`. A child
+    whose name names nothing, whose definition repeats its name or is copied,
+    or which only restates ``parent`` (the parent's name and definition) is
+    refused first (:func:`judge_engine.rubric_checks.check_criterion`).
     """
     accepted = list(existing)
     kept: list[dict[str, str]] = []
     refused: list[dict[str, Any]] = []
     for child in children:
         text = child_text(child)
-        check = check_entry(text, kind="criterion", shown=shown, accepted=accepted)
+        check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
+                                parent=parent)
         if check.ok or (check.rule == "no_quality" and shares_topic(text, topics)):
             accepted.append(text)
             kept.append(child)
@@ -319,7 +325,8 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     shown = [*shown, background, parent["definition"] or "", guideline]
     # what a facet may name instead of a quality word: the judged output and its parent
     topics = (task.output_label, parent["name"], parent["definition"] or "")
-    children, refused = check_children(found, shown=shown, existing=existing, topics=topics)
+    own = (parent["name"], parent["definition"] or "")
+    children, refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own)
     rejected = [{**r, "stage": "decomposition", "parent": parent.get("id")} for r in refused]
     if len(children) >= min_k:
         return Decomposition(tuple(children), reply, read, rejected=tuple(rejected))
@@ -331,7 +338,7 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     follow = llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                           params).text
     found, more_read = read_decomposition(follow, k)
-    more, more_refused = check_children(found, shown=shown, existing=existing, topics=topics)
+    more, more_refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own)
     said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
     rejected += [{**r, "stage": "decomposition (follow-up)", "parent": parent.get("id")}
                  for r in more_refused if r["text"] not in said]

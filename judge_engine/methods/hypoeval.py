@@ -75,7 +75,7 @@ from ..criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionText, ScoringSet
 from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
-from ..records import Aspect, Sample, Verdict
+from ..records import Aspect, RunEvent, Sample, Verdict
 from ..rubric_checks import RubricCheck, check_entries, check_entry, name_from_shown, shares_topic
 from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                    register)
@@ -1355,8 +1355,9 @@ class HypoEval(Method):
 # --------------------------------------------------------------------------- views for the page (pure, no I/O)
 
 
-def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Replay a run's stored events into the live picture of the bank.
+def bank_from_events(events: Sequence[RunEvent | dict[str, Any]]) -> dict[str, Any]:
+    """Replay a run's stored events (``Store.run_events``, or the rows of ``Store.events``) into the live
+    picture of the bank.
 
     Returns ``{"hypotheses": [row, ...], "wrong_bank": int, "w_max": int | None,
     "refreshes": int, "refinement_rounds": int, "literature_skipped": bool,
@@ -1384,7 +1385,7 @@ def bank_from_events(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         return r
 
     for event in events:
-        kind, p = event["kind"], event["payload"]
+        kind, p = (event.kind, event.payload) if isinstance(event, RunEvent) else (event["kind"], event["payload"])
         if kind == "fit_started":  # a resumed run fits again (from the cache): show that fit only
             rows.clear()
             view.update(fresh())

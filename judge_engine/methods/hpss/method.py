@@ -67,7 +67,7 @@ from ... import metrics, structured
 from ...llm import LLM, GenerationParams, Request
 from ...parsing import parse_score, read_weighted
 from ...prompting import load_template, to_aspect_range
-from ...records import Aspect, Sample, Verdict
+from ...records import Aspect, RunEvent, Sample, Verdict
 from ..base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                     register)
 from .auxiliaries import Auxiliaries, complete_all, count_generations
@@ -488,10 +488,10 @@ def select_validation(train: Sequence[Sample], size: int | None, seed: int, *,
     return tuple(s for i, s in enumerate(train) if i in keep)
 
 
-def search_trace(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def search_trace(events: Sequence[RunEvent]) -> dict[str, Any]:
     """What a run's events say about its search so far (for a live view).
 
-    ``events`` are store rows (``kind``, ``payload``). Returns ``started``
+    ``events`` are the run's events (``Store.run_events``). Returns ``started``
     (payload of ``hpss_started`` or None), ``evaluated`` (payloads in order),
     the latest ``advantages`` and ``population``, ``aux_missing`` counts per
     kind, the ``best`` evaluated payload (None until one is selectable) and
@@ -500,7 +500,7 @@ def search_trace(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"started": None, "evaluated": [], "advantages": None, "population": None,
                            "aux_missing": {}, "best": None, "notes": []}
     for e in events:
-        kind, payload = e["kind"], e["payload"]
+        kind, payload = e.kind, e.payload
         if kind == "hpss_started":
             out["started"] = payload
         elif kind == "hpss_evaluated":
