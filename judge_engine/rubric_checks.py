@@ -382,3 +382,21 @@ def shares_topic(text: str, topics: Iterable[str]) -> bool:
     stems = {w[:5] for w in theirs}  # "sentences" / "sentence", "organised" / "organization"
     return bool(mine & theirs) or any(w[:5] in stems for w in mine if len(w) >= 5)
 
+
+
+def name_from_shown(name: str, shown: Iterable[str], topics: Iterable[str] = ()) -> bool:
+    """Whether a generated criterion's ``name`` is content taken from a shown text rather than a quality.
+
+    True when the name has a word of three letters or more, none of them
+    names a quality (:data:`QUALITY_WORDS`) or a topic word of ``topics``
+    (the aspect, the judged output's label), and every one of them occurs
+    in one shown text. SmolLM2-135M named HypoEval "traits" after the
+    restaurants of the dialogue acts it was shown ("Chow", "Mangia Tutti
+    Ristorante", "Dinner") and described the food: a sentence about the
+    content, with "good" in it, passes the ``no_quality`` rule, its name
+    does not pass this one. Callers report it as ``copy``.
+    """
+    words = [w for w in _words(name) if len(w) >= 3]
+    if not words or set(words) & QUALITY_WORDS or shares_topic(name, topics):
+        return False
+    return any(set(words) <= set(_words(other)) for other in shown if other)

@@ -52,6 +52,13 @@ HPSS_METRICS = "hpss_metrics"
 HPSS_REFERENCE = "hpss_reference"
 """``{"reference": str}``: HPSS's self-generated reference."""
 
+RUBRIC_PRESENCE_PENALTY = 1.5
+""":attr:`GenerationParams.presence_penalty` of every request that generates rubric entries (HypoEval traits,
+Active-Critic criteria, HD-Eval children). Under a grammar with greedy decoding SmolLM2-135M copied the first
+item into every later one (three "Comprehension" criteria with one definition); with this penalty it wrote
+"Comprehension", "Clarity", "Sensitivity" with different definitions (our trial, 2026-11-24). The same
+parameter is OpenAI's and vLLM's ``presence_penalty``."""
+
 REPLY_KINDS = (SCORE, GEVAL_STEPS, HYPOTHESES, YES_NO, DECOMPOSITION, TASK_DESCRIPTION, CRITERIA,
                EXPLAINED_SCORES, HPSS_CRITERIA, HPSS_METRICS, HPSS_REFERENCE)
 
@@ -132,9 +139,18 @@ def yes_no_schema(title: str = YES_NO) -> dict[str, Any]:
 
 
 def named_items_schema(title: str, key: str, *, min_items: int, max_items: int, name_max: int = 80,
-                       definition_max: int = 400) -> dict[str, Any]:
-    """``{key: [{"name": str, "definition": str}, ...]}``: criteria, sub-criteria."""
-    item = _object("item", {"name": _string(1, name_max), "definition": _string(1, definition_max)})
+                       definition_max: int = 400, definition_key: str = "definition", name_min: int = 1,
+                       definition_min: int = 1, name_pattern: str | None = None) -> dict[str, Any]:
+    """``{key: [{"name": str, definition_key: str}, ...]}``: criteria, sub-criteria, HypoEval's traits.
+
+    ``name_pattern``: a regular expression every name matches (llama.cpp's
+    grammar, OpenAI's strict mode and vLLM's guided decoding all support
+    ``pattern``), e.g. words only.
+    """
+    name = _string(name_min, name_max)
+    if name_pattern:
+        name["pattern"] = name_pattern
+    item = _object("item", {"name": name, definition_key: _string(definition_min, definition_max)})
     item.pop("title")
     return _object(title, {key: {"type": "array", "items": item, "minItems": min_items, "maxItems": max_items}})
 

@@ -468,8 +468,9 @@ def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
                                             dataset_task="news summarization", log=lambda k, p: events.append((k, p)))
     assert criteria == {"Coverage": "keeps the main points of the source.",
                         "Fluency": "reads naturally and without errors."} and failures == 0
-    assert len(backend.calls) == 3  # init, its JSON retry, then the short list prompt
-    short = backend.calls[2][0]
+    assert len(backend.calls) == 4  # init, its JSON retry, the short qualities prompt, then the short list prompt
+    assert "Which qualities of a response" in backend.calls[2][0][0]["content"]
+    short = backend.calls[3][0]
     assert len(short) == 1 and "output number" in short[0]["content"]
     assert "We evaluate news summarization" in short[0]["content"] and "for its overall quality" in short[0]["content"]
     assert [p["raw"] for k, p in events if k == "criteria"] == [listed]

@@ -22,7 +22,7 @@ from judge_engine.records import Aspect, Sample
 from tests.scripted import fake_llm
 
 CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
-            "Fluency": "Reads naturally.", "Conciseness": "No padding."}
+            "Fluency": "Reads naturally.", "Conciseness": "Has no padding or filler."}
 TASK = ("The evaluation task is text summarization, which refers to evaluating summaries generated from news "
         "articles. The relationship between 'Source' and 'Response' is that the response condenses the source.")
 
@@ -138,7 +138,7 @@ def test_three_criteria_break_the_schema_and_get_the_json_retry(store, data):
 
 
 def test_a_placeholder_copied_from_the_prompt_is_no_criterion():
-    reply = json.dumps({"criteria": [{"name": "a short name", "definition": "x"}, *(
+    reply = json.dumps({"criteria": [{"name": "a short name", "definition": "what the criterion asks of a response"}, *(
         {"name": k, "definition": v} for k, v in CRITERIA.items())]})
     criteria, _, read = ac.read_criteria(reply, ac.CRITERIA_SCHEMA)
     assert criteria == CRITERIA and read == "json"
@@ -348,7 +348,7 @@ def test_the_estimate_bounds_the_actual_backend_calls(data, params):
     assert 0 < fit_calls <= estimate["fit"]
     assert len(judge.state["criteria"]) == 3, "the retry's 3 criteria beat the list prompt's 2"
     n_batches = min(method.max_batches, 3)
-    stage1 = 2 * n_batches + (n_batches > 1 and method.ensemble_task) + 2 + method.criteria_fallback \
+    stage1 = 2 * n_batches + (n_batches > 1 and method.ensemble_task) + 2 + 2 * method.criteria_fallback \
         + 3 * (n_batches - 1)
     assert sum(1 for m, p in backend.calls if "Check two things" in m[-1]["content"]
                or "Add new observations" in m[-1]["content"] or structured.kind_of(p.json_schema)
@@ -356,3 +356,71 @@ def test_the_estimate_bounds_the_actual_backend_calls(data, params):
         == stage1, "stage 1 takes exactly the calls the estimate counts for it"
     judge.score(samples[12:17], llm=llm)
     assert len(backend.calls) - fit_calls == estimate["score"], "every item took its follow-up turn"
+
+
+def test_a_refused_task_description_never_reaches_the_criteria_prompt(store, data):
+    # SmolLM2's "description" (one clause four times) was refused only after the criteria step had shown it
+    junk = ("The evaluation task is [the task_description], which refers to evaluating [the task_description]. "
+            "The evaluation task is [the task_description]. The evaluation task is [the task_description].")
+    base = json_judge()
+
+    def responder(messages, params):
+        if structured.kind_of(params.json_schema) == structured.TASK_DESCRIPTION:
+            return json.dumps({"task_description": junk})
+        return base(messages, params)
+
+    samples, aspect, task = data
+    llm, backend = fake_llm(responder, store=store, concurrency=2)
+    judge = get_method("active_critic", {"n_candidates": 2, "seed": 0}).fit(samples[:10], aspect,
+                                                                          FitContext(llm=llm, task=task))
+    criteria_prompts = [m[0]["content"] for m, p in backend.calls
+                        if structured.kind_of(p.json_schema) == structured.CRITERIA]
+    assert criteria_prompts and not any("[the task_description]" in c for c in criteria_prompts)
+    assert judge.state["task_description"].startswith("Evaluate ")
+    assert all(f"Task description: {judge.state['task_description']}" in c for c in criteria_prompts[:1])
+    assert [r["rule"] for r in judge.state["rejected"] if r["stage"] == "task description"] == ["repetitive"]
+
+
+def test_a_refinement_the_rubric_checks_refuse_does_not_replace_usable_criteria(store, data):
+    junk = {"Seafood": "The most expensive food on earth is a sea food.",
+            "Dinner time": "The dinner is a special meal you can enjoy with friends.",
+            "Weather": "It was sunny and warm in the city that afternoon.",
+            "Travel": "The train left the station early in the morning today."}
+    base = json_judge()
+
+    def responder(messages, params):
+        schema = structured.schema_of(params.json_schema)
+        if structured.kind_of(params.json_schema) == structured.CRITERIA and "observations" not in schema["properties"]:
+            return json.dumps({"criteria": [{"name": k, "definition": v} for k, v in junk.items()]})
+        return base(messages, params)
+
+    samples, aspect, task = data
+    llm, _ = fake_llm(responder, store=store, concurrency=2)
+    events = []
+    judge = get_method("active_critic", {"n_candidates": 2, "seed": 0}).fit(
+        samples[:10], aspect, FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
+    assert judge.state["criteria"] == CRITERIA
+    [refine] = [p for k, p in events if k == "criteria" and p["action"] == "refine"]
+    assert refine["parsed"] and "kept_previous" in refine and refine["criteria"] == CRITERIA
+
+
+def test_the_short_structured_fallback_asks_for_qualities_and_reads_them_as_criteria():
+    from judge_engine.llm import LLMConfig, make_llm
+
+    asked = []
+
+    def responder(messages, params):
+        schema = structured.schema_of(params.json_schema)
+        asked.append(list(schema["properties"]) if schema else None)
+        if schema and "qualities" in schema["properties"]:
+            return json.dumps({"qualities": [{"name": k, "description": v} for k, v in CRITERIA.items()]})
+        return '{"criteria": []}'  # the paper prompt and its retry give nothing usable
+
+    llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
+    example = {"input": "source text", "output": "output number 1", "human_100": 80.0}
+    prompt = ac.criteria_qualities_prompt(example, task="summarization", quality="coherence", source_chars=400)
+    assert "Which qualities of a response" in prompt and "..." not in prompt
+    criteria, _, _, retried, read = ac._ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64),
+                                                     fallback="list prompt", qualities_fallback=prompt)
+    assert criteria == CRITERIA and read == "qualities" and retried
+    assert asked == [["criteria"], ["criteria"], ["qualities"]], "the list prompt is not needed"

@@ -63,9 +63,25 @@ def kind(prompt: str, params=None) -> str:
     return "other"
 
 
+TRAIT = "Trait"
+"""The name the scripted generator gives every trait (the rubric texts below hold digits, which names may not)."""
+
+
+def said(hypothesis: str) -> str:
+    """The scripted rubric text of a composed hypothesis: without the method's frame and the trait's name."""
+    return he.without_frame(hypothesis).removeprefix(f"{TRAIT}: ")
+
+
+def legacy_reply(texts) -> str:
+    """A reply of the old free-sentence shape (``{"hypotheses": [str, ...]}``): read by the fallback."""
+    return json.dumps({"hypotheses": list(texts)})
+
+
 def hypotheses_reply(texts, as_json=True) -> str:
+    """The generation schema's traits (each text a description named :data:`TRAIT`; a composed hypothesis
+    shown back for refinement loses its frame and name), or ``hypothesisN.`` lines without ``as_json``."""
     if as_json:
-        return json.dumps({"hypotheses": list(texts)})
+        return json.dumps({he.TRAITS_KEY: [{"name": TRAIT, "description": said(t)} for t in texts]})
     return "\n".join(f"hypothesis{i + 1}. {t}" for i, t in enumerate(texts))
 
 
@@ -101,7 +117,7 @@ def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None, as_j
             answer = repeat(prompt)
             return json.dumps({"answer": answer}) if as_json else f"They differ. Final answer: {answer}"
         if k == "score":
-            crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
+            crit = prompt.split("Criterion to apply: Hypothesis\n")[1].removeprefix(f"{TRAIT}: ")
             if crit.startswith("GOOD"):
                 return score_reply(int(round(human_of(prompt, dataset))), params, as_json)
             if crit.startswith("NOISY"):
@@ -228,7 +244,7 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
     # round 1 data (changes BAD->GOOD), round 2 literature (same list) -> early stop
     assert calls == [False, True]
     assert [k for k, _ in events].count("refinement_stopped") == 1
-    assert out == [GOOD.format(n=0), GOOD.format(n=1)]
+    assert [said(o) for o in out] == [GOOD.format(n=0), GOOD.format(n=1)]
 
 
 def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
@@ -253,8 +269,8 @@ def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverag
     # only GOOD qualifies: BAD's constant scores have no correlation, NOISY scored nothing
     assert [e["text"][:4] for e in selected] == ["GOOD"]
     assert selected[0]["train_pearson"] == pytest.approx(1.0) and selected[0]["coverage"] == pytest.approx(1.0)
-    bad = next(e for e in bank if e["text"].startswith("BAD"))
-    noisy = next(e for e in bank if e["text"].startswith("NOISY"))
+    bad = next(e for e in bank if said(e["text"]).startswith("BAD"))
+    noisy = next(e for e in bank if said(e["text"]).startswith("NOISY"))
     assert not bad["selectable"] and bad["fitness"] is None and "correlation" in bad["fitness_reason"]
     assert noisy["train_pearson"] is None and noisy["train_parsed"] == 0
     assert noisy["coverage"] == pytest.approx(0.0) and not noisy["selectable"]
@@ -277,7 +293,7 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
     kinds = {k for k, _ in events}
     assert {"hypothesis_proposed", "reward_updated", "selection", "union", "fit_done"} <= kinds
     assert "literature_skipped" not in kinds
-    assert judge.state["selected"][0]["text"].startswith("GOOD") and judge.state["literature_used"]
+    assert said(judge.state["selected"][0]["text"]).startswith("GOOD") and judge.state["literature_used"]
     assert Judge.from_json(judge.to_json()) == judge
     verdicts = judge.score(tiny_dataset.samples[9:], llm=llm)
     for v in verdicts:
@@ -539,7 +555,7 @@ def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tin
     bank = he.update_bank(ctx, [strong, weak], samples[:1], samples[1:2], [], by_id)
     # the weak hypothesis was not in H_top (k = 1): the paper's pool drops it, the code's keeps it
     assert (weak["key"] in {e["key"] for e in bank}) is survives
-    assert any(e["text"] == GOOD.format(n=99) for e in bank)
+    assert any(said(e["text"]) == GOOD.format(n=99) for e in bank)
 
 
 def test_score_first_prompts_do_not_ask_for_reasoning_steps():
@@ -590,16 +606,22 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     titles = {structured.kind_of(p.json_schema) for _, p in backend.calls}
     assert titles == {structured.HYPOTHESES, structured.YES_NO, structured.SCORE}
-    first = structured.schema_of(backend.calls[0][1].json_schema)["properties"]["hypotheses"]
+    first_params = backend.calls[0][1]
+    first = structured.schema_of(first_params.json_schema)["properties"][he.TRAITS_KEY]
+    # the grammar makes the model write exactly n traits, each a short name and one bounded sentence
     assert (first["minItems"], first["maxItems"]) == (3, 3)
-    assert (first["items"]["minLength"], first["items"]["maxLength"]) == (he.HYPOTHESIS_MIN_CHARS,
-                                                                        he.HYPOTHESIS_MAX_CHARS)
+    assert list(first["items"]["properties"]) == ["name", "description"]
+    assert first["items"]["properties"]["description"]["maxLength"] == he.TRAIT_DESCRIPTION_MAX <= 600
+    assert first_params.presence_penalty == pytest.approx(structured.RUBRIC_PRESENCE_PENALTY)
     score = next(structured.schema_of(p.json_schema) for _, p in backend.calls
                  if structured.kind_of(p.json_schema) == structured.SCORE)
     assert list(score["properties"]) == ["explanation", "score"], "reasoning comes before the score"
     assert score["properties"]["score"]["enum"] == [1, 2, 3, 4, 5]
     prompt = backend.calls[0][0][0]["content"]
-    assert '{"hypotheses": [' in prompt and "hypothesis1." not in prompt
+    # no example sentence with placeholders for the model to copy, no paper-style "hypothesis1." index
+    assert "..." not in prompt and "hypothesis1." not in prompt and "Answer in JSON" in prompt
+    bank = judge.state["bank"]
+    assert bank and all(" earns the summary a high quality score (near 5); " in e["text"] for e in bank)
     replies = judge.state["replies"]
     assert replies["json"] > 0 and replies["text"] == 0 and replies["unread"] == 0
     assert set(judge.state["score_sources"]) == {"json"}
@@ -689,7 +711,7 @@ def _selection_responder(dataset):
         prompt = messages[0]["content"]
         if kind(prompt, params) != "score" or len(messages) > 1:
             return inner(messages, params)
-        crit = prompt.split("Criterion to apply: Hypothesis\n")[1]
+        crit = prompt.split("Criterion to apply: Hypothesis\n")[1].removeprefix(f"{TRAIT}: ")
         index = int(re.search(r"output number (\d+)", prompt).group(1))
         human = int(round(dataset.samples[index].human["quality"]))
         if crit.startswith("SPARSE"):
@@ -724,7 +746,7 @@ def test_fewer_positive_hypotheses_than_wanted_selects_fewer_and_never_the_anti_
             he.new_entry(ANTI.format(n=2), "initial", s_h=[])]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples[:10]), 3)
     assert [e["text"] for e in selected] == [GOOD.format(n=1)]
-    anti = [e for e in bank if e["text"].startswith("ANTI")]
+    anti = [e for e in bank if said(e["text"]).startswith("ANTI")]
     assert all(e["train_pearson"] == pytest.approx(-1.0) and not e["selectable"] for e in anti)
     warnings = [p for k, p in events if k == "warning"]
     assert [w["code"] for w in warnings] == ["fewer_selected"] and warnings[0]["count"] == 2
@@ -758,7 +780,7 @@ def test_only_anti_correlated_hypotheses_fail_the_fit_unless_a_person_accepted_t
 
 def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store, tiny_dataset):
     # the small model's failure mode: copies of an example, too short to be a rubric
-    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(["output number 3"])), store=store,
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: legacy_reply(["output number 3"])), store=store,
                       concurrency=1)
     events = []
     with pytest.raises(ValueError, match="HypoEval generated no usable hypothesis"):
@@ -851,11 +873,12 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
     llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
-    rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
-    # ("ok" never reaches the checks: the reader drops items under six words)
+    # each trait is checked as the model wrote it, "name: description"; refusals name both
+    rules = {r["description"]: r["rule"] for r in judge.state["rejected"]}
+    # ("ok" never reaches the checks: the reader drops descriptions under three words)
     assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
     assert GOOD.format(n=0) not in rules and BAD.format(n=1) not in rules
-    bank = {e["text"] for e in judge.state["bank"]}
+    bank = {said(e["text"]) for e in judge.state["bank"]}
     assert near not in bank and copy not in bank and GOOD.format(n=0) in bank
     assert all(r["reason"] for r in judge.state["rejected"])
 
@@ -864,7 +887,7 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
 def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store, tiny_dataset):
     # SmolLM2 under the grammar: the prompt's own example, placeholder and all, three times over
     example = "A summary scores high on quality when ..., and low when ..."
-    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply([example] * 3)), store=store,
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: legacy_reply([example] * 3)), store=store,
                       concurrency=1)
     with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
         get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
@@ -881,3 +904,37 @@ def test_scoring_settings_are_built_once_from_the_parameters(tiny_dataset):
     # training rewards are per hypothesis: one call each, whatever the judge's joint setting
     assert ctx.scoring == ScoringSettings(layout="sample_first", joint=False, reasoning=False, max_tokens=48,
                                           weighted=True)
+
+
+def test_traits_are_read_checked_as_the_model_wrote_them_and_composed_with_the_scale(tiny_dataset):
+    clear = "The experts check that every sentence is clear and easy to follow."
+    reply = json.dumps({he.TRAITS_KEY: [
+        {"name": "Clarity", "description": clear},
+        {"name": "Clarity", "description": clear.replace(".", "!")},  # SmolLM2 repeating its first trait
+        {"name": "When", "description": "when when when when when when when when when when when when"},
+        {"name": "Sentence order", "description": "The experts check whether the sentences of the summary follow "
+                                                  "one another."},
+        {"name": "Scores", "description": "Extraordinarily comprehensive"}]})  # no sentence: dropped
+    traits, source = he.read_traits(reply, 5)
+    assert source == "json" and [n for n, _ in traits] == ["Clarity", "Clarity", "When", "Sentence order"]
+    ctx, _ = ctx_for(None, tiny_dataset)
+    kept, refused = he.check_traits(traits, ctx, stage="generation")
+    # the frame's "high"/"low" never lets junk through: what the model wrote is what is checked
+    assert [(r["name"], r["rule"]) for r in refused] == [("Clarity", "near_duplicate"), ("When", "repetitive")]
+    assert kept[0] == (f"Clarity: {clear} Doing well on this earns the summary a high quality score (near 5); "
+                       "doing poorly, a low score (near 1).")
+    # no quality word, but it names the judged summary: a facet of the aspect (shares_topic)
+    assert kept[1].startswith("Sentence order: The experts check whether") and len(kept) == 2
+    # a reply of the old free-sentence shape still reads through the fallback
+    assert he._read_reply(legacy_reply([GOOD.format(n=1)]), 3) == ([GOOD.format(n=1)], "json")
+
+
+def test_a_trait_named_after_a_judged_text_is_refused_as_a_copy(tiny_dataset):
+    # SmolLM2 named "traits" after the restaurants it was shown; "good" in the sentence passed no_quality
+    shown = ["inform(name='chow',food=comfort food)", "Chow serves comfort food ."]
+    ctx, _ = ctx_for(None, tiny_dataset)
+    kept, refused = he.check_traits([("Chow", "The food is comforting and good for eating."),
+                                     ("Clarity", "The experts check that every sentence is clear.")], ctx,
+                                    shown=shown)
+    assert [(r["name"], r["rule"]) for r in refused] == [("Chow", "copy")] and "taken from" in refused[0]["reason"]
+    assert len(kept) == 1 and kept[0].startswith("Clarity: ")

@@ -62,6 +62,18 @@ def test_rejections_are_counted_by_rule():
     assert checks[1].to_dict()["reason"].endswith("copied from a text the prompt showed")
 
 
+def test_a_name_taken_from_a_shown_text_is_content_not_a_quality():
+    from judge_engine.rubric_checks import name_from_shown
+
+    shown = ["inform(name='chow',food=comfort food,goodformeal=dinner)", "Chow serves comfort food for dinner ."]
+    topics = ("informativeness", "utterance")
+    assert name_from_shown("Chow", shown, topics) and name_from_shown("Dinner", shown, topics)
+    assert name_from_shown("Comfort food", shown, topics)
+    # a quality, a facet of the aspect, or a name not found in any one shown text passes
+    assert not name_from_shown("Clarity", shown, topics) and not name_from_shown("Informativeness", shown, topics)
+    assert not name_from_shown("Slot coverage", shown, topics) and not name_from_shown("Chow", [], topics)
+
+
 # ---- junk that named a quality word and passed (issue #23) ---------------------------------------------------------
 # Verbatim from SmolLM2-135M runs (/work/notes/alignment.db: HD-Eval trees of runs 18 and 29, Active-Critic criteria of
 # run 20, HypoEval hypotheses of runs 11, 12 and 25, an Active-Critic task description of run 20), plus constructed

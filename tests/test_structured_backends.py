@@ -565,3 +565,12 @@ def test_grammar_servers_get_long_string_bounds_left_out_and_openai_gets_the_sch
     assert "maxLength" not in guided["properties"]["task_description"]
     whole = structured_kwargs("json_schema", schema)["response_format"]["json_schema"]["schema"]
     assert whole["properties"]["task_description"]["maxLength"] == 1200
+
+
+def test_a_presence_penalty_enters_the_cache_key_only_when_set():
+    # requests without a penalty keep the keys they had before the field existed (the persistent cache stays valid)
+    plain = GenerationParams(max_tokens=8, json_schema=SCORE_PARAM)
+    assert "presence_penalty" not in plain.cache_fields()
+    penalised = plain.with_(presence_penalty=1.5)
+    assert penalised.cache_fields()["presence_penalty"] == pytest.approx(1.5)
+    assert cache_key("b", "m", JUDGE, plain, "grammar") != cache_key("b", "m", JUDGE, penalised, "grammar")

@@ -544,6 +544,8 @@ def _by_title(world: World, prompt: str, title: str, schema: dict[str, Any]) -> 
         return Step("hypo_repetition", {"hypotheses": world.hypothesis_in(prompt)})
     if title == structured.HYPOTHESES:
         _, n = _schema_items(schema, "hypotheses")
+        if n is None:  # the traits shape: {"qualities": [{"name", "description"}, ...]}
+            _, n = _schema_items(schema, "qualities")
         return _hypotheses_step(world, prompt, int(n or 5))
     if title == structured.TASK_DESCRIPTION:
         return Step("ac_describe")
@@ -772,6 +774,12 @@ class SimulatedBackend:
         if kind in ("hypo_generate", "hypo_refine"):
             texts = self._hypotheses(step, conversation, draw)
             listing = "\n".join(f"hypothesis{i}. {t}" for i, t in enumerate(texts, 1))
+            if schema and "qualities" in (schema.get("properties") or {}):
+                # the traits shape: the pool rubric is the description, its trait the name (the method
+                # composes the hypothesis around the description, so the pool text stays findable)
+                traits = [{"name": self.world.hypothesis_by_text(t).trait.capitalize(), "description": t}
+                          for t in texts]
+                return self._json_or(schema, {"qualities": traits}, listing), ()
             return self._json_or(schema, {"hypotheses": texts}, listing), ()
         if kind == "hypo_repetition":
             hyps = step.info["hypotheses"]

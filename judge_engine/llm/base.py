@@ -127,6 +127,10 @@ class GenerationParams:
     """Alternatives returned per position for the first tokens (0 = no logprobs)."""
     sample_index: int = 0
     """Distinguishes repeated stochastic draws of the same prompt in the cache; never sent."""
+    presence_penalty: float = 0.0
+    """Penalty on tokens already in the reply (OpenAI's ``presence_penalty``; 0 = none). Rubric generation sets
+    it: under a grammar and greedy decoding SmolLM2-135M otherwise writes the first list item again and again
+    ("Comprehension", "Comprehension", ...), while with it the items differ. Only sent when not 0."""
     json_schema: str = ""
     """The reply's JSON schema as canonical JSON text (:func:`judge_engine.structured.as_param`); empty = free text.
     A backend constrains the reply to it by its native mechanism, or sends the prompt unchanged where the
@@ -139,6 +143,8 @@ class GenerationParams:
         d["stop"] = list(self.stop)
         if self.n == 1 and self.temperature == 0:
             d.pop("sample_index")  # greedy single draws are the same whatever the index
+        if not self.presence_penalty:
+            d.pop("presence_penalty")  # requests without a penalty keep the cache keys they had before it existed
         if not self.json_schema:
             d.pop("json_schema")  # free-text requests keep the keys they had before schemas existed
         return d

@@ -279,6 +279,8 @@ class LlamaCppBackend:
                 stop=list(params.stop) or None, seed=params.seed + i + params.sample_index * params.n)
             if params.top_logprobs:
                 kwargs.update(logprobs=True, top_logprobs=params.top_logprobs)
+            if params.presence_penalty:
+                kwargs["presence_penalty"] = params.presence_penalty
             if grammar is not None:
                 kwargs["grammar"] = grammar
             with self._lock, machine_lock():

@@ -146,6 +146,8 @@ class OpenAIBackend:
                                           max_tokens=params.max_tokens, n=n, seed=seed)
             if params.stop:
                 kwargs["stop"] = list(params.stop)
+            if params.presence_penalty:
+                kwargs["presence_penalty"] = params.presence_penalty
             if params.top_logprobs and self.supports_logprobs:
                 kwargs.update(logprobs=True, top_logprobs=min(params.top_logprobs, 20))
             kwargs.update(structured_request(mode, schema))

@@ -87,7 +87,8 @@ class VLLMBackend:
         kwargs: dict[str, Any] = dict(temperature=params.temperature, max_tokens=params.max_tokens, n=params.n,
                                       stop=list(params.stop) or None,
                                       seed=params.seed + params.sample_index * params.n,
-                                      logprobs=params.top_logprobs or None)
+                                      logprobs=params.top_logprobs or None,
+                                      presence_penalty=params.presence_penalty)
         mode = ""
         if params.json_schema:
             mode = self.effective_structured_mode

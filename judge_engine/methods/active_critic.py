@@ -114,6 +114,7 @@ CRITERIA_OBSERVE_TEMPLATE = load_template("active_critic_criteria_observe")
 CRITERIA_REFINE_TEMPLATE = load_template("active_critic_criteria_refine")
 JSON_RETRY_TEMPLATE = load_template("active_critic_json_retry")
 CRITERIA_LIST_TEMPLATE = load_template("active_critic_criteria_list")
+CRITERIA_QUALITIES_TEMPLATE = load_template("active_critic_criteria_qualities")
 SCORE_RETRY_TEMPLATE = load_template("active_critic_score_retry")
 WEIGHTED_SCORE_TEMPLATE = load_template("active_critic_weighted_score")
 MCSE_TEMPLATE = load_template("active_critic_mcse")
@@ -462,8 +463,15 @@ def parse_criteria_and_observations(reply: str) -> tuple[dict[str, str], str]:
 
 MIN_CRITERIA, MAX_CRITERIA = 4, 10
 """§4.1: the criteria set holds 4 to 10 criteria."""
+CRITERION_NAME_PATTERN = r"^[A-Za-z][A-Za-z&/' -]{1,59}$"
+"""A criterion's name is words: SmolLM2-135M otherwise named criteria after the examples' content ("Baiji Food
+Co.", numbers, "1. Visited a certain team.")."""
+CRITERION_DEFINITION_MIN = 15
+"""A definition is a sentence, not one word ("Mumbai", "AI" were SmolLM2's)."""
 CRITERIA_SCHEMA = structured.named_items_schema(structured.CRITERIA, "criteria", min_items=MIN_CRITERIA,
-                                                max_items=MAX_CRITERIA, definition_max=300)
+                                                max_items=MAX_CRITERIA, definition_max=300,
+                                                definition_min=CRITERION_DEFINITION_MIN,
+                                                name_pattern=CRITERION_NAME_PATTERN)
 """The refine reply: ``{"criteria": [{"name", "definition"}, ...]}`` with 4-10 items."""
 
 
@@ -474,10 +482,29 @@ def _with_observations(schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, "properties": properties}
 
 
+QUALITIES_SCHEMA = structured.named_items_schema(structured.CRITERIA, "qualities", min_items=MIN_CRITERIA,
+                                                 max_items=MAX_CRITERIA, definition_max=300,
+                                                 definition_key="description",
+                                                 definition_min=CRITERION_DEFINITION_MIN,
+                                                 name_pattern=CRITERION_NAME_PATTERN)
+"""The short fallback's reply: ``{"qualities": [{"name", "description"}, ...]}``, read as criteria. The keys are
+the point: under the same grammar SmolLM2-135M filled ``"criteria"``/``"definition"`` with timestamps
+("2018-04-23 15:59:57.613") and ``"qualities"``/``"description"`` with sentences on what the annotators check
+(our trial, 2026-11-24)."""
 CRITERIA_INIT_SCHEMA = _with_observations(CRITERIA_SCHEMA)
 """The init reply: :data:`CRITERIA_SCHEMA` plus an optional ``observations`` text."""
-CRITERIA_SHAPE = ('{"criteria": [{"name": "a short name", "definition": "one sentence saying what the criterion '
-                  'asks of a response"}, ...]}  (4 to 10 items)')
+CRITERIA_SHAPE = ('a JSON object whose "criteria" list holds 4 to 10 criteria, each an object with the keys "name" '
+                  '(a few words) and "definition" (one sentence on what the criterion asks of a response)')
+"""How the follow-up turn describes the criteria reply: in words, with no example values a small model could copy
+(SmolLM2-135M filled every slot with the old shape's "a short name" and "one sentence saying what ...")."""
+
+
+def read_qualities(reply: str) -> dict[str, str]:
+    """Criteria (name -> definition) from a :data:`QUALITIES_SCHEMA` reply ({} when it breaks the schema)."""
+    reading = structured.read_json(reply, QUALITIES_SCHEMA)
+    if not reading.ok:
+        return {}
+    return _clean_criteria([{"name": q["name"], "definition": q["description"]} for q in reading.value["qualities"]])
 
 
 def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], str, str]:
@@ -496,17 +523,21 @@ def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], s
 
 def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] = CRITERIA_SCHEMA,
                   min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
-                  fallback: str | None = None) -> tuple[dict[str, str], str, str, bool, str]:
+                  fallback: str | None = None,
+                  qualities_fallback: str | None = None) -> tuple[dict[str, str], str, str, bool, str]:
     """One criteria call asking for ``schema``, retried once in a follow-up turn when the reply has no usable 4-10.
 
-    ``fallback``: a short stand-alone free-text prompt asked when both
-    replies gave fewer than ``min_criteria`` (the list prompt of
-    :func:`criteria_list_prompt`); its criteria replace the others when
-    there are more of them. At most 3 calls.
+    ``qualities_fallback``: a short stand-alone structured prompt
+    (:func:`criteria_qualities_prompt`, :data:`QUALITIES_SCHEMA`) asked
+    when both replies gave fewer than ``min_criteria``; ``fallback``: the
+    free-text list prompt of :func:`criteria_list_prompt`, asked when
+    that still gave fewer. Each one's criteria replace the others when
+    there are more of them. At most 4 calls.
     Returns (criteria, observations, raw reply used, retried, read) where
-    ``read`` is ``json``, ``text``, ``list`` (the fallback prompt) or ``missing``.
+    ``read`` is ``json``, ``text``, ``qualities`` or ``list`` (the fallback prompts) or ``missing``.
     """
-    params = params.with_(json_schema=structured.as_param(schema))
+    # the rubric presence penalty: without it SmolLM2-135M wrote its first criterion into every slot
+    params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
     criteria, observations, read = read_criteria(reply, schema)
@@ -519,6 +550,13 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
         again, obs_again, read_again = read_criteria(retry, schema)
         if again and (not criteria or min_criteria <= len(again) <= max_criteria):
             criteria, observations, reply, read = again, obs_again or observations, retry, read_again
+    if len(criteria) < min_criteria and qualities_fallback:
+        # the short structured prompt first (:data:`QUALITIES_SCHEMA`), then the free-text list
+        asked = llm.complete([{"role": "user", "content": qualities_fallback}],
+                             params.with_(json_schema=structured.as_param(QUALITIES_SCHEMA))).text
+        found = read_qualities(asked)
+        if len(found) > len(criteria):
+            criteria, reply, read = found, asked, "qualities"
     if len(criteria) < min_criteria and fallback:
         # free text on purpose: the fallback is for backends that honour no schema
         listed = llm.complete([{"role": "user", "content": fallback}], params.with_(json_schema="")).text
@@ -532,6 +570,15 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
 
 def _quality(aspect: Aspect) -> str:
     return "overall quality" if aspect.name.lower() == "overall" else aspect.name.replace("_", " ")
+
+
+def criteria_qualities_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int,
+                              count: int = 5) -> str:
+    """The short structured fallback (not in the paper): ``count`` qualities the annotators look at, from the
+    dataset's task, the scored aspect and one example; the reply is :data:`QUALITIES_SCHEMA`."""
+    return CRITERIA_QUALITIES_TEMPLATE.render(
+        task=task or "text generation", quality=quality or "overall quality", count=count,
+        example=render_example(example, source_chars=min(source_chars, 400)) if example else "(none)")
 
 
 def criteria_list_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int) -> str:
@@ -575,11 +622,13 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
     examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[0]) if batches else ""
+    qualities = (criteria_qualities_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
+                                           quality=quality, source_chars=source_chars) if fallback else None)
     short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
                                   quality=quality, source_chars=source_chars) if fallback else None)
     criteria, observations, raw, retried, read = _ask_criteria(
         llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params,
-        schema=CRITERIA_INIT_SCHEMA, fallback=short)
+        schema=CRITERIA_INIT_SCHEMA, fallback=short, qualities_fallback=qualities)
     if not criteria:
         failures += 1
     if log:
@@ -611,11 +660,18 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         observations = f"{observations}\n{reply.strip()}".strip()
         if not refined:
             failures += 1
+        # a refinement replaces the criteria unless the rubric checks accept fewer of its criteria than of the
+        # current ones (ours): SmolLM2 "refined" two usable criteria into "The most expensive food on earth is
+        # a sea food", which the checks then refused, leaving the judge with none
+        shown = [x for e in batches[t] for x in (e.get("input"), e.get("output"), e.get("context")) if x]
+        worse = bool(refined) and (len(check_criteria(refined, shown)[0]) < len(check_criteria(criteria, shown)[0]))
         if log:
-            log("criteria", {"iteration": t, "action": "refine", "criteria": refined or criteria,
-                             **_diff(criteria, refined or criteria), "parsed": bool(refined), "retried": retried,
-                             "raw": raw, "read": read})
-        criteria = refined or criteria
+            log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
+                             **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
+                             "retried": retried, "raw": raw, "read": read,
+                             **({"kept_previous": "the rubric checks accept fewer of the refined criteria"}
+                                if worse else {})})
+        criteria = criteria if worse else refined or criteria
     return criteria, failures
 
 
@@ -1331,6 +1387,18 @@ class ActiveCritic(Method):
                 warnings.append(judge_warning(
                     "no_task_description", "no task description could be inferred (every observation was COMPLETE "
                     "or no reply held one); the scoring prompts go without one"))
+        # checked before the criteria are inferred: their prompt carries the description (a refused one, e.g.
+        # "The evaluation task is [the task_description] ..." four times, was shown to the criteria step)
+        shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
+        rejected: list[dict[str, Any]] = []
+        if description and self.task_description is None:
+            description, refused = check_task_description(description, task, shown)
+            if refused:
+                rejected.append(refused)
+                sink("rubric_rejected", refused)
+                warnings.append(judge_warning(
+                    "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
+                    f"the prompts use the dataset's own task instead: {description!r}"))
         criteria_failures = 0
         if self.criteria is not None:
             criteria = {str(k): str(v) for k, v in self.criteria.items()}
@@ -1342,16 +1410,6 @@ class ActiveCritic(Method):
                                                           quality=_quality(aspect), **common)
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
-        shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
-        rejected: list[dict[str, Any]] = []
-        if description and self.task_description is None:
-            description, refused = check_task_description(description, task, shown)
-            if refused:
-                rejected.append(refused)
-                sink("rubric_rejected", refused)
-                warnings.append(judge_warning(
-                    "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
-                    f"the prompts use the dataset's own task instead: {description!r}"))
         if criteria and self.criteria is None:
             criteria, refused_criteria = check_criteria(criteria, shown)
             for refused in refused_criteria:
@@ -1407,7 +1465,7 @@ class ActiveCritic(Method):
         if self.task_description is None:
             stage1 += 2 * n_batches + (1 if self.ensemble_task and n_batches > 1 else 0)
         if self.criteria is None:
-            init = 2 + (1 if self.criteria_fallback else 0)
+            init = 2 + (2 if self.criteria_fallback else 0)  # the structured qualities prompt, then the list
             stage1 += init + 3 * max(0, n_batches - 1)
         per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted or self.retry_unparsed else 0)
         n_eval = n_train if self.eval_subsample is None else min(self.eval_subsample, n_train)

@@ -113,13 +113,14 @@ the most any built-in benchmark has (6: Topical-Chat, HANNA), so the estimate is
 a custom dataset with more aspects must pass ``n_aspects``."""
 MIN_CHILDREN = 2
 """Fewest children a decomposition asks for (the schema's ``minItems``; fewer gets one follow-up turn)."""
-DECOMPOSE_RETRY = ('Your reply was not the JSON object I asked for. Reply with that JSON object only: '
-                   '{{"children": [{{"name": "...", "definition": "..."}}, ...]}} holding {min_k} to {k} criteria, '
-                   'each a name and a one-sentence definition.')
+DECOMPOSE_RETRY = ('Your reply was not the JSON object I asked for. Reply with that JSON object only: its list '
+                   '"children" holds {min_k} to {k} criteria, each with the keys "name" (a few words naming a quality) '
+                   'and "definition" (one sentence).')
 DECOMPOSE_REFUSED_RETRY = ('Some of the criteria you proposed cannot be used: {reasons}. Reply with the JSON object only: '
-                           '{{"children": [{{"name": "...", "definition": "..."}}, ...]}} holding {min_k} to {k} '
-                           'criteria, each naming a quality in a few words with a one-sentence definition in your own '
-                           'words, none repeating a criterion already in the tree.')
+                           'its list "children" holds {min_k} to {k} criteria, each naming a quality in a few words '
+                           '("name") with a one-sentence "definition" in your own words, none repeating a criterion '
+                           'already in the tree.')
+"""The follow-up turns describe the reply in words: no example values a small model could copy."""
 
 
 # ---- the tree ------------------------------------------------------------------------------------
@@ -312,8 +313,10 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
         guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
         k=k, min_k=min_k, output_label_lower=task.output_label.lower())
     again = int(parent.get("redecompose") or 0)
+    # the rubric presence penalty: without it a small model writes its first child again in the second slot
     params = GenerationParams(max_tokens=max_tokens, temperature=REDECOMPOSE_TEMPERATURE if again else 0.0,
-                              sample_index=again, json_schema=st.as_param(decomposition_schema(k)))
+                              sample_index=again, json_schema=st.as_param(decomposition_schema(k)),
+                              presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
     found, read = read_decomposition(reply, k)

@@ -76,7 +76,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, RunEvent, Sample, Verdict
-from ..rubric_checks import check_entries
+from ..rubric_checks import RubricCheck, check_entries, check_entry, name_from_shown, shares_topic
 from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                    register)
 
@@ -90,9 +90,9 @@ EVIDENCE_LITERATURE_TEMPLATE = load_template("hypoeval_evidence_literature")
 SCORE_INSTRUCTIONS_TEMPLATE = load_template("hypoeval_score")
 SCORE_STEPS_TEMPLATE = load_template("hypoeval_score_steps")
 
-BASIS_DATA = "the scored examples below"
-BASIS_LITERATURE = "the literature notes below"
-BASIS_BOTH = "the literature notes and the scored examples below"
+BASIS_DATA = "the scored examples above"
+BASIS_LITERATURE = "the literature notes above"
+BASIS_BOTH = "the literature notes and the scored examples above"
 
 HYPOTHESIS_PATTERN = re.compile(r"(?is)hypothesis\s*(\d+)\s*[.:)]\s*(.+?)(?=\s*hypothesis\s*\d+\s*[.:)]|\Z)")
 """Our pattern for ``hypothesis1. ...`` lists (the regex of the authors' code breaks on "score of 5. ")."""
@@ -103,8 +103,23 @@ MIN_HYPOTHESIS_WORDS = 6
 """A parsed item shorter than this is not a rubric (e.g. a bare score "[[4]]")."""
 HYPOTHESIS_MIN_CHARS = 20
 HYPOTHESIS_MAX_CHARS = 300
-"""Length bounds of one hypothesis in the generation schema: a short statement of what earns a high or a low
-score (a grammar-constrained small model otherwise fills the whole budget with one copied example)."""
+"""Length bounds of one hypothesis in a free-text-shaped reply (``{"hypotheses": [str, ...]}``, the fallback)."""
+TRAITS_KEY = "qualities"
+"""The list key of the generation schema: one item per hypothesis, ``{"name", "description"}`` (see
+:func:`hypotheses_schema`)."""
+TRAIT_NAME_MAX = 60
+TRAIT_NAME_PATTERN = r"^[A-Za-z][A-Za-z' -]{1,59}$"
+"""A trait's name is words: with the scored examples in the prompt SmolLM2-135M named its traits "5.5", "3.1"."""
+TRAIT_DESCRIPTION_MIN, TRAIT_DESCRIPTION_MAX = 15, 300
+"""Length bounds of a trait's name and description: a few words, one sentence (well under
+:data:`judge_engine.llm.base.GRAMMAR_MAX_STRING_LENGTH`, so the grammar spells them out)."""
+TRAIT_FRAME = ("{name}: {description} Doing well on this earns the {label} a high {aspect} score (near {high}); "
+               "doing poorly, a low score (near {low}).")
+"""How a hypothesis is composed from one generated trait (ours): the model names the trait and says what the
+experts check; the code adds which end of the scale goes with it. In our trials (2026-11-24) SmolLM2-135M
+wrote a usable name and sentence when asked for a quality and what is checked, but junk ("Scores of
+Excellent Quality of the utterance that scores high ...") whenever the question itself named high and low
+scores, and under the old single-string schema it copied the prompt's example sentence."""
 READ_SOURCES = ("json", "text", "unread")
 """How a generation or repetition-check reply was read: JSON satisfying the schema, the free-text fallback, or
 not at all."""
@@ -146,10 +161,64 @@ def parse_hypotheses(text: str, limit: int) -> list[str]:
     return out[:limit]
 
 
-def hypotheses_schema(n: int) -> dict[str, Any]:
-    """The schema of a generation or refinement reply: exactly ``n`` short hypotheses (the paper asks for n)."""
-    return st.string_list_schema(st.HYPOTHESES, "hypotheses", min_items=n, max_items=n,
-                                 min_length=HYPOTHESIS_MIN_CHARS, max_length=HYPOTHESIS_MAX_CHARS)
+def hypotheses_schema(n: int, *, min_items: int | None = None) -> dict[str, Any]:
+    """The schema of a generation or refinement reply: exactly ``n`` traits (the paper asks for n hypotheses).
+
+    ``{"qualities": [{"name": str, "description": str}, ...]}``: a trait's
+    name and one sentence on what the experts check, from which
+    :func:`compose_hypothesis` writes the hypothesis. Short fields instead
+    of one free sentence per hypothesis, and ``minItems`` = ``n``, make the
+    grammar of a small model write ``n`` separate traits; reading accepts
+    fewer (``min_items``).
+    """
+    return st.named_items_schema(st.HYPOTHESES, TRAITS_KEY, min_items=n if min_items is None else min_items,
+                                 max_items=n, name_min=2, name_max=TRAIT_NAME_MAX, definition_key="description",
+                                 definition_min=TRAIT_DESCRIPTION_MIN, definition_max=TRAIT_DESCRIPTION_MAX,
+                                 name_pattern=TRAIT_NAME_PATTERN)
+
+
+FRAME_TAIL = re.compile(r" Doing well on this earns the .+? a high .+? score \(near [^)]*\); "
+                        r"doing poorly, a low score \(near [^)]*\)\.$")
+"""The part :data:`TRAIT_FRAME` adds after the description."""
+
+
+def without_frame(hypothesis: str) -> str:
+    """A composed hypothesis without the frame's scale sentence (other texts unchanged)."""
+    return FRAME_TAIL.sub("", hypothesis)
+
+
+def compose_hypothesis(name: str, description: str, *, label: str, aspect: str, scale: tuple[int, int]) -> str:
+    """The hypothesis text of one generated trait (:data:`TRAIT_FRAME`)."""
+    description = " ".join(description.split())
+    if description and description[-1] not in ".!?":
+        description += "."
+    return TRAIT_FRAME.format(name=" ".join(name.split()).rstrip(":. "), description=description, label=label,
+                              aspect=aspect, high=scale[1], low=scale[0])
+
+
+def read_traits(text: str, limit: int) -> tuple[list[tuple[str, str]], str]:
+    """``(name, description)`` traits of a reply and how they were read: ``json``, ``text`` or ``unread``.
+
+    ``json``: the reply satisfies :func:`hypotheses_schema` (at least one
+    item). ``text``: a ``qualities`` list that breaks the schema (a length
+    off: a server without constrained decoding); items without both fields
+    are dropped, and so are descriptions under 3 words (no sentence).
+    """
+    reading = st.read_json(text, hypotheses_schema(limit, min_items=1))
+    value = reading.value if reading.ok else parse_json_object(text or "")
+    items = value.get(TRAITS_KEY) if isinstance(value, dict) else None
+    if not isinstance(items, list):
+        return [], "unread"
+    out: list[tuple[str, str]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        name, description = " ".join(str(item.get("name", "")).split()), " ".join(
+            str(item.get("description", "")).split())
+        if name and len(description.split()) >= 3:  # a repeated trait is the rubric checks' to refuse, with reason
+            out.append((name, description))
+    out = out[:limit]
+    return out, ("json" if reading.ok and out else "text" if out else "unread")
 
 
 def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
@@ -167,6 +236,8 @@ def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
 def why_unread(text: str) -> str:
     """In words, why no hypothesis could be read from a generation reply (for the empty-bank message)."""
     value = parse_json_object(text or "")
+    if isinstance(value, dict) and isinstance(value.get(TRAITS_KEY), list) and value[TRAITS_KEY]:
+        return "no trait had both a name and a description of at least 3 words"
     items = value.get("hypotheses") if isinstance(value, dict) else None
     if not isinstance(items, list) or not items:
         return "no list of hypotheses in the reply"
@@ -287,6 +358,14 @@ class Context:
             return float(s)
         return lo + (float(s) - self.aspect.low) * (hi - lo) / (self.aspect.high - self.aspect.low)
 
+    def generation_fields(self) -> dict[str, Any]:
+        """:meth:`common_fields` without the scale: generation and refinement prompts leave it out (asked
+        with "scores run from 1 to 6" in the prompt, SmolLM2-135M named its trait "Scores" and wrote about
+        numbers; the scale enters each hypothesis through :data:`TRAIT_FRAME`)."""
+        fields = self.common_fields()
+        fields.pop("low"), fields.pop("high")
+        return fields
+
     def common_fields(self) -> dict[str, Any]:
         lo, hi = self.scale
         return {"aspect_name": self.aspect.name, "aspect_definition": self.aspect.definition or self.aspect.name,
@@ -300,7 +379,10 @@ class Context:
         return default_reward_b(self.scale)
 
     def generation_params(self, schema: dict[str, Any] | None = None) -> GenerationParams:
-        return GenerationParams(max_tokens=self.params["generation_max_tokens"], json_schema=st.as_param(schema))
+        """Generation and refinement: the reply limit, the schema, and the rubric presence penalty
+        (:data:`judge_engine.structured.RUBRIC_PRESENCE_PENALTY`: without it a small model repeats its first trait)."""
+        return GenerationParams(max_tokens=self.params["generation_max_tokens"], json_schema=st.as_param(schema),
+                                presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
 
     def ask(self, prompts: Sequence[str], stage: str, max_tokens: int | None = None,
             schema: dict[str, Any] | None = None) -> list[str]:
@@ -354,7 +436,7 @@ def generate_hypotheses(ctx: Context, n: int, *, samples: Sequence[Sample] = (),
     evidence = [literature_block(literature)] if literature else []
     evidence += [observations_block(samples, ctx)] if samples else []
     basis = BASIS_BOTH if samples and literature else BASIS_DATA if samples else BASIS_LITERATURE
-    prompt = GENERATE_TEMPLATE.render(**ctx.common_fields(), num_hypotheses=n, basis=basis,
+    prompt = GENERATE_TEMPLATE.render(**ctx.generation_fields(), num_hypotheses=n, basis=basis,
                                       evidence="\n\n".join(evidence))
     return _ask_for_hypotheses(ctx, prompt, n, stage, shown=shown_texts(samples, literature))
 
@@ -366,10 +448,10 @@ def refine_hypotheses(ctx: Context, hypotheses: Sequence[str], *, samples: Seque
     Returns as many hypotheses as the reply held (ours: the paper does not say).
     """
     if samples:
-        basis, evidence = "texts human experts have scored", observations_block(samples, ctx)
+        basis, evidence = "the scored texts above", observations_block(samples, ctx)
     else:
-        basis, evidence = "findings from research literature", literature_block(literature)
-    prompt = REFINE_TEMPLATE.render(**ctx.common_fields(), num_hypotheses=len(hypotheses), basis=basis,
+        basis, evidence = "the literature findings above", literature_block(literature)
+    prompt = REFINE_TEMPLATE.render(**ctx.generation_fields(), num_hypotheses=len(hypotheses), basis=basis,
                                     evidence=evidence, hypotheses=numbered(hypotheses))
     return _ask_for_hypotheses(ctx, prompt, len(hypotheses), stage, shown=shown_texts(samples, literature))
 
@@ -380,8 +462,8 @@ def shown_texts(samples: Sequence[Sample], literature: Sequence[dict[str, str]])
     return texts + [str(v) for paper in literature for v in paper.values() if v]
 
 
-RETRY_GENERATION = ("Please write the {n} hypotheses again as the JSON object asked for: "
-                    '{{"hypotheses": ["...", "..."]}}, each a short statement of what earns a high or a low score.')
+RETRY_GENERATION = ("Please answer again with the JSON object asked for: a list of {n} qualities, each with its "
+                    '"name" and a one-sentence "description" of what the experts check.')
 
 
 def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown: Sequence[str] = ()) -> list[str]:
@@ -393,7 +475,7 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     """
     schema = hypotheses_schema(n)
     [reply] = ctx.ask([prompt], stage, schema=schema)
-    found, source = read_hypotheses(reply, n)
+    found, source = _read_reply(reply, n)
     ctx.count_reply(stage, source)
     last = reply
     if not found:  # ours, as for every unreadable reply: retry once, a follow-up turn asking for the list only
@@ -402,7 +484,7 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
                                   ctx.generation_params(schema))
         ctx.calls += 1
         last = follow.text
-        found, source = read_hypotheses(last, n)
+        found, source = _read_reply(last, n)
         ctx.count_reply(f"{stage} (follow-up)", source)
     if not found:
         ctx.failures += 1
@@ -411,12 +493,62 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
         ctx.unread_reasons.append(next((r for r in reasons if not r.startswith("no list")), reasons[0]))
         ctx.emit("generation_failed", {"stage": stage, "raw": reply[:2000], "why": ctx.unread_reasons[-1]})
         return found
-    checks = check_entries(found, kind="hypothesis", shown=shown)
-    refused = [{**c.to_dict(), "stage": stage} for c in checks if not c.ok]
+    if isinstance(found[0], str):  # the fallback shapes: whole hypotheses, checked as written
+        checks = check_entries(found, kind="hypothesis", shown=shown)
+        refused = [{**c.to_dict(), "stage": stage} for c in checks if not c.ok]
+        kept = [c.text for c in checks if c.ok]
+    else:
+        kept, refused = check_traits(found, ctx, shown=shown, stage=stage)
     if refused:
         ctx.rejected.extend(refused)
         ctx.emit("hypotheses_rejected", {"stage": stage, "rejected": refused})
-    return [c.text for c in checks if c.ok]
+    return kept
+
+
+def _read_reply(text: str, n: int) -> tuple[list[Any], str]:
+    """Traits (``(name, description)`` pairs) of the structured reply, else whole hypotheses of the fallbacks."""
+    traits, source = read_traits(text, n)
+    if traits:
+        return traits, source
+    return read_hypotheses(text, n)
+
+
+def check_traits(traits: Sequence[tuple[str, str]], ctx: Context, *, shown: Sequence[str] = (),
+                 stage: str = "") -> tuple[list[str], list[dict[str, Any]]]:
+    """The hypotheses composed from the traits the rubric checks accept, and the refusals.
+
+    What the model wrote (``name: description``) is checked, not the
+    composed text, whose frame names high and low scores whatever the model
+    wrote. A trait names a facet of the aspect ("Completeness: the experts
+    check that nothing in the dialogue act is left out"), often without a
+    word of the quality vocabulary: a ``no_quality`` refusal is lifted when
+    it names a content word of the aspect's name or definition or of the
+    judged output's label (:func:`judge_engine.rubric_checks.shares_topic`,
+    as for HD-Eval's children); copies, repetitions and near-duplicates are
+    refused either way, and so is a trait named after content of a shown
+    text (:func:`judge_engine.rubric_checks.name_from_shown`, as ``copy``).
+    """
+    topics = (ctx.aspect.name, ctx.aspect.definition or "", ctx.task.output_label)
+    accepted: list[str] = []
+    kept: list[str] = []
+    refused: list[dict[str, Any]] = []
+    for name, description in traits:
+        said = f"{name}: {description}"
+        check = check_entry(said, kind="hypothesis", shown=shown, accepted=accepted)
+        if check.ok and name_from_shown(name, shown, topics):
+            check = RubricCheck(said, False, "copy", f"its name {name!r} is taken from a text the prompt showed, "
+                                                     "not a quality")
+        hypothesis = compose_hypothesis(name, description, label=ctx.task.output_label.lower(),
+                                        aspect=ctx.aspect.name, scale=ctx.scale)
+        if check.ok or (check.rule == "no_quality" and shares_topic(said, topics)
+                        and not name_from_shown(name, shown, topics)):
+            accepted.append(said)
+            kept.append(hypothesis)
+        else:
+            # "text" is the hypothesis a person would restore; the verdict is on what the model wrote
+            refused.append({**check.to_dict(), "text": hypothesis, "name": name, "description": description,
+                            "stage": stage})
+    return kept, refused
 
 
 # --------------------------------------------------------------------------- evaluation under a hypothesis (M_E)
@@ -662,8 +794,10 @@ def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_nam
     if len(ordered) < 2:
         return list(ordered)
     pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]]
+    # the trait as the model wrote it: the frame every composed hypothesis shares made any two look the same
     prompts = [REPETITION_TEMPLATE.render(**{k: v for k, v in ctx.common_fields().items() if k != "aspect_definition"},
-                                          first=a["text"], second=b["text"]) for a, b in pairs]
+                                          first=without_frame(a["text"]), second=without_frame(b["text"]))
+               for a, b in pairs]
     stage = f"repetition check ({bank_name})"
     replies = ctx.ask(prompts, stage, max_tokens=ctx.params["check_max_tokens"], schema=st.yes_no_schema())
     readings = [read_repetition(r) for r in replies]
