@@ -34,6 +34,16 @@ def store(tmp_path):
 
 
 @pytest.fixture
+def started(monkeypatch) -> list[int]:
+    """Run workers are recorded (their run ids, in order), not spawned: no process, no real model."""
+    from judge_engine import runs
+
+    calls: list[int] = []
+    monkeypatch.setattr(runs, "start_run", lambda db_path, run_id, **kw: calls.append(run_id))
+    return calls
+
+
+@pytest.fixture
 def tiny_dataset():
     """Twelve samples in four groups over three systems, one aspect on 1-5."""
     from judge_engine.records import Aspect, Dataset, Sample

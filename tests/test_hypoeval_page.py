@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judge_engine import runs as runs_module
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.runs import RunSpec, create_run, execute_run
@@ -16,14 +15,6 @@ from tests.test_hypoeval import said, scripted
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "pages/hypoeval.py"
-
-
-@pytest.fixture
-def started(monkeypatch):
-    """start_run replaced by a recorder: no worker process, no real model."""
-    calls = []
-    monkeypatch.setattr(runs_module, "start_run", lambda db_path, run_id, **kw: calls.append(run_id))
-    return calls
 
 
 def open_page() -> AppTest:

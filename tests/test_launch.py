@@ -7,14 +7,6 @@ from judge_engine.llm import LLMConfig
 from judge_engine.runs import Baseline, RunSpec
 
 
-@pytest.fixture
-def started(monkeypatch):
-    """Workers are recorded, not spawned."""
-    calls = []
-    monkeypatch.setattr(runs, "start_run", lambda path, run_id, **kw: calls.append(run_id))
-    return calls
-
-
 def test_baselines_run_on_the_runs_split_and_are_reused(store, tiny_dataset, started):
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="geval", dataset="tiny", aspect="quality", train_size=3, test_size=6, seed=5,

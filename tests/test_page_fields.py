@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from judge_engine import runs as runs_module
 from judge_engine.methods import METHODS
 from judge_engine.records import Aspect, Dataset, Sample
 from judge_engine.store import Store
@@ -30,13 +29,6 @@ def two_datasets() -> list[Dataset]:
         return Dataset(name=name, task="summarisation", samples=samples,
                        aspects=[Aspect(a, 1, 5, f"How good the {a} is.") for a in aspects])
     return [make("stories", ("coherence", "surprise", "empathy")), make("chats", ("coherence", "engagement"))]
-
-
-@pytest.fixture
-def started(monkeypatch):
-    calls = []
-    monkeypatch.setattr(runs_module, "start_run", lambda path, run_id, **kw: calls.append(run_id))
-    return calls
 
 
 def open_page(stem: str) -> AppTest:
