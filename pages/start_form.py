@@ -66,6 +66,7 @@ def choose_dataset(prefix: str, *, slot: Any = st) -> Dataset | None:
         if not store.has_dataset(name):
             with st.spinner(f"Importing the built-in benchmark {name}..."):
                 runs.ensure_dataset(store, name)
+            st.rerun()  # once: the list then shows it among the stored datasets, not as "imported when chosen"
         return common.load_dataset(store, name)
     except (ValueError, OSError, NotFound) as exc:
         st.error(common.escape_markdown(f"Dataset {name} could not be loaded: {exc}"))
