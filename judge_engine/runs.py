@@ -467,10 +467,13 @@ class Duration:
     """An estimate of a run's wall time before cache hits."""
 
     calls: int
+    """Requests to fit and to score, together."""
     seconds_per_call: float | None
     """None when nothing is known about this backend's speed yet."""
     basis: str
     """Where the speed comes from, in words."""
+    fit_calls: int = 0
+    score_calls: int = 0
 
     @property
     def minutes(self) -> float | None:
@@ -503,8 +506,13 @@ def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
     return None, "no timing on this backend yet (the first run measures it)"
 
 
-def estimate_duration(store: Store, spec: RunSpec) -> Duration:
-    """Requests and minutes ``spec`` will take on its backend before any cache hit."""
+def estimate_duration(store: Store, spec: RunSpec, *,
+                      speed: tuple[float | None, str] | None = None) -> Duration:
+    """Requests and minutes ``spec`` will take on its backend before any cache hit.
+
+    ``speed`` is :func:`seconds_per_call` when the caller already has it (a page drawing several estimates).
+    """
     calls = estimate(store, spec)
-    per_call, basis = seconds_per_call(store, spec.llm)
-    return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis)
+    per_call, basis = speed if speed is not None else seconds_per_call(store, spec.llm)
+    return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis,
+                    fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))

@@ -23,7 +23,7 @@ from judge_engine.methods import METHODS, describe_parameters
 from judge_engine.methods.base import Interval, OptionalInterval, Options, ParameterDoc
 from judge_engine.records import Aspect, Dataset
 from judge_engine.runs import Baseline, RunSpec
-from judge_engine.store import NotFound
+from judge_engine.store import NotFound, Store
 from pages import common
 
 QUICK_TRAIN, QUICK_TEST = 12, 10
@@ -173,18 +173,28 @@ def quick_note(method: str) -> str:
     return ", ".join([f"{QUICK_TRAIN} training and {QUICK_TEST} test items"] + parts)
 
 
+@st.cache_data(ttl=30, show_spinner=False, max_entries=16)
+def _backend_speed(db_path: str, llm: LLMConfig) -> tuple[float | None, str]:
+    return runs.seconds_per_call(Store(db_path), llm)
+
+
+def backend_speed(llm: LLMConfig) -> tuple[float | None, str]:
+    """Seconds per request on ``llm``'s backend from the store's ledgers, read at most every 30 s (it scans the
+    runs; a form draws several estimates per rerun)."""
+    return _backend_speed(str(common.get_store().path), llm)
+
+
 def estimate_box(spec: RunSpec) -> runs.Duration | None:
     """Requests and minutes before any cache hit; None (with the reason shown) when the spec is refused."""
     store = common.get_store()
     try:
-        calls = runs.estimate(store, spec)
-        duration = runs.estimate_duration(store, spec)
+        duration = runs.estimate_duration(store, spec, speed=backend_speed(spec.llm))
     except (ValueError, NotFound) as exc:
         st.error(common.escape_markdown(str(exc)))
         return None
     m = st.columns(3)
-    m[0].metric("LLM requests to fit", f"{calls['fit']:,}", help="Upper bound before cache hits.")
-    m[1].metric("LLM requests to score the test items", f"{calls['score']:,}")
+    m[0].metric("LLM requests to fit", f"{duration.fit_calls:,}", help="Upper bound before cache hits.")
+    m[1].metric("LLM requests to score the test items", f"{duration.score_calls:,}")
     m[2].metric("Time on this backend", "unknown" if duration.minutes is None else
                 (f"{duration.minutes:.0f} min" if duration.minutes >= 1.5 else "< 2 min"),
                 help=common.escape_markdown(duration.describe()))
@@ -233,7 +243,7 @@ def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str
                     train_size=QUICK_TRAIN, test_size=QUICK_TEST, seed=spec.seed, llm=spec.llm)
     store = common.get_store()
     try:
-        duration = runs.estimate_duration(store, quick)
+        duration = runs.estimate_duration(store, quick, speed=backend_speed(quick.llm))
     except (ValueError, NotFound) as exc:
         st.caption(common.escape_markdown(f"No quick first look here: {exc}"))
         return None
