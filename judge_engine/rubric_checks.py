@@ -43,7 +43,8 @@ The rules, each a pure function of the texts:
 ``restates_parent``
     A sub-criterion that adds nothing to its parent: every word of it is a
     word of the parent, of the judged output's name or of praise ("Good
-    coherence: a coherent response has high coherence" under coherence).
+    coherence: a coherent response has high coherence" under coherence), or
+    its name is only its parent's name ("Coherence" under coherence).
 ``copied_definition``
     A named criterion whose definition alone is mostly copied from a shown
     text (the name's own words can dilute ``copy`` below its threshold).
@@ -349,6 +350,10 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
             return RubricCheck(text, False, "copied_definition",
                                f"{share:.0%} of its definition is copied from a text the prompt showed")
     parent_words = set().union(*(content_words(p) for p in parent)) if parent else set()
+    # SmolLM2 named its only child after the parent ("Informativeness" under informativeness) and gave it a new
+    # definition of the same quality: the tree would hold the parent twice under two scores
+    if parent and content_words(name) - PRAISE_WORDS_STEMS <= content_words(parent[0]):
+        return RubricCheck(text, False, "restates_parent", f"its name adds nothing to its parent's, {parent[0][:40]!r}")
     if parent and content_words(text) - PRAISE_WORDS_STEMS <= parent_words:
         return RubricCheck(text, False, "restates_parent",
                            f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")

@@ -39,7 +39,9 @@ def _children(parent, n=4, *, as_json=True):
     the free-text list with abbreviations is read)."""
     # each definition carries its own marker: nested names like "clarity part 0 part 1" share most of their words
     # with their parent and cousins, and the rubric checks refuse a child 80% the same as a node already there
-    items = [{"name": f"{parent} part {j}",
+    # a layer-3 child "clarity part 0 part 0" would be named only with its parent's words: "sub" marks the layer
+    step = "sub" if " part " in parent else "part"
+    items = [{"name": f"{parent} {step} {j}",
               "definition": f"Marker {zlib.crc32(f'{parent} part {j}'.encode()) % 100000} of the answer."}
              for j in range(n)]
     if as_json:

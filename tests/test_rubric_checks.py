@@ -105,6 +105,9 @@ JUNK_CHILDREN = [  # (parent, name, definition, rule)
     ("naturalness", "Good naturalness", "The response has good naturalness and is natural.", "circular"),
     ("coherence", "Coherent continuation", "A coherent response is a valid continuation.", "restates_parent"),
     ("groundedness", "Factual accuracy", "Factual accuracy.", "circular"),
+    ("understandability", "Understandability", "A good response is easy to follow for the other speaker.",
+     "restates_parent"),
+    ("naturalness", "Natural", "The words are the ones a person would choose in a chat.", "restates_parent"),
     ("understandability", "Vivid and engaging personal voice", "early land animals had both gills and lungs",
      "copied_definition"),
 ]
@@ -243,3 +246,16 @@ def test_good_hypotheses_and_criteria_pass_including_a_quoted_first_person():
     assert check_entry("A reply that says that that fact is wrong scores low.", kind="hypothesis").ok
     assert check_criterion("Short enough", "A good summary has at most 50 words.",
                            parent=("length", "A good summary has at most 20 words.")).ok
+
+
+def test_a_child_named_like_a_node_already_in_the_tree_is_a_near_duplicate():
+    # SmolLM2 proposed the other layer-1 aspects as children ("Naturalness" under informativeness)
+    children = [{"name": "Naturalness", "definition": "The utterance sounds like a person said it in a restaurant."},
+                {"name": "Slot coverage", "definition": "Every slot of the dialogue act appears in the utterance."},
+                {"name": "slot  coverage!", "definition": "The utterance mentions each value it was given."}]
+    kept, refused = check_children(children, topics=("Utterance", "informativeness"),
+                                   parent=("informativeness", "Whether the utterance conveys the dialogue act."),
+                                   taken=["informativeness", "naturalness", "overall"])
+    assert [c["name"] for c in kept] == ["Slot coverage"]
+    assert [r["rule"] for r in refused] == ["near_duplicate", "near_duplicate"]
+    assert "naturalness" in refused[0]["reason"] and "Slot coverage" in refused[1]["reason"]

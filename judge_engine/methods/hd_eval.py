@@ -95,7 +95,7 @@ from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import check_criterion, shares_topic
+from ..rubric_checks import RubricCheck, check_criterion, shares_topic
 from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
@@ -259,8 +259,8 @@ def child_text(child: dict[str, Any]) -> str:
 
 
 def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
-                   topics: Sequence[str] = (), parent: Sequence[str] = ()) -> tuple[list[dict[str, str]],
-                                                                             list[dict[str, Any]]]:
+                   topics: Sequence[str] = (), parent: Sequence[str] = (),
+                   taken: Sequence[str] = ()) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     """The children the rubric checks accept, and the refused ones with rule and reason.
 
     Name and definition are checked together as a ``criterion``
@@ -274,26 +274,41 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     definition), see :func:`judge_engine.rubric_checks.shares_topic`. A child
     whose name names nothing, whose definition repeats its name or is copied,
     or which only restates ``parent`` (the parent's name and definition) is
-    refused first (:func:`judge_engine.rubric_checks.check_criterion`).
+    refused first (:func:`judge_engine.rubric_checks.check_criterion`). A
+    child named like a node already in the tree (``taken``: their names; a
+    layer-1 aspect proposed again under another one) or like a sibling
+    accepted before it is a ``near_duplicate``: the aggregator would get
+    one criterion twice under two scores.
     """
     accepted = list(existing)
+    names = {_name_key(n): n for n in taken}
     kept: list[dict[str, str]] = []
     refused: list[dict[str, Any]] = []
     for child in children:
         text = child_text(child)
         check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
                                 parent=parent)
+        same = names.get(_name_key(child["name"]))
+        if same is not None and (check.ok or check.rule == "no_quality"):
+            check = RubricCheck(text, False, "near_duplicate", f"named like the criterion {same[:40]!r} already "
+                                "in the tree")
         if check.ok or (check.rule == "no_quality" and shares_topic(text, topics)):
             accepted.append(text)
+            names[_name_key(child["name"])] = child["name"]
             kept.append(child)
         else:
             refused.append({**check.to_dict(), "name": child["name"], "definition": child.get("definition", "")})
     return kept, refused
 
 
+def _name_key(name: str) -> str:
+    stems = [w[:5] for w in re.findall(r"[a-z0-9']+", name.lower())]
+    return " ".join(stems) or name.strip().lower()
+
+
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
                        guideline: str = "", max_tokens: int = 512, shown: Sequence[str] = (),
-                       existing: Sequence[str] = ()) -> Decomposition:
+                       existing: Sequence[str] = (), taken: Sequence[str] = ()) -> Decomposition:
     """Eq. 1: the LLM proposes 2 to ``k`` sub-criteria (name, definition) of ``parent`` as JSON.
 
     One call per parent (ours; the template of App. G.1 may list several), plus one follow-up turn
@@ -301,8 +316,8 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     is kept). Usable means read and accepted by :func:`check_children`
     against ``shown`` (texts a copy is measured against, e.g. the training
     texts) plus the prompt's own texts (background, parent definition,
-    guideline), and ``existing`` (the texts of the nodes already in the
-    tree); refused children are in
+    guideline), ``existing`` (the texts of the nodes already in the
+    tree) and ``taken`` (their names); refused children are in
     ``Decomposition.rejected`` with the parent's id. A parent whose
     ``redecompose`` counter is raised gets a fresh sampled draw.
     """
@@ -326,7 +341,8 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     # what a facet may name instead of a quality word: the judged output and its parent
     topics = (task.output_label, parent["name"], parent["definition"] or "")
     own = (parent["name"], parent["definition"] or "")
-    children, refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own)
+    children, refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own,
+                                       taken=taken)
     rejected = [{**r, "stage": "decomposition", "parent": parent.get("id")} for r in refused]
     if len(children) >= min_k:
         return Decomposition(tuple(children), reply, read, rejected=tuple(rejected))
@@ -338,7 +354,8 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     follow = llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                           params).text
     found, more_read = read_decomposition(follow, k)
-    more, more_refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own)
+    more, more_refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own,
+                                       taken=taken)
     said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
     rejected += [{**r, "stage": "decomposition (follow-up)", "parent": parent.get("id")}
                  for r in more_refused if r["text"] not in said]
@@ -791,7 +808,8 @@ class HDEval(Method):
             guideline = guideline_for(self.guidelines, root_aspect(nodes, nid))
             dec = decompose_criteria(node, task=task, background=background, k=self.k_child, llm=llm,
                                      guideline=guideline, max_tokens=self.decompose_max_tokens, shown=shown,
-                                     existing=[child_text(n) for n in tree["nodes"]])
+                                     existing=[child_text(n) for n in tree["nodes"]],
+                                     taken=[n["name"] for n in tree["nodes"]])
             reads[dec.read] = reads.get(dec.read, 0) + 1
             for refused in dec.rejected:
                 emit("rubric_rejected", refused)
