@@ -108,7 +108,14 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 scored += "  " + one_line(trust_report(store, r.id))
             except (ValueError, KeyError) as exc:  # e.g. its dataset was deleted since: the list goes on
                 scored += f"  trust: n/a ({exc})"
-        print(f"{r.id:>5}  {effective_status(r):<11} {r.method:<10} {r.dataset}/{r.aspect:<16} "
+        status = effective_status(r)
+        if status in ("failed", "interrupted") and not summary:
+            # its step count and an "n/a" figure say nothing; why it stopped does
+            reason = " ".join((r.message or "no reason recorded").split())
+            print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} "
+                  f"stopped at step {r.done} of {r.total}: {reason[:300]}")
+            continue
+        print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} "
               f"{r.done}/{r.total}  {figure}{scored}")
     return 0
 

@@ -424,3 +424,41 @@ def test_the_short_structured_fallback_asks_for_qualities_and_reads_them_as_crit
                                                      fallback="list prompt", qualities_fallback=prompt)
     assert criteria == CRITERIA and read == "qualities" and retried
     assert asked == [["criteria"], ["criteria"], ["qualities"]], "the list prompt is not needed"
+
+
+def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_across_replies():
+    """The paper prompt's reply has two usable criteria and two the rubric checks refuse; the follow-up names the
+    refused ones, the qualities fallback adds three more, and the pool holds all five usable ones."""
+    from judge_engine.llm import LLMConfig, make_llm
+
+    first = {"criteria": [{"name": "Coverage", "definition": "Keeps the main points of the source."},
+                          {"name": "The answer", "definition": "The answer is a good response."},
+                          {"name": "Accuracy", "definition": "States only what the source says."},
+                          {"name": "Fluency", "definition": "The fluency of the response is fluent."}],
+             "observations": "short outputs score higher"}
+    asked = []
+
+    def responder(messages, params):
+        schema = structured.schema_of(params.json_schema)
+        asked.append(messages[-1]["content"])
+        if schema and "qualities" in schema["properties"]:
+            return json.dumps({"qualities": [
+                {"name": "Coverage", "description": "Covers the points of the source."},  # a name already pooled
+                {"name": "Conciseness", "description": "Says it without padding or repetition."},
+                {"name": "Grammar", "description": "Sentences follow the rules of English grammar."},
+                {"name": "Order", "description": "Presents the points in a logical order."}]})
+        return json.dumps(first)  # the follow-up turn gets the same reply again
+
+    llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
+    usable = lambda c: ac.check_criteria(c, ["The source text of the example."])[0]  # noqa: E731
+    criteria, observations, raw, retried, read = ac._ask_criteria(
+        llm, "paper prompt", GenerationParams(max_tokens=64), schema=ac.CRITERIA_INIT_SCHEMA, qualities_fallback="qualities prompt",
+        fallback="list prompt", usable=usable)
+    assert list(usable(criteria)) == ["Coverage", "Accuracy", "Conciseness", "Grammar", "Order"]
+    assert list(criteria)[:5] == ["Coverage", "Accuracy", "Conciseness", "Grammar", "Order"], "usable ones first"
+    assert criteria["Coverage"] == "Keeps the main points of the source.", "a pooled name is not replaced"
+    assert set(criteria) - set(usable(criteria)) == {"The answer", "Fluency"}, "refused ones stay to be recorded"
+    assert retried and read == "json+qualities" and "--- next reply ---" in raw
+    assert observations == "short outputs score higher"
+    assert "Only 2 of the 4 criteria" in asked[1] and "'The answer'" in asked[1] and "'Fluency'" in asked[1]
+    assert len(asked) == 3, "five usable criteria: the list prompt is not needed"

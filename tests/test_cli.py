@@ -107,3 +107,22 @@ def test_run_prints_the_trust_report_and_runs_ends_each_finished_line_with_it(tm
     lines = {int(line.split()[0]): line for line in out.strip().splitlines()}
     assert lines[good["run_id"]].endswith("trust: ok")
     assert "trust: warning (anti-correlated on the test items: group-level pearson is -1.00" in lines[bad["run_id"]]
+
+
+def test_runs_says_why_a_failed_run_stopped_instead_of_a_step_count(tmp_path, tiny_dataset, capsys):
+    from judge_engine.llm import LLMConfig
+    from judge_engine.runs import RunSpec, create_run
+    from judge_engine.store import Store
+
+    db = str(tmp_path / "w.db")
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=4,
+                                       llm=LLMConfig()))
+    store.update_run(run_id, status="failed", done=18, total=147,
+                     message="HypoEval found no hypothesis that agrees with the human scores\non the 8 training items")
+    code, out, _ = _run(capsys, "runs", "--db", db)
+    assert code == 0
+    line = next(x for x in out.splitlines() if x.split()[0] == str(run_id))
+    assert "stopped at step 18 of 147: HypoEval found no hypothesis that agrees with the human scores on the 8 " \
+           "training items" in line and "spearman" not in line

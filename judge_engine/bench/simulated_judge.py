@@ -476,6 +476,7 @@ MARKERS = {
     "ac_criteria_observe": "Do the criteria match the dimensions",
     "ac_criteria_refine": "Improve the criteria using the new observations",
     "ac_criteria_list": re.compile(r"List \d+ evaluation criteria"),
+    "ac_criteria_qualities": "do the annotators look at when they rate",
     "ac_mcse": "Multiple Evaluation Criteria:",
     "ac_ose": "Rate the overall quality of the Response",
     "ac_ose_scores": "Score Of Different Criteria:",
@@ -570,7 +571,8 @@ def _by_text(world: World, prompt: str) -> Step:
     if m["ac_task_observe"] in prompt or m["ac_criteria_observe"] in prompt:
         prior = prompt.split(m["ac_prior"], 1)[1] if m["ac_prior"] in prompt else ""
         return Step("ac_observe", {"prior": "(none yet)" not in prior and bool(prior.strip())})
-    if m["ac_criteria_init"] in prompt or m["ac_criteria_refine"] in prompt or m["ac_criteria_list"].search(prompt):
+    if (m["ac_criteria_init"] in prompt or m["ac_criteria_refine"] in prompt or m["ac_criteria_list"].search(prompt)
+            or m["ac_criteria_qualities"] in prompt):
         return _ac_criteria_step(world, prompt)
     if m["ac_task_describe"] in prompt:
         return Step("ac_describe")
@@ -623,7 +625,8 @@ its name, as the rubric checks require)."""
 def _ac_criteria_step(world: World, prompt: str) -> Step:
     m = MARKERS
     current = [n for n in world.ac_criteria if f'"{n}"' in prompt] if m["ac_criteria_refine"] in prompt else []
-    return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt))})
+    return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt)),
+                                "qualities": m["ac_criteria_qualities"] in prompt})
 
 
 def _ose_criteria(prompt: str) -> list[str]:
@@ -742,6 +745,8 @@ class SimulatedBackend:
                                           schema)), ()
             if step.info["lines"]:
                 return "\n".join(f"{n}: {d}" for n, d in crit.items()), ()
+            if step.info.get("qualities"):  # the short structured fallback's shape, asked without a grammar
+                return json.dumps({"qualities": [{"name": n, "description": d} for n, d in crit.items()]}), ()
             if step.info["current"]:
                 return json.dumps(crit), ()
             return json.dumps({"Criteria": crit, "Observations": "Scores follow how connected the summary is."}), ()

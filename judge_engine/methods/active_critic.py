@@ -79,7 +79,7 @@ import json
 import math
 import random
 import re
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 from .. import structured
 from ..llm import LLM, GenerationParams, Request
@@ -497,6 +497,10 @@ CRITERIA_SHAPE = ('a JSON object whose "criteria" list holds 4 to 10 criteria, e
                   '(a few words) and "definition" (one sentence on what the criterion asks of a response)')
 """How the follow-up turn describes the criteria reply: in words, with no example values a small model could copy
 (SmolLM2-135M filled every slot with the old shape's "a short name" and "one sentence saying what ...")."""
+CRITERIA_REFUSED_RETRY = ('Only {usable} of the {proposed} criteria you gave can be used; these repeat a name, copy a '
+                          'text or name no quality: {refused}. Answer again with the JSON object only: {expected}. '
+                          'Keep the usable criteria and add different ones in your own words.')
+"""The follow-up turn when a criteria reply was read but the rubric checks refused some of it."""
 
 
 def read_qualities(reply: str) -> dict[str, str]:
@@ -521,48 +525,93 @@ def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], s
     return criteria, observations, ("text" if criteria else "missing")
 
 
+def _pool(criteria: dict[str, str], found: dict[str, str],
+          usable: Callable[[dict[str, str]], dict[str, str]]) -> dict[str, str]:
+    """``criteria`` with the usable criteria of ``found`` added: usable ones first, each name once
+    (case-insensitive), then the rest, so the rubric checks see and record every criterion proposed."""
+    merged = dict(criteria)
+    taken = {n.lower() for n in merged}
+    for name, definition in found.items():
+        if name.lower() not in taken:
+            merged[name] = definition
+            taken.add(name.lower())
+    good = usable(merged)
+    return {**good, **{n: d for n, d in merged.items() if n not in good}}
+
+
 def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] = CRITERIA_SCHEMA,
                   min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
-                  fallback: str | None = None,
-                  qualities_fallback: str | None = None) -> tuple[dict[str, str], str, str, bool, str]:
+                  fallback: str | None = None, qualities_fallback: str | None = None,
+                  usable: Callable[[dict[str, str]], dict[str, str]] | None = None,
+                  ) -> tuple[dict[str, str], str, str, bool, str]:
     """One criteria call asking for ``schema``, retried once in a follow-up turn when the reply has no usable 4-10.
 
     ``qualities_fallback``: a short stand-alone structured prompt
     (:func:`criteria_qualities_prompt`, :data:`QUALITIES_SCHEMA`) asked
     when both replies gave fewer than ``min_criteria``; ``fallback``: the
     free-text list prompt of :func:`criteria_list_prompt`, asked when
-    that still gave fewer. Each one's criteria replace the others when
-    there are more of them. At most 4 calls.
+    that still gave fewer. At most 4 calls.
+
+    ``usable`` (the rubric checks, :func:`check_criteria`) decides what
+    counts: a reply of six criteria of which the checks accept two is two
+    criteria, so the next prompt is asked, and the usable criteria of every
+    reply are pooled (ours; SmolLM2-135M wrote two usable criteria per reply
+    at best, different ones per prompt). Without ``usable`` every parsed
+    criterion counts and a later reply with more criteria replaces the
+    earlier ones. The pool lists usable criteria first and is cut to
+    ``max_criteria``.
     Returns (criteria, observations, raw reply used, retried, read) where
-    ``read`` is ``json``, ``text``, ``qualities`` or ``list`` (the fallback prompts) or ``missing``.
+    ``read`` is ``json``, ``text``, ``qualities`` or ``list`` (the fallback prompts) or ``missing``; when
+    criteria were pooled, the raw replies are joined and ``read`` names every way they were read ("json+qualities").
     """
     # the rubric presence penalty: without it SmolLM2-135M wrote its first criterion into every slot
     params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
+    count = (lambda c: len(usable(c))) if usable else len
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
     criteria, observations, read = read_criteria(reply, schema)
+    if usable:
+        criteria = _pool({}, criteria, usable)
+    raws, reads = [reply], [read]
+
+    def take(found: dict[str, str], raw: str, how: str) -> None:
+        nonlocal criteria, reply, read
+        if usable:
+            pooled = _pool(criteria, found, usable)
+            if count(pooled) > count(criteria):
+                criteria = pooled
+                raws.append(raw)
+                reads.append(how)
+                reply, read = "\n--- next reply ---\n".join(raws), "+".join(dict.fromkeys(reads))
+        elif len(found) > len(criteria):
+            criteria, reply, read = found, raw, how
+
     retried = False
-    if not (min_criteria <= len(criteria) <= max_criteria):
+    if not (min_criteria <= count(criteria) <= max_criteria):
         retried = True
-        retry = llm.complete(messages + [{"role": "assistant", "content": reply},
-                                         {"role": "user", "content": JSON_RETRY_TEMPLATE.render(expected=CRITERIA_SHAPE)}],
+        ask = JSON_RETRY_TEMPLATE.render(expected=CRITERIA_SHAPE)
+        if usable and criteria:  # read, but the checks refused some: say which and why, not "unreadable JSON"
+            good = usable(criteria)
+            ask = CRITERIA_REFUSED_RETRY.format(
+                usable=len(good), proposed=len(criteria), expected=CRITERIA_SHAPE,
+                refused=", ".join(repr(n) for n in criteria if n not in good) or "none")
+        retry = llm.complete(messages + [{"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                              params).text
         again, obs_again, read_again = read_criteria(retry, schema)
-        if again and (not criteria or min_criteria <= len(again) <= max_criteria):
+        if usable:
+            take(again, retry, read_again)
+            observations = observations or obs_again
+        elif again and (not criteria or min_criteria <= len(again) <= max_criteria):
             criteria, observations, reply, read = again, obs_again or observations, retry, read_again
-    if len(criteria) < min_criteria and qualities_fallback:
+    if count(criteria) < min_criteria and qualities_fallback:
         # the short structured prompt first (:data:`QUALITIES_SCHEMA`), then the free-text list
         asked = llm.complete([{"role": "user", "content": qualities_fallback}],
                              params.with_(json_schema=structured.as_param(QUALITIES_SCHEMA))).text
-        found = read_qualities(asked)
-        if len(found) > len(criteria):
-            criteria, reply, read = found, asked, "qualities"
-    if len(criteria) < min_criteria and fallback:
+        take(read_qualities(asked), asked, "qualities")
+    if count(criteria) < min_criteria and fallback:
         # free text on purpose: the fallback is for backends that honour no schema
         listed = llm.complete([{"role": "user", "content": fallback}], params.with_(json_schema="")).text
-        found = parse_criteria_lines(listed, plain_items=True)
-        if len(found) > len(criteria):
-            criteria, reply, read = found, listed, "list"
+        take(parse_criteria_lines(listed, plain_items=True), listed, "list")
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])
     return criteria, observations, reply, retried, read
@@ -608,7 +657,7 @@ def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, list[str]]:
 def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_description: str, *, llm: LLM,
                     params: GenerationParams, source_chars: int, complete_streak: int, fallback: bool = False,
                     dataset_task: str = "", quality: str = "", log: EventSink | None = None,
-                    progress: Progress | None = None) -> tuple[dict[str, str], int]:
+                    progress: Progress | None = None, shown: Sequence[str] | None = None) -> tuple[dict[str, str], int]:
     """Algorithm 1 / Table 15: initial criteria, then observe and refine on each further mini-batch.
 
     The refine step uses the new observation (Eq. 8); a COMPLETE observation
@@ -617,7 +666,11 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     gave no usable criteria even after the retry (the previous set is kept).
     With ``fallback``, an init that still has fewer than 4 criteria asks the short list
     prompt (:func:`criteria_list_prompt` with ``dataset_task`` and ``quality``; not in the paper).
+    ``shown``: the texts the rubric checks measure copies against (the training texts); when given, a
+    criterion counts only if the checks accept it, and the usable criteria of successive replies are pooled
+    (:func:`_ask_criteria`).
     """
+    usable = (lambda c: check_criteria(c, shown)[0]) if shown is not None else None
     phrase = task_phrase(task_description)
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
@@ -628,7 +681,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
                                   quality=quality, source_chars=source_chars) if fallback else None)
     criteria, observations, raw, retried, read = _ask_criteria(
         llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params,
-        schema=CRITERIA_INIT_SCHEMA, fallback=short, qualities_fallback=qualities)
+        schema=CRITERIA_INIT_SCHEMA, fallback=short, qualities_fallback=qualities, usable=usable)
     if not criteria:
         failures += 1
     if log:
@@ -656,15 +709,16 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
             continue
         refined, _, raw, retried, read = _ask_criteria(llm, CRITERIA_REFINE_TEMPLATE.render(
             criteria=json.dumps(criteria, ensure_ascii=False, indent=1), observations=reply.strip()),
-            params.with_(seed=params.seed + t))
+            params.with_(seed=params.seed + t), usable=usable)
         observations = f"{observations}\n{reply.strip()}".strip()
         if not refined:
             failures += 1
         # a refinement replaces the criteria unless the rubric checks accept fewer of its criteria than of the
         # current ones (ours): SmolLM2 "refined" two usable criteria into "The most expensive food on earth is
         # a sea food", which the checks then refused, leaving the judge with none
-        shown = [x for e in batches[t] for x in (e.get("input"), e.get("output"), e.get("context")) if x]
-        worse = bool(refined) and (len(check_criteria(refined, shown)[0]) < len(check_criteria(criteria, shown)[0]))
+        seen = shown if shown is not None else [x for e in batches[t] for x in (e.get("input"), e.get("output"),
+                                                                               e.get("context")) if x]
+        worse = bool(refined) and (len(check_criteria(refined, seen)[0]) < len(check_criteria(criteria, seen)[0]))
         if log:
             log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
                              **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
@@ -1407,7 +1461,7 @@ class ActiveCritic(Method):
             criteria, criteria_failures = define_criteria(batches, description, params=inference,
                                                           complete_streak=self.complete_streak,
                                                           fallback=self.criteria_fallback, dataset_task=task.task,
-                                                          quality=_quality(aspect), **common)
+                                                          quality=_quality(aspect), shown=shown, **common)
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
         if criteria and self.criteria is None:
