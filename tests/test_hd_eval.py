@@ -655,7 +655,7 @@ def test_a_node_left_with_no_accepted_child_gets_the_follow_up_then_the_no_child
                                                 {"name": "...", "definition": "..."}]})
             return json.dumps({"children": [{"name": "Evolution", "definition": COPIED}]})
         if 'split up is "grounded"' in messages[0]["content"] and len(messages) == 1:
-            # one child refused, one kept: fewer than 2, so the follow-up is asked and its better reply kept
+            # one child refused, one kept: fewer than 2, so the follow-up is asked and its children join the kept one
             return json.dumps({"children": [{"name": "Evolution", "definition": COPIED},
                                             {"name": "Source use", "definition": "Uses the source well."}]})
         return _json_scripted(messages, params)
@@ -668,7 +668,8 @@ def test_a_node_left_with_no_accepted_child_gets_the_follow_up_then_the_no_child
     assert all("cannot be used" in m[-1]["content"] and "'Evolution'" in m[-1]["content"] for m in follow_ups)
     nodes = judge.state["tree"]["nodes"]
     assert not [n for n in nodes if n.get("parent") == "style"]
-    assert len([n for n in nodes if n.get("parent") == "grounded"]) == 4, "the follow-up's four children"
+    grounded = [n["name"] for n in nodes if n.get("parent") == "grounded"]
+    assert len(grounded) == 4 and grounded[0] == "Source use", "the kept child, then the follow-up's up to k = 4"
     [warning] = [w for w in judge.state["warnings"] if w["code"] == "no_children"]
     assert "'style'" in warning["message"] and "2 refused by the rubric checks" in warning["message"]
     by_parent = {}

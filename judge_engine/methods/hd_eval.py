@@ -246,7 +246,8 @@ class Decomposition:
     raw: str
     """The reply (and the follow-up reply)."""
     read: str
-    """``json`` (the structured reply), ``text`` (the free-text fallback) or ``none`` (nothing usable)."""
+    """``json`` (the structured reply), ``text`` (the free-text fallback) or ``none`` (nothing usable), of the
+    first reply that gave a usable child."""
     follow_up: bool = False
     """True when the first reply had fewer than 2 usable children and a follow-up turn was asked."""
     rejected: tuple[dict[str, Any], ...] = ()
@@ -312,8 +313,8 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     """Eq. 1: the LLM proposes 2 to ``k`` sub-criteria (name, definition) of ``parent`` as JSON.
 
     One call per parent (ours; the template of App. G.1 may list several), plus one follow-up turn
-    when the reply holds fewer than 2 usable children (the better of the two
-    is kept). Usable means read and accepted by :func:`check_children`
+    when the reply holds fewer than 2 usable children (the usable children of
+    both replies are kept, at most ``k``). Usable means read and accepted by :func:`check_children`
     against ``shown`` (texts a copy is measured against, e.g. the training
     texts) plus the prompt's own texts (background, parent definition,
     guideline), ``existing`` (the texts of the nodes already in the
@@ -354,15 +355,17 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     follow = llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                           params).text
     found, more_read = read_decomposition(follow, k)
-    more, more_refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own,
-                                       taken=taken)
+    # the follow-up's usable children join the first reply's (checked against them as siblings): SmolLM2 wrote
+    # one usable child per reply at best
+    more, more_refused = check_children(found, shown=shown, existing=[*existing, *map(child_text, children)],
+                                        topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)])
     said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
     rejected += [{**r, "stage": "decomposition (follow-up)", "parent": parent.get("id")}
                  for r in more_refused if r["text"] not in said]
     raw = f"{reply}\n--- follow-up ---\n{follow}"
-    if len(more) > len(children):
-        return Decomposition(tuple(more), raw, more_read, True, tuple(rejected))
-    return Decomposition(tuple(children), raw, read, True, tuple(rejected))
+    pooled = [*children, *more][:k]
+    how = read if children or not more else more_read  # the first reply that gave a usable child
+    return Decomposition(tuple(pooled), raw, how, True, tuple(rejected))
 
 
 def add_children(tree: dict[str, Any], parent_id: str, children: Sequence[dict[str, str]]) -> list[str]:
