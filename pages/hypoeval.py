@@ -54,11 +54,10 @@ if dataset is not None:
     # the training items are the method's S_tr: one field, passed as n_train too
     split = start_form.split_fields(METHOD, dataset, train=defaults["n_train"], test=20,
                                     train_help="HypoEval learns from at most 30 (the paper's |S_tr|).")
-    params = start_form.parameter_fields(METHOD, METHOD, MAIN_PARAMETERS,
-                                         values=start_form.fast_defaults(METHOD, common.llm_config()))
-    if params.get("weighted"):
-        st.caption("Probability-weighted scores need the score alone (no reasoning first): the reasoning option is "
-                   "turned off for this run.")
+    params = start_form.parameter_fields(
+        METHOD, METHOD, MAIN_PARAMETERS, values=start_form.fast_defaults(METHOD, common.llm_config()),
+        turned_off_by={"reasoning": ("weighted", "probability-weighted scores need the score alone, with no "
+                                                 "reasoning before it")})
     with st.expander("More settings (paper defaults)"):
         params |= start_form.parameter_fields(
             METHOD, METHOD, start_form.other_parameters(METHOD, MAIN_PARAMETERS + ("n_train",)))

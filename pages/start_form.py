@@ -112,11 +112,15 @@ def split_fields(prefix: str, dataset: Dataset, *, train: int = 30, test: int = 
     return SplitChoice(int(train_size), int(test_size), int(seed))
 
 
-def _field(doc: ParameterDoc, key: str, value: Any) -> Any:
+def _field(doc: ParameterDoc, key: str, value: Any, *, off_because: str = "") -> Any:
     constraint = doc.constraint
     if isinstance(constraint, Options):
         choices = list(constraint.values)
         if set(choices) == {True, False}:
+            if off_because:  # its own key: the person's choice comes back when the other option is undone
+                st.checkbox(doc.label, value=False, key=f"{key}_off", disabled=True,
+                            help=f"Off: {off_because}. {doc.help}")
+                return False
             return st.checkbox(doc.label, value=bool(value), key=key, help=doc.help)
         return st.selectbox(doc.label, choices, index=choices.index(value) if value in choices else 0, key=key,
                             format_func=lambda v: doc.choices.get(v, "automatic" if v is None else str(v)),
@@ -141,16 +145,23 @@ def drawable(doc: ParameterDoc) -> bool:
 
 
 def parameter_fields(method: str, prefix: str, names: Iterable[str], *, values: dict[str, Any] | None = None,
-                     columns: int = 3) -> dict[str, Any]:
-    """Fields for ``names`` of ``method``'s parameters, from the method's description; returns their values."""
+                     columns: int = 3, turned_off_by: dict[str, tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Fields for ``names`` of ``method``'s parameters, from the method's description; returns their values.
+
+    ``turned_off_by``: a yes/no parameter that another one, drawn before it, turns off while it is ticked
+    (``{"reasoning": ("weighted", "why")}``): drawn unticked and disabled, with the reason in its help.
+    """
     docs = {d.name: d for d in describe_parameters(METHODS[method])}
     values = values or {}
+    turned_off_by = turned_off_by or {}
     names = [n for n in names if drawable(docs[n])]
     out: dict[str, Any] = {}
     cols = st.columns(columns)
     for i, name in enumerate(names):
+        other, why = turned_off_by.get(name, ("", ""))
         with cols[i % columns]:
-            out[name] = _field(docs[name], f"{prefix}_p_{name}", values.get(name, docs[name].default))
+            out[name] = _field(docs[name], f"{prefix}_p_{name}", values.get(name, docs[name].default),
+                               off_because=why if other and out.get(other) else "")
     return out
 
 

@@ -61,6 +61,18 @@ def test_review_shows_the_estimate_and_start_creates_hypoeval_and_baseline_runs(
     assert hypo["params"]["literature"] == [{"title": "Guideline", "text": "Coherent summaries keep to one topic."}]
 
 
+def test_reasoning_is_drawn_off_and_disabled_while_probability_weighted_scores_are_ticked(db, tiny_dataset):
+    Store(db).save_dataset(tiny_dataset)
+    at = open_page()
+    assert at.checkbox(key="hypoeval_p_weighted").value, "the embedded model's fast default"
+    off = at.checkbox(key="hypoeval_p_reasoning_off")
+    assert off.value is False and off.disabled and "probability-weighted" in off.help
+    at.checkbox(key="hypoeval_p_weighted").uncheck().run()
+    assert not at.exception, [e.value for e in at.exception]
+    mine = at.checkbox(key="hypoeval_p_reasoning")
+    assert mine.value is True and not mine.disabled, "the paper's default comes back"
+
+
 def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db, tiny_dataset, started):
     run_id = finished_run(db, tiny_dataset)
     at = open_page()
