@@ -50,7 +50,8 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     ``live_view`` draws the method's own view of the run (e.g. HypoEval's
     bank) at every poll. When the run finishes while the page is open, the
     whole page is drawn again so its results appear. A failed or interrupted run says why and
-    offers Resume (what was done is kept; cached calls are free).
+    offers Resume (what was done is kept; cached calls are free), except a run whose method found no
+    judge (a ``ValueError`` from ``fit``), which says so and offers none.
     """
     first = effective_status(common.get_store().run(run_id))
     live = first in common.LIVE_STATUSES
@@ -76,6 +77,12 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
             if live:  # it finished while this page was open: draw the results
                 st.rerun()
             common.finished_box(common.run_trust(store, run), f"Run #{run_id} finished.")
+        elif status == "failed" and run.message.startswith("ValueError: "):
+            # the method decided there is no judge (e.g. no candidate agrees with the humans); a resume would
+            # replay the same cached calls to the same end
+            st.error(common.escape_markdown(
+                f"Run #{run_id} ended without a judge: {run.message.removeprefix('ValueError: ')} Resuming would "
+                "reach the same end; change the settings (or the data) and start a new run."))
         else:
             st.warning(common.escape_markdown(f"Run #{run_id} {status}: {run.message or 'the worker stopped'}. "
                                     "Resume continues where it stopped; calls already made are not paid again."))

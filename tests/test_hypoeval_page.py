@@ -192,3 +192,23 @@ def test_hypotheses_the_checks_rejected_are_listed_with_reasons_and_a_person_can
     assert restored and restored[0]["status"] == "accepted"
     audit = Store(db).audit_log(entity="criterion", limit=50)
     assert any(a["actor"] == "user" and near in str(a["after"]) for a in audit)
+
+
+@pytest.mark.parametrize("message, resumable", [
+    ("ValueError: HypoEval found no hypothesis that agrees with the human scores on the 8 training items.", False),
+    ("LLMError: the server closed the connection", True)])
+def test_a_run_that_found_no_judge_says_so_without_resume_and_other_failures_offer_it(db, tiny_dataset, message,
+                                                                                     resumable):
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6))
+    store.update_run(run_id, status="failed", message=message)
+    at = open_page()
+    resume = [b for b in at.button if b.label == "Resume"]
+    if resumable:
+        assert resume and any("Resume continues where it stopped" in w.value for w in at.warning)
+    else:
+        assert not resume
+        assert any(f"Run #{run_id} ended without a judge: HypoEval found no hypothesis" in e.value.replace("\\", "")
+                   and "Resuming would reach the same end" in e.value for e in at.error)
