@@ -45,6 +45,9 @@ The rules, each a pure function of the texts:
     word of the parent, of the judged output's name or of praise ("Good
     coherence: a coherent response has high coherence" under coherence), or
     its name is only its parent's name ("Coherence" under coherence).
+``reports_score``
+    A named criterion whose definition states a score ("Human Rating of
+    100.00", "A score of 4.9 out of 10") instead of what is checked.
 ``copied_definition``
     A named criterion whose definition alone is mostly copied from a shown
     text (the name's own words can dilute ``copy`` below its threshold).
@@ -106,8 +109,11 @@ story stories generation sentence sentences passage
 PLACEHOLDER_WORDS = frozenset("""
 criterion criteria subcriterion subcriteria sub name names aspect aspects item items example examples point points
 factor factors metric metrics definition definitions number first second third fourth new short
+human humans annotator annotators rating ratings score scores document documents source sources content data json
+field fields key keys value values label labels
 """.split())
-"""Words a placeholder name is made of ("Criterion 1", "A short name", "Sub-criterion")."""
+"""Words a placeholder name is made of ("Criterion 1", "A short name", "Sub-criterion"), and the names of the
+prompt's own fields that SmolLM2 gave as criterion names ("human", "score", "CONTENT", "source")."""
 
 PRAISE_WORDS = frozenset("""
 good bad great excellent high higher highest low lower lowest well better worse best worst quality qualities score
@@ -306,6 +312,10 @@ def content_words(text: str) -> set[str]:
             and (len(w) > 1 or w.isdigit())}
 
 
+REPORTED_SCORE = re.compile(r"\b\d+(?:\.\d+)?\s+out\s+of\s+\d+\b|\b\d+\.\d+\b", re.IGNORECASE)
+"""A score stated in a criterion's definition: a decimal ("Human Rating of 100.00") or "4.9 out of 10"."""
+
+
 def named_nothing(name: str) -> bool:
     """Whether a criterion's name is a placeholder: no word left once function words, names of the judged
     text, placeholder words ("criterion", "name"), numbers and single letters are removed."""
@@ -341,6 +351,10 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
         return check
     if named_nothing(name):
         return RubricCheck(text, False, "placeholder", f"the name {name.strip()[:40]!r} names nothing")
+    reported = REPORTED_SCORE.search(definition)
+    if reported:
+        return RubricCheck(text, False, "reports_score", f"its definition reports a score ({reported.group(0)!r}) "
+                                                         "instead of saying what is checked")
     said = content_words(definition) - PRAISE_WORDS_STEMS
     if said <= content_words(name):
         return RubricCheck(text, False, "circular", "the definition only repeats the name")

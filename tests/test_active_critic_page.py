@@ -238,8 +238,9 @@ def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reas
     assert not at.exception, [e.value for e in at.exception]
     run = Store(db).get_run(1)
     assert run["status"] == "failed" and run["judge"] is None
-    warnings = " ".join(w.value for w in at.warning).replace("\\", "")
-    assert "no usable judge" in warnings and "zero-shot: Q = -" in warnings
+    said = " ".join(e.value for e in at.error).replace("\\", "")
+    assert "ended without a judge" in said and "no usable judge" in said and "zero-shot: Q = -" in said
+    assert not [b for b in at.button if b.label == "Resume"], "a resume would reach the same end"
     search = next(d.value for d in at.dataframe if "coverage" in d.value.columns)
     assert search["selectable"].tolist() == [False, False]
 

@@ -164,9 +164,9 @@ def test_failed_run_with_an_empty_bank_says_why(db, tiny_dataset):
         execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=1), store=store,
                                                 backend=FakeBackend(copies)))
     at = open_page()
-    texts = [w.value for w in at.warning]
-    assert any("HypoEval generated no usable hypothesis" in t and "failed" in t for t in texts)
-    assert any(t.startswith("Empty bank") for t in texts)
+    errors = [e.value for e in at.error]
+    assert any("HypoEval generated no usable hypothesis" in t and "ended without a judge" in t for t in errors)
+    assert any(w.value.startswith("Empty bank") for w in at.warning)
     assert any("0 read as JSON" in c.value and "unreadable" in c.value for c in at.caption)
 
 

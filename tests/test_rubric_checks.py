@@ -154,6 +154,25 @@ def test_active_critic_criteria_that_speak_or_repeat_their_name_are_refused():
                                                          ("Good coherence", "circular")]
 
 
+def test_criteria_named_after_the_prompts_fields_or_reporting_a_score_are_refused():
+    # what SmolLM2-135M gave as Active-Critic criteria on Topical-Chat (2026-11-25); the old checks kept the first two
+    criteria = {"human": "Human Rating of 100.00",
+                "CONTENT": "The document consists of various structured data such as words, phrases, and sentences.",
+                "Annotator score": "A score of 4.9 out of 10 in their evaluation task.",
+                "Groundedness": "The response uses the fact it was given, and a score of 5 means it uses all of it.",
+                "Brevity": "At most 3/4 of the length of the source, a good ratio for a summary."}
+    criteria["Rating"] = "Rated 4.9 by the annotators on average."
+    kept, refused = check_criteria(criteria, shown=[])
+    # a score point a rubric defines ("a score of 5 means") and a ratio are not a reported score
+    assert list(kept) == ["Groundedness", "Brevity"]
+    assert [(r["name"], r["rule"]) for r in refused] == [("human", "placeholder"), ("CONTENT", "placeholder"),
+                                                         ("Annotator score", "placeholder"),
+                                                         ("Rating", "placeholder")]
+    refused = check_criterion("Clarity", "Clarity was rated 4.9 out of 10 by the annotators.")
+    assert refused.rule == "reports_score" and "4.9 out of 10" in refused.reason
+    assert check_criterion("Fluency", "Human rating of 100.00 for the reply.").rule == "reports_score"
+
+
 # ---- good criteria must still pass: paraphrases of the HD-Eval paper's decompositions (Tables 10-12), in our words --
 
 GOOD_CHILDREN = [  # (parent, parent definition, name, definition)
