@@ -278,3 +278,14 @@ def test_a_child_named_like_a_node_already_in_the_tree_is_a_near_duplicate():
     assert [c["name"] for c in kept] == ["Slot coverage"]
     assert [r["rule"] for r in refused] == ["near_duplicate", "near_duplicate"]
     assert "naturalness" in refused[0]["reason"] and "Slot coverage" in refused[1]["reason"]
+
+
+def test_an_active_critic_criterion_naming_what_is_judged_passes_without_a_quality_word():
+    criteria = {"Topic Focus": "The summary stays on the article's main subject and leaves out side stories.",
+                "Connective Use": "Words such as because, then and however link the sentences where they belong.",
+                "Weather": "It rained on monday in the city."}
+    topics = ("Summary", "coherence", "The summary should build from sentence to sentence to a coherent body.")
+    assert check_criteria(criteria, shown=[])[0] == {}, "the quality vocabulary alone refuses all three"
+    kept, refused = check_criteria(criteria, shown=[], topics=topics)
+    assert list(kept) == ["Topic Focus", "Connective Use"]
+    assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality")]

@@ -92,7 +92,7 @@ from ..metrics import (
 from ..parsing import parse_json_object, parse_score, read_weighted
 from ..prompting import TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import check_criterion, check_entry
+from ..rubric_checks import RubricCheck, check_criterion, check_entry, shares_topic
 from .base import (
     EventSink,
     FitContext,
@@ -331,13 +331,22 @@ def check_task_description(description: str, task: TaskInfo,
     return fallback, {**check.to_dict(), "stage": "task description"}
 
 
-def check_criteria(criteria: dict[str, str], shown: Sequence[str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def check_criteria(criteria: dict[str, str], shown: Sequence[str],
+                   topics: Sequence[str] = ()) -> tuple[dict[str, str], list[dict[str, Any]]]:
     """The criteria the rubric checks accept (:func:`judge_engine.rubric_checks.check_criterion`: name and
-    definition together, a placeholder name or a definition repeating the name refused), and the refusals."""
+    definition together, a placeholder name or a definition repeating the name refused), and the refusals.
+
+    ``topics``: what is judged (the output's label, the scored aspect's name and definition). A criterion
+    that names no word of the quality vocabulary but a content word of these ("Topic focus: the summary
+    stays on the article's main subject") describes a facet of the scored quality, as an HD-Eval child
+    does (:func:`judge_engine.rubric_checks.shares_topic`); its ``no_quality`` refusal is lifted.
+    """
     names = list(criteria)
     checks, accepted = [], []
     for n in names:  # each accepted criterion counts for the near-duplicate rule of the next ones
         check = check_criterion(n, criteria[n], shown=shown, accepted=accepted)
+        if check.rule == "no_quality" and shares_topic(check.text, topics):
+            check = RubricCheck(check.text, True)
         accepted += [check.text] if check.ok else []
         checks.append(check)
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
@@ -657,7 +666,8 @@ def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, list[str]]:
 def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_description: str, *, llm: LLM,
                     params: GenerationParams, source_chars: int, complete_streak: int, fallback: bool = False,
                     dataset_task: str = "", quality: str = "", log: EventSink | None = None,
-                    progress: Progress | None = None, shown: Sequence[str] | None = None) -> tuple[dict[str, str], int]:
+                    progress: Progress | None = None, shown: Sequence[str] | None = None,
+                    topics: Sequence[str] = ()) -> tuple[dict[str, str], int]:
     """Algorithm 1 / Table 15: initial criteria, then observe and refine on each further mini-batch.
 
     The refine step uses the new observation (Eq. 8); a COMPLETE observation
@@ -670,7 +680,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     criterion counts only if the checks accept it, and the usable criteria of successive replies are pooled
     (:func:`_ask_criteria`).
     """
-    usable = (lambda c: check_criteria(c, shown)[0]) if shown is not None else None
+    usable = (lambda c: check_criteria(c, shown, topics)[0]) if shown is not None else None
     phrase = task_phrase(task_description)
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
@@ -718,7 +728,8 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         # a sea food", which the checks then refused, leaving the judge with none
         seen = shown if shown is not None else [x for e in batches[t] for x in (e.get("input"), e.get("output"),
                                                                                e.get("context")) if x]
-        worse = bool(refined) and (len(check_criteria(refined, seen)[0]) < len(check_criteria(criteria, seen)[0]))
+        worse = bool(refined) and (len(check_criteria(refined, seen, topics)[0])
+                                   < len(check_criteria(criteria, seen, topics)[0]))
         if log:
             log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
                              **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
@@ -1454,6 +1465,7 @@ class ActiveCritic(Method):
                     "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
                     f"the prompts use the dataset's own task instead: {description!r}"))
         criteria_failures = 0
+        topics = (task.output_label, aspect.name, aspect.definition or "")
         if self.criteria is not None:
             criteria = {str(k): str(v) for k, v in self.criteria.items()}
             sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
@@ -1461,11 +1473,12 @@ class ActiveCritic(Method):
             criteria, criteria_failures = define_criteria(batches, description, params=inference,
                                                           complete_streak=self.complete_streak,
                                                           fallback=self.criteria_fallback, dataset_task=task.task,
-                                                          quality=_quality(aspect), shown=shown, **common)
+                                                          quality=_quality(aspect), shown=shown,
+                                                          topics=topics, **common)
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
         if criteria and self.criteria is None:
-            criteria, refused_criteria = check_criteria(criteria, shown)
+            criteria, refused_criteria = check_criteria(criteria, shown, topics)
             for refused in refused_criteria:
                 rejected.append(refused)
                 sink("rubric_rejected", refused)
