@@ -258,7 +258,8 @@ def _reasons(training: TrainingFigure | None, test: TestFigure | None, sample: T
             continue
         if fig.value is None:
             why = (f"none of the {n} items has a score" if missing >= n else
-                   f"its scores do not vary enough to correlate ({missing} of {n} items have no score)")
+                   "its scores do not vary enough to correlate"
+                   + (f" ({missing} of {n} items have no score)" if missing else f" (all {n} items scored)"))
             reasons.append(f"no test {STATISTIC} at the {fig.level} level: {why}")
         elif fig.value <= 0:
             reasons.append(f"anti-correlated on the test items: {fig.level}-level {STATISTIC} is {_fmt(fig.value)} "

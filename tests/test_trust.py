@@ -181,3 +181,16 @@ def test_a_summary_stored_before_intervals_were_withheld_is_measured_again(store
     report = trust.trust_report(store, run_id)
     assert report.test.level == "group" and report.test.ci == (None, None)
     assert report.test.ci_note.startswith("too few groups")
+
+
+@pytest.mark.parametrize("score, said", [
+    (lambda i: 3, "its scores do not vary enough to correlate (all 40 items scored)"),
+    (lambda i: 3 if i % 4 else None, "its scores do not vary enough to correlate (10 of 40 items have no score)"),
+    (lambda i: None, "none of the 40 items has a score")])
+def test_a_judge_without_a_test_correlation_says_why(store, wide_dataset, score, said):
+    store.save_dataset(wide_dataset)
+    run_id = _learned(store, wide_dataset, _split(wide_dataset, 0), "hpss", HPSS_GOOD, score)
+    report = trust.trust_report(store, run_id)
+    assert report.verdict == "warning"
+    assert any(r.startswith("no test pearson at the sample level: ") and r.endswith(said) for r in report.reasons), \
+        report.reasons
