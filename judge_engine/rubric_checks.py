@@ -110,7 +110,7 @@ PLACEHOLDER_WORDS = frozenset("""
 criterion criteria subcriterion subcriteria sub name names aspect aspects item items example examples point points
 factor factors metric metrics definition definitions number first second third fourth new short
 human humans annotator annotators rating ratings score scores document documents source sources content data json
-field fields key keys value values label labels
+field fields key keys value values label labels expert experts rater raters annotation annotations
 """.split())
 """Words a placeholder name is made of ("Criterion 1", "A short name", "Sub-criterion"), and the names of the
 prompt's own fields that SmolLM2 gave as criterion names ("human", "score", "CONTENT", "source")."""

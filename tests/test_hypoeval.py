@@ -938,3 +938,15 @@ def test_a_trait_named_after_a_judged_text_is_refused_as_a_copy(tiny_dataset):
                                     shown=shown)
     assert [(r["name"], r["rule"]) for r in refused] == [("Chow", "copy")] and "taken from" in refused[0]["reason"]
     assert len(kept) == 1 and kept[0].startswith("Clarity: ")
+
+
+def test_a_trait_naming_the_raters_or_reporting_a_score_is_refused(tiny_dataset):
+    # what SmolLM2 wrote on Topical-Chat understandability (2026-11-25); the old checks selected both
+    ctx, _ = ctx_for(None, tiny_dataset)
+    kept, refused = he.check_traits([
+        ("Human experts", "The human experts rate understandability of the reply."),
+        ("Easy reading", "5.00% of the responses are easy to understand."),
+        ("Plain wording", "The summary uses common words a reader knows.")], ctx)
+    assert [(r["name"], r["rule"]) for r in refused] == [("Human experts", "placeholder"),
+                                                         ("Easy reading", "reports_score")]
+    assert len(kept) == 1 and kept[0].startswith("Plain wording: ")

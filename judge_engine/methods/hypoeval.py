@@ -76,7 +76,8 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, RunEvent, Sample, Verdict
-from ..rubric_checks import RubricCheck, check_entries, check_entry, name_from_shown, shares_topic
+from ..rubric_checks import (RubricCheck, check_criterion, check_entries, check_entry, name_from_shown,
+                             shares_topic)
 from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                    register)
 
@@ -527,6 +528,9 @@ def check_traits(traits: Sequence[tuple[str, str]], ctx: Context, *, shown: Sequ
     as for HD-Eval's children); copies, repetitions and near-duplicates are
     refused either way, and so is a trait named after content of a shown
     text (:func:`judge_engine.rubric_checks.name_from_shown`, as ``copy``).
+    A trait is also a named criterion
+    (:func:`judge_engine.rubric_checks.check_criterion`): a name that names
+    nothing, a description that only repeats it or reports a score is refused.
     """
     topics = (ctx.aspect.name, ctx.aspect.definition or "", ctx.task.output_label)
     accepted: list[str] = []
@@ -535,6 +539,12 @@ def check_traits(traits: Sequence[tuple[str, str]], ctx: Context, *, shown: Sequ
     for name, description in traits:
         said = f"{name}: {description}"
         check = check_entry(said, kind="hypothesis", shown=shown, accepted=accepted)
+        if check.ok or check.rule == "no_quality":
+            # a trait is a named criterion: its name must name something and its description must not only
+            # repeat the name or report a score ("Human experts: 5.00% of the responses are easy to understand")
+            named = check_criterion(name, description, shown=shown, accepted=accepted)
+            if not named.ok and named.rule != "no_quality":
+                check = RubricCheck(said, False, named.rule, named.reason)
         if check.ok and name_from_shown(name, shown, topics):
             check = RubricCheck(said, False, "copy", f"its name {name!r} is taken from a text the prompt showed, "
                                                      "not a quality")
