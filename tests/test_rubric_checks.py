@@ -289,3 +289,7 @@ def test_an_active_critic_criterion_naming_what_is_judged_passes_without_a_quali
     kept, refused = check_criteria(criteria, shown=[], topics=topics)
     assert list(kept) == ["Topic Focus", "Connective Use"]
     assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality")]
+    # the definition must name what is judged, not only the name (SmolLM2 on SF-RES informativeness)
+    junk = {"Able to convey information": "The most expensive food on earth is a sea food."}
+    topics = ("Utterance", "informativeness", "Whether the utterance conveys all the information in the dialogue act.")
+    assert check_criteria(junk, shown=[], topics=topics)[0] == {}

@@ -337,15 +337,17 @@ def check_criteria(criteria: dict[str, str], shown: Sequence[str],
     definition together, a placeholder name or a definition repeating the name refused), and the refusals.
 
     ``topics``: what is judged (the output's label, the scored aspect's name and definition). A criterion
-    that names no word of the quality vocabulary but a content word of these ("Topic focus: the summary
-    stays on the article's main subject") describes a facet of the scored quality, as an HD-Eval child
-    does (:func:`judge_engine.rubric_checks.shares_topic`); its ``no_quality`` refusal is lifted.
+    whose definition names no word of the quality vocabulary but a content word of these ("Topic focus: the
+    summary stays on the article's main subject") describes a facet of the scored quality, as an HD-Eval
+    child does (:func:`judge_engine.rubric_checks.shares_topic`); its ``no_quality`` refusal is lifted. The
+    definition must name it, not only the name: SmolLM2 wrote "Able to convey information: The most
+    expensive food on earth is a sea food" for informativeness.
     """
     names = list(criteria)
     checks, accepted = [], []
     for n in names:  # each accepted criterion counts for the near-duplicate rule of the next ones
         check = check_criterion(n, criteria[n], shown=shown, accepted=accepted)
-        if check.rule == "no_quality" and shares_topic(check.text, topics):
+        if check.rule == "no_quality" and shares_topic(criteria[n], topics):
             check = RubricCheck(check.text, True)
         accepted += [check.text] if check.ok else []
         checks.append(check)
