@@ -312,8 +312,11 @@ def content_words(text: str) -> set[str]:
             and (len(w) > 1 or w.isdigit())}
 
 
-REPORTED_SCORE = re.compile(r"\b\d+(?:\.\d+)?\s+out\s+of\s+\d+\b|\b\d+\.\d+\b", re.IGNORECASE)
-"""A score stated in a criterion's definition: a decimal ("Human Rating of 100.00") or "4.9 out of 10"."""
+REPORTED_SCORE = re.compile(r"\b\d+(?:\.\d+)?\s+out\s+of\s+\d+\b|\b\d+\.\s?\d+\b"
+                            r"|\b\d+(?:\.\d+)?\s?% of (?:the )?(?:responses|outputs|summaries|items|texts|utterances"
+                            r"|stories|replies|answers)\b", re.IGNORECASE)
+"""A score stated in a criterion's definition: a decimal ("Human Rating of 100.00", "5. 92"), "4.9 out of 10",
+or a share of the judged texts ("92% of the responses are easy to understand")."""
 
 
 def named_nothing(name: str) -> bool:

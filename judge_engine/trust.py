@@ -38,6 +38,11 @@ STATISTIC = "pearson"
 BASELINE_METHODS = ("direct", "geval")
 """Methods that learn nothing from the training items: the baselines a learned judge must beat."""
 
+MIN_TRAINING_CORRELATION = 0.1
+"""A judge chosen on a positive training correlation below this is warned about: on the dozen or so items
+a selection rests on, unrelated scores give far larger correlations (at 12 items the two-sided 5% band of a
+Pearson under no relation is about +-0.58), so 0 < r < 0.1 is no sign of agreement. A HypoEval hypothesis on
+Topical-Chat was selected on a training Pearson of 0.005 over 12 items and got no warning."""
 ALPHA = 0.05
 """Two-sided level of the paired bootstrap below which a difference to a baseline counts as significant."""
 
@@ -249,6 +254,10 @@ def _reasons(training: TrainingFigure | None, test: TestFigure | None, sample: T
         if training.value is not None and training.value <= 0 and not low:
             reasons.append(f"anti-correlated on its training items: {training.measure} is {_fmt(training.value)} "
                            f"({training.n_scored} of {training.n_items} items scored)")
+        elif training.value is not None and 0 < training.value < MIN_TRAINING_CORRELATION and not low:
+            reasons.append(f"barely agrees with the humans on its training items: {training.measure} is "
+                           f"{_fmt(training.value)} ({training.n_scored} of {training.n_items} items scored), "
+                           "no more than unrelated scores give on so few items")
         if low:
             listed = "; ".join(f"{_fmt(v)}: {text[:80]}" for text, v in low)
             reasons.append(f"{len(low)} of {len(training.parts)} selected hypotheses have a training Pearson "

@@ -171,6 +171,10 @@ def test_criteria_named_after_the_prompts_fields_or_reporting_a_score_are_refuse
     refused = check_criterion("Clarity", "Clarity was rated 4.9 out of 10 by the annotators.")
     assert refused.rule == "reports_score" and "4.9 out of 10" in refused.reason
     assert check_criterion("Fluency", "Human rating of 100.00 for the reply.").rule == "reports_score"
+    # SmolLM2's selected HypoEval trait on Topical-Chat (2026-11-25), and a share of the judged texts
+    assert check_criterion("Sensitivity", "5. 92% of the responses are easy to understand.").rule == "reports_score"
+    assert check_criterion("Ease", "92% of the responses are easy to understand.").rule == "reports_score"
+    assert check_criterion("Brevity", "At most 50% of the source length, so the summary is concise.").ok
 
 
 # ---- good criteria must still pass: paraphrases of the HD-Eval paper's decompositions (Tables 10-12), in our words --

@@ -194,3 +194,20 @@ def test_a_judge_without_a_test_correlation_says_why(store, wide_dataset, score,
     assert report.verdict == "warning"
     assert any(r.startswith("no test pearson at the sample level: ") and r.endswith(said) for r in report.reasons), \
         report.reasons
+
+
+def test_a_judge_chosen_on_a_training_correlation_near_zero_is_warned(store, wide_dataset):
+    # the HypoEval page on Topical-Chat selected a hypothesis on a training Pearson of 0.005 over 12 items
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 0)
+    weak = [{"key": "h1", "text": "Uses plain words", "train_pearson": 0.005, "train_parsed": 12}]
+    run_id = _learned(store, wide_dataset, split, "hypoeval", {"selected": weak, "train_ids": [f"t{i}" for i in range(12)]},
+                      _human)
+    report = trust.trust_report(store, run_id)
+    assert report.verdict == "warning" and report.test.value == pytest.approx(1.0)
+    assert any(r.startswith("barely agrees with the humans on its training items: ") and "+0.01 (12 of 12" in r for r in
+               report.reasons), report.reasons
+    fair = [{**weak[0], "train_pearson": 0.3}]
+    ok = trust.trust_report(store, _learned(store, wide_dataset, split, "hypoeval",
+                                            {"selected": fair, "train_ids": [f"t{i}" for i in range(12)]}, _human))
+    assert ok.verdict == "ok", ok.reasons
