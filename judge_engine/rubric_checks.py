@@ -51,6 +51,10 @@ The rules, each a pure function of the texts:
 ``copied_definition``
     A named criterion whose definition alone is mostly copied from a shown
     text (the name's own words can dilute ``copy`` below its threshold).
+``about_raters``
+    A hypothesis or criterion about the raters ("The experts are very
+    skilled in their field") that names neither the judged text nor what
+    the raters check in it.
 ``no_quality``
     For hypotheses and criteria: no word that names a quality, a judgement
     or a score (a rubric says what makes a text better or worse). For task
@@ -125,6 +129,14 @@ PRAISE_WORDS_STEMS = frozenset(w[:5] for w in PRAISE_WORDS)
 QUALITY_STEMS = frozenset(w[:5] for w in QUALITY_WORDS | PRAISE_WORDS)
 
 FIRST_PERSON = frozenset("i me my mine myself i'm i've i'd i'll".split())
+
+RATERS = frozenset("expert experts annotator annotators rater raters human humans judge judges evaluator "
+                   "evaluators".split())
+"""Who scores: a hypothesis or criterion about them, not about the judged text, is ``about_raters``."""
+CHECK_VERBS = frozenset("check checks checked look looks ask asks reward rewards penalise penalises penalize "
+                        "penalizes prefer prefers expect expects want wants notice notices count counts favour "
+                        "favours favor favors".split())
+"""What raters do to a text: "the experts check that nothing of the dialogue act is left out" says what is judged."""
 """Words of a speaker: a criterion or hypothesis describes a text, it does not speak."""
 
 SLOT = re.compile(r"\[\s*\]|\[\s*(?:\.\.\.|\u2026)\s*\]|\[[^\]\n]*_[^\]\n]*\]|<<<|>>>|\{\s*[a-z_]*\s*\}", re.I)
@@ -264,6 +276,8 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
                                f"speaks as a person ({', '.join(speaker)}) instead of describing the text")
     if kind == "hypothesis" and {"hypothesis", "hypotheses"} & set(words):
         return RubricCheck(text, False, "meta", "talks about a hypothesis instead of stating one")
+    if kind in ("hypothesis", "criterion") and RATERS & set(words) and not (OUTPUT_NOUNS | CHECK_VERBS) & set(words):
+        return RubricCheck(text, False, "about_raters", "describes the raters, not a quality of the judged text")
     return _quality(text, words, kind)
 
 

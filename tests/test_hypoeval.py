@@ -701,7 +701,7 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
 
 SPARSE = "SPARSE rubric: scores only the first two outputs exactly, and cannot decide on any other one."
 STEADY = "STEADY rubric: scores every output close to the experts, off by one point on a single item."
-ANTI = _Rubric("ANTI rubric {n}: gives the opposite of what the experts give, six minus their score on every item.")
+ANTI = _Rubric("ANTI rubric {n}: gives each summary the opposite of what the experts give, six minus their score.")
 
 
 def _selection_responder(dataset):

@@ -165,10 +165,12 @@ def test_criteria_named_after_the_prompts_fields_or_reporting_a_score_are_refuse
     kept, refused = check_criteria(criteria, shown=[])
     # a score point a rubric defines ("a score of 5 means") and a ratio are not a reported score
     assert list(kept) == ["Groundedness", "Brevity"]
-    assert [(r["name"], r["rule"]) for r in refused] == [("human", "placeholder"), ("CONTENT", "placeholder"),
-                                                         ("Annotator score", "placeholder"),
-                                                         ("Rating", "placeholder")]
-    refused = check_criterion("Clarity", "Clarity was rated 4.9 out of 10 by the annotators.")
+    # the raters' words ("Human", "annotators") are caught as about_raters first; "CONTENT" names nothing
+    assert [(r["name"], r["rule"]) for r in refused] == [("human", "about_raters"), ("CONTENT", "placeholder"),
+                                                         ("Annotator score", "about_raters"),
+                                                         ("Rating", "about_raters")]
+    assert check_criterion("Human", "Rating of 100.00 for the summary.").rule == "placeholder"
+    refused = check_criterion("Clarity", "The summary was rated 4.9 out of 10 for its clarity.")
     assert refused.rule == "reports_score" and "4.9 out of 10" in refused.reason
     assert check_criterion("Fluency", "Human rating of 100.00 for the reply.").rule == "reports_score"
     # SmolLM2's selected HypoEval trait on Topical-Chat (2026-11-25), and a share of the judged texts
@@ -297,3 +299,17 @@ def test_an_active_critic_criterion_naming_what_is_judged_passes_without_a_quali
     junk = {"Able to convey information": "The most expensive food on earth is a sea food."}
     topics = ("Utterance", "informativeness", "Whether the utterance conveys all the information in the dialogue act.")
     assert check_criteria(junk, shown=[], topics=topics)[0] == {}
+
+
+@pytest.mark.parametrize("text, rule", [
+    # SmolLM2's selected HypoEval traits on Topical-Chat understandability (2026-11-25)
+    ("Expertise: The experts are very skilled at understanding what makes up the content that they create.",
+     "about_raters"),
+    ("Understanding: The experts rate understandability, which is a measure of how easy it is for people to "
+     "comprehend the content they provide.", "about_raters"),
+    ("Clarity: The experts check that every sentence is clear and easy to follow.", ""),
+    ("Completeness: the experts check that nothing in the dialogue act is left out.", ""),
+    ("Politeness: The response thanks the human for the question.", "")])
+def test_a_hypothesis_about_the_raters_is_refused_one_about_what_they_check_passes(text, rule):
+    check = check_entry(text, kind="hypothesis")
+    assert check.rule == rule, check
