@@ -114,10 +114,12 @@ PLACEHOLDER_WORDS = frozenset("""
 criterion criteria subcriterion subcriteria sub name names aspect aspects item items example examples point points
 factor factors metric metrics definition definitions number first second third fourth new short
 human humans annotator annotators rating ratings score scores document documents source sources content data json
-field fields key keys value values label labels expert experts rater raters annotation annotations
+field fields key keys value values label labels expert experts rater raters annotation annotations child children
+qualities quality description descriptions hypothesis hypotheses
 """.split())
 """Words a placeholder name is made of ("Criterion 1", "A short name", "Sub-criterion"), and the names of the
-prompt's own fields that SmolLM2 gave as criterion names ("human", "score", "CONTENT", "source")."""
+prompt's own fields and schema keys that SmolLM2 gave as criterion names ("human", "score", "CONTENT",
+"children")."""
 
 PRAISE_WORDS = frozenset("""
 good bad great excellent high higher highest low lower lowest well better worse best worst quality qualities score

@@ -170,6 +170,9 @@ def test_criteria_named_after_the_prompts_fields_or_reporting_a_score_are_refuse
                                                          ("Annotator score", "about_raters"),
                                                          ("Rating", "about_raters")]
     assert check_criterion("Human", "Rating of 100.00 for the summary.").rule == "placeholder"
+    # an HD-Eval child on HANNA named after the schema's own key (2026-11-25)
+    assert check_criterion("children", "The story is judged on coherence, complexity and surprise.").rule == \
+        "placeholder"
     refused = check_criterion("Clarity", "The summary was rated 4.9 out of 10 for its clarity.")
     assert refused.rule == "reports_score" and "4.9 out of 10" in refused.reason
     assert check_criterion("Fluency", "Human rating of 100.00 for the reply.").rule == "reports_score"
