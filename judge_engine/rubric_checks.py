@@ -131,6 +131,7 @@ PRAISE_WORDS_STEMS = frozenset(w[:5] for w in PRAISE_WORDS)
 QUALITY_STEMS = frozenset(w[:5] for w in QUALITY_WORDS | PRAISE_WORDS)
 
 FIRST_PERSON = frozenset("i me my mine myself i'm i've i'd i'll".split())
+"""Words of a speaker: a criterion or hypothesis describes a text, it does not speak."""
 
 RATERS = frozenset("expert experts annotator annotators rater raters human humans judge judges evaluator "
                    "evaluators".split())
@@ -139,7 +140,6 @@ CHECK_VERBS = frozenset("check checks checked look looks ask asks reward rewards
                         "penalizes prefer prefers expect expects want wants notice notices count counts favour "
                         "favours favor favors".split())
 """What raters do to a text: "the experts check that nothing of the dialogue act is left out" says what is judged."""
-"""Words of a speaker: a criterion or hypothesis describes a text, it does not speak."""
 
 SLOT = re.compile(r"\[\s*\]|\[\s*(?:\.\.\.|\u2026)\s*\]|\[[^\]\n]*_[^\]\n]*\]|<<<|>>>|\{\s*[a-z_]*\s*\}", re.I)
 """Template slots left in: "[ ]", "[...]", "[task_description]", "<<<REPORT>>>", "{name}"."""
@@ -333,6 +333,12 @@ REPORTED_SCORE = re.compile(r"\b\d+(?:\.\d+)?\s+out\s+of\s+\d+\b|\b\d+\.\s?\d+\b
                             r"|stories|replies|answers)\b", re.IGNORECASE)
 """A score stated in a criterion's definition: a decimal ("Human Rating of 100.00", "5. 92"), "4.9 out of 10",
 or a share of the judged texts ("92% of the responses are easy to understand")."""
+
+
+def name_key(name: str) -> str:
+    """A name as the stems of its words, in order: "Slot coverage" and "slot  coverage!" are one name, "part 0
+    part 1" and "part 1 part 0" are two (the order is kept; :func:`content_words` is a set)."""
+    return " ".join(_stem(w) for w in _words(name)) or name.strip().lower()
 
 
 def named_nothing(name: str) -> bool:

@@ -95,7 +95,7 @@ from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import RubricCheck, check_criterion, shares_topic
+from ..rubric_checks import RubricCheck, check_criterion, name_key, shares_topic
 from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
@@ -282,29 +282,24 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     one criterion twice under two scores.
     """
     accepted = list(existing)
-    names = {_name_key(n): n for n in taken}
+    names = {name_key(n): n for n in taken}
     kept: list[dict[str, str]] = []
     refused: list[dict[str, Any]] = []
     for child in children:
         text = child_text(child)
         check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
                                 parent=parent)
-        same = names.get(_name_key(child["name"]))
+        same = names.get(name_key(child["name"]))
         if same is not None and (check.ok or check.rule == "no_quality"):
             check = RubricCheck(text, False, "near_duplicate", f"named like the criterion {same[:40]!r} already "
                                 "in the tree")
         if check.ok or (check.rule == "no_quality" and shares_topic(text, topics)):
             accepted.append(text)
-            names[_name_key(child["name"])] = child["name"]
+            names[name_key(child["name"])] = child["name"]
             kept.append(child)
         else:
             refused.append({**check.to_dict(), "name": child["name"], "definition": child.get("definition", "")})
     return kept, refused
-
-
-def _name_key(name: str) -> str:
-    stems = [w[:5] for w in re.findall(r"[a-z0-9']+", name.lower())]
-    return " ".join(stems) or name.strip().lower()
 
 
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
