@@ -198,6 +198,19 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         raise
 
 
+NO_JUDGE_PREFIX = "ValueError: "
+"""How :func:`execute_run` records a fit that raised ``ValueError``: the method decided there is no judge (no
+candidate agrees with the humans, nothing usable was generated)."""
+
+
+def ended_without_judge(run: RunRecord) -> str:
+    """Why a failed run's method found no judge ("" for any other run). A resume would replay the same cached
+    calls to the same end, so the pages offer none."""
+    if run.status == "failed" and run.message.startswith(NO_JUDGE_PREFIX):
+        return run.message.removeprefix(NO_JUDGE_PREFIX)
+    return ""
+
+
 def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger: dict[str, Any],
               seconds: float, n_bootstrap: int = 1000, judge: Judge | None = None) -> RunSummary:
     """Meta-evaluation of a run's verdicts at every level that applies, its cost, and its warnings.

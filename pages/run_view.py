@@ -77,11 +77,9 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
             if live:  # it finished while this page was open: draw the results
                 st.rerun()
             common.finished_box(common.run_trust(store, run), f"Run #{run_id} finished.")
-        elif status == "failed" and run.message.startswith("ValueError: "):
-            # the method decided there is no judge (e.g. no candidate agrees with the humans); a resume would
-            # replay the same cached calls to the same end
+        elif status == "failed" and (why := runs.ended_without_judge(run)):
             st.error(common.escape_markdown(
-                f"Run #{run_id} ended without a judge: {run.message.removeprefix('ValueError: ')} Resuming would "
+                f"Run #{run_id} ended without a judge: {why} Resuming would "
                 "reach the same end; change the settings (or the data) and start a new run."))
         else:
             st.warning(common.escape_markdown(f"Run #{run_id} {status}: {run.message or 'the worker stopped'}. "
