@@ -70,8 +70,6 @@ if dataset is not None:
                             help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
                                  "comparison under Results.")
     chosen = start_form.changed(METHOD, {**params, "n_train": min(split.train_size, 1000)})
-    if params.get("weighted"):
-        chosen["reasoning"] = False
     notes = parse_notes(notes_text)
     if notes:
         chosen["literature"] = notes

@@ -61,12 +61,18 @@ def test_review_shows_the_estimate_and_start_creates_hypoeval_and_baseline_runs(
     assert hypo["params"]["literature"] == [{"title": "Guideline", "text": "Coherent summaries keep to one topic."}]
 
 
-def test_reasoning_is_drawn_off_and_disabled_while_probability_weighted_scores_are_ticked(db, tiny_dataset):
+def test_reasoning_is_drawn_off_and_disabled_while_probability_weighted_scores_are_ticked(db, tiny_dataset,
+                                                                                         started):
     Store(db).save_dataset(tiny_dataset)
     at = open_page()
     assert at.checkbox(key="hypoeval_p_weighted").value, "the embedded model's fast default"
     off = at.checkbox(key="hypoeval_p_reasoning_off")
     assert off.value is False and off.disabled and "probability-weighted" in off.help
+    at.checkbox(key="hypoeval_baselines").uncheck()
+    at.button(key="hypoeval_start").click().run()
+    [run] = Store(db).list_runs()
+    assert run["params"]["weighted"] is True and run["params"]["reasoning"] is False, "the run records it off"
+    at = open_page()
     at.checkbox(key="hypoeval_p_weighted").uncheck().run()
     assert not at.exception, [e.value for e in at.exception]
     mine = at.checkbox(key="hypoeval_p_reasoning")
