@@ -89,7 +89,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    from .runs import effective_status
+    from .runs import effective_status, ended_without_judge
     from .store import Store
     from .trust import one_line, trust_report
 
@@ -111,9 +111,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
         status = effective_status(r)
         if status in ("failed", "interrupted") and not summary:
             # its step count and an "n/a" figure say nothing; why it stopped does
-            reason = " ".join((r.message or "no reason recorded").split())
-            print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} "
-                  f"stopped at step {r.done} of {r.total}: {reason[:300]}")
+            why = ended_without_judge(r)
+            reason = " ".join((why or r.message or "no reason recorded").split())
+            said = "ended without a judge" if why else f"stopped at step {r.done} of {r.total}"
+            print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} {said}: {reason[:300]}")
             continue
         print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} "
               f"{r.done}/{r.total}  {figure}{scored}")

@@ -126,3 +126,8 @@ def test_runs_says_why_a_failed_run_stopped_instead_of_a_step_count(tmp_path, ti
     line = next(x for x in out.splitlines() if x.split()[0] == str(run_id))
     assert "stopped at step 18 of 147: HypoEval found no hypothesis that agrees with the human scores on the 8 " \
            "training items" in line and "spearman" not in line
+    # a method that found no judge (its fit raised ValueError) is said to have ended without one
+    store.update_run(run_id, message="ValueError: HypoEval generated no usable hypothesis")
+    code, out, _ = _run(capsys, "runs", "--db", db)
+    line = next(x for x in out.splitlines() if x.split()[0] == str(run_id))
+    assert line.endswith("ended without a judge: HypoEval generated no usable hypothesis"), line
