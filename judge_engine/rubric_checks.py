@@ -444,3 +444,68 @@ def name_from_shown(name: str, shown: Iterable[str], topics: Iterable[str] = ())
     if not words or set(words) & QUALITY_WORDS or shares_topic(name, topics):
         return False
     return any(set(words) <= set(_words(other)) for other in shown if other)
+
+
+FILLER = re.compile(r"^(?:(?:is|are|also|often|always|should|must|will|would|can|could|be|one|that|which|who|it)"
+                    r"\s+)+")
+"""The words a statement's body starts with before it names anything ("is one that has ...")."""
+
+
+def statement_body(statement: str, opener: str) -> str:
+    """What a statement says after its opener ("A good summary ..."), without the closing full stop."""
+    text = (statement or "").strip()
+    if opener and text.lower().startswith(opener.lower()):
+        text = text[len(opener):]
+    return text.strip().rstrip(".").strip()
+
+
+def statement_name(statement: str, opener: str, *, max_words: int = 6) -> str:
+    """A short name for a criterion written as a statement: its body up to the first comma, at most
+    ``max_words`` words, without the leading "is one that" ("A good summary is consistent with the article's
+    content." -> "Consistent with the article's content")."""
+    body = statement_body(statement, opener)
+    clause = re.split(r"[,;]", body, maxsplit=1)[0].strip()
+    named = FILLER.sub("", clause.lower()).strip() or clause or body
+    words = named.split()
+    name = " ".join(words[:max_words]) + ("\u2026" if len(words) > max_words else "")
+    return name[:1].upper() + name[1:]
+
+
+def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
+                    parent: Sequence[str] = (), topics: Sequence[str] = (), **limits: float) -> RubricCheck:
+    """Check a criterion written as a statement that starts with ``opener`` ("A good summary has ...").
+
+    The statement is checked by :func:`check_entry` as a ``criterion``; then
+    its body (the words after the opener) must say something besides praise
+    (``empty``: "A good response is a great one"), must not report a score
+    (``reports_score``) or be copied from a shown text on its own (``copy``;
+    the shared opener dilutes the share), and a sub-criterion must add a word
+    to ``parent`` (``restates_parent``: "A good response has high
+    naturalness" under naturalness). ``no_quality`` is decided on the body
+    (the opener's "good" is a quality word) and lifted when the body names a
+    content word of ``topics`` (:func:`shares_topic`).
+    """
+    body = statement_body(statement, opener)
+    check = check_entry(statement, kind="criterion", shown=shown, accepted=accepted, **limits)
+    if not check.ok and check.rule != "no_quality":
+        return check
+    said = {w for w in content_words(body) if not w.isdigit()} - PRAISE_WORDS_STEMS
+    if not said:
+        return RubricCheck(statement, False, "empty", "says nothing but praise")
+    reported = REPORTED_SCORE.search(body)
+    if reported:
+        return RubricCheck(statement, False, "reports_score", f"reports a score ({reported.group(0)!r}) instead of "
+                                                              "saying what is checked")
+    if len(_words(body)) >= 5:
+        share = copied_share(body, shown)
+        if share >= limits.get("max_copied", 0.6):
+            return RubricCheck(statement, False, "copy", f"{share:.0%} of it is copied from a text the prompt showed")
+    if parent and said <= set().union(*(content_words(p) for p in parent)):
+        return RubricCheck(statement, False, "restates_parent",
+                           f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
+    # the opener's "good" is a quality word: the body must name one itself (or a topic word)
+    # ... and naming the judged output again is no facet ("does not exist, such as saying this summary to a machine")
+    facet = " ".join(w for w in _words(body) if w not in OUTPUT_NOUNS)
+    if not set(_words(body)) & QUALITY_WORDS and not shares_topic(facet, topics):
+        return RubricCheck(statement, False, "no_quality", "names no quality, judgement or score")
+    return RubricCheck(statement, True)

@@ -155,6 +155,44 @@ def named_items_schema(title: str, key: str, *, min_items: int, max_items: int, 
     return _object(title, {key: {"type": "array", "items": item, "minItems": min_items, "maxItems": max_items}})
 
 
+def literal_pattern(text: str) -> str:
+    """``text`` as a regular expression that matches it literally, in the subset every grammar converter reads.
+
+    :func:`re.escape` writes ``"\\ "`` for a space, an escape llama.cpp's
+    schema-to-grammar converter refuses; a character class is understood by
+    every converter in use.
+    """
+    return "".join(c if c.isalnum() or c == " " else f"[\\{c}]" if c in "]\\^-" else f"[{c}]" for c in text)
+
+
+STATEMENT_BODY = "[a-z0-9 ,;']"
+"""The characters of a statement after its opener's first word: lower-case words, commas and apostrophes. No
+capital letter: SmolLM2 named criteria after people, cities and football clubs ("Aurora", "Barcelona",
+"Arsenal"). The first character is a letter: it wrote timestamps where a definition belonged."""
+
+
+def statement_pattern(opener: str, *, min_chars: int = 12, max_chars: int = 160) -> str:
+    """A sentence that starts with ``opener`` ("A good summary") and ends with a full stop."""
+    return f"^{literal_pattern(opener)} [a-z]{STATEMENT_BODY}{{{min_chars - 1},{max_chars - 1}}}[.]$"
+
+
+def statement_list_schema(title: str, key: str, *, opener: str, min_items: int, max_items: int,
+                          max_chars: int = 160) -> dict[str, Any]:
+    """``{key: ["<opener> ...", ...]}``: criteria written as sentences that start with ``opener``.
+
+    Why sentences and not name and definition: asked for named criteria,
+    SmolLM2-135M named every child after its parent, after a person or
+    after a schema key, and the rubric checks refused them all; asked to
+    complete "A good summary ...", it wrote "A good summary is consistent
+    with the article's content" and "A good story has characters with
+    relatable emotions" (our trials on the four benchmarks, 2026-11-25).
+    The name shown beside such a criterion is taken from the sentence
+    (:func:`judge_engine.rubric_checks.statement_name`).
+    """
+    sentence = {"type": "string", "pattern": statement_pattern(opener, max_chars=max_chars)}
+    return _object(title, {key: {"type": "array", "items": sentence, "minItems": min_items, "maxItems": max_items}})
+
+
 def object_schema(title: str, properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:
     """A closed object of ``properties`` (all required unless ``required`` says otherwise)."""
     return _object(title, properties, required)

@@ -316,3 +316,43 @@ def test_an_active_critic_criterion_naming_what_is_judged_passes_without_a_quali
 def test_a_hypothesis_about_the_raters_is_refused_one_about_what_they_check_passes(text, rule):
     check = check_entry(text, kind="hypothesis")
     assert check.rule == rule, check
+
+
+# criteria written as statements ("A good summary ..."), the shape SmolLM2 could fill (structured.statement_*)
+
+from judge_engine import rubric_checks as rc  # noqa: E402
+
+OPENER = "A good summary"
+COHERENCE = ("coherence", "the summary is well organised and reads logically from start to end")
+TOPICS = ("Summary", *COHERENCE)
+
+
+def test_a_statement_that_names_a_facet_passes_and_gets_a_short_name_from_its_words():
+    text = "A good summary is one that has a clear structure and a logical flow of events."
+    assert rc.check_statement(text, opener=OPENER, parent=COHERENCE, topics=TOPICS).ok
+    assert rc.statement_name(text, OPENER) == "Has a clear structure and a\u2026"
+    assert rc.statement_name("A good summary is consistent with the article's content.", OPENER) == \
+        "Consistent with the article's content"
+    assert rc.statement_name("A good summary is highly relevant, it keeps the key facts.", OPENER) == \
+        "Highly relevant"
+
+
+@pytest.mark.parametrize("text, rule", [
+    # SmolLM2-135M's own statements, 2026-11-25
+    ("A good response is a great one.", "empty"),
+    ("A good summary has high coherence.", "restates_parent"),
+    ("A good summary is worth a million, so choose one.", "no_quality"),
+    ("A good summary does not exist, such as saying this summary to a machine.", "no_quality"),
+    ("A good summary is rated 4.9 out of 10 by the experts in summaries.", "reports_score"),
+])
+def test_a_statement_that_says_nothing_of_a_facet_is_refused(text, rule):
+    opener = "A good response" if "response" in text else OPENER
+    check = rc.check_statement(text, opener=opener, parent=COHERENCE, topics=TOPICS)
+    assert (check.ok, check.rule) == (False, rule)
+
+
+def test_a_statement_copied_from_a_shown_text_is_refused_though_the_opener_dilutes_the_share():
+    shown = ["The mayor opened the new bridge over the river on a sunny Monday morning."]
+    text = "A good summary says the mayor opened the new bridge over the river on a sunny Monday morning."
+    check = rc.check_statement(text, opener=OPENER, shown=shown, topics=TOPICS)
+    assert (check.ok, check.rule) == (False, "copy")

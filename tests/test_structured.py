@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import pytest
 
@@ -78,3 +79,25 @@ def test_the_request_keeps_the_order_of_properties():
     assert list(json.loads(after)["properties"]) == ["score", "explanation"]
     assert list(json.loads(before)["properties"]) == ["explanation", "score"]
     assert after == structured.as_param(structured.score_schema(1, 5, explanation="after"))  # stable text
+
+
+def test_statement_schema_takes_a_sentence_after_its_opener_and_refuses_names_and_timestamps():
+    schema = structured.statement_list_schema(structured.DECOMPOSITION, "children", opener="A good summary", min_items=2,
+                                      max_items=3)
+    pattern = schema["properties"]["children"]["items"]["pattern"]
+    assert re.match(pattern, "A good summary is consistent with the article's content.")
+    assert not re.match(pattern, "A good summary is Aurora, a great summary.")  # a capital: a name
+    assert not re.match(pattern, "A good summary 2019-08-24 23:57:56.")
+    assert not re.match(pattern, "Coherence: the summary is well organised.")
+    assert not re.match(pattern, "A good summary is consistent with the article")  # no full stop
+    assert structured.read_json('{"children": ["A good summary keeps the order of events."]}', schema).ok is False  # 1 < 2
+    two = '{"children": ["A good summary keeps the order of events.", "A good summary has no contradictions."]}'
+    assert structured.read_json(two, schema).ok
+
+
+def test_literal_pattern_escapes_what_a_grammar_converter_would_misread():
+    for text in ("A good Q&A answer", "A good (short) reply", "A good multi-turn reply", "A good a.b answer"):
+        pattern = structured.literal_pattern(text)
+        assert "\\ " not in pattern
+        assert re.fullmatch(pattern, text)
+    assert not re.fullmatch(structured.literal_pattern("A good a.b answer"), "A good axb answer")
