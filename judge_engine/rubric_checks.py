@@ -451,6 +451,15 @@ FILLER = re.compile(r"^(?:(?:is|are|also|often|always|should|must|will|would|can
 """The words a statement's body starts with before it names anything ("is one that has ...")."""
 
 
+VAGUE_WORDS = frozenset("""
+perfect perfectly ideal ideally fine nice wonderful amazing example examples way ways thing things kind type sort mix
+piece part manner
+""".split())
+"""Words of a statement that name no facet ("A good utterance is a perfect example of naturalness"): with
+praise and the parent's words they leave a statement saying nothing new."""
+VAGUE_STEMS = frozenset(w[:5] for w in VAGUE_WORDS)
+
+
 def statement_body(statement: str, opener: str) -> str:
     """What a statement says after its opener ("A good summary ..."), without the closing full stop."""
     text = (statement or "").strip()
@@ -464,7 +473,9 @@ def statement_name(statement: str, opener: str, *, max_words: int = 6) -> str:
     ``max_words`` words, without the leading "is one that" ("A good summary is consistent with the article's
     content." -> "Consistent with the article's content")."""
     body = statement_body(statement, opener)
-    clause = re.split(r"[,;]", body, maxsplit=1)[0].strip()
+    clauses = [c.strip() for c in re.split(r"[,;]", body) if c.strip()] or [body]
+    # the first clause that names something: "is a good one, with no false information" -> "With no false..."
+    clause = next((c for c in clauses if content_words(c) - PRAISE_WORDS_STEMS - VAGUE_STEMS), clauses[0])
     named = FILLER.sub("", clause.lower()).strip() or clause or body
     words = named.split()
     name = " ".join(words[:max_words]) + ("\u2026" if len(words) > max_words else "")
@@ -489,7 +500,7 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
     check = check_entry(statement, kind="criterion", shown=shown, accepted=accepted, **limits)
     if not check.ok and check.rule != "no_quality":
         return check
-    said = {w for w in content_words(body) if not w.isdigit()} - PRAISE_WORDS_STEMS
+    said = {w for w in content_words(body) if not w.isdigit()} - PRAISE_WORDS_STEMS - VAGUE_STEMS
     if not said:
         return RubricCheck(statement, False, "empty", "says nothing but praise")
     reported = REPORTED_SCORE.search(body)

@@ -123,7 +123,7 @@ def test_structured_requests_get_valid_json_of_their_kind():
     from judge_engine import structured as st
     from judge_engine.criteria_scoring import CriterionText, ScoringSettings, criterion_prompt
     from judge_engine.methods.hpss import base_strategy
-    from judge_engine.methods.hd_eval import DECOMPOSE_TEMPLATE, SCORE_TEMPLATE
+    from judge_engine.methods.hd_eval import DECOMPOSE_TEMPLATE, SCORE_TEMPLATE, statement_schema
     from judge_engine.methods.hypoeval import as_criterion, score_instructions
 
     world = World(2, n_samples=30, malformed=0.0)
@@ -137,13 +137,13 @@ def test_structured_requests_get_valid_json_of_their_kind():
     hyp_prompt = criterion_prompt(sample, as_criterion(hyp.text), instructions=score_instructions(
         aspect, TASK, reasoning=True), aspect=aspect, task=TASK, settings=ScoringSettings(structured=False))
     hpss_prompt = build_prompt(base_strategy(aspect), sample, aspect, TASK, StrategyInputs(criteria=aspect.definition))
-    decompose = DECOMPOSE_TEMPLATE.render(task=TASK.task, background="b", parent_name=aspect.name,
-                                          parent_definition="d", guideline="", k=4, min_k=2,
-                                          output_label_lower="summary")
+    decompose = DECOMPOSE_TEMPLATE.render(task=TASK.task, parent_name=aspect.name, parent_definition="d",
+                                          guideline="", k=4, output_label_lower="summary", opener="A good summary")
     cases = [
         (hd_prompt, st.score_schema(1, 5), "hd_score"),
         (hyp_prompt, st.score_schema(1, 5, explanation="before"), "hypo_score"),
         (hpss_prompt, st.score_schema(1, 5, explanation="after"), "hpss_judge"),
+        (decompose, statement_schema(4, "A good summary"), "hd_decompose"),
         (decompose, st.named_items_schema(st.DECOMPOSITION, "children", min_items=1, max_items=4), "hd_decompose"),
         ("Write hypotheses.", st.string_list_schema(st.HYPOTHESES, "hypotheses", min_items=5, max_items=5),
          "hypo_generate"),

@@ -11,7 +11,7 @@ from judge_engine.criteria_scoring import CriterionScore
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, Judge
-from judge_engine.methods.hd_eval import (DEFAULT_N_ASPECTS, HDEval, add_children, aspect_groups, initial_tree,
+from judge_engine.methods.hd_eval import (DECOMPOSE_DRAWS, DEFAULT_N_ASPECTS, HDEval, add_children, aspect_groups, initial_tree,
                                           parse_decomposition, prune_by_attribution, remove_llm_children, tree_index)
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Dataset, Sample
@@ -233,14 +233,15 @@ def test_guidelines_reach_decomposition_and_scoring_of_that_aspect_only(store):
     assert not any("clarity part" in p.split("Criterion to apply:")[-1] for p in with_guide if "Criterion" in p)
 
 
-def test_estimate_calls_counts_the_aspects_and_every_follow_up_turn():
-    """6 aspects by default (HANNA, Topical-Chat), each call with its possible follow-up turn."""
+def test_estimate_calls_counts_the_aspects_every_draw_and_every_follow_up_turn():
+    """6 aspects by default (HANNA, Topical-Chat); each decomposition with its draws, each score call with its
+    possible follow-up turn."""
     assert DEFAULT_N_ASPECTS == 6
     est = HDEval().estimate_calls(10, 20)
     m = 6 + 24 + 12  # 6 aspects, each into 4, k_expand=3 of them into 4
-    assert est == {"fit": 2 * (6 + 3) + 2 * 10 * m, "score": 2 * 20 * m}
+    assert est == {"fit": DECOMPOSE_DRAWS * (6 + 3) + 2 * 10 * m, "score": 2 * 20 * m}
     m3 = 3 + 12 + 12
-    assert HDEval().estimate_calls(10, 20, n_aspects=3) == {"fit": 2 * (3 + 3) + 2 * 10 * m3, "score": 2 * 20 * m3}
+    assert HDEval().estimate_calls(10, 20, n_aspects=3) == {"fit": DECOMPOSE_DRAWS * (3 + 3) + 2 * 10 * m3, "score": 2 * 20 * m3}
     assert HDEval(aspects=("a", "b")).estimate_calls(1, 1)["score"] == 2 * (2 + 8 + 12)
     tree = {"nodes": [{"id": "a", "name": "a", "definition": "", "parent": None, "decomposed": True},
                       {"id": "a/x", "name": "x", "definition": "", "parent": "a"},
@@ -249,7 +250,7 @@ def test_estimate_calls_counts_the_aspects_and_every_follow_up_turn():
     assert HDEval(criteria_tree=tree, max_layers=2, aspects=("a",)).estimate_calls(5, 7) == {"fit": 20, "score": 28}
     # one layer deeper: importance may decompose a/x (k_expand = 3 but only one active layer-2 node)
     assert HDEval(criteria_tree=tree, max_layers=3, aspects=("a",)).estimate_calls(5, 7) == \
-        {"fit": 2 + 2 * 5 * 6, "score": 2 * 7 * 6}
+        {"fit": DECOMPOSE_DRAWS + 2 * 5 * 6, "score": 2 * 7 * 6}
 
 
 def test_bad_tree_is_refused_at_fit_time(store):
@@ -372,7 +373,8 @@ def test_decomposition_asks_for_the_children_schema_and_reads_it_as_json(store):
     asks = [p for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION]
     assert len(asks) == 3
     schema = structured.schema_of(asks[0].json_schema)["properties"]["children"]
-    assert (schema["minItems"], schema["maxItems"]) == (2, 3)
+    # four sentences asked (ASK_CHILDREN, more than k_child = 3), each starting "A good <output>"
+    assert (schema["minItems"], schema["maxItems"]) == (4, 4) and schema["items"]["pattern"].startswith("^A good ")
     assert all(p["read"] == "json" and not p["follow_up"] and len(p["children"]) == 3
                for k, p in events if k == "decomposed")
     assert judge.state["decomposition_reads"] == {"json": 3}
@@ -383,25 +385,51 @@ def test_decomposition_asks_for_the_children_schema_and_reads_it_as_json(store):
     assert not [w for w in judge.state["warnings"] if w["code"] == "no_children"]
 
 
-def test_a_decomposition_without_children_gets_one_follow_up_and_a_warning_naming_the_node(store):
+def test_a_decomposition_without_children_gets_more_draws_and_a_warning_naming_the_node(store):
     def responder(messages, params):
         if "split up is \"style\"" in messages[0]["content"]:
-            # the first reply is prose; the follow-up gives one child only (the better of the two is kept)
-            return "Style is many things." if len(messages) == 1 else \
+            # the greedy reply is prose; each sampled draw gives the same one child (kept once)
+            return "Style is many things." if params.sample_index == 0 else \
                 json.dumps({"children": [{"name": "Rhythm", "definition": "Reads well."}]})
         if "split up is \"grounded\"" in messages[0]["content"]:
             return "no idea"
         return _json_scripted(messages, params)
 
     judge, _, backend, events = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=responder)
-    follow_ups = [m for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION
-                  and len(m) == 3]
-    assert len(follow_ups) == 2 and "JSON object" in follow_ups[0][-1]["content"]
+    draws = [p for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION
+             and 'split up is "grounded"' in m[0]["content"]]
+    assert [(p.sample_index, p.temperature > 0) for p in draws] == [(0, False), (1, True), (2, True)]
+    assert all(len(m) == 1 for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION)
     decomposed = {p["parent"]: p for k, p in events if k == "decomposed"}
+    # a named child where the schema asks for sentences: read by the free-text fallback
     assert decomposed["style"]["read"] == "text" and len(decomposed["style"]["children"]) == 1
+    assert decomposed["style"]["follow_up"] and decomposed["style"]["raw"].count("--- next draw ---") == 2
     assert decomposed["grounded"]["read"] == "none" and decomposed["grounded"]["children"] == []
     warnings = [w for w in judge.state["warnings"] if w["code"] == "no_children"]
     assert len(warnings) == 1 and "'grounded'" in warnings[0]["message"]
+    assert f"after {DECOMPOSE_DRAWS} draws" in warnings[0]["message"]
+
+
+def test_sentences_become_children_named_from_their_words_and_their_checks_refuse_restatements(store):
+    def responder(messages, params):
+        if "split up is \"clarity\"" in messages[0]["content"]:
+            return json.dumps({"children": ["A good answer has high clarity.",
+                                            "A good answer uses precise words for each technical term.",
+                                            "A good answer is a great one.",
+                                            "A good answer keeps a logical order, main point first."]})
+        return _json_scripted(messages, params)
+
+    judge, _, backend, events = _fit(store, HDEval(aggregator="lr", max_layers=2, k_child=3, pi_repeats=2),
+                                     responder=responder)
+    nodes = judge.state["tree"]["nodes"]
+    clarity = [(n["name"], n["definition"]) for n in nodes if n.get("parent") == "clarity"]
+    assert clarity == [("Uses precise words for each technical\u2026",
+                        "A good answer uses precise words for each technical term."),
+                       ("Keeps a logical order", "A good answer keeps a logical order, main point first.")]
+    rules = [(r["rule"], r["text"]) for r in judge.state["rejected"] if r["parent"] == "clarity"]
+    assert rules == [("restates_parent", "A good answer has high clarity."), ("empty", "A good answer is a great one.")]
+    decomposed = {p["parent"]: p for k, p in events if k == "decomposed"}
+    assert decomposed["clarity"]["read"] == "json" and not decomposed["clarity"]["follow_up"]
 
 
 def test_imputed_criteria_are_counted_and_an_item_over_the_limit_is_missing(store):
@@ -646,30 +674,32 @@ def test_refused_sub_criteria_are_counted_in_the_run_summary(store):
     assert "empty 1" in warning.message and "too long 1" in warning.message
 
 
-def test_a_node_left_with_no_accepted_child_gets_the_follow_up_then_the_no_children_warning(store):
+def test_a_node_left_with_no_accepted_child_gets_more_draws_then_the_no_children_warning(store):
     def responder(messages, params):
         if 'split up is "style"' in messages[0]["content"]:
-            # both replies hold only refused children; the copy said twice counts once
-            if len(messages) == 1:
+            # every draw holds only refused children; the copy said three times counts once
+            if params.sample_index == 0:
                 return json.dumps({"children": [{"name": "Evolution", "definition": COPIED},
                                                 {"name": "...", "definition": "..."}]})
             return json.dumps({"children": [{"name": "Evolution", "definition": COPIED}]})
-        if 'split up is "grounded"' in messages[0]["content"] and len(messages) == 1:
-            # one child refused, one kept: fewer than 2, so the follow-up is asked and its children join the kept one
+        if 'split up is "grounded"' in messages[0]["content"] and params.sample_index == 0:
+            # one child refused, one kept: fewer than 2, so a draw is sampled and its children join the kept one
             return json.dumps({"children": [{"name": "Evolution", "definition": COPIED},
                                             {"name": "Source use", "definition": "Uses the source well."}]})
         return _json_scripted(messages, params)
 
     judge, _, backend, events = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2),
                                      dataset=_wordy_dataset(), responder=responder)
-    follow_ups = [m for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION
-                  and len(m) == 3]
-    assert len(follow_ups) == 2
-    assert all("cannot be used" in m[-1]["content"] and "'Evolution'" in m[-1]["content"] for m in follow_ups)
+    draws = {}
+    for m, p in backend.calls:
+        if structured.kind_of(p.json_schema) == structured.DECOMPOSITION:
+            parent = re.search(r'split up is "([^"]+)"', m[0]["content"]).group(1)
+            draws.setdefault(parent, []).append(p.sample_index)
+    assert draws["style"] == [0, 1, 2] and draws["grounded"] == [0, 1]
     nodes = judge.state["tree"]["nodes"]
     assert not [n for n in nodes if n.get("parent") == "style"]
     grounded = [n["name"] for n in nodes if n.get("parent") == "grounded"]
-    assert len(grounded) == 4 and grounded[0] == "Source use", "the kept child, then the follow-up's up to k = 4"
+    assert len(grounded) == 4 and grounded[0] == "Source use", "the kept child, then the next draw's up to k = 4"
     [warning] = [w for w in judge.state["warnings"] if w["code"] == "no_children"]
     assert "'style'" in warning["message"] and "2 refused by the rubric checks" in warning["message"]
     by_parent = {}

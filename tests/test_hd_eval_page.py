@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods.hd_eval import edit_node, load_tree
+from judge_engine.methods.hd_eval import DECOMPOSE_DRAWS, edit_node, load_tree
 from judge_engine.runs import RunSpec, create_run, execute_run
 from judge_engine.store import Store
 from tests.test_hd_eval import _dataset, scripted
@@ -123,8 +123,8 @@ def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypat
     next(w for w in at.number_input if w.label == "Layers of the tree").set_value(2).run()
     next(w for w in at.number_input if w.label == "Children per node").set_value(3).run()
     fit_calls = next(m for m in at.metric if m.label.startswith("LLM requests to fit")).value
-    assert fit_calls == str(2 * (3 + 12 * (3 + 9))), \
-        "samples x criteria plus one decomposition per aspect, each with its possible follow-up turn"
+    assert fit_calls == str(DECOMPOSE_DRAWS * 3 + 2 * 12 * (3 + 9)), \
+        "samples x criteria, each with its possible follow-up turn, plus each aspect's decomposition draws"
     _button(at, "hd_start").click().run()
     # the tree and, by default, direct scoring and G-Eval on exactly its test split
     assert not at.exception and len(started) == 3, [e.value for e in at.error]

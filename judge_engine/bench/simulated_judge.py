@@ -347,6 +347,13 @@ class World:
                 return name
         raise RuntimeError("the simulated world ran out of criterion names")
 
+    def node_in(self, text: str) -> Node | None:
+        """The node whose name ``text`` contains (the longest such name): a child proposed as a sentence
+        ("A good summary handles vivid cohesion well.") is named from its sentence, not by the world."""
+        low = " ".join(text.lower().split())
+        hits = [n for key, n in self.nodes.items() if key in low]
+        return max(hits, key=lambda n: len(n.name)) if hits else None
+
     def decompose(self, parent: str, k: int, draw: int = 0) -> list[Node]:
         """Children of ``parent``, each tied to one latent or to none (planted once per parent and draw).
 
@@ -463,7 +470,7 @@ MARKERS = {
     "scale_1_to_n": re.compile(r"from (\d+) to (\d+)"),
     # HD-Eval decomposition (hd_eval_decompose.txt)
     "hd_decompose": re.compile(r'The criterion to split up is "([^"\n]+)"'),
-    "hd_k": re.compile(r"Suggest between (\d+) and (\d+)"),
+    "hd_k": re.compile(r"Write (\d+) different sentences"),
     # HypoEval (hypoeval_*.txt)
     "hypo_generate": "Your job is to write",
     "hypo_refine": "Hypotheses to improve:",
@@ -507,6 +514,14 @@ def _schema_items(schema: dict[str, Any] | None, key: str) -> tuple[int | None, 
     """(minItems, maxItems) of the schema's array property ``key`` (None where the schema says nothing)."""
     node = ((schema or {}).get("properties") or {}).get(key) or {}
     return node.get("minItems"), node.get("maxItems")
+
+
+def _statement_opener(schema: dict[str, Any] | None, key: str) -> str:
+    """The opener of a sentence-list schema's items ("A good summary"; "" when ``key`` holds no sentences)."""
+    items = (((schema or {}).get("properties") or {}).get(key) or {}).get("items") or {}
+    pattern = items.get("pattern", "") if items.get("type") == "string" else ""
+    opener = re.match(r"\^([A-Za-z ]+) \[a-z\]", pattern)
+    return opener.group(1) if opener else ""
 
 
 def recognise(world: World, messages: Sequence[Message], params: GenerationParams) -> Step:
@@ -587,8 +602,7 @@ def _by_text(world: World, prompt: str) -> Step:
     decompose = m["hd_decompose"].search(prompt)
     if decompose:
         k = m["hd_k"].search(prompt)
-        return Step("hd_decompose", {"parent": decompose.group(1), "k": int(k.group(2)) if k else 4,
-                                     "min_k": int(k.group(1)) if k else 1})
+        return Step("hd_decompose", {"parent": decompose.group(1), "k": int(k.group(1)) if k else 4, "min_k": 1})
     if m["hypo_repetition"] in prompt:
         return Step("hypo_repetition", {"hypotheses": world.hypothesis_in(prompt)})
     if m["hypo_generate"] in prompt or m["hypo_refine"] in prompt:
@@ -656,7 +670,7 @@ def _score_step(world: World, prompt: str, scale: tuple[int, int] | None) -> Ste
         hyp = world.hypothesis_by_text(crit.group(2)) or world.hypothesis_by_text(prompt)
         if hyp is not None:
             return Step("hypo_score", {"index": index, "hypothesis": hyp, "scale": scale})
-        node = world.node(crit.group(1))
+        node = world.node(crit.group(1)) or world.node_in(f"{crit.group(1)} {crit.group(2)}")
         if node is not None:
             return Step("hd_score", {"index": index, "node": node, "scale": scale})
         return Step("unknown_criterion", {"index": index, "scale": scale, "name": crit.group(1)})
@@ -772,6 +786,10 @@ class SimulatedBackend:
             children = w.decompose(step.info["parent"], step.info["k"], draw=params.sample_index)
             items = [{"name": c.name, "abbrev": c.name.lower().replace(" ", "-"),
                       "definition": f"How well the summary handles {c.name.lower()}."} for c in children]
+            opener = _statement_opener(schema, "children")
+            if opener:  # the sentence shape: each child a sentence that names it
+                return json.dumps(conform({"children": [f"{opener} handles {c.name.lower()} well."
+                                                        for c in children]}, schema)), ()
             if schema:
                 return json.dumps(conform({"children": [{"name": i["name"], "definition": i["definition"]}
                                                         for i in items]}, schema)), ()

@@ -12,9 +12,11 @@ Paper sections and the functions here:
 
 * §2.1, Eq. 1, App. G.1 (criteria decomposition) -> :func:`decompose_criteria`
   (prompt ``prompts/hd_eval_decompose.txt``; the reply's schema is
-  :func:`decomposition_schema`, 2 to ``k_child`` children with name and
-  definition; :func:`parse_decomposition` is the free-text fallback, and a
-  reply with fewer than 2 children gets one follow-up turn);
+  :func:`statement_schema`, sentences that start "A good <output>", each a
+  child whose name is taken from its sentence; named children and
+  :func:`parse_decomposition` are the free-text fallback, and a
+  reply with fewer than 2 usable children gets up to
+  ``DECOMPOSE_DRAWS - 1`` more sampled draws);
 * §2.1, App. G.2 (hierarchy-aware prompting) -> :func:`hierarchy_aware_scoring`
   through the shared :mod:`judge_engine.criteria_scoring` (instructions in
   ``prompts/hd_eval_score.txt``; the parent is the "aspect" of the prompt;
@@ -37,8 +39,9 @@ filled with its training mean (ours; the paper does not say) and counted in
 children, training cells imputed, criteria dropped, an aggregator that does
 not agree with the humans out of fold) are ``judge.state["warnings"]``.
 
-Generated sub-criteria go through :mod:`judge_engine.rubric_checks` (name
-and definition together, as a criterion): a child copied from a training
+Generated sub-criteria go through :mod:`judge_engine.rubric_checks` (a
+sentence by :func:`judge_engine.rubric_checks.check_statement`, a named
+child's name and definition together as a criterion): a child copied from a training
 text, a near-duplicate of a sibling or of a node already in the tree, an
 empty, repetitive or over-long one, one whose name names nothing ("A",
 "...", "The answer"), whose definition only repeats its name, or which only
@@ -48,9 +51,8 @@ against the training texts and the prompt's own texts. It
 is kept in ``judge.state["rejected"]`` (text, rule, reason,
 stage, name, definition and the ``parent`` id), counted in the run summary
 and shown on the page, where a person can restore it as a child node. When
-the checks leave fewer than 2 children, the follow-up turn is asked (saying
-what was refused), and a node left with none gets the ``no_children``
-warning.
+the checks leave fewer than 2 children, another draw is sampled, and a node
+left with none gets the ``no_children`` warning.
 
 Human in the loop (the paper's future work): the tree is the optional
 ``criteria_tree`` parameter. A person-edited tree (accepted, edited, added,
@@ -95,7 +97,7 @@ from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import RubricCheck, check_criterion, name_key, shares_topic
+from ..rubric_checks import RubricCheck, check_criterion, check_statement, name_key, shares_topic, statement_name
 from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
@@ -113,14 +115,14 @@ the most any built-in benchmark has (6: Topical-Chat, HANNA), so the estimate is
 a custom dataset with more aspects must pass ``n_aspects``."""
 MIN_CHILDREN = 2
 """Fewest children a decomposition asks for (the schema's ``minItems``; fewer gets one follow-up turn)."""
-DECOMPOSE_RETRY = ('Your reply was not the JSON object I asked for. Reply with that JSON object only: its list '
-                   '"children" holds {min_k} to {k} criteria, each with the keys "name" (a few words naming a quality) '
-                   'and "definition" (one sentence).')
-DECOMPOSE_REFUSED_RETRY = ('Some of the criteria you proposed cannot be used: {reasons}. Reply with the JSON object only: '
-                           'its list "children" holds {min_k} to {k} criteria, each naming a quality in a few words '
-                           '("name") with a one-sentence "definition" in your own words, none repeating a criterion '
-                           'already in the tree.')
-"""The follow-up turns describe the reply in words: no example values a small model could copy."""
+ASK_CHILDREN = 4
+"""Sentences a decomposition asks for when ``k`` is smaller: the first ``k`` usable ones are kept. Asked for
+exactly 2 under greedy decoding, SmolLM2-135M wrote one sentence twice (refused as a near-duplicate)."""
+DECOMPOSE_DRAWS = 3
+"""Calls one decomposition may make: the greedy reply, then sampled draws of the same prompt
+(``REDECOMPOSE_TEMPERATURE``) while fewer than 2 children are usable; the usable children of every draw are
+pooled. SmolLM2-135M answered a follow-up turn that named its refused sentences with the same sentence again;
+a fresh draw wrote different ones (our trials on the four benchmarks, 2026-11-25)."""
 
 
 # ---- the tree ------------------------------------------------------------------------------------
@@ -222,12 +224,52 @@ def _dedupe(items: Sequence[dict[str, str]], k: int) -> list[dict[str, str]]:
 
 
 def decomposition_schema(k: int) -> dict[str, Any]:
-    """The reply schema of one decomposition: ``{"children": [{name, definition}, ...]}``, 2 to ``k`` items."""
+    """Named children, ``{"children": [{name, definition}, ...]}``, 2 to ``k`` items: what a reply that
+    ignored :func:`statement_schema` may still hold (read by :func:`read_decomposition`)."""
     return st.named_items_schema(st.DECOMPOSITION, "children", min_items=min(MIN_CHILDREN, k), max_items=k)
 
 
-def read_decomposition(text: str, k: int) -> tuple[list[dict[str, str]], str]:
-    """Children of a decomposition reply and how they were read: ``json``, ``text`` (fallback) or ``none``."""
+def statement_opener(task: TaskInfo) -> str:
+    """How every proposed sub-criterion starts: "A good summary" (see :func:`statement_schema`)."""
+    return f"A good {task.output_label.lower()}"
+
+
+def statement_schema(k: int, opener: str) -> dict[str, Any]:
+    """The reply schema of one decomposition: ``{"children": ["<opener> ...", ...]}``, 2 to ``k`` sentences.
+
+    Sentences, not names: asked for named children, SmolLM2-135M named them
+    after their parent, other aspects, people or the schema's keys, and
+    the rubric checks refused all of them on two of the four benchmarks
+    (:func:`judge_engine.structured.statement_list_schema` says more). Each
+    child's name is taken from its sentence
+    (:func:`judge_engine.rubric_checks.statement_name`) and its definition is
+    the sentence.
+    """
+    return st.statement_list_schema(st.DECOMPOSITION, "children", opener=opener, min_items=k, max_items=k)
+
+
+def _statement_child(sentence: str, opener: str) -> dict[str, Any]:
+    text = " ".join(sentence.split())
+    return {"name": statement_name(text, opener), "abbrev": "", "definition": text, "statement": True}
+
+
+def read_decomposition(text: str, k: int, opener: str = "") -> tuple[list[dict[str, str]], str]:
+    """Children of a decomposition reply and how they were read: ``json``, ``text`` (fallback) or ``none``.
+
+    With an ``opener``, the sentences of :func:`statement_schema` come first,
+    then sentences starting with the opener anywhere in a free-text reply;
+    named children (JSON or "1. Name: definition" lines) are the last
+    fallback, for a server that ignored the schema. A child read from a
+    sentence carries ``statement: True`` (checked by
+    :func:`judge_engine.rubric_checks.check_statement`).
+    """
+    if opener:
+        got = st.read_json(text, statement_schema(k, opener))
+        if got.ok:
+            return _dedupe([_statement_child(c, opener) for c in got.value["children"]], k), "json"
+        found = re.findall(rf"{re.escape(opener)}\b[^.\n\"]{{8,200}}\.", text or "", flags=re.IGNORECASE)
+        if found:
+            return _dedupe([_statement_child(opener + f[len(opener):], opener) for f in found], k), "text"
     got = st.read_json(text, decomposition_schema(k))
     if got.ok:
         items = [{"name": c["name"].strip(), "abbrev": "", "definition": c["definition"].strip()}
@@ -239,17 +281,17 @@ def read_decomposition(text: str, k: int) -> tuple[list[dict[str, str]], str]:
 
 @dataclass(frozen=True)
 class Decomposition:
-    """What one decomposition call (and its follow-up turn, if needed) proposed."""
+    """What one decomposition (its greedy reply and any further draws) proposed."""
 
     children: tuple[dict[str, str], ...]
     """Parsed children (name, abbrev, definition), at most ``k``."""
     raw: str
-    """The reply (and the follow-up reply)."""
+    """The replies, one after the other."""
     read: str
     """``json`` (the structured reply), ``text`` (the free-text fallback) or ``none`` (nothing usable), of the
     first reply that gave a usable child."""
     follow_up: bool = False
-    """True when the first reply had fewer than 2 usable children and a follow-up turn was asked."""
+    """True when the first reply had fewer than 2 usable children and more draws were sampled."""
     rejected: tuple[dict[str, Any], ...] = ()
     """Children the rubric checks refused (:func:`check_children`), from either reply."""
 
@@ -260,8 +302,8 @@ def child_text(child: dict[str, Any]) -> str:
 
 
 def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
-                   topics: Sequence[str] = (), parent: Sequence[str] = (),
-                   taken: Sequence[str] = ()) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+                   topics: Sequence[str] = (), parent: Sequence[str] = (), taken: Sequence[str] = (),
+                   opener: str = "") -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     """The children the rubric checks accept, and the refused ones with rule and reason.
 
     Name and definition are checked together as a ``criterion``
@@ -279,7 +321,11 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     child named like a node already in the tree (``taken``: their names; a
     layer-1 aspect proposed again under another one) or like a sibling
     accepted before it is a ``near_duplicate``: the aggregator would get
-    one criterion twice under two scores.
+    one criterion twice under two scores. A child read from a sentence
+    (``statement``, see :func:`statement_schema`) is checked by
+    :func:`judge_engine.rubric_checks.check_statement` with ``opener``
+    instead: its name is taken from its definition, so the name rules do not
+    apply to it.
     """
     accepted = list(existing)
     names = {name_key(n): n for n in taken}
@@ -287,13 +333,18 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     refused: list[dict[str, Any]] = []
     for child in children:
         text = child_text(child)
-        check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
-                                parent=parent)
+        statement = bool(child.get("statement"))
+        if statement:
+            check = check_statement(child["definition"], opener=opener, shown=shown, accepted=accepted,
+                                    parent=parent, topics=topics)
+        else:
+            check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
+                                    parent=parent)
         same = names.get(name_key(child["name"]))
         if same is not None and (check.ok or check.rule == "no_quality"):
             check = RubricCheck(text, False, "near_duplicate", f"named like the criterion {same[:40]!r} already "
                                 "in the tree")
-        if check.ok or (check.rule == "no_quality" and shares_topic(text, topics)):
+        if check.ok or (not statement and check.rule == "no_quality" and shares_topic(text, topics)):
             accepted.append(text)
             names[name_key(child["name"])] = child["name"]
             kept.append(child)
@@ -305,62 +356,63 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
                        guideline: str = "", max_tokens: int = 512, shown: Sequence[str] = (),
                        existing: Sequence[str] = (), taken: Sequence[str] = ()) -> Decomposition:
-    """Eq. 1: the LLM proposes 2 to ``k`` sub-criteria (name, definition) of ``parent`` as JSON.
+    """Eq. 1: the LLM proposes up to ``k`` sub-criteria of ``parent``, as sentences (:func:`statement_schema`).
 
-    One call per parent (ours; the template of App. G.1 may list several), plus one follow-up turn
-    when the reply holds fewer than 2 usable children (the usable children of
-    both replies are kept, at most ``k``). Usable means read and accepted by :func:`check_children`
-    against ``shown`` (texts a copy is measured against, e.g. the training
-    texts) plus the prompt's own texts (background, parent definition,
-    guideline), ``existing`` (the texts of the nodes already in the
-    tree) and ``taken`` (their names); refused children are in
-    ``Decomposition.rejected`` with the parent's id. A parent whose
-    ``redecompose`` counter is raised gets a fresh sampled draw.
+    One greedy call per parent (ours; the template of App. G.1 may list
+    several) asking for ``max(k, ASK_CHILDREN)`` sentences, plus sampled
+    draws of the same prompt while fewer than 2 children are usable (at
+    most :data:`DECOMPOSE_DRAWS` calls); the first ``k`` usable children of
+    all draws are kept. Usable means read and accepted by
+    :func:`check_children` against ``shown`` (texts a copy is measured
+    against, e.g. the training texts) plus ``background`` (the other
+    aspects, which the prompt no longer shows: SmolLM2 copied their
+    definitions) and the prompt's own texts (parent definition, guideline),
+    ``existing`` (the texts of the nodes already in the tree) and ``taken``
+    (their names); refused children are in ``Decomposition.rejected`` with
+    the parent's id. A parent whose ``redecompose`` counter is raised starts
+    from a sampled draw.
     """
     min_k = min(MIN_CHILDREN, k)
+    opener = statement_opener(task)
+    n_ask = max(k, ASK_CHILDREN)
     prompt = DECOMPOSE_TEMPLATE.render(
-        task=task.task, background=background, parent_name=parent["name"],
-        parent_definition=parent["definition"] or parent["name"],
+        task=task.task, parent_name=parent["name"], parent_definition=parent["definition"] or parent["name"],
         guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
-        k=k, min_k=min_k, output_label_lower=task.output_label.lower())
+        k=n_ask, output_label_lower=task.output_label.lower(), opener=opener)
     again = int(parent.get("redecompose") or 0)
     # the rubric presence penalty: without it a small model writes its first child again in the second slot
-    params = GenerationParams(max_tokens=max_tokens, temperature=REDECOMPOSE_TEMPERATURE if again else 0.0,
-                              sample_index=again, json_schema=st.as_param(decomposition_schema(k)),
-                              presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
+    params = GenerationParams(max_tokens=max_tokens, temperature=0.0, json_schema=st.as_param(
+        statement_schema(n_ask, opener)), presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
     messages = [{"role": "user", "content": prompt}]
-    reply = llm.complete(messages, params).text
-    found, read = read_decomposition(reply, k)
     # SmolLM2's "children" restated the prompt ("The summary is judged on: The summary is judged on"): the
     # prompt's own texts count as shown
     shown = [*shown, background, parent["definition"] or "", guideline]
     # what a facet may name instead of a quality word: the judged output and its parent
     topics = (task.output_label, parent["name"], parent["definition"] or "")
     own = (parent["name"], parent["definition"] or "")
-    children, refused = check_children(found, shown=shown, existing=existing, topics=topics, parent=own,
-                                       taken=taken)
-    rejected = [{**r, "stage": "decomposition", "parent": parent.get("id")} for r in refused]
-    if len(children) >= min_k:
-        return Decomposition(tuple(children), reply, read, rejected=tuple(rejected))
-    if refused:  # the reply was read, but the checks refused some: say why instead of asking for JSON again
-        reasons = "; ".join(f"{r['name']!r} ({r['reason']})" for r in refused)
-        ask = DECOMPOSE_REFUSED_RETRY.format(reasons=reasons, min_k=min_k, k=k)
-    else:
-        ask = DECOMPOSE_RETRY.format(min_k=min_k, k=k)
-    follow = llm.complete([*messages, {"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
-                          params).text
-    found, more_read = read_decomposition(follow, k)
-    # the follow-up's usable children join the first reply's (checked against them as siblings): SmolLM2 wrote
-    # one usable child per reply at best
-    more, more_refused = check_children(found, shown=shown, existing=[*existing, *map(child_text, children)],
-                                        topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)])
-    said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
-    rejected += [{**r, "stage": "decomposition (follow-up)", "parent": parent.get("id")}
-                 for r in more_refused if r["text"] not in said]
-    raw = f"{reply}\n--- follow-up ---\n{follow}"
-    pooled = [*children, *more][:k]
-    how = read if children or not more else more_read  # the first reply that gave a usable child
-    return Decomposition(tuple(pooled), raw, how, True, tuple(rejected))
+    children: list[dict[str, str]] = []
+    rejected: list[dict[str, Any]] = []
+    replies: list[str] = []
+    how = "none"
+    for draw in range(again, again + DECOMPOSE_DRAWS):
+        sampled = params.with_(temperature=REDECOMPOSE_TEMPERATURE, sample_index=draw) if draw else params
+        reply = llm.complete(messages, sampled).text
+        replies.append(reply)
+        found, read = read_decomposition(reply, n_ask, opener)
+        # each draw's children are checked against the tree and the usable children of the draws before it
+        more, refused = check_children(found, shown=shown, existing=[*existing, *map(child_text, children)],
+                                       topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)],
+                                       opener=opener)
+        said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
+        stage = "decomposition" if draw == again else f"decomposition (draw {draw - again + 1})"
+        rejected += [{**r, "stage": stage, "parent": parent.get("id")} for r in refused if r["text"] not in said]
+        if how == "none" and (more or read != "none"):
+            how = read  # the first reply that was read
+        children = [*children, *more][:k]
+        if len(children) >= min_k:
+            break
+    return Decomposition(tuple(children), "\n--- next draw ---\n".join(replies), how, len(replies) > 1,
+                         tuple(rejected))
 
 
 def add_children(tree: dict[str, Any], parent_id: str, children: Sequence[dict[str, str]]) -> list[str]:
@@ -820,7 +872,7 @@ class HDEval(Method):
             if not ids:
                 warnings.append(judge_warning(
                     "no_children", f"the decomposition of {node['name']!r} ({nid}) gave no usable children "
-                    "(after one follow-up turn" + (f"; {len(dec.rejected)} refused by the rubric checks"
+                    f"(after {DECOMPOSE_DRAWS} draws" + (f"; {len(dec.rejected)} refused by the rubric checks"
                                                   if dec.rejected else "") + "); it stays a leaf"))
             emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(dec.children),
                                 "read": dec.read, "follow_up": dec.follow_up, "raw": dec.raw[:2000],
@@ -829,10 +881,10 @@ class HDEval(Method):
     def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None) -> dict[str, int]:
         """Upper bound on the LLM calls of a fit and of scoring (before cache hits).
 
-        Decomposition calls plus one call per (sample, criterion), every one
-        counted with its possible follow-up turn (a decomposition with fewer
-        than 2 children, a score reply without a score), so the real count is
-        at most this and about half of it when replies parse.
+        Decomposition calls (each with its :data:`DECOMPOSE_DRAWS` possible
+        draws) plus one call per (sample, criterion), each counted with its
+        possible follow-up turn (a score reply without a score), so the real
+        count is at most this and about half of it when replies parse.
 
         The number of layer-1 aspects: ``n_aspects`` when given (a run knows
         its dataset's aspects), else the ``aspects`` parameter, else
@@ -878,7 +930,7 @@ class HDEval(Method):
             new[layer] = d * k
             decompositions += d
         m = sum(active[1:top + 1]) + sum(new)
-        return {"fit": 2 * decompositions + estimate_criteria_calls(n_train, m, follow_ups=True),
+        return {"fit": DECOMPOSE_DRAWS * decompositions + estimate_criteria_calls(n_train, m, follow_ups=True),
                 "score": estimate_criteria_calls(n_test, m, follow_ups=True)}
 
     @classmethod
