@@ -338,7 +338,8 @@ class World:
         return node.aspect is not None or (node.latent is not None and self.informative_latent(node.latent))
 
     def node(self, name: str) -> Node | None:
-        return self.nodes.get(name.strip().lower())
+        """The node of this name, else the node whose name it contains (a child named from its sentence)."""
+        return self.nodes.get(name.strip().lower()) or self.node_in(name)
 
     def _new_name(self, rng: random.Random) -> str:
         for _ in range(1000):
@@ -670,7 +671,7 @@ def _score_step(world: World, prompt: str, scale: tuple[int, int] | None) -> Ste
         hyp = world.hypothesis_by_text(crit.group(2)) or world.hypothesis_by_text(prompt)
         if hyp is not None:
             return Step("hypo_score", {"index": index, "hypothesis": hyp, "scale": scale})
-        node = world.node(crit.group(1)) or world.node_in(f"{crit.group(1)} {crit.group(2)}")
+        node = world.node(f"{crit.group(1)} {crit.group(2)}")
         if node is not None:
             return Step("hd_score", {"index": index, "node": node, "scale": scale})
         return Step("unknown_criterion", {"index": index, "scale": scale, "name": crit.group(1)})
