@@ -394,7 +394,9 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     rejected: list[dict[str, Any]] = []
     replies: list[str] = []
     how = "none"
-    for draw in range(again, again + DECOMPOSE_DRAWS):
+    # a re-decomposition starts past every draw an earlier one may have made: a cached draw would replay its children
+    first = again * DECOMPOSE_DRAWS
+    for draw in range(first, first + DECOMPOSE_DRAWS):
         sampled = params.with_(temperature=REDECOMPOSE_TEMPERATURE, sample_index=draw) if draw else params
         reply = llm.complete(messages, sampled).text
         replies.append(reply)
@@ -404,7 +406,7 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
                                        topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)],
                                        opener=opener)
         said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
-        stage = "decomposition" if draw == again else f"decomposition (draw {draw - again + 1})"
+        stage = "decomposition" if draw == first else f"decomposition (draw {draw - first + 1})"
         rejected += [{**r, "stage": stage, "parent": parent.get("id")} for r in refused if r["text"] not in said]
         if how == "none" and (more or read != "none"):
             how = read  # the first reply that was read
