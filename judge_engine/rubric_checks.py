@@ -460,6 +460,11 @@ praise and the parent's words they leave a statement saying nothing new."""
 VAGUE_STEMS = frozenset(w[:5] for w in VAGUE_WORDS)
 
 
+FRAME_WORDS = frozenset("should must".split())
+"""Quality words that, in a statement, only continue its frame ("A good response should provide guidance for
+others"): they name no quality there."""
+
+
 def statement_body(statement: str, opener: str) -> str:
     """What a statement says after its opener ("A good summary ..."), without the closing full stop."""
     text = (statement or "").strip()
@@ -493,7 +498,8 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
     the shared opener dilutes the share), and a sub-criterion must add a word
     to ``parent`` (``restates_parent``: "A good response has high
     naturalness" under naturalness). ``no_quality`` is decided on the body
-    (the opener's "good" is a quality word) and lifted when the body names a
+    (the opener's "good" is a quality word), where praise (:data:`PRAISE_WORDS`:
+    "well", "good", "high") and the frame's "should" or "must" name no quality, and lifted when the body names a
     content word of ``topics`` (:func:`shares_topic`).
     """
     body = statement_body(statement, opener)
@@ -514,9 +520,11 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
     if parent and said <= set().union(*(content_words(p) for p in parent)):
         return RubricCheck(statement, False, "restates_parent",
                            f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
-    # the opener's "good" is a quality word: the body must name one itself (or a topic word)
-    # ... and naming the judged output again is no facet ("does not exist, such as saying this summary to a machine")
+    # the opener's "good" is a quality word: the body must name one itself (or a topic word), and praise does
+    # not count ("is well documented by the following points", "sometimes that is a good one": SmolLM2's
+    # Active-Critic criteria), nor does naming the judged output again ("does not exist, such as saying this
+    # summary to a machine")
     facet = " ".join(w for w in _words(body) if w not in OUTPUT_NOUNS)
-    if not set(_words(body)) & QUALITY_WORDS and not shares_topic(facet, topics):
+    if not set(_words(body)) & (QUALITY_WORDS - PRAISE_WORDS - FRAME_WORDS) and not shares_topic(facet, topics):
         return RubricCheck(statement, False, "no_quality", "names no quality, judgement or score")
     return RubricCheck(statement, True)

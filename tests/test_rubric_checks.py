@@ -356,3 +356,18 @@ def test_a_statement_copied_from_a_shown_text_is_refused_though_the_opener_dilut
     text = "A good summary says the mayor opened the new bridge over the river on a sunny Monday morning."
     check = rc.check_statement(text, opener=OPENER, shown=shown, topics=TOPICS)
     assert (check.ok, check.rule) == (False, "copy")
+
+
+@pytest.mark.parametrize("text, opener", [
+    # SmolLM2-135M's Active-Critic criteria on SF-RES and Topical-Chat, 2026-11-25: praise and the frame's
+    # "should" were their only quality words
+    ("A good utterance description is well documented by the following points.", "A good utterance"),
+    ("A good response has to do something in terms of giving a value, and sometimes that is a good one.",
+     "A good response"),
+    ("A good response should provide guidance for others.", "A good response"),
+])
+def test_praise_and_the_frames_should_name_no_quality_in_a_statement(text, opener):
+    topics = (opener.split()[-1], "informativeness", "conveys all the information in the dialogue act")
+    check = rc.check_statement(text, opener=opener, topics=topics)
+    assert (check.ok, check.rule) == (False, "no_quality")
+    assert rc.check_statement(text.replace(".", ", with accurate facts."), opener=opener).ok
