@@ -21,8 +21,14 @@ from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
 from tests.scripted import fake_llm
 
-CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
-            "Fluency": "Reads naturally.", "Conciseness": "Has no padding or filler."}
+OPENER = "A good output"
+"""The opener of the fixture's task (TaskInfo("news summarization"): its outputs are called "Output")."""
+STATEMENTS = ["A good output is accurate about what the source says.",
+              "A good output has complete coverage of the main points.",
+              "A good output is fluent and reads naturally.", "A good output is concise, with no padding or filler."]
+CRITERIA = {"Accurate about what the source says": STATEMENTS[0], "Has complete coverage of the main\u2026": STATEMENTS[1],
+            "Fluent and reads naturally": STATEMENTS[2], "Concise": STATEMENTS[3]}
+"""What the method makes of :data:`STATEMENTS`: name (taken from the statement) -> the statement."""
 TASK = ("The evaluation task is text summarization, which refers to evaluating summaries generated from news "
         "articles. The relationship between 'Source' and 'Response' is that the response condenses the source.")
 
@@ -36,7 +42,7 @@ def _demo_part(prompt):
     return prompt.split("Now the item")[0] if "Now the item" in prompt else ""
 
 
-def json_judge(*, overall=None, criteria=CRITERIA, observe="Short faithful outputs score higher."):
+def json_judge(*, overall=None, statements=STATEMENTS, observe="Short faithful outputs score higher."):
     """Answers every request with the JSON its schema asks for; ``overall(n, prompt)`` gives OS-E's 0-100 score
     (None = no score: an empty explanation object that breaks the schema)."""
     overall = overall or (lambda n, prompt: 10 * (n % 10))
@@ -47,7 +53,7 @@ def json_judge(*, overall=None, criteria=CRITERIA, observe="Short faithful outpu
         if kind == structured.TASK_DESCRIPTION:
             return json.dumps({"task_description": TASK})
         if kind == structured.CRITERIA:
-            reply = {"criteria": [{"name": k, "definition": v} for k, v in criteria.items()]}
+            reply = {"criteria": list(statements)}
             if "observations" in structured.schema_of(params.json_schema)["properties"]:
                 reply["observations"] = "shorter summaries scored higher"
             return json.dumps(reply)
@@ -102,15 +108,23 @@ def test_every_generation_step_asks_for_its_schema_and_is_read_as_json(store, da
     [v] = judge.score(samples[17:18], llm=llm)
     assert v.metadata["source"] == "json" and v.metadata["criteria_read"] == "json"
     assert v.metadata["overall_100"] == pytest.approx(70) and v.explanation == "item 17; shorten it."
-    assert v.metadata["criteria_explanations"]["Fluency"] == "Fluency is fine for 17"
+    assert v.metadata["criteria_explanations"]["Concise"] == "Concise is fine for 17"
+    schema = structured.schema_of(next(p.json_schema for _, p in backend.calls
+                                       if structured.kind_of(p.json_schema) == structured.CRITERIA))
+    assert schema["properties"]["criteria"]["items"]["pattern"].startswith("^A good output "), \
+        "the criteria are asked for as statements that start with the opener"
 
 
 def test_the_schemas_have_the_shapes_the_paper_needs():
     assert structured.schema_of(structured.as_param(ac.TASK_SCHEMA))["title"] == structured.TASK_DESCRIPTION
-    crit = ac.CRITERIA_SCHEMA["properties"]["criteria"]
-    assert ac.CRITERIA_SCHEMA["title"] == structured.CRITERIA
+    schema, init = ac.criteria_schema(OPENER), ac.criteria_schema(OPENER, observations=True)
+    crit = schema["properties"]["criteria"]
+    assert schema["title"] == init["title"] == ac.qualities_schema(OPENER)["title"] == structured.CRITERIA
     assert (crit["minItems"], crit["maxItems"]) == (4, 10), "4-10 criteria by construction (§4.1)"
-    assert ac.CRITERIA_INIT_SCHEMA["required"] == ["criteria"] and "observations" in ac.CRITERIA_INIT_SCHEMA["properties"]
+    assert re.match(crit["items"]["pattern"], STATEMENTS[0])
+    assert not re.match(crit["items"]["pattern"], "A good output is Barcelona."), "no capital after the opener"
+    assert init["required"] == ["criteria"] and list(init["properties"]) == ["criteria", "observations"]
+    assert ac.criteria_opener(TaskInfo("t", output_label="Summary")) == "A good summary"
     mcse = ac.mcse_schema(["Coverage", "Fluency"])
     assert mcse["title"] == structured.EXPLAINED_SCORES
     inner = mcse["properties"]["criteria"]
@@ -124,15 +138,15 @@ def test_the_schemas_have_the_shapes_the_paper_needs():
 
 def test_three_criteria_break_the_schema_and_get_the_json_retry(store, data):
     samples, aspect, _ = data
-    three = dict(list(CRITERIA.items())[:3])
-    answers = iter([json.dumps({"criteria": [{"name": k, "definition": v} for k, v in three.items()]}),
-                    json.dumps({"criteria": [{"name": k, "definition": v} for k, v in CRITERIA.items()]})])
+    answers = iter([json.dumps({"criteria": STATEMENTS[:3]}), json.dumps({"criteria": STATEMENTS})])
     llm, backend = fake_llm(lambda m, p: next(answers), store=store, concurrency=1)
     events = []
     criteria, failures = ac.define_criteria([_examples(samples[:5], aspect)], TASK, llm=llm,
                                             params=GenerationParams(), source_chars=2000, complete_streak=5,
-                                            log=lambda k, p: events.append((k, p)))
+                                            opener=OPENER, log=lambda k, p: events.append((k, p)))
     assert criteria == CRITERIA and failures == 0 and len(backend.calls) == 2
+    assert 'Start each sentence with "A good output"' in backend.calls[0][0][0]["content"]
+    assert "A good output" in backend.calls[1][0][-1]["content"], "the retry names the opener"
     assert structured.kind_of(backend.calls[1][1].json_schema) == structured.CRITERIA, "the retry asks for JSON too"
     assert [(p["read"], p["retried"]) for k, p in events if k == "criteria"] == [("json", True)]
 
@@ -140,8 +154,34 @@ def test_three_criteria_break_the_schema_and_get_the_json_retry(store, data):
 def test_a_placeholder_copied_from_the_prompt_is_no_criterion():
     reply = json.dumps({"criteria": [{"name": "a short name", "definition": "what the criterion asks of a response"}, *(
         {"name": k, "definition": v} for k, v in CRITERIA.items())]})
-    criteria, _, read = ac.read_criteria(reply, ac.CRITERIA_SCHEMA)
-    assert criteria == CRITERIA and read == "json"
+    criteria, _, read = ac.read_criteria(reply, ac.criteria_schema(OPENER), OPENER)
+    assert criteria == CRITERIA and read == "text", "named criteria are the fallback's"
+
+
+def test_statements_become_criteria_named_after_them_each_name_once():
+    same = ["A good output is concise, with no padding.", "A good output is concise, in a few words.",
+            "A good output is concise, in a few words.", "A good output is concise, keeping it brief."]
+    criteria, _, read = ac.read_criteria(json.dumps({"criteria": same}), ac.criteria_schema(OPENER), OPENER)
+    assert read == "json" and list(criteria.values()) == [same[0], same[1], same[3]], "a repeated statement once"
+    assert list(criteria) == ["Concise", "Concise in a few words", "Concise keeping it brief"]
+    taken = ac.statement_criteria(same[:1] * 2 + ["A good output is concise, with no padding now."], OPENER,
+                                  taken=["concise"])
+    assert list(taken) == ["Concise with no padding", "Concise with no padding now"]
+    assert ac.statement_criteria(["A good output is x.", "Coverage is good.", 7], OPENER) == {}, \
+        "too short, no opener, no text"
+
+
+def test_a_reply_cut_off_by_its_token_limit_keeps_its_finished_statements():
+    cut = '{"criteria": [' + ", ".join(json.dumps(s) for s in STATEMENTS[:3]) + ', "A good output has no err'
+    criteria, observations, read = ac.read_criteria(cut, ac.criteria_schema(OPENER), OPENER)
+    assert list(criteria.values()) == STATEMENTS[:3] and read == "text" and observations == ""
+    listed = "Here they are:\n1. A good output is fluent and reads naturally\n2) " + STATEMENTS[0] + " " \
+        + STATEMENTS[3] + "\nClarity: the output is easy to follow for a reader."
+    found = ac.parse_criteria_lines(listed, opener=OPENER)
+    assert list(found.values()) == [STATEMENTS[2], STATEMENTS[0], STATEMENTS[3],
+                                    "the output is easy to follow for a reader."], \
+        "lines that start with the opener (a plain line needs no full stop), then Name: definition"
+    assert ac.read_qualities("1. " + "\n2. ".join(STATEMENTS), OPENER) == CRITERIA
 
 
 def test_free_text_replies_still_read_and_are_marked_as_fallback():
@@ -317,7 +357,7 @@ def worst_case(messages, params):
     last = messages[-1]["content"]
     if kind == structured.CRITERIA:
         # three criteria break the 4-item minimum every time; the list prompt finds only two
-        return json.dumps({"criteria": [{"name": k, "definition": v} for k, v in list(CRITERIA.items())[:3]]})
+        return json.dumps({"criteria": STATEMENTS[:3]})
     if "Name: definition" in last:
         return "Coverage: keeps the main points of the source.\nFluency: reads naturally and well."
     if kind == structured.EXPLAINED_SCORES and "criteria" in structured.schema_of(params.json_schema)["properties"]:
@@ -346,7 +386,8 @@ def test_the_estimate_bounds_the_actual_backend_calls(data, params):
     judge = method.fit(samples[:12], aspect, FitContext(llm=llm, task=task))
     fit_calls = len(backend.calls)
     assert 0 < fit_calls <= estimate["fit"]
-    assert len(judge.state["criteria"]) == 3, "the retry's 3 criteria beat the list prompt's 2"
+    assert len(judge.state["criteria"]) == (5 if method.criteria_fallback else 3), \
+        "the replies' 3 statements and the list prompt's 2 named criteria are pooled"
     n_batches = min(method.max_batches, 3)
     stage1 = 2 * n_batches + (n_batches > 1 and method.ensemble_task) + 2 + 2 * method.criteria_fallback \
         + 3 * (n_batches - 1)
@@ -382,16 +423,16 @@ def test_a_refused_task_description_never_reaches_the_criteria_prompt(store, dat
 
 
 def test_a_refinement_the_rubric_checks_refuse_does_not_replace_usable_criteria(store, data):
-    junk = {"Seafood": "The most expensive food on earth is a sea food.",
-            "Dinner time": "The dinner is a special meal you can enjoy with friends.",
-            "Weather": "It was sunny and warm in the city that afternoon.",
-            "Travel": "The train left the station early in the morning today."}
+    junk = ["A good output is the most expensive food on earth, a sea food.",
+            "A good output is a special meal you can enjoy with friends.",
+            "A good output is sunny and warm in the city that afternoon.",
+            "A good output left the station early in the morning today."]
     base = json_judge()
 
     def responder(messages, params):
         schema = structured.schema_of(params.json_schema)
         if structured.kind_of(params.json_schema) == structured.CRITERIA and "observations" not in schema["properties"]:
-            return json.dumps({"criteria": [{"name": k, "definition": v} for k, v in junk.items()]})
+            return json.dumps({"criteria": junk})
         return base(messages, params)
 
     samples, aspect, task = data
@@ -413,28 +454,28 @@ def test_the_short_structured_fallback_asks_for_qualities_and_reads_them_as_crit
         schema = structured.schema_of(params.json_schema)
         asked.append(list(schema["properties"]) if schema else None)
         if schema and "qualities" in schema["properties"]:
-            return json.dumps({"qualities": [{"name": k, "description": v} for k, v in CRITERIA.items()]})
+            assert schema["properties"]["qualities"]["items"]["pattern"].startswith("^A good output ")
+            return json.dumps({"qualities": STATEMENTS})
         return '{"criteria": []}'  # the paper prompt and its retry give nothing usable
 
     llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
-    example = {"input": "source text", "output": "output number 1", "human_100": 80.0}
-    prompt = ac.criteria_qualities_prompt(example, task="summarization", quality="coherence", source_chars=400)
-    assert "Which qualities of a response" in prompt and "..." not in prompt
+    prompt = ac.criteria_qualities_prompt(task="summarization", quality="coherence", output="output",
+                                          definition="How well the sentences fit together.", opener=OPENER)
+    assert "Which qualities of an output" in prompt and "..." not in prompt and "fit together" in prompt
+    assert 'Start each sentence with "A good output"' in prompt
     criteria, _, _, retried, read = ac._ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64),
-                                                     fallback="list prompt", qualities_fallback=prompt)
+                                                     opener=OPENER, fallback="list prompt", qualities_fallback=prompt)
     assert criteria == CRITERIA and read == "qualities" and retried
     assert asked == [["criteria"], ["criteria"], ["qualities"]], "the list prompt is not needed"
 
 
 def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_across_replies():
-    """The paper prompt's reply has two usable criteria and two the rubric checks refuse; the follow-up names the
-    refused ones, the qualities fallback adds three more, and the pool holds all five usable ones."""
+    """The paper prompt's reply has two usable statements and two the rubric checks refuse; the follow-up names
+    the refused ones, the qualities fallback adds three more, and the pool holds all five usable ones."""
     from judge_engine.llm import LLMConfig, make_llm
 
-    first = {"criteria": [{"name": "Coverage", "definition": "Keeps the main points of the source."},
-                          {"name": "The answer", "definition": "The answer is a good response."},
-                          {"name": "Accuracy", "definition": "States only what the source says."},
-                          {"name": "Fluency", "definition": "The fluency of the response is fluent."}],
+    first = {"criteria": [STATEMENTS[0], "A good output is a great one.", STATEMENTS[1],
+                          "A good output has a score of 4 out of 5."],
              "observations": "short outputs score higher"}
     asked = []
 
@@ -443,22 +484,63 @@ def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_acro
         asked.append(messages[-1]["content"])
         if schema and "qualities" in schema["properties"]:
             return json.dumps({"qualities": [
-                {"name": "Coverage", "description": "Covers the points of the source."},  # a name already pooled
-                {"name": "Conciseness", "description": "Says it without padding or repetition."},
-                {"name": "Grammar", "description": "Sentences follow the rules of English grammar."},
-                {"name": "Order", "description": "Presents the points in a logical order."}]})
+                "A good output is accurate about what the source says, always.",  # a name already pooled
+                "A good output is concise, saying it without padding or repetition.",
+                "A good output follows the rules of grammar correctly.",
+                "A good output presents the points in a logical order."]})
         return json.dumps(first)  # the follow-up turn gets the same reply again
 
     llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
-    usable = lambda c: ac.check_criteria(c, ["The source text of the example."])[0]  # noqa: E731
+    usable = lambda c: ac.check_criteria(c, ["The source text of the example."], opener=OPENER)[0]  # noqa: E731
     criteria, observations, raw, retried, read = ac._ask_criteria(
-        llm, "paper prompt", GenerationParams(max_tokens=64), schema=ac.CRITERIA_INIT_SCHEMA, qualities_fallback="qualities prompt",
-        fallback="list prompt", usable=usable)
-    assert list(usable(criteria)) == ["Coverage", "Accuracy", "Conciseness", "Grammar", "Order"]
-    assert list(criteria)[:5] == ["Coverage", "Accuracy", "Conciseness", "Grammar", "Order"], "usable ones first"
-    assert criteria["Coverage"] == "Keeps the main points of the source.", "a pooled name is not replaced"
-    assert set(criteria) - set(usable(criteria)) == {"The answer", "Fluency"}, "refused ones stay to be recorded"
+        llm, "paper prompt", GenerationParams(max_tokens=64), schema=ac.criteria_schema(OPENER, observations=True),
+        opener=OPENER, qualities_fallback="qualities prompt", fallback="list prompt", usable=usable)
+    names = ["Accurate about what the source says", "Has complete coverage of the main\u2026", "Concise",
+             "Follows the rules of grammar correctly", "Presents the points in a logical\u2026"]
+    assert list(usable(criteria)) == names and list(criteria)[:5] == names, "usable ones first"
+    assert criteria[names[0]] == STATEMENTS[0], "a pooled name is not replaced"
+    assert set(criteria) - set(usable(criteria)) == {"A great one", "Has a score of 4 out\u2026"}, \
+        "refused ones stay to be recorded"
     assert retried and read == "json+qualities" and "--- next reply ---" in raw
     assert observations == "short outputs score higher"
-    assert "Only 2 of the 4 criteria" in asked[1] and "'The answer'" in asked[1] and "'Fluency'" in asked[1]
+    assert "Only 2 of the 4 criteria" in asked[1] and "'A great one'" in asked[1]
+    assert 'starting with "A good output"' in asked[1]
     assert len(asked) == 3, "five usable criteria: the list prompt is not needed"
+
+
+SMOLLM2_SENTENCES = {
+    # SmolLM2-135M's own sentences (/work/exp/sent2.out, 2026-11-25), asked for "A good summary ..." on SummEval
+    # and "A good response ..." on Topical-Chat: the facets are kept, praise and the aspect restated are refused
+    ("summary", "consistency", "The summary states only facts the article supports."): [
+        ("A good summary is consistent with the article's content.", True),
+        ("A good summary is based on facts and evidence.", True),
+        ("A good summary should not have anything contradicted.", True),
+        ("A good summary is a high consistency, with no contradicting facts.", True),
+        ("A good summary is a good article, with no contradicting facts.", True),
+        ("A good summary is a great summary.", False),
+    ],
+    ("response", "coherence", "The response follows on from the dialogue history."): [
+        ("A good response should follow the dialogue history, stay on topic.", True),
+        ("A good response should be coherent with the rest of the conversation.", True),
+        ("A good response is a great one.", False),
+        ("A good response is a good one.", False),
+    ],
+    ("response", "overall", "How good the response is overall."): [
+        ("A good response is a great one.", False),
+        ("A good response to this conversation is excellent.", False),
+    ],
+}
+
+
+@pytest.mark.parametrize("key", list(SMOLLM2_SENTENCES), ids=lambda k: f"{k[0]}-{k[1]}")
+def test_smollm2s_own_sentences_junk_refused_facets_kept(key):
+    output, aspect, definition = key
+    opener = f"A good {output}"
+    statements = [s for s, _ in SMOLLM2_SENTENCES[key]]
+    criteria = ac.statement_criteria(statements, opener)
+    assert list(criteria.values()) == statements, "every sentence is read as a criterion"
+    kept, refused = ac.check_criteria(criteria, ["A judged text about something else entirely."],
+                                      topics=(output.capitalize(), aspect, definition), opener=opener)
+    assert [s for s in statements if s in kept.values()] == [s for s, ok in SMOLLM2_SENTENCES[key] if ok]
+    assert all(r["stage"] == "criteria" and r["rule"] and r["reason"] and r["name"] in criteria for r in refused)
+    assert len(refused) == sum(not ok for _, ok in SMOLLM2_SENTENCES[key])

@@ -56,6 +56,7 @@ from ..methods.hpss.strategy import FACTORS, Strategy, all_strategies, read_stra
 from ..llm.base import Completion, GenerationParams, Message
 from ..prompting import TaskInfo
 from ..records import Aspect, Sample
+from ..rubric_checks import statement_name
 
 ASPECTS = (Aspect("coherence", 1.0, 5.0, "how well the summary's sentences fit together into a clear whole"),
            Aspect("relevance", 1.0, 5.0, "how much of the summary is about the important content of the source"),
@@ -416,11 +417,31 @@ class World:
         self.ac_criteria = {n: float(m) for n, m in zip(names, (0.5, 0.6, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7))}
         self.demo_value = rng.normal(0.0, 0.2, self.n_samples)
 
+    def ac_planted(self, text: str) -> str | None:
+        """The planted criterion a criterion's name or text stands for: its planted name, the name a method
+        takes from its statement (:func:`judge_engine.rubric_checks.statement_name`), or the statement itself;
+        None for a criterion the world does not know."""
+        text = (text or "").strip()
+        if text in self.ac_criteria:
+            return text
+        low = text.lower()
+        for name in self.ac_criteria:
+            body = ac_statement_body(name)
+            if low == statement_name(body, "").lower() or low == statement_name(body, "", max_words=12).lower() \
+                    or body in low:
+                return name
+        return None
+
+    def ac_noise(self, name: str) -> float:
+        """A criterion's planted noise multiplier (1.7 for one the world does not know)."""
+        planted = self.ac_planted(name)
+        return self.ac_criteria[planted] if planted else 1.7
+
     def ac_multiplier(self, names: Sequence[str]) -> float:
         """Noise multiplier of a set of criteria: the mean of theirs (1.7 for a name the world does not know)."""
         if not names:
             return 1.4
-        return float(np.mean([self.ac_criteria.get(n.strip(), 1.7) for n in names]))
+        return float(np.mean([self.ac_noise(n) for n in names]))
 
     def demo_multiplier(self, indices: Sequence[int]) -> float:
         return float(math.exp(sum(self.demo_value[i] for i in indices)))
@@ -492,6 +513,7 @@ MARKERS = {
     "ac_prior": "Observations so far:",
     "ac_weighted": "single digit",
     "ac_criteria_json": re.compile(r'"([^"\n]{2,40})"\s*:'),
+    "ac_opener": re.compile(r'Start each sentence with "([^"\n]{3,60})"'),
 }
 
 
@@ -624,24 +646,45 @@ def _hypotheses_step(world: World, prompt: str, n: int) -> Step:
 
 
 AC_DEFINITIONS = {
-    "Logical Flow": "Each sentence follows from the one before, so the points read in a sensible order.",
-    "Topic Focus": "The summary stays on the article's main subject and leaves out side stories.",
-    "Referent Clarity": "Every pronoun and name points to someone the reader already knows from the summary.",
-    "Sentence Variety": "Sentences differ in length and shape instead of repeating one pattern.",
-    "Headline Match": "The first sentence states what the article's headline announces.",
-    "Word Count": "The summary is short enough to read at a glance but keeps every key fact.",
-    "Connective Use": "Words such as because, then and however link the sentences where they belong.",
-    "Tone Match": "The summary keeps the article's neutral register without adding opinion.",
+    "Logical Flow": "keeps a logical order, each sentence following from the one before.",
+    "Topic Focus": "stays relevant to the article's main subject and leaves out side stories.",
+    "Referent Clarity": "makes clear whom every pronoun and name points to.",
+    "Sentence Variety": "is not repetitive, its sentences differing in length and shape.",
+    "Headline Match": "clearly states in its first sentence what the article's headline announces.",
+    "Word Count": "is concise enough to read at a glance but keeps every key fact.",
+    "Connective Use": "uses words such as because, then and however where they are appropriate.",
+    "Tone Match": "is faithful to the article's neutral register without adding opinion.",
 }
-"""What the simulated judge writes for each planted Active-Critic criterion (a definition that says more than
-its name, as the rubric checks require)."""
+"""What the simulated judge writes for each planted Active-Critic criterion: a definition that says more than
+its name and names a quality, as the rubric checks require, and reads as a statement after "A good summary"
+(:func:`ac_statement`, the shape the criteria steps ask for)."""
+
+
+def ac_statement_body(name: str) -> str:
+    """A planted criterion's statement body: its definition lower-cased, without the full stop."""
+    return AC_DEFINITIONS.get(name, "Whether the summary gets this right.").lower().rstrip(".")
+
+
+def ac_statement(name: str, opener: str) -> str:
+    """A planted criterion as the statement the criteria steps ask for: ``"<opener> <body>."``."""
+    return f"{opener} {ac_statement_body(name)}."
+
+
+def _schema_opener(pattern: str) -> str:
+    """The opener a statement pattern (:func:`judge_engine.structured.statement_pattern`) asks for."""
+    literal = pattern.lstrip("^").split(" [a-z]", 1)[0]
+    return re.sub(r"\[\\?(.)\]", r"\1", literal)
 
 
 def _ac_criteria_step(world: World, prompt: str) -> Step:
     m = MARKERS
-    current = [n for n in world.ac_criteria if f'"{n}"' in prompt] if m["ac_criteria_refine"] in prompt else []
+    low = prompt.lower()
+    current = ([n for n in world.ac_criteria if f'"{n}"' in prompt or ac_statement_body(n) in low]
+               if m["ac_criteria_refine"] in prompt else [])
+    opener = m["ac_opener"].search(prompt)
     return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt)),
-                                "qualities": m["ac_criteria_qualities"] in prompt})
+                                "qualities": m["ac_criteria_qualities"] in prompt,
+                                "opener": opener.group(1) if opener else ""})
 
 
 def _ose_criteria(prompt: str) -> list[str]:
@@ -755,11 +798,22 @@ class SimulatedBackend:
                     "the article's topic."), ()
         if kind == "ac_criteria":
             crit = self._ac_criteria(step, conversation, draw)
+            props = (schema or {}).get("properties") or {}
+            key = next((k for k in ("criteria", "qualities") if k in props), "criteria")
+            item = (props.get(key) or {}).get("items") or {}
+            if item.get("type") == "string":  # statements that start with the schema's opener
+                value: dict[str, Any] = {key: [ac_statement(n, _schema_opener(item.get("pattern", "")))
+                                               for n in crit]}
+                if "observations" in props:
+                    value["observations"] = "Scores follow how connected the summary is."
+                return json.dumps(conform(value, schema)), ()
             if schema:
                 return json.dumps(conform({"criteria": [{"name": n, "definition": d} for n, d in crit.items()]},
                                           schema)), ()
             if step.info["lines"]:
                 return "\n".join(f"{n}: {d}" for n, d in crit.items()), ()
+            if step.info.get("opener"):  # asked for statements without a grammar: one per numbered line
+                return "\n".join(f"{i}. {ac_statement(n, step.info['opener'])}" for i, n in enumerate(crit, 1)), ()
             if step.info.get("qualities"):  # the short structured fallback's shape, asked without a grammar
                 return json.dumps({"qualities": [{"name": n, "description": d} for n, d in crit.items()]}), ()
             if step.info["current"]:
@@ -853,7 +907,7 @@ class SimulatedBackend:
             return int(min(100, max(0, round(100 * level))))
 
         if step.kind == "ac_mcse":
-            scores = {n: score_100(0.15 * w.ac_criteria.get(n, 1.7) * demo, n) for n in step.info["criteria"]}
+            scores = {n: score_100(0.15 * w.ac_noise(n) * demo, n) for n in step.info["criteria"]}
             if schema:
                 return json.dumps(fill_schema(schema, scores, 50, "Judged on this criterion.")), ()
             return json.dumps({n: {"Explanation": f"Judged on {n.lower()}.", "Score": v}

@@ -17,7 +17,10 @@ Stage 1, task inference (§4.1, Table 14, App. B)
     description conditioned on the previous one; stops after 5 consecutive
     COMPLETE answers); :func:`define_criteria` (Algorithm 1, Table 15:
     init, then observe / refine per batch with the same stopping rule;
-    4-10 named criteria with one-sentence definitions).
+    4-10 criteria). Ours: each criterion is asked for as a statement that
+    starts with "A good <output>" (:func:`criteria_opener`), its name taken
+    from it; named criteria remain what a person edits and the free-text
+    fallback reads.
 Stage 2, scoring alignment (§4.2, Tables 16-17)
     :func:`score_multi_criteria` (McS-E: one call scores every criterion
     0-100 with an explanation, as JSON) and :func:`score_overall` (OS-E:
@@ -32,7 +35,7 @@ Structured replies
     Every generation step but the free-text observations asks the backend
     for JSON with a schema from :mod:`judge_engine.structured`: the task
     description (``TASK_DESCRIPTION``), the criteria (``CRITERIA``, 4-10
-    named items), McS-E's explained criterion scores and OS-E's explained
+    statements, :func:`criteria_schema`), McS-E's explained criterion scores and OS-E's explained
     overall score (both ``EXPLAINED_SCORES``; McS-E holds ``criteria``, OS-E
     ``explanation`` and ``overall``), and the score-first follow-up turns
     (``SCORE``). Replies are read with :func:`judge_engine.structured.read_json`;
@@ -56,7 +59,8 @@ Prompt optimization (§4.2 "Prompt Optimization", App. D.2, Eqs. 4-5)
 Rubric checks
     The inferred task description and criteria go through
     :mod:`judge_engine.rubric_checks` at fit time (:func:`check_task_description`,
-    :func:`check_criteria`); at scoring time an OS-E explanation that is empty
+    :func:`check_criteria`: statements by
+    :func:`judge_engine.rubric_checks.check_statement`); at scoring time an OS-E explanation that is empty
     or one line repeated over and over (:func:`check_explanation`) is not the
     verdict's explanation: ``Verdict.metadata["explanation_rejected"]`` says
     why, the reply stays in ``raw``, and the run summary counts them
@@ -92,7 +96,15 @@ from ..metrics import (
 from ..parsing import parse_json_object, parse_score, read_weighted
 from ..prompting import TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import RubricCheck, check_criterion, check_entry, shares_topic
+from ..rubric_checks import (
+    RubricCheck,
+    check_criterion,
+    check_entry,
+    check_statement,
+    shares_topic,
+    statement_body,
+    statement_name,
+)
 from .base import (
     EventSink,
     FitContext,
@@ -331,24 +343,32 @@ def check_task_description(description: str, task: TaskInfo,
     return fallback, {**check.to_dict(), "stage": "task description"}
 
 
-def check_criteria(criteria: dict[str, str], shown: Sequence[str],
-                   topics: Sequence[str] = ()) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The criteria the rubric checks accept (:func:`judge_engine.rubric_checks.check_criterion`: name and
-    definition together, a placeholder name or a definition repeating the name refused), and the refusals.
+def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Sequence[str] = (),
+                   opener: str = "") -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The criteria the rubric checks accept, and the refusals.
+
+    A criterion written as a statement (its definition starts with ``opener``, "A good summary ...") is
+    checked by :func:`judge_engine.rubric_checks.check_statement` (praise only, a reported score, a copy, no
+    quality named by the body); a named one (a person's edit, a free-text reply) by
+    :func:`judge_engine.rubric_checks.check_criterion` (name and definition together, a placeholder name or
+    a definition repeating the name refused).
 
     ``topics``: what is judged (the output's label, the scored aspect's name and definition). A criterion
-    whose definition names no word of the quality vocabulary but a content word of these ("Topic focus: the
-    summary stays on the article's main subject") describes a facet of the scored quality, as an HD-Eval
-    child does (:func:`judge_engine.rubric_checks.shares_topic`); its ``no_quality`` refusal is lifted. The
-    definition must name it, not only the name: SmolLM2 wrote "Able to convey information: The most
-    expensive food on earth is a sea food" for informativeness.
+    that names no word of the quality vocabulary but a content word of these ("the summary stays on the
+    article's main subject") describes a facet of the scored quality (:func:`judge_engine.rubric_checks.
+    shares_topic`); its ``no_quality`` refusal is lifted. For a named criterion the definition must name
+    it, not only the name: SmolLM2 wrote "Able to convey information: The most expensive food on earth is
+    a sea food" for informativeness.
     """
     names = list(criteria)
     checks, accepted = [], []
     for n in names:  # each accepted criterion counts for the near-duplicate rule of the next ones
-        check = check_criterion(n, criteria[n], shown=shown, accepted=accepted)
-        if check.rule == "no_quality" and shares_topic(criteria[n], topics):
-            check = RubricCheck(check.text, True)
+        if is_statement(criteria[n], opener):
+            check = check_statement(criteria[n], opener=opener, shown=shown, accepted=accepted, topics=topics)
+        else:
+            check = check_criterion(n, criteria[n], shown=shown, accepted=accepted)
+            if check.rule == "no_quality" and shares_topic(criteria[n], topics):
+                check = RubricCheck(check.text, True)
         accepted += [check.text] if check.ok else []
         checks.append(check)
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
@@ -369,6 +389,91 @@ def check_explanation(explanation: str) -> str | None:
 
 # -------------------------------------------------------------------------------- stage 1: criteria
 
+DEFAULT_OPENER = "A good response"
+"""The opener of criteria statements when the judged output has no label of its own."""
+
+
+def criteria_opener(task: TaskInfo | None) -> str:
+    """How every inferred criterion starts: "A good summary" for summaries (the output's label, lower-cased).
+
+    Why statements: asked for named criteria, SmolLM2-135M named them after
+    the scored aspect, after people and cities or after schema keys, and the
+    rubric checks refused them all; asked to complete "A good summary ...",
+    it wrote facets such as "A good summary is consistent with the
+    article's content" (:func:`judge_engine.structured.statement_list_schema`).
+    """
+    label = (task.output_label if task else "").strip().lower()
+    return f"A good {label}" if label else DEFAULT_OPENER
+
+
+def is_statement(definition: str, opener: str) -> bool:
+    """Whether a criterion's definition is a statement that starts with ``opener`` (then its name was taken
+    from it, :func:`judge_engine.rubric_checks.statement_name`)."""
+    text = (definition or "").strip().lower()
+    return bool(opener) and text.startswith(opener.lower() + " ")
+
+
+STATEMENT_MIN_WORDS = 3
+"""A statement's body has at least this many words ("A good summary is short." is one thing said, barely)."""
+
+
+def statement_criteria(statements: Sequence[Any], opener: str,
+                       taken: Sequence[str] = ()) -> dict[str, str]:
+    """Criteria (name -> the statement itself) from statements that start with ``opener``.
+
+    The name is :func:`judge_engine.rubric_checks.statement_name`. Names are
+    unique (case-insensitive, also against ``taken``): when two statements
+    give the same short name, a longer one (up to 12 words, past the first
+    comma) tells them apart, else a number is added; a statement said twice is kept once.
+    Anything that does not start with the opener, or says fewer than
+    :data:`STATEMENT_MIN_WORDS` words after it, is not a criterion statement.
+    """
+    out: dict[str, str] = {}
+    used = {t.lower() for t in taken}
+    seen: set[str] = set()
+    for raw in statements:
+        if not isinstance(raw, str):
+            continue
+        text = " ".join(raw.split())
+        if not is_statement(text, opener) or len(statement_body(text, opener).split()) < STATEMENT_MIN_WORDS:
+            continue
+        text = text if text.endswith(".") else text + "."
+        if text.lower() in seen:
+            continue
+        seen.add(text.lower())
+        name = statement_name(text, opener)
+        if name.lower() in used:  # the name went up to the first comma: the longer one goes past it
+            name = statement_name(re.sub(r"[,;]", "", text), opener, max_words=12)
+        base, n = name, 2
+        while name.lower() in used:
+            name, n = f"{base} ({n})", n + 1
+        used.add(name.lower())
+        out[name] = text
+    return out
+
+
+def find_statements(reply: str, opener: str) -> list[str]:
+    """The complete statements that start with ``opener`` anywhere in a reply: lines of a list (bullets and
+    numbers allowed), JSON strings, even the finished items of a JSON reply cut off by its token limit.
+
+    A statement ends before the next one, its closing quote or its line's end; inside quotes it must end
+    with a full stop, so an item of a JSON reply cut off mid-sentence is left out.
+    """
+    if not opener:
+        return []
+    start = re.compile(rf"(?<![A-Za-z]){re.escape(opener)}\s", re.IGNORECASE)
+    out = []
+    for line in (reply or "").splitlines():
+        for piece in re.split(r'(?<!\\)"', line):  # a JSON string or a plain line
+            starts = [m.start() for m in start.finditer(piece)]
+            for a, b in zip(starts, starts[1:] + [len(piece)]):
+                text = piece[a:b].strip().rstrip(",;").strip()
+                # a plain line may end without its full stop; inside JSON a missing one means cut off
+                if (text.endswith(".") or '"' not in line) and "<<<" not in text:
+                    out.append(text)
+    return out
+
+
 PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "criterion b", "one-sentence definition",
                         "a short name", "a short name of the criterion", "what the criterion asks of a response",
                         "one sentence saying what the criterion asks of a response",
@@ -376,12 +481,15 @@ PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "c
 """The shape examples of our criteria prompts: a reply that copies them has inferred nothing."""
 
 
-def _clean_criteria(obj: Any) -> dict[str, str]:
-    """``{name: definition}`` from a criteria object or a list of ``{"name", "definition"}`` items.
+def _clean_criteria(obj: Any, opener: str = "") -> dict[str, str]:
+    """``{name: definition}`` from a criteria object, a list of ``{"name", "definition"}`` items or a list of
+    statements that start with ``opener`` (:func:`statement_criteria`).
 
     Placeholder shapes copied from the prompt and prompt labels are dropped;
     a repeated name keeps its first definition.
     """
+    if isinstance(obj, list) and any(isinstance(item, str) for item in obj):
+        return statement_criteria(obj, opener)
     if isinstance(obj, list):
         pairs = [(item.get("name", ""), item.get("definition", "")) for item in obj if isinstance(item, dict)]
     elif isinstance(obj, dict):
@@ -420,8 +528,9 @@ NAME_TAIL_WORDS = {"and", "or", "to", "the", "of", "a", "an", "in", "on", "for",
 """Words a name cut from a list item does not end with."""
 
 
-def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, str]:
-    """Criteria written as ``Name: one-sentence definition`` lines (the fallback list format).
+def parse_criteria_lines(reply: str, *, plain_items: bool = False, opener: str = "") -> dict[str, str]:
+    """Criteria written as ``Name: one-sentence definition`` lines (the fallback list format), or as
+    statements that start with ``opener`` (:func:`find_statements`).
 
     A name has at most 5 words, a definition at least 3; prompt labels
     (Source, Response, Observations, ...) and the prompts' placeholder
@@ -430,8 +539,10 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, 
     without a name is a criterion too: its first words name it, the whole
     line defines it (for the answer to the list prompt only).
     """
-    out: dict[str, str] = {}
+    out = statement_criteria(find_statements(reply, opener), opener)
     for line in (reply or "").splitlines():
+        if find_statements(line, opener):
+            continue  # read as a statement above
         m = CRITERION_LINE.match(line)
         if not m:
             item = LIST_ITEM.match(line) if plain_items else None
@@ -454,85 +565,92 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False) -> dict[str, 
     return out
 
 
-def parse_criteria_and_observations(reply: str) -> tuple[dict[str, str], str]:
+def parse_criteria_and_observations(reply: str, opener: str = "") -> tuple[dict[str, str], str]:
     """Criteria and observations from an init or refine reply (the free-text fallback).
 
-    Accepts ``{"criteria": [{"name", "definition"}, ...], "observations": "..."}``,
-    ``{"Criteria": {...}, "Observations": "..."}`` and a bare ``{name:
-    definition}`` object; without a JSON object, ``Name: definition`` lines
-    (:func:`parse_criteria_lines`). Returns ``({}, "")`` when none is found.
+    Accepts ``{"criteria": ["<opener> ...", ...], "observations": "..."}`` that breaks the schema,
+    ``{"criteria": [{"name", "definition"}, ...]}``, ``{"Criteria": {...}, "Observations": "..."}`` and a
+    bare ``{name: definition}`` object; without a JSON object, statements that start with ``opener`` and
+    ``Name: definition`` lines (:func:`parse_criteria_lines`; a JSON reply cut off by its token limit keeps
+    its finished statements). Returns ``({}, "")`` when none is found.
     """
     obj = parse_json_object(reply or "")
     if not isinstance(obj, dict):
-        return parse_criteria_lines(reply), ""
+        return parse_criteria_lines(reply, opener=opener), ""
     keys = {str(k).lower(): k for k in obj}
     observations = obj.get(keys.get("observations", ""), "") if "observations" in keys else ""
-    if "criteria" in keys:
-        return _clean_criteria(obj[keys["criteria"]]), str(observations or "")
-    return _clean_criteria({k: v for k, v in obj.items() if str(k).lower() != "observations"}), str(observations or "")
+    for key in ("criteria", "qualities"):
+        if key in keys:
+            return _clean_criteria(obj[keys[key]], opener), str(observations or "")
+    return (_clean_criteria({k: v for k, v in obj.items() if str(k).lower() != "observations"}, opener),
+            str(observations or ""))
 
 
 MIN_CRITERIA, MAX_CRITERIA = 4, 10
 """§4.1: the criteria set holds 4 to 10 criteria."""
-CRITERION_NAME_PATTERN = r"^[A-Za-z][A-Za-z&/' -]{1,59}$"
-"""A criterion's name is words: SmolLM2-135M otherwise named criteria after the examples' content ("Baiji Food
-Co.", numbers, "1. Visited a certain team.")."""
-CRITERION_DEFINITION_MIN = 15
-"""A definition is a sentence, not one word ("Mumbai", "AI" were SmolLM2's)."""
-CRITERIA_SCHEMA = structured.named_items_schema(structured.CRITERIA, "criteria", min_items=MIN_CRITERIA,
-                                                max_items=MAX_CRITERIA, definition_max=300,
-                                                definition_min=CRITERION_DEFINITION_MIN,
-                                                name_pattern=CRITERION_NAME_PATTERN)
-"""The refine reply: ``{"criteria": [{"name", "definition"}, ...]}`` with 4-10 items."""
+STATEMENT_CHARS = 160
+"""Longest criterion statement (the schema's pattern): one sentence, and ten of them fit a reply."""
+OBSERVATIONS_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 1200}
 
 
-def _with_observations(schema: dict[str, Any]) -> dict[str, Any]:
-    # Eq. 6: the init step returns observations with the criteria. Optional, so a reply of the plain
-    # criteria shape (what the builder describes) still validates.
-    properties = {**schema["properties"], "observations": {"type": "string", "minLength": 1, "maxLength": 1200}}
-    return {**schema, "properties": properties}
+def criteria_schema(opener: str, *, key: str = "criteria", observations: bool = False) -> dict[str, Any]:
+    """A criteria reply: ``{key: ["<opener> ...", ...]}`` with 4-10 statements
+    (:func:`judge_engine.structured.statement_list_schema`, titled :data:`judge_engine.structured.CRITERIA`).
+
+    ``observations``: the init step's shape (Eq. 6: observations come with the criteria), an optional
+    ``observations`` text after the statements, so a reply of the plain shape still validates and a reply
+    cut off inside its observations keeps every statement.
+    """
+    schema = structured.statement_list_schema(structured.CRITERIA, key, opener=opener, min_items=MIN_CRITERIA,
+                                              max_items=MAX_CRITERIA, max_chars=STATEMENT_CHARS)
+    if not observations:
+        return schema
+    return structured.object_schema(structured.CRITERIA, {**schema["properties"],
+                                                          "observations": OBSERVATIONS_SCHEMA}, required=[key])
 
 
-QUALITIES_SCHEMA = structured.named_items_schema(structured.CRITERIA, "qualities", min_items=MIN_CRITERIA,
-                                                 max_items=MAX_CRITERIA, definition_max=300,
-                                                 definition_key="description",
-                                                 definition_min=CRITERION_DEFINITION_MIN,
-                                                 name_pattern=CRITERION_NAME_PATTERN)
-"""The short fallback's reply: ``{"qualities": [{"name", "description"}, ...]}``, read as criteria. The keys are
-the point: under the same grammar SmolLM2-135M filled ``"criteria"``/``"definition"`` with timestamps
-("2018-04-23 15:59:57.613") and ``"qualities"``/``"description"`` with sentences on what the annotators check
-(our trial, 2026-11-24)."""
-CRITERIA_INIT_SCHEMA = _with_observations(CRITERIA_SCHEMA)
-"""The init reply: :data:`CRITERIA_SCHEMA` plus an optional ``observations`` text."""
-CRITERIA_SHAPE = ('a JSON object whose "criteria" list holds 4 to 10 criteria, each an object with the keys "name" '
-                  '(a few words) and "definition" (one sentence on what the criterion asks of a response)')
-"""How the follow-up turn describes the criteria reply: in words, with no example values a small model could copy
-(SmolLM2-135M filled every slot with the old shape's "a short name" and "one sentence saying what ...")."""
-CRITERIA_REFUSED_RETRY = ('Only {usable} of the {proposed} criteria you gave can be used; these repeat a name, copy a '
-                          'text or name no quality: {refused}. Answer again with the JSON object only: {expected}. '
-                          'Keep the usable criteria and add different ones in your own words.')
+def qualities_schema(opener: str) -> dict[str, Any]:
+    """The short fallback's reply: ``{"qualities": ["<opener> ...", ...]}``, read as criteria (its own key, so
+    its requests differ from the paper prompt's in the cache and the simulated judge)."""
+    return criteria_schema(opener, key="qualities")
+
+
+def criteria_shape(opener: str) -> str:
+    """How the follow-up turn describes the criteria reply: in words, with no example values a small model
+    could copy (SmolLM2-135M filled every slot with an older shape's "a short name")."""
+    return (f'a JSON object whose "criteria" list holds 4 to 10 different sentences, each starting with "{opener}" '
+            f'and saying one concrete thing that a good one does')
+
+
+CRITERIA_REFUSED_RETRY = ('Only {usable} of the {proposed} criteria you gave can be used; these repeat another one, '
+                          'copy a text, report a score or say nothing but praise: {refused}. Answer again with the '
+                          'JSON object only: {expected}. Keep the usable sentences and add different ones in your '
+                          'own words.')
 """The follow-up turn when a criteria reply was read but the rubric checks refused some of it."""
 
 
-def read_qualities(reply: str) -> dict[str, str]:
-    """Criteria (name -> definition) from a :data:`QUALITIES_SCHEMA` reply ({} when it breaks the schema)."""
-    reading = structured.read_json(reply, QUALITIES_SCHEMA)
-    if not reading.ok:
-        return {}
-    return _clean_criteria([{"name": q["name"], "definition": q["description"]} for q in reading.value["qualities"]])
+def read_qualities(reply: str, opener: str) -> dict[str, str]:
+    """Criteria (name -> statement) from a :func:`qualities_schema` reply; without that JSON, the statements
+    found in the reply (:func:`find_statements`: a server without structured output, a reply cut off)."""
+    reading = structured.read_json(reply, qualities_schema(opener))
+    if reading.ok:
+        return statement_criteria(reading.value["qualities"], opener)
+    return parse_criteria_and_observations(reply, opener)[0]
 
 
-def read_criteria(reply: str, schema: dict[str, Any]) -> tuple[dict[str, str], str, str]:
+def read_criteria(reply: str, schema: dict[str, Any], opener: str = "") -> tuple[dict[str, str], str, str]:
     """A criteria reply -> (criteria, observations, read): the schema's JSON first, then the free-text parsers.
 
     ``read`` is ``json`` (the reply satisfied the schema), ``text`` (the
-    fallback parser found criteria) or ``missing``. Placeholder names copied
-    from the prompt are dropped either way.
+    fallback parsers found criteria: statements anywhere in the reply, a
+    JSON object of another shape, ``Name: definition`` lines) or
+    ``missing``. Placeholder names copied from the prompt are dropped.
     """
     reading = structured.read_json(reply, schema)
     if reading.ok:
-        return _clean_criteria(reading.value["criteria"]), str(reading.value.get("observations", "")), "json"
-    criteria, observations = parse_criteria_and_observations(reply)
+        return (_clean_criteria(reading.value["criteria"], opener), str(reading.value.get("observations", "")),
+                "json")
+    criteria, observations = parse_criteria_and_observations(reply, opener)
     return criteria, observations, ("text" if criteria else "missing")
 
 
@@ -550,15 +668,16 @@ def _pool(criteria: dict[str, str], found: dict[str, str],
     return {**good, **{n: d for n, d in merged.items() if n not in good}}
 
 
-def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] = CRITERIA_SCHEMA,
-                  min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
+def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] | None = None,
+                  opener: str = DEFAULT_OPENER, min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
                   fallback: str | None = None, qualities_fallback: str | None = None,
                   usable: Callable[[dict[str, str]], dict[str, str]] | None = None,
                   ) -> tuple[dict[str, str], str, str, bool, str]:
-    """One criteria call asking for ``schema``, retried once in a follow-up turn when the reply has no usable 4-10.
+    """One criteria call asking for ``schema`` (default :func:`criteria_schema` of ``opener``: statements that
+    start with it), retried once in a follow-up turn when the reply has no usable 4-10.
 
     ``qualities_fallback``: a short stand-alone structured prompt
-    (:func:`criteria_qualities_prompt`, :data:`QUALITIES_SCHEMA`) asked
+    (:func:`criteria_qualities_prompt`, :func:`qualities_schema`) asked
     when both replies gave fewer than ``min_criteria``; ``fallback``: the
     free-text list prompt of :func:`criteria_list_prompt`, asked when
     that still gave fewer. At most 4 calls.
@@ -575,12 +694,13 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     ``read`` is ``json``, ``text``, ``qualities`` or ``list`` (the fallback prompts) or ``missing``; when
     criteria were pooled, the raw replies are joined and ``read`` names every way they were read ("json+qualities").
     """
+    schema = schema or criteria_schema(opener)
     # the rubric presence penalty: without it SmolLM2-135M wrote its first criterion into every slot
     params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
     count = (lambda c: len(usable(c))) if usable else len
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
-    criteria, observations, read = read_criteria(reply, schema)
+    criteria, observations, read = read_criteria(reply, schema, opener)
     if usable:
         criteria = _pool({}, criteria, usable)
     raws, reads = [reply], [read]
@@ -600,29 +720,29 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     retried = False
     if not (min_criteria <= count(criteria) <= max_criteria):
         retried = True
-        ask = JSON_RETRY_TEMPLATE.render(expected=CRITERIA_SHAPE)
+        ask = JSON_RETRY_TEMPLATE.render(expected=criteria_shape(opener))
         if usable and criteria:  # read, but the checks refused some: say which and why, not "unreadable JSON"
             good = usable(criteria)
             ask = CRITERIA_REFUSED_RETRY.format(
-                usable=len(good), proposed=len(criteria), expected=CRITERIA_SHAPE,
+                usable=len(good), proposed=len(criteria), expected=criteria_shape(opener),
                 refused=", ".join(repr(n) for n in criteria if n not in good) or "none")
         retry = llm.complete(messages + [{"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                              params).text
-        again, obs_again, read_again = read_criteria(retry, schema)
+        again, obs_again, read_again = read_criteria(retry, schema, opener)
         if usable:
             take(again, retry, read_again)
             observations = observations or obs_again
         elif again and (not criteria or min_criteria <= len(again) <= max_criteria):
             criteria, observations, reply, read = again, obs_again or observations, retry, read_again
     if count(criteria) < min_criteria and qualities_fallback:
-        # the short structured prompt first (:data:`QUALITIES_SCHEMA`), then the free-text list
+        # the short structured prompt first (:func:`qualities_schema`), then the free-text list
         asked = llm.complete([{"role": "user", "content": qualities_fallback}],
-                             params.with_(json_schema=structured.as_param(QUALITIES_SCHEMA))).text
-        take(read_qualities(asked), asked, "qualities")
+                             params.with_(json_schema=structured.as_param(qualities_schema(opener)))).text
+        take(read_qualities(asked, opener), asked, "qualities")
     if count(criteria) < min_criteria and fallback:
         # free text on purpose: the fallback is for backends that honour no schema
         listed = llm.complete([{"role": "user", "content": fallback}], params.with_(json_schema="")).text
-        take(parse_criteria_lines(listed, plain_items=True), listed, "list")
+        take(parse_criteria_lines(listed, plain_items=True, opener=opener), listed, "list")
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])
     return criteria, observations, reply, retried, read
@@ -632,13 +752,23 @@ def _quality(aspect: Aspect) -> str:
     return "overall quality" if aspect.name.lower() == "overall" else aspect.name.replace("_", " ")
 
 
-def criteria_qualities_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int,
-                              count: int = 5) -> str:
-    """The short structured fallback (not in the paper): ``count`` qualities the annotators look at, from the
-    dataset's task, the scored aspect and one example; the reply is :data:`QUALITIES_SCHEMA`."""
+def _an(noun: str) -> str:
+    """``noun`` with its indefinite article ("an utterance", "a summary")."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def criteria_qualities_prompt(*, task: str, quality: str, definition: str = "", output: str = "response",
+                              opener: str = DEFAULT_OPENER, count: int = 5) -> str:
+    """The short structured fallback (not in the paper): ``count`` sentences, each one thing a good output
+    does for the scored aspect, from the dataset's task and the aspect's name and definition; the reply is
+    :func:`qualities_schema`. No example is shown: on SmolLM2-135M the sentences from the aspect alone were
+    facets ("A good summary is consistent with the article's content", our trial on the four benchmarks,
+    2026-11-25), an example invites copies of its content."""
+    quality = quality or "overall quality"
     return CRITERIA_QUALITIES_TEMPLATE.render(
-        task=task or "text generation", quality=quality or "overall quality", count=count,
-        example=render_example(example, source_chars=min(source_chars, 400)) if example else "(none)")
+        task=task or "text generation", quality=quality, count=count, output=output or "response",
+        an_output=_an(output or "response"), opener=opener,
+        definition=(definition or "").strip() or f"how good the {output or 'response'} is on {quality}")
 
 
 def criteria_list_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int) -> str:
@@ -655,6 +785,13 @@ def criteria_list_prompt(example: dict[str, Any] | None, *, task: str, quality: 
         example=render_example(example, source_chars=min(source_chars, 400)) if example else "(none)")
 
 
+def _listing(criteria: dict[str, str], opener: str) -> str:
+    """The current criteria as the observe and refine prompts show them: a statement as it was written,
+    a named criterion as ``Name: definition``, one per line."""
+    lines = [d if is_statement(d, opener) else f"{n}: {d}" for n, d in criteria.items()]
+    return "\n".join(f"- {line}" for line in lines) or "(none yet)"
+
+
 def format_criteria(criteria: dict[str, str]) -> str:
     """``Name: definition`` lines, the way the scoring prompts list the criteria."""
     return "\n".join(f"{name}: {definition}" for name, definition in criteria.items()) or "(none)"
@@ -667,33 +804,42 @@ def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, list[str]]:
 
 def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_description: str, *, llm: LLM,
                     params: GenerationParams, source_chars: int, complete_streak: int, fallback: bool = False,
-                    dataset_task: str = "", quality: str = "", log: EventSink | None = None,
+                    dataset_task: str = "", quality: str = "", definition: str = "", output: str = "response",
+                    opener: str = DEFAULT_OPENER, log: EventSink | None = None,
                     progress: Progress | None = None, shown: Sequence[str] | None = None,
                     topics: Sequence[str] = ()) -> tuple[dict[str, str], int]:
     """Algorithm 1 / Table 15: initial criteria, then observe and refine on each further mini-batch.
 
     The refine step uses the new observation (Eq. 8); a COMPLETE observation
     refines nothing, and ``complete_streak`` of them in a row stop the loop.
-    Returns the criteria (name -> definition) and the number of replies that
-    gave no usable criteria even after the retry (the previous set is kept).
-    With ``fallback``, an init that still has fewer than 4 criteria asks the short list
-    prompt (:func:`criteria_list_prompt` with ``dataset_task`` and ``quality``; not in the paper).
+    Every step asks for 4-10 statements that start with ``opener`` ("A good
+    summary ...", :func:`criteria_schema`; ``output`` is the judged text's
+    name in the prompts). Returns the criteria (name -> statement, the name
+    taken from the statement) and the number of replies that gave no usable
+    criteria even after the retry (the previous set is kept). With
+    ``fallback``, an init that still has fewer than 4 criteria asks the
+    short structured prompt (:func:`criteria_qualities_prompt` with
+    ``dataset_task``, ``quality`` and its ``definition``), then the
+    free-text list prompt (:func:`criteria_list_prompt`); neither is in the paper.
     ``shown``: the texts the rubric checks measure copies against (the training texts); when given, a
     criterion counts only if the checks accept it, and the usable criteria of successive replies are pooled
     (:func:`_ask_criteria`).
     """
-    usable = (lambda c: check_criteria(c, shown, topics)[0]) if shown is not None else None
+    usable = (lambda c: check_criteria(c, shown, topics, opener)[0]) if shown is not None else None
     phrase = task_phrase(task_description)
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
     examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[0]) if batches else ""
-    qualities = (criteria_qualities_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
-                                           quality=quality, source_chars=source_chars) if fallback else None)
+    qualities = (criteria_qualities_prompt(task=dataset_task, quality=quality, definition=definition, output=output,
+                                           opener=opener) if fallback else None)
     short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
                                   quality=quality, source_chars=source_chars) if fallback else None)
     criteria, observations, raw, retried, read = _ask_criteria(
-        llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples), params,
-        schema=CRITERIA_INIT_SCHEMA, fallback=short, qualities_fallback=qualities, usable=usable)
+        llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples,
+                                           an_output=_an(output), quality=quality or "overall quality",
+                                           opener=opener), params,
+        schema=criteria_schema(opener, observations=True), opener=opener, fallback=short,
+        qualities_fallback=qualities, usable=usable)
     if not criteria:
         failures += 1
     if log:
@@ -708,7 +854,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         reply = _ask(llm, CRITERIA_OBSERVE_TEMPLATE.render(
             task_description=header, task=phrase, examples=examples,
             prior_observations=observations[-OBSERVATION_CHARS:] or "(none yet)",
-            criteria=json.dumps(criteria, ensure_ascii=False, indent=1)), params.with_(seed=params.seed + t))
+            criteria=_listing(criteria, opener)), params.with_(seed=params.seed + t))
         complete = is_complete(reply)
         streak = streak + 1 if complete else 0
         if log:
@@ -720,8 +866,9 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
                 break
             continue
         refined, _, raw, retried, read = _ask_criteria(llm, CRITERIA_REFINE_TEMPLATE.render(
-            criteria=json.dumps(criteria, ensure_ascii=False, indent=1), observations=reply.strip()),
-            params.with_(seed=params.seed + t), usable=usable)
+            criteria=_listing(criteria, opener), observations=reply.strip(), an_output=_an(output),
+            quality=quality or "overall quality", opener=opener),
+            params.with_(seed=params.seed + t), opener=opener, usable=usable)
         observations = f"{observations}\n{reply.strip()}".strip()
         if not refined:
             failures += 1
@@ -730,8 +877,8 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         # a sea food", which the checks then refused, leaving the judge with none
         seen = shown if shown is not None else [x for e in batches[t] for x in (e.get("input"), e.get("output"),
                                                                                e.get("context")) if x]
-        worse = bool(refined) and (len(check_criteria(refined, seen, topics)[0])
-                                   < len(check_criteria(criteria, seen, topics)[0]))
+        worse = bool(refined) and (len(check_criteria(refined, seen, topics, opener)[0])
+                                   < len(check_criteria(criteria, seen, topics, opener)[0]))
         if log:
             log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
                              **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
@@ -1468,6 +1615,7 @@ class ActiveCritic(Method):
                     f"the prompts use the dataset's own task instead: {description!r}"))
         criteria_failures = 0
         topics = (task.output_label, aspect.name, aspect.definition or "")
+        opener = criteria_opener(task)
         if self.criteria is not None:
             criteria = {str(k): str(v) for k, v in self.criteria.items()}
             sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
@@ -1475,12 +1623,13 @@ class ActiveCritic(Method):
             criteria, criteria_failures = define_criteria(batches, description, params=inference,
                                                           complete_streak=self.complete_streak,
                                                           fallback=self.criteria_fallback, dataset_task=task.task,
-                                                          quality=_quality(aspect), shown=shown,
-                                                          topics=topics, **common)
+                                                          quality=_quality(aspect), definition=aspect.definition or "",
+                                                          output=task.output_label.lower() or "response",
+                                                          opener=opener, shown=shown, topics=topics, **common)
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
         if criteria and self.criteria is None:
-            criteria, refused_criteria = check_criteria(criteria, shown, topics)
+            criteria, refused_criteria = check_criteria(criteria, shown, topics, opener)
             for refused in refused_criteria:
                 rejected.append(refused)
                 sink("rubric_rejected", refused)
