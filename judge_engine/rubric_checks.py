@@ -79,7 +79,8 @@ complete completeness concise consistent consistency correct correctly coverage 
 effective engaging engagement error errors factual faithful fluent fluency good grammatical helpful high higher
 informative informativeness interesting irrelevant logical low lower natural naturalness poor poorly precise quality
 readable redundancy redundant relevance relevant repetitive score scores scored should specific strong understandable vague
-weak well worse worst must avoid lacks lack missing contradict contradicts contradiction mistakes flow organized
+weak well worse worst must avoid avoids lacks lack missing contradict contradicts contradicted contradicting contradictory
+contradiction mistakes flow organized engaged logically
 organised structure structured original surprise surprising empathy empathetic polite fluently rating rated
 concise conciseness brevity brief padding verbose verbosity wordy faithfulness groundedness grounded hallucination
 hallucinated factuality factual plausible plausibility specificity diversity humor humour humorous engagingness
