@@ -77,6 +77,35 @@ def test_pool_hypotheses_pass_the_rubric_checks():
         assert len({world.hypothesis_by_text(f"Criterion: {t} (end)").text for t in texts}) == len(texts)
 
 
+def test_pool_statements_are_what_hypoeval_asks_for_and_pass_its_checks():
+    """Asked for statements ("A good summary ..."), the simulated judge answers the planted rubrics as
+    statements that satisfy HypoEval's schema, pass its rubric checks, and are found again by their text."""
+    from judge_engine import structured as st
+    from judge_engine.methods import hypoeval as he
+    from judge_engine.bench.simulated_judge import OPENER, TARGET
+
+    aspect = next(a for a in ASPECTS if a.name == TARGET)
+    for seed in range(5):
+        world = World(seed, n_samples=20, malformed=0.0)
+        backend = SimulatedBackend(world)
+        schema = he.hypotheses_schema(he.statement_opener(TASK), 5)
+        prompt = f"Your job is to write exactly 5 hypotheses. Start each sentence with \"{OPENER}\"."
+        reply = backend.generate([{"role": "user", "content": prompt}],
+                                 GenerationParams(json_schema=st.as_param(schema))).text
+        assert st.read_json(reply, schema).ok, reply
+        statements = json.loads(reply)["hypotheses"]
+        found = [world.hypothesis_by_text(f"Criterion to apply: Hypothesis\n{s}\n") for s in statements]
+        assert all(h is not None and h.statement == s for h, s in zip(found, statements))
+        ctx = he.Context(llm=None, aspect=aspect, task=TASK, params=he.HypoEval().get_params(),
+                         log=lambda k, p: None, progress=lambda s: None)
+        shown = [t for s in world.samples for t in (s.input, s.output)]
+        kept, refused = he.check_statements([h.statement for h in world.pool], ctx, shown=shown)
+        assert not refused, refused[:2]
+        # without a schema (a server that honours none) the same statements come as a numbered list
+        free = backend.generate([{"role": "user", "content": prompt}], GenerationParams()).text
+        assert he.read_statements(free, 5, OPENER) == (statements, "text")
+
+
 def test_every_strategy_prompt_is_recognised():
     """The simulated judge reads back the strategy of any prompt the HPSS template builder makes."""
     from judge_engine import structured as st

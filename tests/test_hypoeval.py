@@ -21,8 +21,9 @@ from judge_engine.prompting import TaskInfo
 from judge_engine.runs import RunSpec, create_run, execute_run
 from tests.scripted import fake_llm
 
-# Hypothesis texts the scripted generator proposes. "GOOD" rubrics predict the human score exactly,
-# "BAD" ones always say 1, "NOISY" ones fail to give a score.
+# Hypothesis texts the scripted generator proposes, as the statements the generation schema asks for ("A good
+# summary ..."). "GOOD" rubrics predict the human score exactly, "BAD" ones always say 1, "NOISY" ones fail to
+# give a score, "ANTI" ones give six minus the human score; each names its kind ("good rubric 3").
 class _Rubric(str):
     """A hypothesis template whose every number also names its own topic: the rubric checks refuse
     near-duplicates, and texts that differ only in their number would be near-duplicates."""
@@ -32,12 +33,22 @@ class _Rubric(str):
               "concerning quoted speech", "on technical vocabulary")
 
     def format(self, *, n: int) -> str:
-        return str.format(self, n=n) + f" Focus {self.TOPICS[int(n) % len(self.TOPICS)]}."
+        return str.format(self, n=n, topic=self.TOPICS[int(n) % len(self.TOPICS)])
 
 
-GOOD = _Rubric("GOOD rubric {n}: a summary earns one point per clear sentence, from one to five, judged on flow.")
-BAD = _Rubric("BAD rubric {n}: every summary is awful and should get the lowest score of one regardless of content.")
-NOISY = _Rubric("NOISY rubric {n}: this rubric never yields a readable score because the judge rambles on and on.")
+GOOD = _Rubric("A good summary earns one point per clear sentence, from one to five, judged on flow {topic}, "
+               "good rubric {n}.")
+BAD = _Rubric("A good summary is awful and gets the lowest score of one regardless of content {topic}, "
+              "bad rubric {n}.")
+NOISY = _Rubric("A good summary gets no readable score because the judge rambles on and on {topic}, "
+                "noisy rubric {n}.")
+OPENER = "A good summary"
+
+
+def rubric_kind(text: str) -> str:
+    """GOOD, BAD, NOISY or ANTI: the kind a scripted rubric names ("" for any other text)."""
+    found = re.search(r"\b(good|bad|noisy|anti) rubric \d+", text)
+    return found.group(1).upper() if found else ""
 
 
 def human_of(prompt: str, dataset) -> float | None:
@@ -63,26 +74,16 @@ def kind(prompt: str, params=None) -> str:
     return "other"
 
 
-TRAIT = "Trait"
-"""The name the scripted generator gives every trait (the rubric texts below hold digits, which names may not)."""
-
-
-def said(hypothesis: str) -> str:
-    """The scripted rubric text of a composed hypothesis: without the method's frame and the trait's name."""
-    return he.without_frame(hypothesis).removeprefix(f"{TRAIT}: ")
-
-
 def legacy_reply(texts) -> str:
-    """A reply of the old free-sentence shape (``{"hypotheses": [str, ...]}``): read by the fallback."""
+    """A reply of the old free-sentence shape (``{"hypotheses": [str, ...]}`` not statements): the fallback."""
     return json.dumps({"hypotheses": list(texts)})
 
 
 def hypotheses_reply(texts, as_json=True) -> str:
-    """The generation schema's traits (each text a description named :data:`TRAIT`; a composed hypothesis
-    shown back for refinement loses its frame and name), or ``hypothesisN.`` lines without ``as_json``."""
+    """The generation schema's statements, or numbered ``1. A good summary ...`` lines without ``as_json``."""
     if as_json:
-        return json.dumps({he.TRAITS_KEY: [{"name": TRAIT, "description": said(t)} for t in texts]})
-    return "\n".join(f"hypothesis{i + 1}. {t}" for i, t in enumerate(texts))
+        return json.dumps({"hypotheses": list(texts)})
+    return "\n".join(f"{i + 1}. {t}" for i, t in enumerate(texts))
 
 
 def score_reply(score, params, as_json=True) -> str:
@@ -117,10 +118,10 @@ def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None, as_j
             answer = repeat(prompt)
             return json.dumps({"answer": answer}) if as_json else f"They differ. Final answer: {answer}"
         if k == "score":
-            crit = prompt.split("Criterion to apply: Hypothesis\n")[1].removeprefix(f"{TRAIT}: ")
-            if crit.startswith("GOOD"):
+            crit = rubric_kind(prompt.split("Criterion to apply: Hypothesis\n")[1].split("\n")[0])
+            if crit == "GOOD":
                 return score_reply(int(round(human_of(prompt, dataset))), params, as_json)
-            if crit.startswith("NOISY"):
+            if crit == "NOISY":
                 return "I cannot decide."
             return score_reply(1, params, as_json)
         return "[[3]]"
@@ -193,7 +194,7 @@ def test_initialize_bank_scores_s_init_and_sets_rewards(store, tiny_dataset):
     assert good["acc"] == pytest.approx(1.0) and good["reward"] == pytest.approx(1 + 0.5 * math.sqrt(math.log(5) / 5))
     expected_bad = sum(1 - (s.human["quality"] - 1) ** 2 / 16 for s in s_init) / 5
     assert bad["acc"] == pytest.approx(expected_bad)
-    assert len(backend.calls) == 1 + 2 * 5
+    assert len(backend.calls) == 2 + 2 * 5  # 2 of the 5 asked: a second draw (the same 2, refused as repeats)
     assert [k for k, _ in events].count("hypothesis_proposed") == 2
     assert [k for k, _ in events].count("reward_updated") == 2
 
@@ -244,7 +245,7 @@ def test_refinement_alternates_and_stops_early_when_asked_and_nothing_changes(st
     # round 1 data (changes BAD->GOOD), round 2 literature (same list) -> early stop
     assert calls == [False, True]
     assert [k for k, _ in events].count("refinement_stopped") == 1
-    assert [said(o) for o in out] == [GOOD.format(n=0), GOOD.format(n=1)]
+    assert out == [GOOD.format(n=0), GOOD.format(n=1)]
 
 
 def test_remove_repetitions_keeps_the_better_one(store, tiny_dataset):
@@ -267,10 +268,10 @@ def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverag
     bank = [he.new_entry(t.format(n=0), "initial", s_h=[]) for t in (BAD, NOISY, GOOD)]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples), 2)
     # only GOOD qualifies: BAD's constant scores have no correlation, NOISY scored nothing
-    assert [e["text"][:4] for e in selected] == ["GOOD"]
+    assert [rubric_kind(e["text"]) for e in selected] == ["GOOD"]
     assert selected[0]["train_pearson"] == pytest.approx(1.0) and selected[0]["coverage"] == pytest.approx(1.0)
-    bad = next(e for e in bank if said(e["text"]).startswith("BAD"))
-    noisy = next(e for e in bank if said(e["text"]).startswith("NOISY"))
+    bad = next(e for e in bank if rubric_kind(e["text"]) == "BAD")
+    noisy = next(e for e in bank if rubric_kind(e["text"]) == "NOISY")
     assert not bad["selectable"] and bad["fitness"] is None and "correlation" in bad["fitness_reason"]
     assert noisy["train_pearson"] is None and noisy["train_parsed"] == 0
     assert noisy["coverage"] == pytest.approx(0.0) and not noisy["selectable"]
@@ -293,7 +294,7 @@ def test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores(store, t
     kinds = {k for k, _ in events}
     assert {"hypothesis_proposed", "reward_updated", "selection", "union", "fit_done"} <= kinds
     assert "literature_skipped" not in kinds
-    assert said(judge.state["selected"][0]["text"]).startswith("GOOD") and judge.state["literature_used"]
+    assert rubric_kind(judge.state["selected"][0]["text"]) == "GOOD" and judge.state["literature_used"]
     assert Judge.from_json(judge.to_json()) == judge
     verdicts = judge.score(tiny_dataset.samples[9:], llm=llm)
     for v in verdicts:
@@ -346,7 +347,7 @@ def test_layouts_put_the_hypothesis_before_or_after_the_sample(store, tiny_datas
         tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     [v] = judge.score(tiny_dataset.samples[7:8], llm=llm)
     prompt = backend.calls[-1][0][0]["content"]
-    sample_first = prompt.index("<<<SUMMARY>>>") < prompt.index("GOOD rubric")
+    sample_first = prompt.index("<<<SUMMARY>>>") < prompt.index("good rubric 1")
     assert sample_first == (layout == "sample_first")
     assert v.score == pytest.approx(tiny_dataset.samples[7].human["quality"])
 
@@ -370,17 +371,18 @@ def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
 
 def test_estimate_follows_the_cost_model_with_every_follow_up_counted():
     full = get_method("hypoeval").estimate_calls(30, 640)
-    # defaults, no literature. Generation calls (each may be retried once): 1 initial + 2 refreshes x (1 + 3 data
+    # defaults, no literature. Generation calls (each may be retried once and drawn a second time): 1 initial +
+    # 2 refreshes x (1 + 3 data
     # rounds). Scoring calls (each may take a follow-up turn): 25 initial + update evaluations + 2 refreshes x
     # 5 new x w_max 10 + selection of the final bank (10 = H_max / 2 by reward) on 30. Checks: C(15, 2), no retry.
     updates = 5 * 10 + 10 * 10 + 10 * 5  # top-k caps the 15-hypothesis bank at 10
     generation = 1 + 2 * (1 + 3)
     scoring = 25 + updates + 2 * 5 * 10 + 10 * 30
-    assert full == {"fit": 2 * (generation + scoring) + 105, "score": 2 * 5 * 640}
+    assert full == {"fit": 3 * generation + 2 * scoring + 105, "score": 2 * 5 * 640}
     with_lit = get_method("hypoeval", {"literature": ({"title": "t", "text": "x"},)}).estimate_calls(30, 640)
     generation = 1 + 2 * (1 + 6) + 1
     scoring = 25 + updates + 2 * 5 * 10 + 20 * 30
-    assert with_lit["fit"] == 2 * (generation + scoring) + 105 + 190
+    assert with_lit["fit"] == 3 * generation + 2 * scoring + 105 + 190
     assert get_method("hypoeval", {"joint": True}).estimate_calls(30, 640)["score"] == 2 * 640
     assert get_method("hypoeval", {"hypotheses": ("a", "b", "c")}).estimate_calls(30, 10) == {
         "fit": 2 * 90, "score": 2 * 30}
@@ -555,7 +557,7 @@ def test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank(store, tin
     bank = he.update_bank(ctx, [strong, weak], samples[:1], samples[1:2], [], by_id)
     # the weak hypothesis was not in H_top (k = 1): the paper's pool drops it, the code's keeps it
     assert (weak["key"] in {e["key"] for e in bank}) is survives
-    assert any(said(e["text"]) == GOOD.format(n=99) for e in bank)
+    assert any(e["text"] == GOOD.format(n=99) for e in bank)
 
 
 def test_score_first_prompts_do_not_ask_for_reasoning_steps():
@@ -607,12 +609,15 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
     titles = {structured.kind_of(p.json_schema) for _, p in backend.calls}
     assert titles == {structured.HYPOTHESES, structured.YES_NO, structured.SCORE}
     first_params = backend.calls[0][1]
-    first = structured.schema_of(first_params.json_schema)["properties"][he.TRAITS_KEY]
-    # the grammar makes the model write exactly n traits, each a short name and one bounded sentence
+    first = structured.schema_of(first_params.json_schema)["properties"]["hypotheses"]
+    # the grammar makes the model write exactly n sentences, each starting with the opener
     assert (first["minItems"], first["maxItems"]) == (3, 3)
-    assert list(first["items"]["properties"]) == ["name", "description"]
-    assert first["items"]["properties"]["description"]["maxLength"] == he.TRAIT_DESCRIPTION_MAX <= 600
+    assert first["items"]["pattern"] == structured.statement_pattern(OPENER)
     assert first_params.presence_penalty == pytest.approx(structured.RUBRIC_PRESENCE_PENALTY)
+    assert first_params.temperature == pytest.approx(0.0)
+    # the scripted generator gives 2 of the 3 asked: a second draw of the same prompt, sampled, fills up
+    draws = [p for m, p in backend.calls if m[0]["content"] == backend.calls[0][0][0]["content"]]
+    assert [d.sample_index for d in draws] == [0, 1] and draws[1].temperature == pytest.approx(0.7)
     score = next(structured.schema_of(p.json_schema) for _, p in backend.calls
                  if structured.kind_of(p.json_schema) == structured.SCORE)
     assert list(score["properties"]) == ["explanation", "score"], "reasoning comes before the score"
@@ -620,8 +625,11 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
     prompt = backend.calls[0][0][0]["content"]
     # no example sentence with placeholders for the model to copy, no paper-style "hypothesis1." index
     assert "..." not in prompt and "hypothesis1." not in prompt and "Answer in JSON" in prompt
+    assert 'Start each sentence with "A good summary"' in prompt and "exactly 3 hypotheses" in prompt
     bank = judge.state["bank"]
-    assert bank and all(" earns the summary a high quality score (near 5); " in e["text"] for e in bank)
+    # a hypothesis is the statement as written (the second draw only repeated the first: nothing refused)
+    assert bank and {e["text"] for e in bank} <= {GOOD.format(n=0), BAD.format(n=1)}
+    assert not judge.state["rejected"]
     replies = judge.state["replies"]
     assert replies["json"] > 0 and replies["text"] == 0 and replies["unread"] == 0
     assert set(judge.state["score_sources"]) == {"json"}
@@ -633,7 +641,7 @@ def test_free_text_replies_still_parse_through_the_fallback_and_are_counted_as_s
     llm, _ = fake_llm(scripted(tiny_dataset, as_json=False), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init": 2, "w_max": 3, "n_selected": 1}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
-    assert judge.state["selected"][0]["text"].startswith("GOOD")
+    assert rubric_kind(judge.state["selected"][0]["text"]) == "GOOD"
     assert judge.state["replies"]["json"] == 0 and judge.state["replies"]["text"] > 0
     assert judge.state["score_sources"].get("text", 0) > 0
     [v] = judge.score(tiny_dataset.samples[8:9], llm=llm)
@@ -701,7 +709,8 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
 
 SPARSE = "SPARSE rubric: scores only the first two outputs exactly, and cannot decide on any other one."
 STEADY = "STEADY rubric: scores every output close to the experts, off by one point on a single item."
-ANTI = _Rubric("ANTI rubric {n}: gives each summary the opposite of what the experts give, six minus their score.")
+ANTI = _Rubric("A good summary gets the opposite of what the experts give, six minus their score {topic}, "
+               "anti rubric {n}.")
 
 
 def _selection_responder(dataset):
@@ -711,14 +720,14 @@ def _selection_responder(dataset):
         prompt = messages[0]["content"]
         if kind(prompt, params) != "score" or len(messages) > 1:
             return inner(messages, params)
-        crit = prompt.split("Criterion to apply: Hypothesis\n")[1].removeprefix(f"{TRAIT}: ")
+        crit = prompt.split("Criterion to apply: Hypothesis\n")[1].split("\n")[0]
         index = int(re.search(r"output number (\d+)", prompt).group(1))
         human = int(round(dataset.samples[index].human["quality"]))
         if crit.startswith("SPARSE"):
             return score_reply(human, params) if index < 2 else "I cannot decide."
         if crit.startswith("STEADY"):
             return score_reply(4 if index == 2 else human, params)  # item 2's human score is 5
-        if crit.startswith("ANTI"):
+        if rubric_kind(crit) == "ANTI":
             return score_reply(6 - human, params)
         return inner(messages, params)
     return responder
@@ -746,7 +755,7 @@ def test_fewer_positive_hypotheses_than_wanted_selects_fewer_and_never_the_anti_
             he.new_entry(ANTI.format(n=2), "initial", s_h=[])]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples[:10]), 3)
     assert [e["text"] for e in selected] == [GOOD.format(n=1)]
-    anti = [e for e in bank if said(e["text"]).startswith("ANTI")]
+    anti = [e for e in bank if rubric_kind(e["text"]) == "ANTI"]
     assert all(e["train_pearson"] == pytest.approx(-1.0) and not e["selectable"] for e in anti)
     warnings = [p for k, p in events if k == "warning"]
     assert [w["code"] for w in warnings] == ["fewer_selected"] and warnings[0]["count"] == 2
@@ -867,18 +876,17 @@ def test_training_subsample_is_a_seeded_random_sample(store, tiny_dataset):
 def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_rejected_and_kept_with_reason(
         store, tiny_dataset):
     # tiny_dataset's sources read "source text N": a long copy of one is what SmolLM2 wrote instead of a rubric
-    copy = "the source text 1 says output number 4 and the source text 1 says output number 4 again"
-    near = GOOD.format(n=0) + "!"
+    copy = "A good summary the source text 1 says output number 4 and the source text 1 says output number 4 again."
+    near = GOOD.format(n=0).replace(" clear ", " clear, ")
     texts = [GOOD.format(n=0), near, copy, "ok", BAD.format(n=1)]
     llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: hypotheses_reply(texts)), store=store, concurrency=1)
     judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
-    # each trait is checked as the model wrote it, "name: description"; refusals name both
-    rules = {r["description"]: r["rule"] for r in judge.state["rejected"]}
-    # ("ok" never reaches the checks: the reader drops descriptions under three words)
-    assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality")
+    rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
+    # "ok" does not start with the opener: not a statement, never reaches the checks
+    assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality") and "ok" not in rules
     assert GOOD.format(n=0) not in rules and BAD.format(n=1) not in rules
-    bank = {said(e["text"]) for e in judge.state["bank"]}
+    bank = {e["text"] for e in judge.state["bank"]}
     assert near not in bank and copy not in bank and GOOD.format(n=0) in bank
     assert all(r["reason"] for r in judge.state["rejected"])
 
@@ -906,47 +914,132 @@ def test_scoring_settings_are_built_once_from_the_parameters(tiny_dataset):
                                           weighted=True)
 
 
-def test_traits_are_read_checked_as_the_model_wrote_them_and_composed_with_the_scale(tiny_dataset):
-    clear = "The experts check that every sentence is clear and easy to follow."
-    reply = json.dumps({he.TRAITS_KEY: [
-        {"name": "Clarity", "description": clear},
-        {"name": "Clarity", "description": clear.replace(".", "!")},  # SmolLM2 repeating its first trait
-        {"name": "When", "description": "when when when when when when when when when when when when"},
-        {"name": "Sentence order", "description": "The experts check whether the sentences of the summary follow "
-                                                  "one another."},
-        {"name": "Scores", "description": "Extraordinarily comprehensive"}]})  # no sentence: dropped
-    traits, source = he.read_traits(reply, 5)
-    assert source == "json" and [n for n, _ in traits] == ["Clarity", "Clarity", "When", "Sentence order"]
-    ctx, _ = ctx_for(None, tiny_dataset)
-    kept, refused = he.check_traits(traits, ctx, stage="generation")
-    # the frame's "high"/"low" never lets junk through: what the model wrote is what is checked
-    assert [(r["name"], r["rule"]) for r in refused] == [("Clarity", "near_duplicate"), ("When", "repetitive")]
-    assert kept[0] == (f"Clarity: {clear} Doing well on this earns the summary a high quality score (near 5); "
-                       "doing poorly, a low score (near 1).")
-    # no quality word, but it names the judged summary: a facet of the aspect (shares_topic)
-    assert kept[1].startswith("Sentence order: The experts check whether") and len(kept) == 2
-    # a reply of the old free-sentence shape still reads through the fallback
-    assert he._read_reply(legacy_reply([GOOD.format(n=1)]), 3) == ([GOOD.format(n=1)], "json")
+def test_statements_are_read_as_json_or_from_free_text_lines_and_older_shapes_still_read():
+    clear = "A good summary is clear and easy to follow."
+    order = "A good summary puts its points in the order of the article."
+    schema_reply = json.dumps({"hypotheses": [clear, order]})
+    assert he._read_reply(schema_reply, 3, OPENER) == ([clear, order], "json", "statement")
+    # a server without constrained decoding: capitals break the pattern, numbered lines, running text
+    loose = json.dumps({"hypotheses": ["A good summary Is Clear", "The summary is short."]})
+    assert he._read_reply(loose, 3, OPENER) == (["A good summary Is Clear."], "text", "statement")
+    lines = f"Here you go:\n1. {clear}\n2. a good summary puts its points in the order of the article"
+    assert he._read_reply(lines, 3, OPENER) == ([clear, order], "text", "statement")
+    # no statement: today's parsers, whole hypotheses
+    legacy = "A summary scores high when each sentence follows from the one before."
+    assert he._read_reply(legacy_reply([legacy]), 3, OPENER) == ([legacy], "json", "hypothesis")
+    assert he._read_reply(f"hypothesis1. {legacy}", 3, OPENER) == ([legacy], "text", "hypothesis")
+    assert he._read_reply("I cannot help with that.", 3, OPENER) == ([], "unread", "hypothesis")
 
 
-def test_a_trait_named_after_a_judged_text_is_refused_as_a_copy(tiny_dataset):
-    # SmolLM2 named "traits" after the restaurants it was shown; "good" in the sentence passed no_quality
-    shown = ["inform(name='chow',food=comfort food)", "Chow serves comfort food ."]
-    ctx, _ = ctx_for(None, tiny_dataset)
-    kept, refused = he.check_traits([("Chow", "The food is comforting and good for eating."),
-                                     ("Clarity", "The experts check that every sentence is clear.")], ctx,
-                                    shown=shown)
-    assert [(r["name"], r["rule"]) for r in refused] == [("Chow", "copy")] and "taken from" in refused[0]["reason"]
-    assert len(kept) == 1 and kept[0].startswith("Clarity: ")
+def _ctx(aspect, task):
+    return he.Context(llm=None, aspect=aspect, task=task, params=he.HypoEval().get_params(),
+                      log=lambda k, payload: None, progress=lambda s: None)
 
 
-def test_a_trait_naming_the_raters_or_reporting_a_score_is_refused(tiny_dataset):
-    # what SmolLM2 wrote on Topical-Chat understandability (2026-11-25); the old checks selected both
-    ctx, _ = ctx_for(None, tiny_dataset)
-    kept, refused = he.check_traits([
-        ("Human experts", "The human experts rate understandability of the reply."),
-        ("Easy reading", "5.00% of the responses are easy to understand."),
-        ("Plain wording", "The summary uses common words a reader knows.")], ctx)
-    assert [(r["name"], r["rule"]) for r in refused] == [("Human experts", "placeholder"),
-                                                         ("Easy reading", "reports_score")]
-    assert len(kept) == 1 and kept[0].startswith("Plain wording: ")
+_SMOLLM2 = {
+    # what SmolLM2-135M wrote when asked for statements (/work/exp/sent2.out, 2026-11-25): (task, output label,
+    # aspect, definition), its sentences, the ones kept, and the rule that refused each of the others
+    "topical_chat coherence": (
+        ("knowledge-grounded dialogue response generation", "Response", "coherence",
+         "How well the response follows on from the dialogue history and stays on topic."),
+        ["A good response is a coherent one.", "A good response is a coherent one.",
+         "A good response does not have a high coherence score.",
+         "A good response should follow the dialogue history, stay on topic.",
+         "A good response should not have too many sentences."],
+        ["A good response should follow the dialogue history, stay on topic.",
+         "A good response should not have too many sentences."],
+        ["restates_parent", "restates_parent", "restates_parent"]),
+    "sfres overall": (
+        ("data-to-text generation: turning a restaurant dialogue act into an utterance", "Utterance", "overall",
+         "The overall quality of the utterance as a way of expressing the dialogue act."),
+        ["A good utterance is a great one.", "A good utterance is a great way to express the dialogue act."],
+        [], ["empty", "copy"]),
+    "summeval relevance": (
+        ("news summarization (CNN/DailyMail articles)", "Summary", "relevance",
+         "How well the summary keeps the article's most important information and leaves out minor or redundant "
+         "details."),
+        ["A good summary is a high quality summary that keeps the most important information and leaves out minor "
+         "or redundant details.",
+         "A good summary is highly relevant, it provides a complete and accurate account of the article's content.",
+         "A good summary does not have low relevance."],
+        ["A good summary is highly relevant, it provides a complete and accurate account of the article's content."],
+        ["copy", "restates_parent"]),
+    "summeval consistency": (
+        ("news summarization (CNN/DailyMail articles)", "Summary", "consistency",
+         "Whether every fact the summary states is supported by the article, with nothing invented or "
+         "contradicted."),
+        ["A good summary is consistent with the article's content."],
+        ["A good summary is consistent with the article's content."], []),
+    "hanna relevance": (
+        ("story generation from WritingPrompts prompts", "Story", "relevance",
+         "How closely the story matches its prompt."),
+        ["A good story is one that has a high relevance score.", "A good story is worth a million, so choose one."],
+        [], ["restates_parent", "no_quality"]),
+    "hanna empathy": (
+        ("story generation from WritingPrompts prompts", "Story", "empathy",
+         "How well the reader can understand the characters' emotions, whether or not they share them."),
+        ["A good story is one that has characters with relatable emotions and experiences.",
+         "A good story is one that has characters with relatable emotions and experiences.",
+         "A good story is one that has characters with emotional depth and complexity."],
+        ["A good story is one that has characters with relatable emotions and experiences.",
+         "A good story is one that has characters with emotional depth and complexity."], ["near_duplicate"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SMOLLM2))
+def test_smollm2s_own_statements_junk_is_refused_and_facets_are_kept(case):
+    from judge_engine.records import Aspect
+
+    (task, label, name, definition), sentences, kept_expected, rules = _SMOLLM2[case]
+    ctx = _ctx(Aspect(name, 1, 5, definition), TaskInfo(task=task, output_label=label))
+    kept, refused = he.check_statements(sentences, ctx, stage="generation")
+    assert kept == kept_expected
+    assert [r["rule"] for r in refused] == rules
+    # a refusal keeps the statement a person would restore, its short name and why
+    assert all(r["text"] in sentences and r["name"] and r["reason"] and r["stage"] == "generation" for r in refused)
+
+
+def test_a_short_first_reply_is_pooled_with_a_sampled_second_draw_and_both_are_cached(store, tiny_dataset):
+    # greedy decoding wrote one sentence four times; the sampled draw wrote different ones (our trial)
+    same = "A good summary keeps its sentences in a clear order."
+    others = [same, "A good summary names the people involved correctly.", "A good summary avoids redundant facts.",
+              "A good summary ends on a relevant point."]
+
+    def generate(messages, params):
+        if params.sample_index == 0:
+            return json.dumps({"hypotheses": [same] * 4})
+        return json.dumps({"hypotheses": others})
+
+    llm, backend = fake_llm(generate, store=store, concurrency=1)
+    ctx, events = ctx_for(llm, tiny_dataset)
+    got = he.generate_hypotheses(ctx, 4, samples=tiny_dataset.samples[:2])
+    assert got == [same, *others[1:]]
+    assert [p.sample_index for _, p in backend.calls] == [0, 1]
+    assert backend.calls[1][1].temperature == pytest.approx(he.SECOND_DRAW_TEMPERATURE)
+    # the greedy repeats are refused as near-duplicates, with reason; the sampled draw's copy of the first
+    # reply's sentence is that same hypothesis again, counted as a repeat (not refused a second time)
+    assert [(r["rule"], r["stage"]) for r in ctx.rejected] == [("near_duplicate", "generation")] * 3
+    [pooled] = [p for k, p in events if k == "second_draw"]
+    assert (pooled["repeats"], pooled["added"], pooled["usable"], pooled["wanted"]) == (1, 3, 4, 4)
+    # resumed: both draws come from the cache
+    ctx2, _ = ctx_for(llm, tiny_dataset)
+    assert he.generate_hypotheses(ctx2, 4, samples=tiny_dataset.samples[:2]) == got and len(backend.calls) == 2
+
+
+def test_a_full_first_reply_makes_no_second_draw(store, tiny_dataset):
+    texts = ["A good summary names the people involved correctly.", "A good summary avoids redundant facts."]
+    llm, backend = fake_llm(lambda m, p: json.dumps({"hypotheses": texts}), store=store, concurrency=1)
+    ctx, events = ctx_for(llm, tiny_dataset)
+    assert he.generate_hypotheses(ctx, 2, samples=tiny_dataset.samples[:2]) == texts
+    assert len(backend.calls) == 1 and not [k for k, _ in events if k == "second_draw"]
+
+
+def test_fallback_shapes_keep_todays_checks(store, tiny_dataset):
+    # a reply of the old free-sentence shape: whole hypotheses, checked as hypotheses (about the raters: refused)
+    raters = "The experts are very skilled in their field and know what they like."
+    good = "Summaries that keep one topic from start to end read clearly and earn higher scores."
+    llm, _ = fake_llm(lambda m, p: legacy_reply([raters, good]), store=store, concurrency=1)
+    ctx, _ = ctx_for(llm, tiny_dataset)
+    assert he.generate_hypotheses(ctx, 2, samples=tiny_dataset.samples[:2]) == [good]
+    # the first reply left one usable: the second draw (the same reply) repeats it and adds nothing
+    assert [r["rule"] for r in ctx.rejected] == ["about_raters"]

@@ -11,7 +11,7 @@ from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.runs import RunSpec, create_run, execute_run
 from judge_engine.store import Store
-from tests.test_hypoeval import said, scripted
+from tests.test_hypoeval import rubric_kind, scripted
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "pages/hypoeval.py"
@@ -84,12 +84,12 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     at = open_page()
     frames = [d.value for d in at.dataframe]
     bank = next(f for f in frames if "times evaluated" in f.columns)
-    assert "selected" in set(bank["status"]) and any(said(t).startswith("GOOD") for t in bank["hypothesis"])
+    assert "selected" in set(bank["status"]) and any(rubric_kind(t) == "GOOD" for t in bank["hypothesis"])
     selected = next(f for f in frames if list(f.columns)[:3] == ["key", "origin", "train pearson"])
-    assert said(selected["hypothesis"].iloc[0]).startswith("GOOD") and selected["train pearson"].iloc[0] == pytest.approx(1.0)
+    assert rubric_kind(selected["hypothesis"].iloc[0]) == "GOOD" and selected["train pearson"].iloc[0] == pytest.approx(1.0)
     assert selected["coverage"].iloc[0] == pytest.approx(1.0) and "coverage" in bank.columns
     # BAD's constant scores have no correlation: shown, with why, and not selected
-    bad_row = bank[bank["hypothesis"].map(said).str.startswith("BAD")].iloc[0]
+    bad_row = bank[bank["hypothesis"].map(rubric_kind) == "BAD"].iloc[0]
     assert bad_row["status"] != "selected" and "correlation" in bad_row["why not selectable"]
     assert any("read as JSON" in c.value for c in at.caption)
     assert any("Fewer selected" in w.value for w in at.warning)
@@ -99,7 +99,7 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     owner = f"hypoeval:run:{run_id}"
     rows = store.criteria(owner)
     assert rows and {r["status"] for r in rows} <= {"accepted", "rejected"}
-    bad = next(r for r in rows if said(r["definition"]).startswith("BAD"))
+    bad = next(r for r in rows if rubric_kind(r["definition"]) == "BAD")
     assert bad["status"] == "rejected", "not selectable, so not accepted on its own"
 
     # edit the BAD hypothesis' text through its form, and accept it
@@ -180,7 +180,7 @@ def test_hypotheses_the_checks_rejected_are_listed_with_reasons_and_a_person_can
                                                                                               started):
     from tests.test_hypoeval import BAD, GOOD, hypotheses_reply
 
-    near = GOOD.format(n=0) + "!"
+    near = GOOD.format(n=0).replace(" clear ", " clear, ")
     responder = scripted(tiny_dataset, generate=lambda p: hypotheses_reply([GOOD.format(n=0), near,
                                                                             BAD.format(n=1)]))
     store = Store(db)
@@ -194,7 +194,7 @@ def test_hypotheses_the_checks_rejected_are_listed_with_reasons_and_a_person_can
     at.button(key="hypoeval_restore_0").click().run()
     assert not at.exception, [e.value for e in at.exception]
     rows = Store(db).criteria(f"hypoeval:run:{run_id}")
-    restored = [r for r in rows if said(r["definition"]) == near]
+    restored = [r for r in rows if r["definition"] == near]
     assert restored and restored[0]["status"] == "accepted"
     audit = Store(db).audit_log(entity="criterion", limit=50)
     assert any(a["actor"] == "user" and near in str(a["after"]) for a in audit)

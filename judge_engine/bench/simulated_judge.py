@@ -100,6 +100,19 @@ POOL_TEMPLATES = (
     "Raters look closely at {t}: {g} {t} means a strong {aspect} score, while {b} {t} means a weak one.",
 )
 """Wordings of the HypoEval pool's rubrics (a trait, a good and a bad descriptor each)."""
+STATEMENT_BODIES = (
+    "handles {t} with {g} care that keeps it coherent, never with {b} care",
+    "has {g} {t}, while {b} {t} makes a summary less coherent",
+    "keeps its {t} {g} rather than {b}, so it reads as one clear whole",
+    "shows {t} that feels {g} and not {b}, which makes it coherent",
+    "earns its coherence with {g} {t} and loses it with {b} {t}",
+    "treats {t} in a {g} manner instead of a {b} one, so its parts fit together well",
+)
+"""The same rubrics as HypoEval asks for them, a sentence after :data:`OPENER` (lower-case words and commas,
+as :func:`judge_engine.structured.statement_pattern` requires; each names a quality word, so the rubric checks
+pass them as they would a good model's)."""
+OPENER = f"A good {TASK.output_label.lower()}"
+"""How HypoEval's statements start for the world's task (:func:`judge_engine.methods.hypoeval.statement_opener`)."""
 
 
 # --------------------------------------------------------------------------- seeded helpers
@@ -134,6 +147,9 @@ class PoolHypothesis:
     """Noise sd on the normalised [0, 1] level."""
     quality: float
     """Planted quality: the population Pearson of scores under this hypothesis with the human score."""
+    statement: str = ""
+    """The same rubric as a statement ("A good summary has ... ."): what the simulated judge answers when
+    HypoEval asks for statements."""
 
 
 @dataclass(frozen=True)
@@ -316,13 +332,15 @@ class World:
             sd = self.target_sd
             quality = 0.0 if kind == "useless" else (1 if kind == "helpful" else -1) * sd / math.sqrt(sd * sd + noise * noise)
             text = POOL_TEMPLATES[i % len(POOL_TEMPLATES)].format(t=trait, g=good[i], b=bad[i], aspect=TARGET)
-            pool.append(PoolHypothesis(text, trait, kind, noise, quality))
+            body = STATEMENT_BODIES[i % len(STATEMENT_BODIES)].format(t=trait, g=good[i], b=bad[i])
+            pool.append(PoolHypothesis(text, trait, kind, noise, quality, f"{OPENER} {body}."))
         self.pool = tuple(pool)
 
     def hypothesis_in(self, text: str) -> list[PoolHypothesis]:
-        """Pool hypotheses whose whole text occurs in ``text`` (blank space normalised), in order of appearance."""
+        """Pool hypotheses whose whole text or whole statement occurs in ``text`` (blank space normalised), in
+        order of appearance."""
         flat = " ".join(text.split())
-        found = [(flat.find(h.text), h) for h in self.pool]
+        found = [(max(flat.find(h.text), flat.find(h.statement)), h) for h in self.pool]
         return [h for pos, h in sorted(((p, h) for p, h in found if p >= 0), key=lambda ph: ph[0])]
 
     def hypothesis_by_text(self, text: str) -> PoolHypothesis | None:
@@ -464,8 +482,8 @@ class World:
                      "bias": {f"{n}={v}": b for (n, v), b in self.hpss_bias.items()},
                      "optimum": "_".join(best), "optimum_true_fitness": round(best_fit, 3),
                      "median_true_fitness": round(float(np.median(list(table.values()))), 3)},
-            "hypoeval_pool": [{"text": h.text, "trait": h.trait, "kind": h.kind, "noise": round(h.noise, 4),
-                               "quality": round(h.quality, 4)} for h in self.pool],
+            "hypoeval_pool": [{"text": h.text, "statement": h.statement, "trait": h.trait, "kind": h.kind,
+                               "noise": round(h.noise, 4), "quality": round(h.quality, 4)} for h in self.pool],
             "hd_eval_nodes": {n.name: {"latent": n.latent, "noise": n.noise, "informative": self.node_informative(n)}
                               for n in self.nodes.values() if n.aspect is None},
             "active_critic_criteria_noise_multipliers": self.ac_criteria,
@@ -583,8 +601,6 @@ def _by_title(world: World, prompt: str, title: str, schema: dict[str, Any]) -> 
         return Step("hypo_repetition", {"hypotheses": world.hypothesis_in(prompt)})
     if title == structured.HYPOTHESES:
         _, n = _schema_items(schema, "hypotheses")
-        if n is None:  # the traits shape: {"qualities": [{"name", "description"}, ...]}
-            _, n = _schema_items(schema, "qualities")
         return _hypotheses_step(world, prompt, int(n or 5))
     if title == structured.TASK_DESCRIPTION:
         return Step("ac_describe")
@@ -850,14 +866,16 @@ class SimulatedBackend:
                                                         for i in items]}, schema)), ()
             return json.dumps(items), ()
         if kind in ("hypo_generate", "hypo_refine"):
-            texts = self._hypotheses(step, conversation, draw)
+            hyps = self._hypotheses(step, conversation, draw)
+            items = ((schema or {}).get("properties") or {}).get("hypotheses") or {}
+            if "pattern" in (items.get("items") or {}) or OPENER in step.info.get("last", ""):
+                # asked for statements ("A good summary ..."): the planted rubrics as statements, as JSON of
+                # the schema or, without one, a numbered list of sentences
+                statements = [h.statement for h in hyps]
+                listing = "\n".join(f"{i}. {s}" for i, s in enumerate(statements, 1))
+                return self._json_or(schema, {"hypotheses": statements}, listing), ()
+            texts = [h.text for h in hyps]
             listing = "\n".join(f"hypothesis{i}. {t}" for i, t in enumerate(texts, 1))
-            if schema and "qualities" in (schema.get("properties") or {}):
-                # the traits shape: the pool rubric is the description, its trait the name (the method
-                # composes the hypothesis around the description, so the pool text stays findable)
-                traits = [{"name": self.world.hypothesis_by_text(t).trait.capitalize(), "description": t}
-                          for t in texts]
-                return self._json_or(schema, {"qualities": traits}, listing), ()
             return self._json_or(schema, {"hypotheses": texts}, listing), ()
         if kind == "hypo_repetition":
             hyps = step.info["hypotheses"]
@@ -924,7 +942,7 @@ class SimulatedBackend:
             return json.dumps(fill_schema(schema, {}, score, "The response was weighed on every criterion.")), ()
         return f"Explanation: The response was weighed on every criterion.\n\nScore Of Overall: {score}", ()
 
-    def _hypotheses(self, step: Step, conversation: str, draw: int) -> list[str]:
+    def _hypotheses(self, step: Step, conversation: str, draw: int) -> list[PoolHypothesis]:
         """Draws from the pool: generation 30% helpful; refinement keeps each with 1/2, else draws 60% helpful."""
         w = self.world
         rng = _rng(w.seed, "hypotheses", conversation, draw)
@@ -947,7 +965,7 @@ class SimulatedBackend:
             new = pick(0.3, taken)
             out.append(new)
             taken.add(new.text)
-        return [h.text for h in out]
+        return out
 
     def _score(self, step: Step, messages: Sequence[Message], params: GenerationParams,
                draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:

@@ -1,15 +1,19 @@
 """HypoEval: hypothesis-guided evaluation from 30 human scores and literature notes.
 
-A bank of *hypotheses* (one-trait rubrics with a description of every score)
-is grown from a few human-scored samples with a UCB-style reward, refined on
-the samples it gets wrong and on literature notes, de-duplicated, and up to
-``n_selected`` hypotheses with the best coverage-aware Pearson correlation on
-the training samples become the judge: a new text gets one chain-of-thought
-score per selected hypothesis and its final score is their mean.
+A bank of *hypotheses* (each one sentence that starts "A good summary ..."
+and says one thing that earns a higher score; a person may also curate
+rubrics that describe every score) is grown from a few human-scored samples
+with a UCB-style reward, refined on the samples it gets wrong and on
+literature notes, de-duplicated, and up to ``n_selected`` hypotheses with
+the best coverage-aware Pearson correlation on the training samples become
+the judge: a new text gets one chain-of-thought score per selected
+hypothesis and its final score is their mean.
 
 Every generation step asks for structure (:mod:`judge_engine.structured`):
-hypotheses as a JSON list of short statements (``HYPOTHESES``), the
-repetition check as ``{"answer": "yes" | "no"}`` (``YES_NO``), each score as
+hypotheses as a JSON list of statements that start with the opener
+(``HYPOTHESES``, :func:`hypotheses_schema`; a second sampled draw fills the
+places the rubric checks left empty), the repetition check as
+``{"answer": "yes" | "no"}`` (``YES_NO``), each score as
 ``{"explanation", "score"}`` or, score first for probability-weighted
 scores, ``{"score"}`` (``SCORE``). The free-text parsers are the fallback;
 how every reply was read is counted (``Judge.state["replies"]``,
@@ -76,8 +80,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, RunEvent, Sample, Verdict
-from ..rubric_checks import (RubricCheck, check_criterion, check_entries, check_entry, name_from_shown,
-                             shares_topic)
+from ..rubric_checks import check_entries, check_statement, statement_name
 from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                    register)
 
@@ -105,22 +108,15 @@ MIN_HYPOTHESIS_WORDS = 6
 HYPOTHESIS_MIN_CHARS = 20
 HYPOTHESIS_MAX_CHARS = 300
 """Length bounds of one hypothesis in a free-text-shaped reply (``{"hypotheses": [str, ...]}``, the fallback)."""
-TRAITS_KEY = "qualities"
-"""The list key of the generation schema: one item per hypothesis, ``{"name", "description"}`` (see
-:func:`hypotheses_schema`)."""
-TRAIT_NAME_MAX = 60
-TRAIT_NAME_PATTERN = r"^[A-Za-z][A-Za-z' -]{1,59}$"
-"""A trait's name is words: with the scored examples in the prompt SmolLM2-135M named its traits "5.5", "3.1"."""
-TRAIT_DESCRIPTION_MIN, TRAIT_DESCRIPTION_MAX = 15, 300
-"""Length bounds of a trait's name and description: a few words, one sentence (well under
-:data:`judge_engine.llm.base.GRAMMAR_MAX_STRING_LENGTH`, so the grammar spells them out)."""
-TRAIT_FRAME = ("{name}: {description} Doing well on this earns the {label} a high {aspect} score (near {high}); "
-               "doing poorly, a low score (near {low}).")
-"""How a hypothesis is composed from one generated trait (ours): the model names the trait and says what the
-experts check; the code adds which end of the scale goes with it. In our trials (2026-11-24) SmolLM2-135M
-wrote a usable name and sentence when asked for a quality and what is checked, but junk ("Scores of
-Excellent Quality of the utterance that scores high ...") whenever the question itself named high and low
-scores, and under the old single-string schema it copied the prompt's example sentence."""
+HYPOTHESES_KEY = "hypotheses"
+"""The list key of the generation schema: one statement per hypothesis (see :func:`hypotheses_schema`)."""
+SECOND_DRAW_TEMPERATURE = 0.7
+"""Temperature of the second, sampled draw of a generation or refinement call whose first reply left fewer
+usable hypotheses than asked (see :func:`_ask_for_hypotheses`). In our trial (2026-11-25, /work/exp/sent2.py)
+greedy decoding on SmolLM2-135M often wrote one sentence four times; a draw at 0.7 wrote different ones."""
+GENERATION_CALLS = 3
+"""Backend calls one generation or refinement may take: the first reply, a follow-up turn when it was not
+read, and the second draw when fewer usable hypotheses than asked were left."""
 READ_SOURCES = ("json", "text", "unread")
 """How a generation or repetition-check reply was read: JSON satisfying the schema, the free-text fallback, or
 not at all."""
@@ -162,64 +158,63 @@ def parse_hypotheses(text: str, limit: int) -> list[str]:
     return out[:limit]
 
 
-def hypotheses_schema(n: int, *, min_items: int | None = None) -> dict[str, Any]:
-    """The schema of a generation or refinement reply: exactly ``n`` traits (the paper asks for n hypotheses).
+def statement_opener(task: TaskInfo) -> str:
+    """How every generated hypothesis starts: "A good summary", "A good response" (the judged output's label)."""
+    return f"A good {task.output_label.lower()}"
 
-    ``{"qualities": [{"name": str, "description": str}, ...]}``: a trait's
-    name and one sentence on what the experts check, from which
-    :func:`compose_hypothesis` writes the hypothesis. Short fields instead
-    of one free sentence per hypothesis, and ``minItems`` = ``n``, make the
-    grammar of a small model write ``n`` separate traits; reading accepts
-    fewer (``min_items``).
+
+def hypotheses_schema(opener: str, n: int, *, min_items: int | None = None) -> dict[str, Any]:
+    """The schema of a generation or refinement reply: exactly ``n`` statements (the paper asks for n hypotheses).
+
+    ``{"hypotheses": ["A good summary ...", ...]}``
+    (:func:`judge_engine.structured.statement_list_schema`): each
+    hypothesis is one sentence that starts with ``opener`` and says one
+    thing that earns a higher score. Asked for named traits, SmolLM2-135M
+    named them after the raters, the reported scores or the judged texts'
+    content, and the rubric checks refused them; asked to complete "A good
+    summary ...", it wrote usable facets ("A good summary is consistent with
+    the article's content"). ``minItems`` = ``n`` makes the grammar write
+    ``n`` sentences; reading accepts fewer (``min_items``).
     """
-    return st.named_items_schema(st.HYPOTHESES, TRAITS_KEY, min_items=n if min_items is None else min_items,
-                                 max_items=n, name_min=2, name_max=TRAIT_NAME_MAX, definition_key="description",
-                                 definition_min=TRAIT_DESCRIPTION_MIN, definition_max=TRAIT_DESCRIPTION_MAX,
-                                 name_pattern=TRAIT_NAME_PATTERN)
+    return st.statement_list_schema(st.HYPOTHESES, HYPOTHESES_KEY, opener=opener,
+                                    min_items=n if min_items is None else min_items, max_items=n)
 
 
-FRAME_TAIL = re.compile(r" Doing well on this earns the .+? a high .+? score \(near [^)]*\); "
-                        r"doing poorly, a low score \(near [^)]*\)\.$")
-"""The part :data:`TRAIT_FRAME` adds after the description."""
+def as_statement(text: str, opener: str) -> str | None:
+    """``text`` as a statement that starts with ``opener`` (its case as given, one full stop at the end), or
+    None when it does not start with the opener."""
+    clean = " ".join(str(text).split()).strip().strip("\"'[]").strip().rstrip(",;:").strip()
+    if not clean.lower().startswith(opener.lower() + " "):
+        return None
+    body = clean[len(opener):].strip().rstrip(".!?").strip()
+    return f"{opener} {body}." if body else None
 
 
-def without_frame(hypothesis: str) -> str:
-    """A composed hypothesis without the frame's scale sentence (other texts unchanged)."""
-    return FRAME_TAIL.sub("", hypothesis)
+def opener_lines(text: str, opener: str) -> list[str]:
+    """Sentences of a free-text reply that start with ``opener`` (a numbered list, lines, or running text)."""
+    pattern = re.compile(re.escape(opener) + r"\s+[^\n.!?]*[^\s.!?]", re.IGNORECASE)
+    return [m.group(0) for m in pattern.finditer(text or "")]
 
 
-def compose_hypothesis(name: str, description: str, *, label: str, aspect: str, scale: tuple[int, int]) -> str:
-    """The hypothesis text of one generated trait (:data:`TRAIT_FRAME`)."""
-    description = " ".join(description.split())
-    if description and description[-1] not in ".!?":
-        description += "."
-    return TRAIT_FRAME.format(name=" ".join(name.split()).rstrip(":. "), description=description, label=label,
-                              aspect=aspect, high=scale[1], low=scale[0])
-
-
-def read_traits(text: str, limit: int) -> tuple[list[tuple[str, str]], str]:
-    """``(name, description)`` traits of a reply and how they were read: ``json``, ``text`` or ``unread``.
+def read_statements(text: str, limit: int, opener: str) -> tuple[list[str], str]:
+    """Statements of a reply and how they were read: ``json``, ``text`` or ``unread``.
 
     ``json``: the reply satisfies :func:`hypotheses_schema` (at least one
-    item). ``text``: a ``qualities`` list that breaks the schema (a length
-    off: a server without constrained decoding); items without both fields
-    are dropped, and so are descriptions under 3 words (no sentence).
+    item). ``text``: a ``hypotheses`` list that breaks the schema (a
+    server without constrained decoding: capitals, a length off), or, with
+    no such list, the sentences of free text that start with the opener.
+    Items that do not start with the opener are not statements (the
+    caller falls back to :func:`read_hypotheses`). Exact repeats are kept:
+    the rubric checks refuse them, with reason.
     """
-    reading = st.read_json(text, hypotheses_schema(limit, min_items=1))
-    value = reading.value if reading.ok else parse_json_object(text or "")
-    items = value.get(TRAITS_KEY) if isinstance(value, dict) else None
-    if not isinstance(items, list):
-        return [], "unread"
-    out: list[tuple[str, str]] = []
-    for item in items:
-        if not isinstance(item, dict):
-            continue
-        name, description = " ".join(str(item.get("name", "")).split()), " ".join(
-            str(item.get("description", "")).split())
-        if name and len(description.split()) >= 3:  # a repeated trait is the rubric checks' to refuse, with reason
-            out.append((name, description))
-    out = out[:limit]
-    return out, ("json" if reading.ok and out else "text" if out else "unread")
+    reading = st.read_json(text, hypotheses_schema(opener, limit, min_items=1))
+    if reading.ok:
+        return [" ".join(s.split()) for s in reading.value[HYPOTHESES_KEY]][:limit], "json"
+    value = parse_json_object(text or "")
+    items = value.get(HYPOTHESES_KEY) if isinstance(value, dict) else None
+    candidates = [i for i in items if isinstance(i, str)] if isinstance(items, list) else opener_lines(text, opener)
+    found = [s for s in (as_statement(c, opener) for c in candidates) if s][:limit]
+    return found, "text" if found else "unread"
 
 
 def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
@@ -237,8 +232,6 @@ def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
 def why_unread(text: str) -> str:
     """In words, why no hypothesis could be read from a generation reply (for the empty-bank message)."""
     value = parse_json_object(text or "")
-    if isinstance(value, dict) and isinstance(value.get(TRAITS_KEY), list) and value[TRAITS_KEY]:
-        return "no trait had both a name and a description of at least 3 words"
     items = value.get("hypotheses") if isinstance(value, dict) else None
     if not isinstance(items, list) or not items:
         return "no list of hypotheses in the reply"
@@ -359,13 +352,18 @@ class Context:
             return float(s)
         return lo + (float(s) - self.aspect.low) * (hi - lo) / (self.aspect.high - self.aspect.low)
 
+    @property
+    def opener(self) -> str:
+        """How each generated hypothesis starts (:func:`statement_opener`)."""
+        return statement_opener(self.task)
+
     def generation_fields(self) -> dict[str, Any]:
-        """:meth:`common_fields` without the scale: generation and refinement prompts leave it out (asked
-        with "scores run from 1 to 6" in the prompt, SmolLM2-135M named its trait "Scores" and wrote about
-        numbers; the scale enters each hypothesis through :data:`TRAIT_FRAME`)."""
+        """:meth:`common_fields` without the scale, with the opener: generation and refinement prompts leave
+        the scale out (asked with "scores run from 1 to 6" in the prompt, SmolLM2-135M named its trait
+        "Scores" and wrote about numbers; the scoring prompt gives the scale)."""
         fields = self.common_fields()
         fields.pop("low"), fields.pop("high")
-        return fields
+        return {**fields, "opener": self.opener}
 
     def common_fields(self) -> dict[str, Any]:
         lo, hi = self.scale
@@ -379,15 +377,17 @@ class Context:
             return float(self.params["reward_b"])
         return default_reward_b(self.scale)
 
-    def generation_params(self, schema: dict[str, Any] | None = None) -> GenerationParams:
+    def generation_params(self, schema: dict[str, Any] | None = None, draw: int = 0) -> GenerationParams:
         """Generation and refinement: the reply limit, the schema, and the rubric presence penalty
-        (:data:`judge_engine.structured.RUBRIC_PRESENCE_PENALTY`: without it a small model repeats its first trait)."""
-        return GenerationParams(max_tokens=self.params["generation_max_tokens"], json_schema=st.as_param(schema),
-                                presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
+        (:data:`judge_engine.structured.RUBRIC_PRESENCE_PENALTY`: without it a small model repeats its first
+        item); greedy for the first draw, :data:`SECOND_DRAW_TEMPERATURE` with ``sample_index=draw`` after."""
+        params = GenerationParams(max_tokens=self.params["generation_max_tokens"], json_schema=st.as_param(schema),
+                                  presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
+        return params.with_(temperature=SECOND_DRAW_TEMPERATURE, sample_index=draw) if draw else params
 
     def ask(self, prompts: Sequence[str], stage: str, max_tokens: int | None = None,
-            schema: dict[str, Any] | None = None) -> list[str]:
-        params = (self.generation_params(schema) if max_tokens is None
+            schema: dict[str, Any] | None = None, draw: int = 0) -> list[str]:
+        params = (self.generation_params(schema, draw) if max_tokens is None
                   else GenerationParams(max_tokens=max_tokens, json_schema=st.as_param(schema)))
         replies = self.llm.complete_many([Request(({"role": "user", "content": p},), params) for p in prompts])
         self.calls += len(prompts)
@@ -463,101 +463,135 @@ def shown_texts(samples: Sequence[Sample], literature: Sequence[dict[str, str]])
     return texts + [str(v) for paper in literature for v in paper.values() if v]
 
 
-RETRY_GENERATION = ("Please answer again with the JSON object asked for: a list of {n} qualities, each with its "
-                    '"name" and a one-sentence "description" of what the experts check.')
+RETRY_GENERATION = ('Please answer again with the JSON object asked for: a list of {n} sentences, each starting '
+                    'with "{opener}" and saying one thing that earns a higher score.')
 
 
 def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown: Sequence[str] = ()) -> list[str]:
-    """One generation call with the hypotheses schema, read as JSON (free-text fallback), retried once.
+    """One generation call with the statements schema, read as JSON (free-text fallbacks), checked, pooled.
 
-    What was read goes through :func:`judge_engine.rubric_checks.check_entries`: a hypothesis copied from a
-    text the prompt showed, a near-duplicate, an empty, repetitive or over-long one, or one that names no
-    quality is kept in ``ctx.rejected`` with its reason (shown on the page, restorable by a person), not used.
+    The reply is read as statements (:func:`read_statements`), else by the
+    older parsers (:func:`read_hypotheses`); a reply that gives neither is
+    retried once with a follow-up turn. When the first reply leaves fewer
+    usable hypotheses than ``n``, a second draw of the same prompt at
+    :data:`SECOND_DRAW_TEMPERATURE` (``sample_index=1``, so it is cached
+    and resumed like any call) is read and checked the same way, and its
+    usable hypotheses fill the remaining places (ours; not in the paper).
+    Its sentences that the first reply already gave are not checked again
+    (the ``second_draw`` event counts them as ``repeats``).
+
+    Statements go through :func:`judge_engine.rubric_checks.check_statement`
+    (:func:`check_statements`), whole hypotheses of the older shapes
+    through :func:`judge_engine.rubric_checks.check_entries`: a refused one
+    is kept in ``ctx.rejected`` with its rule and reason (shown on the page,
+    restorable by a person), not used.
     """
-    schema = hypotheses_schema(n)
+    opener = ctx.opener
+    schema = hypotheses_schema(opener, n)
     [reply] = ctx.ask([prompt], stage, schema=schema)
-    found, source = _read_reply(reply, n)
+    found, source, shape = _read_reply(reply, n, opener)
     ctx.count_reply(stage, source)
     last = reply
     if not found:  # ours, as for every unreadable reply: retry once, a follow-up turn asking for the list only
         follow = ctx.llm.complete([{"role": "user", "content": prompt}, {"role": "assistant", "content": reply},
-                                   {"role": "user", "content": RETRY_GENERATION.format(n=n)}],
+                                   {"role": "user", "content": RETRY_GENERATION.format(n=n, opener=opener)}],
                                   ctx.generation_params(schema))
         ctx.calls += 1
         last = follow.text
-        found, source = _read_reply(last, n)
+        found, source, shape = _read_reply(last, n, opener)
         ctx.count_reply(f"{stage} (follow-up)", source)
-    if not found:
+    accepted: list[str] = []
+    refused = _check_reply(ctx, found, shape, shown=shown, accepted=accepted, stage=stage)
+    read_any = bool(found)
+    if len(accepted) < n:
+        [second] = ctx.ask([prompt], f"{stage} (second draw)", schema=schema, draw=1)
+        more, source, shape = _read_reply(second, n, opener)
+        ctx.count_reply(f"{stage} (second draw)", source)
+        before = len(accepted)
+        # a sentence the first reply already gave was judged there: the same hypothesis, not a new one
+        seen = {" ".join(t.split()) for t in [*found, *accepted]}
+        new = [t for t in more if " ".join(t.split()) not in seen]
+        refused += _check_reply(ctx, new, shape, shown=shown, accepted=accepted, stage=f"{stage} (second draw)",
+                                room=n)
+        read_any = read_any or bool(more)
+        ctx.emit("second_draw", {"stage": stage, "read": len(more), "repeats": len(more) - len(new),
+                                 "added": len(accepted) - before, "usable": len(accepted), "wanted": n})
+    if refused:
+        ctx.rejected.extend(refused)
+        ctx.emit("hypotheses_rejected", {"stage": stage, "rejected": refused})
+    if not read_any:
         ctx.failures += 1
         # the more telling diagnosis of the two replies (a follow-up is often no list at all)
         reasons = [why_unread(reply), why_unread(last)]
         ctx.unread_reasons.append(next((r for r in reasons if not r.startswith("no list")), reasons[0]))
         ctx.emit("generation_failed", {"stage": stage, "raw": reply[:2000], "why": ctx.unread_reasons[-1]})
-        return found
-    if isinstance(found[0], str):  # the fallback shapes: whole hypotheses, checked as written
-        checks = check_entries(found, kind="hypothesis", shown=shown)
+    return accepted
+
+
+def _read_reply(text: str, n: int, opener: str) -> tuple[list[str], str, str]:
+    """Statements of the reply (shape ``statement``), else whole hypotheses of the older shapes (``hypothesis``),
+    with how they were read (one of :data:`READ_SOURCES`)."""
+    statements, source = read_statements(text, n, opener)
+    if statements:
+        return statements, source, "statement"
+    found, source = read_hypotheses(text, n)
+    return found, source, "hypothesis"
+
+
+def _check_reply(ctx: Context, found: Sequence[str], shape: str, *, shown: Sequence[str], accepted: list[str],
+                 stage: str, room: int | None = None) -> list[dict[str, Any]]:
+    """Check what one reply gave; usable ones are appended to ``accepted`` (up to ``room`` in all), refusals
+    returned. A hypothesis once ``room`` is full is neither: it is not needed."""
+    if shape == "statement":
+        kept, refused = check_statements(found, ctx, shown=shown, stage=stage, accepted=accepted, room=room)
+    else:  # the fallback shapes: whole hypotheses, checked as today
+        checks = []
+        for text in found:
+            if room is not None and len(accepted) >= room:
+                break
+            check = check_entries([text], kind="hypothesis", shown=shown, accepted=accepted)[0]
+            checks.append(check)
+            if check.ok:
+                accepted.append(text)
         refused = [{**c.to_dict(), "stage": stage} for c in checks if not c.ok]
-        kept = [c.text for c in checks if c.ok]
-    else:
-        kept, refused = check_traits(found, ctx, shown=shown, stage=stage)
-    if refused:
-        ctx.rejected.extend(refused)
-        ctx.emit("hypotheses_rejected", {"stage": stage, "rejected": refused})
-    return kept
+    return refused
 
 
-def _read_reply(text: str, n: int) -> tuple[list[Any], str]:
-    """Traits (``(name, description)`` pairs) of the structured reply, else whole hypotheses of the fallbacks."""
-    traits, source = read_traits(text, n)
-    if traits:
-        return traits, source
-    return read_hypotheses(text, n)
+def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence[str] = (), stage: str = "",
+                     accepted: list[str] | None = None, room: int | None = None
+                     ) -> tuple[list[str], list[dict[str, Any]]]:
+    """The statements the rubric checks accept (also appended to ``accepted``), and the refusals.
 
-
-def check_traits(traits: Sequence[tuple[str, str]], ctx: Context, *, shown: Sequence[str] = (),
-                 stage: str = "") -> tuple[list[str], list[dict[str, Any]]]:
-    """The hypotheses composed from the traits the rubric checks accept, and the refusals.
-
-    What the model wrote (``name: description``) is checked, not the
-    composed text, whose frame names high and low scores whatever the model
-    wrote. A trait names a facet of the aspect ("Completeness: the experts
-    check that nothing in the dialogue act is left out"), often without a
-    word of the quality vocabulary: a ``no_quality`` refusal is lifted when
-    it names a content word of the aspect's name or definition or of the
-    judged output's label (:func:`judge_engine.rubric_checks.shares_topic`,
-    as for HD-Eval's children); copies, repetitions and near-duplicates are
-    refused either way, and so is a trait named after content of a shown
-    text (:func:`judge_engine.rubric_checks.name_from_shown`, as ``copy``).
-    A trait is also a named criterion
-    (:func:`judge_engine.rubric_checks.check_criterion`): a name that names
-    nothing, a description that only repeats it or reports a score is refused.
+    Each goes through :func:`judge_engine.rubric_checks.check_statement`
+    with the opener, the texts the prompt showed (the judged texts and the
+    aspect's definition: a sentence that restates either is no facet), the
+    statements accepted before it (a repeat is a ``near_duplicate``), the
+    aspect as its parent ("A good summary has high coherence" under
+    coherence adds nothing) and the judged output's label and the aspect as
+    topics (a body that names a word of them describes a facet of the
+    aspect even without a word of the quality vocabulary). A refusal keeps
+    the statement (what a person would restore), its short name, the rule
+    and the reason. Once ``room`` statements are accepted the rest are left
+    unchecked.
     """
-    topics = (ctx.aspect.name, ctx.aspect.definition or "", ctx.task.output_label)
-    accepted: list[str] = []
+    opener = ctx.opener
+    definition = ctx.aspect.definition or ""
+    parent = (ctx.aspect.name, definition)
+    topics = (ctx.task.output_label, ctx.aspect.name, definition)
+    shown = [*shown, definition] if definition else list(shown)
+    accepted = [] if accepted is None else accepted
     kept: list[str] = []
     refused: list[dict[str, Any]] = []
-    for name, description in traits:
-        said = f"{name}: {description}"
-        check = check_entry(said, kind="hypothesis", shown=shown, accepted=accepted)
-        if check.ok or check.rule == "no_quality":
-            # a trait is a named criterion: its name must name something and its description must not only
-            # repeat the name or report a score ("Human experts: 5.00% of the responses are easy to understand")
-            named = check_criterion(name, description, shown=shown, accepted=accepted)
-            if not named.ok and named.rule != "no_quality":
-                check = RubricCheck(said, False, named.rule, named.reason)
-        if check.ok and name_from_shown(name, shown, topics):
-            check = RubricCheck(said, False, "copy", f"its name {name!r} is taken from a text the prompt showed, "
-                                                     "not a quality")
-        hypothesis = compose_hypothesis(name, description, label=ctx.task.output_label.lower(),
-                                        aspect=ctx.aspect.name, scale=ctx.scale)
-        if check.ok or (check.rule == "no_quality" and shares_topic(said, topics)
-                        and not name_from_shown(name, shown, topics)):
-            accepted.append(said)
-            kept.append(hypothesis)
+    for statement in statements:
+        if room is not None and len(accepted) >= room:
+            break
+        check = check_statement(statement, opener=opener, shown=shown, accepted=accepted, parent=parent,
+                                topics=topics)
+        if check.ok:
+            accepted.append(statement)
+            kept.append(statement)
         else:
-            # "text" is the hypothesis a person would restore; the verdict is on what the model wrote
-            refused.append({**check.to_dict(), "text": hypothesis, "name": name, "description": description,
-                            "stage": stage})
+            refused.append({**check.to_dict(), "name": statement_name(statement, opener), "stage": stage})
     return kept, refused
 
 
@@ -804,9 +838,8 @@ def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_nam
     if len(ordered) < 2:
         return list(ordered)
     pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]]
-    # the trait as the model wrote it: the frame every composed hypothesis shares made any two look the same
     prompts = [REPETITION_TEMPLATE.render(**{k: v for k, v in ctx.common_fields().items() if k != "aspect_definition"},
-                                          first=without_frame(a["text"]), second=without_frame(b["text"]))
+                                          first=a["text"], second=b["text"])
                for a, b in pairs]
     stage = f"repetition check ({bank_name})"
     replies = ctx.ask(prompts, stage, max_tokens=ctx.params["check_max_tokens"], schema=st.yes_no_schema())
@@ -1300,11 +1333,12 @@ class HypoEval(Method):
         """An upper bound on the backend calls of a fit and of scoring, before cache hits.
 
         The paper's cost model with every follow-up turn counted: each
-        generation or refinement call may be followed by one retry, and each
-        per-hypothesis score by one follow-up turn (so both count twice);
-        repetition checks are one call per pair, never retried.
+        generation or refinement call may be followed by one retry and one
+        second draw (so it counts three times), each per-hypothesis score by
+        one follow-up turn (so it counts twice); repetition checks are one
+        call per pair, never retried.
 
-        Generation: 2 [1 + R (1 + N_ref) + (1 with literature)] +
+        Generation: 3 [1 + R (1 + N_ref) + (1 with literature)] +
         2 (|H_init||S_init| + sum_t min(k, |H_t|) + R |H_W| w_max) +
         C(|H_data|, 2) + C(|H_L|, 2); selection 2 |H| |S_tr|; evaluation
         2 H_ev per test text (2 with ``joint``). R = floor(|S_update| / w_max)
@@ -1346,7 +1380,8 @@ class HypoEval(Method):
         else:
             final = min(self.max_bank, min(bank, half) + lit)
         scoring += final * m
-        return {"fit": follow * (generation + scoring) + checks, "score": score}
+        # a generation call: the first reply, a follow-up turn when unread, a second draw when short
+        return {"fit": GENERATION_CALLS * generation + follow * scoring + checks, "score": score}
 
     def _final_bank_bound(self, m: int) -> int:
         if self.hypotheses is not None:
