@@ -38,7 +38,7 @@ class _Rubric(str):
 
 GOOD = _Rubric("A good summary earns one point per clear sentence, from one to five, judged on flow {topic}, "
                "good rubric {n}.")
-BAD = _Rubric("A good summary is awful and gets the lowest score of one regardless of content {topic}, "
+BAD = _Rubric("A good summary is awful and gets the lowest score of one regardless of its accuracy {topic}, "
               "bad rubric {n}.")
 NOISY = _Rubric("A good summary gets no readable score because the judge rambles on and on {topic}, "
                 "noisy rubric {n}.")
@@ -709,7 +709,7 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
 
 SPARSE = "SPARSE rubric: scores only the first two outputs exactly, and cannot decide on any other one."
 STEADY = "STEADY rubric: scores every output close to the experts, off by one point on a single item."
-ANTI = _Rubric("A good summary gets the opposite of what the experts give, six minus their score {topic}, "
+ANTI = _Rubric("A good summary gets the opposite of what the experts give for its accuracy, six minus their score {topic}, "
                "anti rubric {n}.")
 
 
@@ -946,9 +946,9 @@ _SMOLLM2 = {
          "A good response does not have a high coherence score.",
          "A good response should follow the dialogue history, stay on topic.",
          "A good response should not have too many sentences."],
-        ["A good response should follow the dialogue history, stay on topic.",
-         "A good response should not have too many sentences."],
-        ["restates_parent", "restates_parent", "restates_parent"]),
+        # "should not have too many sentences" names no quality once the frame's "should" does not count
+        ["A good response should follow the dialogue history, stay on topic."],
+        ["restates_parent", "restates_parent", "restates_parent", "no_quality"]),
     "sfres overall": (
         ("data-to-text generation: turning a restaurant dialogue act into an utterance", "Utterance", "overall",
          "The overall quality of the utterance as a way of expressing the dialogue act."),
