@@ -194,7 +194,8 @@ def test_initialize_bank_scores_s_init_and_sets_rewards(store, tiny_dataset):
     assert good["acc"] == pytest.approx(1.0) and good["reward"] == pytest.approx(1 + 0.5 * math.sqrt(math.log(5) / 5))
     expected_bad = sum(1 - (s.human["quality"] - 1) ** 2 / 16 for s in s_init) / 5
     assert bad["acc"] == pytest.approx(expected_bad)
-    assert len(backend.calls) == 2 + 2 * 5  # 2 of the 5 asked: a second draw (the same 2, refused as repeats)
+    # 2 of the 5 asked: two sampled draws (the same 2, not checked again as repeats)
+    assert len(backend.calls) == 3 + 2 * 5
     assert [k for k, _ in events].count("hypothesis_proposed") == 2
     assert [k for k, _ in events].count("reward_updated") == 2
 
@@ -371,18 +372,18 @@ def test_joint_scores_all_selected_hypotheses_in_one_call(store, tiny_dataset):
 
 def test_estimate_follows_the_cost_model_with_every_follow_up_counted():
     full = get_method("hypoeval").estimate_calls(30, 640)
-    # defaults, no literature. Generation calls (each may be retried once and drawn a second time): 1 initial +
+    # defaults, no literature. Generation calls (each may be retried once and drawn twice more): 1 initial +
     # 2 refreshes x (1 + 3 data
     # rounds). Scoring calls (each may take a follow-up turn): 25 initial + update evaluations + 2 refreshes x
     # 5 new x w_max 10 + selection of the final bank (10 = H_max / 2 by reward) on 30. Checks: C(15, 2), no retry.
     updates = 5 * 10 + 10 * 10 + 10 * 5  # top-k caps the 15-hypothesis bank at 10
     generation = 1 + 2 * (1 + 3)
     scoring = 25 + updates + 2 * 5 * 10 + 10 * 30
-    assert full == {"fit": 3 * generation + 2 * scoring + 105, "score": 2 * 5 * 640}
+    assert full == {"fit": 4 * generation + 2 * scoring + 105, "score": 2 * 5 * 640}
     with_lit = get_method("hypoeval", {"literature": ({"title": "t", "text": "x"},)}).estimate_calls(30, 640)
     generation = 1 + 2 * (1 + 6) + 1
     scoring = 25 + updates + 2 * 5 * 10 + 20 * 30
-    assert with_lit["fit"] == 3 * generation + 2 * scoring + 105 + 190
+    assert with_lit["fit"] == 4 * generation + 2 * scoring + 105 + 190
     assert get_method("hypoeval", {"joint": True}).estimate_calls(30, 640)["score"] == 2 * 640
     assert get_method("hypoeval", {"hypotheses": ("a", "b", "c")}).estimate_calls(30, 10) == {
         "fit": 2 * 90, "score": 2 * 30}
@@ -615,9 +616,9 @@ def test_every_step_asks_for_its_schema_and_json_replies_are_read_as_json(store,
     assert first["items"]["pattern"] == structured.statement_pattern(OPENER)
     assert first_params.presence_penalty == pytest.approx(structured.RUBRIC_PRESENCE_PENALTY)
     assert first_params.temperature == pytest.approx(0.0)
-    # the scripted generator gives 2 of the 3 asked: a second draw of the same prompt, sampled, fills up
+    # the scripted generator gives 2 of the 3 asked: sampled draws of the same prompt try to fill up
     draws = [p for m, p in backend.calls if m[0]["content"] == backend.calls[0][0][0]["content"]]
-    assert [d.sample_index for d in draws] == [0, 1] and draws[1].temperature == pytest.approx(0.7)
+    assert [d.sample_index for d in draws] == [0, 1, 2] and draws[1].temperature == pytest.approx(0.7)
     score = next(structured.schema_of(p.json_schema) for _, p in backend.calls
                  if structured.kind_of(p.json_schema) == structured.SCORE)
     assert list(score["properties"]) == ["explanation", "score"], "reasoning comes before the score"

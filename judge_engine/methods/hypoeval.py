@@ -114,9 +114,13 @@ SECOND_DRAW_TEMPERATURE = 0.7
 """Temperature of the second, sampled draw of a generation or refinement call whose first reply left fewer
 usable hypotheses than asked (see :func:`_ask_for_hypotheses`). In our trial (2026-11-25, /work/exp/sent2.py)
 greedy decoding on SmolLM2-135M often wrote one sentence four times; a draw at 0.7 wrote different ones."""
-GENERATION_CALLS = 3
+SAMPLED_DRAWS = 2
+"""Sampled draws of a generation or refinement prompt while fewer usable hypotheses than asked are left. With
+one, HANNA's bank held 2 hypotheses on SmolLM2-135M: each draw gave one usable sentence and tales of love and
+courage the checks refused (alignment grid, 2026-11-25)."""
+GENERATION_CALLS = 2 + SAMPLED_DRAWS
 """Backend calls one generation or refinement may take: the first reply, a follow-up turn when it was not
-read, and the second draw when fewer usable hypotheses than asked were left."""
+read, and the sampled draws while fewer usable hypotheses than asked were left."""
 READ_SOURCES = ("json", "text", "unread")
 """How a generation or repetition-check reply was read: JSON satisfying the schema, the free-text fallback, or
 not at all."""
@@ -473,12 +477,13 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     The reply is read as statements (:func:`read_statements`), else by the
     older parsers (:func:`read_hypotheses`); a reply that gives neither is
     retried once with a follow-up turn. When the first reply leaves fewer
-    usable hypotheses than ``n``, a second draw of the same prompt at
-    :data:`SECOND_DRAW_TEMPERATURE` (``sample_index=1``, so it is cached
-    and resumed like any call) is read and checked the same way, and its
-    usable hypotheses fill the remaining places (ours; not in the paper).
-    Its sentences that the first reply already gave are not checked again
-    (the ``second_draw`` event counts them as ``repeats``).
+    usable hypotheses than ``n``, sampled draws of the same prompt at
+    :data:`SECOND_DRAW_TEMPERATURE` (``sample_index`` 1, 2, ..., at most
+    :data:`SAMPLED_DRAWS`, so each is cached and resumed like any call) are
+    read and checked the same way while places are left, and their usable
+    hypotheses fill them (ours; not in the paper). Sentences an earlier
+    reply already gave are not checked again (the ``second_draw`` event
+    counts them as ``repeats``).
 
     Statements go through :func:`judge_engine.rubric_checks.check_statement`
     (:func:`check_statements`), whole hypotheses of the older shapes
@@ -503,18 +508,22 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     accepted: list[str] = []
     refused = _check_reply(ctx, found, shape, shown=shown, accepted=accepted, stage=stage)
     read_any = bool(found)
-    if len(accepted) < n:
-        [second] = ctx.ask([prompt], f"{stage} (second draw)", schema=schema, draw=1)
+    said = list(found)
+    for draw in range(1, SAMPLED_DRAWS + 1):
+        if len(accepted) >= n:
+            break
+        label = f"{stage} (second draw)" if draw == 1 else f"{stage} (draw {draw + 1})"
+        [second] = ctx.ask([prompt], label, schema=schema, draw=draw)
         more, source, shape = _read_reply(second, n, opener)
-        ctx.count_reply(f"{stage} (second draw)", source)
+        ctx.count_reply(label, source)
         before = len(accepted)
-        # a sentence the first reply already gave was judged there: the same hypothesis, not a new one
-        seen = {" ".join(t.split()) for t in [*found, *accepted]}
+        # a sentence an earlier reply already gave was judged there: the same hypothesis, not a new one
+        seen = {" ".join(t.split()) for t in [*said, *accepted]}
         new = [t for t in more if " ".join(t.split()) not in seen]
-        refused += _check_reply(ctx, new, shape, shown=shown, accepted=accepted, stage=f"{stage} (second draw)",
-                                room=n)
+        said += more
+        refused += _check_reply(ctx, new, shape, shown=shown, accepted=accepted, stage=label, room=n)
         read_any = read_any or bool(more)
-        ctx.emit("second_draw", {"stage": stage, "read": len(more), "repeats": len(more) - len(new),
+        ctx.emit("second_draw", {"stage": stage, "draw": draw, "read": len(more), "repeats": len(more) - len(new),
                                  "added": len(accepted) - before, "usable": len(accepted), "wanted": n})
     if refused:
         ctx.rejected.extend(refused)
