@@ -68,6 +68,13 @@ class TaskInfo:
     def of(cls, dataset: Dataset) -> "TaskInfo":
         return cls(dataset.task, dataset.input_label, dataset.output_label, dataset.context_label)
 
+    @property
+    def statement_opener(self) -> str:
+        """How a generated criterion, sub-criterion or hypothesis starts when the methods ask for it as a
+        sentence: "A good summary" (see :func:`judge_engine.structured.statement_list_schema`)."""
+        label = self.output_label.strip().lower()
+        return f"A good {label}" if label else "A good response"
+
     def to_dict(self) -> dict[str, str]:
         return {"task": self.task, "input_label": self.input_label, "output_label": self.output_label,
                 "context_label": self.context_label}

@@ -88,7 +88,7 @@ def test_pool_statements_are_what_hypoeval_asks_for_and_pass_its_checks():
     for seed in range(5):
         world = World(seed, n_samples=20, malformed=0.0)
         backend = SimulatedBackend(world)
-        schema = he.hypotheses_schema(he.statement_opener(TASK), 5)
+        schema = he.hypotheses_schema(TASK.statement_opener, 5)
         prompt = f"Your job is to write exactly 5 hypotheses. Start each sentence with \"{OPENER}\"."
         reply = backend.generate([{"role": "user", "content": prompt}],
                                  GenerationParams(json_schema=st.as_param(schema))).text

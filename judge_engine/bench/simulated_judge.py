@@ -111,8 +111,8 @@ STATEMENT_BODIES = (
 """The same rubrics as HypoEval asks for them, a sentence after :data:`OPENER` (lower-case words and commas,
 as :func:`judge_engine.structured.statement_pattern` requires; each names a quality word, so the rubric checks
 pass them as they would a good model's)."""
-OPENER = f"A good {TASK.output_label.lower()}"
-"""How HypoEval's statements start for the world's task (:func:`judge_engine.methods.hypoeval.statement_opener`)."""
+OPENER = TASK.statement_opener
+"""How the methods' statements start for the world's task."""
 
 
 # --------------------------------------------------------------------------- seeded helpers

@@ -402,8 +402,7 @@ def criteria_opener(task: TaskInfo | None) -> str:
     it wrote facets such as "A good summary is consistent with the
     article's content" (:func:`judge_engine.structured.statement_list_schema`).
     """
-    label = (task.output_label if task else "").strip().lower()
-    return f"A good {label}" if label else DEFAULT_OPENER
+    return task.statement_opener if task else DEFAULT_OPENER
 
 
 def is_statement(definition: str, opener: str) -> bool:

@@ -229,11 +229,6 @@ def decomposition_schema(k: int) -> dict[str, Any]:
     return st.named_items_schema(st.DECOMPOSITION, "children", min_items=min(MIN_CHILDREN, k), max_items=k)
 
 
-def statement_opener(task: TaskInfo) -> str:
-    """How every proposed sub-criterion starts: "A good summary" (see :func:`statement_schema`)."""
-    return f"A good {task.output_label.lower()}"
-
-
 def statement_schema(k: int, opener: str) -> dict[str, Any]:
     """The reply schema of one decomposition: ``{"children": ["<opener> ...", ...]}``, 2 to ``k`` sentences.
 
@@ -373,7 +368,7 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     from a sampled draw.
     """
     min_k = min(MIN_CHILDREN, k)
-    opener = statement_opener(task)
+    opener = task.statement_opener
     n_ask = max(k, ASK_CHILDREN)
     prompt = DECOMPOSE_TEMPLATE.render(
         task=task.task, parent_name=parent["name"], parent_definition=parent["definition"] or parent["name"],

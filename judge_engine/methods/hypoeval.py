@@ -162,11 +162,6 @@ def parse_hypotheses(text: str, limit: int) -> list[str]:
     return out[:limit]
 
 
-def statement_opener(task: TaskInfo) -> str:
-    """How every generated hypothesis starts: "A good summary", "A good response" (the judged output's label)."""
-    return f"A good {task.output_label.lower()}"
-
-
 def hypotheses_schema(opener: str, n: int, *, min_items: int | None = None) -> dict[str, Any]:
     """The schema of a generation or refinement reply: exactly ``n`` statements (the paper asks for n hypotheses).
 
@@ -358,8 +353,8 @@ class Context:
 
     @property
     def opener(self) -> str:
-        """How each generated hypothesis starts (:func:`statement_opener`)."""
-        return statement_opener(self.task)
+        """How each generated hypothesis starts (:attr:`TaskInfo.statement_opener`)."""
+        return self.task.statement_opener
 
     def generation_fields(self) -> dict[str, Any]:
         """:meth:`common_fields` without the scale, with the opener: generation and refinement prompts leave
