@@ -51,6 +51,10 @@ The rules, each a pure function of the texts:
 ``copied_definition``
     A named criterion whose definition alone is mostly copied from a shown
     text (the name's own words can dilute ``copy`` below its threshold).
+``about_scoring``
+    A statement ("A good response ...") about the scoring rather than the
+    text: "adheres to the specified criteria of coherence, which can be
+    measured using a scoring system".
 ``about_raters``
     A hypothesis or criterion about the raters ("The experts are very
     skilled in their field") that names neither the judged text nor what
@@ -466,6 +470,14 @@ FRAME_WORDS = frozenset("should must".split())
 others"): they name no quality there."""
 
 
+SCORING_WORDS = frozenset("""
+criteria criterion score scores scored scoring scale rating ratings rated metric metrics aggregated evaluation
+evaluated evaluator
+""".split())
+"""Words of the scoring itself: a statement that uses them talks about the evaluation ("adheres to the specified
+criteria of coherence, which can be measured using a scoring system"), not about the judged text."""
+
+
 def statement_body(statement: str, opener: str) -> str:
     """What a statement says after its opener ("A good summary ..."), without the closing full stop."""
     text = (statement or "").strip()
@@ -496,9 +508,10 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
     its body (the words after the opener) must say something besides praise
     (``empty``: "A good response is a great one"), must not report a score
     (``reports_score``) or be copied from a shown text on its own (``copy``;
-    the shared opener dilutes the share), and a sub-criterion must add a word
+    the shared opener dilutes the share), a sub-criterion must add a word
     to ``parent`` (``restates_parent``: "A good response has high
-    naturalness" under naturalness). ``no_quality`` is decided on the body
+    naturalness" under naturalness), and it must not talk about the scoring
+    (``about_scoring``). ``no_quality`` is decided on the body
     (the opener's "good" is a quality word), where praise (:data:`PRAISE_WORDS`:
     "well", "good", "high") and the frame's "should" or "must" name no quality, and lifted when the body names a
     content word of ``topics`` (:func:`shares_topic`).
@@ -521,6 +534,10 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
     if parent and said <= set().union(*(content_words(p) for p in parent)):
         return RubricCheck(statement, False, "restates_parent",
                            f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
+    scoring = sorted(set(_words(body)) & SCORING_WORDS)
+    if scoring:
+        return RubricCheck(statement, False, "about_scoring", f"talks about the scoring ({', '.join(scoring)}), "
+                                                              "not about the judged text")
     # the opener's "good" is a quality word: the body must name one itself (or a topic word), and praise does
     # not count ("is well documented by the following points", "sometimes that is a good one": SmolLM2's
     # Active-Critic criteria), nor does naming the judged output again ("does not exist, such as saying this

@@ -38,9 +38,9 @@ class _Rubric(str):
 
 GOOD = _Rubric("A good summary earns one point per clear sentence, from one to five, judged on flow {topic}, "
                "good rubric {n}.")
-BAD = _Rubric("A good summary is awful and gets the lowest score of one regardless of its accuracy {topic}, "
+BAD = _Rubric("A good summary is awful and gets the lowest mark of one regardless of its accuracy {topic}, "
               "bad rubric {n}.")
-NOISY = _Rubric("A good summary gets no readable score because the judge rambles on and on {topic}, "
+NOISY = _Rubric("A good summary gets no readable mark because the judge rambles on and on {topic}, "
                 "noisy rubric {n}.")
 OPENER = "A good summary"
 
@@ -710,7 +710,7 @@ def test_weighted_score_comes_from_the_digit_position_of_a_score_first_json_repl
 
 SPARSE = "SPARSE rubric: scores only the first two outputs exactly, and cannot decide on any other one."
 STEADY = "STEADY rubric: scores every output close to the experts, off by one point on a single item."
-ANTI = _Rubric("A good summary gets the opposite of what the experts give for its accuracy, six minus their score {topic}, "
+ANTI = _Rubric("A good summary gets the opposite of what the experts give for its accuracy, six minus their mark {topic}, "
                "anti rubric {n}.")
 
 

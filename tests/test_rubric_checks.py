@@ -371,3 +371,19 @@ def test_praise_and_the_frames_should_name_no_quality_in_a_statement(text, opene
     check = rc.check_statement(text, opener=opener, topics=topics)
     assert (check.ok, check.rule) == (False, "no_quality")
     assert rc.check_statement(text.replace(".", ", with accurate facts."), opener=opener).ok
+
+
+@pytest.mark.parametrize("text", [
+    # SmolLM2-135M's HD-Eval children and Active-Critic criteria on Topical-Chat, 2026-11-25
+    "A good response is one that adheres to the specified criteria of coherence, which can be measured using a "
+    "scoring system.",
+    "A good response is a response that meets the criteria of high overall quality.",
+    "A good response should have a high understandability of the target language, but it should score low on the "
+    "understanding scale.",
+])
+def test_a_statement_about_the_scoring_is_refused(text):
+    check = rc.check_statement(text, opener="A good response", parent=("coherence", "stays on topic"),
+                               topics=("Response", "coherence", "stays on topic"))
+    assert (check.ok, check.rule) == (False, "about_scoring")
+    assert rc.check_statement("A good response stays on the topic the dialogue set.", opener="A good response",
+                              topics=("Response", "coherence", "stays on topic")).ok
