@@ -560,9 +560,7 @@ def _schema_items(schema: dict[str, Any] | None, key: str) -> tuple[int | None, 
 def _statement_opener(schema: dict[str, Any] | None, key: str) -> str:
     """The opener of a sentence-list schema's items ("A good summary"; "" when ``key`` holds no sentences)."""
     items = (((schema or {}).get("properties") or {}).get(key) or {}).get("items") or {}
-    pattern = items.get("pattern", "") if items.get("type") == "string" else ""
-    opener = re.match(r"\^([A-Za-z ]+) \[a-z\]", pattern)
-    return opener.group(1) if opener else ""
+    return _schema_opener(items.get("pattern", "")) if items.get("type") == "string" else ""
 
 
 def recognise(world: World, messages: Sequence[Message], params: GenerationParams) -> Step:
