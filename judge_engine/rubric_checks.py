@@ -472,10 +472,11 @@ others"): they name no quality there."""
 
 SCORING_WORDS = frozenset("""
 criteria criterion score scores scored scoring scale rating ratings rated metric metrics aggregated evaluation
-evaluated evaluator
+evaluated evaluator hypothesis hypotheses
 """.split())
 """Words of the scoring itself: a statement that uses them talks about the evaluation ("adheres to the specified
-criteria of coherence, which can be measured using a scoring system"), not about the judged text."""
+criteria of coherence, which can be measured using a scoring system", "can be broken down into five specific
+hypotheses"), not about the judged text."""
 
 
 def statement_body(statement: str, opener: str) -> str:

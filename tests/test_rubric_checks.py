@@ -380,6 +380,8 @@ def test_praise_and_the_frames_should_name_no_quality_in_a_statement(text, opene
     "A good response is a response that meets the criteria of high overall quality.",
     "A good response should have a high understandability of the target language, but it should score low on the "
     "understanding scale.",
+    # and a HypoEval hypothesis on Topical-Chat
+    "A good response is one that can be broken down into five specific hypotheses, not two different sentences.",
 ])
 def test_a_statement_about_the_scoring_is_refused(text):
     check = rc.check_statement(text, opener="A good response", parent=("coherence", "stays on topic"),
