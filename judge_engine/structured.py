@@ -24,6 +24,7 @@ returned for probability-weighted scoring.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -191,6 +192,40 @@ def statement_list_schema(title: str, key: str, *, opener: str, min_items: int, 
     """
     sentence = {"type": "string", "pattern": statement_pattern(opener, max_chars=max_chars)}
     return _object(title, {key: {"type": "array", "items": sentence, "minItems": min_items, "maxItems": max_items}})
+
+
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def find_statements(text: str, opener: str) -> list[str]:
+    """The free-text fallback of :func:`statement_list_schema`: every finished sentence that starts with
+    ``opener`` anywhere in a reply, as written.
+
+    Lines of a list (bullets and numbers allowed), running text, JSON strings,
+    even the finished items of a JSON reply cut off by its token limit. A
+    sentence ends at its first full stop (or ``!``, ``?``), before the next
+    opener or at its line's end; inside quotes it must end with a full stop,
+    so a JSON item cut off mid-sentence is left out. Text with the prompt's
+    ``<<<`` markers is a copied example, not a statement.
+    """
+    if not opener:
+        return []
+    start = re.compile(rf"(?<![A-Za-z]){re.escape(opener)}\s", re.IGNORECASE)
+    out = []
+    for line in (text or "").splitlines():
+        for piece in re.split(r'(?<!\\)"', line):  # a JSON string or a plain line
+            starts = [m.start() for m in start.finditer(piece)]
+            for a, b in zip(starts, starts[1:] + [len(piece)]):
+                sentence = piece[a:b]
+                end = SENTENCE_END.search(sentence)
+                if end:
+                    sentence = sentence[:end.end()]
+                elif '"' in line:
+                    continue  # an unfinished JSON string: cut off by the token limit
+                sentence = sentence.strip().rstrip(",;").strip()
+                if "<<<" not in sentence:
+                    out.append(sentence)
+    return out
 
 
 def object_schema(title: str, properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:

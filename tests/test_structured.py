@@ -101,3 +101,19 @@ def test_literal_pattern_escapes_what_a_grammar_converter_would_misread():
         assert "\\ " not in pattern
         assert re.fullmatch(pattern, text)
     assert not re.fullmatch(structured.literal_pattern("A good a.b answer"), "A good axb answer")
+
+
+def test_find_statements_reads_lists_running_text_and_the_finished_items_of_a_cut_off_reply():
+    opener = "A good summary"
+    listed = "Here:\n1. A good summary is faithful to the article.\n- a good summary names the main event"
+    assert structured.find_statements(listed, opener) == ["A good summary is faithful to the article.",
+                                                          "a good summary names the main event"], \
+        "a list item, any case of the opener; a plain line needs no full stop"
+    running = "A good summary is short. It helps. A good summary keeps the order of events! Then more."
+    assert structured.find_statements(running, opener) == ["A good summary is short.",
+                                                           "A good summary keeps the order of events!"]
+    cut = '{"children": ["A good summary is concise, with no filler.", "A good summary has no err'
+    assert structured.find_statements(cut, opener) == ["A good summary is concise, with no filler."], \
+        "an unfinished JSON item was cut off by the token limit"
+    assert structured.find_statements("A good summary of <<<the text>>> is this.", opener) == []
+    assert structured.find_statements("A good summary is short.", "") == []

@@ -451,28 +451,6 @@ def statement_criteria(statements: Sequence[Any], opener: str,
     return out
 
 
-def find_statements(reply: str, opener: str) -> list[str]:
-    """The complete statements that start with ``opener`` anywhere in a reply: lines of a list (bullets and
-    numbers allowed), JSON strings, even the finished items of a JSON reply cut off by its token limit.
-
-    A statement ends before the next one, its closing quote or its line's end; inside quotes it must end
-    with a full stop, so an item of a JSON reply cut off mid-sentence is left out.
-    """
-    if not opener:
-        return []
-    start = re.compile(rf"(?<![A-Za-z]){re.escape(opener)}\s", re.IGNORECASE)
-    out = []
-    for line in (reply or "").splitlines():
-        for piece in re.split(r'(?<!\\)"', line):  # a JSON string or a plain line
-            starts = [m.start() for m in start.finditer(piece)]
-            for a, b in zip(starts, starts[1:] + [len(piece)]):
-                text = piece[a:b].strip().rstrip(",;").strip()
-                # a plain line may end without its full stop; inside JSON a missing one means cut off
-                if (text.endswith(".") or '"' not in line) and "<<<" not in text:
-                    out.append(text)
-    return out
-
-
 PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "criterion b", "one-sentence definition",
                         "a short name", "a short name of the criterion", "what the criterion asks of a response",
                         "one sentence saying what the criterion asks of a response",
@@ -529,7 +507,7 @@ NAME_TAIL_WORDS = {"and", "or", "to", "the", "of", "a", "an", "in", "on", "for",
 
 def parse_criteria_lines(reply: str, *, plain_items: bool = False, opener: str = "") -> dict[str, str]:
     """Criteria written as ``Name: one-sentence definition`` lines (the fallback list format), or as
-    statements that start with ``opener`` (:func:`find_statements`).
+    statements that start with ``opener`` (:func:`judge_engine.structured.find_statements`).
 
     A name has at most 5 words, a definition at least 3; prompt labels
     (Source, Response, Observations, ...) and the prompts' placeholder
@@ -538,9 +516,9 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False, opener: str =
     without a name is a criterion too: its first words name it, the whole
     line defines it (for the answer to the list prompt only).
     """
-    out = statement_criteria(find_statements(reply, opener), opener)
+    out = statement_criteria(structured.find_statements(reply, opener), opener)
     for line in (reply or "").splitlines():
-        if find_statements(line, opener):
+        if structured.find_statements(line, opener):
             continue  # read as a statement above
         m = CRITERION_LINE.match(line)
         if not m:
@@ -630,7 +608,8 @@ CRITERIA_REFUSED_RETRY = ('Only {usable} of the {proposed} criteria you gave can
 
 def read_qualities(reply: str, opener: str) -> dict[str, str]:
     """Criteria (name -> statement) from a :func:`qualities_schema` reply; without that JSON, the statements
-    found in the reply (:func:`find_statements`: a server without structured output, a reply cut off)."""
+    found in the reply (:func:`judge_engine.structured.find_statements`: a server without structured output, a
+    reply cut off)."""
     reading = structured.read_json(reply, qualities_schema(opener))
     if reading.ok:
         return statement_criteria(reading.value["qualities"], opener)

@@ -262,7 +262,7 @@ def read_decomposition(text: str, k: int, opener: str = "") -> tuple[list[dict[s
         got = st.read_json(text, statement_schema(k, opener))
         if got.ok:
             return _dedupe([_statement_child(c, opener) for c in got.value["children"]], k), "json"
-        found = re.findall(rf"{re.escape(opener)}\b[^.\n\"]{{8,200}}\.", text or "", flags=re.IGNORECASE)
+        found = st.find_statements(text, opener)
         if found:
             return _dedupe([_statement_child(opener + f[len(opener):], opener) for f in found], k), "text"
     got = st.read_json(text, decomposition_schema(k))

@@ -189,12 +189,6 @@ def as_statement(text: str, opener: str) -> str | None:
     return f"{opener} {body}." if body else None
 
 
-def opener_lines(text: str, opener: str) -> list[str]:
-    """Sentences of a free-text reply that start with ``opener`` (a numbered list, lines, or running text)."""
-    pattern = re.compile(re.escape(opener) + r"\s+[^\n.!?]*[^\s.!?]", re.IGNORECASE)
-    return [m.group(0) for m in pattern.finditer(text or "")]
-
-
 def read_statements(text: str, limit: int, opener: str) -> tuple[list[str], str]:
     """Statements of a reply and how they were read: ``json``, ``text`` or ``unread``.
 
@@ -211,7 +205,8 @@ def read_statements(text: str, limit: int, opener: str) -> tuple[list[str], str]
         return [" ".join(s.split()) for s in reading.value[HYPOTHESES_KEY]][:limit], "json"
     value = parse_json_object(text or "")
     items = value.get(HYPOTHESES_KEY) if isinstance(value, dict) else None
-    candidates = [i for i in items if isinstance(i, str)] if isinstance(items, list) else opener_lines(text, opener)
+    candidates = ([i for i in items if isinstance(i, str)] if isinstance(items, list)
+                  else st.find_statements(text, opener))
     found = [s for s in (as_statement(c, opener) for c in candidates) if s][:limit]
     return found, "text" if found else "unread"
 
