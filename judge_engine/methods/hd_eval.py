@@ -114,7 +114,8 @@ DEFAULT_N_ASPECTS = max(len(b.aspects) for b in data.BENCHMARKS.values())
 the most any built-in benchmark has (6: Topical-Chat, HANNA), so the estimate is an upper bound on those;
 a custom dataset with more aspects must pass ``n_aspects``."""
 MIN_CHILDREN = 2
-"""Fewest children a decomposition asks for (the schema's ``minItems``; fewer gets one follow-up turn)."""
+"""Fewest usable children a decomposition wants (and the named fallback schema's ``minItems``): fewer gets
+another draw (:data:`DECOMPOSE_DRAWS`)."""
 ASK_CHILDREN = 4
 """Sentences a decomposition asks for when ``k`` is smaller: the first ``k`` usable ones are kept. Asked for
 exactly 2 under greedy decoding, SmolLM2-135M wrote one sentence twice (refused as a near-duplicate)."""
@@ -230,7 +231,7 @@ def decomposition_schema(k: int) -> dict[str, Any]:
 
 
 def statement_schema(k: int, opener: str) -> dict[str, Any]:
-    """The reply schema of one decomposition: ``{"children": ["<opener> ...", ...]}``, 2 to ``k`` sentences.
+    """The reply schema of one decomposition: ``{"children": ["<opener> ...", ...]}``, exactly ``k`` sentences.
 
     Sentences, not names: asked for named children, SmolLM2-135M named them
     after their parent, other aspects, people or the schema's keys, and

@@ -1332,12 +1332,13 @@ class HypoEval(Method):
         """An upper bound on the backend calls of a fit and of scoring, before cache hits.
 
         The paper's cost model with every follow-up turn counted: each
-        generation or refinement call may be followed by one retry and one
-        second draw (so it counts three times), each per-hypothesis score by
+        generation or refinement call may be followed by one retry and up to
+        :data:`SAMPLED_DRAWS` sampled draws (so it counts
+        :data:`GENERATION_CALLS` times), each per-hypothesis score by
         one follow-up turn (so it counts twice); repetition checks are one
         call per pair, never retried.
 
-        Generation: 3 [1 + R (1 + N_ref) + (1 with literature)] +
+        Generation: GENERATION_CALLS [1 + R (1 + N_ref) + (1 with literature)] +
         2 (|H_init||S_init| + sum_t min(k, |H_t|) + R |H_W| w_max) +
         C(|H_data|, 2) + C(|H_L|, 2); selection 2 |H| |S_tr|; evaluation
         2 H_ev per test text (2 with ``joint``). R = floor(|S_update| / w_max)
@@ -1379,7 +1380,7 @@ class HypoEval(Method):
         else:
             final = min(self.max_bank, min(bank, half) + lit)
         scoring += final * m
-        # a generation call: the first reply, a follow-up turn when unread, a second draw when short
+        # a generation call: the first reply, a follow-up turn when unread, sampled draws while short
         return {"fit": GENERATION_CALLS * generation + follow * scoring + checks, "score": score}
 
     def _final_bank_bound(self, m: int) -> int:
