@@ -54,6 +54,10 @@ def load_template(name: str) -> Template:
     return Template(name, (PROMPT_DIR / f"{name}.txt").read_text(encoding="utf-8").strip("\n"))
 
 
+DEFAULT_OPENER = "A good response"
+"""How a generated criterion starts when the judged output has no label of its own (:attr:`TaskInfo.statement_opener`)."""
+
+
 @dataclass(frozen=True)
 class TaskInfo:
     """What a judge needs to know about the task, independent of any one sample."""
@@ -73,7 +77,7 @@ class TaskInfo:
         """How a generated criterion, sub-criterion or hypothesis starts when the methods ask for it as a
         sentence: "A good summary" (see :func:`judge_engine.structured.statement_list_schema`)."""
         label = self.output_label.strip().lower()
-        return f"A good {label}" if label else "A good response"
+        return f"A good {label}" if label else DEFAULT_OPENER
 
     def to_dict(self) -> dict[str, str]:
         return {"task": self.task, "input_label": self.input_label, "output_label": self.output_label,

@@ -94,7 +94,7 @@ from ..metrics import (
     coverage_adjusted,
 )
 from ..parsing import parse_json_object, parse_score, read_weighted
-from ..prompting import TaskInfo, fence, load_template
+from ..prompting import DEFAULT_OPENER, TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import (
     RubricCheck,
@@ -388,10 +388,6 @@ def check_explanation(explanation: str) -> str | None:
 
 
 # -------------------------------------------------------------------------------- stage 1: criteria
-
-DEFAULT_OPENER = "A good response"
-"""The opener of criteria statements when the judged output has no label of its own."""
-
 
 def criteria_opener(task: TaskInfo | None) -> str:
     """How every inferred criterion starts: "A good summary" for summaries (the output's label, lower-cased).
