@@ -97,6 +97,11 @@ def _string(min_length: int = 1, max_length: int = 400) -> dict[str, Any]:
     return {"type": "string", "minLength": min_length, "maxLength": max_length}
 
 
+def _list(title: str, key: str, item: dict[str, Any], min_items: int, max_items: int) -> dict[str, Any]:
+    """``{key: [item, ...]}`` with ``min_items``..``max_items`` items."""
+    return _object(title, {key: {"type": "array", "items": item, "minItems": min_items, "maxItems": max_items}})
+
+
 def score_value(low: float, high: float, *, integer: bool = True) -> dict[str, Any]:
     """The schema of one score on ``[low, high]``: an enum of the integers, or a bounded number."""
     if integer:
@@ -125,8 +130,7 @@ def score_schema(low: float, high: float, *, integer: bool = True, explanation: 
 def string_list_schema(title: str, key: str, *, min_items: int, max_items: int, min_length: int = 1,
                        max_length: int = 400) -> dict[str, Any]:
     """``{key: [str, ...]}`` with ``min_items``..``max_items`` strings of bounded length."""
-    return _object(title, {key: {"type": "array", "items": _string(min_length, max_length),
-                                 "minItems": min_items, "maxItems": max_items}})
+    return _list(title, key, _string(min_length, max_length), min_items, max_items)
 
 
 def text_schema(title: str, key: str, *, min_length: int = 1, max_length: int = 1200) -> dict[str, Any]:
@@ -140,20 +144,12 @@ def yes_no_schema(title: str = YES_NO) -> dict[str, Any]:
 
 
 def named_items_schema(title: str, key: str, *, min_items: int, max_items: int, name_max: int = 80,
-                       definition_max: int = 400, definition_key: str = "definition", name_min: int = 1,
-                       definition_min: int = 1, name_pattern: str | None = None) -> dict[str, Any]:
-    """``{key: [{"name": str, definition_key: str}, ...]}``: criteria, sub-criteria, HypoEval's traits.
-
-    ``name_pattern``: a regular expression every name matches (llama.cpp's
-    grammar, OpenAI's strict mode and vLLM's guided decoding all support
-    ``pattern``), e.g. words only.
-    """
-    name = _string(name_min, name_max)
-    if name_pattern:
-        name["pattern"] = name_pattern
-    item = _object("item", {"name": name, definition_key: _string(definition_min, definition_max)})
+                       definition_max: int = 400) -> dict[str, Any]:
+    """``{key: [{"name": str, "definition": str}, ...]}``: named criteria and sub-criteria, what a reply that
+    ignored a :func:`statement_list_schema` may still hold."""
+    item = _object("item", {"name": _string(1, name_max), "definition": _string(1, definition_max)})
     item.pop("title")
-    return _object(title, {key: {"type": "array", "items": item, "minItems": min_items, "maxItems": max_items}})
+    return _list(title, key, item, min_items, max_items)
 
 
 def literal_pattern(text: str) -> str:
@@ -191,7 +187,7 @@ def statement_list_schema(title: str, key: str, *, opener: str, min_items: int, 
     (:func:`judge_engine.rubric_checks.statement_name`).
     """
     sentence = {"type": "string", "pattern": statement_pattern(opener, max_chars=max_chars)}
-    return _object(title, {key: {"type": "array", "items": sentence, "minItems": min_items, "maxItems": max_items}})
+    return _list(title, key, sentence, min_items, max_items)
 
 
 SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
