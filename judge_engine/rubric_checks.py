@@ -232,8 +232,12 @@ def repetition(text: str) -> tuple[str, int]:
     return best
 
 
+MAX_COPIED = 0.6
+"""Share of an entry's word trigrams found in a shown text at which it is a ``copy`` (``max_copied``)."""
+
+
 def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
-                min_words: int = 3, max_chars: int = 600, max_copied: float = 0.6, max_similarity: float = 0.8,
+                min_words: int = 3, max_chars: int = 600, max_copied: float = MAX_COPIED, max_similarity: float = 0.8,
                 max_repeats: int = 3) -> RubricCheck:
     """Check one generated entry against the rules of the module docstring (first broken rule wins).
 
@@ -390,7 +394,7 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
         return RubricCheck(text, False, "circular", "the definition only repeats the name")
     if len(_words(definition)) >= 5:
         share = copied_share(definition, shown)
-        if share >= limits.get("max_copied", 0.6):
+        if share >= limits.get("max_copied", MAX_COPIED):
             return RubricCheck(text, False, "copied_definition",
                                f"{share:.0%} of its definition is copied from a text the prompt showed")
     parent_words = set().union(*(content_words(p) for p in parent)) if parent else set()
@@ -530,7 +534,7 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
                                                               "saying what is checked")
     if len(_words(body)) >= 5:
         share = copied_share(body, shown)
-        if share >= limits.get("max_copied", 0.6):
+        if share >= limits.get("max_copied", MAX_COPIED):
             return RubricCheck(statement, False, "copy", f"{share:.0%} of it is copied from a text the prompt showed")
     if parent and said <= set().union(*(content_words(p) for p in parent)):
         return RubricCheck(statement, False, "restates_parent",
