@@ -483,6 +483,12 @@ criteria of coherence, which can be measured using a scoring system", "can be br
 hypotheses"), not about the judged text."""
 
 
+def is_statement(text: str, opener: str) -> bool:
+    """Whether ``text`` is a statement that starts with ``opener`` ("A good summary ..."; any case): a
+    criterion whose name is taken from it (:func:`statement_name`)."""
+    return bool(opener) and (text or "").strip().lower().startswith(opener.lower() + " ")
+
+
 def statement_body(statement: str, opener: str) -> str:
     """What a statement says after its opener ("A good summary ..."), without the closing full stop."""
     text = (statement or "").strip()

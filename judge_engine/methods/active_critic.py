@@ -101,6 +101,7 @@ from ..rubric_checks import (
     check_criterion,
     check_entry,
     check_statement,
+    is_statement,
     shares_topic,
     statement_body,
     statement_name,
@@ -399,13 +400,6 @@ def criteria_opener(task: TaskInfo | None) -> str:
     article's content" (:func:`judge_engine.structured.statement_list_schema`).
     """
     return task.statement_opener if task else DEFAULT_OPENER
-
-
-def is_statement(definition: str, opener: str) -> bool:
-    """Whether a criterion's definition is a statement that starts with ``opener`` (then its name was taken
-    from it, :func:`judge_engine.rubric_checks.statement_name`)."""
-    text = (definition or "").strip().lower()
-    return bool(opener) and text.startswith(opener.lower() + " ")
 
 
 STATEMENT_MIN_WORDS = 3

@@ -80,7 +80,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, RunEvent, Sample, Verdict
-from ..rubric_checks import check_entries, check_statement, statement_name
+from ..rubric_checks import check_entries, check_statement, is_statement, statement_name
 from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                    register)
 
@@ -183,7 +183,7 @@ def as_statement(text: str, opener: str) -> str | None:
     """``text`` as a statement that starts with ``opener`` (its case as given, one full stop at the end), or
     None when it does not start with the opener."""
     clean = " ".join(str(text).split()).strip().strip("\"'[]").strip().rstrip(",;:").strip()
-    if not clean.lower().startswith(opener.lower() + " "):
+    if not is_statement(clean, opener):
         return None
     body = clean[len(opener):].strip().rstrip(".!?").strip()
     return f"{opener} {body}." if body else None
