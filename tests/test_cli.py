@@ -131,3 +131,12 @@ def test_runs_says_why_a_failed_run_stopped_instead_of_a_step_count(tmp_path, ti
     code, out, _ = _run(capsys, "runs", "--db", db)
     line = next(x for x in out.splitlines() if x.split()[0] == str(run_id))
     assert line.endswith("ended without a judge: HypoEval generated no usable hypothesis"), line
+
+
+def test_a_parameter_of_the_wrong_type_is_named_in_plain_words(tmp_path, capsys):
+    code, _, err = _run(capsys, "run", "--method", "geval", "--dataset", "sfres", "--aspect", "informativeness",
+                        "--params", '{"n_samples": "two"}', "--db", str(tmp_path / "w.db"))
+    assert code == 2 and err.strip() == "error: n_samples='two' must be a whole number"
+    code, _, err = _run(capsys, "run", "--method", "geval", "--dataset", "sfres", "--aspect", "informativeness",
+                        "--params", '{"temperature": "hot"}', "--db", str(tmp_path / "w.db"))
+    assert code == 2 and err.strip() == "error: temperature='hot' must be a number"

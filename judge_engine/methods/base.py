@@ -77,6 +77,10 @@ class Options:
             raise ValueError(f"{name}={value!r} is not allowed; choose one of {list(self.values)}")
 
 
+KIND_WORDS = {int: "a whole number", float: "a number"}
+"""How a parameter's type is named in a message ("k_child='two' must be a whole number", not "a int")."""
+
+
 @dataclass(frozen=True)
 class Interval:
     """A numeric parameter inside ``[low, high]`` (either bound may be None)."""
@@ -90,7 +94,7 @@ class Interval:
         if self.kind is float and isinstance(value, int) and not isinstance(value, bool):
             ok_type = True
         if not ok_type:
-            raise ValueError(f"{name}={value!r} must be a {self.kind.__name__}")
+            raise ValueError(f"{name}={value!r} must be {KIND_WORDS.get(self.kind, 'a ' + self.kind.__name__)}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
             raise ValueError(f"{name}={value!r} is outside the allowed range [{self.low}, {self.high}]")
 
