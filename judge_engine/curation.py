@@ -120,9 +120,12 @@ def save(store: Store, owner_id: str, key: str, *, expected_version: int, actor:
 
     Fields left None keep their value. Raises
     :class:`~judge_engine.store.EditConflict` when someone saved the item
-    since that version (nothing is written), NotFound for an unknown key.
+    since that version (nothing is written), NotFound for an unknown key,
+    and ValueError for a blank name (nothing is written).
     """
     current = get(store, owner_id, key)
+    if name is not None and not name.strip():
+        raise ValueError(f"a name cannot be empty; {current.name!r} keeps its name")
     row: dict[str, Any] = {"id": current.id, "name": current.name if name is None else name,
                            "definition": current.definition if definition is None else definition,
                            "status": current.status if status is None else status}
@@ -133,7 +136,10 @@ def save(store: Store, owner_id: str, key: str, *, expected_version: int, actor:
 
 def add(store: Store, owner_id: str, key: str, *, name: str, definition: str = "", status: str = "accepted",
         parent: str | None = None, actor: str) -> int:
-    """A person adds an item (version 1, after the existing ones); EditConflict if ``key`` exists."""
+    """A person adds an item (version 1, after the existing ones); EditConflict if ``key`` exists, ValueError
+    for a blank name."""
+    if not name.strip():
+        raise ValueError("a new item needs a name")
     position = len(store.criteria(owner_id))
     return store.save_criterion({"id": item_id(owner_id, key), "owner": owner_id,
                                  "parent_id": item_id(owner_id, parent) if parent else None, "name": name,

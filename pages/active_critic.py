@@ -257,6 +257,9 @@ if saved:
     except EditConflict as exc:
         st.error(common.escape_markdown(f"{exc}. Your other changes before it were saved; press Reload to see the "
                               "current text, then edit again."))
+    except ValueError as exc:  # a blank name: the criterion keeps its own
+        st.error(common.escape_markdown(f"Not saved: {exc}. Your other changes before it were saved; give it a "
+                                        "name, or tick Remove to leave it out."))
     else:
         st.session_state.pop(f"ac_seen_versions_{run_id}", None)
         forget_fields(items)

@@ -207,7 +207,11 @@ def curate(run: RunRecord, judge: Judge) -> None:
                 saved = st.form_submit_button("Save")
             common.show_flash(at=f"hypoeval:{item.id}")  # "Saved." beside the form, not at the page top
             undo = bool(item.history) and st.button("Undo last change", key=f"hypoeval_undo_{item.id}")
-            if saved or undo:
+            if saved and not undo and not text.strip():
+                st.session_state[OPEN_KEY] = item.key
+                st.error("Not saved: a hypothesis cannot be empty. To leave it out of the judge, set its status to "
+                         "rejected.")
+            elif saved or undo:
                 st.session_state[OPEN_KEY] = item.key
                 try:
                     if undo:

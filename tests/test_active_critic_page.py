@@ -168,6 +168,14 @@ def test_page_runs_edits_and_reruns(db, started):
     assert added["id"] == f"{owner}:c5" and added["status"] == "added" and added["version"] == 1
     assert at.text_input(key="ac_add_name_1").value == "", "the add fields are emptied after a save"
 
+    # a blank name is refused with a message; the criterion keeps its name and text
+    at.text_input(key=f"ac_name_{first['id']}").set_value("  ")
+    at.button(key="FormSubmitter:ac_edit_1-Save edits").click().run()
+    assert not at.exception and any("a name cannot be empty" in e.value for e in at.error)
+    row = next(r for r in store.criteria(owner) if r["id"] == first["id"])
+    assert (row["name"], row["version"]) == ("Fluency", 2)
+    at.text_input(key=f"ac_name_{first['id']}").set_value("Fluency")
+
     # someone else changes another criterion meanwhile: this page's edit of it is refused, clearly
     other = next(r for r in store.criteria(owner) if r["name"] == "Coverage")
     store.save_criterion({k: other[k] for k in ("id", "owner", "name", "status", "position")} |

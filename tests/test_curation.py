@@ -36,6 +36,20 @@ def test_seed_once_then_save_undo_and_conflict(store):
         curation.save(store, owner, "zzz", expected_version=1, actor="ann", name="x")
 
 
+def test_a_blank_name_is_refused_and_nothing_is_written(store):
+    owner = curation.owner("active_critic", 3)
+    curation.seed(store, owner, [{"key": "c1", "name": "Fluency", "definition": "Reads naturally."}])
+    with pytest.raises(ValueError, match="a name cannot be empty; 'Fluency' keeps its name"):
+        curation.save(store, owner, "c1", expected_version=1, actor="ann", name="  ", definition="")
+    with pytest.raises(ValueError, match="needs a name"):
+        curation.add(store, owner, "c2", name=" ", actor="ann")
+    item = curation.get(store, owner, "c1")
+    assert (item.name, item.definition, item.version) == ("Fluency", "Reads naturally.", 1)
+    assert [i.key for i in curation.items(store, owner)] == ["c1"]
+    assert curation.save(store, owner, "c1", expected_version=1, actor="ann", definition="") == 2, \
+        "a blank definition is a person's choice (the name stands for it)"
+
+
 def test_add_refuses_an_existing_key_and_keeps_parents(store):
     owner = curation.owner("hd_eval", 2)
     curation.seed(store, owner, [{"key": "fluency", "name": "fluency"}])

@@ -59,6 +59,17 @@ def test_review_edit_conflict_undo_and_delete_on_a_finished_run(db):
     assert any("changed by someone else" in e.value for e in at.error), [e.value for e in at.error]
     assert "Plain words" in _text(at)
 
+    # a blank name in the Edit form is refused with a message; the node keeps its name
+    names = [w for w in at.text_input if w.label == "Name"]
+    i = next(j for j, w in enumerate(names) if w.value == "Plain words")
+    names[i].set_value("   ")
+    [b for b in at.button if b.label == "Save"][i].click().run()
+    assert not at.exception and any("a name cannot be empty" in e.value for e in at.error), \
+        [e.value for e in at.error]
+    tree, versions = load_tree(store, run_id)
+    assert next(n for n in tree["nodes"] if n["id"] == "clarity/p1")["name"] == "Plain words"
+    assert versions["clarity/p1"] == 2
+
     # now delete it for real (fresh version), see the refit preview, then undo
     _button(at, f"hd_del_{run_id}_clarity/p1").click().run()
     assert not at.exception and any("Deleted" in s.value for s in at.success)

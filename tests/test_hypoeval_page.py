@@ -113,6 +113,12 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     assert edited["version"] == 2 and edited["definition"].endswith("Edited.")
     assert store.audit_log(entity="criterion")[0]["actor"] == "user"
 
+    # an emptied hypothesis is refused with a message: rejecting it is how to leave it out
+    at.text_area(key=f"hypoeval_text_{bad['id']}").set_value("  ")
+    [b for b in at.button if b.label == "Save"][index].click().run()
+    assert not at.exception and any("cannot be empty" in e.value for e in at.error)
+    assert next(r for r in store.criteria(owner) if r["id"] == bad["id"])["version"] == 2
+
     # someone else saves in between: the page's stale edit is refused with a clear message
     store.save_criterion({"id": bad["id"], "name": bad["name"], "definition": "changed elsewhere rubric text here",
                           "status": "accepted"}, actor="other", expected_version=2)
