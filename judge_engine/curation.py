@@ -112,6 +112,28 @@ def seed(store: Store, owner_id: str, proposed: Sequence[dict[str, Any]]) -> boo
 
 _UNCHANGED: Any = object()
 
+MAX_TEXT_CHARS = 20_000
+"""Longest name or definition a person may save: a rubric entry is a few sentences; a longer paste is a file
+pasted by mistake, and it would go into every scoring prompt."""
+CONTROL = {chr(c) for c in range(32)} - {"\n", "\r", "\t"}
+
+
+def text_problem(text: str, what: str) -> str | None:
+    """Why ``text`` cannot be saved as a rubric entry's ``what`` (binary, too long), or None."""
+    if "\x00" in text or sum(ch in CONTROL for ch in text) > max(2, len(text) // 100):
+        return f"the {what} looks like binary data, not text; nothing was saved"
+    if len(text) > MAX_TEXT_CHARS:
+        return (f"the {what} is {len(text):,} characters long (at most {MAX_TEXT_CHARS:,}); a rubric entry is a "
+                "few sentences; nothing was saved")
+    return None
+
+
+def _check_texts(name: str | None, definition: str | None) -> None:
+    for text, what in ((name, "name"), (definition, "definition")):
+        problem = text_problem(text, what) if text is not None else None
+        if problem:
+            raise ValueError(problem)
+
 
 def save(store: Store, owner_id: str, key: str, *, expected_version: int, actor: str,
          name: str | None = None, definition: str | None = None, status: str | None = None,
@@ -121,11 +143,12 @@ def save(store: Store, owner_id: str, key: str, *, expected_version: int, actor:
     Fields left None keep their value. Raises
     :class:`~judge_engine.store.EditConflict` when someone saved the item
     since that version (nothing is written), NotFound for an unknown key,
-    and ValueError for a blank name (nothing is written).
+    and ValueError for a blank name, a binary or an over-long text (nothing is written).
     """
     current = get(store, owner_id, key)
     if name is not None and not name.strip():
         raise ValueError(f"a name cannot be empty; {current.name!r} keeps its name")
+    _check_texts(name, definition)
     row: dict[str, Any] = {"id": current.id, "name": current.name if name is None else name,
                            "definition": current.definition if definition is None else definition,
                            "status": current.status if status is None else status}
@@ -137,9 +160,10 @@ def save(store: Store, owner_id: str, key: str, *, expected_version: int, actor:
 def add(store: Store, owner_id: str, key: str, *, name: str, definition: str = "", status: str = "accepted",
         parent: str | None = None, actor: str) -> int:
     """A person adds an item (version 1, after the existing ones); EditConflict if ``key`` exists, ValueError
-    for a blank name."""
+    for a blank name, a binary or an over-long text."""
     if not name.strip():
         raise ValueError("a new item needs a name")
+    _check_texts(name, definition)
     position = len(store.criteria(owner_id))
     return store.save_criterion({"id": item_id(owner_id, key), "owner": owner_id,
                                  "parent_id": item_id(owner_id, parent) if parent else None, "name": name,

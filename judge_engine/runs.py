@@ -256,7 +256,8 @@ def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judg
     criteria inferred, a decomposition without children: see
     :func:`judge_engine.methods.judge_warning`), then the generated rubric
     entries the checks refused (``Judge.state["rejected"]``, see
-    :mod:`judge_engine.rubric_checks`), then what the verdicts show:
+    :mod:`judge_engine.rubric_checks`) and those used with flags
+    (``Judge.state["flagged"]``), then what the verdicts show:
     explanations not shown because they were empty or repetitive
     (``metadata["explanation_rejected"]``), scores read from the
     alternatives of a reply that stated none, criteria
@@ -273,6 +274,17 @@ def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judg
         out.append({"code": "rubric_rejected", "count": len(rejected),
                     "message": f"{len(rejected)} generated rubric entries were rejected before use ({listed}); "
                                "they are kept with their reasons on the method's page"})
+    flagged = (judge.state.get("flagged") if judge else None) or []
+    if flagged:
+        rules = {}
+        for f in flagged:
+            for flag in f.get("flags") or []:
+                rules[flag.get("rule", "")] = rules.get(flag.get("rule", ""), 0) + 1
+        listed = ", ".join(f"{k.replace('_', ' ')} {c}" for k, c in sorted(rules.items(), key=lambda kv: -kv[1]))
+        out.append({"code": "rubric_flagged", "count": len(flagged),
+                    "message": f"{len(flagged)} generated rubric entries were used with flags ({listed}); read them "
+                               "beside the entries on the method's page (selection by training correlation kept "
+                               "or dropped them as for any entry)"})
     n = len(verdicts)
     refused = sum(1 for v in verdicts if v.metadata.get("explanation_rejected"))
     if refused:

@@ -392,17 +392,19 @@ def test_unparsed_replies_are_missing_and_counted(store, data):
                                                              FitContext(llm=llm, task=task,
                                                                         log=lambda k, p: events.append((k, p))))
     assert [p["candidate"] for k, p in events if k == "demos_selected"] == [None]
-    # "I would rather not." read as a task description says nothing about the task: refused, the dataset's task used
-    assert [p["code"] for k, p in events if k == "warning"] == ["task_description_rejected", "no_criteria"]
+    # "I would rather not." read as a task description says nothing about the task: used, with its flag logged
+    assert [p["code"] for k, p in events if k == "warning"] == ["no_criteria"]
+    [doubt] = [p for k, p in events if k == "rubric_flagged"]
+    assert doubt["stage"] == "task description" and [f["rule"] for f in doubt["flags"]] == ["no_quality"]
     # a person may keep the zero-shot judge anyway; the judge says so
     judge = get_method("active_critic", {"n_candidates": 2, "no_positive_set": "zero_shot"}).fit(
         samples[:10], aspect, FitContext(llm=llm, task=task))
     assert judge.state["criteria"] == {} and judge.state["criteria_parse_failures"] == 2  # init and one refine
-    assert [w["code"] for w in judge.state["warnings"]] == ["task_description_rejected", "no_criteria",
+    assert [w["code"] for w in judge.state["warnings"]] == ["no_criteria",
                                                              "selection_fallback"]
-    assert judge.state["task_description"] == f"Evaluate {task.output_label.lower()}s written for the task of {task.task}."
-    assert judge.state["rejected"][0]["text"] == "I would rather not." and judge.state["rejected"][0]["rule"]
-    assert "no_positive_set='zero_shot'" in judge.state["warnings"][2]["message"]
+    assert judge.state["task_description"] == "I would rather not."
+    assert judge.state["flagged"][0]["text"] == "I would rather not." and judge.state["flagged"][0]["flags"]
+    assert "no_positive_set='zero_shot'" in judge.state["warnings"][1]["message"]
     first = judge.state["search"][0]
     assert first["n_items"] == 10 and first["n_scored"] == 0 and first["n_missing"] == 10
     assert first["coverage"] == pytest.approx(0.0) and first["selectable"] is False
@@ -585,11 +587,16 @@ def test_a_made_up_story_as_task_description_and_copied_or_empty_criteria_are_re
     shown = ["the mayor opened the new bridge over the river on monday after three years of building work"]
     criteria = {"Coverage": "Keeps the main points of the source.",
                 "Bridge": "the mayor opened the new bridge over the river on monday after three years", "X": "y"}
-    description, refused = ac.check_task_description(story, task, shown)
-    assert refused["rule"] == "no_quality" and refused["text"] == story and task.task in description
-    kept, refused_criteria = ac.check_criteria(criteria, shown)
-    assert list(kept) == ["Coverage"]
-    assert {r["name"]: r["rule"] for r in refused_criteria} == {"Bridge": "copy", "X": "empty"}
+    # a story names nothing about the task: used with a flag, as a person may have meant it
+    description, refused, doubt = ac.check_task_description(story, task, shown)
+    assert description == story and refused is None and doubt["flags"][0]["rule"] == "no_quality"
+    # a copy of an example is refused and replaced by the dataset's own task
+    copied = "The mayor opened the new bridge over the river on monday after three years of building work."
+    description, refused, doubt = ac.check_task_description(copied, task, shown)
+    assert refused["rule"] == "copy" and refused["text"] == copied and task.task in description and doubt is None
+    checked = ac.check_criteria(criteria, shown)
+    assert list(checked.kept) == ["Coverage"]
+    assert {r["name"]: r["rule"] for r in checked.refused} == {"Bridge": "copy", "X": "empty"}
 
 
 def test_a_reply_cut_off_inside_its_json_is_no_task_description():
@@ -644,8 +651,9 @@ def test_near_duplicate_and_over_long_criteria_are_rejected_and_kept(store, data
     shown = ["source text 1", "output number 1"]
     criteria = {"Coverage": "Keeps the main points of the source text.",
                 "Coverage of points": "Keeps the main points of the source text.",
-                "Detail": "Good detail: " + " ".join(f"term{i}" for i in range(120))}
-    kept, refused = ac.check_criteria(criteria, shown)
-    assert list(kept) == ["Coverage"]
-    assert {r["name"]: r["rule"] for r in refused} == {"Coverage of points": "near_duplicate", "Detail": "too_long"}
-    assert all(r["stage"] == "criteria" and r["reason"] for r in refused)
+                "Detail": "Good detail: " + " ".join(f"term{i}" for i in range(250))}
+    checked = ac.check_criteria(criteria, shown)
+    assert list(checked.kept) == ["Coverage"]
+    assert {r["name"]: r["rule"] for r in checked.refused} == {"Coverage of points": "near_duplicate",
+                                                               "Detail": "too_long"}
+    assert all(r["stage"] == "criteria" and r["reason"] for r in checked.refused)

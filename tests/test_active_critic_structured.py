@@ -419,14 +419,13 @@ def test_a_refused_task_description_never_reaches_the_criteria_prompt(store, dat
     assert criteria_prompts and not any("[the task_description]" in c for c in criteria_prompts)
     assert judge.state["task_description"].startswith("Evaluate ")
     assert all(f"Task description: {judge.state['task_description']}" in c for c in criteria_prompts[:1])
-    assert [r["rule"] for r in judge.state["rejected"] if r["stage"] == "task description"] == ["repetitive"]
+    assert [r["rule"] for r in judge.state["rejected"] if r["stage"] == "task description"] == ["placeholder"]
 
 
 def test_a_refinement_the_rubric_checks_refuse_does_not_replace_usable_criteria(store, data):
-    junk = ["A good output is the most expensive food on earth, a sea food.",
-            "A good output is a special meal you can enjoy with friends.",
-            "A good output is sunny and warm in the city that afternoon.",
-            "A good output left the station early in the morning today."]
+    # praise only: nothing a rater could check (content sentences are only flagged, and may be a person's intent)
+    junk = ["A good output is a great one.", "A good output is an excellent one.",
+            "A good output is a nice and perfect one.", "A good output is the best one of all."]
     base = json_judge()
 
     def responder(messages, params):
@@ -475,7 +474,7 @@ def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_acro
     from judge_engine.llm import LLMConfig, make_llm
 
     first = {"criteria": [STATEMENTS[0], "A good output is a great one.", STATEMENTS[1],
-                          "A good output has a score of 4 out of 5."],
+                          "A good output is an excellent one."],
              "observations": "short outputs score higher"}
     asked = []
 
@@ -491,7 +490,7 @@ def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_acro
         return json.dumps(first)  # the follow-up turn gets the same reply again
 
     llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
-    usable = lambda c: ac.check_criteria(c, ["The source text of the example."], opener=OPENER)[0]  # noqa: E731
+    usable = lambda c: ac.check_criteria(c, ["The source text of the example."], opener=OPENER).kept  # noqa: E731
     criteria, observations, raw, retried, read = ac._ask_criteria(
         llm, "paper prompt", GenerationParams(max_tokens=64), schema=ac.criteria_schema(OPENER, observations=True),
         opener=OPENER, qualities_fallback="qualities prompt", fallback="list prompt", usable=usable)
@@ -499,7 +498,7 @@ def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_acro
              "Follows the rules of grammar correctly", "Presents the points in a logical\u2026"]
     assert list(usable(criteria)) == names and list(criteria)[:5] == names, "usable ones first"
     assert criteria[names[0]] == STATEMENTS[0], "a pooled name is not replaced"
-    assert set(criteria) - set(usable(criteria)) == {"A great one", "Has a score of 4 out\u2026"}, \
+    assert set(criteria) - set(usable(criteria)) == {"A great one", "An excellent one"}, \
         "refused ones stay to be recorded"
     assert retried and read == "json+qualities" and "--- next reply ---" in raw
     assert observations == "short outputs score higher"
@@ -527,7 +526,8 @@ SMOLLM2_SENTENCES = {
     ],
     ("response", "overall", "How good the response is overall."): [
         ("A good response is a great one.", False),
-        ("A good response to this conversation is excellent.", False),
+        # praise about the conversation names no quality of the response: used, with the no_quality flag
+        ("A good response to this conversation is excellent.", True),
     ],
 }
 
@@ -539,8 +539,9 @@ def test_smollm2s_own_sentences_junk_refused_facets_kept(key):
     statements = [s for s, _ in SMOLLM2_SENTENCES[key]]
     criteria = ac.statement_criteria(statements, opener)
     assert list(criteria.values()) == statements, "every sentence is read as a criterion"
-    kept, refused = ac.check_criteria(criteria, ["A judged text about something else entirely."],
-                                      topics=(output.capitalize(), aspect, definition), opener=opener)
+    checked = ac.check_criteria(criteria, ["A judged text about something else entirely."],
+                                topics=(output.capitalize(), aspect, definition), opener=opener)
+    kept, refused = checked.kept, checked.refused
     assert [s for s in statements if s in kept.values()] == [s for s, ok in SMOLLM2_SENTENCES[key] if ok]
     assert all(r["stage"] == "criteria" and r["rule"] and r["reason"] and r["name"] in criteria for r in refused)
     assert len(refused) == sum(not ok for _, ok in SMOLLM2_SENTENCES[key])

@@ -621,7 +621,7 @@ def _bad_children(parent_id="clarity"):
             {"name": "Clear words", "definition": "The answer uses clear and simple words that every reader knows."},
             {"name": "Clarity", "definition": "The answer is how clear."},  # the aspect node's words
             {"name": "...", "definition": "..."},
-            {"name": "Detail", "definition": "Good detail: " + " ".join(f"term{i}" for i in range(120))},
+            {"name": "Detail", "definition": "Good detail: " + " ".join(f"term{i}" for i in range(250))},
             {"name": "Sentence order", "definition": "Ideas come in a logical order."}]
 
 
@@ -649,7 +649,7 @@ def test_refused_sub_criteria_stay_out_of_the_tree_and_are_kept_with_rule_reason
     assert all(f not in judge.state["features"] for f in ("clarity/evolution", "clarity/detail"))
 
 
-def test_a_child_restating_the_prompt_is_a_copy(store):
+def test_a_child_restating_the_prompt_is_refused(store):
     def responder(messages, params):  # SmolLM2 on SummEval: the prompt's background said back as a child
         if 'split up is "clarity"' in messages[0]["content"]:
             return json.dumps({"children": [
@@ -660,7 +660,8 @@ def test_a_child_restating_the_prompt_is_a_copy(store):
 
     judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=responder)
     [refused] = judge.state["rejected"]
-    assert refused["name"] == "The answer is judged on" and refused["rule"] == "copy"
+    # its definition is its name: nothing a rater could check
+    assert refused["name"] == "The answer is judged on" and refused["rule"] == "circular"
 
 
 def test_refused_sub_criteria_are_counted_in_the_run_summary(store):
@@ -710,7 +711,7 @@ def test_a_node_left_with_no_accepted_child_gets_more_draws_then_the_no_children
                          "grounded": [("copy", "decomposition")]}
 
 
-def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_does_not():
+def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_is_flagged():
     from judge_engine.methods.hd_eval import check_children
 
     topics = ("Summary", "coherence", "The summary should build from sentence to sentence to a coherent body.")
@@ -719,9 +720,10 @@ def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_
                 {"name": "Weather", "definition": "It rained on monday in the city."},
                 {"name": "Word choice", "definition": "Uses varied vocabulary."}]
     kept, refused = check_children(children, topics=topics)
-    assert [c["name"] for c in kept] == ["Topic focus", "Sentence ordering"]
-    assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality"), ("Word choice", "no_quality")]
-    assert [c["name"] for c in check_children(children)[0]] == [], "without topics the quality vocabulary decides"
+    assert [c["name"] for c in kept] == ["Topic focus", "Sentence ordering", "Weather", "Word choice"] and not refused
+    assert {c["name"]: [f["rule"] for f in c.get("flags", [])] for c in kept} == {
+        "Topic focus": [], "Sentence ordering": [], "Weather": ["no_quality"], "Word choice": ["no_quality"]}
+    assert all(c.get("flags") for c in check_children(children)[0]), "without topics the vocabulary flags all"
 
 
 def test_scoring_settings_score_first_with_the_score_budget():

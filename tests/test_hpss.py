@@ -846,12 +846,16 @@ def test_refused_auxiliaries_reach_the_judge_state_the_verdicts_and_the_run_summ
     assert "refused by the rubric checks (questions: empty)" in missing.message
 
 
-def test_criteria_of_a_custom_aspect_pass_when_they_name_its_words():
+def test_criteria_of_a_custom_aspect_are_not_flagged_when_they_name_its_words():
     from judge_engine.methods.hpss.auxiliaries import check_auxiliary
 
     topics = ("toxicity", "Whether the reply insults or demeans anyone.", "", "Reply")
     text = "Toxicity: a reply that insults anyone gets 1; one that never demeans gets 5."
     assert check_auxiliary("criteria", text, topics=topics) == (text, [])
-    value, [refused] = check_auxiliary("criteria", "It rained on monday in the city.", topics=topics)
-    assert value is None and refused["rule"] == "no_quality"
-    assert check_auxiliary("criteria", text)[0] is None, "without the aspect's words the vocabulary decides"
+    weather = "It rained on monday in the city."
+    value, [doubt] = check_auxiliary("criteria", weather, topics=topics)
+    assert value == weather and doubt["ok"] and [f["rule"] for f in doubt["flags"]] == ["no_quality"]
+    value, [doubt] = check_auxiliary("criteria", text)
+    assert value == text and doubt["flags"], "without the aspect's words the vocabulary flags it"
+    value, [refused] = check_auxiliary("criteria", "[criteria_text] " * 3)
+    assert value is None and not refused["ok"] and refused["rule"] == "placeholder"

@@ -885,10 +885,12 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
     # "ok" does not start with the opener: not a statement, never reaches the checks
-    assert rules[near] == "near_duplicate" and rules[copy] in ("copy", "no_quality") and "ok" not in rules
+    assert rules[near] == "near_duplicate" and "ok" not in rules
     assert GOOD.format(n=0) not in rules and BAD.format(n=1) not in rules
+    # a sentence about the sources that names no quality is too short a copy to refuse: used, with its flag
+    assert [x["rule"] for f in judge.state["flagged"] if f["text"] == copy for x in f["flags"]] == ["no_quality"]
     bank = {e["text"] for e in judge.state["bank"]}
-    assert near not in bank and copy not in bank and GOOD.format(n=0) in bank
+    assert near not in bank and GOOD.format(n=0) in bank
     assert all(r["reason"] for r in judge.state["rejected"])
 
 
@@ -947,14 +949,15 @@ _SMOLLM2 = {
          "A good response does not have a high coherence score.",
          "A good response should follow the dialogue history, stay on topic.",
          "A good response should not have too many sentences."],
-        # "should not have too many sentences" names no quality once the frame's "should" does not count
-        ["A good response should follow the dialogue history, stay on topic."],
-        ["restates_parent", "restates_parent", "restates_parent", "no_quality"]),
+        # "should not have too many sentences" names no quality once the frame's "should" does not count: flagged
+        ["A good response should follow the dialogue history, stay on topic.",
+         "A good response should not have too many sentences."],
+        ["restates_parent", "restates_parent", "restates_parent"]),
     "sfres overall": (
         ("data-to-text generation: turning a restaurant dialogue act into an utterance", "Utterance", "overall",
          "The overall quality of the utterance as a way of expressing the dialogue act."),
         ["A good utterance is a great one.", "A good utterance is a great way to express the dialogue act."],
-        [], ["empty", "copy"]),
+        [], ["empty", "restates_parent"]),
     "summeval relevance": (
         ("news summarization (CNN/DailyMail articles)", "Summary", "relevance",
          "How well the summary keeps the article's most important information and leaves out minor or redundant "
@@ -964,7 +967,7 @@ _SMOLLM2 = {
          "A good summary is highly relevant, it provides a complete and accurate account of the article's content.",
          "A good summary does not have low relevance."],
         ["A good summary is highly relevant, it provides a complete and accurate account of the article's content."],
-        ["copy", "restates_parent"]),
+        ["restates_parent", "restates_parent"]),
     "summeval consistency": (
         ("news summarization (CNN/DailyMail articles)", "Summary", "consistency",
          "Whether every fact the summary states is supported by the article, with nothing invented or "
@@ -975,7 +978,7 @@ _SMOLLM2 = {
         ("story generation from WritingPrompts prompts", "Story", "relevance",
          "How closely the story matches its prompt."),
         ["A good story is one that has a high relevance score.", "A good story is worth a million, so choose one."],
-        [], ["restates_parent", "no_quality"]),
+        ["A good story is worth a million, so choose one."], ["restates_parent"]),
     "hanna empathy": (
         ("story generation from WritingPrompts prompts", "Story", "empathy",
          "How well the reader can understand the characters' emotions, whether or not they share them."),
@@ -984,6 +987,12 @@ _SMOLLM2 = {
          "A good story is one that has characters with emotional depth and complexity."],
         ["A good story is one that has characters with relatable emotions and experiences.",
          "A good story is one that has characters with emotional depth and complexity."], ["near_duplicate"]),
+}
+
+
+_FLAGGED_SMOLLM2 = {
+    "topical_chat coherence": ["A good response should not have too many sentences."],
+    "hanna relevance": ["A good story is worth a million, so choose one."],
 }
 
 
@@ -996,6 +1005,9 @@ def test_smollm2s_own_statements_junk_is_refused_and_facets_are_kept(case):
     kept, refused = he.check_statements(sentences, ctx, stage="generation")
     assert kept == kept_expected
     assert [r["rule"] for r in refused] == rules
+    # a kept statement that names no quality is used with its flag, which the run summary counts
+    doubts = {f["text"]: [x["rule"] for x in f["flags"]] for f in ctx.flagged}
+    assert doubts == {t: ["no_quality"] for t in _FLAGGED_SMOLLM2.get(case, [])}
     # a refusal keeps the statement a person would restore, its short name and why
     assert all(r["text"] in sentences and r["name"] and r["reason"] and r["stage"] == "generation" for r in refused)
 
@@ -1036,11 +1048,11 @@ def test_a_full_first_reply_makes_no_second_draw(store, tiny_dataset):
 
 
 def test_fallback_shapes_keep_todays_checks(store, tiny_dataset):
-    # a reply of the old free-sentence shape: whole hypotheses, checked as hypotheses (about the raters: refused)
+    # a reply of the old free-sentence shape: whole hypotheses, checked as hypotheses (about the raters: flagged)
     raters = "The experts are very skilled in their field and know what they like."
     good = "Summaries that keep one topic from start to end read clearly and earn higher scores."
     llm, _ = fake_llm(lambda m, p: legacy_reply([raters, good]), store=store, concurrency=1)
     ctx, _ = ctx_for(llm, tiny_dataset)
-    assert he.generate_hypotheses(ctx, 2, samples=tiny_dataset.samples[:2]) == [good]
-    # the first reply left one usable: the second draw (the same reply) repeats it and adds nothing
-    assert [r["rule"] for r in ctx.rejected] == ["about_raters"]
+    assert he.generate_hypotheses(ctx, 2, samples=tiny_dataset.samples[:2]) == [raters, good]
+    assert [(f["text"], [x["rule"] for x in f["flags"]][0]) for f in ctx.flagged] == [(raters, "about_raters")]
+    assert ctx.rejected == []

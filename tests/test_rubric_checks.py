@@ -1,8 +1,19 @@
-"""Generated rubric text is checked before use: copies, near-duplicates, empty, repetitive and over-long entries."""
+"""Generated rubric text is checked before use: the shape rules refuse (copies, near-duplicates, empty,
+degenerate repetition, over-long entries, template slots), the vocabulary rules only flag."""
 
 import pytest
 
-from judge_engine.rubric_checks import check_entries, check_entry, copied_share, rejected_summary
+from judge_engine.rubric_checks import RubricCheck, check_entries, check_entry, copied_share, rejected_summary
+
+
+def flags(check: RubricCheck) -> set[str]:
+    """The flag rules raised on a used entry (a refused entry has none)."""
+    return {f.rule for f in check.flags}
+
+
+def flagged(check: RubricCheck, rule: str) -> bool:
+    """The entry is used, with the flag ``rule`` and a reason for it."""
+    return check.ok and rule in flags(check) and all(f.reason for f in check.flags)
 
 DIALOGUE = ("hiccups are a holdover from early evolution when early land animals had both gills and lungs, "
             "so the reflex that closes the windpipe still fires")
@@ -26,7 +37,7 @@ def test_a_near_duplicate_of_an_accepted_entry_is_rejected():
     ("", "empty"),
     ("  ...  ", "empty"),
     ("Clear.", "empty"),
-    (" ".join(f"quality{i}" for i in range(120)), "too_long"),
+    (" ".join(f"quality{i}" for i in range(200)), "too_long"),
 ])
 def test_empty_and_over_long_entries_are_rejected(text, rule):
     check = check_entry(text, kind="criterion")
@@ -39,13 +50,12 @@ def test_an_explanation_that_repeats_one_line_is_rejected():
     assert not check.ok and check.rule == "repetitive" and "14 times" in check.reason
 
 
-def test_content_that_names_no_quality_is_not_a_hypothesis_and_a_story_is_not_a_task():
-    assert check_entry("The 2008 election was a pivotal moment in history for many voters",
-                       kind="hypothesis").rule == "no_quality"
-    assert check_entry("The 2008 election was a pivotal moment in history for many voters",
-                       kind="task_description").rule == "no_quality"
-    assert check_entry("Rate how well each summary covers the key facts of the article",
-                       kind="task_description").ok
+def test_content_that_names_no_quality_is_flagged_not_refused():
+    story = "The 2008 election was a pivotal moment in history for many voters"
+    assert flagged(check_entry(story, kind="hypothesis"), "no_quality")
+    assert flagged(check_entry(story, kind="task_description"), "no_quality")
+    task = check_entry("Rate how well each output covers the key facts of its source", kind="task_description")
+    assert task.ok and not task.flags
 
 
 def test_a_rubric_that_describes_a_quality_passes_and_nothing_is_counted():
@@ -60,18 +70,6 @@ def test_rejections_are_counted_by_rule():
                            kind="hypothesis", shown=[DIALOGUE])
     assert rejected_summary(checks) == {"empty": 1, "copy": 1}
     assert checks[1].to_dict()["reason"].endswith("copied from a text the prompt showed")
-
-
-def test_a_name_taken_from_a_shown_text_is_content_not_a_quality():
-    from judge_engine.rubric_checks import name_from_shown
-
-    shown = ["inform(name='chow',food=comfort food,goodformeal=dinner)", "Chow serves comfort food for dinner ."]
-    topics = ("informativeness", "utterance")
-    assert name_from_shown("Chow", shown, topics) and name_from_shown("Dinner", shown, topics)
-    assert name_from_shown("Comfort food", shown, topics)
-    # a quality, a facet of the aspect, or a name not found in any one shown text passes
-    assert not name_from_shown("Clarity", shown, topics) and not name_from_shown("Informativeness", shown, topics)
-    assert not name_from_shown("Slot coverage", shown, topics) and not name_from_shown("Chow", [], topics)
 
 
 # ---- junk that named a quality word and passed (issue #23) ---------------------------------------------------------
@@ -122,19 +120,16 @@ def test_junk_children_with_quality_words_are_refused_with_their_rule(parent, na
     assert refused[0]["reason"]
 
 
-JUNK_ENTRIES = [  # (kind, text, shown, rule)
+JUNK_ENTRIES = [  # (kind, text, shown, rule): refused
     ("hypothesis", "A summary scores high on coherence when when, and low when when when", (), "stutter"),
     ("hypothesis", "A story scores high on relevance when when when when", (), "stutter"),
-    ("hypothesis", "The first hypothesis is: A test results in a score of 5.5, which is higher than the previous one, "
-                   "but it does not contain any information about the next one.", (), "meta"),
     ("hypothesis", "Chow serves comfort food, which is good for dinner.",
      ("Chow serves comfort food and is good for dinner .",), "copy"),
     ("hypothesis", "1. Chow serves comfort food, which is good for dinner",
      ("Chow serves comfort food and is good for dinner .",), "copy"),
-    ("criterion", "Providing constructive feedback: Provide me with constructive feedback on grammar.", (),
-     "first_person"),
     ("task_description", "The evaluation task is [task_description] is based on making money.", (), "placeholder"),
     ("hypothesis", "Responses rated [ ] are better than responses rated [ ].", (), "placeholder"),
+    ("hypothesis", "A utterance scores high on informativeness when ..., and low when ...", (), "placeholder"),
 ]
 
 
@@ -144,42 +139,55 @@ def test_junk_entries_are_refused_with_their_rule(kind, text, shown, rule):
     assert not check.ok and check.rule == rule and check.reason, check
 
 
-def test_active_critic_criteria_that_speak_or_repeat_their_name_are_refused():
+JUNK_FLAGGED = [  # (kind, text, flag): used, with the flag shown
+    ("hypothesis", "The first hypothesis is: A test results in a score of 5.5, which is higher than the previous one, "
+                   "but it does not contain any information about the next one.", "meta"),
+    ("criterion", "Providing constructive feedback: Provide me with constructive feedback on grammar.",
+     "first_person"),
+]
+
+
+@pytest.mark.parametrize("kind, text, flag", JUNK_FLAGGED)
+def test_vocabulary_rules_flag_an_entry_instead_of_refusing_it(kind, text, flag):
+    check = check_entry(text, kind=kind)
+    assert flagged(check, flag), check
+    assert check.to_dict()["flags"][0]["reason"]
+
+
+def test_active_critic_criteria_that_repeat_their_name_are_refused_one_that_speaks_is_flagged():
     criteria = {"Providing constructive feedback": "Provide me with constructive feedback on grammar.",
                 "Good coherence": "Good coherence.",
                 "Completeness": "All information of the dialogue act appears in the utterance."}
-    kept, refused = check_criteria(criteria, shown=[])
-    assert list(kept) == ["Completeness"]
-    assert [(r["name"], r["rule"]) for r in refused] == [("Providing constructive feedback", "first_person"),
-                                                         ("Good coherence", "circular")]
+    checked = check_criteria(criteria, shown=[])
+    assert list(checked.kept) == ["Providing constructive feedback", "Completeness"]
+    assert [(r["name"], r["rule"]) for r in checked.refused] == [("Good coherence", "circular")]
+    assert [(f["name"], [x["rule"] for x in f["flags"]]) for f in checked.flagged] == \
+        [("Providing constructive feedback", ["first_person"])]
 
 
-def test_criteria_named_after_the_prompts_fields_or_reporting_a_score_are_refused():
-    # what SmolLM2-135M gave as Active-Critic criteria on Topical-Chat (2026-11-25); the old checks kept the first two
+def test_criteria_named_after_the_prompts_fields_or_reporting_a_score_are_flagged():
+    # what SmolLM2-135M gave as Active-Critic criteria on Topical-Chat (2026-11-25)
     criteria = {"human": "Human Rating of 100.00",
                 "CONTENT": "The document consists of various structured data such as words, phrases, and sentences.",
                 "Annotator score": "A score of 4.9 out of 10 in their evaluation task.",
                 "Groundedness": "The response uses the fact it was given, and a score of 5 means it uses all of it.",
                 "Brevity": "At most 3/4 of the length of the source, a good ratio for a summary."}
-    criteria["Rating"] = "Rated 4.9 by the annotators on average."
-    kept, refused = check_criteria(criteria, shown=[])
+    checked = check_criteria(criteria, shown=[])
+    assert list(checked.kept) == list(criteria) and checked.refused == []
+    doubts = {f["name"]: {x["rule"] for x in f["flags"]} for f in checked.flagged}
     # a score point a rubric defines ("a score of 5 means") and a ratio are not a reported score
-    assert list(kept) == ["Groundedness", "Brevity"]
-    # the raters' words ("Human", "annotators") are caught as about_raters first; "CONTENT" names nothing
-    assert [(r["name"], r["rule"]) for r in refused] == [("human", "about_raters"), ("CONTENT", "placeholder"),
-                                                         ("Annotator score", "about_raters"),
-                                                         ("Rating", "about_raters")]
-    assert check_criterion("Human", "Rating of 100.00 for the summary.").rule == "placeholder"
-    # an HD-Eval child on HANNA named after the schema's own key (2026-11-25)
-    assert check_criterion("children", "The story is judged on coherence, complexity and surprise.").rule == \
-        "placeholder"
-    refused = check_criterion("Clarity", "The summary was rated 4.9 out of 10 for its clarity.")
-    assert refused.rule == "reports_score" and "4.9 out of 10" in refused.reason
-    assert check_criterion("Fluency", "Human rating of 100.00 for the reply.").rule == "reports_score"
-    # SmolLM2's selected HypoEval trait on Topical-Chat (2026-11-25), and a share of the judged texts
-    assert check_criterion("Sensitivity", "5. 92% of the responses are easy to understand.").rule == "reports_score"
-    assert check_criterion("Ease", "92% of the responses are easy to understand.").rule == "reports_score"
-    assert check_criterion("Brevity", "At most 50% of the source length, so the summary is concise.").ok
+    assert "Groundedness" not in doubts and "Brevity" not in doubts
+    assert {"field_name", "reports_score"} <= doubts["human"] and "field_name" in doubts["CONTENT"]
+    assert {"field_name", "reports_score"} <= doubts["Annotator score"]
+    # a real rubric's "Content" with a definition of what is checked is not a template slot
+    assert check_criterion("Content", "The summary covers the main points of the article.").ok
+    assert flagged(check_criterion("children", "The story is judged on coherence, complexity and surprise."),
+                   "field_name")
+    check = check_criterion("Clarity", "The summary was rated 4.9 out of 10 for its clarity.")
+    assert flagged(check, "reports_score") and "4.9 out of 10" in check.flags[0].reason
+    assert flagged(check_criterion("Sensitivity", "5. 92% of the responses are easy to understand."), "reports_score")
+    assert flagged(check_criterion("Ease", "92% of the responses are easy to understand."), "reports_score")
+    assert not check_criterion("Brevity", "At most 50% of the source length, so the summary is concise.").flags
 
 
 # ---- good criteria must still pass: paraphrases of the HD-Eval paper's decompositions (Tables 10-12), in our words --
@@ -264,11 +272,11 @@ GOOD_HYPOTHESES = [
 def test_good_hypotheses_and_criteria_pass_including_a_quoted_first_person():
     checks = check_entries(GOOD_HYPOTHESES, kind="hypothesis", shown=[DIALOGUE])
     assert all(c.ok for c in checks), [c for c in checks if not c.ok]
-    kept, refused = check_criteria({"Accuracy": "The utterance states every slot value correctly.",
-                                    "Completeness": "All information of the dialogue act appears in the utterance.",
-                                    "Fluency": "The utterance reads smoothly, like something a person would say."},
-                                   shown=[DIALOGUE])
-    assert len(kept) == 3 and refused == []
+    checked = check_criteria({"Accuracy": "The utterance states every slot value correctly.",
+                              "Completeness": "All information of the dialogue act appears in the utterance.",
+                              "Fluency": "The utterance reads smoothly, like something a person would say."},
+                             shown=[DIALOGUE])
+    assert len(checked.kept) == 3 and checked.refused == []
     assert check_criterion("Clarity", "The response is easy to follow.").ok
     # one doubled word can be English; a number is content ("at most 50 words" is not its parent's "at most 20")
     assert check_entry("A reply that says that that fact is wrong scores low.", kind="hypothesis").ok
@@ -289,19 +297,19 @@ def test_a_child_named_like_a_node_already_in_the_tree_is_a_near_duplicate():
     assert "naturalness" in refused[0]["reason"] and "Slot coverage" in refused[1]["reason"]
 
 
-def test_an_active_critic_criterion_naming_what_is_judged_passes_without_a_quality_word():
+def test_an_active_critic_criterion_naming_what_is_judged_is_not_flagged_without_a_quality_word():
     criteria = {"Topic Focus": "The summary stays on the article's main subject and leaves out side stories.",
                 "Connective Use": "Words such as because, then and however link the sentences where they belong.",
                 "Weather": "It rained on monday in the city."}
     topics = ("Summary", "coherence", "The summary should build from sentence to sentence to a coherent body.")
-    assert check_criteria(criteria, shown=[])[0] == {}, "the quality vocabulary alone refuses all three"
-    kept, refused = check_criteria(criteria, shown=[], topics=topics)
-    assert list(kept) == ["Topic Focus", "Connective Use"]
-    assert [(r["name"], r["rule"]) for r in refused] == [("Weather", "no_quality")]
+    assert len(check_criteria(criteria, shown=[]).flagged) == 3, "the quality vocabulary alone flags all three"
+    checked = check_criteria(criteria, shown=[], topics=topics)
+    assert list(checked.kept) == list(criteria)
+    assert [(f["name"], [x["rule"] for x in f["flags"]]) for f in checked.flagged] == [("Weather", ["no_quality"])]
     # the definition must name what is judged, not only the name (SmolLM2 on SF-RES informativeness)
     junk = {"Able to convey information": "The most expensive food on earth is a sea food."}
     topics = ("Utterance", "informativeness", "Whether the utterance conveys all the information in the dialogue act.")
-    assert check_criteria(junk, shown=[], topics=topics)[0] == {}
+    assert len(check_criteria(junk, shown=[], topics=topics).flagged) == 1
 
 
 @pytest.mark.parametrize("text, rule", [
@@ -313,9 +321,9 @@ def test_an_active_critic_criterion_naming_what_is_judged_passes_without_a_quali
     ("Clarity: The experts check that every sentence is clear and easy to follow.", ""),
     ("Completeness: the experts check that nothing in the dialogue act is left out.", ""),
     ("Politeness: The response thanks the human for the question.", "")])
-def test_a_hypothesis_about_the_raters_is_refused_one_about_what_they_check_passes(text, rule):
+def test_a_hypothesis_about_the_raters_is_flagged_one_about_what_they_check_is_not(text, rule):
     check = check_entry(text, kind="hypothesis")
-    assert check.rule == rule, check
+    assert check.ok and ("about_raters" in flags(check)) == bool(rule), check
 
 
 # criteria written as statements ("A good summary ..."), the shape SmolLM2 could fill (structured.statement_*)
@@ -341,14 +349,20 @@ def test_a_statement_that_names_a_facet_passes_and_gets_a_short_name_from_its_wo
     # SmolLM2-135M's own statements, 2026-11-25
     ("A good response is a great one.", "empty"),
     ("A good summary has high coherence.", "restates_parent"),
-    ("A good summary is worth a million, so choose one.", "no_quality"),
-    ("A good summary does not exist, such as saying this summary to a machine.", "no_quality"),
-    ("A good summary is rated 4.9 out of 10 by the experts in summaries.", "reports_score"),
 ])
 def test_a_statement_that_says_nothing_of_a_facet_is_refused(text, rule):
     opener = "A good response" if "response" in text else OPENER
     check = rc.check_statement(text, opener=opener, parent=COHERENCE, topics=TOPICS)
     assert (check.ok, check.rule) == (False, rule)
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("A good summary is worth a million, so choose one.", "no_quality"),
+    ("A good summary does not exist, such as saying this summary to a machine.", "no_quality"),
+    ("A good summary is rated 4.9 out of 10 by the experts in summaries.", "reports_score"),
+])
+def test_a_statement_naming_no_facet_is_flagged(text, rule):
+    assert flagged(rc.check_statement(text, opener=OPENER, parent=COHERENCE, topics=TOPICS), rule)
 
 
 def test_a_statement_copied_from_a_shown_text_is_refused_though_the_opener_dilutes_the_share():
@@ -368,9 +382,8 @@ def test_a_statement_copied_from_a_shown_text_is_refused_though_the_opener_dilut
 ])
 def test_praise_and_the_frames_should_name_no_quality_in_a_statement(text, opener):
     topics = (opener.split()[-1], "informativeness", "conveys all the information in the dialogue act")
-    check = rc.check_statement(text, opener=opener, topics=topics)
-    assert (check.ok, check.rule) == (False, "no_quality")
-    assert rc.check_statement(text.replace(".", ", with accurate facts."), opener=opener).ok
+    assert flagged(rc.check_statement(text, opener=opener, topics=topics), "no_quality")
+    assert not rc.check_statement(text.replace(".", ", with accurate facts."), opener=opener).flags
 
 
 @pytest.mark.parametrize("text", [
@@ -383,9 +396,9 @@ def test_praise_and_the_frames_should_name_no_quality_in_a_statement(text, opene
     # and a HypoEval hypothesis on Topical-Chat
     "A good response is one that can be broken down into five specific hypotheses, not two different sentences.",
 ])
-def test_a_statement_about_the_scoring_is_refused(text):
+def test_a_statement_about_the_scoring_is_flagged(text):
     check = rc.check_statement(text, opener="A good response", parent=("coherence", "stays on topic"),
                                topics=("Response", "coherence", "stays on topic"))
-    assert (check.ok, check.rule) == (False, "about_scoring")
+    assert flagged(check, "about_scoring")
     assert rc.check_statement("A good response stays on the topic the dialogue set.", opener="A good response",
                               topics=("Response", "coherence", "stays on topic")).ok

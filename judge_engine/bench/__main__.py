@@ -12,6 +12,7 @@ Examples::
     python -m judge_engine.bench hostile -n 8
     python -m judge_engine.bench structured -n 8 --repeats 2
     python -m judge_engine.bench simulate --seeds 5
+    python -m judge_engine.bench rubric-checks
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from . import latest, table, write
 
 SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
                "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile",
-               "structured": "structured", "simulate": "simulate"}
+               "structured": "structured", "simulate": "simulate",
+               "rubric-checks": "rubric_checks"}
 
 
 def main(argv: list[str] | None = None) -> int:

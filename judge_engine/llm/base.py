@@ -107,6 +107,13 @@ class LLMConfig:
         return self.backend in ("llamacpp", "vllm", "openai")
 
     @property
+    def embedded(self) -> bool:
+        """Whether this is the embedded SmolLM2-135M (llama.cpp with no model file of the user's): the one backend
+        whose tiny model needs the methods' constrained sentence form (:data:`judge_engine.methods.base.
+        CRITERIA_FORMS`)."""
+        return self.backend == "llamacpp" and not self.model
+
+    @property
     def label(self) -> str:
         model = self.model or "SmolLM2-135M-Instruct (embedded)"
         where = f" @ {self.base_url}" if self.base_url else ""

@@ -83,6 +83,7 @@ import json
 import math
 import random
 import re
+from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Sequence
 
 from .. import structured
@@ -97,12 +98,10 @@ from ..parsing import parse_json_object, parse_score, read_weighted
 from ..prompting import DEFAULT_OPENER, TaskInfo, fence, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import (
-    RubricCheck,
     check_criterion,
     check_entry,
     check_statement,
     is_statement,
-    shares_topic,
     statement_body,
     statement_name,
 )
@@ -330,36 +329,44 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
 
 
 def check_task_description(description: str, task: TaskInfo,
-                           shown: Sequence[str]) -> tuple[str, dict[str, Any] | None]:
-    """The inferred description if the rubric checks accept it, else the dataset's own task and the refusal.
+                           shown: Sequence[str]) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+    """The inferred description if the rubric checks accept it, else the dataset's own task; then the
+    refusal and the flags (each None when there is none).
 
-    A small model's "description" can be a made-up story or a copy of an
-    example; every scoring prompt carries it, so a refused one is replaced by
-    a plain statement of the dataset's task (and kept, with its reason).
+    Every scoring prompt carries the description, so a refused one (a copy of
+    an example, a template left in) is replaced by a plain statement of the
+    dataset's task and kept with its reason; a flagged one is used and its
+    flags are shown.
     """
     check = check_entry(description, kind="task_description", shown=shown, max_chars=2000)
     if check.ok:
-        return description, None
+        flagged = {**check.to_dict(), "stage": "task description"} if check.flags else None
+        return description, None, flagged
     fallback = f"Evaluate {task.output_label.lower()}s written for the task of {task.task}."
-    return fallback, {**check.to_dict(), "stage": "task description"}
+    return fallback, {**check.to_dict(), "stage": "task description"}, None
+
+
+@dataclass(frozen=True)
+class CheckedCriteria:
+    """What the rubric checks made of a set of criteria."""
+
+    kept: dict[str, str]
+    """The usable criteria, name -> definition (or sentence)."""
+    refused: list[dict[str, Any]]
+    """Refused ones, with rule and reason (:meth:`judge_engine.rubric_checks.RubricCheck.to_dict`)."""
+    flagged: list[dict[str, Any]]
+    """Kept ones with flags, shown beside them and counted in the run summary."""
 
 
 def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Sequence[str] = (),
-                   opener: str = "") -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """The criteria the rubric checks accept, and the refusals.
+                   opener: str = "") -> CheckedCriteria:
+    """The criteria the rubric checks accept, the refusals, and the flags raised on accepted ones.
 
-    A criterion written as a statement (its definition starts with ``opener``, "A good summary ...") is
-    checked by :func:`judge_engine.rubric_checks.check_statement` (praise only, a reported score, a copy, no
-    quality named by the body); a named one (a person's edit, a free-text reply) by
-    :func:`judge_engine.rubric_checks.check_criterion` (name and definition together, a placeholder name or
-    a definition repeating the name refused).
-
-    ``topics``: what is judged (the output's label, the scored aspect's name and definition). A criterion
-    that names no word of the quality vocabulary but a content word of these ("the summary stays on the
-    article's main subject") describes a facet of the scored quality (:func:`judge_engine.rubric_checks.
-    shares_topic`); its ``no_quality`` refusal is lifted. For a named criterion the definition must name
-    it, not only the name: SmolLM2 wrote "Able to convey information: The most expensive food on earth is
-    a sea food" for informativeness.
+    A criterion written as a sentence (its definition starts with ``opener``, "A good summary ...") is
+    checked by :func:`judge_engine.rubric_checks.check_statement`; a named one (the paper's form, a person's
+    edit, a free-text reply) by :func:`judge_engine.rubric_checks.check_criterion`. ``topics`` (the output's
+    label, the scored aspect's name and definition) lift the ``no_quality`` flag of a criterion that names
+    what is judged.
     """
     names = list(criteria)
     checks, accepted = [], []
@@ -367,14 +374,13 @@ def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Seque
         if is_statement(criteria[n], opener):
             check = check_statement(criteria[n], opener=opener, shown=shown, accepted=accepted, topics=topics)
         else:
-            check = check_criterion(n, criteria[n], shown=shown, accepted=accepted)
-            if check.rule == "no_quality" and shares_topic(criteria[n], topics):
-                check = RubricCheck(check.text, True)
+            check = check_criterion(n, criteria[n], shown=shown, accepted=accepted, topics=topics)
         accepted += [check.text] if check.ok else []
         checks.append(check)
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
     refused = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if not c.ok]
-    return kept, refused
+    flagged = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if c.ok and c.flags]
+    return CheckedCriteria(kept, refused, flagged)
 
 
 def check_explanation(explanation: str) -> str | None:
@@ -793,7 +799,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     criterion counts only if the checks accept it, and the usable criteria of successive replies are pooled
     (:func:`_ask_criteria`).
     """
-    usable = (lambda c: check_criteria(c, shown, topics, opener)[0]) if shown is not None else None
+    usable = (lambda c: check_criteria(c, shown, topics, opener).kept) if shown is not None else None
     phrase = task_phrase(task_description)
     header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
     failures = 0
@@ -845,8 +851,8 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         # a sea food", which the checks then refused, leaving the judge with none
         seen = shown if shown is not None else [x for e in batches[t] for x in (e.get("input"), e.get("output"),
                                                                                e.get("context")) if x]
-        worse = bool(refined) and (len(check_criteria(refined, seen, topics, opener)[0])
-                                   < len(check_criteria(criteria, seen, topics, opener)[0]))
+        worse = bool(refined) and (len(check_criteria(refined, seen, topics, opener).kept)
+                                   < len(check_criteria(criteria, seen, topics, opener).kept))
         if log:
             log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
                              **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
@@ -1573,8 +1579,12 @@ class ActiveCritic(Method):
         # "The evaluation task is [the task_description] ..." four times, was shown to the criteria step)
         shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
         rejected: list[dict[str, Any]] = []
+        flagged: list[dict[str, Any]] = []
         if description and self.task_description is None:
-            description, refused = check_task_description(description, task, shown)
+            description, refused, doubt = check_task_description(description, task, shown)
+            if doubt:
+                flagged.append(doubt)
+                sink("rubric_flagged", doubt)
             if refused:
                 rejected.append(refused)
                 sink("rubric_rejected", refused)
@@ -1597,10 +1607,14 @@ class ActiveCritic(Method):
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
         if criteria and self.criteria is None:
-            criteria, refused_criteria = check_criteria(criteria, shown, topics, opener)
-            for refused in refused_criteria:
+            checked = check_criteria(criteria, shown, topics, opener)
+            criteria = checked.kept
+            for refused in checked.refused:
                 rejected.append(refused)
                 sink("rubric_rejected", refused)
+            for entry in checked.flagged:
+                flagged.append(entry)
+                sink("rubric_flagged", entry)
         if not criteria:
             warnings.append(judge_warning(
                 "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
@@ -1627,7 +1641,8 @@ class ActiveCritic(Method):
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={**state, "demos": demos, "search": search, "task_description_versions": versions,
                             "criteria_parse_failures": criteria_failures, "n_batches": len(batches),
-                            "warnings": warnings + selection, "reads": reads, "rejected": rejected})
+                            "warnings": warnings + selection, "reads": reads, "rejected": rejected,
+                            "flagged": flagged})
 
     @staticmethod
     def scoring_params(params: dict[str, Any]) -> GenerationParams:

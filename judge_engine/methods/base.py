@@ -66,6 +66,25 @@ class FitContext:
                    natural_level=dataset.natural_level, progress=progress, log=log)
 
 
+CRITERIA_FORMS = ("auto", "paper", "sentence")
+"""How a method asks the model for generated rubric text. ``paper``: the paper's own form (HypoEval's
+hypotheses as free sentences that may name score bands, HD-Eval's and Active-Critic's named criteria with
+definitions). ``sentence``: for small models, every entry one sentence completing "A good summary ..." under a
+grammar, the form the embedded 135M model writes usable criteria in. ``auto``: ``sentence`` on the embedded
+model, ``paper`` on every other backend."""
+CRITERIA_FORM_LABELS = {"auto": "by backend (sentence form on the embedded model, the paper's elsewhere)",
+                        "paper": "the paper's (named criteria, free hypotheses)",
+                        "sentence": "sentence form (for small models)"}
+
+
+def resolve_criteria_form(form: str, llm: Any) -> str:
+    """``paper`` or ``sentence``: ``auto`` decided by the backend (:attr:`judge_engine.llm.LLMConfig.embedded`)."""
+    if form != "auto":
+        return form
+    config = getattr(llm, "config", None)
+    return "sentence" if config is None or config.embedded else "paper"
+
+
 @dataclass(frozen=True)
 class Options:
     """A parameter must be one of these values."""

@@ -97,7 +97,7 @@ from ..metrics import MIN_SELECTION_COVERAGE, correlations
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
-from ..rubric_checks import RubricCheck, check_criterion, check_statement, name_key, shares_topic, statement_name
+from ..rubric_checks import RubricCheck, check_criterion, check_statement, name_key, statement_name
 from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
 
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
@@ -183,9 +183,19 @@ def initial_tree(aspects: Sequence[Aspect], given: dict[str, Any] | None) -> dic
     return {"nodes": [{**defaults, **n} for n in nodes]}
 
 
+SLUG_CHARS = 24
+"""Longest node-id part taken from a name; whole words only, so an id reads as words."""
+
+
 def _slug(text: str) -> str:
-    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:24] or "criterion"
+    words = [w for w in re.split(r"[^\w]+", text.lower()) if w]
+    slug = ""
+    for word in words:
+        longer = f"{slug}-{word}" if slug else word
+        if len(longer) > SLUG_CHARS:
+            break
+        slug = longer
+    return slug or (words[0][:SLUG_CHARS] if words else "criterion")
 
 
 def parse_decomposition(text: str, k: int) -> list[dict[str, str]]:
@@ -300,56 +310,47 @@ def child_text(child: dict[str, Any]) -> str:
 def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
                    topics: Sequence[str] = (), parent: Sequence[str] = (), taken: Sequence[str] = (),
                    opener: str = "") -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
-    """The children the rubric checks accept, and the refused ones with rule and reason.
+    """The children the rubric checks accept (with their ``flags`` when any), and the refused ones.
 
-    Name and definition are checked together as a ``criterion``
-    (:func:`judge_engine.rubric_checks.check_entry`): a copy of a text in
-    ``shown``, a near-duplicate of an ``existing`` node's text or of a sibling
-    accepted before it, an empty, repetitive or over-long child is refused.
-    A sub-criterion names a facet of its parent ("Topic focus: the summary
-    stays on one topic"), often without a word of the quality vocabulary: a
-    ``no_quality`` refusal is lifted when it names a content word of
-    ``topics`` (the judged output's label, the parent's name and
-    definition), see :func:`judge_engine.rubric_checks.shares_topic`. A child
-    whose name names nothing, whose definition repeats its name or is copied,
-    or which only restates ``parent`` (the parent's name and definition) is
-    refused first (:func:`judge_engine.rubric_checks.check_criterion`). A
-    child named like a node already in the tree (``taken``: their names; a
-    layer-1 aspect proposed again under another one) or like a sibling
-    accepted before it is a ``near_duplicate``: the aggregator would get
-    one criterion twice under two scores. A child read from a sentence
-    (``statement``, see :func:`statement_schema`) is checked by
-    :func:`judge_engine.rubric_checks.check_statement` with ``opener``
-    instead: its name is taken from its definition, so the name rules do not
-    apply to it.
+    A named child (the paper's form) is checked by
+    :func:`judge_engine.rubric_checks.check_criterion` with ``parent`` (the
+    parent's name and definition: a child must add a word to them) and
+    ``topics`` (the judged output's label and the parent: a facet that names
+    them needs no word of the quality vocabulary); a child read from a
+    sentence (``statement``) by :func:`judge_engine.rubric_checks.check_statement`
+    with ``opener``. Texts a copy is measured against are ``shown``;
+    ``existing`` node texts and siblings accepted before are what a
+    ``near_duplicate`` is measured against. A child named like a node already
+    in the tree (``taken``) or like a sibling accepted before it is a
+    ``near_duplicate`` too: the aggregator would get one criterion twice
+    under two scores.
     """
     accepted = list(existing)
     names = {name_key(n): n for n in taken}
-    kept: list[dict[str, str]] = []
+    kept: list[dict[str, Any]] = []
     refused: list[dict[str, Any]] = []
     for child in children:
         text = child_text(child)
-        statement = bool(child.get("statement"))
-        if statement:
+        if child.get("statement"):
             check = check_statement(child["definition"], opener=opener, shown=shown, accepted=accepted,
                                     parent=parent, topics=topics)
         else:
             check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
-                                    parent=parent)
+                                    parent=parent, topics=topics)
         same = names.get(name_key(child["name"]))
-        if same is not None and (check.ok or check.rule == "no_quality"):
+        if same is not None and check.ok:
             check = RubricCheck(text, False, "near_duplicate", f"named like the criterion {same[:40]!r} already "
                                 "in the tree")
-        if check.ok or (not statement and check.rule == "no_quality" and shares_topic(text, topics)):
+        if check.ok:
             accepted.append(text)
             names[name_key(child["name"])] = child["name"]
-            kept.append(child)
+            kept.append({**child, "flags": [f.to_dict() for f in check.flags]} if check.flags else child)
         else:
             refused.append({**check.to_dict(), "name": child["name"], "definition": child.get("definition", "")})
     return kept, refused
 
 
-def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: str, k: int, llm: LLM,
+def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: LLM,
                        guideline: str = "", max_tokens: int = 512, shown: Sequence[str] = (),
                        existing: Sequence[str] = (), taken: Sequence[str] = ()) -> Decomposition:
     """Eq. 1: the LLM proposes up to ``k`` sub-criteria of ``parent``, as sentences (:func:`statement_schema`).
@@ -360,10 +361,8 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     most :data:`DECOMPOSE_DRAWS` calls); the first ``k`` usable children of
     all draws are kept. Usable means read and accepted by
     :func:`check_children` against ``shown`` (texts a copy is measured
-    against, e.g. the training texts) plus ``background`` (the other
-    aspects, which the prompt no longer shows: SmolLM2 copied their
-    definitions) and the prompt's own texts (parent definition, guideline),
-    ``existing`` (the texts of the nodes already in the tree) and ``taken``
+    against, e.g. the training texts) plus the guideline, ``existing`` (the
+    texts of the nodes already in the tree, the parent's among them) and ``taken``
     (their names); refused children are in ``Decomposition.rejected`` with
     the parent's id. A parent whose ``redecompose`` counter is raised starts
     from a sampled draw.
@@ -380,9 +379,9 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, background: st
     params = GenerationParams(max_tokens=max_tokens, temperature=0.0, json_schema=st.as_param(
         statement_schema(n_ask, opener)), presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
     messages = [{"role": "user", "content": prompt}]
-    # SmolLM2's "children" restated the prompt ("The summary is judged on: The summary is judged on"): the
-    # prompt's own texts count as shown
-    shown = [*shown, background, parent["definition"] or "", guideline]
+    # a child that copies the guideline copies the prompt; one that is nearly the parent's or another aspect's
+    # definition (both among the ``existing`` node texts) is a near-duplicate, not a copy of a judged text
+    shown = [*shown, guideline]
     # what a facet may name instead of a quality word: the judged output and its parent
     topics = (task.output_label, parent["name"], parent["definition"] or "")
     own = (parent["name"], parent["definition"] or "")
@@ -423,12 +422,20 @@ def add_children(tree: dict[str, Any], parent_id: str, children: Sequence[dict[s
         while nid in ids:
             nid, i = f"{base}-{i}", i + 1
         ids.add(nid)
-        tree["nodes"].append(make_node(nid, c["name"], c.get("definition") or c["name"], parent_id, origin="llm"))
+        flags = {"flags": c["flags"]} if c.get("flags") else {}
+        tree["nodes"].append(make_node(nid, c["name"], c.get("definition") or c["name"], parent_id, origin="llm",
+                                       **flags))
         new.append(nid)
     for n in tree["nodes"]:
         if n["id"] == parent_id:
             n["decomposed"] = True
     return new
+
+
+def flagged_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """The generated nodes used with rubric-check flags (:mod:`judge_engine.rubric_checks`), for the run summary."""
+    return [{"text": child_text(n), "name": n["name"], "flags": n["flags"], "stage": "decomposition",
+             "parent": n.get("parent")} for n in tree["nodes"] if n.get("flags")]
 
 
 def remove_llm_children(tree: dict[str, Any], parent_id: str) -> list[str]:
@@ -699,8 +706,6 @@ class HDEval(Method):
                              f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
         aspects = known_aspects(aspect, names, train, context.aspects)
         tree = initial_tree(aspects, self.criteria_tree)
-        background = f"The {task.output_label.lower()} is judged on: " + "; ".join(
-            f"{a.name} ({a.definition})" if a.definition else a.name for a in aspects) + "."
         emit("tree_started", {"aspects": names, "nodes": len(tree["nodes"]), "given": self.criteria_tree is not None})
 
         scores: dict[str, list[CriterionScore]] = {}
@@ -717,7 +722,7 @@ class HDEval(Method):
         aggs: list[Aggregator] = []
         for layer in range(1, self.max_layers + 1):
             if layer >= 2:
-                self._grow_layer(tree, layer, importance, task=task, background=background, llm=llm,
+                self._grow_layer(tree, layer, importance, task=task, llm=llm,
                                  emit=emit, progress=progress, coverage=coverage, pruning=pruning,
                                  warnings=warnings, reads=decomposition_reads, shown=shown, rejected=rejected)
             nodes = tree_index(tree)
@@ -762,7 +767,7 @@ class HDEval(Method):
                             "coverage": {f: round(c, 4) for f, c in coverage.items()},
                             "pruning": pruning, "expanded_nodes": expanded, "pruned_nodes": pruned,
                             "reads": reads, "decomposition_reads": decomposition_reads, "warnings": warnings,
-                            "rejected": rejected})
+                            "rejected": rejected, "flagged": flagged_nodes(tree)})
 
     @staticmethod
     def _fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
@@ -793,7 +798,7 @@ class HDEval(Method):
         return out
 
     def _grow_layer(self, tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]], *,
-                    task: TaskInfo, background: str, llm: LLM, emit: EventSink, progress: Progress | None,
+                    task: TaskInfo, llm: LLM, emit: EventSink, progress: Progress | None,
                     coverage: dict[str, float], pruning: list[dict[str, Any]], warnings: list[dict[str, Any]],
                     reads: dict[str, int], shown: Sequence[str] = (),
                     rejected: list[dict[str, Any]] | None = None) -> None:
@@ -854,7 +859,7 @@ class HDEval(Method):
                 removed = remove_llm_children(tree, nid)
                 emit("children_replaced", {"parent": nid, "removed": removed})
             guideline = guideline_for(self.guidelines, root_aspect(nodes, nid))
-            dec = decompose_criteria(node, task=task, background=background, k=self.k_child, llm=llm,
+            dec = decompose_criteria(node, task=task, k=self.k_child, llm=llm,
                                      guideline=guideline, max_tokens=self.decompose_max_tokens, shown=shown,
                                      existing=[child_text(n) for n in tree["nodes"]],
                                      taken=[n["name"] for n in tree["nodes"]])

@@ -80,7 +80,7 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, RunEvent, Sample, Verdict
-from ..rubric_checks import check_entries, check_statement, is_statement, statement_name
+from ..rubric_checks import RubricCheck, check_entries, check_statement, is_statement, statement_name
 from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                    register)
 
@@ -306,6 +306,8 @@ class Context:
     """Fit-time warnings (:func:`~judge_engine.methods.base.judge_warning`) for ``Judge.state``."""
     rejected: list[dict[str, Any]] | None = None
     """Generated hypotheses the rubric checks refused, with the rule and reason (:mod:`judge_engine.rubric_checks`)."""
+    flagged: list[dict[str, Any]] | None = None
+    """Generated hypotheses used with rubric-check flags (shown beside them, counted in the run summary)."""
     unread_reasons: list[str] | None = None
     """Why each generation reply that gave no hypothesis gave none (:func:`why_unread`)."""
     scoring: ScoringSettings | None = None
@@ -319,6 +321,7 @@ class Context:
         self.score_sources = {} if self.score_sources is None else self.score_sources
         self.warnings = [] if self.warnings is None else self.warnings
         self.rejected = [] if self.rejected is None else self.rejected
+        self.flagged = [] if self.flagged is None else self.flagged
         self.unread_reasons = [] if self.unread_reasons is None else self.unread_reasons
 
     def warn(self, code: str, message: str, count: int | None = None) -> None:
@@ -553,7 +556,17 @@ def _check_reply(ctx: Context, found: Sequence[str], shape: str, *, shown: Seque
             if check.ok:
                 accepted.append(text)
         refused = [{**c.to_dict(), "stage": stage} for c in checks if not c.ok]
+        _note_flags(ctx, [c for c in checks if c.ok], stage)
     return refused
+
+
+def _note_flags(ctx: Context, checks: Sequence[RubricCheck], stage: str, opener: str = "") -> None:
+    """Keep the flags of used hypotheses for the run summary and the page, and log them."""
+    for check in checks:
+        if check.flags:
+            entry = {**check.to_dict(), "name": statement_name(check.text, opener), "stage": stage}
+            ctx.flagged.append(entry)
+            ctx.emit("rubric_flagged", entry)
 
 
 def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence[str] = (), stage: str = "",
@@ -562,33 +575,35 @@ def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence
     """The statements the rubric checks accept (also appended to ``accepted``), and the refusals.
 
     Each goes through :func:`judge_engine.rubric_checks.check_statement`
-    with the opener, the texts the prompt showed (the judged texts and the
-    aspect's definition: a sentence that restates either is no facet), the
-    statements accepted before it (a repeat is a ``near_duplicate``), the
+    with the opener, the texts the prompt showed (a copy of one is no
+    facet), the aspect's definition and the statements accepted before it
+    (a near repeat of either is a ``near_duplicate``), the
     aspect as its parent ("A good summary has high coherence" under
     coherence adds nothing) and the judged output's label and the aspect as
     topics (a body that names a word of them describes a facet of the
     aspect even without a word of the quality vocabulary). A refusal keeps
     the statement (what a person would restore), its short name, the rule
-    and the reason. Once ``room`` statements are accepted the rest are left
-    unchecked.
+    and the reason; the flags of a used one go to ``ctx.flagged``. Once
+    ``room`` statements are accepted the rest are left unchecked.
     """
     opener = ctx.opener
     definition = ctx.aspect.definition or ""
     parent = (ctx.aspect.name, definition)
     topics = (ctx.task.output_label, ctx.aspect.name, definition)
-    shown = [*shown, definition] if definition else list(shown)
+    given = [definition] if definition else []
     accepted = [] if accepted is None else accepted
     kept: list[str] = []
     refused: list[dict[str, Any]] = []
     for statement in statements:
         if room is not None and len(accepted) >= room:
             break
-        check = check_statement(statement, opener=opener, shown=shown, accepted=accepted, parent=parent,
-                                topics=topics)
+        # the aspect's definition is a text the hypothesis may not nearly repeat, not a judged text it copies
+        check = check_statement(statement, opener=opener, shown=shown, accepted=[*given, *accepted],
+                                parent=parent, topics=topics)
         if check.ok:
             accepted.append(statement)
             kept.append(statement)
+            _note_flags(ctx, [check], stage, opener)
         else:
             refused.append({**check.to_dict(), "name": statement_name(statement, opener), "stage": stage})
     return kept, refused
@@ -1326,6 +1341,7 @@ class HypoEval(Method):
                             "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
                             "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
                             "warnings": list(ctx.warnings), "rejected": list(ctx.rejected),
+                            "flagged": [f for f in ctx.flagged if f["text"] in {e["text"] for e in bank}],
                             "literature_used": bool(literature) and self.hypotheses is None})
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:

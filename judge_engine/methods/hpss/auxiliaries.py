@@ -99,27 +99,30 @@ LISTED = re.compile(r"^\s*\d+[.)]\s*")
 def check_auxiliary(kind: str, text: str, shown: Sequence[str] = (),
                     topics: Sequence[str] = ()) -> tuple[str | None, list[dict[str, Any]]]:
     """``text`` if the rubric checks accept it (steps and questions without near-repeated items), else None;
-    and the refusals (``{text, ok, rule, reason}``).
+    and the refusals and flags (``{text, ok, rule, reason, flags}``; a used text with flags has ``ok`` true).
 
-    Criteria that name no word of the quality vocabulary pass when they name a content word of ``topics`` (the
-    aspect's name and definition, the output's label: :func:`judge_engine.rubric_checks.shares_topic`), so a
-    custom aspect's own words count.
+    Generated criteria that name no word of the quality vocabulary are not flagged when they name a content
+    word of ``topics`` (the aspect's name and definition, the output's label), so a custom aspect's own words
+    count.
     """
     limits = CHECKS[kind]
     listed = kind in ("steps", "questions")
     items = [LISTED.sub("", line).strip() for line in text.splitlines() if line.strip()] if listed else []
     # a list's numbers are not words of it: "1. Q?" is one word
     check = check_entry("\n".join(items) if listed else text, shown=() if kind == "reference" else shown, **limits)
-    if not check.ok and not (check.rule == "no_quality" and shares_topic(text, topics)):
+    if not check.ok:
         return None, [{**check.to_dict(), "text": text}]
+    if topics and shares_topic(text, topics):
+        check = check.without("no_quality")
+    flagged = [{**check.to_dict(), "text": text}] if check.flags else []
     if not listed:
-        return text, []
+        return text, flagged
     # only the near-duplicate rule between items: the list as a whole passed the other rules
     checks = check_entries(items, kind="auxiliary", min_words=1, max_chars=10 ** 9, max_repeats=10 ** 9)
     refused = [c.to_dict() for c in checks if not c.ok]
     if not refused:
-        return text, []
-    return _numbered([c.text for c in checks if c.ok]), refused
+        return text, flagged
+    return _numbered([c.text for c in checks if c.ok]), refused + flagged
 
 
 def _numbered(items: Sequence[str]) -> str | None:
@@ -266,6 +269,8 @@ class Auxiliaries:
     readings: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per kind, replies read as ``json``, by the free-text fallback (``text``) or ``missing``."""
     rejected: list[dict[str, Any]] = field(default_factory=list)
+    flagged: list[dict[str, Any]] = field(default_factory=list)
+    """Used auxiliaries the rubric checks flagged (:mod:`judge_engine.rubric_checks`)."""
     """Auxiliaries (or items of one) the rubric checks refused: ``{text, ok, rule, reason, stage, kind, key}``."""
 
     @property
@@ -317,9 +322,9 @@ class Auxiliaries:
                                                  topics=self._topics())
                 for r in refused:
                     record = {**r, "stage": f"{kind} ({k})", "kind": kind, "key": k}
-                    self.rejected.append(record)
+                    (self.rejected if not r["ok"] else self.flagged).append(record)
                     if self.log:
-                        self.log("rubric_rejected", record)
+                        self.log("rubric_rejected" if not r["ok"] else "rubric_flagged", record)
             out[k] = value
         if self.log and any(v is not None for v in out.values()) and kind in ("criteria", "steps"):
             for k, v in out.items():

@@ -853,7 +853,7 @@ class HPSS(Method):
             "advantages": state.advantages() if state.A else {}, "auxiliary_failures": dict(aux.failures),
             "validation_ids": [s.id for s in validation], "warnings": warnings,
             # auxiliaries the rubric checks refused: treated as missing, kept here with their reasons
-            "rejected": list(aux.rejected)}
+            "rejected": list(aux.rejected), "flagged": list(aux.flagged)}
         if log:
             log("hpss_best", {"strategy": judge_state["strategy"], "fitness": judge_state["fitness"],
                               "base_fitness": judge_state["base_fitness"], "coverage": sel.coverage,
