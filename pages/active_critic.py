@@ -220,9 +220,16 @@ by_key = {i.key: i for i in items}
 seen: dict[str, int] = st.session_state.setdefault(f"ac_seen_versions_{run_id}", {i.key: i.version for i in items})
 task = by_key[TASK]
 criteria_items = [i for i in items if i.key != TASK]
+# the rubric checks' doubts about what stage 1 inferred, shown while an item keeps the text they were raised on
+flagged = judge.state.get("flagged") or []
+task_flags = common.flags_by([f for f in flagged if f.get("stage") == "task description"]).get(task.definition)
+criterion_flags = common.flags_by([f for f in flagged if f.get("stage") == "criteria"], "name")
+inferred = judge.state.get("criteria") or {}
 
 with st.form(f"ac_edit_{run_id}"):
     new_task = st.text_area("Task description", value=task.definition, key=f"ac_task_{run_id}")
+    if task_flags:
+        st.caption(common.flag_caption(task_flags))
     edits = {}
     for item in criteria_items:
         c = st.columns([2, 6, 1])
@@ -230,6 +237,8 @@ with st.form(f"ac_edit_{run_id}"):
         definition = c[1].text_input("Definition", value=item.definition, key=f"ac_def_{item.id}")
         removed = c[2].checkbox("Remove", value=item.status == "removed", key=f"ac_rm_{item.id}",
                                 help="Leave it out of a run from the edits; untick to bring it back.")
+        if item.name in criterion_flags and inferred.get(item.name) == item.definition:
+            c[1].caption(common.flag_caption(criterion_flags[item.name]))
         edits[item.key] = (name.strip(), definition.strip(), "removed" if removed else item.status)
     c = st.columns([2, 6, 1])
     add_name = c[0].text_input("New criterion", key=f"ac_add_name_{run_id}")
@@ -257,9 +266,9 @@ if saved:
     except EditConflict as exc:
         st.error(common.escape_markdown(f"{exc}. Your other changes before it were saved; press Reload to see the "
                               "current text, then edit again."))
-    except ValueError as exc:  # a blank name: the criterion keeps its own
-        st.error(common.escape_markdown(f"Not saved: {exc}. Your other changes before it were saved; give it a "
-                                        "name, or tick Remove to leave it out."))
+    except ValueError as exc:  # a blank name, a binary or over-long text: the criterion keeps its own
+        st.error(common.escape_markdown(f"Not saved: {exc}. Your other changes before it were saved; correct it, "
+                                        "or tick Remove to leave it out."))
     else:
         st.session_state.pop(f"ac_seen_versions_{run_id}", None)
         forget_fields(items)

@@ -120,7 +120,16 @@ def expected(node_id: str) -> int:
     return seen.get(node_id, versions[node_id])
 
 
+def node_flags(node: dict) -> list[dict]:
+    """The rubric checks' flags on a generated node, while it still has the text they were raised on."""
+    raised = fitted.get(node["id"]) or {}
+    if (raised.get("name"), raised.get("definition")) != (node["name"], node["definition"]):
+        return []
+    return raised.get("flags") or []
+
+
 nodes = {n["id"]: n for n in tree["nodes"]}
+fitted = {n["id"]: n for n in state["tree"]["nodes"]}  # the generated nodes, with the rubric checks' flags
 layers = tree_index(next_round_tree(tree))
 importance = state.get("importance", {})
 top_importance = max([max(0.0, v["importance"]) for v in importance.values()] or [0.0]) or 1.0
@@ -248,6 +257,9 @@ def node_row(node: dict, depth: int) -> None:
     name = f"~~{common.escape_markdown(node['name'])}~~" if pruned else f"**{common.escape_markdown(node['name'])}**"
     name = ("↳ " if depth else "") + name
     cols[1].markdown(f"{name} · {common.escape_markdown(node['definition'])}  \n:gray[{' · '.join(badges)}]")
+    flags = node_flags(node)
+    if flags:
+        cols[1].caption(common.flag_caption(flags))
     value = importance.get(nid, {}).get("importance")
     cover = (state.get("coverage") or {}).get(nid)
     if value is None:
@@ -283,7 +295,8 @@ def subtree(parent_id: str, depth: int) -> None:
 st.markdown("#### Review and edit the tree")
 st.caption("Accept a node by leaving it as is. Every change is saved as a new version (Undo restores the previous "
            "one) and written to the audit log; if someone else changed the node meanwhile, you are told instead of "
-           "overwriting their edit.")
+           "overwriting their edit. 'Flagged' under a generated node: a doubt of the rubric checks that did not "
+           "refuse it, so it is in the tree; read why, and edit or delete it if the doubt holds.")
 for aspect_node in [n for n in tree["nodes"] if n.get("parent") is None]:
     label = f"{aspect_node['name']} · {len([i for i in layers if i.startswith(aspect_node['id'] + '/')])} sub-criteria"
     # open: the target aspect, and the aspect holding the node edited last (a changed label, e.g. one more
@@ -380,6 +393,8 @@ node = nodes[pick]
 d1, d2 = st.columns([2, 3])
 d1.markdown(f"**{common.escape_markdown(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
             f"{common.escape_markdown(node['definition'])}")
+if picked_flags := node_flags(node):
+    d1.caption(common.flag_caption(picked_flags))
 detail = node_summary(judge, pick)
 if detail is not None:
     r = detail["correlation"]["pearson"]

@@ -239,6 +239,16 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
                                         "rule": str(r.get("rule", "")).replace("_", " "), "reason": r.get("reason"),
                                         "text": str(r.get("text", ""))[:300]} for r in refused_aux]),
                          hide_index=True)
+    flagged_aux = state.get("flagged") or []
+    if flagged_aux:
+        with st.expander(f"Auxiliaries used with flags ({len(flagged_aux)})"):
+            st.caption("Generated auxiliaries the rubric checks doubted but did not refuse: they were used, and the "
+                       "search's fitness decided whether the strategies using them won. The flags say why they are "
+                       "doubtful (e.g. criteria that name no quality, or talk about the raters or the scoring).")
+            st.dataframe(pd.DataFrame([{"auxiliary": r.get("kind"), "for": r.get("key"),
+                                        "flags": common.flag_text(r.get("flags")),
+                                        "text": str(r.get("text", ""))[:300]} for r in flagged_aux]),
+                         hide_index=True)
     st.dataframe(pd.DataFrame([{"factor": k, "value": v} for k, v in state["readable"].items()]), hide_index=True)
     st.download_button("Export judge (JSON)", judge.to_json(), file_name=f"hpss-judge-{run.id}.json",
                        key="hpss_export")

@@ -90,10 +90,16 @@ if dataset is not None:
 
 
 # --------------------------------------------------------------------------- watch a run
-def bank_table(view: dict) -> None:
+FLAGS_HELP = ("Doubts of the rubric checks that did not refuse the hypothesis: it was used, and selection by "
+              "training correlation kept or dropped it as any other")
+
+
+def bank_table(view: dict, flags: dict[str, list[dict]]) -> None:
+    """The bank as a table; ``flags``: the rubric checks' flags by hypothesis text (:func:`common.flags_by`)."""
     rows = [{"status": r["status"], "origin": r["origin"], "reward": r["reward"], "times evaluated": r["n_evaluated"],
              "train pearson": r["train_pearson"], "coverage": r.get("coverage"), "fitness": r.get("fitness"),
-             "why not selectable": r.get("reason") or "", "hypothesis": r["text"], "key": r["key"]}
+             "why not selectable": r.get("reason") or "", "rubric flags": common.flag_text(flags.get(r["text"])),
+             "hypothesis": r["text"], "key": r["key"]}
             for r in view["hypotheses"]]
     st.dataframe(rows, hide_index=True,
                  column_config={"reward": st.column_config.NumberColumn(format="%.3f"),
@@ -102,6 +108,7 @@ def bank_table(view: dict) -> None:
                                     format="%.2f", help="Share of the training items this hypothesis scored"),
                                 "fitness": st.column_config.NumberColumn(
                                     format="%.3f", help="Pearson x coverage; only positive ones are selected"),
+                                "rubric flags": st.column_config.TextColumn(help=FLAGS_HELP),
                                 "hypothesis": st.column_config.TextColumn(width="large")})
 
 
@@ -133,7 +140,9 @@ def bank_view(s, run: RunRecord) -> None:
     show_warnings(view["warnings"])
     if view["literature_skipped"]:
         st.caption("No literature notes were given: literature steps were skipped.")
-    bank_table(view)
+    # the flags are in the judge: a finished run's bank shows them
+    flagged = Judge.from_dict(run.judge).state.get("flagged", []) if run.judge else []
+    bank_table(view, common.flags_by(flagged))
     ledger = run.ledger  # llm.Ledger.snapshot so far: empty before the first call
     st.caption(f"LLM calls {ledger.get('calls', 0)}, cache hits {ledger.get('cache_hits', 0)}, "
                f"prompt tokens {ledger.get('prompt_tokens', 0)}, completion tokens "
@@ -173,6 +182,8 @@ def add_hypothesis(owner: str, text: str) -> None:
         curation.add(store, owner, key, name=key, definition=text, status="accepted", actor=common.actor())
     except EditConflict:
         common.flash("warning", "That hypothesis is already in the list.")
+    except ValueError as exc:  # binary or megabytes pasted: nothing was saved
+        common.flash("error", f"Not added: {exc}.")
     else:
         st.session_state[OPEN_KEY] = key  # drawn open, ready to refine
     st.rerun()
@@ -181,6 +192,7 @@ def add_hypothesis(owner: str, text: str) -> None:
 def curate(run: RunRecord, judge: Judge) -> None:
     owner = seed_criteria(run, judge)
     bank = {h["key"]: h for h in judge.state.get("bank", [])}
+    flagged = common.flags_by(judge.state.get("flagged", []))  # by text: an edited hypothesis is no longer flagged
     items = curation.items(store, owner)
     st.caption("Accepted hypotheses are the ones a re-scoring run uses. Every save is versioned and audited; "
                "a stale edit (someone saved in between) is refused.")
@@ -194,12 +206,16 @@ def curate(run: RunRecord, judge: Judge) -> None:
         origin = info.get("origin", "added by a person") if item.definition == info.get("text", item.definition) \
             else f"edited by a person (was {info.get('origin', 'added')})"
         coverage = info.get("coverage")
+        flags = flagged.get(item.definition, [])
         label = f"{mark} v{item.version} · {origin}" + (
             f" · train r {pearson:.3f}" if pearson is not None else "") + (
-            f" · coverage {coverage:.0%}" if coverage is not None else "")
+            f" · coverage {coverage:.0%}" if coverage is not None else "") + (
+            " · ⚠ flagged" if flags else "")
         # the item saved last is drawn open: its label changes with the version, and a changed expander
         # would otherwise come back closed after the Save's rerun
         with st.expander(f"{label} · {item.definition[:80]}", expanded=st.session_state.get(OPEN_KEY) == item.key):
+            if flags:
+                st.caption(common.flag_caption(flags))
             with st.form(f"hypoeval_edit_{item.id}"):
                 text = st.text_area("Hypothesis", value=item.definition, key=f"hypoeval_text_{item.id}")
                 status = st.radio("Status", ["accepted", "rejected"], horizontal=True,
@@ -222,6 +238,8 @@ def curate(run: RunRecord, judge: Judge) -> None:
                 except EditConflict as exc:
                     st.error(common.escape_markdown(f"Not saved: {exc}. The latest text is: {item.definition}"))
                     st.session_state[seen_key] = item.version  # saving again now overwrites that version knowingly
+                except ValueError as exc:  # binary or megabytes pasted: the hypothesis keeps its text
+                    st.error(common.escape_markdown(f"Not saved: {exc}."))
                 else:
                     st.session_state[seen_key] = version
                     st.session_state.pop(f"hypoeval_text_{item.id}", None)
@@ -338,12 +356,15 @@ if run is not None:
         judge = Judge.from_dict(run.judge)
         st.markdown("#### Selected hypotheses")
         show_warnings(judge.state.get("warnings", []))
+        selected_flags = common.flags_by(judge.state.get("flagged", []))
         st.dataframe([{"key": h["key"], "origin": h["origin"], "train pearson": h.get("train_pearson"),
                        "coverage": h.get("coverage"), "fitness": h.get("fitness"),
                        "chosen by": h.get("accepted_by") or "selection",
-                       "reward": h.get("reward"), "hypothesis": h["text"]} for h in judge.state.get("selected", [])],
+                       "reward": h.get("reward"), "rubric flags": common.flag_text(selected_flags.get(h["text"])),
+                       "hypothesis": h["text"]} for h in judge.state.get("selected", [])],
                      hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large"),
-                                                     "coverage": st.column_config.NumberColumn(format="%.2f")})
+                                                     "coverage": st.column_config.NumberColumn(format="%.2f"),
+                                                     "rubric flags": st.column_config.TextColumn(help=FLAGS_HELP)})
         tab_results, tab_curate = common.remembered_tabs(["Results", "Curate and re-score"], "hypoeval_view")
         with tab_results:
             results(run, judge)

@@ -355,3 +355,35 @@ def test_the_quick_first_look_starts_the_quick_configuration_on_12_and_10_items(
     assert sorted(b["method"] for b in baselines) == ["direct", "geval"]
     assert all(b["split"]["test_ids"] == run["split"]["test_ids"] for b in baselines)
     assert at.selectbox(key="_w_ac_run_id").value == run["id"], "the new run is the one shown"
+
+
+def test_the_flags_of_the_inferred_task_and_criteria_are_shown_beside_them_until_edited(db):
+    from judge_engine.runs import RunSpec, create_run
+
+    store = Store(db)
+    run_id = create_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6, params={"n_candidates": 2, "variant": "coarse"}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    judge = store.get_run(run_id)["judge"]
+    name, definition = next(iter(judge["state"]["criteria"].items()))
+    # what the rubric checks keep for entries they doubted but let through (judge_engine.rubric_checks)
+    judge["state"]["flagged"] = [
+        {"text": judge["state"]["task_description"], "ok": True, "rule": "", "reason": "", "stage": "task description",
+         "flags": [{"rule": "first_person", "reason": "speaks as a person (me) instead of describing the task"}]},
+        {"text": f"{name}: {definition}", "ok": True, "rule": "", "reason": "", "stage": "criteria", "name": name,
+         "flags": [{"rule": "no_quality", "reason": "names no quality, judgement or score"}]}]
+    store.update_run(run_id, judge=judge)
+    task_said = "Flagged: speaks as a person (me) instead of describing the task (first person)"
+    criterion_said = "Flagged: names no quality, judgement or score (no quality)"
+
+    at = open_page()
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert captions.count(task_said) == 1 and captions.count(criterion_said) == 1, captions
+
+    # a person corrects the criterion: its flag was about the inferred text and goes; the task's stays
+    item = next(r for r in store.criteria(f"active_critic:run:{run_id}") if r["name"] == name)
+    at.text_input(key=f"ac_def_{item['id']}").set_value("Keeps every main point of the article.")
+    at.button(key=f"FormSubmitter:ac_edit_{run_id}-Save edits").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = [c.value.replace("\\", "") for c in at.caption]
+    assert criterion_said not in captions and task_said in captions

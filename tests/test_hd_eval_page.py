@@ -247,3 +247,39 @@ def test_the_waterfall_explains_the_score_the_verdict_shows(db):
     item, shown = re.match(r"Why sample (\S+) got ([-\d.]+) on clarity", titles[0]).groups()
     verdict = next(v for v in store.load_verdicts(run_id) if v.sample_id == item)
     assert float(shown) == pytest.approx(verdict.score, abs=0.006)
+
+
+def test_a_generated_node_the_checks_flagged_shows_why_until_a_person_rewrites_it(db):
+    from judge_engine.methods.hd_eval import flagged_nodes
+    from pages.common import escape_markdown
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+    judge = store.get_run(run_id)["judge"]
+    # what the rubric checks keep on a generated node they doubted but let into the tree
+    flag = {"rule": "field_name", "reason": "named after a field of the prompt ('*Score*')"}
+    node = next(n for n in judge["state"]["tree"]["nodes"] if n["id"] == "clarity/p1")
+    node["flags"] = [flag]
+    judge["state"]["flagged"] = flagged_nodes(judge["state"]["tree"])
+    store.update_run(run_id, judge=judge)
+    said = "Flagged: named after a field of the prompt ('*Score*') (field name)"
+
+    at = _open()
+    captions = [c.value for c in at.caption]
+    assert [c.replace("\\", "") for c in captions].count(said) == 1, "under that node, and only there"
+    assert escape_markdown(said) in captions, "the model's text is escaped, never Markdown"
+
+    # the node up close says it too
+    at.selectbox(key=f"hd_node_{run_id}").set_value("clarity/p1").run()
+    assert [c.value.replace("\\", "") for c in at.caption].count(said) == 2
+
+    # a person rewrites the node: the flags were about the generated text, so they go
+    _, versions = load_tree(store, run_id)
+    edit_node(store, run_id, "clarity/p1", expected_version=versions["clarity/p1"], actor="user", name="Plain words",
+              definition="Uses plain words.")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any("Flagged:" in c.value for c in at.caption)

@@ -298,3 +298,30 @@ def test_an_edit_of_the_strategy_can_be_undone_without_losing_its_history(db, ti
 
 def curation_item(store: Store, owner: str, key: str) -> dict:
     return next(r for r in store.criteria(owner) if r["id"] == f"{owner}:{key}")
+
+
+def test_the_page_lists_the_auxiliaries_used_with_flags_and_why(db, tiny_dataset):
+    from judge_engine.runs import RunSpec, create_run
+    from tests.scripted import schema_responder, tiny_oracle
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                                       params={"budget": 0}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
+                                            backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
+    judge = store.get_run(run_id)["judge"]
+    # what the rubric checks keep for an auxiliary they doubted but let through (judge_engine.rubric_checks)
+    judge["state"]["flagged"] = [
+        {"text": "The experts are very skilled.", "ok": True, "rule": "", "reason": "", "stage": "criteria (scale 5)",
+         "kind": "criteria", "key": "scale 5",
+         "flags": [{"rule": "about_raters", "reason": "describes the raters, not a quality of the judged text"},
+                   {"rule": "no_quality", "reason": "names no quality, judgement or score"}]}]
+    store.update_run(run_id, judge=judge)
+    at = _open()
+    assert any(e.label == "Auxiliaries used with flags (1)" for e in at.expander)
+    table = next(d.value for d in at.dataframe if "auxiliary" in d.value.columns and "flags" in d.value.columns)
+    assert table.to_dict("records") == [{
+        "auxiliary": "criteria", "for": "scale 5", "text": "The experts are very skilled.",
+        "flags": "describes the raters, not a quality of the judged text (about raters); "
+                 "names no quality, judgement or score (no quality)"}]

@@ -224,3 +224,38 @@ def test_a_run_that_found_no_judge_says_so_without_resume_and_other_failures_off
         assert not resume
         assert any(f"Run #{run_id} ended without a judge: HypoEval found no hypothesis" in e.value.replace("\\", "")
                    and "Resuming would reach the same end" in e.value for e in at.error)
+
+
+def test_a_flagged_hypothesis_shows_its_flags_in_the_bank_the_selection_and_the_curation_list(db, tiny_dataset,
+                                                                                              started):
+    run_id = finished_run(db, tiny_dataset)
+    store = Store(db)
+    judge = store.get_run(run_id)["judge"]
+    text = judge["state"]["selected"][0]["text"]
+    # what the rubric checks keep for a hypothesis they doubted but let through (judge_engine.rubric_checks)
+    flag = {"rule": "about_raters", "reason": "describes the raters, not a quality of the judged text"}
+    judge["state"]["flagged"] = [{"text": text, "ok": True, "rule": "", "reason": "", "flags": [flag],
+                                  "name": "flagged one", "stage": "initial"}]
+    store.update_run(run_id, judge=judge)
+    said = "describes the raters, not a quality of the judged text (about raters)"
+
+    at = open_page()
+    frames = [d.value for d in at.dataframe]
+    bank = next(f for f in frames if "times evaluated" in f.columns)
+    assert bank.loc[bank["hypothesis"] == text, "rubric flags"].tolist() == [said]
+    assert set(bank.loc[bank["hypothesis"] != text, "rubric flags"]) <= {""}, "only the flagged one"
+    selected = next(f for f in frames if list(f.columns)[:3] == ["key", "origin", "train pearson"])
+    assert selected.loc[selected["hypothesis"] == text, "rubric flags"].tolist() == [said]
+    # the curation list: marked on the collapsed item, the reasons inside it
+    assert [e.label for e in at.expander if "⚠ flagged" in e.label] == \
+        [next(e.label for e in at.expander if text[:80] in e.label)]
+    assert [c.value.replace("\\", "") for c in at.caption].count(f"Flagged: {said}") == 1
+
+    # a person rewrites it: the flags were about the generated text, so they go
+    item = next(r for r in store.criteria(f"hypoeval:run:{run_id}") if r["definition"] == text)
+    at.text_area(key=f"hypoeval_text_{item['id']}").set_value("Clear summaries state the main point early.")
+    index = [r["id"] for r in store.criteria(f"hypoeval:run:{run_id}")].index(item["id"])
+    [b for b in at.button if b.label == "Save"][index].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not any("Flagged:" in c.value for c in at.caption)
+    assert not any("⚠ flagged" in e.label for e in at.expander)
