@@ -393,7 +393,7 @@ def _vocabulary_flags(text: str, words: Sequence[str], kind: str) -> tuple[Rubri
 
 
 def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
-                min_words: int = 3, max_chars: int = 1500, max_copied: float = MAX_COPIED,
+                topics: Sequence[str] = (), min_words: int = 3, max_chars: int = 1500, max_copied: float = MAX_COPIED,
                 max_similarity: float = 0.8, max_repeats: int = 3) -> RubricCheck:
     """Check one generated entry: the refusing rules (first broken rule wins), then the flags.
 
@@ -408,6 +408,10 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
         The texts the prompt showed the model (judged outputs, sources, examples).
     accepted : sequence of str
         Entries accepted before this one (for ``near_duplicate``).
+    topics : sequence of str
+        What is judged (the output's label, the aspect's name and
+        definition): an entry that names a content word of them is not
+        flagged ``no_quality``.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
@@ -415,7 +419,9 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
     refused = _shape(text, words, kind=kind, shown=shown, accepted=accepted, min_words=min_words,
                      max_chars=max_chars, max_copied=max_copied, max_similarity=max_similarity,
                      max_repeats=max_repeats)
-    return refused or RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind))
+    if refused:
+        return refused
+    return _topic_lift(RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind)), text, topics)
 
 
 def check_entries(texts: Sequence[str], *, kind: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),

@@ -55,9 +55,8 @@ HPSS_REFERENCE = "hpss_reference"
 
 RUBRIC_PRESENCE_PENALTY = 1.5
 """:attr:`GenerationParams.presence_penalty` of every request that generates rubric entries (HypoEval traits,
-Active-Critic criteria, HD-Eval children). Under a grammar with greedy decoding SmolLM2-135M copied the first
-item into every later one (three "Comprehension" criteria with one definition); with this penalty it wrote
-"Comprehension", "Clarity", "Sensitivity" with different definitions (our trial, 2026-11-24). The same
+Active-Critic criteria, HD-Eval children): under a grammar with greedy decoding a small model copies the first
+item into every later one, and the penalty on tokens already written makes the items differ. The same
 parameter is OpenAI's and vLLM's ``presence_penalty``."""
 
 REPLY_KINDS = (SCORE, GEVAL_STEPS, HYPOTHESES, YES_NO, DECOMPOSITION, TASK_DESCRIPTION, CRITERIA,
@@ -164,8 +163,9 @@ def literal_pattern(text: str) -> str:
 
 STATEMENT_BODY = "[a-z0-9 ,;']"
 """The characters of a statement after its opener's first word: lower-case words, commas and apostrophes. No
-capital letter: SmolLM2 named criteria after people, cities and football clubs ("Aurora", "Barcelona",
-"Arsenal"). The first character is a letter: it wrote timestamps where a definition belonged."""
+capital letter, and a letter first: under a grammar a small model otherwise drifts into proper names and
+numbers, content rather than a property. It also confines the form to lower-case ASCII English, one reason the
+sentence form is the default only on the embedded model."""
 
 
 def statement_pattern(opener: str, *, min_chars: int = 12, max_chars: int = 160) -> str:
@@ -177,14 +177,12 @@ def statement_list_schema(title: str, key: str, *, opener: str, min_items: int, 
                           max_chars: int = 160) -> dict[str, Any]:
     """``{key: ["<opener> ...", ...]}``: criteria written as sentences that start with ``opener``.
 
-    Why sentences and not name and definition: asked for named criteria,
-    SmolLM2-135M named every child after its parent, after a person or
-    after a schema key, and the rubric checks refused them all; asked to
-    complete "A good summary ...", it wrote "A good summary is consistent
-    with the article's content" and "A good story has characters with
-    relatable emotions" (our trials on the four benchmarks, 2026-11-25).
-    The name shown beside such a criterion is taken from the sentence
-    (:func:`judge_engine.rubric_checks.statement_name`).
+    The sentence form for small models (``criteria_form="sentence"``,
+    :data:`judge_engine.methods.base.CRITERIA_FORMS`): a name slot invites
+    a small model to fill it with whatever noun is at hand (the parent, a
+    person, a schema key), while completing "A good summary ..." makes it
+    name a property of the text. The name shown beside such a criterion is
+    taken from the sentence (:func:`judge_engine.rubric_checks.statement_name`).
     """
     sentence = {"type": "string", "pattern": statement_pattern(opener, max_chars=max_chars)}
     return _list(title, key, sentence, min_items, max_items)

@@ -200,3 +200,16 @@ def test_structured_requests_get_valid_json_of_their_kind():
     schema = st.score_schema(1, 5)
     reply = backend.generate(follow, GenerationParams(json_schema=st.as_param(schema))).text
     assert st.read_json(reply, schema).ok, reply
+
+
+def test_hypoeval_runs_in_both_forms_in_the_simulated_world(tmp_path):
+    """The paper's form (free hypotheses) and the sentence form both find hypotheses the world planted and
+    produce every row, with no prompt the simulated judge does not recognise."""
+    for form in ("paper", "sentence"):
+        out = tmp_path / form
+        assert bench_main.main(["--out", str(out), "simulate", "--seeds", "2", "--methods", "hypoeval",
+                                "--params", f'hypoeval={{"criteria_form": "{form}"}}']) == 0
+        doc = json.loads((out / "simulate.json").read_text(encoding="utf-8"))
+        assert doc["summary"]["unrecognised_prompts"] == 0
+        rows = [r for r in doc["rows"] if r["method"] == "hypoeval"]
+        assert rows and not [r for r in rows if r["measure"] == "error"], form

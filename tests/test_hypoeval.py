@@ -653,7 +653,7 @@ def test_read_hypotheses_json_first_then_fallbacks():
     good = "A summary scores high when each sentence follows from the one before."
     # read as JSON; an item of fewer than MIN_HYPOTHESIS_WORDS words is not a rubric and is dropped
     assert he.read_hypotheses(json.dumps({"hypotheses": [good, "Flow matters a great deal."]}), 5) == ([good], "json")
-    too_long = good + " x" * 400  # breaks maxLength: read leniently, as the fallback
+    too_long = good + " x" * 600  # breaks maxLength: read leniently, as the fallback
     got, source = he.read_hypotheses(json.dumps({"hypotheses": [too_long]}), 5)
     assert source == "text" and got and got[0].startswith("A summary")
     assert he.read_hypotheses(f"hypothesis1. {good}", 5) == ([good], "text")
@@ -1056,3 +1056,53 @@ def test_fallback_shapes_keep_todays_checks(store, tiny_dataset):
     assert he.generate_hypotheses(ctx, 2, samples=tiny_dataset.samples[:2]) == [raters, good]
     assert [(f["text"], [x["rule"] for x in f["flags"]][0]) for f in ctx.flagged] == [(raters, "about_raters")]
     assert ctx.rejected == []
+
+
+# ----------------------------------------------------------------------------- the paper's form on capable backends
+
+PAPER_HYPOTHESES = [
+    # the scripted judge scores by the "good rubric" mark
+    "Summaries that link their ideas with clear transitions will likely receive a score of 4 or 5; summaries that "
+    "jump between unrelated points will receive a score of 1 or 2 (good rubric 0).",
+    "A summary that names the people and dates of the article correctly scores higher on this aspect than one "
+    "that confuses them.",
+]
+
+
+def _paper_fit(tiny_dataset, form="auto", **config):
+    seen = []
+    base = scripted(tiny_dataset, generate=lambda p: legacy_reply(PAPER_HYPOTHESES))
+
+    def responder(messages, params):
+        seen.append((messages[0]["content"], params))
+        return base(messages, params)
+
+    llm, _ = fake_llm(responder, concurrency=1, **config)  # no cache: every fit asks its own prompts
+    judge = get_method("hypoeval", {"n_init_hypotheses": 2, "criteria_form": form}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+    generations = [(prompt, p) for prompt, p in seen if structured.kind_of(p.json_schema) == structured.HYPOTHESES]
+    return judge, generations
+
+
+def test_on_a_capable_backend_hypotheses_are_asked_for_in_the_papers_form_score_bands_and_all(store, tiny_dataset):
+    judge, generations = _paper_fit(tiny_dataset, backend="openai", model="gpt-4o-mini")
+    assert judge.state["criteria_form"] == "paper"
+    prompt, params = generations[0]
+    items = structured.schema_of(params.json_schema)["properties"]["hypotheses"]["items"]
+    assert "pattern" not in items and items["maxLength"] >= 800, "free hypotheses, long enough for score bands"
+    assert OPENER not in prompt and "score ranges" in prompt
+    # the paper's own form passes the checks: nothing refused, both in the bank
+    assert judge.state["rejected"] == []
+    assert {e["text"] for e in judge.state["bank"]} >= set(PAPER_HYPOTHESES)
+
+
+def test_the_sentence_form_is_the_default_only_on_the_embedded_model_and_can_be_chosen_anywhere(store, tiny_dataset):
+    judge, generations = _paper_fit(tiny_dataset)  # the default LLMConfig: the embedded model
+    assert judge.state["criteria_form"] == "sentence"
+    prompt, params = generations[0]
+    assert "pattern" in structured.schema_of(params.json_schema)["properties"]["hypotheses"]["items"]
+    assert f'Start each sentence with "{OPENER}"' in prompt
+    chosen, generations = _paper_fit(tiny_dataset, form="sentence", backend="openai", model="gpt-4o-mini")
+    assert chosen.state["criteria_form"] == "sentence" and OPENER in generations[0][0]
+    own_file, _ = _paper_fit(tiny_dataset, backend="llamacpp", model="/models/qwen2.5-7b-instruct.gguf")
+    assert own_file.state["criteria_form"] == "paper", "a model file of the user's is not the embedded model"

@@ -136,8 +136,8 @@ class GenerationParams:
     """Distinguishes repeated stochastic draws of the same prompt in the cache; never sent."""
     presence_penalty: float = 0.0
     """Penalty on tokens already in the reply (OpenAI's ``presence_penalty``; 0 = none). Rubric generation sets
-    it: under a grammar and greedy decoding SmolLM2-135M otherwise writes the first list item again and again
-    ("Comprehension", "Comprehension", ...), while with it the items differ. Only sent when not 0."""
+    it: under a grammar and greedy decoding a small model otherwise writes the first list item again and again,
+    while with it the items differ. Only sent when not 0."""
     json_schema: str = ""
     """The reply's JSON schema as canonical JSON text (:func:`judge_engine.structured.as_param`); empty = free text.
     A backend constrains the reply to it by its native mechanism, or sends the prompt unchanged where the

@@ -1,8 +1,9 @@
 """HypoEval: hypothesis-guided evaluation from 30 human scores and literature notes.
 
-A bank of *hypotheses* (each one sentence that starts "A good summary ..."
-and says one thing that earns a higher score; a person may also curate
-rubrics that describe every score) is grown from a few human-scored samples
+A bank of *hypotheses* (each says which texts earn a higher or a lower
+score, in the paper's form free text that may name score bands, in the
+sentence form for small models one sentence that starts "A good summary
+..."; a person may also curate rubrics that describe every score) is grown from a few human-scored samples
 with a UCB-style reward, refined on the samples it gets wrong and on
 literature notes, de-duplicated, and up to ``n_selected`` hypotheses with
 the best coverage-aware Pearson correlation on the training samples become
@@ -10,8 +11,9 @@ the judge: a new text gets one chain-of-thought score per selected
 hypothesis and its final score is their mean.
 
 Every generation step asks for structure (:mod:`judge_engine.structured`):
-hypotheses as a JSON list of statements that start with the opener
-(``HYPOTHESES``, :func:`hypotheses_schema`; a second sampled draw fills the
+hypotheses as a JSON list (``HYPOTHESES``, :func:`hypotheses_schema`: free
+hypotheses, or sentences that start with the opener in the sentence form
+chosen by ``criteria_form``; a second sampled draw fills the
 places the rubric checks left empty), the repetition check as
 ``{"answer": "yes" | "no"}`` (``YES_NO``), each score as
 ``{"explanation", "score"}`` or, score first for probability-weighted
@@ -80,9 +82,9 @@ from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, RunEvent, Sample, Verdict
-from ..rubric_checks import RubricCheck, check_entries, check_statement, is_statement, statement_name
-from .base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
-                   register)
+from ..rubric_checks import RubricCheck, check_entry, check_statement, is_statement, statement_name
+from .base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method,
+                   OptionalInterval, Options, Progress, judge_warning, register, resolve_criteria_form)
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -106,18 +108,26 @@ FINAL_ANSWER_PATTERN = re.compile(r"(?i)final\s+answer\s*[:：]?\s*\**\s*\[?\s*(
 MIN_HYPOTHESIS_WORDS = 6
 """A parsed item shorter than this is not a rubric (e.g. a bare score "[[4]]")."""
 HYPOTHESIS_MIN_CHARS = 20
-HYPOTHESIS_MAX_CHARS = 300
-"""Length bounds of one hypothesis in a free-text-shaped reply (``{"hypotheses": [str, ...]}``, the fallback)."""
+HYPOTHESIS_MAX_CHARS = 1000
+"""Length bounds of one hypothesis written in the paper's form (``{"hypotheses": [str, ...]}``): long enough
+for a hypothesis that walks through its score bands, as the paper's own do."""
+FORM_INSTRUCTIONS = {
+    "paper": ("Write them as {n} different hypotheses of one to three sentences each, saying which "
+              "{output}s earn higher {aspect} scores and which earn lower ones; you may name score ranges."),
+    "sentence": ("Write them as {n} different sentences, each saying one concrete thing that a {output} with high "
+                 "{aspect} does and a {output} with low {aspect} does not. Start each sentence with \"{opener}\"."),
+}
+"""What a generation or refinement prompt asks each hypothesis to look like, by form
+(:data:`judge_engine.methods.base.CRITERIA_FORMS`)."""
 HYPOTHESES_KEY = "hypotheses"
 """The list key of the generation schema: one statement per hypothesis (see :func:`hypotheses_schema`)."""
 SECOND_DRAW_TEMPERATURE = 0.7
 """Temperature of the second, sampled draw of a generation or refinement call whose first reply left fewer
-usable hypotheses than asked (see :func:`_ask_for_hypotheses`). In our trial (2026-11-25, /work/exp/sent2.py)
-greedy decoding on SmolLM2-135M often wrote one sentence four times; a draw at 0.7 wrote different ones."""
+usable hypotheses than asked (see :func:`_ask_for_hypotheses`): greedy decoding of the same prompt would give the
+same sentences again, a sampled draw gives new ones."""
 SAMPLED_DRAWS = 2
-"""Sampled draws of a generation or refinement prompt while fewer usable hypotheses than asked are left. With
-one, HANNA's bank held 2 hypotheses on SmolLM2-135M: each draw gave one usable sentence and tales of love and
-courage the checks refused (alignment grid, 2026-11-25)."""
+"""Sampled draws of a generation or refinement prompt while fewer usable hypotheses than asked are left: a
+small model may give one usable hypothesis per reply, and the bank needs several to select from."""
 GENERATION_CALLS = 2 + SAMPLED_DRAWS
 """Backend calls one generation or refinement may take: the first reply, a follow-up turn when it was not
 read, and the sampled draws while fewer usable hypotheses than asked were left."""
@@ -163,20 +173,22 @@ def parse_hypotheses(text: str, limit: int) -> list[str]:
 
 
 def hypotheses_schema(opener: str, n: int, *, min_items: int | None = None) -> dict[str, Any]:
-    """The schema of a generation or refinement reply: exactly ``n`` statements (the paper asks for n hypotheses).
+    """The schema of a generation or refinement reply: exactly ``n`` hypotheses (the paper asks for n).
 
-    ``{"hypotheses": ["A good summary ...", ...]}``
-    (:func:`judge_engine.structured.statement_list_schema`): each
-    hypothesis is one sentence that starts with ``opener`` and says one
-    thing that earns a higher score. Asked for named traits, SmolLM2-135M
-    named them after the raters, the reported scores or the judged texts'
-    content, and the rubric checks refused them; asked to complete "A good
-    summary ...", it wrote usable facets ("A good summary is consistent with
-    the article's content"). ``minItems`` = ``n`` makes the grammar write
-    ``n`` sentences; reading accepts fewer (``min_items``).
+    The paper's form (``opener`` empty): ``{"hypotheses": [str, ...]}``,
+    each a hypothesis of its own wording, score bands allowed. The sentence
+    form: ``{"hypotheses": ["A good summary ...", ...]}``
+    (:func:`judge_engine.structured.statement_list_schema`), each one
+    lower-case sentence that starts with ``opener``: the shape a small model
+    under a grammar fills with usable facets, where a free list lets it
+    drift into the judged texts' content. ``minItems`` = ``n`` makes a
+    grammar write ``n`` items; reading accepts fewer (``min_items``).
     """
-    return st.statement_list_schema(st.HYPOTHESES, HYPOTHESES_KEY, opener=opener,
-                                    min_items=n if min_items is None else min_items, max_items=n)
+    least = n if min_items is None else min_items
+    if not opener:
+        return st.string_list_schema(st.HYPOTHESES, HYPOTHESES_KEY, min_items=least, max_items=n,
+                                     min_length=HYPOTHESIS_MIN_CHARS, max_length=HYPOTHESIS_MAX_CHARS)
+    return st.statement_list_schema(st.HYPOTHESES, HYPOTHESES_KEY, opener=opener, min_items=least, max_items=n)
 
 
 def as_statement(text: str, opener: str) -> str | None:
@@ -294,6 +306,9 @@ class Context:
     params: dict[str, Any]
     log: EventSink
     progress: Callable[[str], None]
+    form: str = "sentence"
+    """How hypotheses are asked for: ``paper`` or ``sentence`` (resolved, see
+    :func:`judge_engine.methods.base.resolve_criteria_form`)."""
     """Called after each batch of calls with the stage name (the counter below is the progress)."""
     calls: int = 0
     total: int = 1
@@ -351,16 +366,18 @@ class Context:
 
     @property
     def opener(self) -> str:
-        """How each generated hypothesis starts (:attr:`TaskInfo.statement_opener`)."""
-        return self.task.statement_opener
+        """How each generated hypothesis starts in the sentence form (:attr:`TaskInfo.statement_opener`); ""
+        in the paper's form."""
+        return self.task.statement_opener if self.form == "sentence" else ""
 
-    def generation_fields(self) -> dict[str, Any]:
-        """:meth:`common_fields` without the scale, with the opener: generation and refinement prompts leave
-        the scale out (asked with "scores run from 1 to 6" in the prompt, SmolLM2-135M named its trait
-        "Scores" and wrote about numbers; the scoring prompt gives the scale)."""
+    def generation_fields(self, n: int) -> dict[str, Any]:
+        """:meth:`common_fields` without the scale, with the form's instruction: the scoring prompt gives the
+        scale; in a generation prompt a small model takes the numbers for the subject."""
         fields = self.common_fields()
         fields.pop("low"), fields.pop("high")
-        return {**fields, "opener": self.opener}
+        instruction = FORM_INSTRUCTIONS[self.form].format(n=n, output=fields["output_label_lower"],
+                                                          aspect=fields["aspect_name"], opener=self.opener)
+        return {**fields, "form_instruction": instruction}
 
     def common_fields(self) -> dict[str, Any]:
         lo, hi = self.scale
@@ -434,7 +451,7 @@ def generate_hypotheses(ctx: Context, n: int, *, samples: Sequence[Sample] = (),
     evidence = [literature_block(literature)] if literature else []
     evidence += [observations_block(samples, ctx)] if samples else []
     basis = BASIS_BOTH if samples and literature else BASIS_DATA if samples else BASIS_LITERATURE
-    prompt = GENERATE_TEMPLATE.render(**ctx.generation_fields(), num_hypotheses=n, basis=basis,
+    prompt = GENERATE_TEMPLATE.render(**ctx.generation_fields(n), num_hypotheses=n, basis=basis,
                                       evidence="\n\n".join(evidence))
     return _ask_for_hypotheses(ctx, prompt, n, stage, shown=shown_texts(samples, literature))
 
@@ -449,8 +466,8 @@ def refine_hypotheses(ctx: Context, hypotheses: Sequence[str], *, samples: Seque
         basis, evidence = "the scored texts above", observations_block(samples, ctx)
     else:
         basis, evidence = "the literature findings above", literature_block(literature)
-    prompt = REFINE_TEMPLATE.render(**ctx.generation_fields(), num_hypotheses=len(hypotheses), basis=basis,
-                                    evidence=evidence, hypotheses=numbered(hypotheses))
+    prompt = REFINE_TEMPLATE.render(**ctx.generation_fields(len(hypotheses)), num_hypotheses=len(hypotheses),
+                                    basis=basis, evidence=evidence, hypotheses=numbered(hypotheses))
     return _ask_for_hypotheses(ctx, prompt, len(hypotheses), stage, shown=shown_texts(samples, literature))
 
 
@@ -460,8 +477,11 @@ def shown_texts(samples: Sequence[Sample], literature: Sequence[dict[str, str]])
     return texts + [str(v) for paper in literature for v in paper.values() if v]
 
 
-RETRY_GENERATION = ('Please answer again with the JSON object asked for: a list of {n} sentences, each starting '
-                    'with "{opener}" and saying one thing that earns a higher score.')
+RETRY_GENERATION = {
+    "paper": "Please answer again with the JSON object asked for: a list of {n} hypotheses, each saying which texts "
+             "earn a higher score and which a lower one.",
+    "sentence": 'Please answer again with the JSON object asked for: a list of {n} sentences, each starting with '
+                '"{opener}" and saying one thing that earns a higher score.'}
 
 
 def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown: Sequence[str] = ()) -> list[str]:
@@ -480,7 +500,7 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
 
     Statements go through :func:`judge_engine.rubric_checks.check_statement`
     (:func:`check_statements`), whole hypotheses of the older shapes
-    through :func:`judge_engine.rubric_checks.check_entries`: a refused one
+    through :func:`judge_engine.rubric_checks.check_entry`: a refused one
     is kept in ``ctx.rejected`` with its rule and reason (shown on the page,
     restorable by a person), not used.
     """
@@ -492,7 +512,7 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     last = reply
     if not found:  # ours, as for every unreadable reply: retry once, a follow-up turn asking for the list only
         follow = ctx.llm.complete([{"role": "user", "content": prompt}, {"role": "assistant", "content": reply},
-                                   {"role": "user", "content": RETRY_GENERATION.format(n=n, opener=opener)}],
+                                   {"role": "user", "content": RETRY_GENERATION[ctx.form].format(n=n, opener=opener)}],
                                   ctx.generation_params(schema))
         ctx.calls += 1
         last = follow.text
@@ -533,9 +553,10 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
 def _read_reply(text: str, n: int, opener: str) -> tuple[list[str], str, str]:
     """Statements of the reply (shape ``statement``), else whole hypotheses of the older shapes (``hypothesis``),
     with how they were read (one of :data:`READ_SOURCES`)."""
-    statements, source = read_statements(text, n, opener)
-    if statements:
-        return statements, source, "statement"
+    if opener:
+        statements, source = read_statements(text, n, opener)
+        if statements:
+            return statements, source, "statement"
     found, source = read_hypotheses(text, n)
     return found, source, "hypothesis"
 
@@ -546,12 +567,16 @@ def _check_reply(ctx: Context, found: Sequence[str], shape: str, *, shown: Seque
     returned. A hypothesis once ``room`` is full is neither: it is not needed."""
     if shape == "statement":
         kept, refused = check_statements(found, ctx, shown=shown, stage=stage, accepted=accepted, room=room)
-    else:  # the fallback shapes: whole hypotheses, checked as today
+    else:  # the paper's form, and the older shapes a sentence-form reply may fall back to
+        definition = ctx.aspect.definition or ""
+        topics = (ctx.task.output_label, ctx.aspect.name, definition)
         checks = []
         for text in found:
             if room is not None and len(accepted) >= room:
                 break
-            check = check_entries([text], kind="hypothesis", shown=shown, accepted=accepted)[0]
+            # the aspect's definition said again is no hypothesis of its own: a near-duplicate of it
+            check = check_entry(text, kind="hypothesis", shown=shown, accepted=[definition, *accepted] if definition
+                                else accepted, topics=topics)
             checks.append(check)
             if check.ok:
                 accepted.append(text)
@@ -1104,6 +1129,11 @@ class HypoEval(Method):
 
     Parameters
     ----------
+    criteria_form : {"auto", "paper", "sentence"}, default="auto"
+        How hypotheses are asked for: the paper's (free hypotheses that may
+        name score bands) or, for small models, one sentence each that
+        completes "A good summary ..." under a grammar. ``auto``: the
+        sentence form on the embedded model, the paper's on other backends.
     layout : {"paper", "sample_first"}, default="paper"
         Prompt layout of per-hypothesis scoring: the paper's (instructions
         and hypothesis, then the sample) or the sample first and the
@@ -1201,7 +1231,7 @@ class HypoEval(Method):
     name = "hypoeval"
     title = "HypoEval"
     _parameter_constraints = {
-        "layout": Options(LAYOUTS),
+        "criteria_form": Options(CRITERIA_FORMS), "layout": Options(LAYOUTS),
         "joint": Options((True, False)),
         "n_train": Interval(int, 2, 1000), "n_init": Interval(int, 1, 100),
         "n_init_hypotheses": Interval(int, 1, 50), "alpha": Interval(float, 0, 10),
@@ -1219,7 +1249,7 @@ class HypoEval(Method):
         "literature": _LiteratureCheck(), "hypotheses": _HypothesesCheck(), "seed": Interval(int, None, None)}
 
     _parameter_labels = {
-        "layout": "Prompt layout", "joint": "All hypotheses in one call", "n_train": "Training items used",
+        "criteria_form": "Form of generated hypotheses", "layout": "Prompt layout", "joint": "All hypotheses in one call", "n_train": "Training items used",
         "n_init": "Items for the first hypotheses", "n_init_hypotheses": "First hypotheses",
         "alpha": "Exploration weight (UCB)", "reward_a": "Reward constant a", "reward_b": "Reward weight b",
         "top_k": "Hypotheses tried per item", "theta": "Error counted as wrong",
@@ -1233,14 +1263,14 @@ class HypoEval(Method):
         "max_tokens": "Score reply limit (tokens)", "generation_max_tokens": "Generation reply limit",
         "check_max_tokens": "Check reply limit (tokens)", "observation_chars": "Characters of each text shown",
         "literature": "Literature notes", "hypotheses": "Curated hypotheses", "seed": "Random seed of the method"}
-    _choice_labels = {"layout": LAYOUT_LABELS,
+    _choice_labels = {"criteria_form": CRITERIA_FORM_LABELS, "layout": LAYOUT_LABELS,
                       "refine_start": {"data": "the data (paper)", "literature": "the literature"},
                       "replace_pool": {"top_k": "best of tried and new (paper)", "bank": "best of the whole bank"},
                       "union_mode": {"random_half": "a random half of each (paper)",
                                      "balanced_fill": "best data half, filled from literature"}}
     quick_params: ClassVar[dict[str, Any]] = {"n_init": 3, "n_init_hypotheses": 3, "top_k": 3, "w_max": 3,
                                               "n_refine": 1, "max_bank": 6, "n_selected": 3}
-    def __init__(self, *, layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
+    def __init__(self, *, criteria_form: str = "auto", layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
                  n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float | None = None,
                  top_k: int = 10, theta: float = 0.5, w_hyp: int | None = None, w_hyp_scale: float = 0.8,
                  w_max: int = 10, n_refine: int = 6, refine_start: str = "data", refine_early_stop: bool = False,
@@ -1249,6 +1279,7 @@ class HypoEval(Method):
                  n_selected: int = 5, reasoning: bool = True, weighted: bool = False, max_tokens: int = 256,
                  generation_max_tokens: int = 1024, check_max_tokens: int = 128, observation_chars: int = 1500,
                  literature: tuple | None = None, hypotheses: tuple | None = None, seed: int = 42):
+        self.criteria_form = criteria_form
         self.layout = layout
         self.joint = joint
         self.n_train = n_train
@@ -1290,12 +1321,12 @@ class HypoEval(Method):
         s_tr = s_tr[:self.n_train]
         literature = [dict(n) for n in (self.literature or ())]
         ctx = Context(llm=llm, aspect=aspect, task=task, params=p, log=log or (lambda kind, payload: None),
-                      progress=lambda stage: None)
+                      progress=lambda stage: None, form=resolve_criteria_form(self.criteria_form, llm))
         ctx.total = max(1, self.estimate_calls(len(s_tr), 0)["fit"])
         if progress:
             ctx.progress = lambda stage: progress(min(ctx.calls, ctx.total), ctx.total, stage)
         by_id = {s.id: s for s in s_tr}
-        ctx.emit("fit_started", {"n_train": len(s_tr), "estimated_calls": ctx.total})  # a resumed fit starts over
+        ctx.emit("fit_started", {"n_train": len(s_tr), "estimated_calls": ctx.total, "criteria_form": ctx.form})  # a resumed fit starts over
 
         if self.hypotheses is not None:
             bank = curated_entries(self.hypotheses)
@@ -1342,7 +1373,8 @@ class HypoEval(Method):
                             "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
                             "warnings": list(ctx.warnings), "rejected": list(ctx.rejected),
                             "flagged": [f for f in ctx.flagged if f["text"] in {e["text"] for e in bank}],
-                            "literature_used": bool(literature) and self.hypotheses is None})
+                            "literature_used": bool(literature) and self.hypotheses is None,
+                            "criteria_form": ctx.form})
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """An upper bound on the backend calls of a fit and of scoring, before cache hits.
