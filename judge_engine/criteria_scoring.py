@@ -18,12 +18,11 @@ Layouts
     (instructions, aspect, the scale written out one point a line), then the
     sample, then only the criterion and the answer cue (``Score:`` when
     scoring first): everything before the criterion is the same for every
-    criterion of a sample. On SmolLM2-135M the written-out scale is what
-    makes the reply start with a number (with the paper's answer sentence
-    after the criterion it replied in prose, "The summary ...", and every
-    cell needed a follow-up turn), and keeping the sample next to the
-    criterion and cue kept its scores' correlation with humans near the
-    paper layout's (benchmark ``layout``).
+    criterion of a sample. The scale written out before the sample is what
+    makes a small model's reply start with a number (an answer sentence
+    after the criterion invites prose, and a follow-up turn per cell), and
+    keeping the sample next to the criterion and cue keeps the scores'
+    correlation with humans near the paper layout's (benchmark ``layout``).
 
 How a method scores is one :class:`ScoringSettings` record (layout, joint,
 reasoning, reply budget, weighted reading, structured replies), built once

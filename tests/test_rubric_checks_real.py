@@ -150,3 +150,12 @@ def test_a_pasted_rubric_entry_that_is_binary_or_megabytes_long_is_refused_and_n
     with pytest.raises(ValueError, match=problem):
         curation.add(store, owner, "h2", name="h2", definition=text, actor="ann")
     assert curation.items(store, owner) == before
+
+
+def test_curated_hypotheses_that_are_binary_or_megabytes_long_are_refused_with_one_message():
+    from judge_engine.methods import get_method
+
+    for bad, problem in (["\x00\x01\x02 not text \x00"], "binary"), (["A rubric line. " * 3000], "characters long"):
+        with pytest.raises(ValueError, match=problem) as err:
+            get_method("hypoeval", {"hypotheses": bad})._validate_params()
+        assert len(str(err.value)) < 300, "the message names the problem, not the whole paste"

@@ -118,10 +118,14 @@ def structure_of(judge: dict[str, Any]) -> dict[str, Any]:
     """What a fitted judge holds, in counts: a hypothesis bank, inferred criteria, the children of each
     expanded tree node, an HPSS strategy's coverage (what #16 asks of every method on a small model)."""
     state = judge.get("state") or {}
-    method = judge.get("method")
+    # what the rubric checks refused and what they let through with a flag
+    checks = {"rejected": len(state.get("rejected") or []), "flagged": len(state.get("flagged") or [])}
+    return {**_structure(judge.get("method"), state), **checks}
+
+
+def _structure(method: str | None, state: dict[str, Any]) -> dict[str, Any]:
     if method == "hypoeval":
-        return {"bank": len(state.get("bank") or []), "selected": len(state.get("selected") or []),
-                "rejected": len(state.get("rejected") or [])}
+        return {"bank": len(state.get("bank") or []), "selected": len(state.get("selected") or [])}
     if method == "active_critic":
         return {"criteria": len(state.get("criteria") or {})}
     if method == "hd_eval":

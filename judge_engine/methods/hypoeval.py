@@ -78,6 +78,7 @@ from typing import Any, Callable, ClassVar, Sequence
 from .. import metrics
 from .. import structured as st
 from ..criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionText, ScoringSettings, estimate_criteria_calls, score_criteria
+from ..curation import text_problem
 from ..llm import LLM, GenerationParams, Request
 from ..parsing import parse_json_object
 from ..prompting import TaskInfo, fence, judge_scale, load_template, render_sample, to_aspect_range
@@ -1105,7 +1106,12 @@ class _HypothesesCheck:
             return
         if isinstance(value, (str, bytes)) or not all(
                 isinstance(h, str) or (isinstance(h, dict) and isinstance(h.get("text"), str)) for h in value):
-            raise ValueError(f"{name}={value!r} must be None or a list of hypothesis texts or {{'text': ...}} dicts")
+            raise ValueError(f"{name} must be None or a list of hypothesis texts or {{'text': ...}} dicts, "
+                             f"not {str(value)[:80]!r}")
+        for i, h in enumerate(value, 1):
+            problem = text_problem(h if isinstance(h, str) else h["text"], f"hypothesis {i} of {name}")
+            if problem:
+                raise ValueError(problem)
 
 
 def curated_entries(hypotheses: Sequence[Any]) -> list[dict[str, Any]]:
