@@ -144,8 +144,8 @@ def yes_no_schema(title: str = YES_NO) -> dict[str, Any]:
 
 def named_items_schema(title: str, key: str, *, min_items: int, max_items: int, name_max: int = 80,
                        definition_max: int = 400) -> dict[str, Any]:
-    """``{key: [{"name": str, "definition": str}, ...]}``: named criteria and sub-criteria, what a reply that
-    ignored a :func:`statement_list_schema` may still hold."""
+    """``{key: [{"name": str, "definition": str}, ...]}``: named criteria and sub-criteria, the paper's form
+    of HD-Eval and Active-Critic, and what a reply that ignored a :func:`statement_list_schema` may still hold."""
     item = _object("item", {"name": _string(1, name_max), "definition": _string(1, definition_max)})
     item.pop("title")
     return _list(title, key, item, min_items, max_items)

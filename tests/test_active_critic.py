@@ -657,3 +657,23 @@ def test_near_duplicate_and_over_long_criteria_are_rejected_and_kept(store, data
     assert {r["name"]: r["rule"] for r in checked.refused} == {"Coverage of points": "near_duplicate",
                                                                "Detail": "too_long"}
     assert all(r["stage"] == "criteria" and r["reason"] for r in checked.refused)
+
+
+def test_the_paper_form_reads_the_papers_own_reply_shape_from_a_backend_without_schemas(store, data):
+    """§4.1's reply shape, ``{"Criteria": {name: description}, "Observations": ...}``, from a backend that
+    ignores the named-criteria schema: read by the free-text fallback, each criterion under its own name."""
+    samples, aspect, _ = data
+    batches = [_examples(samples[:5], aspect), _examples(samples[5:10], aspect)]
+    llm, backend = llm_with(store, scripted(criteria_observe="Accuracy needs care."), concurrency=1)
+    events = []
+    criteria, failures = ac.define_criteria(batches, ac.extract_task_description(DESCRIPTION), llm=llm,
+                                            params=GenerationParams(), source_chars=2000, complete_streak=5,
+                                            opener="", log=lambda k, p: events.append((k, p)))
+    assert criteria == CRITERIA and failures == 0
+    steps = [p for k, p in events if k == "criteria"]
+    assert [(p["action"], p["read"]) for p in steps] == [("init", "text"), ("refine", "text")]
+    assert steps[0]["criteria"] == {**dict(list(CRITERIA.items())[:3]), "Style": "x"}
+    asked = [(m[0]["content"], p) for m, p in backend.calls if p.json_schema]
+    assert len(asked) == 2 and all("Start each sentence" not in prompt and "a name of a few words" in prompt
+                                   for prompt, _ in asked)
+    assert "- Coverage: Keeps the main points." in asked[1][0], "the refine prompt lists name: definition"

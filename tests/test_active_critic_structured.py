@@ -545,3 +545,140 @@ def test_smollm2s_own_sentences_junk_refused_facets_kept(key):
     assert [s for s in statements if s in kept.values()] == [s for s, ok in SMOLLM2_SENTENCES[key] if ok]
     assert all(r["stage"] == "criteria" and r["rule"] and r["reason"] and r["name"] in criteria for r in refused)
     assert len(refused) == sum(not ok for _, ok in SMOLLM2_SENTENCES[key])
+
+
+# ------------------------------------------------------ criteria forms: the paper's named criteria by default
+
+NAMED = {"Accuracy": "The output states only what the source says.",
+         "Coverage": "The output keeps every main point of the source.",
+         "Fluency": "The output reads naturally, in well-formed sentences.",
+         "Concision": "The output says it without padding or repetition."}
+"""Named criteria with definitions, the paper's form (§4.1, Table 15)."""
+OPENAI = {"backend": "openai", "model": "gpt-4o-mini", "base_url": "http://127.0.0.1:1"}
+
+
+def named_judge(criteria=NAMED, **kwargs):
+    """:func:`json_judge`, but a criteria request of the named schema gets ``criteria`` as named items (under
+    the schema's own key: ``criteria`` or ``qualities``)."""
+    base = json_judge(**kwargs)
+
+    def responder(messages, params):
+        schema = structured.schema_of(params.json_schema)
+        if structured.kind_of(params.json_schema) == structured.CRITERIA:
+            key = next(k for k in schema["properties"] if k != "observations")
+            if schema["properties"][key]["items"]["type"] == "object":
+                reply = {key: [{"name": n, "definition": d} for n, d in criteria.items()]}
+                if "observations" in schema["properties"]:
+                    reply["observations"] = "shorter summaries scored higher"
+                return json.dumps(reply)
+        return base(messages, params)
+
+    return responder
+
+
+def _criteria_requests(backend):
+    return [(m, p) for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.CRITERIA]
+
+
+def test_the_paper_form_asks_every_criteria_step_for_named_criteria_without_an_opener(store, data):
+    samples, aspect, task = data
+    llm, backend = fake_llm(named_judge(), store=store, concurrency=2)
+    events = []
+    judge = get_method("active_critic", {"n_candidates": 2, "seed": 0, "criteria_form": "paper"}).fit(
+        samples[:10], aspect, FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
+    asks = _criteria_requests(backend)
+    assert len(asks) == 2, "init and one refine"
+    for messages, params in asks:
+        crit = structured.schema_of(params.json_schema)["properties"]["criteria"]
+        assert (crit["minItems"], crit["maxItems"]) == (4, 10) and "pattern" not in crit["items"]
+        assert list(crit["items"]["properties"]) == ["name", "definition"]
+        assert "Start each sentence" not in messages[0]["content"] and OPENER not in messages[0]["content"]
+        assert "a name of a few words" in messages[0]["content"]
+    init = structured.schema_of(asks[0][1].json_schema)
+    assert list(init["properties"]) == ["criteria", "observations"] and init["required"] == ["criteria"]
+    assert "- Accuracy: The output states only what the source says." in asks[1][0][0]["content"], \
+        "the refine prompt lists the current criteria as name: definition"
+    assert judge.state["criteria"] == NAMED and judge.state["criteria_form"] == "paper"
+    assert judge.state["reads"]["criteria"] == {"json": 2} and not judge.state["rejected"]
+    assert [p for k, p in events if k == "criteria_form"] == [{"criteria_form": "paper", "parameter": "paper"}]
+    # the scoring prompts show every criterion as "name: definition", and McS-E scores each by its name
+    mcse = [(m, p) for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.EXPLAINED_SCORES
+            and "criteria" in structured.schema_of(p.json_schema)["properties"]]
+    assert mcse and all(list(structured.schema_of(p.json_schema)["properties"]["criteria"]["properties"])
+                        == list(NAMED) for _, p in mcse)
+    assert all(f"{n}: {d}" in m[0]["content"] for m, _ in mcse for n, d in NAMED.items())
+
+
+def test_a_junk_named_criterion_is_refused_and_the_others_kept(store, data):
+    samples, aspect, task = data
+    junk = {**NAMED, "...": "...", "Quality": "It is a great one, of high quality."}
+    llm, _ = fake_llm(named_judge(junk), store=store, concurrency=2)
+    judge = get_method("active_critic", {"n_candidates": 2, "seed": 0, "criteria_form": "paper"}).fit(
+        samples[:10], aspect, FitContext(llm=llm, task=task))
+    assert judge.state["criteria"] == NAMED
+    refused = {r["name"]: r["rule"] for r in judge.state["rejected"] if r["stage"] == "criteria"}
+    assert refused == {"...": "empty", "Quality": "circular"}
+
+
+def test_the_paper_forms_retry_and_fallbacks_ask_for_named_criteria_too():
+    from judge_engine.llm import LLMConfig, make_llm
+
+    asked = []
+
+    def responder(messages, params):
+        asked.append((messages[-1]["content"], structured.schema_of(params.json_schema)))
+        schema = asked[-1][1]
+        if schema and "qualities" in schema["properties"]:
+            return json.dumps({"qualities": [{"name": n, "definition": d} for n, d in NAMED.items()]})
+        return json.dumps({"criteria": [{"name": "Accuracy", "definition": NAMED["Accuracy"]}]})  # too few
+
+    llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
+    prompt = ac.criteria_qualities_prompt(task="summarization", quality="coherence", output="output",
+                                          definition="How well the sentences fit together.", opener="")
+    assert "Give 5 different qualities" in prompt and "Start each sentence" not in prompt
+    criteria, _, _, retried, read = ac._ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64), opener="",
+                                                     fallback="list prompt", qualities_fallback=prompt)
+    assert criteria == NAMED and retried and read == "qualities"
+    assert [list(schema["properties"]) for _, schema in asked] == [["criteria"], ["criteria"], ["qualities"]]
+    assert all(schema["properties"][key]["items"]["type"] == "object"
+               for _, schema in asked for key in schema["properties"])
+    retry = asked[1][0]
+    assert '"name"' in retry and '"definition"' in retry and "starting with" not in retry
+    refused = ac.CRITERIA_REFUSED_RETRY.format(usable=1, proposed=2, refused="'X'", expected=ac.criteria_shape(""),
+                                               items="criteria")
+    assert "Keep the usable criteria" in refused
+
+
+@pytest.mark.parametrize("config, resolved", [({}, "sentence"), (OPENAI, "paper")], ids=["embedded", "openai"])
+def test_auto_asks_for_sentences_on_the_embedded_model_and_named_criteria_elsewhere(store, data, config, resolved):
+    samples, aspect, task = data
+    llm, backend = fake_llm(named_judge(), store=store, concurrency=2, **config)
+    method = get_method("active_critic", {"n_candidates": 2, "seed": 0})
+    assert method.criteria_form == "auto"
+    judge = method.fit(samples[:10], aspect, FitContext(llm=llm, task=task))
+    item = structured.schema_of(_criteria_requests(backend)[0][1].json_schema)["properties"]["criteria"]["items"]
+    assert judge.state["criteria_form"] == resolved and judge.params["criteria_form"] == "auto"
+    if resolved == "sentence":
+        assert item["pattern"].startswith("^A good output ") and judge.state["criteria"] == CRITERIA
+    else:
+        assert item["type"] == "object" and judge.state["criteria"] == NAMED
+
+
+def test_the_estimate_bounds_the_paper_forms_calls(data):
+    samples, aspect, task = data
+
+    def worst_named(messages, params):  # three named criteria break the minimum at every step
+        if structured.kind_of(params.json_schema) == structured.CRITERIA:
+            schema = structured.schema_of(params.json_schema)
+            key = next(k for k in schema["properties"] if k != "observations")
+            return json.dumps({key: [{"name": n, "definition": d} for n, d in list(NAMED.items())[:3]]})
+        return worst_case(messages, params)
+
+    backend = FakeBackend(worst_named)
+    llm, _ = fake_llm(fake_backend=backend, concurrency=2, **OPENAI)
+    method = get_method("active_critic", {"n_candidates": 2, "variant": "fine"})
+    judge = method.fit(samples[:12], aspect, FitContext(llm=llm, task=task))
+    assert judge.state["criteria_form"] == "paper"
+    assert 0 < len(backend.calls) <= method.estimate_calls(12, 5)["fit"]
+    assert len(_criteria_requests(backend)) == 3 + 2 * 2, \
+        "init, its retry and the qualities prompt; per further batch a refine and its retry"

@@ -213,3 +213,21 @@ def test_hypoeval_runs_in_both_forms_in_the_simulated_world(tmp_path):
         assert doc["summary"]["unrecognised_prompts"] == 0
         rows = [r for r in doc["rows"] if r["method"] == "hypoeval"]
         assert rows and not [r for r in rows if r["measure"] == "error"], form
+
+
+@pytest.mark.parametrize("method", ["hd_eval", "active_critic"])
+def test_criteria_methods_run_in_both_forms_in_the_simulated_world(tmp_path, method):
+    """HD-Eval's and Active-Critic's named criteria (the paper's form) and their sentence form both run in the
+    simulated world: every row, no error, no prompt the simulated judge does not recognise."""
+    quick = {"hd_eval": ', "max_layers": 2, "pi_repeats": 2', "active_critic": ', "n_candidates": 3'}[method]
+    for form in ("paper", "sentence"):
+        out = tmp_path / form
+        assert bench_main.main(["--out", str(out), "simulate", "--seeds", "2", "--n-train", "30", "--n-test", "24",
+                                "--methods", method,
+                                "--params", f'{method}={{"criteria_form": "{form}"{quick}}}']) == 0
+        doc = json.loads((out / "simulate.json").read_text(encoding="utf-8"))
+        assert doc["summary"]["unrecognised_prompts"] == 0
+        rows = [r for r in doc["rows"] if r["method"] == method]
+        assert rows and not [r for r in rows if r["measure"] in ("error", "fit refused (ValueError)")], form
+        steps = doc["per_seed"][0]["methods"][method]["detail"]["backend"]["steps"]
+        assert steps.get("hd_decompose" if method == "hd_eval" else "ac_criteria"), steps

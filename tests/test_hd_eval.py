@@ -16,6 +16,7 @@ from judge_engine.methods.hd_eval import (DECOMPOSE_DRAWS, DEFAULT_N_ASPECTS, HD
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Dataset, Sample
 from judge_engine.runs import RunSpec, create_run, execute_run
+from tests.scripted import fake_llm
 
 
 def _dataset(n=24):
@@ -521,6 +522,7 @@ def _six_aspect_dataset(n=10):
 
 @pytest.mark.parametrize("config, responder_kind", [
     ({"max_layers": 2}, "json"),
+    ({"max_layers": 2, "criteria_form": "paper"}, "json"),
     ({"max_layers": 3, "k_child": 2, "k_expand": 2}, "json"),
     ({"max_layers": 3, "k_expand": 1}, "unreadable"),
 ])
@@ -732,3 +734,87 @@ def test_scoring_settings_score_first_with_the_score_budget():
     params = HDEval(layout="sample_first", weighted=True, score_max_tokens=12).get_params()
     assert scoring_settings(params) == ScoringSettings(layout="sample_first", reasoning=False, max_tokens=12,
                                                        weighted=True)
+
+
+# ---- criteria forms: the paper's named sub-criteria, the sentence form for small models ---------
+
+def _decompositions(backend):
+    return [(m, p) for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.DECOMPOSITION]
+
+
+def test_the_paper_form_asks_for_named_children_without_an_opener_and_they_become_the_tree(store):
+    judge, _, backend, events = _fit(store, HDEval(aggregator="lr", max_layers=2, k_child=3, pi_repeats=2,
+                                                   criteria_form="paper"), responder=_json_scripted)
+    asks = _decompositions(backend)
+    assert len(asks) == 3 and all(len(m) == 1 for m, _ in asks)
+    children = structured.schema_of(asks[0][1].json_schema)["properties"]["children"]
+    assert (children["minItems"], children["maxItems"]) == (2, 3), "2 to k_child named children"
+    assert children["items"]["type"] == "object" and list(children["items"]["properties"]) == ["name", "definition"]
+    prompt = asks[0][0][0]["content"]
+    assert "Give between 2 and 3 narrower criteria" in prompt and "a name of a few words" in prompt
+    assert "A good answer" not in prompt and "Start every sentence" not in prompt, "no opener in the paper's form"
+    assert judge.state["criteria_form"] == "paper"
+    assert [p["criteria_form"] for k, p in events if k == "tree_started"] == ["paper"]
+    clarity = [(n["name"], n["definition"]) for n in judge.state["tree"]["nodes"] if n.get("parent") == "clarity"]
+    assert [name for name, _ in clarity] == ["clarity part 0", "clarity part 1", "clarity part 2"]
+    assert all(d.startswith("Marker ") for _, d in clarity), "each named child keeps its own definition"
+    assert judge.state["decomposition_reads"] == {"json": 3} and not judge.state["rejected"]
+    # the scoring prompt shows the child's name and its definition, under its parent
+    name, definition = clarity[0]
+    scored = [m[0]["content"] for m, p in backend.calls if structured.kind_of(p.json_schema) == structured.SCORE
+              and f"Criterion to apply: {name}\n" in m[0]["content"]]
+    assert scored and all(f"Criterion to apply: {name}\n{definition}" in c and "clarity" in c for c in scored)
+
+
+def test_the_paper_form_refuses_a_junk_named_child_and_keeps_the_others(store):
+    def responder(messages, params):
+        if 'split up is "clarity"' in messages[0]["content"]:
+            return json.dumps({"children": [
+                {"name": "The answer is judged on", "definition": "The answer is judged on"},
+                {"name": "...", "definition": "..."},
+                {"name": "Word choice", "definition": "The answer uses precise words for each technical term."},
+                {"name": "Sentence order", "definition": "Ideas come in a logical order, the main point first."}]})
+        return _json_scripted(messages, params)
+
+    judge, _, _, events = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2, criteria_form="paper"),
+                               responder=responder)
+    kept = [n["name"] for n in judge.state["tree"]["nodes"] if n.get("parent") == "clarity"]
+    assert kept == ["Word choice", "Sentence order"]
+    assert [(r["name"], r["rule"]) for r in judge.state["rejected"]] == [
+        ("The answer is judged on", "circular"), ("...", "empty")]
+    assert {p["parent"]: p["read"] for k, p in events if k == "decomposed"}["clarity"] == "json"
+
+
+def test_the_sentence_form_stays_as_it_was_when_chosen_on_any_backend(store):
+    llm, backend = fake_llm(_json_scripted, store=store, backend="openai", model="gpt-4o-mini",
+                            base_url="http://127.0.0.1:1")
+    dataset = _dataset()
+    judge = HDEval(aggregator="lr", max_layers=2, k_child=3, pi_repeats=2, criteria_form="sentence").fit(
+        dataset.samples[:16], dataset.aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(dataset)))
+    m, p = _decompositions(backend)[0]
+    children = structured.schema_of(p.json_schema)["properties"]["children"]
+    assert (children["minItems"], children["maxItems"]) == (4, 4) and children["items"]["pattern"].startswith(
+        "^A good answer ")
+    assert 'Start every sentence with "A good answer"' in m[0]["content"]
+    assert judge.state["criteria_form"] == "sentence"
+
+
+@pytest.mark.parametrize("config, resolved", [
+    ({}, "sentence"),  # the default LLMConfig is the embedded model
+    ({"backend": "openai", "model": "gpt-4o-mini", "base_url": "http://127.0.0.1:1"}, "paper"),
+])
+def test_auto_asks_in_the_sentence_form_on_the_embedded_model_only(store, config, resolved):
+    llm, backend = fake_llm(_json_scripted, store=store, **config)
+    dataset = _dataset()
+    method = HDEval(aggregator="lr", max_layers=2, k_child=3, pi_repeats=2)
+    assert method.criteria_form == "auto"
+    judge = method.fit(dataset.samples[:16], dataset.aspect("clarity"), FitContext(llm=llm, task=TaskInfo.of(dataset)))
+    assert judge.state["criteria_form"] == resolved and judge.params["criteria_form"] == "auto"
+    item = structured.schema_of(_decompositions(backend)[0][1].json_schema)["properties"]["children"]["items"]
+    assert ("pattern" in item) == (resolved == "sentence")
+
+
+def test_an_unknown_criteria_form_is_refused_at_fit_time(store):
+    with pytest.raises(ValueError, match="criteria_form='names'"):
+        _fit(store, HDEval(criteria_form="names"))
+

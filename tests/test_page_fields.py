@@ -100,6 +100,16 @@ def test_the_faster_layout_is_the_default_on_a_prefix_reusing_backend_and_the_pa
     assert at.checkbox(key="hd_p_weighted").value is True, "the embedded model scores by logprobs by default"
 
 
+@pytest.mark.parametrize("stem, key", [("hd_eval", "hd_p_criteria_form"),
+                                       ("active_critic", "active_critic_p_criteria_form")])
+def test_the_criteria_form_is_decided_by_the_backend_and_the_sentence_form_is_named_for_small_models(db, stem, key):
+    Store(db).save_dataset(two_datasets()[0])
+    at = open_page(stem)
+    form = at.selectbox(key=key)
+    assert form.value == "auto" and "embedded" in form.format_func("auto")
+    assert "small models" in form.format_func("sentence") and "paper" in form.format_func("paper")
+
+
 def test_quick_first_look_starts_a_small_run_in_one_click(db, started):
     Store(db).save_dataset(two_datasets()[0])
     at = open_page("hd_eval")

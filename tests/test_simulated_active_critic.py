@@ -1,7 +1,10 @@
-"""The simulated judge's Active-Critic criteria steps answer statements ("A good summary ...") built from the
-planted criteria, and a fitted judge's criteria are traced back to them (the benchmark's criteria measure)."""
+"""The simulated judge's Active-Critic criteria steps answer the planted criteria in the form asked for (named
+with their definitions, or as statements "A good summary ..."), and a fitted judge's criteria are traced back
+to them (the benchmark's criteria measure)."""
 
 import re
+
+import pytest
 
 from judge_engine import structured as st
 from judge_engine.bench.simulate import N_TEST, N_TRAIN, _aspect, make_llm, split
@@ -34,10 +37,33 @@ def test_the_criteria_step_answers_planted_statements_under_the_statement_schema
         assert len(statements) == 5 and all(s.startswith("A good summary ") for s in statements)
         assert {world.ac_planted(s) for s in statements} <= set(world.ac_criteria)
         assert len({world.ac_planted(s) for s in statements}) == 5, "five different planted criteria"
-    named = st.named_items_schema(st.CRITERIA, "criteria", min_items=4, max_items=10)
-    reply = backend.generate([{"role": "user", "content": "Which criteria?"}],
-                             GenerationParams(json_schema=st.as_param(named))).text
-    assert st.read_json(reply, named).ok, "an older named schema is still answered in its own shape"
+
+
+def test_the_criteria_step_answers_the_planted_criteria_named_under_the_papers_schema():
+    world = World(3)
+    backend = SimulatedBackend(world)
+    for schema in (ac.criteria_schema("", observations=True), ac.qualities_schema("")):
+        key = next(iter(schema["properties"]))
+        reply = backend.generate([{"role": "user", "content": "Which criteria?"}],
+                                 GenerationParams(json_schema=st.as_param(schema))).text
+        reading = st.read_json(reply, schema)
+        assert reading.ok, (reply, reading.error)
+        items = reading.value[key]
+        assert len(items) == 5 and all(AC_DEFINITIONS[i["name"]] == i["definition"] for i in items)
+        assert ("observations" in reading.value) == ("observations" in schema["properties"])
+        criteria = ac.read_criteria(reply, schema)[0] if key == "criteria" else ac.read_qualities(reply, "")
+        checked = ac.check_criteria(criteria, [s.output for s in world.samples[:20]],
+                                    topics=(TASK.output_label, _aspect().name, _aspect().definition))
+        assert checked.kept == criteria and not checked.refused, "the planted criteria pass the rubric checks"
+
+
+def test_auto_is_the_papers_form_on_the_simulated_backend():
+    world = World(3, n_samples=N_TRAIN + N_TEST, malformed=0.0)
+    train, _ = split(world, N_TRAIN, N_TEST)
+    llm, backend = make_llm(world)
+    judge = ac.ActiveCritic(n_candidates=1).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
+    assert not llm.config.embedded and judge.state["criteria_form"] == "paper"
+    assert set(judge.state["criteria"]) <= set(world.ac_criteria)
 
 
 def test_planted_statements_pass_the_rubric_checks_and_their_names_lead_back():
@@ -56,17 +82,21 @@ def test_planted_statements_pass_the_rubric_checks_and_their_names_lead_back():
     assert world.ac_noise("Made-up criterion") == max(world.ac_criteria.values())
 
 
-def test_a_fitted_judge_recovers_planted_criteria_and_refines_them():
-    world = World(1, n_samples=N_TRAIN + N_TEST, malformed=0.0)
+@pytest.mark.parametrize("form, seed", [("sentence", 1), ("paper", 3)])
+def test_a_fitted_judge_recovers_planted_criteria_and_refines_them(form, seed):
+    world = World(seed, n_samples=N_TRAIN + N_TEST, malformed=0.0)
     train, _ = split(world, N_TRAIN, N_TEST)
     llm, backend = make_llm(world)
     events = []
-    judge = ac.ActiveCritic(n_candidates=1).fit(train, _aspect(), FitContext(
+    judge = ac.ActiveCritic(n_candidates=1, criteria_form=form).fit(train, _aspect(), FitContext(
         llm=llm, task=TASK, log=lambda k, p: events.append((k, p))))
     criteria = judge.state["criteria"]
     assert len(criteria) >= ac.MIN_CRITERIA and not judge.state["rejected"]
     assert all(world.ac_planted(n) for n in criteria), criteria
-    assert all(d.startswith("A good summary ") for d in criteria.values())
+    if form == "sentence":
+        assert all(d.startswith("A good summary ") for d in criteria.values())
+    else:  # the planted criteria themselves: their names with their definitions
+        assert criteria == {n: AC_DEFINITIONS[n] for n in criteria}
     steps = [p for k, p in events if k == "criteria"]
     assert steps[0]["read"] == "json" and any(p["action"] == "refine" for p in steps)
     assert backend.stats["steps"]["ac_criteria"] >= 2
@@ -87,3 +117,15 @@ def test_the_refine_step_finds_the_current_statements_in_its_prompt():
                                                               GenerationParams()).text
     found, _, read = ac.read_criteria(reply, ac.criteria_schema(OPENER), OPENER)
     assert read == "text" and len(found) >= 4 and all(world.ac_planted(n) for n in found)
+
+
+def test_the_refine_step_finds_the_current_named_criteria_in_its_prompt():
+    world = World(2)
+    current = sorted(world.ac_criteria)[:4]
+    prompt = ac.CRITERIA_REFINE_NAMED_TEMPLATE.render(
+        criteria=ac._listing({n: AC_DEFINITIONS[n] for n in current}, ""), observations="o",
+        an_output="a summary", quality="coherence")
+    step = recognise(world, [{"role": "user", "content": prompt}],
+                     GenerationParams(json_schema=st.as_param(ac.criteria_schema(""))))
+    assert step.kind == "ac_criteria" and sorted(step.info["current"]) == current and not step.info["opener"]
+

@@ -508,9 +508,9 @@ MARKERS = {
     # criterion scoring shared by HD-Eval and HypoEval (criterion_paper.txt / criterion_sample_first.txt)
     "criterion": re.compile(r"Criterion to apply: ([^\n]+)\n([^\n]*)"),
     "scale_1_to_n": re.compile(r"from (\d+) to (\d+)"),
-    # HD-Eval decomposition (hd_eval_decompose.txt)
+    # HD-Eval decomposition (hd_eval_decompose.txt: sentences; hd_eval_decompose_named.txt: named children)
     "hd_decompose": re.compile(r'The criterion to split up is "([^"\n]+)"'),
-    "hd_k": re.compile(r"Write (\d+) different sentences"),
+    "hd_k": re.compile(r"(?:Write|between \d+ and) (\d+) (?:different sentences|narrower criteria)"),
     # HypoEval (hypoeval_*.txt)
     "hypo_generate": "Your job is to write",
     "hypo_refine": "Hypotheses to improve:",
@@ -670,8 +670,8 @@ AC_DEFINITIONS = {
     "Tone Match": "is faithful to the article's neutral register without adding opinion.",
 }
 """What the simulated judge writes for each planted Active-Critic criterion: a definition that says more than
-its name and names a quality, as the rubric checks require, and reads as a statement after "A good summary"
-(:func:`ac_statement`, the shape the criteria steps ask for)."""
+its name and names a quality, as the rubric checks require: the named criterion's definition in the paper's
+form, and read after "A good summary" the statement of the sentence form (:func:`ac_statement`)."""
 
 
 def ac_statement_body(name: str) -> str:
@@ -815,15 +815,15 @@ class SimulatedBackend:
             props = (schema or {}).get("properties") or {}
             key = next((k for k in ("criteria", "qualities") if k in props), "criteria")
             item = (props.get(key) or {}).get("items") or {}
-            if item.get("type") == "string":  # statements that start with the schema's opener
-                value: dict[str, Any] = {key: [ac_statement(n, _schema_opener(item.get("pattern", "")))
-                                               for n in crit]}
+            if schema:
+                if item.get("type") == "string":  # the sentence form: statements that start with the opener
+                    opener = _schema_opener(item.get("pattern", ""))
+                    value: dict[str, Any] = {key: [ac_statement(n, opener) for n in crit]}
+                else:  # the paper's form: the planted criteria named, with their definitions
+                    value = {key: [{"name": n, "definition": d} for n, d in crit.items()]}
                 if "observations" in props:
                     value["observations"] = "Scores follow how connected the summary is."
                 return json.dumps(conform(value, schema)), ()
-            if schema:
-                return json.dumps(conform({"criteria": [{"name": n, "definition": d} for n, d in crit.items()]},
-                                          schema)), ()
             if step.info["lines"]:
                 return "\n".join(f"{n}: {d}" for n, d in crit.items()), ()
             if step.info.get("opener"):  # asked for statements without a grammar: one per numbered line

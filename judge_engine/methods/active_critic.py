@@ -17,10 +17,17 @@ Stage 1, task inference (§4.1, Table 14, App. B)
     description conditioned on the previous one; stops after 5 consecutive
     COMPLETE answers); :func:`define_criteria` (Algorithm 1, Table 15:
     init, then observe / refine per batch with the same stopping rule;
-    4-10 criteria). Ours: each criterion is asked for as a statement that
-    starts with "A good <output>" (:func:`criteria_opener`), its name taken
-    from it; named criteria remain what a person edits and the free-text
-    fallback reads.
+    4-10 criteria). The ``criteria_form`` parameter chooses how criteria
+    are asked for: the paper's named criteria with definitions, or (ours,
+    for small models) statements that start with "A good <output>"
+    (:func:`criteria_opener`) under a grammar, each named from its
+    statement. Why the sentence form exists: a very small model (the
+    embedded 135M one) asked for free names tends to name criteria after
+    the scored aspect or the schema's keys; completing "A good summary ..."
+    leaves it only the facet to write, and that it writes usably. ``auto``
+    uses it on the embedded model only
+    (:func:`judge_engine.methods.base.resolve_criteria_form`). Named criteria
+    are also what a person edits and what the free-text fallback reads.
 Stage 2, scoring alignment (§4.2, Tables 16-17)
     :func:`score_multi_criteria` (McS-E: one call scores every criterion
     0-100 with an explanation, as JSON) and :func:`score_overall` (OS-E:
@@ -35,7 +42,7 @@ Structured replies
     Every generation step but the free-text observations asks the backend
     for JSON with a schema from :mod:`judge_engine.structured`: the task
     description (``TASK_DESCRIPTION``), the criteria (``CRITERIA``, 4-10
-    statements, :func:`criteria_schema`), McS-E's explained criterion scores and OS-E's explained
+    named criteria or statements, :func:`criteria_schema`), McS-E's explained criterion scores and OS-E's explained
     overall score (both ``EXPLAINED_SCORES``; McS-E holds ``criteria``, OS-E
     ``explanation`` and ``overall``), and the score-first follow-up turns
     (``SCORE``). Replies are read with :func:`judge_engine.structured.read_json`;
@@ -59,7 +66,8 @@ Prompt optimization (§4.2 "Prompt Optimization", App. D.2, Eqs. 4-5)
 Rubric checks
     The inferred task description and criteria go through
     :mod:`judge_engine.rubric_checks` at fit time (:func:`check_task_description`,
-    :func:`check_criteria`: statements by
+    :func:`check_criteria`: named criteria by
+    :func:`judge_engine.rubric_checks.check_criterion`, statements by
     :func:`judge_engine.rubric_checks.check_statement`); at scoring time an OS-E explanation that is empty
     or one line repeated over and over (:func:`check_explanation`) is not the
     verdict's explanation: ``Verdict.metadata["explanation_rejected"]`` says
@@ -95,7 +103,7 @@ from ..metrics import (
     coverage_adjusted,
 )
 from ..parsing import parse_json_object, parse_score, read_weighted
-from ..prompting import DEFAULT_OPENER, TaskInfo, fence, load_template
+from ..prompting import DEFAULT_OPENER, TaskInfo, Template, fence, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import (
     check_criterion,
@@ -106,6 +114,8 @@ from ..rubric_checks import (
     statement_name,
 )
 from .base import (
+    CRITERIA_FORM_LABELS,
+    CRITERIA_FORMS,
     EventSink,
     FitContext,
     Interval,
@@ -117,15 +127,21 @@ from .base import (
     Progress,
     judge_warning,
     register,
+    resolve_criteria_form,
 )
 
 TASK_OBSERVE_TEMPLATE = load_template("active_critic_task_observe")
 TASK_DESCRIBE_TEMPLATE = load_template("active_critic_task_describe")
+# the criteria steps have one template per form: ``*_named`` asks for the paper's named criteria, the plain
+# name for statements that start with an opener (the sentence form, for small models)
+CRITERIA_INIT_NAMED_TEMPLATE = load_template("active_critic_criteria_init_named")
 CRITERIA_INIT_TEMPLATE = load_template("active_critic_criteria_init")
 CRITERIA_OBSERVE_TEMPLATE = load_template("active_critic_criteria_observe")
+CRITERIA_REFINE_NAMED_TEMPLATE = load_template("active_critic_criteria_refine_named")
 CRITERIA_REFINE_TEMPLATE = load_template("active_critic_criteria_refine")
 JSON_RETRY_TEMPLATE = load_template("active_critic_json_retry")
 CRITERIA_LIST_TEMPLATE = load_template("active_critic_criteria_list")
+CRITERIA_QUALITIES_NAMED_TEMPLATE = load_template("active_critic_criteria_qualities_named")
 CRITERIA_QUALITIES_TEMPLATE = load_template("active_critic_criteria_qualities")
 SCORE_RETRY_TEMPLATE = load_template("active_critic_score_retry")
 WEIGHTED_SCORE_TEMPLATE = load_template("active_critic_weighted_score")
@@ -386,7 +402,7 @@ def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Seque
 def check_explanation(explanation: str) -> str | None:
     """Why a judge's explanation cannot be shown as one (nothing in it, or one line said over and over), else None.
 
-    On SmolLM2 an OS-E "explanation" was one heading repeated fourteen times; it is no reason for the score.
+    A small model's OS-E "explanation" may be one heading said over and over: that is no reason for the score.
     Only the ``empty`` and ``repetitive`` rules of :mod:`judge_engine.rubric_checks` apply: an explanation
     may quote the judged text and may be long.
     """
@@ -396,15 +412,17 @@ def check_explanation(explanation: str) -> str | None:
 
 # -------------------------------------------------------------------------------- stage 1: criteria
 
-def criteria_opener(task: TaskInfo | None) -> str:
-    """How every inferred criterion starts: "A good summary" for summaries (the output's label, lower-cased).
+def criteria_opener(task: TaskInfo | None, form: str = "sentence") -> str:
+    """How every inferred criterion starts in the sentence form: "A good summary" for summaries (the output's
+    label, lower-cased); "" in the paper's form (``form="paper"``), where criteria are named.
 
-    Why statements: asked for named criteria, SmolLM2-135M named them after
-    the scored aspect, after people and cities or after schema keys, and the
-    rubric checks refused them all; asked to complete "A good summary ...",
-    it wrote facets such as "A good summary is consistent with the
-    article's content" (:func:`judge_engine.structured.statement_list_schema`).
+    Every criteria helper below reads an empty opener as the paper's form:
+    named criteria with definitions asked for, read and checked. The
+    sentence form is for small models (see the module docstring and
+    :func:`judge_engine.structured.statement_list_schema`).
     """
+    if form == "paper":
+        return ""
     return task.statement_opener if task else DEFAULT_OPENER
 
 
@@ -567,15 +585,21 @@ OBSERVATIONS_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 1200}
 
 
 def criteria_schema(opener: str, *, key: str = "criteria", observations: bool = False) -> dict[str, Any]:
-    """A criteria reply: ``{key: ["<opener> ...", ...]}`` with 4-10 statements
-    (:func:`judge_engine.structured.statement_list_schema`, titled :data:`judge_engine.structured.CRITERIA`).
+    """A criteria reply, titled :data:`judge_engine.structured.CRITERIA`: with an ``opener``,
+    ``{key: ["<opener> ...", ...]}`` with 4-10 statements (:func:`judge_engine.structured.statement_list_schema`);
+    without one (the paper's form), ``{key: [{"name", "definition"}, ...]}`` with 4-10 named criteria
+    (:func:`judge_engine.structured.named_items_schema`; §4.1: criteria with their descriptions, as JSON).
 
     ``observations``: the init step's shape (Eq. 6: observations come with the criteria), an optional
-    ``observations`` text after the statements, so a reply of the plain shape still validates and a reply
-    cut off inside its observations keeps every statement.
+    ``observations`` text after the criteria, so a reply of the plain shape still validates and a reply
+    cut off inside its observations keeps every criterion.
     """
-    schema = structured.statement_list_schema(structured.CRITERIA, key, opener=opener, min_items=MIN_CRITERIA,
-                                              max_items=MAX_CRITERIA, max_chars=STATEMENT_CHARS)
+    if opener:
+        schema = structured.statement_list_schema(structured.CRITERIA, key, opener=opener, min_items=MIN_CRITERIA,
+                                                  max_items=MAX_CRITERIA, max_chars=STATEMENT_CHARS)
+    else:
+        schema = structured.named_items_schema(structured.CRITERIA, key, min_items=MIN_CRITERIA,
+                                               max_items=MAX_CRITERIA)
     if not observations:
         return schema
     return structured.object_schema(structured.CRITERIA, {**schema["properties"],
@@ -583,32 +607,38 @@ def criteria_schema(opener: str, *, key: str = "criteria", observations: bool = 
 
 
 def qualities_schema(opener: str) -> dict[str, Any]:
-    """The short fallback's reply: ``{"qualities": ["<opener> ...", ...]}``, read as criteria (its own key, so
-    its requests differ from the paper prompt's in the cache and the simulated judge)."""
+    """The short fallback's reply: ``{"qualities": [...]}`` of statements or (no ``opener``) named criteria,
+    read as criteria (its own key, so its requests differ from the paper prompt's in the cache and the
+    simulated judge)."""
     return criteria_schema(opener, key="qualities")
 
 
 def criteria_shape(opener: str) -> str:
-    """How the follow-up turn describes the criteria reply: in words, with no example values a small model
-    could copy (SmolLM2-135M filled every slot with an older shape's "a short name")."""
+    """How the follow-up turn describes the criteria reply (statements with an ``opener``, else named
+    criteria): in words, with no example values, which a small model copies into every slot."""
+    if not opener:
+        return ('a JSON object whose "criteria" list holds 4 to 10 different criteria, each an object with a '
+                '"name" of a few words saying which quality it checks and a "definition" of one sentence saying '
+                'what a good one does')
     return (f'a JSON object whose "criteria" list holds 4 to 10 different sentences, each starting with "{opener}" '
             f'and saying one concrete thing that a good one does')
 
 
 CRITERIA_REFUSED_RETRY = ('Only {usable} of the {proposed} criteria you gave can be used; these repeat another one, '
                           'copy a text, report a score or say nothing but praise: {refused}. Answer again with the '
-                          'JSON object only: {expected}. Keep the usable sentences and add different ones in your '
+                          'JSON object only: {expected}. Keep the usable {items} and add different ones in your '
                           'own words.')
-"""The follow-up turn when a criteria reply was read but the rubric checks refused some of it."""
+"""The follow-up turn when a criteria reply was read but the rubric checks refused some of it (``items``:
+"sentences" in the sentence form, "criteria" in the paper's)."""
 
 
 def read_qualities(reply: str, opener: str) -> dict[str, str]:
-    """Criteria (name -> statement) from a :func:`qualities_schema` reply; without that JSON, the statements
-    found in the reply (:func:`judge_engine.structured.find_statements`: a server without structured output, a
-    reply cut off)."""
+    """Criteria (name -> statement or definition) from a :func:`qualities_schema` reply; without that JSON, the
+    criteria the free-text parsers find in the reply (:func:`parse_criteria_and_observations`: a server without
+    structured output, a reply cut off)."""
     reading = structured.read_json(reply, qualities_schema(opener))
     if reading.ok:
-        return statement_criteria(reading.value["qualities"], opener)
+        return _clean_criteria(reading.value["qualities"], opener)
     return parse_criteria_and_observations(reply, opener)[0]
 
 
@@ -648,7 +678,8 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
                   usable: Callable[[dict[str, str]], dict[str, str]] | None = None,
                   ) -> tuple[dict[str, str], str, str, bool, str]:
     """One criteria call asking for ``schema`` (default :func:`criteria_schema` of ``opener``: statements that
-    start with it), retried once in a follow-up turn when the reply has no usable 4-10.
+    start with it, or named criteria when ``opener`` is ""), retried once in a follow-up turn when the reply has
+    no usable 4-10.
 
     ``qualities_fallback``: a short stand-alone structured prompt
     (:func:`criteria_qualities_prompt`, :func:`qualities_schema`) asked
@@ -659,8 +690,8 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     ``usable`` (the rubric checks, :func:`check_criteria`) decides what
     counts: a reply of six criteria of which the checks accept two is two
     criteria, so the next prompt is asked, and the usable criteria of every
-    reply are pooled (ours; SmolLM2-135M wrote two usable criteria per reply
-    at best, different ones per prompt). Without ``usable`` every parsed
+    reply are pooled (ours: a small model's replies each hold a few usable
+    criteria, and different prompts give different ones). Without ``usable`` every parsed
     criterion counts and a later reply with more criteria replaces the
     earlier ones. The pool lists usable criteria first and is cut to
     ``max_criteria``.
@@ -669,7 +700,7 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     criteria were pooled, the raw replies are joined and ``read`` names every way they were read ("json+qualities").
     """
     schema = schema or criteria_schema(opener)
-    # the rubric presence penalty: without it SmolLM2-135M wrote its first criterion into every slot
+    # the rubric presence penalty: without it a small model under a grammar writes its first criterion again
     params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
     count = (lambda c: len(usable(c))) if usable else len
     messages = [{"role": "user", "content": prompt}]
@@ -699,7 +730,8 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
             good = usable(criteria)
             ask = CRITERIA_REFUSED_RETRY.format(
                 usable=len(good), proposed=len(criteria), expected=criteria_shape(opener),
-                refused=", ".join(repr(n) for n in criteria if n not in good) or "none")
+                refused=", ".join(repr(n) for n in criteria if n not in good) or "none",
+                items="sentences" if opener else "criteria")
         retry = llm.complete(messages + [{"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                              params).text
         again, obs_again, read_again = read_criteria(retry, schema, opener)
@@ -733,26 +765,32 @@ def _an(noun: str) -> str:
 
 def criteria_qualities_prompt(*, task: str, quality: str, definition: str = "", output: str = "response",
                               opener: str = DEFAULT_OPENER, count: int = 5) -> str:
-    """The short structured fallback (not in the paper): ``count`` sentences, each one thing a good output
-    does for the scored aspect, from the dataset's task and the aspect's name and definition; the reply is
-    :func:`qualities_schema`. No example is shown: on SmolLM2-135M the sentences from the aspect alone were
-    facets ("A good summary is consistent with the article's content", our trial on the four benchmarks,
-    2026-11-25), an example invites copies of its content."""
+    """The short structured fallback (not in the paper): ``count`` qualities, each one thing a good output
+    does for the scored aspect, as sentences that start with ``opener`` or (no opener) named with a
+    definition, from the dataset's task and the aspect's name and definition; the reply is
+    :func:`qualities_schema`. No example is shown: the aspect alone is what the qualities are about, and an
+    example invites a small model to copy its content."""
     quality = quality or "overall quality"
-    return CRITERIA_QUALITIES_TEMPLATE.render(
-        task=task or "text generation", quality=quality, count=count, output=output or "response",
-        an_output=_an(output or "response"), opener=opener,
-        definition=(definition or "").strip() or f"how good the {output or 'response'} is on {quality}")
+    return _render(CRITERIA_QUALITIES_TEMPLATE, CRITERIA_QUALITIES_NAMED_TEMPLATE, opener,
+                   task=task or "text generation", quality=quality, count=count, output=output or "response",
+                   an_output=_an(output or "response"),
+                   definition=(definition or "").strip() or f"how good the {output or 'response'} is on {quality}")
+
+
+def _render(sentence: Template, named: Template, opener: str, **values: Any) -> str:
+    """A criteria step's prompt: the sentence form's template with its ``opener``, or (no opener) the paper's
+    form's, which asks for named criteria."""
+    return sentence.render(**values, opener=opener) if opener else named.render(**values)
 
 
 def criteria_list_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int) -> str:
     """The short fallback prompt: criteria as ``Name: definition`` lines from the dataset's task and one example.
 
-    Not in the paper: for a small model that cannot answer the JSON
-    prompt over a whole mini-batch (SmolLM2-135M echoes the examples, and
-    its inferred task description is no help), so the task comes from the
-    dataset itself (e.g. "dialogue response generation") and the scored
-    quality from the aspect's name.
+    Not in the paper: for a model that cannot answer the JSON prompt over
+    a whole mini-batch (a small model tends to echo the examples, and its
+    inferred task description is then no help either), so the task comes
+    from the dataset itself (e.g. "dialogue response generation") and the
+    scored quality from the aspect's name.
     """
     return CRITERIA_LIST_TEMPLATE.render(
         task=task or "text generation", quality=quality or "overall quality",
@@ -786,10 +824,12 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
 
     The refine step uses the new observation (Eq. 8); a COMPLETE observation
     refines nothing, and ``complete_streak`` of them in a row stop the loop.
-    Every step asks for 4-10 statements that start with ``opener`` ("A good
-    summary ...", :func:`criteria_schema`; ``output`` is the judged text's
-    name in the prompts). Returns the criteria (name -> statement, the name
-    taken from the statement) and the number of replies that gave no usable
+    Every step asks for 4-10 criteria (:func:`criteria_schema`; ``output``
+    is the judged text's name in the prompts): named criteria with
+    definitions when ``opener`` is "" (the paper's form), else statements
+    that start with ``opener`` ("A good summary ...", the sentence form).
+    Returns the criteria (name -> definition, or name -> statement with the
+    name taken from the statement) and the number of replies that gave no usable
     criteria even after the retry (the previous set is kept). With
     ``fallback``, an init that still has fewer than 4 criteria asks the
     short structured prompt (:func:`criteria_qualities_prompt` with
@@ -809,9 +849,9 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
                                   quality=quality, source_chars=source_chars) if fallback else None)
     criteria, observations, raw, retried, read = _ask_criteria(
-        llm, CRITERIA_INIT_TEMPLATE.render(task_description=header, task=phrase, examples=examples,
-                                           an_output=_an(output), quality=quality or "overall quality",
-                                           opener=opener), params,
+        llm, _render(CRITERIA_INIT_TEMPLATE, CRITERIA_INIT_NAMED_TEMPLATE, opener, task_description=header,
+                     task=phrase, examples=examples, an_output=_an(output), quality=quality or "overall quality"),
+        params,
         schema=criteria_schema(opener, observations=True), opener=opener, fallback=short,
         qualities_fallback=qualities, usable=usable)
     if not criteria:
@@ -839,16 +879,16 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
             if streak >= complete_streak:
                 break
             continue
-        refined, _, raw, retried, read = _ask_criteria(llm, CRITERIA_REFINE_TEMPLATE.render(
-            criteria=_listing(criteria, opener), observations=reply.strip(), an_output=_an(output),
-            quality=quality or "overall quality", opener=opener),
+        refined, _, raw, retried, read = _ask_criteria(llm, _render(
+            CRITERIA_REFINE_TEMPLATE, CRITERIA_REFINE_NAMED_TEMPLATE, opener, criteria=_listing(criteria, opener),
+            observations=reply.strip(), an_output=_an(output), quality=quality or "overall quality"),
             params.with_(seed=params.seed + t), opener=opener, usable=usable)
         observations = f"{observations}\n{reply.strip()}".strip()
         if not refined:
             failures += 1
         # a refinement replaces the criteria unless the rubric checks accept fewer of its criteria than of the
-        # current ones (ours): SmolLM2 "refined" two usable criteria into "The most expensive food on earth is
-        # a sea food", which the checks then refused, leaving the judge with none
+        # current ones (ours): a refinement that drifts off the task would otherwise replace usable criteria with
+        # ones the checks refuse, leaving the judge with none
         seen = shown if shown is not None else [x for e in batches[t] for x in (e.get("input"), e.get("output"),
                                                                                e.get("context")) if x]
         worse = bool(refined) and (len(check_criteria(refined, seen, topics, opener).kept)
@@ -1431,6 +1471,14 @@ class ActiveCritic(Method):
         A person's task description; None = inferred (stage 1).
     criteria : dict or None, default=None
         A person's criteria ``{name: definition}``; None = inferred (stage 1).
+    criteria_form : {"auto", "paper", "sentence"}, default="auto"
+        How stage 1 asks for criteria: ``paper``, named criteria with
+        definitions (§4.1, Table 15); ``sentence``, for small models, each
+        criterion one sentence that starts "A good <output>" under a grammar,
+        named from its sentence (ours); ``auto``, the sentence form on the
+        embedded model and the paper's on every other backend
+        (:func:`~judge_engine.methods.base.resolve_criteria_form`). The form
+        used is ``judge.state["criteria_form"]``.
     retry_unparsed : bool, default=True
         One follow-up turn asking for the overall score alone when an OS-E
         reply has none (not in the paper, whose parser falls back to a
@@ -1446,9 +1494,11 @@ class ActiveCritic(Method):
         them into the final one (§4.1's ensemble).
     criteria_fallback : bool, default=True
         When the first criteria reply and its JSON retry give fewer than 4
-        criteria, ask a short stand-alone prompt (the dataset's task and one
-        example) for ``Name: definition`` lines (not in the paper; the
-        fallback for backends that honour no JSON schema).
+        usable criteria, ask a short stand-alone structured prompt (the
+        dataset's task and the aspect, :func:`criteria_qualities_prompt`),
+        then a free-text one (one example) for ``Name: definition`` lines
+        (neither is in the paper; the last is the fallback for backends that
+        honour no JSON schema).
     score_normalization : {"ratio", "minmax"}, default="ratio"
         How human scores go onto 0-100 (§2.2): ``100 * r / r_max``, which the
         paper's examples follow, or min-max over the aspect's range.
@@ -1478,6 +1528,7 @@ class ActiveCritic(Method):
         "seed": Interval(int, 0, None),
         "task_description": OptionalType(str),
         "criteria": OptionalType(dict),
+        "criteria_form": Options(CRITERIA_FORMS),
         "retry_unparsed": Options((True, False)),
         "weighted": Options((True, False)),
         "criteria_fallback": Options((True, False)),
@@ -1494,6 +1545,7 @@ class ActiveCritic(Method):
         "task_temperature": "Temperature of task inference", "max_tokens": "Reply length limit (tokens)",
         "source_chars": "Characters of each text shown", "seed": "Random seed of the method",
         "task_description": "Task description (fixed)", "criteria": "Criteria (fixed)",
+        "criteria_form": "How criteria are asked for",
         "retry_unparsed": "Ask again after an unreadable reply", "weighted": "Probability-weighted scores",
         "criteria_fallback": "Dataset criteria if none inferred", "ensemble_task": "Merge several task guesses",
         "score_normalization": "Human score on 0-100 by", "no_positive_set": "If no demonstration set helps"}
@@ -1501,16 +1553,17 @@ class ActiveCritic(Method):
                       "demo_mode": {"bootstrap": "the model's own rated examples (paper)",
                                     "labeled": "human-scored examples"},
                       "score_normalization": {"ratio": "ratio to the top (paper)", "minmax": "min-max"},
-                      "no_positive_set": {"fail": "stop with a message", "zero_shot": "score without demos"}}
+                      "no_positive_set": {"fail": "stop with a message", "zero_shot": "score without demos"},
+                      "criteria_form": CRITERIA_FORM_LABELS}
     quick_params: ClassVar[dict[str, Any]] = {"n_candidates": 3, "max_batches": 3, "batch_size": 4,
                                               "complete_streak": 2}
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
                  demo_mode: str = "bootstrap", bootstrap_threshold: float = 15.0, eval_subsample: int | None = None,
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,
                  max_tokens: int = 768, source_chars: int = 2000, seed: int = 0,
-                 task_description: str | None = None, criteria: dict | None = None, retry_unparsed: bool = True,
-                 weighted: bool = False, criteria_fallback: bool = True, ensemble_task: bool = True,
-                 score_normalization: str = "ratio", no_positive_set: str = "fail"):
+                 task_description: str | None = None, criteria: dict | None = None, criteria_form: str = "auto",
+                 retry_unparsed: bool = True, weighted: bool = False, criteria_fallback: bool = True,
+                 ensemble_task: bool = True, score_normalization: str = "ratio", no_positive_set: str = "fail"):
         self.variant = variant
         self.n_candidates = n_candidates
         self.n_demos = n_demos
@@ -1526,6 +1579,7 @@ class ActiveCritic(Method):
         self.seed = seed
         self.task_description = task_description
         self.criteria = criteria
+        self.criteria_form = criteria_form
         self.retry_unparsed = retry_unparsed
         self.weighted = weighted
         self.criteria_fallback = criteria_fallback
@@ -1575,8 +1629,8 @@ class ActiveCritic(Method):
                 warnings.append(judge_warning(
                     "no_task_description", "no task description could be inferred (every observation was COMPLETE "
                     "or no reply held one); the scoring prompts go without one"))
-        # checked before the criteria are inferred: their prompt carries the description (a refused one, e.g.
-        # "The evaluation task is [the task_description] ..." four times, was shown to the criteria step)
+        # checked before the criteria are inferred: their prompt carries the description, and a refused one (a
+        # template slot left in, one clause said over and over) would steer every criteria reply
         shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
         rejected: list[dict[str, Any]] = []
         flagged: list[dict[str, Any]] = []
@@ -1593,7 +1647,9 @@ class ActiveCritic(Method):
                     f"the prompts use the dataset's own task instead: {description!r}"))
         criteria_failures = 0
         topics = (task.output_label, aspect.name, aspect.definition or "")
-        opener = criteria_opener(task)
+        form = resolve_criteria_form(self.criteria_form, llm)
+        opener = criteria_opener(task, form)
+        sink("criteria_form", {"criteria_form": form, "parameter": self.criteria_form})
         if self.criteria is not None:
             criteria = {str(k): str(v) for k, v in self.criteria.items()}
             sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
@@ -1639,7 +1695,8 @@ class ActiveCritic(Method):
                 search_reads[key] = search_reads.get(key, 0) + n
         reads["search"] = search_reads
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
-                     state={**state, "demos": demos, "search": search, "task_description_versions": versions,
+                     state={**state, "criteria_form": form, "demos": demos, "search": search,
+                            "task_description_versions": versions,
                             "criteria_parse_failures": criteria_failures, "n_batches": len(batches),
                             "warnings": warnings + selection, "reads": reads, "rejected": rejected,
                             "flagged": flagged})
@@ -1654,9 +1711,10 @@ class ActiveCritic(Method):
 
         Stage 1, task: one observation and one description per mini-batch,
         plus the ensemble call when there is more than one batch. Criteria:
-        init (its JSON retry, and the short list prompt with
-        ``criteria_fallback``), then per further batch an observation and a
-        refine with its JSON retry. Search: K candidates, each scoring at most
+        init (its JSON retry, and with ``criteria_fallback`` the qualities
+        prompt and the list prompt), then per further batch an observation
+        and a refine with its JSON retry; the same calls in either
+        ``criteria_form``. Search: K candidates, each scoring at most
         the evaluated training items. Per item: McS-E (AC-Fine), OS-E, and at
         most one follow-up turn (the weighted digit, or the retry of an
         unreadable score).

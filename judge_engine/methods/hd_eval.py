@@ -11,12 +11,16 @@ further (Algorithm 1, App. C.1).
 Paper sections and the functions here:
 
 * §2.1, Eq. 1, App. G.1 (criteria decomposition) -> :func:`decompose_criteria`
-  (prompt ``prompts/hd_eval_decompose.txt``; the reply's schema is
-  :func:`statement_schema`, sentences that start "A good <output>", each a
-  child whose name is taken from its sentence; named children and
-  :func:`parse_decomposition` are the free-text fallback, and a
+  in one of two forms (the ``criteria_form`` parameter). The paper's:
+  named children with definitions (prompt
+  ``prompts/hd_eval_decompose_named.txt``, schema
+  :func:`decomposition_schema`). The sentence form, for small models:
+  sentences that start "A good <output>" under a grammar, each a child
+  whose name is taken from its sentence (prompt
+  ``prompts/hd_eval_decompose.txt``, schema :func:`statement_schema`).
+  :func:`parse_decomposition` is the free-text fallback of both, and a
   reply with fewer than 2 usable children gets up to
-  ``DECOMPOSE_DRAWS - 1`` more sampled draws);
+  ``DECOMPOSE_DRAWS - 1`` more sampled draws;
 * §2.1, App. G.2 (hierarchy-aware prompting) -> :func:`hierarchy_aware_scoring`
   through the shared :mod:`judge_engine.criteria_scoring` (instructions in
   ``prompts/hd_eval_score.txt``; the parent is the "aspect" of the prompt;
@@ -38,6 +42,14 @@ filled with its training mean (ours; the paper does not say) and counted in
 "k of n criteria imputed"). Fit-time problems (a decomposition with no
 children, training cells imputed, criteria dropped, an aggregator that does
 not agree with the humans out of fold) are ``judge.state["warnings"]``.
+
+Why a sentence form at all: a very small model (the embedded 135M one) asked
+for free names tends to name a child after its parent, another aspect or
+the schema's own keys, which gives the aggregator nothing new; a grammar that
+makes every child complete "A good summary ..." leaves it only the facet to
+write, and that it writes usably. A capable model needs no such frame, so
+``criteria_form="auto"`` uses the sentence form on the embedded model only
+(:func:`judge_engine.methods.base.resolve_criteria_form`).
 
 Generated sub-criteria go through :mod:`judge_engine.rubric_checks` (a
 sentence by :func:`judge_engine.rubric_checks.check_statement`, a named
@@ -98,9 +110,13 @@ from ..parsing import parse_json_object
 from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import RubricCheck, check_criterion, check_statement, name_key, statement_name
-from .base import EventSink, FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method, Options,
+                   Progress, judge_warning, register, resolve_criteria_form)
 
+DECOMPOSE_NAMED_TEMPLATE = load_template("hd_eval_decompose_named")
+"""The decomposition prompt of the paper's form: named children with definitions (App. G.1)."""
 DECOMPOSE_TEMPLATE = load_template("hd_eval_decompose")
+"""The decomposition prompt of the sentence form, for small models: sentences that start with the opener."""
 SCORE_TEMPLATE = load_template("hd_eval_score")
 
 ROOT_NAME = "overall quality"
@@ -117,13 +133,14 @@ MIN_CHILDREN = 2
 """Fewest usable children a decomposition wants (and the named fallback schema's ``minItems``): fewer gets
 another draw (:data:`DECOMPOSE_DRAWS`)."""
 ASK_CHILDREN = 4
-"""Sentences a decomposition asks for when ``k`` is smaller: the first ``k`` usable ones are kept. Asked for
-exactly 2 under greedy decoding, SmolLM2-135M wrote one sentence twice (refused as a near-duplicate)."""
+"""Sentences a decomposition in the sentence form asks for when ``k`` is smaller: the first ``k`` usable ones
+are kept. A small model under a grammar and greedy decoding, made to write exactly as many sentences as are
+needed, tends to fill a slot with a repeat (refused as a near-duplicate); spare slots leave room for that."""
 DECOMPOSE_DRAWS = 3
 """Calls one decomposition may make: the greedy reply, then sampled draws of the same prompt
 (``REDECOMPOSE_TEMPERATURE``) while fewer than 2 children are usable; the usable children of every draw are
-pooled. SmolLM2-135M answered a follow-up turn that named its refused sentences with the same sentence again;
-a fresh draw wrote different ones (our trials on the four benchmarks, 2026-11-25)."""
+pooled. A fresh draw, not a follow-up turn naming the refused children: a follow-up keeps the refused reply in
+the context, and a small model tends to say it again, where a sampled draw of the clean prompt differs."""
 
 
 # ---- the tree ------------------------------------------------------------------------------------
@@ -235,19 +252,21 @@ def _dedupe(items: Sequence[dict[str, str]], k: int) -> list[dict[str, str]]:
 
 
 def decomposition_schema(k: int) -> dict[str, Any]:
-    """Named children, ``{"children": [{name, definition}, ...]}``, 2 to ``k`` items: what a reply that
-    ignored :func:`statement_schema` may still hold (read by :func:`read_decomposition`)."""
+    """The reply schema of a decomposition in the paper's form: named children with definitions,
+    ``{"children": [{name, definition}, ...]}``, 2 to ``k`` items (App. G.1: the LLM drafts the criteria and
+    their definitions together). Also what a reply that ignored :func:`statement_schema` may still hold (read
+    by :func:`read_decomposition`)."""
     return st.named_items_schema(st.DECOMPOSITION, "children", min_items=min(MIN_CHILDREN, k), max_items=k)
 
 
 def statement_schema(k: int, opener: str) -> dict[str, Any]:
-    """The reply schema of one decomposition: ``{"children": ["<opener> ...", ...]}``, exactly ``k`` sentences.
+    """The reply schema of a decomposition in the sentence form: ``{"children": ["<opener> ...", ...]}``,
+    exactly ``k`` sentences.
 
-    Sentences, not names: asked for named children, SmolLM2-135M named them
-    after their parent, other aspects, people or the schema's keys, and
-    the rubric checks refused all of them on two of the four benchmarks
-    (:func:`judge_engine.structured.statement_list_schema` says more). Each
-    child's name is taken from its sentence
+    For small models (see the module docstring): the grammar leaves the
+    model only the facet to write after the opener
+    (:func:`judge_engine.structured.statement_list_schema`). Each child's
+    name is taken from its sentence
     (:func:`judge_engine.rubric_checks.statement_name`) and its definition is
     the sentence.
     """
@@ -352,13 +371,18 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
 
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: LLM,
                        guideline: str = "", max_tokens: int = 512, shown: Sequence[str] = (),
-                       existing: Sequence[str] = (), taken: Sequence[str] = ()) -> Decomposition:
-    """Eq. 1: the LLM proposes up to ``k`` sub-criteria of ``parent``, as sentences (:func:`statement_schema`).
+                       existing: Sequence[str] = (), taken: Sequence[str] = (),
+                       form: str = "paper") -> Decomposition:
+    """Eq. 1: the LLM proposes up to ``k`` sub-criteria of ``parent``.
 
-    One greedy call per parent (ours; the template of App. G.1 may list
-    several) asking for ``max(k, ASK_CHILDREN)`` sentences, plus sampled
-    draws of the same prompt while fewer than 2 children are usable (at
-    most :data:`DECOMPOSE_DRAWS` calls); the first ``k`` usable children of
+    ``form`` is a resolved ``criteria_form``: ``paper`` asks for 2 to ``k``
+    named children with definitions (:func:`decomposition_schema`, checked
+    as named criteria); ``sentence`` asks for ``max(k, ASK_CHILDREN)``
+    sentences that start with the task's opener (:func:`statement_schema`,
+    checked as statements). One greedy call per parent (ours; the template
+    of App. G.1 may list several), plus sampled draws of the same prompt
+    while fewer than 2 children are usable (at most
+    :data:`DECOMPOSE_DRAWS` calls); the first ``k`` usable children of
     all draws are kept. Usable means read and accepted by
     :func:`check_children` against ``shown`` (texts a copy is measured
     against, e.g. the training texts) plus the guideline, ``existing`` (the
@@ -368,16 +392,21 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: L
     from a sampled draw.
     """
     min_k = min(MIN_CHILDREN, k)
-    opener = task.statement_opener
-    n_ask = max(k, ASK_CHILDREN)
-    prompt = DECOMPOSE_TEMPLATE.render(
-        task=task.task, parent_name=parent["name"], parent_definition=parent["definition"] or parent["name"],
-        guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
-        k=n_ask, output_label_lower=task.output_label.lower(), opener=opener)
+    slots = dict(task=task.task, parent_name=parent["name"], parent_definition=parent["definition"] or parent["name"],
+                 guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
+                 output_label_lower=task.output_label.lower())
+    if form == "sentence":
+        opener, n_ask = task.statement_opener, max(k, ASK_CHILDREN)
+        schema = statement_schema(n_ask, opener)
+        prompt = DECOMPOSE_TEMPLATE.render(**slots, k=n_ask, opener=opener)
+    else:
+        opener, n_ask = "", k  # no opener: children are read and checked as named criteria
+        schema = decomposition_schema(k)
+        prompt = DECOMPOSE_NAMED_TEMPLATE.render(**slots, min_k=min_k, k=k)
     again = int(parent.get("redecompose") or 0)
     # the rubric presence penalty: without it a small model writes its first child again in the second slot
-    params = GenerationParams(max_tokens=max_tokens, temperature=0.0, json_schema=st.as_param(
-        statement_schema(n_ask, opener)), presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
+    params = GenerationParams(max_tokens=max_tokens, temperature=0.0, json_schema=st.as_param(schema),
+                              presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
     messages = [{"role": "user", "content": prompt}]
     # a child that copies the guideline copies the prompt; one that is nearly the parent's or another aspect's
     # definition (both among the ``existing`` node texts) is a near-duplicate, not a copy of a judged text
@@ -618,6 +647,14 @@ class HDEval(Method):
     layout : {"paper", "sample_first"}, default="paper"
         Scoring prompt order: the paper's (instructions and criterion, then
         the sample) or sample first for backend prefix caching.
+    criteria_form : {"auto", "paper", "sentence"}, default="auto"
+        How a decomposition asks for sub-criteria: ``paper``, named
+        sub-criteria with definitions (§2.1, App. G.1); ``sentence``, for
+        small models, each sub-criterion one sentence that starts "A good
+        <output>" under a grammar, named from its sentence (ours); ``auto``,
+        the sentence form on the embedded model and the paper's on every
+        other backend (:func:`~judge_engine.methods.base.resolve_criteria_form`).
+        The form used is ``judge.state["criteria_form"]``.
     weighted : bool, default=False
         Probability-weighted 1-5 score from logprobs instead of the sampled
         number (off in the paper; helps the tiny embedded model).
@@ -644,7 +681,7 @@ class HDEval(Method):
     _parameter_constraints = {
         "aggregator": Options(AGGREGATORS),
         "max_layers": Interval(int, 1, 5), "k_child": Interval(int, 1, 10), "k_expand": Interval(int, 1, 50),
-        "layout": Options(LAYOUTS), "weighted": Options((True, False)),
+        "layout": Options(LAYOUTS), "criteria_form": Options(CRITERIA_FORMS), "weighted": Options((True, False)),
         "score_max_tokens": Interval(int, 1, 1024), "decompose_max_tokens": Interval(int, 32, 4096),
         "pi_repeats": Interval(int, 1, 100), "random_state": Interval(int, 0, None),
         "max_imputed_fraction": Interval(float, 0.0, 1.0)}
@@ -652,19 +689,20 @@ class HDEval(Method):
     _parameter_labels = {
         "aggregator": "Aggregator model", "max_layers": "Layers of the tree", "k_child": "Children per node",
         "k_expand": "Nodes expanded per layer", "aspects": "Layer-1 aspects", "criteria_tree": "Edited tree",
-        "guidelines": "Expert guidelines", "layout": "Prompt layout", "weighted": "Probability-weighted scores",
-        "score_max_tokens": "Score reply limit (tokens)", "decompose_max_tokens": "Decomposition reply limit",
-        "pi_repeats": "Permutation repeats", "random_state": "Random seed of the method",
+        "guidelines": "Expert guidelines", "layout": "Prompt layout", "criteria_form": "How sub-criteria are asked for",
+        "weighted": "Probability-weighted scores", "score_max_tokens": "Score reply limit (tokens)",
+        "decompose_max_tokens": "Decomposition reply limit", "pi_repeats": "Permutation repeats",
+        "random_state": "Random seed of the method",
         "max_imputed_fraction": "Most imputed scores per criterion"}
     _choice_labels = {"aggregator": {"nn": "MLP (paper's main)", "lr": "linear regression", "dt": "decision tree",
                                      "rf": "random forest"},
-                      "layout": LAYOUT_LABELS}
+                      "layout": LAYOUT_LABELS, "criteria_form": CRITERIA_FORM_LABELS}
     quick_params: ClassVar[dict[str, Any]] = {"max_layers": 2, "k_child": 3, "pi_repeats": 3}
     def __init__(self, *, aggregator: str = "nn", max_layers: int = 3, k_child: int = 4, k_expand: int = 3,
                  aspects: tuple[str, ...] | None = None, criteria_tree: dict | None = None,
-                 guidelines: dict | None = None, layout: str = "paper", weighted: bool = False,
-                 score_max_tokens: int = 32, decompose_max_tokens: int = 512, pi_repeats: int = 10,
-                 random_state: int = 0, max_imputed_fraction: float = 0.5):
+                 guidelines: dict | None = None, layout: str = "paper", criteria_form: str = "auto",
+                 weighted: bool = False, score_max_tokens: int = 32, decompose_max_tokens: int = 512,
+                 pi_repeats: int = 10, random_state: int = 0, max_imputed_fraction: float = 0.5):
         self.aggregator = aggregator
         self.max_layers = max_layers
         self.k_child = k_child
@@ -673,6 +711,7 @@ class HDEval(Method):
         self.criteria_tree = criteria_tree
         self.guidelines = guidelines
         self.layout = layout
+        self.criteria_form = criteria_form
         self.weighted = weighted
         self.score_max_tokens = score_max_tokens
         self.decompose_max_tokens = decompose_max_tokens
@@ -706,7 +745,9 @@ class HDEval(Method):
                              f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
         aspects = known_aspects(aspect, names, train, context.aspects)
         tree = initial_tree(aspects, self.criteria_tree)
-        emit("tree_started", {"aspects": names, "nodes": len(tree["nodes"]), "given": self.criteria_tree is not None})
+        form = resolve_criteria_form(self.criteria_form, llm)
+        emit("tree_started", {"aspects": names, "nodes": len(tree["nodes"]), "given": self.criteria_tree is not None,
+                              "criteria_form": form})
 
         scores: dict[str, list[CriterionScore]] = {}
         importance: dict[str, dict[str, float]] = {}
@@ -724,7 +765,8 @@ class HDEval(Method):
             if layer >= 2:
                 self._grow_layer(tree, layer, importance, task=task, llm=llm,
                                  emit=emit, progress=progress, coverage=coverage, pruning=pruning,
-                                 warnings=warnings, reads=decomposition_reads, shown=shown, rejected=rejected)
+                                 warnings=warnings, reads=decomposition_reads, shown=shown, rejected=rejected,
+                                 form=form)
             nodes = tree_index(tree)
             features = [nid for nid, n in nodes.items() if n["layer"] <= layer and n.get("in_aggregator", True)]
             if layer > 1 and not any(nodes[f]["layer"] == layer for f in features):
@@ -760,7 +802,7 @@ class HDEval(Method):
         expanded = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["expanded"]]
         pruned = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["pruned"]]
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
-                     state={"tree": tree, "aspects": [a.to_dict() for a in aspects],
+                     state={"tree": tree, "aspects": [a.to_dict() for a in aspects], "criteria_form": form,
                             "aggregators": [a.to_state() for a in aggs], "target_group": target_group,
                             "features": used, "train_ids": [s.id for s in train],
                             "importance": importance, "layers": layers, "missing_scores": failures,
@@ -801,7 +843,7 @@ class HDEval(Method):
                     task: TaskInfo, llm: LLM, emit: EventSink, progress: Progress | None,
                     coverage: dict[str, float], pruning: list[dict[str, Any]], warnings: list[dict[str, Any]],
                     reads: dict[str, int], shown: Sequence[str] = (),
-                    rejected: list[dict[str, Any]] | None = None) -> None:
+                    rejected: list[dict[str, Any]] | None = None, form: str = "paper") -> None:
         """Lines 2-6 of Algorithm 1: choose C_D^layer and decompose each chosen node.
 
         Coverage-aware choice: a criterion scored on fewer than
@@ -814,7 +856,8 @@ class HDEval(Method):
         is appended to ``pruning``. Children the rubric checks refuse (a copy
         of a training text in ``shown``, a near-duplicate of a sibling or an
         existing node, empty, repetitive, over-long, no quality named) are not
-        added; they are appended to ``rejected``.
+        added; they are appended to ``rejected``. ``form`` is the resolved
+        ``criteria_form`` every decomposition asks in.
         """
         nodes = tree_index(tree)
         candidates = [nid for nid, n in nodes.items() if n["layer"] == layer - 1]
@@ -862,7 +905,7 @@ class HDEval(Method):
             dec = decompose_criteria(node, task=task, k=self.k_child, llm=llm,
                                      guideline=guideline, max_tokens=self.decompose_max_tokens, shown=shown,
                                      existing=[child_text(n) for n in tree["nodes"]],
-                                     taken=[n["name"] for n in tree["nodes"]])
+                                     taken=[n["name"] for n in tree["nodes"]], form=form)
             reads[dec.read] = reads.get(dec.read, 0) + 1
             for refused in dec.rejected:
                 emit("rubric_rejected", refused)
@@ -885,7 +928,7 @@ class HDEval(Method):
         """Upper bound on the LLM calls of a fit and of scoring (before cache hits).
 
         Decomposition calls (each with its :data:`DECOMPOSE_DRAWS` possible
-        draws) plus one call per (sample, criterion), each counted with its
+        draws, in either ``criteria_form``) plus one call per (sample, criterion), each counted with its
         possible follow-up turn (a score reply without a score), so the real
         count is at most this and about half of it when replies parse.
 
