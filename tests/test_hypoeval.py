@@ -1106,3 +1106,12 @@ def test_the_sentence_form_is_the_default_only_on_the_embedded_model_and_can_be_
     assert chosen.state["criteria_form"] == "sentence" and OPENER in generations[0][0]
     own_file, _ = _paper_fit(tiny_dataset, backend="llamacpp", model="/models/qwen2.5-7b-instruct.gguf")
     assert own_file.state["criteria_form"] == "paper", "a model file of the user's is not the embedded model"
+
+
+def test_an_empty_bank_in_the_papers_form_suggests_the_sentence_form_for_a_small_model(tiny_dataset):
+    # a 135M model behind a server wrote no readable list in the paper's form (llama_cpp.server, 2026-11-26)
+    llm, _ = fake_llm(lambda m, p: '{ "hypotheses": [ "]\n#1: The utterance', concurrency=1, backend="openai",
+                      model="smollm2")
+    with pytest.raises(ValueError, match="criteria_form='sentence'"):
+        get_method("hypoeval", {"n_init_hypotheses": 2}).fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
+                                                            FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))

@@ -128,6 +128,7 @@ from .base import (
     judge_warning,
     register,
     resolve_criteria_form,
+    small_model_hint,
 )
 
 TASK_OBSERVE_TEMPLATE = load_template("active_critic_task_observe")
@@ -1674,8 +1675,8 @@ class ActiveCritic(Method):
         if not criteria:
             warnings.append(judge_warning(
                 "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
-                "AC-Fine scores no criterion and the overall score is asked without criteria",
-                count=criteria_failures or None))
+                "AC-Fine scores no criterion and the overall score is asked without criteria"
+                + small_model_hint(form), count=criteria_failures or None))
         elif len(criteria) < MIN_CRITERIA and self.criteria is None:
             warnings.append(judge_warning(
                 "few_criteria", f"only {len(criteria)} criteria were inferred (the paper asks for "

@@ -77,6 +77,12 @@ CRITERIA_FORM_LABELS = {"auto": "by backend (sentence form on the embedded model
                         "sentence": "sentence form (for small models)"}
 
 
+def small_model_hint(form: str) -> str:
+    """What to add to a message that a generation gave nothing usable: in the paper's form, that a small model
+    (a few hundred million parameters behind a server) may do better in the sentence form."""
+    return "; a small model may do better with criteria_form='sentence'" if form == "paper" else ""
+
+
 def resolve_criteria_form(form: str, llm: Any) -> str:
     """``paper`` or ``sentence``: ``auto`` decided by the backend (:attr:`judge_engine.llm.LLMConfig.embedded`)."""
     if form != "auto":

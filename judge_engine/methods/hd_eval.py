@@ -111,7 +111,7 @@ from ..prompting import TaskInfo, load_template
 from ..records import Aspect, Sample, Verdict
 from ..rubric_checks import RubricCheck, check_criterion, check_statement, name_key, statement_name
 from .base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method, Options,
-                   Progress, judge_warning, register, resolve_criteria_form)
+                   Progress, judge_warning, register, resolve_criteria_form, small_model_hint)
 
 DECOMPOSE_NAMED_TEMPLATE = load_template("hd_eval_decompose_named")
 """The decomposition prompt of the paper's form: named children with definitions (App. G.1)."""
@@ -919,7 +919,8 @@ class HDEval(Method):
                 warnings.append(judge_warning(
                     "no_children", f"the decomposition of {node['name']!r} ({nid}) gave no usable children "
                     f"(after {DECOMPOSE_DRAWS} draws" + (f"; {len(dec.rejected)} refused by the rubric checks"
-                                                  if dec.rejected else "") + "); it stays a leaf"))
+                                                  if dec.rejected else "") + "); it stays a leaf"
+                    + small_model_hint(form)))
             emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(dec.children),
                                 "read": dec.read, "follow_up": dec.follow_up, "raw": dec.raw[:2000],
                                 "rejected": len(dec.rejected)})

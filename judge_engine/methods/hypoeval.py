@@ -85,7 +85,8 @@ from ..prompting import TaskInfo, fence, judge_scale, load_template, render_samp
 from ..records import Aspect, RunEvent, Sample, Verdict
 from ..rubric_checks import RubricCheck, check_entry, check_statement, is_statement, statement_name
 from .base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method,
-                   OptionalInterval, Options, Progress, judge_warning, register, resolve_criteria_form)
+                   OptionalInterval, Options, Progress, judge_warning, register, resolve_criteria_form,
+                   small_model_hint)
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -1362,7 +1363,7 @@ class HypoEval(Method):
                 + "; ".join([f"replies read: {read or 'none'}", *dict.fromkeys(ctx.unread_reasons)]
                             + ([f"{len(ctx.rejected)} hypotheses refused by the rubric checks: "
                                 + ", ".join(sorted({r['rule'] for r in ctx.rejected}))] if ctx.rejected else []))
-                + ")"))
+                + small_model_hint(ctx.form) + ")"))
             ctx.emit("empty_bank", {"reason": message, "replies": dict(ctx.replies)})
             ctx.warn("empty_bank", message)
             raise ValueError(message)
