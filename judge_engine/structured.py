@@ -23,6 +23,7 @@ returned for probability-weighted scoring.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -251,17 +252,29 @@ def read_json(text: str, schema: dict[str, Any]) -> StructuredReading:
     few items), is not read: the error names why, and the caller falls back
     to its free-text parser or records the item as missing.
     """
-    import jsonschema
+    from jsonschema.exceptions import best_match
 
     value = parse_json_object(text or "")
     if value is None:
         return StructuredReading(None, "no JSON in the reply")
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError as exc:
+    exc = best_match(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value))
+    if exc is not None:
         where = "/".join(str(p) for p in exc.absolute_path) or "reply"
         return StructuredReading(None, f"{where}: {exc.message[:200]}")
     return StructuredReading(value)
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema_json: str) -> Any:
+    """A checked validator of one schema (given as its JSON), made once: what ``jsonschema.validate`` does on
+    every call (the schema checked against its meta-schema, then a validator built), which took most of the
+    time of reading a short reply."""
+    from jsonschema.validators import validator_for
+
+    schema = json.loads(schema_json)
+    cls = validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,8 @@ def test_malformed_budget_and_unrecognised_prompts():
     assert len(set(replies)) <= 2
 
 
-@pytest.mark.parametrize("bad", [["--seeds", "0"], ["--malformed", "1.5"]])
+@pytest.mark.parametrize("bad", [["--seeds", "0"], ["--malformed", "1.5"], ["--seed-offset", "-1"],
+                                 ["--seed-list", "3", "3"], ["--seed-list", "3", "--seed-offset", "5"]])
 def test_bad_options_end_in_one_message(tmp_path, bad, capsys):
     with pytest.raises(SystemExit) as exc:
         bench_main.main(["--out", str(tmp_path), "simulate", "--methods", "hpss", *bad])
@@ -231,3 +232,42 @@ def test_criteria_methods_run_in_both_forms_in_the_simulated_world(tmp_path, met
         assert rows and not [r for r in rows if r["measure"] in ("error", "fit refused (ValueError)")], form
         steps = doc["per_seed"][0]["methods"][method]["detail"]["backend"]["steps"]
         assert steps.get("hd_decompose" if method == "hd_eval" else "ac_criteria"), steps
+
+
+def test_direct_scoring_and_geval_get_a_reading_of_the_aspect():
+    """The papers' external baselines are answered (not "I cannot help"): a noisy reading of the named aspect's
+    human level, with a JSON schema and without one."""
+    from judge_engine.bench.simulate import _aspect
+    from judge_engine.llm import LLM, LLMConfig
+    from judge_engine.methods import FitContext, get_method
+    from judge_engine.metrics import correlations
+
+    for structured in (True, False):
+        world = World(4, n_samples=40, malformed=0.0, structured=structured)
+        backend = SimulatedBackend(world)
+        llm = LLM(LLMConfig(backend="simulated"), backend)
+        for name in ("direct", "geval"):
+            judge = get_method(name).fit([], _aspect(), FitContext(llm=llm, task=TASK))
+            scores = [v.score for v in judge.score(list(world.samples), llm=llm)]
+            assert all(1 <= x <= 5 for x in scores), (name, structured)
+            assert correlations([s.human[_aspect().name] for s in world.samples], scores)["pearson"] > 0.3
+        assert set(backend.stats["steps"]) == {"plain_score", "hpss_steps"} and not backend.stats["unrecognised"]
+
+
+def test_seed_offset_and_list_name_the_worlds_and_rows_record_calls():
+    """Held-out worlds: --seed-offset N runs worlds N..N+seeds-1, --seed-list the listed ones; the config says
+    which; every row comparing two fitted arms records both arms' LLM calls."""
+    from judge_engine.bench import simulate
+
+    assert simulate.world_seeds_of(3) == [0, 1, 2]
+    assert simulate.world_seeds_of(2, 1000) == [1000, 1001]
+    assert simulate.world_seeds_of(20, 0, [7, 3]) == [7, 3]
+    doc = simulate.run(seeds=2, seed_offset=1000, methods=["hypoeval"], n_train=24, n_test=16)
+    assert doc["config"]["world_seeds"] == [1000, 1001] and doc["config"]["seed_offset"] == 1000
+    assert [w["seed"] for w in doc["worlds"]] == [1000, 1001] == [e["seed"] for e in doc["per_seed"]]
+    rows = [r for r in doc["rows"] if r["measure"] == "test Pearson"]
+    assert {r["baseline"] for r in rows} >= {"direct scoring", "G-Eval", "all hypotheses with r > 0",
+                                             "random 5 with r > 0 of its bank", "top 5 by reward",
+                                             "generation without refinement (n_refine=0)"}
+    assert all(" vs " in r["calls"] for r in rows), [r["calls"] for r in rows]
+    assert "| LLM calls, method vs baseline (median) |" in simulate.markdown(doc)

@@ -481,6 +481,40 @@ def test_greedy_and_stepwise_baselines_use_their_budgets():
     assert state.best(1)[0] == ("100", "LLM", "Free", "AutoCoT", "Metrics", "Example10", "Dialectic", "TEI")
 
 
+def test_greedy_baselines_with_restarts_use_the_whole_budget():
+    """The benchmark's equal-budget Greedy restarts from a random strategy once its climb is stuck, and its
+    Stepwise-Greedy repeats its passes: both make exactly HPSS's 71 evaluations, never one twice (issue 31)."""
+    calls = []
+    state = greedy_search(BASE, synthetic(calls), np.random.default_rng(0), budget=70, restart=True)
+    assert len(calls) == 71 == len({s for s, _ in calls}) == state.cost + 1
+    assert any(stage == "restart" for _, stage in calls), "an additive landscape stalls the climb: it restarts"
+    calls = []
+    state = stepwise_greedy_search(BASE, synthetic(calls), budget=70, rng=np.random.default_rng(0))
+    assert len(calls) == 71 == len({s for s, _ in calls}) == state.cost + 1
+    assert any(stage == "restart" for _, stage in calls)
+    # the first pass is the paper's: same strategies in the same order as without a budget
+    single = []
+    stepwise_greedy_search(BASE, synthetic(single))
+    assert calls[:21] == single
+
+
+def test_uniform_proposals_ignore_the_advantages_but_keep_the_budget():
+    """The ablation of the heuristic: the same population search and budget, proposals drawn uniformly."""
+    calls = []
+    state = initialize(BASE, synthetic(calls))
+    iterative_search(state, synthetic(calls), np.random.default_rng(3), population=5, mutations=2, rho=0.2,
+                     tau=5.0, lam=4.0, budget=50, proposals="uniform")
+    assert len(calls) == 71 == len({s for s, _ in calls})
+    guided = []
+    state = initialize(BASE, synthetic(guided))
+    iterative_search(state, synthetic(guided), np.random.default_rng(3), population=5, mutations=2, rho=0.2,
+                     tau=5.0, lam=4.0, budget=50)
+    assert calls[:21] == guided[:21] and calls != guided
+    with pytest.raises(ValueError, match="proposals"):
+        iterative_search(state, synthetic([]), np.random.default_rng(3), population=5, mutations=2, rho=0.2,
+                         tau=5.0, lam=4.0, budget=60, proposals="random")
+
+
 # --------------------------------------------------------------------------- the Method
 
 

@@ -34,7 +34,9 @@ The simulated score of a scoring prompt is the human score on the judge's
 scale plus noise (plus a bias where planted) whose size depends on the
 prompt's planted features, rounded to the scale. Noise is a pure function of
 (seed, prompt), as a greedy model's reply would be: the same prompt gets the
-same answer whatever was asked before it.
+same answer whatever was asked before it. Direct-scoring and G-Eval prompts (the papers'
+external baselines) are answered as a plain judge would: the named aspect's human level plus noise of
+sd :data:`PLAIN_JUDGE_SD`, with no planted effect of their wording.
 
 Never offered by the app: this module lives under ``judge_engine.bench``.
 """
@@ -46,8 +48,8 @@ import json
 import math
 import random
 import re
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -70,6 +72,12 @@ LATENT_SCALE = 0.2
 ANNOTATOR_SD = 0.3
 """Noise of the human mean score (1-5 units): even a perfect judge of the latents cannot reach r = 1."""
 ITEM_TAG = re.compile(r"\[sim-item-(\d{4})\]")
+PLAIN_JUDGE_SD = 0.3
+"""Noise sd (normalised [0, 1] level) of a direct-scoring or G-Eval prompt: the papers' external baselines get a
+reading of the human level with the noise of HPSS's average prompt (``World.hpss_sigma0``), the same for both
+(nothing planted favours either; G-Eval's probability weighting only smooths the rounding)."""
+REFINE_CANDIDATES = 3
+"""Pool hypotheses a refinement on evidence tries against each hypothesis it was asked to improve."""
 
 ADJECTIVES = ("Clause", "Topic", "Entity", "Lead", "Claim", "Tense", "Pronoun", "Detail", "Event", "Quote",
               "Number", "Causal", "Temporal", "Lexical", "Framing", "Closing", "Opening", "Hedge", "Source",
@@ -132,7 +140,71 @@ def _gauss(*parts: Any) -> float:
     return _rng(*parts).gauss(0.0, 1.0)
 
 
+def higher_order_part(values: np.ndarray) -> np.ndarray:
+    """``values`` (one per cell of a full factorial, one axis per factor) less its grand mean, main effects and
+    two-way interactions: what is left is 3-way and higher interaction only.
+
+    The ANOVA decomposition of a balanced full factorial is orthogonal, so each
+    effect is a difference of marginal means; the result's marginal mean over
+    any one or two factors is zero.
+    """
+    axes = range(values.ndim)
+    grand = values.mean()
+
+    def margin(*keep: int) -> np.ndarray:
+        return values.mean(axis=tuple(a for a in axes if a not in keep), keepdims=True)
+
+    main = [margin(i) - grand for i in axes]
+    out = values - grand - sum(main)
+    for i in axes:
+        for j in range(i + 1, values.ndim):
+            out = out - (margin(i, j) - grand - main[i] - main[j])
+    return out
+
+
 # --------------------------------------------------------------------------- planted worlds
+
+
+@dataclass(frozen=True)
+class Dials:
+    """How much of each method's planted structure a world has: 1.0 everywhere is the default world.
+
+    Each dial runs from 1.0 (the structure the benchmark plants by default, in
+    the method's own terms) to 0.0 (a world without it, where the method has
+    nothing of its own to find); values in between mix the two. The default
+    world's draws do not depend on the dials: a dial at 1.0 takes exactly the
+    default code path.
+    """
+
+    hpss: float = 1.0
+    """Share of the variance of HPSS's log-noise that is per-factor (factor-value effects and the 4 pairwise
+    interactions, the structure HPSS's advantage estimate assumes); the rest is higher-order interaction
+    (3-way and up, every main and pairwise effect projected out exactly) of the same spread over all
+    strategies. 0: no per-factor structure in the noise (the scale's rounding stays, as a real judge's)."""
+    hd_eval: float = 1.0
+    """How much of a sub-criterion's reading is its own: 1, it reads its latent at the planted noise (about
+    half its parent's); 0, it restates its parent's reading (the same value, the same noise draw), so
+    decomposition tells the aggregator nothing new. A reading mixes the two: ``d * own + (1 - d) * parent``."""
+    hypoeval: float = 1.0
+    """How the pool's misleading hypotheses mislead: 1, they score the reverse of the human level
+    (anti-correlated); 0, they track a latent the target aspect does not weigh (merely unrelated, quality 0)."""
+    active_critic: float = 1.0
+    """Scale of Active-Critic's planted structure: the demonstrations' log-noise values and the spread of the
+    criteria's noise multipliers around their mean. 0: every demonstration set and criterion is as good as any."""
+    refinement: float = 1.0
+    """Share of refinements (HypoEval's hypotheses, Active-Critic's criteria) that follow the default script
+    (improve with a fixed probability whatever the prompt shows). The rest change only as far as the prompt's
+    evidence supports: the items shown with their human scores, against which the judge tries the candidates
+    (:meth:`World.evidence_fit`). 0: every refinement depends on what the prompt shows."""
+
+    def check(self) -> None:
+        """A ValueError naming the first dial outside [0, 1]."""
+        for name, value in asdict(self).items():
+            if not (isinstance(value, (int, float)) and 0.0 <= value <= 1.0):
+                raise ValueError(f"dial {name}={value!r}: a value in [0, 1] is needed (1 = the default world)")
+
+
+DEFAULT_DIALS = Dials()
 
 
 @dataclass(frozen=True)
@@ -142,7 +214,8 @@ class PoolHypothesis:
     text: str
     trait: str
     kind: str
-    """``helpful`` (tracks the human score, low noise), ``useless`` (pure noise), ``misleading`` (anti-correlated)."""
+    """``helpful`` (tracks the human score, low noise), ``useless`` (pure noise), ``misleading`` (anti-correlated,
+    or at the ``hypoeval`` dial's 0 merely unrelated)."""
     noise: float
     """Noise sd on the normalised [0, 1] level."""
     quality: float
@@ -150,6 +223,9 @@ class PoolHypothesis:
     statement: str = ""
     """The same rubric as a statement ("A good summary has ... ."): what the simulated judge answers when
     HypoEval asks for statements."""
+    unrelated: int | None = None
+    """For a misleading hypothesis: the latent (one the target aspect does not weigh) it tracks as far as the
+    ``hypoeval`` dial is below 1."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +238,9 @@ class Node:
     noise: float
     aspect: str | None = None
     """For layer-1 nodes: the aspect whose human score it measures."""
+    parent: str | None = None
+    """The node it was proposed as a child of (None for layer 1): what it restates as far as the ``hd_eval`` dial
+    is below 1."""
 
 
 @dataclass
@@ -175,6 +254,8 @@ class World:
     structured: bool = True
     """Whether the judge honours JSON schemas; False answers every request as free text (a server without
     constrained decoding), so the methods' free-text fallbacks run end to end."""
+    dials: Dials = DEFAULT_DIALS
+    """How much of each method's planted structure this world has (:class:`Dials`; default: all of it)."""
     samples: tuple[Sample, ...] = ()
     latents: np.ndarray = field(default_factory=lambda: np.zeros((0, N_LATENTS)))
     weights: dict[str, np.ndarray] = field(default_factory=dict)
@@ -188,6 +269,7 @@ class World:
     target_sd: float = 0.0
 
     def __post_init__(self) -> None:
+        self.dials.check()
         rng = np.random.default_rng(self.seed)
         self._plant_latent_weights(rng)
         self._make_samples(rng)
@@ -260,6 +342,32 @@ class World:
                 return i
         return None
 
+    def shown_scores(self, text: str) -> list[tuple[int, float]]:
+        """The items ``text`` shows with a human score, and that score as shown (on whatever scale the prompt
+        uses): each item paired with the first score after it and before the next item."""
+        tags = [(m.start(), int(m.group(1))) for m in ITEM_TAG.finditer(text)
+                if int(m.group(1)) < len(self.samples) and self.samples[int(m.group(1))].output[:40] in text]
+        scores = [(m.start(), float(m.group(1))) for m in MARKERS["shown_score"].finditer(text)]
+        out: dict[int, float] = {}
+        for k, (at, i) in enumerate(tags):
+            end = tags[k + 1][0] if k + 1 < len(tags) else len(text)
+            score = next((v for p, v in scores if at < p < end), None)
+            if score is not None and i not in out:
+                out[i] = score
+        return list(out.items())
+
+    @staticmethod
+    def evidence_fit(reading: Callable[[int], float], shown: Sequence[tuple[int, float]]) -> float:
+        """How well a candidate's readings of the items shown follow the human scores shown for them: their
+        Pearson, 0 with fewer than 3 items or no spread (nothing to learn from)."""
+        if len(shown) < 3:
+            return 0.0
+        x = np.array([reading(i) for i, _ in shown])
+        y = np.array([score for _, score in shown])
+        if x.std() == 0 or y.std() == 0:
+            return 0.0
+        return float(np.corrcoef(x, y)[0, 1])
+
     # ---- HPSS
 
     def _plant_hpss(self, rng: np.random.Generator) -> None:
@@ -281,12 +389,37 @@ class World:
         self.hpss_bias = {("cot", "Suffix"): 0.05, ("reference", "Dialectic"): -0.05}
 
     def hpss_log_sigma(self, strategy: Strategy) -> float:
+        """Log of the judge's noise sd under ``strategy``: the planted per-factor log-noise, mixed by the ``hpss``
+        dial ``d`` with higher-order interaction of the same spread, ``mean + √d (planted - mean) + √(1-d) free``
+        (the two parts are orthogonal over the 12,960 strategies, so the spread stays the planted one)."""
+        d = self.dials.hpss
+        planted = self._hpss_planted_log_sigma(strategy)
+        if d >= 1.0:
+            return planted
+        mean, free = self._hpss_structure_free()
+        return mean + math.sqrt(d) * (planted - mean) + math.sqrt(1.0 - d) * free[strategy]
+
+    def _hpss_planted_log_sigma(self, strategy: Strategy) -> float:
         f = dict(zip((n for n, _ in FACTORS), strategy))
         x = math.log(self.hpss_sigma0) + sum(self.hpss_effects[(n, v)] for n, v in f.items())
         for a, va, b, vb, eff in self.hpss_interactions:
             if f[a] == va and f[b] == vb:
                 x += eff
         return x
+
+    def _hpss_structure_free(self) -> tuple[float, dict[Strategy, float]]:
+        """The mean planted log-noise over all strategies, and per strategy a log-noise deviation with no main or
+        pairwise effect (:func:`higher_order_part` of a seeded normal field), scaled to the planted part's sd."""
+        cached = getattr(self, "_hpss_free", None)
+        if cached is None:
+            strategies = all_strategies()
+            shape = tuple(len(values) for _, values in FACTORS)
+            planted = np.array([self._hpss_planted_log_sigma(s) for s in strategies]).reshape(shape)
+            free = higher_order_part(np.random.default_rng([self.seed, 31]).standard_normal(shape))
+            free *= planted.std() / free.std()
+            cached = (float(planted.mean()), dict(zip(strategies, free.ravel().tolist())))
+            self._hpss_free = cached
+        return cached
 
     def hpss_true_fitness(self, strategy: Strategy) -> float:
         """Population Pearson × 100 of the strategy's scores with the human score, analytically.
@@ -302,6 +435,20 @@ class World:
         step = 1.0 / (int(strategy[0]) - 1)
         sd = self.target_sd
         return 100.0 * sd / math.sqrt(sd * sd + sigma * sigma + step * step / 12.0)
+
+    def hpss_variance_shares(self) -> dict[str, float]:
+        """How the variance of the log-noise over all 12,960 strategies splits: main effects (one factor),
+        two-way interactions, and 3-way and higher (what no per-factor estimate can see)."""
+        shape = tuple(len(values) for _, values in FACTORS)
+        x = np.array([self.hpss_log_sigma(s) for s in all_strategies()]).reshape(shape)
+        total = float(x.var())
+        centred = x - x.mean()
+        main = sum(centred.mean(axis=tuple(a for a in range(x.ndim) if a != i), keepdims=True)
+                   + np.zeros(shape) for i in range(x.ndim))
+        higher = higher_order_part(x)
+        return {"main_effects": round(float(main.var()) / total, 4),
+                "two_way": round(float((centred - main - higher).var()) / total, 4),
+                "higher_order": round(float(higher.var()) / total, 4)}
 
     def hpss_landscape(self) -> tuple[dict[Strategy, float], Strategy, float]:
         """True fitness of all 12,960 strategies, the optimum and its fitness."""
@@ -331,10 +478,31 @@ class World:
                 float(rng.uniform(0.08, 0.2))
             sd = self.target_sd
             quality = 0.0 if kind == "useless" else (1 if kind == "helpful" else -1) * sd / math.sqrt(sd * sd + noise * noise)
+            unrelated = None
+            if kind == "misleading":  # drawn by hash, not from ``rng``: the default world's draws stay as they were
+                unrelated = _rng(self.seed, "unrelated", i).choice(
+                    [j for j in range(N_LATENTS) if self.weights[TARGET][j] == 0])
+                d = self.dials.hypoeval
+                if d < 1.0:  # the population Pearson of d (1 - level) + (1 - d) (0.5 + 0.2 z) + noise (clipping ignored)
+                    quality = -d * sd / math.sqrt((d * sd) ** 2 + ((1 - d) * LATENT_SCALE) ** 2 + noise * noise)
             text = POOL_TEMPLATES[i % len(POOL_TEMPLATES)].format(t=trait, g=good[i], b=bad[i], aspect=TARGET)
             body = STATEMENT_BODIES[i % len(STATEMENT_BODIES)].format(t=trait, g=good[i], b=bad[i])
-            pool.append(PoolHypothesis(text, trait, kind, noise, quality, f"{OPENER} {body}."))
+            pool.append(PoolHypothesis(text, trait, kind, noise, quality, f"{OPENER} {body}.", unrelated))
         self.pool = tuple(pool)
+
+    def hypothesis_truth(self, h: PoolHypothesis, index: int) -> float:
+        """What hypothesis ``h`` measures on sample ``index`` (normalised, before the judge's noise): the human
+        level (helpful), nothing (useless: 0.5), or for a misleading one ``d (1 - level) + (1 - d) u`` with ``d``
+        the ``hypoeval`` dial and ``u`` the level of a latent the target does not weigh."""
+        if h.kind == "helpful":
+            return self.level(index)
+        if h.kind == "useless":
+            return 0.5
+        d = self.dials.hypoeval
+        if d >= 1.0 or h.unrelated is None:
+            return 1 - self.level(index)
+        u = min(1.0, max(0.0, 0.5 + LATENT_SCALE * float(self.latents[index, h.unrelated])))
+        return d * (1 - self.level(index)) + (1 - d) * u
 
     def hypothesis_in(self, text: str) -> list[PoolHypothesis]:
         """Pool hypotheses whose whole text or whole statement occurs in ``text`` (blank space normalised), in
@@ -401,7 +569,7 @@ class World:
         rng.shuffle(plan)
         children = []
         for latent, noise in plan[:k]:
-            n = Node(self._new_name(rng), latent, noise)
+            n = Node(self._new_name(rng), latent, noise, parent=node.name if node is not None else None)
             self.nodes[n.name.lower()] = n
             children.append(n)
         self._decomposed[key] = children
@@ -421,6 +589,18 @@ class World:
             return 0.5
         return float(min(1.0, max(0.0, 0.5 + LATENT_SCALE * self.latents[index, node.latent])))
 
+    def hd_reading(self, node: Node, index: int) -> float:
+        """A criterion's reading of sample ``index`` (normalised, noise included) when the ``hd_eval`` dial ``d`` is
+        below 1: ``d`` times its own (what it measures plus its planted noise) plus ``1 - d`` times its parent's
+        reading, recursively; a layer-1 aspect reads its own. The noise is keyed by (criterion, sample), not by
+        prompt, so a child restates exactly the reading its parent's prompt got."""
+        own = self.node_level(node, index) + node.noise * _gauss(self.seed, "hd-noise", node.name.lower(), index)
+        parent = self.nodes.get(node.parent.lower()) if node.parent else None
+        if parent is None:
+            return own
+        d = self.dials.hd_eval
+        return d * own + (1 - d) * self.hd_reading(parent, index)
+
     # ---- Active-Critic
 
     def _plant_active_critic(self, rng: np.random.Generator) -> None:
@@ -428,12 +608,19 @@ class World:
 
         A demonstration set multiplies the overall score's noise by
         exp(sum of its samples' values): some examples teach the judge, some
-        mislead it, so the choice of the set matters.
+        mislead it, so the choice of the set matters. The ``active_critic``
+        dial ``d`` scales both: the values by ``d``, each multiplier's distance
+        from the criteria's mean by ``d`` (0: nothing to choose between).
         """
         names = rng.permutation(["Logical Flow", "Topic Focus", "Referent Clarity", "Sentence Variety",
                                  "Headline Match", "Word Count", "Connective Use", "Tone Match"]).tolist()
         self.ac_criteria = {n: float(m) for n, m in zip(names, (0.5, 0.6, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7))}
         self.demo_value = rng.normal(0.0, 0.2, self.n_samples)
+        d = self.dials.active_critic
+        if d < 1.0:
+            mean = float(np.mean(list(self.ac_criteria.values())))
+            self.ac_criteria = {n: mean + d * (m - mean) for n, m in self.ac_criteria.items()}
+            self.demo_value = d * self.demo_value
 
     def ac_planted(self, text: str) -> str | None:
         """The planted criterion a criterion's name or text stands for: its planted name, the name a method
@@ -471,7 +658,7 @@ class World:
         table, best, best_fit = self.hpss_landscape()
         return {
             "seed": self.seed, "n_samples": self.n_samples, "malformed_fraction": self.malformed,
-            "honours_json_schemas": self.structured,
+            "honours_json_schemas": self.structured, "dials": asdict(self.dials),
             "aspect_weights": {a: [round(float(x), 4) for x in w] for a, w in self.weights.items()},
             "null_latents": [j for j in range(N_LATENTS) if not self.informative_latent(j)],
             "target_sd_normalised": round(self.target_sd, 4),
@@ -481,10 +668,14 @@ class World:
                                       for a, va, b, vb, e in self.hpss_interactions],
                      "bias": {f"{n}={v}": b for (n, v), b in self.hpss_bias.items()},
                      "optimum": "_".join(best), "optimum_true_fitness": round(best_fit, 3),
-                     "median_true_fitness": round(float(np.median(list(table.values()))), 3)},
+                     "median_true_fitness": round(float(np.median(list(table.values()))), 3),
+                     "log_sigma_variance_shares": self.hpss_variance_shares()},
             "hypoeval_pool": [{"text": h.text, "statement": h.statement, "trait": h.trait, "kind": h.kind,
-                               "noise": round(h.noise, 4), "quality": round(h.quality, 4)} for h in self.pool],
-            "hd_eval_nodes": {n.name: {"latent": n.latent, "noise": n.noise, "informative": self.node_informative(n)}
+                               "noise": round(h.noise, 4), "quality": round(h.quality, 4),
+                               **({"unrelated_latent": h.unrelated} if h.unrelated is not None else {})}
+                              for h in self.pool],
+            "hd_eval_nodes": {n.name: {"latent": n.latent, "noise": n.noise, "informative": self.node_informative(n),
+                                       "parent": n.parent}
                               for n in self.nodes.values() if n.aspect is None},
             "active_critic_criteria_noise_multipliers": self.ac_criteria,
             "active_critic_demo_log_noise": [round(float(x), 4) for x in self.demo_value],
@@ -532,6 +723,15 @@ MARKERS = {
     "ac_weighted": "single digit",
     "ac_criteria_json": re.compile(r'"([^"\n]{2,40})"\s*:'),
     "ac_opener": re.compile(r'Start each sentence with "([^"\n]{3,60})"'),
+    # the papers' external baselines: direct scoring (direct_score.txt) and G-Eval (geval_score.txt)
+    "direct": re.compile(r"Aspect to rate: ([^\n]+)\n"),
+    "direct_scale": re.compile(r"from (\d+) \(worst\) to (\d+) \(best\)"),
+    "geval": re.compile(r"Evaluation criterion:\n([^\n(]+?) \((\d+)-(\d+)\):"),
+    # what a prompt shows about an item: its human score (HypoEval's observations, Active-Critic's examples)
+    "shown_score": re.compile(r"(?:Human Score:|gave this \w+ a score of) (-?\d+(?:\.\d+)?)"),
+    # the evidence sentence this judge's Active-Critic observe step writes and its refine step reads
+    "ac_evidence": re.compile(r"Scores rise with ([a-z ]+?) more than the current criteria show; "
+                              r"([a-z ]+?) explains less of them"),
 }
 
 
@@ -622,7 +822,10 @@ def _by_text(world: World, prompt: str) -> Step:
     m = MARKERS
     if m["ac_task_observe"] in prompt or m["ac_criteria_observe"] in prompt:
         prior = prompt.split(m["ac_prior"], 1)[1] if m["ac_prior"] in prompt else ""
-        return Step("ac_observe", {"prior": "(none yet)" not in prior and bool(prior.strip())})
+        criteria = m["ac_criteria_observe"] in prompt
+        return Step("ac_observe", {"prior": "(none yet)" not in prior and bool(prior.strip()),
+                                   "current": _ac_current(world, prompt) if criteria else [],
+                                   "shown": world.shown_scores(prompt) if criteria else []})
     if (m["ac_criteria_init"] in prompt or m["ac_criteria_refine"] in prompt or m["ac_criteria_list"].search(prompt)
             or m["ac_criteria_qualities"] in prompt):
         return _ac_criteria_step(world, prompt)
@@ -656,7 +859,8 @@ def _by_text(world: World, prompt: str) -> Step:
 def _hypotheses_step(world: World, prompt: str, n: int) -> Step:
     refine = MARKERS["hypo_refine"] in prompt
     old = world.hypothesis_in(prompt.split(MARKERS["hypo_refine"], 1)[1]) if refine else []
-    return Step("hypo_refine" if refine else "hypo_generate", {"n": n, "old": old})
+    return Step("hypo_refine" if refine else "hypo_generate", {"n": n, "old": old,
+                                                               "shown": world.shown_scores(prompt) if refine else []})
 
 
 AC_DEFINITIONS = {
@@ -690,15 +894,23 @@ def _schema_opener(pattern: str) -> str:
     return re.sub(r"\[\\?(.)\]", r"\1", literal)
 
 
+def _ac_current(world: World, prompt: str) -> list[str]:
+    """The planted criteria a prompt lists (by quoted name or by definition)."""
+    low = prompt.lower()
+    return [n for n in world.ac_criteria if f'"{n}"' in prompt or ac_statement_body(n) in low]
+
+
 def _ac_criteria_step(world: World, prompt: str) -> Step:
     m = MARKERS
-    low = prompt.lower()
-    current = ([n for n in world.ac_criteria if f'"{n}"' in prompt or ac_statement_body(n) in low]
-               if m["ac_criteria_refine"] in prompt else [])
+    refine = m["ac_criteria_refine"] in prompt
+    current = _ac_current(world, prompt) if refine else []
     opener = m["ac_opener"].search(prompt)
+    evidence = m["ac_evidence"].search(prompt) if refine else None
+    names = {n.lower(): n for n in world.ac_criteria}
+    swap = (names.get(evidence.group(1)), names.get(evidence.group(2))) if evidence else None
     return Step("ac_criteria", {"current": current, "lines": bool(m["ac_criteria_list"].search(prompt)),
                                 "qualities": m["ac_criteria_qualities"] in prompt,
-                                "opener": opener.group(1) if opener else ""})
+                                "opener": opener.group(1) if opener else "", "evidence": swap})
 
 
 def _ose_criteria(prompt: str) -> list[str]:
@@ -732,6 +944,15 @@ def _score_step(world: World, prompt: str, scale: tuple[int, int] | None) -> Ste
         if node is not None:
             return Step("hd_score", {"index": index, "node": node, "scale": scale})
         return Step("unknown_criterion", {"index": index, "scale": scale, "name": crit.group(1)})
+    direct, geval = m["direct"].search(prompt), m["geval"].search(prompt)
+    if geval:
+        return Step("plain_score", {"index": index, "aspect": geval.group(1).strip(),
+                                    "scale": scale or (int(geval.group(2)), int(geval.group(3)))})
+    if direct:
+        found = m["direct_scale"].search(prompt)
+        return Step("plain_score", {"index": index, "aspect": direct.group(1).strip(),
+                                    "scale": scale or ((int(found.group(1)), int(found.group(2))) if found
+                                                       else (1, 5))})
     return Step("unknown")
 
 
@@ -808,8 +1029,11 @@ class SimulatedBackend:
             # with observations already made, "COMPLETE" 60% of the time (so refinement rounds happen and end)
             if step.info["prior"] and _unit(w.seed, "complete", conversation, draw) < 0.6:
                 return "COMPLETE", ()
-            return ("Higher scores go to summaries whose sentences follow one another logically and stay on "
-                    "the article's topic."), ()
+            text = ("Higher scores go to summaries whose sentences follow one another logically and stay on "
+                    "the article's topic.")
+            if w.dials.refinement < 1.0 and step.info.get("current"):  # what the examples shown say, for the refine
+                text = f"{text} {self._ac_evidence(step)}"
+            return text, ()
         if kind == "ac_criteria":
             crit = self._ac_criteria(step, conversation, draw)
             props = (schema or {}).get("properties") or {}
@@ -833,7 +1057,7 @@ class SimulatedBackend:
             if step.info["current"]:
                 return json.dumps(crit), ()
             return json.dumps({"Criteria": crit, "Observations": "Scores follow how connected the summary is."}), ()
-        if kind in ("hpss_judge", "hd_score", "hypo_score", "unknown_criterion"):
+        if kind in ("hpss_judge", "hd_score", "hypo_score", "unknown_criterion", "plain_score"):
             return self._score(step, messages, params, draw)
         if kind == "hpss_criteria":
             text = (f"{TARGET} : (self-generated criteria) A coherent summary presents its points in a sensible "
@@ -891,19 +1115,44 @@ class SimulatedBackend:
         return json.dumps(conform(value, schema)) if schema else text
 
     def _ac_criteria(self, step: Step, conversation: str, draw: int) -> dict[str, str]:
-        """Initial criteria: 5 of the planted ones at random; a refinement swaps, with probability 1/2,
-        the least helpful current criterion for the most helpful absent one (refinement helps, noisily)."""
+        """Initial criteria: 5 of the planted ones at random. A scripted refinement (the share the
+        ``refinement`` dial sets; all of them by default) swaps, with probability 1/2, the least helpful
+        current criterion for the most helpful absent one (refinement helps, noisily); any other makes the swap
+        its prompt's observations name (:meth:`_ac_evidence`), or none."""
         w = self.world
         rng = _rng(w.seed, "ac-criteria", conversation, draw)
         current = list(step.info["current"])
         if not current:
             current = rng.sample(sorted(w.ac_criteria), 5)
+        elif w.dials.refinement < 1.0 and _unit(w.seed, "refine-scripted", conversation, draw) >= w.dials.refinement:
+            best, worst = step.info.get("evidence") or (None, None)
+            if best and worst and best not in current and worst in current:
+                current[current.index(worst)] = best
         elif rng.random() < 0.5:
             absent = [n for n in w.ac_criteria if n not in current]
             if absent:
                 worst = max(current, key=w.ac_criteria.get)
                 current[current.index(worst)] = min(absent, key=w.ac_criteria.get)
         return {n: AC_DEFINITIONS.get(n, "Whether the summary gets this right.") for n in current}
+
+    def _ac_evidence(self, step: Step) -> str:
+        """An observe step's reading of its examples: each planted criterion tried on the items shown (its
+        McS-E reading, 0.15 × its multiplier noise) against their human scores (:meth:`World.evidence_fit`);
+        names the best-fitting absent criterion and the worst-fitting current one when the first fits better."""
+        w = self.world
+        shown, current = step.info["shown"], step.info["current"]
+
+        def fit(name: str) -> float:
+            return w.evidence_fit(lambda i: w.level(i) + 0.15 * w.ac_criteria[name]
+                                  * _gauss(w.seed, "ac-evidence", name, i), shown)
+
+        absent = [n for n in w.ac_criteria if n not in current]
+        if absent:
+            best, worst = max(absent, key=fit), min(current, key=fit)
+            if fit(best) > fit(worst):
+                return (f"Scores rise with {best.lower()} more than the current criteria show; "
+                        f"{worst.lower()} explains less of them.")
+        return "The current criteria fit the scores shown."
 
     def _active_critic_score(self, step: Step, messages: Sequence[Message], params: GenerationParams,
                              draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:
@@ -941,7 +1190,9 @@ class SimulatedBackend:
         return f"Explanation: The response was weighed on every criterion.\n\nScore Of Overall: {score}", ()
 
     def _hypotheses(self, step: Step, conversation: str, draw: int) -> list[PoolHypothesis]:
-        """Draws from the pool: generation 30% helpful; refinement keeps each with 1/2, else draws 60% helpful."""
+        """Draws from the pool: generation 30% helpful; a scripted refinement (the share of hypotheses the
+        ``refinement`` dial sets; all by default) keeps each with 1/2, else draws 60% helpful; any other is
+        refined on the prompt's evidence (:meth:`_refined_by_evidence`)."""
         w = self.world
         rng = _rng(w.seed, "hypotheses", conversation, draw)
         by_kind = {k: [h for h in w.pool if h.kind == k] for k in ("helpful", "useless", "misleading")}
@@ -955,8 +1206,12 @@ class SimulatedBackend:
         out: list[PoolHypothesis] = []
         taken: set[str] = set()
         if step.kind == "hypo_refine":
-            for old in step.info["old"][:step.info["n"]]:
-                new = old if rng.random() < 0.5 and old.text not in taken else pick(0.6, taken)
+            for slot, old in enumerate(step.info["old"][:step.info["n"]]):
+                if w.dials.refinement < 1.0 and \
+                        _unit(w.seed, "refine-scripted", conversation, draw, slot) >= w.dials.refinement:
+                    new = self._refined_by_evidence(old, step.info["shown"], taken, rng)
+                else:
+                    new = old if rng.random() < 0.5 and old.text not in taken else pick(0.6, taken)
                 out.append(new)
                 taken.add(new.text)
         while len(out) < step.info["n"] and len(taken) < len(w.pool):
@@ -964,6 +1219,26 @@ class SimulatedBackend:
             out.append(new)
             taken.add(new.text)
         return out
+
+    def _refined_by_evidence(self, old: PoolHypothesis, shown: Sequence[tuple[int, float]], taken: set[str],
+                             rng: random.Random) -> PoolHypothesis:
+        """A hypothesis refined on what the prompt shows: :data:`REFINE_CANDIDATES` other pool hypotheses drawn
+        at random are tried with ``old`` on the items shown (each hypothesis's reading of an item, its noise
+        included, against the human score shown: :meth:`World.evidence_fit`); the best-fitting one replaces
+        ``old`` when it fits better. Shown nothing to learn from (too few items, scores that do not follow the
+        items), the replacement is as good as chance."""
+        w = self.world
+
+        def fit(h: PoolHypothesis) -> float:
+            return w.evidence_fit(lambda i: w.hypothesis_truth(h, i) + h.noise * _gauss(w.seed, "evidence", h.text, i),
+                                  shown)
+
+        options = [h for h in w.pool if h.text not in taken and h.text != old.text]
+        candidates = rng.sample(options, min(REFINE_CANDIDATES, len(options)))
+        best = max(candidates, key=fit, default=None)
+        if best is None or (old.text not in taken and fit(old) >= fit(best)):
+            return old
+        return best
 
     def _score(self, step: Step, messages: Sequence[Message], params: GenerationParams,
                draw: int) -> tuple[str, tuple[dict[str, Any], ...]]:
@@ -984,11 +1259,16 @@ class SimulatedBackend:
             low, high = step.info.get("scale") or (1, 5)
             if kind == "hypo_score":
                 h = step.info["hypothesis"]
-                truth = w.level(index) if h.kind == "helpful" else 0.5 if h.kind == "useless" else 1 - w.level(index)
+                truth = w.hypothesis_truth(h, index)
                 sigma = h.noise
             elif kind == "hd_score":
                 node = step.info["node"]
                 truth, sigma = w.node_level(node, index), node.noise
+                if w.dials.hd_eval < 1.0:  # the reading mixes the node's own and its parent's (noise included)
+                    truth, sigma = w.hd_reading(node, index), 0.0
+            elif kind == "plain_score":  # direct scoring or G-Eval: a noisy reading of the aspect's human level
+                names = {a.name.lower(): a.name for a in ASPECTS}
+                truth, sigma = w.level(index, names.get(step.info["aspect"].lower(), TARGET)), PLAIN_JUDGE_SD
             else:
                 truth, sigma = 0.5, 0.25
         # the noise depends on the first prompt only: a follow-up turn restates the same judgement
