@@ -159,3 +159,13 @@ def test_curated_hypotheses_that_are_binary_or_megabytes_long_are_refused_with_o
         with pytest.raises(ValueError, match=problem) as err:
             get_method("hypoeval", {"hypotheses": bad})._validate_params()
         assert len(str(err.value)) < 300, "the message names the problem, not the whole paste"
+
+
+def test_a_missing_rubric_file_is_one_message_naming_it(tmp_path):
+    with pytest.raises(ValueError, match="cannot read .*real_rubrics.jsonl"):
+        bench.labelled_set(tmp_path)
+    bad = tmp_path / "rubrics"
+    bad.mkdir()
+    (bad / "real_rubrics.jsonl").write_bytes(b"\x00\xff not json\n")
+    with pytest.raises(ValueError, match="is not JSON lines"):
+        bench.labelled_set(tmp_path)

@@ -74,8 +74,14 @@ class Tally:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    """The records of a JSON-lines file; ValueError naming the file when it is missing or not JSON lines."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not JSON lines: {exc}") from None
 
 
 def labelled_set(data_dir: Path | None = None) -> list[LabelledEntry]:
