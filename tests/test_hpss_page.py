@@ -269,15 +269,7 @@ def test_a_live_search_shows_its_progress_and_the_strategies_so_far(db, tiny_dat
 
 
 def test_an_edit_of_the_strategy_can_be_undone_without_losing_its_history(db, tiny_dataset, recorded):
-    from judge_engine.runs import RunSpec, create_run
-    from tests.scripted import schema_responder, tiny_oracle
-
-    store = Store(db)
-    store.save_dataset(tiny_dataset)
-    run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
-                                       params={"budget": 0}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
-                                            backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
+    store, run_id = _finished_run(db, tiny_dataset)
     searched = store.get_run(run_id)["judge"]["state"]["strategy"]
     at = _open()
     at.selectbox(key=f"hpss_edit_{run_id}_scale").set_value("10" if not searched.startswith("10_") else "3")
@@ -296,11 +288,8 @@ def test_an_edit_of_the_strategy_can_be_undone_without_losing_its_history(db, ti
     assert list(history["item"]).count("strategy") == 3  # seeded, edited, undone
 
 
-def curation_item(store: Store, owner: str, key: str) -> dict:
-    return next(r for r in store.criteria(owner) if r["id"] == f"{owner}:{key}")
-
-
-def test_the_page_lists_the_auxiliaries_used_with_flags_and_why(db, tiny_dataset):
+def _finished_run(db, tiny_dataset) -> tuple[Store, int]:
+    """A finished HPSS run (no search: the base strategy) on the tiny dataset, answered by the scripted judge."""
     from judge_engine.runs import RunSpec, create_run
     from tests.scripted import schema_responder, tiny_oracle
 
@@ -310,6 +299,15 @@ def test_the_page_lists_the_auxiliaries_used_with_flags_and_why(db, tiny_dataset
                                        params={"budget": 0}))
     execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
                                             backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
+    return store, run_id
+
+
+def curation_item(store: Store, owner: str, key: str) -> dict:
+    return next(r for r in store.criteria(owner) if r["id"] == f"{owner}:{key}")
+
+
+def test_the_page_lists_the_auxiliaries_used_with_flags_and_why(db, tiny_dataset):
+    store, run_id = _finished_run(db, tiny_dataset)
     judge = store.get_run(run_id)["judge"]
     # what the rubric checks keep for an auxiliary they doubted but let through (judge_engine.rubric_checks)
     judge["state"]["flagged"] = [
