@@ -66,6 +66,8 @@ __all__ = [
     "SelectionFitness",
     "correlations",
     "coverage_adjusted",
+    "correlation_p_value",
+    "items_for_significance",
     "selection_fitness",
     "level_correlations",
     "meta_evaluate",
@@ -335,6 +337,42 @@ class SelectionFitness:
     def to_dict(self) -> dict[str, Any]:
         return {"value": _nan_to_none(self.value), "correlation": _nan_to_none(self.correlation),
                 "coverage": round(self.coverage, 4), "n_scored": self.n_scored, "n": self.n, "reason": self.reason}
+
+
+def correlation_p_value(r: float, n: int) -> float:
+    """Two-sided p-value of a correlation ``r`` over ``n`` items under no relation (NaN when undefined).
+
+    The t-test with ``n - 2`` degrees of freedom that :func:`scipy.stats.pearsonr` performs (and that
+    :func:`scipy.stats.spearmanr` uses as its approximation), computed from the figure alone, because the
+    training figures a judge is chosen on are stored as a coefficient and a count, not as the items.
+    """
+    if n < 3 or r is None or not math.isfinite(r):
+        return math.nan
+    r = min(1.0, abs(float(r)))
+    if r >= 1.0:
+        return 0.0
+    t = r * math.sqrt((n - 2) / (1.0 - r * r))
+    return float(2.0 * stats.t.sf(t, n - 2))
+
+
+def items_for_significance(r: float, *, alpha: float = 0.05, limit: int = 100_000) -> int | None:
+    """Fewest items on which a positive correlation as large as ``r`` is significant at two-sided ``alpha``.
+
+    None when ``r`` is not positive or would need more than ``limit`` items. The p-value falls with n for a
+    fixed r, so a bisection over n finds the threshold.
+    """
+    if r is None or not math.isfinite(r) or r <= 0:
+        return None
+    if correlation_p_value(r, limit) >= alpha:
+        return None
+    low, high = 3, limit
+    while low < high:
+        mid = (low + high) // 2
+        if correlation_p_value(r, mid) < alpha:
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def coverage_adjusted(correlation: float, n_scored: int, n: int, *,

@@ -28,7 +28,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import compare, runs
+from . import compare, metrics, runs
 from .records import RunRecord
 from .store import Store
 
@@ -38,11 +38,13 @@ STATISTIC = "pearson"
 BASELINE_METHODS = ("direct", "geval")
 """Methods that learn nothing from the training items: the baselines a learned judge must beat."""
 
-MIN_TRAINING_CORRELATION = 0.1
-"""A judge chosen on a positive training correlation below this is warned about: on the dozen or so items
-a selection rests on, unrelated scores give far larger correlations (at 12 items the two-sided 5% band of a
-Pearson under no relation is about +-0.58), so 0 < r < 0.1 is no sign of agreement. A HypoEval hypothesis on
-Topical-Chat was selected on a training Pearson of 0.005 over 12 items and got no warning."""
+TRAINING_ALPHA = 0.05
+"""A judge chosen on a positive training correlation that is not significantly above zero at this two-sided
+level, for the number of items it rests on, is warned about. On the dozen or so items a selection rests on,
+unrelated scores give large correlations (at 12 items the two-sided 5% band of a Pearson under no relation is
+about +-0.58): a HypoEval hypothesis on Topical-Chat was adopted on a training Pearson of 0.005 over 12 items,
+and HypoEval on SF-RES was chosen on 0.27-0.54 and scored the test items at -0.42. A fixed floor (0.1 once)
+cannot say this, because what counts as no sign of agreement depends on the number of items."""
 ALPHA = 0.05
 """Two-sided level of the paired bootstrap below which a difference to a baseline counts as significant."""
 
@@ -246,6 +248,16 @@ def _fmt(x: float | None) -> str:
     return "undefined" if x is None else f"{x:+.2f}"
 
 
+def _not_significant(training: TrainingFigure, p: float) -> str:
+    needed = metrics.items_for_significance(training.value, alpha=TRAINING_ALPHA)
+    need = (f"a correlation of {_fmt(training.value)} would need at least {needed} scored items to be significant"
+            if needed is not None else "no feasible number of items would make a correlation this small significant")
+    shown = f"two-sided p = {p:.2f}" if math.isfinite(p) else "too few scored items for a test"
+    return (f"not significantly above zero on its training items: {training.measure} is {_fmt(training.value)} "
+            f"({training.n_scored} of {training.n_items} items scored, {shown}); unrelated scores reach this "
+            f"on so few items, and {need}")
+
+
 def _reasons(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
              baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> list[str]:
     reasons = []
@@ -254,10 +266,10 @@ def _reasons(training: TrainingFigure | None, test: TestFigure | None, sample: T
         if training.value is not None and training.value <= 0 and not low:
             reasons.append(f"anti-correlated on its training items: {training.measure} is {_fmt(training.value)} "
                            f"({training.n_scored} of {training.n_items} items scored)")
-        elif training.value is not None and 0 < training.value < MIN_TRAINING_CORRELATION and not low:
-            reasons.append(f"barely agrees with the humans on its training items: {training.measure} is "
-                           f"{_fmt(training.value)} ({training.n_scored} of {training.n_items} items scored), "
-                           "no more than unrelated scores give on so few items")
+        elif training.value is not None and training.value > 0 and not low:
+            p = metrics.correlation_p_value(training.value, training.n_scored)
+            if not p < TRAINING_ALPHA:
+                reasons.append(_not_significant(training, p))
         if low:
             listed = "; ".join(f"{_fmt(v)}: {text[:80]}" for text, v in low)
             reasons.append(f"{len(low)} of {len(training.parts)} selected hypotheses have a training Pearson "

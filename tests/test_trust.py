@@ -69,7 +69,8 @@ def _split(dataset, n_train):
     return Split(dataset=dataset.name, seed=0, train_ids=tuple(ids[:n_train]), test_ids=tuple(ids[n_train:]))
 
 
-HPSS_GOOD = {"selection": {"value": 0.6, "correlation": 0.6, "coverage": 1.0, "n_scored": 8, "n": 8}}
+# a good judge: at 8 validation items the two-sided 5% critical Spearman is about 0.71
+HPSS_GOOD = {"selection": {"value": 0.8, "correlation": 0.8, "coverage": 1.0, "n_scored": 8, "n": 8}}
 
 
 def test_an_anti_correlated_judge_gets_a_warning(store, wide_dataset):
@@ -100,7 +101,7 @@ def test_a_judge_significantly_below_its_baseline_is_warned_and_the_baseline_nam
     noise = rng.normal(0, 2.0, size=40)
     run_id = _learned(store, wide_dataset, split, "hpss", HPSS_GOOD, lambda i: _human(i) + noise[i])
     report = trust.trust_report(store, run_id)
-    assert report.test.value > 0 and report.training.value == pytest.approx(0.6)
+    assert report.test.value > 0 and report.training.value == pytest.approx(0.8)
     assert [b.run_id for b in report.baselines] == [base]
     b = report.baselines[0]
     assert b.significantly_below and b.diff < 0 and b.p < trust.ALPHA and b.n == 40
@@ -196,18 +197,29 @@ def test_a_judge_without_a_test_correlation_says_why(store, wide_dataset, score,
         report.reasons
 
 
-def test_a_judge_chosen_on_a_training_correlation_near_zero_is_warned(store, wide_dataset):
-    # the HypoEval page on Topical-Chat selected a hypothesis on a training Pearson of 0.005 over 12 items
+@pytest.mark.parametrize("train_pearson, needed", [
+    (0.005, "no feasible number of items"),  # the HypoEval page on Topical-Chat, 12 items
+    (0.3, "would need at least 44 scored items"),
+    (0.54, "would need at least 14 scored items"),  # HypoEval on SF-RES was chosen on 0.27-0.54
+])
+def test_a_judge_chosen_on_a_training_correlation_not_significant_for_its_items_is_warned(
+        store, wide_dataset, train_pearson, needed):
     store.save_dataset(wide_dataset)
     split = _split(wide_dataset, 0)
-    weak = [{"key": "h1", "text": "Uses plain words", "train_pearson": 0.005, "train_parsed": 12}]
+    weak = [{"key": "h1", "text": "Uses plain words", "train_pearson": train_pearson, "train_parsed": 12}]
     run_id = _learned(store, wide_dataset, split, "hypoeval", {"selected": weak, "train_ids": [f"t{i}" for i in range(12)]},
                       _human)
     report = trust.trust_report(store, run_id)
     assert report.verdict == "warning" and report.test.value == pytest.approx(1.0)
-    assert any(r.startswith("barely agrees with the humans on its training items: ") and "+0.01 (12 of 12" in r for r in
-               report.reasons), report.reasons
-    fair = [{**weak[0], "train_pearson": 0.3}]
+    said = [r for r in report.reasons if r.startswith("not significantly above zero on its training items: ")]
+    assert len(said) == 1 and "(12 of 12 items scored, two-sided p = " in said[0] and needed in said[0], report.reasons
+
+
+def test_a_training_correlation_significant_for_its_items_is_not_warned(store, wide_dataset):
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 0)
+    # at 12 items the two-sided 5% critical Pearson is about 0.576
+    strong = [{"key": "h1", "text": "Uses plain words", "train_pearson": 0.62, "train_parsed": 12}]
     ok = trust.trust_report(store, _learned(store, wide_dataset, split, "hypoeval",
-                                            {"selected": fair, "train_ids": [f"t{i}" for i in range(12)]}, _human))
+                                            {"selected": strong, "train_ids": [f"t{i}" for i in range(12)]}, _human))
     assert ok.verdict == "ok", ok.reasons
