@@ -71,6 +71,7 @@ __all__ = [
     "selection_fitness",
     "level_correlations",
     "meta_evaluate",
+    "sample_correlation",
 ]
 
 LEVELS = ("sample", "group", "system")
@@ -847,3 +848,28 @@ def meta_evaluate(
         n_systems=info.n_systems,
         ci_note=ci_note,
     )
+
+
+def sample_correlation(x: Sequence[float], y: Sequence[float], *, statistic: str = "spearman",
+                       n_bootstrap: int = 1000, confidence: float = 0.95, seed: int | None = 0) -> Correlation:
+    """One coefficient over items (sample level) with its bootstrap percentile interval.
+
+    The same point estimate and resampling as :func:`meta_evaluate` at sample level, computing only the
+    asked coefficient per resample: meta_evaluate computes all three, and Kendall's tau, one scipy call per
+    resample, is most of its time. Items where either side is missing are dropped; with fewer than
+    :data:`MIN_BOOTSTRAP_UNITS` items the bounds are NaN.
+    """
+    if statistic not in COEFFICIENTS:
+        raise ValueError(f"statistic must be one of {COEFFICIENTS}, got {statistic!r}")
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(a) & np.isfinite(b)
+    a, b = a[keep], b[keep]
+    value = correlations(a, b)[statistic] if a.size else math.nan
+    low = high = math.nan
+    if n_bootstrap > 0 and a.size >= MIN_BOOTSTRAP_UNITS and math.isfinite(value):
+        idx = np.random.default_rng(seed).integers(0, a.size, size=(n_bootstrap, a.size))
+        reps = _rowwise_correlations(a[idx], b[idx], only=statistic)[:, COEFFICIENTS.index(statistic)]
+        alpha = (1.0 - confidence) / 2.0
+        with _Quiet():
+            low, high = np.nanpercentile(reps, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    return Correlation(float(value), float(low), float(high))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from judge_engine import metrics
 from judge_engine.metrics import (
@@ -463,3 +464,30 @@ def test_a_group_level_figure_over_too_few_groups_has_no_interval_and_says_why()
             assert math.isnan(rep.pearson.ci_low) and math.isnan(rep.pearson.ci_high)
             assert rep.ci_note == f"too few groups for an interval (3 < {MIN_BOOTSTRAP_UNITS})"
             assert rep.to_dict()["pearson_ci"] == [None, None]
+
+
+@pytest.mark.parametrize("statistic", ["pearson", "spearman"])
+def test_sample_correlation_gives_meta_evaluates_figure_and_interval_for_one_coefficient(statistic):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=50)
+    y = x + rng.normal(size=50)
+    y[3] = np.nan
+    one = metrics.sample_correlation(x, y, statistic=statistic, seed=4)
+    full = getattr(metrics.meta_evaluate(x, y, seed=4), statistic)
+    assert one.value == pytest.approx(full.value, abs=1e-12)
+    assert (one.ci_low, one.ci_high) == pytest.approx((full.ci_low, full.ci_high), abs=1e-12)
+    few = metrics.sample_correlation(x[:4], y[:4], statistic=statistic)
+    assert math.isnan(few.ci_low) and math.isnan(few.ci_high)
+
+
+def test_correlation_p_value_and_items_needed():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=12)
+    y = x + 2 * rng.normal(size=12)
+    r, p = stats.pearsonr(x, y)
+    assert metrics.correlation_p_value(r, 12) == pytest.approx(p, rel=1e-9)
+    assert metrics.correlation_p_value(0.576, 12) == pytest.approx(0.05, abs=1e-3)
+    needed = metrics.items_for_significance(0.5)
+    assert metrics.correlation_p_value(0.5, needed) < 0.05 <= metrics.correlation_p_value(0.5, needed - 1)
+    assert metrics.items_for_significance(-0.4) is None and metrics.items_for_significance(0.001) is None
+    assert math.isnan(metrics.correlation_p_value(0.9, 2))

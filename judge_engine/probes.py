@@ -1,0 +1,538 @@
+"""Where and why a finished judge disagrees with the humans: probes over its stored verdicts.
+
+The trust report (:mod:`judge_engine.trust`) says whether a judge agrees with the humans. The probes say
+what it follows besides them and where it goes wrong, on the same held-out items, without a new call:
+
+- :func:`length_bias` — does the judge follow output length more than the humans do?
+- :func:`collapse` — how many distinct scores did it give, and how often its most frequent one?
+- :func:`disagreements` — the items it ranks furthest from the humans, and slices (system, group, length
+  tercile, human score band) where its agreement is worst;
+- :func:`explanation_themes` — what the explanations of over- and under-scored items talk about (TF-IDF
+  terms clustered with k-means);
+- :func:`binary_agreement` — for an aspect humans scored 0/1, agreement, Cohen's kappa and the true
+  positive and negative rates at a threshold chosen on other items than those it is measured on.
+
+Each function is pure, over arrays of the items both sides scored, and returns a frozen record that says how
+many items it rests on, carries an interval where one is defined, and says in ``note`` why a figure is
+missing. :func:`probe_run` reads a finished run from the store and runs them all. Correlations and their
+intervals come from :mod:`judge_engine.metrics` (and the paired bootstrap of :mod:`judge_engine.compare`):
+one statistics module for the whole workbench.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import stats
+
+from . import compare, metrics
+from .records import Dataset, Sample, Verdict
+
+ALPHA = 0.05
+"""Two-sided level below which a probe calls an effect significant."""
+
+N_BOOTSTRAP = 1000
+"""Resamples behind every interval of the probes."""
+
+MIN_ITEMS = 8
+"""Fewest items both sides scored for a correlation probe; below it the probe says so instead of a figure."""
+
+MIN_SLICE = 3
+"""Fewest items in a slice for it to be listed (a correlation over two items is +-1 whatever the judge does)."""
+
+TOP_DISAGREEMENTS = 10
+"""How many of the most disagreeing items are listed."""
+
+DISAGREEMENT_SHARE = 0.25
+"""An item is over- (under-) scored when the judge ranks it at least this share of the items above (below)
+where the humans rank it; explanation themes are drawn from these items."""
+
+MAX_THEMES = 3
+"""Most themes per side (over-scored, under-scored)."""
+
+MIN_THEME_TEXTS = 4
+"""Fewest explanations on a side to cluster; fewer are listed as they are, with a note."""
+
+
+def words(text: str) -> int:
+    """Length of an output in words (whitespace-separated tokens), the unit the length probe reports."""
+    return len(str(text or "").split())
+
+
+def _interval(ci: Any) -> tuple[float | None, float | None]:
+    low, high = ci
+    return (None if not math.isfinite(low) else float(low), None if not math.isfinite(high) else float(high))
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A coefficient with its bootstrap interval over the items it rests on."""
+
+    value: float | None
+    """None when undefined (constant scores, too few items)."""
+    ci: tuple[float | None, float | None]
+    """95% percentile bootstrap interval; (None, None) with fewer than five items."""
+    n: int
+    """Items it rests on."""
+
+
+def _spearman(x: Sequence[float], y: Sequence[float], *, seed: int) -> Figure:
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    c = metrics.sample_correlation(a, b, statistic="spearman", n_bootstrap=N_BOOTSTRAP, seed=seed)
+    return Figure(_finite(c.value), _interval((c.ci_low, c.ci_high)), int((np.isfinite(a) & np.isfinite(b)).sum()))
+
+
+def rank_difference(human: Sequence[float], judge: Sequence[float]) -> np.ndarray:
+    """Judge rank minus human rank per item, as a share of the items (positive: the judge ranks it higher).
+
+    Ranks are averaged over ties (:func:`scipy.stats.rankdata`), so a judge that gives most items the same
+    score moves those items to the middle of its ranking rather than to an arbitrary order.
+    """
+    h, j = np.asarray(human, dtype=float), np.asarray(judge, dtype=float)
+    if h.size == 0:
+        return np.zeros(0)
+    return (stats.rankdata(j) - stats.rankdata(h)) / h.size
+
+
+# --------------------------------------------------------------------------- length
+
+
+@dataclass(frozen=True)
+class LengthBias:
+    """How the judge's and the humans' scores follow output length (in words), on the same items."""
+
+    n: int
+    judge: Figure
+    """Spearman of the judge's score with length."""
+    human: Figure
+    """Spearman of the human score with length."""
+    excess: float | None
+    """judge minus human Spearman with length (paired bootstrap over items)."""
+    excess_p: float | None
+    """Two-sided p-value of ``excess``."""
+    residual: Figure
+    """Spearman of (judge rank minus human rank) with length: positive when longer outputs are over-scored."""
+    flagged: bool
+    """The judge follows length significantly more than the humans do (``excess`` > 0, p < :data:`ALPHA`)."""
+    note: str = ""
+
+
+def length_bias(lengths: Sequence[float], human: Sequence[float], judge: Sequence[float], *,
+                seed: int = 0) -> LengthBias:
+    """Does the judge follow output length more than the humans? Items are the ones both sides scored."""
+    length, h, j = (np.asarray(x, dtype=float) for x in (lengths, human, judge))
+    n = int(h.size)
+    empty = Figure(None, (None, None), n)
+    if n < MIN_ITEMS:
+        return LengthBias(n, empty, empty, None, None, empty, False,
+                          note=f"{n} items both scored: too few for a length probe (at least {MIN_ITEMS})")
+    if np.ptp(length) == 0:
+        return LengthBias(n, empty, empty, None, None, empty, False,
+                          note=f"all {n} outputs have the same length ({int(length[0])} words)")
+    judge_fig, human_fig = _spearman(length, j, seed=seed), _spearman(length, h, seed=seed)
+    residual = _spearman(length, rank_difference(h, j), seed=seed)
+    excess, p = compare.paired_bootstrap(length, j, h, statistic="spearman", n_bootstrap=N_BOOTSTRAP, seed=seed)
+    excess, p = _finite(excess), _finite(p)
+    flagged = bool(excess is not None and p is not None and excess > 0 and p < ALPHA)
+    note = "" if judge_fig.value is not None else "the judge gave every item the same score"
+    return LengthBias(n, judge_fig, human_fig, excess, p, residual, flagged, note)
+
+
+# --------------------------------------------------------------------------- collapse
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How a set of scores spreads over the scale."""
+
+    n: int
+    distinct: int
+    """How many different scores were given."""
+    modal: float | None
+    """The most frequent score (the lowest, on a tie)."""
+    modal_share: float | None
+    """Share of items that got it."""
+
+
+@dataclass(frozen=True)
+class Collapse:
+    """The judge's spread of scores beside the humans', on the items both scored."""
+
+    judge: Spread
+    human: Spread
+    collapsed: bool
+    """Every item got the same score from the judge, or the judge gave fewer distinct scores than half the
+    humans' while its most frequent score covers more than half the items."""
+    note: str = ""
+
+
+def _spread(x: np.ndarray) -> Spread:
+    if x.size == 0:
+        return Spread(0, 0, None, None)
+    counts = Counter(np.round(x, 6).tolist())
+    top = max(counts.values())
+    modal = min(v for v, c in counts.items() if c == top)
+    return Spread(int(x.size), len(counts), float(modal), round(top / x.size, 4))
+
+
+def collapse(human: Sequence[float], judge: Sequence[float]) -> Collapse:
+    """The judge's and the humans' spread of scores (no interval: these are counts on the items)."""
+    h, j = (np.asarray(x, dtype=float) for x in (human, judge))
+    js, hs = _spread(j), _spread(h)
+    if js.n == 0:
+        return Collapse(js, hs, False, note="no item has a score from both the judge and the humans")
+    collapsed = js.distinct == 1 or (js.distinct * 2 < hs.distinct and (js.modal_share or 0) > 0.5)
+    note = (f"all {js.n} items got the same score ({js.modal:g}): the judge cannot order them"
+            if js.distinct == 1 else "")
+    return Collapse(js, hs, bool(collapsed), note)
+
+
+# --------------------------------------------------------------------------- disagreements and slices
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One item the judge ranks far from the humans."""
+
+    sample_id: str
+    human: float
+    judge: float
+    rank_difference: float
+    """Judge rank minus human rank, as a share of the items (positive: over-scored)."""
+    explanation: str
+    output: str
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Agreement on a subset of the items (one system, group, length tercile or human score band)."""
+
+    by: str
+    """``system``, ``group``, ``length`` or ``human score``."""
+    name: str
+    n: int
+    spearman: Figure
+    mean_abs_rank_difference: float
+    """Mean of |judge rank - human rank| over the slice's items (ranks over all items), as a share of them."""
+    worse_by: float | None
+    """Overall Spearman minus the slice's (positive: worse than overall); None where the slice's is undefined."""
+    sample_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Disagreements:
+    n: int
+    overall: Figure
+    """Spearman over all the items both scored."""
+    top: tuple[Disagreement, ...]
+    """The items with the largest |rank difference|, largest first."""
+    slices: tuple[Slice, ...]
+    """Sorted by how much worse than overall (undefined ones last, then by mean rank difference)."""
+    note: str = ""
+
+
+def _terciles(values: np.ndarray, unit: str) -> list[tuple[str, np.ndarray]]:
+    if np.ptp(values) == 0:
+        return []
+    cuts = np.quantile(values, [1 / 3, 2 / 3])
+    codes = np.searchsorted(cuts, values, side="right")
+    names = ("shortest third", "middle third", "longest third") if unit == "words" else ("low", "middle", "high")
+    out = []
+    for k, name in enumerate(names):
+        mask = codes == k
+        if mask.any():
+            lo, hi = values[mask].min(), values[mask].max()
+            out.append((f"{name} ({lo:g}-{hi:g} {unit})", mask))
+    return out
+
+
+def _bands(human: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    values = sorted(set(np.round(human, 6).tolist()))
+    if len(values) <= 5:
+        return [(f"human {v:g}", np.isclose(human, v)) for v in values]
+    return _terciles(human, "points")
+
+
+def disagreements(samples: Sequence[Sample], human: Sequence[float], judge: Sequence[float],
+                  explanations: Sequence[str], *, seed: int = 0) -> Disagreements:
+    """The most disagreeing items and the slices where the judge agrees least, on the items both scored."""
+    h, j = (np.asarray(x, dtype=float) for x in (human, judge))
+    n = int(h.size)
+    overall = _spearman(h, j, seed=seed) if n >= 2 else Figure(None, (None, None), n)
+    if n < MIN_ITEMS:
+        return Disagreements(n, overall, (), (), note=f"{n} items both scored: too few to look for where the "
+                                                       f"judge disagrees (at least {MIN_ITEMS})")
+    diff = rank_difference(h, j)
+    order = np.argsort(-np.abs(diff), kind="stable")[:TOP_DISAGREEMENTS]
+    top = tuple(Disagreement(samples[i].id, float(h[i]), float(j[i]), round(float(diff[i]), 4),
+                             str(explanations[i] or ""), samples[i].output) for i in order)
+    partitions: list[tuple[str, list[tuple[str, np.ndarray]]]] = []
+    for by, labels in (("system", [s.system_id for s in samples]), ("group", [s.group_id for s in samples])):
+        kinds = sorted(set(labels))
+        if 1 < len(kinds) < n:
+            partitions.append((by, [(k, np.array([x == k for x in labels])) for k in kinds]))
+    partitions.append(("length", _terciles(np.array([words(s.output) for s in samples], dtype=float), "words")))
+    partitions.append(("human score", _bands(h)))
+    slices = []
+    for by, parts in partitions:
+        for name, mask in parts:
+            size = int(mask.sum())
+            if size < MIN_SLICE or size == n:
+                continue
+            fig = _spearman(h[mask], j[mask], seed=seed)
+            worse = (overall.value - fig.value) if overall.value is not None and fig.value is not None else None
+            slices.append(Slice(by, str(name), size, fig, round(float(np.abs(diff[mask]).mean()), 4),
+                                None if worse is None else round(worse, 4),
+                                tuple(samples[i].id for i in np.flatnonzero(mask))))
+    slices.sort(key=lambda s: (s.worse_by is None, -(s.worse_by or 0.0), -s.mean_abs_rank_difference))
+    return Disagreements(n, overall, top, tuple(slices))
+
+
+# --------------------------------------------------------------------------- explanation themes
+
+
+@dataclass(frozen=True)
+class Theme:
+    """A cluster of explanations, named by the terms that weigh most in its centre."""
+
+    terms: tuple[str, ...]
+    count: int
+    examples: tuple[str, ...]
+    """Up to two sample ids of explanations in it (the closest to its centre first)."""
+
+
+@dataclass(frozen=True)
+class Themes:
+    """What the explanations of over-scored and of under-scored items talk about."""
+
+    over: tuple[Theme, ...]
+    under: tuple[Theme, ...]
+    n_over: int
+    """Over-scored items with an explanation."""
+    n_under: int
+    note: str = ""
+
+
+_TOKEN = r"(?u)\b[^\W\d_]{3,}\b"
+"""Words of three or more letters in any script (digits and score numbers say nothing about a theme)."""
+
+
+def _themes(texts: list[str], ids: list[str], seed: int) -> tuple[Theme, ...]:
+    from sklearn.cluster import KMeans
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if len(texts) < MIN_THEME_TEXTS:
+        return ()
+    try:
+        matrix = TfidfVectorizer(stop_words="english", token_pattern=_TOKEN, sublinear_tf=True,
+                                 max_features=2000).fit(texts)
+    except ValueError:  # nothing but stop words
+        return ()
+    x = matrix.transform(texts)
+    terms = np.array(matrix.get_feature_names_out())
+    k = max(1, min(MAX_THEMES, len(texts) // MIN_THEME_TEXTS, len(set(texts))))
+    model = KMeans(n_clusters=k, n_init=10, random_state=seed).fit(x)
+    themes = []
+    for c in range(k):
+        members = np.flatnonzero(model.labels_ == c)
+        if members.size == 0:
+            continue
+        centre = model.cluster_centers_[c]
+        top = tuple(str(terms[t]) for t in np.argsort(-centre)[:4] if centre[t] > 0)
+        dist = np.linalg.norm(x[members].toarray() - centre, axis=1)
+        examples = tuple(ids[i] for i in members[np.argsort(dist)][:2])
+        themes.append(Theme(top, int(members.size), examples))
+    themes.sort(key=lambda t: -t.count)
+    return tuple(themes)
+
+
+def explanation_themes(sample_ids: Sequence[str], human: Sequence[float], judge: Sequence[float],
+                       explanations: Sequence[str], *, seed: int = 0) -> Themes:
+    """Themes of the explanations of over-scored and of under-scored items (no call; needs explanations)."""
+    h, j = (np.asarray(x, dtype=float) for x in (human, judge))
+    texts = [re.sub(r"\s+", " ", str(e or "")).strip() for e in explanations]
+    if not any(texts):
+        return Themes((), (), 0, 0, note="this run has no explanations: its method gave scores without reasons "
+                                         "(Active-Critic, reasoning-before-score runs and HD-Eval's criteria do)")
+    diff = rank_difference(h, j) if h.size else np.zeros(0)
+    sides = {}
+    for side, mask in (("over", diff >= DISAGREEMENT_SHARE), ("under", diff <= -DISAGREEMENT_SHARE)):
+        chosen = [i for i in np.flatnonzero(mask) if texts[i]]
+        sides[side] = ([texts[i] for i in chosen], [str(sample_ids[i]) for i in chosen])
+    over = _themes(*sides["over"], seed)
+    under = _themes(*sides["under"], seed)
+    few = [f"{len(sides[s][0])} {s}-scored" for s in ("over", "under") if len(sides[s][0]) < MIN_THEME_TEXTS]
+    note = (f"{' and '.join(few)} items with an explanation: too few to cluster (at least {MIN_THEME_TEXTS})"
+            if few else "")
+    return Themes(over, under, len(sides["over"][0]), len(sides["under"][0]), note)
+
+
+# --------------------------------------------------------------------------- binary aspects
+
+
+@dataclass(frozen=True)
+class BinaryAgreement:
+    """Pass/fail agreement for an aspect with two human values, at thresholds chosen on other items."""
+
+    n: int
+    positive: float
+    """The human value counted as positive (the higher one)."""
+    agreement: Figure
+    kappa: Figure
+    """Cohen's kappa (:func:`sklearn.metrics.cohen_kappa_score`)."""
+    true_positive_rate: float | None
+    true_negative_rate: float | None
+    thresholds: tuple[float, ...]
+    """The threshold of each fold: a judge score at or above it counts as positive."""
+    note: str = ""
+
+
+def _best_threshold(human: np.ndarray, judge: np.ndarray) -> float:
+    # the threshold with the best balanced accuracy on these items; candidates are the judge's own scores
+    best, best_value = float(np.min(judge)), -1.0
+    for t in np.unique(judge):
+        pred = judge >= t
+        pos, neg = human, ~human
+        tpr = pred[pos].mean() if pos.any() else 0.0
+        tnr = (~pred[neg]).mean() if neg.any() else 0.0
+        value = (tpr + tnr) / 2
+        if value > best_value + 1e-12:
+            best, best_value = float(t), value
+    return best
+
+
+def _kappa(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of boolean rows ``a`` and ``b`` (vectorised over bootstrap rows)."""
+    po = (a == b).mean(axis=-1)
+    pa, pb = a.mean(axis=-1), b.mean(axis=-1)
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pe < 1, (po - pe) / (1 - pe), np.nan)
+
+
+def binary_agreement(human: Sequence[float], judge: Sequence[float], *, seed: int = 0) -> BinaryAgreement | None:
+    """Agreement, kappa and true positive/negative rates when humans gave two values; None otherwise.
+
+    The runs store the judge's scores on the test items only, so the threshold cannot come from its training
+    items: it is chosen by two-fold cross-fitting on the test items (the best balanced accuracy on one half,
+    applied to the other), so no item is classified at a threshold chosen on itself.
+    """
+    from sklearn.metrics import cohen_kappa_score
+
+    h, j = (np.asarray(x, dtype=float) for x in (human, judge))
+    values = sorted(set(np.round(h, 6).tolist()))
+    if len(values) != 2:
+        return None
+    positive = values[1]
+    truth = np.isclose(h, positive)
+    n = int(h.size)
+    empty = Figure(None, (None, None), n)
+    if n < MIN_ITEMS:
+        return BinaryAgreement(n, positive, empty, empty, None, None, (),
+                               note=f"{n} items both scored: too few for pass/fail agreement (at least {MIN_ITEMS})")
+    folds = np.arange(n) % 2 == 1
+    np.random.default_rng(seed).shuffle(folds)
+    pred = np.zeros(n, dtype=bool)
+    thresholds = []
+    for fold in (folds, ~folds):
+        t = _best_threshold(truth[~fold], j[~fold])
+        thresholds.append(t)
+        pred[fold] = j[fold] >= t
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(N_BOOTSTRAP, n))
+    agree_reps = (truth[idx] == pred[idx]).mean(axis=1)
+    kappa_reps = _kappa(truth[idx], pred[idx])
+
+    def figure(point: float, reps: np.ndarray) -> Figure:
+        reps = reps[np.isfinite(reps)]
+        if not math.isfinite(point) or reps.size == 0:
+            return Figure(_finite(point), (None, None), n)
+        low, high = np.percentile(reps, [2.5, 97.5])
+        return Figure(float(point), (float(low), float(high)), n)
+
+    kappa = float(cohen_kappa_score(truth, pred)) if len(set(truth)) > 1 or len(set(pred)) > 1 else math.nan
+    tpr = float(pred[truth].mean()) if truth.any() else None
+    tnr = float((~pred[~truth]).mean()) if (~truth).any() else None
+    return BinaryAgreement(n, positive, figure(float((truth == pred).mean()), agree_reps), figure(kappa, kappa_reps),
+                           tpr, tnr, tuple(thresholds))
+
+
+# --------------------------------------------------------------------------- a run
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """Every probe of one finished run, on its test items both the judge and the humans scored."""
+
+    run_id: int
+    aspect: str
+    n: int
+    """Test items both scored."""
+    n_missing: int
+    """Test items the judge gave no score (left out of every probe, as of every correlation)."""
+    length: LengthBias
+    collapse: Collapse
+    disagreements: Disagreements
+    themes: Themes
+    binary: BinaryAgreement | None
+    """None when the humans gave more than two values."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict; NaN is never written (undefined values are None)."""
+        return _jsonable(asdict(self))
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def probes(dataset: Dataset, aspect: str, verdicts: Sequence[Verdict], *, run_id: int = 0,
+           seed: int = 0) -> ProbeReport:
+    """All the probes of ``verdicts`` against the human scores of ``dataset`` on ``aspect``."""
+    index = dataset.by_id()
+    rows = [(index[v.sample_id], v) for v in verdicts if v.sample_id in index and v.aspect == aspect]
+    both = [(s, v) for s, v in rows if not v.missing and math.isfinite(s.human.get(aspect, math.nan))]
+    samples = [s for s, _ in both]
+    human = np.array([s.human[aspect] for s in samples], dtype=float)
+    judge = np.array([v.score for _, v in both], dtype=float)
+    explanations = [v.explanation for _, v in both]
+    lengths = [words(s.output) for s in samples]
+    return ProbeReport(
+        run_id=int(run_id), aspect=aspect, n=len(both), n_missing=sum(1 for _, v in rows if v.missing),
+        length=length_bias(lengths, human, judge, seed=seed),
+        collapse=collapse(human, judge),
+        disagreements=disagreements(samples, human, judge, explanations, seed=seed),
+        themes=explanation_themes([s.id for s in samples], human, judge, explanations, seed=seed),
+        binary=binary_agreement(human, judge, seed=seed))
+
+
+def probe_run(store: Any, run_id: int, *, seed: int = 0) -> ProbeReport:
+    """The :class:`ProbeReport` of finished run ``run_id`` (no LLM call).
+
+    Raises
+    ------
+    ValueError
+        When the run is not finished.
+    """
+    from . import runs
+
+    run = store.run(run_id)
+    if run.status != "finished":
+        raise ValueError(f"run #{run_id} is {run.status}: only a finished run has verdicts to probe")
+    dataset = runs.human_dataset(store, run.dataset, run.human_aggregate)
+    return probes(dataset, run.aspect, store.load_verdicts(run_id), run_id=run_id, seed=seed)

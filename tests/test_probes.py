@@ -1,0 +1,162 @@
+"""Probes of a finished judge (judge_engine.probes): each finds the effect planted in the verdicts and stays
+quiet on a judge without it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from judge_engine import probes
+from judge_engine.methods import Judge, get_method
+from judge_engine.records import Aspect, Dataset, Sample, Split, Verdict
+from judge_engine.runs import RunSpec, create_run, human_dataset, summarize
+
+N = 60
+
+
+def _samples(lengths, human, systems=None):
+    return [Sample(id=f"s{i:02d}", input=f"source {i}", output=" ".join(["word"] * int(n)), group_id=f"g{i // 3}",
+                   system_id=(systems[i] if systems is not None else f"sys{i % 3}"), human={"quality": float(h)})
+            for i, (n, h) in enumerate(zip(lengths, human))]
+
+
+@pytest.fixture
+def world():
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(5, 200, size=N)
+    human = rng.integers(1, 6, size=N).astype(float)  # unrelated to length
+    return lengths, human, rng
+
+
+def test_a_judge_that_follows_length_is_flagged_and_one_that_follows_the_humans_is_not(world):
+    lengths, human, rng = world
+    follows_length = 1 + 4 * (lengths - lengths.min()) / np.ptp(lengths) + rng.normal(0, 0.3, N)
+    found = probes.length_bias(lengths, human, follows_length)
+    assert found.flagged and found.n == N
+    assert found.judge.value > 0.8 and found.judge.ci[0] > 0.5
+    assert found.excess > 0.5 and found.excess_p < probes.ALPHA
+    assert found.residual.value > 0.3 and found.residual.ci[0] > 0
+    follows_humans = human + rng.normal(0, 0.3, N)
+    quiet = probes.length_bias(lengths, human, follows_humans)
+    assert not quiet.flagged and quiet.excess_p >= probes.ALPHA
+    assert quiet.judge.ci[0] < 0 < quiet.judge.ci[1]
+
+
+def test_length_probe_says_why_it_has_no_figure():
+    few = probes.length_bias([10, 20, 30], [1, 2, 3], [1, 2, 3])
+    assert few.judge.value is None and not few.flagged and "too few" in few.note
+    same = probes.length_bias([12] * 10, list(range(10)), list(range(10)))
+    assert same.judge.value is None and "same length (12 words)" in same.note
+
+
+def test_collapse_counts_the_judges_spread_beside_the_humans(world):
+    _, human, rng = world
+    constant = probes.collapse(human, np.full(N, 3.0))
+    assert constant.collapsed and constant.judge.distinct == 1 and constant.judge.modal_share == pytest.approx(1.0)
+    assert "all 60 items got the same score (3)" in constant.note
+    assert constant.human.distinct == 5
+    mostly = probes.collapse(human, np.where(rng.random(N) < 0.8, 4.0, 2.0))
+    assert mostly.collapsed and mostly.judge.distinct == 2 and mostly.judge.modal == pytest.approx(4.0)
+    spread = probes.collapse(human, human + rng.normal(0, 0.5, N).round())
+    assert not spread.collapsed and spread.note == ""
+
+
+def test_the_slice_where_the_judge_is_reversed_comes_first_and_the_worst_items_are_listed(world):
+    lengths, human, rng = world
+    systems = [f"sys{i % 3}" for i in range(N)]
+    judge = human + rng.normal(0, 0.4, N)
+    reversed_system = np.array([s == "sys2" for s in systems])
+    judge[reversed_system] = 6 - human[reversed_system]
+    samples = _samples(lengths, human, systems)
+    found = probes.disagreements(samples, human, judge, ["" for _ in samples])
+    first = found.slices[0]
+    assert (first.by, first.name) == ("system", "sys2") and first.spearman.value < -0.8 and first.worse_by > 1.0
+    assert first.n == 20 and first.sample_ids == tuple(s.id for s, r in zip(samples, reversed_system) if r)
+    others = [s for s in found.slices if s.by == "system" and s.name != "sys2"]
+    assert all(s.spearman.value > 0.8 for s in others)
+    # the most disagreeing items are the reversed system's extreme ones
+    assert all(reversed_system[int(d.sample_id[1:])] for d in found.top[:5])
+    assert abs(found.top[0].rank_difference) >= abs(found.top[-1].rank_difference)
+    assert {s.by for s in found.slices} >= {"system", "group", "length", "human score"}
+
+
+def test_a_judge_without_a_bad_slice_has_none_far_worse_than_overall(world):
+    lengths, human, rng = world
+    samples = _samples(lengths, human)
+    judge = human + rng.normal(0, 0.4, N)
+    found = probes.disagreements(samples, human, judge, ["" for _ in samples])
+    systems = [s for s in found.slices if s.by == "system"]
+    assert len(systems) == 3 and all(s.spearman.ci[0] > 0.5 for s in systems)
+
+
+def test_explanation_themes_name_what_over_and_under_scored_items_talk_about(world):
+    lengths, human, rng = world
+    judge = human.copy()
+    over, under = np.arange(0, 12), np.arange(12, 24)
+    human[over], judge[over] = 1.0, 5.0
+    human[under], judge[under] = 5.0, 1.0
+    explanations = ["An okay answer." for _ in range(N)]
+    for k, i in enumerate(over):
+        explanations[i] = ["Very fluent, polished prose and elegant style.",
+                           "Fluent and polished style throughout."][k % 2]
+    for k, i in enumerate(under):
+        explanations[i] = ["It omits key facts from the source.", "Missing facts; omits the main event."][k % 2]
+    ids = [f"s{i:02d}" for i in range(N)]
+    found = probes.explanation_themes(ids, human, judge, explanations)
+    assert found.n_over == 12 and found.n_under == 12 and found.note == ""
+    over_terms = {t for theme in found.over for t in theme.terms}
+    under_terms = {t for theme in found.under for t in theme.terms}
+    assert {"fluent", "polished"} <= over_terms and not over_terms & {"facts", "omits"}
+    assert {"facts", "omits"} <= under_terms and not under_terms & {"fluent", "polished"}
+    assert sum(t.count for t in found.over) == 12
+    assert all(set(t.examples) <= {ids[i] for i in over} and 1 <= len(t.examples) <= 2 for t in found.over)
+
+
+def test_a_run_without_explanations_says_so_instead_of_drawing_themes(world):
+    _, human, _ = world
+    found = probes.explanation_themes([f"s{i}" for i in range(N)], human, 6 - human, [""] * N)
+    assert found.over == () and found.under == () and "no explanations" in found.note
+
+
+def test_binary_agreement_for_a_pass_fail_aspect(world):
+    _, _, rng = world
+    truth = (rng.random(N) < 0.5).astype(float)
+    good = truth * 3 + rng.normal(0, 0.5, N)
+    found = probes.binary_agreement(truth, good)
+    assert found.positive == pytest.approx(1.0) and found.n == N
+    assert found.kappa.value > 0.8 and found.kappa.ci[0] > 0.6
+    assert found.true_positive_rate > 0.85 and found.true_negative_rate > 0.85 and len(found.thresholds) == 2
+    chance = probes.binary_agreement(truth, rng.normal(0, 1, N))
+    assert chance.kappa.ci[0] < 0 < chance.kappa.ci[1] or abs(chance.kappa.value) < 0.3
+    assert probes.binary_agreement(np.arange(N) % 3, good) is None
+
+
+def test_probe_run_reads_a_finished_run_and_its_report_is_json(store):
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(5, 200, size=40)
+    human = rng.integers(1, 6, size=40).astype(float)
+    samples = tuple(_samples(lengths, human))
+    dataset = Dataset(name="probe", task="toy", aspects=(Aspect("quality", 1, 5),), samples=samples)
+    store.save_dataset(dataset)
+    ids = [s.id for s in samples]
+    split = Split(dataset="probe", seed=0, train_ids=tuple(ids[:10]), test_ids=tuple(ids[10:]))
+    judge = Judge(method="direct", params=get_method("direct").get_params(), aspect=dataset.aspects[0].to_dict(),
+                  task={"description": "toy"}, state={})
+    run_id = create_run(store, RunSpec("direct", "probe", "quality", train_size=0), judge=judge, split=split)
+    with pytest.raises(ValueError, match="only a finished run"):
+        probes.probe_run(store, run_id)
+    by_length = {s.id: 1 + 4 * (len(s.output.split()) - 5) / 195 for s in samples}
+    verdicts = [Verdict(sid, "quality", math.nan if k == 0 else round(by_length[sid], 2),
+                        metadata={"source": "missing"} if k == 0 else {}) for k, sid in enumerate(split.test_ids)]
+    store.save_verdicts(run_id, verdicts)
+    store.update_run(run_id, status="finished", summary=summarize(human_dataset(store, "probe"), "quality",
+                                                                  store.load_verdicts(run_id), ledger={}, seconds=0.0))
+    report = probes.probe_run(store, run_id)
+    assert report.n == 29 and report.n_missing == 1
+    assert report.length.flagged and report.binary is None
+    assert "no explanations" in report.themes.note
+    text = json.dumps(report.to_dict(), allow_nan=False)
+    assert json.loads(text)["length"]["flagged"] is True
