@@ -121,6 +121,20 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probes(args: argparse.Namespace) -> int:
+    from .probes import probe_run, summary_lines
+    from .store import Store
+
+    report = probe_run(Store(args.db), args.run_id)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+    else:
+        for line in summary_lines(report):
+            # sample ids come from imported files: no control character reaches the terminal
+            print("".join(ch if ch.isprintable() else " " for ch in line))
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     from .methods import METHODS, describe_parameters
 
@@ -267,6 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--limit", type=int, default=20)
     runs.set_defaults(func=cmd_runs)
 
+    probes = sub.add_parser("probes", help="where and why a finished run's judge disagrees with the humans "
+                                           "(length bias, collapse, slices, explanation themes, pass/fail)")
+    probes.add_argument("run_id", type=int)
+    probes.add_argument("--json", action="store_true", help="the full report as JSON (default: one line per probe)")
+    probes.set_defaults(func=cmd_probes)
+
     export = sub.add_parser("export", help="write a finished run's judge as a JSON model card")
     export.add_argument("run_id", type=int)
     export.add_argument("--out", help="file to write (default: standard output)")
@@ -298,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     datasets = sub.add_parser("datasets", help="list the built-in benchmarks found")
     datasets.set_defaults(func=cmd_datasets)
 
-    for p in (run, resume, runs, export, verdicts, score):
+    for p in (run, resume, runs, probes, export, verdicts, score):
         p.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 

@@ -32,6 +32,7 @@ from .llm import LLM, LLMConfig
 from .methods import Judge
 from .records import Dataset, Verdict
 from .store import NotFound, Store
+from .probes import probe_run
 from .trust import trust_report
 
 CARD_FORMAT = "judge-workbench/judge"
@@ -74,6 +75,8 @@ def model_card(store: Store, run_id: int) -> dict[str, Any]:
                  ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "dollars", "seconds")},
         # whether to trust it: training and test correlation, baselines on the same split, a warning in words
         "trust": trust_report(store, run_id).to_dict() if run.status == "finished" and summary else None,
+        # where and why it disagrees with the humans on its test items (length, collapse, slices, themes)
+        "probes": probe_run(store, run_id).to_dict() if run.status == "finished" and summary else None,
     }
 
 

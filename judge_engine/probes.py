@@ -536,3 +536,63 @@ def probe_run(store: Any, run_id: int, *, seed: int = 0) -> ProbeReport:
         raise ValueError(f"run #{run_id} is {run.status}: only a finished run has verdicts to probe")
     dataset = runs.human_dataset(store, run.dataset, run.human_aggregate)
     return probes(dataset, run.aspect, store.load_verdicts(run_id), run_id=run_id, seed=seed)
+
+
+def _fig(f: Figure) -> str:
+    if f.value is None:
+        return "undefined"
+    ci = f" [{f.ci[0]:+.2f}, {f.ci[1]:+.2f}]" if f.ci[0] is not None and f.ci[1] is not None else " (no interval)"
+    return f"{f.value:+.2f}{ci}"
+
+
+def summary_lines(report: ProbeReport) -> list[str]:
+    """The probes in sentences, one per probe (for a terminal or a caption); figures carry n and interval.
+
+    Generated text (explanations, outputs) is not quoted here: the lines name items by id only.
+    """
+    lines = [f"probes of run #{report.run_id} on {report.aspect}: {report.n} test items scored by both "
+             f"the judge and the humans" + (f", {report.n_missing} without a judge score (left out)"
+                                            if report.n_missing else "")]
+    lb = report.length
+    if lb.note and lb.judge.value is None:
+        lines.append(f"length: {lb.note}")
+    else:
+        verdict = ("follows length significantly more than the humans do" if lb.flagged
+                   else "does not follow length significantly more than the humans do")
+        p = f"p = {lb.excess_p:.3f}" if lb.excess_p is not None else "no test"
+        excess = f"{lb.excess:+.2f}" if lb.excess is not None else "undefined"
+        lines.append(f"length: the judge {verdict}: Spearman with length in words {_fig(lb.judge)} against the "
+                     f"humans' {_fig(lb.human)} (difference {excess}, paired bootstrap {p}, {lb.n} items)")
+    c = report.collapse
+    if c.judge.n:
+        lines.append(f"collapse: {c.judge.distinct} distinct judge scores against {c.human.distinct} human ones; "
+                     f"its most frequent score ({c.judge.modal:g}) went to {c.judge.modal_share:.0%} of the items"
+                     + (" (collapsed)" if c.collapsed else ""))
+    else:
+        lines.append(f"collapse: {c.note}")
+    d = report.disagreements
+    if d.note:
+        lines.append(f"disagreements: {d.note}")
+    else:
+        worst = [s for s in d.slices if s.worse_by is not None and s.worse_by > 0][:3]
+        listed = "; ".join(f"{s.by} {s.name}: Spearman {_fig(s.spearman)} over {s.n} items" for s in worst)
+        lines.append(f"disagreements: overall Spearman {_fig(d.overall)}; worst slices: {listed or 'none worse'}; "
+                     f"most disagreeing items: {', '.join(x.sample_id for x in d.top[:5])}")
+    t = report.themes
+    if t.over or t.under:
+        for side, themes in (("over-scored", t.over), ("under-scored", t.under)):
+            if themes:
+                lines.append(f"themes of {side} items' explanations: " + "; ".join(
+                    f"{', '.join(th.terms)} ({th.count})" for th in themes))
+    if t.note:
+        lines.append(f"themes: {t.note}")
+    b = report.binary
+    if b is not None:
+        if b.note:
+            lines.append(f"pass/fail: {b.note}")
+        else:
+            rates = (f"true positive rate {b.true_positive_rate:.0%}, true negative rate {b.true_negative_rate:.0%}"
+                     if b.true_positive_rate is not None and b.true_negative_rate is not None else "")
+            lines.append(f"pass/fail (human {b.positive:g} is positive): agreement {_fig(b.agreement)}, Cohen's "
+                         f"kappa {_fig(b.kappa)}, {rates} ({b.n} items, thresholds cross-fitted on the test items)")
+    return lines

@@ -140,3 +140,31 @@ def test_a_parameter_of_the_wrong_type_is_named_in_plain_words(tmp_path, capsys)
     code, _, err = _run(capsys, "run", "--method", "geval", "--dataset", "sfres", "--aspect", "informativeness",
                         "--params", '{"temperature": "hot"}', "--db", str(tmp_path / "w.db"))
     assert code == 2 and err.strip() == "error: temperature='hot' must be a number"
+
+
+def test_probes_prints_one_line_per_probe_and_json_and_refuses_an_unfinished_run(tmp_path, tiny_dataset, capsys,
+                                                                                  monkeypatch):
+    from judge_engine.llm import LLMConfig
+    from judge_engine.runs import RunSpec, create_run
+    from judge_engine.store import Store
+
+    db = str(tmp_path / "w.db")
+    Store(db).save_dataset(tiny_dataset)
+    human = {int(s.output.split()[-1]): int(s.human["quality"]) for s in tiny_dataset.samples}
+    _scripted_backend(monkeypatch, lambda n: human[n])
+    code, out, _ = _run(capsys, "run", "--method", "direct", "--dataset", "tiny", "--aspect", "quality", "--train",
+                        "0", "--test", "12", "--db", db, "--quiet")
+    run_id = json.loads(out)["run_id"]
+    code, out, _ = _run(capsys, "probes", str(run_id), "--db", db)
+    lines = out.strip().splitlines()
+    assert code == 0 and lines[0] == f"probes of run #{run_id} on quality: 12 test items scored by both the judge " \
+                                      "and the humans"
+    assert [line.split(":")[0] for line in lines[1:]] == ["length", "collapse", "disagreements", "themes"]
+    assert "overall Spearman +1.00" in lines[3] and "no explanations" in lines[4]
+    code, out, _ = _run(capsys, "probes", str(run_id), "--db", db, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["n"] == 12 and report["collapse"]["judge"]["distinct"] >= 3
+    unfinished = create_run(Store(db), RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0,
+                                               test_size=4, llm=LLMConfig()))
+    code, out, err = _run(capsys, "probes", str(unfinished), "--db", db)
+    assert code == 2 and "only a finished run has verdicts to probe" in err and "Traceback" not in err

@@ -119,6 +119,10 @@ def test_the_card_carries_the_trust_report(store, finished):
     assert trust["training"] is None, "G-Eval learns nothing from the training items"
     assert trust["verdict"] in ("ok", "warning") and (trust["verdict"] == "ok") == (trust["reasons"] == [])
     assert trust["test"]["level"] == "group" and trust["n"] == 6
+    probes = json.loads(export.export_judge(store, run_id))["probes"]
+    # 6 items are too few for the correlation probes: the card says so rather than giving a figure
+    assert probes["run_id"] == run_id and probes["n"] == 6 and "too few" in probes["length"]["note"]
     # a run that has not finished has a judge but no result to trust yet
     store.update_run(run_id, status="running")
     assert export.model_card(store, run_id)["trust"] is None
+    assert export.model_card(store, run_id)["probes"] is None
