@@ -122,14 +122,34 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_probes(args: argparse.Namespace) -> int:
-    from .probes import probe_run, summary_lines
+    from .methods import get_method
+    from .probes import probe_run, probe_stability, stability_calls, stability_lines, summary_lines
     from .store import Store
 
-    report = probe_run(Store(args.db), args.run_id)
+    store = Store(args.db)
+    report = probe_run(store, args.run_id)
+    found = None
+    if args.stability:
+        run = store.run(args.run_id)
+        n = min(args.items, report.n + report.n_missing)
+        calls = stability_calls(get_method(run.method, run.judge.get("params") if run.judge else None), n,
+                                args.repeats)
+        # new calls: say how many before the first one is sent (cached draws cost nothing)
+        print(f"stability: re-scoring {n} test items {args.repeats} times, at most {calls} calls "
+              "(draws asked before come from the cache)", file=sys.stderr)
+        progress, close = _progress_bar(args.quiet)
+        try:
+            found = probe_stability(store, args.run_id, items=args.items, repeats=args.repeats, progress=progress)
+        finally:
+            close()
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+        out = report.to_dict()
+        if found is not None:
+            out["stability"] = found.to_dict()
+        print(json.dumps(out, indent=2, allow_nan=False))
     else:
-        for line in summary_lines(report):
+        lines = summary_lines(report) + (stability_lines(found) if found is not None else [])
+        for line in lines:
             # sample ids come from imported files: no control character reaches the terminal
             print("".join(ch if ch.isprintable() else " " for ch in line))
     return 0
@@ -285,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
                                            "(length bias, collapse, slices, explanation themes, pass/fail)")
     probes.add_argument("run_id", type=int)
     probes.add_argument("--json", action="store_true", help="the full report as JSON (default: one line per probe)")
+    probes.add_argument("--stability", action="store_true",
+                        help="also re-score a sample of the test items with sampling on (new calls, cached)")
+    probes.add_argument("--items", type=int, default=20, help="test items the stability probe re-scores (default 20)")
+    probes.add_argument("--repeats", type=int, default=3, help="times each is re-scored (default 3)")
     probes.set_defaults(func=cmd_probes)
 
     export = sub.add_parser("export", help="write a finished run's judge as a JSON model card")

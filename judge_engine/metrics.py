@@ -72,6 +72,7 @@ __all__ = [
     "level_correlations",
     "meta_evaluate",
     "sample_correlation",
+    "retest_agreement",
 ]
 
 LEVELS = ("sample", "group", "system")
@@ -873,3 +874,33 @@ def sample_correlation(x: Sequence[float], y: Sequence[float], *, statistic: str
         with _Quiet():
             low, high = np.nanpercentile(reps, [100.0 * alpha, 100.0 * (1.0 - alpha)])
     return Correlation(float(value), float(low), float(high))
+
+
+def retest_agreement(scores: np.ndarray, *, statistic: str = "spearman", n_bootstrap: int = 1000,
+                     confidence: float = 0.95, seed: int | None = 0) -> tuple[Correlation, int]:
+    """Test-retest agreement of repeated scorings: the mean pairwise coefficient between repeats.
+
+    ``scores`` has one row per repeat and one column per item; items missing in any repeat are dropped.
+    The interval resamples items (the same items for every pair). Returns the figure and the number of
+    items it rests on; with fewer than two repeats, or :data:`MIN_BOOTSTRAP_UNITS` items, bounds are NaN.
+    """
+    if statistic not in COEFFICIENTS:
+        raise ValueError(f"statistic must be one of {COEFFICIENTS}, got {statistic!r}")
+    x = np.asarray(scores, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 2:
+        return Correlation(math.nan, math.nan, math.nan), int(x.shape[-1]) if x.ndim else 0
+    x = x[:, np.all(np.isfinite(x), axis=0)]
+    n = x.shape[1]
+    pairs = [(a, b) for a in range(x.shape[0]) for b in range(a + 1, x.shape[0])]
+    with _Quiet():
+        value = float(np.nanmean([correlations(x[a], x[b])[statistic] for a, b in pairs])) if n >= 2 else math.nan
+    low = high = math.nan
+    if n_bootstrap > 0 and n >= MIN_BOOTSTRAP_UNITS and math.isfinite(value):
+        idx = np.random.default_rng(seed).integers(0, n, size=(n_bootstrap, n))
+        col = COEFFICIENTS.index(statistic)
+        reps = np.stack([_rowwise_correlations(x[a][idx], x[b][idx], only=statistic)[:, col] for a, b in pairs])
+        alpha = (1.0 - confidence) / 2.0
+        with _Quiet():
+            means = np.nanmean(reps, axis=0)
+            low, high = np.nanpercentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    return Correlation(value, float(low), float(high)), n

@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from . import compare, metrics
+from .llm import LLMConfig, make_llm
 from .records import Dataset, Sample, Verdict
 
 ALPHA = 0.05
@@ -464,6 +465,152 @@ def binary_agreement(human: Sequence[float], judge: Sequence[float], *, seed: in
     tnr = float((~pred[~truth]).mean()) if (~truth).any() else None
     return BinaryAgreement(n, positive, figure(float((truth == pred).mean()), agree_reps), figure(kappa, kappa_reps),
                            tpr, tnr, tuple(thresholds))
+
+
+# --------------------------------------------------------------------------- stability (new calls)
+
+
+STABILITY_ITEMS = 20
+"""Test items a stability probe re-scores by default."""
+
+STABILITY_REPEATS = 3
+"""Times each is re-scored by default."""
+
+STABILITY_TEMPERATURE = 0.7
+"""Sampling temperature of the repeats (greedy requests are sent at it; a method that samples keeps its own)."""
+
+
+@dataclass(frozen=True)
+class Stability:
+    """How much the judge's scores move when the same items are scored again with sampling on."""
+
+    n_items: int
+    """Items re-scored."""
+    repeats: int
+    temperature: float
+    n: int
+    """Items scored in every repeat (the figures rest on these)."""
+    missing: int
+    """Repeat scores that came back without a score (counted, never imputed)."""
+    mean_sd: float | None
+    """Mean over items of the standard deviation of their scores across repeats (scale points)."""
+    retest: Figure
+    """Mean pairwise Spearman between repeats, with a bootstrap interval over items."""
+    with_humans: tuple[float | None, ...]
+    """Spearman with the human scores of each repeat."""
+    with_humans_spread: float | None
+    """Largest minus smallest of ``with_humans``."""
+    varied: str
+    """What varied between repeats: ``sampling`` (temperature and seed)."""
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able dict; NaN is never written (undefined values are None)."""
+        return _jsonable(asdict(self))
+
+
+def stability_figures(scores: np.ndarray, human: Sequence[float], *, temperature: float,
+                      seed: int = 0) -> Stability:
+    """The stability figures of ``scores`` (one row per repeat, one column per item), no call."""
+    x = np.asarray(scores, dtype=float)
+    h = np.asarray(human, dtype=float)
+    repeats, n_items = x.shape
+    complete = np.all(np.isfinite(x), axis=0)
+    n = int(complete.sum())
+    missing = int((~np.isfinite(x)).sum())
+    retest, _ = metrics.retest_agreement(x, n_bootstrap=N_BOOTSTRAP, seed=seed)
+    per_repeat = tuple(_finite(metrics.correlations(h[np.isfinite(row)], row[np.isfinite(row)])["spearman"])
+                       if np.isfinite(row).sum() >= 2 else None for row in x)
+    defined = [v for v in per_repeat if v is not None]
+    note = ""
+    if n < 2:
+        note = f"{n} of {n_items} items were scored in every repeat: too few for a figure"
+    elif not math.isfinite(retest.value):
+        note = "the judge gave every item the same score in a repeat: its repeats cannot be correlated"
+    return Stability(n_items=n_items, repeats=repeats, temperature=temperature, n=n, missing=missing,
+                     mean_sd=_finite(float(np.std(x[:, complete], axis=0, ddof=1).mean())) if n and repeats > 1
+                     else None,
+                     retest=Figure(_finite(retest.value), _interval((retest.ci_low, retest.ci_high)), n),
+                     with_humans=per_repeat,
+                     with_humans_spread=round(max(defined) - min(defined), 4) if defined else None,
+                     varied="sampling", note=note)
+
+
+def stability_items(test_ids: Sequence[str], size: int = STABILITY_ITEMS, *, seed: int = 0) -> list[str]:
+    """The test items a stability probe re-scores: a seeded sample of ``size`` (all when fewer)."""
+    ids = list(test_ids)
+    if len(ids) <= size:
+        return ids
+    chosen = np.random.default_rng(seed).choice(len(ids), size=size, replace=False)
+    return [ids[i] for i in sorted(chosen)]
+
+
+def stability_calls(method: Any, n_items: int, repeats: int) -> int:
+    """Calls a stability probe makes before any cache hit: ``repeats`` scorings of ``n_items``."""
+    return int(method.estimate_calls(0, n_items).get("score", n_items)) * repeats
+
+
+def stability(judge: Any, samples: Sequence[Sample], aspect: str, *, llm: Any, repeats: int = STABILITY_REPEATS,
+              temperature: float = STABILITY_TEMPERATURE, seed: int = 0,
+              progress: Any = None) -> Stability:
+    """Score ``samples`` ``repeats`` times with sampling on (seeds ``seed + 1 ...``) and measure the spread.
+
+    Each repeat goes through the one call path with its own seed (:meth:`judge_engine.llm.LLM.sampled`), so
+    every draw is cached: re-running the probe costs nothing and an interrupted one resumes. The run's own
+    verdicts are not touched. ``progress(done, total, stage)`` is called as items are scored.
+    """
+    if repeats < 2:
+        raise ValueError(f"a stability probe needs at least 2 repeats, got {repeats}")
+    if not samples:
+        raise ValueError("a stability probe needs at least one item to re-score")
+    rows = []
+    for r in range(repeats):
+        stage = f"stability repeat {r + 1} of {repeats}"
+        tick = (lambda d, t, _stage="", _s=stage: progress(d, t, _s)) if progress else None
+        verdicts = judge.score(list(samples), llm=llm.sampled(temperature=temperature, seed=seed + 1 + r),
+                               progress=tick)
+        by_id = {v.sample_id: v.score for v in verdicts if v.aspect == aspect}
+        rows.append([by_id.get(s.id, math.nan) for s in samples])
+    human = [s.human.get(aspect, math.nan) for s in samples]
+    return stability_figures(np.array(rows, dtype=float), human, temperature=temperature, seed=seed)
+
+
+def probe_stability(store: Any, run_id: int, *, llm: Any = None, items: int = STABILITY_ITEMS,
+                    repeats: int = STABILITY_REPEATS, temperature: float = STABILITY_TEMPERATURE, seed: int = 0,
+                    progress: Any = None, api_key: str | None = None) -> Stability:
+    """:func:`stability` of finished run ``run_id`` on a seeded sample of its test items, on the run's backend.
+
+    Raises
+    ------
+    ValueError
+        When the run is not finished, or has no judge or no test items.
+    """
+    from . import runs
+    from .methods import Judge
+
+    run = store.run(run_id)
+    if run.status != "finished" or run.judge is None or run.split is None:
+        raise ValueError(f"run #{run_id} is {run.status}: only a finished run has a judge to re-score with")
+    dataset = runs.human_dataset(store, run.dataset, run.human_aggregate)
+    ids = stability_items([i for i in run.split.test_ids if i in dataset.by_id()], items, seed=seed)
+    if llm is None:
+        llm = make_llm(LLMConfig.from_dict(run.llm), store=store, api_key=api_key)
+    return stability(Judge.from_dict(run.judge), dataset.subset(ids), run.aspect, llm=llm, repeats=repeats,
+                     temperature=temperature, seed=seed, progress=progress)
+
+
+def stability_lines(found: Stability) -> list[str]:
+    """The stability probe in sentences (for a terminal or a caption)."""
+    head = (f"stability ({found.varied}, temperature {found.temperature:g}, {found.repeats} repeats of "
+            f"{found.n_items} items, {found.n} scored in every repeat"
+            + (f", {found.missing} repeat scores missing" if found.missing else "") + ")")
+    if found.note:
+        return [f"{head}: {found.note}"]
+    spread = ", ".join("undefined" if v is None else f"{v:+.2f}" for v in found.with_humans)
+    return [f"{head}: mean per-item standard deviation {found.mean_sd:.2f} points; test-retest Spearman "
+            f"{_fig(found.retest)}; Spearman with the humans per repeat {spread}"
+            + (f" (spread {found.with_humans_spread:.2f})" if found.with_humans_spread is not None else "")
+            + "; the order of items inside a prompt was not varied"]
 
 
 # --------------------------------------------------------------------------- a run

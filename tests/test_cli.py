@@ -168,3 +168,32 @@ def test_probes_prints_one_line_per_probe_and_json_and_refuses_an_unfinished_run
                                                test_size=4, llm=LLMConfig()))
     code, out, err = _run(capsys, "probes", str(unfinished), "--db", db)
     assert code == 2 and "only a finished run has verdicts to probe" in err and "Traceback" not in err
+
+
+def test_probes_stability_says_its_calls_first_and_a_second_run_costs_nothing(tmp_path, tiny_dataset, capsys,
+                                                                              monkeypatch):
+    from judge_engine.store import Store
+
+    db = str(tmp_path / "w.db")
+    Store(db).save_dataset(tiny_dataset)
+    human = {int(s.output.split()[-1]): int(s.human["quality"]) for s in tiny_dataset.samples}
+    _scripted_backend(monkeypatch, lambda n: human[n])
+    from judge_engine import probes, runs
+
+    monkeypatch.setattr(probes, "make_llm", runs.make_llm)  # the stability probe's calls: the same script
+    code, out, _ = _run(capsys, "run", "--method", "direct", "--dataset", "tiny", "--aspect", "quality", "--train",
+                        "0", "--test", "12", "--db", db, "--quiet")
+    run_id = json.loads(out)["run_id"]
+    before = Store(db).db["llm_cache"].count
+    code, out, err = _run(capsys, "probes", str(run_id), "--db", db, "--stability", "--items", "8", "--repeats", "2",
+                          "--quiet")
+    assert code == 0 and "stability: re-scoring 8 test items 2 times, at most 16 calls" in err
+    line = out.strip().splitlines()[-1]
+    assert line.startswith("stability (sampling, temperature 0.7, 2 repeats of 8 items, 8 scored in every repeat)")
+    assert "test-retest Spearman +1.00" in line
+    after = Store(db).db["llm_cache"].count
+    assert after == before + 16
+    code, out, _ = _run(capsys, "probes", str(run_id), "--db", db, "--stability", "--items", "8", "--repeats", "2",
+                        "--quiet", "--json")
+    assert code == 0 and json.loads(out)["stability"]["n"] == 8
+    assert Store(db).db["llm_cache"].count == after

@@ -144,7 +144,7 @@ def test_probe_run_reads_a_finished_run_and_its_report_is_json(store):
     ids = [s.id for s in samples]
     split = Split(dataset="probe", seed=0, train_ids=tuple(ids[:10]), test_ids=tuple(ids[10:]))
     judge = Judge(method="direct", params=get_method("direct").get_params(), aspect=dataset.aspects[0].to_dict(),
-                  task={"description": "toy"}, state={})
+                  task={"task": "toy"}, state={})
     run_id = create_run(store, RunSpec("direct", "probe", "quality", train_size=0), judge=judge, split=split)
     with pytest.raises(ValueError, match="only a finished run"):
         probes.probe_run(store, run_id)
@@ -160,3 +160,69 @@ def test_probe_run_reads_a_finished_run_and_its_report_is_json(store):
     assert "no explanations" in report.themes.note
     text = json.dumps(report.to_dict(), allow_nan=False)
     assert json.loads(text)["length"]["flagged"] is True
+
+
+def _direct_judge(dataset):
+    return Judge(method="direct", params=get_method("direct").get_params(), aspect=dataset.aspects[0].to_dict(),
+                 task={"task": dataset.task, "input_label": "Source", "output_label": "Output"}, state={})
+
+
+def _numbered(n=24):
+    samples = tuple(Sample(id=f"n{i:02d}", input=f"source {i}", output=f"output number {i}", group_id=f"g{i}",
+                           human={"quality": float(1 + i % 5)}) for i in range(n))
+    return Dataset(name="numbered", task="toy", aspects=(Aspect("quality", 1, 5),), samples=samples)
+
+
+def _item(messages) -> int:
+    import re
+
+    return int(re.findall(r"output number (\d+)", messages[0]["content"])[-1])
+
+
+def test_stability_finds_a_judge_whose_scores_move_with_the_seed_and_repeats_cost_nothing(store):
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+
+    dataset = _numbered()
+    judge = _direct_judge(dataset)
+    seen = []
+
+    def noisy(messages, params):
+        seen.append((params.temperature, params.seed))
+        i = _item(messages)
+        wobble = int(np.random.default_rng([i, params.seed]).integers(-2, 3))
+        return f"[[{min(5, max(1, 1 + i % 5 + wobble))}]]"
+
+    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(noisy))
+    found = probes.stability(judge, dataset.samples, "quality", llm=llm, repeats=3, seed=0)
+    assert {p for p in seen} == {(probes.STABILITY_TEMPERATURE, s) for s in (1, 2, 3)}
+    assert found.n == 24 and found.repeats == 3 and found.missing == 0 and found.varied == "sampling"
+    assert found.mean_sd > 0.5 and found.retest.value < 0.9 and found.retest.ci[0] < found.retest.value
+    assert len(found.with_humans) == 3 and found.with_humans_spread > 0
+    calls = llm.ledger.snapshot()["calls"]
+    again = probes.stability(judge, dataset.samples, "quality", llm=llm, repeats=3, seed=0)
+    assert llm.ledger.snapshot()["calls"] == calls and again == found
+
+    steady = make_llm(LLMConfig(), store=store,
+                      backend=FakeBackend(lambda m, p: f"[[{1 + _item(m) % 5}]]"))
+    quiet = probes.stability(judge, dataset.samples, "quality", llm=steady, repeats=3, seed=10)
+    assert quiet.mean_sd == pytest.approx(0.0, abs=1e-12) and quiet.retest.value == pytest.approx(1.0)
+    assert quiet.with_humans_spread == pytest.approx(0.0, abs=1e-12)
+
+
+def test_stability_counts_missing_repeat_scores_and_needs_two_repeats(store):
+    from judge_engine.llm import LLMConfig, make_llm
+    from judge_engine.llm.fake import FakeBackend
+
+    dataset = _numbered(12)
+    judge = _direct_judge(dataset)
+    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(
+        lambda m, p: "no idea" if (_item(m) == 3 and p.seed == 2) else f"[[{1 + _item(m) % 5}]]"))
+    found = probes.stability(judge, dataset.samples, "quality", llm=llm, repeats=2)
+    assert found.missing == 1 and found.n == 11 and found.n_items == 12
+    with pytest.raises(ValueError, match="at least 2 repeats"):
+        probes.stability(judge, dataset.samples, "quality", llm=llm, repeats=1)
+    assert probes.stability_items([f"x{i}" for i in range(50)], 20, seed=1) == \
+        probes.stability_items([f"x{i}" for i in range(50)], 20, seed=1)
+    assert len(probes.stability_items([f"x{i}" for i in range(50)], 20)) == 20
+    assert probes.stability_calls(get_method("direct"), 20, 3) == 60

@@ -100,6 +100,10 @@ class LLM:
     def supports_logprobs(self) -> bool:
         return self.backend.supports_logprobs
 
+    def sampled(self, *, temperature: float, seed: int) -> "LLM":
+        """This client with sampling on at ``temperature`` and ``seed`` (see :class:`SampledLLM`)."""
+        return SampledLLM(self, temperature=temperature, seed=seed)
+
     def key(self, messages: Sequence[Message], params: GenerationParams) -> str:
         """The cache key of a request as the backend would answer it now (see :meth:`_keys`)."""
         return self._keys(messages, params)[0]
@@ -276,3 +280,38 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - start
+
+
+class SampledLLM(LLM):
+    """The same call path (cache, ledger, concurrency) with sampling turned on, for stability probes.
+
+    Every request goes out with ``seed`` and, where the method asked for greedy decoding, at ``temperature``
+    (a method that already samples keeps its own temperature). The seed is also the request's
+    ``sample_index``, so each draw has its own cache key: a probe repeated with the same seeds costs nothing,
+    an interrupted one resumes where it stopped, and the judge's own greedy replies are never overwritten.
+    """
+
+    def __init__(self, llm: LLM, *, temperature: float, seed: int):
+        super().__init__(llm.config, llm.backend, cache=llm.cache, ledger=llm.ledger)
+        self.temperature, self.seed = float(temperature), int(seed)
+
+    def _sampled(self, params: GenerationParams | None) -> GenerationParams:
+        params = params or GenerationParams()
+        return params.with_(temperature=params.temperature or self.temperature, seed=self.seed,
+                            sample_index=self.seed)
+
+    def key(self, messages: Sequence[Message], params: GenerationParams) -> str:
+        return super().key(messages, self._sampled(params))
+
+    def is_cached(self, messages: Sequence[Message], params: GenerationParams | None = None) -> bool:
+        return super().is_cached(messages, self._sampled(params))
+
+    def complete(self, messages: Sequence[Message], params: GenerationParams | None = None,
+                 **overrides: Any) -> Completion:
+        params = (params or GenerationParams()).with_(**overrides) if overrides else params
+        return super().complete(messages, self._sampled(params))
+
+    def complete_many(self, requests: Sequence[Request], *,
+                      progress: Callable[[int, int], None] | None = None) -> list[Completion]:
+        return super().complete_many([Request(r.messages, self._sampled(r.params)) for r in requests],
+                                     progress=progress)
