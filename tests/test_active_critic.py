@@ -10,6 +10,7 @@ from judge_engine.llm import GenerationParams, LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import active_critic as ac
+from judge_engine.methods.active_critic.examples import _example
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
 from judge_engine.runs import RunSpec, create_run, execute_run
@@ -73,7 +74,7 @@ def data():
 
 
 def _examples(samples, aspect):
-    return [ac._example(s, aspect) for s in samples]
+    return [_example(s, aspect) for s in samples]
 
 
 def test_scores_are_normalised_to_0_100_by_the_papers_ratio_and_mapped_back():

@@ -17,6 +17,8 @@ from judge_engine.llm.base import LOGPROB_POSITIONS, GenerationParams
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import active_critic as ac
+from judge_engine.methods.active_critic.criteria_definition import _ask_criteria
+from judge_engine.methods.active_critic.examples import _example
 from judge_engine.prompting import TaskInfo
 from judge_engine.records import Aspect, Sample
 from tests.scripted import fake_llm
@@ -82,7 +84,7 @@ def data():
 
 
 def _examples(samples, aspect):
-    return [ac._example(s, aspect) for s in samples]
+    return [_example(s, aspect) for s in samples]
 
 
 # ------------------------------------------------------------------------------------ schemas and reading
@@ -462,7 +464,7 @@ def test_the_short_structured_fallback_asks_for_qualities_and_reads_them_as_crit
                                           definition="How well the sentences fit together.", opener=OPENER)
     assert "Which qualities of an output" in prompt and "..." not in prompt and "fit together" in prompt
     assert 'Start each sentence with "A good output"' in prompt
-    criteria, _, _, retried, read = ac._ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64),
+    criteria, _, _, retried, read = _ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64),
                                                      opener=OPENER, fallback="list prompt", qualities_fallback=prompt)
     assert criteria == CRITERIA and read == "qualities" and retried
     assert asked == [["criteria"], ["criteria"], ["qualities"]], "the list prompt is not needed"
@@ -491,7 +493,7 @@ def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_acro
 
     llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
     usable = lambda c: ac.check_criteria(c, ["The source text of the example."], opener=OPENER).kept  # noqa: E731
-    criteria, observations, raw, retried, read = ac._ask_criteria(
+    criteria, observations, raw, retried, read = _ask_criteria(
         llm, "paper prompt", GenerationParams(max_tokens=64), schema=ac.criteria_schema(OPENER, observations=True),
         opener=OPENER, qualities_fallback="qualities prompt", fallback="list prompt", usable=usable)
     names = ["Accurate about what the source says", "Has complete coverage of the main\u2026", "Concise",
@@ -636,7 +638,7 @@ def test_the_paper_forms_retry_and_fallbacks_ask_for_named_criteria_too():
     prompt = ac.criteria_qualities_prompt(task="summarization", quality="coherence", output="output",
                                           definition="How well the sentences fit together.", opener="")
     assert "Give 5 different qualities" in prompt and "Start each sentence" not in prompt
-    criteria, _, _, retried, read = ac._ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64), opener="",
+    criteria, _, _, retried, read = _ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64), opener="",
                                                      fallback="list prompt", qualities_fallback=prompt)
     assert criteria == NAMED and retried and read == "qualities"
     assert [list(schema["properties"]) for _, schema in asked] == [["criteria"], ["criteria"], ["qualities"]]

@@ -195,12 +195,13 @@ def _criteria_multiplier(refinement: float, shuffled: bool, seeds) -> list[float
     simulated judge: the planted noise multiplier of the criteria it ends with (lower is better)."""
     from judge_engine.llm import GenerationParams
     from judge_engine.methods import active_critic as ac
+    from judge_engine.methods.active_critic.examples import _example
 
     out = []
     for seed in seeds:
         world = World(seed, n_samples=50, malformed=0.0, dials=Dials(refinement=refinement))
         samples = list(world.samples)
-        examples = [ac._example(s, simulate._aspect()) for s in (_shuffled_scores(samples, seed) if shuffled
+        examples = [_example(s, simulate._aspect()) for s in (_shuffled_scores(samples, seed) if shuffled
                                                                   else samples)]
         llm, _ = simulate.make_llm(world)
         criteria, _ = ac.define_criteria([examples[i:i + 5] for i in range(0, 50, 5)], "", llm=llm,

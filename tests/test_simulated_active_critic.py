@@ -19,6 +19,7 @@ from judge_engine.bench.simulated_judge import (
 from judge_engine.llm import GenerationParams
 from judge_engine.methods import FitContext
 from judge_engine.methods import active_critic as ac
+from judge_engine.methods.active_critic.criteria_definition import _listing
 from judge_engine.rubric_checks import check_statement, statement_name
 
 OPENER = "A good summary"
@@ -106,7 +107,7 @@ def test_the_refine_step_finds_the_current_statements_in_its_prompt():
     world = World(2)
     current = sorted(world.ac_criteria)[:4]
     criteria = ac.statement_criteria([ac_statement(n, OPENER) for n in current], OPENER)
-    prompt = ac.CRITERIA_REFINE_TEMPLATE.render(criteria=ac._listing(criteria, OPENER), observations="o",
+    prompt = ac.CRITERIA_REFINE_TEMPLATE.render(criteria=_listing(criteria, OPENER), observations="o",
                                                 an_output="a summary", quality="coherence", opener=OPENER)
     step = recognise(world, [{"role": "user", "content": prompt}],
                      GenerationParams(json_schema=st.as_param(ac.criteria_schema(OPENER))))
@@ -123,7 +124,7 @@ def test_the_refine_step_finds_the_current_named_criteria_in_its_prompt():
     world = World(2)
     current = sorted(world.ac_criteria)[:4]
     prompt = ac.CRITERIA_REFINE_NAMED_TEMPLATE.render(
-        criteria=ac._listing({n: AC_DEFINITIONS[n] for n in current}, ""), observations="o",
+        criteria=_listing({n: AC_DEFINITIONS[n] for n in current}, ""), observations="o",
         an_output="a summary", quality="coherence")
     step = recognise(world, [{"role": "user", "content": prompt}],
                      GenerationParams(json_schema=st.as_param(ac.criteria_schema(""))))

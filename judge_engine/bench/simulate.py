@@ -584,8 +584,8 @@ def best_of_random_sets(examples: Sequence[dict], state: dict[str, Any], *, llm,
     """
     import random
 
-    from ..methods.active_critic import (ActiveCritic, _demo, candidate_fitness, q_objective, run_pipeline,
-                                         select_candidate)
+    from ..methods.active_critic import ActiveCritic, candidate_fitness, q_objective, run_pipeline, select_candidate
+    from ..methods.active_critic.prompt_optimization import _demo
     evaluation = list(examples)
     if method.eval_subsample is not None and method.eval_subsample < len(evaluation):
         evaluation = random.Random(method.seed).sample(evaluation, method.eval_subsample)
@@ -623,7 +623,9 @@ def run_active_critic(world: World, train, test, log: Callable[[str], None],
     random labelled set of the same size.
     """
     from ..methods import FitContext
-    from ..methods.active_critic import ActiveCritic, _demo, _example, demo_count, run_pipeline, to_aspect_scale
+    from ..methods.active_critic import ActiveCritic, demo_count, run_pipeline, to_aspect_scale
+    from ..methods.active_critic.examples import _example
+    from ..methods.active_critic.prompt_optimization import _demo
     if control not in (None, "random_demos"):
         raise ValueError(f"control={control!r}: the Active-Critic rows know only 'random_demos'")
     llm, backend = make_llm(world)

@@ -1,0 +1,565 @@
+"""Active-Critic stage 1, the criteria (§4.1, Algorithm 1, Table 15): initial criteria, then observe and
+refine per mini-batch, read from JSON or free text, and checked by the rubric checks."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ... import structured
+from ...llm import LLM, GenerationParams
+from ...parsing import parse_json_object
+from ...prompting import DEFAULT_OPENER, TaskInfo, Template, load_template
+from ...records import Aspect
+from ...rubric_checks import check_criterion, check_statement, is_statement, statement_body, statement_name
+from ..base import EventSink, Progress
+from .examples import render_example
+from .task_description import OBSERVATION_CHARS, _ask, is_complete, task_phrase
+
+# the criteria steps have one template per form: ``*_named`` asks for the paper's named criteria, the plain
+# name for statements that start with an opener (the sentence form, for small models)
+CRITERIA_INIT_NAMED_TEMPLATE = load_template("active_critic_criteria_init_named")
+CRITERIA_INIT_TEMPLATE = load_template("active_critic_criteria_init")
+CRITERIA_OBSERVE_TEMPLATE = load_template("active_critic_criteria_observe")
+CRITERIA_REFINE_NAMED_TEMPLATE = load_template("active_critic_criteria_refine_named")
+CRITERIA_REFINE_TEMPLATE = load_template("active_critic_criteria_refine")
+JSON_RETRY_TEMPLATE = load_template("active_critic_json_retry")
+CRITERIA_LIST_TEMPLATE = load_template("active_critic_criteria_list")
+CRITERIA_QUALITIES_NAMED_TEMPLATE = load_template("active_critic_criteria_qualities_named")
+CRITERIA_QUALITIES_TEMPLATE = load_template("active_critic_criteria_qualities")
+
+
+@dataclass(frozen=True)
+class CheckedCriteria:
+    """What the rubric checks made of a set of criteria."""
+
+    kept: dict[str, str]
+    """The usable criteria, name -> definition (or sentence)."""
+    refused: list[dict[str, Any]]
+    """Refused ones, with rule and reason (:meth:`judge_engine.rubric_checks.RubricCheck.to_dict`)."""
+    flagged: list[dict[str, Any]]
+    """Kept ones with flags, shown beside them and counted in the run summary."""
+
+
+def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Sequence[str] = (),
+                   opener: str = "") -> CheckedCriteria:
+    """The criteria the rubric checks accept, the refusals, and the flags raised on accepted ones.
+
+    A criterion written as a sentence (its definition starts with ``opener``, "A good summary ...") is
+    checked by :func:`judge_engine.rubric_checks.check_statement`; a named one (the paper's form, a person's
+    edit, a free-text reply) by :func:`judge_engine.rubric_checks.check_criterion`. ``topics`` (the output's
+    label, the scored aspect's name and definition) lift the ``no_quality`` flag of a criterion that names
+    what is judged.
+    """
+    names = list(criteria)
+    checks, accepted = [], []
+    for n in names:  # each accepted criterion counts for the near-duplicate rule of the next ones
+        if is_statement(criteria[n], opener):
+            check = check_statement(criteria[n], opener=opener, shown=shown, accepted=accepted, topics=topics)
+        else:
+            check = check_criterion(n, criteria[n], shown=shown, accepted=accepted, topics=topics)
+        accepted += [check.text] if check.ok else []
+        checks.append(check)
+    kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
+    refused = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if not c.ok]
+    flagged = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if c.ok and c.flags]
+    return CheckedCriteria(kept, refused, flagged)
+
+
+# -------------------------------------------------------------------------------- stage 1: criteria
+
+def criteria_opener(task: TaskInfo | None, form: str = "sentence") -> str:
+    """How every inferred criterion starts in the sentence form: "A good summary" for summaries (the output's
+    label, lower-cased); "" in the paper's form (``form="paper"``), where criteria are named.
+
+    Every criteria helper below reads an empty opener as the paper's form:
+    named criteria with definitions asked for, read and checked. The
+    sentence form is for small models (see the module docstring and
+    :func:`judge_engine.structured.statement_list_schema`).
+    """
+    if form == "paper":
+        return ""
+    return task.statement_opener if task else DEFAULT_OPENER
+
+
+STATEMENT_MIN_WORDS = 3
+"""A statement's body has at least this many words ("A good summary is short." is one thing said, barely)."""
+
+
+def statement_criteria(statements: Sequence[Any], opener: str,
+                       taken: Sequence[str] = ()) -> dict[str, str]:
+    """Criteria (name -> the statement itself) from statements that start with ``opener``.
+
+    The name is :func:`judge_engine.rubric_checks.statement_name`. Names are
+    unique (case-insensitive, also against ``taken``): when two statements
+    give the same short name, a longer one (up to 12 words, past the first
+    comma) tells them apart, else a number is added; a statement said twice is kept once.
+    Anything that does not start with the opener, or says fewer than
+    :data:`STATEMENT_MIN_WORDS` words after it, is not a criterion statement.
+    """
+    out: dict[str, str] = {}
+    used = {t.lower() for t in taken}
+    seen: set[str] = set()
+    for raw in statements:
+        if not isinstance(raw, str):
+            continue
+        text = " ".join(raw.split())
+        if not is_statement(text, opener) or len(statement_body(text, opener).split()) < STATEMENT_MIN_WORDS:
+            continue
+        text = text if text.endswith(".") else text + "."
+        if text.lower() in seen:
+            continue
+        seen.add(text.lower())
+        name = statement_name(text, opener)
+        if name.lower() in used:  # the name went up to the first comma: the longer one goes past it
+            name = statement_name(re.sub(r"[,;]", "", text), opener, max_words=12)
+        base, n = name, 2
+        while name.lower() in used:
+            name, n = f"{base} ({n})", n + 1
+        used.add(name.lower())
+        out[name] = text
+    return out
+
+
+PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "criterion b", "one-sentence definition",
+                        "a short name", "a short name of the criterion", "what the criterion asks of a response",
+                        "one sentence saying what the criterion asks of a response",
+                        "the response stays on the topic of the source.", "the response stays on the topic of the source")
+"""The shape examples of our criteria prompts: a reply that copies them has inferred nothing."""
+
+
+def _clean_criteria(obj: Any, opener: str = "") -> dict[str, str]:
+    """``{name: definition}`` from a criteria object, a list of ``{"name", "definition"}`` items or a list of
+    statements that start with ``opener`` (:func:`statement_criteria`).
+
+    Placeholder shapes copied from the prompt and prompt labels are dropped;
+    a repeated name keeps its first definition.
+    """
+    if isinstance(obj, list) and any(isinstance(item, str) for item in obj):
+        return statement_criteria(obj, opener)
+    if isinstance(obj, list):
+        pairs = [(item.get("name", ""), item.get("definition", "")) for item in obj if isinstance(item, dict)]
+    elif isinstance(obj, dict):
+        pairs = list(obj.items())
+    else:
+        return {}
+    out: dict[str, str] = {}
+    for name, definition in pairs:
+        name = str(name).strip()
+        if (not name or name.lower() in PLACEHOLDER_CRITERIA or _key(name) in NOT_CRITERIA
+                or str(definition).strip().lower() in PLACEHOLDER_CRITERIA):
+            continue
+        if isinstance(definition, dict):
+            definition = next((v for k, v in definition.items() if str(k).lower() in ("description", "definition")),
+                              json.dumps(definition, ensure_ascii=False))
+        if _key(name) not in {_key(k) for k in out}:
+            out[name] = str(definition).strip()
+    return out
+
+
+NOT_CRITERIA = {"observations", "observation", "taskdescription", "task", "source", "response", "context",
+                "humanscore", "score", "example", "examples", "criteria", "evaluationcriteria", "note", "output",
+                "answer", "explanation", "definition", "name", "title", "id", "category", "type", "desc",
+                "description"}
+"""Line labels that are parts of our prompts or replies, never criterion names."""
+CRITERION_LINE = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])?\s*\**\s*([A-Za-z][A-Za-z /&'-]{1,40}?)\s*\**\s*[:\u2013\u2014-]\s*"
+                            r"\**\s*(\S.{9,300}?)\s*$")
+"""``Name: definition`` as a line of a list (bullets, numbers and bold markers allowed)."""
+
+
+LIST_ITEM = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+\**\s*([^:<>]{10,300}?)\s*\**\s*$")
+"""A numbered or bulleted line without a ``Name:`` part."""
+
+
+NAME_TAIL_WORDS = {"and", "or", "to", "the", "of", "a", "an", "in", "on", "for", "with", "that", "is", "are"}
+"""Words a name cut from a list item does not end with."""
+
+
+def parse_criteria_lines(reply: str, *, plain_items: bool = False, opener: str = "") -> dict[str, str]:
+    """Criteria written as ``Name: one-sentence definition`` lines (the fallback list format), or as
+    statements that start with ``opener`` (:func:`judge_engine.structured.find_statements`).
+
+    A name has at most 5 words, a definition at least 3; prompt labels
+    (Source, Response, Observations, ...) and the prompts' placeholder
+    shapes are not criteria; a repeated name keeps its first definition.
+    With ``plain_items``, a numbered or bulleted line of at least 3 words
+    without a name is a criterion too: its first words name it, the whole
+    line defines it (for the answer to the list prompt only).
+    """
+    out = statement_criteria(structured.find_statements(reply, opener), opener)
+    for line in (reply or "").splitlines():
+        if structured.find_statements(line, opener):
+            continue  # read as a statement above
+        m = CRITERION_LINE.match(line)
+        if not m:
+            item = LIST_ITEM.match(line) if plain_items else None
+            words = item.group(1).strip().rstrip(".").split() if item else []
+            if len(words) >= 3 and "<<<" not in line:
+                head = words[:5]
+                while len(head) > 1 and head[-1].lower().strip(",;") in NAME_TAIL_WORDS:
+                    head = head[:-1]
+                name = " ".join(head).rstrip(",;")
+                if _key(name) not in {_key(k) for k in out}:
+                    out[name] = " ".join(words) + "."
+            continue
+        name, definition = m.group(1).strip(" '-"), m.group(2).strip().strip('"')
+        if (_key(name) in NOT_CRITERIA or len(name.split()) > 5 or len(definition.split()) < 3
+                or "<<<" in definition or name.lower() in PLACEHOLDER_CRITERIA
+                or definition.lower() in PLACEHOLDER_CRITERIA):
+            continue
+        if _key(name) not in {_key(k) for k in out}:
+            out[name] = definition
+    return out
+
+
+def parse_criteria_and_observations(reply: str, opener: str = "") -> tuple[dict[str, str], str]:
+    """Criteria and observations from an init or refine reply (the free-text fallback).
+
+    Accepts ``{"criteria": ["<opener> ...", ...], "observations": "..."}`` that breaks the schema,
+    ``{"criteria": [{"name", "definition"}, ...]}``, ``{"Criteria": {...}, "Observations": "..."}`` and a
+    bare ``{name: definition}`` object; without a JSON object, statements that start with ``opener`` and
+    ``Name: definition`` lines (:func:`parse_criteria_lines`; a JSON reply cut off by its token limit keeps
+    its finished statements). Returns ``({}, "")`` when none is found.
+    """
+    obj = parse_json_object(reply or "")
+    if not isinstance(obj, dict):
+        return parse_criteria_lines(reply, opener=opener), ""
+    keys = {str(k).lower(): k for k in obj}
+    observations = obj.get(keys.get("observations", ""), "") if "observations" in keys else ""
+    for key in ("criteria", "qualities"):
+        if key in keys:
+            return _clean_criteria(obj[keys[key]], opener), str(observations or "")
+    return (_clean_criteria({k: v for k, v in obj.items() if str(k).lower() != "observations"}, opener),
+            str(observations or ""))
+
+
+MIN_CRITERIA, MAX_CRITERIA = 4, 10
+"""§4.1: the criteria set holds 4 to 10 criteria."""
+STATEMENT_CHARS = 160
+"""Longest criterion statement (the schema's pattern): one sentence, and ten of them fit a reply."""
+OBSERVATIONS_SCHEMA = {"type": "string", "minLength": 1, "maxLength": 1200}
+
+
+def criteria_schema(opener: str, *, key: str = "criteria", observations: bool = False) -> dict[str, Any]:
+    """A criteria reply, titled :data:`judge_engine.structured.CRITERIA`: with an ``opener``,
+    ``{key: ["<opener> ...", ...]}`` with 4-10 statements (:func:`judge_engine.structured.statement_list_schema`);
+    without one (the paper's form), ``{key: [{"name", "definition"}, ...]}`` with 4-10 named criteria
+    (:func:`judge_engine.structured.named_items_schema`; §4.1: criteria with their descriptions, as JSON).
+
+    ``observations``: the init step's shape (Eq. 6: observations come with the criteria), an optional
+    ``observations`` text after the criteria, so a reply of the plain shape still validates and a reply
+    cut off inside its observations keeps every criterion.
+    """
+    if opener:
+        schema = structured.statement_list_schema(structured.CRITERIA, key, opener=opener, min_items=MIN_CRITERIA,
+                                                  max_items=MAX_CRITERIA, max_chars=STATEMENT_CHARS)
+    else:
+        schema = structured.named_items_schema(structured.CRITERIA, key, min_items=MIN_CRITERIA,
+                                               max_items=MAX_CRITERIA)
+    if not observations:
+        return schema
+    return structured.object_schema(structured.CRITERIA, {**schema["properties"],
+                                                          "observations": OBSERVATIONS_SCHEMA}, required=[key])
+
+
+def qualities_schema(opener: str) -> dict[str, Any]:
+    """The short fallback's reply: ``{"qualities": [...]}`` of statements or (no ``opener``) named criteria,
+    read as criteria (its own key, so its requests differ from the paper prompt's in the cache and the
+    simulated judge)."""
+    return criteria_schema(opener, key="qualities")
+
+
+def criteria_shape(opener: str) -> str:
+    """How the follow-up turn describes the criteria reply (statements with an ``opener``, else named
+    criteria): in words, with no example values, which a small model copies into every slot."""
+    if not opener:
+        return ('a JSON object whose "criteria" list holds 4 to 10 different criteria, each an object with a '
+                '"name" of a few words saying which quality it checks and a "definition" of one sentence saying '
+                'what a good one does')
+    return (f'a JSON object whose "criteria" list holds 4 to 10 different sentences, each starting with "{opener}" '
+            f'and saying one concrete thing that a good one does')
+
+
+CRITERIA_REFUSED_RETRY = ('Only {usable} of the {proposed} criteria you gave can be used; these repeat another one, '
+                          'copy a text, report a score or say nothing but praise: {refused}. Answer again with the '
+                          'JSON object only: {expected}. Keep the usable {items} and add different ones in your '
+                          'own words.')
+"""The follow-up turn when a criteria reply was read but the rubric checks refused some of it (``items``:
+"sentences" in the sentence form, "criteria" in the paper's)."""
+
+
+def read_qualities(reply: str, opener: str) -> dict[str, str]:
+    """Criteria (name -> statement or definition) from a :func:`qualities_schema` reply; without that JSON, the
+    criteria the free-text parsers find in the reply (:func:`parse_criteria_and_observations`: a server without
+    structured output, a reply cut off)."""
+    reading = structured.read_json(reply, qualities_schema(opener))
+    if reading.ok:
+        return _clean_criteria(reading.value["qualities"], opener)
+    return parse_criteria_and_observations(reply, opener)[0]
+
+
+def read_criteria(reply: str, schema: dict[str, Any], opener: str = "") -> tuple[dict[str, str], str, str]:
+    """A criteria reply -> (criteria, observations, read): the schema's JSON first, then the free-text parsers.
+
+    ``read`` is ``json`` (the reply satisfied the schema), ``text`` (the
+    fallback parsers found criteria: statements anywhere in the reply, a
+    JSON object of another shape, ``Name: definition`` lines) or
+    ``missing``. Placeholder names copied from the prompt are dropped.
+    """
+    reading = structured.read_json(reply, schema)
+    if reading.ok:
+        return (_clean_criteria(reading.value["criteria"], opener), str(reading.value.get("observations", "")),
+                "json")
+    criteria, observations = parse_criteria_and_observations(reply, opener)
+    return criteria, observations, ("text" if criteria else "missing")
+
+
+def _pool(criteria: dict[str, str], found: dict[str, str],
+          usable: Callable[[dict[str, str]], dict[str, str]]) -> dict[str, str]:
+    """``criteria`` with the usable criteria of ``found`` added: usable ones first, each name once
+    (case-insensitive), then the rest, so the rubric checks see and record every criterion proposed."""
+    merged = dict(criteria)
+    taken = {n.lower() for n in merged}
+    for name, definition in found.items():
+        if name.lower() not in taken:
+            merged[name] = definition
+            taken.add(name.lower())
+    good = usable(merged)
+    return {**good, **{n: d for n, d in merged.items() if n not in good}}
+
+
+def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] | None = None,
+                  opener: str = DEFAULT_OPENER, min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
+                  fallback: str | None = None, qualities_fallback: str | None = None,
+                  usable: Callable[[dict[str, str]], dict[str, str]] | None = None,
+                  ) -> tuple[dict[str, str], str, str, bool, str]:
+    """One criteria call asking for ``schema`` (default :func:`criteria_schema` of ``opener``: statements that
+    start with it, or named criteria when ``opener`` is ""), retried once in a follow-up turn when the reply has
+    no usable 4-10.
+
+    ``qualities_fallback``: a short stand-alone structured prompt
+    (:func:`criteria_qualities_prompt`, :func:`qualities_schema`) asked
+    when both replies gave fewer than ``min_criteria``; ``fallback``: the
+    free-text list prompt of :func:`criteria_list_prompt`, asked when
+    that still gave fewer. At most 4 calls.
+
+    ``usable`` (the rubric checks, :func:`check_criteria`) decides what
+    counts: a reply of six criteria of which the checks accept two is two
+    criteria, so the next prompt is asked, and the usable criteria of every
+    reply are pooled (ours: a small model's replies each hold a few usable
+    criteria, and different prompts give different ones). Without ``usable`` every parsed
+    criterion counts and a later reply with more criteria replaces the
+    earlier ones. The pool lists usable criteria first and is cut to
+    ``max_criteria``.
+    Returns (criteria, observations, raw reply used, retried, read) where
+    ``read`` is ``json``, ``text``, ``qualities`` or ``list`` (the fallback prompts) or ``missing``; when
+    criteria were pooled, the raw replies are joined and ``read`` names every way they were read ("json+qualities").
+    """
+    schema = schema or criteria_schema(opener)
+    # the rubric presence penalty: without it a small model under a grammar writes its first criterion again
+    params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
+    count = (lambda c: len(usable(c))) if usable else len
+    messages = [{"role": "user", "content": prompt}]
+    reply = llm.complete(messages, params).text
+    criteria, observations, read = read_criteria(reply, schema, opener)
+    if usable:
+        criteria = _pool({}, criteria, usable)
+    raws, reads = [reply], [read]
+
+    def take(found: dict[str, str], raw: str, how: str) -> None:
+        nonlocal criteria, reply, read
+        if usable:
+            pooled = _pool(criteria, found, usable)
+            if count(pooled) > count(criteria):
+                criteria = pooled
+                raws.append(raw)
+                reads.append(how)
+                reply, read = "\n--- next reply ---\n".join(raws), "+".join(dict.fromkeys(reads))
+        elif len(found) > len(criteria):
+            criteria, reply, read = found, raw, how
+
+    retried = False
+    if not (min_criteria <= count(criteria) <= max_criteria):
+        retried = True
+        ask = JSON_RETRY_TEMPLATE.render(expected=criteria_shape(opener))
+        if usable and criteria:  # read, but the checks refused some: say which and why, not "unreadable JSON"
+            good = usable(criteria)
+            ask = CRITERIA_REFUSED_RETRY.format(
+                usable=len(good), proposed=len(criteria), expected=criteria_shape(opener),
+                refused=", ".join(repr(n) for n in criteria if n not in good) or "none",
+                items="sentences" if opener else "criteria")
+        retry = llm.complete(messages + [{"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
+                             params).text
+        again, obs_again, read_again = read_criteria(retry, schema, opener)
+        if usable:
+            take(again, retry, read_again)
+            observations = observations or obs_again
+        elif again and (not criteria or min_criteria <= len(again) <= max_criteria):
+            criteria, observations, reply, read = again, obs_again or observations, retry, read_again
+    if count(criteria) < min_criteria and qualities_fallback:
+        # the short structured prompt first (:func:`qualities_schema`), then the free-text list
+        asked = llm.complete([{"role": "user", "content": qualities_fallback}],
+                             params.with_(json_schema=structured.as_param(qualities_schema(opener)))).text
+        take(read_qualities(asked, opener), asked, "qualities")
+    if count(criteria) < min_criteria and fallback:
+        # free text on purpose: the fallback is for backends that honour no schema
+        listed = llm.complete([{"role": "user", "content": fallback}], params.with_(json_schema="")).text
+        take(parse_criteria_lines(listed, plain_items=True, opener=opener), listed, "list")
+    if len(criteria) > max_criteria:
+        criteria = dict(list(criteria.items())[:max_criteria])
+    return criteria, observations, reply, retried, read
+
+
+def _quality(aspect: Aspect) -> str:
+    return "overall quality" if aspect.name.lower() == "overall" else aspect.name.replace("_", " ")
+
+
+def _an(noun: str) -> str:
+    """``noun`` with its indefinite article ("an utterance", "a summary")."""
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+def criteria_qualities_prompt(*, task: str, quality: str, definition: str = "", output: str = "response",
+                              opener: str = DEFAULT_OPENER, count: int = 5) -> str:
+    """The short structured fallback (not in the paper): ``count`` qualities, each one thing a good output
+    does for the scored aspect, as sentences that start with ``opener`` or (no opener) named with a
+    definition, from the dataset's task and the aspect's name and definition; the reply is
+    :func:`qualities_schema`. No example is shown: the aspect alone is what the qualities are about, and an
+    example invites a small model to copy its content."""
+    quality = quality or "overall quality"
+    return _render(CRITERIA_QUALITIES_TEMPLATE, CRITERIA_QUALITIES_NAMED_TEMPLATE, opener,
+                   task=task or "text generation", quality=quality, count=count, output=output or "response",
+                   an_output=_an(output or "response"),
+                   definition=(definition or "").strip() or f"how good the {output or 'response'} is on {quality}")
+
+
+def _render(sentence: Template, named: Template, opener: str, **values: Any) -> str:
+    """A criteria step's prompt: the sentence form's template with its ``opener``, or (no opener) the paper's
+    form's, which asks for named criteria."""
+    return sentence.render(**values, opener=opener) if opener else named.render(**values)
+
+
+def criteria_list_prompt(example: dict[str, Any] | None, *, task: str, quality: str, source_chars: int) -> str:
+    """The short fallback prompt: criteria as ``Name: definition`` lines from the dataset's task and one example.
+
+    Not in the paper: for a model that cannot answer the JSON prompt over
+    a whole mini-batch (a small model tends to echo the examples, and its
+    inferred task description is then no help either), so the task comes
+    from the dataset itself (e.g. "dialogue response generation") and the
+    scored quality from the aspect's name.
+    """
+    return CRITERIA_LIST_TEMPLATE.render(
+        task=task or "text generation", quality=quality or "overall quality",
+        example=render_example(example, source_chars=min(source_chars, 400)) if example else "(none)")
+
+
+def _listing(criteria: dict[str, str], opener: str) -> str:
+    """The current criteria as the observe and refine prompts show them: a statement as it was written,
+    a named criterion as ``Name: definition``, one per line."""
+    lines = [d if is_statement(d, opener) else f"{n}: {d}" for n, d in criteria.items()]
+    return "\n".join(f"- {line}" for line in lines) or "(none yet)"
+
+
+def format_criteria(criteria: dict[str, str]) -> str:
+    """``Name: definition`` lines, the way the scoring prompts list the criteria."""
+    return "\n".join(f"{name}: {definition}" for name, definition in criteria.items()) or "(none)"
+
+
+def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, list[str]]:
+    return {"added": [k for k in new if k not in old], "removed": [k for k in old if k not in new],
+            "refined": [k for k in new if k in old and old[k] != new[k]]}
+
+
+def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_description: str, *, llm: LLM,
+                    params: GenerationParams, source_chars: int, complete_streak: int, fallback: bool = False,
+                    dataset_task: str = "", quality: str = "", definition: str = "", output: str = "response",
+                    opener: str = DEFAULT_OPENER, log: EventSink | None = None,
+                    progress: Progress | None = None, shown: Sequence[str] | None = None,
+                    topics: Sequence[str] = ()) -> tuple[dict[str, str], int]:
+    """Algorithm 1 / Table 15: initial criteria, then observe and refine on each further mini-batch.
+
+    The refine step uses the new observation (Eq. 8); a COMPLETE observation
+    refines nothing, and ``complete_streak`` of them in a row stop the loop.
+    Every step asks for 4-10 criteria (:func:`criteria_schema`; ``output``
+    is the judged text's name in the prompts): named criteria with
+    definitions when ``opener`` is "" (the paper's form), else statements
+    that start with ``opener`` ("A good summary ...", the sentence form).
+    Returns the criteria (name -> definition, or name -> statement with the
+    name taken from the statement) and the number of replies that gave no usable
+    criteria even after the retry (the previous set is kept). With
+    ``fallback``, an init that still has fewer than 4 criteria asks the
+    short structured prompt (:func:`criteria_qualities_prompt` with
+    ``dataset_task``, ``quality`` and its ``definition``), then the
+    free-text list prompt (:func:`criteria_list_prompt`); neither is in the paper.
+    ``shown``: the texts the rubric checks measure copies against (the training texts); when given, a
+    criterion counts only if the checks accept it, and the usable criteria of successive replies are pooled
+    (:func:`_ask_criteria`).
+    """
+    usable = (lambda c: check_criteria(c, shown, topics, opener).kept) if shown is not None else None
+    phrase = task_phrase(task_description)
+    header = f"Task description: {task_description}" if task_description else "Task description: (not available)"
+    failures = 0
+    examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[0]) if batches else ""
+    qualities = (criteria_qualities_prompt(task=dataset_task, quality=quality, definition=definition, output=output,
+                                           opener=opener) if fallback else None)
+    short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
+                                  quality=quality, source_chars=source_chars) if fallback else None)
+    criteria, observations, raw, retried, read = _ask_criteria(
+        llm, _render(CRITERIA_INIT_TEMPLATE, CRITERIA_INIT_NAMED_TEMPLATE, opener, task_description=header,
+                     task=phrase, examples=examples, an_output=_an(output), quality=quality or "overall quality"),
+        params,
+        schema=criteria_schema(opener, observations=True), opener=opener, fallback=short,
+        qualities_fallback=qualities, usable=usable)
+    if not criteria:
+        failures += 1
+    if log:
+        log("criteria", {"iteration": 0, "action": "init", "criteria": criteria, "observations": observations,
+                         **_diff({}, criteria), "parsed": bool(criteria), "retried": retried, "raw": raw,
+                         "read": read})
+    if progress:
+        progress(1, len(batches), "criteria")
+    streak = 0
+    for t in range(1, len(batches)):
+        examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[t])
+        reply = _ask(llm, CRITERIA_OBSERVE_TEMPLATE.render(
+            task_description=header, task=phrase, examples=examples,
+            prior_observations=observations[-OBSERVATION_CHARS:] or "(none yet)",
+            criteria=_listing(criteria, opener)), params.with_(seed=params.seed + t))
+        complete = is_complete(reply)
+        streak = streak + 1 if complete else 0
+        if log:
+            log("criteria_observation", {"iteration": t, "text": reply, "complete": complete, "streak": streak})
+        if progress:
+            progress(t + 1, len(batches), "criteria")
+        if complete:
+            if streak >= complete_streak:
+                break
+            continue
+        refined, _, raw, retried, read = _ask_criteria(llm, _render(
+            CRITERIA_REFINE_TEMPLATE, CRITERIA_REFINE_NAMED_TEMPLATE, opener, criteria=_listing(criteria, opener),
+            observations=reply.strip(), an_output=_an(output), quality=quality or "overall quality"),
+            params.with_(seed=params.seed + t), opener=opener, usable=usable)
+        observations = f"{observations}\n{reply.strip()}".strip()
+        if not refined:
+            failures += 1
+        # a refinement replaces the criteria unless the rubric checks accept fewer of its criteria than of the
+        # current ones (ours): a refinement that drifts off the task would otherwise replace usable criteria with
+        # ones the checks refuse, leaving the judge with none
+        seen = shown if shown is not None else [x for e in batches[t] for x in (e.get("input"), e.get("output"),
+                                                                               e.get("context")) if x]
+        worse = bool(refined) and (len(check_criteria(refined, seen, topics, opener).kept)
+                                   < len(check_criteria(criteria, seen, topics, opener).kept))
+        if log:
+            log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
+                             **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
+                             "retried": retried, "raw": raw, "read": read,
+                             **({"kept_previous": "the rubric checks accept fewer of the refined criteria"}
+                                if worse else {})})
+        criteria = criteria if worse else refined or criteria
+    return criteria, failures
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())

@@ -1,0 +1,374 @@
+"""The registered Active-Critic method: stage 1 (task description, criteria), then the demonstration
+search, and scoring with the fitted judge."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Sequence
+
+from ...llm import LLM, GenerationParams
+from ...records import Aspect, Sample, Verdict
+from ..base import (
+    CRITERIA_FORM_LABELS,
+    CRITERIA_FORMS,
+    FitContext,
+    Interval,
+    OptionalInterval,
+    OptionalType,
+    Judge,
+    Method,
+    Options,
+    Progress,
+    judge_warning,
+    register,
+    resolve_criteria_form,
+    small_model_hint,
+)
+from .criteria_definition import (MAX_CRITERIA, MIN_CRITERIA, _diff, _quality, check_criteria, criteria_opener,
+                                  define_criteria)
+from .examples import NORMALIZATIONS, _example, demo_count, make_minibatches, to_aspect_scale
+from .explained_scoring import check_explanation, run_pipeline
+from .prompt_optimization import NO_POSITIVE_SET, optimize_demonstrations
+from .task_description import check_task_description, infer_task_description
+
+
+@register
+class ActiveCritic(Method):
+    """Active-Critic: task, criteria and demonstrations inferred from human-scored examples.
+
+    Parameters
+    ----------
+    variant : {"fine", "coarse"}, default="fine"
+        AC-Fine scores every criterion (McS-E) and then the overall score
+        (OS-E): 2 calls per item; AC-Coarse gives the overall score with the
+        criteria listed: 1 call (paper §5).
+    n_candidates : int, default=11
+        K candidate demonstration sets in the random search (App. D.2: 11 epochs).
+    n_demos : int or None, default=None
+        Demonstrations per candidate; None = 3 for summarization/dialogue,
+        8 for data-to-text and stories (App. D.2).
+    demo_mode : {"bootstrap", "labeled"}, default="bootstrap"
+        ``bootstrap``: DSPy BootstrapFewShotWithRandomSearch-style candidates
+        (the paper's optimizer); ``labeled``: random labeled demos only.
+    bootstrap_threshold : float, default=15.0
+        A zero-shot trace becomes a demo when its overall score is within this
+        many points (0-100) of the human score (our choice; not in the paper).
+    eval_subsample : int or None, default=None
+        Score candidates on at most this many training items (None = the
+        whole training split, as in the paper; set it for slow backends).
+    batch_size : int, default=5
+        Examples per mini-batch in task inference (§4.1).
+    max_batches : int, default=25
+        At most this many mini-batches / iterations (§4.1).
+    complete_streak : int, default=5
+        Consecutive COMPLETE answers that stop an inference loop (§4.1).
+    task_temperature : float, default=1.0
+        Sampling temperature of task inference (not reported in the paper;
+        DSPy's default for data observation). Scoring is greedy.
+    max_tokens : int, default=768
+        Reply budget of every call (a McS-E reply on 8 criteria takes 400-800 tokens).
+    source_chars : int, default=2000
+        Sources in task-inference batches and demonstrations are cut to this
+        many characters to fit small contexts (App. D.2 uses fewer demonstrations
+        on long-input datasets for the same reason); the judged item is never cut.
+    seed : int, default=0
+        Seeds the mini-batch order, the candidate draws and task-inference sampling.
+    task_description : str or None, default=None
+        A person's task description; None = inferred (stage 1).
+    criteria : dict or None, default=None
+        A person's criteria ``{name: definition}``; None = inferred (stage 1).
+    criteria_form : {"auto", "paper", "sentence"}, default="auto"
+        How stage 1 asks for criteria: ``paper``, named criteria with
+        definitions (§4.1, Table 15); ``sentence``, for small models, each
+        criterion one sentence that starts "A good <output>" under a grammar,
+        named from its sentence (ours); ``auto``, the sentence form on the
+        embedded model and the paper's on every other backend
+        (:func:`~judge_engine.methods.base.resolve_criteria_form`). The form
+        used is ``judge.state["criteria_form"]``.
+    retry_unparsed : bool, default=True
+        One follow-up turn asking for the overall score alone when an OS-E
+        reply has none (not in the paper, whose parser falls back to a
+        default number; here a second failure is recorded as missing).
+    weighted : bool, default=False
+        Read the overall score probability-weighted (not in the paper): after
+        each OS-E reply, a follow-up turn asks for a 1-9 digit, and the
+        expectation over the digits' probabilities is mapped to 0-100. On
+        backends without logprobs this has no effect. Meant for small local
+        models, which rarely state a usable 0-100 number.
+    ensemble_task : bool, default=True
+        After the per-batch task descriptions, one more call merges all of
+        them into the final one (§4.1's ensemble).
+    criteria_fallback : bool, default=True
+        When the first criteria reply and its JSON retry give fewer than 4
+        usable criteria, ask a short stand-alone structured prompt (the
+        dataset's task and the aspect, :func:`criteria_qualities_prompt`),
+        then a free-text one (one example) for ``Name: definition`` lines
+        (neither is in the paper; the last is the fallback for backends that
+        honour no JSON schema).
+    score_normalization : {"ratio", "minmax"}, default="ratio"
+        How human scores go onto 0-100 (§2.2): ``100 * r / r_max``, which the
+        paper's examples follow, or min-max over the aspect's range.
+    no_positive_set : {"fail", "zero_shot"}, default="fail"
+        When no candidate, zero-shot included, scores at least 80% of its
+        training items with Q > 0: ``"fail"`` ends the fit with a
+        ValueError naming each candidate's Q and coverage (no judge);
+        ``"zero_shot"`` is a person's choice to keep the zero-shot judge
+        anyway, recorded as a ``selection_fallback`` warning.
+    """
+
+    name = "active_critic"
+    title = "Active-Critic"
+    _parameter_constraints = {
+        "variant": Options(("fine", "coarse")),
+        "n_candidates": Interval(int, 1, 100),
+        "n_demos": OptionalInterval(int, 0, 16),
+        "demo_mode": Options(("bootstrap", "labeled")),
+        "bootstrap_threshold": Interval(float, 0, 100),
+        "eval_subsample": OptionalInterval(int, 2, None),
+        "batch_size": Interval(int, 1, 50),
+        "max_batches": Interval(int, 1, 100),
+        "complete_streak": Interval(int, 1, 100),
+        "task_temperature": Interval(float, 0, 2),
+        "max_tokens": Interval(int, 16, 8192),
+        "source_chars": Interval(int, 100, None),
+        "seed": Interval(int, 0, None),
+        "task_description": OptionalType(str),
+        "criteria": OptionalType(dict),
+        "criteria_form": Options(CRITERIA_FORMS),
+        "retry_unparsed": Options((True, False)),
+        "weighted": Options((True, False)),
+        "criteria_fallback": Options((True, False)),
+        "ensemble_task": Options((True, False)),
+        "score_normalization": Options(NORMALIZATIONS),
+        "no_positive_set": Options(NO_POSITIVE_SET),
+    }
+
+    _parameter_labels = {
+        "variant": "Score form", "n_candidates": "Candidate prompts", "n_demos": "Demonstrations per prompt",
+        "demo_mode": "Where demonstrations come from", "bootstrap_threshold": "Bootstrap error threshold",
+        "eval_subsample": "Items to rate each candidate on", "batch_size": "Examples per inference batch",
+        "max_batches": "Most inference batches", "complete_streak": "Stop after complete batches",
+        "task_temperature": "Temperature of task inference", "max_tokens": "Reply length limit (tokens)",
+        "source_chars": "Characters of each text shown", "seed": "Random seed of the method",
+        "task_description": "Task description (fixed)", "criteria": "Criteria (fixed)",
+        "criteria_form": "How criteria are asked for",
+        "retry_unparsed": "Ask again after an unreadable reply", "weighted": "Probability-weighted scores",
+        "criteria_fallback": "Dataset criteria if none inferred", "ensemble_task": "Merge several task guesses",
+        "score_normalization": "Human score on 0-100 by", "no_positive_set": "If no demonstration set helps"}
+    _choice_labels = {"variant": {"fine": "fine (criteria scores and overall)", "coarse": "coarse (overall only)"},
+                      "demo_mode": {"bootstrap": "the model's own rated examples (paper)",
+                                    "labeled": "human-scored examples"},
+                      "score_normalization": {"ratio": "ratio to the top (paper)", "minmax": "min-max"},
+                      "no_positive_set": {"fail": "stop with a message", "zero_shot": "score without demos"},
+                      "criteria_form": CRITERIA_FORM_LABELS}
+    quick_params: ClassVar[dict[str, Any]] = {"n_candidates": 3, "max_batches": 3, "batch_size": 4,
+                                              "complete_streak": 2}
+    def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
+                 demo_mode: str = "bootstrap", bootstrap_threshold: float = 15.0, eval_subsample: int | None = None,
+                 batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,
+                 max_tokens: int = 768, source_chars: int = 2000, seed: int = 0,
+                 task_description: str | None = None, criteria: dict | None = None, criteria_form: str = "auto",
+                 retry_unparsed: bool = True, weighted: bool = False, criteria_fallback: bool = True,
+                 ensemble_task: bool = True, score_normalization: str = "ratio", no_positive_set: str = "fail"):
+        self.variant = variant
+        self.n_candidates = n_candidates
+        self.n_demos = n_demos
+        self.demo_mode = demo_mode
+        self.bootstrap_threshold = bootstrap_threshold
+        self.eval_subsample = eval_subsample
+        self.batch_size = batch_size
+        self.max_batches = max_batches
+        self.complete_streak = complete_streak
+        self.task_temperature = task_temperature
+        self.max_tokens = max_tokens
+        self.source_chars = source_chars
+        self.seed = seed
+        self.task_description = task_description
+        self.criteria = criteria
+        self.criteria_form = criteria_form
+        self.retry_unparsed = retry_unparsed
+        self.weighted = weighted
+        self.criteria_fallback = criteria_fallback
+        self.ensemble_task = ensemble_task
+        self.score_normalization = score_normalization
+        self.no_positive_set = no_positive_set
+
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        """Stage 1 (unless a person gave the task description / criteria), then the demonstration search.
+
+        ``Judge.state["warnings"]`` holds ``no_task_description``,
+        ``no_criteria`` and ``selection_fallback`` when they apply;
+        ``state["reads"]`` counts per stage how replies were read (JSON,
+        free-text fallback, missing). Raises ValueError when no demonstration
+        set is selectable and ``no_positive_set`` is ``"fail"``.
+        """
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
+        self._validate_params()
+        mode = self.score_normalization
+        examples = [_example(s, aspect, mode) for s in train if aspect.name in s.human]
+        batches = [[_example(s, aspect, mode) for s in b if aspect.name in s.human] for b in
+                   make_minibatches(train, batch_size=self.batch_size, max_batches=self.max_batches, seed=self.seed)]
+        batches = [b for b in batches if b]
+        inference = GenerationParams(temperature=self.task_temperature, max_tokens=self.max_tokens, seed=self.seed)
+        reads: dict[str, dict[str, int]] = {}
+
+        def sink(kind: str, payload: dict[str, Any]) -> None:
+            # count how each stage-1 reply was read, then pass the event on
+            if payload.get("read"):
+                stage = reads.setdefault(kind, {})
+                stage[payload["read"]] = stage.get(payload["read"], 0) + 1
+            if log:
+                log(kind, payload)
+
+        common = {"llm": llm, "source_chars": self.source_chars, "log": sink, "progress": progress}
+        warnings: list[dict[str, Any]] = []
+        versions: list[str] = []
+        if self.task_description is not None:
+            description = self.task_description
+            sink("task_description", {"batch": 0, "version": 0, "text": description, "source": "person"})
+        else:
+            description, versions = infer_task_description(batches, params=inference,
+                                                           complete_streak=self.complete_streak,
+                                                           ensemble=self.ensemble_task, **common)
+            if not description:
+                sink("parse_failure", {"stage": "task description", "note": "no task description was produced"})
+                warnings.append(judge_warning(
+                    "no_task_description", "no task description could be inferred (every observation was COMPLETE "
+                    "or no reply held one); the scoring prompts go without one"))
+        # checked before the criteria are inferred: their prompt carries the description, and a refused one (a
+        # template slot left in, one clause said over and over) would steer every criteria reply
+        shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
+        rejected: list[dict[str, Any]] = []
+        flagged: list[dict[str, Any]] = []
+        if description and self.task_description is None:
+            description, refused, doubt = check_task_description(description, task, shown)
+            if doubt:
+                flagged.append(doubt)
+                sink("rubric_flagged", doubt)
+            if refused:
+                rejected.append(refused)
+                sink("rubric_rejected", refused)
+                warnings.append(judge_warning(
+                    "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
+                    f"the prompts use the dataset's own task instead: {description!r}"))
+        criteria_failures = 0
+        topics = (task.output_label, aspect.name, aspect.definition or "")
+        form = resolve_criteria_form(self.criteria_form, llm)
+        opener = criteria_opener(task, form)
+        sink("criteria_form", {"criteria_form": form, "parameter": self.criteria_form})
+        if self.criteria is not None:
+            criteria = {str(k): str(v) for k, v in self.criteria.items()}
+            sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
+        else:
+            criteria, criteria_failures = define_criteria(batches, description, params=inference,
+                                                          complete_streak=self.complete_streak,
+                                                          fallback=self.criteria_fallback, dataset_task=task.task,
+                                                          quality=_quality(aspect), definition=aspect.definition or "",
+                                                          output=task.output_label.lower() or "response",
+                                                          opener=opener, shown=shown, topics=topics, **common)
+            if criteria_failures:
+                sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
+        if criteria and self.criteria is None:
+            checked = check_criteria(criteria, shown, topics, opener)
+            criteria = checked.kept
+            for refused in checked.refused:
+                rejected.append(refused)
+                sink("rubric_rejected", refused)
+            for entry in checked.flagged:
+                flagged.append(entry)
+                sink("rubric_flagged", entry)
+        if not criteria:
+            warnings.append(judge_warning(
+                "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
+                "AC-Fine scores no criterion and the overall score is asked without criteria"
+                + small_model_hint(form), count=criteria_failures or None))
+        elif len(criteria) < MIN_CRITERIA and self.criteria is None:
+            warnings.append(judge_warning(
+                "few_criteria", f"only {len(criteria)} criteria were inferred (the paper asks for "
+                f"{MIN_CRITERIA}-{MAX_CRITERIA})", count=len(criteria)))
+        for w in warnings:
+            sink("warning", w)
+        state = {"variant": self.variant, "task_description": description, "criteria": criteria}
+        n_demos = self.n_demos if self.n_demos is not None else demo_count(task)
+        demos, search, selection = optimize_demonstrations(
+            examples, state, llm=llm, k=self.n_candidates, n_demos=n_demos, mode=self.demo_mode,
+            threshold=float(self.bootstrap_threshold), eval_subsample=self.eval_subsample, seed=self.seed,
+            params=self.scoring_params(self.get_params()), source_chars=self.source_chars, retry=self.retry_unparsed,
+            weighted=self.weighted, no_positive_set=self.no_positive_set, log=log, progress=progress)
+        search_reads: dict[str, int] = {}
+        for summary in search:
+            for key, n in summary["reads"].items():
+                search_reads[key] = search_reads.get(key, 0) + n
+        reads["search"] = search_reads
+        return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
+                     state={**state, "criteria_form": form, "demos": demos, "search": search,
+                            "task_description_versions": versions,
+                            "criteria_parse_failures": criteria_failures, "n_batches": len(batches),
+                            "warnings": warnings + selection, "reads": reads, "rejected": rejected,
+                            "flagged": flagged})
+
+    @staticmethod
+    def scoring_params(params: dict[str, Any]) -> GenerationParams:
+        """Greedy decoding for every scoring call (the paper reports no temperature; greedy scores repeat)."""
+        return GenerationParams(temperature=0.0, max_tokens=params["max_tokens"])
+
+    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+        """An upper bound of the backend calls of fit and of scoring (cache hits make it lower).
+
+        Stage 1, task: one observation and one description per mini-batch,
+        plus the ensemble call when there is more than one batch. Criteria:
+        init (its JSON retry, and with ``criteria_fallback`` the qualities
+        prompt and the list prompt), then per further batch an observation
+        and a refine with its JSON retry; the same calls in either
+        ``criteria_form``. Search: K candidates, each scoring at most
+        the evaluated training items. Per item: McS-E (AC-Fine), OS-E, and at
+        most one follow-up turn (the weighted digit, or the retry of an
+        unreadable score).
+        """
+        n_batches = min(self.max_batches, math.ceil(n_train / self.batch_size)) if n_train else 0
+        stage1 = 0
+        if self.task_description is None:
+            stage1 += 2 * n_batches + (1 if self.ensemble_task and n_batches > 1 else 0)
+        if self.criteria is None:
+            init = 2 + (2 if self.criteria_fallback else 0)  # the structured qualities prompt, then the list
+            stage1 += init + 3 * max(0, n_batches - 1)
+        per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted or self.retry_unparsed else 0)
+        n_eval = n_train if self.eval_subsample is None else min(self.eval_subsample, n_train)
+        return {"fit": stage1 + self.n_candidates * n_eval * per_item, "score": n_test * per_item}
+
+    @classmethod
+    def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
+                   progress: Progress | None = None) -> list[Verdict]:
+        aspect, state = judge.aspect_record, judge.state
+        # judges saved before the paper's ratio became the default were fitted with min-max
+        mode = judge.params.get("score_normalization", "minmax")
+        examples = [{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context} for s in samples]
+        results = run_pipeline(examples, state, state.get("demos", []), llm=llm,
+                               params=cls.scoring_params(judge.params), source_chars=judge.params["source_chars"],
+                               retry=judge.params["retry_unparsed"], weighted=judge.params.get("weighted", False),
+                               progress=progress)
+        verdicts = []
+        for sample, r in zip(samples, results):
+            crit = r["criteria_scores"]
+            missing = [k for k, v in crit.items() if math.isnan(v["score"])]
+            metadata = {"variant": state["variant"], "source": r["source"], "read": r["ose_read"],
+                        "criteria_read": r["mcse_read"],
+                        "overall_100": None if math.isnan(r["overall"]) else r["overall"],
+                        "criteria_100": {k: (None if math.isnan(v["score"]) else v["score"]) for k, v in crit.items()},
+                        "criteria_explanations": {k: v["explanation"] for k, v in crit.items()},
+                        "missing_criteria": missing, "retried": r["retried"]}
+            if r["missing_reason"]:
+                metadata["missing_reason"] = r["missing_reason"]
+            explanation = r["explanation"]
+            # a reply there was: its explanation must say something (no reply at all is the missing score's story)
+            refused = check_explanation(explanation) if (r["ose_raw"] or "").strip() else None
+            if refused:
+                metadata["explanation_rejected"] = refused
+                explanation = ""  # not shown as the judge's reason; the reply stays in raw
+            verdicts.append(Verdict(
+                sample_id=sample.id, aspect=aspect.name, score=to_aspect_scale(r["overall"], aspect, mode),
+                criteria={k: to_aspect_scale(v["score"], aspect, mode) for k, v in crit.items()},
+                explanation=explanation,
+                raw=r["ose_raw"] if not r["mcse_raw"] else f"{r['mcse_raw']}\n---\n{r['ose_raw']}",
+                metadata=metadata))
+        return verdicts

@@ -1,0 +1,145 @@
+"""Active-Critic stage 1, the task description (§4.1, Table 14, App. B): an observation per mini-batch,
+then a description conditioned on the previous one, and the rubric check of the result."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from ... import structured
+from ...llm import LLM, GenerationParams
+from ...prompting import TaskInfo, load_template
+from ...rubric_checks import check_entry
+from ..base import EventSink, Progress
+from .examples import render_example
+
+TASK_OBSERVE_TEMPLATE = load_template("active_critic_task_observe")
+TASK_DESCRIBE_TEMPLATE = load_template("active_critic_task_describe")
+
+COMPLETE_PATTERN = re.compile(r"^\W*COMPLETE\b", re.IGNORECASE)
+"""An observation reply that declares the observations complete (the stopping signal)."""
+TASK_SENTENCE_PATTERN = re.compile(r"The evaluation task is\b[^\n]*(?:\n(?!\s*\n)[^\n]*)*", re.IGNORECASE)
+"""The filled-in summary sentence of the task-description prompt (item 4)."""
+TASK_PHRASE_PATTERN = re.compile(r"The evaluation task is\s+(?:an?\s+|the\s+)?\[?\s*([^,\].\n\[]{2,60})",
+                                 re.IGNORECASE)
+"""The task name inside that sentence, e.g. ``text summarization``."""
+OBSERVATION_CHARS = 3000
+"""Accumulated observations shown back to the model are cut to their last characters (small contexts)."""
+
+
+def _ask(llm: LLM, prompt: str, params: GenerationParams) -> str:
+    return llm.complete([{"role": "user", "content": prompt}], params).text
+
+
+def is_complete(reply: str) -> bool:
+    """True when an observation reply says COMPLETE."""
+    return bool(COMPLETE_PATTERN.match((reply or "").strip()))
+
+
+def extract_task_description(reply: str) -> str:
+    """The 'The evaluation task is ...' summary when the reply has one, else the whole reply."""
+    m = TASK_SENTENCE_PATTERN.search(reply or "")
+    return (m.group(0) if m else (reply or "")).strip()
+
+
+def task_phrase(description: str) -> str:
+    """A short noun phrase for the criteria prompts' ``{task}`` slot ("a text summarization")."""
+    m = TASK_PHRASE_PATTERN.search(description or "")
+    if not m:
+        return "an NLG"
+    phrase = m.group(1).strip().strip("*'\"").strip()
+    return f"{'an' if phrase[:1].lower() in 'aeiou' else 'a'} {phrase}"
+
+
+TASK_SCHEMA = structured.text_schema(structured.TASK_DESCRIPTION, "task_description", max_length=1200)
+"""The task-description reply: ``{"task_description": "The evaluation task is ..."}``."""
+
+
+def read_task_description(reply: str) -> tuple[str, str]:
+    """A task-description reply -> (description, read): JSON first, the free-text summary sentence as fallback.
+
+    ``read`` is ``json``, ``text`` or ``missing`` (an empty reply, or JSON that is not the schema's: a reply
+    cut off inside its JSON, such as ``{"score": "unsure``, is no description to carry into every prompt).
+    """
+    reading = structured.read_json(reply, TASK_SCHEMA)
+    if reading.ok:
+        return extract_task_description(str(reading.value["task_description"])), "json"
+    if (reply or "").lstrip().startswith(("{", "[")):
+        return "", "missing"
+    text = extract_task_description(reply)
+    return text, ("text" if text else "missing")
+
+
+def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: LLM, params: GenerationParams,
+                           source_chars: int, complete_streak: int, ensemble: bool = False,
+                           log: EventSink | None = None,
+                           progress: Progress | None = None) -> tuple[str, list[str]]:
+    """§4.1 / Table 14: one observation per mini-batch, then a task description built on the previous one.
+
+    Returns the final task description and the list of its versions. An
+    observation answered COMPLETE adds nothing; ``complete_streak``
+    consecutive COMPLETE answers stop the loop. With ``ensemble`` and more
+    than one version, one more description call is given every version as
+    the prior description (§4.1: the final T is the LLM's ensemble of all
+    T_n; ``ensemble_task=False`` leaves the call out) and its answer is the result.
+    Observations are free text; descriptions are asked for as JSON
+    (:data:`TASK_SCHEMA`) and each event says how the reply was read.
+    """
+    describe = params.with_(json_schema=structured.as_param(TASK_SCHEMA))
+    observations, description, versions, streak = "", "", [], 0
+    for n, batch in enumerate(batches):
+        examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batch)
+        reply = _ask(llm, TASK_OBSERVE_TEMPLATE.render(examples=examples,
+                                                       prior_observations=observations[-OBSERVATION_CHARS:] or "(none yet)"),
+                     params.with_(seed=params.seed + n))
+        complete = is_complete(reply)
+        streak = streak + 1 if complete else 0
+        if log:
+            log("task_observation", {"batch": n + 1, "sample_ids": [e["sample_id"] for e in batch],
+                                     "text": reply, "complete": complete, "streak": streak})
+        if progress:
+            progress(n + 1, len(batches), "task inference")
+        if complete:
+            if streak >= complete_streak:
+                break
+            continue
+        observations = f"{observations}\n{reply.strip()}".strip()
+        reply = _ask(llm, TASK_DESCRIBE_TEMPLATE.render(observations=reply.strip(),
+                                                        prior_description=description or "(none yet)"),
+                     describe.with_(seed=params.seed + n))
+        text, read = read_task_description(reply)
+        description = text or description
+        versions.append(description)
+        if log:
+            log("task_description", {"batch": n + 1, "version": len(versions), "text": description, "raw": reply,
+                                     "read": read})
+    if ensemble and len(versions) > 1:
+        prior = "\n".join(f"Version {i}: {v}" for i, v in enumerate(versions, 1))
+        reply = _ask(llm, TASK_DESCRIBE_TEMPLATE.render(observations=observations[-OBSERVATION_CHARS:],
+                                                        prior_description=prior),
+                     describe.with_(seed=params.seed + len(batches)))
+        text, read = read_task_description(reply)
+        description = text or description
+        versions.append(description)
+        if log:
+            log("task_description", {"batch": "all", "version": len(versions), "text": description, "raw": reply,
+                                     "ensemble": True, "read": read})
+    return description, versions
+
+
+def check_task_description(description: str, task: TaskInfo,
+                           shown: Sequence[str]) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+    """The inferred description if the rubric checks accept it, else the dataset's own task; then the
+    refusal and the flags (each None when there is none).
+
+    Every scoring prompt carries the description, so a refused one (a copy of
+    an example, a template left in) is replaced by a plain statement of the
+    dataset's task and kept with its reason; a flagged one is used and its
+    flags are shown.
+    """
+    check = check_entry(description, kind="task_description", shown=shown, max_chars=2000)
+    if check.ok:
+        flagged = {**check.to_dict(), "stage": "task description"} if check.flags else None
+        return description, None, flagged
+    fallback = f"Evaluate {task.output_label.lower()}s written for the task of {task.task}."
+    return fallback, {**check.to_dict(), "stage": "task description"}, None
