@@ -1,6 +1,6 @@
 """Active-Critic (Xu, Hu and Jiang): the judge infers the task and its criteria from scored examples.
 
-The method in six modules, one per stage of the paper:
+The method in seven modules, one per stage of the paper, its settings and the method:
 
 * :mod:`.examples` — the scored examples (§2.2, §3): human scores on 0-100
   and back, mini-batches, how an example is shown in a prompt;
@@ -11,6 +11,8 @@ The method in six modules, one per stage of the paper:
   criterion and overall scores (§4.2, Tables 16-17);
 * :mod:`.prompt_optimization` — stage 2, the demonstration search (§4.2
   "Prompt Optimization", App. D.2, Eqs. 4-5);
+* :mod:`.settings` — :class:`ActiveCriticSettings`, the parameters as one
+  typed value that the stages take, built once per fit and per scoring;
 * :mod:`.method` — the registered :class:`ActiveCritic` method.
 
 The names below are the ones used outside the package (the page, the
@@ -113,12 +115,13 @@ from .explained_scoring import (OSE_SCHEMA, WEIGHTED_MAX_TOKENS, WEIGHTED_SCHEMA
 from .method import ActiveCritic
 from .prompt_optimization import (NO_POSITIVE_SET, candidate_fitness, optimize_demonstrations, propose_candidates,
                                   q_objective, select_candidate)
+from .settings import ActiveCriticSettings
 from .task_description import (TASK_SCHEMA, check_task_description, extract_task_description,
                                infer_task_description, read_task_description, task_phrase)
 
 __all__ = ["CRITERIA_REFINE_NAMED_TEMPLATE", "CRITERIA_REFINE_TEMPLATE", "CRITERIA_REFUSED_RETRY", "MAX_CRITERIA",
            "MIN_CRITERIA", "NORMALIZATIONS", "NO_POSITIVE_SET", "OSE_SCHEMA", "TASK_SCHEMA", "WEIGHTED_MAX_TOKENS",
-           "WEIGHTED_SCHEMA", "ActiveCritic", "CheckedCriteria", "candidate_fitness", "check_criteria",
+           "WEIGHTED_SCHEMA", "ActiveCritic", "ActiveCriticSettings", "CheckedCriteria", "candidate_fitness", "check_criteria",
            "check_explanation", "check_task_description", "criteria_opener", "criteria_qualities_prompt",
            "criteria_schema", "criteria_shape", "define_criteria", "demo_count", "extract_task_description",
            "infer_task_description", "make_minibatches", "mcse_schema", "normalize_score", "optimize_demonstrations",

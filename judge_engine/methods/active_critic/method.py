@@ -29,6 +29,7 @@ from .criteria_definition import (MAX_CRITERIA, MIN_CRITERIA, _diff, _quality, c
 from .examples import NORMALIZATIONS, _example, demo_count, make_minibatches, to_aspect_scale
 from .explained_scoring import check_explanation, run_pipeline
 from .prompt_optimization import NO_POSITIVE_SET, optimize_demonstrations
+from .settings import ActiveCriticSettings
 from .task_description import check_task_description, infer_task_description
 
 
@@ -204,12 +205,14 @@ class ActiveCritic(Method):
         """
         llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
-        mode = self.score_normalization
+        settings = ActiveCriticSettings.from_params(self.get_params())
+        mode = settings.score_normalization
         examples = [_example(s, aspect, mode) for s in train if aspect.name in s.human]
         batches = [[_example(s, aspect, mode) for s in b if aspect.name in s.human] for b in
-                   make_minibatches(train, batch_size=self.batch_size, max_batches=self.max_batches, seed=self.seed)]
+                   make_minibatches(train, batch_size=settings.batch_size, max_batches=settings.max_batches,
+                                    seed=settings.seed)]
         batches = [b for b in batches if b]
-        inference = GenerationParams(temperature=self.task_temperature, max_tokens=self.max_tokens, seed=self.seed)
+        inference = settings.inference
         reads: dict[str, dict[str, int]] = {}
 
         def sink(kind: str, payload: dict[str, Any]) -> None:
@@ -220,16 +223,16 @@ class ActiveCritic(Method):
             if log:
                 log(kind, payload)
 
-        common = {"llm": llm, "source_chars": self.source_chars, "log": sink, "progress": progress}
+        common = {"llm": llm, "source_chars": settings.source_chars, "log": sink, "progress": progress}
         warnings: list[dict[str, Any]] = []
         versions: list[str] = []
-        if self.task_description is not None:
-            description = self.task_description
+        if settings.task_description is not None:
+            description = settings.task_description
             sink("task_description", {"batch": 0, "version": 0, "text": description, "source": "person"})
         else:
             description, versions = infer_task_description(batches, params=inference,
-                                                           complete_streak=self.complete_streak,
-                                                           ensemble=self.ensemble_task, **common)
+                                                           complete_streak=settings.complete_streak,
+                                                           ensemble=settings.ensemble_task, **common)
             if not description:
                 sink("parse_failure", {"stage": "task description", "note": "no task description was produced"})
                 warnings.append(judge_warning(
@@ -240,7 +243,7 @@ class ActiveCritic(Method):
         shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
         rejected: list[dict[str, Any]] = []
         flagged: list[dict[str, Any]] = []
-        if description and self.task_description is None:
+        if description and settings.task_description is None:
             description, refused, doubt = check_task_description(description, task, shown)
             if doubt:
                 flagged.append(doubt)
@@ -253,22 +256,22 @@ class ActiveCritic(Method):
                     f"the prompts use the dataset's own task instead: {description!r}"))
         criteria_failures = 0
         topics = (task.output_label, aspect.name, aspect.definition or "")
-        form = resolve_criteria_form(self.criteria_form, llm)
+        form = resolve_criteria_form(settings.criteria_form, llm)
         opener = criteria_opener(task, form)
-        sink("criteria_form", {"criteria_form": form, "parameter": self.criteria_form})
-        if self.criteria is not None:
-            criteria = {str(k): str(v) for k, v in self.criteria.items()}
+        sink("criteria_form", {"criteria_form": form, "parameter": settings.criteria_form})
+        if settings.criteria is not None:
+            criteria = {str(k): str(v) for k, v in settings.criteria.items()}
             sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
         else:
             criteria, criteria_failures = define_criteria(batches, description, params=inference,
-                                                          complete_streak=self.complete_streak,
-                                                          fallback=self.criteria_fallback, dataset_task=task.task,
+                                                          complete_streak=settings.complete_streak,
+                                                          fallback=settings.criteria_fallback, dataset_task=task.task,
                                                           quality=_quality(aspect), definition=aspect.definition or "",
                                                           output=task.output_label.lower() or "response",
                                                           opener=opener, shown=shown, topics=topics, **common)
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
-        if criteria and self.criteria is None:
+        if criteria and settings.criteria is None:
             checked = check_criteria(criteria, shown, topics, opener)
             criteria = checked.kept
             for refused in checked.refused:
@@ -282,19 +285,19 @@ class ActiveCritic(Method):
                 "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
                 "AC-Fine scores no criterion and the overall score is asked without criteria"
                 + small_model_hint(form), count=criteria_failures or None))
-        elif len(criteria) < MIN_CRITERIA and self.criteria is None:
+        elif len(criteria) < MIN_CRITERIA and settings.criteria is None:
             warnings.append(judge_warning(
                 "few_criteria", f"only {len(criteria)} criteria were inferred (the paper asks for "
                 f"{MIN_CRITERIA}-{MAX_CRITERIA})", count=len(criteria)))
         for w in warnings:
             sink("warning", w)
-        state = {"variant": self.variant, "task_description": description, "criteria": criteria}
-        n_demos = self.n_demos if self.n_demos is not None else demo_count(task)
+        state = {"variant": settings.variant, "task_description": description, "criteria": criteria}
+        n_demos = settings.n_demos if settings.n_demos is not None else demo_count(task)
         demos, search, selection = optimize_demonstrations(
-            examples, state, llm=llm, k=self.n_candidates, n_demos=n_demos, mode=self.demo_mode,
-            threshold=float(self.bootstrap_threshold), eval_subsample=self.eval_subsample, seed=self.seed,
-            params=self.scoring_params(self.get_params()), source_chars=self.source_chars, retry=self.retry_unparsed,
-            weighted=self.weighted, no_positive_set=self.no_positive_set, log=log, progress=progress)
+            examples, state, llm=llm, k=settings.n_candidates, n_demos=n_demos, mode=settings.demo_mode,
+            threshold=float(settings.bootstrap_threshold), eval_subsample=settings.eval_subsample, seed=settings.seed,
+            params=settings.scoring, source_chars=settings.source_chars, retry=settings.retry_unparsed,
+            weighted=settings.weighted, no_positive_set=settings.no_positive_set, log=log, progress=progress)
         search_reads: dict[str, int] = {}
         for summary in search:
             for key, n in summary["reads"].items():
@@ -309,8 +312,8 @@ class ActiveCritic(Method):
 
     @staticmethod
     def scoring_params(params: dict[str, Any]) -> GenerationParams:
-        """Greedy decoding for every scoring call (the paper reports no temperature; greedy scores repeat)."""
-        return GenerationParams(temperature=0.0, max_tokens=params["max_tokens"])
+        """Greedy decoding for every scoring call (:attr:`ActiveCriticSettings.scoring`) of a parameter dict."""
+        return ActiveCriticSettings.from_params(params).scoring
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """An upper bound of the backend calls of fit and of scoring (cache hits make it lower).
@@ -325,28 +328,29 @@ class ActiveCritic(Method):
         most one follow-up turn (the weighted digit, or the retry of an
         unreadable score).
         """
-        n_batches = min(self.max_batches, math.ceil(n_train / self.batch_size)) if n_train else 0
+        settings = ActiveCriticSettings.from_params(self.get_params())
+        n_batches = min(settings.max_batches, math.ceil(n_train / settings.batch_size)) if n_train else 0
         stage1 = 0
-        if self.task_description is None:
-            stage1 += 2 * n_batches + (1 if self.ensemble_task and n_batches > 1 else 0)
-        if self.criteria is None:
-            init = 2 + (2 if self.criteria_fallback else 0)  # the structured qualities prompt, then the list
+        if settings.task_description is None:
+            stage1 += 2 * n_batches + (1 if settings.ensemble_task and n_batches > 1 else 0)
+        if settings.criteria is None:
+            init = 2 + (2 if settings.criteria_fallback else 0)  # the structured qualities prompt, then the list
             stage1 += init + 3 * max(0, n_batches - 1)
-        per_item = (2 if self.variant == "fine" else 1) + (1 if self.weighted or self.retry_unparsed else 0)
-        n_eval = n_train if self.eval_subsample is None else min(self.eval_subsample, n_train)
-        return {"fit": stage1 + self.n_candidates * n_eval * per_item, "score": n_test * per_item}
+        per_item = ((2 if settings.variant == "fine" else 1)
+                    + (1 if settings.weighted or settings.retry_unparsed else 0))
+        n_eval = n_train if settings.eval_subsample is None else min(settings.eval_subsample, n_train)
+        return {"fit": stage1 + settings.n_candidates * n_eval * per_item, "score": n_test * per_item}
 
     @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
         aspect, state = judge.aspect_record, judge.state
-        # judges saved before the paper's ratio became the default were fitted with min-max
-        mode = judge.params.get("score_normalization", "minmax")
+        settings = ActiveCriticSettings.from_stored(judge.params, cls.default_params())
+        mode = settings.score_normalization
         examples = [{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context} for s in samples]
-        results = run_pipeline(examples, state, state.get("demos", []), llm=llm,
-                               params=cls.scoring_params(judge.params), source_chars=judge.params["source_chars"],
-                               retry=judge.params["retry_unparsed"], weighted=judge.params.get("weighted", False),
-                               progress=progress)
+        results = run_pipeline(examples, state, state.get("demos", []), llm=llm, params=settings.scoring,
+                               source_chars=settings.source_chars, retry=settings.retry_unparsed,
+                               weighted=settings.weighted, progress=progress)
         verdicts = []
         for sample, r in zip(samples, results):
             crit = r["criteria_scores"]
