@@ -124,9 +124,10 @@ def test_task_description_stops_after_five_consecutive_complete(store, data):
 
     llm, backend = llm_with(store, scripted(observe=observe))
     events = []
-    description, versions = ac.infer_task_description(
+    inferred = ac.infer_task_description(
         batches, llm=llm, params=GenerationParams(temperature=1.0), source_chars=2000, complete_streak=5,
         log=lambda k, p: events.append((k, p)))
+    description, versions = inferred.description, inferred.versions
     observed = [p for k, p in events if k == "task_observation"]
     assert [p["batch"] for p in observed] == list(range(1, 10))
     assert [p["complete"] for p in observed] == [False, True, True, False, True, True, True, True, True]
@@ -152,9 +153,10 @@ def test_task_descriptions_of_all_batches_are_ensembled_into_the_final_one(store
 
     llm, backend = llm_with(store, describe, concurrency=1)
     events = []
-    description, versions = ac.infer_task_description(batches, llm=llm, params=GenerationParams(), source_chars=2000,
-                                                      complete_streak=5, ensemble=True,
-                                                      log=lambda k, p: events.append((k, p)))
+    inferred = ac.infer_task_description(batches, llm=llm, params=GenerationParams(), source_chars=2000,
+                                         complete_streak=5, ensemble=True,
+                                         log=lambda k, p: events.append((k, p)))
+    description, versions = inferred.description, inferred.versions
     assert description == "The evaluation task is news summarization, merged from every version."
     assert len(versions) == 4 and len(backend.calls) == 7  # 3 observations, 3 descriptions, 1 ensemble
     merge = backend.calls[-1][0][-1]["content"]
@@ -162,7 +164,7 @@ def test_task_descriptions_of_all_batches_are_ensembled_into_the_final_one(store
     assert [p.get("ensemble", False) for k, p in events if k == "task_description"] == [False, False, False, True]
     llm, backend = llm_with(store, describe, concurrency=1)
     assert ac.infer_task_description(batches[:1], llm=llm, params=GenerationParams(max_tokens=96), source_chars=2000,
-                                     complete_streak=5, ensemble=True)[1] == ["The evaluation task is summarization, draft 1."]
+                                     complete_streak=5, ensemble=True).versions == ["The evaluation task is summarization, draft 1."]
     assert len(backend.calls) == 2, "a single version needs no ensemble call"
     method = get_method("active_critic", {})
     assert method.estimate_calls(15, 0)["fit"] - get_method(
@@ -186,9 +188,10 @@ def test_criteria_init_observe_refine_and_stopping(store, data):
 
     llm, backend = llm_with(store, scripted(criteria_observe=criteria_observe), concurrency=1)
     events = []
-    criteria, failures = ac.define_criteria(batches, ac.extract_task_description(DESCRIPTION), llm=llm, params=GenerationParams(),
-                                            source_chars=2000, complete_streak=5,
-                                            log=lambda k, p: events.append((k, p)))
+    defined = ac.define_criteria(batches, ac.extract_task_description(DESCRIPTION), llm=llm, params=GenerationParams(),
+                                 source_chars=2000, complete_streak=5,
+                                 log=lambda k, p: events.append((k, p)))
+    criteria, failures = defined.criteria, defined.parse_failures
     assert criteria == CRITERIA and failures == 0
     kinds = [(k, p.get("action")) for k, p in events if k == "criteria"]
     assert kinds == [("criteria", "init"), ("criteria", "refine")]
@@ -208,8 +211,9 @@ def test_unparsable_criteria_are_retried_once_then_the_previous_set_is_kept(stor
     batches = [_examples(samples[:5], aspect), _examples(samples[5:10], aspect)]
     llm, backend = llm_with(store, scripted(refine="I think the criteria are fine."), concurrency=1)
     events = []
-    criteria, failures = ac.define_criteria(batches, "", llm=llm, params=GenerationParams(), source_chars=2000,
-                                            complete_streak=5, log=lambda k, p: events.append((k, p)))
+    defined = ac.define_criteria(batches, "", llm=llm, params=GenerationParams(), source_chars=2000,
+                                 complete_streak=5, log=lambda k, p: events.append((k, p)))
+    criteria, failures = defined.criteria, defined.parse_failures
     assert set(criteria) == {"Coverage", "Accuracy", "Fluency", "Style"} and failures == 1
     refine_event = [p for k, p in events if k == "criteria"][-1]
     assert refine_event["parsed"] is False and refine_event["retried"] is True
@@ -296,9 +300,10 @@ def test_candidate_selection_by_summed_correlation(store, data):
 
     llm, _ = llm_with(store, scripted(overall=overall))
     events = []
-    demos, search, warnings = ac.optimize_demonstrations(
+    found = ac.optimize_demonstrations(
         examples, state, llm=llm, k=6, n_demos=3, mode="labeled", threshold=15, eval_subsample=None, seed=0,
         params=GenerationParams(), source_chars=2000, log=lambda k, p: events.append((k, p)))
+    demos, search, warnings = found.demos, found.search, found.warnings
     assert len(search) == 6 and search[0]["kind"] == "zero-shot" and search[0]["demo_ids"] == []
     qs = [s["q"] for s in search]
     best = max(range(6), key=lambda i: (qs[i], -i))
@@ -342,9 +347,9 @@ def test_eval_subsample_limits_the_candidate_evaluation(store, data):
     samples, aspect, _ = data
     llm, backend = llm_with(store, scripted())
     state = {"variant": "coarse", "task_description": "T.", "criteria": CRITERIA}
-    _, search, _ = ac.optimize_demonstrations(_examples(samples, aspect), state, llm=llm, k=3, n_demos=2,
-                                              mode="labeled", threshold=15, eval_subsample=6, seed=0,
-                                              params=GenerationParams(), source_chars=2000)
+    search = ac.optimize_demonstrations(_examples(samples, aspect), state, llm=llm, k=3, n_demos=2,
+                                        mode="labeled", threshold=15, eval_subsample=6, seed=0,
+                                        params=GenerationParams(), source_chars=2000).search
     assert search[0]["n_items"] == 6, "zero-shot scores the whole subsample"
     assert all(4 <= s["n_items"] <= 6 for s in search[1:]), "a set's own demos (2) leave the subsample"
     assert sum(s["n_items"] for s in search) == len(backend.calls), "one coarse call per scored item, no more"
@@ -468,9 +473,10 @@ def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
 
     llm, backend = llm_with(store, responder, concurrency=1)
     events = []
-    criteria, failures = ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(),
-                                            source_chars=2000, complete_streak=5, fallback=True,
-                                            dataset_task="news summarization", log=lambda k, p: events.append((k, p)))
+    defined = ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(),
+                                 source_chars=2000, complete_streak=5, fallback=True,
+                                 dataset_task="news summarization", log=lambda k, p: events.append((k, p)))
+    criteria, failures = defined.criteria, defined.parse_failures
     assert criteria == {"Coverage": "keeps the main points of the source.",
                         "Fluency": "reads naturally and without errors."} and failures == 0
     assert len(backend.calls) == 4  # init, its JSON retry, the short qualities prompt, then the short list prompt
@@ -481,7 +487,7 @@ def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
     assert [p["raw"] for k, p in events if k == "criteria"] == [listed]
     llm, backend = llm_with(store, responder, concurrency=1)
     assert ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(max_tokens=99),
-                              source_chars=2000, complete_streak=5) == ({}, 1)
+                              source_chars=2000, complete_streak=5) == ac.DefinedCriteria({}, 1)
     assert len(backend.calls) == 2, "without the fallback there is no third call"
 
     def metadata_json(messages, params):  # JSON of the wrong kind: a title, a category and an id are no criteria
@@ -490,8 +496,8 @@ def test_criteria_fall_back_to_a_short_list_prompt_when_json_fails(store, data):
         return '{"title": "A comparison of systems", "category": "taxonomy", "Clarity": "Easy to follow."}'
 
     llm, _ = llm_with(store, metadata_json, concurrency=1)
-    criteria, _ = ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(max_tokens=97),
-                                     source_chars=2000, complete_streak=5, fallback=True)
+    criteria = ac.define_criteria(batches, DESCRIPTION, llm=llm, params=GenerationParams(max_tokens=97),
+                                  source_chars=2000, complete_streak=5, fallback=True).criteria
     assert list(criteria) == ["Coverage", "Fluency"], "the longer list replaces a set under the minimum of 4"
 
 
@@ -589,11 +595,13 @@ def test_a_made_up_story_as_task_description_and_copied_or_empty_criteria_are_re
     criteria = {"Coverage": "Keeps the main points of the source.",
                 "Bridge": "the mayor opened the new bridge over the river on monday after three years", "X": "y"}
     # a story names nothing about the task: used with a flag, as a person may have meant it
-    description, refused, doubt = ac.check_task_description(story, task, shown)
+    checked_task = ac.check_task_description(story, task, shown)
+    description, refused, doubt = checked_task.description, checked_task.refused, checked_task.flagged
     assert description == story and refused is None and doubt["flags"][0]["rule"] == "no_quality"
     # a copy of an example is refused and replaced by the dataset's own task
     copied = "The mayor opened the new bridge over the river on monday after three years of building work."
-    description, refused, doubt = ac.check_task_description(copied, task, shown)
+    checked_task = ac.check_task_description(copied, task, shown)
+    description, refused, doubt = checked_task.description, checked_task.refused, checked_task.flagged
     assert refused["rule"] == "copy" and refused["text"] == copied and task.task in description and doubt is None
     checked = ac.check_criteria(criteria, shown)
     assert list(checked.kept) == ["Coverage"]
@@ -667,9 +675,10 @@ def test_the_paper_form_reads_the_papers_own_reply_shape_from_a_backend_without_
     batches = [_examples(samples[:5], aspect), _examples(samples[5:10], aspect)]
     llm, backend = llm_with(store, scripted(criteria_observe="Accuracy needs care."), concurrency=1)
     events = []
-    criteria, failures = ac.define_criteria(batches, ac.extract_task_description(DESCRIPTION), llm=llm,
-                                            params=GenerationParams(), source_chars=2000, complete_streak=5,
-                                            opener="", log=lambda k, p: events.append((k, p)))
+    defined = ac.define_criteria(batches, ac.extract_task_description(DESCRIPTION), llm=llm,
+                                 params=GenerationParams(), source_chars=2000, complete_streak=5,
+                                 opener="", log=lambda k, p: events.append((k, p)))
+    criteria, failures = defined.criteria, defined.parse_failures
     assert criteria == CRITERIA and failures == 0
     steps = [p for k, p in events if k == "criteria"]
     assert [(p["action"], p["read"]) for p in steps] == [("init", "text"), ("refine", "text")]

@@ -143,9 +143,10 @@ def test_three_criteria_break_the_schema_and_get_the_json_retry(store, data):
     answers = iter([json.dumps({"criteria": STATEMENTS[:3]}), json.dumps({"criteria": STATEMENTS})])
     llm, backend = fake_llm(lambda m, p: next(answers), store=store, concurrency=1)
     events = []
-    criteria, failures = ac.define_criteria([_examples(samples[:5], aspect)], TASK, llm=llm,
-                                            params=GenerationParams(), source_chars=2000, complete_streak=5,
-                                            opener=OPENER, log=lambda k, p: events.append((k, p)))
+    defined = ac.define_criteria([_examples(samples[:5], aspect)], TASK, llm=llm,
+                                 params=GenerationParams(), source_chars=2000, complete_streak=5,
+                                 opener=OPENER, log=lambda k, p: events.append((k, p)))
+    criteria, failures = defined.criteria, defined.parse_failures
     assert criteria == CRITERIA and failures == 0 and len(backend.calls) == 2
     assert 'Start each sentence with "A good output"' in backend.calls[0][0][0]["content"]
     assert "A good output" in backend.calls[1][0][-1]["content"], "the retry names the opener"
@@ -305,9 +306,10 @@ def test_coverage_aware_choice_in_the_search(data):
     llm, _ = fake_llm(json_judge(overall=overall), concurrency=2)
     state = {"variant": "coarse", "task_description": TASK, "criteria": CRITERIA}
     events = []
-    demos, search, warnings = ac.optimize_demonstrations(
+    found = ac.optimize_demonstrations(
         examples, state, llm=llm, k=3, n_demos=2, mode="labeled", threshold=15, eval_subsample=None, seed=0,
         params=GenerationParams(), source_chars=2000, log=lambda k, p: events.append((k, p)))
+    demos, search, warnings = found.demos, found.search, found.warnings
     a, b = search[1], search[2]
     assert a["q"] == pytest.approx(3.0) and a["n_scored"] <= 2 and a["selectable"] is False
     assert "needs 80%" in a["not_selectable_because"]
@@ -464,8 +466,9 @@ def test_the_short_structured_fallback_asks_for_qualities_and_reads_them_as_crit
                                           definition="How well the sentences fit together.", opener=OPENER)
     assert "Which qualities of an output" in prompt and "..." not in prompt and "fit together" in prompt
     assert 'Start each sentence with "A good output"' in prompt
-    criteria, _, _, retried, read = _ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64),
-                                                     opener=OPENER, fallback="list prompt", qualities_fallback=prompt)
+    reply = _ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64),
+                          opener=OPENER, fallback="list prompt", qualities_fallback=prompt)
+    criteria, retried, read = reply.criteria, reply.retried, reply.read
     assert criteria == CRITERIA and read == "qualities" and retried
     assert asked == [["criteria"], ["criteria"], ["qualities"]], "the list prompt is not needed"
 
@@ -493,9 +496,11 @@ def test_criteria_the_checks_refuse_do_not_count_and_usable_ones_are_pooled_acro
 
     llm = make_llm(LLMConfig(), backend=FakeBackend(responder))
     usable = lambda c: ac.check_criteria(c, ["The source text of the example."], opener=OPENER).kept  # noqa: E731
-    criteria, observations, raw, retried, read = _ask_criteria(
+    reply = _ask_criteria(
         llm, "paper prompt", GenerationParams(max_tokens=64), schema=ac.criteria_schema(OPENER, observations=True),
         opener=OPENER, qualities_fallback="qualities prompt", fallback="list prompt", usable=usable)
+    criteria, observations, raw = reply.criteria, reply.observations, reply.raw
+    retried, read = reply.retried, reply.read
     names = ["Accurate about what the source says", "Has complete coverage of the main\u2026", "Concise",
              "Follows the rules of grammar correctly", "Presents the points in a logical\u2026"]
     assert list(usable(criteria)) == names and list(criteria)[:5] == names, "usable ones first"
@@ -638,8 +643,9 @@ def test_the_paper_forms_retry_and_fallbacks_ask_for_named_criteria_too():
     prompt = ac.criteria_qualities_prompt(task="summarization", quality="coherence", output="output",
                                           definition="How well the sentences fit together.", opener="")
     assert "Give 5 different qualities" in prompt and "Start each sentence" not in prompt
-    criteria, _, _, retried, read = _ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64), opener="",
-                                                     fallback="list prompt", qualities_fallback=prompt)
+    reply = _ask_criteria(llm, "paper prompt", GenerationParams(max_tokens=64), opener="",
+                          fallback="list prompt", qualities_fallback=prompt)
+    criteria, retried, read = reply.criteria, reply.retried, reply.read
     assert criteria == NAMED and retried and read == "qualities"
     assert [list(schema["properties"]) for _, schema in asked] == [["criteria"], ["criteria"], ["qualities"]]
     assert all(schema["properties"][key]["items"]["type"] == "object"

@@ -204,9 +204,9 @@ def _criteria_multiplier(refinement: float, shuffled: bool, seeds) -> list[float
         examples = [_example(s, simulate._aspect()) for s in (_shuffled_scores(samples, seed) if shuffled
                                                                   else samples)]
         llm, _ = simulate.make_llm(world)
-        criteria, _ = ac.define_criteria([examples[i:i + 5] for i in range(0, 50, 5)], "", llm=llm,
-                                         params=GenerationParams(max_tokens=768), source_chars=2000,
-                                         complete_streak=5, opener="")
+        criteria = ac.define_criteria([examples[i:i + 5] for i in range(0, 50, 5)], "", llm=llm,
+                                      params=GenerationParams(max_tokens=768), source_chars=2000,
+                                      complete_streak=5, opener="").criteria
         out.append(world.ac_multiplier(list(criteria)))
     return out
 

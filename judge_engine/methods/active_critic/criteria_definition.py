@@ -330,11 +330,37 @@ def _pool(criteria: dict[str, str], found: dict[str, str],
     return {**good, **{n: d for n, d in merged.items() if n not in good}}
 
 
+@dataclass(frozen=True)
+class CriteriaReply:
+    """What one criteria step (:func:`_ask_criteria`) made of its replies."""
+
+    criteria: dict[str, str]
+    """The criteria read, name -> definition (or statement); usable ones first when they were pooled."""
+    observations: str
+    """The observations the reply gave with its criteria (the init step's), else ""."""
+    raw: str
+    """The raw reply used; pooled replies joined by ``--- next reply ---``."""
+    retried: bool
+    """Whether the follow-up turn was asked."""
+    read: str
+    """How it was read: ``json``, ``text``, ``qualities``, ``list`` or ``missing``; pooled: joined by ``+``."""
+
+
+@dataclass(frozen=True)
+class DefinedCriteria:
+    """What Algorithm 1 (:func:`define_criteria`) ended with."""
+
+    criteria: dict[str, str]
+    """The final criteria, name -> definition (or statement)."""
+    parse_failures: int
+    """Replies that gave no usable criteria even after their retry (the previous set was kept)."""
+
+
 def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] | None = None,
                   opener: str = DEFAULT_OPENER, min_criteria: int = MIN_CRITERIA, max_criteria: int = MAX_CRITERIA,
                   fallback: str | None = None, qualities_fallback: str | None = None,
                   usable: Callable[[dict[str, str]], dict[str, str]] | None = None,
-                  ) -> tuple[dict[str, str], str, str, bool, str]:
+                  ) -> CriteriaReply:
     """One criteria call asking for ``schema`` (default :func:`criteria_schema` of ``opener``: statements that
     start with it, or named criteria when ``opener`` is ""), retried once in a follow-up turn when the reply has
     no usable 4-10.
@@ -353,7 +379,7 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     criterion counts and a later reply with more criteria replaces the
     earlier ones. The pool lists usable criteria first and is cut to
     ``max_criteria``.
-    Returns (criteria, observations, raw reply used, retried, read) where
+    Returns a :class:`CriteriaReply` (criteria, observations, raw reply used, retried, read) where
     ``read`` is ``json``, ``text``, ``qualities`` or ``list`` (the fallback prompts) or ``missing``; when
     criteria were pooled, the raw replies are joined and ``read`` names every way they were read ("json+qualities").
     """
@@ -409,7 +435,7 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
         take(parse_criteria_lines(listed, plain_items=True, opener=opener), listed, "list")
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])
-    return criteria, observations, reply, retried, read
+    return CriteriaReply(criteria, observations, reply, retried, read)
 
 
 def _quality(aspect: Aspect) -> str:
@@ -477,7 +503,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
                     dataset_task: str = "", quality: str = "", definition: str = "", output: str = "response",
                     opener: str = DEFAULT_OPENER, log: EventSink | None = None,
                     progress: Progress | None = None, shown: Sequence[str] | None = None,
-                    topics: Sequence[str] = ()) -> tuple[dict[str, str], int]:
+                    topics: Sequence[str] = ()) -> DefinedCriteria:
     """Algorithm 1 / Table 15: initial criteria, then observe and refine on each further mini-batch.
 
     The refine step uses the new observation (Eq. 8); a COMPLETE observation
@@ -488,7 +514,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     that start with ``opener`` ("A good summary ...", the sentence form).
     Returns the criteria (name -> definition, or name -> statement with the
     name taken from the statement) and the number of replies that gave no usable
-    criteria even after the retry (the previous set is kept). With
+    criteria even after the retry (the previous set is kept), as :class:`DefinedCriteria`. With
     ``fallback``, an init that still has fewer than 4 criteria asks the
     short structured prompt (:func:`criteria_qualities_prompt` with
     ``dataset_task``, ``quality`` and its ``definition``), then the
@@ -506,18 +532,19 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
                                            opener=opener) if fallback else None)
     short = (criteria_list_prompt(batches[0][0] if batches and batches[0] else None, task=dataset_task,
                                   quality=quality, source_chars=source_chars) if fallback else None)
-    criteria, observations, raw, retried, read = _ask_criteria(
+    init = _ask_criteria(
         llm, _render(CRITERIA_INIT_TEMPLATE, CRITERIA_INIT_NAMED_TEMPLATE, opener, task_description=header,
                      task=phrase, examples=examples, an_output=_an(output), quality=quality or "overall quality"),
         params,
         schema=criteria_schema(opener, observations=True), opener=opener, fallback=short,
         qualities_fallback=qualities, usable=usable)
+    criteria, observations = init.criteria, init.observations
     if not criteria:
         failures += 1
     if log:
         log("criteria", {"iteration": 0, "action": "init", "criteria": criteria, "observations": observations,
-                         **_diff({}, criteria), "parsed": bool(criteria), "retried": retried, "raw": raw,
-                         "read": read})
+                         **_diff({}, criteria), "parsed": bool(criteria), "retried": init.retried, "raw": init.raw,
+                         "read": init.read})
     if progress:
         progress(1, len(batches), "criteria")
     streak = 0
@@ -537,10 +564,11 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
             if streak >= complete_streak:
                 break
             continue
-        refined, _, raw, retried, read = _ask_criteria(llm, _render(
+        refine = _ask_criteria(llm, _render(
             CRITERIA_REFINE_TEMPLATE, CRITERIA_REFINE_NAMED_TEMPLATE, opener, criteria=_listing(criteria, opener),
             observations=reply.strip(), an_output=_an(output), quality=quality or "overall quality"),
             params.with_(seed=params.seed + t), opener=opener, usable=usable)
+        refined = refine.criteria
         observations = f"{observations}\n{reply.strip()}".strip()
         if not refined:
             failures += 1
@@ -554,11 +582,11 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         if log:
             log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
                              **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
-                             "retried": retried, "raw": raw, "read": read,
+                             "retried": refine.retried, "raw": refine.raw, "read": refine.read,
                              **({"kept_previous": "the rubric checks accept fewer of the refined criteria"}
                                 if worse else {})})
         criteria = criteria if worse else refined or criteria
-    return criteria, failures
+    return DefinedCriteria(criteria, failures)
 
 
 def _key(name: str) -> str:

@@ -230,9 +230,9 @@ class ActiveCritic(Method):
             description = settings.task_description
             sink("task_description", {"batch": 0, "version": 0, "text": description, "source": "person"})
         else:
-            description, versions = infer_task_description(batches, params=inference,
-                                                           complete_streak=settings.complete_streak,
-                                                           ensemble=settings.ensemble_task, **common)
+            inferred = infer_task_description(batches, params=inference, complete_streak=settings.complete_streak,
+                                              ensemble=settings.ensemble_task, **common)
+            description, versions = inferred.description, inferred.versions
             if not description:
                 sink("parse_failure", {"stage": "task description", "note": "no task description was produced"})
                 warnings.append(judge_warning(
@@ -244,15 +244,17 @@ class ActiveCritic(Method):
         rejected: list[dict[str, Any]] = []
         flagged: list[dict[str, Any]] = []
         if description and settings.task_description is None:
-            description, refused, doubt = check_task_description(description, task, shown)
-            if doubt:
-                flagged.append(doubt)
-                sink("rubric_flagged", doubt)
-            if refused:
-                rejected.append(refused)
-                sink("rubric_rejected", refused)
+            checked_task = check_task_description(description, task, shown)
+            description = checked_task.description
+            if checked_task.flagged:
+                flagged.append(checked_task.flagged)
+                sink("rubric_flagged", checked_task.flagged)
+            if checked_task.refused:
+                rejected.append(checked_task.refused)
+                sink("rubric_rejected", checked_task.refused)
                 warnings.append(judge_warning(
-                    "task_description_rejected", f"the inferred task description was rejected ({refused['reason']}); "
+                    "task_description_rejected", "the inferred task description was rejected "
+                    f"({checked_task.refused['reason']}); "
                     f"the prompts use the dataset's own task instead: {description!r}"))
         criteria_failures = 0
         topics = (task.output_label, aspect.name, aspect.definition or "")
@@ -263,12 +265,13 @@ class ActiveCritic(Method):
             criteria = {str(k): str(v) for k, v in settings.criteria.items()}
             sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
         else:
-            criteria, criteria_failures = define_criteria(batches, description, params=inference,
+            defined = define_criteria(batches, description, params=inference,
                                                           complete_streak=settings.complete_streak,
                                                           fallback=settings.criteria_fallback, dataset_task=task.task,
                                                           quality=_quality(aspect), definition=aspect.definition or "",
                                                           output=task.output_label.lower() or "response",
                                                           opener=opener, shown=shown, topics=topics, **common)
+            criteria, criteria_failures = defined.criteria, defined.parse_failures
             if criteria_failures:
                 sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
         if criteria and settings.criteria is None:
@@ -293,11 +296,12 @@ class ActiveCritic(Method):
             sink("warning", w)
         state = {"variant": settings.variant, "task_description": description, "criteria": criteria}
         n_demos = settings.n_demos if settings.n_demos is not None else demo_count(task)
-        demos, search, selection = optimize_demonstrations(
+        found = optimize_demonstrations(
             examples, state, llm=llm, k=settings.n_candidates, n_demos=n_demos, mode=settings.demo_mode,
             threshold=float(settings.bootstrap_threshold), eval_subsample=settings.eval_subsample, seed=settings.seed,
             params=settings.scoring, source_chars=settings.source_chars, retry=settings.retry_unparsed,
             weighted=settings.weighted, no_positive_set=settings.no_positive_set, log=log, progress=progress)
+        demos, search, selection = found.demos, found.search, found.warnings
         search_reads: dict[str, int] = {}
         for summary in search:
             for key, n in summary["reads"].items():

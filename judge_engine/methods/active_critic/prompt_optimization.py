@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ...llm import LLM, GenerationParams
@@ -114,12 +115,24 @@ def propose_candidates(train: Sequence[dict[str, Any]], zero_shot: dict[str, dic
     return candidates
 
 
+@dataclass(frozen=True)
+class DemonstrationSearch:
+    """What the demonstration search (:func:`optimize_demonstrations`) found."""
+
+    demos: list[dict[str, Any]]
+    """The winning set's demonstrations (empty: zero-shot won)."""
+    search: list[dict[str, Any]]
+    """One summary per candidate: Q, its correlations, coverage, how its replies were read."""
+    warnings: list[dict[str, Any]]
+    """``selection_fallback`` when the choice fell back to zero-shot (:func:`judge_engine.methods.base.judge_warning`)."""
+
+
 def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, Any], *, llm: LLM, k: int,
                             n_demos: int, mode: str, threshold: float, eval_subsample: int | None, seed: int,
                             params: GenerationParams, source_chars: int, retry: bool = False,
                             weighted: bool = False, no_positive_set: str = "fail", log: EventSink | None = None,
                             progress: Progress | None = None
-                            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+                            ) -> DemonstrationSearch:
     """Eq. 5: pick the demonstration set that maximises Q on the training split (random search over K sets).
 
     Candidates are scored on the training examples minus their own demos
@@ -129,7 +142,7 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
     Every candidate's summary records Q, its coverage and how many items it
     rests on; a ``warning`` event and the returned warnings say when the
     choice fell back to zero-shot.
-    Returns the winning demos, one summary per candidate, and the warnings.
+    Returns the winning demos, one summary per candidate, and the warnings (:class:`DemonstrationSearch`).
 
     Raises
     ------
@@ -189,7 +202,7 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
                                "demo_ids": [d["sample_id"] for d in winner], "note": note})
         for w in warnings:
             log("warning", w)
-    return winner, summaries, warnings
+    return DemonstrationSearch(winner, summaries, warnings)
 
 
 def _count_reads(results: Sequence[dict[str, Any]]) -> dict[str, int]:

@@ -4,6 +4,7 @@ then a description conditioned on the previous one, and the rubric check of the 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ... import structured
@@ -70,13 +71,35 @@ def read_task_description(reply: str) -> tuple[str, str]:
     return text, ("text" if text else "missing")
 
 
+@dataclass(frozen=True)
+class InferredTask:
+    """What the task-description loop (:func:`infer_task_description`) ended with."""
+
+    description: str
+    """The final task description ("" when no reply held one)."""
+    versions: list[str]
+    """Every version in order, the ensemble's last when there was one."""
+
+
+@dataclass(frozen=True)
+class CheckedTaskDescription:
+    """What the rubric checks made of an inferred task description (:func:`check_task_description`)."""
+
+    description: str
+    """The description the prompts use: the inferred one, or the dataset's own task when it was refused."""
+    refused: dict[str, Any] | None
+    """The refusal with its rule and reason, or None."""
+    flagged: dict[str, Any] | None
+    """The flags raised on an accepted description, or None."""
+
+
 def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: LLM, params: GenerationParams,
                            source_chars: int, complete_streak: int, ensemble: bool = False,
                            log: EventSink | None = None,
-                           progress: Progress | None = None) -> tuple[str, list[str]]:
+                           progress: Progress | None = None) -> InferredTask:
     """§4.1 / Table 14: one observation per mini-batch, then a task description built on the previous one.
 
-    Returns the final task description and the list of its versions. An
+    Returns the final task description and the list of its versions (:class:`InferredTask`). An
     observation answered COMPLETE adds nothing; ``complete_streak``
     consecutive COMPLETE answers stop the loop. With ``ensemble`` and more
     than one version, one more description call is given every version as
@@ -124,11 +147,11 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
         if log:
             log("task_description", {"batch": "all", "version": len(versions), "text": description, "raw": reply,
                                      "ensemble": True, "read": read})
-    return description, versions
+    return InferredTask(description, versions)
 
 
 def check_task_description(description: str, task: TaskInfo,
-                           shown: Sequence[str]) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+                           shown: Sequence[str]) -> CheckedTaskDescription:
     """The inferred description if the rubric checks accept it, else the dataset's own task; then the
     refusal and the flags (each None when there is none).
 
@@ -140,6 +163,6 @@ def check_task_description(description: str, task: TaskInfo,
     check = check_entry(description, kind="task_description", shown=shown, max_chars=2000)
     if check.ok:
         flagged = {**check.to_dict(), "stage": "task description"} if check.flags else None
-        return description, None, flagged
+        return CheckedTaskDescription(description, None, flagged)
     fallback = f"Evaluate {task.output_label.lower()}s written for the task of {task.task}."
-    return fallback, {**check.to_dict(), "stage": "task description"}, None
+    return CheckedTaskDescription(fallback, {**check.to_dict(), "stage": "task description"}, None)
