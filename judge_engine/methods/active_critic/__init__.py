@@ -105,29 +105,29 @@ in NLG Evaluation. arXiv:2410.10724.
 
 from .criteria_definition import (CRITERIA_REFINE_NAMED_TEMPLATE, CRITERIA_REFINE_TEMPLATE, CRITERIA_REFUSED_RETRY,
                                   MAX_CRITERIA, MIN_CRITERIA, CheckedCriteria, CriteriaReply, DefinedCriteria,
-                                  check_criteria, criteria_opener,
-                                  criteria_qualities_prompt, criteria_schema, criteria_shape, define_criteria,
-                                  parse_criteria_and_observations, parse_criteria_lines, qualities_schema,
-                                  read_criteria, read_qualities, statement_criteria)
+                                  check_criteria, criteria_opener, criteria_qualities_prompt, criteria_schema,
+                                  criteria_shape, define_criteria, parse_criteria_and_observations,
+                                  parse_criteria_lines, qualities_schema, read_criteria, read_qualities,
+                                  statement_criteria)
 from .examples import NORMALIZATIONS, demo_count, make_minibatches, normalize_score, to_aspect_scale
 from .explained_scoring import (OSE_SCHEMA, WEIGHTED_MAX_TOKENS, WEIGHTED_SCHEMA, check_explanation, mcse_schema,
-                                parse_criteria_scores, parse_overall, read_criteria_scores, read_overall,
-                                render_demos, run_pipeline)
+                                parse_criteria_scores, parse_overall, read_criteria_scores, read_overall, render_demos,
+                                run_pipeline)
 from .method import ActiveCritic
-from .prompt_optimization import (NO_POSITIVE_SET, DemonstrationSearch, candidate_fitness, optimize_demonstrations, propose_candidates,
-                                  q_objective, select_candidate)
+from .prompt_optimization import (NO_POSITIVE_SET, DemonstrationSearch, candidate_fitness, optimize_demonstrations,
+                                  propose_candidates, q_objective, select_candidate)
 from .settings import ActiveCriticSettings
-from .task_description import (TASK_SCHEMA, CheckedTaskDescription, InferredTask, check_task_description, extract_task_description,
-                               infer_task_description, read_task_description, task_phrase)
+from .task_description import (TASK_SCHEMA, CheckedTaskDescription, InferredTask, check_task_description,
+                               extract_task_description, infer_task_description, read_task_description, task_phrase)
 
 __all__ = ["CRITERIA_REFINE_NAMED_TEMPLATE", "CRITERIA_REFINE_TEMPLATE", "CRITERIA_REFUSED_RETRY", "MAX_CRITERIA",
            "MIN_CRITERIA", "NORMALIZATIONS", "NO_POSITIVE_SET", "OSE_SCHEMA", "TASK_SCHEMA", "WEIGHTED_MAX_TOKENS",
            "WEIGHTED_SCHEMA", "ActiveCritic", "ActiveCriticSettings", "CheckedCriteria", "CheckedTaskDescription",
-           "CriteriaReply", "DefinedCriteria", "DemonstrationSearch", "InferredTask", "candidate_fitness", "check_criteria",
-           "check_explanation", "check_task_description", "criteria_opener", "criteria_qualities_prompt",
-           "criteria_schema", "criteria_shape", "define_criteria", "demo_count", "extract_task_description",
-           "infer_task_description", "make_minibatches", "mcse_schema", "normalize_score", "optimize_demonstrations",
-           "parse_criteria_and_observations", "parse_criteria_lines", "parse_criteria_scores", "parse_overall",
-           "propose_candidates", "q_objective", "qualities_schema", "read_criteria", "read_criteria_scores",
-           "read_overall", "read_qualities", "read_task_description", "render_demos", "run_pipeline",
-           "select_candidate", "statement_criteria", "task_phrase", "to_aspect_scale"]
+           "CriteriaReply", "DefinedCriteria", "DemonstrationSearch", "InferredTask", "candidate_fitness",
+           "check_criteria", "check_explanation", "check_task_description", "criteria_opener",
+           "criteria_qualities_prompt", "criteria_schema", "criteria_shape", "define_criteria", "demo_count",
+           "extract_task_description", "infer_task_description", "make_minibatches", "mcse_schema", "normalize_score",
+           "optimize_demonstrations", "parse_criteria_and_observations", "parse_criteria_lines",
+           "parse_criteria_scores", "parse_overall", "propose_candidates", "q_objective", "qualities_schema",
+           "read_criteria", "read_criteria_scores", "read_overall", "read_qualities", "read_task_description",
+           "render_demos", "run_pipeline", "select_candidate", "statement_criteria", "task_phrase", "to_aspect_scale"]

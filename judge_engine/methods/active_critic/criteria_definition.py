@@ -14,8 +14,9 @@ from ...parsing import parse_json_object
 from ...prompting import DEFAULT_OPENER, TaskInfo, Template, load_template
 from ...records import Aspect
 from ...rubric_checks import check_criterion, check_statement, is_statement, statement_body, statement_name
-from ..base import EventSink, Progress
+from ..base import EventSink, Progress, judge_warning, resolve_criteria_form, small_model_hint
 from .examples import render_example
+from .settings import ActiveCriticSettings
 from .task_description import OBSERVATION_CHARS, _ask, is_complete, task_phrase
 
 # the criteria steps have one template per form: ``*_named`` asks for the paper's named criteria, the plain
@@ -591,3 +592,70 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
 
 def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+@dataclass(frozen=True)
+class CriteriaDefinitionResult:
+    """What the criteria step of stage 1 (:func:`criteria_definition_step`) gives the rest of the fit."""
+
+    criteria: dict[str, str]
+    """The criteria the scoring prompts use: a person's as given, else the inferred ones the rubric checks kept."""
+    form: str
+    """The criteria form used (``paper`` or ``sentence``), ``auto`` resolved for the backend."""
+    parse_failures: int
+    """Criteria replies that gave no usable criteria even after their retry."""
+    warnings: list[dict[str, Any]]
+    """``no_criteria`` or ``few_criteria`` when they apply."""
+    rejected: list[dict[str, Any]]
+    """Inferred criteria the rubric checks refused, with rule and reason."""
+    flagged: list[dict[str, Any]]
+    """Kept criteria with the rubric checks' flags."""
+
+
+def criteria_definition_step(batches: Sequence[Sequence[dict[str, Any]]], shown: Sequence[str],
+                             task_description: str, *, settings: ActiveCriticSettings, task: TaskInfo,
+                             aspect: Aspect, llm: LLM, log: EventSink,
+                             progress: Progress | None = None) -> CriteriaDefinitionResult:
+    """§4.1 "Criteria Definition": a person's criteria as given, else Algorithm 1 (:func:`define_criteria`) in the
+    criteria form chosen for the backend, its result checked by the rubric checks (:func:`check_criteria`)."""
+    topics = (task.output_label, aspect.name, aspect.definition or "")
+    form = resolve_criteria_form(settings.criteria_form, llm)
+    opener = criteria_opener(task, form)
+    log("criteria_form", {"criteria_form": form, "parameter": settings.criteria_form})
+    if settings.criteria is not None:
+        criteria = {str(k): str(v) for k, v in settings.criteria.items()}
+        log("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
+        return CriteriaDefinitionResult(criteria, form, 0, [] if criteria else [_no_criteria(form, 0)], [], [])
+    defined = define_criteria(batches, task_description, llm=llm, params=settings.inference,
+                              source_chars=settings.source_chars, complete_streak=settings.complete_streak,
+                              fallback=settings.criteria_fallback, dataset_task=task.task, quality=_quality(aspect),
+                              definition=aspect.definition or "", output=task.output_label.lower() or "response",
+                              opener=opener, log=log, progress=progress, shown=shown, topics=topics)
+    if defined.parse_failures:
+        log("parse_failure", {"stage": "criteria", "count": defined.parse_failures})
+    criteria, rejected, flagged = defined.criteria, [], []
+    if criteria:
+        checked = check_criteria(criteria, shown, topics, opener)
+        criteria = checked.kept
+        for refused in checked.refused:
+            rejected.append(refused)
+            log("rubric_rejected", refused)
+        for entry in checked.flagged:
+            flagged.append(entry)
+            log("rubric_flagged", entry)
+    warnings = []
+    if not criteria:
+        warnings.append(_no_criteria(form, defined.parse_failures))
+    elif len(criteria) < MIN_CRITERIA:
+        warnings.append(judge_warning(
+            "few_criteria", f"only {len(criteria)} criteria were inferred (the paper asks for "
+            f"{MIN_CRITERIA}-{MAX_CRITERIA})", count=len(criteria)))
+    return CriteriaDefinitionResult(criteria, form, defined.parse_failures, warnings, rejected, flagged)
+
+
+def _no_criteria(form: str, parse_failures: int) -> dict[str, Any]:
+    """The ``no_criteria`` warning: the judge will score without criteria."""
+    return judge_warning(
+        "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
+        "AC-Fine scores no criterion and the overall score is asked without criteria"
+        + small_model_hint(form), count=parse_failures or None)

@@ -83,3 +83,22 @@ def demo_count(task: TaskInfo) -> int:
 
 
 # ------------------------------------------------------------------------------------ stage 1: task
+
+
+def scored_examples(samples: Sequence[Sample], aspect: Aspect, mode: str) -> list[dict[str, Any]]:
+    """The samples that have a human score on ``aspect``, as examples with that score on 0-100."""
+    return [_example(s, aspect, mode) for s in samples if aspect.name in s.human]
+
+
+def training_batches(train: Sequence[Sample], aspect: Aspect, *, mode: str, batch_size: int, max_batches: int,
+                     seed: int) -> list[list[dict[str, Any]]]:
+    """§4.1's mini-batches (:func:`make_minibatches`) as scored examples; a batch left without one is dropped."""
+    batches = [scored_examples(b, aspect, mode)
+               for b in make_minibatches(train, batch_size=batch_size, max_batches=max_batches, seed=seed)]
+    return [b for b in batches if b]
+
+
+def shown_texts(examples: Sequence[dict[str, Any]]) -> list[str]:
+    """Every text the training examples show (sources, responses, contexts): what the rubric checks measure
+    copies against."""
+    return [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]

@@ -11,6 +11,7 @@ from ...records import Aspect, Sample, Verdict
 from ..base import (
     CRITERIA_FORM_LABELS,
     CRITERIA_FORMS,
+    EventSink,
     FitContext,
     Interval,
     OptionalInterval,
@@ -19,18 +20,14 @@ from ..base import (
     Method,
     Options,
     Progress,
-    judge_warning,
     register,
-    resolve_criteria_form,
-    small_model_hint,
 )
-from .criteria_definition import (MAX_CRITERIA, MIN_CRITERIA, _diff, _quality, check_criteria, criteria_opener,
-                                  define_criteria)
-from .examples import NORMALIZATIONS, _example, demo_count, make_minibatches, to_aspect_scale
+from .criteria_definition import criteria_definition_step
+from .examples import NORMALIZATIONS, scored_examples, shown_texts, to_aspect_scale, training_batches
 from .explained_scoring import check_explanation, run_pipeline
-from .prompt_optimization import NO_POSITIVE_SET, optimize_demonstrations
+from .prompt_optimization import NO_POSITIVE_SET, prompt_optimization_step
 from .settings import ActiveCriticSettings
-from .task_description import check_task_description, infer_task_description
+from .task_description import task_description_step
 
 
 @register
@@ -203,116 +200,35 @@ class ActiveCritic(Method):
         free-text fallback, missing). Raises ValueError when no demonstration
         set is selectable and ``no_positive_set`` is ``"fail"``.
         """
-        llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
         settings = ActiveCriticSettings.from_params(self.get_params())
-        mode = settings.score_normalization
-        examples = [_example(s, aspect, mode) for s in train if aspect.name in s.human]
-        batches = [[_example(s, aspect, mode) for s in b if aspect.name in s.human] for b in
-                   make_minibatches(train, batch_size=settings.batch_size, max_batches=settings.max_batches,
-                                    seed=settings.seed)]
-        batches = [b for b in batches if b]
-        inference = settings.inference
+        llm, task, progress = context.llm, context.task, context.progress
+        # §2.2 / §4.1: the training split as scored examples (0-100) and as shuffled mini-batches
+        examples = scored_examples(train, aspect, settings.score_normalization)
+        batches = training_batches(train, aspect, mode=settings.score_normalization, batch_size=settings.batch_size,
+                                   max_batches=settings.max_batches, seed=settings.seed)
+        shown = shown_texts(examples)
         reads: dict[str, dict[str, int]] = {}
-
-        def sink(kind: str, payload: dict[str, Any]) -> None:
-            # count how each stage-1 reply was read, then pass the event on
-            if payload.get("read"):
-                stage = reads.setdefault(kind, {})
-                stage[payload["read"]] = stage.get(payload["read"], 0) + 1
-            if log:
-                log(kind, payload)
-
-        common = {"llm": llm, "source_chars": settings.source_chars, "log": sink, "progress": progress}
-        warnings: list[dict[str, Any]] = []
-        versions: list[str] = []
-        if settings.task_description is not None:
-            description = settings.task_description
-            sink("task_description", {"batch": 0, "version": 0, "text": description, "source": "person"})
-        else:
-            inferred = infer_task_description(batches, params=inference, complete_streak=settings.complete_streak,
-                                              ensemble=settings.ensemble_task, **common)
-            description, versions = inferred.description, inferred.versions
-            if not description:
-                sink("parse_failure", {"stage": "task description", "note": "no task description was produced"})
-                warnings.append(judge_warning(
-                    "no_task_description", "no task description could be inferred (every observation was COMPLETE "
-                    "or no reply held one); the scoring prompts go without one"))
-        # checked before the criteria are inferred: their prompt carries the description, and a refused one (a
-        # template slot left in, one clause said over and over) would steer every criteria reply
-        shown = [t for e in examples for t in (e["input"], e["output"], e.get("context") or "") if t]
-        rejected: list[dict[str, Any]] = []
-        flagged: list[dict[str, Any]] = []
-        if description and settings.task_description is None:
-            checked_task = check_task_description(description, task, shown)
-            description = checked_task.description
-            if checked_task.flagged:
-                flagged.append(checked_task.flagged)
-                sink("rubric_flagged", checked_task.flagged)
-            if checked_task.refused:
-                rejected.append(checked_task.refused)
-                sink("rubric_rejected", checked_task.refused)
-                warnings.append(judge_warning(
-                    "task_description_rejected", "the inferred task description was rejected "
-                    f"({checked_task.refused['reason']}); "
-                    f"the prompts use the dataset's own task instead: {description!r}"))
-        criteria_failures = 0
-        topics = (task.output_label, aspect.name, aspect.definition or "")
-        form = resolve_criteria_form(settings.criteria_form, llm)
-        opener = criteria_opener(task, form)
-        sink("criteria_form", {"criteria_form": form, "parameter": settings.criteria_form})
-        if settings.criteria is not None:
-            criteria = {str(k): str(v) for k, v in settings.criteria.items()}
-            sink("criteria", {"iteration": 0, "action": "person", "criteria": criteria, **_diff({}, criteria)})
-        else:
-            defined = define_criteria(batches, description, params=inference,
-                                                          complete_streak=settings.complete_streak,
-                                                          fallback=settings.criteria_fallback, dataset_task=task.task,
-                                                          quality=_quality(aspect), definition=aspect.definition or "",
-                                                          output=task.output_label.lower() or "response",
-                                                          opener=opener, shown=shown, topics=topics, **common)
-            criteria, criteria_failures = defined.criteria, defined.parse_failures
-            if criteria_failures:
-                sink("parse_failure", {"stage": "criteria", "count": criteria_failures})
-        if criteria and settings.criteria is None:
-            checked = check_criteria(criteria, shown, topics, opener)
-            criteria = checked.kept
-            for refused in checked.refused:
-                rejected.append(refused)
-                sink("rubric_rejected", refused)
-            for entry in checked.flagged:
-                flagged.append(entry)
-                sink("rubric_flagged", entry)
-        if not criteria:
-            warnings.append(judge_warning(
-                "no_criteria", "no evaluation criteria were inferred (no criteria reply could be read); "
-                "AC-Fine scores no criterion and the overall score is asked without criteria"
-                + small_model_hint(form), count=criteria_failures or None))
-        elif len(criteria) < MIN_CRITERIA and settings.criteria is None:
-            warnings.append(judge_warning(
-                "few_criteria", f"only {len(criteria)} criteria were inferred (the paper asks for "
-                f"{MIN_CRITERIA}-{MAX_CRITERIA})", count=len(criteria)))
-        for w in warnings:
-            sink("warning", w)
-        state = {"variant": settings.variant, "task_description": description, "criteria": criteria}
-        n_demos = settings.n_demos if settings.n_demos is not None else demo_count(task)
-        found = optimize_demonstrations(
-            examples, state, llm=llm, k=settings.n_candidates, n_demos=n_demos, mode=settings.demo_mode,
-            threshold=float(settings.bootstrap_threshold), eval_subsample=settings.eval_subsample, seed=settings.seed,
-            params=settings.scoring, source_chars=settings.source_chars, retry=settings.retry_unparsed,
-            weighted=settings.weighted, no_positive_set=settings.no_positive_set, log=log, progress=progress)
-        demos, search, selection = found.demos, found.search, found.warnings
-        search_reads: dict[str, int] = {}
-        for summary in search:
-            for key, n in summary["reads"].items():
-                search_reads[key] = search_reads.get(key, 0) + n
-        reads["search"] = search_reads
+        log = _counting_reads(context.log, reads)
+        # §4.1 Task Inference: the task description, then the criteria definition
+        described = task_description_step(batches, shown, settings=settings, task=task, llm=llm, log=log,
+                                          progress=progress)
+        defined = criteria_definition_step(batches, shown, described.description, settings=settings, task=task,
+                                           aspect=aspect, llm=llm, log=log, progress=progress)
+        for w in described.warnings + defined.warnings:
+            log("warning", w)
+        # §4.2 Scoring Alignment: McS-E / OS-E with the demonstrations that Prompt Optimization picks
+        state = {"variant": settings.variant, "task_description": described.description, "criteria": defined.criteria}
+        found = prompt_optimization_step(examples, state, settings=settings, task=task, llm=llm, log=context.log,
+                                         progress=progress)
+        reads["search"] = found.reads
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
-                     state={**state, "criteria_form": form, "demos": demos, "search": search,
-                            "task_description_versions": versions,
-                            "criteria_parse_failures": criteria_failures, "n_batches": len(batches),
-                            "warnings": warnings + selection, "reads": reads, "rejected": rejected,
-                            "flagged": flagged})
+                     state={**state, "criteria_form": defined.form, "demos": found.demos, "search": found.search,
+                            "task_description_versions": described.versions,
+                            "criteria_parse_failures": defined.parse_failures, "n_batches": len(batches),
+                            "warnings": described.warnings + defined.warnings + found.warnings, "reads": reads,
+                            "rejected": described.rejected + defined.rejected,
+                            "flagged": described.flagged + defined.flagged})
 
     @staticmethod
     def scoring_params(params: dict[str, Any]) -> GenerationParams:
@@ -380,3 +296,17 @@ class ActiveCritic(Method):
                 raw=r["ose_raw"] if not r["mcse_raw"] else f"{r['mcse_raw']}\n---\n{r['ose_raw']}",
                 metadata=metadata))
         return verdicts
+
+
+def _counting_reads(log: EventSink | None, reads: dict[str, dict[str, int]]) -> EventSink:
+    """The fit's event sink for stage 1: counts in ``reads`` how each reply was read (per event kind, then
+    ``json``, ``text`` or ``missing``), then passes the event on to ``log``."""
+
+    def sink(kind: str, payload: dict[str, Any]) -> None:
+        if payload.get("read"):
+            stage = reads.setdefault(kind, {})
+            stage[payload["read"]] = stage.get(payload["read"], 0) + 1
+        if log:
+            log(kind, payload)
+
+    return sink

@@ -10,8 +10,11 @@ from typing import Any, Sequence
 
 from ...llm import LLM, GenerationParams
 from ...metrics import MIN_SELECTION_COVERAGE, SelectionFitness, correlations, coverage_adjusted
+from ...prompting import TaskInfo
 from ..base import EventSink, Progress, judge_warning
+from .examples import demo_count
 from .explained_scoring import run_pipeline
+from .settings import ActiveCriticSettings
 
 def q_objective(human: Sequence[float], pred: Sequence[float]) -> tuple[float, dict[str, float]]:
     """Eq. 4: Q = Pearson + Spearman + Kendall on the scored items (NaN when undefined, e.g. constant predictions)."""
@@ -124,7 +127,17 @@ class DemonstrationSearch:
     search: list[dict[str, Any]]
     """One summary per candidate: Q, its correlations, coverage, how its replies were read."""
     warnings: list[dict[str, Any]]
-    """``selection_fallback`` when the choice fell back to zero-shot (:func:`judge_engine.methods.base.judge_warning`)."""
+    """``selection_fallback`` when the choice fell back to zero-shot
+    (:func:`judge_engine.methods.base.judge_warning`)."""
+
+    @property
+    def reads(self) -> dict[str, int]:
+        """How the replies of the whole search were read, summed over the candidates (:func:`_count_reads`)."""
+        total: dict[str, int] = {}
+        for summary in self.search:
+            for key, n in summary["reads"].items():
+                total[key] = total.get(key, 0) + n
+        return total
 
 
 def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, Any], *, llm: LLM, k: int,
@@ -219,3 +232,16 @@ def _count_reads(results: Sequence[dict[str, Any]]) -> dict[str, int]:
         if r.get("source") in ("logprobs", "logprobs_first_position"):
             out[r["source"]] += 1
     return out
+
+
+def prompt_optimization_step(examples: Sequence[dict[str, Any]], state: dict[str, Any], *,
+                             settings: ActiveCriticSettings, task: TaskInfo, llm: LLM, log: EventSink | None = None,
+                             progress: Progress | None = None) -> DemonstrationSearch:
+    """§4.2 "Prompt Optimization": the demonstration search (:func:`optimize_demonstrations`) with the method's
+    settings, ``n_demos`` by the dataset's task when it is not set (App. D.2, :func:`demo_count`)."""
+    n_demos = settings.n_demos if settings.n_demos is not None else demo_count(task)
+    return optimize_demonstrations(
+        examples, state, llm=llm, k=settings.n_candidates, n_demos=n_demos, mode=settings.demo_mode,
+        threshold=float(settings.bootstrap_threshold), eval_subsample=settings.eval_subsample, seed=settings.seed,
+        params=settings.scoring, source_chars=settings.source_chars, retry=settings.retry_unparsed,
+        weighted=settings.weighted, no_positive_set=settings.no_positive_set, log=log, progress=progress)

@@ -11,8 +11,9 @@ from ... import structured
 from ...llm import LLM, GenerationParams
 from ...prompting import TaskInfo, load_template
 from ...rubric_checks import check_entry
-from ..base import EventSink, Progress
+from ..base import EventSink, Progress, judge_warning
 from .examples import render_example
+from .settings import ActiveCriticSettings
 
 TASK_OBSERVE_TEMPLATE = load_template("active_critic_task_observe")
 TASK_DESCRIBE_TEMPLATE = load_template("active_critic_task_describe")
@@ -166,3 +167,54 @@ def check_task_description(description: str, task: TaskInfo,
         return CheckedTaskDescription(description, None, flagged)
     fallback = f"Evaluate {task.output_label.lower()}s written for the task of {task.task}."
     return CheckedTaskDescription(fallback, {**check.to_dict(), "stage": "task description"}, None)
+
+
+@dataclass(frozen=True)
+class TaskDescriptionResult:
+    """What the task-description step of stage 1 (:func:`task_description_step`) gives the rest of the fit."""
+
+    description: str
+    """The description every later prompt carries: a person's, the checked inferred one, the dataset's own
+    task when the inferred one was refused, or "" when none was inferred."""
+    versions: list[str]
+    """Every inferred version in order (empty when a person gave the description)."""
+    warnings: list[dict[str, Any]]
+    """``no_task_description`` or ``task_description_rejected`` when they apply."""
+    rejected: list[dict[str, Any]]
+    """The rubric checks' refusal of the inferred description, if any."""
+    flagged: list[dict[str, Any]]
+    """The rubric checks' flags on the accepted description, if any."""
+
+
+def task_description_step(batches: Sequence[Sequence[dict[str, Any]]], shown: Sequence[str], *,
+                          settings: ActiveCriticSettings, task: TaskInfo, llm: LLM, log: EventSink,
+                          progress: Progress | None = None) -> TaskDescriptionResult:
+    """§4.1 "Task Description": a person's description as given, else the one inferred from the mini-batches
+    (:func:`infer_task_description`) and checked by the rubric checks (:func:`check_task_description`).
+
+    The check comes before the criteria are inferred: their prompt carries the description, and a refused one
+    (a template slot left in, one clause said over and over) would steer every criteria reply.
+    """
+    if settings.task_description is not None:
+        log("task_description", {"batch": 0, "version": 0, "text": settings.task_description, "source": "person"})
+        return TaskDescriptionResult(settings.task_description, [], [], [], [])
+    inferred = infer_task_description(batches, llm=llm, params=settings.inference, source_chars=settings.source_chars,
+                                      complete_streak=settings.complete_streak, ensemble=settings.ensemble_task,
+                                      log=log, progress=progress)
+    if not inferred.description:
+        log("parse_failure", {"stage": "task description", "note": "no task description was produced"})
+        return TaskDescriptionResult("", inferred.versions, [judge_warning(
+            "no_task_description", "no task description could be inferred (every observation was COMPLETE "
+            "or no reply held one); the scoring prompts go without one")], [], [])
+    checked = check_task_description(inferred.description, task, shown)
+    warnings, rejected, flagged = [], [], []
+    if checked.flagged:
+        flagged.append(checked.flagged)
+        log("rubric_flagged", checked.flagged)
+    if checked.refused:
+        rejected.append(checked.refused)
+        log("rubric_rejected", checked.refused)
+        warnings.append(judge_warning(
+            "task_description_rejected", f"the inferred task description was rejected ({checked.refused['reason']}); "
+            f"the prompts use the dataset's own task instead: {checked.description!r}"))
+    return TaskDescriptionResult(checked.description, inferred.versions, warnings, rejected, flagged)
