@@ -17,6 +17,7 @@ import streamlit as st
 from judge_engine import curation, runs
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
+from judge_engine.methods.active_critic import ActiveCriticState, edited_judge
 from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import RunSpec, effective_status
 from judge_engine.store import EditConflict
@@ -183,6 +184,7 @@ run_view.progress(run_id, live_view=stage_one_view, key="ac")
 if not run.judge:
     st.stop()
 judge = Judge.from_dict(run.judge)
+learned = ActiveCriticState.from_judge(judge)  # what stage 1 and the search found, typed
 
 
 # --------------------------------------------------------------------------- correct the task and criteria
@@ -190,11 +192,10 @@ judge = Judge.from_dict(run.judge)
 def seed_items(run_id: int) -> str:
     """Put the run's task description and criteria up for review, once; returns the owner of its items."""
     owner = curation.owner(METHOD, run_id)
-    criteria = judge.state.get("criteria") or {}
     curation.seed(store, owner, [{"key": TASK, "name": "Task description", "status": "inferred",
-                                  "definition": judge.state.get("task_description") or ""}]
+                                  "definition": learned.task_description}]
                   + [{"key": f"c{i}", "name": name, "definition": definition, "status": "inferred"}
-                     for i, (name, definition) in enumerate(criteria.items(), 1)])
+                     for i, (name, definition) in enumerate(learned.criteria.items(), 1)])
     return owner
 
 
@@ -221,10 +222,10 @@ seen: dict[str, int] = st.session_state.setdefault(f"ac_seen_versions_{run_id}",
 task = by_key[TASK]
 criteria_items = [i for i in items if i.key != TASK]
 # the rubric checks' doubts about what stage 1 inferred, shown while an item keeps the text they were raised on
-flagged = judge.state.get("flagged") or []
+flagged = learned.flagged
 task_flags = common.flags_by([f for f in flagged if f.get("stage") == "task description"]).get(task.definition)
 criterion_flags = common.flags_by([f for f in flagged if f.get("stage") == "criteria"], "name")
-inferred = judge.state.get("criteria") or {}
+inferred = learned.criteria
 
 with st.form(f"ac_edit_{run_id}"):
     new_task = st.text_area("Task description", value=task.definition, key=f"ac_task_{run_id}")
@@ -301,7 +302,7 @@ run_view.history_table(owner, key=f"ac_{run_id}")
 items = curation.items(store, owner)
 edited_task = next(i.definition for i in items if i.key == TASK)
 edited_criteria = {i.name: i.definition for i in items if i.key != TASK and i.status != "removed" and i.name}
-changed = edited_task != (judge.state.get("task_description") or "") or edited_criteria != judge.state.get("criteria")
+changed = edited_task != learned.task_description or edited_criteria != learned.criteria
 missing = "" if changed else "no saved edit differs from the run's own task description and criteria"
 b = st.columns(2)
 with b[0]:
@@ -316,11 +317,10 @@ if refit or rescore:
     spec = RunSpec(method=METHOD, dataset=run.dataset, aspect=run.aspect, params=params,
                    train_size=len(split.train_ids), test_size=len(split.test_ids), seed=split.seed,
                    llm=LLMConfig.from_dict(run.llm))
-    edited_judge = None
+    rescored = None
     if rescore:  # the fitted judge with the person's text: no stage 1, no demo search
-        edited_judge = Judge(**{**judge.to_dict(), "params": params,
-                                "state": {**judge.state, "task_description": edited_task, "criteria": edited_criteria}})
-    new_id = start_form.start(spec, judge=edited_judge, split=split, label=f" from the edits of run #{run_id}")
+        rescored = edited_judge(judge, params=params, task_description=edited_task, criteria=edited_criteria)
+    new_id = start_form.start(spec, judge=rescored, split=split, label=f" from the edits of run #{run_id}")
     if new_id is not None:
         common.set_value(RUN_KEY, new_id)
         st.rerun()
@@ -360,7 +360,7 @@ if sources:
     st.caption("Where the test scores came from: " + ", ".join(f"{k} {n}" for k, n in sorted(sources.items()))
                + " (json = structured reply, text = free-text fallback, logprobs_first_position = read from the "
                  "alternatives of a reply that chose no digit).")
-for w in judge.state.get("warnings") or []:
+for w in learned.warnings:
     st.warning(common.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
 n_crit_missing = sum(len(v.metadata.get("missing_criteria") or []) for v in verdicts)
 n_crit = sum(len(v.metadata.get("criteria_100") or {}) for v in verdicts)
@@ -402,7 +402,7 @@ if verdicts:
             st.text(sample.output)
 
 st.markdown("**Demonstrations that won the search**")
-demos = judge.state.get("demos") or []
+demos = learned.demos
 if demos:
     st.dataframe(pd.DataFrame([{"sample": d["sample_id"], "kind": d["kind"], "human 0-100": round(d["human_100"], 2),
                                 "judge 0-100": d.get("overall"), "response": d["output"][:200]} for d in demos]),

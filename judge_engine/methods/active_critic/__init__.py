@@ -1,6 +1,6 @@
 """Active-Critic (Xu, Hu and Jiang): the judge infers the task and its criteria from scored examples.
 
-The method in seven modules, one per stage of the paper, its settings and the method:
+The method in eight modules: one per stage of the paper, its settings, its learned state, and the method:
 
 * :mod:`.examples` — the scored examples (§2.2, §3): human scores on 0-100
   and back, mini-batches, how an example is shown in a prompt;
@@ -13,12 +13,19 @@ The method in seven modules, one per stage of the paper, its settings and the me
   "Prompt Optimization", App. D.2, Eqs. 4-5);
 * :mod:`.settings` — :class:`ActiveCriticSettings`, the parameters as one
   typed value that the stages take, built once per fit and per scoring;
-* :mod:`.method` — the registered :class:`ActiveCritic` method.
+* :mod:`.state` — :class:`ActiveCriticState`, the learned state
+  (``Judge.state``) as a record in its stored JSON shape, which the fit
+  writes and scoring and the page read; :func:`edited_judge` for a rescore
+  with a person's task description and criteria;
+* :mod:`.method` — the registered :class:`ActiveCritic` method: ``fit`` runs
+  ``task_description_step``, ``criteria_definition_step`` and
+  ``prompt_optimization_step`` (one per section of the paper, each in its
+  stage's module) with the settings.
 
 The names below are the ones used outside the package (the page, the
 benchmarks, the tests); the rest stay in their module.
 
-The paper's two stages map onto public functions of this module:
+The paper's two stages map onto public functions of this package:
 
 Human scores (§2.2)
     :func:`normalize_score` puts every human score on 0-100. The paper gives
@@ -117,17 +124,18 @@ from .method import ActiveCritic
 from .prompt_optimization import (NO_POSITIVE_SET, DemonstrationSearch, candidate_fitness, optimize_demonstrations,
                                   propose_candidates, q_objective, select_candidate)
 from .settings import ActiveCriticSettings
+from .state import ActiveCriticState, edited_judge
 from .task_description import (TASK_SCHEMA, CheckedTaskDescription, InferredTask, check_task_description,
                                extract_task_description, infer_task_description, read_task_description, task_phrase)
 
 __all__ = ["CRITERIA_REFINE_NAMED_TEMPLATE", "CRITERIA_REFINE_TEMPLATE", "CRITERIA_REFUSED_RETRY", "MAX_CRITERIA",
            "MIN_CRITERIA", "NORMALIZATIONS", "NO_POSITIVE_SET", "OSE_SCHEMA", "TASK_SCHEMA", "WEIGHTED_MAX_TOKENS",
-           "WEIGHTED_SCHEMA", "ActiveCritic", "ActiveCriticSettings", "CheckedCriteria", "CheckedTaskDescription",
-           "CriteriaReply", "DefinedCriteria", "DemonstrationSearch", "InferredTask", "candidate_fitness",
-           "check_criteria", "check_explanation", "check_task_description", "criteria_opener",
+           "WEIGHTED_SCHEMA", "ActiveCritic", "ActiveCriticSettings", "ActiveCriticState", "CheckedCriteria",
+           "CheckedTaskDescription", "CriteriaReply", "DefinedCriteria", "DemonstrationSearch", "InferredTask",
+           "candidate_fitness", "check_criteria", "check_explanation", "check_task_description", "criteria_opener",
            "criteria_qualities_prompt", "criteria_schema", "criteria_shape", "define_criteria", "demo_count",
-           "extract_task_description", "infer_task_description", "make_minibatches", "mcse_schema", "normalize_score",
-           "optimize_demonstrations", "parse_criteria_and_observations", "parse_criteria_lines",
+           "edited_judge", "extract_task_description", "infer_task_description", "make_minibatches", "mcse_schema",
+           "normalize_score", "optimize_demonstrations", "parse_criteria_and_observations", "parse_criteria_lines",
            "parse_criteria_scores", "parse_overall", "propose_candidates", "q_objective", "qualities_schema",
            "read_criteria", "read_criteria_scores", "read_overall", "read_qualities", "read_task_description",
            "render_demos", "run_pipeline", "select_candidate", "statement_criteria", "task_phrase", "to_aspect_scale"]

@@ -4,6 +4,7 @@ search, and scoring with the fitted judge."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, ClassVar, Sequence
 
 from ...llm import LLM, GenerationParams
@@ -27,6 +28,7 @@ from .examples import NORMALIZATIONS, scored_examples, shown_texts, to_aspect_sc
 from .explained_scoring import check_explanation, run_pipeline
 from .prompt_optimization import NO_POSITIVE_SET, prompt_optimization_step
 from .settings import ActiveCriticSettings
+from .state import ActiveCriticState
 from .task_description import task_description_step
 
 
@@ -218,17 +220,18 @@ class ActiveCritic(Method):
         for w in described.warnings + defined.warnings:
             log("warning", w)
         # §4.2 Scoring Alignment: McS-E / OS-E with the demonstrations that Prompt Optimization picks
-        state = {"variant": settings.variant, "task_description": described.description, "criteria": defined.criteria}
-        found = prompt_optimization_step(examples, state, settings=settings, task=task, llm=llm, log=context.log,
-                                         progress=progress)
+        inferred = ActiveCriticState(variant=settings.variant, task_description=described.description,
+                                     criteria=defined.criteria)
+        found = prompt_optimization_step(examples, inferred.prompt_state, settings=settings, task=task, llm=llm,
+                                         log=context.log, progress=progress)
         reads["search"] = found.reads
+        learned = replace(inferred, criteria_form=defined.form, demos=found.demos, search=found.search,
+                          task_description_versions=described.versions,
+                          criteria_parse_failures=defined.parse_failures, n_batches=len(batches),
+                          warnings=described.warnings + defined.warnings + found.warnings, reads=reads,
+                          rejected=described.rejected + defined.rejected, flagged=described.flagged + defined.flagged)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
-                     state={**state, "criteria_form": defined.form, "demos": found.demos, "search": found.search,
-                            "task_description_versions": described.versions,
-                            "criteria_parse_failures": defined.parse_failures, "n_batches": len(batches),
-                            "warnings": described.warnings + defined.warnings + found.warnings, "reads": reads,
-                            "rejected": described.rejected + defined.rejected,
-                            "flagged": described.flagged + defined.flagged})
+                     state=learned.to_dict())
 
     @staticmethod
     def scoring_params(params: dict[str, Any]) -> GenerationParams:
@@ -264,18 +267,18 @@ class ActiveCritic(Method):
     @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
-        aspect, state = judge.aspect_record, judge.state
+        aspect, state = judge.aspect_record, ActiveCriticState.from_judge(judge)
         settings = ActiveCriticSettings.from_stored(judge.params, cls.default_params())
         mode = settings.score_normalization
         examples = [{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context} for s in samples]
-        results = run_pipeline(examples, state, state.get("demos", []), llm=llm, params=settings.scoring,
+        results = run_pipeline(examples, state.prompt_state, state.demos, llm=llm, params=settings.scoring,
                                source_chars=settings.source_chars, retry=settings.retry_unparsed,
                                weighted=settings.weighted, progress=progress)
         verdicts = []
         for sample, r in zip(samples, results):
             crit = r["criteria_scores"]
             missing = [k for k, v in crit.items() if math.isnan(v["score"])]
-            metadata = {"variant": state["variant"], "source": r["source"], "read": r["ose_read"],
+            metadata = {"variant": state.variant, "source": r["source"], "read": r["ose_read"],
                         "criteria_read": r["mcse_read"],
                         "overall_100": None if math.isnan(r["overall"]) else r["overall"],
                         "criteria_100": {k: (None if math.isnan(v["score"]) else v["score"]) for k, v in crit.items()},
