@@ -222,6 +222,7 @@ class ActiveCritic(Method):
         # §4.2 Scoring Alignment: McS-E / OS-E with the demonstrations that Prompt Optimization picks
         inferred = ActiveCriticState(variant=settings.variant, task_description=described.description,
                                      criteria=defined.criteria)
+        # the search's events go straight to the run's log: its reads are counted per candidate (found.reads)
         found = prompt_optimization_step(examples, inferred.prompt_state, settings=settings, task=task, llm=llm,
                                          log=context.log, progress=progress)
         reads["search"] = found.reads
