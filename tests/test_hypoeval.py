@@ -17,6 +17,7 @@ from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import hypoeval as he
+from judge_engine.methods.hypoeval.agents import _read_reply
 from judge_engine.prompting import TaskInfo
 from judge_engine.runs import RunSpec, create_run, execute_run
 from tests.scripted import fake_llm
@@ -921,17 +922,17 @@ def test_statements_are_read_as_json_or_from_free_text_lines_and_older_shapes_st
     clear = "A good summary is clear and easy to follow."
     order = "A good summary puts its points in the order of the article."
     schema_reply = json.dumps({"hypotheses": [clear, order]})
-    assert he._read_reply(schema_reply, 3, OPENER) == ([clear, order], "json", "statement")
+    assert _read_reply(schema_reply, 3, OPENER) == ([clear, order], "json", "statement")
     # a server without constrained decoding: capitals break the pattern, numbered lines, running text
     loose = json.dumps({"hypotheses": ["A good summary Is Clear", "The summary is short."]})
-    assert he._read_reply(loose, 3, OPENER) == (["A good summary Is Clear."], "text", "statement")
+    assert _read_reply(loose, 3, OPENER) == (["A good summary Is Clear."], "text", "statement")
     lines = f"Here you go:\n1. {clear}\n2. a good summary puts its points in the order of the article"
-    assert he._read_reply(lines, 3, OPENER) == ([clear, order], "text", "statement")
+    assert _read_reply(lines, 3, OPENER) == ([clear, order], "text", "statement")
     # no statement: today's parsers, whole hypotheses
     legacy = "A summary scores high when each sentence follows from the one before."
-    assert he._read_reply(legacy_reply([legacy]), 3, OPENER) == ([legacy], "json", "hypothesis")
-    assert he._read_reply(f"hypothesis1. {legacy}", 3, OPENER) == ([legacy], "text", "hypothesis")
-    assert he._read_reply("I cannot help with that.", 3, OPENER) == ([], "unread", "hypothesis")
+    assert _read_reply(legacy_reply([legacy]), 3, OPENER) == ([legacy], "json", "hypothesis")
+    assert _read_reply(f"hypothesis1. {legacy}", 3, OPENER) == ([legacy], "text", "hypothesis")
+    assert _read_reply("I cannot help with that.", 3, OPENER) == ([], "unread", "hypothesis")
 
 
 def _ctx(aspect, task):

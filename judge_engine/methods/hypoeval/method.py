@@ -1,0 +1,444 @@
+"""HypoEval: hypothesis-guided evaluation from 30 human scores and literature notes.
+
+A bank of *hypotheses* (each says which texts earn a higher or a lower
+score, in the paper's form free text that may name score bands, in the
+sentence form for small models one sentence that starts "A good summary
+..."; a person may also curate rubrics that describe every score) is grown from a few human-scored samples
+with a UCB-style reward, refined on the samples it gets wrong and on
+literature notes, de-duplicated, and up to ``n_selected`` hypotheses with
+the best coverage-aware Pearson correlation on the training samples become
+the judge: a new text gets one chain-of-thought score per selected
+hypothesis and its final score is their mean.
+
+Every generation step asks for structure (:mod:`judge_engine.structured`):
+hypotheses as a JSON list (``HYPOTHESES``, :func:`hypotheses_schema`: free
+hypotheses, or sentences that start with the opener in the sentence form
+chosen by ``criteria_form``; a second sampled draw fills the
+places the rubric checks left empty), the repetition check as
+``{"answer": "yes" | "no"}`` (``YES_NO``), each score as
+``{"explanation", "score"}`` or, score first for probability-weighted
+scores, ``{"score"}`` (``SCORE``). The free-text parsers are the fallback;
+how every reply was read is counted (``Judge.state["replies"]``,
+``["score_sources"]``, ``reply_read``/``scores_read`` events).
+
+When no judge can be built the fit raises ``ValueError`` with the reason
+(the run fails with that message): an empty bank ("HypoEval generated no
+usable hypothesis: ..."), or no hypothesis with a positive correlation at
+sufficient coverage (unless a person accepted the hypotheses). Fit-time
+warnings are in ``Judge.state["warnings"]`` and ``warning`` events.
+
+Stages (paper section -> function):
+
+- §3.1 / Appendix B.1 reward ``a - b (s - ŝ)^2`` plus exploration -> :func:`reward`
+- §3.1 initialisation H_init = M_G(S_init, L) -> :func:`initialize_bank`
+  (generation: :func:`generate_hypotheses`)
+- §3.1 update stage with the wrong-sample bank W -> :func:`update_bank`,
+  generation and alternating refinement H_W -> :func:`generate_and_refine`
+  (refinement: :func:`refine_hypotheses`)
+- §3.1 literature-only hypotheses H_L = M_G(L) -> :func:`literature_hypotheses`
+- §3.1 repetition check and union -> :func:`remove_repetitions`, :func:`union_banks`
+- §3.2 selection of H_ev by Pearson on S_tr (coverage-aware, positive only) -> :func:`select_hypotheses`
+- §3.3 hypothesis-guided evaluation, mean over H_ev -> :func:`evaluate_with_hypotheses`
+  (per-hypothesis scoring goes through :mod:`judge_engine.criteria_scoring`)
+
+Where the paper is explicit its reading is the default, with the authors'
+code behaviour as an option: the bank after a refresh is the best of
+H_top ∪ H_W (``replace_pool``), the union takes a random half from each bank
+(``union_mode``; without literature the data bank's best half by reward),
+refinement runs all N_refine rounds (``refine_early_stop``). The reward's b
+follows the judge scale (:func:`default_reward_b`; the paper's 1/16 on 1-5).
+Where the paper is silent the choice is ours and each place says so:
+w_hyp schedule, reward initialisation of new hypotheses on W, which duplicate
+is kept, ties broken by reward, the scoring prompt of §3.3 also used for the
+stage-1 rewards (so its calls are reused from the cache at selection).
+
+Missing scores (a reply without a score after one follow-up turn) are never
+averaged in: rewards and final means use the parsed scores only, selection
+shrinks a hypothesis' correlation by the share of training items it scored
+(:func:`judge_engine.metrics.selection_fitness`), and every failure is
+counted and reported as an event.
+
+References
+----------
+HypoEval: Hypothesis-Guided Evaluation for Natural Language Generation
+(anonymous ACL submission). HypoGeniC (Zhou et al., 2024) and
+HypoRefine (Liu et al., 2025) for the generation algorithm it extends.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from math import comb
+from typing import Any, ClassVar, Sequence
+
+from ...criteria_scoring import LAYOUT_LABELS, LAYOUTS, estimate_criteria_calls
+from ...curation import text_problem
+from ...llm import LLM
+from ...records import Aspect, Sample, Verdict
+from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, FitContext, Interval, Judge, Method, OptionalInterval,
+                    Options, Progress, register, resolve_criteria_form, small_model_hint)
+from .agents import GENERATION_CALLS
+from .bank import curated_entries, public_entry
+from .context import Context
+from .evaluation import evaluate_with_hypotheses, scoring_settings
+from .generation import initialize_bank, literature_hypotheses, remove_repetitions, union_banks, update_bank
+from .selection import select_hypotheses
+
+
+def _json_native(value: Any) -> Any:
+    """Tuples (the constructor's immutable defaults) as lists, so a Judge survives a JSON round trip."""
+    if isinstance(value, (list, tuple)):
+        return [_json_native(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_native(v) for k, v in value.items()}
+    return value
+
+
+class _LiteratureCheck:
+    """``literature`` is None or a sequence of ``{"title": str, "text": str}``."""
+
+    def check(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, (str, bytes)) or not all(
+                isinstance(n, dict) and isinstance(n.get("text"), str) for n in value):
+            raise ValueError(f"{name}={value!r} must be None or a list of {{'title': ..., 'text': ...}} notes")
+
+
+class _HypothesesCheck:
+    """``hypotheses`` is None or a sequence of hypothesis texts or ``{"text": ...}`` dicts."""
+
+    def check(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, (str, bytes)) or not all(
+                isinstance(h, str) or (isinstance(h, dict) and isinstance(h.get("text"), str)) for h in value):
+            raise ValueError(f"{name} must be None or a list of hypothesis texts or {{'text': ...}} dicts, "
+                             f"not {str(value)[:80]!r}")
+        for i, h in enumerate(value, 1):
+            problem = text_problem(h if isinstance(h, str) else h["text"], f"hypothesis {i} of {name}")
+            if problem:
+                raise ValueError(problem)
+
+
+@register
+class HypoEval(Method):
+    """HypoEval: hypothesis bank from human scores and literature, top hypotheses by Pearson, mean of CoT scores.
+
+    Parameters
+    ----------
+    criteria_form : {"auto", "paper", "sentence"}, default="auto"
+        How hypotheses are asked for: the paper's (free hypotheses that may
+        name score bands) or, for small models, one sentence each that
+        completes "A good summary ..." under a grammar. ``auto``: the
+        sentence form on the embedded model, the paper's on other backends.
+    layout : {"paper", "sample_first"}, default="paper"
+        Prompt layout of per-hypothesis scoring: the paper's (instructions
+        and hypothesis, then the sample) or the sample first and the
+        hypothesis last, for backends with prefix caching.
+    joint : bool, default=False
+        Score all selected hypotheses in one call per test sample (JSON of
+        per-hypothesis scores) instead of one call each: cheaper, not the
+        paper's. Fitting always scores one hypothesis per call.
+    n_train : int, default=30
+        |S_tr|: at most this many training samples are used (paper §4: 30).
+    n_init : int, default=5
+        |S_init|: samples for the initial hypotheses and rewards (paper B.1: 5).
+    n_init_hypotheses : int, default=5
+        |H_init| (paper B.1: 5).
+    alpha : float, default=0.5
+        Exploration weight of the UCB reward (paper B.1: 0.5).
+    reward_a : float, default=1.0
+        a in the reward a - b (s - ŝ)^2 (paper B.1: 1).
+    reward_b : float or None, default=None
+        b in the reward. None: 1/(high - low)^2 on the judge scale, which is
+        the paper's 1/16 on 1-5 (B.1: chosen so the exploitation term lies in
+        [0, 1]) and keeps that bound on any other scale.
+    top_k : int, default=10
+        Hypotheses (best reward) evaluated on each update sample (paper B.1: 10).
+    theta : float, default=0.5
+        A prediction is wrong when |ŝ - s| > theta (paper B.1: 0.5).
+    w_hyp : int or None, default=None
+        Wrong top-k predictions that put a sample into W. The paper gives no
+        value; None = our growing schedule max(1, w_hyp_scale *
+        |H_top| * i / |S_tr|) (HypoGeniC code with the actual |H_top|).
+    w_hyp_scale : float, default=0.8
+        Factor of that schedule (HypoGeniC code: 0.8).
+    w_max : int, default=10
+        Size of W that triggers new hypotheses (paper B.1: 10).
+    n_refine : int, default=6
+        Refinement rounds alternating data and literature (paper B.1: 6).
+    refine_start : {"data", "literature"}, default="data"
+        Source of the first refinement round (paper: data; authors' code:
+        literature).
+    refine_early_stop : bool, default=False
+        Stop refining when a round returns the same list (authors' code);
+        the paper runs all N_refine rounds.
+    n_new_hypotheses : int, default=5
+        |H_W| generated from W per refresh (authors' code: 5).
+    max_bank : int, default=20
+        H_max: bank size during updates and of the final union (paper B.1: 20).
+    n_literature_hypotheses : int, default=20
+        |H_L| generated from the literature alone (authors' code: H_max = 20).
+    replace_pool : {"top_k", "bank"}, default="top_k"
+        After a refresh keep the ``max_bank`` best of H_top ∪ H_W (paper) or
+        of the whole bank ∪ H_W (authors' code).
+    union_mode : {"random_half", "balanced_fill"}, default="random_half"
+        Union of the data and literature banks: the paper's wording (a
+        seeded random half from each; without literature notes, the data
+        bank's best half by reward instead) or the authors' code (best half
+        of the data bank, filled up from the literature bank).
+    n_selected : int, default=5
+        H_ev: at most this many hypotheses kept by coverage-aware Pearson on
+        S_tr (paper §3.2: 5, by Pearson). Only hypotheses with a positive
+        correlation are kept; fewer when fewer qualify (a warning says so),
+        and the fit fails with a ValueError when none does (see
+        :func:`select_hypotheses`).
+    reasoning : bool, default=True
+        Chain-of-thought before each 1-5 score (paper §3.3).
+    weighted : bool, default=False
+        With ``reasoning=False``: the probability-weighted 1-5 score from the
+        backend's logprobs (G-Eval's trick) instead of the sampled number.
+        Not the paper's; what a tiny local model needs to give any score.
+    max_tokens : int, default=256
+        Reply budget of each per-hypothesis score (authors' code: 4000; kept
+        small for local models).
+    generation_max_tokens : int, default=1024
+        Reply budget of generation and refinement calls.
+    check_max_tokens : int, default=128
+        Reply budget of a repetition check ("keep your answer short").
+    observation_chars : int, default=1500
+        Each text shown to the generator is cut to this many characters so
+        ten examples fit a small context window (ours; the paper does not mention it).
+    literature : list of {"title", "text"} or None, default=None
+        Literature notes or annotation guidelines (the paper's L, already
+        summarised). None: literature rounds and H_L are skipped and an
+        event says so.
+    hypotheses : list of str or {"text", "origin"} or None, default=None
+        Curated hypotheses (human in the loop): generation is skipped and
+        these go straight to selection and scoring. None: generate as the
+        paper does.
+    seed : int, default=42
+        Order of S_tr, hence S_init (paper B.1 seeds 42, 2, 114514).
+
+    References
+    ----------
+    HypoEval: Hypothesis-Guided Evaluation for Natural Language Generation.
+    """
+
+    name = "hypoeval"
+    title = "HypoEval"
+    _parameter_constraints = {
+        "criteria_form": Options(CRITERIA_FORMS), "layout": Options(LAYOUTS),
+        "joint": Options((True, False)),
+        "n_train": Interval(int, 2, 1000), "n_init": Interval(int, 1, 100),
+        "n_init_hypotheses": Interval(int, 1, 50), "alpha": Interval(float, 0, 10),
+        "reward_a": Interval(float, None, None), "reward_b": OptionalInterval(float, 0, None),
+        "top_k": Interval(int, 1, 100), "theta": Interval(float, 0, 100),
+        "w_hyp": OptionalInterval(int, 0, None), "w_hyp_scale": Interval(float, 0, 10), "w_max": Interval(int, 1, 1000),
+        "n_refine": Interval(int, 0, 50), "refine_start": Options(("data", "literature")),
+        "refine_early_stop": Options((True, False)), "replace_pool": Options(("top_k", "bank")),
+        "n_new_hypotheses": Interval(int, 1, 50), "max_bank": Interval(int, 1, 200),
+        "n_literature_hypotheses": Interval(int, 1, 100), "union_mode": Options(("random_half", "balanced_fill")),
+        "n_selected": Interval(int, 1, 100), "reasoning": Options((True, False)),
+        "weighted": Options((True, False)), "max_tokens": Interval(int, 8, 8192),
+        "generation_max_tokens": Interval(int, 32, 16384),
+        "check_max_tokens": Interval(int, 8, 4096), "observation_chars": Interval(int, 50, 100000),
+        "literature": _LiteratureCheck(), "hypotheses": _HypothesesCheck(), "seed": Interval(int, None, None)}
+
+    _parameter_labels = {
+        "criteria_form": "Form of generated hypotheses", "layout": "Prompt layout", "joint": "All hypotheses in one call", "n_train": "Training items used",
+        "n_init": "Items for the first hypotheses", "n_init_hypotheses": "First hypotheses",
+        "alpha": "Exploration weight (UCB)", "reward_a": "Reward constant a", "reward_b": "Reward weight b",
+        "top_k": "Hypotheses tried per item", "theta": "Error counted as wrong",
+        "w_hyp": "Wrong predictions to collect an item", "w_hyp_scale": "Collection schedule factor",
+        "w_max": "Wrong items before new hypotheses", "n_refine": "Refinement rounds",
+        "refine_start": "First refinement from", "refine_early_stop": "Stop refining when unchanged",
+        "replace_pool": "Bank kept after a refresh", "n_new_hypotheses": "New hypotheses per refresh",
+        "max_bank": "Largest hypothesis bank", "n_literature_hypotheses": "Hypotheses from literature",
+        "union_mode": "Merging the two banks", "n_selected": "Hypotheses selected",
+        "reasoning": "Reasoning before the score", "weighted": "Probability-weighted scores",
+        "max_tokens": "Score reply limit (tokens)", "generation_max_tokens": "Generation reply limit",
+        "check_max_tokens": "Check reply limit (tokens)", "observation_chars": "Characters of each text shown",
+        "literature": "Literature notes", "hypotheses": "Curated hypotheses", "seed": "Random seed of the method"}
+    _choice_labels = {"criteria_form": CRITERIA_FORM_LABELS, "layout": LAYOUT_LABELS,
+                      "refine_start": {"data": "the data (paper)", "literature": "the literature"},
+                      "replace_pool": {"top_k": "best of tried and new (paper)", "bank": "best of the whole bank"},
+                      "union_mode": {"random_half": "a random half of each (paper)",
+                                     "balanced_fill": "best data half, filled from literature"}}
+    quick_params: ClassVar[dict[str, Any]] = {"n_init": 3, "n_init_hypotheses": 3, "top_k": 3, "w_max": 3,
+                                              "n_refine": 1, "max_bank": 6, "n_selected": 3}
+    def __init__(self, *, criteria_form: str = "auto", layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
+                 n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float | None = None,
+                 top_k: int = 10, theta: float = 0.5, w_hyp: int | None = None, w_hyp_scale: float = 0.8,
+                 w_max: int = 10, n_refine: int = 6, refine_start: str = "data", refine_early_stop: bool = False,
+                 replace_pool: str = "top_k", n_new_hypotheses: int = 5,
+                 max_bank: int = 20, n_literature_hypotheses: int = 20, union_mode: str = "random_half",
+                 n_selected: int = 5, reasoning: bool = True, weighted: bool = False, max_tokens: int = 256,
+                 generation_max_tokens: int = 1024, check_max_tokens: int = 128, observation_chars: int = 1500,
+                 literature: tuple | None = None, hypotheses: tuple | None = None, seed: int = 42):
+        self.criteria_form = criteria_form
+        self.layout = layout
+        self.joint = joint
+        self.n_train = n_train
+        self.n_init = n_init
+        self.n_init_hypotheses = n_init_hypotheses
+        self.alpha = alpha
+        self.reward_a = reward_a
+        self.reward_b = reward_b
+        self.top_k = top_k
+        self.theta = theta
+        self.w_hyp = w_hyp
+        self.w_hyp_scale = w_hyp_scale
+        self.w_max = w_max
+        self.n_refine = n_refine
+        self.refine_start = refine_start
+        self.refine_early_stop = refine_early_stop
+        self.replace_pool = replace_pool
+        self.n_new_hypotheses = n_new_hypotheses
+        self.max_bank = max_bank
+        self.n_literature_hypotheses = n_literature_hypotheses
+        self.union_mode = union_mode
+        self.n_selected = n_selected
+        self.reasoning = reasoning
+        self.weighted = weighted
+        self.max_tokens = max_tokens
+        self.generation_max_tokens = generation_max_tokens
+        self.check_max_tokens = check_max_tokens
+        self.observation_chars = observation_chars
+        self.literature = literature
+        self.hypotheses = hypotheses
+        self.seed = seed
+
+    def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
+        llm, task, progress, log = context.llm, context.task, context.progress, context.log
+        self._validate_params()
+        p = self.get_params()
+        s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
+        random.Random(self.seed).shuffle(s_tr)  # the seed orders S_tr, hence S_init (ours)
+        s_tr = s_tr[:self.n_train]
+        literature = [dict(n) for n in (self.literature or ())]
+        ctx = Context(llm=llm, aspect=aspect, task=task, params=p, log=log or (lambda kind, payload: None),
+                      progress=lambda stage: None, form=resolve_criteria_form(self.criteria_form, llm))
+        ctx.total = max(1, self.estimate_calls(len(s_tr), 0)["fit"])
+        if progress:
+            ctx.progress = lambda stage: progress(min(ctx.calls, ctx.total), ctx.total, stage)
+        by_id = {s.id: s for s in s_tr}
+        ctx.emit("fit_started", {"n_train": len(s_tr), "estimated_calls": ctx.total, "criteria_form": ctx.form})  # a resumed fit starts over
+
+        if self.hypotheses is not None:
+            bank = curated_entries(self.hypotheses)
+            ctx.emit("curated_hypotheses", {"n": len(bank), "keys": [e["key"] for e in bank],
+                                            "texts": [e["text"] for e in bank],
+                                            "origins": [e["origin"] for e in bank]})
+        else:
+            if not literature:
+                ctx.emit("literature_skipped", {"reason": "no literature notes given: literature refinement rounds "
+                                                          "and literature-only hypotheses are skipped"})
+            s_init, s_update = s_tr[:self.n_init], s_tr[self.n_init:]
+            bank = initialize_bank(ctx, s_init, literature, by_id)
+            bank = update_bank(ctx, bank, s_init, s_update, literature, by_id)
+            data_bank = remove_repetitions(ctx, bank, "data")
+            lit_bank = remove_repetitions(ctx, literature_hypotheses(ctx, literature), "literature") if literature \
+                else []
+            bank = union_banks(data_bank, lit_bank, max_bank=self.max_bank, mode=self.union_mode, seed=self.seed)
+            ctx.emit("union", {"size": len(bank), "from_data": sum(e["origin"] != "literature" for e in bank),
+                               "from_literature": sum(e["origin"] == "literature" for e in bank)})
+        if not bank:
+            # no judge can be built from nothing: fail clearly rather than return a judge whose every score
+            # is missing (the run then ends with this message instead of "parse_failures: N")
+            read = ", ".join(f"{n} {k}" for k, n in ctx.replies.items() if n)
+            message = ("HypoEval generated no usable hypothesis: " + (
+                "no curated hypothesis text was given" if self.hypotheses is not None else
+                "no hypothesis was left from the model's generation replies ("
+                + "; ".join([f"replies read: {read or 'none'}", *dict.fromkeys(ctx.unread_reasons)]
+                            + ([f"{len(ctx.rejected)} hypotheses refused by the rubric checks: "
+                                + ", ".join(sorted({r['rule'] for r in ctx.rejected}))] if ctx.rejected else []))
+                + small_model_hint(ctx.form) + ")"))
+            ctx.emit("empty_bank", {"reason": message, "replies": dict(ctx.replies)})
+            ctx.warn("empty_bank", message)
+            raise ValueError(message)
+        selected = select_hypotheses(ctx, bank, s_tr, self.n_selected, accepted_by_person=self.hypotheses is not None)
+        ctx.emit("fit_done", {"calls": ctx.calls, "failures": ctx.failures, "bank": len(bank),
+                              "selected": len(selected), "replies": dict(ctx.replies),
+                              "score_sources": dict(ctx.score_sources)})
+        if progress:
+            progress(ctx.total, ctx.total, "done")
+        return Judge(method=self.name, params=_json_native(p), aspect=aspect.to_dict(), task=task.to_dict(),
+                     state={"selected": [public_entry(e) for e in selected],
+                            "bank": [public_entry(e) for e in bank],
+                            "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
+                            "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
+                            "warnings": list(ctx.warnings), "rejected": list(ctx.rejected),
+                            "flagged": [f for f in ctx.flagged if f["text"] in {e["text"] for e in bank}],
+                            "literature_used": bool(literature) and self.hypotheses is None,
+                            "criteria_form": ctx.form})
+
+    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+        """An upper bound on the backend calls of a fit and of scoring, before cache hits.
+
+        The paper's cost model with every follow-up turn counted: each
+        generation or refinement call may be followed by one retry and up to
+        :data:`SAMPLED_DRAWS` sampled draws (so it counts
+        :data:`GENERATION_CALLS` times), each per-hypothesis score by
+        one follow-up turn (so it counts twice); repetition checks are one
+        call per pair, never retried.
+
+        Generation: GENERATION_CALLS [1 + R (1 + N_ref) + (1 with literature)] +
+        2 (|H_init||S_init| + sum_t min(k, |H_t|) + R |H_W| w_max) +
+        C(|H_data|, 2) + C(|H_L|, 2); selection 2 |H| |S_tr|; evaluation
+        2 H_ev per test text (2 with ``joint``). R = floor(|S_update| / w_max)
+        refreshes, |H_t| bounded by min(H_max, |H_init| + |H_W| per refresh).
+        Repeated prompts (e.g. stage-1 scores asked again at selection) are
+        answered by the cache, so the real count is usually far lower.
+        """
+        m = min(n_train, self.n_train)
+        follow = 2  # a first reply and at most one follow-up turn
+        score = estimate_criteria_calls(n_test, min(self.n_selected, self._final_bank_bound(m)), joint=self.joint,
+                                        follow_ups=True)
+        if self.hypotheses is not None:
+            return {"fit": follow * len(self.hypotheses) * m, "score": score}
+        n0 = min(self.n_init, m)
+        updates = m - n0
+        refreshes = updates // self.w_max if self.w_max else 0
+        has_lit = bool(self.literature)
+        rounds = self.n_refine if has_lit else sum(
+            1 for i in range(1, self.n_refine + 1)
+            if (i % 2 == 1) == (self.refine_start == "data"))
+        generation = 1
+        scoring = self.n_init_hypotheses * n0
+        checks = 0
+        bank = self.n_init_hypotheses
+        for t in range(1, updates + 1):
+            scoring += min(self.top_k, bank)
+            if refreshes and t % self.w_max == 0 and t // self.w_max <= refreshes:
+                generation += 1 + rounds
+                scoring += self.n_new_hypotheses * self.w_max
+                bank = min(self.max_bank, bank + self.n_new_hypotheses)
+        checks += comb(bank, 2)
+        lit = self.n_literature_hypotheses if has_lit else 0
+        if has_lit:
+            generation += 1
+            checks += comb(lit, 2)
+        half = self.max_bank // 2
+        if self.union_mode == "random_half":
+            final = min(bank, half) + min(lit, half)
+        else:
+            final = min(self.max_bank, min(bank, half) + lit)
+        scoring += final * m
+        # a generation call: the first reply, a follow-up turn when unread, sampled draws while short
+        return {"fit": GENERATION_CALLS * generation + follow * scoring + checks, "score": score}
+
+    def _final_bank_bound(self, m: int) -> int:
+        if self.hypotheses is not None:
+            return len(self.hypotheses)
+        return self.max_bank
+
+    @classmethod
+    def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
+                   progress: Progress | None = None) -> list[Verdict]:
+        return evaluate_with_hypotheses(
+            samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
+            settings=scoring_settings(judge.params),
+            progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)

@@ -1,0 +1,161 @@
+"""Reading the model's generation and repetition-check replies: JSON first, the free-text parsers as fallback."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from ... import structured as st
+from ...parsing import parse_json_object
+from ...rubric_checks import is_statement
+
+HYPOTHESIS_PATTERN = re.compile(r"(?is)hypothesis\s*(\d+)\s*[.:)]\s*(.+?)(?=\s*hypothesis\s*\d+\s*[.:)]|\Z)")
+"""Our pattern for ``hypothesis1. ...`` lists (the regex of the authors' code breaks on "score of 5. ")."""
+NUMBERED_PATTERN = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+(.+?)(?=^\s*(?:\d+[.)]|[-*•])\s+|\Z)", re.S)
+"""Fallback for small models that number their list "1." instead of "hypothesis1."."""
+FINAL_ANSWER_PATTERN = re.compile(r"(?i)final\s+answer\s*[:：]?\s*\**\s*\[?\s*(yes|no)\b")
+MIN_HYPOTHESIS_WORDS = 6
+"""A parsed item shorter than this is not a rubric (e.g. a bare score "[[4]]")."""
+HYPOTHESIS_MIN_CHARS = 20
+HYPOTHESIS_MAX_CHARS = 1000
+"""Length bounds of one hypothesis written in the paper's form (``{"hypotheses": [str, ...]}``): long enough
+for a hypothesis that walks through its score bands, as the paper's own do."""
+HYPOTHESES_KEY = "hypotheses"
+"""The list key of the generation schema: one statement per hypothesis (see :func:`hypotheses_schema`)."""
+READ_SOURCES = ("json", "text", "unread")
+"""How a generation or repetition-check reply was read: JSON satisfying the schema, the free-text fallback, or
+not at all."""
+
+
+def parse_hypotheses(text: str, limit: int) -> list[str]:
+    """Hypotheses from a generation reply: ``hypothesisN.`` items, else a numbered list; at most ``limit``."""
+    items = [m.group(2) for m in HYPOTHESIS_PATTERN.finditer(text or "")]
+    if not items:
+        items = [m.group(1) for m in NUMBERED_PATTERN.finditer(text or "")]
+    out: list[str] = []
+    for item in items:
+        clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
+        if len(clean.split()) >= MIN_HYPOTHESIS_WORDS and clean not in out:
+            out.append(clean)
+    return out[:limit]
+
+
+def hypotheses_schema(opener: str, n: int, *, min_items: int | None = None) -> dict[str, Any]:
+    """The schema of a generation or refinement reply: exactly ``n`` hypotheses (the paper asks for n).
+
+    The paper's form (``opener`` empty): ``{"hypotheses": [str, ...]}``,
+    each a hypothesis of its own wording, score bands allowed. The sentence
+    form: ``{"hypotheses": ["A good summary ...", ...]}``
+    (:func:`judge_engine.structured.statement_list_schema`), each one
+    lower-case sentence that starts with ``opener``: the shape a small model
+    under a grammar fills with usable facets, where a free list lets it
+    drift into the judged texts' content. ``minItems`` = ``n`` makes a
+    grammar write ``n`` items; reading accepts fewer (``min_items``).
+    """
+    least = n if min_items is None else min_items
+    if not opener:
+        return st.string_list_schema(st.HYPOTHESES, HYPOTHESES_KEY, min_items=least, max_items=n,
+                                     min_length=HYPOTHESIS_MIN_CHARS, max_length=HYPOTHESIS_MAX_CHARS)
+    return st.statement_list_schema(st.HYPOTHESES, HYPOTHESES_KEY, opener=opener, min_items=least, max_items=n)
+
+
+def as_statement(text: str, opener: str) -> str | None:
+    """``text`` as a statement that starts with ``opener`` (its case as given, one full stop at the end), or
+    None when it does not start with the opener."""
+    clean = " ".join(str(text).split()).strip().strip("\"'[]").strip().rstrip(",;:").strip()
+    if not is_statement(clean, opener):
+        return None
+    body = clean[len(opener):].strip().rstrip(".!?").strip()
+    return f"{opener} {body}." if body else None
+
+
+def read_statements(text: str, limit: int, opener: str) -> tuple[list[str], str]:
+    """Statements of a reply and how they were read: ``json``, ``text`` or ``unread``.
+
+    ``json``: the reply satisfies :func:`hypotheses_schema` (at least one
+    item). ``text``: a ``hypotheses`` list that breaks the schema (a
+    server without constrained decoding: capitals, a length off), or, with
+    no such list, the sentences of free text that start with the opener.
+    Items that do not start with the opener are not statements (the
+    caller falls back to :func:`read_hypotheses`). Exact repeats are kept:
+    the rubric checks refuse them, with reason.
+    """
+    reading = st.read_json(text, hypotheses_schema(opener, limit, min_items=1))
+    if reading.ok:
+        return [" ".join(s.split()) for s in reading.value[HYPOTHESES_KEY]][:limit], "json"
+    value = parse_json_object(text or "")
+    items = value.get(HYPOTHESES_KEY) if isinstance(value, dict) else None
+    candidates = ([i for i in items if isinstance(i, str)] if isinstance(items, list)
+                  else st.find_statements(text, opener))
+    found = [s for s in (as_statement(c, opener) for c in candidates) if s][:limit]
+    return found, "text" if found else "unread"
+
+
+def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
+        # "..." is the prompt's placeholder: an item holding it copied the example instead of writing one
+        if len(clean.split()) >= MIN_HYPOTHESIS_WORDS and "..." not in clean and clean not in out:
+            out.append(clean)
+    return out[:limit]
+
+
+def why_unread(text: str) -> str:
+    """In words, why no hypothesis could be read from a generation reply (for the empty-bank message)."""
+    value = parse_json_object(text or "")
+    items = value.get("hypotheses") if isinstance(value, dict) else None
+    if not isinstance(items, list) or not items:
+        return "no list of hypotheses in the reply"
+    texts = [" ".join(str(i).split()) for i in items]
+    if any("..." in t for t in texts):
+        return "the model repeated the prompt's example with its '...' placeholder instead of writing hypotheses"
+    if all(len(t.split()) < MIN_HYPOTHESIS_WORDS for t in texts):
+        return f"every item had fewer than {MIN_HYPOTHESIS_WORDS} words"
+    return "the items repeated each other"
+
+
+def read_hypotheses(text: str, limit: int) -> tuple[list[str], str]:
+    """Hypotheses from a reply and how they were read (one of :data:`READ_SOURCES`).
+
+    The main path is JSON satisfying :func:`hypotheses_schema` (``json``).
+    The fallback (``text``) takes a JSON ``hypotheses`` list that breaks the
+    schema (a count or length off: a server without constrained decoding),
+    else the ``hypothesisN.`` / numbered list of :func:`parse_hypotheses`.
+    Items shorter than :data:`MIN_HYPOTHESIS_WORDS` words are dropped either way.
+    """
+    # read with at least one item required: fewer than asked is still a structured reply (the count is the
+    # generation schema's job; a reply holding fewer items is not turned into a failure here)
+    reading = st.read_json(text, st.string_list_schema(st.HYPOTHESES, "hypotheses", min_items=1, max_items=limit,
+                                                       min_length=HYPOTHESIS_MIN_CHARS,
+                                                       max_length=HYPOTHESIS_MAX_CHARS))
+    if reading.ok:
+        found = _clean_items(reading.value["hypotheses"], limit)
+        if found:
+            return found, "json"
+    value = parse_json_object(text or "")
+    if isinstance(value, dict) and isinstance(value.get("hypotheses"), list):
+        found = _clean_items(value["hypotheses"], limit)
+        if found:
+            return found, "text"
+    found = parse_hypotheses(text, limit)
+    return found, "text" if found else "unread"
+
+
+def read_repetition(text: str) -> tuple[bool | None, str]:
+    """The repetition check's answer (True = repetitive, None = no answer) and how it was read."""
+    reading = st.read_json(text, st.yes_no_schema())
+    if reading.ok:
+        return reading.value["answer"] == "yes", "json"
+    answer = parse_repetition(text)
+    return answer, "unread" if answer is None else "text"
+
+
+def parse_repetition(text: str) -> bool | None:
+    """True when the reply's final answer is "yes" (repetitive); None when it does not say."""
+    answers = FINAL_ANSWER_PATTERN.findall(text or "")
+    if not answers:
+        return None
+    return answers[-1].lower() == "yes"
