@@ -167,7 +167,8 @@ def _hypoeval_refinement_gain(refinement: float, shuffled: bool, seeds) -> list[
     for seed in seeds:
         world = World(seed, n_samples=40, malformed=0.0, dials=Dials(refinement=refinement))
         llm, _ = simulate.make_llm(world)
-        ctx = he.Context(llm=llm, aspect=simulate._aspect(), task=TASK, params=he.HypoEval().get_params(),
+        ctx = he.Context(llm=llm, aspect=simulate._aspect(), task=TASK,
+                         settings=he.HypoEvalSettings.from_params(he.HypoEval().get_params()),
                          log=lambda kind, payload: None, progress=lambda stage: None)
         old = [h for h in world.pool if h.kind == "useless"][:5]
         wrong = list(world.samples[:10])

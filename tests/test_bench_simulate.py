@@ -96,7 +96,8 @@ def test_pool_statements_are_what_hypoeval_asks_for_and_pass_its_checks():
         statements = json.loads(reply)["hypotheses"]
         found = [world.hypothesis_by_text(f"Criterion to apply: Hypothesis\n{s}\n") for s in statements]
         assert all(h is not None and h.statement == s for h, s in zip(found, statements))
-        ctx = he.Context(llm=None, aspect=aspect, task=TASK, params=he.HypoEval().get_params(),
+        ctx = he.Context(llm=None, aspect=aspect, task=TASK,
+                         settings=he.HypoEvalSettings.from_params(he.HypoEval().get_params()),
                          log=lambda k, p: None, progress=lambda s: None)
         shown = [t for s in world.samples for t in (s.input, s.output)]
         kept, refused = he.check_statements([h.statement for h in world.pool], ctx, shown=shown)

@@ -5,6 +5,7 @@ kind; one integration test runs the embedded model end to end through
 execute_run and checks that a repeat costs no call.
 """
 
+import dataclasses
 import json
 import math
 import re
@@ -132,7 +133,7 @@ def scripted(dataset, *, generate=None, repeat=lambda p: "no", refine=None, as_j
 def ctx_for(llm, dataset, **params):
     p = {**he.HypoEval().get_params(), **params}
     events = []
-    ctx = he.Context(llm=llm, aspect=dataset.aspects[0], task=TaskInfo.of(dataset), params=p,
+    ctx = he.Context(llm=llm, aspect=dataset.aspects[0], task=TaskInfo.of(dataset), settings=he.HypoEvalSettings.from_params(p),
                      log=lambda k, payload: events.append((k, payload)), progress=lambda s: None)
     return ctx, events
 
@@ -164,9 +165,9 @@ def test_parse_repetition():
 
 def test_w_hyp_schedule_and_constant():
     p = he.HypoEval().get_params()
-    assert he.w_hyp_threshold(p, 5, 30, 10) == pytest.approx(0.8 * 10 * 5 / 30)
-    assert he.w_hyp_threshold(p, 0, 30, 5) == pytest.approx(1.0)
-    assert he.w_hyp_threshold({**p, "w_hyp": 3}, 29, 30, 10) == pytest.approx(3.0)
+    assert he.w_hyp_threshold(he.HypoEvalSettings.from_params(p), 5, 30, 10) == pytest.approx(0.8 * 10 * 5 / 30)
+    assert he.w_hyp_threshold(he.HypoEvalSettings.from_params(p), 0, 30, 5) == pytest.approx(1.0)
+    assert he.w_hyp_threshold(he.HypoEvalSettings.from_params({**p, "w_hyp": 3}), 29, 30, 10) == pytest.approx(3.0)
 
 
 def test_union_balanced_fill_and_random_half():
@@ -843,7 +844,7 @@ def test_reward_constant_follows_the_judge_scale():
 
     for aspect in (Aspect("q", 1, 10), Aspect("q", 1, 3), Aspect("q", 1, 5)):
         p = he.HypoEval().get_params()
-        ctx = he.Context(llm=_NoLLM(), aspect=aspect, task=TaskInfo(task="t"), params=p,
+        ctx = he.Context(llm=_NoLLM(), aspect=aspect, task=TaskInfo(task="t"), settings=he.HypoEvalSettings.from_params(p),
                          log=lambda k, payload: None, progress=lambda s: None)
         lo, hi = ctx.scale
         from judge_engine.records import Sample
@@ -854,7 +855,8 @@ def test_reward_constant_follows_the_judge_scale():
         assert he.exploitation(entry, {"a": worst}, ctx, ["a"]) == pytest.approx(0.0)
         assert he.exploitation({"scores": {"a": float(lo)}}, {"a": worst}, ctx, ["a"]) == pytest.approx(1.0)
     explicit = {**he.HypoEval().get_params(), "reward_b": 0.5}
-    ctx = he.Context(llm=_NoLLM(), aspect=Aspect("q", 1, 10), task=TaskInfo(task="t"), params=explicit,
+    ctx = he.Context(llm=_NoLLM(), aspect=Aspect("q", 1, 10), task=TaskInfo(task="t"),
+                     settings=he.HypoEvalSettings.from_params(explicit),
                      log=lambda k, payload: None, progress=lambda s: None)
     assert ctx.reward_b == pytest.approx(0.5)
     with pytest.raises(ValueError, match="reward_b"):
@@ -909,13 +911,33 @@ def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store,
 def test_scoring_settings_are_built_once_from_the_parameters(tiny_dataset):
     params = {**he.HypoEval().get_params(), "layout": "sample_first", "joint": True, "reasoning": False,
               "max_tokens": 48, "weighted": True}
-    assert he.scoring_settings(params) == ScoringSettings(layout="sample_first", joint=True, reasoning=False,
-                                                          max_tokens=48, weighted=True)
-    ctx = he.Context(llm=None, aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset), params=params,
+    assert he.HypoEvalSettings.from_params(params).scoring == ScoringSettings(
+        layout="sample_first", joint=True, reasoning=False, max_tokens=48, weighted=True)
+    ctx = he.Context(llm=None, aspect=tiny_dataset.aspects[0], task=TaskInfo.of(tiny_dataset),
+                     settings=he.HypoEvalSettings.from_params(params),
                      log=lambda k, payload: None, progress=lambda s: None)
     # training rewards are per hypothesis: one call each, whatever the judge's joint setting
     assert ctx.scoring == ScoringSettings(layout="sample_first", joint=False, reasoning=False, max_tokens=48,
                                           weighted=True)
+
+
+def test_settings_have_one_field_per_parameter_and_a_missing_parameter_is_named():
+    assert [f.name for f in dataclasses.fields(he.HypoEvalSettings)] == he.HypoEval._param_names()
+    params = he.HypoEval().get_params()
+    del params["theta"]
+    with pytest.raises(KeyError, match="theta"):
+        he.HypoEvalSettings.from_params(params)
+
+
+def test_a_judge_whose_params_lack_a_later_parameter_scores_with_its_default(store, tiny_dataset):
+    # judges stored before ``weighted`` existed have no such key: scoring reads the default, as it always did
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
+    judge = get_method("hypoeval", {"hypotheses": (GOOD.format(n=1), BAD.format(n=1))}).fit(
+        tiny_dataset.samples[:6], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+    old = dataclasses.replace(judge, params={k: v for k, v in judge.params.items() if k != "weighted"})
+    samples = tiny_dataset.samples[6:9]
+    assert [v.score for v in old.score(samples, llm=llm)] == pytest.approx(
+        [v.score for v in judge.score(samples, llm=llm)])
 
 
 def test_statements_are_read_as_json_or_from_free_text_lines_and_older_shapes_still_read():
@@ -936,7 +958,8 @@ def test_statements_are_read_as_json_or_from_free_text_lines_and_older_shapes_st
 
 
 def _ctx(aspect, task):
-    return he.Context(llm=None, aspect=aspect, task=task, params=he.HypoEval().get_params(),
+    return he.Context(llm=None, aspect=aspect, task=task,
+                      settings=he.HypoEvalSettings.from_params(he.HypoEval().get_params()),
                       log=lambda k, payload: None, progress=lambda s: None)
 
 

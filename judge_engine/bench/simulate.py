@@ -482,7 +482,7 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None],
     (a draw other than the baseline's).
     """
     from ..methods import FitContext
-    from ..methods.hypoeval import HypoEval, by_reward, evaluate_with_hypotheses, scoring_settings
+    from ..methods.hypoeval import HypoEval, HypoEvalSettings, by_reward, evaluate_with_hypotheses
     if control not in (None, "worst5", "random5"):
         raise ValueError(f"control={control!r}: the HypoEval rows know 'worst5' and 'random5'")
     llm, backend = make_llm(world)
@@ -497,7 +497,7 @@ def run_hypoeval(world: World, train, test, log: Callable[[str], None],
 
     def test_r(entries: Sequence[dict]) -> float:
         verdicts = evaluate_with_hypotheses(test, entries, aspect=_aspect(), task=TASK, llm=llm,
-                                            settings=scoring_settings(method.get_params()))
+                                            settings=HypoEvalSettings.from_params(method.get_params()).scoring)
         return _pearson([s.human[TARGET] for s in test], [v.score for v in verdicts])
 
     def draw(entries: Sequence[dict], seed: int) -> list[dict]:

@@ -1,9 +1,10 @@
-"""HypoEval, hypothesis-guided evaluation (the paper's §3): the method in ten modules.
+"""HypoEval, hypothesis-guided evaluation (the paper's §3): the method in eleven modules.
 
 * :mod:`.bank` — the bank's entries (JSON-native, keyed by a hash of their
   text), a person's curated ones, and how an entry is stored in the judge;
 * :mod:`.replies` — reading generation and repetition-check replies (JSON,
   then the free-text fallbacks);
+* :mod:`.settings` — the parameters as one frozen record the stages read;
 * :mod:`.context` — what every stage of one fit shares (LLM, aspect, task,
   settings, event sink, call and reply counters);
 * :mod:`.agents` — M_G and M_R: the generation and refinement calls, their
@@ -26,7 +27,7 @@ benchmarks, the tests); the rest stay in their module.
 from .agents import check_statements, generate_hypotheses, refine_hypotheses
 from .bank import as_criterion, hypothesis_key, new_entry
 from .context import SECOND_DRAW_TEMPERATURE, Context
-from .evaluation import compare_layouts, evaluate_with_hypotheses, score_instructions, scoring_settings
+from .evaluation import compare_layouts, evaluate_with_hypotheses, score_instructions
 from .generation import (generate_and_refine, initialize_bank, remove_repetitions, union_banks, update_bank,
                          w_hyp_threshold)
 from .method import HypoEval
@@ -34,12 +35,12 @@ from .replies import (hypotheses_schema, parse_hypotheses, parse_repetition, rea
                       read_statements)
 from .reward import by_reward, default_reward_b, exploitation, reward
 from .selection import select_hypotheses
+from .settings import HypoEvalSettings
 from .views import bank_from_events, per_hypothesis_scores
 
-__all__ = ["SECOND_DRAW_TEMPERATURE", "Context", "HypoEval", "as_criterion", "bank_from_events", "by_reward",
-           "check_statements", "compare_layouts", "default_reward_b", "evaluate_with_hypotheses", "exploitation",
-           "generate_and_refine", "generate_hypotheses", "hypotheses_schema", "hypothesis_key", "initialize_bank",
-           "new_entry", "parse_hypotheses", "parse_repetition", "per_hypothesis_scores", "read_hypotheses",
-           "read_repetition", "read_statements", "refine_hypotheses", "remove_repetitions", "reward",
-           "score_instructions", "scoring_settings", "select_hypotheses", "union_banks", "update_bank",
-           "w_hyp_threshold"]
+__all__ = ["SECOND_DRAW_TEMPERATURE", "Context", "HypoEval", "HypoEvalSettings", "as_criterion", "bank_from_events",
+           "by_reward", "check_statements", "compare_layouts", "default_reward_b", "evaluate_with_hypotheses",
+           "exploitation", "generate_and_refine", "generate_hypotheses", "hypotheses_schema", "hypothesis_key",
+           "initialize_bank", "new_entry", "parse_hypotheses", "parse_repetition", "per_hypothesis_scores",
+           "read_hypotheses", "read_repetition", "read_statements", "refine_hypotheses", "remove_repetitions",
+           "reward", "score_instructions", "select_hypotheses", "union_banks", "update_bank", "w_hyp_threshold"]

@@ -32,7 +32,7 @@ read, and the sampled draws while fewer usable hypotheses than asked were left."
 
 def observations_block(samples: Sequence[Sample], ctx: Context) -> str:
     """The scored examples shown to the generator and refiner (texts fenced, long texts cut)."""
-    limit = ctx.params["observation_chars"]
+    limit = ctx.settings.observation_chars
     blocks = []
     for i, s in enumerate(samples, 1):
         cut = Sample(id=s.id, input=_cut(s.input, limit), output=_cut(s.output, limit), group_id=s.group_id,

@@ -1,4 +1,4 @@
-"""The hypothesis bank's entries: JSON-native dicts keyed by a hash of their text, so the bank lives in ``Judge.state``."""
+"""The hypothesis bank's entries: JSON-native dicts keyed by a hash of their text, kept in ``Judge.state``."""
 
 from __future__ import annotations
 

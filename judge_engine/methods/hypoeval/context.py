@@ -12,9 +12,9 @@ from ...llm import LLM, GenerationParams, Request
 from ...prompting import TaskInfo, judge_scale
 from ...records import Aspect, Sample
 from ..base import EventSink, judge_warning
-from .evaluation import scoring_settings
 from .replies import READ_SOURCES
 from .reward import default_reward_b
+from .settings import HypoEvalSettings
 
 FORM_INSTRUCTIONS = {
     "paper": ("Write them as {n} different hypotheses of one to three sentences each, saying which "
@@ -32,18 +32,18 @@ same sentences again, a sampled draw gives new ones."""
 
 @dataclass
 class Context:
-    """What every stage needs: the LLM, the aspect and task, the parameters, the event sink and a call counter."""
+    """What every stage needs: the LLM, the aspect and task, the settings, the event sink and a call counter."""
 
     llm: LLM
     aspect: Aspect
     task: TaskInfo
-    params: dict[str, Any]
+    settings: HypoEvalSettings
     log: EventSink
     progress: Callable[[str], None]
+    """Called after each batch of calls with the stage name (the counter below is the progress)."""
     form: str = "sentence"
     """How hypotheses are asked for: ``paper`` or ``sentence`` (resolved, see
     :func:`judge_engine.methods.base.resolve_criteria_form`)."""
-    """Called after each batch of calls with the stage name (the counter below is the progress)."""
     calls: int = 0
     total: int = 1
     failures: int = 0
@@ -60,12 +60,12 @@ class Context:
     unread_reasons: list[str] | None = None
     """Why each generation reply that gave no hypothesis gave none (:func:`why_unread`)."""
     scoring: ScoringSettings | None = None
-    """How training samples are scored under each hypothesis: the judge's settings (:func:`scoring_settings`),
+    """How training samples are scored under each hypothesis: the judge's settings (:attr:`HypoEvalSettings.scoring`),
     one call per hypothesis (the rewards are per hypothesis)."""
 
     def __post_init__(self) -> None:
         if self.scoring is None:
-            self.scoring = replace(scoring_settings(self.params), joint=False)
+            self.scoring = replace(self.settings.scoring, joint=False)
         self.replies = {k: 0 for k in READ_SOURCES} if self.replies is None else self.replies
         self.score_sources = {} if self.score_sources is None else self.score_sources
         self.warnings = [] if self.warnings is None else self.warnings
@@ -121,15 +121,15 @@ class Context:
     @property
     def reward_b(self) -> float:
         """b of the reward: as given, or 1/(high - low)^2 on the judge scale (see :func:`exploitation`)."""
-        if self.params["reward_b"] is not None:
-            return float(self.params["reward_b"])
+        if self.settings.reward_b is not None:
+            return float(self.settings.reward_b)
         return default_reward_b(self.scale)
 
     def generation_params(self, schema: dict[str, Any] | None = None, draw: int = 0) -> GenerationParams:
         """Generation and refinement: the reply limit, the schema, and the rubric presence penalty
         (:data:`judge_engine.structured.RUBRIC_PRESENCE_PENALTY`: without it a small model repeats its first
         item); greedy for the first draw, :data:`SECOND_DRAW_TEMPERATURE` with ``sample_index=draw`` after."""
-        params = GenerationParams(max_tokens=self.params["generation_max_tokens"], json_schema=st.as_param(schema),
+        params = GenerationParams(max_tokens=self.settings.generation_max_tokens, json_schema=st.as_param(schema),
                                   presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
         return params.with_(temperature=SECOND_DRAW_TEMPERATURE, sample_index=draw) if draw else params
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ... import metrics
 from ...criteria_scoring import LAYOUTS, ScoringSettings, score_criteria
@@ -12,21 +12,13 @@ from ...llm import LLM
 from ...prompting import TaskInfo, judge_scale, load_template, to_aspect_range
 from ...records import Aspect, Sample, Verdict
 from .bank import as_criterion, hypothesis_key
-
-if TYPE_CHECKING:  # Context builds its scoring settings here: imported for the annotations only
-    from .context import Context
+from .context import Context
 
 SCORE_INSTRUCTIONS_TEMPLATE = load_template("hypoeval_score")
 SCORE_STEPS_TEMPLATE = load_template("hypoeval_score_steps")
 
 SOURCE_ORDER = ("logprobs_first_position", "text", "logprobs", "json")
 """Where a score was read, least direct first: a verdict's ``source`` is the least direct of its scores'."""
-
-
-def scoring_settings(params: dict[str, Any]) -> ScoringSettings:
-    """How a HypoEval judge scores under its hypotheses, from its parameters (the same at fit and score time)."""
-    return ScoringSettings(layout=params["layout"], joint=params["joint"], reasoning=params["reasoning"],
-                           max_tokens=params["max_tokens"], weighted=params.get("weighted", False))
 
 
 def score_instructions(aspect: Aspect, task: TaskInfo, *, reasoning: bool) -> str:

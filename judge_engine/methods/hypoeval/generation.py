@@ -15,6 +15,7 @@ from .context import Context
 from .evaluation import evaluate_hypotheses
 from .replies import read_repetition
 from .reward import _reward_payload, by_reward, update_reward
+from .settings import HypoEvalSettings
 
 REPETITION_TEMPLATE = load_template("hypoeval_repetition")
 
@@ -22,7 +23,7 @@ REPETITION_TEMPLATE = load_template("hypoeval_repetition")
 def initialize_bank(ctx: Context, s_init: Sequence[Sample], literature: Sequence[dict[str, str]],
                     samples_by_id: dict[str, Sample]) -> list[dict[str, Any]]:
     """H_init = M_G(S_init, L) with |H_init| hypotheses, each evaluated on S_init for its first reward (§3.1)."""
-    texts = generate_hypotheses(ctx, ctx.params["n_init_hypotheses"], samples=s_init, literature=literature,
+    texts = generate_hypotheses(ctx, ctx.settings.n_init_hypotheses, samples=s_init, literature=literature,
                                 stage="initial hypotheses")
     bank = [new_entry(t, "initial", s_h=[]) for t in dict.fromkeys(texts)]
     for e in bank:
@@ -35,16 +36,16 @@ def initialize_bank(ctx: Context, s_init: Sequence[Sample], literature: Sequence
     return bank
 
 
-def w_hyp_threshold(params: dict[str, Any], index: int, n_train: int, n_top: int) -> float:
+def w_hyp_threshold(settings: HypoEvalSettings, index: int, n_train: int, n_top: int) -> float:
     """How many top-k hypotheses must mispredict a sample before it enters W.
 
     The paper gives no value. An int ``w_hyp`` is used as is; ``None`` is our
     schedule ``max(1, scale * |H_top| * i / |S_tr|)`` (HypoGeniC's
     growing threshold with the actual |H_top| instead of the constant k).
     """
-    if params["w_hyp"] is not None:
-        return float(params["w_hyp"])
-    return max(1.0, params["w_hyp_scale"] * n_top * index / max(n_train, 1))
+    if settings.w_hyp is not None:
+        return float(settings.w_hyp)
+    return max(1.0, settings.w_hyp_scale * n_top * index / max(n_train, 1))
 
 
 def generate_and_refine(ctx: Context, wrong: Sequence[Sample], literature: Sequence[dict[str, str]],
@@ -56,14 +57,14 @@ def generate_and_refine(ctx: Context, wrong: Sequence[Sample], literature: Seque
     returns the same list ends the loop (authors' code); the paper runs all
     rounds. Without literature the literature rounds are skipped.
     """
-    hypotheses = generate_hypotheses(ctx, ctx.params["n_new_hypotheses"], samples=wrong,
+    hypotheses = generate_hypotheses(ctx, ctx.settings.n_new_hypotheses, samples=wrong,
                                      stage=f"refresh {round_no}: generation")
     for e in hypotheses:
         ctx.emit("hypothesis_proposed", {"key": hypothesis_key(e), "text": e, "origin": "wrong_examples",
                                          "refresh": round_no, "refinement": 0})
-    first = "data" if ctx.params["refine_start"] == "data" else "literature"
+    first = "data" if ctx.settings.refine_start == "data" else "literature"
     second = "literature" if first == "data" else "data"
-    for i in range(1, ctx.params["n_refine"] + 1):
+    for i in range(1, ctx.settings.n_refine + 1):
         if not hypotheses:
             break
         source = first if i % 2 == 1 else second
@@ -79,7 +80,7 @@ def generate_and_refine(ctx: Context, wrong: Sequence[Sample], literature: Seque
             continue
         ctx.emit("refinement_round", {"refresh": round_no, "round": i, "source": source,
                                       "hypotheses": [{"key": hypothesis_key(h), "text": h} for h in refined]})
-        if refined == hypotheses and ctx.params["refine_early_stop"]:
+        if refined == hypotheses and ctx.settings.refine_early_stop:
             ctx.emit("refinement_stopped", {"refresh": round_no, "round": i, "reason": "no change"})
             break
         hypotheses = refined
@@ -98,27 +99,27 @@ def update_bank(ctx: Context, bank: list[dict[str, Any]], s_init: Sequence[Sampl
     ``max_bank`` best by reward of H_top ∪ H_W (paper; ``replace_pool="bank"``:
     the whole bank ∪ H_W, authors' code). Equal under the defaults.
     """
-    p = ctx.params
+    settings = ctx.settings
     wrong: list[Sample] = []
     refreshes = 0
     n_train = len(s_init) + len(s_update)
     for t, sample in enumerate(s_update, 1):
         t_total = t + len(s_init)
-        top = by_reward(bank)[:p["top_k"]]
+        top = by_reward(bank)[:settings.top_k]
         evaluate_hypotheses(ctx, top, [sample], f"update {t}/{len(s_update)}")
         n_wrong = 0
         for e in top:
             e["s_h"].append(sample.id)
             update_reward(e, samples_by_id, ctx, t_total)
             predicted = e["scores"].get(sample.id)
-            n_wrong += predicted is None or abs(predicted - ctx.human(sample)) > p["theta"]
+            n_wrong += predicted is None or abs(predicted - ctx.human(sample)) > settings.theta
             ctx.emit("reward_updated", _reward_payload(e, sample.id, t_total))
-        threshold = w_hyp_threshold(p, len(s_init) + t - 1, n_train, len(top))
+        threshold = w_hyp_threshold(settings, len(s_init) + t - 1, n_train, len(top))
         if not top or n_wrong >= threshold:
             wrong.append(sample)
             ctx.emit("wrong_bank_added", {"sample_id": sample.id, "n_wrong": n_wrong, "threshold": round(threshold, 3),
-                                          "size": len(wrong), "w_max": p["w_max"]})
-        if len(wrong) >= p["w_max"]:
+                                          "size": len(wrong), "w_max": settings.w_max})
+        if len(wrong) >= settings.w_max:
             refreshes += 1
             new = [new_entry(text, "wrong_examples", s_h=[], refresh=refreshes)
                    for text in generate_and_refine(ctx, wrong, literature, refreshes)
@@ -129,8 +130,8 @@ def update_bank(ctx: Context, bank: list[dict[str, Any]], s_init: Sequence[Sampl
                 update_reward(e, samples_by_id, ctx, t_total)
                 ctx.emit("hypothesis_added", {**_reward_payload(e, None, t_total), "text": e["text"],
                                               "origin": "wrong_examples", "refresh": refreshes})
-            pool = top if p["replace_pool"] == "top_k" else bank
-            kept = by_reward(pool + new)[:p["max_bank"]]
+            pool = top if settings.replace_pool == "top_k" else bank
+            kept = by_reward(pool + new)[:settings.max_bank]
             dropped = [e for e in bank + new if e not in kept]
             bank = kept
             ctx.emit("bank_refreshed", {"refresh": refreshes, "t": t_total, "size": len(bank),
@@ -141,7 +142,7 @@ def update_bank(ctx: Context, bank: list[dict[str, Any]], s_init: Sequence[Sampl
 
 def literature_hypotheses(ctx: Context, literature: Sequence[dict[str, str]]) -> list[dict[str, Any]]:
     """H_L = M_G(L): hypotheses from the literature alone, no reward (§3.1)."""
-    texts = generate_hypotheses(ctx, ctx.params["n_literature_hypotheses"], literature=literature,
+    texts = generate_hypotheses(ctx, ctx.settings.n_literature_hypotheses, literature=literature,
                                 stage="literature hypotheses")
     entries = [new_entry(t, "literature", s_h=[]) for t in dict.fromkeys(texts)]
     for e in entries:
@@ -164,7 +165,7 @@ def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_nam
                                           first=a["text"], second=b["text"])
                for a, b in pairs]
     stage = f"repetition check ({bank_name})"
-    replies = ctx.ask(prompts, stage, max_tokens=ctx.params["check_max_tokens"], schema=st.yes_no_schema())
+    replies = ctx.ask(prompts, stage, max_tokens=ctx.settings.check_max_tokens, schema=st.yes_no_schema())
     readings = [read_repetition(r) for r in replies]
     for _, source in readings:
         ctx.count_reply(stage, source)

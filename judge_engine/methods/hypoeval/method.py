@@ -81,9 +81,10 @@ from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, FitContext, Interval, 
 from .agents import GENERATION_CALLS
 from .bank import curated_entries, public_entry
 from .context import Context
-from .evaluation import evaluate_with_hypotheses, scoring_settings
+from .evaluation import evaluate_with_hypotheses
 from .generation import initialize_bank, literature_hypotheses, remove_repetitions, union_banks, update_bank
 from .selection import select_hypotheses
+from .settings import HypoEvalSettings
 
 
 def _json_native(value: Any) -> Any:
@@ -314,12 +315,12 @@ class HypoEval(Method):
     def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
         llm, task, progress, log = context.llm, context.task, context.progress, context.log
         self._validate_params()
-        p = self.get_params()
+        settings = HypoEvalSettings.from_params(self.get_params())
         s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
         random.Random(self.seed).shuffle(s_tr)  # the seed orders S_tr, hence S_init (ours)
         s_tr = s_tr[:self.n_train]
-        literature = [dict(n) for n in (self.literature or ())]
-        ctx = Context(llm=llm, aspect=aspect, task=task, params=p, log=log or (lambda kind, payload: None),
+        literature = settings.literature
+        ctx = Context(llm=llm, aspect=aspect, task=task, settings=settings, log=log or (lambda kind, payload: None),
                       progress=lambda stage: None, form=resolve_criteria_form(self.criteria_form, llm))
         ctx.total = max(1, self.estimate_calls(len(s_tr), 0)["fit"])
         if progress:
@@ -365,7 +366,7 @@ class HypoEval(Method):
                               "score_sources": dict(ctx.score_sources)})
         if progress:
             progress(ctx.total, ctx.total, "done")
-        return Judge(method=self.name, params=_json_native(p), aspect=aspect.to_dict(), task=task.to_dict(),
+        return Judge(method=self.name, params=_json_native(self.get_params()), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={"selected": [public_entry(e) for e in selected],
                             "bank": [public_entry(e) for e in bank],
                             "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
@@ -440,5 +441,5 @@ class HypoEval(Method):
                    progress: Progress | None = None) -> list[Verdict]:
         return evaluate_with_hypotheses(
             samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
-            settings=scoring_settings(judge.params),
+            settings=HypoEvalSettings.from_params({**cls.default_params(), **judge.params}).scoring,
             progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)

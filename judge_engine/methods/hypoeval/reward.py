@@ -30,7 +30,7 @@ def exploitation(entry: dict[str, Any], samples_by_id: dict[str, Sample], ctx: C
 
     ``s`` and ``ŝ`` are on the judge scale and b follows it (:func:`default_reward_b`).
     """
-    a, b = ctx.params["reward_a"], ctx.reward_b
+    a, b = ctx.settings.reward_a, ctx.reward_b
     values = [a - b * (ctx.human(samples_by_id[i]) - entry["scores"][i]) ** 2
               for i in sample_ids if entry["scores"].get(i) is not None]
     return sum(values) / len(values) if values else None
@@ -48,7 +48,7 @@ def update_reward(entry: dict[str, Any], samples_by_id: dict[str, Sample], ctx: 
     s_h = [i for i in entry["s_h"] if entry["scores"].get(i) is not None]
     entry["acc"] = exploitation(entry, samples_by_id, ctx, s_h)
     entry["n_evaluated"] = len(entry["s_h"])
-    entry["reward"] = reward(entry["acc"], len(s_h), t_total, ctx.params["alpha"])
+    entry["reward"] = reward(entry["acc"], len(s_h), t_total, ctx.settings.alpha)
 
 
 def by_reward(entries: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
