@@ -8,9 +8,10 @@ from typing import Any, Sequence
 
 from ... import structured as st
 from ...prompting import load_template
-from ...records import Sample
+from ...records import Aspect, Sample
+from ..base import small_model_hint
 from .agents import generate_hypotheses, refine_hypotheses
-from .bank import hypothesis_key, new_entry
+from .bank import curated_entries, hypothesis_key, new_entry
 from .context import Context
 from .evaluation import evaluate_hypotheses
 from .replies import read_repetition
@@ -211,3 +212,65 @@ def union_banks(data_bank: Sequence[dict[str, Any]], literature_bank: Sequence[d
         chosen += list(literature_bank)[:max_bank - len(chosen)]
     seen: set[str] = set()
     return [e for e in chosen if not (e["key"] in seen or seen.add(e["key"]))]
+
+
+# --------------------------------------------------------------------------- the stage as fit calls it
+
+
+def training_samples(train: Sequence[Sample], aspect: Aspect, settings: HypoEvalSettings) -> list[Sample]:
+    """S_tr: the human-scored samples in a seeded random order, at most ``n_train`` (its first ``n_init`` are
+    S_init)."""
+    s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
+    random.Random(settings.seed).shuffle(s_tr)  # the seed orders S_tr, hence S_init (ours)
+    return s_tr[:settings.n_train]
+
+
+def generate_bank(ctx: Context, s_tr: Sequence[Sample]) -> list[dict[str, Any]]:
+    """H = g_M(S_tr, L) (§3.1): initialisation on S_init, the update stage over the rest, the repetition check
+    of each bank, and the union with the literature-only hypotheses."""
+    settings, literature = ctx.settings, ctx.settings.literature
+    by_id = {s.id: s for s in s_tr}
+    if not literature:
+        ctx.emit("literature_skipped", {"reason": "no literature notes given: literature refinement rounds "
+                                                  "and literature-only hypotheses are skipped"})
+    s_init, s_update = s_tr[:settings.n_init], s_tr[settings.n_init:]
+    bank = initialize_bank(ctx, s_init, literature, by_id)
+    bank = update_bank(ctx, bank, s_init, s_update, literature, by_id)
+    data_bank = remove_repetitions(ctx, bank, "data")
+    lit_bank = remove_repetitions(ctx, literature_hypotheses(ctx, literature), "literature") if literature \
+        else []
+    bank = union_banks(data_bank, lit_bank, max_bank=settings.max_bank, mode=settings.union_mode, seed=settings.seed)
+    ctx.emit("union", {"size": len(bank), "from_data": sum(e["origin"] != "literature" for e in bank),
+                       "from_literature": sum(e["origin"] == "literature" for e in bank)})
+    return bank
+
+
+def curated_bank(ctx: Context, hypotheses: Sequence[Any]) -> list[dict[str, Any]]:
+    """A person's curated hypotheses as the bank, in place of §3.1 (human in the loop)."""
+    bank = curated_entries(hypotheses)
+    ctx.emit("curated_hypotheses", {"n": len(bank), "keys": [e["key"] for e in bank],
+                                    "texts": [e["text"] for e in bank],
+                                    "origins": [e["origin"] for e in bank]})
+    return bank
+
+
+def require_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], *, curated: bool) -> None:
+    """Raise ``ValueError`` with the reason when the bank is empty.
+
+    No judge can be built from nothing: fail clearly rather than return a
+    judge whose every score is missing (the run then ends with this message
+    instead of "parse_failures: N").
+    """
+    if bank:
+        return
+    read = ", ".join(f"{n} {k}" for k, n in ctx.replies.items() if n)
+    message = ("HypoEval generated no usable hypothesis: " + (
+        "no curated hypothesis text was given" if curated else
+        "no hypothesis was left from the model's generation replies ("
+        + "; ".join([f"replies read: {read or 'none'}", *dict.fromkeys(ctx.unread_reasons)]
+                    + ([f"{len(ctx.rejected)} hypotheses refused by the rubric checks: "
+                        + ", ".join(sorted({r['rule'] for r in ctx.rejected}))] if ctx.rejected else []))
+        + small_model_hint(ctx.form) + ")"))
+    ctx.emit("empty_bank", {"reason": message, "replies": dict(ctx.replies)})
+    ctx.warn("empty_bank", message)
+    raise ValueError(message)

@@ -27,18 +27,25 @@ usable hypothesis: ..."), or no hypothesis with a positive correlation at
 sufficient coverage (unless a person accepted the hypotheses). Fit-time
 warnings are in ``Judge.state["warnings"]`` and ``warning`` events.
 
-Stages (paper section -> function):
+Stages (paper section -> module and function); :meth:`HypoEval.fit` calls the
+top-level ones in order (S_tr, §3.1, §3.2), :meth:`HypoEval.score_with` §3.3:
 
-- §3.1 / Appendix B.1 reward ``a - b (s - ŝ)^2`` plus exploration -> :func:`reward`
-- §3.1 initialisation H_init = M_G(S_init, L) -> :func:`initialize_bank`
-  (generation: :func:`generate_hypotheses`)
-- §3.1 update stage with the wrong-sample bank W -> :func:`update_bank`,
-  generation and alternating refinement H_W -> :func:`generate_and_refine`
-  (refinement: :func:`refine_hypotheses`)
-- §3.1 literature-only hypotheses H_L = M_G(L) -> :func:`literature_hypotheses`
-- §3.1 repetition check and union -> :func:`remove_repetitions`, :func:`union_banks`
-- §3.2 selection of H_ev by Pearson on S_tr (coverage-aware, positive only) -> :func:`select_hypotheses`
-- §3.3 hypothesis-guided evaluation, mean over H_ev -> :func:`evaluate_with_hypotheses`
+- S_tr, the human-scored training samples in a seeded order -> :func:`.generation.training_samples`
+- §3.1 the bank H = g_M(S_tr, L) -> :func:`.generation.generate_bank`, made of:
+
+  - reward ``a - b (s - ŝ)^2`` plus exploration (Appendix B.1) -> :func:`.reward.reward`
+  - initialisation H_init = M_G(S_init, L) -> :func:`.generation.initialize_bank`
+    (generation: :func:`.agents.generate_hypotheses`)
+  - update stage with the wrong-sample bank W -> :func:`.generation.update_bank`,
+    generation and alternating refinement H_W -> :func:`.generation.generate_and_refine`
+    (refinement: :func:`.agents.refine_hypotheses`)
+  - literature-only hypotheses H_L = M_G(L) -> :func:`.generation.literature_hypotheses`
+  - repetition check and union -> :func:`.generation.remove_repetitions`, :func:`.generation.union_banks`
+
+  or a person's curated bank instead -> :func:`.generation.curated_bank`; an empty
+  bank ends the fit -> :func:`.generation.require_hypotheses`
+- §3.2 selection of H_ev by Pearson on S_tr (coverage-aware, positive only) -> :func:`.selection.select_hypotheses`
+- §3.3 hypothesis-guided evaluation, mean over H_ev -> :func:`.evaluation.evaluate_with_hypotheses`
   (per-hypothesis scoring goes through :mod:`judge_engine.criteria_scoring`)
 
 Where the paper is explicit its reading is the default, with the authors'
@@ -67,8 +74,6 @@ HypoRefine (Liu et al., 2025) for the generation algorithm it extends.
 
 from __future__ import annotations
 
-import math
-import random
 from math import comb
 from typing import Any, ClassVar, Sequence
 
@@ -77,12 +82,12 @@ from ...curation import text_problem
 from ...llm import LLM
 from ...records import Aspect, Sample, Verdict
 from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, FitContext, Interval, Judge, Method, OptionalInterval,
-                    Options, Progress, register, resolve_criteria_form, small_model_hint)
+                    Options, Progress, register, resolve_criteria_form)
 from .agents import GENERATION_CALLS
-from .bank import curated_entries, public_entry
+from .bank import public_entry
 from .context import Context
 from .evaluation import evaluate_with_hypotheses
-from .generation import initialize_bank, literature_hypotheses, remove_repetitions, union_banks, update_bank
+from .generation import curated_bank, generate_bank, require_hypotheses, training_samples
 from .selection import select_hypotheses
 from .settings import HypoEvalSettings
 
@@ -94,6 +99,19 @@ def _json_native(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _json_native(v) for k, v in value.items()}
     return value
+
+
+def _judge_state(ctx: Context, s_tr: Sequence[Sample], bank: Sequence[dict[str, Any]],
+                 selected: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the fit learned, as stored in ``Judge.state``."""
+    return {"selected": [public_entry(e) for e in selected],
+            "bank": [public_entry(e) for e in bank],
+            "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
+            "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
+            "warnings": list(ctx.warnings), "rejected": list(ctx.rejected),
+            "flagged": [f for f in ctx.flagged if f["text"] in {e["text"] for e in bank}],
+            "literature_used": bool(ctx.settings.literature) and ctx.settings.hypotheses is None,
+            "criteria_form": ctx.form}
 
 
 class _LiteratureCheck:
@@ -313,68 +331,45 @@ class HypoEval(Method):
         self.seed = seed
 
     def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
-        llm, task, progress, log = context.llm, context.task, context.progress, context.log
+        """S_tr, then §3.1 the hypothesis bank (or a person's curated one), then §3.2 the selected H_ev.
+
+        §3.3, scoring new texts with H_ev, is :meth:`score_with`.
+        """
         self._validate_params()
         settings = HypoEvalSettings.from_params(self.get_params())
-        s_tr = [s for s in train if not math.isnan(s.human.get(aspect.name, math.nan))]
-        random.Random(self.seed).shuffle(s_tr)  # the seed orders S_tr, hence S_init (ours)
-        s_tr = s_tr[:self.n_train]
-        literature = settings.literature
-        ctx = Context(llm=llm, aspect=aspect, task=task, settings=settings, log=log or (lambda kind, payload: None),
-                      progress=lambda stage: None, form=resolve_criteria_form(self.criteria_form, llm))
-        ctx.total = max(1, self.estimate_calls(len(s_tr), 0)["fit"])
+        s_tr = training_samples(train, aspect, settings)
+        ctx = self._start_fit(context, aspect, settings, len(s_tr))
+        if settings.hypotheses is not None:
+            bank = curated_bank(ctx, settings.hypotheses)
+        else:
+            bank = generate_bank(ctx, s_tr)
+        require_hypotheses(ctx, bank, curated=settings.hypotheses is not None)
+        selected = select_hypotheses(ctx, bank, s_tr, settings.n_selected,
+                                     accepted_by_person=settings.hypotheses is not None)
+        self._finish_fit(ctx, context, bank, selected)
+        return Judge(method=self.name, params=_json_native(self.get_params()), aspect=aspect.to_dict(),
+                     task=context.task.to_dict(), state=_judge_state(ctx, s_tr, bank, selected))
+
+    def _start_fit(self, context: FitContext, aspect: Aspect, settings: HypoEvalSettings, n_train: int) -> Context:
+        """The fit's Context, its progress counted against the estimated calls; logs ``fit_started``."""
+        llm, progress = context.llm, context.progress
+        ctx = Context(llm=llm, aspect=aspect, task=context.task, settings=settings,
+                      log=context.log or (lambda kind, payload: None),
+                      progress=lambda stage: None, form=resolve_criteria_form(settings.criteria_form, llm))
+        ctx.total = max(1, self.estimate_calls(n_train, 0)["fit"])
         if progress:
             ctx.progress = lambda stage: progress(min(ctx.calls, ctx.total), ctx.total, stage)
-        by_id = {s.id: s for s in s_tr}
-        ctx.emit("fit_started", {"n_train": len(s_tr), "estimated_calls": ctx.total, "criteria_form": ctx.form})  # a resumed fit starts over
+        ctx.emit("fit_started", {"n_train": n_train, "estimated_calls": ctx.total, "criteria_form": ctx.form})  # a resumed fit starts over
+        return ctx
 
-        if self.hypotheses is not None:
-            bank = curated_entries(self.hypotheses)
-            ctx.emit("curated_hypotheses", {"n": len(bank), "keys": [e["key"] for e in bank],
-                                            "texts": [e["text"] for e in bank],
-                                            "origins": [e["origin"] for e in bank]})
-        else:
-            if not literature:
-                ctx.emit("literature_skipped", {"reason": "no literature notes given: literature refinement rounds "
-                                                          "and literature-only hypotheses are skipped"})
-            s_init, s_update = s_tr[:self.n_init], s_tr[self.n_init:]
-            bank = initialize_bank(ctx, s_init, literature, by_id)
-            bank = update_bank(ctx, bank, s_init, s_update, literature, by_id)
-            data_bank = remove_repetitions(ctx, bank, "data")
-            lit_bank = remove_repetitions(ctx, literature_hypotheses(ctx, literature), "literature") if literature \
-                else []
-            bank = union_banks(data_bank, lit_bank, max_bank=self.max_bank, mode=self.union_mode, seed=self.seed)
-            ctx.emit("union", {"size": len(bank), "from_data": sum(e["origin"] != "literature" for e in bank),
-                               "from_literature": sum(e["origin"] == "literature" for e in bank)})
-        if not bank:
-            # no judge can be built from nothing: fail clearly rather than return a judge whose every score
-            # is missing (the run then ends with this message instead of "parse_failures: N")
-            read = ", ".join(f"{n} {k}" for k, n in ctx.replies.items() if n)
-            message = ("HypoEval generated no usable hypothesis: " + (
-                "no curated hypothesis text was given" if self.hypotheses is not None else
-                "no hypothesis was left from the model's generation replies ("
-                + "; ".join([f"replies read: {read or 'none'}", *dict.fromkeys(ctx.unread_reasons)]
-                            + ([f"{len(ctx.rejected)} hypotheses refused by the rubric checks: "
-                                + ", ".join(sorted({r['rule'] for r in ctx.rejected}))] if ctx.rejected else []))
-                + small_model_hint(ctx.form) + ")"))
-            ctx.emit("empty_bank", {"reason": message, "replies": dict(ctx.replies)})
-            ctx.warn("empty_bank", message)
-            raise ValueError(message)
-        selected = select_hypotheses(ctx, bank, s_tr, self.n_selected, accepted_by_person=self.hypotheses is not None)
+    @staticmethod
+    def _finish_fit(ctx: Context, context: FitContext, bank: Sequence[dict[str, Any]],
+                    selected: Sequence[dict[str, Any]]) -> None:
         ctx.emit("fit_done", {"calls": ctx.calls, "failures": ctx.failures, "bank": len(bank),
                               "selected": len(selected), "replies": dict(ctx.replies),
                               "score_sources": dict(ctx.score_sources)})
-        if progress:
-            progress(ctx.total, ctx.total, "done")
-        return Judge(method=self.name, params=_json_native(self.get_params()), aspect=aspect.to_dict(), task=task.to_dict(),
-                     state={"selected": [public_entry(e) for e in selected],
-                            "bank": [public_entry(e) for e in bank],
-                            "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
-                            "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
-                            "warnings": list(ctx.warnings), "rejected": list(ctx.rejected),
-                            "flagged": [f for f in ctx.flagged if f["text"] in {e["text"] for e in bank}],
-                            "literature_used": bool(literature) and self.hypotheses is None,
-                            "criteria_form": ctx.form})
+        if context.progress:
+            context.progress(ctx.total, ctx.total, "done")
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """An upper bound on the backend calls of a fit and of scoring, before cache hits.
