@@ -141,7 +141,7 @@ def bank_view(s, run: RunRecord) -> None:
     if view["literature_skipped"]:
         st.caption("No literature notes were given: literature steps were skipped.")
     # the flags are in the judge: a finished run's bank shows them
-    flagged = Judge.from_dict(run.judge).state.get("flagged", []) if run.judge else []
+    flagged = he.HypoEvalState.from_judge(Judge.from_dict(run.judge)).flagged if run.judge else ()
     bank_table(view, common.flags_by(flagged))
     ledger = run.ledger  # llm.Ledger.snapshot so far: empty before the first call
     st.caption(f"LLM calls {ledger.get('calls', 0)}, cache hits {ledger.get('cache_hits', 0)}, "
@@ -150,22 +150,22 @@ def bank_view(s, run: RunRecord) -> None:
 
 
 # --------------------------------------------------------------------------- curate
-def seed_criteria(run: RunRecord, judge: Judge) -> str:
+def seed_criteria(run: RunRecord, state: he.HypoEvalState) -> str:
     """Put the run's bank up for review once (selected ones accepted); returns the owner of its items."""
     owner = curation.owner(METHOD, run.id)
-    selected = {h["key"] for h in judge.state.get("selected", [])}
-    curation.seed(store, owner, [{"key": h["key"], "name": h["key"], "definition": h["text"],
-                                  "status": "accepted" if h["key"] in selected else "rejected"}
-                                 for h in judge.state.get("bank", [])])
+    selected = set(state.selected_keys)
+    curation.seed(store, owner, [{"key": h.key, "name": h.key, "definition": h.text,
+                                  "status": "accepted" if h.key in selected else "rejected"}
+                                 for h in state.bank])
     return owner
 
 
-def rejected_by_checks(judge: Judge, items: Sequence[curation.CuratedItem]) -> list[dict]:
+def rejected_by_checks(state: he.HypoEvalState, items: Sequence[curation.CuratedItem]) -> list[dict]:
     """The generated hypotheses the rubric checks refused and nobody has restored yet."""
     present = {i.definition for i in items}
     seen: set[str] = set()
     out = []
-    for r in judge.state.get("rejected", []):
+    for r in state.rejected:
         if r["text"] not in present and r["text"] not in seen:
             seen.add(r["text"])
             out.append(r)
@@ -189,23 +189,24 @@ def add_hypothesis(owner: str, text: str) -> None:
     st.rerun()
 
 
-def curate(run: RunRecord, judge: Judge) -> None:
-    owner = seed_criteria(run, judge)
-    bank = {h["key"]: h for h in judge.state.get("bank", [])}
-    flagged = common.flags_by(judge.state.get("flagged", []))  # by text: an edited hypothesis is no longer flagged
+def curate(run: RunRecord, state: he.HypoEvalState) -> None:
+    owner = seed_criteria(run, state)
+    flagged = common.flags_by(state.flagged)  # by text: an edited hypothesis is no longer flagged
     items = curation.items(store, owner)
     st.caption("Accepted hypotheses are the ones a re-scoring run uses. Every save is versioned and audited; "
                "a stale edit (someone saved in between) is refused.")
     for item in items:
-        info = bank.get(item.name, {})
+        info = state.hypothesis(item.name)
         # the version this person started from: a save against it fails if someone saved in between
         seen_key = f"hypoeval_seen_{item.id}"
         seen = st.session_state.setdefault(seen_key, item.version)
         mark = "✅" if item.status == "accepted" else "⛔"
-        pearson = info.get("train_pearson")
-        origin = info.get("origin", "added by a person") if item.definition == info.get("text", item.definition) \
-            else f"edited by a person (was {info.get('origin', 'added')})"
-        coverage = info.get("coverage")
+        pearson = info.train_pearson if info else None
+        if info is None:
+            origin = "added by a person"
+        else:
+            origin = info.origin if item.definition == info.text else f"edited by a person (was {info.origin})"
+        coverage = info.coverage if info else None
         flags = flagged.get(item.definition, [])
         label = f"{mark} v{item.version} · {origin}" + (
             f" · train r {pearson:.3f}" if pearson is not None else "") + (
@@ -246,7 +247,7 @@ def curate(run: RunRecord, judge: Judge) -> None:
                     st.session_state.pop(f"hypoeval_status_{item.id}", None)
                     common.flash("success", "Saved.", at=f"hypoeval:{item.id}")
                     st.rerun()
-    restorable = rejected_by_checks(judge, items)
+    restorable = rejected_by_checks(state, items)
     if restorable:
         with st.expander(f"Rejected by the rubric checks ({len(restorable)})"):
             st.caption("Generated hypotheses refused before use: copies of a text the model was shown, "
@@ -265,7 +266,7 @@ def curate(run: RunRecord, judge: Judge) -> None:
     st.text(f"{len(accepted)} accepted hypotheses.")
     if start_form.start_button("Re-score with the accepted hypotheses", "hypoeval_rescore",
                                missing="" if accepted else "accept at least one hypothesis"):
-        origins = {h["text"]: h["origin"] for h in bank.values()}
+        origins = {h.text: h.origin for h in state.bank}
         params = {**run.params, "hypotheses": [{"text": t, "origin": origins.get(t, "curated")} for t in accepted],
                   "n_selected": len(accepted)}
         new_id = start_form.start(RunSpec(method=METHOD, dataset=run.dataset, aspect=run.aspect, params=params,
@@ -280,7 +281,7 @@ def curate(run: RunRecord, judge: Judge) -> None:
 
 
 # --------------------------------------------------------------------------- results
-def results(run: RunRecord, judge: Judge) -> None:
+def results(run: RunRecord, state: he.HypoEvalState) -> None:
     summary = run.summary or RunSummary()  # a finished run without one shows zeros and no correlations
     common.trust_panel(common.run_trust(store, run))
     st.markdown("#### Test correlations beside the baselines on the same split")
@@ -316,8 +317,7 @@ def results(run: RunRecord, judge: Judge) -> None:
     st.plotly_chart(plots.human_vs_judge_scatter(table["human"].tolist(), table["judge"].tolist(),
                                                  ids=table["sample id"].tolist(), aspect=aspect.name,
                                                  low=aspect.low, high=aspect.high), key=f"hypoeval_scatter_{run.id}")
-    selected = judge.state.get("selected", [])
-    matrix = he.per_hypothesis_scores(verdicts, selected)
+    matrix = he.per_hypothesis_scores(verdicts, state.selected)
     if matrix["keys"] and matrix["samples"]:
         st.markdown("#### Per-hypothesis scores over the test items")
         z = [[math.nan if x is None else x for x in row] for row in matrix["scores"]]
@@ -326,7 +326,7 @@ def results(run: RunRecord, judge: Judge) -> None:
         st.plotly_chart(fig, key=f"hypoeval_heatmap_{run.id}")
     st.markdown("#### Read one item")
     if verdicts:
-        texts = {h["key"]: h["text"] for h in selected}
+        texts = {h.key: h.text for h in state.selected}
         sample_id = st.selectbox("Test item", [v.sample_id for v in verdicts], key=f"hypoeval_item_{run.id}")
         verdict = next(v for v in verdicts if v.sample_id == sample_id)
         sample = dataset.by_id().get(sample_id)
@@ -354,22 +354,23 @@ if run is not None:
     run_view.progress(run_id, live_view=bank_view, key="hypoeval")
     if effective_status(run) == "finished" and run.judge:
         judge = Judge.from_dict(run.judge)
+        state = he.HypoEvalState.from_judge(judge)
         st.markdown("#### Selected hypotheses")
-        show_warnings(judge.state.get("warnings", []))
-        selected_flags = common.flags_by(judge.state.get("flagged", []))
-        st.dataframe([{"key": h["key"], "origin": h["origin"], "train pearson": h.get("train_pearson"),
-                       "coverage": h.get("coverage"), "fitness": h.get("fitness"),
-                       "chosen by": h.get("accepted_by") or "selection",
-                       "reward": h.get("reward"), "rubric flags": common.flag_text(selected_flags.get(h["text"])),
-                       "hypothesis": h["text"]} for h in judge.state.get("selected", [])],
+        show_warnings(state.warnings)
+        selected_flags = common.flags_by(state.flagged)
+        st.dataframe([{"key": h.key, "origin": h.origin, "train pearson": h.train_pearson,
+                       "coverage": h.coverage, "fitness": h.fitness,
+                       "chosen by": h.accepted_by or "selection",
+                       "reward": h.reward, "rubric flags": common.flag_text(selected_flags.get(h.text)),
+                       "hypothesis": h.text} for h in state.selected],
                      hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large"),
                                                      "coverage": st.column_config.NumberColumn(format="%.2f"),
                                                      "rubric flags": st.column_config.TextColumn(help=FLAGS_HELP)})
         tab_results, tab_curate = common.remembered_tabs(["Results", "Curate and re-score"], "hypoeval_view")
         with tab_results:
-            results(run, judge)
+            results(run, state)
         with tab_curate:
-            curate(run, judge)
+            curate(run, state)
         with st.expander("Judge (JSON)"):
             st.download_button("Download judge", json.dumps(judge.to_dict(), indent=2).encode("utf-8"),
                                file_name=f"hypoeval-run-{run_id}.json", key="hypoeval_dl")

@@ -940,6 +940,24 @@ def test_a_judge_whose_params_lack_a_later_parameter_scores_with_its_default(sto
         [v.score for v in judge.score(samples, llm=llm)])
 
 
+def test_the_typed_state_reads_and_writes_the_stored_format_and_loads_older_judges(store, tiny_dataset):
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
+    judge = get_method("hypoeval", {"n_selected": 2, "w_max": 3}).fit(
+        tiny_dataset.samples[:9], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+    state = he.HypoEvalState.from_judge(judge)
+    assert state.to_state() == judge.state  # the record writes exactly what the fit stored
+    assert json.loads(json.dumps(state.to_state())) == judge.state
+    assert state.selected_keys == tuple(h["key"] for h in judge.state["selected"])
+    best = state.selected[0]
+    assert state.hypothesis(best.key) == best and state.hypothesis("no such key") is None
+    assert best.text == judge.state["selected"][0]["text"] and best.train_pearson > 0
+    # a judge stored before coverage, fitness and the criteria form were kept: missing keys read as None/empty
+    old_entry = {"key": "h1", "text": GOOD.format(n=1), "origin": "initial", "reward": 0.9, "train_pearson": 0.8}
+    old = he.HypoEvalState.from_state({"selected": [old_entry], "bank": [old_entry], "train_ids": ["a", "b"]})
+    assert old.selected[0].coverage is None and old.criteria_form is None and old.flagged == ()
+    assert old.selected[0].train_pearson == pytest.approx(0.8) and old.train_ids == ("a", "b")
+
+
 def test_statements_are_read_as_json_or_from_free_text_lines_and_older_shapes_still_read():
     clear = "A good summary is clear and easy to follow."
     order = "A good summary puts its points in the order of the article."

@@ -1,7 +1,7 @@
-"""HypoEval, hypothesis-guided evaluation (the paper's §3): the method in eleven modules.
+"""HypoEval, hypothesis-guided evaluation (the paper's §3): the method in twelve modules.
 
 * :mod:`.bank` — the bank's entries (JSON-native, keyed by a hash of their
-  text), a person's curated ones, and how an entry is stored in the judge;
+  text) and a person's curated ones;
 * :mod:`.replies` — reading generation and repetition-check replies (JSON,
   then the free-text fallbacks);
 * :mod:`.settings` — the parameters as one frozen record the stages read;
@@ -16,6 +16,8 @@
 * :mod:`.selection` — §3.2 selection of H_ev on the training samples;
 * :mod:`.evaluation` — M_E and §3.3 hypothesis-guided evaluation (mean over
   H_ev), plus the layout benchmark;
+* :mod:`.state` — the judge's learned state as typed records over its
+  stored JSON;
 * :mod:`.views` — the page's views of a run (the bank replayed from events,
   per-hypothesis test scores);
 * :mod:`.method` — the registered :class:`HypoEval` method.
@@ -36,11 +38,13 @@ from .replies import (hypotheses_schema, parse_hypotheses, parse_repetition, rea
 from .reward import by_reward, default_reward_b, exploitation, reward
 from .selection import select_hypotheses
 from .settings import HypoEvalSettings
+from .state import HypoEvalState, StoredHypothesis
 from .views import bank_from_events, per_hypothesis_scores
 
-__all__ = ["SECOND_DRAW_TEMPERATURE", "Context", "HypoEval", "HypoEvalSettings", "as_criterion", "bank_from_events",
-           "by_reward", "check_statements", "compare_layouts", "default_reward_b", "evaluate_with_hypotheses",
-           "exploitation", "generate_and_refine", "generate_hypotheses", "hypotheses_schema", "hypothesis_key",
-           "initialize_bank", "new_entry", "parse_hypotheses", "parse_repetition", "per_hypothesis_scores",
-           "read_hypotheses", "read_repetition", "read_statements", "refine_hypotheses", "remove_repetitions",
-           "reward", "score_instructions", "select_hypotheses", "union_banks", "update_bank", "w_hyp_threshold"]
+__all__ = ["SECOND_DRAW_TEMPERATURE", "Context", "HypoEval", "HypoEvalSettings", "HypoEvalState", "StoredHypothesis",
+           "as_criterion", "bank_from_events", "by_reward", "check_statements", "compare_layouts", "default_reward_b",
+           "evaluate_with_hypotheses", "exploitation", "generate_and_refine", "generate_hypotheses",
+           "hypotheses_schema", "hypothesis_key", "initialize_bank", "new_entry", "parse_hypotheses",
+           "parse_repetition", "per_hypothesis_scores", "read_hypotheses", "read_repetition", "read_statements",
+           "refine_hypotheses", "remove_repetitions", "reward", "score_instructions", "select_hypotheses",
+           "union_banks", "update_bank", "w_hyp_threshold"]

@@ -26,13 +26,6 @@ def new_entry(text: str, origin: str, **extra: Any) -> dict[str, Any]:
             "acc": None, "n_evaluated": 0, **extra}
 
 
-def public_entry(e: dict[str, Any]) -> dict[str, Any]:
-    """The bank entry as stored in the judge (scores kept: they are the per-hypothesis training scores)."""
-    return {k: e.get(k) for k in ("key", "text", "origin", "reward", "acc", "n_evaluated", "train_pearson",
-                                  "train_parsed", "coverage", "fitness", "selectable", "fitness_reason",
-                                  "accepted_by", "refresh", "scores")}
-
-
 def curated_entries(hypotheses: Sequence[Any]) -> list[dict[str, Any]]:
     """A person's curated hypotheses as bank entries (texts or dicts with ``text`` and optional ``origin``)."""
     out, seen = [], set()

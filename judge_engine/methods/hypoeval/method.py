@@ -84,12 +84,12 @@ from ...records import Aspect, Sample, Verdict
 from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, FitContext, Interval, Judge, Method, OptionalInterval,
                     Options, Progress, register, resolve_criteria_form)
 from .agents import GENERATION_CALLS
-from .bank import public_entry
 from .context import Context
 from .evaluation import evaluate_with_hypotheses
 from .generation import curated_bank, generate_bank, require_hypotheses, training_samples
 from .selection import select_hypotheses
 from .settings import HypoEvalSettings
+from .state import HypoEvalState, StoredHypothesis
 
 
 def _json_native(value: Any) -> Any:
@@ -102,16 +102,16 @@ def _json_native(value: Any) -> Any:
 
 
 def _judge_state(ctx: Context, s_tr: Sequence[Sample], bank: Sequence[dict[str, Any]],
-                 selected: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """What the fit learned, as stored in ``Judge.state``."""
-    return {"selected": [public_entry(e) for e in selected],
-            "bank": [public_entry(e) for e in bank],
-            "train_ids": [s.id for s in s_tr], "failures": ctx.failures,
-            "replies": dict(ctx.replies), "score_sources": dict(ctx.score_sources),
-            "warnings": list(ctx.warnings), "rejected": list(ctx.rejected),
-            "flagged": [f for f in ctx.flagged if f["text"] in {e["text"] for e in bank}],
-            "literature_used": bool(ctx.settings.literature) and ctx.settings.hypotheses is None,
-            "criteria_form": ctx.form}
+                 selected: Sequence[dict[str, Any]]) -> HypoEvalState:
+    """What the fit learned (stored as ``Judge.state``)."""
+    return HypoEvalState(selected=tuple(StoredHypothesis.from_dict(e) for e in selected),
+                         bank=tuple(StoredHypothesis.from_dict(e) for e in bank),
+                         train_ids=tuple(s.id for s in s_tr), failures=ctx.failures,
+                         replies=dict(ctx.replies), score_sources=dict(ctx.score_sources),
+                         warnings=tuple(ctx.warnings), rejected=tuple(ctx.rejected),
+                         flagged=tuple(f for f in ctx.flagged if f["text"] in {e["text"] for e in bank}),
+                         literature_used=bool(ctx.settings.literature) and ctx.settings.hypotheses is None,
+                         criteria_form=ctx.form)
 
 
 class _LiteratureCheck:
@@ -348,7 +348,7 @@ class HypoEval(Method):
                                      accepted_by_person=settings.hypotheses is not None)
         self._finish_fit(ctx, context, bank, selected)
         return Judge(method=self.name, params=_json_native(self.get_params()), aspect=aspect.to_dict(),
-                     task=context.task.to_dict(), state=_judge_state(ctx, s_tr, bank, selected))
+                     task=context.task.to_dict(), state=_judge_state(ctx, s_tr, bank, selected).to_state())
 
     def _start_fit(self, context: FitContext, aspect: Aspect, settings: HypoEvalSettings, n_train: int) -> Context:
         """The fit's Context, its progress counted against the estimated calls; logs ``fit_started``."""
@@ -434,7 +434,8 @@ class HypoEval(Method):
     @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
+        selected = [h.to_dict() for h in HypoEvalState.from_judge(judge).selected]
         return evaluate_with_hypotheses(
-            samples, judge.state.get("selected", []), aspect=judge.aspect_record, task=judge.task_info, llm=llm,
+            samples, selected, aspect=judge.aspect_record, task=judge.task_info, llm=llm,
             settings=HypoEvalSettings.from_params({**cls.default_params(), **judge.params}).scoring,
             progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)

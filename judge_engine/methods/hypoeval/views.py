@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from ...records import RunEvent, Verdict
 from .replies import READ_SOURCES
+from .state import StoredHypothesis
 
 def bank_from_events(events: Sequence[RunEvent | dict[str, Any]]) -> dict[str, Any]:
     """Replay a run's stored events (``Store.run_events``, or the rows of ``Store.events``) into the live
@@ -86,9 +87,9 @@ def bank_from_events(events: Sequence[RunEvent | dict[str, Any]]) -> dict[str, A
     return view
 
 
-def per_hypothesis_scores(verdicts: Sequence[Verdict], selected: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def per_hypothesis_scores(verdicts: Sequence[Verdict], selected: Sequence[StoredHypothesis]) -> dict[str, Any]:
     """Matrix of per-hypothesis scores over test items: ``{"keys", "samples", "scores"}`` (None = missing)."""
-    keys = [h["key"] for h in selected]
+    keys = [h.key for h in selected]
     matrix = []
     for v in verdicts:
         by_key = {p["key"]: p["score"] for p in v.metadata.get("per_hypothesis", [])}
