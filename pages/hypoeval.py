@@ -1,10 +1,8 @@
 """HypoEval: configure and start a run, watch the hypothesis bank grow, curate hypotheses, re-score, compare."""
 
 import json
-import math
 from typing import Sequence
 
-import plotly.express as px
 import streamlit as st
 
 from judge_engine import curation, runs
@@ -320,10 +318,8 @@ def results(run: RunRecord, state: he.HypoEvalState) -> None:
     matrix = he.per_hypothesis_scores(verdicts, state.selected)
     if matrix["keys"] and matrix["samples"]:
         st.markdown("#### Per-hypothesis scores over the test items")
-        z = [[math.nan if x is None else x for x in row] for row in matrix["scores"]]
-        fig = px.imshow(z, x=matrix["keys"], y=matrix["samples"], aspect="auto", color_continuous_scale="Viridis",
-                        labels={"x": "hypothesis", "y": "test item", "color": "score"})
-        st.plotly_chart(fig, key=f"hypoeval_heatmap_{run.id}")
+        st.plotly_chart(plots.per_hypothesis_heatmap(matrix["scores"], hypotheses=matrix["keys"],
+                                                     items=matrix["samples"]), key=f"hypoeval_heatmap_{run.id}")
     st.markdown("#### Read one item")
     if verdicts:
         texts = {h.key: h.text for h in state.selected}

@@ -94,6 +94,7 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     assert any("read as JSON" in c.value for c in at.caption)
     assert any("Fewer selected" in w.value for w in at.warning)
     assert any(f.columns[0] == "level" for f in frames), "test correlation table"
+    assert any("Per-hypothesis scores" in m.value for m in at.markdown), "the heatmap's section is drawn"
 
     store = Store(db)
     owner = f"hypoeval:run:{run_id}"

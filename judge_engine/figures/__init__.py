@@ -10,14 +10,17 @@ loads plotly (``tests/test_figures_place.py`` holds that).
   scatter, correlation bars, the comparison dashboard's figures and its HTML report;
 * :mod:`.attribution` — a white-box aggregator's permutation importance and
   SHAP values (computed by :mod:`judge_engine.explain`);
-* :mod:`.hd_eval` — HD-Eval's criteria tree and correlation by layer.
+* :mod:`.hd_eval` — HD-Eval's criteria tree and correlation by layer;
+* :mod:`.hypoeval` — HypoEval's per-hypothesis scores over the test items.
 """
 
 from .attribution import explanation_figure, importance_figure, shap_bar_figure, shap_waterfall_figure
 from .hd_eval import layer_correlation_figure, node_score_histogram, provenance, tree_sunburst
+from .hypoeval import per_hypothesis_heatmap
 from .scores import (comparison_bars, correlation_bars, correlation_vs_cost, human_histograms, human_vs_judge_scatter,
                      report_html, scatter_grid, score_histograms)
 
 __all__ = ["comparison_bars", "correlation_bars", "correlation_vs_cost", "explanation_figure", "human_histograms", "human_vs_judge_scatter",
-           "importance_figure", "layer_correlation_figure", "node_score_histogram", "provenance", "report_html",
+           "importance_figure", "layer_correlation_figure", "node_score_histogram", "per_hypothesis_heatmap",
+           "provenance", "report_html",
            "scatter_grid", "score_histograms", "shap_bar_figure", "shap_waterfall_figure", "tree_sunburst"]
