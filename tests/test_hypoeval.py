@@ -665,6 +665,8 @@ def test_read_hypotheses_json_first_then_fallbacks():
     assert he.read_repetition('{"answer": "yes"}') == (True, "json")
     assert he.read_repetition("They match. Final answer: no") == (False, "text")
     assert he.read_repetition("hmm") == (None, "unread")
+    answer = he.read_repetition('{"answer": "no"}')
+    assert answer.repetitive is False and answer.source == "json"  # a named record, read by field
 
 
 class _DigitLaterBackend:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ...prompting import fence, load_template, render_sample
 from ...records import Sample
@@ -165,15 +165,33 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     return accepted
 
 
-def _read_reply(text: str, n: int, opener: str) -> tuple[list[str], str, str]:
+class ReplyReading(NamedTuple):
+    """What one generation or refinement reply gave, how it was read, and in which shape."""
+
+    items: list[str]
+    source: str
+    """One of :data:`~judge_engine.methods.hypoeval.replies.READ_SOURCES`."""
+    shape: str
+    """``statement`` (sentences that start with the opener: the statement checks) or ``hypothesis`` (whole
+    hypotheses of the paper's form or the older shapes: the entry checks)."""
+
+
+class CheckedStatements(NamedTuple):
+    """The statements the rubric checks accepted, and the refusals (each with its rule and reason)."""
+
+    kept: list[str]
+    refused: list[dict[str, Any]]
+
+
+def _read_reply(text: str, n: int, opener: str) -> ReplyReading:
     """Statements of the reply (shape ``statement``), else whole hypotheses of the older shapes (``hypothesis``),
     with how they were read (one of :data:`READ_SOURCES`)."""
     if opener:
         statements, source = read_statements(text, n, opener)
         if statements:
-            return statements, source, "statement"
+            return ReplyReading(statements, source, "statement")
     found, source = read_hypotheses(text, n)
-    return found, source, "hypothesis"
+    return ReplyReading(found, source, "hypothesis")
 
 
 def _check_reply(ctx: Context, found: Sequence[str], shape: str, *, shown: Sequence[str], accepted: list[str],
@@ -211,7 +229,7 @@ def _note_flags(ctx: Context, checks: Sequence[RubricCheck], stage: str, opener:
 
 def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence[str] = (), stage: str = "",
                      accepted: list[str] | None = None, room: int | None = None
-                     ) -> tuple[list[str], list[dict[str, Any]]]:
+                     ) -> CheckedStatements:
     """The statements the rubric checks accept (also appended to ``accepted``), and the refusals.
 
     Each goes through :func:`judge_engine.rubric_checks.check_statement`
@@ -246,4 +264,4 @@ def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence
             _note_flags(ctx, [check], stage, opener)
         else:
             refused.append({**check.to_dict(), "name": statement_name(statement, opener), "stage": stage})
-    return kept, refused
+    return CheckedStatements(kept, refused)

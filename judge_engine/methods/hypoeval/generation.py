@@ -168,10 +168,10 @@ def remove_repetitions(ctx: Context, entries: Sequence[dict[str, Any]], bank_nam
     stage = f"repetition check ({bank_name})"
     replies = ctx.ask(prompts, stage, max_tokens=ctx.settings.check_max_tokens, schema=st.yes_no_schema())
     readings = [read_repetition(r) for r in replies]
-    for _, source in readings:
-        ctx.count_reply(stage, source)
-    repeats = {(a["key"], b["key"]) for (a, b), (answer, _) in zip(pairs, readings) if answer}
-    unclear = sum(answer is None for answer, _ in readings)
+    for reading in readings:
+        ctx.count_reply(stage, reading.source)
+    repeats = {(a["key"], b["key"]) for (a, b), reading in zip(pairs, readings) if reading.repetitive}
+    unclear = sum(reading.repetitive is None for reading in readings)
     if unclear:
         ctx.emit("parse_failures", {"stage": f"repetition check ({bank_name})", "missing": unclear,
                                     "of": len(replies), "counted_as": "not repetitive"})

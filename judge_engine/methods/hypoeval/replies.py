@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ... import structured as st
 from ...parsing import parse_json_object
@@ -25,6 +25,23 @@ HYPOTHESES_KEY = "hypotheses"
 READ_SOURCES = ("json", "text", "unread")
 """How a generation or repetition-check reply was read: JSON satisfying the schema, the free-text fallback, or
 not at all."""
+
+
+class Reading(NamedTuple):
+    """The hypotheses or statements read from one reply, and how they were read."""
+
+    items: list[str]
+    source: str
+    """One of :data:`READ_SOURCES`: ``json``, ``text`` (a fallback) or ``unread`` (nothing read)."""
+
+
+class RepetitionAnswer(NamedTuple):
+    """The repetition check's answer for one pair of hypotheses, and how it was read."""
+
+    repetitive: bool | None
+    """True: the two say the same; None: the reply gave no answer (counted as not repetitive)."""
+    source: str
+    """One of :data:`READ_SOURCES`."""
 
 
 def parse_hypotheses(text: str, limit: int) -> list[str]:
@@ -69,7 +86,7 @@ def as_statement(text: str, opener: str) -> str | None:
     return f"{opener} {body}." if body else None
 
 
-def read_statements(text: str, limit: int, opener: str) -> tuple[list[str], str]:
+def read_statements(text: str, limit: int, opener: str) -> Reading:
     """Statements of a reply and how they were read: ``json``, ``text`` or ``unread``.
 
     ``json``: the reply satisfies :func:`hypotheses_schema` (at least one
@@ -82,13 +99,13 @@ def read_statements(text: str, limit: int, opener: str) -> tuple[list[str], str]
     """
     reading = st.read_json(text, hypotheses_schema(opener, limit, min_items=1))
     if reading.ok:
-        return [" ".join(s.split()) for s in reading.value[HYPOTHESES_KEY]][:limit], "json"
+        return Reading([" ".join(s.split()) for s in reading.value[HYPOTHESES_KEY]][:limit], "json")
     value = parse_json_object(text or "")
     items = value.get(HYPOTHESES_KEY) if isinstance(value, dict) else None
     candidates = ([i for i in items if isinstance(i, str)] if isinstance(items, list)
                   else st.find_statements(text, opener))
     found = [s for s in (as_statement(c, opener) for c in candidates) if s][:limit]
-    return found, "text" if found else "unread"
+    return Reading(found, "text" if found else "unread")
 
 
 def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
@@ -117,7 +134,7 @@ def why_unread(text: str) -> str:
     return "the items repeated each other"
 
 
-def read_hypotheses(text: str, limit: int) -> tuple[list[str], str]:
+def read_hypotheses(text: str, limit: int) -> Reading:
     """Hypotheses from a reply and how they were read (one of :data:`READ_SOURCES`).
 
     The main path is JSON satisfying :func:`hypotheses_schema` (``json``).
@@ -134,23 +151,23 @@ def read_hypotheses(text: str, limit: int) -> tuple[list[str], str]:
     if reading.ok:
         found = _clean_items(reading.value["hypotheses"], limit)
         if found:
-            return found, "json"
+            return Reading(found, "json")
     value = parse_json_object(text or "")
     if isinstance(value, dict) and isinstance(value.get("hypotheses"), list):
         found = _clean_items(value["hypotheses"], limit)
         if found:
-            return found, "text"
+            return Reading(found, "text")
     found = parse_hypotheses(text, limit)
-    return found, "text" if found else "unread"
+    return Reading(found, "text" if found else "unread")
 
 
-def read_repetition(text: str) -> tuple[bool | None, str]:
+def read_repetition(text: str) -> RepetitionAnswer:
     """The repetition check's answer (True = repetitive, None = no answer) and how it was read."""
     reading = st.read_json(text, st.yes_no_schema())
     if reading.ok:
-        return reading.value["answer"] == "yes", "json"
+        return RepetitionAnswer(reading.value["answer"] == "yes", "json")
     answer = parse_repetition(text)
-    return answer, "unread" if answer is None else "text"
+    return RepetitionAnswer(answer, "unread" if answer is None else "text")
 
 
 def parse_repetition(text: str) -> bool | None:
