@@ -365,6 +365,7 @@ class HypoEval(Method):
     @staticmethod
     def _finish_fit(ctx: Context, context: FitContext, bank: Sequence[dict[str, Any]],
                     selected: Sequence[dict[str, Any]]) -> None:
+        """Log ``fit_done`` with the fit's counts and report the progress complete."""
         ctx.emit("fit_done", {"calls": ctx.calls, "failures": ctx.failures, "bank": len(bank),
                               "selected": len(selected), "replies": dict(ctx.replies),
                               "score_sources": dict(ctx.score_sources)})
