@@ -68,7 +68,7 @@ def started(monkeypatch):
         execute_run(store, run_id, llm=llm)
         calls.append((run_id, llm.ledger.snapshot()["calls"]))
 
-    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
     return calls
 
 
@@ -237,7 +237,7 @@ def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reas
         with pytest.raises(ValueError, match="no usable judge"):  # the worker process ends with this message
             execute_run(store, run_id, llm=llm)
 
-    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
     at = open_page()
     configure(at)
     at.checkbox(key="active_critic_baselines").uncheck()
@@ -275,7 +275,7 @@ def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db
         store = Store(db_path)
         execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(repeating)))
 
-    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
     at = open_page()
     configure(at)
     at.checkbox(key="active_critic_baselines").uncheck()
@@ -298,7 +298,7 @@ def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db
 def recorded(monkeypatch):
     """start_run replaced by a recorder: runs are created, never executed."""
     calls = []
-    monkeypatch.setattr(runs_module, "start_run", lambda db_path, run_id, **kw: calls.append(run_id))
+    monkeypatch.setattr(runs_module.launching, "start_run", lambda db_path, run_id, **kw: calls.append(run_id))
     return calls
 
 

@@ -262,7 +262,7 @@ def test_runs_form_reviews_then_starts_a_run(sfhot_db, monkeypatch):
         started.append((Path(db_path), run_id, api_key))
         execute_run(Store(db_path), run_id, llm=fake_llm("[[3]]", store=Store(db_path))[0])
 
-    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
     at = open_app()
     at.session_state["settings_api_key"] = "sk-secret-test"
     goto(at, "pages/runs.py")

@@ -80,7 +80,7 @@ def _scripted_backend(monkeypatch, reply):
         n = int(re.findall(r"output number (\d+)", messages[0]["content"])[-1])
         return f"[[{reply(n)}]]"
 
-    monkeypatch.setattr(runs, "make_llm", lambda config, **kw: make_llm(config, backend=FakeBackend(answer), **kw))
+    monkeypatch.setattr(runs.execute, "make_llm", lambda config, **kw: make_llm(config, backend=FakeBackend(answer), **kw))
 
 
 def test_run_prints_the_trust_report_and_runs_ends_each_finished_line_with_it(tmp_path, tiny_dataset, capsys,

@@ -102,7 +102,7 @@ def test_transfer_starts_a_scoring_run_on_another_dataset(db, tiny_dataset, monk
     store = Store(db)
     store.save_dataset(replace(tiny_dataset, name="other"))
     started = []
-    monkeypatch.setattr(runs_module, "start_run", lambda path, run_id, **kw: started.append(run_id))
+    monkeypatch.setattr(runs_module.launching, "start_run", lambda path, run_id, **kw: started.append(run_id))
     at = open_compare()
     at.selectbox(key="compare_transfer_ds").set_value("other")
     at.number_input(key="compare_transfer_n").set_value(6)  # two whole groups of 3 (a test group is never cut)

@@ -215,7 +215,7 @@ def test_hpss_save_says_saved_beside_the_form_not_at_the_page_top(db, tiny_datas
     execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
                                             backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
     started = []
-    monkeypatch.setattr(runs_module, "start_run", lambda path, rid, **kw: started.append(rid))
+    monkeypatch.setattr(runs_module.launching, "start_run", lambda path, rid, **kw: started.append(rid))
     at = open_page("pages/hpss.py")
     at.text_area(key=f"hpss_edit_{run_id}_text").set_value("Quality: says what matters, briefly.")
     button = next(b for b in at.button if b.label.startswith("Save edit"))

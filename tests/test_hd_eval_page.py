@@ -96,7 +96,7 @@ def test_edit_in_the_form_then_run_next_round_carries_the_edited_tree(db, monkey
     backend = FakeBackend(scripted)
     execute_run(store, first, llm=make_llm(LLMConfig(), store=store, backend=backend))
     started = []
-    monkeypatch.setattr(runs_module, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
+    monkeypatch.setattr(runs_module.launching, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
 
     at = _open()
     names = [w for w in at.text_input if w.label == "Name"]
@@ -127,7 +127,7 @@ def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypat
     store = Store(db)
     store.save_dataset(_dataset())
     started = []
-    monkeypatch.setattr(runs_module, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
+    monkeypatch.setattr(runs_module.launching, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
     at = _open()
     assert any(m.label.startswith("LLM requests to fit") for m in at.metric)
     next(w for w in at.number_input if w.label == "Training items").set_value(12).run()

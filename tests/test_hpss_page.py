@@ -50,7 +50,7 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
         store = Store(db_path)
         execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
 
-    monkeypatch.setattr(runs_module, "start_run", fake_start)
+    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
     at = AppTest.from_file(str(APP), default_timeout=120).run()
     at.switch_page(PAGE).run()
     assert not at.exception, [e.value for e in at.exception]
@@ -149,7 +149,7 @@ def test_the_page_lists_the_auxiliaries_the_checks_refused(db):
 def recorded(monkeypatch) -> list[int]:
     """Runs whose worker the page started (nothing executes: these tests look at what was created)."""
     started: list[int] = []
-    monkeypatch.setattr(runs_module, "start_run", lambda db_path, run_id, **kw: started.append(run_id))
+    monkeypatch.setattr(runs_module.launching, "start_run", lambda db_path, run_id, **kw: started.append(run_id))
     return started
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from judge_engine import runs
 from judge_engine.llm import LLMConfig
+from judge_engine.records import Split
 from judge_engine.runs import Baseline, RunSpec
 
 
@@ -22,7 +23,7 @@ def test_baselines_run_on_the_runs_split_and_are_reused(store, tiny_dataset, sta
     assert {r.id for r in runs.runs_on_same_split(store, main)} == {out[1].run_id, out[2].run_id}
 
     # a second run on the same split (a re-scoring) finds both baselines and starts nothing new for them
-    again = runs.launch(store, spec, split=runs.Split.from_dict(main["split"]), baselines=("direct", "geval"))
+    again = runs.launch(store, spec, split=Split.from_dict(main["split"]), baselines=("direct", "geval"))
     assert [(s.role, s.reused) for s in again] == [("run", False), ("baseline", True), ("baseline", True)]
     assert len(started) == 4
 
@@ -33,8 +34,8 @@ def test_runs_on_another_backend_or_split_are_not_comparable(store, tiny_dataset
     first = runs.launch(store, spec)[0].run_id
     other_seed = runs.launch(store, RunSpec(**{**spec.__dict__, "seed": 2}))[0].run_id
     other_model = runs.launch(store, RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")}),
-                              split=runs.Split.from_dict(store.get_run(first)["split"]))[0].run_id
-    same = runs.launch(store, spec, split=runs.Split.from_dict(store.get_run(first)["split"]))[0].run_id
+                              split=Split.from_dict(store.get_run(first)["split"]))[0].run_id
+    same = runs.launch(store, spec, split=Split.from_dict(store.get_run(first)["split"]))[0].run_id
     found = {r.id for r in runs.runs_on_same_split(store, store.run(first))}
     assert same in found and other_model not in found
     if store.get_run(other_seed)["split"]["test_ids"] != store.get_run(first)["split"]["test_ids"]:
@@ -55,7 +56,7 @@ def test_worker_that_cannot_start_is_reported_not_raised(store, tiny_dataset, mo
     def refuse(*args, **kwargs):
         raise OSError("no processes left")
 
-    monkeypatch.setattr(runs, "start_run", refuse)
+    monkeypatch.setattr(runs.launching, "start_run", refuse)
     out = runs.launch(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6))
     assert out[0].worker_error == "no processes left" and store.get_run(out[0].run_id)["status"] == "queued"
 

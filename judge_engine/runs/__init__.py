@@ -1,0 +1,38 @@
+"""Runs: configure, start outside the UI, execute resumably, summarise.
+
+A run is a row in the store. :func:`create_run` fixes everything about it
+(method and parameters, dataset, aspect, split, backend); :func:`execute_run`
+does the work and can be called again on a killed or failed run: the fitted
+judge is kept once learned, scored samples are skipped, and every LLM call
+already made is answered by the persistent cache, so nothing is paid twice.
+:func:`start_run` executes a run in a detached process so a browser refresh
+or a page switch never stops it; the page only polls the store.
+
+Modules, one job each:
+
+- :mod:`.spec`: :class:`RunSpec`, the dataset a run needs (:func:`ensure_dataset`, :func:`human_dataset`) and
+  :func:`create_run`.
+- :mod:`.execute`: :func:`execute_run` (fit once, score chunk by chunk, resumable) and how a run that found no
+  judge is told apart (:func:`ended_without_judge`).
+- :mod:`.summary`: :func:`summarize` (meta-evaluation and cost) and the warnings in words
+  (:func:`run_warnings`).
+- :mod:`.workers`: the detached worker process (:func:`start_run`) and whether it still lives
+  (:func:`effective_status`).
+- :mod:`.launching`: :func:`launch`, a run with its baselines on exactly its split, and which runs are
+  comparable with it (:func:`runs_on_same_split`).
+- :mod:`.estimates`: LLM calls (:func:`estimate`) and wall time (:func:`estimate_duration`) before a run starts.
+"""
+
+from .estimates import (EMBEDDED_SECONDS_PER_CALL, MIN_CALLS_FOR_TIMING, Duration, estimate, estimate_duration,
+                        seconds_per_call)
+from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
+from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
+from .spec import RunSpec, create_run, ensure_dataset, human_dataset
+from .summary import run_warnings, summarize
+from .workers import HEARTBEAT_STALE_S, effective_status, start_run
+
+__all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
+           "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run", "effective_status",
+           "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration", "execute_run",
+           "human_dataset", "launch", "run_warnings", "runs_on_same_split", "same_backend", "seconds_per_call",
+           "start_run", "summarize"]

@@ -1,0 +1,105 @@
+"""Executing a run, resumably: fit (once), score the test items chunk by chunk, summarise."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+
+from ..llm import BackendUnavailable, LLMConfig, Ledger, make_llm
+from ..llm.client import LLM
+from ..methods import FitContext, Judge, get_method
+from ..records import RunRecord, RunSummary
+from ..store import Store
+from .spec import human_dataset
+from .summary import summarize
+
+RunProgress = Callable[[int, int, str], None]
+
+
+def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: str | None = None,
+                progress: RunProgress | None = None, chunk_size: int | None = None) -> RunSummary:
+    """Do (or continue) the work of run ``run_id``; returns its summary.
+
+    Safe to call again after a crash: the judge learned by ``fit`` is kept
+    with the run, samples already scored are skipped, and cached calls cost
+    nothing. The ledger adds up across resumes.
+    """
+    run = store.run(run_id)
+    started = time.time()
+    config = LLMConfig.from_dict(run.llm)
+    ledger = Ledger(price_prompt_per_1k=config.price_prompt_per_1k,
+                    price_completion_per_1k=config.price_completion_per_1k, start=run.ledger or None)
+    store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), message="", stage="starting")
+
+    def report(done: int, total: int, stage: str) -> None:
+        store.heartbeat(run_id, done=done, total=total, stage=stage, ledger=ledger.snapshot())
+        if progress:
+            progress(done, total, stage)
+
+    try:
+        if llm is None:
+            llm = make_llm(config, store=store, api_key=api_key, ledger=ledger)
+        else:
+            llm.ledger = ledger
+        # the human score recorded with the run, whatever the dataset's choice is now
+        dataset = human_dataset(store, run.dataset, run.human_aggregate)
+        if run.split is None:
+            raise ValueError(f"run {run_id} has no split")
+        split = run.split
+        aspect = dataset.aspect(run.aspect)
+        if run.judge is None:
+            # a fit interrupted before it finished starts over (its calls come back from the cache) and logs
+            # every event again: the interrupted attempt's events would show each step twice
+            store.clear_events(run_id)
+            method = get_method(run.method, run.params)
+            context = FitContext.of(dataset, llm=llm, progress=lambda d, t, s: report(d, t, f"fit: {s}"),
+                                    log=lambda kind, payload: store.add_event(run_id, kind, payload))
+            judge = method.fit(dataset.subset(list(split.train_ids)), aspect, context)
+            store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
+            # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
+            store.add_event(run_id, "fitted", {"method": run.method, "ledger": ledger.snapshot()})
+        else:
+            judge = Judge.from_dict(run.judge)
+        test = dataset.subset(list(split.test_ids))
+        scored = store.scored_ids(run_id)
+        remaining = [s for s in test if s.id not in scored]
+        done = len(test) - len(remaining)
+        report(done, len(test), "scoring")
+        # Verdicts are saved chunk by chunk (what a crash can lose); by default a chunk keeps every
+        # request slot of the backend busy.
+        step = chunk_size or max(8, 2 * config.concurrency)
+        for start in range(0, len(remaining), step):
+            chunk = remaining[start:start + step]
+            verdicts = judge.score(chunk, llm=llm,
+                                   progress=lambda d, t, s, base=done: report(base + min(d, len(chunk)), len(test),
+                                                                             "scoring"))
+            store.save_verdicts(run_id, verdicts)
+            done += len(chunk)
+            report(done, len(test), "scoring")
+        earlier = run.summary.seconds if run.summary else 0.0  # time spent before a resume
+        summary = summarize(dataset, aspect.name, store.load_verdicts(run_id), ledger=ledger.snapshot(),
+                            seconds=time.time() - started + earlier, judge=judge)
+        store.update_run(run_id, status="finished", stage="done", finished=time.time(), summary=summary,
+                         ledger=ledger.snapshot(), message="")
+        return summary
+    except BackendUnavailable as exc:
+        store.update_run(run_id, status="interrupted", message=f"backend unavailable: {exc}", ledger=ledger.snapshot())
+        raise
+    except BaseException as exc:
+        store.update_run(run_id, status="failed" if isinstance(exc, Exception) else "interrupted",
+                         message=f"{type(exc).__name__}: {exc}", ledger=ledger.snapshot())
+        raise
+
+
+NO_JUDGE_PREFIX = "ValueError: "
+"""How :func:`execute_run` records a fit that raised ``ValueError``: the method decided there is no judge (no
+candidate agrees with the humans, nothing usable was generated)."""
+
+
+def ended_without_judge(run: RunRecord) -> str:
+    """Why a failed run's method found no judge ("" for any other run). A resume would replay the same cached
+    calls to the same end, so the pages offer none."""
+    if run.status == "failed" and run.message.startswith(NO_JUDGE_PREFIX):
+        return run.message.removeprefix(NO_JUDGE_PREFIX)
+    return ""

@@ -1,0 +1,94 @@
+"""Run specs and creating runs: what defines a run, its dataset and its split, stored as a queued run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import annotations, data
+from ..llm import LLMConfig
+from ..methods import Judge, get_method
+from ..records import Dataset, Split
+from ..store import Store
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything that defines a run; a page builds one from its form."""
+
+    method: str
+    dataset: str
+    aspect: str
+    params: dict[str, Any] = field(default_factory=dict)
+    """Method parameters that differ from the paper defaults."""
+    train_size: int = 30
+    test_size: int | None = 40
+    """None = every item not in train."""
+    seed: int = 0
+    llm: LLMConfig = field(default_factory=LLMConfig)
+
+
+def ensure_dataset(store: Store, name: str) -> Dataset:
+    """The stored dataset ``name``; a built-in benchmark is imported on first use."""
+    if store.has_dataset(name):
+        return store.load_dataset(name)
+    if name in data.BENCHMARKS:
+        dataset = data.load_benchmark(name)
+        store.save_dataset(dataset)
+        return dataset
+    raise ValueError(f"no dataset named {name!r}: import it first (built-ins: {', '.join(data.BENCHMARKS)})")
+
+
+def human_dataset(store: Store, name: str, aggregate: str | None = None) -> Dataset:
+    """Dataset ``name`` with the human score of ``aggregate`` (default: the dataset's chosen one).
+
+    ``imported`` gives the dataset as it was imported; any other aggregate is
+    computed from the stored labels (see :mod:`judge_engine.annotations`).
+    """
+    dataset = ensure_dataset(store, name) if not store.has_dataset(name) else store.load_dataset(name)
+    chosen = annotations.parse_aggregate(aggregate if aggregate is not None else store.human_aggregate(name))
+    if chosen.kind == "imported":
+        return dataset
+    return annotations.apply_aggregate(dataset, store.annotations(name), chosen, store.experts())
+
+
+def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None,
+               actor: str = "") -> int:
+    """Validate ``spec``, make its split and store a queued run; returns the run id.
+
+    With ``judge`` (e.g. one a person edited after an earlier run), the run
+    skips ``fit`` and only scores the test split with that judge; calls
+    whose prompts did not change are answered by the cache. With ``split``
+    (e.g. another run's ``store.run(other).split``) the run uses
+    exactly those train and test items instead of drawing a split from the
+    spec's sizes and seed, so baselines and re-scorings meet the same items.
+
+    The run records the dataset's human aggregate at this moment (the human
+    score it learns from and is meta-evaluated against) and ``actor``, who
+    started it. With an aggregate other than ``imported``, a drawn split only
+    takes items that have a score under it.
+    """
+    if not store.has_dataset(spec.dataset):
+        ensure_dataset(store, spec.dataset)
+    aggregate = str(annotations.parse_aggregate(store.human_aggregate(spec.dataset)))
+    dataset = human_dataset(store, spec.dataset, aggregate)
+    aspect = dataset.aspect(spec.aspect)
+    method = get_method(spec.method, spec.params)
+    method._validate_params()
+    if judge is not None and (judge.method != spec.method or judge.aspect.get("name") != aspect.name):
+        raise ValueError(f"the judge is a {judge.method} judge of {judge.aspect.get('name')!r}, "
+                         f"not {spec.method} of {aspect.name!r}")
+    if split is None:
+        pool = dataset if aggregate == "imported" else annotations.with_human(dataset, aspect.name)
+        split = data.make_split(pool, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
+    else:
+        known = set(dataset.by_id())
+        unknown = [i for i in (*split.train_ids, *split.test_ids) if i not in known]
+        if split.dataset != dataset.name or unknown:
+            raise ValueError(f"the split is not one of dataset {dataset.name!r} "
+                             f"({len(unknown)} unknown item ids)" if unknown else
+                             f"the split belongs to dataset {split.dataset!r}, not {dataset.name!r}")
+    store.save_split(split)
+    return store.create_run(method=spec.method, params=judge.params if judge else method.get_params(),
+                            dataset=dataset.name, aspect=aspect.name, split=split, llm=spec.llm.to_dict(),
+                            judge=judge.to_dict() if judge else None, human_aggregate=aggregate, actor=actor)
