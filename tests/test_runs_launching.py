@@ -59,16 +59,3 @@ def test_worker_that_cannot_start_is_reported_not_raised(store, tiny_dataset, mo
     monkeypatch.setattr(runs.launching, "start_run", refuse)
     out = runs.launch(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6))
     assert out[0].worker_error == "no processes left" and store.get_run(out[0].run_id)["status"] == "queued"
-
-
-def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, started):
-    store.save_dataset(tiny_dataset)
-    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
-    first = runs.estimate_duration(store, spec)
-    assert first.calls == 6 and first.seconds_per_call == pytest.approx(runs.EMBEDDED_SECONDS_PER_CALL)
-    remote = runs.estimate_duration(store, RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")}))
-    assert remote.minutes is None and "no timing" in remote.describe()
-    run_id = runs.launch(store, spec)[0].run_id
-    store.update_run(run_id, ledger={"calls": 40, "seconds": 20.0})
-    timed = runs.estimate_duration(store, spec)
-    assert timed.seconds_per_call == pytest.approx(0.5) and "40 earlier requests" in timed.describe()

@@ -1,8 +1,8 @@
-"""Runs end to end: execute, crash, resume without repeating a call; the CLI replay costs nothing."""
+"""Runs end to end (:mod:`judge_engine.runs.execute`): execute, crash, resume without repeating a call; the CLI
+replay costs nothing."""
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -13,8 +13,7 @@ import pytest
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import Judge
-from judge_engine.runs import RunSpec, create_run, effective_status, execute_run, start_run
-from judge_engine.store import CallCache, Store
+from judge_engine.runs import RunSpec, create_run, effective_status, execute_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,30 +67,6 @@ def test_run_from_an_edited_judge_skips_fit_and_reuses_unchanged_calls(store, ti
     assert store.get_run(again)["judge"]["state"]["steps"] == "1. Check every sentence."
     with pytest.raises(ValueError, match="not direct"):
         create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3), judge=judge)
-
-
-def test_a_run_can_reuse_another_runs_exact_split(store, tiny_dataset):
-    from judge_engine.records import Split
-
-    store.save_dataset(tiny_dataset)
-    first = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6,
-                                      seed=4))
-    split = Split.from_dict(store.get_run(first)["split"])
-    second = create_run(store, RunSpec(method="geval", dataset="tiny", aspect="quality", seed=99), split=split)
-    assert store.get_run(second)["split"] == store.get_run(first)["split"]
-    with pytest.raises(ValueError, match="unknown item ids"):
-        create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality"),
-                   split=Split("tiny", 0, ("s0",), ("nope",)))
-
-
-def test_unknown_aspect_or_bad_params_are_refused_before_anything_runs(store, tiny_dataset):
-    store.save_dataset(tiny_dataset)
-    with pytest.raises(KeyError, match="no aspect 'nope'"):
-        create_run(store, RunSpec(method="direct", dataset="tiny", aspect="nope"))
-    with pytest.raises(ValueError, match="max_tokens"):
-        create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", params={"max_tokens": -1},
-                                  train_size=3))
-    assert store.list_runs() == []
 
 
 def test_crashed_run_resumes_without_repeating_a_call(store, tiny_dataset):
@@ -152,95 +127,6 @@ def test_cli_run_on_the_embedded_model_replays_from_cache(tmp_path, shared_data)
     second = _cli(args, env)
     assert second["calls"] == 0 and second["cache_hits"] == n + 1
     assert second["correlations"] == first["correlations"]
-
-
-@pytest.mark.model
-def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared_data):
-    db = tmp_path / "w.db"
-    store = Store(db)
-    run_id = create_run(store, RunSpec(method="direct", dataset="sfhot", aspect="overall", train_size=5,
-                                       test_size=12))
-    proc = start_run(db, run_id)
-    deadline = time.time() + 300
-    while len(store.scored_ids(run_id)) < 3 and time.time() < deadline:
-        assert proc.poll() is None, (db.parent / "logs" / f"run-{run_id}.log").read_text()
-        time.sleep(0.3)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    run = store.get_run(run_id)
-    assert effective_status(run) == "interrupted"
-    scored_before = len(store.scored_ids(run_id))
-    calls_before = run["ledger"]["calls"]
-    summary = execute_run(store, run_id)
-    n_test = len(run["split"]["test_ids"])  # whole dialogue acts: at least the 12 asked
-    assert summary.n == n_test >= 12
-    # calls made after the kill are only for items not scored before it (at most one chunk was in flight)
-    assert summary.calls - calls_before <= n_test - scored_before
-    assert summary.calls == len(CallCache(store))  # never the same request twice
-
-
-def test_a_finished_worker_is_reaped_without_the_caller_waiting(tmp_path, tiny_dataset):
-    """A long-lived app starts many workers: each one is reaped when it ends (no zombie processes)."""
-    from tests.llama_server import free_port
-
-    db = tmp_path / "reap.db"
-    store = Store(db)
-    store.save_dataset(tiny_dataset)
-    dead_server = LLMConfig(backend="openai", model="m", base_url=f"http://127.0.0.1:{free_port()}/v1",
-                            max_retries=0)
-    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3,
-                                       test_size=3, llm=dead_server))
-    proc = start_run(db, run_id)
-    deadline = time.time() + 120
-    while proc.returncode is None and time.time() < deadline:  # set by the reaper thread, never by this test
-        time.sleep(0.2)
-    assert proc.returncode is not None
-    with pytest.raises(ChildProcessError):
-        os.waitpid(proc.pid, os.WNOHANG)  # already collected: no zombie left
-    assert effective_status(store.get_run(run_id)) == "interrupted"
-
-
-def test_the_summary_says_why_in_warnings(tiny_dataset):
-    import math
-
-    from judge_engine.methods import judge_warning
-    from judge_engine.records import Verdict
-    from judge_engine.runs import summarize
-
-    ids = [s.id for s in tiny_dataset.samples[:5]]
-    verdicts = [
-        Verdict(ids[0], "x", 3.0, metadata={"source": "logprobs_first_position"}),
-        Verdict(ids[1], "x", 4.0, metadata={"source": "json", "imputed_criteria": 2}),
-        Verdict(ids[2], "x", math.nan, raw="no idea", metadata={"source": "missing", "missing_reason": "no score"}),
-        Verdict(ids[3], "x", math.nan, metadata={"source": "not_asked", "missing_reason": "empty hypothesis bank"}),
-        Verdict(ids[4], "x", 2.0, metadata={"source": "json"}),
-    ]
-    judge = Judge("direct", {}, {"name": "x", "low": 1, "high": 5}, {"task": "t"},
-                  state={"warnings": [judge_warning("empty_bank", "the bank is empty")],
-                         "rejected": [{"text": "t", "ok": False, "rule": "copy", "reason": "r"}] * 2})
-    summary = summarize(tiny_dataset, tiny_dataset.aspects[0].name, verdicts, ledger={"truncated": 3}, seconds=1.0,
-                        judge=judge, n_bootstrap=10)
-    codes = {w.code: w for w in summary.warnings}
-    assert list(codes)[0] == "empty_bank"  # the judge's own warnings first
-    assert codes["scores_from_alternatives"].count == 1
-    assert codes["criteria_imputed"].count == 2 and "1 of 5 items" in codes["criteria_imputed"].message
-    assert codes["scores_missing"].count == 2 and "empty hypothesis bank (1)" in codes["scores_missing"].message
-    assert codes["prompts_cut"].count == 3
-    assert codes["rubric_rejected"].count == 2 and "(copy 2)" in codes["rubric_rejected"].message
-    # an item never asked about is missing but not a parse failure
-    assert summary.missing == 2 and summary.parse_failures == 1
-
-
-def test_verdicts_whose_explanation_was_rejected_are_counted(tiny_dataset):
-    from judge_engine.records import Verdict
-    from judge_engine.runs import run_warnings
-
-    verdicts = [Verdict("a", "x", 3.0, metadata={"explanation_rejected": "repeats '* heading' 14 times"}),
-                Verdict("b", "x", 4.0, explanation="Clear and short."),
-                Verdict("c", "x", 2.0, metadata={"explanation_rejected": "0 words (at least 1 needed)"})]
-    [warning] = [w for w in run_warnings(verdicts, ledger={}) if w.code == "explanations_rejected"]
-    assert warning.count == 2 and warning.message.startswith("2 of 3 judge explanations")
-    assert not [w for w in run_warnings(verdicts[1:2], ledger={}) if w.code == "explanations_rejected"]
 
 
 def test_cli_runs_prints_rounded_figures_with_scored_and_missing_counts(store, tiny_dataset, capsys):
