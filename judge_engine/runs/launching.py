@@ -10,7 +10,7 @@ from ..llm import LLMConfig
 from ..methods import Judge, get_method
 from ..records import RunRecord, Split
 from ..store import Store
-from .spec import RunSpec, create_run
+from .spec import RunSpec, create_run, ensure_dataset
 from .workers import start_run
 
 
@@ -85,7 +85,8 @@ def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Sp
     created; a worker that cannot start leaves its run created, to be
     resumed, and says why in :attr:`Started.worker_error`.
     """
-    run_id = create_run(store, spec, judge=judge, split=split, actor=actor)
+    stored = ensure_dataset(store, spec.dataset)  # once for the run and its baselines
+    run_id = create_run(store, spec, judge=judge, split=split, actor=actor, stored=stored)
     started = [_start_worker(store, run_id, spec.method, "run", api_key=api_key, log_dir=log_dir)]
     if not baselines:
         return started
@@ -100,7 +101,7 @@ def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Sp
             continue
         baseline = RunSpec(method=b.method, dataset=spec.dataset, aspect=spec.aspect, params=dict(b.params),
                            train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed, llm=spec.llm)
-        base_id = create_run(store, baseline, split=run.split, actor=actor)
+        base_id = create_run(store, baseline, split=run.split, actor=actor, stored=stored)
         started.append(_start_worker(store, base_id, b.method, "baseline", api_key=api_key, log_dir=log_dir))
     return started
 

@@ -45,15 +45,19 @@ def human_dataset(store: Store, name: str, aggregate: str | None = None) -> Data
     ``imported`` gives the dataset as it was imported; any other aggregate is
     computed from the stored labels (see :mod:`judge_engine.annotations`).
     """
-    dataset = ensure_dataset(store, name) if not store.has_dataset(name) else store.load_dataset(name)
-    chosen = annotations.parse_aggregate(aggregate if aggregate is not None else store.human_aggregate(name))
+    return _with_human_score(store, ensure_dataset(store, name), aggregate)
+
+
+def _with_human_score(store: Store, dataset: Dataset, aggregate: str | None) -> Dataset:
+    """The stored ``dataset`` with the human score of ``aggregate`` (see :func:`human_dataset`)."""
+    chosen = annotations.parse_aggregate(aggregate if aggregate is not None else store.human_aggregate(dataset.name))
     if chosen.kind == "imported":
         return dataset
-    return annotations.apply_aggregate(dataset, store.annotations(name), chosen, store.experts())
+    return annotations.apply_aggregate(dataset, store.annotations(dataset.name), chosen, store.experts())
 
 
 def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None,
-               actor: str = "") -> int:
+               actor: str = "", stored: Dataset | None = None) -> int:
     """Validate ``spec``, make its split and store a queued run; returns the run id.
 
     With ``judge`` (e.g. one a person edited after an earlier run), the run
@@ -67,11 +71,17 @@ def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split
     score it learns from and is meta-evaluated against) and ``actor``, who
     started it. With an aggregate other than ``imported``, a drawn split only
     takes items that have a score under it.
+
+    ``stored`` is the dataset as :func:`ensure_dataset` gave it, when the
+    caller holds it already (:func:`~judge_engine.runs.launch` ensures it
+    once for a run and its baselines); otherwise it is ensured here, once.
     """
-    if not store.has_dataset(spec.dataset):
-        ensure_dataset(store, spec.dataset)
+    if stored is None:
+        stored = ensure_dataset(store, spec.dataset)
+    elif stored.name != spec.dataset:
+        raise ValueError(f"the dataset given is {stored.name!r}, not the spec's {spec.dataset!r}")
     aggregate = str(annotations.parse_aggregate(store.human_aggregate(spec.dataset)))
-    dataset = human_dataset(store, spec.dataset, aggregate)
+    dataset = _with_human_score(store, stored, aggregate)
     aspect = dataset.aspect(spec.aspect)
     method = get_method(spec.method, spec.params)
     method._validate_params()
