@@ -206,9 +206,7 @@ def estimate_box(spec: RunSpec) -> runs.Duration | None:
     m = st.columns(3)
     m[0].metric("LLM requests to fit", f"{duration.fit_calls:,}", help="Upper bound before cache hits.")
     m[1].metric("LLM requests to score the test items", f"{duration.score_calls:,}")
-    m[2].metric("Time on this backend", "unknown" if duration.minutes is None else
-                (f"{duration.minutes:.0f} min" if duration.minutes >= 1.5 else "< 2 min"),
-                help=common.escape_markdown(duration.describe()))
+    m[2].metric("Time on this backend", duration.label or "unknown", help=common.escape_markdown(duration.describe()))
     st.caption(common.escape_markdown(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
                             "A call already made is answered by the cache and not paid again."))
     return duration
@@ -258,8 +256,7 @@ def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str
     except (ValueError, NotFound) as exc:
         st.caption(common.escape_markdown(f"No quick first look here: {exc}"))
         return None
-    minutes = "time unknown" if duration.minutes is None else (
-        f"about {duration.minutes:.0f} min" if duration.minutes >= 1.5 else "under 2 min")
+    minutes = duration.label or "time unknown"
     clicked = st.button(f"Quick first look ({minutes})", key=key,
                         help=common.escape_markdown(f"Starts at once with {quick_note(method)}: {duration.describe()}. "
                                           "The same procedure as the paper's, smaller; the form below runs the "

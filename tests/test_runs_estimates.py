@@ -18,3 +18,13 @@ def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, star
     store.update_run(run_id, ledger={"calls": 40, "seconds": 20.0})
     timed = runs.estimate_duration(store, spec)
     assert timed.seconds_per_call == pytest.approx(0.5) and "40 earlier requests" in timed.describe()
+
+
+@pytest.mark.parametrize(("seconds_per_call", "label"), [(None, None), (1.0, "under 2 min"), (8.9, "under 2 min"),
+                                                         (9.0, "about 2 min"), (60.0, "about 10 min")])
+def test_one_wording_of_a_runs_time(seconds_per_call, label):
+    """Ten requests: under 1.5 minutes the estimate is "under 2 min", never "1 min" or "0 min"."""
+    duration = runs.Duration(calls=10, seconds_per_call=seconds_per_call, basis="measured")
+    assert duration.label == label
+    assert duration.describe() == ("10 requests; measured" if label is None else
+                                   f"{label} ({seconds_per_call:.1f} s per request: measured)")

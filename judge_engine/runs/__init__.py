@@ -23,8 +23,8 @@ Modules, one job each:
 - :mod:`.estimates`: LLM calls (:func:`estimate`) and wall time (:func:`estimate_duration`) before a run starts.
 """
 
-from .estimates import (EMBEDDED_SECONDS_PER_CALL, MIN_CALLS_FOR_TIMING, Duration, estimate, estimate_duration,
-                        seconds_per_call)
+from .estimates import (EMBEDDED_SECONDS_PER_CALL, MIN_CALLS_FOR_TIMING, SHORT_RUN_MINUTES, Duration, estimate,
+                        estimate_duration, seconds_per_call)
 from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
 from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
 from .spec import RunSpec, create_run, ensure_dataset, human_dataset
@@ -32,7 +32,7 @@ from .summary import run_warnings, summarize
 from .workers import HEARTBEAT_STALE_S, effective_status, start_run
 
 __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
-           "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run", "effective_status",
-           "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration", "execute_run",
-           "human_dataset", "launch", "run_warnings", "runs_on_same_split", "same_backend", "seconds_per_call",
-           "start_run", "summarize"]
+           "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
+           "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
+           "execute_run", "human_dataset", "launch", "run_warnings", "runs_on_same_split", "same_backend",
+           "seconds_per_call", "start_run", "summarize"]

@@ -25,6 +25,9 @@ runs on 2 shared CPU cores (2026-11-24, prompts of 300-1,500 tokens, 0.4-7 s per
 MIN_CALLS_FOR_TIMING = 20
 """Finished calls on a backend before their mean stands for it."""
 
+SHORT_RUN_MINUTES = 1.5
+"""Estimates below this read ``under 2 min``: whole minutes would round them to 1 or 0, which promises too much."""
+
 
 @dataclass(frozen=True)
 class Duration:
@@ -43,12 +46,21 @@ class Duration:
     def minutes(self) -> float | None:
         return None if self.seconds_per_call is None else self.calls * self.seconds_per_call / 60.0
 
+    @property
+    def label(self) -> str | None:
+        """``about 14 min`` or ``under 2 min`` (see :data:`SHORT_RUN_MINUTES`); None when the speed is unknown.
+
+        The one wording of a run's time: :meth:`describe` and the pages' start forms show it.
+        """
+        if self.minutes is None:
+            return None
+        return f"about {self.minutes:.0f} min" if self.minutes >= SHORT_RUN_MINUTES else "under 2 min"
+
     def describe(self) -> str:
         """E.g. ``about 14 min (3.0 s per call: ...)``."""
         if self.minutes is None:
             return f"{self.calls} requests; {self.basis}"
-        shown = f"{self.minutes:.0f} min" if self.minutes >= 1.5 else "under 2 min"
-        return f"about {shown} ({self.seconds_per_call:.1f} s per request: {self.basis})"
+        return f"{self.label} ({self.seconds_per_call:.1f} s per request: {self.basis})"
 
 
 def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
