@@ -421,7 +421,7 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
                      max_repeats=max_repeats)
     if refused:
         return refused
-    return _topic_lift(RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind)), text, topics)
+    return lift_for_topic(RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind)), text, topics)
 
 
 def check_entries(texts: Sequence[str], *, kind: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
@@ -478,8 +478,12 @@ def field_name(name: str) -> bool:
     return bool(named) and named <= FIELD_WORDS
 
 
-def _topic_lift(check: RubricCheck, text: str, topics: Sequence[str]) -> RubricCheck:
-    """``no_quality`` is lifted for an entry that names a content word of ``topics`` (:func:`shares_topic`)."""
+def lift_for_topic(check: RubricCheck, text: str, topics: Sequence[str]) -> RubricCheck:
+    """``no_quality`` is lifted for an entry that names a content word of ``topics`` (:func:`shares_topic`).
+
+    The one statement of this policy: criteria here and HPSS's auxiliaries
+    (:func:`judge_engine.methods.hpss.auxiliaries.check_auxiliary`) apply it.
+    """
     return check.without("no_quality") if topics and shares_topic(text, topics) else check
 
 
@@ -527,7 +531,7 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
     if reported:
         extra.append(RubricFlag("reports_score", f"states a score ({reported.group(0)!r}); a criterion says "
                                                  "what is checked"))
-    return _topic_lift(check.flagged(*extra), definition, topics)
+    return lift_for_topic(check.flagged(*extra), definition, topics)
 
 
 def rejected_summary(checks: Iterable[RubricCheck]) -> dict[str, int]:

@@ -49,7 +49,7 @@ from ...llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMErr
 from ...parsing import parse_json_object
 from ...prompting import TaskInfo, load_template
 from ...records import Aspect, Sample
-from ...rubric_checks import check_entries, check_entry, shares_topic
+from ...rubric_checks import check_entries, check_entry, lift_for_topic
 from .strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, as_dict, normalised_level, rating_range,
                        source_blocks)
 
@@ -112,8 +112,7 @@ def check_auxiliary(kind: str, text: str, shown: Sequence[str] = (),
     check = check_entry("\n".join(items) if listed else text, shown=() if kind == "reference" else shown, **limits)
     if not check.ok:
         return None, [{**check.to_dict(), "text": text}]
-    if topics and shares_topic(text, topics):
-        check = check.without("no_quality")
+    check = lift_for_topic(check, text, topics)
     flagged = [{**check.to_dict(), "text": text}] if check.flags else []
     if not listed:
         return text, flagged
