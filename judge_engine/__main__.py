@@ -247,7 +247,7 @@ def cmd_score(args: argparse.Namespace) -> int:
             f.write("\n".join(lines) + "\n")
     else:
         print("\n".join(lines))
-    summary = {"items": len(verdicts), "missing": sum(v.missing for v in verdicts), **llm.ledger.snapshot()}
+    summary = {"items": len(verdicts), "missing": sum(v.missing for v in verdicts), **llm.ledger.snapshot().to_dict()}
     if args.human_col:
         human = [s.human[judge.aspect["name"]] for s in items.samples]
         pred = [math.nan if v.missing else v.score for v in verdicts]

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from . import annotations, explain, metrics
+from .llm import LedgerTotals
 from .methods import Judge
 from .records import Annotation, Aspect, Dataset, RunRecord, Verdict
 from .store import Store
@@ -195,11 +196,11 @@ def cost_split(store: Store, run: RunRecord | dict[str, Any]) -> dict[str, dict[
     run = RunRecord.of(run)
     total = run.ledger
     fitted = store.run_events(run.id, kind="fitted")
-    fit = dict(fitted[-1].payload.get("ledger") or {}) if fitted else {}
+    fit = LedgerTotals.from_dict(fitted[-1].payload.get("ledger")) if fitted else LedgerTotals()
     keys = ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "seconds", "dollars")
-    return {"fit": {k: float(fit.get(k, 0) or 0) for k in keys},
-            "score": {k: float(total.get(k, 0) or 0) - float(fit.get(k, 0) or 0) for k in keys},
-            "total": {k: float(total.get(k, 0) or 0) for k in keys}}
+    return {"fit": {k: float(getattr(fit, k)) for k in keys},
+            "score": {k: float(getattr(total, k)) - float(getattr(fit, k)) for k in keys},
+            "total": {k: float(getattr(total, k)) for k in keys}}
 
 
 def _seconds(run: RunRecord | dict[str, Any]) -> float:

@@ -71,7 +71,7 @@ def model_card(store: Store, run_id: int) -> dict[str, Any]:
         "meta_evaluation": {k: summary.get(k) for k in ("level", "correlations", "levels", "n", "missing",
                                                         "parse_failures", "parse_failure_rate", "warnings")},
         # before the run finished, the ledger so far
-        "cost": {k: summary[k] if summary else run.ledger.get(k) for k in
+        "cost": {k: summary[k] if summary else getattr(run.ledger, k) for k in
                  ("calls", "cache_hits", "prompt_tokens", "completion_tokens", "dollars", "seconds")},
         # whether to trust it: training and test correlation, baselines on the same split, a warning in words
         "trust": trust_report(store, run_id).to_dict() if run.status == "finished" and summary else None,

@@ -11,6 +11,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .llm.client import LedgerTotals
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -219,13 +221,8 @@ class RunSummary:
     """Missing scores whose reply gave no readable score (an item never asked about is not one)."""
     parse_failure_rate: float = 0.0
     warnings: tuple[RunWarning, ...] = ()
-    calls: int = 0
-    """LLM calls requested, cache hits included."""
-    cache_hits: int = 0
-    truncated_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    dollars: float = 0.0
+    ledger: LedgerTotals = field(default_factory=LedgerTotals)
+    """What the run's LLM calls cost, over all its resumes (the run's ledger when it finished)."""
     seconds: float = 0.0
     """Wall time, added up over resumes."""
 
@@ -234,17 +231,32 @@ class RunSummary:
         return self.n - self.missing
 
     def to_dict(self) -> dict[str, Any]:
+        """The stored form: the ledger's totals stay flat keys of the summary (:data:`SUMMARY_LEDGER_KEYS`)."""
         out = asdict(self)
         out["warnings"] = [w.to_dict() for w in self.warnings]
+        del out["ledger"]
+        seconds = out.pop("seconds")
+        out.update({key: getattr(self.ledger, name) for name, key in SUMMARY_LEDGER_KEYS.items()})
+        out["seconds"] = seconds
         return out
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunSummary":
-        known = {k: d[k] for k in cls.__dataclass_fields__ if d.get(k) is not None}
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k != "ledger" and d.get(k) is not None}
         known.setdefault("missing", d.get("parse_failures") or 0)
         known["warnings"] = tuple(RunWarning.from_dict(w) for w in known.get("warnings") or ())
         known["levels"] = dict(known.get("levels") or {})
+        known["ledger"] = LedgerTotals.from_dict({name: d.get(key) for name, key in SUMMARY_LEDGER_KEYS.items()})
         return cls(**known)
+
+
+SUMMARY_LEDGER_KEYS = {"calls": "calls", "cache_hits": "cache_hits", "truncated": "truncated_calls",
+                       "prompt_tokens": "prompt_tokens", "completion_tokens": "completion_tokens",
+                       "dollars": "dollars", "failures": "failures", "seconds": "call_seconds"}
+"""``LedgerTotals`` field -> its key in a stored summary (and the CLI's JSON). The six that summaries always
+held keep their names, so every stored summary still reads; the summary's own ``seconds`` is wall time, so the
+ledger's summed call latency is ``call_seconds``. A summary stored before ``failures`` and ``call_seconds``
+were kept reads them as 0."""
 
 
 @dataclass(frozen=True)
@@ -295,8 +307,8 @@ class RunRecord:
     """The fitted judge (``Judge.to_dict``), None before ``fit`` ended or when not read."""
     summary: RunSummary | None = None
     """None until the run finished."""
-    ledger: dict[str, Any] = field(default_factory=dict)
-    """Calls, cache hits, tokens, dollars so far (``llm.Ledger.snapshot``)."""
+    ledger: LedgerTotals = field(default_factory=LedgerTotals)
+    """Calls, cache hits, tokens, dollars so far (``llm.Ledger.snapshot``); all 0 before the first call."""
     version: int = 0
     """Bumped by every update (pages key their caches on it)."""
     human_aggregate: str = "imported"
@@ -327,5 +339,6 @@ class RunRecord:
         values["id"] = int(row["id"])
         values["split"] = Split.from_dict(row["split"]) if row.get("split") else None
         values["summary"] = RunSummary.from_dict(row["summary"]) if row.get("summary") else None
+        values["ledger"] = LedgerTotals.from_dict(row.get("ledger"))
         values["human_aggregate"] = row.get("human_aggregate") or "imported"
         return cls(**values)

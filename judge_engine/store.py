@@ -24,6 +24,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from sqlite_utils import Database, Migrations
 
+from .llm.client import LedgerTotals
 from .records import Annotation, Aspect, Dataset, RunEvent, RunRecord, RunSummary, Sample, Split, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -499,7 +500,7 @@ class Store:
     def update_run(self, run_id: int, **fields: Any) -> None:
         """Set run fields (dict/list values and records such as a ``RunSummary`` are stored as JSON) and bump
         its version."""
-        fields = {k: (v.to_dict() if isinstance(v, RunSummary) else v) for k, v in fields.items()}
+        fields = {k: (v.to_dict() if isinstance(v, (RunSummary, LedgerTotals)) else v) for k, v in fields.items()}
         values = {k: (_dumps(v) if isinstance(v, (dict, list)) else v) for k, v in fields.items()}
         sets = ", ".join(f"[{k}] = ?" for k in values)
         with self.write():

@@ -344,8 +344,8 @@ if levels.empty:
 else:
     with st.expander("This run's correlations at every level, with 95% bootstrap intervals"):
         st.dataframe(levels, hide_index=True, key="ac_levels")
-st.caption(f"This run: {summary.calls} LLM calls, {summary.cache_hits} cache hits, "
-           f"{summary.prompt_tokens + summary.completion_tokens} tokens, "
+st.caption(f"This run: {summary.ledger.calls} LLM calls, {summary.ledger.cache_hits} cache hits, "
+           f"{summary.ledger.prompt_tokens + summary.ledger.completion_tokens} tokens, "
            f"{float(summary.seconds):.0f} s, {summary.parse_failures} missing scores.")
 
 verdicts = common.load_verdicts(store, run)

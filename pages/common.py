@@ -791,8 +791,7 @@ def runs_frame(runs: Iterable[RunRecord | dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for r in map(RunRecord.of, runs):
         corr = (r.summary.correlations if r.summary else None) or {}
-        # the ledger is the backend's snapshot, a dict by design: its counters may be absent while a run starts
-        ledger = r.ledger
+        ledger = r.ledger  # llm.LedgerTotals: all 0 before the run's first call
         rows.append({
             "run": r.id, "method": r.method, "dataset": r.dataset, "aspect": r.aspect,
             "status": effective_status(r),
@@ -800,8 +799,8 @@ def runs_frame(runs: Iterable[RunRecord | dict[str, Any]]) -> pd.DataFrame:
             "level": r.summary.level if r.summary else "",
             "pearson": _num(corr.get("pearson")), "spearman": _num(corr.get("spearman")),
             "kendall": _num(corr.get("kendall")),
-            "calls": ledger.get("calls", 0), "cache hits": ledger.get("cache_hits", 0),
-            "dollars": float(ledger.get("dollars", 0.0) or 0.0), "created": fmt_time(r.created),
+            "calls": ledger.calls, "cache hits": ledger.cache_hits,
+            "dollars": float(ledger.dollars), "created": fmt_time(r.created),
             "human score": r.human_aggregate, "started by": r.actor,
         })
     return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",

@@ -162,15 +162,14 @@ def search_view(s: Any, run: RunRecord | dict[str, Any]) -> None:
     """
     run = RunRecord.of(run)
     trace = search_trace(s.run_events(run.id))
-    # the ledger is the backend's snapshot (a dict by design); a counter not counted yet shows 0
-    ledger = run.ledger
+    ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
     c1, c2, c3, c4 = st.columns(4)
     best = trace["best"]
     c1.metric("Best validation fitness", "–" if best is None else f"{best['fitness']:.1f}", help=COVERAGE_NOTE)
     c2.metric("Strategies evaluated",
               f"{len(trace['evaluated'])} of {(trace['started'] or {}).get('evaluations') or '?'}")
-    c3.metric("LLM calls", ledger.get("calls", 0))
-    c4.metric("Cache hits", ledger.get("cache_hits", 0))
+    c3.metric("LLM calls", ledger.calls)
+    c4.metric("Cache hits", ledger.cache_hits)
     for note in trace["notes"]:
         st.warning(common.escape_markdown(note))
     if trace["aux_missing"]:

@@ -141,10 +141,10 @@ def bank_view(s, run: RunRecord) -> None:
     # the flags are in the judge: a finished run's bank shows them
     flagged = he.HypoEvalState.from_judge(Judge.from_dict(run.judge)).flagged if run.judge else ()
     bank_table(view, common.flags_by(flagged))
-    ledger = run.ledger  # llm.Ledger.snapshot so far: empty before the first call
-    st.caption(f"LLM calls {ledger.get('calls', 0)}, cache hits {ledger.get('cache_hits', 0)}, "
-               f"prompt tokens {ledger.get('prompt_tokens', 0)}, completion tokens "
-               f"{ledger.get('completion_tokens', 0)}, {float(ledger.get('seconds', 0) or 0):.0f} s in calls")
+    ledger = run.ledger  # llm.LedgerTotals so far: all 0 before the first call
+    st.caption(f"LLM calls {ledger.calls}, cache hits {ledger.cache_hits}, "
+               f"prompt tokens {ledger.prompt_tokens}, completion tokens "
+               f"{ledger.completion_tokens}, {float(ledger.seconds):.0f} s in calls")
 
 
 # --------------------------------------------------------------------------- curate
@@ -292,9 +292,9 @@ def results(run: RunRecord, state: he.HypoEvalState) -> None:
         st.plotly_chart(plots.correlation_bars(summary.levels, natural=summary.level),
                         key=f"hypoeval_bars_{run.id}")
     m = st.columns(5)
-    m[0].metric("LLM calls", summary.calls)
-    m[1].metric("Cache hits", summary.cache_hits)
-    m[2].metric("Prompt tokens", summary.prompt_tokens)
+    m[0].metric("LLM calls", summary.ledger.calls)
+    m[1].metric("Cache hits", summary.ledger.cache_hits)
+    m[2].metric("Prompt tokens", summary.ledger.prompt_tokens)
     m[3].metric("Seconds", f"{float(summary.seconds):.1f}")
     m[4].metric("Missing verdicts", f"{summary.parse_failures} of {summary.n}")
 

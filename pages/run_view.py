@@ -68,10 +68,9 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
             if lines is not None:
                 for line in lines(store.run_events(run_id))[-8:]:
                     st.text(line)
-            # the ledger is llm.Ledger.snapshot, an open dict: a run that has made no call yet has none of its keys
-            ledger = run.ledger
-            st.caption(f"{ledger.get('calls', 0)} LLM calls, {ledger.get('cache_hits', 0)} cache hits, "
-                       f"{ledger.get('prompt_tokens', 0)} prompt tokens. You can leave this page; the run "
+            ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
+            st.caption(f"{ledger.calls} LLM calls, {ledger.cache_hits} cache hits, "
+                       f"{ledger.prompt_tokens} prompt tokens. You can leave this page; the run "
                        "continues.")
         elif status == "finished":
             if live:  # it finished while this page was open: draw the results

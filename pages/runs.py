@@ -103,8 +103,7 @@ def progress_panel(run_id: int) -> None:
         run = common.get_store().run(run_id)
         status = effective_status(run)
         waiting = status not in common.LIVE_STATUSES and status != "finished" and resumed_recently(run_id)
-        # the ledger is the backend's snapshot (a dict by design); a counter not counted yet shows 0
-        ledger = run.ledger
+        ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
         if status in common.LIVE_STATUSES or waiting:
             done, total = run.done, run.total
             stage = "waiting for the worker to start" if waiting else (run.stage or status)
@@ -124,11 +123,11 @@ def progress_panel(run_id: int) -> None:
                 resume(run_id)
         if status != "finished":
             m = st.columns(5)
-            m[0].metric("LLM calls", ledger.get("calls", 0))
-            m[1].metric("Cache hits", ledger.get("cache_hits", 0))
-            m[2].metric("Prompt tokens", ledger.get("prompt_tokens", 0))
-            m[3].metric("Completion tokens", ledger.get("completion_tokens", 0))
-            m[4].metric("Cost ($)", f"{float(ledger.get('dollars', 0) or 0):.4f}")
+            m[0].metric("LLM calls", ledger.calls)
+            m[1].metric("Cache hits", ledger.cache_hits)
+            m[2].metric("Prompt tokens", ledger.prompt_tokens)
+            m[3].metric("Completion tokens", ledger.completion_tokens)
+            m[4].metric("Cost ($)", f"{float(ledger.dollars):.4f}")
         if live and status not in common.LIVE_STATUSES and not waiting:
             st.rerun()  # the run just ended: redraw the page once with its results
 
@@ -172,12 +171,12 @@ def results(run: RunRecord) -> None:
     m[1].metric("Parse failures", f"{summary.parse_failures} of {n}",
                 help="Replies that were there but gave no score that could be read.")
     m[2].metric("Seconds", f"{float(summary.seconds):.1f}")
-    m[3].metric("Cost ($)", f"{float(summary.dollars):.4f}")
+    m[3].metric("Cost ($)", f"{float(summary.ledger.dollars):.4f}")
     m = st.columns(4)
-    m[0].metric("LLM calls", summary.calls)
-    m[1].metric("Cache hits", summary.cache_hits)
-    m[2].metric("Prompt tokens", summary.prompt_tokens)
-    m[3].metric("Completion tokens", summary.completion_tokens)
+    m[0].metric("LLM calls", summary.ledger.calls)
+    m[1].metric("Cache hits", summary.ledger.cache_hits)
+    m[2].metric("Prompt tokens", summary.ledger.prompt_tokens)
+    m[3].metric("Completion tokens", summary.ledger.completion_tokens)
 
     try:
         dataset = common.human_dataset(store, run.dataset, run.human_aggregate)

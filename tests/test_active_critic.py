@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from judge_engine.llm import GenerationParams, LLMConfig, make_llm
+from judge_engine.llm import GenerationParams, LedgerTotals, LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.methods import active_critic as ac
@@ -572,7 +572,7 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     summary = execute_run(store, run_id)
     run = store.get_run(run_id)
     assert run["status"] == "finished", run["message"]
-    assert summary.n == 3 and summary.calls > 0  # test_size=2 takes one whole group of 3
+    assert summary.n == 3 and summary.ledger.calls > 0  # test_size=2 takes one whole group of 3
     judge = Judge.from_dict(run["judge"])
     assert isinstance(judge.state["task_description"], str) and len(judge.state["search"]) == 2
     # each set scores the 2 subsampled items minus its own demo when that demo is one of them
@@ -583,7 +583,7 @@ def test_tiny_run_on_the_embedded_model_and_its_free_repeat(store, tiny_dataset)
     verdicts = store.load_verdicts(run_id)
     assert len(verdicts) == 3 and all(v.raw for v in verdicts)
     repeat = create_run(store, spec)
-    assert execute_run(store, repeat).calls == 0
+    assert execute_run(store, repeat).ledger.calls == 0
     assert [v.score for v in store.load_verdicts(repeat)] == pytest.approx([v.score for v in verdicts], nan_ok=True)
 
 
@@ -652,7 +652,7 @@ def test_repeated_or_empty_explanations_are_flagged_not_shown_and_counted(store,
     assert "0 words" in empty.metadata["explanation_rejected"] and empty.explanation == "" and '"* *"' in empty.raw
     others = [v for k, v in verdicts.items() if k not in ("s17", "s18")]
     assert all("explanation_rejected" not in v.metadata and v.explanation.startswith("it is item") for v in others)
-    [warning] = [w for w in run_warnings(list(verdicts.values()), ledger={}) if w.code == "explanations_rejected"]
+    [warning] = [w for w in run_warnings(list(verdicts.values()), ledger=LedgerTotals()) if w.code == "explanations_rejected"]
     assert warning.count == 2 and "2 of 5" in warning.message
 
 

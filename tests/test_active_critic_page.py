@@ -66,7 +66,7 @@ def started(monkeypatch):
         store = Store(db_path)
         llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(responder))
         execute_run(store, run_id, llm=llm)
-        calls.append((run_id, llm.ledger.snapshot()["calls"]))
+        calls.append((run_id, llm.ledger.snapshot().calls))
 
     monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
     return calls

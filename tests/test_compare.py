@@ -219,7 +219,7 @@ def test_fit_cost_is_split_from_scoring_cost(store, dataset):
                 method="geval")
     cost = compare.cost_split(store, geval)
     assert cost["fit"]["calls"] == 1 and cost["total"]["calls"] == 1 + cost["score"]["calls"]
-    assert math.isclose(cost["total"]["calls"], geval.ledger["calls"])
+    assert math.isclose(cost["total"]["calls"], geval.ledger.calls)
 
 
 def test_transferred_judge_scores_another_dataset_on_its_scale(store, dataset, tiny_dataset):

@@ -45,7 +45,7 @@ def test_embedded_model_answers_an_over_long_input_and_the_ledger_counts_it(tmp_
     prompt = "Summarize in one word.\n\n" + fence("Article", article) + "\n\nWord:"
     reply = llm.complete([{"role": "user", "content": prompt}], max_tokens=8)
     assert reply.truncated_chars > 0 and reply.prompt_tokens <= 512
-    assert llm.ledger.snapshot()["truncated"] == 1
+    assert llm.ledger.snapshot().truncated == 1
     again = llm.complete([{"role": "user", "content": prompt}], max_tokens=8)
     assert again.cached and again.truncated_chars == reply.truncated_chars
 

@@ -269,11 +269,11 @@ def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
                    params={"aggregator": "dt", "max_layers": 2, "pi_repeats": 2})
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=_llm(store)[0])
-    assert summary.n == 6 and summary.parse_failures == 0 and summary.calls > 0
+    assert summary.n == 6 and summary.parse_failures == 0 and summary.ledger.calls > 0
     kinds = [e["kind"] for e in store.events(first)]
     assert kinds[:2] == ["tree_started", "layer_scored"] and "aggregator_fitted" in kinds and "fitted" in kinds
     again = execute_run(store, create_run(store, spec), llm=_llm(store)[0])
-    assert again.calls == 0 and again.cache_hits > 0
+    assert again.ledger.calls == 0 and again.ledger.cache_hits > 0
 
 
 @pytest.mark.model
@@ -284,12 +284,12 @@ def test_real_embedded_model_end_to_end_and_repeat_is_free(store, tiny_dataset):
                    params={"aggregator": "lr", "max_layers": 2, "k_child": 2, "pi_repeats": 2,
                            "decompose_max_tokens": 48, "score_max_tokens": 4, "weighted": True})
     first = execute_run(store, create_run(store, spec))
-    assert first.n == 3 and first.calls > 0  # test_size=2 takes one whole group of 3
+    assert first.n == 3 and first.ledger.calls > 0  # test_size=2 takes one whole group of 3
     run = store.list_runs()[0]
     judge = Judge.from_dict(store.get_run(run["id"])["judge"])
     assert judge.state["tree"]["nodes"][0]["id"] == "quality" and judge.state["layers"]
     again = execute_run(store, create_run(store, spec))
-    assert again.calls == 0
+    assert again.ledger.calls == 0
 
 
 # ---- tree editing: versioned rows, undo, conflicts, next round ------------------------------------

@@ -440,11 +440,11 @@ def test_run_through_execute_run_stores_events_and_a_repeat_is_free(store, tiny_
     llm, backend = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=llm)
-    assert summary.n == 6 and summary.calls > 0
+    assert summary.n == 6 and summary.ledger.calls > 0
     kinds = {e["kind"] for e in store.events(first)}
     assert {"hypothesis_proposed", "reward_updated", "selection", "fitted"} <= kinds
     again = create_run(store, spec)
-    assert execute_run(store, again, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0]).calls == 0
+    assert execute_run(store, again, llm=fake_llm(scripted(tiny_dataset), store=store, concurrency=1)[0]).ledger.calls == 0
 
 
 # ----------------------------------------------------------------------------- the real embedded model
@@ -483,7 +483,7 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
     run = store.get_run(run_id)
     # test_size=1 takes one whole dialogue act (2 realisations here): a test group is never cut
     assert run["status"] == "finished" and summary.n == len(run["split"]["test_ids"]) == 2
-    assert summary.calls > 0
+    assert summary.ledger.calls > 0
     kinds = [e["kind"] for e in store.events(run_id)]
     assert "literature_skipped" in kinds and "selection" in kinds and "fit_done" in kinds
     # whatever the tiny model answered, every verdict is a number from parsed scores or missing, never a default
@@ -491,7 +491,7 @@ def test_real_model_runs_end_to_end_through_execute_run_and_a_repeat_is_free(tmp
         parsed = [p["score"] for p in v.metadata["per_hypothesis"] if p["score"] is not None]
         assert (math.isnan(v.score) and not parsed) or v.score == pytest.approx(sum(parsed) / len(parsed))
     repeat = create_run(store, spec)
-    assert execute_run(store, repeat).calls == 0
+    assert execute_run(store, repeat).ledger.calls == 0
 
 
 def test_compare_layouts_reports_both_layouts_on_the_same_cells(store, tiny_dataset):

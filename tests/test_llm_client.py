@@ -40,7 +40,7 @@ def test_identical_request_is_answered_from_the_cache(tmp_path):
     assert second.texts == first.texts and second.latency_s == first.latency_s
     assert second.prompt_tokens == first.prompt_tokens and second.completion_tokens == first.completion_tokens
     snap = llm.ledger.snapshot()
-    assert snap["calls"] == 1 and snap["cache_hits"] == 1
+    assert snap.calls == 1 and snap.cache_hits == 1
     assert llm.is_cached(MSGS, GenerationParams(max_tokens=8))
     # keyword overrides build the same params, so they hit too
     assert llm.complete(MSGS, max_tokens=8).cached
@@ -57,7 +57,7 @@ def test_a_different_parameter_misses(tmp_path, change):
     out = llm.complete(MSGS, base.with_(**change))
     assert not out.cached
     assert len(backend.calls) == 2
-    assert llm.ledger.snapshot()["cache_hits"] == 0
+    assert llm.ledger.snapshot().cache_hits == 0
 
 
 @pytest.mark.parametrize("messages", [
@@ -99,7 +99,7 @@ def test_the_cache_persists_in_the_store_file(tmp_path):
     out = again.complete(MSGS, GenerationParams(max_tokens=8))
     assert out.cached and out.texts == first.texts
     assert backend2.calls == []
-    assert again.ledger.snapshot()["calls"] == 0 and again.ledger.snapshot()["cache_hits"] == 1
+    assert again.ledger.snapshot().calls == 0 and again.ledger.snapshot().cache_hits == 1
     assert len(CallCache(Store(tmp_path / "cache.db"))) == 1
 
     elsewhere, backend3 = llm_with(tmp_path, db="other.db")  # a different file knows nothing
@@ -162,7 +162,7 @@ def test_complete_many_keeps_order_and_bounds_concurrency(tmp_path, concurrency)
     assert seen and seen[-1] == (12, 12)
     assert all(total == 12 for _, total in seen)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
-    assert llm.ledger.snapshot()["calls"] == 12
+    assert llm.ledger.snapshot().calls == 12
 
 
 def test_complete_many_answers_cached_requests_first_and_in_place(tmp_path):
@@ -177,7 +177,7 @@ def test_complete_many_answers_cached_requests_first_and_in_place(tmp_path):
     assert len(backend.calls) == 6
     assert seen[0] == (3, 6) and seen[-1] == (6, 6)
     snap = llm.ledger.snapshot()
-    assert snap["calls"] == 6 and snap["cache_hits"] == 3
+    assert snap.calls == 6 and snap.cache_hits == 3
 
 
 def test_complete_many_pays_once_for_duplicates_in_one_batch(tmp_path):
@@ -188,7 +188,7 @@ def test_complete_many_pays_once_for_duplicates_in_one_batch(tmp_path):
     assert len(backend.calls) == 2
     assert [c.cached for c in out] == [False, False, True, True]
     snap = llm.ledger.snapshot()
-    assert snap["calls"] == 2 and snap["cache_hits"] == 2
+    assert snap.calls == 2 and snap.cache_hits == 2
 
 
 def test_duplicates_are_sent_once_even_without_a_store(tmp_path):
@@ -213,7 +213,7 @@ def test_a_failure_is_raised_after_the_others_finish_and_they_stay_cached(tmp_pa
         llm.complete_many(requests)
     assert probe.finished == 3 and probe.active == 0  # the calls in flight ran to the end first
     snap = llm.ledger.snapshot()
-    assert snap["calls"] == 3 and snap["failures"] == 1
+    assert snap.calls == 3 and snap.failures == 1
 
     fixed = FakeBackend(lambda m, p: f"answer to {m[-1]['content']}")
     rerun = LLM(llm.config, fixed, cache=llm.cache)
@@ -232,7 +232,7 @@ def test_after_a_failure_a_rerun_sends_only_what_did_not_finish(tmp_path):
         llm.complete_many(requests)
     assert probe.active == 0
     finished = probe.finished
-    assert finished == llm.ledger.snapshot()["calls"] >= 1
+    assert finished == llm.ledger.snapshot().calls >= 1
 
     fixed = FakeBackend(lambda m, p: f"answer to {m[-1]['content']}")
     out = LLM(llm.config, fixed, cache=llm.cache).complete_many(requests)
@@ -253,18 +253,18 @@ def test_dollars_come_from_the_configured_prices(tmp_path):
     assert out.prompt_tokens == prompt_tokens and out.completion_tokens == 10
     expected = (prompt_tokens * 2.0 + 10 * 6.0) / 1000
     snap = llm.ledger.snapshot()
-    assert snap["dollars"] == pytest.approx(expected, abs=1e-6)
-    assert snap["prompt_tokens"] == prompt_tokens and snap["completion_tokens"] == 10
-    assert snap["seconds"] == pytest.approx(0.001, abs=1e-3)
+    assert snap.dollars == pytest.approx(expected, abs=1e-6)
+    assert snap.prompt_tokens == prompt_tokens and snap.completion_tokens == 10
+    assert snap.seconds == pytest.approx(0.001, abs=1e-3)
 
     llm.complete(MSGS)  # a cache hit is free
-    assert llm.ledger.snapshot()["dollars"] == pytest.approx(expected, abs=1e-6)
+    assert llm.ledger.snapshot().dollars == pytest.approx(expected, abs=1e-6)
     llm.complete(MSGS, max_tokens=3)  # a new call adds its own price
-    assert llm.ledger.snapshot()["dollars"] == pytest.approx(2 * expected, abs=1e-6)
+    assert llm.ledger.snapshot().dollars == pytest.approx(2 * expected, abs=1e-6)
 
     free, _ = llm_with(tmp_path, db="free.db")
     free.complete(MSGS)
-    assert free.ledger.snapshot()["dollars"] == 0.0
+    assert free.ledger.snapshot().dollars == 0.0
 
 
 def test_cache_key_ignores_timeout_retries_and_concurrency(tmp_path):
@@ -291,3 +291,21 @@ def test_cache_key_ignores_timeout_retries_and_concurrency(tmp_path):
     # but the model and the backend are part of it
     assert cache_key("fake", "other", MSGS, params) != cache_key("fake", "fake", MSGS, params)
     assert cache_key("openai", "fake", MSGS, params) != cache_key("fake", "fake", MSGS, params)
+
+
+def test_the_ledger_hands_out_frozen_totals_and_resumes_from_stored_ones():
+    import dataclasses
+
+    from judge_engine.llm import Completion, Ledger, LedgerTotals
+
+    stored = LedgerTotals.from_dict({"calls": 4, "cache_hits": 1, "dollars": 0.5, "unknown_later_field": 1})
+    ledger = Ledger(price_prompt_per_1k=1.0, start=stored)
+    ledger.record(Completion(texts=("[[3]]",), prompt_tokens=1000, completion_tokens=0, latency_s=0.25))
+    ledger.record_failure()
+    snap = ledger.snapshot()
+    assert (snap.calls, snap.cache_hits, snap.failures, snap.prompt_tokens) == (5, 1, 1, 1000)
+    assert snap.dollars == pytest.approx(1.5) and snap.seconds == pytest.approx(0.25)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        snap.calls = 0  # a snapshot never moves with the ledger
+    assert LedgerTotals.from_dict(snap.to_dict()) == snap
+    assert LedgerTotals.from_dict({}) == LedgerTotals.from_dict(None) == LedgerTotals()  # a run before any call

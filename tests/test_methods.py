@@ -216,4 +216,4 @@ def test_geval_steps_are_generated_once_and_cached(store, tiny_dataset):
     llm, backend = fake_llm(lambda m, p: "1. Read." if "procedure" in m[0]["content"] else "[[3]]", store=store)
     GEval().fit([], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     GEval().fit([], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
-    assert len(backend.calls) == 1 and llm.ledger.snapshot()["cache_hits"] == 1
+    assert len(backend.calls) == 1 and llm.ledger.snapshot().cache_hits == 1

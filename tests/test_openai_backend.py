@@ -54,7 +54,7 @@ def test_chat_completion_returns_text_and_usage(server, tmp_path):
     assert out.model == MODEL_ALIAS
     assert llm.backend.model_id == f"{server.base_url}|{MODEL_ALIAS}"
     snap = llm.ledger.snapshot()
-    assert snap["calls"] == 1 and snap["prompt_tokens"] == out.prompt_tokens and snap["seconds"] > 0
+    assert snap.calls == 1 and snap.prompt_tokens == out.prompt_tokens and snap.seconds > 0
     # greedy is deterministic on this server too
     assert openai_llm(server.base_url, tmp_path, db="other.db").complete(QUESTION, max_tokens=8).texts == out.texts
 
@@ -84,7 +84,7 @@ def test_n_above_one_returns_n_texts(server, tmp_path):
                        GenerationParams(temperature=1.0, n=3, max_tokens=6))
     assert len(out.texts) == 3 and all(isinstance(t, str) for t in out.texts)
     assert out.completion_tokens > 0
-    assert llm.ledger.snapshot()["calls"] == 1  # one request to the client, however many HTTP calls
+    assert llm.ledger.snapshot().calls == 1  # one request to the client, however many HTTP calls
 
 
 def test_the_cache_answers_while_the_server_is_down(server, tmp_path):
@@ -97,13 +97,13 @@ def test_the_cache_answers_while_the_server_is_down(server, tmp_path):
         again = llm.complete(QUESTION, GenerationParams(max_tokens=6))
         assert again.cached and again.texts == first.texts
         snap = llm.ledger.snapshot()
-        assert snap["calls"] == 1 and snap["cache_hits"] == 1
+        assert snap.calls == 1 and snap.cache_hits == 1
         # a fresh client on the same cache file too
         assert openai_llm(server.base_url, tmp_path).complete(QUESTION, GenerationParams(max_tokens=6)).cached
         # while anything new cannot be answered
         with pytest.raises(BackendUnavailable, match="cannot reach"):
             llm.complete(QUESTION, GenerationParams(max_tokens=7))
-        assert llm.ledger.snapshot()["failures"] == 1
+        assert llm.ledger.snapshot().failures == 1
     finally:
         server.start()
     # and once it is back the same LLM object works again
@@ -139,7 +139,7 @@ def test_concurrent_requests_against_the_server(server, tmp_path):
     out = llm.complete_many(requests, progress=lambda d, t: seen.append((d, t)))
     sequential = openai_llm(server.base_url, tmp_path, db="seq.db")
     assert [c.text for c in out] == [sequential.complete(r.messages, r.params).text for r in requests]
-    assert seen[-1] == (3, 3) and llm.ledger.snapshot()["calls"] == 3
+    assert seen[-1] == (3, 3) and llm.ledger.snapshot().calls == 3
 
 
 # --------------------------------------------------------------------------- no server
@@ -153,7 +153,7 @@ def test_server_down_is_backend_unavailable_fast(tmp_path):
         llm.complete(QUESTION, GenerationParams(max_tokens=4))
     assert time.monotonic() - start < 5
     assert url in str(info.value)
-    assert llm.ledger.snapshot()["failures"] == 1 and llm.ledger.snapshot()["calls"] == 0
+    assert llm.ledger.snapshot().failures == 1 and llm.ledger.snapshot().calls == 0
     with pytest.raises(BackendUnavailable, match="cannot reach"):
         check_connection(LLMConfig(backend="openai", base_url=url, model=MODEL_ALIAS, max_retries=0, timeout=5))
 

@@ -199,9 +199,9 @@ def test_stability_finds_a_judge_whose_scores_move_with_the_seed_and_repeats_cos
     assert found.n == 24 and found.repeats == 3 and found.missing == 0 and found.varied == "sampling"
     assert found.mean_sd > 0.5 and found.retest.value < 0.9 and found.retest.ci[0] < found.retest.value
     assert len(found.with_humans) == 3 and found.with_humans_spread > 0
-    calls = llm.ledger.snapshot()["calls"]
+    calls = llm.ledger.snapshot().calls
     again = probes.stability(judge, dataset.samples, "quality", llm=llm, repeats=3, seed=0)
-    assert llm.ledger.snapshot()["calls"] == calls and again == found
+    assert llm.ledger.snapshot().calls == calls and again == found
 
     steady = make_llm(LLMConfig(), store=store,
                       backend=FakeBackend(lambda m, p: f"[[{1 + _item(m) % 5}]]"))

@@ -53,7 +53,7 @@ def test_server_dies_mid_run_then_the_run_resumes_without_repeating_a_call(llama
     summary = execute_run(store, run_id)
     assert store.get_run(run_id)["status"] == "finished" and summary.n == 9
     # every call of both attempts is one cache row: nothing was sent twice
-    assert summary.calls == len(CallCache(store)) == 9
+    assert summary.ledger.calls == len(CallCache(store)) == 9
 
 
 def test_server_down_at_start_pauses_the_run_with_a_clear_status(store, tiny_dataset, monkeypatch):
@@ -124,7 +124,7 @@ def test_transient_errors_are_retried_with_backoff(flaky, store, tiny_dataset, m
     summary = execute_run(store, run_id)
     assert summary.n == 3 and summary.parse_failures == 0
     assert sorted(_Flaky.seen.values()) == [3, 3, 3], "each prompt: two failures, then one answer"
-    assert summary.calls == 3
+    assert summary.ledger.calls == 3
 
 
 @pytest.mark.parametrize("status", [500, 429])

@@ -41,7 +41,7 @@ def test_run_executes_and_summarises(store, tiny_dataset):
         f"progress moves as answers arrive, not once per saved chunk of 8: {scoring}"
     run = store.get_run(run_id)
     assert run["status"] == "finished" and run["done"] == run["total"] == 9
-    assert summary.n == 9 and summary.calls == 9 and summary.parse_failures == 0
+    assert summary.n == 9 and summary.ledger.calls == 9 and summary.parse_failures == 0
     assert summary.level == "group" and set(summary.levels) >= {"sample", "group", "system"}
     assert -1 <= summary.correlations["spearman"] <= 1
 
@@ -57,13 +57,13 @@ def test_run_from_an_edited_judge_skips_fit_and_reuses_unchanged_calls(store, ti
     judge = Judge.from_dict(store.get_run(first)["judge"])
 
     same = create_run(store, spec, judge=judge)
-    assert execute_run(store, same, llm=make_llm(LLMConfig(), store=store, backend=backend)).calls == 0
+    assert execute_run(store, same, llm=make_llm(LLMConfig(), store=store, backend=backend)).ledger.calls == 0
     assert not [e for e in store.events(same) if e["kind"] == "fitted"], "fit is skipped"
 
     edited = Judge(**{**judge.to_dict(), "state": {**judge.state, "steps": "1. Check every sentence."}})
     again = create_run(store, spec, judge=edited)
     summary = execute_run(store, again, llm=make_llm(LLMConfig(), store=store, backend=backend))
-    assert summary.calls == 9, "only the prompts that the edit changed are sent"
+    assert summary.ledger.calls == 9, "only the prompts that the edit changed are sent"
     assert store.get_run(again)["judge"]["state"]["steps"] == "1. Check every sentence."
     with pytest.raises(ValueError, match="not direct"):
         create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3), judge=judge)
@@ -90,7 +90,7 @@ def test_crashed_run_resumes_without_repeating_a_call(store, tiny_dataset):
     summary = execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=resumed), chunk_size=2)
     assert len(sent) == len(set(sent)) == 9  # every prompt sent exactly once across both processes
     assert summary.n == 9 and store.get_run(run_id)["status"] == "finished"
-    assert summary.calls == 9  # the ledger adds up across the resume
+    assert summary.ledger.calls == 9  # the ledger adds up across the resume
 
 
 def test_a_fit_that_starts_over_replaces_the_events_of_the_interrupted_attempt(store, tiny_dataset):
@@ -158,7 +158,7 @@ def test_a_run_reads_as_a_typed_record_with_its_summary_and_events(store, tiny_d
     run = store.run(run_id)
     assert isinstance(run, RunRecord) and run.status == "finished" and run.actor == "ana"
     assert run.summary == summary and run.split.test_ids and run.judge["method"] == "direct"
-    assert run.judge_target == "quality" and run.ledger["calls"] == summary.calls
+    assert run.judge_target == "quality" and run.ledger.calls == summary.ledger.calls
     assert RunSummary.from_dict(summary.to_dict()) == summary  # what the store holds reads back the same
     listed = store.runs(dataset="tiny")
     assert [r.id for r in listed] == [run_id] and listed[0].judge is None, "listings leave the judge out"
@@ -170,3 +170,23 @@ def test_a_run_reads_as_a_typed_record_with_its_summary_and_events(store, tiny_d
     assert RunWarning.from_dict({"code": "x", "message": "m"}).to_dict() == {"code": "x", "message": "m"}
     # a row as the pages hold it still works where the engine accepts either
     assert effective_status(store.get_run(run_id)) == effective_status(run) == "finished"
+
+
+def test_a_summary_keeps_the_ledger_as_one_record_and_its_stored_keys():
+    from judge_engine.llm import LedgerTotals
+    from judge_engine.records import RunRecord, RunSummary
+
+    # a summary and a run row as older versions stored them: the ledger's totals were flat summary keys
+    old = {"level": "sample", "n": 5, "missing": 0, "parse_failures": 0, "calls": 5, "cache_hits": 2,
+           "truncated_calls": 1, "prompt_tokens": 300, "completion_tokens": 20, "dollars": 0.01, "seconds": 7.5}
+    summary = RunSummary.from_dict(old)
+    assert summary.ledger == LedgerTotals(calls=5, cache_hits=2, truncated=1, prompt_tokens=300,
+                                          completion_tokens=20, dollars=0.01)
+    assert summary.seconds == pytest.approx(7.5)  # wall time, not the ledger's summed latency
+    again = summary.to_dict()
+    assert {k: again[k] for k in old} == old, "every key a stored summary had keeps its name and value"
+    assert RunSummary.from_dict(again) == summary
+    row = {"id": 1, "method": "direct", "dataset": "d", "aspect": "a", "status": "queued", "ledger": {}}
+    assert RunRecord.from_row(row).ledger == LedgerTotals()  # a run that has made no call yet
+    row["ledger"] = {"calls": 3, "seconds": 1.5}
+    assert RunRecord.from_row(row).ledger == LedgerTotals(calls=3, seconds=1.5)

@@ -1,5 +1,6 @@
 """A run's summary and warnings (:mod:`judge_engine.runs.summary`)."""
 
+from judge_engine.llm import LedgerTotals
 from judge_engine.methods import Judge
 
 
@@ -21,7 +22,7 @@ def test_the_summary_says_why_in_warnings(tiny_dataset):
     judge = Judge("direct", {}, {"name": "x", "low": 1, "high": 5}, {"task": "t"},
                   state={"warnings": [judge_warning("empty_bank", "the bank is empty")],
                          "rejected": [{"text": "t", "ok": False, "rule": "copy", "reason": "r"}] * 2})
-    summary = summarize(tiny_dataset, tiny_dataset.aspects[0].name, verdicts, ledger={"truncated": 3}, seconds=1.0,
+    summary = summarize(tiny_dataset, tiny_dataset.aspects[0].name, verdicts, ledger=LedgerTotals(truncated=3), seconds=1.0,
                         judge=judge, n_bootstrap=10)
     codes = {w.code: w for w in summary.warnings}
     assert list(codes)[0] == "empty_bank"  # the judge's own warnings first
@@ -41,6 +42,6 @@ def test_verdicts_whose_explanation_was_rejected_are_counted(tiny_dataset):
     verdicts = [Verdict("a", "x", 3.0, metadata={"explanation_rejected": "repeats '* heading' 14 times"}),
                 Verdict("b", "x", 4.0, explanation="Clear and short."),
                 Verdict("c", "x", 2.0, metadata={"explanation_rejected": "0 words (at least 1 needed)"})]
-    [warning] = [w for w in run_warnings(verdicts, ledger={}) if w.code == "explanations_rejected"]
+    [warning] = [w for w in run_warnings(verdicts, ledger=LedgerTotals()) if w.code == "explanations_rejected"]
     assert warning.count == 2 and warning.message.startswith("2 of 3 judge explanations")
-    assert not [w for w in run_warnings(verdicts[1:2], ledger={}) if w.code == "explanations_rejected"]
+    assert not [w for w in run_warnings(verdicts[1:2], ledger=LedgerTotals()) if w.code == "explanations_rejected"]

@@ -34,8 +34,8 @@ def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared
     n_test = len(run["split"]["test_ids"])  # whole dialogue acts: at least the 12 asked
     assert summary.n == n_test >= 12
     # calls made after the kill are only for items not scored before it (at most one chunk was in flight)
-    assert summary.calls - calls_before <= n_test - scored_before
-    assert summary.calls == len(CallCache(store))  # never the same request twice
+    assert summary.ledger.calls - calls_before <= n_test - scored_before
+    assert summary.ledger.calls == len(CallCache(store))  # never the same request twice
 
 
 def test_a_finished_worker_is_reaped_without_the_caller_waiting(tmp_path, tiny_dataset):

@@ -481,7 +481,7 @@ def test_vllm_sends_a_batch_as_one_chat_call_with_guided_decoding(fake_vllm, tmp
     assert getattr(sampling[5], fake_vllm.variant, None) is None  # no schema, no guided decoding
     assert [o.structured_mode for o in outs] == [fake_vllm.variant] * 5 + [""]
     assert [o.text for o in outs] == ['{"score": 3}'] * 5 + ["3"]
-    assert seen[-1] == (6, 6) and llm.ledger.snapshot()["calls"] == 6
+    assert seen[-1] == (6, 6) and llm.ledger.snapshot().calls == 6
     # everything is cached: a rerun makes no engine call
     again = llm.complete_many(requests)
     assert len(fake_vllm.LLM.calls) == 1 and all(o.cached for o in again)

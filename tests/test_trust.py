@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from judge_engine import trust
-from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm import LedgerTotals, LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, Judge, get_method
 from judge_engine.records import Aspect, Dataset, Sample, Split, Verdict
@@ -60,7 +60,7 @@ def _learned(store, dataset, split, method, state, score):
     store.save_verdicts(run_id, verdicts)
     ds = human_dataset(store, dataset.name)
     store.update_run(run_id, status="finished", summary=summarize(ds, "quality", store.load_verdicts(run_id),
-                                                                  ledger={}, seconds=0.0))
+                                                                  ledger=LedgerTotals(), seconds=0.0))
     return run_id
 
 

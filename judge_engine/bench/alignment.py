@@ -100,8 +100,8 @@ def run(*, datasets=DATASETS, methods=("direct", "geval"), params=(), train_size
                             "warnings": [w.code for w in summary.warnings],
                             "structure": structure_of(store.run(run_id).judge or {}),
                             # a correlation is undefined (None) when every parsed score is the same
-                            "distinct_scores": len(set(scores)), "calls": summary.calls,
-                            "cache_hits": summary.cache_hits, "seconds": time.perf_counter() - start})
+                            "distinct_scores": len(set(scores)), "calls": summary.ledger.calls,
+                            "cache_hits": summary.ledger.cache_hits, "seconds": time.perf_counter() - start})
                 rows.append(row)
                 bar.update(1)
         bar.close()

@@ -117,8 +117,8 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
             with backend._lock:
                 evaluated[name].append(_perf(llama))
             after = llm.ledger.snapshot()
-            sent[name] = after["prompt_tokens"] - before["prompt_tokens"]
-            calls[name] = after["calls"] - before["calls"]
+            sent[name] = after.prompt_tokens - before.prompt_tokens
+            calls[name] = after.calls - before.calls
             scores[name] = [_mean([c.score for c in row.values()]) for row in out]
         return arm
 

@@ -55,7 +55,7 @@ def run(*, method: str = "direct", dataset: str = "topical_chat", aspect: str = 
                 execute_run(store, run_id, llm=llm)
                 times[arm] = time.perf_counter() - start
                 ledger = store.run(run_id).ledger
-                calls[arm], hits[arm] = ledger["calls"], ledger["cache_hits"]
+                calls[arm], hits[arm] = ledger.calls, ledger.cache_hits
                 scores[arm] = [v.score for v in store.load_verdicts(run_id)]
             same = all((a == b) or (a != a and b != b) for a, b in zip(scores["first"], scores["replay"]))
             rows.append({"repeat": r, "first_s": times["first"], "replay_s": times["replay"],

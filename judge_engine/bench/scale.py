@@ -137,8 +137,8 @@ def run(*, sizes: list[int] | tuple[int, ...] = (1000, 10000, 100000), bootstrap
                 run_ids.append(run_id)
                 if k == 0:
                     ledger = store.run(run_id).ledger
-                    row.update({"score_run_s": seconds, "items_per_s": n / seconds, "llm_calls": ledger["calls"],
-                                "cache_hits": ledger["cache_hits"]})
+                    row.update({"score_run_s": seconds, "items_per_s": n / seconds, "llm_calls": ledger.calls,
+                                "cache_hits": ledger.cache_hits})
             runs = [store.run(r) for r in run_ids]
             aligned, row["compare_align_s"] = _timed(lambda: compare.align(store, runs))
             row["verdicts"] = len(aligned.ids)

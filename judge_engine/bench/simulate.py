@@ -200,7 +200,7 @@ def measure(name: str, value: float, baseline: str, base_value: float, optimum: 
 
 
 def _calls(llm) -> int:
-    return llm.ledger.snapshot()["calls"]
+    return llm.ledger.snapshot().calls
 
 
 def _ceiling(world: World, test) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from .base import Backend, Completion, GenerationParams, LLMConfig, Message, Request, cache_key
@@ -22,8 +22,15 @@ class CallCache(Protocol):
             response: dict[str, Any]) -> None: ...
 
 
-@dataclass
+@dataclass(frozen=True)
 class LedgerTotals:
+    """What a run's LLM calls cost so far: the one record of the ledger's totals.
+
+    :meth:`Ledger.snapshot` returns it, a run holds it (``RunRecord.ledger``,
+    stored as :meth:`to_dict`) and a finished run's summary keeps the one of
+    its end (``RunSummary.ledger``).
+    """
+
     calls: int = 0
     """Requests actually sent to the backend."""
     cache_hits: int = 0
@@ -38,39 +45,48 @@ class LedgerTotals:
     truncated: int = 0
     """Requests whose judged text was cut to fit the model's context."""
 
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> "LedgerTotals":
+        """Totals as stored; a run that has made no call yet stores ``{}``, and an absent counter is 0."""
+        return cls(**{k: v for k, v in (d or {}).items() if k in cls.__dataclass_fields__ and v is not None})
+
 
 class Ledger:
     """Thread-safe running totals of what a run cost."""
 
     def __init__(self, *, price_prompt_per_1k: float = 0.0, price_completion_per_1k: float = 0.0,
-                 start: dict[str, Any] | None = None):
+                 start: LedgerTotals | None = None):
         self._lock = threading.Lock()
-        self._t = LedgerTotals(**(start or {}))
+        # the running counters are a private mutable copy; callers only ever see frozen snapshots
+        self._t = dict((start or LedgerTotals()).to_dict())
         self._pp, self._pc = price_prompt_per_1k, price_completion_per_1k
 
     def record(self, completion: Completion) -> None:
         with self._lock:
             if completion.cached:
-                self._t.cache_hits += 1
+                self._t["cache_hits"] += 1
                 return
-            self._t.calls += 1
-            self._t.truncated += 1 if completion.truncated_chars else 0
-            self._t.prompt_tokens += completion.prompt_tokens
-            self._t.completion_tokens += completion.completion_tokens
-            self._t.seconds += completion.latency_s
-            self._t.dollars += (completion.prompt_tokens * self._pp
-                                + completion.completion_tokens * self._pc) / 1000.0
+            self._t["calls"] += 1
+            self._t["truncated"] += 1 if completion.truncated_chars else 0
+            self._t["prompt_tokens"] += completion.prompt_tokens
+            self._t["completion_tokens"] += completion.completion_tokens
+            self._t["seconds"] += completion.latency_s
+            self._t["dollars"] += (completion.prompt_tokens * self._pp
+                                   + completion.completion_tokens * self._pc) / 1000.0
 
     def record_failure(self) -> None:
         with self._lock:
-            self._t.failures += 1
+            self._t["failures"] += 1
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> LedgerTotals:
         with self._lock:
-            d = dict(self._t.__dict__)
+            d = dict(self._t)
         d["seconds"] = round(d["seconds"], 3)
         d["dollars"] = round(d["dollars"], 6)
-        return d
+        return LedgerTotals(**d)
 
 
 class LLM:

@@ -71,9 +71,9 @@ def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
     """
     calls = seconds = 0.0
     for run in store.runs(limit=500):
-        if run.ledger.get("calls") and same_backend(LLMConfig.from_dict(run.llm), llm):
-            calls += run.ledger["calls"]
-            seconds += float(run.ledger.get("seconds") or 0.0)
+        if run.ledger.calls and same_backend(LLMConfig.from_dict(run.llm), llm):
+            calls += run.ledger.calls
+            seconds += run.ledger.seconds
     parallel = 1 if llm.backend == "llamacpp" else max(1, llm.concurrency)
     if calls >= MIN_CALLS_FOR_TIMING and seconds > 0:
         return seconds / calls / parallel, f"mean of {int(calls)} earlier requests on this backend"

@@ -29,7 +29,7 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
     started = time.time()
     config = LLMConfig.from_dict(run.llm)
     ledger = Ledger(price_prompt_per_1k=config.price_prompt_per_1k,
-                    price_completion_per_1k=config.price_completion_per_1k, start=run.ledger or None)
+                    price_completion_per_1k=config.price_completion_per_1k, start=run.ledger)
     store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), message="", stage="starting")
 
     def report(done: int, total: int, stage: str) -> None:
@@ -58,7 +58,7 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
             judge = method.fit(dataset.subset(list(split.train_ids)), aspect, context)
             store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
             # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
-            store.add_event(run_id, "fitted", {"method": run.method, "ledger": ledger.snapshot()})
+            store.add_event(run_id, "fitted", {"method": run.method, "ledger": ledger.snapshot().to_dict()})
         else:
             judge = Judge.from_dict(run.judge)
         test = dataset.subset(list(split.test_ids))

@@ -6,11 +6,12 @@ import math
 from typing import Any
 
 from .. import metrics
+from ..llm import LedgerTotals
 from ..methods import Judge
 from ..records import Dataset, RunSummary, RunWarning, Verdict
 
 
-def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger: dict[str, Any],
+def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger: LedgerTotals,
               seconds: float, n_bootstrap: int = 1000, judge: Judge | None = None) -> RunSummary:
     """Meta-evaluation of a run's verdicts at every level that applies, its cost, and its warnings.
 
@@ -41,14 +42,10 @@ def summarize(dataset: Dataset, aspect: str, verdicts: list[Verdict], *, ledger:
                       missing=n_missing, parse_failures=n_unparsed,
                       parse_failure_rate=round(n_unparsed / len(verdicts), 4) if verdicts else 0.0,
                       warnings=tuple(run_warnings(verdicts, ledger=ledger, judge=judge)),
-                      calls=int(ledger.get("calls", 0)), cache_hits=int(ledger.get("cache_hits", 0)),
-                      truncated_calls=int(ledger.get("truncated", 0)),
-                      prompt_tokens=int(ledger.get("prompt_tokens", 0)),
-                      completion_tokens=int(ledger.get("completion_tokens", 0)),
-                      dollars=float(ledger.get("dollars", 0.0)), seconds=round(seconds, 2))
+                      ledger=ledger, seconds=round(seconds, 2))
 
 
-def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judge | None = None) -> list[RunWarning]:
+def run_warnings(verdicts: list[Verdict], *, ledger: LedgerTotals, judge: Judge | None = None) -> list[RunWarning]:
     """What a person must know about a run before trusting its figures.
 
     The judge's own fit-time warnings come first (an empty hypothesis bank, no
@@ -111,7 +108,7 @@ def run_warnings(verdicts: list[Verdict], *, ledger: dict[str, Any], judge: Judg
         listed = "; ".join(f"{k} ({c})" for k, c in top)
         out.append({"code": "scores_missing", "count": len(missing),
                     "message": f"{len(missing)} of {n} items have no score: {listed}"})
-    truncated = int(ledger.get("truncated", 0) or 0)
+    truncated = ledger.truncated
     if truncated:
         out.append({"code": "prompts_cut", "count": truncated,
                     "message": f"{truncated} prompts were cut to fit the model's context window"})

@@ -685,7 +685,7 @@ class ValidationFitness:
                  "read_text": result.count("text"),
                  "read_logprobs": result.count("logprobs") + result.from_alternatives,
                  "from_alternatives": result.from_alternatives,
-                 "calls": self.llm.ledger.snapshot()["calls"],
+                 "calls": self.llm.ledger.snapshot().calls,
                  "scores": [None if math.isnan(x) else x for x in result.scores]}
         self.history.append(entry)
         if self.log:

@@ -134,7 +134,7 @@ def compare_layouts(samples: Sequence[Sample], hypotheses: Sequence[str], *, asp
         seconds = _time.perf_counter() - start
         after = llm.ledger.snapshot()
         out[layout] = {"seconds": round(seconds, 3),
-                       **{k: after.get(k, 0) - before.get(k, 0) for k in ("calls", "cache_hits", "prompt_tokens")},
+                       **{k: getattr(after, k) - getattr(before, k) for k in ("calls", "cache_hits", "prompt_tokens")},
                        "missing": sum(v.missing for v in verdicts),
                        **metrics.correlations(human, [v.score for v in verdicts])}
     return out
