@@ -44,9 +44,8 @@ class NotComparable(ValueError):
     """Runs that were not scored on the same items."""
 
 
-def split_key(run: RunRecord | dict[str, Any]) -> str:
+def split_key(run: RunRecord) -> str:
     """Identity of a run's test items (dataset + sorted test ids), short hex."""
-    run = RunRecord.of(run)
     ids = sorted(run.split.test_ids) if run.split else []
     return hashlib.sha256("\n".join([run.dataset, *ids]).encode("utf-8")).hexdigest()[:12]
 
@@ -191,9 +190,8 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     return observed, float(min(1.0, p))
 
 
-def cost_split(store: Store, run: RunRecord | dict[str, Any]) -> dict[str, dict[str, float]]:
+def cost_split(store: Store, run: RunRecord) -> dict[str, dict[str, float]]:
     """The run's ledger split into fitting and scoring (from the ledger saved when fit ended)."""
-    run = RunRecord.of(run)
     total = run.ledger
     fitted = store.run_events(run.id, kind="fitted")
     fit = LedgerTotals.from_dict(fitted[-1].payload.get("ledger")) if fitted else LedgerTotals()
@@ -203,8 +201,8 @@ def cost_split(store: Store, run: RunRecord | dict[str, Any]) -> dict[str, dict[
             "total": {k: float(getattr(total, k)) for k in keys}}
 
 
-def _seconds(run: RunRecord | dict[str, Any]) -> float:
-    summary = RunRecord.of(run).summary
+def _seconds(run: RunRecord) -> float:
+    summary = run.summary
     return float(summary.seconds) if summary else 0.0
 
 

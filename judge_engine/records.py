@@ -327,12 +327,6 @@ class RunRecord:
         return dict((self.judge or {}).get("state") or {})
 
     @classmethod
-    def of(cls, run: "RunRecord | dict[str, Any]") -> "RunRecord":
-        """``run`` as a record, whether it is one or still a store row: the bridge for functions the pages
-        call with rows (``Store.get_run``/``list_runs``) until they read ``Store.run``/``Store.runs``."""
-        return run if isinstance(run, cls) else cls.from_row(run)
-
-    @classmethod
     def from_row(cls, row: dict[str, Any]) -> "RunRecord":
         """A run row of the store with its JSON columns decoded (``Store.get_run``/``list_runs``)."""
         values = {k: row[k] for k in cls.__dataclass_fields__ if row.get(k) is not None}

@@ -206,13 +206,12 @@ def _same_backend(a: RunRecord, b: RunRecord) -> bool:
     return all(a.llm.get(k, "") == b.llm.get(k, "") for k in keys)
 
 
-def baseline_runs(store: Store, run: RunRecord | dict[str, Any]) -> list[RunRecord]:
+def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     """Finished baseline runs (direct, G-Eval) on the same dataset, aspect, test items and backend as ``run``.
 
     A baseline run itself has none: it is what the learned judges are measured against. The runs come
     as :func:`judge_engine.compare.finished_runs` gives them, ready for :func:`compare.align`.
     """
-    run = RunRecord.of(run)
     if run.method in BASELINE_METHODS:
         return []
     key = compare.split_key(run)

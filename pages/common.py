@@ -481,9 +481,8 @@ def _load_verdicts(path: str, run_id: int, version: int) -> list[Verdict]:
     return Store(path).load_verdicts(run_id)
 
 
-def load_verdicts(store: Store, run: RunRecord | dict[str, Any]) -> list[Verdict]:
-    """The verdicts of ``run`` (a record, or still a store row), cached by (database, run id, run version)."""
-    run = RunRecord.of(run)
+def load_verdicts(store: Store, run: RunRecord) -> list[Verdict]:
+    """The verdicts of ``run``, cached by (database, run id, run version)."""
     return _load_verdicts(str(store.path), run.id, int(run.version or 0))
 
 
@@ -644,14 +643,8 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
-def _summary(summary: RunSummary | dict[str, Any]) -> RunSummary:
-    """``summary`` as a record, whether it is one or still a stored dict (pages not yet moved to records)."""
-    return summary if isinstance(summary, RunSummary) else RunSummary.from_dict(summary)
-
-
-def ordered_levels(summary: RunSummary | dict[str, Any]) -> list[str]:
-    """Levels of a run summary (a record or its dict), the natural level first."""
-    summary = _summary(summary)
+def ordered_levels(summary: RunSummary) -> list[str]:
+    """Levels of a run summary, the natural level first."""
     levels = list(summary.levels.keys())
     natural = summary.level
     if natural in levels:
@@ -660,9 +653,8 @@ def ordered_levels(summary: RunSummary | dict[str, Any]) -> list[str]:
     return levels
 
 
-def correlation_frame(summary: RunSummary | dict[str, Any]) -> pd.DataFrame:
+def correlation_frame(summary: RunSummary) -> pd.DataFrame:
     """One row per meta-evaluation level (natural first): coefficients, 95% CIs and counts."""
-    summary = _summary(summary)
     rows = []
     natural = summary.level
     for level in ordered_levels(summary):
@@ -691,13 +683,11 @@ def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> Any:
     return trust_report(Store(path), run_id)
 
 
-def run_trust(store: Store, run: RunRecord | dict[str, Any]) -> Any:
-    """The :class:`judge_engine.trust.TrustReport` of a finished ``run`` (a record, or still a store row);
-    None when it has none (not finished).
+def run_trust(store: Store, run: RunRecord) -> Any:
+    """The :class:`judge_engine.trust.TrustReport` of a finished ``run``; None when it has none (not finished).
 
     Cached until the run or any finished run of its dataset (a new baseline on the same split) changes.
     """
-    run = RunRecord.of(run)
     if run.status != "finished":
         return None
     others = tuple((r.id, r.version, r.status) for r in store.runs(dataset=run.dataset, limit=10_000))
@@ -785,11 +775,10 @@ def finished_box(report: Any, text: str) -> None:
 LIVE_STATUSES = ("queued", "running")
 
 
-def runs_frame(runs: Iterable[RunRecord | dict[str, Any]]) -> pd.DataFrame:
-    """Overview of runs (``store.runs()``, or still store rows) with the natural-level correlations of finished
-    ones."""
+def runs_frame(runs: Iterable[RunRecord]) -> pd.DataFrame:
+    """Overview of runs (``store.runs()``) with the natural-level correlations of finished ones."""
     rows = []
-    for r in map(RunRecord.of, runs):
+    for r in runs:
         corr = (r.summary.correlations if r.summary else None) or {}
         ledger = r.ledger  # llm.LedgerTotals: all 0 before the run's first call
         rows.append({
@@ -818,10 +807,8 @@ def agreement_row(result: Any) -> dict[str, Any]:
                                            else result.ceiling_ci["spearman"])}
 
 
-def run_label(run: RunRecord | dict[str, Any]) -> str:
-    """A stable label for a run (a record, or still a store row; no status: a select box must not relabel its
-    value as the run progresses)."""
-    run = RunRecord.of(run)
+def run_label(run: RunRecord) -> str:
+    """A stable label for a run (no status: a select box must not relabel its value as the run progresses)."""
     return f"#{run.id} · {run.method} · {run.dataset}/{run.aspect} · {fmt_time(run.created)}"
 
 

@@ -154,13 +154,12 @@ def history_frame(evaluated: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def search_view(s: Any, run: RunRecord | dict[str, Any]) -> None:
+def search_view(s: Any, run: RunRecord) -> None:
     """The search so far: best fitness, the fitness curve, factor advantages, population, every strategy.
 
     Drawn by the progress panel at every poll while the run is live, and once when it is done (``run`` is the
-    panel's run: a record, or still a store row).
+    panel's run).
     """
-    run = RunRecord.of(run)
     trace = search_trace(s.run_events(run.id))
     ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
     c1, c2, c3, c4 = st.columns(4)
@@ -404,10 +403,10 @@ def undo_edit(owner: str, run_id: int, items: list[curation.CuratedItem], seen_k
 # --------------------------------------------------------------------------- pick a search
 
 
-def is_search(run: RunRecord | dict[str, Any]) -> bool:
+def is_search(run: RunRecord) -> bool:
     """A search, not a run of one fixed prompt (the base-prompt comparison or a person's edit); ``run`` is what
-    the picker lists (a record, or still a store row)."""
-    return not RunRecord.of(run).params.get("fixed_strategy")
+    the picker lists."""
+    return not run.params.get("fixed_strategy")
 
 
 st.subheader("Searches")

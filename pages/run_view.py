@@ -97,9 +97,8 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     return first
 
 
-def baseline_table(run: RunRecord | dict[str, Any], *, key: str, methods: tuple[str, ...] | None = None) -> None:
+def baseline_table(run: RunRecord, *, key: str, methods: tuple[str, ...] | None = None) -> None:
     """The run's test correlations beside every finished run on exactly its items, human score and backend."""
-    run = RunRecord.of(run)
     others = [r for r in runs.runs_on_same_split(common.get_store(), run, methods=methods) if r.status == "finished"]
     rows = []
     for r in [run] + others:

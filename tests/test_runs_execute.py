@@ -168,8 +168,7 @@ def test_a_run_reads_as_a_typed_record_with_its_summary_and_events(store, tiny_d
     old = RunSummary.from_dict({"level": "sample", "n": 5, "parse_failures": 2, "calls": 5})
     assert old.missing == 2 and old.scored == 3 and old.warnings == () and old.levels == {}
     assert RunWarning.from_dict({"code": "x", "message": "m"}).to_dict() == {"code": "x", "message": "m"}
-    # a row as the pages hold it still works where the engine accepts either
-    assert effective_status(store.get_run(run_id)) == effective_status(run) == "finished"
+    assert effective_status(run) == "finished"
 
 
 def test_a_summary_keeps_the_ledger_as_one_record_and_its_stored_keys():

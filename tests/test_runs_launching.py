@@ -20,7 +20,7 @@ def test_baselines_run_on_the_runs_split_and_are_reused(store, tiny_dataset, sta
     for s in out[1:]:
         base = store.get_run(s.run_id)
         assert base["split"] == main["split"] and base["actor"] == "ann"
-    assert {r.id for r in runs.runs_on_same_split(store, main)} == {out[1].run_id, out[2].run_id}
+    assert {r.id for r in runs.runs_on_same_split(store, store.run(main["id"]))} == {out[1].run_id, out[2].run_id}
 
     # a second run on the same split (a re-scoring) finds both baselines and starts nothing new for them
     again = runs.launch(store, spec, split=Split.from_dict(main["split"]), baselines=("direct", "geval"))

@@ -26,12 +26,12 @@ def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared
         time.sleep(0.3)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    run = store.get_run(run_id)
+    run = store.run(run_id)
     assert effective_status(run) == "interrupted"
     scored_before = len(store.scored_ids(run_id))
-    calls_before = run["ledger"]["calls"]
+    calls_before = run.ledger.calls
     summary = execute_run(store, run_id)
-    n_test = len(run["split"]["test_ids"])  # whole dialogue acts: at least the 12 asked
+    n_test = len(run.split.test_ids)  # whole dialogue acts: at least the 12 asked
     assert summary.n == n_test >= 12
     # calls made after the kill are only for items not scored before it (at most one chunk was in flight)
     assert summary.ledger.calls - calls_before <= n_test - scored_before
@@ -56,7 +56,7 @@ def test_a_finished_worker_is_reaped_without_the_caller_waiting(tmp_path, tiny_d
     assert proc.returncode is not None
     with pytest.raises(ChildProcessError):
         os.waitpid(proc.pid, os.WNOHANG)  # already collected: no zombie left
-    assert effective_status(store.get_run(run_id)) == "interrupted"
+    assert effective_status(store.run(run_id)) == "interrupted"
 
 
 def test_a_run_whose_worker_is_gone_or_never_came_is_interrupted(store, tiny_dataset):

@@ -47,7 +47,7 @@ def same_backend(a: LLMConfig, b: LLMConfig) -> bool:
     return (a.backend, a.model, a.base_url) == (b.backend, b.model, b.base_url)
 
 
-def runs_on_same_split(store: Store, run: RunRecord | dict[str, Any], *, methods: tuple[str, ...] | None = None,
+def runs_on_same_split(store: Store, run: RunRecord, *, methods: tuple[str, ...] | None = None,
                        include_failed: bool = False) -> list[RunRecord]:
     """Other runs scored on exactly ``run``'s test items, with the same human aggregate and backend.
 
@@ -55,7 +55,6 @@ def runs_on_same_split(store: Store, run: RunRecord | dict[str, Any], *, methods
     the same human score and the same model. Newest first; ``methods``
     filters by method; failed and cancelled runs are left out unless asked.
     """
-    run = RunRecord.of(run)
     test_ids = run.split.test_ids if run.split else None
     llm = LLMConfig.from_dict(run.llm)
     out = []

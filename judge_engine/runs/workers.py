@@ -8,7 +8,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from ..llm import LLMConfig
 from ..records import RunRecord
@@ -34,12 +33,8 @@ def _pid_alive(pid: int | None) -> bool:
         return True
 
 
-def effective_status(run: RunRecord | dict[str, Any]) -> str:
-    """The stored status, except that a 'running' run whose worker is gone is 'interrupted'.
-
-    ``run`` may still be a store row (``Store.get_run``): the pages read those until they move to ``Store.run``.
-    """
-    run = RunRecord.of(run)
+def effective_status(run: RunRecord) -> str:
+    """The stored status, except that a 'running' run whose worker is gone is 'interrupted'."""
     status = run.status
     if status == "running" and not _pid_alive(run.pid):
         return "interrupted"
