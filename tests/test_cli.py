@@ -180,7 +180,7 @@ def test_probes_stability_says_its_calls_first_and_a_second_run_costs_nothing(tm
     _scripted_backend(monkeypatch, lambda n: human[n])
     from judge_engine import probes, runs
 
-    monkeypatch.setattr(probes, "make_llm", runs.make_llm)  # the stability probe's calls: the same script
+    monkeypatch.setattr(probes, "make_llm", runs.execute.make_llm)  # the stability probe's calls: the same script
     code, out, _ = _run(capsys, "run", "--method", "direct", "--dataset", "tiny", "--aspect", "quality", "--train",
                         "0", "--test", "12", "--db", db, "--quiet")
     run_id = json.loads(out)["run_id"]

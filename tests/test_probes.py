@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from judge_engine import probes
+from judge_engine.llm import LedgerTotals
 from judge_engine.methods import Judge, get_method
 from judge_engine.records import Aspect, Dataset, Sample, Split, Verdict
 from judge_engine.runs import RunSpec, create_run, human_dataset, summarize
@@ -153,7 +154,7 @@ def test_probe_run_reads_a_finished_run_and_its_report_is_json(store):
                         metadata={"source": "missing"} if k == 0 else {}) for k, sid in enumerate(split.test_ids)]
     store.save_verdicts(run_id, verdicts)
     store.update_run(run_id, status="finished", summary=summarize(human_dataset(store, "probe"), "quality",
-                                                                  store.load_verdicts(run_id), ledger={}, seconds=0.0))
+                                                                  store.load_verdicts(run_id), ledger=LedgerTotals(), seconds=0.0))
     report = probes.probe_run(store, run_id)
     assert report.n == 29 and report.n_missing == 1
     assert report.length.flagged and report.binary is None
