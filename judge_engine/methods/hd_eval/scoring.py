@@ -1,0 +1,76 @@
+"""Hierarchy-aware scoring (HD-Eval §2.1, App. G.2): every sample scored 1-5 on each criterion, its parent named.
+
+Through the shared :mod:`judge_engine.criteria_scoring` (instructions in
+``prompts/hd_eval_score.txt``; the parent is the "aspect" of the prompt;
+score first, short output).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ...criteria_scoring import CriterionScore, CriterionText, ScoringSettings, score_criteria
+from ...llm import LLM
+from ...prompting import TaskInfo, load_template
+from ...records import Aspect, Sample
+from ..base import Progress
+from .tree import guideline_for, root_aspect, tree_index
+
+SCORE_TEMPLATE = load_template("hd_eval_score")
+
+ROOT_NAME = "overall quality"
+"""Parent named in the prompt of a layer-1 node (ours: the prompts of App. G.2 name a parent; an aspect has none)."""
+CRITERION_SCALE = (1, 5)
+"""Every criterion is scored 1-5 (paper App. G.2)."""
+
+def scoring_settings(params: dict[str, Any]) -> ScoringSettings:
+    """How an HD-Eval judge scores its nodes, from its parameters: score first (App. G.2), one call per node."""
+    return ScoringSettings(layout=params["layout"], reasoning=False, max_tokens=params["score_max_tokens"],
+                           weighted=params["weighted"])
+
+
+def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], tree: dict[str, Any], *,
+                            task: TaskInfo, llm: LLM, settings: ScoringSettings,
+                            guidelines: dict[str, str] | None = None,
+                            progress: Progress | None = None,
+                            stage: str = "scoring") -> dict[str, list[CriterionScore]]:
+    """App. G.2: score every sample on each node with a prompt naming the node's parent (1-5).
+
+    ``settings`` is :func:`scoring_settings` of the judge's parameters.
+
+    Grouped by parent: the parent is the prompt's aspect, the node its
+    criterion. Returns node id -> one :class:`CriterionScore` per sample
+    (NaN where the reply and its one follow-up had no score).
+    """
+    nodes = tree_index(tree)
+    by_parent: dict[str | None, list[str]] = {}
+    for nid in node_ids:
+        by_parent.setdefault(nodes[nid].get("parent"), []).append(nid)
+    total = len(samples) * len(node_ids)
+    done = 0
+    out: dict[str, list[CriterionScore]] = {}
+    for parent_id, children in by_parent.items():
+        if parent_id is None:
+            parent = Aspect(ROOT_NAME, *map(float, CRITERION_SCALE), f"the overall quality of the "
+                                                                      f"{task.output_label.lower()}")
+        else:
+            p = nodes[parent_id]
+            parent = Aspect(p["name"], *map(float, CRITERION_SCALE), p["definition"] or p["name"])
+        guideline = guideline_for(guidelines, root_aspect(nodes, children[0]))
+        instructions = SCORE_TEMPLATE.render(
+            parent_name=parent.name, output_label_lower=task.output_label.lower(), task=task.task,
+            guideline=f" Expert guidance for this aspect: {guideline}" if guideline else "")
+        criteria = [CriterionText(nid, nodes[nid]["name"], nodes[nid]["definition"] or nodes[nid]["name"])
+                    for nid in children]
+
+        def step(d: int, t: int, base=done) -> None:
+            if progress:
+                progress(base + min(d, t), total, stage)
+
+        results = score_criteria(samples, criteria, instructions=instructions, aspect=parent, task=task, llm=llm,
+                                 settings=settings, progress=step)
+        for nid in children:
+            out[nid] = [r[nid] for r in results]
+        done += len(samples) * len(children)
+    return out
+
