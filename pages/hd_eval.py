@@ -13,7 +13,7 @@ from judge_engine.figures import (explanation_figure, importance_figure, layer_c
                                   shap_bar_figure, tree_sunburst)
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
-from judge_engine.methods.hd_eval import (add_node, edit_node, load_tree, next_round_tree, node_summary,
+from judge_engine.methods.hd_eval import (HDEval, add_node, edit_node, load_tree, next_round_tree, node_summary,
                                           refit_preview, seed_tree, tree_index, tree_owner, undo_node)
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, estimate
@@ -106,6 +106,7 @@ if not run.judge:
     st.stop()
 
 judge = Judge.from_dict(run.judge)
+settings = HDEval.settings_of(judge.params)  # the parameters this round used
 state = judge.state
 target = judge.aspect["name"]
 if seed_tree(store, run_id, state["tree"]):
@@ -362,7 +363,7 @@ spec = RunSpec(method="hd_eval", dataset=run.dataset, aspect=target, params=next
                train_size=len(run.split.train_ids), test_size=len(run.split.test_ids),
                seed=run.split.seed, llm=LLMConfig.from_dict(run.llm))
 c1, c2 = st.columns([2, 3])
-max_layers = int(c2.number_input("Layers for the next round", 1, 5, int(run.params.get("max_layers", 3)),
+max_layers = int(c2.number_input("Layers for the next round", 1, 5, settings.max_layers,
                                  key=f"hd_next_L_{run_id}",
                                  help="How deep the next round's tree may grow; nodes marked for decomposition are "
                                       "split up to this depth. The paper uses 3."))
@@ -466,7 +467,7 @@ if run.summary is not None:
     imputed = [(v.sample_id, int(v.metadata.get("imputed_criteria", 0)), int(v.metadata.get("n_criteria", 0)),
                 v.missing, v.metadata.get("missing_reason", "")) for v in verdicts]
     n_imputed = sum(1 for _, k, _, _, _ in imputed if k)
-    limit = float(judge.params.get("max_imputed_fraction", 0.5))
+    limit = settings.max_imputed_fraction
     st.caption(f"{n_imputed} of {len(imputed)} test items had criteria imputed with training means; an item with "
                f"more than {limit:.0%} of its criteria imputed gets no score.")
     if n_imputed:

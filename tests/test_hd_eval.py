@@ -730,10 +730,27 @@ def test_a_facet_of_its_parent_passes_without_a_quality_word_and_unrelated_text_
 
 def test_scoring_settings_score_first_with_the_score_budget():
     from judge_engine.criteria_scoring import ScoringSettings
-    from judge_engine.methods.hd_eval import scoring_settings
+    from judge_engine.methods.hd_eval import HDEvalSettings
     params = HDEval(layout="sample_first", weighted=True, score_max_tokens=12).get_params()
-    assert scoring_settings(params) == ScoringSettings(layout="sample_first", reasoning=False, max_tokens=12,
-                                                       weighted=True)
+    assert HDEvalSettings.of(params).scoring == ScoringSettings(layout="sample_first", reasoning=False,
+                                                                max_tokens=12, weighted=True)
+
+
+def test_settings_hold_every_parameter_and_a_stored_run_gets_the_defaults_it_ran_with():
+    from dataclasses import FrozenInstanceError, fields
+
+    from judge_engine.methods.hd_eval import HDEvalSettings
+    assert [f.name for f in fields(HDEvalSettings)] == HDEval._param_names(), "one field per parameter, same order"
+    # a run stores only the parameters a person changed, and JSON gives the aspects back as a list
+    settings = HDEval.settings_of({"k_child": 2, "aspects": ["clarity", "fluency"], "max_imputed_fraction": 0})
+    assert (settings.k_child, settings.max_layers, settings.aspects) == (2, 3, ("clarity", "fluency"))
+    assert isinstance(settings.max_imputed_fraction, float)
+    assert HDEval.settings_of({"guidelines": {"clarity": "  short sentences "}}).guideline("clarity") == "short sentences"
+    assert HDEval.settings_of({}).guideline("clarity") == ""
+    with pytest.raises(KeyError):
+        HDEvalSettings.of({"k_child": 2})
+    with pytest.raises(FrozenInstanceError):
+        settings.k_child = 3
 
 
 # ---- criteria forms: the paper's named sub-criteria, the sentence form for small models ---------

@@ -73,7 +73,7 @@ Through Hierarchical Criteria Decomposition. ACL. arXiv:2402.15754.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 from ... import data
 from ...aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
@@ -87,9 +87,9 @@ from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext,
 from .aggregation import _clean_corr, _finite, fit_aggregator
 from .decomposition import DECOMPOSE_DRAWS, child_text, decompose_criteria, flagged_nodes
 from .pruning import attribution_importance, prune_by_attribution
-from .scoring import hierarchy_aware_scoring, scoring_settings
-from .tree import (add_children, guideline_for, initial_tree, known_aspects, remove_llm_children, root_aspect,
-                   tree_index)
+from .scoring import hierarchy_aware_scoring
+from .settings import HDEvalSettings
+from .tree import add_children, initial_tree, known_aspects, remove_llm_children, root_aspect, tree_index
 
 DEFAULT_N_ASPECTS = max(len(b.aspects) for b in data.BENCHMARKS.values())
 """Aspects assumed by :meth:`HDEval.estimate_calls` when neither ``n_aspects`` nor ``aspects`` says how many:
@@ -213,9 +213,10 @@ class HDEval(Method):
         """``context.aspects``: the dataset's aspect records (definitions, ranges) for the layer-1 aspects."""
         self._validate_params()
         llm, task, progress = context.llm, context.task, context.progress
-        settings = scoring_settings(self.get_params())
+        # the one read of the parameters: every stage below gets this record
+        settings = HDEvalSettings.of(self.get_params())
         emit = context.log or (lambda kind, payload: None)
-        names = list(self.aspects) if self.aspects else sorted(
+        names = list(settings.aspects) if settings.aspects else sorted(
             set.intersection(*(set(s.human) for s in train)) if train else {aspect.name})
         if aspect.name not in names:
             names.insert(0, aspect.name)
@@ -224,9 +225,9 @@ class HDEval(Method):
             raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
                              f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
         aspects = known_aspects(aspect, names, train, context.aspects)
-        tree = initial_tree(aspects, self.criteria_tree)
-        form = resolve_criteria_form(self.criteria_form, llm)
-        emit("tree_started", {"aspects": names, "nodes": len(tree["nodes"]), "given": self.criteria_tree is not None,
+        tree = initial_tree(aspects, settings.criteria_tree)
+        form = resolve_criteria_form(settings.criteria_form, llm)
+        emit("tree_started", {"aspects": names, "nodes": len(tree["nodes"]), "given": settings.criteria_tree is not None,
                               "criteria_form": form})
 
         scores: dict[str, list[CriterionScore]] = {}
@@ -241,9 +242,9 @@ class HDEval(Method):
         # the decomposition prompt shows no judged text; a child copied from one would come from the training texts
         shown = [t for s in train for t in (s.input, s.output, s.context or "") if t]
         aggs: list[Aggregator] = []
-        for layer in range(1, self.max_layers + 1):
+        for layer in range(1, settings.max_layers + 1):
             if layer >= 2:
-                self._grow_layer(tree, layer, importance, task=task, llm=llm,
+                self._grow_layer(tree, layer, importance, settings, task=task, llm=llm,
                                  emit=emit, progress=progress, coverage=coverage, pruning=pruning,
                                  warnings=warnings, reads=decomposition_reads, shown=shown, rejected=rejected,
                                  form=form)
@@ -254,7 +255,7 @@ class HDEval(Method):
                 break
             new = [f for f in features if f not in scores]
             scores.update(hierarchy_aware_scoring(
-                train, new, tree, task=task, llm=llm, settings=settings, guidelines=self.guidelines,
+                train, new, tree, task=task, llm=llm, settings=settings,
                 progress=progress, stage=f"layer {layer}: scoring {len(new)} criteria"))
             for f in new:
                 failures[f] = sum(1 for c in scores[f] if c.missing)
@@ -262,9 +263,9 @@ class HDEval(Method):
             emit("layer_scored", {"layer": layer, "criteria": new, "missing": {f: failures[f] for f in new},
                                   "reads": source_counts([c for f in new for c in scores[f]])})
             values = {f: [c.score for c in scores[f]] for f in features}
-            aggs = fit_aggregator(train, values, features, aspects, kind=self.aggregator,
-                                                 random_state=self.random_state)
-            importance = attribution_importance(aggs, n_repeats=self.pi_repeats)
+            aggs = fit_aggregator(train, values, features, aspects, kind=settings.aggregator,
+                                  random_state=settings.random_state)
+            importance = attribution_importance(aggs, n_repeats=settings.pi_repeats)
             cv = {}
             for agg in aggs:
                 cv.update(_clean_corr(cross_validated_correlation(agg)))
@@ -319,7 +320,9 @@ class HDEval(Method):
                 + ": it does not agree with the humans on the training items"))
         return out
 
-    def _grow_layer(self, tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]], *,
+    @staticmethod
+    def _grow_layer(tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]],
+                    settings: HDEvalSettings, *,
                     task: TaskInfo, llm: LLM, emit: EventSink, progress: Progress | None,
                     coverage: dict[str, float], pruning: list[dict[str, Any]], warnings: list[dict[str, Any]],
                     reads: dict[str, int], shown: Sequence[str] = (),
@@ -355,7 +358,7 @@ class HDEval(Method):
         else:
             active = [c for c in candidates if nodes[c].get("in_aggregator", True)]
             ineligible = [c for c in active if coverage.get(c, 0.0) < MIN_SELECTION_COVERAGE]
-            chosen = prune_by_attribution([c for c in active if c not in ineligible], importance, self.k_expand)
+            chosen = prune_by_attribution([c for c in active if c not in ineligible], importance, settings.k_expand)
             reason = "permutation importance"
             if active and not chosen:
                 warnings.append(judge_warning(
@@ -381,9 +384,9 @@ class HDEval(Method):
             if node.get("redecompose"):
                 removed = remove_llm_children(tree, nid)
                 emit("children_replaced", {"parent": nid, "removed": removed})
-            guideline = guideline_for(self.guidelines, root_aspect(nodes, nid))
-            dec = decompose_criteria(node, task=task, k=self.k_child, llm=llm,
-                                     guideline=guideline, max_tokens=self.decompose_max_tokens, shown=shown,
+            guideline = settings.guideline(root_aspect(nodes, nid))
+            dec = decompose_criteria(node, task=task, k=settings.k_child, llm=llm,
+                                     guideline=guideline, max_tokens=settings.decompose_max_tokens, shown=shown,
                                      existing=[child_text(n) for n in tree["nodes"]],
                                      taken=[n["name"] for n in tree["nodes"]], form=form)
             reads[dec.read] = reads.get(dec.read, 0) + 1
@@ -461,15 +464,21 @@ class HDEval(Method):
                 "score": estimate_criteria_calls(n_test, m, follow_ups=True)}
 
     @classmethod
+    def settings_of(cls, params: Mapping[str, Any]) -> HDEvalSettings:
+        """The settings of stored parameters: a run stores only those a person changed and a judge built in code
+        may carry only some, so the others take their defaults (what the run or judge used)."""
+        return HDEvalSettings.of({**cls.default_params(), **params})
+
+    @classmethod
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
-        p, state, aspect = judge.params, judge.state, judge.aspect_record
+        settings = cls.settings_of(judge.params)
+        state, aspect = judge.state, judge.aspect_record
         agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
-        limit = float(p.get("max_imputed_fraction", 0.5))
         scores = hierarchy_aware_scoring(samples, agg.features, state["tree"], task=judge.task_info, llm=llm,
-                                         settings=scoring_settings(p), guidelines=p.get("guidelines"),
-                                         progress=progress)
-        return [cls._verdict(sample, {f: scores[f][i] for f in agg.features}, agg, aspect, limit)
+                                         settings=settings, progress=progress)
+        return [cls._verdict(sample, {f: scores[f][i] for f in agg.features}, agg, aspect,
+                             settings.max_imputed_fraction)
                 for i, sample in enumerate(samples)]
 
     @staticmethod

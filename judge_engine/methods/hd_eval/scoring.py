@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ...criteria_scoring import CriterionScore, CriterionText, ScoringSettings, score_criteria
+from ...criteria_scoring import CriterionScore, CriterionText, score_criteria
 from ...llm import LLM
 from ...prompting import TaskInfo, load_template
 from ...records import Aspect, Sample
 from ..base import Progress
-from .tree import guideline_for, root_aspect, tree_index
+from .settings import HDEvalSettings
+from .tree import root_aspect, tree_index
 
 SCORE_TEMPLATE = load_template("hd_eval_score")
 
@@ -23,20 +24,15 @@ ROOT_NAME = "overall quality"
 CRITERION_SCALE = (1, 5)
 """Every criterion is scored 1-5 (paper App. G.2)."""
 
-def scoring_settings(params: dict[str, Any]) -> ScoringSettings:
-    """How an HD-Eval judge scores its nodes, from its parameters: score first (App. G.2), one call per node."""
-    return ScoringSettings(layout=params["layout"], reasoning=False, max_tokens=params["score_max_tokens"],
-                           weighted=params["weighted"])
-
 
 def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], tree: dict[str, Any], *,
-                            task: TaskInfo, llm: LLM, settings: ScoringSettings,
-                            guidelines: dict[str, str] | None = None,
+                            task: TaskInfo, llm: LLM, settings: HDEvalSettings,
                             progress: Progress | None = None,
                             stage: str = "scoring") -> dict[str, list[CriterionScore]]:
     """App. G.2: score every sample on each node with a prompt naming the node's parent (1-5).
 
-    ``settings`` is :func:`scoring_settings` of the judge's parameters.
+    ``settings`` are the judge's: how a score is asked for and read (:attr:`HDEvalSettings.scoring`) and the
+    expert guideline of each node's aspect.
 
     Grouped by parent: the parent is the prompt's aspect, the node its
     criterion. Returns node id -> one :class:`CriterionScore` per sample
@@ -56,7 +52,7 @@ def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], 
         else:
             p = nodes[parent_id]
             parent = Aspect(p["name"], *map(float, CRITERION_SCALE), p["definition"] or p["name"])
-        guideline = guideline_for(guidelines, root_aspect(nodes, children[0]))
+        guideline = settings.guideline(root_aspect(nodes, children[0]))
         instructions = SCORE_TEMPLATE.render(
             parent_name=parent.name, output_label_lower=task.output_label.lower(), task=task.task,
             guideline=f" Expert guidance for this aspect: {guideline}" if guideline else "")
@@ -68,7 +64,7 @@ def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], 
                 progress(base + min(d, t), total, stage)
 
         results = score_criteria(samples, criteria, instructions=instructions, aspect=parent, task=task, llm=llm,
-                                 settings=settings, progress=step)
+                                 settings=settings.scoring, progress=step)
         for nid in children:
             out[nid] = [r[nid] for r in results]
         done += len(samples) * len(children)

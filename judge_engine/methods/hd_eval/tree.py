@@ -126,10 +126,6 @@ def remove_llm_children(tree: dict[str, Any], parent_id: str) -> list[str]:
     return sorted(doomed)
 
 
-def guideline_for(guidelines: dict[str, str] | None, aspect: str) -> str:
-    return str((guidelines or {}).get(aspect, "")).strip()
-
-
 
 def known_aspects(target: Aspect, names: Sequence[str], samples: Sequence[Sample],
                   dataset_aspects: Sequence[Aspect] | None = None) -> list[Aspect]:
