@@ -13,7 +13,7 @@ from judge_engine.figures import (explanation_figure, importance_figure, layer_c
                                   shap_bar_figure, tree_sunburst)
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
-from judge_engine.methods.hd_eval import (HDEval, add_node, edit_node, load_tree, next_round_tree, node_summary,
+from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_node, load_tree, next_round_tree, node_summary,
                                           refit_preview, seed_tree, tree_index, tree_owner, undo_node)
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, estimate
@@ -107,9 +107,9 @@ if not run.judge:
 
 judge = Judge.from_dict(run.judge)
 settings = HDEval.settings_of(judge.params)  # the parameters this round used
-state = judge.state
+state = HDEvalState.from_judge(judge)
 target = judge.aspect["name"]
-if seed_tree(store, run_id, state["tree"]):
+if seed_tree(store, run_id, state.tree):
     st.toast("The fitted tree is now editable; every change is versioned.")
 tree, versions = load_tree(store, run_id)
 # The version each node had when this session last drew it: an edit is checked against what the person saw,
@@ -130,9 +130,9 @@ def node_flags(node: dict) -> list[dict]:
 
 
 nodes = {n["id"]: n for n in tree["nodes"]}
-fitted = {n["id"]: n for n in state["tree"]["nodes"]}  # the generated nodes, with the rubric checks' flags
+fitted = state.fitted_nodes  # the generated nodes, with the rubric checks' flags
 layers = tree_index(next_round_tree(tree))
-importance = state.get("importance", {})
+importance = state.importance
 top_importance = max([max(0.0, v["importance"]) for v in importance.values()] or [0.0]) or 1.0
 
 # --------------------------------------------------------------------------- the tree
@@ -144,18 +144,17 @@ with left:
                "grey: removed from the aggregator. Click a segment to zoom; hover for the definition.")
 with right:
     st.markdown("**Correlation by layer** (out-of-fold on the training split)")
-    st.plotly_chart(layer_correlation_figure(state.get("layers", []), target), key="hd_layers")
-    missing = sum((state.get("missing_scores") or {}).values())
-    st.caption(f"{len(state['features'])} criteria feed the aggregator; {missing} criterion scores did not parse "
+    st.plotly_chart(layer_correlation_figure(list(state.layers), target), key="hd_layers")
+    st.caption(f"{len(state.features)} criteria feed the aggregator; {state.n_missing_scores} criterion scores did not parse "
                "and were imputed with the training mean.")
-    reads, dec_reads = state.get("reads") or {}, state.get("decomposition_reads") or {}
+    reads, dec_reads = state.reads, state.decomposition_reads
     if reads or dec_reads:
         st.caption(f"Training scores read as JSON: {reads.get('json', 0)}, by the free-text fallback: "
                    f"{reads.get('text', 0)}, probability-weighted: {reads.get('logprobs', 0)}, from a reply's "
                    f"alternatives: {reads.get('logprobs_first_position', 0)}, missing: {reads.get('missing', 0)}. "
                    f"Decompositions read as JSON: {dec_reads.get('json', 0)}, by the fallback: "
                    f"{dec_reads.get('text', 0)}, unusable: {dec_reads.get('none', 0)}.")
-for warning in state.get("warnings") or []:
+for warning in state.warnings:
     st.warning(common.escape_markdown(f"{warning.get('code')}: {warning.get('message')}"))
 
 
@@ -261,8 +260,8 @@ def node_row(node: dict, depth: int) -> None:
     flags = node_flags(node)
     if flags:
         cols[1].caption(common.flag_caption(flags))
-    value = importance.get(nid, {}).get("importance")
-    cover = (state.get("coverage") or {}).get(nid)
+    value = state.node_importance(nid)
+    cover = state.coverage.get(nid)
     if value is None:
         cols[2].caption("not scored yet")
     else:
@@ -318,7 +317,7 @@ if deleted:
             if c2.button("Restore", key=f"hd_restore_{run_id}_{n['id']}"):
                 save(n["id"], f"Restored {n['name']!r}.", deleted=False)
 
-refused = [r for r in state.get("rejected") or [] if r.get("parent")]
+refused = state.refused_children
 if refused:
     with st.expander(f"Sub-criteria the checks refused ({len(refused)})"):
         st.caption("The LLM proposed these children, but the rubric checks refused them (a copy of a judged text, "
@@ -385,8 +384,8 @@ with c1:
 
 # --------------------------------------------------------------------------- node details
 st.markdown("#### A node up close")
-agg_state = state["aggregators"][state["target_group"]]
-agg = Aggregator.from_state(agg_state)
+agg_state = state.target_aggregator_state
+agg = state.target_aggregator()
 labels = {i: nodes[i]["name"] if i in nodes else i for i in agg.features}
 pick = st.selectbox("Node", [i for i in layers], key=f"hd_node_{run_id}",
                     format_func=lambda i: f"{'· ' * (layers[i]['layer'] - 1)}{nodes[i]['name']}")

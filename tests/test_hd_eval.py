@@ -143,6 +143,32 @@ def test_fit_builds_three_layers_and_expands_the_most_important_nodes(store):
     assert Judge.from_json(judge.to_json()) == judge
 
 
+
+STATE_KEYS = ["tree", "aspects", "criteria_form", "aggregators", "target_group", "features", "train_ids", "importance",
+              "layers", "missing_scores", "coverage", "pruning", "expanded_nodes", "pruned_nodes", "reads",
+              "decomposition_reads", "warnings", "rejected", "flagged"]
+
+
+def test_the_typed_state_reads_the_stored_json_and_writes_it_back_unchanged(store):
+    from judge_engine.methods.hd_eval import HDEvalState
+    judge, llm, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    stored = json.loads(judge.to_json())["state"]
+    assert list(stored) == STATE_KEYS, "the stored format of judge.state"
+    state = HDEvalState.from_judge(Judge.from_json(judge.to_json()))
+    assert state.to_dict() == stored and list(state.to_dict()) == STATE_KEYS
+    assert state.target_aggregator().features == list(state.features) == stored["features"]
+    assert state.n_missing_scores == sum(stored["missing_scores"].values())
+    assert state.node_importance("clarity") == pytest.approx(stored["importance"]["clarity"]["importance"])
+    assert state.node_importance("not-a-node") is None
+    # a judge stored before the later keys existed: they read as empty, and it still scores
+    old = {k: stored[k] for k in ("tree", "aggregators", "target_group", "features", "importance", "layers",
+                                  "missing_scores")}
+    legacy = HDEvalState.from_dict(old)
+    assert (legacy.reads, legacy.warnings, legacy.refused_children, legacy.criteria_form) == ({}, (), [], None)
+    test = _dataset().samples[16:18]
+    then = Judge.from_dict({**judge.to_dict(), "state": old}).score(test, llm=llm)
+    assert [v.score for v in then] == pytest.approx([v.score for v in judge.score(test, llm=llm)])
+
 def test_scoring_prompt_names_the_parent_and_the_node_only(store):
     judge, llm, backend, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
     prompt = next(c[0][0]["content"] for c in backend.calls if "Criterion to apply: clarity part 1" in c[0][0]["content"])

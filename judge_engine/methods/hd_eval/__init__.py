@@ -1,7 +1,9 @@
-"""HD-Eval, hierarchical criteria decomposition (Liu et al., 2024): the method in eight modules.
+"""HD-Eval, hierarchical criteria decomposition (Liu et al., 2024): the method in nine modules.
 
 * :mod:`.settings` — the parameters as one frozen record, built once per fit
   or scoring and handed to every stage;
+* :mod:`.state` — what a fit learned (``judge.state``, stored as JSON) as one
+  typed record with the accessors scoring and the page read;
 * :mod:`.tree` — the criteria tree (JSON-native nodes, layers, the layer-1
   aspects, adding and replacing children);
 * :mod:`.decomposition` — hierarchical criteria decomposition (§2.1, Eq. 1,
@@ -31,9 +33,10 @@ from .method import DEFAULT_N_ASPECTS, HDEval
 from .pruning import prune_by_attribution
 from .scoring import SCORE_TEMPLATE
 from .settings import HDEvalSettings
+from .state import HDEvalState
 from .tree import add_children, initial_tree, known_aspects, remove_llm_children, tree_index
 
-__all__ = ["DECOMPOSE_DRAWS", "DECOMPOSE_TEMPLATE", "DEFAULT_N_ASPECTS", "SCORE_TEMPLATE", "HDEval", "HDEvalSettings", "add_children",
+__all__ = ["DECOMPOSE_DRAWS", "DECOMPOSE_TEMPLATE", "DEFAULT_N_ASPECTS", "SCORE_TEMPLATE", "HDEval", "HDEvalSettings", "HDEvalState", "add_children",
            "add_node", "aspect_groups", "check_children", "edit_node", "flagged_nodes", "initial_tree", "known_aspects",
            "load_tree", "next_round_tree", "node_summary", "parse_decomposition", "prune_by_attribution",
            "refit_preview", "remove_llm_children", "seed_tree", "statement_schema", "tree_index",

@@ -16,6 +16,7 @@ from ...aggregate import Aggregator, cross_validated_correlation
 from ...metrics import correlations
 from ..base import Judge
 from .aggregation import _finite
+from .state import HDEvalState
 from .tree import _slug, make_node
 
 # ---- human in the loop: the tree of a run as curated items ----------------------------------------
@@ -119,10 +120,10 @@ def refit_preview(judge: Judge, tree: dict[str, Any]) -> dict[str, Any]:
     listed as ``pending``. Returns the out-of-fold training correlations of
     the target aspect before and after, so a person sees what an edit did.
     """
-    state = judge.state
-    agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
+    state = HDEvalState.from_judge(judge)
+    agg = state.target_aggregator()
     kept_tree = {n["id"]: n for n in next_round_tree(tree)["nodes"]}
-    fitted = {n["id"]: n for n in state["tree"]["nodes"]}
+    fitted = state.fitted_nodes
     same = [f for f in agg.features if f in kept_tree and kept_tree[f].get("in_aggregator", True)
             and (kept_tree[f]["name"], kept_tree[f]["definition"], kept_tree[f].get("parent"))
             == (fitted[f]["name"], fitted[f]["definition"], fitted[f].get("parent"))]
@@ -143,14 +144,14 @@ def refit_preview(judge: Judge, tree: dict[str, Any]) -> dict[str, Any]:
 
 def node_summary(judge: Judge, node_id: str) -> dict[str, Any] | None:
     """A node's training scores, their correlation with the human target and its attribution (None if unscored)."""
-    state = judge.state
-    agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
+    state = HDEvalState.from_judge(judge)
+    agg = state.target_aggregator()
     if node_id not in agg.features:
         return None
     column = agg.x[:, agg.features.index(node_id)]
     human = agg.y[:, agg.targets.index(judge.aspect["name"])]
     corr = correlations(human.tolist(), column.tolist())
-    imp = state.get("importance", {}).get(node_id, {})
+    imp = state.importance.get(node_id, {})
     return {"scores": column.tolist(), "correlation": {k: _finite(v) for k, v in corr.items()},
             "importance": imp.get("importance"), "importance_std": imp.get("std"),
-            "missing": (state.get("missing_scores") or {}).get(node_id, 0)}
+            "missing": state.missing_scores.get(node_id, 0)}

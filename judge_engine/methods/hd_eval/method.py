@@ -89,6 +89,7 @@ from .decomposition import DECOMPOSE_DRAWS, child_text, decompose_criteria, flag
 from .pruning import attribution_importance, prune_by_attribution
 from .scoring import hierarchy_aware_scoring
 from .settings import HDEvalSettings
+from .state import HDEvalState
 from .tree import add_children, initial_tree, known_aspects, remove_llm_children, root_aspect, tree_index
 
 DEFAULT_N_ASPECTS = max(len(b.aspects) for b in data.BENCHMARKS.values())
@@ -282,15 +283,16 @@ class HDEval(Method):
         warnings.extend(self._fit_warnings(final, used, failures, scores, len(train), layers, aspect.name))
         expanded = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["expanded"]]
         pruned = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["pruned"]]
+        state = HDEvalState(tree=tree, aspects=tuple(aspects), criteria_form=form,
+                            aggregators=tuple(a.to_state() for a in aggs), target_group=target_group,
+                            features=tuple(used), train_ids=tuple(s.id for s in train), importance=importance,
+                            layers=tuple(layers), missing_scores=failures,
+                            coverage={f: round(c, 4) for f, c in coverage.items()}, pruning=tuple(pruning),
+                            expanded_nodes=tuple(expanded), pruned_nodes=tuple(pruned), reads=reads,
+                            decomposition_reads=decomposition_reads, warnings=tuple(warnings),
+                            rejected=tuple(rejected), flagged=tuple(flagged_nodes(tree)))
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
-                     state={"tree": tree, "aspects": [a.to_dict() for a in aspects], "criteria_form": form,
-                            "aggregators": [a.to_state() for a in aggs], "target_group": target_group,
-                            "features": used, "train_ids": [s.id for s in train],
-                            "importance": importance, "layers": layers, "missing_scores": failures,
-                            "coverage": {f: round(c, 4) for f, c in coverage.items()},
-                            "pruning": pruning, "expanded_nodes": expanded, "pruned_nodes": pruned,
-                            "reads": reads, "decomposition_reads": decomposition_reads, "warnings": warnings,
-                            "rejected": rejected, "flagged": flagged_nodes(tree)})
+                     state=state.to_dict())
 
     @staticmethod
     def _fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
@@ -473,9 +475,9 @@ class HDEval(Method):
     def score_with(cls, judge: Judge, samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
         settings = cls.settings_of(judge.params)
-        state, aspect = judge.state, judge.aspect_record
-        agg = Aggregator.from_state(state["aggregators"][state["target_group"]])
-        scores = hierarchy_aware_scoring(samples, agg.features, state["tree"], task=judge.task_info, llm=llm,
+        state, aspect = HDEvalState.from_judge(judge), judge.aspect_record
+        agg = state.target_aggregator()
+        scores = hierarchy_aware_scoring(samples, agg.features, state.tree, task=judge.task_info, llm=llm,
                                          settings=settings, progress=progress)
         return [cls._verdict(sample, {f: scores[f][i] for f in agg.features}, agg, aspect,
                              settings.max_imputed_fraction)
