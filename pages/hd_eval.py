@@ -111,7 +111,8 @@ state = HDEvalState.from_judge(judge)
 target = judge.aspect["name"]
 if seed_tree(store, run_id, state.tree):
     st.toast("The fitted tree is now editable; every change is versioned.")
-tree, versions = load_tree(store, run_id)
+edited_tree = load_tree(store, run_id)
+tree, versions = edited_tree.tree, edited_tree.versions
 # The version each node had when this session last drew it: an edit is checked against what the person saw,
 # so a change saved meanwhile by another session is reported instead of silently overwritten.
 seen = st.session_state.setdefault(f"hd_seen_{run_id}", {})

@@ -861,3 +861,17 @@ def test_an_unknown_criteria_form_is_refused_at_fit_time(store):
     with pytest.raises(ValueError, match="criteria_form='names'"):
         _fit(store, HDEval(criteria_form="names"))
 
+
+
+def test_a_decomposition_reply_is_read_and_checked_into_named_parts():
+    from judge_engine.methods.hd_eval import check_children
+    from judge_engine.methods.hd_eval.decomposition import read_decomposition
+    reply = json.dumps({"children": [{"name": "Topic focus", "definition": "The answer stays on the question's topic."},
+                                     {"name": "Topic focus", "definition": "The same name again."},
+                                     {"name": "Sentence ordering", "definition": "Sentences follow a logical order."}]})
+    found = read_decomposition(reply, 3)
+    assert found.read == "json" and [c["name"] for c in found.children] == ["Topic focus", "Sentence ordering"]
+    checked = check_children(found.children, taken=["Sentence ordering"])
+    assert [c["name"] for c in checked.kept] == ["Topic focus"]
+    assert [(r["name"], r["rule"]) for r in checked.refused] == [("Sentence ordering", "near_duplicate")]
+    assert read_decomposition("no children here", 3) == ([], "none"), "a reply with nothing usable"

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ... import structured as st
 from ...llm import LLM, GenerationParams
@@ -120,7 +120,25 @@ def _statement_child(sentence: str, opener: str) -> dict[str, Any]:
     return {"name": statement_name(text, opener), "abbrev": "", "definition": text, "statement": True}
 
 
-def read_decomposition(text: str, k: int, opener: str = "") -> tuple[list[dict[str, str]], str]:
+class ReadChildren(NamedTuple):
+    """The children read from one decomposition reply, and how."""
+
+    children: list[dict[str, str]]
+    """At most ``k`` children (name, abbrev, definition; ``statement: True`` when read from a sentence)."""
+    read: str
+    """``json`` (the structured reply), ``text`` (the free-text fallback) or ``none`` (nothing usable)."""
+
+
+class CheckedChildren(NamedTuple):
+    """Children after the rubric checks: the accepted ones and the refused ones."""
+
+    kept: list[dict[str, Any]]
+    """Accepted children, with the checks' ``flags`` when they raised any."""
+    refused: list[dict[str, Any]]
+    """Refused children: the check's text, rule and reason with the child's name and definition."""
+
+
+def read_decomposition(text: str, k: int, opener: str = "") -> ReadChildren:
     """Children of a decomposition reply and how they were read: ``json``, ``text`` (fallback) or ``none``.
 
     With an ``opener``, the sentences of :func:`statement_schema` come first,
@@ -133,17 +151,18 @@ def read_decomposition(text: str, k: int, opener: str = "") -> tuple[list[dict[s
     if opener:
         got = st.read_json(text, statement_schema(k, opener))
         if got.ok:
-            return _dedupe([_statement_child(c, opener) for c in got.value["children"]], k), "json"
+            return ReadChildren(_dedupe([_statement_child(c, opener) for c in got.value["children"]], k), "json")
         found = st.find_statements(text, opener)
         if found:
-            return _dedupe([_statement_child(opener + f[len(opener):], opener) for f in found], k), "text"
+            return ReadChildren(_dedupe([_statement_child(opener + f[len(opener):], opener) for f in found], k),
+                                "text")
     got = st.read_json(text, decomposition_schema(k))
     if got.ok:
         items = [{"name": c["name"].strip(), "abbrev": "", "definition": c["definition"].strip()}
                  for c in got.value["children"] if c["name"].strip()]
-        return _dedupe(items, k), "json"
+        return ReadChildren(_dedupe(items, k), "json")
     children = parse_decomposition(text, k)
-    return children, "text" if children else "none"
+    return ReadChildren(children, "text" if children else "none")
 
 
 @dataclass(frozen=True)
@@ -170,7 +189,7 @@ def child_text(child: dict[str, Any]) -> str:
 
 def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
                    topics: Sequence[str] = (), parent: Sequence[str] = (), taken: Sequence[str] = (),
-                   opener: str = "") -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+                   opener: str = "") -> CheckedChildren:
     """The children the rubric checks accept (with their ``flags`` when any), and the refused ones.
 
     A named child (the paper's form) is checked by
@@ -208,7 +227,7 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
             kept.append({**child, "flags": [f.to_dict() for f in check.flags]} if check.flags else child)
         else:
             refused.append({**check.to_dict(), "name": child["name"], "definition": child.get("definition", "")})
-    return kept, refused
+    return CheckedChildren(kept, refused)
 
 
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: LLM,
@@ -266,17 +285,18 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: L
         sampled = params.with_(temperature=REDECOMPOSE_TEMPERATURE, sample_index=draw) if draw else params
         reply = llm.complete(messages, sampled).text
         replies.append(reply)
-        found, read = read_decomposition(reply, n_ask, opener)
+        found = read_decomposition(reply, n_ask, opener)
         # each draw's children are checked against the tree and the usable children of the draws before it
-        more, refused = check_children(found, shown=shown, existing=[*existing, *map(child_text, children)],
-                                       topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)],
-                                       opener=opener)
+        checked = check_children(found.children, shown=shown, existing=[*existing, *map(child_text, children)],
+                                 topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)],
+                                 opener=opener)
         said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
         stage = "decomposition" if draw == first else f"decomposition (draw {draw - first + 1})"
-        rejected += [{**r, "stage": stage, "parent": parent.get("id")} for r in refused if r["text"] not in said]
-        if how == "none" and (more or read != "none"):
-            how = read  # the first reply that was read
-        children = [*children, *more][:k]
+        rejected += [{**r, "stage": stage, "parent": parent.get("id")} for r in checked.refused
+                     if r["text"] not in said]
+        if how == "none" and (checked.kept or found.read != "none"):
+            how = found.read  # the first reply that was read
+        children = [*children, *checked.kept][:k]
         if len(children) >= min_k:
             break
     return Decomposition(tuple(children), "\n--- next draw ---\n".join(replies), how, len(replies) > 1,
@@ -287,5 +307,6 @@ def flagged_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
     """The generated nodes used with rubric-check flags (:mod:`judge_engine.rubric_checks`), for the run summary."""
     return [{"text": child_text(n), "name": n["name"], "flags": n["flags"], "stage": "decomposition",
              "parent": n.get("parent")} for n in tree["nodes"] if n.get("flags")]
+
 
 

@@ -9,7 +9,7 @@ show what an edit did to the aggregator on the training scores the run has.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from ... import curation
 from ...aggregate import Aggregator, cross_validated_correlation
@@ -44,7 +44,16 @@ def seed_tree(store: Any, run_id: int, tree: dict[str, Any]) -> bool:
          "status": _status(node), "parent": node.get("parent")} for node in tree["nodes"]])
 
 
-def load_tree(store: Any, run_id: int) -> tuple[dict[str, Any], dict[str, int]]:
+class EditableTree(NamedTuple):
+    """A run's tree as people edited it, with the version of each node an edit is checked against."""
+
+    tree: dict[str, Any]
+    """``{"nodes": [...]}``: every node, deleted ones included with ``deleted: True``."""
+    versions: dict[str, int]
+    """Node id -> its current version (:func:`edit_node` and :func:`undo_node` take the one the person saw)."""
+
+
+def load_tree(store: Any, run_id: int) -> EditableTree:
     """The run's tree as people edited it (deleted nodes included, flagged) and each node's version."""
     nodes, versions = [], {}
     for item in curation.items(store, tree_owner(run_id)):
@@ -52,7 +61,7 @@ def load_tree(store: Any, run_id: int) -> tuple[dict[str, Any], dict[str, int]]:
         nodes.append({**make_node(item.key, item.name, item.definition, None, origin="llm", deleted=False),
                       **flags, "id": item.key, "name": item.name, "definition": item.definition})
         versions[item.key] = item.version
-    return {"nodes": nodes}, versions
+    return EditableTree({"nodes": nodes}, versions)
 
 
 def edit_node(store: Any, run_id: int, node_id: str, *, expected_version: int, actor: str = "user",
@@ -63,7 +72,7 @@ def edit_node(store: Any, run_id: int, node_id: str, *, expected_version: int, a
     the node since ``expected_version`` was read, and ValueError for a move
     that would put a node under itself.
     """
-    tree, _ = load_tree(store, run_id)
+    tree = load_tree(store, run_id).tree
     nodes = {n["id"]: n for n in tree["nodes"]}
     node = dict(nodes[node_id])
     if "parent" in changes and changes["parent"] is not None:
@@ -84,7 +93,7 @@ def edit_node(store: Any, run_id: int, node_id: str, *, expected_version: int, a
 
 def add_node(store: Any, run_id: int, parent_id: str, name: str, definition: str, *, actor: str = "user") -> str:
     """A person adds a child under ``parent_id``; returns its id."""
-    tree, _ = load_tree(store, run_id)
+    tree = load_tree(store, run_id).tree
     ids = {n["id"] for n in tree["nodes"]}
     base = f"{parent_id}/{_slug(name)}"
     nid, i = base, 2
