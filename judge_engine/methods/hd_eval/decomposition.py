@@ -36,6 +36,9 @@ from ...llm import LLM, GenerationParams
 from ...parsing import parse_json_object
 from ...prompting import TaskInfo, load_template
 from ...rubric_checks import RubricCheck, check_criterion, check_statement, name_key, statement_name
+from ..base import EventSink, Progress, judge_warning, small_model_hint
+from .settings import HDEvalSettings
+from .tree import add_children, remove_llm_children, root_aspect, tree_index
 
 DECOMPOSE_NAMED_TEMPLATE = load_template("hd_eval_decompose_named")
 """The decomposition prompt of the paper's form: named children with definitions (App. G.1)."""
@@ -310,3 +313,64 @@ def flagged_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 
+
+@dataclass(frozen=True)
+class LayerDecomposition:
+    """What decomposing the chosen criteria of one layer gave, besides the children added to the tree."""
+
+    reads: dict[str, int]
+    """Decompositions by how their reply was read (``json``, ``text``, ``none``)."""
+    rejected: tuple[dict[str, Any], ...]
+    """Children the rubric checks refused, each with its ``parent`` id and stage."""
+    warnings: tuple[dict[str, Any], ...]
+    """``no_children`` for every chosen criterion left a leaf."""
+
+
+def decompose_layer(tree: dict[str, Any], chosen: Sequence[str], layer: int, settings: HDEvalSettings, *,
+                    task: TaskInfo, llm: LLM, form: str, shown: Sequence[str] = (), emit: EventSink,
+                    progress: Progress | None = None) -> LayerDecomposition:
+    """Lines 2-6 of Algorithm 1: decompose each chosen criterion (Eq. 1) and add its children to ``tree``.
+
+    A criterion already decomposed is skipped unless a person asked for a
+    fresh decomposition (``redecompose``), which first drops its unedited
+    LLM children. Children the rubric checks refuse (a copy of a training
+    text in ``shown``, a near-duplicate of a sibling or an existing node,
+    empty, repetitive, over-long, no quality named) are not added. ``form``
+    is the resolved ``criteria_form`` every decomposition asks in.
+    """
+    nodes = tree_index(tree)
+    reads: dict[str, int] = {}
+    rejected: list[dict[str, Any]] = []
+    warnings: list[dict[str, Any]] = []
+    for i, nid in enumerate(chosen):
+        node = nodes[nid]
+        if node.get("decomposed") and not node.get("redecompose"):
+            continue
+        if progress:
+            progress(i, len(chosen), f"layer {layer}: decomposing")
+        if node.get("redecompose"):
+            removed = remove_llm_children(tree, nid)
+            emit("children_replaced", {"parent": nid, "removed": removed})
+        dec = decompose_criteria(node, task=task, k=settings.k_child, llm=llm,
+                                 guideline=settings.guideline(root_aspect(nodes, nid)),
+                                 max_tokens=settings.decompose_max_tokens, shown=shown,
+                                 existing=[child_text(n) for n in tree["nodes"]],
+                                 taken=[n["name"] for n in tree["nodes"]], form=form)
+        reads[dec.read] = reads.get(dec.read, 0) + 1
+        for refused in dec.rejected:
+            emit("rubric_rejected", refused)
+        rejected.extend(dec.rejected)
+        ids = add_children(tree, nid, dec.children)
+        for n in tree["nodes"]:
+            if n["id"] == nid:
+                n["expand"], n["redecompose"] = False, 0
+        if not ids:
+            warnings.append(judge_warning(
+                "no_children", f"the decomposition of {node['name']!r} ({nid}) gave no usable children "
+                f"(after {DECOMPOSE_DRAWS} draws" + (f"; {len(dec.rejected)} refused by the rubric checks"
+                                              if dec.rejected else "") + "); it stays a leaf"
+                + small_model_hint(form)))
+        emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(dec.children),
+                            "read": dec.read, "follow_up": dec.follow_up, "raw": dec.raw[:2000],
+                            "rejected": len(dec.rejected)})
+    return LayerDecomposition(reads, tuple(rejected), tuple(warnings))

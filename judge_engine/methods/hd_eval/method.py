@@ -20,7 +20,8 @@ Paper sections and the modules of this package that implement them:
   ``prompts/hd_eval_decompose.txt``, schema :func:`.decomposition.statement_schema`).
   :func:`.decomposition.parse_decomposition` is the free-text fallback of both, and a
   reply with fewer than 2 usable children gets up to
-  ``DECOMPOSE_DRAWS - 1`` more sampled draws;
+  ``DECOMPOSE_DRAWS - 1`` more sampled draws; one layer's decompositions
+  (Algorithm 1, lines 2-6) are :func:`.decomposition.decompose_layer`;
 * §2.1, App. G.2 (hierarchy-aware prompting) -> :func:`.scoring.hierarchy_aware_scoring`
   through the shared :mod:`judge_engine.criteria_scoring` (instructions in
   ``prompts/hd_eval_score.txt``; the parent is the "aspect" of the prompt;
@@ -28,11 +29,15 @@ Paper sections and the modules of this package that implement them:
 * §2.2, Eq. 2, App. C.3 (human preference-guided aggregation) ->
   :func:`.aggregation.fit_aggregator` (:mod:`judge_engine.aggregate`, one
   multi-output model per group of aspects sharing a range: footnote 11);
-* §2.3, Eq. 3 (attribution pruning) -> :func:`.pruning.attribution_importance` and
-  :func:`.pruning.prune_by_attribution` (:mod:`judge_engine.explain`); what it kept
+* §2.3, Eq. 3 (attribution pruning) -> :func:`.pruning.attribution_importance`,
+  :func:`.pruning.prune_by_attribution` and the choice of the criteria to
+  decompose, :func:`.pruning.choose_expansion` (:mod:`judge_engine.explain`); what it kept
   (decomposed further) and pruned per layer is in ``judge.state["pruning"]``
   and, flat, ``judge.state["expanded_nodes"]`` / ``judge.state["pruned_nodes"]``;
-* App. C.1, Algorithm 1 (iterative alignment training) -> :meth:`HDEval.fit`.
+* App. C.1, Algorithm 1 (iterative alignment training) -> :meth:`HDEval.fit`,
+  one call per stage above, each layer's results kept in
+  :class:`AlignmentTraining`; layer 1 (the human aspects, App. C.2) ->
+  :func:`.tree.layer1_aspects`.
 
 Honest scores. A criterion score the reply did not give stays NaN; at
 prediction the aggregator needs every feature, so a missing criterion is
@@ -73,6 +78,7 @@ Through Hierarchical Criteria Decomposition. ACL. arXiv:2402.15754.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
 from ... import data
@@ -80,22 +86,147 @@ from ...aggregate import AGGREGATORS, Aggregator, cross_validated_correlation
 from ...criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionScore, estimate_criteria_calls, source_counts
 from ...llm import LLM
 from ...metrics import MIN_SELECTION_COVERAGE
-from ...prompting import TaskInfo
 from ...records import Aspect, Sample, Verdict
 from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method, Options,
-                    Progress, judge_warning, register, resolve_criteria_form, small_model_hint)
-from .aggregation import _clean_corr, _finite, fit_aggregator
-from .decomposition import DECOMPOSE_DRAWS, child_text, decompose_criteria, flagged_nodes
-from .pruning import attribution_importance, prune_by_attribution
+                    Progress, judge_warning, register, resolve_criteria_form)
+from .aggregation import _clean_corr, fit_aggregator
+from .decomposition import DECOMPOSE_DRAWS, LayerDecomposition, decompose_layer, flagged_nodes
+from .pruning import Expansion, attribution_importance, choose_expansion
 from .scoring import hierarchy_aware_scoring
 from .settings import HDEvalSettings
 from .state import HDEvalState
-from .tree import add_children, initial_tree, known_aspects, remove_llm_children, root_aspect, tree_index
+from .tree import initial_tree, layer1_aspects, tree_index
 
 DEFAULT_N_ASPECTS = max(len(b.aspects) for b in data.BENCHMARKS.values())
 """Aspects assumed by :meth:`HDEval.estimate_calls` when neither ``n_aspects`` nor ``aspects`` says how many:
 the most any built-in benchmark has (6: Topical-Chat, HANNA), so the estimate is an upper bound on those;
 a custom dataset with more aspects must pass ``n_aspects``."""
+
+
+def fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
+                  scores: dict[str, list[CriterionScore]], n_train: int, layers: Sequence[dict[str, Any]],
+                  target: str) -> list[dict[str, Any]]:
+    """What the run summary must say about the fitted judge (besides per-node ``no_children``)."""
+    out = []
+    imputed = sum(failures.get(f, 0) for f in used)
+    if imputed:
+        out.append(judge_warning(
+            "imputed_criteria", f"{imputed} of {n_train * len(used)} training criterion scores were missing "
+            "and filled with the criterion's training mean for the aggregator", imputed))
+    if final.dropped:
+        out.append(judge_warning(
+            "criteria_dropped", "no training item has a score for " + ", ".join(final.dropped)
+            + "; these criteria are not inputs of the aggregator", len(final.dropped)))
+    alternatives = sum(1 for f in scores for c in scores[f] if c.from_alternatives)
+    if alternatives:
+        out.append(judge_warning(
+            "scores_from_alternatives", f"{alternatives} training criterion scores were read from the "
+            "alternatives of a reply that gave no number", alternatives))
+    cv = (layers[-1]["cv"].get(target) or {}).get("pearson") if layers else None
+    if cv is None or not cv > 0:
+        out.append(judge_warning(
+            "not_aligned", f"the aggregator's out-of-fold training Pearson for {target!r} is "
+            + ("undefined (too few items or constant predictions)" if cv is None else f"{cv:.2f}")
+            + ": it does not agree with the humans on the training items"))
+    return out
+
+
+@dataclass
+class AlignmentTraining:
+    """The running record of one fit (Algorithm 1): what each stage added so far; :meth:`finish` makes it the
+    judge's :class:`HDEvalState`. Mutable on purpose: the tree grows and the records accumulate layer by layer."""
+
+    tree: dict[str, Any]
+    """The criteria tree, grown in place by the decompositions."""
+    train: list[Sample]
+    """The training items scored on every layer-1 aspect."""
+    scores: dict[str, list[CriterionScore]] = field(default_factory=dict)
+    """Node id -> one training score per item (scored once, in the layer the node joined)."""
+    importance: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Attribution of the last aggregators fitted."""
+    layers: list[dict[str, Any]] = field(default_factory=list)
+    """Per layer: its features and the aggregators' out-of-fold correlations."""
+    failures: dict[str, int] = field(default_factory=dict)
+    """Node id -> training items its replies gave no score for."""
+    coverage: dict[str, float] = field(default_factory=dict)
+    """Node id -> share of the training items scored."""
+    pruning: list[dict[str, Any]] = field(default_factory=list)
+    """Per layer from 2: what was decomposed and pruned (:meth:`.pruning.Expansion.to_record`)."""
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    """Fit-time warnings, in the order the stages raised them."""
+    decomposition_reads: dict[str, int] = field(default_factory=dict)
+    """Decompositions by how their reply was read, over all layers."""
+    rejected: list[dict[str, Any]] = field(default_factory=list)
+    """Children the rubric checks refused, over all layers."""
+    aggs: list[Aggregator] = field(default_factory=list)
+    """The last layer's aggregators, one per group of aspects sharing a range."""
+
+    def add_expansion(self, expansion: Expansion, emit: EventSink) -> None:
+        if expansion.warning is not None:
+            self.warnings.append(expansion.warning)
+        self.pruning.append(expansion.to_record())
+        emit("expansion_chosen", {"layer": expansion.layer, "chosen": expansion.chosen, "reason": expansion.reason,
+                                  "pruned": expansion.pruned, "ineligible": expansion.ineligible,
+                                  "candidates": expansion.candidates, "min_coverage": MIN_SELECTION_COVERAGE})
+
+    def add_decomposition(self, done: LayerDecomposition) -> None:
+        for read, n in done.reads.items():
+            self.decomposition_reads[read] = self.decomposition_reads.get(read, 0) + n
+        self.rejected.extend(done.rejected)
+        self.warnings.extend(done.warnings)
+
+    def features(self, layer: int) -> list[str] | None:
+        """The aggregator's inputs at ``layer``: every node so far that feeds it (None: the layer grew no node)."""
+        nodes = tree_index(self.tree)
+        features = [nid for nid, n in nodes.items() if n["layer"] <= layer and n.get("in_aggregator", True)]
+        if layer > 1 and not any(nodes[f]["layer"] == layer for f in features):
+            return None
+        return features
+
+    def add_scores(self, layer: int, new: Sequence[str], scores: dict[str, list[CriterionScore]],
+                   emit: EventSink) -> None:
+        self.scores.update(scores)
+        for f in new:
+            self.failures[f] = sum(1 for c in self.scores[f] if c.missing)
+            self.coverage[f] = 1.0 - self.failures[f] / len(self.train)
+        emit("layer_scored", {"layer": layer, "criteria": list(new), "missing": {f: self.failures[f] for f in new},
+                              "reads": source_counts([c for f in new for c in self.scores[f]])})
+
+    def values(self, features: Sequence[str]) -> dict[str, list[float]]:
+        return {f: [c.score for c in self.scores[f]] for f in features}
+
+    def add_aggregators(self, layer: int, features: list[str], aggs: list[Aggregator],
+                        importance: dict[str, dict[str, float]], target: str, emit: EventSink) -> None:
+        self.aggs, self.importance = aggs, importance
+        cv = {}
+        for agg in aggs:
+            cv.update(_clean_corr(cross_validated_correlation(agg)))
+        self.layers.append({"layer": layer, "features": features, "cv": cv})
+        emit("aggregator_fitted", {"layer": layer, "features": len(features), "cv_target": cv.get(target),
+                                   "importance": {f: round(v["importance"], 6) for f, v in importance.items()}})
+
+    def finish(self, target: str, aspects: Sequence[Aspect], form: str, emit: EventSink) -> HDEvalState:
+        """The judge's state: the aggregator of the group holding ``target``, the warnings of the whole fit."""
+        target_group = next(i for i, agg in enumerate(self.aggs) if target in agg.targets)
+        final = self.aggs[target_group]
+        used = list(final.features)
+        n_missing = sum(self.failures.get(f, 0) for f in used)
+        reads = source_counts([c for f in self.scores for c in self.scores[f]])
+        emit("fit_done", {"nodes": len(self.tree["nodes"]), "features": len(used), "missing_scores": n_missing,
+                          "cells": len(self.train) * len(used), "reads": reads,
+                          "decomposition_reads": self.decomposition_reads})
+        self.warnings.extend(fit_warnings(final, used, self.failures, self.scores, len(self.train), self.layers,
+                                          target))
+        chosen = [rec for rec in self.pruning if rec["reason"] == "permutation importance"]
+        return HDEvalState(tree=self.tree, aspects=tuple(aspects), criteria_form=form,
+                           aggregators=tuple(a.to_state() for a in self.aggs), target_group=target_group,
+                           features=tuple(used), train_ids=tuple(s.id for s in self.train),
+                           importance=self.importance, layers=tuple(self.layers), missing_scores=self.failures,
+                           coverage={f: round(c, 4) for f, c in self.coverage.items()}, pruning=tuple(self.pruning),
+                           expanded_nodes=tuple(nid for rec in chosen for nid in rec["expanded"]),
+                           pruned_nodes=tuple(nid for rec in chosen for nid in rec["pruned"]), reads=reads,
+                           decomposition_reads=self.decomposition_reads, warnings=tuple(self.warnings),
+                           rejected=tuple(self.rejected), flagged=tuple(flagged_nodes(self.tree)))
 
 
 @register
@@ -211,204 +342,49 @@ class HDEval(Method):
 
     # ---- Algorithm 1 ----------------------------------------------------------------------
     def fit(self, train: Sequence[Sample], aspect: Aspect, context: FitContext) -> Judge:
-        """``context.aspects``: the dataset's aspect records (definitions, ranges) for the layer-1 aspects."""
+        """Algorithm 1 (App. C.1), layer by layer: attribution pruning chooses what to decompose, hierarchical
+        criteria decomposition grows the tree, hierarchy-aware scoring scores the new criteria, and the
+        human preference-guided aggregator is refit on every criterion so far.
+
+        ``context.aspects``: the dataset's aspect records (definitions, ranges) for the layer-1 aspects.
+        """
         self._validate_params()
         llm, task, progress = context.llm, context.task, context.progress
         # the one read of the parameters: every stage below gets this record
         settings = HDEvalSettings.of(self.get_params())
         emit = context.log or (lambda kind, payload: None)
-        names = list(settings.aspects) if settings.aspects else sorted(
-            set.intersection(*(set(s.human) for s in train)) if train else {aspect.name})
-        if aspect.name not in names:
-            names.insert(0, aspect.name)
-        train = [s for s in train if all(_finite(s.human.get(n)) is not None for n in names)]
-        if len(train) < 2:
-            raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
-                             f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
-        aspects = known_aspects(aspect, names, train, context.aspects)
-        tree = initial_tree(aspects, settings.criteria_tree)
+        train, aspects = layer1_aspects(train, aspect, settings.aspects, context.aspects)
         form = resolve_criteria_form(settings.criteria_form, llm)
-        emit("tree_started", {"aspects": names, "nodes": len(tree["nodes"]), "given": settings.criteria_tree is not None,
-                              "criteria_form": form})
-
-        scores: dict[str, list[CriterionScore]] = {}
-        importance: dict[str, dict[str, float]] = {}
-        layers: list[dict[str, Any]] = []
-        failures: dict[str, int] = {}
-        coverage: dict[str, float] = {}
-        pruning: list[dict[str, Any]] = []
-        warnings: list[dict[str, Any]] = []
-        decomposition_reads: dict[str, int] = {}
-        rejected: list[dict[str, Any]] = []
+        run = AlignmentTraining(tree=initial_tree(aspects, settings.criteria_tree), train=train)
+        emit("tree_started", {"aspects": [a.name for a in aspects], "nodes": len(run.tree["nodes"]),
+                              "given": settings.criteria_tree is not None, "criteria_form": form})
         # the decomposition prompt shows no judged text; a child copied from one would come from the training texts
         shown = [t for s in train for t in (s.input, s.output, s.context or "") if t]
-        aggs: list[Aggregator] = []
         for layer in range(1, settings.max_layers + 1):
             if layer >= 2:
-                self._grow_layer(tree, layer, importance, settings, task=task, llm=llm,
-                                 emit=emit, progress=progress, coverage=coverage, pruning=pruning,
-                                 warnings=warnings, reads=decomposition_reads, shown=shown, rejected=rejected,
-                                 form=form)
-            nodes = tree_index(tree)
-            features = [nid for nid, n in nodes.items() if n["layer"] <= layer and n.get("in_aggregator", True)]
-            if layer > 1 and not any(nodes[f]["layer"] == layer for f in features):
+                # §2.3 attribution pruning: which criteria of the last layer are decomposed (Algorithm 1, line 17)
+                expansion = choose_expansion(run.tree, layer, run.importance, run.coverage, settings.k_expand)
+                run.add_expansion(expansion, emit)
+                # §2.1 hierarchical criteria decomposition of each chosen criterion (lines 2-6)
+                run.add_decomposition(decompose_layer(run.tree, expansion.chosen, layer, settings, task=task, llm=llm,
+                                                      form=form, shown=shown, emit=emit, progress=progress))
+            features = run.features(layer)
+            if features is None:
                 emit("layer_empty", {"layer": layer})
                 break
-            new = [f for f in features if f not in scores]
-            scores.update(hierarchy_aware_scoring(
-                train, new, tree, task=task, llm=llm, settings=settings,
-                progress=progress, stage=f"layer {layer}: scoring {len(new)} criteria"))
-            for f in new:
-                failures[f] = sum(1 for c in scores[f] if c.missing)
-                coverage[f] = 1.0 - failures[f] / len(train)
-            emit("layer_scored", {"layer": layer, "criteria": new, "missing": {f: failures[f] for f in new},
-                                  "reads": source_counts([c for f in new for c in scores[f]])})
-            values = {f: [c.score for c in scores[f]] for f in features}
-            aggs = fit_aggregator(train, values, features, aspects, kind=settings.aggregator,
+            # §2.1 hierarchy-aware scoring of the criteria new in this layer (lines 7-13)
+            new = [f for f in features if f not in run.scores]
+            run.add_scores(layer, new, hierarchy_aware_scoring(
+                train, new, run.tree, task=task, llm=llm, settings=settings,
+                progress=progress, stage=f"layer {layer}: scoring {len(new)} criteria"), emit)
+            # §2.2 human preference-guided aggregation over every criterion so far (line 15), with its attribution
+            aggs = fit_aggregator(train, run.values(features), features, aspects, kind=settings.aggregator,
                                   random_state=settings.random_state)
-            importance = attribution_importance(aggs, n_repeats=settings.pi_repeats)
-            cv = {}
-            for agg in aggs:
-                cv.update(_clean_corr(cross_validated_correlation(agg)))
-            layers.append({"layer": layer, "features": features, "cv": cv})
-            emit("aggregator_fitted", {"layer": layer, "features": len(features), "cv_target": cv.get(aspect.name),
-                                       "importance": {f: round(v["importance"], 6) for f, v in importance.items()}})
-        target_group = next(i for i, agg in enumerate(aggs) if aspect.name in agg.targets)
-        final = aggs[target_group]
-        used = list(final.features)
-        n_missing = sum(failures.get(f, 0) for f in used)
-        reads = source_counts([c for f in scores for c in scores[f]])
-        emit("fit_done", {"nodes": len(tree["nodes"]), "features": len(used), "missing_scores": n_missing,
-                          "cells": len(train) * len(used), "reads": reads, "decomposition_reads": decomposition_reads})
-        warnings.extend(self._fit_warnings(final, used, failures, scores, len(train), layers, aspect.name))
-        expanded = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["expanded"]]
-        pruned = [nid for rec in pruning if rec["reason"] == "permutation importance" for nid in rec["pruned"]]
-        state = HDEvalState(tree=tree, aspects=tuple(aspects), criteria_form=form,
-                            aggregators=tuple(a.to_state() for a in aggs), target_group=target_group,
-                            features=tuple(used), train_ids=tuple(s.id for s in train), importance=importance,
-                            layers=tuple(layers), missing_scores=failures,
-                            coverage={f: round(c, 4) for f, c in coverage.items()}, pruning=tuple(pruning),
-                            expanded_nodes=tuple(expanded), pruned_nodes=tuple(pruned), reads=reads,
-                            decomposition_reads=decomposition_reads, warnings=tuple(warnings),
-                            rejected=tuple(rejected), flagged=tuple(flagged_nodes(tree)))
+            run.add_aggregators(layer, features, aggs, attribution_importance(aggs, n_repeats=settings.pi_repeats),
+                                aspect.name, emit)
+        state = run.finish(aspect.name, aspects, form, emit)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=state.to_dict())
-
-    @staticmethod
-    def _fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
-                      scores: dict[str, list[CriterionScore]], n_train: int, layers: Sequence[dict[str, Any]],
-                      target: str) -> list[dict[str, Any]]:
-        """What the run summary must say about the fitted judge (besides per-node ``no_children``)."""
-        out = []
-        imputed = sum(failures.get(f, 0) for f in used)
-        if imputed:
-            out.append(judge_warning(
-                "imputed_criteria", f"{imputed} of {n_train * len(used)} training criterion scores were missing "
-                "and filled with the criterion's training mean for the aggregator", imputed))
-        if final.dropped:
-            out.append(judge_warning(
-                "criteria_dropped", "no training item has a score for " + ", ".join(final.dropped)
-                + "; these criteria are not inputs of the aggregator", len(final.dropped)))
-        alternatives = sum(1 for f in scores for c in scores[f] if c.from_alternatives)
-        if alternatives:
-            out.append(judge_warning(
-                "scores_from_alternatives", f"{alternatives} training criterion scores were read from the "
-                "alternatives of a reply that gave no number", alternatives))
-        cv = (layers[-1]["cv"].get(target) or {}).get("pearson") if layers else None
-        if cv is None or not cv > 0:
-            out.append(judge_warning(
-                "not_aligned", f"the aggregator's out-of-fold training Pearson for {target!r} is "
-                + ("undefined (too few items or constant predictions)" if cv is None else f"{cv:.2f}")
-                + ": it does not agree with the humans on the training items"))
-        return out
-
-    @staticmethod
-    def _grow_layer(tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]],
-                    settings: HDEvalSettings, *,
-                    task: TaskInfo, llm: LLM, emit: EventSink, progress: Progress | None,
-                    coverage: dict[str, float], pruning: list[dict[str, Any]], warnings: list[dict[str, Any]],
-                    reads: dict[str, int], shown: Sequence[str] = (),
-                    rejected: list[dict[str, Any]] | None = None, form: str = "paper") -> None:
-        """Lines 2-6 of Algorithm 1: choose C_D^layer and decompose each chosen node.
-
-        Coverage-aware choice: a criterion scored on fewer than
-        :data:`~judge_engine.metrics.MIN_SELECTION_COVERAGE` of the training
-        items is not eligible for decomposition by importance (its importance
-        is measured mostly on imputed means); if fewer than ``k_expand`` are
-        eligible, fewer are decomposed. The sign of a criterion's correlation
-        does not matter here: the aggregator learns its weight, so an
-        anti-correlated criterion can be informative. What was kept and pruned
-        is appended to ``pruning``. Children the rubric checks refuse (a copy
-        of a training text in ``shown``, a near-duplicate of a sibling or an
-        existing node, empty, repetitive, over-long, no quality named) are not
-        added; they are appended to ``rejected``. ``form`` is the resolved
-        ``criteria_form`` every decomposition asks in.
-        """
-        nodes = tree_index(tree)
-        candidates = [nid for nid, n in nodes.items() if n["layer"] == layer - 1]
-        marked = [c for c in candidates if nodes[c].get("expand") or nodes[c].get("redecompose")]
-        ineligible: list[str] = []
-        if layer == 2:
-            chosen = candidates  # App. C.2: every human aspect is decomposed
-            reason = "all layer-1 aspects"
-        elif marked:
-            chosen = marked
-            reason = "marked by a person"
-        elif any(n["layer"] == layer for n in nodes.values()):
-            chosen = [c for c in candidates if nodes[c].get("decomposed")]
-            reason = "kept from the given tree"
-        else:
-            active = [c for c in candidates if nodes[c].get("in_aggregator", True)]
-            ineligible = [c for c in active if coverage.get(c, 0.0) < MIN_SELECTION_COVERAGE]
-            chosen = prune_by_attribution([c for c in active if c not in ineligible], importance, settings.k_expand)
-            reason = "permutation importance"
-            if active and not chosen:
-                warnings.append(judge_warning(
-                    "no_expansion", f"layer {layer}: no layer-{layer - 1} criterion was scored on at least "
-                    f"{MIN_SELECTION_COVERAGE:.0%} of the training items, so none was decomposed further",
-                    len(ineligible)))
-        record = {"layer": layer, "reason": reason, "expanded": list(chosen),
-                  "pruned": [c for c in candidates if c not in chosen], "ineligible": ineligible,
-                  "candidates": {c: {"importance": _finite(importance.get(c, {}).get("importance")),
-                                     "coverage": _finite(coverage.get(c)),
-                                     "in_aggregator": bool(nodes[c].get("in_aggregator", True))}
-                                 for c in candidates}}
-        pruning.append(record)
-        emit("expansion_chosen", {"layer": layer, "chosen": chosen, "reason": reason, "pruned": record["pruned"],
-                                  "ineligible": ineligible, "candidates": record["candidates"],
-                                  "min_coverage": MIN_SELECTION_COVERAGE})
-        for i, nid in enumerate(chosen):
-            node = nodes[nid]
-            if node.get("decomposed") and not node.get("redecompose"):
-                continue
-            if progress:
-                progress(i, len(chosen), f"layer {layer}: decomposing")
-            if node.get("redecompose"):
-                removed = remove_llm_children(tree, nid)
-                emit("children_replaced", {"parent": nid, "removed": removed})
-            guideline = settings.guideline(root_aspect(nodes, nid))
-            dec = decompose_criteria(node, task=task, k=settings.k_child, llm=llm,
-                                     guideline=guideline, max_tokens=settings.decompose_max_tokens, shown=shown,
-                                     existing=[child_text(n) for n in tree["nodes"]],
-                                     taken=[n["name"] for n in tree["nodes"]], form=form)
-            reads[dec.read] = reads.get(dec.read, 0) + 1
-            for refused in dec.rejected:
-                emit("rubric_rejected", refused)
-            if rejected is not None:
-                rejected.extend(dec.rejected)
-            ids = add_children(tree, nid, dec.children)
-            for n in tree["nodes"]:
-                if n["id"] == nid:
-                    n["expand"], n["redecompose"] = False, 0
-            if not ids:
-                warnings.append(judge_warning(
-                    "no_children", f"the decomposition of {node['name']!r} ({nid}) gave no usable children "
-                    f"(after {DECOMPOSE_DRAWS} draws" + (f"; {len(dec.rejected)} refused by the rubric checks"
-                                                  if dec.rejected else "") + "); it stays a leaf"
-                    + small_model_hint(form)))
-            emit("decomposed", {"layer": layer, "parent": nid, "children": ids, "parsed": bool(dec.children),
-                                "read": dec.read, "follow_up": dec.follow_up, "raw": dec.raw[:2000],
-                                "rejected": len(dec.rejected)})
 
     def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None) -> dict[str, int]:
         """Upper bound on the LLM calls of a fit and of scoring (before cache hits).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ... import data
 from ...records import Aspect, Sample
@@ -149,3 +149,35 @@ def known_aspects(target: Aspect, names: Sequence[str], samples: Sequence[Sample
             out.append(Aspect(name, float(math.floor(min(values))), float(math.ceil(max(values))), ""))
     return out
 
+
+
+class TrainingAspects(NamedTuple):
+    """The layer-1 aspects of a fit and the training items scored on all of them."""
+
+    train: list[Sample]
+    """Training items with a finite human score on every layer-1 aspect (the aggregator's targets)."""
+    aspects: list[Aspect]
+    """The layer-1 aspect records, the judged aspect among them (:func:`known_aspects`)."""
+
+
+def layer1_aspects(train: Sequence[Sample], target: Aspect, chosen: Sequence[str] | None,
+                   dataset_aspects: Sequence[Aspect] | None = None) -> TrainingAspects:
+    """App. C.2: layer 1 is the human aspects, ``chosen`` or else every aspect all training items carry,
+    with the judged aspect first when it was not chosen.
+
+    Raises ValueError when fewer than 2 training items are scored on every
+    one of them: the aggregator trains on those scores.
+    """
+    names = list(chosen) if chosen else sorted(
+        set.intersection(*(set(s.human) for s in train)) if train else {target.name})
+    if target.name not in names:
+        names.insert(0, target.name)
+    train = [s for s in train if all(_scored(s.human.get(n)) for n in names)]
+    if len(train) < 2:
+        raise ValueError(f"HD-Eval trains its aggregator on human scores: it needs at least 2 training samples "
+                         f"scored on every layer-1 aspect ({', '.join(names)}); got {len(train)}")
+    return TrainingAspects(train, known_aspects(target, names, train, dataset_aspects))
+
+
+def _scored(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
