@@ -348,14 +348,14 @@ preview = refit_preview(judge, tree)
 st.markdown("#### Aggregator refit with your edits (training split, out of fold)")
 m = st.columns(4)
 for i, stat in enumerate(("pearson", "spearman")):
-    before, after = preview["before"].get(stat), preview["after"].get(stat)
+    before, after = preview.before.get(stat), preview.after.get(stat)
     m[i].metric(f"{stat.capitalize()} of {target}", "n/a" if after is None else f"{after:.3f}",
                 None if before is None or after is None else f"{after - before:+.3f} vs the fitted tree")
-m[2].metric("Criteria in the refit", len(preview["features"]))
-m[3].metric("Waiting for scores", len(preview["pending"]))
-if preview["pending"]:
+m[2].metric("Criteria in the refit", len(preview.features))
+m[3].metric("Waiting for scores", len(preview.pending))
+if preview.pending:
     st.caption("Edited, moved and added nodes have no scores yet: the next round scores them "
-               f"({', '.join(nodes[p]['name'] for p in preview['pending'] if p in nodes)}).")
+               f"({', '.join(nodes[p]['name'] for p in preview.pending if p in nodes)}).")
 
 next_tree = next_round_tree(tree)
 next_params = {**run.params, "criteria_tree": next_tree}
@@ -398,12 +398,12 @@ if picked_flags := node_flags(node):
     d1.caption(common.flag_caption(picked_flags))
 detail = node_summary(judge, pick)
 if detail is not None:
-    r = detail["correlation"]["pearson"]
+    r = detail.correlation["pearson"]
     d1.markdown(f"Pearson with human {target}: **{r:.3f}**" if r is not None
                 else f"Pearson with human {target}: n/a (constant scores)")
-    d1.markdown(f"Permutation importance: **{detail['importance'] or 0:.3f}** ± {detail['importance_std'] or 0:.3f}")
-    d1.caption(f"{detail['missing']} training scores did not parse (imputed).")
-    d2.plotly_chart(node_score_histogram(detail["scores"]), key=f"hd_hist_{pick}")
+    d1.markdown(f"Permutation importance: **{detail.importance or 0:.3f}** ± {detail.importance_std or 0:.3f}")
+    d1.caption(f"{detail.missing} training scores did not parse (imputed).")
+    d2.plotly_chart(node_score_histogram(detail.scores), key=f"hd_hist_{pick}")
 else:
     d2.info("This node has no training scores in this round (new, edited, or removed from the aggregator).")
 

@@ -360,12 +360,25 @@ def test_next_round_tree_drops_deleted_subtrees_and_refit_preview_shows_the_chan
             n["deleted"] = True
     assert not [n for n in next_round_tree(tree)["nodes"] if n["id"].startswith("style")]
     preview = refit_preview(judge, tree)
-    assert "clarity/p0" not in preview["features"] and "style/p1" not in preview["features"]
-    assert preview["before"]["pearson"] > 0.9 and (preview["after"]["pearson"] or 0) < 0.9
+    assert "clarity/p0" not in preview.features and "style/p1" not in preview.features
+    assert preview.before["pearson"] > 0.9 and (preview.after["pearson"] or 0) < 0.9
     for n in tree["nodes"]:
         if n["id"] == "clarity/p2":
             n["definition"] = "Changed."
-    assert "clarity/p2" in refit_preview(judge, tree)["pending"]
+    assert "clarity/p2" in refit_preview(judge, tree).pending
+    assert "style" in preview.removed and "clarity/p0" in preview.removed
+
+
+def test_a_node_up_close_carries_its_training_scores_and_attribution(store):
+    from judge_engine.methods.hd_eval import node_summary
+
+    judge, _, _, _ = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2))
+    signal, noise = node_summary(judge, "clarity/p0"), node_summary(judge, "clarity/p1")
+    assert len(signal.scores) == len(judge.state["train_ids"]) and signal.missing == 0
+    assert signal.correlation["pearson"] > 0.9, "the 'part 0' criteria follow the hidden signal"
+    assert signal.importance == pytest.approx(judge.state["importance"]["clarity/p0"]["importance"])
+    assert signal.importance > (noise.importance or 0.0)
+    assert node_summary(judge, "not-a-node") is None
 
 
 def test_too_few_human_scored_samples_is_a_clear_error(store):

@@ -27,8 +27,8 @@ benchmarks, the tests); the rest stay in their module.
 from .aggregation import aspect_groups
 from .decomposition import (DECOMPOSE_DRAWS, DECOMPOSE_TEMPLATE, CheckedChildren, ReadChildren, check_children,
                             flagged_nodes, parse_decomposition, statement_schema)
-from .editing import (EditableTree, add_node, edit_node, load_tree, next_round_tree, node_summary, refit_preview,
-                      seed_tree, tree_owner, undo_node)
+from .editing import (EditableTree, NodeSummary, RefitPreview, add_node, edit_node, load_tree, next_round_tree,
+                      node_summary, refit_preview, seed_tree, tree_owner, undo_node)
 from .method import DEFAULT_N_ASPECTS, HDEval
 from .pruning import prune_by_attribution
 from .scoring import SCORE_TEMPLATE
@@ -37,7 +37,8 @@ from .state import HDEvalState
 from .tree import add_children, initial_tree, known_aspects, remove_llm_children, tree_index
 
 __all__ = ["DECOMPOSE_DRAWS", "DECOMPOSE_TEMPLATE", "DEFAULT_N_ASPECTS", "SCORE_TEMPLATE", "CheckedChildren",
-           "EditableTree", "HDEval", "HDEvalSettings", "HDEvalState", "ReadChildren", "add_children", "add_node",
+           "EditableTree", "HDEval", "HDEvalSettings", "HDEvalState", "NodeSummary", "ReadChildren", "RefitPreview",
+           "add_children", "add_node",
            "aspect_groups", "check_children", "edit_node", "flagged_nodes", "initial_tree", "known_aspects",
            "load_tree", "next_round_tree", "node_summary", "parse_decomposition", "prune_by_attribution",
            "refit_preview", "remove_llm_children", "seed_tree", "statement_schema", "tree_index", "tree_owner",

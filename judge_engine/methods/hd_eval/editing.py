@@ -9,6 +9,7 @@ show what an edit did to the aggregator on the training scores the run has.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ... import curation
@@ -121,7 +122,23 @@ def next_round_tree(tree: dict[str, Any]) -> dict[str, Any]:
     return {"nodes": [{k: v for k, v in n.items() if k != "deleted"} for n in tree["nodes"] if n["id"] not in gone]}
 
 
-def refit_preview(judge: Judge, tree: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RefitPreview:
+    """What the edits of a tree do to the aggregator, on the training scores the run already has."""
+
+    before: dict[str, float | None]
+    """Out-of-fold training correlations of the target aspect (``pearson``, ``spearman``, ...) as fitted."""
+    after: dict[str, float | None]
+    """The same, refit on the features the edited tree keeps."""
+    features: list[str]
+    """Nodes the refit uses: scored, unchanged and still feeding the aggregator."""
+    pending: list[str]
+    """Nodes the next round must score first (edited, moved or added)."""
+    removed: list[str]
+    """Fitted features the edits took out of the aggregator."""
+
+
+def refit_preview(judge: Judge, tree: dict[str, Any]) -> RefitPreview:
     """Refit the aggregator on the training scores the run already has, with the edited tree's features.
 
     Deleted nodes and nodes removed from the aggregator leave it; edited and
@@ -146,12 +163,29 @@ def refit_preview(judge: Judge, tree: dict[str, Any]) -> dict[str, Any]:
     after_agg = Aggregator.fit(agg.x[:, cols], agg.y, kind=agg.kind, features=same, targets=agg.targets,
                                random_state=agg.random_state)
     after = cross_validated_correlation(after_agg).get(target, {})
-    return {"before": {k: _finite(v) for k, v in before.items()}, "after": {k: _finite(v) for k, v in after.items()},
-            "features": same, "pending": sorted(set(pending)),
-            "removed": [f for f in agg.features if f not in same and f not in pending]}
+    return RefitPreview(before={k: _finite(v) for k, v in before.items()},
+                        after={k: _finite(v) for k, v in after.items()}, features=same,
+                        pending=sorted(set(pending)),
+                        removed=[f for f in agg.features if f not in same and f not in pending])
 
 
-def node_summary(judge: Judge, node_id: str) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class NodeSummary:
+    """One node of the fitted tree up close: its training scores and what they are worth."""
+
+    scores: list[float]
+    """Its training scores as the aggregator took them (imputed where the reply gave none)."""
+    correlation: dict[str, float | None]
+    """Correlations of those scores with the human scores of the target aspect (None: undefined)."""
+    importance: float | None
+    """Its permutation importance in the last aggregator (None: not measured)."""
+    importance_std: float | None
+    """The spread of that importance over the repeats."""
+    missing: int
+    """Training items whose reply gave no score (imputed)."""
+
+
+def node_summary(judge: Judge, node_id: str) -> NodeSummary | None:
     """A node's training scores, their correlation with the human target and its attribution (None if unscored)."""
     state = HDEvalState.from_judge(judge)
     agg = state.target_aggregator()
@@ -161,6 +195,6 @@ def node_summary(judge: Judge, node_id: str) -> dict[str, Any] | None:
     human = agg.y[:, agg.targets.index(judge.aspect["name"])]
     corr = correlations(human.tolist(), column.tolist())
     imp = state.importance.get(node_id, {})
-    return {"scores": column.tolist(), "correlation": {k: _finite(v) for k, v in corr.items()},
-            "importance": imp.get("importance"), "importance_std": imp.get("std"),
-            "missing": state.missing_scores.get(node_id, 0)}
+    return NodeSummary(scores=column.tolist(), correlation={k: _finite(v) for k, v in corr.items()},
+                       importance=imp.get("importance"), importance_std=imp.get("std"),
+                       missing=state.missing_scores.get(node_id, 0))
