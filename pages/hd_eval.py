@@ -13,8 +13,8 @@ from judge_engine.figures import (explanation_figure, importance_figure, layer_c
                                   shap_bar_figure, tree_sunburst)
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
-from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_node, load_tree, next_round_tree, node_summary,
-                                          refit_preview, seed_tree, tree_index, tree_owner, undo_node)
+from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_node, load_tree, next_round_tree,
+                                          node_summary, refit_preview, seed_tree, tree_index, tree_owner, undo_node)
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, estimate
 from judge_engine.store import EditConflict
@@ -146,8 +146,8 @@ with left:
 with right:
     st.markdown("**Correlation by layer** (out-of-fold on the training split)")
     st.plotly_chart(layer_correlation_figure(list(state.layers), target), key="hd_layers")
-    st.caption(f"{len(state.features)} criteria feed the aggregator; {state.n_missing_scores} criterion scores did not parse "
-               "and were imputed with the training mean.")
+    st.caption(f"{len(state.features)} criteria feed the aggregator; {state.n_missing_scores} criterion scores did "
+               "not parse and were imputed with the training mean.")
     reads, dec_reads = state.reads, state.decomposition_reads
     if reads or dec_reads:
         st.caption(f"Training scores read as JSON: {reads.get('json', 0)}, by the free-text fallback: "

@@ -784,7 +784,8 @@ def test_settings_hold_every_parameter_and_a_stored_run_gets_the_defaults_it_ran
     settings = HDEval.settings_of({"k_child": 2, "aspects": ["clarity", "fluency"], "max_imputed_fraction": 0})
     assert (settings.k_child, settings.max_layers, settings.aspects) == (2, 3, ("clarity", "fluency"))
     assert isinstance(settings.max_imputed_fraction, float)
-    assert HDEval.settings_of({"guidelines": {"clarity": "  short sentences "}}).guideline("clarity") == "short sentences"
+    guided = HDEval.settings_of({"guidelines": {"clarity": "  short sentences "}})
+    assert guided.guideline("clarity") == "short sentences"
     assert HDEval.settings_of({}).guideline("clarity") == ""
     with pytest.raises(KeyError):
         HDEvalSettings.of({"k_child": 2})

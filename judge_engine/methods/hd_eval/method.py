@@ -104,8 +104,8 @@ a custom dataset with more aspects must pass ``n_aspects``."""
 
 
 def fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
-                  scores: dict[str, list[CriterionScore]], n_train: int, layers: Sequence[dict[str, Any]],
-                  target: str) -> list[dict[str, Any]]:
+                 scores: dict[str, list[CriterionScore]], n_train: int, layers: Sequence[dict[str, Any]],
+                 target: str) -> list[dict[str, Any]]:
     """What the run summary must say about the fitted judge (besides per-node ``no_children``)."""
     out = []
     imputed = sum(failures.get(f, 0) for f in used)

@@ -77,7 +77,11 @@ class Expansion:
 
 def choose_expansion(tree: dict[str, Any], layer: int, importance: dict[str, dict[str, float]],
                      coverage: dict[str, float], k_expand: int) -> Expansion:
-    """Lines 2-6 of Algorithm 1, the choice: C_D^layer, the layer-``layer - 1`` criteria decomposed next.
+    """Algorithm 1, line 17 of the layer before: C_D^layer, the layer-``layer - 1`` criteria decomposed next.
+
+    Layer 2 decomposes every human aspect (App. C.2); below that, criteria a
+    person marked (``expand``, ``redecompose``) come first, then a layer a
+    given tree already has is kept, and only then does attribution choose.
 
     Coverage-aware choice: a criterion scored on fewer than
     :data:`~judge_engine.metrics.MIN_SELECTION_COVERAGE` of the training
