@@ -9,11 +9,11 @@ Run with ``streamlit run app.py``.
 
 import streamlit as st
 
-from pages import common
+from pages.ui import app_frame, auth, session, widgets
 
 st.set_page_config(page_title="Judge Workbench", page_icon=":material/balance:", layout="wide")
 
-common.init_state()
+session.init_state()
 
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -28,18 +28,18 @@ pages = [
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ]
 # the router comes before the sign-in gate: a run stopped before st.navigation shows Streamlit's automatic
-# listing of pages/ instead, with common.py and app itself offered as pages
+# listing of pages/ instead, with the modules beside the pages and app itself offered as pages
 page = st.navigation(pages)
-common.sign_in()  # who works here: a display name once (local use) or OpenID Connect sign-in (team deployment)
+auth.sign_in()  # who works here: a display name once (local use) or OpenID Connect sign-in (team deployment)
 
 with st.sidebar:
-    common.bound(st.text_input, "Database file", "settings_db_path",
-                 help="SQLite file holding datasets, runs and the LLM call cache. "
-                      "Default: $JUDGE_WORKBENCH_DB, else data/workbench.db in the project.")
-    common.identity_sidebar()
+    widgets.bound(st.text_input, "Database file", "settings_db_path",
+                  help="SQLite file holding datasets, runs and the LLM call cache. "
+                       "Default: $JUDGE_WORKBENCH_DB, else data/workbench.db in the project.")
+    auth.identity_sidebar()
     st.caption("Backend (change it under Settings)")
-    st.text(common.llm_config().label)
-    if common.api_key():
+    st.text(session.llm_config().label)
+    if session.api_key():
         st.caption("An API key is set for this session.")
 
-common.run_framed(page)
+app_frame.run_framed(page)

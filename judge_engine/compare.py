@@ -66,7 +66,7 @@ def runs_by_split(runs: Sequence[RunRecord]) -> dict[str, list[RunRecord]]:
 def short_run_label(run: RunRecord) -> str:
     """``#id method``: a run's column in the aligned score table and its name in messages.
 
-    (The pages' select boxes use the longer ``pages.common.run_label``, with the dataset and the time.)
+    (The pages' select boxes use the longer ``pages.ui.tables.run_label``, with the dataset and the time.)
     """
     return f"#{run.id} {run.method}"
 

@@ -18,7 +18,7 @@
   zero), has no test correlation at all, or is significantly below a
   baseline on the same split.
 
-The pages (``pages.common.trust_panel``), the CLI summary and the exported
+The pages (``pages.ui.trust.trust_panel``), the CLI summary and the exported
 judge file all show this one record.
 """
 

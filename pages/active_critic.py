@@ -21,9 +21,10 @@ from judge_engine.methods.active_critic import ActiveCriticState, edited_judge
 from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import RunSpec, effective_status
 from judge_engine.store import EditConflict
-from pages import common, run_view, start_form
+from pages import run_view, start_form
+from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
 
-common.require_frame()
+app_frame.require_frame()
 
 METHOD = "active_critic"
 # the fields a first run is tuned by; the others sit under "More settings (paper defaults)"
@@ -33,12 +34,12 @@ PAPER_TRAIN_SHARE = 0.25  # the paper trains on 25% of the items and tests on th
 TASK = "task"  # curated key of the task description; the criteria are c1, c2, ... (the keys stored runs have)
 RUN_KEY = "ac_run_id"  # session value: the run shown below the start form
 
-store = common.get_store()
+store = session.get_store()
 st.title("Active-Critic")
 st.caption("The judge infers the task and its evaluation criteria from human-scored examples, picks its "
            "demonstrations by correlation on the training split, and explains every score "
            "(Xu, Hu and Jiang, 2024). You can correct what it inferred and rerun from your edits.")
-common.show_flash()
+messages.show_flash()
 
 
 # --------------------------------------------------------------------------- configure and start
@@ -56,14 +57,14 @@ if dataset is not None:
     split = start_form.split_fields(METHOD, dataset, train=paper_train, test=max(1, n - paper_train),
                                     train_help="The paper learns from 25% of the items and tests on the other 75%.")
     params = start_form.parameter_fields(METHOD, METHOD, MAIN_PARAMETERS,
-                                         values=start_form.fast_defaults(METHOD, common.llm_config()))
+                                         values=start_form.fast_defaults(METHOD, session.llm_config()))
     with st.expander("More settings (paper defaults)"):
         params |= start_form.parameter_fields(METHOD, METHOD, start_form.other_parameters(METHOD, MAIN_PARAMETERS))
     baselines = st.checkbox("Run the baselines too", value=True, key=f"{METHOD}_baselines",
                             help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
                                  "comparison under Results (ones already there are reused).")
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=start_form.changed(METHOD, params),
-                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
     with_baselines = runs.BASELINES if baselines else ()
     started_id = start_form.quick_start(METHOD, spec, key=f"{METHOD}_quick", baselines=with_baselines)
     spec_refused = start_form.estimate_box(spec) is None
@@ -71,7 +72,7 @@ if dataset is not None:
                                missing="the configuration was refused (see the message above)" if spec_refused else ""):
         started_id = start_form.start(spec, baselines=with_baselines, label=" (Active-Critic)")
     if started_id is not None:
-        common.set_value(RUN_KEY, started_id)
+        widgets.set_value(RUN_KEY, started_id)
         st.rerun()
 
 
@@ -131,10 +132,10 @@ def stage_one(events: list[RunEvent]) -> None:
         st.caption(f"Replies read as JSON: {reads['json']}; by the free-text fallback: {reads['fallback']}; "
                    f"unreadable: {reads['missing']}.")
     for w in by_kind.get("warning", []):
-        st.warning(common.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
+        st.warning(messages.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
     failures = by_kind.get("parse_failure", [])
     if failures:
-        st.warning(common.escape_markdown("Unreadable replies: " + "; ".join(
+        st.warning(messages.escape_markdown("Unreadable replies: " + "; ".join(
             f"{f['stage']}: {f.get('count', f.get('note', ''))}" for f in failures)))
 
 
@@ -223,14 +224,14 @@ task = by_key[TASK]
 criteria_items = [i for i in items if i.key != TASK]
 # the rubric checks' doubts about what stage 1 inferred, shown while an item keeps the text they were raised on
 flagged = learned.flagged
-task_flags = common.flags_by([f for f in flagged if f.get("stage") == "task description"]).get(task.definition)
-criterion_flags = common.flags_by([f for f in flagged if f.get("stage") == "criteria"], "name")
+task_flags = rubric_flags.flags_by([f for f in flagged if f.get("stage") == "task description"]).get(task.definition)
+criterion_flags = rubric_flags.flags_by([f for f in flagged if f.get("stage") == "criteria"], "name")
 inferred = learned.criteria
 
 with st.form(f"ac_edit_{run_id}"):
     new_task = st.text_area("Task description", value=task.definition, key=f"ac_task_{run_id}")
     if task_flags:
-        st.caption(common.flag_caption(task_flags))
+        st.caption(rubric_flags.flag_caption(task_flags))
     edits = {}
     for item in criteria_items:
         c = st.columns([2, 6, 1])
@@ -239,14 +240,14 @@ with st.form(f"ac_edit_{run_id}"):
         removed = c[2].checkbox("Remove", value=item.status == "removed", key=f"ac_rm_{item.id}",
                                 help="Leave it out of a run from the edits; untick to bring it back.")
         if item.name in criterion_flags and inferred.get(item.name) == item.definition:
-            c[1].caption(common.flag_caption(criterion_flags[item.name]))
+            c[1].caption(rubric_flags.flag_caption(criterion_flags[item.name]))
         edits[item.key] = (name.strip(), definition.strip(), "removed" if removed else item.status)
     c = st.columns([2, 6, 1])
     add_name = c[0].text_input("New criterion", key=f"ac_add_name_{run_id}")
     add_def = c[1].text_input("Its definition", key=f"ac_add_def_{run_id}")
     saved = st.form_submit_button("Save edits")
 
-common.show_flash(at="ac_edit")  # the outcome of a Save beside the form: the person stays where they edit
+messages.show_flash(at="ac_edit")  # the outcome of a Save beside the form: the person stays where they edit
 if saved:
     changes = []
     if new_task != task.definition:
@@ -259,21 +260,21 @@ if saved:
     try:
         for key, change in changes:
             seen[key] = curation.save(store, owner, key, expected_version=seen.get(key, by_key[key].version),
-                                      actor=common.actor(), **change)
+                                      actor=auth.actor(), **change)
         if add_name.strip():
             curation.add(store, owner, next_key(items), name=add_name.strip(), definition=add_def.strip(),
-                         status="added", actor=common.actor())
+                         status="added", actor=auth.actor())
             changes.append(("new", {}))
     except EditConflict as exc:
-        st.error(common.escape_markdown(f"{exc}. Your other changes before it were saved; press Reload to see the "
+        st.error(messages.escape_markdown(f"{exc}. Your other changes before it were saved; press Reload to see the "
                               "current text, then edit again."))
     except ValueError as exc:  # a blank name, a binary or over-long text: the criterion keeps its own
-        st.error(common.escape_markdown(f"Not saved: {exc}. Your other changes before it were saved; correct it, "
+        st.error(messages.escape_markdown(f"Not saved: {exc}. Your other changes before it were saved; correct it, "
                                         "or tick Remove to leave it out."))
     else:
         st.session_state.pop(f"ac_seen_versions_{run_id}", None)
         forget_fields(items)
-        common.flash("success", f"Saved {len(changes)} change(s)." if changes else "Nothing changed.", at="ac_edit")
+        messages.flash("success", f"Saved {len(changes)} change(s)." if changes else "Nothing changed.", at="ac_edit")
         st.rerun()
 
 undoable = [i for i in items if i.history]
@@ -285,13 +286,13 @@ if undoable:
     if c[1].button("Undo", key=f"ac_undo_{run_id}"):
         try:
             curation.undo(store, owner, pick, expected_version=seen.get(pick, by_key[pick].version),
-                          actor=common.actor())
+                          actor=auth.actor())
         except (EditConflict, ValueError) as exc:
-            st.error(common.escape_markdown(f"Not undone: {exc}. Press Reload to see the current text."))
+            st.error(messages.escape_markdown(f"Not undone: {exc}. Press Reload to see the current text."))
         else:
             st.session_state.pop(f"ac_seen_versions_{run_id}", None)
             forget_fields(items)
-            common.flash("success", f"Undid the last change of {by_key[pick].name!r}.", at="ac_edit")
+            messages.flash("success", f"Undid the last change of {by_key[pick].name!r}.", at="ac_edit")
             st.rerun()
 if c[2].button("Reload", key=f"ac_reload_{run_id}", help="Show the text as stored now (others' saves included)."):
     st.session_state.pop(f"ac_seen_versions_{run_id}", None)
@@ -322,7 +323,7 @@ if refit or rescore:
         rescored = edited_judge(judge, params=params, task_description=edited_task, criteria=edited_criteria)
     new_id = start_form.start(spec, judge=rescored, split=split, label=f" from the edits of run #{run_id}")
     if new_id is not None:
-        common.set_value(RUN_KEY, new_id)
+        widgets.set_value(RUN_KEY, new_id)
         st.rerun()
 
 if effective_status(run) != "finished":
@@ -333,12 +334,12 @@ if effective_status(run) != "finished":
 
 st.subheader("Results on the test split")
 summary = run.summary or RunSummary()  # a finished run without one shows zeros and no correlations
-common.trust_panel(common.run_trust(store, run))
+trust.trust_panel(trust.run_trust(store, run))
 
 
 st.markdown("**Test correlations beside the baselines on the same split**")
 run_view.baseline_table(run, key=f"ac_{run_id}")
-levels = common.correlation_frame(summary)
+levels = tables.correlation_frame(summary)
 if levels.empty:
     st.info("No correlation is defined yet (too few items scored, or constant scores).")
 else:
@@ -348,11 +349,11 @@ st.caption(f"This run: {summary.ledger.calls} LLM calls, {summary.ledger.cache_h
            f"{summary.ledger.prompt_tokens + summary.ledger.completion_tokens} tokens, "
            f"{float(summary.seconds):.0f} s, {summary.parse_failures} missing scores.")
 
-verdicts = common.load_verdicts(store, run)
-ds = common.load_dataset(store, run.dataset)
+verdicts = readers.load_verdicts(store, run)
+ds = readers.load_dataset(store, run.dataset)
 index = ds.by_id()
 aspect = ds.aspect(run.aspect)
-st.dataframe(common.verdicts_frame(ds, run.aspect, verdicts), hide_index=True, key="ac_verdicts")
+st.dataframe(tables.verdicts_frame(ds, run.aspect, verdicts), hide_index=True, key="ac_verdicts")
 sources: dict[str, int] = {}
 for v in verdicts:
     sources[v.metadata.get("source", "?")] = sources.get(v.metadata.get("source", "?"), 0) + 1
@@ -361,7 +362,7 @@ if sources:
                + " (json = structured reply, text = free-text fallback, logprobs_first_position = read from the "
                  "alternatives of a reply that chose no digit).")
 for w in learned.warnings:
-    st.warning(common.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
+    st.warning(messages.escape_markdown(f"{w.get('code')}: {w.get('message')}"))
 n_crit_missing = sum(len(v.metadata.get("missing_criteria") or []) for v in verdicts)
 n_crit = sum(len(v.metadata.get("criteria_100") or {}) for v in verdicts)
 if n_crit:
@@ -384,7 +385,7 @@ if verdicts:
     st.markdown("**Overall explanation and error analysis**")
     refused = v.metadata.get("explanation_rejected")
     if refused:
-        st.caption(common.escape_markdown(f"Not shown: the explanation was rejected ({refused})."))
+        st.caption(messages.escape_markdown(f"Not shown: the explanation was rejected ({refused})."))
         with st.expander("Raw reply"):
             st.text(v.raw)
     else:

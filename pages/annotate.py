@@ -5,14 +5,14 @@ import streamlit as st
 
 from judge_engine import annotations, compare
 from judge_engine.store import NotFound
-from pages import common
+from pages.ui import app_frame, auth, messages, readers, session, tables
 
-common.require_frame()
+app_frame.require_frame()
 
-store = common.get_store()
+store = session.get_store()
 
 st.title("Annotate")
-common.show_flash()
+messages.show_flash()
 st.caption("Label items one after the other: type a score and press Enter. Your labels are kept as yours; the "
            "scores the data came with are never changed. Which human score runs use is chosen per dataset below.")
 
@@ -21,12 +21,12 @@ if not datasets:
     st.info("No dataset yet: import one under Datasets first.")
     st.stop()
 
-me = common.identity()
+me = auth.identity()
 c1, c2 = st.columns(2)
 ds_name = c1.selectbox("Dataset", [d["name"] for d in datasets], key="annotate_dataset")
 aspect_names = [a["name"] for a in next(d["aspects"] for d in datasets if d["name"] == ds_name)]
 aspect_name = c2.selectbox("Aspect", aspect_names, key="annotate_aspect")
-dataset = common.load_dataset(store, ds_name)
+dataset = readers.load_dataset(store, ds_name)
 aspect = dataset.aspect(aspect_name)
 labels = store.annotations(ds_name, aspect=aspect_name)
 blind = st.toggle("Hide other people's scores of an item until I have given mine", value=True,
@@ -49,7 +49,7 @@ skipped = st.session_state.setdefault(f"annotate_skipped_{ds_name}_{aspect_name}
 suggested = suggestions()
 queue = annotations.annotation_queue(dataset, aspect_name, labels, me, suggested=suggested, skipped=skipped)
 mine = {a.sample for a in labels if a.annotator == me}
-st.caption(common.escape_markdown(f"{len(mine)} items labelled by you ({me}); {len(queue)} in your queue"
+st.caption(messages.escape_markdown(f"{len(mine)} items labelled by you ({me}); {len(queue)} in your queue"
                         + (f", the first {len([i for i in suggested if i in queue])} where judges disagree most."
                            if suggested else ". (With two finished runs on the same items, the items where they "
                            "disagree most come first.)")))
@@ -61,21 +61,21 @@ else:
     item = queue[0]
     sample = dataset.by_id()[item]
     with st.container(border=True):
-        st.markdown(f"**Item {common.escape_markdown(item)}**")
-        st.markdown(f"**{common.escape_markdown(dataset.input_label)}**")
+        st.markdown(f"**Item {messages.escape_markdown(item)}**")
+        st.markdown(f"**{messages.escape_markdown(dataset.input_label)}**")
         st.text(sample.input[:4000])
         if sample.context:
-            st.markdown(f"**{common.escape_markdown(dataset.context_label)}**")
+            st.markdown(f"**{messages.escape_markdown(dataset.context_label)}**")
             st.text(sample.context[:2000])
-        st.markdown(f"**{common.escape_markdown(dataset.output_label)}**")
+        st.markdown(f"**{messages.escape_markdown(dataset.output_label)}**")
         st.text(sample.output[:4000])
         if aspect.definition:
-            st.caption(common.escape_markdown(f"{aspect.name}: {aspect.definition}"))
+            st.caption(messages.escape_markdown(f"{aspect.name}: {aspect.definition}"))
         others = [a for a in annotations.latest(labels) if a.sample == item and a.annotator != me]
         if not blind and others:
-            st.caption(common.escape_markdown("Others' scores: " + ", ".join(f"{a.annotator} {a.value:g}" for a in others)))
+            st.caption(messages.escape_markdown("Others' scores: " + ", ".join(f"{a.annotator} {a.value:g}" for a in others)))
     with st.form("annotate_form", clear_on_submit=True):
-        value = st.number_input(common.escape_markdown(f"Your {aspect.name} score ({aspect.low:g}-{aspect.high:g}), "
+        value = st.number_input(messages.escape_markdown(f"Your {aspect.name} score ({aspect.low:g}-{aspect.high:g}), "
                                              "then Enter"), min_value=float(aspect.low), max_value=float(aspect.high),
                                 value=None, step=1.0, key="annotate_value",
                                 help="Your own label, kept beside the others' under your name; it never replaces "
@@ -89,9 +89,9 @@ else:
             st.error("Type a score first (or Skip).")
         else:
             try:
-                store.add_annotation(ds_name, item, aspect_name, value, annotator=common.actor(), note=note)
+                store.add_annotation(ds_name, item, aspect_name, value, annotator=auth.actor(), note=note)
             except (ValueError, NotFound) as exc:
-                st.error(common.escape_markdown(str(exc)))
+                st.error(messages.escape_markdown(str(exc)))
             else:
                 st.session_state["annotate_last"] = (ds_name, aspect_name, item, float(value))
                 st.rerun()
@@ -103,7 +103,7 @@ last = st.session_state.get("annotate_last")
 if last and last[:2] == (ds_name, aspect_name):
     _, _, last_item, last_value = last
     others = [a for a in annotations.latest(labels) if a.sample == last_item and a.annotator != me]
-    st.caption(common.escape_markdown(f"Saved {last_value:g} for {last_item}. "
+    st.caption(messages.escape_markdown(f"Saved {last_value:g} for {last_item}. "
                             + ("Others gave it: " + ", ".join(f"{a.annotator} {a.value:g}" for a in others)
                                if others else "Nobody else has labelled it yet.")))
 
@@ -130,7 +130,7 @@ else:
     labelled_ids = [s.id for s in dataset.samples if any(a.sample == s.id for a in chosen)]
     result = annotations.dataset_agreement(dataset, chosen, aspect_name, labelled_ids, aggregate="mean",
                                            n_bootstrap=int(n_boot))
-    st.dataframe(pd.DataFrame([common.agreement_row(result)]), hide_index=True, key="annotate_agreement")
+    st.dataframe(pd.DataFrame([tables.agreement_row(result)]), hide_index=True, key="annotate_agreement")
     if result.n_items < 3:
         st.caption("Agreement needs at least three items labelled by two or more annotators.")
 
@@ -148,7 +148,7 @@ with st.form("annotate_aggregate_form"):
     experts = st.multiselect("Experts (for the experts' mean)", names, default=sorted(store.experts() & set(names)),
                              key="annotate_experts")
     if st.form_submit_button("Save choice"):
-        who = common.actor()
+        who = auth.actor()
         try:
             for n in names:
                 if (n in experts) != (n in store.experts()):
@@ -156,19 +156,19 @@ with st.form("annotate_aggregate_form"):
             if pick != current:
                 store.set_human_aggregate(ds_name, pick, actor=who)
         except (ValueError, NotFound) as exc:
-            st.error(common.escape_markdown(str(exc)))
+            st.error(messages.escape_markdown(str(exc)))
         else:
-            common.flash("success", f"Runs of {ds_name} started from now on use "
-                                    f"{annotations.parse_aggregate(pick).label}; each run records it.")
+            messages.flash("success", f"Runs of {ds_name} started from now on use "
+                                      f"{annotations.parse_aggregate(pick).label}; each run records it.")
             st.rerun()
-st.caption(common.escape_markdown(f"Now: {annotations.parse_aggregate(current).label}. A run keeps the choice it was started "
+st.caption(messages.escape_markdown(f"Now: {annotations.parse_aggregate(current).label}. A run keeps the choice it was started "
                         "with, so its results can be reproduced."))
 
 # --------------------------------------------------------------------------- activity
 st.subheader("Who did what")
 log = store.audit_log(limit=100)
 if log:
-    st.dataframe(pd.DataFrame([{"when": common.fmt_time(e["ts"]), "who": e["actor"], "what": e["entity"],
+    st.dataframe(pd.DataFrame([{"when": tables.fmt_time(e["ts"]), "who": e["actor"], "what": e["entity"],
                                 "item": e["entity_id"], "action": e["action"], "after": e["after"]} for e in log]),
                  hide_index=True, key="annotate_audit")
 else:

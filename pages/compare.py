@@ -11,19 +11,20 @@ from judge_engine.methods import Judge
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
-from pages import common, start_form
+from pages import start_form
+from pages.ui import app_frame, auth, messages, readers, session, tables, trust
 
-common.require_frame()
+app_frame.require_frame()
 
 # where each learned judge is edited by a person (a comment, not a docstring: Streamlit's magic would draw a bare
 # string on the page)
 METHOD_PAGES = {"hypoeval": "pages/hypoeval.py", "hpss": "pages/hpss.py", "active_critic": "pages/active_critic.py",
                 "hd_eval": "pages/hd_eval.py"}
 
-store = common.get_store()
+store = session.get_store()
 
 st.title("Compare methods")
-common.show_flash()
+messages.show_flash()
 st.caption("Runs are compared on exactly the same test items. Correlations come with 95% bootstrap intervals; "
            "each run is tested against the best one with a paired bootstrap on the same items.")
 
@@ -72,7 +73,7 @@ else:
                         key="compare_split")
     split = keys[pick or 0]
     candidates, scope = by_split[split], zlib.crc32(repr(split).encode())
-labels = {r.id: f"#{r.id} {r.method} ({common.fmt_time(r.created)})" for r in candidates}
+labels = {r.id: f"#{r.id} {r.method} ({tables.fmt_time(r.created)})" for r in candidates}
 # one selection per set of test items: switching to other items starts from all of their runs
 chosen_ids = st.multiselect("Runs", list(labels), default=list(labels), format_func=labels.get,
                             key=f"compare_runs_{ds_name}_{aspect}_{scope}")
@@ -83,7 +84,7 @@ if not chosen:
 
 used = sorted({r.human_aggregate for r in chosen})
 if len(used) > 1:
-    st.error(common.escape_markdown("These runs were evaluated against different human scores ("
+    st.error(messages.escape_markdown("These runs were evaluated against different human scores ("
                           + "; ".join(annotations.parse_aggregate(u).label for u in used)
                           + "): choose runs that used the same one."))
     st.stop()
@@ -95,15 +96,15 @@ run_versions = tuple((r.id, r.version) for r in chosen)
 @st.cache_data(max_entries=16, show_spinner="Lining up the runs' verdicts...")
 def _align(db: str, run_versions: tuple, common_subset: bool) -> compare.Aligned:
     """The runs' verdicts on their common items, read once per version of the runs (not on every rerun)."""
-    s = common.get_store()
+    s = session.get_store()
     return compare.align(s, [s.run(rid) for rid, _ in run_versions], common_subset=common_subset)
 
 
 try:
-    dataset = common.human_dataset(store, ds_name, aggregate)
+    dataset = readers.human_dataset(store, ds_name, aggregate)
     aligned = _align(str(store.path), run_versions, common_subset)
 except (compare.NotComparable, NotFound) as exc:
-    st.error(common.escape_markdown(str(exc)))
+    st.error(messages.escape_markdown(str(exc)))
     st.stop()
 if not aligned.ids:
     st.warning("These runs share no scored item.")
@@ -126,7 +127,7 @@ def _table(db: str, run_versions: tuple, level: str, statistic: str, n_bootstrap
     """The comparison table, computed once per (runs' versions, settings, labels): its bootstrap resamples are
     the page's heaviest work. ``_dataset`` and ``_aligned`` are what the other arguments identify (Streamlit
     does not hash arguments whose name starts with an underscore)."""
-    return compare.comparison_frame(common.get_store(), _dataset, _aligned, level=level, statistic=statistic,
+    return compare.comparison_frame(session.get_store(), _dataset, _aligned, level=level, statistic=statistic,
                                     n_bootstrap=n_bootstrap)
 
 
@@ -141,12 +142,12 @@ def _agreement(db: str, ds: str, aspect: str, ids: tuple, level: str, aggregate:
                last: float) -> annotations.Agreement:
     """Agreement of the labels the runs are evaluated on: the imported raters' for the imported score,
     else the labels the aggregate is made of (everyone's for one annotator's, who has no agreement alone)."""
-    s = common.get_store()
+    s = session.get_store()
     chosen_aggregate = annotations.parse_aggregate(aggregate)
     pool = s.annotations(ds, aspect=aspect, source="imported" if chosen_aggregate.kind == "imported" else None)
     if chosen_aggregate.kind == "annotator":
         chosen_aggregate = annotations.HumanAggregate("mean")
-    return annotations.dataset_agreement(common.human_dataset(s, ds, aggregate), pool, aspect, list(ids),
+    return annotations.dataset_agreement(readers.human_dataset(s, ds, aggregate), pool, aspect, list(ids),
                                          aggregate=chosen_aggregate, experts=s.experts(), level=level,
                                          n_bootstrap=200)
 
@@ -169,11 +170,11 @@ st.dataframe(show, hide_index=True, key="compare_table",
                             f"human ceiling ({statistic})": st.column_config.NumberColumn(format="%.3f"),
                             "p vs best": st.column_config.NumberColumn(format="%.3f"),
                             "dollars": st.column_config.NumberColumn(format="$%.4f")})
-st.caption(common.escape_markdown(f"Human score: {annotations.parse_aggregate(aggregate).label}."))
+st.caption(messages.escape_markdown(f"Human score: {annotations.parse_aggregate(aggregate).label}."))
 if ceiling and ceiling.get(statistic) is not None:
     lo, hi = agreement.ceiling_ci[statistic]
     a_lo, a_hi = agreement.alpha_ci
-    st.caption(common.escape_markdown(
+    st.caption(messages.escape_markdown(
         f"Human ceiling of these labels ({len(agreement.annotators)} annotators on {agreement.n_items} items, each "
         f"against the mean of the others, {level} level): {statistic} {ceiling[statistic]:.3f}"
         + (f" [{lo:.3f}, {hi:.3f}]" if lo == lo else "")
@@ -182,13 +183,13 @@ if ceiling and ceiling.get(statistic) is not None:
         + ". A judge at the ceiling agrees with these annotators as well as they agree with each other."))
 for r in chosen:  # what each run's figures alone do not say (empty bank, imputed criteria, missing scores, ...)
     for warning in r.summary.warnings if r.summary else ():
-        st.warning(common.escape_markdown(f"#{r.id} {r.method}: {warning.message}"))
+        st.warning(messages.escape_markdown(f"#{r.id} {r.method}: {warning.message}"))
 with st.expander("Trust: each judge against its own training figure and its baselines", expanded=True):
     for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
-        common.trust_panel(common.run_trust(store, r), compact=True)
+        trust.trust_panel(trust.run_trust(store, r), compact=True)
 worse = frame[frame["significantly worse"]]
 if len(worse):
-    st.caption(common.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "
+    st.caption(messages.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "
                             + ", ".join(f"#{r}" for r in worse["run"])))
 
 figures = [plots.comparison_bars(frame, statistic=statistic,
@@ -216,18 +217,18 @@ item = st.selectbox("Open an item (worst first)", triage["item"].tolist(), key="
 
 @st.cache_data(max_entries=32, show_spinner="Explaining the aggregator's score...")
 def _explanation(db: str, run_id: int, run_version: int, item: str) -> compare.ItemExplanation | None:
-    return compare.item_explanation(common.get_store(), run_id, item)
+    return compare.item_explanation(session.get_store(), run_id, item)
 
 
 if item:
     sample = dataset.by_id()[item]
     with st.container(border=True):
-        st.markdown(f"**{common.escape_markdown(dataset.input_label)}**")
+        st.markdown(f"**{messages.escape_markdown(dataset.input_label)}**")
         st.text(sample.input[:4000])
         if sample.context:
-            st.markdown(f"**{common.escape_markdown(dataset.context_label)}**")
+            st.markdown(f"**{messages.escape_markdown(dataset.context_label)}**")
             st.text(sample.context[:2000])
-        st.markdown(f"**{common.escape_markdown(dataset.output_label)}**")
+        st.markdown(f"**{messages.escape_markdown(dataset.output_label)}**")
         st.text(sample.output[:4000])
         st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}")
         for r in chosen:
@@ -235,7 +236,7 @@ if item:
             if v is None:
                 continue
             score = "missing (reply did not parse)" if v.missing else f"{v.score:.2f}"
-            with st.expander(common.escape_markdown(f"{compare.short_run_label(r)}: {score}")):
+            with st.expander(messages.escape_markdown(f"{compare.short_run_label(r)}: {score}")):
                 if v.criteria:
                     st.dataframe([{"criterion": k, "score": x} for k, x in v.criteria.items()], hide_index=True)
                 if v.explanation:
@@ -246,7 +247,7 @@ if item:
                     st.plotly_chart(plots.shap_waterfall_figure(why.shap, item, labels=why.labels),
                                     key=f"compare_waterfall_{r.id}")
                     unscored = ", ".join(why.labels.get(f, f) for f in why.imputed)
-                    st.caption(common.escape_markdown(
+                    st.caption(messages.escape_markdown(
                         f"SHAP values of the judge's aggregator: how far each criterion's score moved {why.target} "
                         "from the base value." + (f" Not scored, filled with the training mean: {unscored}."
                                                   if unscored else "")))
@@ -275,7 +276,7 @@ if len(chosen) >= 2:
             current = sample.human.get(aspect)
             st.caption(f"Human score ({annotations.parse_aggregate(aggregate).kind}): {current:g}"
                        if current is not None and current == current else "No human score yet.")
-        value = st.number_input(common.escape_markdown(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
+        value = st.number_input(messages.escape_markdown(f"Your {aspect} score ({a.low:g}-{a.high:g})"), min_value=float(a.low),
                                 max_value=float(a.high), value=None, step=1.0, key="compare_label_value",
                                 help="Your own label, kept beside the others' under your name; it never replaces "
                                      "an imported score.")
@@ -284,11 +285,11 @@ if len(chosen) >= 2:
                 st.error("Enter a score first.")
             else:
                 try:
-                    store.add_annotation(ds_name, to_label, aspect, value, annotator=common.actor())
+                    store.add_annotation(ds_name, to_label, aspect, value, annotator=auth.actor())
                 except (ValueError, NotFound) as exc:
-                    st.error(common.escape_markdown(str(exc)))
+                    st.error(messages.escape_markdown(str(exc)))
                 else:
-                    common.flash("success", f"Saved your label {value:g} for {to_label}.")
+                    messages.flash("success", f"Saved your label {value:g} for {to_label}.")
                     st.rerun()
 
 # --------------------------------------------------------------------------- export
@@ -326,18 +327,18 @@ else:
         n_items = c3.number_input("Items to score", min_value=2, value=40, step=10, key="compare_transfer_n",
                                   help="Items of the target dataset the judge scores (whole groups, so maybe a few "
                                        "more); its agreement with the target's humans is measured on them.")
-        st.caption(common.escape_markdown(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
-                                f"Backend: {common.llm_config().label}."))
+        st.caption(messages.escape_markdown(f"Applies the judge chosen above (run #{export_id}) unchanged; no refitting. "
+                                f"Backend: {session.llm_config().label}."))
         if st.form_submit_button("Score the target with this judge"):
             source = store.run(export_id)
             try:
-                target = common.load_dataset(store, target_ds).aspect(target_aspect)
+                target = readers.load_dataset(store, target_ds).aspect(target_aspect)
                 judge = compare.transfer_judge(Judge.from_dict(source.judge), target)
             except (KeyError, ValueError, NotFound) as exc:
-                st.error(common.escape_markdown(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
+                st.error(messages.escape_markdown(str(exc.args[0] if isinstance(exc, KeyError) and exc.args else exc)))
             else:
                 run_id = start_form.start(RunSpec(method=source.method, dataset=target_ds, aspect=target.name,
-                                                  train_size=0, test_size=int(n_items), llm=common.llm_config()),
+                                                  train_size=0, test_size=int(n_items), llm=session.llm_config()),
                                           judge=judge, label=f" (transfer to {target_ds} / {target.name}; follow it "
                                                              "under Runs, then compare it here on that dataset)")
                 if run_id is not None:

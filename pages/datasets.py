@@ -6,14 +6,14 @@ import streamlit as st
 from judge_engine import data, figures
 from judge_engine.data import DataImportError, SplitError
 from judge_engine.store import EditConflict
-from pages import common
+from pages.ui import app_frame, auth, messages, readers, session, table_import, tables, uploads, widgets
 
-common.require_frame()
+app_frame.require_frame()
 
-store = common.get_store()
+store = session.get_store()
 
 st.title("Datasets")
-common.show_flash()
+messages.show_flash()
 
 TABS = ["Built-in benchmarks", "Upload a file", "Stored datasets"]
 if "datasets_goto_tab" in st.session_state:  # after an import, open the new dataset
@@ -24,7 +24,7 @@ tab_bench, tab_upload, tab_stored = st.tabs(TABS, key="datasets_tab", on_change=
 with tab_bench:
     available = data.available_benchmarks()
     if not available:
-        st.warning(common.escape_markdown(f"No benchmark files found under {data.default_data_dir()}. Set "
+        st.warning(messages.escape_markdown(f"No benchmark files found under {data.default_data_dir()}. Set "
                                 f"{data.DATA_DIR_ENV} to the folder holding the benchmark folders."))
     else:
         name = st.selectbox("Benchmark", available, key="datasets_bench",
@@ -36,18 +36,18 @@ with tab_bench:
         st.caption(f"Natural meta-evaluation level: {spec.natural_level}.")
         stored = store.has_dataset(name)
         if stored:
-            st.info(common.escape_markdown(f"'{name}' is already in the database; open it under Stored datasets."))
+            st.info(messages.escape_markdown(f"'{name}' is already in the database; open it under Stored datasets."))
         if st.button("Import benchmark", key="datasets_import_bench", type="primary", disabled=stored):
             try:
                 with st.spinner(f"Reading {name}..."):
                     dataset = data.load_benchmark(name)
                     store.save_dataset(dataset)
             except (DataImportError, ValueError) as exc:
-                st.error(common.escape_markdown(str(exc)))
+                st.error(messages.escape_markdown(str(exc)))
             else:
-                common.flash("success", f"Imported {name}: {len(dataset.samples)} samples, "
-                                        f"aspects {', '.join(dataset.aspect_names)}.")
-                common.set_value("datasets_pick", name)
+                messages.flash("success", f"Imported {name}: {len(dataset.samples)} samples, "
+                                          f"aspects {', '.join(dataset.aspect_names)}.")
+                widgets.set_value("datasets_pick", name)
                 st.session_state["datasets_goto_tab"] = TABS[2]
                 st.rerun()
 
@@ -59,19 +59,19 @@ with tab_upload:
     upload = st.file_uploader("Data file", type=["csv", "tsv", "jsonl", "ndjson", "json"],
                               key=f"datasets_upload_{n_upload}")
     if upload is not None:
-        path = common.save_upload(store.path, upload.name, upload.getvalue())
+        path = uploads.save_upload(store.path, upload.name, upload.getvalue())
         fkey = path.parent.name  # widgets reset when another file is uploaded
         columns, preview, dialect = [], [], None
         try:
             detected = data.detect_dialect(path)  # None for JSON / JSONL
         except DataImportError as exc:
-            st.error(common.escape_markdown(str(exc)))
+            st.error(messages.escape_markdown(str(exc)))
             detected, readable = None, False
         else:
             readable = True
         if detected is not None:
             st.markdown("**File format**")
-            st.caption(common.escape_markdown(f"Detected {detected.describe()}. If the preview below looks wrong "
+            st.caption(messages.escape_markdown(f"Detected {detected.describe()}. If the preview below looks wrong "
                                     "(everything in one column, scores not read as numbers), change it here."))
             f1, f2, f3 = st.columns(3)
             separator = f1.selectbox("Separator", list(data.SEPARATORS), format_func=data.SEPARATORS.get,
@@ -87,20 +87,20 @@ with tab_upload:
             try:
                 dialect = data.CsvDialect(separator, quote, decimal)
             except ValueError as exc:
-                st.error(common.escape_markdown(f"{exc}: choose another separator or the dot as decimal mark."))
+                st.error(messages.escape_markdown(f"{exc}: choose another separator or the dot as decimal mark."))
                 readable = False
         if readable:
             try:
                 table = data.preview_table(path, dialect=dialect)
             except DataImportError as exc:
-                st.error(common.escape_markdown(str(exc)))
+                st.error(messages.escape_markdown(str(exc)))
             else:
                 columns, preview = table.columns, table.rows
                 for warning in table.warnings:
-                    st.warning(common.escape_markdown(warning))
+                    st.warning(messages.escape_markdown(warning))
         if columns:
-            st.caption(common.escape_markdown(f"First rows of {upload.name}:"))
-            st.dataframe(common.preview_frame(preview, columns), hide_index=True)
+            st.caption(messages.escape_markdown(f"First rows of {upload.name}:"))
+            st.dataframe(table_import.preview_frame(preview, columns), hide_index=True)
             none = "(none)"
             optional = [none, *columns]
 
@@ -118,27 +118,27 @@ with tab_upload:
             st.markdown("**Column mapping**")
             c1, c2 = st.columns(2)
             with c1:
-                input_col = pick("Input (what the output was generated from)", "input", common.guess_column(
+                input_col = pick("Input (what the output was generated from)", "input", table_import.guess_column(
                     columns, [r"input", r"source", r"src", r"article", r"document", r"prompt", r"dialogue.*",
                               r"context", r"question", r"data"]), required=True)
-                output_col = pick("Output (the text humans scored)", "output", common.guess_column(
+                output_col = pick("Output (the text humans scored)", "output", table_import.guess_column(
                     [c for c in columns if c != input_col],
                     [r"output", r"out", r"summary", r"response", r"reply", r"story", r"answer", r"generation",
                      r"hypothesis", r"candidate", r"tgt", r"target", r"text"]), required=True)
-                group_col = pick("Group (optional)", "group", common.guess_column(
+                group_col = pick("Group (optional)", "group", table_import.guess_column(
                     columns, [r"group.*", r"doc_?id", r"source_?id", r"prompt_?id", r"context_?id"]),
                     help="Outputs for the same input share a group; splits never cut a group. "
                          "Without it every row is its own group.")
-                system_col = pick("System (optional)", "system", common.guess_column(
+                system_col = pick("System (optional)", "system", table_import.guess_column(
                     columns, [r"system.*", r"model.*", r"sys_?id"]))
             with c2:
-                id_col = pick("Id (optional)", "id", common.guess_column(columns, [r"id", r"sample_?id", r"item_?id"]),
+                id_col = pick("Id (optional)", "id", table_import.guess_column(columns, [r"id", r"sample_?id", r"item_?id"]),
                               help="Without it the row number is the id.")
                 context_col = pick("Context (optional)", "context", None)
-                reference_col = pick("Reference output (optional)", "reference", common.guess_column(
+                reference_col = pick("Reference output (optional)", "reference", table_import.guess_column(
                     columns, [r"reference", r"ref", r"gold"]))
             mapped = {input_col, output_col, group_col, system_col, id_col, context_col, reference_col}
-            guesses = [c for c in common.numeric_columns(columns, preview, dialect.decimal if dialect else ".")
+            guesses = [c for c in table_import.numeric_columns(columns, preview, dialect.decimal if dialect else ".")
                        if c not in mapped]
             score_cols = st.multiselect("Human score columns (one aspect each)", columns, default=guesses,
                                         key=f"datasets_map_scores_{fkey}")
@@ -147,34 +147,34 @@ with tab_upload:
                 with st.expander("Score scales (optional; default: the lowest and highest score in the file)"):
                     for col in score_cols:
                         r1, r2 = st.columns(2)
-                        low = r1.number_input(common.escape_markdown(f"{col}: lowest possible"), value=None, key=f"datasets_low_{fkey}_{col}")
-                        high = r2.number_input(common.escape_markdown(f"{col}: highest possible"), value=None,
+                        low = r1.number_input(messages.escape_markdown(f"{col}: lowest possible"), value=None, key=f"datasets_low_{fkey}_{col}")
+                        high = r2.number_input(messages.escape_markdown(f"{col}: highest possible"), value=None,
                                                key=f"datasets_high_{fkey}_{col}")
                         if low is not None and high is not None:
                             ranges[col] = (low, high)
             duplicates = "keep"
             try:
-                repeated = common.duplicate_rows(path, input_col, output_col, dialect)
+                repeated = table_import.duplicate_rows(path, input_col, output_col, dialect)
             except DataImportError:
                 repeated = []  # the import below names the problem
             if repeated:
-                st.warning(common.escape_markdown(data.duplicates_warning(path, repeated, merged=None)))
+                st.warning(messages.escape_markdown(data.duplicates_warning(path, repeated, merged=None)))
                 duplicates = st.radio(
                     "Duplicate items", list(data.DUPLICATE_CHOICES), horizontal=True, key=f"datasets_dups_{fkey}",
                     format_func={"keep": "Keep them as separate samples",
                                  "merge": "Merge each into one sample (scores averaged, each row's score kept "
                                           "as an annotator's)"}.get)
-            ds_name = st.text_input("Dataset name", value=common.dataset_name_from(upload.name),
+            ds_name = st.text_input("Dataset name", value=uploads.dataset_name_from(upload.name),
                                     key=f"datasets_name_{fkey}")
             task = st.text_input("Task (optional, used in prompts)", key=f"datasets_task_{fkey}",
                                  placeholder="e.g. summarization of product reviews")
             if ds_name.strip() and store.has_dataset(ds_name.strip()):
-                st.warning(common.escape_markdown(f"A dataset named '{ds_name.strip()}' is already stored. "
+                st.warning(messages.escape_markdown(f"A dataset named '{ds_name.strip()}' is already stored. "
                                         "Choose another name to import this file."))
             if st.button("Import file", key="datasets_import_file", type="primary"):
                 bar = st.progress(0.0, text="Reading rows...")
                 try:
-                    dataset, warnings = common.import_table(
+                    dataset, warnings = table_import.import_table(
                         store, path, name=ds_name, input_col=input_col, output_col=output_col,
                         score_cols=score_cols, group_col=group_col, system_col=system_col, id_col=id_col,
                         context_col=context_col, reference_col=reference_col, aspect_ranges=ranges,
@@ -182,14 +182,14 @@ with tab_upload:
                         progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total} rows"))
                 except (DataImportError, ValueError) as exc:
                     bar.empty()
-                    st.error(common.escape_markdown(str(exc)))
+                    st.error(messages.escape_markdown(str(exc)))
                 else:
-                    common.flash("success", f"Imported '{dataset.name}': {len(dataset.samples)} samples, "
-                                            f"aspects {', '.join(dataset.aspect_names)}.")
+                    messages.flash("success", f"Imported '{dataset.name}': {len(dataset.samples)} samples, "
+                                              f"aspects {', '.join(dataset.aspect_names)}.")
                     for w in warnings:
-                        common.flash("warning", w)
+                        messages.flash("warning", w)
                     st.session_state["datasets_upload_n"] = n_upload + 1  # clears the uploader
-                    common.set_value("datasets_pick", dataset.name)
+                    widgets.set_value("datasets_pick", dataset.name)
                     st.session_state["datasets_goto_tab"] = TABS[2]
                     st.rerun()
 
@@ -199,12 +199,12 @@ with tab_stored:
     if not rows:
         st.info("No dataset stored yet: import a benchmark or upload a file.")
     else:
-        st.dataframe(common.datasets_frame(rows), hide_index=True)
+        st.dataframe(tables.datasets_frame(rows), hide_index=True)
         names = [r["name"] for r in rows]
         if st.session_state.get("datasets_pick") not in names:
-            common.set_value("datasets_pick", names[-1])
-        name = common.bound(st.selectbox, "Dataset", "datasets_pick", options=names)
-        dataset = common.load_dataset(store, name)
+            widgets.set_value("datasets_pick", names[-1])
+        name = widgets.bound(st.selectbox, "Dataset", "datasets_pick", options=names)
+        dataset = readers.load_dataset(store, name)
         n_groups = len({s.group_id for s in dataset.samples})
         n_systems = len({s.system_id for s in dataset.samples if s.system_id})
         m = st.columns(4)
@@ -214,10 +214,10 @@ with tab_stored:
         m[3].metric("Natural level", dataset.natural_level)
         if dataset.task:
             st.text(f"Task: {dataset.task}")
-        st.caption(common.escape_markdown(f"Source: {dataset.source}"))
+        st.caption(messages.escape_markdown(f"Source: {dataset.source}"))
 
         st.markdown("**First samples**")
-        st.dataframe(common.samples_frame(dataset, limit=50), hide_index=True)
+        st.dataframe(tables.samples_frame(dataset, limit=50), hide_index=True)
 
         st.markdown("**Human scores**")
         st.plotly_chart(figures.human_histograms(dataset), key=f"datasets_hist_{name}")
@@ -236,7 +236,7 @@ with tab_stored:
         with st.form(f"datasets_aspects_{name}"):
             edited = {}
             for a in dataset.aspects:
-                edited[a.name] = st.text_area(common.escape_markdown(f"{a.name} (scale {a.low:g}-{a.high:g})"),
+                edited[a.name] = st.text_area(messages.escape_markdown(f"{a.name} (scale {a.low:g}-{a.high:g})"),
                                               value=seen[f"{name}/{a.name}"], key=f"datasets_def_{name}_{a.name}",
                                               height=80)
             if st.form_submit_button("Save definitions"):
@@ -246,7 +246,7 @@ with tab_stored:
                     if text == seen[seen_key].strip():
                         continue  # not edited in this session
                     try:
-                        store.update_aspect_definition(name, a.name, text, actor=common.actor(), expected_definition=seen[seen_key])
+                        store.update_aspect_definition(name, a.name, text, actor=auth.actor(), expected_definition=seen[seen_key])
                     except EditConflict as exc:
                         refused.append(str(exc))
                         # shown their text now: saving again replaces it knowingly
@@ -257,14 +257,14 @@ with tab_stored:
                         st.session_state.pop(f"datasets_def_{name}_{a.name}", None)
                 if refused:
                     for message in refused:
-                        st.error(common.escape_markdown(f"Not saved: {message}. Your text is still in the box: copy what "
+                        st.error(messages.escape_markdown(f"Not saved: {message}. Your text is still in the box: copy what "
                                               "you need from theirs, then save again to replace it."))
                     if saved:
-                        st.success(common.escape_markdown(f"Saved {len(saved)} definition(s): {', '.join(saved)}."))
+                        st.success(messages.escape_markdown(f"Saved {len(saved)} definition(s): {', '.join(saved)}."))
                 else:
-                    common.flash("success" if saved else "info",
-                                 f"Saved {len(saved)} definition(s): {', '.join(saved)}." if saved
-                                 else "No definition changed.")
+                    messages.flash("success" if saved else "info",
+                                   f"Saved {len(saved)} definition(s): {', '.join(saved)}." if saved
+                                   else "No definition changed.")
                     st.rerun()
 
         st.markdown("**Train/test split**")
@@ -286,15 +286,15 @@ with tab_stored:
                     split = data.make_split(dataset, train_size=int(train_size),
                                             test_size=None if test_size is None else int(test_size), seed=int(seed))
                 except SplitError as exc:
-                    st.error(common.escape_markdown(str(exc)))
+                    st.error(messages.escape_markdown(str(exc)))
                 else:
                     split_id = store.save_split(split)
-                    st.success(common.escape_markdown(f"Saved split {split_id}: {len(split.train_ids)} train, "
+                    st.success(messages.escape_markdown(f"Saved split {split_id}: {len(split.train_ids)} train, "
                                             f"{len(split.test_ids)} test items."))
         splits = store.list_splits(name)
         if splits:
             st.dataframe(pd.DataFrame([{"split": s["id"], "seed": s["seed"], "train": s["n_train"],
-                                        "test": s["n_test"], "created": common.fmt_time(s["created"])}
+                                        "test": s["n_test"], "created": tables.fmt_time(s["created"])}
                                        for s in splits]), hide_index=True)
         else:
             st.caption("No split saved yet.")

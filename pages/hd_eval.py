@@ -18,16 +18,17 @@ from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_no
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, estimate
 from judge_engine.store import EditConflict
-from pages import common, run_view, start_form
+from pages import run_view, start_form
+from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
 
-common.require_frame()
+app_frame.require_frame()
 
-store = common.get_store()
+store = session.get_store()
 st.title("HD-Eval criteria tree")
 st.caption("Hierarchical criteria decomposition (Liu et al., 2024): the human aspects are split into finer criteria "
            "by the LLM, every criterion is scored 1-5, and a white-box model trained on your human scores "
            "aggregates them. Review the tree, edit it, and run the next round: only what you changed is scored again.")
-common.show_flash()
+messages.show_flash()
 
 MAIN_PARAMETERS = ("max_layers", "k_child", "k_expand", "aggregator", "layout", "weighted")
 
@@ -64,7 +65,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
                                      "at once. The aspect to report must be one of them.")
         split = start_form.split_fields("hd", dataset, train=20, test=10)
         params = start_form.parameter_fields("hd_eval", "hd", MAIN_PARAMETERS,
-                                             values=start_form.fast_defaults("hd_eval", common.llm_config()))
+                                             values=start_form.fast_defaults("hd_eval", session.llm_config()))
         with st.expander("More settings (paper defaults)"):
             params |= start_form.parameter_fields(
                 "hd_eval", "hd", start_form.other_parameters("hd_eval", MAIN_PARAMETERS + ("aspects",)))
@@ -81,7 +82,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
         # aspects explicit, so the estimate counts the real number of aspects
         chosen |= {"aspects": layer1, "guidelines": guides or None}
         spec = RunSpec(method="hd_eval", dataset=dataset.name, aspect=aspect.name, params=chosen,
-                       train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+                       train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
         missing = ("choose at least one layer-1 aspect" if not layer1 else
                    f"the aspect to report, {aspect.name}, is not among the layer-1 aspects; add it or report "
                    "another aspect" if aspect.name not in layer1 else "")
@@ -92,7 +93,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
         if start_form.start_button("Build the tree", "hd_start", missing=missing):
             run_id = start_form.start(spec, baselines=with_baselines, label=" (HD-Eval)")
             if run_id is not None:
-                common.set_value("hd_run", run_id)
+                widgets.set_value("hd_run", run_id)
                 st.rerun()
 
 
@@ -156,21 +157,21 @@ with right:
                    f"Decompositions read as JSON: {dec_reads.get('json', 0)}, by the fallback: "
                    f"{dec_reads.get('text', 0)}, unusable: {dec_reads.get('none', 0)}.")
 for warning in state.warnings:
-    st.warning(common.escape_markdown(f"{warning.get('code')}: {warning.get('message')}"))
+    st.warning(messages.escape_markdown(f"{warning.get('code')}: {warning.get('message')}"))
 
 
 def save(node_id: str, message: str, **changes) -> None:
     # the outcome is shown where the person works: under the node, or atop its aspect when the node left the tree
     at = f"hd_aspect:{aspect_of(node_id)}" if changes.get("deleted") else f"hd_node:{node_id}"
     try:
-        edit_node(store, run_id, node_id, expected_version=expected(node_id), actor=common.actor(), **changes)
+        edit_node(store, run_id, node_id, expected_version=expected(node_id), actor=auth.actor(), **changes)
     except EditConflict as exc:
-        common.flash("error", f"Not saved: {exc}. The tree now shows their version; apply your change again "
+        messages.flash("error", f"Not saved: {exc}. The tree now shows their version; apply your change again "
                               "if you still want it.", at=at)
     except ValueError as exc:
-        common.flash("error", str(exc), at=at)
+        messages.flash("error", str(exc), at=at)
     else:
-        common.flash("success", message, at=at)
+        messages.flash("success", message, at=at)
         st.session_state["hd_last_edit"] = run_id
     st.session_state[OPEN_NODE] = node_id
     st.session_state[OPEN_DELETED] = changes.get("deleted") is False  # a restore: keep the list open for the next
@@ -241,8 +242,8 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                 if not name.strip():
                     st.error("Give the criterion a name.")
                 else:
-                    new_id = add_node(store, run_id, nid, name, definition, actor=common.actor())
-                    common.flash("success", f"Added {name.strip()!r} under {node['name']!r}.", at=f"hd_node:{new_id}")
+                    new_id = add_node(store, run_id, nid, name, definition, actor=auth.actor())
+                    messages.flash("success", f"Added {name.strip()!r} under {node['name']!r}.", at=f"hd_node:{new_id}")
                     st.session_state["hd_last_edit"] = run_id
                     st.session_state[OPEN_NODE] = nid
                     st.session_state[CLOSE] = add_key
@@ -255,12 +256,12 @@ def node_row(node: dict, depth: int) -> None:
     pruned = not node.get("in_aggregator", True)
     badges = [provenance(node)] + (["not in aggregator"] if pruned else []) \
         + (["will expand"] if node.get("expand") else []) + (["will re-decompose"] if node.get("redecompose") else [])
-    name = f"~~{common.escape_markdown(node['name'])}~~" if pruned else f"**{common.escape_markdown(node['name'])}**"
+    name = f"~~{messages.escape_markdown(node['name'])}~~" if pruned else f"**{messages.escape_markdown(node['name'])}**"
     name = ("↳ " if depth else "") + name
-    cols[1].markdown(f"{name} · {common.escape_markdown(node['definition'])}  \n:gray[{' · '.join(badges)}]")
+    cols[1].markdown(f"{name} · {messages.escape_markdown(node['definition'])}  \n:gray[{' · '.join(badges)}]")
     flags = node_flags(node)
     if flags:
-        cols[1].caption(common.flag_caption(flags))
+        cols[1].caption(rubric_flags.flag_caption(flags))
     value = state.node_importance(nid)
     cover = state.coverage.get(nid)
     if value is None:
@@ -270,15 +271,15 @@ def node_row(node: dict, depth: int) -> None:
         cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}"
                          + ("" if cover is None else f" · scored {cover:.0%}"))
     node_editor(node, cols[3], cols[4])
-    common.show_flash(at=f"hd_node:{nid}")  # the outcome of this node's last save, under it
+    messages.show_flash(at=f"hd_node:{nid}")  # the outcome of this node's last save, under it
     if cols[5].button("Undo", key=f"hd_undo_{run_id}_{nid}", help="Restore the previous version",
                       disabled=versions[nid] <= 1):
         try:
-            undo_node(store, run_id, nid, expected_version=expected(nid), actor=common.actor())
+            undo_node(store, run_id, nid, expected_version=expected(nid), actor=auth.actor())
         except (EditConflict, ValueError) as exc:
-            common.flash("error", f"Not undone: {exc}", at=f"hd_node:{nid}")
+            messages.flash("error", f"Not undone: {exc}", at=f"hd_node:{nid}")
         else:
-            common.flash("success", f"Restored the previous version of {node['name']!r}.", at=f"hd_node:{nid}")
+            messages.flash("success", f"Restored the previous version of {node['name']!r}.", at=f"hd_node:{nid}")
             st.session_state["hd_last_edit"] = run_id
         st.session_state[OPEN_NODE] = nid
         st.rerun()
@@ -305,7 +306,7 @@ for aspect_node in [n for n in tree["nodes"] if n.get("parent") is None]:
     edited = st.session_state.get(OPEN_NODE)
     with st.expander(label, expanded=aspect_node["id"] == target
                      or (edited in nodes and aspect_of(edited) == aspect_node["id"])):
-        common.show_flash(at=f"hd_aspect:{aspect_node['id']}")
+        messages.show_flash(at=f"hd_aspect:{aspect_node['id']}")
         node_row(aspect_node, 0)
         subtree(aspect_node["id"], 1)
 
@@ -314,7 +315,7 @@ if deleted:
     with st.expander(f"Deleted nodes ({len(deleted)})", expanded=bool(st.session_state.get(OPEN_DELETED))):
         for n in deleted:
             c1, c2 = st.columns([5, 1])
-            c1.markdown(f"~~{common.escape_markdown(n['name'])}~~ · {common.escape_markdown(n['definition'])}")
+            c1.markdown(f"~~{messages.escape_markdown(n['name'])}~~ · {messages.escape_markdown(n['definition'])}")
             if c2.button("Restore", key=f"hd_restore_{run_id}_{n['id']}"):
                 save(n["id"], f"Restored {n['name']!r}.", deleted=False)
 
@@ -330,16 +331,16 @@ if refused:
             restored = any(n.get("parent") == r["parent"] and n["name"] == r.get("name") and not n.get("deleted")
                            for n in tree["nodes"])
             c1, c2 = st.columns([5, 1])
-            c1.markdown(f"**{common.escape_markdown(r.get('name') or '')}** · {common.escape_markdown((r.get('definition') or '')[:300])}"
-                        f"  \n:gray[under {common.escape_markdown(parent['name'] if parent else r['parent'])} · "
-                        f"{common.escape_markdown(r.get('rule', '').replace('_', ' '))}: {common.escape_markdown(r.get('reason', ''))}"
+            c1.markdown(f"**{messages.escape_markdown(r.get('name') or '')}** · {messages.escape_markdown((r.get('definition') or '')[:300])}"
+                        f"  \n:gray[under {messages.escape_markdown(parent['name'] if parent else r['parent'])} · "
+                        f"{messages.escape_markdown(r.get('rule', '').replace('_', ' '))}: {messages.escape_markdown(r.get('reason', ''))}"
                         f"{' · restored' if restored else ''}]")
             if c2.button("Restore", key=f"hd_restore_refused_{run_id}_{i}",
                          disabled=restored or parent is None or bool(parent.get("deleted")),
                          help="Add it as a child of its parent (saved and audited under your name)"):
                 name = (r.get("name") or "").strip() or "restored criterion"
-                add_node(store, run_id, r["parent"], name, r.get("definition") or "", actor=common.actor())
-                common.flash("success", f"Restored {name!r} under {parent['name']!r}; the next round scores it.")
+                add_node(store, run_id, r["parent"], name, r.get("definition") or "", actor=auth.actor())
+                messages.flash("success", f"Restored {name!r} under {parent['name']!r}; the next round scores it.")
                 st.session_state["hd_last_edit"] = run_id
                 st.rerun()
 
@@ -373,14 +374,14 @@ try:
     c2.caption(f"Next round: at most {calls['fit']} + {calls['score']} LLM requests before cache hits; "
                "unchanged nodes are answered by the cache.")
 except ValueError as exc:
-    c2.error(common.escape_markdown(str(exc)))
+    c2.error(messages.escape_markdown(str(exc)))
 with c1:
     if start_form.start_button("Run next round with this tree", f"hd_next_{run_id}",
-                               missing="this round is still running" if status in common.LIVE_STATUSES else ""):
+                               missing="this round is still running" if status in tables.LIVE_STATUSES else ""):
         # the same items and backend: unchanged nodes are answered by the cache
         new_id = start_form.start(spec, split=run.split, label=" (next round)")
         if new_id is not None:
-            common.set_value("hd_run", new_id)
+            widgets.set_value("hd_run", new_id)
             st.rerun()
 
 # --------------------------------------------------------------------------- node details
@@ -392,10 +393,10 @@ pick = st.selectbox("Node", [i for i in layers], key=f"hd_node_{run_id}",
                     format_func=lambda i: f"{'· ' * (layers[i]['layer'] - 1)}{nodes[i]['name']}")
 node = nodes[pick]
 d1, d2 = st.columns([2, 3])
-d1.markdown(f"**{common.escape_markdown(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
-            f"{common.escape_markdown(node['definition'])}")
+d1.markdown(f"**{messages.escape_markdown(node['name'])}** ({provenance(node)}, layer {layers[pick]['layer']})  \n"
+            f"{messages.escape_markdown(node['definition'])}")
 if picked_flags := node_flags(node):
-    d1.caption(common.flag_caption(picked_flags))
+    d1.caption(rubric_flags.flag_caption(picked_flags))
 detail = node_summary(judge, pick)
 if detail is not None:
     r = detail.correlation["pearson"]
@@ -414,7 +415,7 @@ if importance:
     imp_frame = imp_frame[imp_frame.index.isin(agg.features)]
     st.plotly_chart(importance_figure(imp_frame, labels=labels), key="hd_pi")
 
-verdicts = common.load_verdicts(store, run)
+verdicts = readers.load_verdicts(store, run)
 
 
 @st.cache_data(show_spinner="Computing SHAP values...", max_entries=8)
@@ -452,9 +453,9 @@ else:
 # --------------------------------------------------------------------------- test results
 st.markdown("#### Test split")
 if run.summary is not None:
-    common.trust_panel(common.run_trust(store, run))
-    dataset = common.load_dataset(store, run.dataset)
-    frame = common.verdicts_frame(dataset, target, verdicts)
+    trust.trust_panel(trust.run_trust(store, run))
+    dataset = readers.load_dataset(store, run.dataset)
+    frame = tables.verdicts_frame(dataset, target, verdicts)
     t1, t2 = st.columns(2)
     t1.plotly_chart(plots.human_vs_judge_scatter(frame["human"].tolist(), frame["judge"].tolist(),
                                                  ids=frame["sample id"].tolist(), aspect=target,
@@ -463,7 +464,7 @@ if run.summary is not None:
     with t2:
         run_view.baseline_table(run, key="hd")
     with st.expander("This run's correlations with confidence intervals"):
-        st.dataframe(common.correlation_frame(run.summary), hide_index=True)
+        st.dataframe(tables.correlation_frame(run.summary), hide_index=True)
     imputed = [(v.sample_id, int(v.metadata.get("imputed_criteria", 0)), int(v.metadata.get("n_criteria", 0)),
                 v.missing, v.metadata.get("missing_reason", "")) for v in verdicts]
     n_imputed = sum(1 for _, k, _, _, _ in imputed if k)

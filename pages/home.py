@@ -2,11 +2,11 @@
 
 import streamlit as st
 
-from pages import common
+from pages.ui import app_frame, messages, session, tables
 
-common.require_frame()
+app_frame.require_frame()
 
-store = common.get_store()
+store = session.get_store()
 
 st.title("Judge Workbench")
 st.markdown(
@@ -17,15 +17,15 @@ st.markdown(
 )
 
 st.subheader("Backend")
-config = common.llm_config()
+config = session.llm_config()
 st.text(config.label)
 st.caption("Change it under Settings. The backend is only contacted when you ask for it.")
-common.check_backend_button("Check backend", key="home_check")
+session.check_backend_button("Check backend", key="home_check")
 
 st.subheader("Datasets")
 datasets = store.list_datasets()
 if datasets:
-    st.dataframe(common.datasets_frame(datasets), hide_index=True)
+    st.dataframe(tables.datasets_frame(datasets), hide_index=True)
 else:
     st.info("No dataset yet: import a built-in benchmark or upload your own file.")
 st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_chart:")
@@ -33,10 +33,10 @@ st.page_link("pages/datasets.py", label="Go to Datasets", icon=":material/table_
 st.subheader("Recent runs")
 runs = store.runs(limit=10)
 if runs:
-    st.dataframe(common.runs_frame(runs), hide_index=True,
+    st.dataframe(tables.runs_frame(runs), hide_index=True,
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("pearson", "spearman", "kendall")})
 else:
     st.info("No run yet: start a baseline run to meta-evaluate a judge.")
 st.page_link("pages/runs.py", label="Go to Runs", icon=":material/play_circle:")
-st.caption(common.escape_markdown(f"Database: {store.path}"))
+st.caption(messages.escape_markdown(f"Database: {store.path}"))

@@ -19,9 +19,10 @@ from judge_engine.methods.hpss import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUE
 from judge_engine.records import Aspect, Dataset, RunRecord
 from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import EditConflict
-from pages import common, run_view, start_form
+from pages import run_view, start_form
+from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
 
-common.require_frame()
+app_frame.require_frame()
 
 METHOD = "hpss"
 MAIN_PARAMETERS = ("search", "budget", "validation_size", "fitness_level")
@@ -31,8 +32,8 @@ COMPARISONS = (BASE_PROMPT,) + runs.BASELINES
 # base-prompt run on a split serves every search on it (the engine reuses a comparable baseline)
 SEARCH_ONLY = ("search", "budget", "population", "mutations", "exploit_prob", "temperature", "exploration_weight")
 
-store = common.get_store()
-common.show_flash()
+store = session.get_store()
+messages.show_flash()
 
 st.title("HPSS: prompting-strategy search")
 st.caption("Searches 12,960 judge prompts (8 factors) for the one whose scores agree best with human scores "
@@ -98,11 +99,11 @@ if dataset is not None:
              "usual baselines. One already on this split is reused.")
     chosen = start_form.changed(METHOD, params)
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
-                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
     quick_id = start_form.quick_start(METHOD, spec, key="hpss_quick",
                                       baselines=comparisons(compare, {**chosen, **HPSS.quick_params}, aspect))
     if quick_id is not None:
-        common.set_value("hpss_run_id", quick_id)
+        widgets.set_value("hpss_run_id", quick_id)
         st.rerun()
     st.metric("Strategy evaluations", HPSS(**params).n_evaluations(),
               help="Prompts scored on the validation items: the 21 of initialization plus the strategies "
@@ -111,7 +112,7 @@ if dataset is not None:
         if start_form.start_button("Start search", "hpss_start"):
             run_id = start_form.start(spec, baselines=comparisons(compare, chosen, aspect), label=" (HPSS search)")
             if run_id is not None:
-                common.set_value("hpss_run_id", run_id)
+                widgets.set_value("hpss_run_id", run_id)
                 st.rerun()
 
 
@@ -170,7 +171,7 @@ def search_view(s: Any, run: RunRecord) -> None:
     c3.metric("LLM calls", ledger.calls)
     c4.metric("Cache hits", ledger.cache_hits)
     for note in trace["notes"]:
-        st.warning(common.escape_markdown(note))
+        st.warning(messages.escape_markdown(note))
     if trace["aux_missing"]:
         st.caption("Auxiliary replies with nothing usable (recorded as missing): "
                    + ", ".join(f"{k}: {v}" for k, v in trace["aux_missing"].items()))
@@ -225,7 +226,7 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
     if state.get("accepted_by_person"):
         st.caption("This strategy was fixed by a person, not selected by the search.")
     for w in state.get("warnings") or []:
-        st.warning(common.escape_markdown(w["message"]))
+        st.warning(messages.escape_markdown(w["message"]))
     refused_aux = state.get("rejected") or []
     if refused_aux:
         with st.expander(f"Auxiliaries the checks refused ({len(refused_aux)})"):
@@ -244,7 +245,7 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
                        "search's fitness decided whether the strategies using them won. The flags say why they are "
                        "doubtful (e.g. criteria that name no quality, or talk about the raters or the scoring).")
             st.dataframe(pd.DataFrame([{"auxiliary": r.get("kind"), "for": r.get("key"),
-                                        "flags": common.flag_text(r.get("flags")),
+                                        "flags": rubric_flags.flag_text(r.get("flags")),
                                         "text": str(r.get("text", ""))[:300]} for r in flagged_aux]),
                          hide_index=True)
     st.dataframe(pd.DataFrame([{"factor": k, "value": v} for k, v in state["readable"].items()]), hide_index=True)
@@ -259,13 +260,13 @@ def results(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
     named = [r.id for r in runs.runs_on_same_split(store, run, methods=(METHOD,))
              if r.params.get("fixed_strategy") == base]
     if named:
-        st.caption(common.escape_markdown(f"The {BASE_PROMPT} ({base}) is run " + ", ".join(f"#{i}" for i in named)
+        st.caption(messages.escape_markdown(f"The {BASE_PROMPT} ({base}) is run " + ", ".join(f"#{i}" for i in named)
                                 + ": the search's starting prompt, scored without searching."))
-    common.trust_panel(common.run_trust(store, run))
+    trust.trust_panel(trust.run_trust(store, run))
     st.caption("Correlations of the best strategy at every level")
-    st.dataframe(common.correlation_frame(run.summary), hide_index=True)
+    st.dataframe(tables.correlation_frame(run.summary), hide_index=True)
     st.caption("Test verdicts")
-    st.dataframe(common.verdicts_frame(run_dataset, run.aspect, common.load_verdicts(store, run)),
+    st.dataframe(tables.verdicts_frame(run_dataset, run.aspect, readers.load_verdicts(store, run)),
                  hide_index=True)
 
 
@@ -299,11 +300,11 @@ def inspect(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
     item = st.selectbox("Validation item", val_ids, key="hpss_inspect_item")
     if st.button("Show the rendered prompt", key="hpss_render"):
         try:
-            llm = make_llm(LLMConfig.from_dict(run.llm), store=store, api_key=common.api_key())
+            llm = make_llm(LLMConfig.from_dict(run.llm), store=store, api_key=session.api_key())
             prompt = HPSS.render(judge, index[item], llm=llm, strategy=chosen,
                                  pool=[index[i] for i in val_ids], leave_out=True)
         except LLMError as exc:
-            st.error(common.escape_markdown(str(exc)))
+            st.error(messages.escape_markdown(str(exc)))
         else:
             if prompt is None:
                 st.warning("An auxiliary this strategy needs is missing for this item (its reply had no usable "
@@ -341,7 +342,7 @@ def curate(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
                                      criteria_item.definition, key=f"hpss_edit_{run_id}_text")
         st.caption(f"Editing strategy version {seen[0]} · criteria version {seen[1]}")
         submitted = st.form_submit_button("Save edit and re-score the test split")
-    common.show_flash(at="hpss_edit")  # the outcome of a Save beside the form: the person stays where they edit
+    messages.show_flash(at="hpss_edit")  # the outcome of a Save beside the form: the person stays where they edit
     if submitted:
         new_strategy = strategy_name(tuple(chosen_values[f] for f in FACTOR_NAMES))
         new_criteria = criteria_text.strip()
@@ -352,13 +353,13 @@ def curate(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
                     raise EditConflict(f"the {item.name} was changed by someone else (version {item.version}, "
                                        f"you edited version {version})")
             sv = seen[0] if new_strategy == strategy_item.definition else curation.save(
-                store, owner, "strategy", expected_version=seen[0], actor=common.actor(), definition=new_strategy)
+                store, owner, "strategy", expected_version=seen[0], actor=auth.actor(), definition=new_strategy)
             cv = seen[1] if new_criteria == criteria_item.definition else curation.save(
-                store, owner, "criteria", expected_version=seen[1], actor=common.actor(), definition=new_criteria)
+                store, owner, "criteria", expected_version=seen[1], actor=auth.actor(), definition=new_criteria)
         except EditConflict as exc:
             st.session_state[seen_key] = (curation.get(store, owner, "strategy").version,
                                           curation.get(store, owner, "criteria").version)
-            st.error(common.escape_markdown(f"{exc}. Your edit was not saved; the form now edits the latest version."))
+            st.error(messages.escape_markdown(f"{exc}. Your edit was not saved; the form now edits the latest version."))
         else:
             st.session_state[seen_key] = (sv, cv)
             split = run.split
@@ -370,7 +371,7 @@ def curate(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
             new_id = start_form.start(edited, split=split,  # same items and backend: unchanged prompts are cached
                                       label=f" with strategy {new_strategy}")
             if new_id is not None:
-                common.flash("success", f"Saved the edit (strategy version {sv}, criteria version {cv}) and "
+                messages.flash("success", f"Saved the edit (strategy version {sv}, criteria version {cv}) and "
                                         f"started run #{new_id}.", at="hpss_edit")
                 st.rerun()
     undo_edit(owner, run_id, [strategy_item, criteria_item], seen_key)
@@ -387,15 +388,15 @@ def undo_edit(owner: str, run_id: int, items: list[curation.CuratedItem], seen_k
             continue
         seen = st.session_state[seen_key]
         try:
-            curation.undo(store, owner, item.key, expected_version=seen[i], actor=common.actor())
+            curation.undo(store, owner, item.key, expected_version=seen[i], actor=auth.actor())
         except (EditConflict, ValueError) as exc:
-            st.error(common.escape_markdown(f"Not undone: {exc}."))
+            st.error(messages.escape_markdown(f"Not undone: {exc}."))
             return
         st.session_state[seen_key] = tuple(curation.get(store, owner, it.key).version for it in items)
         # the form's fields hold the undone values: drop them so they are drawn from the restored version
         for key in [f"hpss_edit_{run_id}_{f}" for f in FACTOR_NAMES] + [f"hpss_edit_{run_id}_text"]:
             st.session_state.pop(key, None)
-        common.flash("success", f"The {item.name} is back to its previous version; save to re-score with it.",
+        messages.flash("success", f"The {item.name} is back to its previous version; save to re-score with it.",
                      at="hpss_edit")
         st.rerun()
 
@@ -416,7 +417,7 @@ if picked is not None:
     run_view.progress(picked.id, live_view=search_view, key="hpss")
     if picked.judge:  # a judge is kept even when scoring the test split failed: inspect and edit it
         judge = Judge.from_dict(picked.judge)
-        run_dataset = common.load_dataset(store, picked.dataset)
+        run_dataset = readers.load_dataset(store, picked.dataset)
         best_strategy(picked, judge)
         if picked.summary is not None:
             results(picked, judge, run_dataset)

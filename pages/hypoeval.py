@@ -13,15 +13,16 @@ from judge_engine.methods import hypoeval as he
 from judge_engine.records import RunRecord, RunSummary
 from judge_engine.runs import RunSpec, effective_status
 from judge_engine.store import EditConflict
-from pages import common, run_view, start_form
+from pages import run_view, start_form
+from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
 
-common.require_frame()
+app_frame.require_frame()
 
 METHOD = "hypoeval"
 MAIN_PARAMETERS = ("n_init_hypotheses", "top_k", "w_max", "n_refine", "max_bank", "n_selected", "layout", "joint",
                    "weighted", "reasoning")
 
-store = common.get_store()
+store = session.get_store()
 cls = METHODS[METHOD]
 defaults = cls.default_params()
 
@@ -29,7 +30,7 @@ st.title("HypoEval")
 st.caption("Hypothesis-guided evaluation: a bank of one-trait rubrics grown from a few human scores (and optional "
            "literature notes), the best ones by training Pearson kept, and a text's score the mean of its "
            "per-hypothesis scores.")
-common.show_flash()
+messages.show_flash()
 
 
 def parse_notes(text: str) -> list[dict[str, str]]:
@@ -53,7 +54,7 @@ if dataset is not None:
     split = start_form.split_fields(METHOD, dataset, train=defaults["n_train"], test=20,
                                     train_help="HypoEval learns from at most 30 (the paper's |S_tr|).")
     params = start_form.parameter_fields(
-        METHOD, METHOD, MAIN_PARAMETERS, values=start_form.fast_defaults(METHOD, common.llm_config()),
+        METHOD, METHOD, MAIN_PARAMETERS, values=start_form.fast_defaults(METHOD, session.llm_config()),
         turned_off_by={"reasoning": ("weighted", "probability-weighted scores need the score alone, with no "
                                                  "reasoning before it")})
     with st.expander("More settings (paper defaults)"):
@@ -72,7 +73,7 @@ if dataset is not None:
     if notes:
         chosen["literature"] = notes
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
-                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+                   train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
     with_baselines = runs.BASELINES if baselines else ()
     start_form.quick_start(METHOD, spec, key="hypoeval_quick", baselines=with_baselines,
                            params={"n_train": start_form.QUICK_TRAIN})
@@ -83,7 +84,7 @@ if dataset is not None:
         if start_form.start_button("Start run", "hypoeval_start"):
             run_id = start_form.start(spec, baselines=with_baselines, label=" (HypoEval)")
             if run_id is not None:
-                common.set_value("hypoeval_run_id", run_id)
+                widgets.set_value("hypoeval_run_id", run_id)
                 st.rerun()
 
 
@@ -93,10 +94,10 @@ FLAGS_HELP = ("Doubts of the rubric checks that did not refuse the hypothesis: i
 
 
 def bank_table(view: dict, flags: dict[str, list[dict]]) -> None:
-    """The bank as a table; ``flags``: the rubric checks' flags by hypothesis text (:func:`common.flags_by`)."""
+    """The bank as a table; ``flags``: the rubric checks' flags by hypothesis text (:func:`rubric_flags.flags_by`)."""
     rows = [{"status": r["status"], "origin": r["origin"], "reward": r["reward"], "times evaluated": r["n_evaluated"],
              "train pearson": r["train_pearson"], "coverage": r.get("coverage"), "fitness": r.get("fitness"),
-             "why not selectable": r.get("reason") or "", "rubric flags": common.flag_text(flags.get(r["text"])),
+             "why not selectable": r.get("reason") or "", "rubric flags": rubric_flags.flag_text(flags.get(r["text"])),
              "hypothesis": r["text"], "key": r["key"]}
             for r in view["hypotheses"]]
     st.dataframe(rows, hide_index=True,
@@ -113,7 +114,7 @@ def bank_table(view: dict, flags: dict[str, list[dict]]) -> None:
 def show_warnings(warnings: Sequence[dict]) -> None:
     """Fit-time warnings (empty bank, fewer selected, a person's accepted hypotheses kept) in words."""
     for w in warnings:
-        st.warning(common.escape_markdown(f"{str(w.get('code', '')).replace('_', ' ').capitalize()}: {w.get('message', '')}"))
+        st.warning(messages.escape_markdown(f"{str(w.get('code', '')).replace('_', ' ').capitalize()}: {w.get('message', '')}"))
 
 
 def replies_caption(view: dict) -> str:
@@ -140,7 +141,7 @@ def bank_view(s, run: RunRecord) -> None:
         st.caption("No literature notes were given: literature steps were skipped.")
     # the flags are in the judge: a finished run's bank shows them
     flagged = he.HypoEvalState.from_judge(Judge.from_dict(run.judge)).flagged if run.judge else ()
-    bank_table(view, common.flags_by(flagged))
+    bank_table(view, rubric_flags.flags_by(flagged))
     ledger = run.ledger  # llm.LedgerTotals so far: all 0 before the first call
     st.caption(f"LLM calls {ledger.calls}, cache hits {ledger.cache_hits}, "
                f"prompt tokens {ledger.prompt_tokens}, completion tokens "
@@ -177,11 +178,11 @@ OPEN_KEY = "hypoeval_open"
 def add_hypothesis(owner: str, text: str) -> None:
     key = he.hypothesis_key(text)
     try:
-        curation.add(store, owner, key, name=key, definition=text, status="accepted", actor=common.actor())
+        curation.add(store, owner, key, name=key, definition=text, status="accepted", actor=auth.actor())
     except EditConflict:
-        common.flash("warning", "That hypothesis is already in the list.")
+        messages.flash("warning", "That hypothesis is already in the list.")
     except ValueError as exc:  # binary or megabytes pasted: nothing was saved
-        common.flash("error", f"Not added: {exc}.")
+        messages.flash("error", f"Not added: {exc}.")
     else:
         st.session_state[OPEN_KEY] = key  # drawn open, ready to refine
     st.rerun()
@@ -189,7 +190,7 @@ def add_hypothesis(owner: str, text: str) -> None:
 
 def curate(run: RunRecord, state: he.HypoEvalState) -> None:
     owner = seed_criteria(run, state)
-    flagged = common.flags_by(state.flagged)  # by text: an edited hypothesis is no longer flagged
+    flagged = rubric_flags.flags_by(state.flagged)  # by text: an edited hypothesis is no longer flagged
     items = curation.items(store, owner)
     st.caption("Accepted hypotheses are the ones a re-scoring run uses. Every save is versioned and audited; "
                "a stale edit (someone saved in between) is refused.")
@@ -214,13 +215,13 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
         # would otherwise come back closed after the Save's rerun
         with st.expander(f"{label} · {item.definition[:80]}", expanded=st.session_state.get(OPEN_KEY) == item.key):
             if flags:
-                st.caption(common.flag_caption(flags))
+                st.caption(rubric_flags.flag_caption(flags))
             with st.form(f"hypoeval_edit_{item.id}"):
                 text = st.text_area("Hypothesis", value=item.definition, key=f"hypoeval_text_{item.id}")
                 status = st.radio("Status", ["accepted", "rejected"], horizontal=True,
                                   index=0 if item.status == "accepted" else 1, key=f"hypoeval_status_{item.id}")
                 saved = st.form_submit_button("Save")
-            common.show_flash(at=f"hypoeval:{item.id}")  # "Saved." beside the form, not at the page top
+            messages.show_flash(at=f"hypoeval:{item.id}")  # "Saved." beside the form, not at the page top
             undo = bool(item.history) and st.button("Undo last change", key=f"hypoeval_undo_{item.id}")
             if saved and not undo and not text.strip():
                 st.session_state[OPEN_KEY] = item.key
@@ -230,20 +231,20 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
                 st.session_state[OPEN_KEY] = item.key
                 try:
                     if undo:
-                        version = curation.undo(store, owner, item.key, expected_version=seen, actor=common.actor())
+                        version = curation.undo(store, owner, item.key, expected_version=seen, actor=auth.actor())
                     else:
-                        version = curation.save(store, owner, item.key, expected_version=seen, actor=common.actor(),
+                        version = curation.save(store, owner, item.key, expected_version=seen, actor=auth.actor(),
                                                 definition=text.strip(), status=status)
                 except EditConflict as exc:
-                    st.error(common.escape_markdown(f"Not saved: {exc}. The latest text is: {item.definition}"))
+                    st.error(messages.escape_markdown(f"Not saved: {exc}. The latest text is: {item.definition}"))
                     st.session_state[seen_key] = item.version  # saving again now overwrites that version knowingly
                 except ValueError as exc:  # binary or megabytes pasted: the hypothesis keeps its text
-                    st.error(common.escape_markdown(f"Not saved: {exc}."))
+                    st.error(messages.escape_markdown(f"Not saved: {exc}."))
                 else:
                     st.session_state[seen_key] = version
                     st.session_state.pop(f"hypoeval_text_{item.id}", None)
                     st.session_state.pop(f"hypoeval_status_{item.id}", None)
-                    common.flash("success", "Saved.", at=f"hypoeval:{item.id}")
+                    messages.flash("success", "Saved.", at=f"hypoeval:{item.id}")
                     st.rerun()
     restorable = rejected_by_checks(state, items)
     if restorable:
@@ -254,7 +255,7 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
             for i, r in enumerate(restorable):
                 st.text(f"{r['text'][:300]}\n→ {r.get('rule', '')}: {r.get('reason', '')}")
                 if st.button("Restore", key=f"hypoeval_restore_{i}"):
-                    common.flash("success", "Restored and accepted.")
+                    messages.flash("success", "Restored and accepted.")
                     add_hypothesis(owner, r["text"])
     with st.form("hypoeval_add"):
         new = st.text_area("Add a hypothesis (a rubric for one trait, describing each score)", key="hypoeval_new")
@@ -272,8 +273,8 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
                                   split=run.split,  # same items and backend: cached calls free
                                   label=" (re-scoring: unchanged hypotheses come from the cache)")
         if new_id is not None:
-            common.set_value("hypoeval_run_id", new_id)
-            common.set_value("hypoeval_view", "Results")  # a new run: its results are what comes next
+            widgets.set_value("hypoeval_run_id", new_id)
+            widgets.set_value("hypoeval_view", "Results")  # a new run: its results are what comes next
             st.rerun()
     run_view.history_table(owner, key="hypoeval")
 
@@ -281,11 +282,11 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
 # --------------------------------------------------------------------------- results
 def results(run: RunRecord, state: he.HypoEvalState) -> None:
     summary = run.summary or RunSummary()  # a finished run without one shows zeros and no correlations
-    common.trust_panel(common.run_trust(store, run))
+    trust.trust_panel(trust.run_trust(store, run))
     st.markdown("#### Test correlations beside the baselines on the same split")
     run_view.baseline_table(run, key=f"hypoeval_{run.id}")
     with st.expander("This run's correlations at every level, with confidence intervals"):
-        st.dataframe(common.correlation_frame(summary), hide_index=True,
+        st.dataframe(tables.correlation_frame(summary), hide_index=True,
                      column_config={c: st.column_config.NumberColumn(format="%.3f")
                                     for c in ("pearson", "spearman", "kendall")})
     if summary.levels:
@@ -298,8 +299,8 @@ def results(run: RunRecord, state: he.HypoEvalState) -> None:
     m[3].metric("Seconds", f"{float(summary.seconds):.1f}")
     m[4].metric("Missing verdicts", f"{summary.parse_failures} of {summary.n}")
 
-    dataset = common.load_dataset(store, run.dataset)
-    verdicts = common.load_verdicts(store, run)
+    dataset = readers.load_dataset(store, run.dataset)
+    verdicts = readers.load_verdicts(store, run)
     sources: dict[str, int] = {}
     for v in verdicts:
         for p in v.metadata.get("per_hypothesis", []):
@@ -310,7 +311,7 @@ def results(run: RunRecord, state: he.HypoEvalState) -> None:
             f"{n} {k.replace('_', ' ')}" for k, n in sorted(sources.items())) + (
             " — scores from the first position's alternatives are flagged: the reply chose no number"
             if sources.get("logprobs_first_position") else ""))
-    table = common.verdicts_frame(dataset, run.aspect, verdicts)
+    table = tables.verdicts_frame(dataset, run.aspect, verdicts)
     aspect = dataset.aspect(run.aspect)
     st.plotly_chart(plots.human_vs_judge_scatter(table["human"].tolist(), table["judge"].tolist(),
                                                  ids=table["sample id"].tolist(), aspect=aspect.name,
@@ -334,8 +335,8 @@ def results(run: RunRecord, state: he.HypoEvalState) -> None:
                 st.text(sample.output)
         for p in verdict.metadata.get("per_hypothesis", []):
             shown = "missing" if p["score"] is None else f"{p['score']:.2f}"
-            st.markdown(f"**{common.escape_markdown(p['key'])}** — score {shown}")
-            st.caption(common.escape_markdown(texts.get(p["key"], "")))
+            st.markdown(f"**{messages.escape_markdown(p['key'])}** — score {shown}")
+            st.caption(messages.escape_markdown(texts.get(p["key"], "")))
             if p.get("explanation"):
                 st.text(p["explanation"])
 
@@ -353,16 +354,16 @@ if run is not None:
         state = he.HypoEvalState.from_judge(judge)
         st.markdown("#### Selected hypotheses")
         show_warnings(state.warnings)
-        selected_flags = common.flags_by(state.flagged)
+        selected_flags = rubric_flags.flags_by(state.flagged)
         st.dataframe([{"key": h.key, "origin": h.origin, "train pearson": h.train_pearson,
                        "coverage": h.coverage, "fitness": h.fitness,
                        "chosen by": h.accepted_by or "selection",
-                       "reward": h.reward, "rubric flags": common.flag_text(selected_flags.get(h.text)),
+                       "reward": h.reward, "rubric flags": rubric_flags.flag_text(selected_flags.get(h.text)),
                        "hypothesis": h.text} for h in state.selected],
                      hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large"),
                                                      "coverage": st.column_config.NumberColumn(format="%.2f"),
                                                      "rubric flags": st.column_config.TextColumn(help=FLAGS_HELP)})
-        tab_results, tab_curate = common.remembered_tabs(["Results", "Curate and re-score"], "hypoeval_view")
+        tab_results, tab_curate = widgets.remembered_tabs(["Results", "Curate and re-score"], "hypoeval_view")
         with tab_results:
             results(run, state)
         with tab_curate:

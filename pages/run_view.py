@@ -16,7 +16,7 @@ from judge_engine import curation, runs
 from judge_engine.methods import METHODS
 from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import effective_status
-from pages import common
+from pages.ui import messages, session, tables, trust, widgets
 
 EventLines = Callable[[list[RunEvent]], list[str]]
 """Turns a run's events into the lines its progress panel shows (newest last)."""
@@ -30,16 +30,16 @@ def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[RunRe
 
     ``keep`` sees each run as :meth:`Store.runs` reads it: without its judge.
     """
-    store = common.get_store()
+    store = session.get_store()
     found = [r for r in store.runs(limit=500) if r.method == method and (keep is None or keep(r))]
     if not found:
         st.info(empty)
         return None
     ids = [r.id for r in found]
     if st.session_state.get(key) not in ids:
-        common.set_value(key, ids[0])
-    labels = {r.id: common.run_label(r) for r in found}
-    run_id = common.bound(st.selectbox, label, key, options=ids, format_func=labels.get,
+        widgets.set_value(key, ids[0])
+    labels = {r.id: tables.run_label(r) for r in found}
+    run_id = widgets.bound(st.selectbox, label, key, options=ids, format_func=labels.get,
                           help="Newest first. A run started on this page shows up here at once.")
     return store.run(run_id)
 
@@ -53,18 +53,18 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     offers Resume (what was done is kept; cached calls are free), except a run whose method found no
     judge (a ``ValueError`` from ``fit``), which says so and offers none.
     """
-    first = effective_status(common.get_store().run(run_id))
-    live = first in common.LIVE_STATUSES
+    first = effective_status(session.get_store().run(run_id))
+    live = first in tables.LIVE_STATUSES
 
     @st.fragment(run_every="2s" if live else None)
     def panel() -> None:
-        store = common.get_store()
+        store = session.get_store()
         run = store.run(run_id)
         status = effective_status(run)
-        if status in common.LIVE_STATUSES:
+        if status in tables.LIVE_STATUSES:
             done, total = run.done, run.total
             st.progress(min(1.0, done / total) if total else 0.0,
-                        text=common.escape_markdown(f"{status}: {run.stage or 'starting'} ({done}/{total})"))
+                        text=messages.escape_markdown(f"{status}: {run.stage or 'starting'} ({done}/{total})"))
             if lines is not None:
                 for line in lines(store.run_events(run_id))[-8:]:
                     st.text(line)
@@ -75,19 +75,19 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
         elif status == "finished":
             if live:  # it finished while this page was open: draw the results
                 st.rerun()
-            common.finished_box(common.run_trust(store, run), f"Run #{run_id} finished.")
+            trust.finished_box(trust.run_trust(store, run), f"Run #{run_id} finished.")
         elif status == "failed" and (why := runs.ended_without_judge(run)):
-            st.error(common.escape_markdown(
+            st.error(messages.escape_markdown(
                 f"Run #{run_id} ended without a judge: {why} Resuming would "
                 "reach the same end; change the settings (or the data) and start a new run."))
         else:
-            st.warning(common.escape_markdown(f"Run #{run_id} {status}: {run.message or 'the worker stopped'}. "
+            st.warning(messages.escape_markdown(f"Run #{run_id} {status}: {run.message or 'the worker stopped'}. "
                                     "Resume continues where it stopped; calls already made are not paid again."))
             if st.button("Resume", key=f"{key}_resume_{run_id}"):
                 try:
-                    runs.start_run(store.path, run_id, api_key=common.api_key())
+                    runs.start_run(store.path, run_id, api_key=session.api_key())
                 except OSError as exc:
-                    st.error(common.escape_markdown(f"The worker could not start: {exc}"))
+                    st.error(messages.escape_markdown(f"The worker could not start: {exc}"))
                 else:
                     st.rerun()
         if live_view is not None:
@@ -99,7 +99,7 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
 
 def baseline_table(run: RunRecord, *, key: str, methods: tuple[str, ...] | None = None) -> None:
     """The run's test correlations beside every finished run on exactly its items, human score and backend."""
-    others = [r for r in runs.runs_on_same_split(common.get_store(), run, methods=methods) if r.status == "finished"]
+    others = [r for r in runs.runs_on_same_split(session.get_store(), run, methods=methods) if r.status == "finished"]
     rows = []
     for r in [run] + others:
         summary = r.summary or RunSummary()
@@ -124,10 +124,10 @@ def baseline_table(run: RunRecord, *, key: str, methods: tuple[str, ...] | None 
 
 def history_table(owner_id: str, *, key: str, limit: int = 500) -> None:
     """Who changed which curated item of a run, when, from what to what (newest first)."""
-    changes = curation.history(common.get_store(), owner_id, limit=limit)
+    changes = curation.history(session.get_store(), owner_id, limit=limit)
     if not changes:
         return
     with st.expander(f"Edit history ({len(changes)} changes)"):
-        st.dataframe(pd.DataFrame([{"when": common.fmt_time(c.when), "who": c.actor, "item": c.key,
+        st.dataframe(pd.DataFrame([{"when": tables.fmt_time(c.when), "who": c.actor, "item": c.key,
                                     "action": c.action, "before": c.before, "after": c.after} for c in changes]),
                      hide_index=True, key=f"{key}_history")

@@ -12,17 +12,18 @@ from judge_engine.methods import METHODS, describe_parameters, get_method
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec, effective_status, start_run
 from judge_engine.store import NotFound
-from pages import common, start_form
+from pages import start_form
+from pages.ui import app_frame, messages, readers, session, tables, trust, widgets
 
-common.require_frame()
+app_frame.require_frame()
 
 # After Resume, keep polling this long while the worker starts and marks the run running.
 RESUME_GRACE_S = 30.0
 
-store = common.get_store()
+store = session.get_store()
 
 st.title("Runs")
-common.show_flash()
+messages.show_flash()
 
 
 # --------------------------------------------------------------------------- start a run
@@ -50,14 +51,14 @@ dataset = start_form.choose_dataset("runs", slot=c1)
 method = c2.selectbox("Method", list(METHODS), key="runs_method", format_func=lambda m: METHODS[m].title or m,
                       help="Each method's parameters, paper defaults and allowed values: "
                            "python -m judge_engine methods NAME")
-st.caption(common.escape_markdown(summary_line(METHODS[method])))
+st.caption(messages.escape_markdown(summary_line(METHODS[method])))
 if dataset is not None:
     aspect = start_form.choose_aspect("runs", dataset)
     split = start_form.split_fields("runs", dataset, train=30, test=20)
     drawable = start_form.other_parameters(method, ())
     with st.expander("Method parameters (paper defaults)", expanded=len(drawable) <= 6):
         params = start_form.parameter_fields(method, f"runs_{method}", drawable,
-                                             values=start_form.fast_defaults(method, common.llm_config()))
+                                             values=start_form.fast_defaults(method, session.llm_config()))
         rest = [d.name for d in describe_parameters(METHODS[method]) if not start_form.drawable(d)]
         extra_text = st.text_area("Other parameters (JSON)", key=f"runs_json_{method}", height=68,
                                   disabled=not rest, placeholder="{}",
@@ -66,15 +67,15 @@ if dataset is not None:
     try:
         extra = json_parameters(method, extra_text)
     except ValueError as exc:
-        st.error(common.escape_markdown(str(exc)))
+        st.error(messages.escape_markdown(str(exc)))
     else:
         spec = RunSpec(method=method, dataset=dataset.name, aspect=aspect.name,
                        params={**start_form.changed(method, params), **extra}, train_size=split.train_size,
-                       test_size=split.test_size, seed=split.seed, llm=common.llm_config())
+                       test_size=split.test_size, seed=split.seed, llm=session.llm_config())
         if start_form.estimate_box(spec) is not None and start_form.start_button("Start run", "runs_start"):
             run_id = start_form.start(spec)
             if run_id is not None:
-                common.set_value("runs_run_id", run_id)
+                widgets.set_value("runs_run_id", run_id)
                 st.rerun()
 
 
@@ -85,9 +86,9 @@ def resumed_recently(run_id: int) -> bool:
 
 def resume(run_id: int) -> None:
     try:
-        start_run(store.path, run_id, api_key=common.api_key())
+        start_run(store.path, run_id, api_key=session.api_key())
     except OSError as exc:
-        st.error(common.escape_markdown(f"Could not start a worker: {exc}"))
+        st.error(messages.escape_markdown(f"Could not start a worker: {exc}"))
         return
     st.session_state.setdefault("runs_resumed", {})[run_id] = time.time()
     st.rerun()
@@ -96,15 +97,15 @@ def resume(run_id: int) -> None:
 def progress_panel(run_id: int) -> None:
     """Status, progress and cost so far; polls every 2 s while the run is live."""
     first = store.run(run_id)
-    live = effective_status(first) in common.LIVE_STATUSES or resumed_recently(run_id)
+    live = effective_status(first) in tables.LIVE_STATUSES or resumed_recently(run_id)
 
     @st.fragment(run_every="2s" if live else None)
     def panel() -> None:
-        run = common.get_store().run(run_id)
+        run = session.get_store().run(run_id)
         status = effective_status(run)
-        waiting = status not in common.LIVE_STATUSES and status != "finished" and resumed_recently(run_id)
+        waiting = status not in tables.LIVE_STATUSES and status != "finished" and resumed_recently(run_id)
         ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
-        if status in common.LIVE_STATUSES or waiting:
+        if status in tables.LIVE_STATUSES or waiting:
             done, total = run.done, run.total
             stage = "waiting for the worker to start" if waiting else (run.stage or status)
             st.progress(min(1.0, done / total) if total else 0.0,
@@ -113,10 +114,10 @@ def progress_panel(run_id: int) -> None:
             st.caption(f"Last heartbeat {age:.0f} s ago. You can leave this page; the run continues.")
         elif status == "finished":
             seconds = run.summary.seconds if run.summary else 0.0
-            common.finished_box(common.run_trust(common.get_store(), run), f"Finished ({seconds:.1f} s of work).")
+            trust.finished_box(trust.run_trust(session.get_store(), run), f"Finished ({seconds:.1f} s of work).")
         else:
             text = run.message or "The worker stopped before the run finished."
-            (st.error if status == "failed" else st.warning)(common.escape_markdown(f"Run {status}: {text}"))
+            (st.error if status == "failed" else st.warning)(messages.escape_markdown(f"Run {status}: {text}"))
             st.caption("Resume continues where it stopped: the fitted judge and scored samples are kept and "
                        "cached LLM calls are not paid again.")
             if st.button("Resume", key=f"runs_resume_{run_id}", type="primary"):
@@ -128,7 +129,7 @@ def progress_panel(run_id: int) -> None:
             m[2].metric("Prompt tokens", ledger.prompt_tokens)
             m[3].metric("Completion tokens", ledger.completion_tokens)
             m[4].metric("Cost ($)", f"{float(ledger.dollars):.4f}")
-        if live and status not in common.LIVE_STATUSES and not waiting:
+        if live and status not in tables.LIVE_STATUSES and not waiting:
             st.rerun()  # the run just ended: redraw the page once with its results
 
     panel()
@@ -141,9 +142,9 @@ def results(run: RunRecord) -> None:
         st.warning("This run has no summary.")
         return
     st.markdown("#### Can this judge be trusted?")
-    common.trust_panel(common.run_trust(store, run))
+    trust.trust_panel(trust.run_trust(store, run))
     st.markdown("#### Correlation with human scores")
-    frame = common.correlation_frame(summary)
+    frame = tables.correlation_frame(summary)
     if frame.empty:
         st.warning("No correlation could be computed (no verdict with a score?).")
     else:
@@ -163,7 +164,7 @@ def results(run: RunRecord) -> None:
 
     n = summary.n
     for warning in summary.warnings:
-        st.warning(common.escape_markdown(warning.message))
+        st.warning(messages.escape_markdown(warning.message))
     m = st.columns(4)
     m[0].metric("Missing scores", f"{summary.missing} of {n}",
                 help="Test items without a score (the reasons are listed above); they are excluded from the "
@@ -179,12 +180,12 @@ def results(run: RunRecord) -> None:
     m[3].metric("Completion tokens", summary.ledger.completion_tokens)
 
     try:
-        dataset = common.human_dataset(store, run.dataset, run.human_aggregate)
+        dataset = readers.human_dataset(store, run.dataset, run.human_aggregate)
     except NotFound:
         dataset = None
-        st.warning(common.escape_markdown(f"Dataset {run.dataset} is no longer stored; human scores cannot be shown."))
-    verdicts = common.load_verdicts(store, run)
-    table = common.verdicts_frame(dataset, run.aspect, verdicts)
+        st.warning(messages.escape_markdown(f"Dataset {run.dataset} is no longer stored; human scores cannot be shown."))
+    verdicts = readers.load_verdicts(store, run)
+    table = tables.verdicts_frame(dataset, run.aspect, verdicts)
     if dataset is not None:
         aspect = dataset.aspect(run.aspect)
         st.plotly_chart(figures.human_vs_judge_scatter(
@@ -201,7 +202,7 @@ def results(run: RunRecord) -> None:
     download = export.verdicts_text(export.build_verdict_table(dataset, run.aspect, verdicts), "csv")
     st.download_button("Download verdicts (CSV)", download.encode("utf-8"),
                        file_name=f"run-{run.id}-verdicts.csv", mime="text/csv", key=f"runs_dl_{run.id}")
-    st.caption(common.escape_markdown("The CSV has the item's input and output, human and judge scores, why a score is missing, the raw "
+    st.caption(messages.escape_markdown("The CSV has the item's input and output, human and judge scores, why a score is missing, the raw "
                "reply, the explanation and any per-criterion scores. A text that begins with =, +, -, @, a tab or "
                "a carriage return gets a leading ' so a spreadsheet shows it instead of running it."))
 
@@ -212,21 +213,21 @@ runs = store.runs(limit=200)
 if not runs:
     st.info("No run yet.")
 else:
-    st.dataframe(common.runs_frame(runs), hide_index=True, key="runs_table",
+    st.dataframe(tables.runs_frame(runs), hide_index=True, key="runs_table",
                  column_config={c: st.column_config.NumberColumn(format="%.3f")
                                 for c in ("pearson", "spearman", "kendall")})
     ids = [r.id for r in runs]
-    labels = {r.id: common.run_label(r) for r in runs}
+    labels = {r.id: tables.run_label(r) for r in runs}
     if st.session_state.get("runs_run_id") not in ids:
-        common.set_value("runs_run_id", ids[0])
-    run_id = common.bound(st.selectbox, "Show run", "runs_run_id", options=ids, format_func=labels.get)
+        widgets.set_value("runs_run_id", ids[0])
+    run_id = widgets.bound(st.selectbox, "Show run", "runs_run_id", options=ids, format_func=labels.get)
     run = store.run(run_id)
     title = METHODS[run.method].title if run.method in METHODS else run.method
-    st.subheader(common.escape_markdown(f"Run #{run_id}: {title} on {run.dataset} / {run.aspect}"))
+    st.subheader(messages.escape_markdown(f"Run #{run_id}: {title} on {run.dataset} / {run.aspect}"))
     split = run.split
     st.text(f"Backend {LLMConfig.from_dict(run.llm).label}; "
             f"{len(split.train_ids) if split else 0} train / {len(split.test_ids) if split else 0} test items "
-            f"(seed {split.seed if split else 0}); created {common.fmt_time(run.created)}")
+            f"(seed {split.seed if split else 0}); created {tables.fmt_time(run.created)}")
     with st.expander("Method parameters"):
         st.json(run.params)
     progress_panel(run_id)

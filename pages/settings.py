@@ -4,45 +4,45 @@ import streamlit as st
 
 from judge_engine.llm import (BACKEND_NAMES, STRUCTURED_HELP, STRUCTURED_MODES, LLMError, connection_check,
                               describe_structured_mode)
-from pages import common
+from pages.ui import app_frame, messages, session, widgets
 
-common.require_frame()
+app_frame.require_frame()
 
 st.title("Settings")
 st.caption("These settings belong to this browser session. Each run stores the backend settings it used "
            "(never the API key).")
 
 st.subheader("LLM backend")
-backend = common.bound(st.selectbox, "Backend", "settings_backend", options=list(BACKEND_NAMES),
-                       format_func=lambda b: f"{b}: {common.BACKEND_HELP.get(b, '')}")
+backend = widgets.bound(st.selectbox, "Backend", "settings_backend", options=list(BACKEND_NAMES),
+                        format_func=lambda b: f"{b}: {session.BACKEND_HELP.get(b, '')}")
 
 if backend == "llamacpp":
-    common.bound(st.text_input, "Model file (optional)", "settings_model_llamacpp",
-                 placeholder="empty = embedded SmolLM2-135M-Instruct",
-                 help="Path to another GGUF file. Leave empty for the embedded SmolLM2-135M-Instruct model, "
-                      "which takes about 1-3 s per call on a CPU.")
-    common.bound(st.number_input, "Context window (tokens)", "settings_n_ctx", min_value=512,
-                 max_value=131072, step=512,
-                 help="Tokens of prompt and reply the model sees at once. Longer prompts are cut (and counted in the "
-                      "run's summary); a larger window needs more memory and time.")
+    widgets.bound(st.text_input, "Model file (optional)", "settings_model_llamacpp",
+                  placeholder="empty = embedded SmolLM2-135M-Instruct",
+                  help="Path to another GGUF file. Leave empty for the embedded SmolLM2-135M-Instruct model, "
+                       "which takes about 1-3 s per call on a CPU.")
+    widgets.bound(st.number_input, "Context window (tokens)", "settings_n_ctx", min_value=512,
+                  max_value=131072, step=512,
+                  help="Tokens of prompt and reply the model sees at once. Longer prompts are cut (and counted in the "
+                       "run's summary); a larger window needs more memory and time.")
 elif backend == "openai":
-    common.bound(st.text_input, "Base URL", "settings_base_url",
-                 placeholder="empty = https://api.openai.com/v1",
-                 help="Any OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for a vLLM server.")
-    common.bound(st.text_input, "Model", "settings_model_openai", placeholder="gpt-4o-mini")
-    common.bound(st.text_input, "API key", "settings_api_key", type="password",
-                 help="Kept in this browser session only: it is passed to the backend and to run workers, "
-                      "never saved to the database, logs or exports.")
-    common.bound(st.text_input, "Environment variable read when no key is typed", "settings_api_key_env")
+    widgets.bound(st.text_input, "Base URL", "settings_base_url",
+                  placeholder="empty = https://api.openai.com/v1",
+                  help="Any OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for a vLLM server.")
+    widgets.bound(st.text_input, "Model", "settings_model_openai", placeholder="gpt-4o-mini")
+    widgets.bound(st.text_input, "API key", "settings_api_key", type="password",
+                  help="Kept in this browser session only: it is passed to the backend and to run workers, "
+                       "never saved to the database, logs or exports.")
+    widgets.bound(st.text_input, "Environment variable read when no key is typed", "settings_api_key_env")
 else:  # vllm
     st.info("The vLLM backend runs vLLM's offline engine in the run worker. It needs a CUDA GPU and the GPU "
             "extra installed on that host: `pip install -r requirements-gpu.txt`. To use a vLLM *server* "
             "instead, choose the openai backend and point the base URL at it.")
-    common.bound(st.text_input, "Model", "settings_model_vllm",
-                 placeholder="Hugging Face model id, e.g. Qwen/Qwen2.5-7B-Instruct")
+    widgets.bound(st.text_input, "Model", "settings_model_vllm",
+                  placeholder="Hugging Face model id, e.g. Qwen/Qwen2.5-7B-Instruct")
 
 st.subheader("Structured replies")
-structured = common.bound(
+structured = widgets.bound(
     st.selectbox, "How replies are structured", "settings_structured", options=list(STRUCTURED_MODES),
     format_func=lambda m: f"{m}: {STRUCTURED_HELP[m]}",
     help="Every method asks for its replies in a JSON schema (scores, criteria, hypotheses, ...); this sets "
@@ -64,32 +64,32 @@ elif backend != "openai":
     st.caption(f"{structured} is a server format; the {backend} backend uses its own mechanism "
                "(as with auto).")
 seen = st.session_state.get("settings_structured_checked", {})
-checked = seen.get(common.llm_config().label + "|" + structured)
+checked = seen.get(session.llm_config().label + "|" + structured)
 if checked:
-    st.info(common.escape_markdown(f"Last connection check: structured replies {checked}."))
+    st.info(messages.escape_markdown(f"Last connection check: structured replies {checked}."))
 
 st.subheader("Requests and cost")
 cols = st.columns(3)
 with cols[0]:
-    common.bound(st.number_input, "Concurrency", "settings_concurrency", min_value=1, max_value=256, step=1,
-                 help="Requests in flight at once (the embedded model answers one at a time anyway; the vLLM "
-                      "backend sends up to 256 uncached requests as one batch).")
+    widgets.bound(st.number_input, "Concurrency", "settings_concurrency", min_value=1, max_value=256, step=1,
+                  help="Requests in flight at once (the embedded model answers one at a time anyway; the vLLM "
+                       "backend sends up to 256 uncached requests as one batch).")
 with cols[1]:
-    common.bound(st.number_input, "Timeout (s)", "settings_timeout", min_value=1.0, max_value=3600.0, step=10.0,
-                 help="Seconds before one request is abandoned and retried.")
+    widgets.bound(st.number_input, "Timeout (s)", "settings_timeout", min_value=1.0, max_value=3600.0, step=10.0,
+                  help="Seconds before one request is abandoned and retried.")
 with cols[2]:
-    common.bound(st.number_input, "Retries", "settings_max_retries", min_value=0, max_value=20, step=1,
-                 help="Retries with growing waits after a connection error, a rate limit (429) or a server error "
-                      "(5xx); then the request counts as failed and the run says so.")
+    widgets.bound(st.number_input, "Retries", "settings_max_retries", min_value=0, max_value=20, step=1,
+                  help="Retries with growing waits after a connection error, a rate limit (429) or a server error "
+                       "(5xx); then the request counts as failed and the run says so.")
 cols = st.columns(2)
 with cols[0]:
-    common.bound(st.number_input, "Price per 1k prompt tokens ($)", "settings_price_prompt", min_value=0.0,
-                 step=0.0001, format="%.4f", help="For the cost ledger of runs; 0 for a local model.")
+    widgets.bound(st.number_input, "Price per 1k prompt tokens ($)", "settings_price_prompt", min_value=0.0,
+                  step=0.0001, format="%.4f", help="For the cost ledger of runs; 0 for a local model.")
 with cols[1]:
-    common.bound(st.number_input, "Price per 1k completion tokens ($)", "settings_price_completion",
-                 min_value=0.0, step=0.0001, format="%.4f", help="For the cost ledger of runs; 0 for a local model.")
+    widgets.bound(st.number_input, "Price per 1k completion tokens ($)", "settings_price_completion",
+                  min_value=0.0, step=0.0001, format="%.4f", help="For the cost ledger of runs; 0 for a local model.")
 
-config = common.llm_config()
+config = session.llm_config()
 st.subheader("Active configuration")
 st.text(config.label)
 with st.expander("All backend settings stored with a run"):
@@ -100,13 +100,13 @@ if st.button("Test connection", key="settings_test", type="primary",
                   "are honoured."):
     with st.spinner("Sending two short requests..."):
         try:
-            check = connection_check(config, api_key=common.api_key())
+            check = connection_check(config, api_key=session.api_key())
         except LLMError as exc:
-            st.error(common.escape_markdown(str(exc)))
+            st.error(messages.escape_markdown(str(exc)))
         except Exception as exc:  # noqa: BLE001 - any backend failure is shown, not raised
-            st.error(common.escape_markdown(f"{type(exc).__name__}: {exc}"))
+            st.error(messages.escape_markdown(f"{type(exc).__name__}: {exc}"))
         else:
-            st.success(common.escape_markdown(check.message))
+            st.success(messages.escape_markdown(check.message))
             st.session_state.setdefault("settings_structured_checked", {})[
                 config.label + "|" + config.structured] = describe_structured_mode(config.structured,
                                                                                    check.structured_mode)

@@ -24,7 +24,7 @@ from judge_engine.methods.base import Interval, OptionalInterval, Options, Param
 from judge_engine.records import Aspect, Dataset
 from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import NotFound, Store
-from pages import common
+from pages.ui import auth, messages, readers, session
 
 QUICK_TRAIN, QUICK_TEST = 12, 10
 """Split of a quick first look: enough items for a correlation to mean something, few enough for minutes."""
@@ -53,7 +53,7 @@ def fast_defaults(method: str, llm: LLMConfig) -> dict[str, Any]:
 
 def choose_dataset(prefix: str, *, slot: Any = st) -> Dataset | None:
     """Stored datasets and the built-in benchmarks in one list; a built-in one is imported when chosen."""
-    store = common.get_store()
+    store = session.get_store()
     stored = [r["name"] for r in store.list_datasets()]
     builtin = [b for b in data.BENCHMARKS if b not in stored]
     name = slot.selectbox("Dataset", stored + builtin, key=f"{prefix}_dataset",
@@ -67,9 +67,9 @@ def choose_dataset(prefix: str, *, slot: Any = st) -> Dataset | None:
             with st.spinner(f"Importing the built-in benchmark {name}..."):
                 runs.ensure_dataset(store, name)
             st.rerun()  # once: the list then shows it among the stored datasets, not as "imported when chosen"
-        return common.load_dataset(store, name)
+        return readers.load_dataset(store, name)
     except (ValueError, OSError, NotFound) as exc:
-        st.error(common.escape_markdown(f"Dataset {name} could not be loaded: {exc}"))
+        st.error(messages.escape_markdown(f"Dataset {name} could not be loaded: {exc}"))
         return None
 
 
@@ -79,7 +79,7 @@ def choose_aspect(prefix: str, dataset: Dataset, *, label: str = "Aspect to judg
                           help="The human score the judge learns from and is measured against. Its definition "
                                "is edited on the Datasets page.")
     aspect = dataset.aspect(name)
-    st.caption(common.escape_markdown(f"{aspect.name} ({aspect.low:g}-{aspect.high:g}): "
+    st.caption(messages.escape_markdown(f"{aspect.name} ({aspect.low:g}-{aspect.high:g}): "
                             f"{aspect.definition or 'no definition; the prompts use the name'}"))
     return aspect
 
@@ -192,22 +192,22 @@ def _backend_speed(db_path: str, llm: LLMConfig) -> tuple[float | None, str]:
 def backend_speed(llm: LLMConfig) -> tuple[float | None, str]:
     """Seconds per request on ``llm``'s backend from the store's ledgers, read at most every 30 s (it scans the
     runs; a form draws several estimates per rerun)."""
-    return _backend_speed(str(common.get_store().path), llm)
+    return _backend_speed(str(session.get_store().path), llm)
 
 
 def estimate_box(spec: RunSpec) -> runs.Duration | None:
     """Requests and minutes before any cache hit; None (with the reason shown) when the spec is refused."""
-    store = common.get_store()
+    store = session.get_store()
     try:
         duration = runs.estimate_duration(store, spec, speed=backend_speed(spec.llm))
     except (ValueError, NotFound) as exc:
-        st.error(common.escape_markdown(str(exc)))
+        st.error(messages.escape_markdown(str(exc)))
         return None
     m = st.columns(3)
     m[0].metric("LLM requests to fit", f"{duration.fit_calls:,}", help="Upper bound before cache hits.")
     m[1].metric("LLM requests to score the test items", f"{duration.score_calls:,}")
-    m[2].metric("Time on this backend", duration.label or "unknown", help=common.escape_markdown(duration.describe()))
-    st.caption(common.escape_markdown(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
+    m[2].metric("Time on this backend", duration.label or "unknown", help=messages.escape_markdown(duration.describe()))
+    st.caption(messages.escape_markdown(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
                             "A call already made is answered by the cache and not paid again."))
     return duration
 
@@ -215,12 +215,12 @@ def estimate_box(spec: RunSpec) -> runs.Duration | None:
 def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any = None, split: Any = None,
           label: str = "") -> int | None:
     """Start ``spec`` (and ``baselines`` on its split) through the engine; flashes what started; the run's id."""
-    store = common.get_store()
+    store = session.get_store()
     try:
-        started = runs.launch(store, spec, judge=judge, split=split, baselines=baselines, actor=common.actor(),
-                              api_key=common.api_key())
+        started = runs.launch(store, spec, judge=judge, split=split, baselines=baselines, actor=auth.actor(),
+                              api_key=session.api_key())
     except (ValueError, NotFound) as exc:
-        st.error(common.escape_markdown(str(exc)))
+        st.error(messages.escape_markdown(str(exc)))
         return None
     main = started[0]
     words = [f"Started run #{main.run_id}{label}."]
@@ -232,7 +232,7 @@ def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any
         if s.worker_error:
             words.append(f"Run #{s.run_id} was created but its worker could not start ({s.worker_error}); "
                          "resume it under Runs.")
-    common.flash("warning" if any(s.worker_error for s in started) else "success", " ".join(words))
+    messages.flash("warning" if any(s.worker_error for s in started) else "success", " ".join(words))
     return main.run_id
 
 
@@ -240,7 +240,7 @@ def start_button(label: str, key: str, *, missing: str = "") -> bool:
     """The primary start button; when something is missing it is disabled and says what."""
     clicked = st.button(label, type="primary", key=key, disabled=bool(missing))
     if missing:
-        st.caption(common.escape_markdown(f"{label} is unavailable: {missing}"))
+        st.caption(messages.escape_markdown(f"{label} is unavailable: {missing}"))
     return clicked
 
 
@@ -250,18 +250,18 @@ def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str
     quick = RunSpec(method=spec.method, dataset=spec.dataset, aspect=spec.aspect,
                     params={**spec.params, **METHODS[method].quick_params, **(params or {})},
                     train_size=QUICK_TRAIN, test_size=QUICK_TEST, seed=spec.seed, llm=spec.llm)
-    store = common.get_store()
+    store = session.get_store()
     try:
         duration = runs.estimate_duration(store, quick, speed=backend_speed(quick.llm))
     except (ValueError, NotFound) as exc:
-        st.caption(common.escape_markdown(f"No quick first look here: {exc}"))
+        st.caption(messages.escape_markdown(f"No quick first look here: {exc}"))
         return None
     minutes = duration.label or "time unknown"
     clicked = st.button(f"Quick first look ({minutes})", key=key,
-                        help=common.escape_markdown(f"Starts at once with {quick_note(method)}: {duration.describe()}. "
+                        help=messages.escape_markdown(f"Starts at once with {quick_note(method)}: {duration.describe()}. "
                                           "The same procedure as the paper's, smaller; the form below runs the "
                                           "full configuration."))
-    st.caption(common.escape_markdown(f"Quick first look: {quick_note(method)}; {duration.calls:,} requests."))
+    st.caption(messages.escape_markdown(f"Quick first look: {quick_note(method)}; {duration.calls:,} requests."))
     if clicked:
         return start(quick, baselines=baselines, label=" (quick first look)")
     return None

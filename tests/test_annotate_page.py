@@ -177,7 +177,7 @@ def test_a_viewer_cannot_change_an_aspect_definition_either(db, tiny_dataset):
 def test_roles_come_from_the_allow_list_and_the_example_secrets_parse():
     import tomllib
 
-    from pages.common import role_of
+    from pages.ui.auth import role_of
 
     allow = {"editors": ["Ana@Example.org"], "viewers": ["vic@example.org", "ana@example.org"]}
     assert role_of("ana@example.org", allow) == "editor"  # case does not matter; editor wins over viewer

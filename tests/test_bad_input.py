@@ -8,7 +8,7 @@ import json
 import pytest
 
 from judge_engine.data import DataImportError
-from pages.common import import_table
+from pages.ui.table_import import import_table
 
 HEADER = "id,source,output,score\n"
 OK_ROWS = "1,an article,a summary,3\n2,an article,another,4\n"

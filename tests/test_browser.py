@@ -161,7 +161,7 @@ def test_direct_link_to_a_page_gets_the_full_app(app, page, diagnose):
     sidebar = page.locator("[data-testid=stSidebar]")
     for name in ("Home", "Datasets", "Runs", "Settings"):
         assert sidebar.get_by_role("link", name=name).count() == 1
-    # The first script run of a fresh server runs the page inside app.py's frame (pages.common.require_frame);
+    # The first script run of a fresh server runs the page inside app.py's frame (pages.ui.app_frame.require_frame);
     # the sidebar may be redrawn once, so wait for its settled value.
     sync_api.expect(page.get_by_role("textbox", name="Database file")).to_have_value(str(app.db))
     no_traceback(page)

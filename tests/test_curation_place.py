@@ -232,13 +232,13 @@ def test_a_placed_message_is_shown_once_and_never_lost_when_its_place_is_not_dra
     def script():
         import streamlit as st
 
-        from pages import common
+        from pages.ui import messages
 
-        common.show_flash()
+        messages.show_flash()
         if st.session_state.get("draw_place", True):
-            common.show_flash(at="here")
+            messages.show_flash(at="here")
         if st.button("Save", key="save"):
-            common.flash("success", "Saved here.", at="here")
+            messages.flash("success", "Saved here.", at="here")
             st.rerun()
 
     at = AppTest.from_function(script).run()

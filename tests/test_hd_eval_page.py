@@ -251,7 +251,7 @@ def test_the_waterfall_explains_the_score_the_verdict_shows(db):
 
 def test_a_generated_node_the_checks_flagged_shows_why_until_a_person_rewrites_it(db):
     from judge_engine.methods.hd_eval import flagged_nodes
-    from pages.common import escape_markdown
+    from pages.ui.messages import escape_markdown
 
     store = Store(db)
     store.save_dataset(_dataset())

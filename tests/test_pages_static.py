@@ -8,7 +8,7 @@ import pytest
 
 PAGES = sorted((Path(__file__).resolve().parents[1] / "pages").glob("*.py")) + \
     [Path(__file__).resolve().parents[1] / "app.py"]
-# the scripts Streamlit runs: app.py and the pages it routes to; common.py, start_form.py and run_view.py are
+# the scripts Streamlit runs: app.py and the pages it routes to; start_form.py and run_view.py are
 # modules the pages import (Streamlit's magic does not draw their strings)
 ROUTED = set(re.findall(r'st\.Page\("pages/(\w+\.py)"', PAGES[-1].read_text(encoding="utf-8")))
 SCRIPTS = [p for p in PAGES if p.name in ROUTED or p.name == "app.py"]
@@ -26,8 +26,8 @@ def test_no_bare_string_below_the_docstring_of_a_page_script(path):
 
 
 def test_the_router_is_set_before_the_sign_in_gate_can_stop_the_run():
-    # a run stopped before st.navigation shows Streamlit's automatic listing of pages/, with common.py and
-    # app itself offered as pages (seen on a fresh `make run` while the app asked for a name)
+    # a run stopped before st.navigation shows Streamlit's automatic listing of pages/, with the modules beside the
+    # pages (then common.py) and app itself offered as pages (seen on a fresh `make run` while the app asked for a name)
     body = ast.parse((Path(__file__).resolve().parents[1] / "app.py").read_text(encoding="utf-8")).body
 
     def line_of(name: str) -> int:

@@ -14,7 +14,7 @@ their scores differ), and the comparison page, which
 opens with all K runs selected, is timed until its four plots are drawn.
 
 The app is started with ``$JUDGE_WORKBENCH_USER`` set, so a fresh session
-goes past the name gate of :func:`pages.common.sign_in` (whose own
+goes past the name gate of :func:`pages.ui.auth.sign_in` (whose own
 "Judge Workbench" heading would otherwise be timed on every page); each row
 names the heading it waited for. Streamlit's ``st.cache_data`` is shared by
 every session of the server, so the first visit of a page computes what

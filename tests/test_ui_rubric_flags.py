@@ -1,8 +1,9 @@
-"""Helpers of pages/common.py that every method page shares: the rubric-check flags beside an entry."""
+"""pages/ui/rubric_flags.py, which every method page shares: the rubric-check flags beside an entry."""
 
 from __future__ import annotations
 
-from pages.common import escape_markdown, flag_caption, flag_text, flags_by
+from pages.ui.messages import escape_markdown
+from pages.ui.rubric_flags import flag_caption, flag_text, flags_by
 
 RATERS = {"rule": "about_raters", "reason": "describes the raters, not a quality of the judged text"}
 FIELD = {"rule": "field_name", "reason": "named after a field of the prompt ('**Score** [x](y)')"}

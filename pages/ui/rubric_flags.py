@@ -1,0 +1,42 @@
+"""The rubric checks' flags beside a generated entry, in words (:mod:`judge_engine.rubric_checks`)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from pages.ui.messages import escape_markdown
+
+
+def flag_text(flags: Iterable[dict[str, Any]] | None) -> str:
+    """The flags of a generated rubric entry in words: "reason (rule); reason (rule)"; "" when it has none.
+
+    ``flags`` are the ``{rule, reason}`` dicts the rubric checks attach to an
+    entry they let through with a doubt (:mod:`judge_engine.rubric_checks`);
+    a rule reads with spaces ("no quality"). Plain text, for a table cell:
+    Markdown goes through :func:`flag_caption`.
+    """
+    parts: list[str] = []
+    for flag in flags or []:
+        rule = str(flag.get("rule") or "").replace("_", " ").strip()
+        reason = str(flag.get("reason") or "").strip()
+        part = f"{reason} ({rule})" if reason and rule else reason or rule
+        if part and part not in parts:
+            parts.append(part)
+    return "; ".join(parts)
+
+
+def flag_caption(flags: Iterable[dict[str, Any]] | None) -> str:
+    """"Flagged: reason (rule); ..." as Markdown for ``st.caption``; "" when there is no flag.
+
+    Escaped: a reason can quote the generated text (a name, a score it states).
+    """
+    text = flag_text(flags)
+    return escape_markdown(f"Flagged: {text}") if text else ""
+
+
+def flags_by(entries: Iterable[dict[str, Any]] | None, field: str = "text") -> dict[str, list[dict[str, Any]]]:
+    """The flags of ``Judge.state["flagged"]`` entries, by each entry's ``field`` (its text, or its name)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for entry in entries or []:
+        out.setdefault(str(entry.get(field) or ""), []).extend(entry.get("flags") or [])
+    return out

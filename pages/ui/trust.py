@@ -1,0 +1,109 @@
+"""The trust panel: whether to rely on a finished judge (:mod:`judge_engine.trust`), shown beside its result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from judge_engine.records import RunRecord
+from judge_engine.store import Store
+from pages.ui.messages import escape_markdown
+from pages.ui.tables import _ci
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> Any:
+    from judge_engine.trust import trust_report
+
+    return trust_report(Store(path), run_id)
+
+
+def run_trust(store: Store, run: RunRecord) -> Any:
+    """The :class:`judge_engine.trust.TrustReport` of a finished ``run``; None when it has none (not finished).
+
+    Cached until the run or any finished run of its dataset (a new baseline on the same split) changes.
+    """
+    if run.status != "finished":
+        return None
+    others = tuple((r.id, r.version, r.status) for r in store.runs(dataset=run.dataset, limit=10_000))
+    try:
+        return _trust(str(store.path), run.id, (run.version, others))
+    except (ValueError, KeyError) as exc:  # a dataset deleted since, a run without verdicts: say so, no traceback
+        st.caption(escape_markdown(f"No trust report for run #{run.id}: {exc}"))
+        return None
+
+
+def _fig(x: float | None) -> str:
+    return "undefined" if x is None else f"{x:+.3f}"
+
+
+def trust_frame(report: Any) -> pd.DataFrame:
+    """The figures behind a trust verdict: one row each, all as text (the table mixes correlations and counts)."""
+    rows = []
+    t = report.training
+    if t is not None:
+        rows.append({"figure": f"training: {t.measure}", "value": _fig(t.value), "interval / p": "",
+                     "rests on": f"{t.n_scored} of {t.n_items} items scored"})
+        for text, value in t.parts:
+            rows.append({"figure": f"  hypothesis: {text[:120]}", "value": _fig(value), "interval / p": "",
+                         "rests on": ""})
+    else:
+        rows.append({"figure": "training", "value": "none", "interval / p": "",
+                     "rests on": "this method learns nothing from the training items"})
+    for fig in (report.test, report.sample):
+        if fig is None:
+            continue
+        groups = f", {fig.n_groups} groups" if fig.level == "group" else (
+            f", {fig.n_systems} systems" if fig.level == "system" else "")
+        rows.append({"figure": f"test {report.statistic}, {fig.level} level", "value": _fig(fig.value),
+                     "interval / p": fig.ci_note or _ci(list(fig.ci)), "rests on": f"{fig.n} items{groups}"})
+    rows.append({"figure": "missing test scores", "value": f"{report.missing_rate:.0%}", "interval / p": "",
+                 "rests on": f"{report.missing} of {report.n} items"})
+    for b in report.baselines:
+        rows.append({"figure": f"minus baseline {b.label} ({b.level} level)", "value": _fig(b.diff),
+                     "interval / p": "" if b.p is None else f"p = {b.p:.3f}" + (" (significantly below)"
+                                                                                if b.significantly_below else ""),
+                     "rests on": f"{b.n} items on the same split"})
+    return pd.DataFrame(rows, columns=["figure", "value", "interval / p", "rests on"])
+
+
+def trust_panel(report: Any, *, compact: bool = False) -> None:
+    """Whether to trust a finished judge: a green box only when no check warns, the reasons otherwise, the figures.
+
+    ``compact`` (one run among several, e.g. the Compare page): the box and a one-line caption, no table.
+    """
+    if report is None:
+        return
+    name = f"Run #{report.run_id} ({report.method})"
+    if report.verdict == "ok":
+        base = (f"not significantly below {len(report.baselines)} baseline run(s) on the same split"
+                if report.baselines else "no baseline run on the same split to compare with")
+        corr = "test and training correlations are positive" if report.training else "test correlation is positive"
+        st.success(escape_markdown(f"{name}: no trust warning: {corr}; {base}."))
+    else:
+        # reasons can quote generated text (a hypothesis): escaped, never rendered as Markdown
+        st.warning(escape_markdown(f"{name}: do not rely on this judge without a closer look:") + "\n"
+                   + "\n".join(f"- {escape_markdown(r)}" for r in report.reasons))
+    if compact:
+        test = report.test
+        st.caption(escape_markdown(f"test {report.statistic} ({test.level if test else '-'}) "
+                         f"{_fig(test.value if test else None)}; missing {report.missing} of {report.n}"
+                         + (f"; training {_fig(report.training.value)} on {report.training.n_scored} items"
+                            if report.training else "")))
+        return
+    # no key: a keyed table made a later button click on the HPSS page go unseen in AppTest
+    st.dataframe(trust_frame(report), hide_index=True)
+    st.caption("Training: the correlation the judge was chosen on, on the items named. Test: at the dataset's "
+               "natural level with a 95% bootstrap interval, or none when too few groups stand behind it (the "
+               "sample level is then shown beside it). Baselines: direct scoring and G-Eval runs on the same test "
+               "items and backend, paired bootstrap of the difference.")
+
+
+def finished_box(report: Any, text: str) -> None:
+    """A run's "finished" notice: green only when its trust report does not warn."""
+    if report is not None and report.verdict != "ok":
+        st.warning(escape_markdown(f"{text} The trust checks warn about this judge (see the reasons with its results)."))
+    else:
+        st.success(escape_markdown(text))
