@@ -303,7 +303,9 @@ export_id = st.selectbox("Judge to export", [r.id for r in chosen], index=[r.id 
                          format_func=lambda rid: labels.get(rid, str(rid)) + ("  (best)" if rid == best_id else ""),
                          key="compare_export")
 c1, c2 = st.columns(2)
-c1.download_button("Download judge (JSON model card)", export.export_judge(store, export_id).encode("utf-8"),
+# made on click too: the card carries the trust report and the probes, which read the run's verdicts again
+c1.download_button("Download judge (JSON model card)",
+                   functools.partial(lambda rid: export.export_judge(store, rid).encode("utf-8"), export_id),
                    file_name=f"judge-run-{export_id}.json", mime="application/json", key="compare_dl_judge")
 # made when the button is clicked (Streamlit calls it then), not on every rerun: the report embeds plotly.js
 # (about 5 MB), which the browser fetched on every visit while the plots waited; the arguments are bound now

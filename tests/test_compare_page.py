@@ -1,5 +1,6 @@
 """AppTest of the comparison page with runs made by scripted LLMs."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,10 @@ def test_a_rerun_reads_no_verdicts_redoes_no_bootstrap_and_the_report_is_built_o
     assert at.selectbox(key="compare_item").value == other
 
     report = deferred["comparison-tiny-quality.html"]().decode("utf-8")  # what a click on the button runs
+    # the judge card (trust report and probes read the verdicts again) is also made on click, not on each rerun
+    exported = at.selectbox(key="compare_export").value
+    card = json.loads(deferred[f"judge-run-{exported}.json"]())
+    assert card["judge"] and card["probes"]["run_id"] == exported
     assert counts["report_html"] == 1
     assert report.startswith("<!doctype html>") and "Judge comparison: tiny / quality" in report
     assert all(f"#{r} " in report for r in (1, 2, 3)) and report.count("<script") >= 4
