@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import streamlit as st
@@ -12,15 +12,19 @@ from judge_engine.store import Store
 from pages.ui.messages import escape_markdown
 from pages.ui.tables import _ci
 
+if TYPE_CHECKING:  # for the annotations only: judge_engine.trust (and compare under it) loads when _trust computes
+    # a report, not with every page that shows one
+    from judge_engine.trust import TrustReport
+
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> Any:
+def _trust(path: str, run_id: int, stamp: tuple[Any, ...]) -> TrustReport:
     from judge_engine.trust import trust_report
 
     return trust_report(Store(path), run_id)
 
 
-def run_trust(store: Store, run: RunRecord) -> Any:
+def run_trust(store: Store, run: RunRecord) -> TrustReport | None:
     """The :class:`judge_engine.trust.TrustReport` of a finished ``run``; None when it has none (not finished).
 
     Cached until the run or any finished run of its dataset (a new baseline on the same split) changes.
@@ -39,7 +43,7 @@ def _fig(x: float | None) -> str:
     return "undefined" if x is None else f"{x:+.3f}"
 
 
-def trust_frame(report: Any) -> pd.DataFrame:
+def trust_frame(report: TrustReport) -> pd.DataFrame:
     """The figures behind a trust verdict: one row each, all as text (the table mixes correlations and counts)."""
     rows = []
     t = report.training
@@ -69,7 +73,7 @@ def trust_frame(report: Any) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["figure", "value", "interval / p", "rests on"])
 
 
-def trust_panel(report: Any, *, compact: bool = False) -> None:
+def trust_panel(report: TrustReport | None, *, compact: bool = False) -> None:
     """Whether to trust a finished judge: a green box only when no check warns, the reasons otherwise, the figures.
 
     ``compact`` (one run among several, e.g. the Compare page): the box and a one-line caption, no table.
@@ -101,7 +105,7 @@ def trust_panel(report: Any, *, compact: bool = False) -> None:
                "items and backend, paired bootstrap of the difference.")
 
 
-def finished_box(report: Any, text: str) -> None:
+def finished_box(report: TrustReport | None, text: str) -> None:
     """A run's "finished" notice: green only when its trust report does not warn."""
     if report is not None and report.verdict != "ok":
         st.warning(escape_markdown(f"{text} The trust checks warn about this judge (see the reasons with its results)."))
