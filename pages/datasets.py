@@ -174,10 +174,11 @@ with tab_upload:
             if st.button("Import file", key="datasets_import_file", type="primary"):
                 bar = st.progress(0.0, text="Reading rows...")
                 try:
+                    roles = table_import.ImportColumns(
+                        input=input_col, output=output_col, scores=tuple(score_cols), group=group_col,
+                        system=system_col, id=id_col, context=context_col, reference=reference_col)
                     dataset, warnings = table_import.import_table(
-                        store, path, name=ds_name, input_col=input_col, output_col=output_col,
-                        score_cols=score_cols, group_col=group_col, system_col=system_col, id_col=id_col,
-                        context_col=context_col, reference_col=reference_col, aspect_ranges=ranges,
+                        store, path, name=ds_name, columns=roles, aspect_ranges=ranges,
                         task=task.strip(), dialect=dialect, duplicates=duplicates,
                         progress=lambda done, total: bar.progress(done / max(total, 1), text=f"{done}/{total} rows"))
                 except (DataImportError, ValueError) as exc:

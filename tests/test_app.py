@@ -136,33 +136,33 @@ def test_uploaded_table_imports_and_bad_scores_name_row_and_column(db):
 
 def test_import_table_helper_keeps_existing_dataset(db, tmp_path):
     from judge_engine.data import DataImportError
-    from pages.ui import table_import
+    from pages.ui.table_import import ImportColumns, import_table
 
     store = Store(db)
+    columns = ImportColumns(input="source", output="summary", scores=("score",))
     good, bad = tmp_path / "good.csv", tmp_path / "bad.csv"
     good.write_bytes(GOOD_CSV)
     bad.write_bytes(BAD_CSV)
-    dataset, warnings = table_import.import_table(store, good, name="mine", input_col="source", output_col="summary",
-                                            score_cols=["score"])
+    dataset, warnings = import_table(store, good, name="mine", columns=columns)
     assert warnings == []
     assert store.load_dataset("mine") == dataset
     with pytest.raises(DataImportError, match=r"bad\.csv, row 3, column 'score'"):
-        table_import.import_table(store, bad, name="other", input_col="source", output_col="summary", score_cols=["score"])
+        import_table(store, bad, name="other", columns=columns)
     with pytest.raises(ValueError, match="already exists"):
-        table_import.import_table(store, good, name="mine", input_col="source", output_col="summary", score_cols=["score"])
+        import_table(store, good, name="mine", columns=columns)
     assert store.load_dataset("mine") == dataset
     assert not store.has_dataset("other")
 
 
 def test_stored_dataset_aspect_definition_and_split(db, tmp_path):
-    from pages.ui import table_import
+    from pages.ui.table_import import ImportColumns, import_table
 
     store = Store(db)
     path = tmp_path / "t.csv"
     rows = "".join(f"in {i},out {i},{i % 5 + 1},g{i // 2}\n" for i in range(40))
     path.write_text("source,summary,score,doc\n" + rows)
-    table_import.import_table(store, path, name="t", input_col="source", output_col="summary", score_cols=["score"],
-                        group_col="doc")
+    import_table(store, path, name="t", columns=ImportColumns(input="source", output="summary", scores=("score",),
+                                                           group="doc"))
     at = goto(open_app(), "pages/datasets.py")
     at.text_area(key="datasets_def_t_score").set_value("How good it is.")
     by_label(at.button, "Save definitions").click().run()

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from judge_engine.data import DataImportError
-from pages.ui.table_import import import_table
+from pages.ui.table_import import ImportColumns, import_table
 
 HEADER = "id,source,output,score\n"
 OK_ROWS = "1,an article,a summary,3\n2,an article,another,4\n"
@@ -23,7 +23,7 @@ CASES = [
     ("broken.json", b'[{"id": 1,,}]', {}, "invalid JSON"),
     ("scalar_line.jsonl", b'{"id": 1, "source": "a", "output": "b", "score": 3}\n[1, 2]\n', {}, "JSON object"),
     ("missing_col.csv", b"id,source,text,score\n1,a,b,3\n2,a,c,4\n", {}, "column 'output'"),
-    ("misnamed_score.csv", (HEADER + OK_ROWS).encode(), {"score_cols": ["Score"]}, "column 'Score'"),
+    ("misnamed_score.csv", (HEADER + OK_ROWS).encode(), {"scores": ("Score",)}, "column 'Score'"),
     ("word_score.csv", (HEADER + OK_ROWS + "3,a,c,good\n").encode(), {}, "row 4, column 'score'"),
     ("nan_score.csv", (HEADER + OK_ROWS + "3,a,c,nan\n").encode(), {}, "not a finite number"),
     ("inf_score.csv", (HEADER + OK_ROWS + "3,a,c,inf\n").encode(), {}, "not a finite number"),
@@ -40,7 +40,7 @@ CASES = [
     ("missing_key.jsonl", (json.dumps({"id": 1, "source": "a", "output": "b", "score": 3}) + "\n"
                            + json.dumps({"id": 2, "source": "a", "output": "c"}) + "\n").encode(), {},
      "row 2, column 'score'"),
-    ("no_scores.csv", (HEADER + OK_ROWS).encode(), {"score_cols": []}, "score column"),
+    ("no_scores.csv", (HEADER + OK_ROWS).encode(), {"scores": ()}, "score column"),
     ("spreadsheet.xlsx", b"PK\x03\x04", {}, "unsupported file type"),
     ("bad_range.csv", (HEADER + OK_ROWS).encode(), {"aspect_ranges": {"score": (5, 1)}}, "low < high"),
 ]
@@ -67,10 +67,10 @@ def test_malformed_file_gets_one_clear_message_and_nothing_changes(store, tiny_d
     before = snapshot(store)
     path = tmp_path / name
     path.write_bytes(content)
-    kwargs = dict(name="mine", input_col="source", output_col="output", score_cols=["score"], id_col="id")
-    kwargs.update(options)
+    options = dict(options)
+    columns = ImportColumns(input="source", output="output", scores=options.pop("scores", ("score",)), id="id")
     with pytest.raises(DataImportError) as err:
-        import_table(store, path, **kwargs)
+        import_table(store, path, name="mine", columns=columns, **options)
     message = str(err.value)
     assert message.startswith(name) and expected in message, message
     assert "Traceback" not in message and len(message.splitlines()) == 1
@@ -83,5 +83,6 @@ def test_a_taken_name_is_refused_before_reading_and_keeps_the_stored_dataset(sto
     path = tmp_path / "fine.csv"
     path.write_text(HEADER + OK_ROWS, encoding="utf-8")
     with pytest.raises(ValueError, match="already exists"):
-        import_table(store, path, name="tiny", input_col="source", output_col="output", score_cols=["score"])
+        import_table(store, path, name="tiny",
+                     columns=ImportColumns(input="source", output="output", scores=("score",)))
     assert snapshot(store) == before
