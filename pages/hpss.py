@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import streamlit as st
 
 from judge_engine import curation, runs
 from judge_engine.figures import human_vs_judge_scatter
+from judge_engine.figures.hpss import FITNESS, X_AXES, advantage_heatmap, fitness_figure, history_frame
 from judge_engine.llm import LLMError, make_llm
 from judge_engine.llm.base import LLMConfig
 from judge_engine.methods import METHODS, Judge
@@ -118,41 +117,9 @@ if dataset is not None:
 
 # --------------------------------------------------------------------------- the search as it runs
 
-FITNESS = "fitness (ρ×100×coverage)"
 COVERAGE_NOTE = ("Fitness counts the validation items a strategy failed to score: below 80% scored it is not "
                  "eligible (no fitness), otherwise ρ×100 × coverage. Only a selectable strategy (eligible, ρ > 0) "
                  "is adopted automatically.")
-
-
-def advantage_heatmap(advantages: dict[str, dict[str, float]]) -> go.Figure:
-    rows = [FACTOR_TITLES[f] for f in FACTOR_NAMES]
-    width = max(len(v) for v in advantages.values())
-    z, text = [], []
-    for f in FACTOR_NAMES:
-        values = list(advantages.get(f, {}).items())
-        z.append([a for _, a in values] + [None] * (width - len(values)))
-        text.append([VALUE_TITLES[f][v] for v, _ in values] + [""] * (width - len(values)))
-    fig = go.Figure(go.Heatmap(z=z, y=rows, text=text, texttemplate="%{text}<br>%{z:.1f}", colorscale="RdBu",
-                               zmid=0, showscale=True))
-    fig.update_layout(title="Advantage per factor value (Spearman × 100)", height=380, xaxis_visible=False,
-                      margin=dict(l=10, r=10, t=40, b=10))
-    return fig
-
-
-def history_frame(evaluated: list[dict]) -> pd.DataFrame:
-    rows = []
-    for e in evaluated:
-        row = {"#": e["index"], "stage": e["stage"], FITNESS: e["fitness"],
-               "ρ×100 (items scored)": e.get("correlation", e["fitness"]), "coverage": e.get("coverage"),
-               "selectable": e.get("selectable", e["fitness"] is not None),
-               "best so far": e["best_so_far"], "calls": e["calls"], "asked again": e.get("retried", 0),
-               "read as JSON": e.get("read_json"), "read by fallback": e.get("read_text"),
-               "from alternatives": e.get("from_alternatives"), "unparsed": e["unparsed"],
-               "missing auxiliary": e["missing_aux"]}
-        row.update(describe(parse_strategy(e["strategy"])))
-        row["strategy"] = e["strategy"]
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def search_view(s: Any, run: RunRecord) -> None:
@@ -178,13 +145,8 @@ def search_view(s: Any, run: RunRecord) -> None:
     if not trace["evaluated"]:
         return
     frame = history_frame(trace["evaluated"])
-    x = st.radio("x axis", ["evaluation", "LLM calls"], horizontal=True, key="hpss_x")
-    xcol = "#" if x == "evaluation" else "calls"
-    fig = px.scatter(frame, x=xcol, y=FITNESS, color="stage", hover_data=["strategy", "coverage"],
-                     title="Validation fitness per evaluated strategy")
-    fig.add_trace(go.Scatter(x=frame[xcol], y=frame["best so far"], mode="lines", name="best so far",
-                             line_shape="hv"))
-    st.plotly_chart(fig, key="hpss_fitness_chart")
+    x = st.radio("x axis", list(X_AXES), horizontal=True, key="hpss_x")
+    st.plotly_chart(fitness_figure(frame, x=x), key="hpss_fitness_chart")
     if trace["advantages"]:
         st.plotly_chart(advantage_heatmap(trace["advantages"]), key="hpss_adv_chart")
     if trace["population"]:
