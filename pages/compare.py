@@ -12,7 +12,7 @@ from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
 from pages import start_form
-from pages.ui import app_frame, auth, messages, readers, session, tables, trust
+from pages.ui import app_frame, auth, messages, probes, readers, session, tables, trust
 
 app_frame.require_frame()
 
@@ -187,6 +187,8 @@ for r in chosen:  # what each run's figures alone do not say (empty bank, impute
 with st.expander("Trust: each judge against its own training figure and its baselines", expanded=True):
     for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
         trust.trust_panel(trust.run_trust(store, r), compact=True)
+for r in chosen:  # where each one disagrees: length, collapse, slices, explanation themes (no call until asked)
+    probes.probes_panel(store, r, key=f"compare_probes_{r.id}")
 worse = frame[frame["significantly worse"]]
 if len(worse):
     st.caption(messages.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "

@@ -13,7 +13,7 @@ from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec, effective_status, start_run
 from judge_engine.store import NotFound
 from pages import start_form
-from pages.ui import app_frame, messages, readers, session, tables, trust, widgets
+from pages.ui import app_frame, messages, probes, readers, session, tables, trust, widgets
 
 app_frame.require_frame()
 
@@ -143,6 +143,7 @@ def results(run: RunRecord) -> None:
         return
     st.markdown("#### Can this judge be trusted?")
     trust.trust_panel(trust.run_trust(store, run))
+    probes.probes_panel(store, run, key="runs_probes")
     st.markdown("#### Correlation with human scores")
     frame = tables.correlation_frame(summary)
     if frame.empty:

@@ -1,0 +1,155 @@
+"""The probes panel: where and why a finished judge disagrees with the humans (:mod:`judge_engine.probes`).
+
+Shown beside the trust panel on the Runs page and for each run on the Compare page. Everything but the
+stability probe is computed from the stored verdicts (no call) and cached per run version; the stability
+probe makes new calls, so it starts only on a click, after saying how many.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from judge_engine import probes
+from judge_engine.llm import LLMError
+from judge_engine.methods import get_method
+from judge_engine.records import RunRecord
+from judge_engine.store import Store
+from pages.ui.messages import escape_markdown
+
+
+@st.cache_data(max_entries=64, show_spinner="Probing the judge's verdicts...")
+def _probes(path: str, run_id: int, version: int) -> probes.ProbeReport:
+    return probes.probe_run(Store(path), run_id)
+
+
+def run_probes(store: Store, run: RunRecord) -> probes.ProbeReport | None:
+    """The probe report of a finished ``run`` (cached until the run changes); None with a caption otherwise."""
+    if run.status != "finished":
+        return None
+    try:
+        return _probes(str(store.path), run.id, int(run.version or 0))
+    except (ValueError, KeyError) as exc:  # a dataset deleted since: say so, no traceback
+        st.caption(escape_markdown(f"No probes for run #{run.id}: {exc}"))
+        return None
+
+
+def _figure(f: probes.Figure) -> str:
+    if f.value is None:
+        return "undefined"
+    if f.ci[0] is None or f.ci[1] is None:
+        return f"{f.value:+.2f} (no interval)"
+    return f"{f.value:+.2f} [{f.ci[0]:+.2f}, {f.ci[1]:+.2f}]"
+
+
+def slices_frame(report: probes.ProbeReport) -> pd.DataFrame:
+    """One row per slice, worst first (see :func:`judge_engine.probes.disagreements`)."""
+    rows = [{"by": s.by, "slice": s.name, "items": s.n, "Spearman [95% CI]": _figure(s.spearman),
+             "worse than overall by": s.worse_by, "mean |rank difference|": s.mean_abs_rank_difference}
+            for s in report.disagreements.slices]
+    return pd.DataFrame(rows, columns=["by", "slice", "items", "Spearman [95% CI]", "worse than overall by",
+                                       "mean |rank difference|"])
+
+
+def items_frame(items: list[probes.Disagreement]) -> pd.DataFrame:
+    """Items with both scores, the judge's explanation and the output (all shown as plain text cells)."""
+    return pd.DataFrame([{"item": d.sample_id, "human": d.human, "judge": d.judge,
+                          "rank difference": d.rank_difference, "explanation": d.explanation[:500],
+                          "output": d.output[:500]} for d in items],
+                        columns=["item", "human", "judge", "rank difference", "explanation", "output"])
+
+
+def _slice_items(report: probes.ProbeReport, chosen: probes.Slice, verdicts: dict[str, Any]) -> pd.DataFrame:
+    top = {d.sample_id: d for d in report.disagreements.top}
+    rows = [top.get(i) or verdicts.get(i) for i in chosen.sample_ids]
+    return items_frame([r for r in rows if r is not None])
+
+
+def probes_panel(store: Store, run: RunRecord, *, key: str) -> None:
+    """Every probe of a finished run, in an expander; ``key`` makes its widgets unique on the page."""
+    report = run_probes(store, run)
+    if report is None:
+        return
+    with st.expander(f"Where run #{run.id} disagrees with the humans (probes on {report.n} test items)"):
+        for line in probes.summary_lines(report):
+            st.markdown("- " + escape_markdown(line))
+        lb, c = report.length, report.collapse
+        if lb.flagged:
+            st.warning(escape_markdown(f"Run #{run.id} follows output length significantly more than the humans "
+                                       f"do (Spearman with length {_figure(lb.judge)} against "
+                                       f"{_figure(lb.human)})."))
+        if c.collapsed:
+            st.warning(escape_markdown(f"Run #{run.id} gives {c.judge.distinct} distinct score(s); "
+                                       f"{c.judge.modal_share:.0%} of the items got {c.judge.modal:g}."))
+        d = report.disagreements
+        if d.slices:
+            st.markdown("**Slices, worst first**")
+            st.dataframe(slices_frame(report), hide_index=True)
+            names = [f"{s.by}: {s.name} ({s.n} items)" for s in d.slices]
+            picked = st.selectbox("Open a slice", names, key=f"{key}_slice")
+            chosen = d.slices[names.index(picked)]
+            by_id = _all_items(store, run)
+            st.dataframe(_slice_items(report, chosen, by_id), hide_index=True)
+        if d.top:
+            st.markdown("**The items it ranks furthest from the humans**")
+            st.dataframe(items_frame(list(d.top)), hide_index=True)
+        t = report.themes
+        for side, themes in (("over-scored", t.over), ("under-scored", t.under)):
+            if themes:
+                st.markdown(f"**What the explanations of {side} items talk about**")
+                st.dataframe(pd.DataFrame([{"theme": ", ".join(th.terms), "explanations": th.count,
+                                            "examples": ", ".join(th.examples)} for th in themes]),
+                             hide_index=True)
+        stability_section(store, run, report, key=key)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _items(path: str, run_id: int, version: int) -> dict[str, probes.Disagreement]:
+    from judge_engine import runs
+
+    s = Store(path)
+    run = s.run(run_id)
+    dataset = runs.human_dataset(s, run.dataset, run.human_aggregate)
+    index = dataset.by_id()
+    out = {}
+    for v in s.load_verdicts(run_id):
+        sample = index.get(v.sample_id)
+        if sample is None or v.missing or run.aspect not in sample.human:
+            continue
+        out[v.sample_id] = probes.Disagreement(v.sample_id, float(sample.human[run.aspect]), float(v.score),
+                                               float("nan"), v.explanation, sample.output)
+    return out
+
+
+def _all_items(store: Store, run: RunRecord) -> dict[str, probes.Disagreement]:
+    return _items(str(store.path), run.id, int(run.version or 0))
+
+
+def stability_section(store: Store, run: RunRecord, report: probes.ProbeReport, *, key: str) -> None:
+    """The stability probe: new calls, so it runs on a click, after saying how many; draws are cached."""
+    st.markdown("**Stability** (re-scores a sample of the test items with sampling on)")
+    c1, c2 = st.columns(2)
+    items = int(c1.number_input("Items", 2, max(2, report.n + report.n_missing),
+                                min(probes.STABILITY_ITEMS, max(2, report.n + report.n_missing)),
+                                key=f"{key}_stab_items"))
+    repeats = int(c2.number_input("Repeats", 2, 10, probes.STABILITY_REPEATS, key=f"{key}_stab_repeats"))
+    calls = probes.stability_calls(get_method(run.method, (run.judge or {}).get("params")), items, repeats)
+    st.caption(escape_markdown(f"At most {calls} calls on the run's backend; draws asked before come from the "
+                               "cache, so a second look costs nothing and an interrupted one resumes."))
+    if not st.button("Measure stability", key=f"{key}_stab_go"):
+        return
+    bar = st.progress(0.0, text="stability")
+
+    def progress(done: int, total: int, stage: str) -> None:
+        bar.progress(min(1.0, done / total) if total else 1.0, text=stage)
+
+    try:
+        found = probes.probe_stability(store, run.id, items=items, repeats=repeats, progress=progress)
+    except (LLMError, ValueError, KeyError) as exc:  # a backend that is down, a run changed since: no traceback
+        st.error(escape_markdown(f"The stability probe stopped: {exc}"))
+        return
+    bar.empty()
+    for line in probes.stability_lines(found):
+        st.markdown("- " + escape_markdown(line))
