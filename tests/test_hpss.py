@@ -893,3 +893,13 @@ def test_criteria_of_a_custom_aspect_are_not_flagged_when_they_name_its_words():
     assert value == text and doubt["flags"], "without the aspect's words the vocabulary flags it"
     value, [refused] = check_auxiliary("criteria", "[criteria_text] " * 3)
     assert value is None and not refused["ok"] and refused["rule"] == "placeholder"
+
+
+def test_scoring_settings_are_the_stored_parameters_over_the_defaults():
+    from judge_engine.methods.hpss.method import HPSS, ScoringSettings
+
+    defaults = HPSS.default_params()
+    older = ScoringSettings.of({"judge_max_tokens": 64})  # a judge stored before the other parameters existed
+    assert older.judge_max_tokens == 64 and older.retry_unparsed is defaults["retry_unparsed"] is True
+    assert (older.aux_max_tokens, older.seed, older.human_criteria) == (defaults["aux_max_tokens"], defaults["seed"],
+                                                                        defaults["human_criteria"])

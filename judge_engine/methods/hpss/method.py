@@ -698,6 +698,29 @@ class ValidationFitness:
 # --------------------------------------------------------------------------- the Method
 
 
+@dataclass(frozen=True)
+class ScoringSettings:
+    """What scoring with a fitted HPSS judge reads from its parameters, built once from them.
+
+    The stored parameters are merged with the defaults, so a judge saved before a parameter existed scores
+    as a judge with its default (the scoring path used to read each one with ``.get`` and its own fallback,
+    which for ``retry_unparsed`` differed from the default).
+    """
+
+    human_criteria: str | None
+    judge_max_tokens: int
+    aux_max_tokens: int
+    retry_unparsed: bool
+    seed: int
+
+    @classmethod
+    def of(cls, params: dict[str, Any]) -> "ScoringSettings":
+        p = {**HPSS.default_params(), **params}
+        return cls(human_criteria=p["human_criteria"], judge_max_tokens=int(p["judge_max_tokens"]),
+                   aux_max_tokens=int(p["aux_max_tokens"]), retry_unparsed=bool(p["retry_unparsed"]),
+                   seed=int(p["seed"]))
+
+
 @register
 class HPSS(Method):
     """Heuristic Prompting Strategy Search over 8 prompt factors.
@@ -979,10 +1002,10 @@ class HPSS(Method):
     def auxiliaries_for(cls, judge: Judge, llm: LLM) -> Auxiliaries:
         """The judge's auxiliaries: its criteria, steps and examples fixed; per-sample ones generated anew."""
         st = judge.state
+        settings = ScoringSettings.of(judge.params)
         return Auxiliaries(llm=llm, aspect=judge.aspect_record, task=judge.task_info,
-                           human_criteria=judge.params.get("human_criteria"),
-                           max_tokens=judge.params.get("aux_max_tokens", 512), seed=judge.params.get("seed", 42),
-                           fixed={"criteria": st.get("criteria"), "steps": st.get("steps"),
+                           human_criteria=settings.human_criteria, max_tokens=settings.aux_max_tokens,
+                           seed=settings.seed, fixed={"criteria": st.get("criteria"), "steps": st.get("steps"),
                                   "examples": st.get("examples") or []})
 
     @classmethod
@@ -996,10 +1019,10 @@ class HPSS(Method):
         Generations already made are answered by the cache.
         """
         st = parse_strategy(strategy or judge.state["strategy"])
+        settings = ScoringSettings.of(judge.params)
         aux = cls.auxiliaries_for(judge, llm) if strategy is None else Auxiliaries(
             llm=llm, aspect=judge.aspect_record, task=judge.task_info, pool=tuple(pool),
-            human_criteria=judge.params.get("human_criteria"), max_tokens=judge.params.get("aux_max_tokens", 512),
-            seed=judge.params.get("seed", 42))
+            human_criteria=settings.human_criteria, max_tokens=settings.aux_max_tokens, seed=settings.seed)
         [inputs] = aux.inputs_for(st, [sample], leave_out=leave_out)
         return None if inputs is None else build_prompt(st, sample, judge.aspect_record, judge.task_info, inputs)
 
@@ -1008,9 +1031,9 @@ class HPSS(Method):
                    progress: Progress | None = None) -> list[Verdict]:
         strategy = parse_strategy(judge.state["strategy"])
         aux = cls.auxiliaries_for(judge, llm)
-        result = evaluate_strategy(strategy, samples, aux, llm=llm,
-                                   max_tokens=judge.params.get("judge_max_tokens", 512), leave_out=False,
-                                   retry=judge.params.get("retry_unparsed", False),
+        settings = ScoringSettings.of(judge.params)
+        result = evaluate_strategy(strategy, samples, aux, llm=llm, max_tokens=settings.judge_max_tokens,
+                                   leave_out=False, retry=settings.retry_unparsed,
                                    progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
         verdicts = []
         for i, (s, score, judged, raw, prompt) in enumerate(zip(samples, result.scores, result.judge_scores,
