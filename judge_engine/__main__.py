@@ -135,11 +135,12 @@ def cmd_probes(args: argparse.Namespace) -> int:
         calls = stability_calls(get_method(run.method, run.judge.get("params") if run.judge else None), n,
                                 args.repeats)
         # new calls: say how many before the first one is sent (cached draws cost nothing)
-        print(f"stability: re-scoring {n} test items {args.repeats} times, at most {calls} calls "
+        print(f"stability ({args.vary}): re-scoring {n} test items {args.repeats} times, at most {calls} calls "
               "(draws asked before come from the cache)", file=sys.stderr)
         progress, close = _progress_bar(args.quiet)
         try:
-            found = probe_stability(store, args.run_id, items=args.items, repeats=args.repeats, progress=progress)
+            found = probe_stability(store, args.run_id, items=args.items, repeats=args.repeats, vary=args.vary,
+                                    progress=progress)
         finally:
             close()
     if args.json:
@@ -309,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also re-score a sample of the test items with sampling on (new calls, cached)")
     probes.add_argument("--items", type=int, default=20, help="test items the stability probe re-scores (default 20)")
     probes.add_argument("--repeats", type=int, default=3, help="times each is re-scored (default 3)")
+    probes.add_argument("--vary", choices=["sampling", "order"], default="sampling",
+                        help="what changes between repeats: sampling (temperature 0.7, a seed each) or the order "
+                             "of the demonstrations, criteria, examples or hypotheses in the prompts (greedy)")
     probes.set_defaults(func=cmd_probes)
 
     export = sub.add_parser("export", help="write a finished run's judge as a JSON model card")

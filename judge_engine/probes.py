@@ -501,7 +501,8 @@ class Stability:
     with_humans_spread: float | None
     """Largest minus smallest of ``with_humans``."""
     varied: str
-    """What varied between repeats: ``sampling`` (temperature and seed)."""
+    """What varied between repeats: ``sampling`` (temperature and seed) or ``order`` (the order of the
+    demonstrations, criteria, examples or hypotheses inside the prompts, decoding greedy)."""
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -510,7 +511,7 @@ class Stability:
 
 
 def stability_figures(scores: np.ndarray, human: Sequence[float], *, temperature: float,
-                      seed: int = 0) -> Stability:
+                      seed: int = 0, varied: str = "sampling") -> Stability:
     """The stability figures of ``scores`` (one row per repeat, one column per item), no call."""
     x = np.asarray(scores, dtype=float)
     h = np.asarray(human, dtype=float)
@@ -533,7 +534,7 @@ def stability_figures(scores: np.ndarray, human: Sequence[float], *, temperature
                      retest=Figure(_finite(retest.value), _interval((retest.ci_low, retest.ci_high)), n),
                      with_humans=per_repeat,
                      with_humans_spread=round(max(defined) - min(defined), 4) if defined else None,
-                     varied="sampling", note=note)
+                     varied=varied, note=note)
 
 
 def stability_items(test_ids: Sequence[str], size: int = STABILITY_ITEMS, *, seed: int = 0) -> list[str]:
@@ -550,34 +551,52 @@ def stability_calls(method: Any, n_items: int, repeats: int) -> int:
     return int(method.estimate_calls(0, n_items).get("score", n_items)) * repeats
 
 
-def stability(judge: Any, samples: Sequence[Sample], aspect: str, *, llm: Any, repeats: int = STABILITY_REPEATS,
-              temperature: float = STABILITY_TEMPERATURE, seed: int = 0,
-              progress: Any = None) -> Stability:
-    """Score ``samples`` ``repeats`` times with sampling on (seeds ``seed + 1 ...``) and measure the spread.
+VARIES = ("sampling", "order")
+"""What a stability probe varies between repeats; reported apart, so a position effect shows as such."""
 
-    Each repeat goes through the one call path with its own seed (:meth:`judge_engine.llm.LLM.sampled`), so
-    every draw is cached: re-running the probe costs nothing and an interrupted one resumes. The run's own
-    verdicts are not touched. ``progress(done, total, stage)`` is called as items are scored.
+
+def stability(judge: Any, samples: Sequence[Sample], aspect: str, *, llm: Any, repeats: int = STABILITY_REPEATS,
+              temperature: float = STABILITY_TEMPERATURE, seed: int = 0, vary: str = "sampling",
+              progress: Any = None) -> Stability:
+    """Score ``samples`` ``repeats`` times, varying one thing, and measure the spread.
+
+    ``vary="sampling"``: each repeat samples at ``temperature`` with its own seed (``seed + 1 ...``) through
+    the one call path (:meth:`judge_engine.llm.LLM.sampled`). ``vary="order"``: decoding stays greedy and each
+    repeat shuffles the order of the items the judge puts inside its prompts (its method's
+    ``ordered_state``: demonstrations, criteria, examples, hypotheses); a method that puts none raises
+    ValueError. Every call is cached: re-running the probe costs nothing and an interrupted one resumes. The
+    run's own verdicts are not touched. ``progress(done, total, stage)`` is called as items are scored.
     """
+    from .methods import METHODS, reordered
+
+    if vary not in VARIES:
+        raise ValueError(f"a stability probe varies one of {', '.join(VARIES)}, not {vary!r}")
     if repeats < 2:
         raise ValueError(f"a stability probe needs at least 2 repeats, got {repeats}")
     if not samples:
         raise ValueError("a stability probe needs at least one item to re-score")
+    if vary == "order" and not METHODS[judge.method].ordered_state:
+        raise ValueError(f"{judge.method} puts no list of demonstrations, criteria or examples into one prompt: "
+                         "there is no order to vary")
     rows = []
     for r in range(repeats):
-        stage = f"stability repeat {r + 1} of {repeats}"
+        stage = f"stability ({vary}) repeat {r + 1} of {repeats}"
         tick = (lambda d, t, _stage="", _s=stage: progress(d, t, _s)) if progress else None
-        verdicts = judge.score(list(samples), llm=llm.sampled(temperature=temperature, seed=seed + 1 + r),
-                               progress=tick)
+        if vary == "sampling":
+            verdicts = judge.score(list(samples), llm=llm.sampled(temperature=temperature, seed=seed + 1 + r),
+                                   progress=tick)
+        else:
+            verdicts = reordered(judge, seed + 1 + r).score(list(samples), llm=llm, progress=tick)
         by_id = {v.sample_id: v.score for v in verdicts if v.aspect == aspect}
         rows.append([by_id.get(s.id, math.nan) for s in samples])
     human = [s.human.get(aspect, math.nan) for s in samples]
-    return stability_figures(np.array(rows, dtype=float), human, temperature=temperature, seed=seed)
+    return stability_figures(np.array(rows, dtype=float), human, temperature=temperature if vary == "sampling"
+                             else 0.0, seed=seed, varied=vary)
 
 
 def probe_stability(store: Any, run_id: int, *, llm: Any = None, items: int = STABILITY_ITEMS,
                     repeats: int = STABILITY_REPEATS, temperature: float = STABILITY_TEMPERATURE, seed: int = 0,
-                    progress: Any = None, api_key: str | None = None) -> Stability:
+                    vary: str = "sampling", progress: Any = None, api_key: str | None = None) -> Stability:
     """:func:`stability` of finished run ``run_id`` on a seeded sample of its test items, on the run's backend.
 
     Raises
@@ -596,12 +615,14 @@ def probe_stability(store: Any, run_id: int, *, llm: Any = None, items: int = ST
     if llm is None:
         llm = make_llm(LLMConfig.from_dict(run.llm), store=store, api_key=api_key)
     return stability(Judge.from_dict(run.judge), dataset.subset(ids), run.aspect, llm=llm, repeats=repeats,
-                     temperature=temperature, seed=seed, progress=progress)
+                     temperature=temperature, seed=seed, vary=vary, progress=progress)
 
 
 def stability_lines(found: Stability) -> list[str]:
     """The stability probe in sentences (for a terminal or a caption)."""
-    head = (f"stability ({found.varied}, temperature {found.temperature:g}, {found.repeats} repeats of "
+    what = (f"sampling, temperature {found.temperature:g}" if found.varied == "sampling"
+            else "order of the items inside the prompts, greedy")
+    head = (f"stability ({what}, {found.repeats} repeats of "
             f"{found.n_items} items, {found.n} scored in every repeat"
             + (f", {found.missing} repeat scores missing" if found.missing else "") + ")")
     if found.note:
@@ -609,8 +630,7 @@ def stability_lines(found: Stability) -> list[str]:
     spread = ", ".join("undefined" if v is None else f"{v:+.2f}" for v in found.with_humans)
     return [f"{head}: mean per-item standard deviation {found.mean_sd:.2f} points; test-retest Spearman "
             f"{_fig(found.retest)}; Spearman with the humans per repeat {spread}"
-            + (f" (spread {found.with_humans_spread:.2f})" if found.with_humans_spread is not None else "")
-            + "; the order of items inside a prompt was not varied"]
+            + (f" (spread {found.with_humans_spread:.2f})" if found.with_humans_spread is not None else "")]
 
 
 # --------------------------------------------------------------------------- a run

@@ -187,7 +187,7 @@ def test_probes_stability_says_its_calls_first_and_a_second_run_costs_nothing(tm
     before = Store(db).db["llm_cache"].count
     code, out, err = _run(capsys, "probes", str(run_id), "--db", db, "--stability", "--items", "8", "--repeats", "2",
                           "--quiet")
-    assert code == 0 and "stability: re-scoring 8 test items 2 times, at most 16 calls" in err
+    assert code == 0 and "stability (sampling): re-scoring 8 test items 2 times, at most 16 calls" in err
     line = out.strip().splitlines()[-1]
     assert line.startswith("stability (sampling, temperature 0.7, 2 repeats of 8 items, 8 scored in every repeat)")
     assert "test-retest Spearman +1.00" in line

@@ -227,3 +227,58 @@ def test_stability_counts_missing_repeat_scores_and_needs_two_repeats(store):
         probes.stability_items([f"x{i}" for i in range(50)], 20, seed=1)
     assert len(probes.stability_items([f"x{i}" for i in range(50)], 20)) == 20
     assert probes.stability_calls(get_method("direct"), 20, 3) == 60
+
+
+def test_reordered_shuffles_only_what_the_method_puts_in_order():
+    judge = Judge(method="active_critic", params={}, aspect={"name": "quality", "low": 1, "high": 5},
+                  task={"task": "toy"}, state={"demos": [{"sample_id": f"d{i}"} for i in range(6)],
+                                                "criteria": {f"c{i}": f"criterion {i}" for i in range(5)},
+                                                "task_description": "unchanged"})
+    from judge_engine.methods import reordered
+
+    moved = reordered(judge, 3)
+    assert moved.state["task_description"] == "unchanged"
+    assert sorted(d["sample_id"] for d in moved.state["demos"]) == [f"d{i}" for i in range(6)]
+    assert moved.state["demos"] != judge.state["demos"] or list(moved.state["criteria"]) != list(judge.state["criteria"])
+    assert moved.state["criteria"] == judge.state["criteria"]  # same entries, another order
+    assert reordered(judge, 3) == moved and judge.state["demos"][0] == {"sample_id": "d0"}
+
+
+def test_stability_sees_a_judge_whose_score_follows_the_order_of_its_prompt_items(store, monkeypatch):
+    from judge_engine.llm import GenerationParams, LLMConfig, Request, make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.methods import METHODS, Method
+
+    class Listed(Method):
+        """A scripted method that lists its learned items in one prompt (test only)."""
+
+        name = "listed"
+        ordered_state = ("items",)
+
+        def __init__(self, *, max_tokens: int = 8):
+            self.max_tokens = max_tokens
+
+        @classmethod
+        def score_with(cls, judge, samples, *, llm, progress=None):
+            requests = [Request(({"role": "user", "content": " | ".join(judge.state["items"]) + f" :: {s.output}"},),
+                                GenerationParams(max_tokens=8)) for s in samples]
+            replies = llm.complete_many(requests)
+            return [Verdict(s.id, "quality", float(r.text.strip("[]"))) for s, r in zip(samples, replies)]
+
+    monkeypatch.setitem(METHODS, "listed", Listed)
+    dataset = _numbered(12)
+    judge = Judge(method="listed", params={"max_tokens": 8}, aspect=dataset.aspects[0].to_dict(),
+                  task={"task": "toy"}, state={"items": ["alpha", "beta", "gamma", "delta"]})
+    # a position effect: the judge adds a point when "alpha" is among the first two; sampling changes nothing
+    def early(messages):
+        return int(messages[0]["content"].split(" :: ")[0].split(" | ").index("alpha") < 2)
+
+    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(lambda m, p: f"[[{1 + _item(m) % 4 + early(m)}]]"))
+    by_order = probes.stability(judge, dataset.samples, "quality", llm=llm, repeats=4, vary="order", seed=0)
+    by_sampling = probes.stability(judge, dataset.samples, "quality", llm=llm, repeats=4, vary="sampling", seed=0)
+    assert by_order.varied == "order" and by_order.temperature == pytest.approx(0.0)
+    assert by_order.mean_sd > 0.1, "the order moved the scores"
+    assert by_sampling.varied == "sampling" and by_sampling.mean_sd == pytest.approx(0.0, abs=1e-12)
+    direct = _direct_judge(dataset)
+    with pytest.raises(ValueError, match="no order to vary"):
+        probes.stability(direct, dataset.samples, "quality", llm=llm, repeats=2, vary="order")

@@ -8,7 +8,7 @@ import importlib
 import pkgutil
 
 from .base import (METHODS, FitContext, Interval, Judge, Method, Options, ParameterDoc, describe_parameters, get_method,
-                   judge_warning, register)
+                   judge_warning, reordered, register)
 from .direct import DirectScoring
 from .geval import GEval
 
@@ -17,5 +17,5 @@ for _module in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["METHODS", "DirectScoring", "FitContext", "GEval", "Interval", "Judge", "Method", "Options", "ParameterDoc",
-           "describe_parameters", "get_method", "judge_warning",
+           "describe_parameters", "get_method", "judge_warning", "reordered",
            "register"]

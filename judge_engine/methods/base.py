@@ -155,6 +155,9 @@ class Method:
     """Words for the allowed values of a parameter with options, where the value alone says little."""
     quick_params: ClassVar[dict[str, Any]] = {}
     """A small configuration for a first look: fewer calls than the paper's, same procedure."""
+    ordered_state: ClassVar[tuple[str, ...]] = ()
+    """Entries of a fitted judge's state whose order reaches its prompts (demonstrations, criteria, examples,
+    hypotheses); a stability probe shuffles them (:func:`reordered`) to see whether the order moves scores."""
 
     @classmethod
     def _param_names(cls) -> list[str]:
@@ -318,6 +321,28 @@ def describe_parameters(cls: type[Method]) -> list[ParameterDoc]:
                                 label=cls._parameter_labels.get(name, name), constraint=constraint,
                                 choices=dict(cls._choice_labels.get(name, {}))))
     return out
+
+
+def reordered(judge: "Judge", seed: int) -> "Judge":
+    """``judge`` with the entries its method lists in ``ordered_state`` shuffled (lists and dict key order).
+
+    Nothing else changes, so scoring the result asks the same prompts with their items in another order.
+    """
+    import random
+
+    rng = random.Random(seed)
+    state = dict(judge.state)
+    for name in METHODS[judge.method].ordered_state:
+        value = state.get(name)
+        if isinstance(value, list) and len(value) > 1:
+            value = list(value)
+            rng.shuffle(value)
+            state[name] = value
+        elif isinstance(value, dict) and len(value) > 1:
+            keys = list(value)
+            rng.shuffle(keys)
+            state[name] = {k: value[k] for k in keys}
+    return Judge(method=judge.method, params=judge.params, aspect=judge.aspect, task=judge.task, state=state)
 
 
 @dataclass(frozen=True)

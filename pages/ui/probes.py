@@ -129,7 +129,14 @@ def _all_items(store: Store, run: RunRecord) -> dict[str, probes.Disagreement]:
 
 def stability_section(store: Store, run: RunRecord, report: probes.ProbeReport, *, key: str) -> None:
     """The stability probe: new calls, so it runs on a click, after saying how many; draws are cached."""
-    st.markdown("**Stability** (re-scores a sample of the test items with sampling on)")
+    st.markdown("**Stability** (re-scores a sample of the test items, varying one thing)")
+    from judge_engine.methods import METHODS
+
+    varies = ["sampling"] + (["order"] if METHODS[run.method].ordered_state else [])
+    vary = st.radio("Vary between repeats", varies, horizontal=True, key=f"{key}_stab_vary",
+                    format_func=lambda v: {"sampling": "sampling (temperature 0.7, a seed each)",
+                                           "order": "order of the items inside the prompts (greedy)"}[v],
+                    help="Reported apart, so an effect of position shows as such.")
     c1, c2 = st.columns(2)
     items = int(c1.number_input("Items", 2, max(2, report.n + report.n_missing),
                                 min(probes.STABILITY_ITEMS, max(2, report.n + report.n_missing)),
@@ -146,7 +153,7 @@ def stability_section(store: Store, run: RunRecord, report: probes.ProbeReport, 
         bar.progress(min(1.0, done / total) if total else 1.0, text=stage)
 
     try:
-        found = probes.probe_stability(store, run.id, items=items, repeats=repeats, progress=progress)
+        found = probes.probe_stability(store, run.id, items=items, repeats=repeats, vary=vary, progress=progress)
     except (LLMError, ValueError, KeyError) as exc:  # a backend that is down, a run changed since: no traceback
         st.error(escape_markdown(f"The stability probe stopped: {exc}"))
         return

@@ -117,6 +117,7 @@ class ActiveCritic(Method):
     """
 
     name = "active_critic"
+    ordered_state = ("demos", "criteria")
     title = "Active-Critic"
     _parameter_constraints = {
         "variant": Options(("fine", "coarse")),

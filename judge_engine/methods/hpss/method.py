@@ -779,6 +779,7 @@ class HPSS(Method):
     """
 
     name = "hpss"
+    ordered_state = ("examples",)
     title = "HPSS (prompting-strategy search)"
     _parameter_constraints = {
         "search": Options(("hpss", "greedy", "stepwise_greedy")),

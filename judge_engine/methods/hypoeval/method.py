@@ -247,6 +247,7 @@ class HypoEval(Method):
     """
 
     name = "hypoeval"
+    ordered_state = ("selected",)
     title = "HypoEval"
     _parameter_constraints = {
         "criteria_form": Options(CRITERIA_FORMS), "layout": Options(LAYOUTS),
