@@ -90,7 +90,11 @@ def test_a_judge_without_a_bad_slice_has_none_far_worse_than_overall(world):
     judge = human + rng.normal(0, 0.4, N)
     found = probes.disagreements(samples, human, judge, ["" for _ in samples])
     systems = [s for s in found.slices if s.by == "system"]
-    assert len(systems) == 3 and all(s.spearman.ci[0] > 0.5 for s in systems)
+    assert len(systems) == 3 and all(s.spearman.value > 0.5 and s.worse_by < 0.3 for s in systems)
+    # the worst slices carry an interval, the rest only their point figure (20 groups of 3 make 20 slices)
+    assert len(found.slices) > probes.SLICES_WITH_INTERVAL
+    assert all(s.spearman.ci[0] is not None for s in found.slices[:probes.SLICES_WITH_INTERVAL] if s.n >= 5)
+    assert all(s.spearman.ci == (None, None) for s in found.slices[probes.SLICES_WITH_INTERVAL:])
 
 
 def test_explanation_themes_name_what_over_and_under_scored_items_talk_about(world):
