@@ -212,12 +212,17 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
+SCORE_CONCURRENCY = {"openai": 32, "vllm": 32, "llamacpp": 1}
+"""Requests in flight by default when scoring a file: a server batches what it is sent at once, while the
+embedded model answers one request at a time behind its machine-wide lock."""
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     import math
     from dataclasses import replace
 
     from . import metrics
-    from .export import load_judge, read_items, verdict_record
+    from .export import load_judge, read_items, resume_output, score_stream
     from .llm import make_llm
     from .store import Store
 
@@ -231,27 +236,54 @@ def cmd_score(args: argparse.Namespace) -> int:
         config = replace(config, backend=args.backend, model=args.model or "", base_url=args.base_url or "")
     elif args.model or args.base_url:
         config = replace(config, model=args.model or config.model, base_url=args.base_url or config.base_url)
+    if args.concurrency is not None and args.concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
+    config = replace(config, concurrency=args.concurrency or SCORE_CONCURRENCY.get(config.backend, 4))
     judge = exported.judge
+    aspect = judge.aspect["name"]
     items = read_items(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
                        context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
-                       aspect=judge.aspect["name"], task=judge.task.get("task", ""))
+                       aspect=aspect, task=judge.task.get("task", ""))
+    done = resume_output(args.out, judge) if args.out else set()
+    todo = [s for s in items.samples if s.id not in done]
+    if done:
+        print(f"resuming: {len(items.samples) - len(todo)} of {len(items.samples)} items are already in {args.out}; "
+              f"scoring the other {len(todo)}", file=sys.stderr)
     store = Store(args.db)
     llm = make_llm(config, store=store)
+    scores: dict[str, float] = {}
+    out = open(args.out, "a", encoding="utf-8") if args.out else sys.stdout
+
+    def write(line: str) -> None:
+        out.write(line)
+        out.flush()  # a whole line at a time: an interrupted run leaves no half-written verdict
+        if args.human_col and not args.out:
+            record = json.loads(line)
+            scores[str(record["id"])] = math.nan if record["score"] is None else float(record["score"])
+
     progress, close = _progress_bar(args.quiet)
     try:
-        verdicts = judge.score(items.samples, llm=llm, progress=progress)
+        counts = score_stream(judge, todo, llm=llm, write=write, progress=progress)
+    except KeyboardInterrupt:
+        close()
+        where = "; run the same command again to score the rest (answers so far are cached)" if args.out else ""
+        print(f"stopped by Ctrl-C{where}", file=sys.stderr)
+        return 130
     finally:
         close()
-    lines = [json.dumps(verdict_record(v), ensure_ascii=False) for v in verdicts]
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-    else:
-        print("\n".join(lines))
-    summary = {"items": len(verdicts), "missing": sum(v.missing for v in verdicts), **llm.ledger.snapshot().to_dict()}
+        if args.out:
+            out.close()
+    summary = {"items": counts["items"], "skipped": len(done), "missing": counts["missing"],
+               "concurrency": config.concurrency, **llm.ledger.snapshot().to_dict()}
     if args.human_col:
-        human = [s.human[judge.aspect["name"]] for s in items.samples]
-        pred = [math.nan if v.missing else v.score for v in verdicts]
+        if args.out:  # the whole file, this run's lines and the resumed ones
+            with open(args.out, encoding="utf-8") as f:
+                for line in f:
+                    if line.strip():
+                        record = json.loads(line)
+                        scores[str(record["id"])] = math.nan if record["score"] is None else float(record["score"])
+        human = [s.human[aspect] for s in items.samples]
+        pred = [scores.get(s.id, math.nan) for s in items.samples]
         summary["correlations"] = metrics.meta_evaluate(human, pred, n_bootstrap=1000).to_dict()
     print(json.dumps(summary, indent=2), file=sys.stderr)
     return 0
@@ -341,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="default: the backend the judge was made with")
     score.add_argument("--model")
     score.add_argument("--base-url")
+    score.add_argument("--concurrency", type=int, default=None,
+                       help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
     score.set_defaults(func=cmd_score)
 
     datasets = sub.add_parser("datasets", help="list the built-in benchmarks found")

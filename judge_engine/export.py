@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from . import data, spreadsheet
 from .llm import LLM, LLMConfig
 from .methods import Judge
-from .records import Dataset, Verdict
+from .records import Dataset, Sample, Verdict
 from .store import NotFound, Store
 from .probes import probe_run
 from .trust import trust_report
@@ -119,6 +119,73 @@ def score_file(judge: Judge, path: str | Path, *, llm: LLM, progress: Callable[[
     """Score every item of a file with ``judge`` (see :func:`read_items` for the column options)."""
     items = read_items(path, task=judge.task.get("task", ""), **columns)
     return judge.score(items.samples, llm=llm, progress=progress)
+
+
+SCORE_CHUNK = 256
+"""Items scored per batch by :func:`score_stream`: enough in flight for a server's batching, few enough that a
+crash loses at most one batch of answers (they stay in the call cache, so even those are not paid again)."""
+
+
+def judge_fingerprint(judge: Judge) -> str:
+    """A short hash of everything that decides a judge's scores, to tell whose verdicts an output file holds."""
+    import hashlib
+
+    return hashlib.sha256(judge.to_json().encode("utf-8")).hexdigest()[:16]
+
+
+def _meta_path(out: Path) -> Path:
+    return out.with_name(out.name + ".judge")
+
+
+def resume_output(out: str | Path, judge: Judge) -> set[str]:
+    """The ids already written to ``out`` by this judge, after cutting off a half-written last line.
+
+    A new output file is tagged with the judge's fingerprint (a ``<out>.judge`` file beside it); an existing
+    one written by another judge is refused before any request is sent, since appending would mix two judges'
+    verdicts in one file.
+    """
+    out = Path(out)
+    meta, mine = _meta_path(out), judge_fingerprint(judge)
+    if not out.exists() or out.stat().st_size == 0:
+        meta.write_text(mine + "\n", encoding="utf-8")
+        return set()
+    theirs = meta.read_text(encoding="utf-8").strip() if meta.exists() else ""
+    if theirs != mine:
+        said = f"by judge {theirs}" if theirs else "without a judge tag (not by score)"
+        raise ValueError(f"{out} was written {said}, not by this judge ({mine}): choose another --out file, or "
+                         "delete it to start over")
+    raw = out.read_bytes()
+    complete = raw[:raw.rfind(b"\n") + 1]
+    if len(complete) != len(raw):  # a line cut by a crash: drop it, its item is scored again (from the cache)
+        with open(out, "r+b") as f:
+            f.truncate(len(complete))
+    done = set()
+    for line in complete.decode("utf-8").splitlines():
+        if line.strip():
+            done.add(str(json.loads(line)["id"]))
+    return done
+
+
+def score_stream(judge: Judge, samples: Sequence[Sample], *, llm: LLM, write: Callable[[str], None],
+                 chunk: int = SCORE_CHUNK, progress: Callable[[int, int, str], None] | None = None) -> dict[str, int]:
+    """Score ``samples`` in batches of ``chunk`` and hand each verdict's JSON line to ``write`` as it is known.
+
+    No verdict is kept: memory holds one batch. Returns the counts ``{"items", "missing"}``.
+    """
+    counts = {"items": 0, "missing": 0}
+    total = len(samples)
+    for start in range(0, total, max(1, chunk)):
+        batch = list(samples[start:start + chunk])
+
+        def tick(done: int, _total: int, stage: str, _start: int = start) -> None:
+            if progress:
+                progress(_start + done, total, stage)
+
+        for v in judge.score(batch, llm=llm, progress=tick):
+            write(json.dumps(verdict_record(v), ensure_ascii=False) + "\n")
+            counts["items"] += 1
+            counts["missing"] += int(v.missing)
+    return counts
 
 
 def verdict_record(v: Verdict) -> dict[str, Any]:

@@ -126,3 +126,75 @@ def test_the_card_carries_the_trust_report(store, finished):
     store.update_run(run_id, status="running")
     assert export.model_card(store, run_id)["trust"] is None
     assert export.model_card(store, run_id)["probes"] is None
+
+
+def _score_in_process(monkeypatch, capsys, judge_file, data, out, db, reply=steps_or_score, *extra):
+    from judge_engine import llm as llm_module
+    from judge_engine.__main__ import main
+
+    monkeypatch.setattr(llm_module, "make_llm",
+                        lambda config, **kw: make_llm(config, backend=FakeBackend(reply), **kw))
+    code = main(["score", str(judge_file), str(data), "--id-col", "id", "--out", str(out), "--db", str(db), "--quiet",
+                 *extra])
+    _, err = capsys.readouterr()
+    return code, err
+
+
+def _items_file(tmp_path, n=7):
+    data = tmp_path / "items.csv"
+    data.write_text("id,input,output\n" + "".join(f"i{k},source {k},output number {k}\n" for k in range(n)))
+    return data
+
+
+def test_score_streams_lines_and_resumes_after_a_cut_line(tmp_path, store, finished, monkeypatch, capsys):
+    run_id, _ = finished
+    judge_file = tmp_path / "judge.json"
+    judge_file.write_text(export.export_judge(store, run_id))
+    data, out = _items_file(tmp_path), tmp_path / "scores.jsonl"
+    code, err = _score_in_process(monkeypatch, capsys, judge_file, data, out, store.path)
+    assert code == 0 and json.loads(err[err.index("{"):])["items"] == 7
+    whole = out.read_text().splitlines()
+    assert [json.loads(x)["id"] for x in whole] == [f"i{k}" for k in range(7)]
+    # a crash after four lines and half of the fifth
+    out.write_text("\n".join(whole[:4]) + "\n" + whole[4][:10])
+    code, err = _score_in_process(monkeypatch, capsys, judge_file, data, out, store.path)
+    assert code == 0 and "resuming: 4 of 7 items are already in" in err and "scoring the other 3" in err
+    summary = json.loads(err[err.index("{"):])
+    assert summary["items"] == 3 and summary["skipped"] == 4 and summary["concurrency"] == 1
+    assert out.read_text().splitlines() == whole, "the same lines, none twice, no half line"
+
+
+def test_score_refuses_an_output_file_of_another_judge_before_any_call(tmp_path, store, finished, monkeypatch,
+                                                                        capsys):
+    run_id, _ = finished
+    judge_file = tmp_path / "judge.json"
+    judge_file.write_text(export.export_judge(store, run_id))
+    data, out = _items_file(tmp_path), tmp_path / "scores.jsonl"
+    out.write_text('{"id": "x", "score": 3}\n')
+    calls = []
+    code, err = _score_in_process(monkeypatch, capsys, judge_file, data, out, store.path,
+                                  lambda m, p: calls.append(1) or "[[3]]")
+    assert code == 2 and "was written without a judge tag" in err and "choose another --out" in err
+    assert calls == [] and out.read_text() == '{"id": "x", "score": 3}\n'
+
+
+def test_ctrl_c_leaves_whole_lines_and_the_same_command_finishes(tmp_path, store, finished, monkeypatch, capsys):
+    run_id, _ = finished
+    judge_file = tmp_path / "judge.json"
+    judge_file.write_text(export.export_judge(store, run_id))
+    data, out = _items_file(tmp_path, 600), tmp_path / "scores.jsonl"
+    asked = []
+
+    def interrupted(messages, params):
+        asked.append(1)
+        if len(asked) == 600:  # inside the second batch of 256 items (G-Eval asks twice per item)
+            raise KeyboardInterrupt
+        return steps_or_score(messages, params)
+
+    code, err = _score_in_process(monkeypatch, capsys, judge_file, data, out, store.path, interrupted)
+    assert code == 130 and "stopped by Ctrl-C; run the same command again" in err
+    lines = out.read_text().splitlines()
+    assert len(lines) == 256 and all(json.loads(x)["id"] for x in lines)
+    code, err = _score_in_process(monkeypatch, capsys, judge_file, data, out, store.path)
+    assert code == 0 and "resuming: 256 of 600 items" in err
+    assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()) == sorted(f"i{k}" for k in range(600))
