@@ -35,8 +35,9 @@ from .store import Store
 STATISTIC = "pearson"
 """The coefficient of the test figures and of the paired differences."""
 
-BASELINE_METHODS = ("direct", "geval")
-"""Methods that learn nothing from the training items: the baselines a learned judge must beat."""
+BASELINE_METHODS = runs.BASELINES
+"""The baselines a learned judge must beat: the methods a run brings on its own split (they learn nothing
+from the training items), one list for both."""
 
 TRAINING_ALPHA = 0.05
 """A judge chosen on a positive training correlation that is not significantly above zero at this two-sided
