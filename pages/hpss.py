@@ -13,8 +13,8 @@ from judge_engine.figures.hpss import FITNESS, X_AXES, advantage_heatmap, fitnes
 from judge_engine.llm import LLMError, make_llm
 from judge_engine.llm.base import LLMConfig
 from judge_engine.methods import METHODS, Judge
-from judge_engine.methods.hpss import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUES, HPSS, VALUE_TITLES, base_strategy,
-                                       describe, parse_strategy, search_trace, strategy_name)
+from judge_engine.methods.hpss import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUES, HPSS, VALUE_TITLES, HPSSState,
+                                       base_strategy, describe, parse_strategy, search_trace, strategy_name)
 from judge_engine.records import Aspect, Dataset, RunRecord
 from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import EditConflict
@@ -165,31 +165,30 @@ def _coverage(s: dict) -> str:
 
 
 def best_strategy(run: RunRecord, judge: Judge) -> None:
-    state = judge.state
+    state = HPSSState.from_judge(judge)
     st.subheader("Best strategy")
-    sel, base_sel = state.get("selection") or {}, state.get("base_selection") or {}
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Validation fitness (best)", "–" if state.get("fitness") is None else f"{state['fitness']:.1f}",
+    c1.metric("Validation fitness (best)", "–" if state.fitness is None else f"{state.fitness:.1f}",
               help=COVERAGE_NOTE)
-    c2.metric("Coverage (best)", _coverage(sel))
+    c2.metric("Coverage (best)", _coverage(dict(state.selection)))
     c3.metric("Validation fitness (MT-Bench base)",
-              "–" if state.get("base_fitness") is None else f"{state['base_fitness']:.1f}")
-    c4.metric("Coverage (MT-Bench base)", _coverage(base_sel))
-    readings = state.get("readings") or {}
+              "–" if state.base_fitness is None else f"{state.base_fitness:.1f}")
+    c4.metric("Coverage (MT-Bench base)", _coverage(dict(state.base_selection)))
+    readings = state.readings
     if readings:
         st.caption(f"Validation ratings read as JSON: {readings.get('json', 0)} · by the free-text fallback: "
                    f"{readings.get('text', 0)} · probability-weighted from a follow-up: {readings.get('logprobs', 0)} "
                    f"(of them from alternatives: {readings.get('from_alternatives', 0)}) · missing: "
                    f"{readings.get('missing', 0)}")
-    aux_readings = state.get("auxiliary_readings") or {}
+    aux_readings = state.auxiliary_readings
     if aux_readings:
         st.caption("Auxiliary replies (JSON / fallback / missing): " + ", ".join(
             f"{k} {v.get('json', 0)}/{v.get('text', 0)}/{v.get('missing', 0)}" for k, v in aux_readings.items()))
-    if state.get("accepted_by_person"):
+    if state.accepted_by_person:
         st.caption("This strategy was fixed by a person, not selected by the search.")
-    for w in state.get("warnings") or []:
+    for w in state.warnings:
         st.warning(messages.escape_markdown(w["message"]))
-    refused_aux = state.get("rejected") or []
+    refused_aux = state.rejected
     if refused_aux:
         with st.expander(f"Auxiliaries the checks refused ({len(refused_aux)})"):
             st.caption("Generated criteria, AutoCoT steps, metrics questions or references that were empty, "
@@ -200,7 +199,7 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
                                         "rule": str(r.get("rule", "")).replace("_", " "), "reason": r.get("reason"),
                                         "text": str(r.get("text", ""))[:300]} for r in refused_aux]),
                          hide_index=True)
-    flagged_aux = state.get("flagged") or []
+    flagged_aux = state.flagged
     if flagged_aux:
         with st.expander(f"Auxiliaries used with flags ({len(flagged_aux)})"):
             st.caption("Generated auxiliaries the rubric checks doubted but did not refuse: they were used, and the "
@@ -210,7 +209,7 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
                                         "flags": rubric_flags.flag_text(r.get("flags")),
                                         "text": str(r.get("text", ""))[:300]} for r in flagged_aux]),
                          hide_index=True)
-    st.dataframe(pd.DataFrame([{"factor": k, "value": v} for k, v in state["readable"].items()]), hide_index=True)
+    st.dataframe(pd.DataFrame([{"factor": k, "value": v} for k, v in state.readable.items()]), hide_index=True)
     st.download_button("Export judge (JSON)", judge.to_json(), file_name=f"hpss-judge-{run.id}.json",
                        key="hpss_export")
 
@@ -218,7 +217,7 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
 def results(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
     st.subheader("Test split")
     run_view.baseline_table(run, key=f"hpss_{run.id}")
-    base = judge.state.get("base_strategy")
+    base = HPSSState.from_judge(judge).base_strategy
     named = [r.id for r in runs.runs_on_same_split(store, run, methods=(METHOD,))
              if r.params.get("fixed_strategy") == base]
     if named:
@@ -239,7 +238,7 @@ def inspect(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
     st.subheader("Inspect a strategy")
     trace = search_trace(store.run_events(run.id))
     evaluated = {e["strategy"]: e for e in trace["evaluated"]}
-    val_ids = (trace["started"] or {}).get("validation_ids") or judge.state.get("validation_ids") or []
+    val_ids = (trace["started"] or {}).get("validation_ids") or list(HPSSState.from_judge(judge).validation_ids)
     if not (evaluated and val_ids):
         return
     order = sorted(evaluated, key=lambda k: -(evaluated[k]["fitness"] if evaluated[k]["fitness"] is not None
@@ -286,7 +285,8 @@ def curate(run: RunRecord, judge: Judge, run_dataset: Dataset) -> None:
                "every prompt the edit leaves unchanged is answered by the cache. Edits are versioned and audited.")
     owner = curation.owner(METHOD, run_id)
     curation.seed(store, owner, [  # first visit: the search's result is version 1
-        {"key": "strategy", "name": "strategy", "definition": judge.state["strategy"], "status": "accepted"},
+        {"key": "strategy", "name": "strategy", "definition": HPSSState.from_judge(judge).strategy,
+         "status": "accepted"},
         {"key": "criteria", "name": "human criteria", "status": "accepted",
          "definition": judge.params.get("human_criteria") or run_dataset.aspect(run.aspect).definition}])
     strategy_item, criteria_item = curation.get(store, owner, "strategy"), curation.get(store, owner, "criteria")

@@ -903,3 +903,17 @@ def test_scoring_settings_are_the_stored_parameters_over_the_defaults():
     assert older.judge_max_tokens == 64 and older.retry_unparsed is defaults["retry_unparsed"] is True
     assert (older.aux_max_tokens, older.seed, older.human_criteria) == (defaults["aux_max_tokens"], defaults["seed"],
                                                                         defaults["human_criteria"])
+
+
+def test_hpss_state_reads_a_stored_state_and_an_older_one_without_the_newer_keys():
+    from judge_engine.methods.hpss import HPSSState
+    from judge_engine.methods.base import Judge
+
+    stored = {"strategy": "s1", "readable": {"scale": "1-10"}, "fitness": 61.5, "selection": {"n": 8},
+              "readings": {"json": 7}, "validation_ids": ["a", "b"], "rejected": [{"kind": "criteria"}],
+              "examples": [{"id": "x"}]}
+    state = HPSSState.from_judge(Judge(method="hpss", params={}, aspect={}, task={}, state=stored))
+    assert state.strategy == "s1" and state.fitness == pytest.approx(61.5) and state.validation_ids == ("a", "b")
+    assert state.rejected == ({"kind": "criteria"},) and state.examples == ({"id": "x"},)
+    older = HPSSState.from_dict({"strategy": "s0"})
+    assert older.flagged == () and older.readings == {} and older.base_fitness is None and not older.accepted_by_person
