@@ -122,7 +122,10 @@ def test_skip_and_the_choice_of_human_score_recorded_with_the_next_run(db):
 
 
 def test_a_display_name_is_asked_once_and_recorded(db, monkeypatch):
+    from pages.ui import auth
+
     monkeypatch.delenv("JUDGE_WORKBENCH_USER", raising=False)
+    monkeypatch.setattr(auth, "_login_name", lambda: "")  # no account name to start from: the form asks
     at = AppTest.from_file(str(APP), default_timeout=60).run()
     assert at.text_input(key="identity_input").label.startswith("Your name")
     at.text_input(key="identity_input").set_value("Ana Lima")
@@ -234,3 +237,19 @@ def test_compare_shows_each_judge_beside_the_ceiling_of_the_labels_it_is_evaluat
                                      systems=[s.system_id for s in tiny_dataset.samples], n_bootstrap=10)
     assert frame["human ceiling (spearman)"].tolist() == pytest.approx([expected.ceiling["spearman"]] * 2)
     assert "2 annotators on 12 items" in captions(at)
+
+
+def test_the_name_defaults_to_the_account_and_a_changed_one_survives_a_reload(db, monkeypatch):
+    from pages.ui import auth
+
+    monkeypatch.delenv("JUDGE_WORKBENCH_USER", raising=False)
+    monkeypatch.setattr(auth, "_login_name", lambda: "osuser")
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception and not [t for t in at.text_input if t.key == "identity_input"], "not asked"
+    assert at.sidebar.text_input(key="identity_name").value == "osuser"
+    at.sidebar.text_input(key="identity_name").set_value("Ana Lima").run()
+    again = AppTest.from_file(str(APP), default_timeout=60).run()  # a reload: a new session
+    assert again.sidebar.text_input(key="identity_name").value == "Ana Lima"
+    again.switch_page("pages/annotate.py").run()
+    label(again, 4)
+    assert [a.annotator for a in Store(db).annotations("tiny")] == ["Ana Lima"]

@@ -1,7 +1,8 @@
 """Sign-in: who works in this session and whether they may change anything.
 
-Local use: a display name (``$JUDGE_WORKBENCH_USER`` or asked for once) and
-the editor role. Team deployment (an ``[auth]`` section in
+Local use: a display name (``$JUDGE_WORKBENCH_USER``, else the name last chosen in the sidebar, kept in a
+small file beside the database, else the operating-system account name; asked for only when there is none)
+and the editor role. Team deployment (an ``[auth]`` section in
 ``.streamlit/secrets.toml``): OpenID Connect sign-in through ``st.login``, and
 the role from the ``[workbench]`` allow-lists of editors and viewers.
 :func:`actor` is the one place that decides who may save.
@@ -69,8 +70,9 @@ def sign_in() -> None:
     Team deployment (``[auth]`` in secrets): not signed in, the page offers
     sign-in (``st.login``) and stops; signed in but on neither allow-list
     (``[workbench] editors`` / ``viewers``), it says so and offers sign-out.
-    Local use: the display name comes from ``$JUDGE_WORKBENCH_USER`` or is
-    asked for once (prefilled with the login name) and kept in the session.
+    Local use: the display name comes from ``$JUDGE_WORKBENCH_USER``, else the name last chosen in the
+    sidebar (:func:`remembered_name`), else the operating-system account; it is asked for only when none of
+    them gives one, so a reload does not ask again.
     """
     if team_mode():
         if not st.user.is_logged_in:
@@ -97,6 +99,10 @@ def sign_in() -> None:
     if preset:
         st.session_state[IDENTITY_KEY] = preset
         return
+    name = remembered_name() or _login_name()
+    if name:
+        st.session_state[IDENTITY_KEY] = name
+        return
     st.title("Judge Workbench")
     with st.form("identity_form"):
         name = st.text_input("Your name (recorded with every label, edit and run you make)",
@@ -104,9 +110,36 @@ def sign_in() -> None:
         if st.form_submit_button("Continue", type="primary"):
             if name.strip():
                 st.session_state[IDENTITY_KEY] = name.strip()
+                remember_name()
                 st.rerun()
             st.error("Enter a name first.")
     st.stop()
+
+
+def _remembered_path() -> Any:
+    from pages.ui.session import db_path
+
+    path = db_path()
+    return path.with_name(path.name + ".user")
+
+
+def remembered_name() -> str:
+    """The display name last chosen with this database (local use); empty when none was."""
+    try:
+        return " ".join(_remembered_path().read_text(encoding="utf-8").split())[:80]
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def remember_name() -> None:
+    """Keep the session's display name beside the database, so a reload or a restart does not ask again."""
+    name = " ".join(str(st.session_state.get(IDENTITY_KEY) or "").split())[:80]
+    if not name or team_mode():
+        return
+    try:
+        _remembered_path().write_text(name + "\n", encoding="utf-8")
+    except OSError:  # a read-only folder: the name lasts for this session only
+        pass
 
 
 def _login_name() -> str:
@@ -149,5 +182,5 @@ def identity_sidebar() -> None:
         if st.button("Sign out", key="identity_logout"):
             st.logout()
         return
-    st.text_input("Your name", key="identity_name",
-                  help="Recorded with every label, edit and run you make in this session.")
+    st.text_input("Your name", key="identity_name", on_change=remember_name,
+                  help="Recorded with every label, edit and run you make; kept for the next visit.")
