@@ -32,6 +32,8 @@ DEFAULT_DB_PATH = REPO_ROOT / "data" / "workbench.db"
 
 RUN_STATUSES = ("queued", "running", "finished", "failed", "interrupted")
 TERMINAL_STATUSES = ("finished", "failed")
+LIVE_STATUSES = ("queued", "running")
+"""A run that is waiting or working: the pages poll it."""
 
 
 def default_db_path() -> Path:

@@ -8,6 +8,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from judge_engine import store as store_module
 from judge_engine.records import Dataset, RunRecord, RunSummary, Verdict
 from judge_engine.runs import effective_status
 
@@ -76,7 +77,7 @@ def correlation_frame(summary: RunSummary) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-LIVE_STATUSES = ("queued", "running")
+LIVE_STATUSES = store_module.LIVE_STATUSES
 
 
 def runs_frame(runs: Iterable[RunRecord]) -> pd.DataFrame:
