@@ -31,6 +31,7 @@ import numpy as np
 from scipy import stats
 
 from . import compare, metrics
+from .trust import _jsonable  # the report's JSON rule (NaN written as null), shared with the trust report
 from .llm import LLMConfig, make_llm
 from .records import Dataset, Sample, Verdict
 
@@ -668,16 +669,6 @@ class ProbeReport:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict; NaN is never written (undefined values are None)."""
         return _jsonable(asdict(self))
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
 
 
 def probes(dataset: Dataset, aspect: str, verdicts: Sequence[Verdict], *, run_id: int = 0,
