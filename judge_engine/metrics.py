@@ -340,6 +340,14 @@ class SelectionFitness:
         return {"value": _nan_to_none(self.value), "correlation": _nan_to_none(self.correlation),
                 "coverage": round(self.coverage, 4), "n_scored": self.n_scored, "n": self.n, "reason": self.reason}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SelectionFitness":
+        """The record :meth:`to_dict` stored (its nulls read back as NaN)."""
+        def number(key: str) -> float:
+            return math.nan if d.get(key) is None else float(d[key])
+        return cls(value=number("value"), correlation=number("correlation"), coverage=float(d.get("coverage") or 0.0),
+                   n_scored=int(d.get("n_scored") or 0), n=int(d.get("n") or 0), reason=str(d.get("reason") or ""))
+
 
 def correlation_p_value(r: float, n: int) -> float:
     """Two-sided p-value of a correlation ``r`` over ``n`` items under no relation (NaN when undefined).

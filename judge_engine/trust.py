@@ -29,6 +29,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from . import compare, metrics, runs
+from .methods.active_critic import ActiveCriticState
+from .methods.hd_eval import HDEvalState
+from .methods.hpss import HPSSState
+from .methods.hypoeval import HypoEvalState
 from .records import RunRecord
 from .store import Store
 
@@ -155,39 +159,45 @@ def _finite(x: Any) -> float | None:
 
 
 def training_figure(method: str, state: dict[str, Any], target: str) -> TrainingFigure | None:
-    """The training correlation of a judge's state, per method (None for methods that learn nothing)."""
+    """The training correlation of a judge's state, per method (None for methods that learn nothing).
+
+    A state its method's record cannot read (a judge file edited by hand, a key renamed) gives a figure
+    without a value whose measure says why: the report is still shown, with the rest of its figures."""
+    try:
+        return _training_figure(method, state, target)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return TrainingFigure(None, f"the judge's stored state could not be read ({type(exc).__name__}: {exc})",
+                              0, 0)
+
+
+def _training_figure(method: str, state: dict[str, Any], target: str) -> TrainingFigure | None:
     if method == "hypoeval":
-        selected = state.get("selected") or []
-        n_train = len(state.get("train_ids") or [])
-        parts = tuple((str(h.get("text") or h.get("key") or ""), _finite(h.get("train_pearson"))) for h in selected)
-        defined = [v for _, v in parts if v is not None]
-        scored = [int(h.get("train_parsed") or 0) for h in selected]
-        return TrainingFigure(value=sum(defined) / len(defined) if defined else None,
-                              measure=f"mean training Pearson of the {len(selected)} selected hypotheses",
-                              n_items=n_train, n_scored=min(scored) if scored else 0, parts=parts)
+        hypo = HypoEvalState.from_dict(state)
+        parts = tuple((h.text or h.key or "", _finite(h.train_pearson)) for h in hypo.selected)
+        scored = [h.train_parsed or 0 for h in hypo.selected]
+        return TrainingFigure(value=hypo.mean_training_pearson,
+                              measure=f"mean training Pearson of the {len(hypo.selected)} selected hypotheses",
+                              n_items=len(hypo.train_ids), n_scored=min(scored) if scored else 0, parts=parts)
     if method == "hpss":
-        sel = state.get("selection") or {}
-        n = int(sel.get("n") or 0)
-        return TrainingFigure(value=_finite(sel.get("correlation")),
+        sel = HPSSState.from_dict(state).selection
+        if sel is None:
+            return TrainingFigure(None, "the chosen strategy's validation figures were not recorded", 0, 0)
+        return TrainingFigure(value=_finite(sel.correlation),
                               measure="Spearman of the chosen strategy on the validation items",
-                              n_items=n, n_scored=int(sel.get("n_scored") or 0))
+                              n_items=sel.n, n_scored=sel.n_scored)
     if method == "active_critic":
-        chosen_ids = [d.get("sample_id") for d in state.get("demos") or []]
-        chosen = next((c for c in state.get("search") or [] if list(c.get("demo_ids") or []) == chosen_ids), None)
+        chosen = ActiveCriticState.from_dict(state).chosen_set
         if chosen is None:
             return TrainingFigure(None, "the chosen demonstration set's training figures were not recorded", 0, 0)
-        q = _finite(chosen.get("q"))
-        return TrainingFigure(value=_finite(chosen.get("pearson")),
+        return TrainingFigure(value=chosen.pearson,
                               measure=("training Pearson of the chosen demonstration set"
-                                       + (f" (Q = {q:.2f})" if q is not None else "")),
-                              n_items=int(chosen.get("n_items") or 0), n_scored=int(chosen.get("n_scored") or 0))
+                                       + (f" (Q = {chosen.q:.2f})" if chosen.q is not None else "")),
+                              n_items=chosen.n_items, n_scored=chosen.n_scored)
     if method == "hd_eval":
-        layers = state.get("layers") or []
-        cv = ((layers[-1].get("cv") or {}).get(target) or {}) if layers else {}
-        n = len(state.get("train_ids") or [])
-        return TrainingFigure(value=_finite(cv.get("pearson")),
+        hd = HDEvalState.from_dict(state)
+        return TrainingFigure(value=hd.training_pearson(target),
                               measure="out-of-fold (cross-validated) training Pearson of the aggregator",
-                              n_items=n, n_scored=n)
+                              n_items=len(hd.train_ids), n_scored=len(hd.train_ids))
     return None
 
 

@@ -15,6 +15,7 @@ from judge_engine.llm.base import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods.hpss import (FACTOR_NAMES, FACTOR_TITLES, FACTOR_VALUES, HPSS, VALUE_TITLES, HPSSState,
                                        base_strategy, describe, parse_strategy, search_trace, strategy_name)
+from judge_engine.metrics import SelectionFitness
 from judge_engine.records import Aspect, Dataset, RunRecord
 from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import EditConflict
@@ -160,8 +161,8 @@ def search_view(s: Any, run: RunRecord) -> None:
 # --------------------------------------------------------------------------- best strategy and results
 
 
-def _coverage(s: dict) -> str:
-    return "–" if not s else f"{s.get('n_scored')} of {s.get('n')} items ({s.get('coverage', 0):.0%})"
+def _coverage(s: SelectionFitness | None) -> str:
+    return "–" if s is None else f"{s.n_scored} of {s.n} items ({s.coverage:.0%})"
 
 
 def best_strategy(run: RunRecord, judge: Judge) -> None:
@@ -170,10 +171,10 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Validation fitness (best)", "–" if state.fitness is None else f"{state.fitness:.1f}",
               help=COVERAGE_NOTE)
-    c2.metric("Coverage (best)", _coverage(dict(state.selection)))
+    c2.metric("Coverage (best)", _coverage(state.selection))
     c3.metric("Validation fitness (MT-Bench base)",
               "–" if state.base_fitness is None else f"{state.base_fitness:.1f}")
-    c4.metric("Coverage (MT-Bench base)", _coverage(dict(state.base_selection)))
+    c4.metric("Coverage (MT-Bench base)", _coverage(state.base_selection))
     readings = state.readings
     if readings:
         st.caption(f"Validation ratings read as JSON: {readings.get('json', 0)} · by the free-text fallback: "

@@ -955,7 +955,7 @@ def test_the_typed_state_reads_and_writes_the_stored_format_and_loads_older_judg
     assert best.text == judge.state["selected"][0]["text"] and best.train_pearson > 0
     # a judge stored before coverage, fitness and the criteria form were kept: missing keys read as None/empty
     old_entry = {"key": "h1", "text": GOOD.format(n=1), "origin": "initial", "reward": 0.9, "train_pearson": 0.8}
-    old = he.HypoEvalState.from_state({"selected": [old_entry], "bank": [old_entry], "train_ids": ["a", "b"]})
+    old = he.HypoEvalState.from_dict({"selected": [old_entry], "bank": [old_entry], "train_ids": ["a", "b"]})
     assert old.selected[0].coverage is None and old.criteria_form is None and old.flagged == ()
     assert old.selected[0].train_pearson == pytest.approx(0.8) and old.train_ids == ("a", "b")
 

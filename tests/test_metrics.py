@@ -491,3 +491,12 @@ def test_correlation_p_value_and_items_needed():
     assert metrics.correlation_p_value(0.5, needed) < 0.05 <= metrics.correlation_p_value(0.5, needed - 1)
     assert metrics.items_for_significance(-0.4) is None and metrics.items_for_significance(0.001) is None
     assert math.isnan(metrics.correlation_p_value(0.9, 2))
+
+
+def test_selection_fitness_survives_its_stored_form_with_nan_as_null():
+    fit = metrics.SelectionFitness(value=math.nan, correlation=0.42, coverage=0.75, n_scored=6, n=8, reason="few")
+    stored = fit.to_dict()
+    assert stored["value"] is None
+    back = metrics.SelectionFitness.from_dict(stored)
+    assert math.isnan(back.value) and back.correlation == pytest.approx(0.42)
+    assert (back.n_scored, back.n, back.reason) == (6, 8, "few") and back.coverage == pytest.approx(0.75)

@@ -70,7 +70,9 @@ def _split(dataset, n_train):
 
 
 # a good judge: at 8 validation items the two-sided 5% critical Spearman is about 0.71
-HPSS_GOOD = {"selection": {"value": 0.8, "correlation": 0.8, "coverage": 1.0, "n_scored": 8, "n": 8}}
+HPSS_GOOD = {"strategy": "chosen", "selection": {"value": 0.8, "correlation": 0.8, "coverage": 1.0, "n_scored": 8, "n": 8}}
+HD_FRAME = {"tree": {"nodes": []}, "aggregators": [{}], "target_group": 0, "features": []}
+"""The keys every fitted HD-Eval state has, empty: the figures under test are added per test."""
 
 
 def test_an_anti_correlated_judge_gets_a_warning(store, wide_dataset):
@@ -87,7 +89,7 @@ def test_an_anti_correlated_judge_gets_a_warning(store, wide_dataset):
     assert any("1 of 2 selected hypotheses" in r and "-0.35" in r for r in report.reasons), report.reasons
     assert report.training.value == pytest.approx(0.025) and report.training.n_items == 8
     # training correlation alone at or below zero is enough (test fine, HD-Eval's out-of-fold Pearson negative)
-    hd_state = {"layers": [{"cv": {"quality": {"pearson": -0.2}}}], "train_ids": ["a", "b", "c", "d", "e"]}
+    hd_state = {**HD_FRAME, "layers": [{"cv": {"quality": {"pearson": -0.2}}}], "train_ids": ["a", "b", "c", "d", "e"]}
     hd = trust.trust_report(store, _learned(store, wide_dataset, split, "hd_eval", hd_state, _human))
     assert hd.verdict == "warning" and hd.training.value == pytest.approx(-0.2) and hd.training.n_items == 5
     assert any("anti-correlated on its training items" in r for r in hd.reasons), hd.reasons
@@ -169,6 +171,13 @@ def test_the_training_figure_is_read_from_what_each_learned_method_stores(name, 
     assert figure is not None and figure.value is not None and -1.0 <= figure.value <= 1.0, figure
     assert 0 < figure.n_scored <= figure.n_items <= 6, figure
     assert trust.training_figure("direct", {}, "quality") is None and trust.training_figure("geval", {}, "q") is None
+
+
+def test_a_state_its_method_cannot_read_gives_no_training_figure_and_says_why():
+    figure = trust.training_figure("hd_eval", {"layers": [{"cv": {"quality": {"pearson": 0.9}}}]}, "quality")
+    assert figure is not None and figure.value is None and "could not be read" in figure.measure, figure
+    hpss = trust.training_figure("hpss", {"strategy": "s", "selection": {"correlation": "high"}}, "quality")
+    assert hpss is not None and hpss.value is None and "could not be read" in hpss.measure, hpss
 
 
 def test_a_summary_stored_before_intervals_were_withheld_is_measured_again(store, tiny_dataset):

@@ -10,10 +10,31 @@ they lack reading as empty.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from ..base import Judge
+
+
+@dataclass(frozen=True)
+class DemonstrationSetFigures:
+    """How one candidate demonstration set did on the training items (an entry of ``ActiveCriticState.search``)."""
+
+    q: float | None
+    """Eq. 4's objective Q: Pearson + Spearman + Kendall on the items the set scored (None when undefined)."""
+    pearson: float | None
+    n_items: int
+    n_scored: int
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> DemonstrationSetFigures:
+        return cls(q=_number(entry.get("q")), pearson=_number(entry.get("pearson")),
+                   n_items=int(entry.get("n_items") or 0), n_scored=int(entry.get("n_scored") or 0))
+
+
+def _number(x: Any) -> float | None:
+    return None if x is None or not math.isfinite(float(x)) else float(x)
 
 
 @dataclass(frozen=True)
@@ -63,6 +84,14 @@ class ActiveCriticState:
     def to_dict(self) -> dict[str, Any]:
         """The stored JSON shape: every field under its own name, in field order (what ``Judge.state`` holds)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def chosen_set(self) -> DemonstrationSetFigures | None:
+        """The training figures of the demonstration set the judge scores with: the search's entry whose
+        demonstrations are the judge's (None when the search did not record it)."""
+        chosen_ids = [d.get("sample_id") for d in self.demos]
+        entry = next((c for c in self.search if list(c.get("demo_ids") or []) == chosen_ids), None)
+        return None if entry is None else DemonstrationSetFigures.from_dict(entry)
 
     @property
     def prompt_state(self) -> dict[str, Any]:

@@ -9,6 +9,7 @@ existed read as empty, as the page read them before.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -108,6 +109,13 @@ class HDEvalState:
     def fitted_nodes(self) -> dict[str, dict[str, Any]]:
         """The fitted tree's nodes by id (with the rubric checks' flags)."""
         return {n["id"]: n for n in self.tree["nodes"]}
+
+    def training_pearson(self, aspect: str) -> float | None:
+        """The last layer's out-of-fold (cross-validated) training Pearson of ``aspect``'s aggregator."""
+        if not self.layers:
+            return None
+        value = ((self.layers[-1].get("cv") or {}).get(aspect) or {}).get("pearson")
+        return None if value is None or not math.isfinite(float(value)) else float(value)
 
     @property
     def n_missing_scores(self) -> int:

@@ -10,7 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ...metrics import SelectionFitness
 from ..base import Judge
+
+
+def _selection(stored: Mapping[str, Any] | None) -> SelectionFitness | None:
+    return SelectionFitness.from_dict(dict(stored)) if stored else None
 
 
 @dataclass(frozen=True)
@@ -29,11 +34,12 @@ class HPSSState:
     """In-context examples, where the strategy uses them (their order reaches the prompt)."""
     fitness: float | None = None
     """Validation fitness of the chosen strategy (Spearman x 100 x coverage)."""
-    selection: Mapping[str, Any] = field(default_factory=dict)
-    """The chosen strategy's selection figures (correlation, coverage, items scored)."""
+    selection: SelectionFitness | None = None
+    """The chosen strategy's selection figures on the validation items (correlation, coverage, items scored)."""
     base_strategy: str | None = None
     base_fitness: float | None = None
-    base_selection: Mapping[str, Any] = field(default_factory=dict)
+    base_selection: SelectionFitness | None = None
+    """The same figures for the MT-Bench base strategy (None when it was not evaluated)."""
     accepted_by_person: bool = False
     """The strategy was fixed by a person, not found by the search."""
     readings: Mapping[str, int] = field(default_factory=dict)
@@ -51,8 +57,8 @@ class HPSSState:
         return cls(strategy=str(state["strategy"]), readable=dict(state.get("readable") or {}),
                    criteria=state.get("criteria"), steps=state.get("steps"),
                    examples=tuple(state.get("examples") or ()), fitness=state.get("fitness"),
-                   selection=dict(state.get("selection") or {}), base_strategy=state.get("base_strategy"),
-                   base_fitness=state.get("base_fitness"), base_selection=dict(state.get("base_selection") or {}),
+                   selection=_selection(state.get("selection")), base_strategy=state.get("base_strategy"),
+                   base_fitness=state.get("base_fitness"), base_selection=_selection(state.get("base_selection")),
                    accepted_by_person=bool(state.get("accepted_by_person")),
                    readings=dict(state.get("readings") or {}),
                    auxiliary_readings={k: dict(v) for k, v in (state.get("auxiliary_readings") or {}).items()},

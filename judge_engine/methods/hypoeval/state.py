@@ -8,6 +8,7 @@ or the default each field names.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -86,7 +87,8 @@ class HypoEvalState:
     """How hypotheses were asked for: ``paper`` or ``sentence``; None in judges made before the choice existed."""
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> "HypoEvalState":
+    def from_dict(cls, state: Mapping[str, Any]) -> "HypoEvalState":
+        """The record of a stored ``Judge.state``; keys an older judge lacks read as empty."""
         return cls(selected=tuple(StoredHypothesis.from_dict(h) for h in state.get("selected") or ()),
                    bank=tuple(StoredHypothesis.from_dict(h) for h in state.get("bank") or ()),
                    train_ids=tuple(state.get("train_ids") or ()), failures=int(state.get("failures") or 0),
@@ -97,7 +99,7 @@ class HypoEvalState:
 
     @classmethod
     def from_judge(cls, judge: Judge) -> "HypoEvalState":
-        return cls.from_state(judge.state)
+        return cls.from_dict(judge.state)
 
     def to_state(self) -> dict[str, Any]:
         """The JSON-native dict stored as ``Judge.state`` (lists, not tuples: a judge survives a JSON round trip)."""
@@ -110,6 +112,13 @@ class HypoEvalState:
     def hypothesis(self, key: str) -> StoredHypothesis | None:
         """The bank's hypothesis with this key (a selected one is in the bank too), or None."""
         return next((h for h in self.bank if h.key == key), None)
+
+    @property
+    def mean_training_pearson(self) -> float | None:
+        """Mean training Pearson of the selected hypotheses that have one (None when none has)."""
+        defined = [h.train_pearson for h in self.selected if h.train_pearson is not None
+                   and math.isfinite(h.train_pearson)]
+        return sum(defined) / len(defined) if defined else None
 
     @property
     def selected_keys(self) -> tuple[str, ...]:
