@@ -90,7 +90,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from .runs import effective_status, ended_without_judge
-    from .store import Store
+    from .store import STOPPED_STATUSES, Store
     from .trust import one_line, trust_report
 
     store = Store(args.db)
@@ -109,7 +109,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             except (ValueError, KeyError) as exc:  # e.g. its dataset was deleted since: the list goes on
                 scored += f"  trust: n/a ({exc})"
         status = effective_status(r)
-        if status in ("failed", "interrupted") and not summary:
+        if status in STOPPED_STATUSES and not summary:
             # its step count and an "n/a" figure say nothing; why it stopped does
             why = ended_without_judge(r)
             reason = " ".join((why or r.message or "no reason recorded").split())

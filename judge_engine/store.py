@@ -34,6 +34,8 @@ RUN_STATUSES = ("queued", "running", "finished", "failed", "interrupted")
 TERMINAL_STATUSES = ("finished", "failed")
 LIVE_STATUSES = ("queued", "running")
 """A run that is waiting or working: the pages poll it."""
+STOPPED_STATUSES = ("failed", "interrupted")
+"""A run that ended without finishing: an error, or its worker gone (it can be resumed from its cache)."""
 
 
 def default_db_path() -> Path:

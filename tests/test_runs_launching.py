@@ -28,6 +28,16 @@ def test_baselines_run_on_the_runs_split_and_are_reused(store, tiny_dataset, sta
     assert len(started) == 4
 
 
+@pytest.mark.parametrize("stopped", ["failed", "interrupted"])
+def test_a_baseline_that_stopped_without_finishing_is_started_again_not_reused(stopped, store, tiny_dataset, started):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6, seed=5)
+    first = runs.launch(store, spec, baselines=("geval",))
+    store.update_run(first[1].run_id, status=stopped, message="worker gone")
+    again = runs.launch(store, spec, split=store.run(first[0].run_id).split, baselines=("geval",))
+    assert [(s.role, s.reused) for s in again] == [("run", False), ("baseline", False)]
+    everything = runs.runs_on_same_split(store, store.run(again[0].run_id), include_failed=True)
+    assert first[1].run_id in {r.id for r in everything}
 def test_runs_on_another_backend_or_split_are_not_comparable(store, tiny_dataset, started):
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6, seed=1)

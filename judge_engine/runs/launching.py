@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from ..llm import LLMConfig
 from ..methods import Judge, get_method
 from ..records import RunRecord, Split
-from ..store import Store
+from ..store import STOPPED_STATUSES, Store
 from .spec import RunSpec, create_run, ensure_dataset
 from .workers import start_run
 
@@ -53,7 +53,8 @@ def runs_on_same_split(store: Store, run: RunRecord, *, methods: tuple[str, ...]
 
     Only these are comparable with ``run`` number for number: the same items,
     the same human score and the same model. Newest first; ``methods``
-    filters by method; failed and cancelled runs are left out unless asked.
+    filters by method; runs that stopped without finishing (failed, interrupted) are left out unless asked,
+    so a baseline is never "reused" from a run that will not finish on its own.
     """
     test_ids = run.split.test_ids if run.split else None
     llm = LLMConfig.from_dict(run.llm)
@@ -63,7 +64,7 @@ def runs_on_same_split(store: Store, run: RunRecord, *, methods: tuple[str, ...]
             continue
         if methods is not None and other.method not in methods:
             continue
-        if not include_failed and other.status in ("failed", "cancelled"):
+        if not include_failed and other.status in STOPPED_STATUSES:
             continue
         if ((other.split.test_ids if other.split else None) != test_ids
                 or other.human_aggregate != run.human_aggregate
