@@ -290,11 +290,28 @@ def correlations(human: Sequence[float], pred: Sequence[float]) -> dict[str, flo
     if h.size < 2 or _is_constant(h) or _is_constant(p):
         return _nan_result()
     with _Quiet():
-        return {
-            "pearson": float(stats.pearsonr(h, p)[0]),
-            "spearman": float(stats.spearmanr(h, p)[0]),
-            "kendall": float(stats.kendalltau(h, p, variant="b")[0]),
-        }
+        return {m: float(_COEFFICIENT[m](h, p)) for m in COEFFICIENTS}
+
+
+_COEFFICIENT = {"pearson": lambda h, p: stats.pearsonr(h, p)[0], "spearman": lambda h, p: stats.spearmanr(h, p)[0],
+                "kendall": lambda h, p: stats.kendalltau(h, p, variant="b")[0]}
+
+
+def correlation(human: Sequence[float], pred: Sequence[float], coefficient: str) -> float:
+    """One coefficient of :func:`correlations` (same pairs dropped, same NaN), without computing the others:
+    where hundreds of slices need only a Spearman, Kendall's tau is most of the time spent."""
+    if coefficient not in _COEFFICIENT:
+        raise ValueError(f"unknown coefficient {coefficient!r}; one of {', '.join(COEFFICIENTS)}")
+    h = _as_float_array(human, "human")
+    p = _as_float_array(pred, "pred")
+    if h.shape != p.shape:
+        raise ValueError(f"human and pred differ in length: {h.size} != {p.size}")
+    keep = np.isfinite(h) & np.isfinite(p)
+    h, p = h[keep], p[keep]
+    if h.size < 2 or _is_constant(h) or _is_constant(p):
+        return math.nan
+    with _Quiet():
+        return float(_COEFFICIENT[coefficient](h, p))
 
 
 MIN_SELECTION_COVERAGE = 0.8

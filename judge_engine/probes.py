@@ -294,7 +294,7 @@ def disagreements(samples: Sequence[Sample], human: Sequence[float], judge: Sequ
             size = int(mask.sum())
             if size < MIN_SLICE or size == n:
                 continue
-            value = _finite(metrics.correlations(h[mask], j[mask])["spearman"])
+            value = _finite(metrics.correlation(h[mask], j[mask], "spearman"))
             worse = (overall.value - value) if overall.value is not None and value is not None else None
             slices.append(Slice(by, str(name), size, Figure(value, (None, None), size),
                                 round(float(np.abs(diff[mask]).mean()), 4), None if worse is None else round(worse, 4),

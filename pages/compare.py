@@ -187,8 +187,13 @@ for r in chosen:  # what each run's figures alone do not say (empty bank, impute
 with st.expander("Trust: each judge against its own training figure and its baselines", expanded=True):
     for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
         trust.trust_panel(trust.run_trust(store, r), compact=True)
-for r in chosen:  # where each one disagrees: length, collapse, slices, explanation themes (no call until asked)
-    probes.probes_panel(store, r, key=f"compare_probes_{r.id}")
+# where each one disagrees: length, collapse, slices, explanation themes (no call until asked); on by default,
+# and ?probes=off opens the page without them (a lighter link to share, and how the benchmark times their cost)
+show_probes = st.toggle("Where each judge disagrees with the humans (probes)", key="compare_show_probes",
+                        value=st.query_params.get("probes", "on") != "off")
+if show_probes:
+    for r in chosen:
+        probes.probes_panel(store, r, key=f"compare_probes_{r.id}")
 worse = frame[frame["significantly worse"]]
 if len(worse):
     st.caption(messages.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "

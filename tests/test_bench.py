@@ -202,10 +202,16 @@ def test_app_bench_refuses_a_compare_page_without_runs(tmp_path, capsys):
 def test_app_latency_renders_a_page(tmp_path, shared_data):
     if app_latency.available():
         pytest.skip(app_latency.available())
-    doc = bench(tmp_path, "app", "--repeats", "1", "--pages", "settings")
-    (row,) = doc["rows"]
+    doc = bench(tmp_path, "app", "--repeats", "1", "--pages", "settings", "--compare-items", "40",
+                "--compare-runs", "2")
+    with_probes, without, row = doc["rows"]
     assert row["page"] == "settings" and row["exception"] is False and row["first_render_s"] > 0
     assert row["heading"] != "Judge Workbench", "the page itself was timed, not the name gate before it"
+    # the compare page timed with its probes and without them (?probes=off), side by side
+    assert (with_probes["page"], without["page"]) == ("compare (plots drawn)", "compare without probes")
+    assert not with_probes["exception"] and not without["exception"] and without["idle_s"] > 0
+    assert with_probes["probes_share_of_idle_s"] == pytest.approx(1 - without["idle_s"] / with_probes["idle_s"],
+                                                                  abs=1e-3)
 
 
 @pytest.mark.model

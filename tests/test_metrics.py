@@ -500,3 +500,16 @@ def test_selection_fitness_survives_its_stored_form_with_nan_as_null():
     back = metrics.SelectionFitness.from_dict(stored)
     assert math.isnan(back.value) and back.correlation == pytest.approx(0.42)
     assert (back.n_scored, back.n, back.reason) == (6, 8, "few") and back.coverage == pytest.approx(0.75)
+
+
+def test_one_coefficient_is_the_same_as_in_all_three_and_drops_the_same_pairs():
+    rng = np.random.default_rng(7)
+    h = rng.normal(size=40)
+    p = h + rng.normal(size=40)
+    p[3], h[9] = math.nan, math.nan
+    every = metrics.correlations(h, p)
+    for name in metrics.COEFFICIENTS:
+        assert metrics.correlation(h, p, name) == pytest.approx(every[name])
+    assert math.isnan(metrics.correlation([1.0, 1.0, 1.0], [1.0, 2.0, 3.0], "spearman"))
+    with pytest.raises(ValueError, match="unknown coefficient"):
+        metrics.correlation(h, p, "tau")

@@ -66,3 +66,13 @@ def test_compare_page_shows_each_runs_probes(db, tiny_dataset):
     assert any(label.startswith(f"Where run #{flat} disagrees") for label in labels), labels
     warned = [unescape(w.value) for w in at.warning]
     assert any(w.startswith(f"Run #{flat} gives 2 distinct score(s)") for w in warned), warned
+    # switched off (or opened with ?probes=off), the page draws no probe; switched on again, they are back
+    at.toggle(key="compare_show_probes").set_value(False).run()
+    assert not any(e.label.startswith("Where run #") for e in at.expander)
+    at.toggle(key="compare_show_probes").set_value(True).run()
+    assert any(e.label.startswith(f"Where run #{good} disagrees") for e in at.expander)
+    off = open_app()
+    off.query_params["probes"] = "off"
+    off = goto(off, "pages/compare.py")
+    assert not off.exception and not off.toggle(key="compare_show_probes").value
+    assert not any(e.label.startswith("Where run #") for e in off.expander)

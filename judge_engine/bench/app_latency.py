@@ -11,7 +11,10 @@ also holds a synthetic dataset of N items with ``--compare-runs K`` (default
 4) finished direct-scoring runs (scored by the real llama.cpp backend from
 pre-inserted cache rows, see :mod:`.scale`; each run has its own rows, so
 their scores differ), and the comparison page, which
-opens with all K runs selected, is timed until its four plots are drawn.
+opens with all K runs selected, is timed until its four plots are drawn: once
+as it opens (with the probes of every run) and once with ``?probes=off``, each
+on a fresh server, so the probes' share of the page's time is measured side by
+side.
 
 The app is started with ``$JUDGE_WORKBENCH_USER`` set, so a fresh session
 goes past the name gate of :func:`pages.ui.auth.sign_in` (whose own
@@ -24,6 +27,7 @@ medians.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -34,7 +38,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from . import ROOT, med, result
 
@@ -163,6 +167,22 @@ def _row(page: str, visits: list[dict[str, Any]], items: int | None, runs: int |
             "exception": any(v["exception"] for v in visits)}
 
 
+@contextlib.contextmanager
+def _app(db: Path, log: Path, timeout: float) -> Iterator[tuple[Any, str]]:
+    """A fresh app server on ``db`` (its caches empty) and a headless browser, warmed up by one visit."""
+    from playwright.sync_api import sync_playwright
+    proc, url = _start_app(db, log)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            _visit(browser, url, timeout * 1000)  # warm-up: first script run imports everything
+            yield browser, url
+            browser.close()
+    finally:
+        _stop(proc)
+
+
 def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int = 0, compare_runs: int = 4,
         timeout: float = 300.0, **_: Any) -> dict[str, Any]:
     if compare_items and compare_runs < 1:
@@ -170,28 +190,25 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
     why = available()
     if why:
         raise RuntimeError(f"the app benchmark needs Chromium and Playwright: {why}")
-    from playwright.sync_api import sync_playwright
     targets = [(stem, path) for stem, path in app_pages() if not pages or stem in pages]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp:
         db = Path(tmp) / "workbench.db"
         if compare_items:
             seed_compare(db, compare_items, compare_runs)
-        proc, url = _start_app(db, Path(tmp) / "streamlit.log")
-        try:
-            with sync_playwright() as p:
-                browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                            args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-                _visit(browser, url, timeout * 1000)  # warm-up: first script run imports everything
-                if compare_items:  # first, so that its first visit computes the comparison (cold cache)
-                    visits = [_visit(browser, f"{url}/compare", timeout * 1000, plots=4) for _ in range(repeats)]
-                    rows.append(_row("compare (plots drawn)", visits, compare_items, compare_runs))
-                for stem, path in targets:
-                    visits = [_visit(browser, f"{url}/{path}", timeout * 1000) for _ in range(repeats)]
-                    rows.append(_row(stem, visits, None, None))
-                browser.close()
-        finally:
-            _stop(proc)
+            # the page with and without its probes, each on a server of its own so both first visits are cold
+            for label, query in (("compare (plots drawn)", ""), ("compare without probes", "?probes=off")):
+                with _app(db, Path(tmp) / "streamlit.log", timeout) as (browser, url):
+                    visits = [_visit(browser, f"{url}/compare{query}", timeout * 1000, plots=4)
+                              for _ in range(repeats)]
+                rows.append(_row(label, visits, compare_items, compare_runs))
+            with_probes, without = rows[-2], rows[-1]
+            for key in ("idle_s", "cold_idle_s"):
+                with_probes[f"probes_share_of_{key}"] = round(1 - without[key] / with_probes[key], 4)
+        with _app(db, Path(tmp) / "streamlit.log", timeout) as (browser, url):
+            for stem, path in targets:
+                visits = [_visit(browser, f"{url}/{path}", timeout * 1000) for _ in range(repeats)]
+                rows.append(_row(stem, visits, None, None))
     return result("app", config={"repeats": repeats, "pages": [t[0] for t in targets], "compare_items": compare_items,
                                  "compare_runs": compare_runs if compare_items else 0},
                   rows=rows, summary={"pages": len(rows), "pages_with_exception": sum(r["exception"] for r in rows),
@@ -199,4 +216,6 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                   notes=["first_render_s: until the page's first heading is drawn; idle_s: until the script run "
                          "is over (and, for the compare row, its four plots are drawn); medians after a warm-up",
                          "cold_*: the page's first visit, which fills the server's st.cache_data for later visits "
-                         "(the compare plots row runs before the page list: its cold visit is the one that computes)"])
+                         "(each compare row has a server of its own, so its first visit computes everything)",
+                         "probes_share_of_*: the share of the compare page's time that its probes take, from the "
+                         "row without them (?probes=off) measured on the same database"])
