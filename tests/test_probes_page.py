@@ -41,6 +41,14 @@ def test_runs_page_shows_the_probes_and_measures_stability_on_a_click(db, tiny_d
     assert any(line.startswith("- collapse: ") for line in lines) and any("- disagreements: " in x for x in lines)
     slices = next(d.value for d in at.dataframe if "worse than overall by" in d.value.columns)
     assert len(slices) >= 1 and set(slices["by"]) <= {"system", "group", "length", "human score"}
+    # a slice's items are drawn when it is opened, with both scores, the explanation and the output
+    item_tables = sum("explanation" in d.value.columns for d in at.dataframe)
+    worst = at.selectbox(key="runs_probes_slice")
+    assert worst.value is None, "no slice is open before one is chosen"
+    worst.set_value(worst.options[0]).run()
+    opened = [d.value for d in at.dataframe if "explanation" in d.value.columns]
+    assert len(opened) == item_tables + 1
+    assert any(len(t) == slices["items"].iloc[0] and {"human", "judge", "output"} <= set(t.columns) for t in opened)
     assert store.db["llm_cache"].count == calls, "the probes make no call until asked"
     assert any("At most 36 calls" in unescape(c.value) for c in at.caption)
     at.number_input(key="runs_probes_stab_items").set_value(6).run()

@@ -88,10 +88,13 @@ def probes_panel(store: Store, run: RunRecord, *, key: str) -> None:
             st.markdown("**Slices, worst first**")
             st.dataframe(slices_frame(report), hide_index=True)
             names = [f"{s.by}: {s.name} ({s.n} items)" for s in d.slices]
-            picked = st.selectbox("Open a slice", names, key=f"{key}_slice")
-            chosen = d.slices[names.index(picked)]
-            by_id = _all_items(store, run)
-            st.dataframe(_slice_items(report, chosen, by_id), hide_index=True)
+            # closed until asked: a slice of a large run holds hundreds of items with their texts, and four runs'
+            # worth of them drawn on every visit cost the Compare page more than every probe together
+            picked = st.selectbox("Open a slice", names, index=None, placeholder="Choose a slice to see its items",
+                                  key=f"{key}_slice")
+            if picked is not None:
+                chosen = d.slices[names.index(picked)]
+                st.dataframe(_slice_items(report, chosen, _all_items(store, run)), hide_index=True)
         if d.top:
             st.markdown("**The items it ranks furthest from the humans**")
             st.dataframe(items_frame(list(d.top)), hide_index=True)
