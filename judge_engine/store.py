@@ -39,8 +39,16 @@ STOPPED_STATUSES = ("failed", "interrupted")
 
 
 def default_db_path() -> Path:
-    """``$JUDGE_WORKBENCH_DB`` if set, else ``data/workbench.db`` in the project."""
-    return Path(os.environ.get("JUDGE_WORKBENCH_DB") or DEFAULT_DB_PATH)
+    """``$JUDGE_WORKBENCH_DB`` if set; else ``data/workbench.db`` in the clone the package runs from; else, for
+    an installed package (whose folder may not be writable, and is replaced on upgrade),
+    ``$XDG_DATA_HOME/judge-workbench/workbench.db`` (``~/.local/share/...`` when unset)."""
+    env = os.environ.get("JUDGE_WORKBENCH_DB")
+    if env:
+        return Path(env)
+    if (REPO_ROOT / "app.py").is_file() and (REPO_ROOT / "judge_engine").is_dir():
+        return DEFAULT_DB_PATH
+    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(data_home) / "judge-workbench" / "workbench.db"
 
 
 class NotFound(KeyError):

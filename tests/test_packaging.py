@@ -1,0 +1,97 @@
+"""The installable package: pyproject.toml in step with the tree and the requirement files, one version, one
+console command whose missing extras are named in one line, and a wheel that carries what an installed
+``judge-workbench app`` needs."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import judge_engine
+from judge_engine import __main__ as cli
+
+ROOT = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _requirements(name: str) -> set[str]:
+    lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")}
+
+
+def test_every_engine_subpackage_is_in_the_package_list():
+    tree = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "judge_engine").rglob("__init__.py")}
+    listed = {p for p in PYPROJECT["tool"]["setuptools"]["packages"] if p.startswith("judge_engine")}
+    assert tree == listed
+
+
+def test_the_dependencies_are_the_requirement_files_split_into_core_and_extras():
+    project = PYPROJECT["project"]
+    extras = project["optional-dependencies"]
+    assert set(project["dependencies"]) | set(extras["app"]) | set(extras["local"]) == _requirements(
+        "requirements.txt")
+    assert set(extras["dev"]) == _requirements("requirements-dev.txt")
+    assert set(extras["gpu"]) == _requirements("requirements-gpu.txt")
+    core = " ".join(project["dependencies"]).lower()
+    for heavy in ("streamlit", "llama-cpp-python", "vllm", "plotly", "shap"):
+        assert heavy not in core, f"{heavy} belongs to an extra: a library user does not pay for it"
+
+
+def test_one_version_string():
+    assert re.fullmatch(r"\d+\.\d+\.\d+", judge_engine.__version__)
+    assert PYPROJECT["project"]["dynamic"] == ["version"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "judge_engine.__version__"}
+
+
+def test_version_and_an_unknown_subcommand(capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["--version"], prog="judge-workbench")
+    assert info.value.code == 0 and capsys.readouterr().out.strip() == f"judge-workbench {judge_engine.__version__}"
+    with pytest.raises(SystemExit) as info:
+        cli.main(["nosuch"], prog="judge-workbench")
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "invalid choice: 'nosuch'" in err and "Traceback" not in err
+
+
+def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
+    def needs_streamlit(args):
+        raise ModuleNotFoundError("No module named 'streamlit'", name="streamlit")
+
+    monkeypatch.setattr(cli, "cmd_datasets", needs_streamlit)
+    assert cli.main(["datasets"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: this needs the optional dependency 'streamlit', which is not installed: "
+                   "pip install 'judge-workbench[app]'")
+    for module, extra in (("llama_cpp", "local"), ("vllm", "gpu"), ("shap", "app")):
+        said = cli.missing_extra(ModuleNotFoundError(module, name=module))
+        assert said is not None and f"[{extra}]" in said
+    assert cli.missing_extra(ModuleNotFoundError("x", name="numpy")) is None, "a core dependency is no extra"
+
+
+def test_the_app_is_served_from_the_clone_it_runs_from():
+    assert cli.app_dir() == ROOT
+    assert (cli.app_dir() / "app.py").is_file()
+
+
+def test_the_wheel_carries_the_prompts_the_app_and_the_command(tmp_path):
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+    if built.returncode != 0 and "No module named setuptools" in built.stderr + built.stdout:
+        pytest.skip("setuptools is not installed in this environment")
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("judge_workbench-*.whl")
+    assert wheel.name.startswith(f"judge_workbench-{judge_engine.__version__}-")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    prompts = {p.name for p in (ROOT / "judge_engine" / "prompts").glob("*.txt")}
+    assert prompts and {f"judge_engine/prompts/{p}" for p in prompts} <= names
+    pages = {p.relative_to(ROOT).as_posix() for p in (ROOT / "pages").rglob("*.py")}
+    assert {"judge_workbench_app/app.py"} | {f"judge_workbench_app/{p}" for p in pages} <= names
+    assert not any(n.startswith(("tests/", "data/", "tools/")) for n in names)
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "judge-workbench = judge_engine.__main__:console" in zipfile.ZipFile(wheel).read(entry).decode()
