@@ -192,8 +192,20 @@ with st.expander("Trust: each judge against its own training figure and its base
 show_probes = st.toggle("Where each judge disagrees with the humans (probes)", key="compare_show_probes",
                         value=st.query_params.get("probes", "on") != "off")
 if show_probes:
-    for r in chosen:
-        probes.probes_panel(store, r, key=f"compare_probes_{r.id}")
+    # every run's headline figures and warnings, and one run's probes in full: four runs' tables of slices and
+    # items drawn at once made the probes a fifth of the page's time at 1,600 items
+    reports = {r.id: rep for r in chosen if (rep := probes.run_probes(store, r)) is not None}
+    if reports:
+        st.dataframe(probes.headline_frame(reports), hide_index=True, key="compare_probes_headline",
+                     column_config={"most frequent score's share": st.column_config.NumberColumn(format="percent")})
+        for r in chosen:
+            if r.id in reports:
+                probes.probe_warnings(r, reports[r.id])
+        by_id = {r.id: r for r in chosen}
+        detail = st.selectbox("Probes in full of", list(reports), key="compare_probes_run",
+                              format_func=lambda i: f"#{i} {by_id[i].method}")
+        probes.probes_panel(store, by_id[detail], key=f"compare_probes_{detail}", report=reports[detail],
+                            warnings=False)
 worse = frame[frame["significantly worse"]]
 if len(worse):
     st.caption(messages.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "

@@ -69,16 +69,25 @@ def test_compare_page_shows_each_runs_probes(db, tiny_dataset):
     flat, _ = _finished(store, tiny_dataset, lambda n, h, p: 3 if n % 6 else 4, max_tokens=40)
     at = goto(open_app(), "pages/compare.py")
     assert not at.exception, [e.value for e in at.exception]
-    labels = [e.label for e in at.expander]
-    assert any(label.startswith(f"Where run #{good} disagrees") for label in labels), labels
-    assert any(label.startswith(f"Where run #{flat} disagrees") for label in labels), labels
+    # every run has its headline row and its warnings; one run's probes are shown in full, any run on a choice
+    headline = next(d.value for d in at.dataframe if "follows length" in d.value.columns)
+    assert sorted(headline["run"]) == sorted([good, flat])
+    assert int(headline.set_index("run").loc[flat, "distinct scores"]) == 2
     warned = [unescape(w.value) for w in at.warning]
     assert any(w.startswith(f"Run #{flat} gives 2 distinct score(s)") for w in warned), warned
+    shown = at.selectbox(key="compare_probes_run").value
+    labels = [e.label for e in at.expander]
+    assert sum(label.startswith("Where run #") for label in labels) == 1
+    assert any(label.startswith(f"Where run #{shown} disagrees") for label in labels), labels
+    other = flat if shown == good else good
+    at.selectbox(key="compare_probes_run").set_value(other).run()
+    assert any(e.label.startswith(f"Where run #{other} disagrees") for e in at.expander)
     # switched off (or opened with ?probes=off), the page draws no probe; switched on again, they are back
     at.toggle(key="compare_show_probes").set_value(False).run()
     assert not any(e.label.startswith("Where run #") for e in at.expander)
+    assert not any("follows length" in d.value.columns for d in at.dataframe)
     at.toggle(key="compare_show_probes").set_value(True).run()
-    assert any(e.label.startswith(f"Where run #{good} disagrees") for e in at.expander)
+    assert any(e.label.startswith("Where run #") for e in at.expander)
     off = open_app()
     off.query_params["probes"] = "off"
     off = goto(off, "pages/compare.py")

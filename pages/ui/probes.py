@@ -67,22 +67,46 @@ def _slice_items(report: probes.ProbeReport, chosen: probes.Slice, verdicts: dic
     return items_frame([r for r in rows if r is not None])
 
 
-def probes_panel(store: Store, run: RunRecord, *, key: str) -> None:
-    """Every probe of a finished run, in an expander; ``key`` makes its widgets unique on the page."""
-    report = run_probes(store, run)
+def headline_frame(reports: dict[int, probes.ProbeReport]) -> pd.DataFrame:
+    """One row per run: what each probe found in a few figures (the Compare page's overview)."""
+    rows = []
+    for run_id, r in reports.items():
+        worst = next((s for s in r.disagreements.slices if s.worse_by is not None and s.worse_by > 0), None)
+        rows.append({"run": run_id, "items": r.n, "Spearman [95% CI]": _figure(r.disagreements.overall),
+                     "follows length": "yes" if r.length.flagged else "no",
+                     "Spearman with length (judge)": _figure(r.length.judge),
+                     "Spearman with length (humans)": _figure(r.length.human),
+                     "distinct scores": r.collapse.judge.distinct,
+                     "most frequent score's share": r.collapse.judge.modal_share,
+                     "worst slice": "–" if worst is None else f"{worst.by}: {worst.name} ({worst.n} items, "
+                                                               f"{_figure(worst.spearman)})"})
+    return pd.DataFrame(rows)
+
+
+def probe_warnings(run: RunRecord, report: probes.ProbeReport) -> None:
+    """The probes' warnings of one run: it follows length more than the humans do, or its scores collapsed."""
+    lb, c = report.length, report.collapse
+    if lb.flagged:
+        st.warning(escape_markdown(f"Run #{run.id} follows output length significantly more than the humans "
+                                   f"do (Spearman with length {_figure(lb.judge)} against {_figure(lb.human)})."))
+    if c.collapsed:
+        st.warning(escape_markdown(f"Run #{run.id} gives {c.judge.distinct} distinct score(s); "
+                                   f"{c.judge.modal_share:.0%} of the items got {c.judge.modal:g}."))
+
+
+def probes_panel(store: Store, run: RunRecord, *, key: str, report: probes.ProbeReport | None = None,
+                 warnings: bool = True) -> None:
+    """Every probe of a finished run, in an expander; ``key`` makes its widgets unique on the page.
+
+    ``report`` when the caller holds it already; ``warnings=False`` when the caller showed them."""
+    report = report or run_probes(store, run)
     if report is None:
         return
     with st.expander(f"Where run #{run.id} disagrees with the humans (probes on {report.n} test items)"):
         for line in probes.summary_lines(report):
             st.markdown("- " + escape_markdown(line))
-        lb, c = report.length, report.collapse
-        if lb.flagged:
-            st.warning(escape_markdown(f"Run #{run.id} follows output length significantly more than the humans "
-                                       f"do (Spearman with length {_figure(lb.judge)} against "
-                                       f"{_figure(lb.human)})."))
-        if c.collapsed:
-            st.warning(escape_markdown(f"Run #{run.id} gives {c.judge.distinct} distinct score(s); "
-                                       f"{c.judge.modal_share:.0%} of the items got {c.judge.modal:g}."))
+        if warnings:
+            probe_warnings(run, report)
         d = report.disagreements
         if d.slices:
             st.markdown("**Slices, worst first**")
