@@ -148,7 +148,7 @@ def test_alignment_markdown_says_why_a_coefficient_is_missing():
             _row("hanna", "direct", None, pearson=None, parse_failures=16, distinct_scores=0)]
     text = alignment.markdown({"rows": rows})
     lines = text.splitlines()
-    assert len(lines) == 6 and lines[2].startswith("| summeval (a) | direct |")  # datasets in the README's order
+    assert len(lines) == 6 and lines[2].startswith("| summeval (a) | direct |")  # datasets in docs/benchmarks.md's order
     assert "| n/a (all 12 read scores equal) |" in text and "| n/a (no score read) |" in text
     assert "| 0.50 [0.10, 0.90] | 0.50 [0.20, 0.80] | 16 | 0 | 5 (1) | 12 |" in text
     assert "| group (1 group) | 0.25 (no CI: too few groups); sample 0.30 |" in text

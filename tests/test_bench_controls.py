@@ -7,7 +7,7 @@ that judges the mutated part: over the worlds its 95% interval must reach
 zero or lie below it (a broken method "beats" nothing). HD-Eval's test also
 checks the other direction, that the unmutated method does beat the same
 ablation on the same worlds. The worlds are outside those the code was tuned
-on (0..19) and those the README reports (1000..1019); items are few so each
+on (0..19) and those docs/simulated-world.md reports (1000..1019); items are few so each
 test stays within about a minute. Issue 31, "Controls that must fail".
 """
 

@@ -184,7 +184,7 @@ def _coefficient(row: dict[str, Any], name: str) -> str:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The rows as the README's Markdown table (one line per dataset and method; the backend is named
+    """The rows as docs/benchmarks.md's Markdown table (one line per dataset and method; the backend is named
     beside the method when the rows come from several)."""
     lines = ["| dataset (aspect) | method | level | Spearman [95% CI] | Pearson [95% CI] | n | missing "
              "| calls (cache hits) | seconds |", "|---|---|---|---|---|---|---|---|---|"]

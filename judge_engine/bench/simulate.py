@@ -915,7 +915,7 @@ TABLE_COLUMNS = ("method", "measure", "value", "baseline", "baseline_value", "op
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The rows as the README's Markdown table."""
+    """The rows as docs/benchmarks.md's Markdown table."""
     lines = ["| method | measure | method [95% CI] | baseline | baseline [95% CI] | optimum | paired difference "
              "[95% CI] | beats baseline | LLM calls, method vs baseline (median) | note |",
              "|---|---|---|---|---|---|---|---|---|---|"]

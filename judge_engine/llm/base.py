@@ -103,7 +103,7 @@ class LLMConfig:
         """Whether a prompt that begins like the previous one is cheaper: llama.cpp keeps its KV cache between
         calls, vLLM caches prefixes, OpenAI caches long prompts and llama.cpp/vLLM servers behind the openai
         backend do the same. The sample-first layout was measured 3.08x faster with the same correlation on
-        the embedded model (README, layout benchmark)."""
+        the embedded model (docs/benchmarks.md, layout benchmark)."""
         return self.backend in ("llamacpp", "vllm", "openai")
 
     @property
