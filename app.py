@@ -9,6 +9,7 @@ Run with ``streamlit run app.py``.
 
 import streamlit as st
 
+from judge_engine import __version__
 from pages.ui import app_frame, auth, session, widgets
 
 st.set_page_config(page_title="Judge Workbench", page_icon=":material/balance:", layout="wide")
@@ -41,5 +42,6 @@ with st.sidebar:
     st.text(session.llm_config().label)
     if session.api_key():
         st.caption("An API key is set for this session.")
+    st.caption(f"Judge Workbench {__version__}")
 
 app_frame.run_framed(page)

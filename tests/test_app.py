@@ -71,6 +71,9 @@ def test_sidebar_shows_database_path_and_backend(db):
     assert at.sidebar.text_input[0].value == str(db)
     assert at.sidebar.text_input[1].value == "user"  # who works here ($JUDGE_WORKBENCH_USER in the tests)
     assert any("llamacpp" in t.value for t in at.sidebar.text)
+    from judge_engine import __version__
+
+    assert any(c.value == f"Judge Workbench {__version__}" for c in at.sidebar.caption)
 
 
 # --------------------------------------------------------------------------- datasets
