@@ -52,15 +52,15 @@ class ExportedJudge:
 
     def score_table(self, table: Any, *, input_col: str = "input", output_col: str = "output",
                     id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
-                    llm: LLMConfig | None = None, db: str | Path | None = None,
+                    llm: LLMConfig | LLM | None = None, db: str | Path | None = None,
                     progress: Callable[[int, int, str], None] | None = None) -> Any:
         """Score the rows of a pandas DataFrame; one row out per row in, in order.
 
         Columns out: ``id`` (``id_col``, else the row's index), ``score`` (on the judge's human scale; ``<NA>``
         when the reply gave none: a missing score is never a number), ``missing``, ``missing_reason`` and
-        ``explanation``. ``llm`` replaces the backend the judge was made with (e.g. the same model on your own
-        server); every call goes through the call cache in ``db`` (default database), so scoring the same
-        rows again costs nothing.
+        ``explanation``. ``llm`` replaces the backend the judge was made with (an :class:`LLMConfig`, e.g. the same
+        model on your own server, or an LLM already made with :func:`make_llm`); every call goes through the
+        call cache in ``db`` (default database), so scoring the same rows again costs nothing.
         """
         import pandas as pd
 
@@ -82,7 +82,7 @@ class ExportedJudge:
         samples = [Sample(id=i, input=text(row, input_col) or "", output=text(row, output_col) or "", group_id=i,
                           context=text(row, context_col), reference=text(row, reference_col))
                    for i, (_, row) in zip(ids, table.iterrows())]
-        client = make_llm(llm or self.llm, store=Store(db))
+        client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
         verdicts = {v.sample_id: v for v in self.judge.score(samples, llm=client, progress=progress)}
         rows = [verdicts[i] for i in ids]
         return pd.DataFrame({"id": ids,

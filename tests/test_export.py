@@ -198,3 +198,43 @@ def test_ctrl_c_leaves_whole_lines_and_the_same_command_finishes(tmp_path, store
     code, err = _score_in_process(monkeypatch, capsys, judge_file, data, out, store.path)
     assert code == 0 and "resuming: 256 of 600 items" in err
     assert sorted(json.loads(x)["id"] for x in out.read_text().splitlines()) == sorted(f"i{k}" for k in range(600))
+
+
+def test_an_exported_judge_scores_a_dataframe_row_for_row_with_missing_as_na(store, finished, tmp_path):
+    import pandas as pd
+
+    run_id, backend = finished
+    path = tmp_path / "judge.json"
+    path.write_text(export.export_judge(store, run_id), encoding="utf-8")
+    judge = export.load_judge(str(path))  # a path, as the README's API does
+    frame = pd.DataFrame({"doc": ["source a", "source b", "source c"], "summary": ["one", "two", ""]},
+                         index=["x", "y", "z"])
+
+    # the third item's replies give no score
+    llm = make_llm(LLMConfig(), store=store,
+                   backend=FakeBackend(lambda m, p: "no idea" if "source c" in m[0]["content"] else steps_or_score(m, p)))
+    scores = judge.score_table(frame, input_col="doc", output_col="summary", llm=llm)
+    assert list(scores["id"]) == ["x", "y", "z"]
+    assert list(scores.columns) == ["id", "score", "missing", "missing_reason", "explanation"]
+    assert list(scores["missing"]) == [False, False, True]
+    assert pd.isna(scores["score"].iloc[2]) and scores["missing_reason"].iloc[2]
+    assert all(1 <= scores["score"].iloc[i] <= 5 for i in (0, 1))
+    with pytest.raises(ValueError, match="output_col='text' is not a column"):
+        judge.score_table(frame, input_col="doc", output_col="text", llm=llm)
+    with pytest.raises(ValueError, match="cannot read the judge file"):
+        export.load_judge(tmp_path / "nowhere.json")
+
+
+def test_the_command_says_in_one_line_that_a_judge_file_is_missing_or_of_another_version(tmp_path, capsys):
+    from judge_engine.__main__ import main
+
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"input": "a", "output": "b"}) + "\n", encoding="utf-8")
+    assert main(["score", str(tmp_path / "nowhere.json"), str(items), "--db", str(tmp_path / "w.db")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: cannot read the judge file") and "\n" not in err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"format": export.CARD_FORMAT, "version": 99, "judge": {}}), encoding="utf-8")
+    assert main(["score", str(other), str(items), "--db", str(tmp_path / "w.db")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "version 99 is not supported" in err and "\n" not in err
