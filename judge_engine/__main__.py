@@ -275,6 +275,9 @@ def cmd_score(args: argparse.Namespace) -> int:
             out.close()
     summary = {"items": counts["items"], "skipped": len(done), "missing": counts["missing"],
                "concurrency": config.concurrency, **llm.ledger.snapshot().to_dict()}
+    if llm.governor.lowered:  # the server rate-limited: say how far the pace came down
+        summary["rate_limited"] = {"times": llm.governor.lowered, "fewest_in_flight": llm.governor.lowest,
+                                   "in_flight_at_the_end": llm.governor.limit}
     if args.human_col:
         if args.out:  # the whole file, this run's lines and the resumed ones
             with open(args.out, encoding="utf-8") as f:

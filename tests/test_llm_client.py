@@ -309,3 +309,75 @@ def test_the_ledger_hands_out_frozen_totals_and_resumes_from_stored_ones():
         snap.calls = 0  # a snapshot never moves with the ledger
     assert LedgerTotals.from_dict(snap.to_dict()) == snap
     assert LedgerTotals.from_dict({}) == LedgerTotals.from_dict(None) == LedgerTotals()  # a run before any call
+
+
+class _RateLimitedAboveTwo(FakeBackend):
+    """A server that answers 429 whenever more than two requests are in flight at once."""
+
+    def __init__(self):
+        super().__init__(lambda messages, params: "[[3]]")
+        self.in_flight = 0
+        self.most = 0
+        self.refused = 0
+        self._lock = threading.Lock()
+
+    def generate(self, messages, params):
+        from judge_engine.llm import RateLimited
+
+        with self._lock:
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+            busy = self.in_flight > 2
+        try:
+            time.sleep(0.02)
+            if busy:
+                with self._lock:
+                    self.refused += 1
+                raise RateLimited("rate limited by the stub (429) after 0 retries")
+            return super().generate(messages, params)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+def test_a_429_lowers_the_calls_in_flight_and_every_request_is_answered(monkeypatch):
+    from judge_engine.llm import rate
+
+    monkeypatch.setattr(rate, "FIRST_PAUSE_S", 0.01)
+    backend = _RateLimitedAboveTwo()
+    llm = LLM(LLMConfig(backend="openai", model="stub", concurrency=8), backend)
+    out = llm.complete_many([Request([{"role": "user", "content": f"item {i}"}], GenerationParams())
+                             for i in range(40)])
+    assert [c.text for c in out] == ["[[3]]"] * 40 and llm.ledger.snapshot().failures == 0
+    assert backend.refused > 0 and llm.governor.lowered > 0 and llm.governor.lowest <= 2
+    assert len(backend.calls) == 40, "a refused request is sent again, not counted as answered"
+
+
+def test_a_server_that_keeps_answering_429_pauses_the_run_after_the_patience(monkeypatch):
+    from judge_engine.llm import RateLimited, rate
+
+    monkeypatch.setattr(rate, "FIRST_PAUSE_S", 0.01)
+
+    def always_busy(messages, params):
+        raise RateLimited("rate limited by the stub (429) after 0 retries")
+
+    llm = LLM(LLMConfig(backend="openai", model="stub", concurrency=4, rate_limit_patience=0.05),
+              FakeBackend(always_busy))
+    with pytest.raises(RateLimited, match="as few as 1 request"):
+        llm.complete([{"role": "user", "content": "x"}])
+    assert llm.ledger.snapshot().failures == 1 and llm.governor.limit == 1
+
+
+def test_the_governor_grows_back_by_one_per_limit_answers():
+    from judge_engine.llm.rate import RateGovernor
+
+    g = RateGovernor(8)
+    g.rate_limited()
+    g.rate_limited()
+    assert g.limit == 2 and g.lowered == 2
+    for _ in range(2):
+        g.answered()
+    assert g.limit == 3
+    for _ in range(3 + 4 + 5 + 6 + 7 + 20):
+        g.answered()
+    assert g.limit == 8, "never above the configured concurrency"

@@ -132,12 +132,28 @@ def test_errors_that_outlast_the_retries_pause_the_run(flaky, store, tiny_datase
     monkeypatch.setenv("OPENAI_API_KEY", "k")
     _Flaky.script = {"failures": 99, "status": status}
     store.save_dataset(tiny_dataset)
-    run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub", max_retries=1))
+    # a 429 is tried again with fewer requests in flight for rate_limit_patience seconds, then pauses the run
+    run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub", max_retries=1, rate_limit_patience=2.5))
     with pytest.raises(BackendUnavailable):
         execute_run(store, run_id)
     assert store.get_run(run_id)["status"] == "interrupted"
     _Flaky.script = {}
     assert execute_run(store, run_id).n == 3, "resumes once the server recovers"
+
+
+def test_a_server_that_rate_limits_for_a_while_slows_the_run_down_instead_of_stopping_it(flaky, store, tiny_dataset,
+                                                                                         monkeypatch):
+    from judge_engine.llm import rate
+
+    monkeypatch.setattr(rate, "FIRST_PAUSE_S", 0.05)
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    # each prompt: 429 through the client's own retry (max_retries=1), then once more, then an answer
+    _Flaky.script = {"failures": 3, "status": 429}
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, openai_spec(flaky, test_size=3, model="stub", max_retries=1))
+    summary = execute_run(store, run_id)
+    assert summary.n == 3 and summary.parse_failures == 0 and store.get_run(run_id)["status"] == "finished"
+    assert sorted(_Flaky.seen.values()) == [4, 4, 4]
 
 
 @pytest.mark.parametrize("reply", ["", "I will not rate this.", "blah " * 5000])

@@ -59,6 +59,10 @@ class BackendUnavailable(LLMError):
     """The backend cannot be reached or started (server down, package missing)."""
 
 
+class RateLimited(BackendUnavailable):
+    """The server answered 429 after the client's own retries: fewer requests at once, and a pause, may help."""
+
+
 @dataclass(frozen=True)
 class LLMConfig:
     """Which model answers and how it is reached.
@@ -82,6 +86,9 @@ class LLMConfig:
     """Seconds before one request is abandoned (then retried by the client)."""
     max_retries: int = 3
     """Retries with exponential backoff on connection errors, 429 and 5xx."""
+    rate_limit_patience: float = 600.0
+    """Seconds one request keeps being tried, with fewer requests in flight and growing pauses, while the server
+    answers 429 after those retries (:mod:`judge_engine.llm.rate`); then the run pauses and can be resumed."""
     n_ctx: int = 4096
     """Context window for the embedded llama.cpp model."""
     structured: str = "auto"

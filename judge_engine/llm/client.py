@@ -8,7 +8,8 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
-from .base import Backend, Completion, GenerationParams, LLMConfig, Message, Request, cache_key
+from . import rate
+from .base import Backend, Completion, GenerationParams, LLMConfig, Message, RateLimited, Request, cache_key
 
 
 class CallCache(Protocol):
@@ -111,6 +112,8 @@ class LLM:
         self.cache = cache
         self.ledger = ledger or Ledger(price_prompt_per_1k=config.price_prompt_per_1k,
                                        price_completion_per_1k=config.price_completion_per_1k)
+        self.governor = rate.RateGovernor(config.concurrency)
+        """Calls in flight, fewer while the server answers 429 (:mod:`judge_engine.llm.rate`)."""
 
     @property
     def supports_logprobs(self) -> bool:
@@ -182,14 +185,34 @@ class LLM:
             self.ledger.record(completion)
             return completion
         announced = self._announced(params)
-        try:
-            completion = self.backend.generate(messages, params)
-        except Exception:
-            self.ledger.record_failure()
-            raise
+        completion = self._generate(messages, params)
         self._store(messages, params, completion, announced)
         self.ledger.record(completion)
         return completion
+
+    def _generate(self, messages: list[Message], params: GenerationParams) -> Completion:
+        """One uncached call in a slot of the rate governor; while the server answers 429, the call is sent
+        again after a growing pause with fewer calls in flight, for ``config.rate_limit_patience`` seconds."""
+        waited, pause = 0.0, rate.FIRST_PAUSE_S
+        while True:
+            with self.governor.slot():
+                try:
+                    completion = self.backend.generate(messages, params)
+                except RateLimited as exc:
+                    self.governor.rate_limited()
+                    if waited + pause > self.config.rate_limit_patience:
+                        self.ledger.record_failure()
+                        raise RateLimited(f"{exc}, for {waited:.0f} s with as few as {self.governor.limit} "
+                                          "request(s) in flight; the run pauses: resume it later") from exc
+                except Exception:
+                    self.ledger.record_failure()
+                    raise
+                else:
+                    self.governor.answered()
+                    return completion
+            time.sleep(pause)
+            waited += pause
+            pause = min(pause * 2, rate.MAX_PAUSE_S)
 
     def complete_many(self, requests: Sequence[Request], *,
                       progress: Callable[[int, int], None] | None = None) -> list[Completion]:
@@ -309,6 +332,7 @@ class SampledLLM(LLM):
 
     def __init__(self, llm: LLM, *, temperature: float, seed: int):
         super().__init__(llm.config, llm.backend, cache=llm.cache, ledger=llm.ledger)
+        self.governor = llm.governor  # one pace per server, whatever the draw
         self.temperature, self.seed = float(temperature), int(seed)
 
     def _sampled(self, params: GenerationParams | None) -> GenerationParams:

@@ -42,7 +42,7 @@ import time
 from typing import Any
 
 from .base import (AUTO_ORDER, FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message,
-                   STRUCTURED_HELP, grammar_schema, logprobs_from_openai, request_schema, schema_name)
+                   RateLimited, STRUCTURED_HELP, grammar_schema, logprobs_from_openai, request_schema, schema_name)
 
 STRICT_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
@@ -71,6 +71,7 @@ class OpenAIBackend:
             raise LLMError(f"no API key: set {api_key_env} or type one in Settings (kept for this session only)")
         self.model = model
         self.base_url = base_url
+        self.max_retries = max_retries
         self.client = openai.OpenAI(api_key=key, base_url=base_url or None, timeout=timeout, max_retries=max_retries)
         self.model_id = f"{base_url or 'openai'}|{model}"
         self.supports_logprobs = True  # set to False the first time a server refuses logprobs
@@ -98,9 +99,8 @@ class OpenAIBackend:
             return LLMError(f"the server at {self.where} rejected the API key (401)")
         if isinstance(exc, o.NotFoundError):
             return LLMError(f"model {self.model!r} was not found at {self.where}{self._available_models()}")
-        if isinstance(exc, o.RateLimitError):  # transient: the run pauses and can be resumed
-            return BackendUnavailable(f"rate limited by {self.where} (429) after retries; "
-                                      "try a lower concurrency, then resume")
+        if isinstance(exc, o.RateLimitError):  # the call path sends fewer at once and tries again
+            return RateLimited(f"rate limited by {self.where} (429) after {self.max_retries} retries")
         if isinstance(exc, o.APIStatusError) and exc.status_code >= 500:
             return BackendUnavailable(f"the server at {self.where} kept failing ({exc.status_code}) after "
                                       f"retries: {_short(exc)}")
