@@ -221,6 +221,10 @@ SCORE_CONCURRENCY = {"openai": 32, "vllm": 32, "llamacpp": 1}
 embedded model answers one request at a time behind its machine-wide lock."""
 
 
+SKIPPED_SHOWN = 10
+"""Rows that cannot be scored named one by one on standard error; the rest are only counted."""
+
+
 def cmd_score(args: argparse.Namespace) -> int:
     import math
     from dataclasses import replace
@@ -241,9 +245,15 @@ def cmd_score(args: argparse.Namespace) -> int:
     config = replace(config, concurrency=args.concurrency or SCORE_CONCURRENCY.get(config.backend, 4))
     judge = exported.judge
     aspect = judge.aspect["name"]
+    skipped: list = []
     items = read_items(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
                        context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
-                       aspect=aspect, task=judge.task.get("task", ""))
+                       aspect=aspect, task=judge.task.get("task", ""), skipped=skipped)
+    for exc in skipped[:SKIPPED_SHOWN]:
+        print(f"skipped: {exc}", file=sys.stderr)
+    if len(skipped) > SKIPPED_SHOWN:
+        print(f"skipped: {len(skipped) - SKIPPED_SHOWN} more rows (every one is counted in the summary)",
+              file=sys.stderr)
     done = resume_output(args.out, judge) if args.out else set()
     todo = [s for s in items.samples if s.id not in done]
     if done:
@@ -273,7 +283,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         close()
         if args.out:
             out.close()
-    summary = {"items": counts["items"], "skipped": len(done), "missing": counts["missing"],
+    summary = {"items": counts["items"], "skipped": len(done), "rows_left_out": len(skipped),
+               "missing": counts["missing"],
                "concurrency": config.concurrency, **llm.ledger.snapshot().to_dict()}
     if llm.governor.lowered:  # the server rate-limited: say how far the pace came down
         summary["rate_limited"] = {"times": llm.governor.lowered, "fewest_in_flight": llm.governor.lowest,

@@ -1031,6 +1031,7 @@ def load_table(
     require_scores: bool = True,
     dialect: CsvDialect | None = None,
     duplicates: str = "keep",
+    skipped: list[DataImportError] | None = None,
 ) -> Dataset:
     """Import a user's CSV / TSV / JSONL / JSON-list file of human-scored outputs.
 
@@ -1107,53 +1108,59 @@ def load_table(
     observed = {a: [math.inf, -math.inf] for a in aspect_cols}
     optional = [("system_id", system_col), ("context", context_col), ("reference", reference_col)]
     for done, (row, rec) in enumerate(records, 1):
-        if id_col is not None:
-            sid = _text(rec.get(id_col)).strip()
-            if not sid:
-                raise DataImportError("the id is empty", file=path, row=row, column=id_col)
-        else:
-            sid = str(row)
-        if sid in first_row_of:
-            raise DataImportError(f"duplicate id {sid!r} (first used on row {first_row_of[sid]})",
-                                  file=path, row=row, column=id_col)
-        first_row_of[sid] = row
+        try:
+            if id_col is not None:
+                sid = _text(rec.get(id_col)).strip()
+                if not sid:
+                    raise DataImportError("the id is empty", file=path, row=row, column=id_col)
+            else:
+                sid = str(row)
+            if sid in first_row_of:
+                raise DataImportError(f"duplicate id {sid!r} (first used on row {first_row_of[sid]})",
+                                      file=path, row=row, column=id_col)
+            first_row_of[sid] = row
 
-        if output_col not in rec:
-            raise DataImportError("missing in this record", file=path, row=row, column=output_col)
-        output = _text(rec[output_col])
-        if not output.strip():
-            raise DataImportError("the output text is empty", file=path, row=row, column=output_col)
+            if output_col not in rec:
+                raise DataImportError("missing in this record", file=path, row=row, column=output_col)
+            output = _text(rec[output_col])
+            if not output.strip():
+                raise DataImportError("the output text is empty", file=path, row=row, column=output_col)
 
-        human = {}
-        for aspect, col in aspect_cols.items():
-            if col not in rec:
-                raise DataImportError("missing in this record", file=path, row=row, column=col)
-            value = _to_float(rec[col], file=path, row=row, column=col, decimal=decimal)
-            if aspect in ranges:
-                low, high = ranges[aspect]
-                if not low <= value <= high:
-                    raise DataImportError(f"{value:g} is outside the range {low:g}-{high:g} of "
-                                          f"{aspect!r}", file=path, row=row, column=col)
-            lo_hi = observed[aspect]
-            if value < lo_hi[0]:
-                lo_hi[0] = value
-            if value > lo_hi[1]:
-                lo_hi[1] = value
-            human[aspect] = value
+            human = {}
+            for aspect, col in aspect_cols.items():
+                if col not in rec:
+                    raise DataImportError("missing in this record", file=path, row=row, column=col)
+                value = _to_float(rec[col], file=path, row=row, column=col, decimal=decimal)
+                if aspect in ranges:
+                    low, high = ranges[aspect]
+                    if not low <= value <= high:
+                        raise DataImportError(f"{value:g} is outside the range {low:g}-{high:g} of "
+                                              f"{aspect!r}", file=path, row=row, column=col)
+                human[aspect] = value
 
-        extras = {}
-        for attr, col in optional:
-            if col is not None:
-                value = _text(rec.get(col)).strip()
-                extras[attr] = value if attr == "system_id" else (value or None)
-        group = _text(rec.get(group_col)).strip() if group_col is not None else ""
-        samples.append(Sample(
-            id=sid, input=_text(rec.get(input_col)), output=output,
-            group_id=group or (f"(row {row})" if group_col is not None else sid), human=human,
-            **extras))
-        rows.append(row)
+            extras = {}
+            for attr, col in optional:
+                if col is not None:
+                    value = _text(rec.get(col)).strip()
+                    extras[attr] = value if attr == "system_id" else (value or None)
+            group = _text(rec.get(group_col)).strip() if group_col is not None else ""
+            samples.append(Sample(
+                id=sid, input=_text(rec.get(input_col)), output=output,
+                group_id=group or (f"(row {row})" if group_col is not None else sid), human=human,
+                **extras))
+            rows.append(row)
+            for aspect, value in human.items():
+                lo_hi = observed[aspect]
+                lo_hi[0], lo_hi[1] = min(lo_hi[0], value), max(lo_hi[1], value)
+        except DataImportError as exc:
+            if skipped is None:
+                raise
+            skipped.append(exc)  # scoring a large file: the row is named and left out, the rest is scored
         if progress is not None and (done % step == 0 or done == total):
             progress(done, total)
+    if not samples:
+        raise DataImportError(f"no row could be read ({len(skipped or ())} left out; the first: {skipped[0]})"
+                              if skipped else "the file has no rows", file=path)
 
     duplicate_groups = _duplicate_rows((r, s.input, s.output) for r, s in zip(rows, samples))
     if duplicate_groups and duplicates == "merge":

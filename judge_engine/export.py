@@ -158,11 +158,15 @@ def load_judge(source: str | Path | dict[str, Any]) -> ExportedJudge:
 def read_items(path: str | Path, *, input_col: str = "input", output_col: str = "output", id_col: str | None = None,
                context_col: str | None = None, reference_col: str | None = None, human_col: str | None = None,
                aspect: str = "score", task: str = "",
-               progress: Callable[[int, int], Any] | None = None) -> Dataset:
-    """Items to score from a CSV/TSV/JSON/JSONL file; ``human_col`` optionally holds human scores."""
+               progress: Callable[[int, int], Any] | None = None,
+               skipped: list[data.DataImportError] | None = None) -> Dataset:
+    """Items to score from a CSV/TSV/JSON/JSONL file; ``human_col`` optionally holds human scores.
+
+    With ``skipped`` (a list), a row that cannot be scored (no output, an empty id, a repeated id) is added
+    to it and left out instead of stopping the whole file."""
     return data.load_table(path, input_col=input_col, output_col=output_col, id_col=id_col, context_col=context_col,
                            reference_col=reference_col, score_cols={aspect: human_col} if human_col else [],
-                           task=task, progress=progress, require_scores=False)
+                           task=task, progress=progress, require_scores=False, skipped=skipped)
 
 
 def score_file(judge: Judge, path: str | Path, *, llm: LLM, progress: Callable[[int, int, str], None] | None = None,

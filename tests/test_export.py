@@ -238,3 +238,27 @@ def test_the_command_says_in_one_line_that_a_judge_file_is_missing_or_of_another
     assert main(["score", str(other), str(items), "--db", str(tmp_path / "w.db")]) == 2
     err = capsys.readouterr().err.strip()
     assert "version 99 is not supported" in err and "\n" not in err
+
+
+def test_score_leaves_out_a_row_it_cannot_score_names_it_and_scores_the_rest(tmp_path, store, finished, monkeypatch,
+                                                                              capsys):
+    run_id, _ = finished
+    judge_file = tmp_path / "judge.json"
+    judge_file.write_text(export.export_judge(store, run_id))
+    data, out = tmp_path / "items.jsonl", tmp_path / "scores.jsonl"
+    rows = [{"id": "a", "input": "s", "output": "first"}, {"id": "b", "input": "s"},  # row 2: no output
+            {"id": "c", "input": "s", "output": "   "}, {"id": "a", "input": "s", "output": "again"},
+            {"id": "d", "input": "s", "output": "last"}]
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, err = _score_in_process(monkeypatch, capsys, judge_file, data, out, store.path)
+    assert code == 0
+    said = [line for line in err.splitlines() if line.startswith("skipped: ")]
+    assert len(said) == 3 and "row 2" in said[0] and "row 3" in said[1] and "duplicate id 'a'" in said[2]
+    summary = json.loads(err[err.index("{"):])
+    assert summary["items"] == 2 and summary["rows_left_out"] == 3
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ["a", "d"]
+    # nothing readable at all: one message, no output line, exit 2
+    empty = tmp_path / "none.jsonl"
+    empty.write_text(json.dumps({"id": "x", "input": "s", "output": ""}) + "\n")
+    code, err = _score_in_process(monkeypatch, capsys, judge_file, empty, tmp_path / "none.out", store.path)
+    assert code == 2 and "no row could be read" in err and "Traceback" not in err
