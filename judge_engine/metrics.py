@@ -293,7 +293,13 @@ def correlations(human: Sequence[float], pred: Sequence[float]) -> dict[str, flo
         return {m: float(_COEFFICIENT[m](h, p)) for m in COEFFICIENTS}
 
 
-_COEFFICIENT = {"pearson": lambda h, p: stats.pearsonr(h, p)[0], "spearman": lambda h, p: stats.spearmanr(h, p)[0],
+def _spearman(h: np.ndarray, p: np.ndarray) -> float:
+    # Pearson of the average ranks, which is what scipy's spearmanr computes, without its input checks and
+    # p-value: a probe takes one per slice, hundreds per run
+    return float(np.corrcoef(stats.rankdata(h), stats.rankdata(p))[0, 1])
+
+
+_COEFFICIENT = {"pearson": lambda h, p: stats.pearsonr(h, p)[0], "spearman": _spearman,
                 "kendall": lambda h, p: stats.kendalltau(h, p, variant="b")[0]}
 
 
@@ -666,6 +672,36 @@ def _rowwise_correlations(H: np.ndarray, P: np.ndarray, *, only: str | None = No
     return out
 
 
+def _resampled_ranks(x: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """The average rank of each item within each resample, shape ``(B, n)``, from how often each item is drawn.
+
+    In a resample where ``C`` drawn items share an item's value and ``L`` drawn items are below it, its
+    average rank is ``L + (C + 1) / 2``, what :func:`scipy.stats.rankdata` gives the drawn copies: counting
+    per distinct value is linear in the items, where ranking every resample sorts it.
+    """
+    values, group = np.unique(x, return_inverse=True)
+    order = np.argsort(group, kind="stable")
+    starts = np.searchsorted(group[order], np.arange(values.size))
+    C = np.add.reduceat(W[:, order], starts, axis=1)
+    return (np.cumsum(C, axis=1) - C + (C + 1) / 2.0)[:, group]
+
+
+def _resampled_spearman(a: np.ndarray, b: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """Spearman of each resample given as draw counts ``W`` (B, n): Pearson of the resample's average ranks,
+    each item weighted by how often it was drawn; NaN where either side is constant in the resample."""
+    ra, rb = _resampled_ranks(a, W), _resampled_ranks(b, W)
+    n = W.sum(axis=1, keepdims=True)
+    da = ra - (W * ra).sum(axis=1, keepdims=True) / n
+    db = rb - (W * rb).sum(axis=1, keepdims=True) / n
+    va, vb = (W * da * da).sum(axis=1), (W * db * db).sum(axis=1)
+    with _Quiet():
+        r = np.clip((W * da * db).sum(axis=1) / np.sqrt(va * vb), -1.0, 1.0)
+    drawn = W > 0
+    for x in (a, b):
+        r[np.where(drawn, x, np.inf).min(axis=1) == np.where(drawn, x, -np.inf).max(axis=1)] = np.nan
+    return r
+
+
 def _resample_weights(rng: np.random.Generator, n_units: int, n_bootstrap: int) -> np.ndarray:
     """How often each unit is drawn in each resample, shape ``(B, n_units)``."""
     idx = rng.integers(0, n_units, size=(n_bootstrap, n_units))
@@ -890,11 +926,15 @@ def sample_correlation(x: Sequence[float], y: Sequence[float], *, statistic: str
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     keep = np.isfinite(a) & np.isfinite(b)
     a, b = a[keep], b[keep]
-    value = correlations(a, b)[statistic] if a.size else math.nan
+    value = correlation(a, b, statistic) if a.size else math.nan
     low = high = math.nan
     if n_bootstrap > 0 and a.size >= MIN_BOOTSTRAP_UNITS and math.isfinite(value):
-        idx = np.random.default_rng(seed).integers(0, a.size, size=(n_bootstrap, a.size))
-        reps = _rowwise_correlations(a[idx], b[idx], only=statistic)[:, COEFFICIENTS.index(statistic)]
+        rng = np.random.default_rng(seed)
+        if statistic == "spearman":  # the same resamples, as draw counts: no resample is sorted
+            reps = _resampled_spearman(a, b, _resample_weights(rng, a.size, n_bootstrap))
+        else:
+            idx = rng.integers(0, a.size, size=(n_bootstrap, a.size))
+            reps = _rowwise_correlations(a[idx], b[idx], only=statistic)[:, COEFFICIENTS.index(statistic)]
         alpha = (1.0 - confidence) / 2.0
         with _Quiet():
             low, high = np.nanpercentile(reps, [100.0 * alpha, 100.0 * (1.0 - alpha)])

@@ -513,3 +513,27 @@ def test_one_coefficient_is_the_same_as_in_all_three_and_drops_the_same_pairs():
     assert math.isnan(metrics.correlation([1.0, 1.0, 1.0], [1.0, 2.0, 3.0], "spearman"))
     with pytest.raises(ValueError, match="unknown coefficient"):
         metrics.correlation(h, p, "tau")
+
+
+def test_spearman_is_scipys_on_ties_too():
+    rng = np.random.default_rng(11)
+    h = rng.integers(1, 6, size=60).astype(float)  # many ties, as human scores have
+    p = h + rng.integers(-2, 3, size=60)
+    assert metrics.correlation(h, p, "spearman") == pytest.approx(stats.spearmanr(h, p)[0], abs=1e-12)
+    assert metrics.correlations(h, p)["spearman"] == pytest.approx(stats.spearmanr(h, p)[0], abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [5, 40, 300])
+def test_spearman_resamples_from_draw_counts_equal_those_of_sorting_each_resample(n):
+    from judge_engine.metrics import _resample_weights, _resampled_spearman, _rowwise_correlations
+
+    rng = np.random.default_rng(n)
+    a = rng.integers(1, 5, size=n).astype(float)  # heavy ties, as on a 1-5 scale
+    b = a + rng.normal(0, 1.5, size=n).round()
+    idx = np.random.default_rng(3).integers(0, n, size=(200, n))
+    sorted_each = _rowwise_correlations(a[idx], b[idx], only="spearman")[:, 1]
+    counted = _resampled_spearman(a, b, _resample_weights(np.random.default_rng(3), n, 200))
+    assert np.array_equal(np.isnan(sorted_each), np.isnan(counted))
+    assert np.allclose(sorted_each[~np.isnan(counted)], counted[~np.isnan(counted)], atol=1e-10)
+    if n == 5:
+        assert np.isnan(counted).any(), "a resample of one value has no correlation"
