@@ -237,7 +237,18 @@ def select_hd_run(page, run: RunRecord) -> None:
     """Choose ``run`` in the page's run picker: it opens on the newest HD-Eval run, which may be another one."""
     page.get_by_role("combobox", name="HD-Eval run", exact=True).click()
     page.get_by_role("option").filter(has_text=f"#{run.id} · ").first.click()
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")  # no focus ring in the picture
     idle(page)
+
+
+def frame_tree(page, run: RunRecord) -> None:
+    """Scroll so the run picker and the whole tree are in view; when both do not fit, the tree (with its
+    round's heading at the top) is what the picture is for."""
+    page.locator("[data-testid=stSelectbox]").filter(has_text="HD-Eval run").first.evaluate(
+        "e => e.scrollIntoView()")
+    box = page.locator(".js-plotly-plot").first.bounding_box()
+    if box is None or box["y"] + box["height"] > VIEWPORT["height"]:
+        page.get_by_role("heading", name=f"Round of run #{run.id}").evaluate("e => e.scrollIntoView()")
 
 
 def shoot_hd_eval(browser, url: str, run: RunRecord, path: Path) -> str:
@@ -250,9 +261,11 @@ def shoot_hd_eval(browser, url: str, run: RunRecord, path: Path) -> str:
             page.locator(".js-plotly-plot").first.wait_for()
             idle(page)
             no_toasts(page)
-            page.get_by_role("heading", name=f"Round of run #{run.id}").scroll_into_view_if_needed()
+            frame_tree(page, run)
         else:
             note = f"run #{run.id} has no criteria tree ({run.status}: {run.message or 'no message'})"
+        page.mouse.move(VIEWPORT["width"] - 5, VIEWPORT["height"] - 5)  # no hover label, no sidebar button
+        time.sleep(0.5)
         page.screenshot(path=str(path))
         error = exception_shown(page)
         return "; ".join(filter(None, [note, error and f"the page shows an exception: {error}"]))
