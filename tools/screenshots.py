@@ -273,13 +273,32 @@ def shoot_hd_eval(browser, url: str, run: RunRecord, path: Path) -> str:
         page.context.close()
 
 
-def shoot_compare(browser, url: str, path: Path) -> str:
-    """The Compare page once its plots are drawn, whole; returns what went wrong on it ("" when nothing)."""
+LAST_PLOT_BOTTOM = """() => {
+    const plots = document.querySelectorAll('.js-plotly-plot');
+    const main = document.querySelector('[data-testid=stMain]');
+    return plots[plots.length - 1].getBoundingClientRect().bottom + (main ? main.scrollTop : 0);
+}"""
+"""Where the page's last plot ends, counted from the top of the page: the app scrolls inside ``stMain``, not the
+document, so a "full page" screenshot would only hold the first screen."""
+
+
+def shoot_compare(browser, url: str, path: Path, *, margin: int = 16) -> str:
+    """The Compare page from its top down to its last plot, once they are drawn; what went wrong ("" if nothing).
+
+    The page is laid out at the README's viewport; the window is then made as tall as that stretch of the page
+    (same width, so nothing reflows) to photograph it in one piece. What comes below the plots (the items where
+    the judges fail) is left out: a picture thousands of pixels tall is not read.
+    """
     page = open_page(browser, f"{url}/compare")
     try:
         page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {COMPARE_PLOTS}")
         idle(page)
-        page.screenshot(path=str(path), full_page=True)
+        bottom = int(page.evaluate(LAST_PLOT_BOTTOM)) + margin
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], bottom)})
+        time.sleep(1.0)  # the plots answer the resize event
+        idle(page)
+        page.mouse.move(VIEWPORT["width"] - 5, 5)
+        page.screenshot(path=str(path))
         error = exception_shown(page)
         return error and f"the page shows an exception: {error}"
     finally:
@@ -328,7 +347,8 @@ def run_line(run: RunRecord) -> str:
         s = run.summary
         rho = (s.correlations or {}).get("spearman")
         words.append(f"{s.scored} of {s.n} test items scored"
-                     + (f", Spearman {rho:.2f} at {s.level} level" if rho is not None else ""))
+                     + (f", Spearman {rho:.2f} at {s.level} level" if rho is not None else
+                        f", no Spearman at {s.level} level (its scores do not vary, or too few items)"))
         words.append(f"{s.ledger.calls + s.ledger.cache_hits} LLM requests, {elapsed(s.seconds)}")
     elif run.message:
         words.append(run.message.splitlines()[0])
@@ -375,7 +395,8 @@ def captions(runs: Runs, notes: dict[str, str], dataset: str, aspect: str, taken
         "",
         f"The Compare page on {dataset}/{aspect} with the {len(finished)} finished runs on the same test items "
         f"({', '.join(f'#{r.id} {r.method}' for r in finished) or 'none'}), all by SmolLM2-135M-Instruct "
-        "(embedded): correlations with bootstrap intervals, cost, and where each judge fails.",
+        "(embedded), from the top of the page down to its plots: the comparison table, the trust checks, the "
+        "correlations with their intervals, cost, human against judge scores and the score distributions.",
     ]
     if len(finished) < len(runs.all):
         lines += ["", "Note: " + "; ".join(f"run #{r.id} ({r.method}) is not on it: it {r.status}"
