@@ -305,6 +305,13 @@ def shoot_compare(browser, url: str, path: Path, *, margin: int = 16) -> str:
         page.context.close()
 
 
+def shown_path(db: Path) -> Path:
+    """``db`` as the app is given it: the sidebar prints the database file, so inside the checkout it is given
+    relative to it (the app runs there) and no machine's folders end up in the README's pictures."""
+    db = db.resolve()
+    return db.relative_to(ROOT) if db.is_relative_to(ROOT) else db
+
+
 def take_pictures(db: Path, out: Path, runs: Runs) -> dict[str, str]:
     """Start the app on ``db``, photograph both pages into ``out``; picture file name -> what to say about it."""
     from playwright.sync_api import Error as PlaywrightError
@@ -316,7 +323,7 @@ def take_pictures(db: Path, out: Path, runs: Runs) -> dict[str, str]:
     log.parent.mkdir(parents=True, exist_ok=True)
     say(f"starting the app on {db} (log: {log})")
     try:
-        proc, url = start_app(db, log, user="screenshots")
+        proc, url = start_app(shown_path(db), log, user="screenshots")
     except RuntimeError as exc:
         raise Refused(f"the app did not start; see {log}: {str(exc).splitlines()[0]}") from None
     notes = {}
@@ -361,14 +368,14 @@ def captions(runs: Runs, notes: dict[str, str], dataset: str, aspect: str, taken
     split = hd.split
     sizes = (f"{len(split.train_ids)} training items, {len(split.test_ids)} test items (split seed {split.seed}; "
              "test keeps whole groups)") if split else "no split"
-    model = LLMConfig.from_dict(hd.llm).label
+    backend = LLMConfig.from_dict(hd.llm).backend
     finished = [r for r in runs.all if r.status == "finished"]
     lines = [
         "# Screenshots",
         "",
         f"Made by `python tools/screenshots.py` on {taken.isoformat()} (run it again to remake them; do not edit "
         "by hand). Model: SmolLM2-135M-Instruct, embedded "
-        f"({model}). Dataset: {dataset}, aspect {aspect}; {sizes}.",
+        f"(llama-cpp-python, backend `{backend}`). Dataset: {dataset}, aspect {aspect}; {sizes}.",
         "",
         "Runs (the HD-Eval page's quick first look, then its baselines on the same split):",
         "",
