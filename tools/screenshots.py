@@ -282,21 +282,23 @@ LAST_PLOT_BOTTOM = """() => {
 document, so a "full page" screenshot would only hold the first screen."""
 
 
-def shoot_compare(browser, url: str, path: Path, *, margin: int = 16) -> str:
+def shoot_compare(browser, url: str, path: Path, *, plots: bool = True, margin: int = 16) -> str:
     """The Compare page from its top down to its last plot, once they are drawn; what went wrong ("" if nothing).
 
     The page is laid out at the README's viewport; the window is then made as tall as that stretch of the page
     (same width, so nothing reflows) to photograph it in one piece. What comes below the plots (the items where
-    the judges fail) is left out: a picture thousands of pixels tall is not read.
+    the judges fail) is left out: a picture thousands of pixels tall is not read. Without ``plots`` (no run
+    finished, so the page draws none) the first screen is taken as it is.
     """
     page = open_page(browser, f"{url}/compare")
     try:
-        page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {COMPARE_PLOTS}")
-        idle(page)
-        bottom = int(page.evaluate(LAST_PLOT_BOTTOM)) + margin
-        page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], bottom)})
-        time.sleep(1.0)  # the plots answer the resize event
-        idle(page)
+        if plots:
+            page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {COMPARE_PLOTS}")
+            idle(page)
+            bottom = int(page.evaluate(LAST_PLOT_BOTTOM)) + margin
+            page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], bottom)})
+            time.sleep(1.0)  # the plots answer the resize event
+            idle(page)
         page.mouse.move(VIEWPORT["width"] - 5, 5)
         page.screenshot(path=str(path))
         error = exception_shown(page)
@@ -330,8 +332,10 @@ def take_pictures(db: Path, out: Path, runs: Runs) -> dict[str, str]:
     try:
         with sync_playwright() as p:
             browser = launch_browser(p)
-            for name, shoot in (("hd-eval-tree.png", lambda path: shoot_hd_eval(browser, url, runs.hd_eval, path)),
-                                ("compare.png", lambda path: shoot_compare(browser, url, path))):
+            any_finished = any(r.status == "finished" for r in runs.all)  # else the Compare page draws no plot
+            shots = {"hd-eval-tree.png": lambda path: shoot_hd_eval(browser, url, runs.hd_eval, path),
+                     "compare.png": lambda path: shoot_compare(browser, url, path, plots=any_finished)}
+            for name, shoot in shots.items():
                 started = time.time()
                 try:
                     notes[name] = shoot(out / name)
