@@ -19,7 +19,7 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
 from judge_engine.methods.active_critic import ActiveCriticState, edited_judge
 from judge_engine.records import RunEvent, RunRecord, RunSummary
-from judge_engine.runs import RunSpec, effective_status
+from judge_engine.runs import RunSpec, fast_defaults, effective_status
 from judge_engine.store import EditConflict
 from pages import run_view, start_form
 from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
@@ -57,7 +57,7 @@ if dataset is not None:
     split = start_form.split_fields(METHOD, dataset, train=paper_train, test=max(1, n - paper_train),
                                     train_help="The paper learns from 25% of the items and tests on the other 75%.")
     params = start_form.parameter_fields(METHOD, METHOD, MAIN_PARAMETERS,
-                                         values=start_form.fast_defaults(METHOD, session.llm_config()))
+                                         values=fast_defaults(METHOD, session.llm_config()))
     with st.expander("More settings (paper defaults)"):
         params |= start_form.parameter_fields(METHOD, METHOD, start_form.other_parameters(METHOD, MAIN_PARAMETERS))
     baselines = st.checkbox("Run the baselines too", value=True, key=f"{METHOD}_baselines",

@@ -16,7 +16,7 @@ from judge_engine.methods import Judge
 from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_node, load_tree, next_round_tree,
                                           node_summary, refit_preview, seed_tree, tree_index, tree_owner, undo_node)
 from judge_engine.records import RunEvent
-from judge_engine.runs import RunSpec, estimate
+from judge_engine.runs import RunSpec, fast_defaults, estimate
 from judge_engine.store import EditConflict
 from pages import run_view, start_form
 from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
@@ -65,7 +65,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
                                      "at once. The aspect to report must be one of them.")
         split = start_form.split_fields("hd", dataset, train=20, test=10)
         params = start_form.parameter_fields("hd_eval", "hd", MAIN_PARAMETERS,
-                                             values=start_form.fast_defaults("hd_eval", session.llm_config()))
+                                             values=fast_defaults("hd_eval", session.llm_config()))
         with st.expander("More settings (paper defaults)"):
             params |= start_form.parameter_fields(
                 "hd_eval", "hd", start_form.other_parameters("hd_eval", MAIN_PARAMETERS + ("aspects",)))

@@ -11,7 +11,7 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, Judge
 from judge_engine.methods import hypoeval as he
 from judge_engine.records import RunRecord, RunSummary
-from judge_engine.runs import RunSpec, effective_status
+from judge_engine.runs import RunSpec, fast_defaults, effective_status
 from judge_engine.store import EditConflict
 from pages import run_view, start_form
 from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
@@ -54,7 +54,7 @@ if dataset is not None:
     split = start_form.split_fields(METHOD, dataset, train=defaults["n_train"], test=20,
                                     train_help="HypoEval learns from at most 30 (the paper's |S_tr|).")
     params = start_form.parameter_fields(
-        METHOD, METHOD, MAIN_PARAMETERS, values=start_form.fast_defaults(METHOD, session.llm_config()),
+        METHOD, METHOD, MAIN_PARAMETERS, values=fast_defaults(METHOD, session.llm_config()),
         turned_off_by={"reasoning": ("weighted", "probability-weighted scores need the score alone, with no "
                                                  "reasoning before it")})
     with st.expander("More settings (paper defaults)"):

@@ -10,7 +10,7 @@ from judge_engine import export, figures
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, describe_parameters, get_method
 from judge_engine.records import RunRecord
-from judge_engine.runs import RunSpec, effective_status, start_run
+from judge_engine.runs import RunSpec, fast_defaults, effective_status, start_run
 from judge_engine.store import NotFound
 from pages import start_form
 from pages.ui import app_frame, messages, probes, readers, session, tables, trust, widgets
@@ -58,7 +58,7 @@ if dataset is not None:
     drawable = start_form.other_parameters(method, ())
     with st.expander("Method parameters (paper defaults)", expanded=len(drawable) <= 6):
         params = start_form.parameter_fields(method, f"runs_{method}", drawable,
-                                             values=start_form.fast_defaults(method, session.llm_config()))
+                                             values=fast_defaults(method, session.llm_config()))
         rest = [d.name for d in describe_parameters(METHODS[method]) if not start_form.drawable(d)]
         extra_text = st.text_area("Other parameters (JSON)", key=f"runs_json_{method}", height=68,
                                   disabled=not rest, placeholder="{}",

@@ -22,33 +22,14 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, describe_parameters
 from judge_engine.methods.base import Interval, OptionalInterval, Options, ParameterDoc
 from judge_engine.records import Aspect, Dataset
-from judge_engine.runs import Baseline, RunSpec
+from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, Baseline, RunSpec, quick_spec
 from judge_engine.store import NotFound, Store
 from pages.ui import auth, messages, readers, session
-
-QUICK_TRAIN, QUICK_TEST = 12, 10
-"""Split of a quick first look: enough items for a correlation to mean something, few enough for minutes."""
 
 
 def dependent_key(prefix: str, dataset: str, name: str) -> str:
     """Session key of a field whose choices depend on the dataset: each dataset keeps its own value."""
     return f"{prefix}_{name}__{dataset}"
-
-
-def fast_defaults(method: str, llm: LLMConfig) -> dict[str, Any]:
-    """Defaults measured faster with the same result on this backend, where the method has the parameter.
-
-    The sample-first layout on a backend that reuses a prompt prefix; on the
-    embedded model, probability-weighted scores (a tiny model seldom states a
-    score in free text; the logprobs give one for every item).
-    """
-    params = METHODS[method].default_params()
-    out: dict[str, Any] = {}
-    if "layout" in params and llm.reuses_prompt_prefix:
-        out["layout"] = "sample_first"
-    if "weighted" in params and llm.backend == "llamacpp":
-        out["weighted"] = True
-    return out
 
 
 def choose_dataset(prefix: str, *, slot: Any = st) -> Dataset | None:
@@ -247,9 +228,7 @@ def start_button(label: str, key: str, *, missing: str = "") -> bool:
 def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str | Baseline] = (),
                 params: dict[str, Any] | None = None) -> int | None:
     """A one-click first look: ``spec`` with the method's quick parameters and a small split, its time shown."""
-    quick = RunSpec(method=spec.method, dataset=spec.dataset, aspect=spec.aspect,
-                    params={**spec.params, **METHODS[method].quick_params, **(params or {})},
-                    train_size=QUICK_TRAIN, test_size=QUICK_TEST, seed=spec.seed, llm=spec.llm)
+    quick = quick_spec(spec, params)
     store = session.get_store()
     try:
         duration = runs.estimate_duration(store, quick, speed=backend_speed(quick.llm))

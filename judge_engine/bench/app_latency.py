@@ -75,19 +75,26 @@ def app_pages() -> list[tuple[str, str]]:
     return out
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the app binds it a moment later)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-def _start_app(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    # a display name up front: without it every fresh session stops at the name gate before the page runs
-    env = dict(os.environ, JUDGE_WORKBENCH_DB=str(db), JUDGE_WORKBENCH_USER=os.environ.get(
-        "JUDGE_WORKBENCH_USER") or "bench")
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port",
-                             str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+def start_app(db: Path, log: Path, *, user: str | None = None) -> tuple[subprocess.Popen, str]:
+    """``streamlit run app.py`` on ``db`` and a free local port, once it answers; the process and its URL.
+
+    ``user`` is the display name every session signs in with (default ``$JUDGE_WORKBENCH_USER``, else
+    ``bench``): without one every fresh session stops at the name gate before the page runs. The server's
+    output goes to ``log``; a server that does not answer within 90 s is stopped and its log's end raised.
+    """
+    port = free_port()
+    env = dict(os.environ, JUDGE_WORKBENCH_DB=str(db),
+               JUDGE_WORKBENCH_USER=user or os.environ.get("JUDGE_WORKBENCH_USER") or "bench")
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+                             "--server.address", "127.0.0.1", "--server.port", str(port),
+                             "--server.headless", "true", "--browser.gatherUsageStats", "false"],
                             cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 90
@@ -97,18 +104,25 @@ def _start_app(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
             return proc, url
         except OSError:
             if proc.poll() is not None or time.time() > deadline:
-                _stop(proc)
+                stop_app(proc)
                 raise RuntimeError(f"streamlit did not start:\n{log.read_text()[-2000:]}") from None
             time.sleep(0.5)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def stop_app(proc: subprocess.Popen) -> None:
+    """Stop a server :func:`start_app` started, with everything it spawned (it leads its own process group)."""
     if proc.poll() is None:
         os.killpg(proc.pid, 15)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
+
+
+def launch_browser(playwright) -> Any:
+    """Debian's headless Chromium under Playwright (``playwright install`` cannot download browsers here)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
 
 
 def seed_compare(db: Path, n: int, runs: int = 4) -> list[int]:
@@ -171,16 +185,15 @@ def _row(page: str, visits: list[dict[str, Any]], items: int | None, runs: int |
 def _app(db: Path, log: Path, timeout: float) -> Iterator[tuple[Any, str]]:
     """A fresh app server on ``db`` (its caches empty) and a headless browser, warmed up by one visit."""
     from playwright.sync_api import sync_playwright
-    proc, url = _start_app(db, log)
+    proc, url = start_app(db, log)
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            browser = launch_browser(p)
             _visit(browser, url, timeout * 1000)  # warm-up: first script run imports everything
             yield browser, url
             browser.close()
     finally:
-        _stop(proc)
+        stop_app(proc)
 
 
 def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int = 0, compare_runs: int = 4,

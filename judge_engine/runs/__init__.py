@@ -10,8 +10,8 @@ or a page switch never stops it; the page only polls the store.
 
 Modules, one job each:
 
-- :mod:`.spec`: :class:`RunSpec`, the dataset a run needs (:func:`ensure_dataset`, :func:`human_dataset`) and
-  :func:`create_run`.
+- :mod:`.spec`: :class:`RunSpec`, the dataset a run needs (:func:`ensure_dataset`, :func:`human_dataset`),
+  :func:`create_run`, and a quick first look (:func:`quick_spec`, with the backend's :func:`fast_defaults`).
 - :mod:`.execute`: :func:`execute_run` (fit once, score chunk by chunk, resumable) and how a run that found no
   judge is told apart (:func:`ended_without_judge`).
 - :mod:`.summary`: :func:`summarize` (meta-evaluation and cost) and the warnings in words
@@ -27,12 +27,13 @@ from .estimates import (EMBEDDED_SECONDS_PER_CALL, MIN_CALLS_FOR_TIMING, SHORT_R
                         estimate_duration, seconds_per_call)
 from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
 from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
-from .spec import RunSpec, create_run, ensure_dataset, human_dataset
+from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
+                   quick_spec)
 from .summary import run_warnings, summarize
 from .workers import HEARTBEAT_STALE_S, effective_status, start_run
 
 __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
-           "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
+           "QUICK_TEST", "QUICK_TRAIN", "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
            "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
-           "execute_run", "human_dataset", "launch", "run_warnings", "runs_on_same_split", "same_backend",
-           "seconds_per_call", "start_run", "summarize"]
+           "execute_run", "fast_defaults", "human_dataset", "launch", "quick_spec", "run_warnings", "runs_on_same_split",
+           "same_backend", "seconds_per_call", "start_run", "summarize"]
