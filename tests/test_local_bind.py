@@ -39,7 +39,7 @@ def make_run_command(port: int) -> str:
     """The command `make run` executes to start the app (from `make -n`, so the test follows the Makefile)."""
     out = subprocess.run(["make", "-n", "run", f"PORT={port}"], cwd=ROOT, capture_output=True, text=True,
                          timeout=30, check=True).stdout.replace("\\\n", " ")
-    return next(line for line in out.splitlines() if "streamlit run app.py" in line)
+    return next(line for line in out.splitlines() if "judge-workbench app" in line)
 
 
 def reachable(host: str, port: int) -> bool:
@@ -56,7 +56,7 @@ def test_make_run_is_reachable_on_loopback_only(tmp_path):
         pytest.skip("this machine has no non-loopback IPv4 address to try")
     port = free_port()
     command = make_run_command(port)
-    assert "--server.address 127.0.0.1" in command
+    assert "--address 127.0.0.1" in command
     env = dict(os.environ, JUDGE_WORKBENCH_DB=str(tmp_path / "w.db"))
     log = (tmp_path / "streamlit.log").open("wb")
     proc = subprocess.Popen(command, shell=True, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
