@@ -281,6 +281,16 @@ def correlations(human: Sequence[float], pred: Sequence[float]) -> dict[str, flo
         NaN when fewer than two pairs remain or either side is constant. No
         scipy warning escapes.
     """
+    pairs = _correlatable(human, pred)
+    if pairs is None:
+        return _nan_result()
+    with _Quiet():
+        return {m: float(_COEFFICIENT[m](*pairs)) for m in COEFFICIENTS}
+
+
+def _correlatable(human: Sequence[float], pred: Sequence[float]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The pairs where both sides are finite, or None when no coefficient is defined on them (fewer than two,
+    or either side constant)."""
     h = _as_float_array(human, "human")
     p = _as_float_array(pred, "pred")
     if h.shape != p.shape:
@@ -288,9 +298,8 @@ def correlations(human: Sequence[float], pred: Sequence[float]) -> dict[str, flo
     keep = np.isfinite(h) & np.isfinite(p)
     h, p = h[keep], p[keep]
     if h.size < 2 or _is_constant(h) or _is_constant(p):
-        return _nan_result()
-    with _Quiet():
-        return {m: float(_COEFFICIENT[m](h, p)) for m in COEFFICIENTS}
+        return None
+    return h, p
 
 
 def _spearman(h: np.ndarray, p: np.ndarray) -> float:
@@ -308,16 +317,11 @@ def correlation(human: Sequence[float], pred: Sequence[float], coefficient: str)
     where hundreds of slices need only a Spearman, Kendall's tau is most of the time spent."""
     if coefficient not in _COEFFICIENT:
         raise ValueError(f"unknown coefficient {coefficient!r}; one of {', '.join(COEFFICIENTS)}")
-    h = _as_float_array(human, "human")
-    p = _as_float_array(pred, "pred")
-    if h.shape != p.shape:
-        raise ValueError(f"human and pred differ in length: {h.size} != {p.size}")
-    keep = np.isfinite(h) & np.isfinite(p)
-    h, p = h[keep], p[keep]
-    if h.size < 2 or _is_constant(h) or _is_constant(p):
+    pairs = _correlatable(human, pred)
+    if pairs is None:
         return math.nan
     with _Quiet():
-        return float(_COEFFICIENT[coefficient](h, p))
+        return float(_COEFFICIENT[coefficient](*pairs))
 
 
 MIN_SELECTION_COVERAGE = 0.8
