@@ -1,0 +1,146 @@
+"""An OpenAI-compatible chat server that answers at once, for scoring benchmarks and tests at scale.
+
+It stands in for a vLLM or OpenAI endpoint whose model time is zero, so what is measured is the client
+side: the engine's per-item work against the plain ``openai`` client's. It runs in its own process
+(:class:`StubServer`), so its threads never compete with the measured client for the GIL.
+
+Each reply is a JSON score, ``{"score": k}`` with ``k`` in 1..5 fixed by the prompt's text, so the same
+prompt always gets the same answer wherever it was sent from (one process, several, a Ray worker). It
+also answers ``GET /v1/models`` and ``GET /stats`` (requests answered so far), and with
+``--rate-limit-every N`` it answers every N-th chat request with a 429, as a rate-limited API does.
+
+Run alone: ``python -m judge_engine.bench.stub_server --port 8000`` (prints the port it listens on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MODEL = "stub-model"
+
+
+def stub_score(messages: list[dict[str, Any]]) -> int:
+    """The score the stub gives a prompt (1..5), a pure function of its messages' text."""
+    text = "\n".join(str(m.get("content", "")) for m in messages)
+    return 1 + hashlib.sha256(text.encode("utf-8")).digest()[0] % 5
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the clients reuse their connections, as with a real server
+    rate_limit_every = 0
+    answered = 0
+    chat_requests = 0
+    lock = threading.Lock()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        if self.path.endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "stub"}]})
+        elif self.path.endswith("/stats"):
+            cls = type(self)
+            self._send(200, {"answered": cls.answered, "chat_requests": cls.chat_requests})
+        else:
+            self._send(404, {"error": {"message": "no route"}})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        cls = type(self)
+        with cls.lock:
+            cls.chat_requests += 1
+            limited = cls.rate_limit_every and cls.chat_requests % cls.rate_limit_every == 0
+            if not limited:
+                cls.answered += 1
+        if limited:
+            return self._send(429, {"error": {"message": "Rate limit reached", "type": "requests",
+                                              "code": "rate_limit_exceeded"}}, {"retry-after": "0"})
+        score = stub_score(body.get("messages") or [])
+        n = int(body.get("n") or 1)
+        self._send(200, {"id": f"stub-{cls.answered}", "object": "chat.completion", "created": 0, "model": MODEL,
+                         "choices": [{"index": i, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": json.dumps({"score": score})}}
+                                     for i in range(n)],
+                         "usage": {"prompt_tokens": 100, "completion_tokens": 6, "total_tokens": 106}})
+
+
+def serve(port: int = 0, *, rate_limit_every: int = 0) -> None:
+    """Serve until killed; the first line on standard output is the port."""
+    _Handler.rate_limit_every = rate_limit_every
+    httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
+    httpd.daemon_threads = True
+    httpd.request_queue_size = 1024  # hundreds of clients connect at once at the benchmark's top level
+    print(httpd.server_address[1], flush=True)
+    httpd.serve_forever()
+
+
+class StubServer:
+    """The stub in a child process, for ``with StubServer() as stub: stub.base_url``."""
+
+    def __init__(self, *, rate_limit_every: int = 0):
+        self.rate_limit_every = rate_limit_every
+        self.process: subprocess.Popen | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stats(self) -> dict[str, int]:
+        from urllib.request import urlopen
+
+        with urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as reply:
+            return json.loads(reply.read())
+
+    def __enter__(self) -> "StubServer":
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "judge_engine.bench.stub_server", "--port", "0",
+             "--rate-limit-every", str(self.rate_limit_every)], stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline() if self.process.stdout else ""
+        if not line.strip().isdigit():
+            self.process.kill()
+            raise RuntimeError("the stub server did not start")
+        self.port = int(line)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m judge_engine.bench.stub_server", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--rate-limit-every", type=int, default=0, help="answer every N-th request with a 429")
+    args = parser.parse_args(argv)
+    try:
+        serve(args.port, rate_limit_every=args.rate_limit_every)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
