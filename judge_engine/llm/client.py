@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -184,6 +184,10 @@ class LLM:
             completion = Completion.from_dict(hit, cached=True)
             self.ledger.record(completion)
             return completion
+        return self._fresh(messages, params)
+
+    def _fresh(self, messages: list[Message], params: GenerationParams) -> Completion:
+        """Send a request the cache was just asked for and did not have; cache and count its answer."""
         announced = self._announced(params)
         completion = self._generate(messages, params)
         self._store(messages, params, completion, announced)
@@ -268,18 +272,19 @@ class LLM:
         # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
         limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
         workers = max(1, min(limit, len(todo)))
+        # complete_many has just looked every request up, so the workers go straight to the backend; and
+        # as_completed waits on all futures at once (a wait() per answer re-registers every pending one:
+        # quadratic in the batch at hundreds in flight)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
-            futures = {pool.submit(self.complete, requests[i].messages, requests[i].params): i for i in todo}
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    if fut.exception() is not None:
-                        for p in pending:
-                            p.cancel()
-                        raise fut.exception()
-                    results[futures[fut]] = fut.result()
-                    done += 1
+            futures = {pool.submit(self._fresh, [dict(m) for m in requests[i].messages], requests[i].params): i
+                       for i in todo}
+            for fut in as_completed(futures):
+                if fut.exception() is not None:
+                    for other in futures:
+                        other.cancel()
+                    raise fut.exception()
+                results[futures[fut]] = fut.result()
+                done += 1
                 if progress:
                     progress(done, total)
 
