@@ -1009,6 +1009,64 @@ DUPLICATE_CHOICES = ("keep", "merge")
 """What :func:`load_table` does with duplicate items: keep them apart (default) or merge each."""
 
 
+@dataclass(frozen=True)
+class RowColumns:
+    """Which column of a table row holds what, for :func:`row_sample`."""
+
+    input_col: str
+    output_col: str
+    id_col: str | None = None
+    group_col: str | None = None
+    system_col: str | None = None
+    context_col: str | None = None
+    reference_col: str | None = None
+    aspect_cols: dict[str, str] = field(default_factory=dict)
+    """Aspect name -> column of its human score."""
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Aspect name -> (low, high) a human score must fall in."""
+    decimal: str = "."
+
+
+def row_sample(row: int, rec: dict[str, Any], columns: RowColumns, path: Path) -> Sample:
+    """The sample of record ``rec`` (on row ``row`` of ``path``); DataImportError naming the row if it has none.
+
+    One reading of a row for every way a table comes in: imported whole (:func:`load_table`) or a chunk at a
+    time for scoring (:mod:`judge_engine.items`). Uniqueness of ids is the caller's: it knows the other rows.
+    """
+    if columns.id_col is not None:
+        sid = _text(rec.get(columns.id_col)).strip()
+        if not sid:
+            raise DataImportError("the id is empty", file=path, row=row, column=columns.id_col)
+    else:
+        sid = str(row)
+    if columns.output_col not in rec:
+        raise DataImportError("missing in this record", file=path, row=row, column=columns.output_col)
+    output = _text(rec[columns.output_col])
+    if not output.strip():
+        raise DataImportError("the output text is empty", file=path, row=row, column=columns.output_col)
+    human = {}
+    for aspect, col in columns.aspect_cols.items():
+        if col not in rec:
+            raise DataImportError("missing in this record", file=path, row=row, column=col)
+        value = _to_float(rec[col], file=path, row=row, column=col, decimal=columns.decimal)
+        if aspect in columns.ranges:
+            low, high = columns.ranges[aspect]
+            if not low <= value <= high:
+                raise DataImportError(f"{value:g} is outside the range {low:g}-{high:g} of "
+                                      f"{aspect!r}", file=path, row=row, column=col)
+        human[aspect] = value
+    extras = {}
+    for attr, col in (("system_id", columns.system_col), ("context", columns.context_col),
+                      ("reference", columns.reference_col)):
+        if col is not None:
+            value = _text(rec.get(col)).strip()
+            extras[attr] = value if attr == "system_id" else (value or None)
+    group = _text(rec.get(columns.group_col)).strip() if columns.group_col is not None else ""
+    return Sample(id=sid, input=_text(rec.get(columns.input_col)), output=output,
+                  group_id=group or (f"(row {row})" if columns.group_col is not None else sid), human=human,
+                  **extras)
+
+
 def load_table(
     path: str | os.PathLike,
     *,
@@ -1106,50 +1164,19 @@ def load_table(
     rows: list[int] = []
     first_row_of: dict[str, int] = {}
     observed = {a: [math.inf, -math.inf] for a in aspect_cols}
-    optional = [("system_id", system_col), ("context", context_col), ("reference", reference_col)]
+    columns = RowColumns(input_col=input_col, output_col=output_col, id_col=id_col, group_col=group_col,
+                         system_col=system_col, context_col=context_col, reference_col=reference_col,
+                         aspect_cols=aspect_cols, ranges=ranges, decimal=decimal)
     for done, (row, rec) in enumerate(records, 1):
         try:
-            if id_col is not None:
-                sid = _text(rec.get(id_col)).strip()
-                if not sid:
-                    raise DataImportError("the id is empty", file=path, row=row, column=id_col)
-            else:
-                sid = str(row)
-            if sid in first_row_of:
-                raise DataImportError(f"duplicate id {sid!r} (first used on row {first_row_of[sid]})",
+            sample = row_sample(row, rec, columns, path)
+            if sample.id in first_row_of:
+                raise DataImportError(f"duplicate id {sample.id!r} (first used on row {first_row_of[sample.id]})",
                                       file=path, row=row, column=id_col)
-            first_row_of[sid] = row
-
-            if output_col not in rec:
-                raise DataImportError("missing in this record", file=path, row=row, column=output_col)
-            output = _text(rec[output_col])
-            if not output.strip():
-                raise DataImportError("the output text is empty", file=path, row=row, column=output_col)
-
-            human = {}
-            for aspect, col in aspect_cols.items():
-                if col not in rec:
-                    raise DataImportError("missing in this record", file=path, row=row, column=col)
-                value = _to_float(rec[col], file=path, row=row, column=col, decimal=decimal)
-                if aspect in ranges:
-                    low, high = ranges[aspect]
-                    if not low <= value <= high:
-                        raise DataImportError(f"{value:g} is outside the range {low:g}-{high:g} of "
-                                              f"{aspect!r}", file=path, row=row, column=col)
-                human[aspect] = value
-
-            extras = {}
-            for attr, col in optional:
-                if col is not None:
-                    value = _text(rec.get(col)).strip()
-                    extras[attr] = value if attr == "system_id" else (value or None)
-            group = _text(rec.get(group_col)).strip() if group_col is not None else ""
-            samples.append(Sample(
-                id=sid, input=_text(rec.get(input_col)), output=output,
-                group_id=group or (f"(row {row})" if group_col is not None else sid), human=human,
-                **extras))
+            first_row_of[sample.id] = row
+            samples.append(sample)
             rows.append(row)
-            for aspect, value in human.items():
+            for aspect, value in sample.human.items():
                 lo_hi = observed[aspect]
                 lo_hi[0], lo_hi[1] = min(lo_hi[0], value), max(lo_hi[1], value)
         except DataImportError as exc:
