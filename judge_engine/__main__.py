@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from tqdm import tqdm
@@ -25,6 +26,7 @@ from tqdm import tqdm
 
 def _progress_bar(quiet: bool):
     bars: dict[str, tqdm] = {}
+    shown = [0.0]
 
     def progress(done: int, total: int, stage: str) -> None:
         if quiet:
@@ -36,7 +38,10 @@ def _progress_bar(quiet: bool):
             bar = bars[stage] = tqdm(total=total, desc=stage, unit="item", file=sys.stderr)
         bar.total = total
         bar.n = done
-        bar.refresh()
+        now = time.monotonic()
+        if now - shown[0] >= 0.2 or done >= total:  # a bar redrawn per answer would cost more than the answer
+            shown[0] = now
+            bar.refresh()
 
     def close() -> None:
         for bar in bars.values():
@@ -226,12 +231,12 @@ SKIPPED_SHOWN = 10
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    import math
     from dataclasses import replace
 
-    from . import metrics
-    from .export import load_judge, read_items, resume_output, score_stream
+    from .export import load_judge
+    from .items import ItemFile
     from .llm import make_llm
+    from .score_files import output_format, score_file
     from .store import Store
 
     exported = load_judge(Path(args.judge))
@@ -244,36 +249,25 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
     config = replace(config, concurrency=args.concurrency or SCORE_CONCURRENCY.get(config.backend, 4))
     judge = exported.judge
-    aspect = judge.aspect["name"]
-    skipped: list = []
-    items = read_items(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
-                       context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
-                       aspect=aspect, task=judge.task.get("task", ""), skipped=skipped)
-    for exc in skipped[:SKIPPED_SHOWN]:
-        print(f"skipped: {exc}", file=sys.stderr)
-    if len(skipped) > SKIPPED_SHOWN:
-        print(f"skipped: {len(skipped) - SKIPPED_SHOWN} more rows (every one is counted in the summary)",
-              file=sys.stderr)
-    done = resume_output(args.out, judge) if args.out else set()
-    todo = [s for s in items.samples if s.id not in done]
-    if done:
-        print(f"resuming: {len(items.samples) - len(todo)} of {len(items.samples)} items are already in {args.out}; "
-              f"scoring the other {len(todo)}", file=sys.stderr)
-    store = Store(args.db)
-    llm = make_llm(config, store=store)
-    scores: dict[str, float] = {}
-    out = open(args.out, "a", encoding="utf-8") if args.out else sys.stdout
+    fmt = output_format(args.out, args.format)
+    source = ItemFile(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
+                      context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
+                      aspect=judge.aspect["name"])
+    llm = make_llm(config, store=Store(args.db))
+    shown = 0
 
-    def write(line: str) -> None:
-        out.write(line)
-        out.flush()  # a whole line at a time: an interrupted run leaves no half-written verdict
-        if args.human_col and not args.out:
-            record = json.loads(line)
-            scores[str(record["id"])] = math.nan if record["score"] is None else float(record["score"])
+    def bad_row(exc: Exception) -> None:
+        nonlocal shown
+        shown += 1
+        if shown <= SKIPPED_SHOWN:
+            print(f"skipped: {exc}", file=sys.stderr)
+        elif shown == SKIPPED_SHOWN + 1:
+            print("skipped: more rows (every one is counted in the summary)", file=sys.stderr)
 
     progress, close = _progress_bar(args.quiet)
     try:
-        counts = score_stream(judge, todo, llm=llm, write=write, progress=progress)
+        summary = score_file(judge, source, llm=llm, out=args.out, fmt=fmt, stream=None if args.out else sys.stdout,
+                             progress=progress, bad_row=bad_row, notice=lambda text: print(text, file=sys.stderr))
     except KeyboardInterrupt:
         close()
         where = "; run the same command again to score the rest (answers so far are cached)" if args.out else ""
@@ -281,24 +275,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 130
     finally:
         close()
-        if args.out:
-            out.close()
-    summary = {"items": counts["items"], "skipped": len(done), "rows_left_out": len(skipped),
-               "missing": counts["missing"],
-               "concurrency": config.concurrency, **llm.ledger.snapshot().to_dict()}
+    summary = {**summary, "concurrency": config.concurrency, **llm.ledger.snapshot().to_dict()}
     if llm.governor.lowered:  # the server rate-limited: say how far the pace came down
         summary["rate_limited"] = {"times": llm.governor.lowered, "fewest_in_flight": llm.governor.lowest,
                                    "in_flight_at_the_end": llm.governor.limit}
-    if args.human_col:
-        if args.out:  # the whole file, this run's lines and the resumed ones
-            with open(args.out, encoding="utf-8") as f:
-                for line in f:
-                    if line.strip():
-                        record = json.loads(line)
-                        scores[str(record["id"])] = math.nan if record["score"] is None else float(record["score"])
-        human = [s.human[aspect] for s in items.samples]
-        pred = [scores.get(s.id, math.nan) for s in items.samples]
-        summary["correlations"] = metrics.meta_evaluate(human, pred, n_bootstrap=1000).to_dict()
     print(json.dumps(summary, indent=2), file=sys.stderr)
     return 0
 
@@ -428,7 +408,9 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     score = sub.add_parser("score", help="score a CSV/JSONL file with an exported judge")
     score.add_argument("judge", help="JSON written by 'export' (or a bare judge JSON)")
     score.add_argument("data", help="CSV, TSV, JSON list or JSONL of items")
-    score.add_argument("--out", help="JSONL of verdicts (default: standard output)")
+    score.add_argument("--out", help="file of verdicts, resumed if it exists (default: standard output)")
+    score.add_argument("--format", choices=["jsonl", "csv"],
+                       help="output format (default: csv for an --out ending in .csv, else jsonl)")
     score.add_argument("--input-col", default="input")
     score.add_argument("--output-col", default="output")
     score.add_argument("--id-col", help="default: the row number")

@@ -875,10 +875,26 @@ MAX_FIELD_CHARS = 64 * 1024 * 1024
 
 
 def _read_csv(text: str, path: Path, dialect: CsvDialect):
+    reader = csv_reader(io.StringIO(text, newline=""), dialect)
+    header = csv_header(reader, path)
+    try:
+        records = list(csv_records(reader, header, path, dialect))
+    except csv.Error as exc:
+        raise DataImportError(f"cannot parse the CSV ({exc})", file=path, row=reader.line_num) from None
+    if not records:
+        raise DataImportError("the file has a header but no data rows", file=path)
+    return header, records
+
+
+def csv_reader(lines: Iterable[str], dialect: CsvDialect):
+    """A ``csv.reader`` over ``lines`` in ``dialect`` that accepts cells up to :data:`MAX_FIELD_CHARS`."""
     if csv.field_size_limit() < MAX_FIELD_CHARS:
         csv.field_size_limit(MAX_FIELD_CHARS)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=dialect.delimiter,
-                        quotechar=dialect.quotechar)
+    return csv.reader(lines, delimiter=dialect.delimiter, quotechar=dialect.quotechar)
+
+
+def csv_header(reader: Any, path: Path) -> list[str]:
+    """The column names of the first non-blank line; DataImportError for an empty or repeated name."""
     try:
         header = next(reader)
         while not any(cell.strip() for cell in header):
@@ -897,30 +913,37 @@ def _read_csv(text: str, path: Path, dialect: CsvDialect):
             raise DataImportError("two columns have this name", file=path, row=reader.line_num,
                                   column=name)
         seen.add(name)
+    return header
+
+
+def csv_records(reader: Any, header: list[str], path: Path, dialect: CsvDialect,
+                bad_row: Callable[[DataImportError], None] | None = None) -> Iterable[tuple[int, dict[str, str]]]:
+    """(row number, record) of each data line after the header, blank lines left out.
+
+    A line with the wrong number of cells raises DataImportError, or with ``bad_row`` is handed to it and
+    left out (a file too large to fix by hand is scored except for that row). ``csv.Error`` is the caller's.
+    """
     width = len(header)
-    records = []
     last = reader.line_num
-    try:
-        for cells in reader:
-            row = last + 1  # first line of this record
-            last = reader.line_num
-            if not cells or (len(cells) == 1 and not cells[0].strip()):
-                continue  # blank line
-            if len(cells) != width:
-                if len(cells) > width and not any(c.strip() for c in cells[width:]):
-                    cells = cells[:width]  # trailing empty cells (spreadsheet export)
-                else:
-                    raise DataImportError(
-                        f"has {len(cells)} cells but the header has {width} columns "
-                        f"({', '.join(header)}) when cells are separated by a "
-                        f"{SEPARATORS[dialect.delimiter]}; check the separator in the import preview",
-                        file=path, row=row)
-            records.append((row, dict(zip(header, cells))))
-    except csv.Error as exc:
-        raise DataImportError(f"cannot parse the CSV ({exc})", file=path, row=reader.line_num) from None
-    if not records:
-        raise DataImportError("the file has a header but no data rows", file=path)
-    return header, records
+    for cells in reader:
+        row = last + 1  # first line of this record
+        last = reader.line_num
+        if not cells or (len(cells) == 1 and not cells[0].strip()):
+            continue  # blank line
+        if len(cells) != width:
+            if len(cells) > width and not any(c.strip() for c in cells[width:]):
+                cells = cells[:width]  # trailing empty cells (spreadsheet export)
+            else:
+                error = DataImportError(
+                    f"has {len(cells)} cells but the header has {width} columns "
+                    f"({', '.join(header)}) when cells are separated by a "
+                    f"{SEPARATORS[dialect.delimiter]}; check the separator in the import preview",
+                    file=path, row=row)
+                if bad_row is None:
+                    raise error
+                bad_row(error)
+                continue
+        yield row, dict(zip(header, cells))
 
 
 def _rows_text(rows: Sequence[int], limit: int = 12) -> str:

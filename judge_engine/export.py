@@ -33,6 +33,7 @@ from .methods import Judge
 from .records import Dataset, Sample, Verdict
 from .store import NotFound, Store
 from .probes import probe_run
+from .score_files import judge_fingerprint, verdict_record  # noqa: F401  (part of this module's API)
 from .trust import trust_report
 
 CARD_FORMAT = "judge-workbench/judge"
@@ -90,6 +91,26 @@ class ExportedJudge:
                              "missing": [v.missing for v in rows],
                              "missing_reason": [missing_reason(v) for v in rows],
                              "explanation": [v.explanation for v in rows]})
+
+    def score_file(self, path: str | Path, out: str | Path, *, input_col: str = "input", output_col: str = "output",
+                   id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
+                   human_col: str | None = None, fmt: str | None = None, llm: LLMConfig | LLM | None = None,
+                   db: str | Path | None = None, progress: Callable[[int, int, str], None] | None = None,
+                   bad_row: Callable[[Exception], None] | None = None) -> dict[str, Any]:
+        """Score a CSV/TSV/JSONL file of any size into ``out`` (JSONL, or CSV for a ``.csv`` name or ``fmt``).
+
+        The same as ``judge-workbench score``: read a chunk at a time, each verdict written as it is known,
+        resumed when ``out`` already holds some of them, rows that cannot be scored given to ``bad_row`` and
+        left out. Returns the summary (items scored, skipped, left out, missing, correlations with
+        ``human_col``).
+        """
+        from .items import ItemFile
+        from .score_files import score_file
+
+        source = ItemFile(path, input_col=input_col, output_col=output_col, id_col=id_col, context_col=context_col,
+                          reference_col=reference_col, human_col=human_col, aspect=self.judge.aspect["name"])
+        client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
+        return score_file(self.judge, source, llm=client, out=out, fmt=fmt, progress=progress, bad_row=bad_row)
 
 
 def model_card(store: Store, run_id: int) -> dict[str, Any]:
@@ -174,80 +195,6 @@ def score_file(judge: Judge, path: str | Path, *, llm: LLM, progress: Callable[[
     """Score every item of a file with ``judge`` (see :func:`read_items` for the column options)."""
     items = read_items(path, task=judge.task.get("task", ""), **columns)
     return judge.score(items.samples, llm=llm, progress=progress)
-
-
-SCORE_CHUNK = 256
-"""Items scored per batch by :func:`score_stream`: enough in flight for a server's batching, few enough that a
-crash loses at most one batch of answers (they stay in the call cache, so even those are not paid again)."""
-
-
-def judge_fingerprint(judge: Judge) -> str:
-    """A short hash of everything that decides a judge's scores, to tell whose verdicts an output file holds."""
-    import hashlib
-
-    return hashlib.sha256(judge.to_json().encode("utf-8")).hexdigest()[:16]
-
-
-def _meta_path(out: Path) -> Path:
-    return out.with_name(out.name + ".judge")
-
-
-def resume_output(out: str | Path, judge: Judge) -> set[str]:
-    """The ids already written to ``out`` by this judge, after cutting off a half-written last line.
-
-    A new output file is tagged with the judge's fingerprint (a ``<out>.judge`` file beside it); an existing
-    one written by another judge is refused before any request is sent, since appending would mix two judges'
-    verdicts in one file.
-    """
-    out = Path(out)
-    meta, mine = _meta_path(out), judge_fingerprint(judge)
-    if not out.exists() or out.stat().st_size == 0:
-        meta.write_text(mine + "\n", encoding="utf-8")
-        return set()
-    theirs = meta.read_text(encoding="utf-8").strip() if meta.exists() else ""
-    if theirs != mine:
-        said = f"by judge {theirs}" if theirs else "without a judge tag (not by score)"
-        raise ValueError(f"{out} was written {said}, not by this judge ({mine}): choose another --out file, or "
-                         "delete it to start over")
-    raw = out.read_bytes()
-    complete = raw[:raw.rfind(b"\n") + 1]
-    if len(complete) != len(raw):  # a line cut by a crash: drop it, its item is scored again (from the cache)
-        with open(out, "r+b") as f:
-            f.truncate(len(complete))
-    done = set()
-    for line in complete.decode("utf-8").splitlines():
-        if line.strip():
-            done.add(str(json.loads(line)["id"]))
-    return done
-
-
-def score_stream(judge: Judge, samples: Sequence[Sample], *, llm: LLM, write: Callable[[str], None],
-                 chunk: int = SCORE_CHUNK, progress: Callable[[int, int, str], None] | None = None) -> dict[str, int]:
-    """Score ``samples`` in batches of ``chunk`` and hand each verdict's JSON line to ``write`` as it is known.
-
-    No verdict is kept: memory holds one batch. Returns the counts ``{"items", "missing"}``.
-    """
-    counts = {"items": 0, "missing": 0}
-    total = len(samples)
-    for start in range(0, total, max(1, chunk)):
-        batch = list(samples[start:start + chunk])
-
-        def tick(done: int, _total: int, stage: str, _start: int = start) -> None:
-            if progress:
-                progress(_start + done, total, stage)
-
-        for v in judge.score(batch, llm=llm, progress=tick):
-            write(json.dumps(verdict_record(v), ensure_ascii=False) + "\n")
-            counts["items"] += 1
-            counts["missing"] += int(v.missing)
-    return counts
-
-
-def verdict_record(v: Verdict) -> dict[str, Any]:
-    """One JSON line of ``score``'s output."""
-    return {"id": v.sample_id, "aspect": v.aspect, "score": None if v.missing else v.score, "missing": v.missing,
-            "criteria": {k: (None if x != x else x) for k, x in v.criteria.items()},
-            "explanation": v.explanation}
 
 
 # --------------------------------------------------------------------------- verdict tables

@@ -1,0 +1,287 @@
+"""Score a file of any size with a finished judge: chunks in, one verdict line out as soon as it is known.
+
+This is what ``judge-workbench score`` runs, and :meth:`judge_engine.export.ExportedJudge.score_file`
+from Python. Memory holds at most two chunks of items and their verdicts, whatever the file's size:
+the input is read a chunk at a time (:class:`~judge_engine.items.ItemFile`) and each verdict is
+written and flushed as one whole line (JSONL, or CSV through :mod:`judge_engine.spreadsheet` so no
+cell runs as a formula).
+
+Running the same command again with the same output file resumes it: the ids already written are
+skipped (a line cut by a crash is dropped and its item scored again, from the call cache), and an
+output file written by another judge is refused before any request. While one chunk's last answers
+come in, the next chunk's requests are already sent (two chunks in flight share the backend's
+concurrency), so a server is never left idle between chunks.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TextIO
+
+from . import spreadsheet
+from .items import IdSet, ItemFile
+from .llm import LLM
+from .methods import Judge
+from .records import Sample, Verdict
+
+SCORE_CHUNK = 256
+"""Items per chunk (at least twice the calls in flight): enough for a server's batching, few enough that a crash
+loses at most two chunks of answers (they stay in the call cache, so even those are not paid again)."""
+
+OUTPUT_FORMATS = ("jsonl", "csv")
+OUTPUT_COLUMNS = ("id", "aspect", "score", "missing", "missing_reason", "explanation", "criteria")
+"""Fields of one verdict line; in CSV ``criteria`` is a JSON object in one cell."""
+
+
+def verdict_record(v: Verdict) -> dict[str, Any]:
+    """One output line of ``score`` (and one row of the Ray stage): None where there is no number."""
+    from .export import missing_reason
+
+    return {"id": v.sample_id, "aspect": v.aspect, "score": None if v.missing else v.score, "missing": v.missing,
+            "missing_reason": missing_reason(v), "explanation": v.explanation,
+            "criteria": {k: (None if x != x else x) for k, x in v.criteria.items()}}
+
+
+def judge_fingerprint(judge: Judge) -> str:
+    """A short hash of everything that decides a judge's scores, to tell whose verdicts an output file holds."""
+    return hashlib.sha256(judge.to_json().encode("utf-8")).hexdigest()[:16]
+
+
+def output_format(out: str | Path | None, fmt: str | None = None) -> str:
+    """``fmt`` if given, else CSV for a ``.csv`` output file and JSONL otherwise."""
+    if fmt is not None:
+        if fmt not in OUTPUT_FORMATS:
+            raise ValueError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+        return fmt
+    return "csv" if out is not None and Path(out).suffix.lower() == ".csv" else "jsonl"
+
+
+def format_line(record: dict[str, Any], fmt: str) -> str:
+    """One verdict as a whole line of ``fmt`` (a CSV line may hold quoted line breaks of the explanation)."""
+    if fmt == "jsonl":
+        return json.dumps(record, ensure_ascii=False) + "\n"
+    cells = {**record, "criteria": json.dumps(record["criteria"], ensure_ascii=False)}
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow([spreadsheet.safe_cell(cells[c]) for c in OUTPUT_COLUMNS])
+    return buffer.getvalue()
+
+
+def header_line(fmt: str) -> str:
+    """The first line of a new output file: the column names of a CSV, nothing for JSONL."""
+    if fmt != "csv":
+        return ""
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow(OUTPUT_COLUMNS)
+    return buffer.getvalue()
+
+
+def _unquoted(cell: str) -> str:
+    """A CSV cell's text as it was before :func:`~judge_engine.spreadsheet.safe_cell` quoted a formula-like one."""
+    return cell[1:] if cell.startswith("'") and spreadsheet.is_formula_like(cell[1:]) else cell
+
+
+def _meta_path(out: Path) -> Path:
+    return out.with_name(out.name + ".judge")
+
+
+def _complete_records(raw: bytes, fmt: str) -> tuple[int, list[str]]:
+    """The length of the whole records at the start of ``raw`` and their ids (a crash may cut the last one)."""
+    text = raw.decode("utf-8")
+    if fmt == "jsonl":
+        end = text.rfind("\n") + 1
+        return len(text[:end].encode("utf-8")), [str(json.loads(x)["id"]) for x in text[:end].splitlines()
+                                                 if x.strip()]
+    ids: list[str] = []
+    consumed = [0]
+
+    def lines() -> Iterable[str]:
+        for line in io.StringIO(text, newline=""):
+            consumed[0] += len(line)
+            yield line
+
+    reader, good = csv.reader(lines()), 0
+    try:
+        for n, cells in enumerate(reader):
+            if text[consumed[0] - 1] != "\n" or len(cells) != len(OUTPUT_COLUMNS):
+                break  # the last record, cut before its end
+            if n > 0:  # not the header
+                ids.append(_unquoted(cells[0]))
+            good = consumed[0]
+    except csv.Error:
+        pass  # a quote left open by the cut
+    return len(text[:good].encode("utf-8")), ids
+
+
+def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
+    """The ids already written to ``out`` by this judge, after cutting off a half-written last record.
+
+    A new output file is tagged with the judge's fingerprint (a ``<out>.judge`` file beside it); an existing
+    one written by another judge is refused before any request is sent, since appending would mix two judges'
+    verdicts in one file.
+    """
+    out = Path(out)
+    meta, mine = _meta_path(out), judge_fingerprint(judge)
+    done = IdSet()
+    if not out.exists() or out.stat().st_size == 0:
+        meta.write_text(mine + "\n", encoding="utf-8")
+        return done
+    theirs = meta.read_text(encoding="utf-8").strip() if meta.exists() else ""
+    if theirs != mine:
+        said = f"by judge {theirs}" if theirs else "without a judge tag (not by score)"
+        raise ValueError(f"{out} was written {said}, not by this judge ({mine}): choose another --out file, or "
+                         "delete it to start over")
+    raw = out.read_bytes()
+    length, ids = _complete_records(raw, fmt)
+    if length != len(raw):  # a record cut by a crash: drop it, its item is scored again (from the cache)
+        with open(out, "r+b") as f:
+            f.truncate(length)
+    done.add((i, 0) for i in ids)
+    return done
+
+
+def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, write: Callable[[Verdict], None],
+                 progress: Callable[[int, int, str], None] | None = None, total: int = 0) -> dict[str, int]:
+    """Score each chunk and hand every verdict to ``write``, in input order, as soon as its chunk is done.
+
+    Two chunks are in flight when the backend takes several calls at once; a backend that answers one call
+    at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
+    consecutive and reuse its KV cache. Returns the counts ``{"items", "missing"}``.
+    """
+    counts = {"items": 0, "missing": 0}
+    serial = getattr(llm, "config", None) is None or llm.config.concurrency <= 1 or \
+        getattr(getattr(llm, "backend", None), "serialises_calls", False)
+    in_chunk: dict[int, int] = {}
+
+    def run(index: int, chunk: Sequence[Sample]) -> list[Verdict]:
+        def tick(done: int, _total: int, stage: str) -> None:
+            in_chunk[index] = done
+            if progress:
+                progress(counts["items"] + sum(in_chunk.values()), max(total, counts["items"]), stage)
+        return judge.score(chunk, llm=llm, progress=tick)
+
+    def emit(index: int, verdicts: list[Verdict]) -> None:
+        in_chunk.pop(index, None)
+        for v in verdicts:
+            write(v)
+            counts["items"] += 1
+            counts["missing"] += int(v.missing)
+
+    numbered = ((i, c) for i, c in enumerate(chunks) if c)
+    if serial:
+        for index, chunk in numbered:
+            emit(index, run(index, chunk))
+        return counts
+    pending: deque = deque()
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunk") as pool:
+        try:
+            for index, chunk in numbered:
+                pending.append((index, pool.submit(run, index, chunk)))
+                if len(pending) == 2:
+                    index, future = pending.popleft()
+                    emit(index, future.result())
+            while pending:
+                index, future = pending.popleft()
+                emit(index, future.result())
+        except BaseException:
+            for _, future in pending:
+                future.cancel()
+            raise
+    return counts
+
+
+def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | None = None, fmt: str | None = None,
+               stream: TextIO | None = None, chunk: int | None = None,
+               progress: Callable[[int, int, str], None] | None = None,
+               bad_row: Callable[[Exception], None] | None = None,
+               notice: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Score every item of ``source`` into ``out`` (resumed if it exists) or ``stream``; returns the summary.
+
+    The summary counts the items scored now, those ``skipped`` as already in ``out``, the rows left out
+    (``rows_left_out``, each also given to ``bad_row``) and the verdicts with no score (``missing``); with a
+    human score column, the correlation over the whole output file.
+    """
+    fmt = output_format(out, fmt)
+    done = resume_output(out, judge, fmt) if out is not None else IdSet()
+    if len(done) and notice:
+        notice(f"resuming: {len(done)} items are already in {out}; scoring the rest")
+    size = chunk or max(SCORE_CHUNK, 2 * max(1, getattr(getattr(llm, "config", None), "concurrency", 1)))
+    left_out = skipped = 0
+    human: dict[str, float] = {}
+
+    def count_bad(exc: Exception) -> None:
+        nonlocal left_out
+        left_out += 1
+        if bad_row:
+            bad_row(exc)
+
+    def todo() -> Iterable[list[Sample]]:
+        nonlocal skipped
+        aspect = next(iter(source.columns.aspect_cols), None)
+        for part in source.chunks(size, count_bad):
+            if aspect is not None:
+                human.update((s.id, s.human[aspect]) for s in part)
+            written = done.rows_of([s.id for s in part]) if len(done) else {}
+            skipped += len(written)
+            yield [s for s in part if s.id not in written]
+
+    handle: TextIO | None = stream
+    fresh = stream is None or fmt == "csv"
+    if out is not None:
+        fresh = not Path(out).exists() or Path(out).stat().st_size == 0
+    scores: dict[str, float] = {}  # written to a stream: the scores kept for the correlation
+
+    def write(v: Verdict) -> None:
+        nonlocal handle, fresh
+        if handle is None:  # opened at the first verdict: a file that cannot be read leaves no empty output
+            handle = open(out, "a", encoding="utf-8", newline="")
+        if fresh:
+            handle.write(header_line(fmt))
+            fresh = False
+        record = verdict_record(v)
+        if human and out is None:
+            scores[v.sample_id] = math.nan if record["score"] is None else float(record["score"])
+        handle.write(format_line(record, fmt))
+        handle.flush()  # a whole record at a time: an interrupted run leaves no half-written verdict
+
+    try:
+        counts = score_stream(judge, todo(), llm=llm, write=write, progress=progress,
+                              total=max(0, source.estimated_rows() - len(done)))
+    finally:
+        done.close()
+        if handle is not None and handle is not stream:
+            handle.close()
+    if counts["items"] == 0 and skipped == 0 and left_out:
+        from .data import DataImportError
+        raise DataImportError(f"no row could be read ({left_out} left out)", file=source.path)
+    summary: dict[str, Any] = {"items": counts["items"], "skipped": skipped, "rows_left_out": left_out,
+                               "missing": counts["missing"]}
+    if human:
+        summary["correlations"] = _correlations(human, scores if out is None else _written_scores(out, fmt))
+    return summary
+
+
+def _written_scores(out: str | Path, fmt: str) -> dict[str, float]:
+    """Every score in an output file (NaN where missing), this run's and the resumed ones."""
+    scores: dict[str, float] = {}
+    with open(out, encoding="utf-8", newline="") as f:
+        rows = csv.DictReader(f) if fmt == "csv" else (json.loads(line) for line in f if line.strip())
+        for r in rows:
+            value = r["score"]
+            scores[_unquoted(str(r["id"])) if fmt == "csv" else str(r["id"])] = \
+                math.nan if value in (None, "") else float(value)
+    return scores
+
+
+def _correlations(human: dict[str, float], scores: dict[str, float]) -> dict[str, Any]:
+    from . import metrics
+
+    ids = list(human)
+    return metrics.meta_evaluate([human[i] for i in ids], [scores.get(i, math.nan) for i in ids],
+                                 n_bootstrap=1000).to_dict()

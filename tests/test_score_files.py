@@ -1,0 +1,145 @@
+"""Scoring a file a chunk at a time: the rows read as an import reads them, CSV output, resume, two chunks in flight."""
+
+import csv
+import json
+
+import pytest
+
+from judge_engine import export
+from judge_engine.data import DataImportError, load_table
+from judge_engine.items import IdSet, ItemFile
+from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods.base import FitContext
+from judge_engine.methods.direct import DirectScoring
+from judge_engine.prompting import TaskInfo
+from judge_engine.records import Aspect
+from judge_engine.score_files import OUTPUT_COLUMNS, score_file, score_stream
+
+
+def _judge():
+    return DirectScoring().fit([], Aspect("quality", 1, 5, "How good the reply is."),
+                               FitContext(llm=None, task=TaskInfo(task="dialogue")))
+
+
+def _no_bad_row(exc):
+    raise AssertionError(f"no row should be left out: {exc}")
+
+
+def _reply(messages, params):
+    text = messages[0]["content"]
+    return "no score here" if "unscorable" in text else json.dumps({"score": 1 + len(text) % 5})
+
+
+def _llm(store, concurrency=1, reply=_reply):
+    return make_llm(LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1", concurrency=concurrency),
+                    store=store, backend=FakeBackend(reply))
+
+
+def test_a_chunked_read_gives_the_samples_an_import_gives(tmp_path):
+    path = tmp_path / "items.csv"
+    path.write_text('id;input;output;human\n'
+                    'a;source one;"an output\nover two lines";4;\n'
+                    'b;source\x00 two;second;2;\n'
+                    'c;source three;third;1;\n', encoding="utf-8")
+    whole = load_table(path, input_col="input", output_col="output", id_col="id", score_cols={"q": "human"},
+                       require_scores=False).samples
+    chunks = list(ItemFile(path, id_col="id", human_col="human", aspect="q").chunks(2, _no_bad_row))
+    assert [len(c) for c in chunks] == [2, 1]
+    assert [s for c in chunks for s in c] == list(whole)
+    assert whole[1].input == "source two" and whole[0].output == "an output\nover two lines"
+
+
+def test_bad_rows_are_named_and_left_out_and_repeated_ids_are_found_across_chunks(tmp_path):
+    path = tmp_path / "items.jsonl"
+    rows = ['{"id": "a", "input": "s", "output": "one"}', '{"id": "b", "input": "s"}', "{broken",
+            '["not", "an", "object"]', '{"id": "c", "input": "s", "output": "three"}',
+            '{"id": "a", "input": "s", "output": "again"}']
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    bad = []
+    kept = [s.id for c in ItemFile(path, id_col="id").chunks(2, bad.append) for s in c]
+    assert kept == ["a", "c"]
+    said = [str(e) for e in bad]
+    assert len(said) == 4 and "row 2" in said[0] and "row 3" in said[1] and "row 4" in said[2]
+    assert "row 6" in said[3] and "duplicate id 'a' (first used on row 1)" in said[3]
+
+
+def test_a_missing_column_or_an_unreadable_file_is_one_message_before_anything_is_read(tmp_path):
+    path = tmp_path / "items.csv"
+    path.write_text("id,input,text\n1,hi,hello\n", encoding="utf-8")
+    with pytest.raises(DataImportError, match="no such column.*mapped as output.*'id', 'input', 'text'"):
+        ItemFile(path, id_col="id")
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(b"input,output\n" + b"cafe,ok\n" * 40000 + "caf\xe9,ok\n".encode("latin-1"))
+    source = ItemFile(latin)  # the header reads; the bad byte is further on
+    with pytest.raises(DataImportError, match="cannot read the file as UTF-8"):
+        list(source.chunks(100, lambda exc: None))
+    with pytest.raises(DataImportError, match="file not found"):
+        ItemFile(tmp_path / "nowhere.jsonl")
+
+
+def test_id_set_keeps_the_first_row_and_counts_each_id_once():
+    ids = IdSet()
+    ids.add([("x", 1), ("y", 2), ("x", 9)])
+    assert len(ids) == 2 and ids.rows_of(["x", "z", "y"]) == {"x": 1, "y": 2}
+    ids.add((f"i{k}", k) for k in range(1200))
+    assert len(ids) == 1202 and len(ids.rows_of([f"i{k}" for k in range(1200)])) == 1200
+    ids.close()
+
+
+def test_two_chunks_in_flight_write_the_verdicts_of_serial_scoring_in_input_order(tmp_path, store):
+    judge = _judge()
+    samples = list(ItemFile(_jsonl(tmp_path, 40)).chunks(1000, _no_bad_row))[0]
+    chunks = [samples[i:i + 7] for i in range(0, 40, 7)]
+    serial, parallel = [], []
+    score_stream(judge, chunks, llm=_llm(store, 1), write=serial.append)
+    score_stream(judge, chunks, llm=_llm(store, 8), write=parallel.append)
+    assert [v.sample_id for v in parallel] == [s.id for s in samples]
+    assert [(v.sample_id, v.score) for v in parallel] == [(v.sample_id, v.score) for v in serial]
+
+
+def _jsonl(tmp_path, n, name="items.jsonl"):
+    path = tmp_path / name
+    rows = [{"id": f"i{k}", "input": f"source {k}", "output": f"reply number {k}", "human": 1 + k % 5}
+            for k in range(n)]
+    rows[3]["output"] = "unscorable reply"
+    rows[5]["id"] = "=HYPERLINK(\"http://x\")"  # a hostile id: quoted in the CSV, read back as itself
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_csv_output_is_spreadsheet_safe_resumes_after_a_record_cut_inside_quotes(tmp_path, store):
+    judge = _judge()
+    data, out = _jsonl(tmp_path, 12), tmp_path / "scores.csv"
+
+    source = ItemFile(data, id_col="id", human_col="human", aspect="quality")
+    summary = score_file(judge, source, llm=_llm(store, 4), out=out)
+    assert summary["items"] == 12 and summary["missing"] == 1 and summary["skipped"] == 0
+    assert summary["correlations"]["n"] == 11
+    with open(out, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0]) == OUTPUT_COLUMNS and len(rows) == 12
+    assert rows[5]["id"].startswith("'=HYPERLINK") and rows[3]["score"] == "" and rows[3]["missing_reason"]
+    whole = out.read_bytes()
+    # a crash inside the last record, after a line break of a quoted cell
+    last = whole.rstrip(b"\r\n").rfind(b"\n") + 1
+    out.write_bytes(whole[:last] + b'i11,quality,3,false,,"first line\r\nsecond')
+    summary = score_file(judge, source, llm=_llm(store, 4), out=out)
+    assert summary["items"] == 1 and summary["skipped"] == 11
+    assert out.read_bytes() == whole
+
+
+def test_a_jsonl_output_of_another_judge_is_refused_and_the_python_api_resumes(tmp_path, store):
+    data, out = _jsonl(tmp_path, 9), tmp_path / "scores.jsonl"
+    exported = export.load_judge(_judge().to_json())
+    llm = _llm(store, 4)
+    first = exported.score_file(data, out, id_col="id", llm=llm)
+    assert first["items"] == 9 and first["missing"] == 1
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(x)["id"] for x in lines][:3] == ["i0", "i1", "i2"]
+    assert json.loads(lines[3])["score"] is None and json.loads(lines[3])["missing_reason"]
+    again = exported.score_file(data, out, id_col="id", llm=llm)
+    assert again["items"] == 0 and again["skipped"] == 9
+    other = DirectScoring(max_tokens=16).fit([], Aspect("quality", 1, 5, "x"), FitContext(llm=None, task=TaskInfo("t")))
+    with pytest.raises(ValueError, match="not by this judge"):
+        export.load_judge(other.to_json()).score_file(data, out, id_col="id", llm=llm)
