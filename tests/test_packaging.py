@@ -38,8 +38,9 @@ def test_the_dependencies_are_the_requirement_files_split_into_core_and_extras()
         "requirements.txt")
     assert set(extras["dev"]) == _requirements("requirements-dev.txt")
     assert set(extras["gpu"]) == _requirements("requirements-gpu.txt")
+    assert set(extras["ray"]) <= _requirements("requirements-dev.txt"), "the Ray scoring test needs the ray extra"
     core = " ".join(project["dependencies"]).lower()
-    for heavy in ("streamlit", "llama-cpp-python", "vllm", "plotly", "shap"):
+    for heavy in ("streamlit", "llama-cpp-python", "vllm", "plotly", "shap", "ray"):
         assert heavy not in core, f"{heavy} belongs to an extra: a library user does not pay for it"
 
 

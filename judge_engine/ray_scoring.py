@@ -1,0 +1,280 @@
+"""Score a file or a directory of Parquet/JSONL with an exported judge on a Ray cluster (the ``ray`` extra).
+
+``score`` on one machine stops scaling at one process's worth of requests; a Ray Data pipeline spreads the
+same work over a cluster: read, one ``map_batches`` stage whose actors each hold the judge and an LLM
+client (an OpenAI-compatible endpoint, or a vLLM engine on the actor's GPU), write. See docs/ray.md.
+
+A verdict must not depend on where it was computed, so nothing about scoring is written here: a row
+becomes a :class:`~judge_engine.records.Sample` by :func:`judge_engine.data.row_sample` after control
+characters are removed, as ``score``'s :class:`~judge_engine.items.ItemFile` does (the same texts, the
+same rows left out), every batch goes through :meth:`Judge.score` (each method's one prompt builder and
+one reply reader), and every output row is :func:`~judge_engine.score_files.verdict_record`, as in
+``score``'s JSON lines, with ``criteria`` as JSON text (a column of dicts whose keys differ by judge, or
+that are empty, has no stable Parquet type).
+
+What differs from ``score``, on purpose:
+
+* The call cache is not shared: each actor has its own SQLite file under ``cache_dir`` (or none), since
+  SQLite is not a cluster database. A re-run therefore does not find its answers in a cache;
+* instead, a run is made idempotent by item id: every run writes a new directory, and
+  ``skip_ids_from=<earlier directories>`` leaves out the ids already scored there, so a cut run is
+  finished by running again into a new directory; the union of the directories is the whole output.
+* Ids are required (``id_col``): a row number is not stable across a cluster's reads. Repeated ids are
+  caught within a batch only; the ids of the input must be unique.
+
+``import judge_engine.ray_scoring`` without Ray installed raises ``ModuleNotFoundError`` naming ``ray``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import ray  # first: without the extra, the ModuleNotFoundError names "ray" (not pyarrow, which it brings)
+import ray.data
+import pyarrow as pa
+
+from . import data
+from .data import RowColumns
+from .export import ExportedJudge, load_judge
+from .llm import BACKEND_NAMES, LLMConfig, make_llm
+from .methods import Judge
+from .records import Sample
+from .score_files import OUTPUT_COLUMNS, judge_fingerprint, verdict_record
+
+_ARROW_TYPES = {"id": pa.string(), "aspect": pa.string(), "score": pa.float64(), "missing": pa.bool_(),
+                "missing_reason": pa.string(), "explanation": pa.string(), "criteria": pa.string()}
+
+OUTPUT_SCHEMA = pa.schema([(name, _ARROW_TYPES[name]) for name in OUTPUT_COLUMNS])
+"""One row per verdict: the fields of ``score``'s output lines, in their order; ``score`` null when missing,
+``criteria`` a JSON object as text. Fixed, so that every block (and every Parquet file) of a run has the same
+schema. (A field ``score`` gains and this module has no type for stops the import: it is never dropped.)"""
+
+JUDGE_MARK = "_JUDGE"
+"""File in an output directory holding the fingerprint of the judge that wrote it. No extension and a leading
+underscore: Ray's, Arrow's and Spark's readers of the directory leave it out."""
+
+SKIPPED_NAMED = 10
+"""Rows left out (no id, no output, a repeated id) that each worker names on standard error; Ray shows them."""
+
+ITEM_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".parquet": "parquet"}
+"""File endings :func:`score_files` reads, and as what (``.json`` as JSON lines, as Ray's ``read_json`` does)."""
+
+
+def record_sample(record: dict[str, Any], columns: RowColumns) -> Sample:
+    """The Sample ``score`` makes of the same record; :class:`~judge_engine.data.DataImportError` (a ValueError)
+    saying why for a row ``score`` leaves out (an empty id, no output).
+
+    As :class:`~judge_engine.items.ItemFile` reads a line: control characters removed, then
+    :func:`~judge_engine.data.row_sample`. Rows of a distributed read have no row number, hence ``None``."""
+    cleaned, _where = data._strip_controls([(None, record)])
+    return data.row_sample(None, cleaned[0][1], columns, None)
+
+
+def verdict_rows(verdicts: Iterable[Any]) -> pa.Table:
+    """:data:`OUTPUT_SCHEMA` rows of ``verdicts``, each :func:`verdict_record` with its criteria as JSON text."""
+    rows = []
+    for v in verdicts:
+        record = verdict_record(v)
+        record["criteria"] = json.dumps(record["criteria"], ensure_ascii=False)  # as score's CSV cell
+        rows.append(record)
+    return pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA)
+
+
+class ScoreBatches:
+    """The ``map_batches`` stage: one per actor, holding the judge and its LLM client for the whole run.
+
+    Building them per batch would reload a vLLM engine (or reopen connections and the cache) every few
+    hundred rows; an actor builds them once in ``__init__``."""
+
+    def __init__(self, judge: Judge, llm: LLMConfig, columns: RowColumns, cache_dir: str | None = None,
+                 done_ids: frozenset[str] = frozenset()):
+        store = None
+        if cache_dir is not None:
+            from .store import Store
+
+            # its own file per actor (host and process): SQLite is no database to share between machines
+            store = Store(Path(cache_dir) / f"worker-{socket.gethostname()}-{os.getpid()}.db")
+        self.judge, self.columns, self.done_ids = judge, columns, done_ids
+        self.llm = make_llm(llm, store=store)
+        self.skipped = 0
+
+    def _skip(self, record: Mapping[str, Any], reason: ValueError) -> None:
+        self.skipped += 1
+        if self.skipped <= SKIPPED_NAMED:
+            print(f"skipped: id {record.get(self.columns.id_col)!r}: {reason}", file=sys.stderr)
+        elif self.skipped == SKIPPED_NAMED + 1:
+            print(f"skipped: more rows than {SKIPPED_NAMED} in this worker; the others are not named",
+                  file=sys.stderr)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        samples: dict[str, Sample] = {}
+        for record in batch.to_pylist():  # plain Python values, as json.loads gives them to score
+            try:
+                sample = record_sample(record, self.columns)
+                if sample.id in samples:
+                    raise ValueError(f"the id {sample.id!r} repeats")
+            except ValueError as exc:  # as score does: the row is named and left out, the rest is scored
+                self._skip(record, exc)
+                continue
+            if sample.id not in self.done_ids:
+                samples[sample.id] = sample
+        if not samples:
+            return OUTPUT_SCHEMA.empty_table()
+        return verdict_rows(self.judge.score(list(samples.values()), llm=self.llm))
+
+
+def _exported(judge: str | Path | Mapping[str, Any] | ExportedJudge) -> ExportedJudge:
+    return judge if isinstance(judge, ExportedJudge) else load_judge(judge if isinstance(judge, (str, Path))
+                                                                     else dict(judge))
+
+
+def score_dataset(ds: ray.data.Dataset, judge: str | Path | Mapping[str, Any] | ExportedJudge, *,
+                  llm: LLMConfig | None = None, input_col: str = "input", output_col: str = "output",
+                  id_col: str = "id", context_col: str | None = None, reference_col: str | None = None,
+                  batch_size: int = 256, workers: int = 2, num_cpus: float = 0.5, num_gpus: float = 0,
+                  cache_dir: str | Path | None = None,
+                  skip_ids_from: str | Path | Sequence[str | Path] | None = None) -> ray.data.Dataset:
+    """``ds`` scored by ``judge`` (a path, JSON text or dict :func:`load_judge` reads, or an ExportedJudge):
+    a lazy Dataset of :data:`OUTPUT_SCHEMA` rows, one per item scored.
+
+    ``llm`` replaces the backend the judge was made with; each of the ``workers`` actors sends
+    ``llm.concurrency`` requests at once, so the endpoint sees up to their product. An actor takes
+    ``num_cpus`` (it mostly waits on the endpoint) and ``num_gpus`` (1 for a vLLM engine in the actor).
+    ``cache_dir``: each actor's own call cache there (``None``: no cache). ``skip_ids_from``: output
+    directories of earlier runs of the same judge, whose ids are not scored again.
+
+    Everything that can be checked before a request is sent is (the judge, the backend, the columns,
+    the earlier outputs), each with a ``ValueError`` saying what to change.
+    """
+    exported = _exported(judge)
+    config = llm or exported.llm
+    if config.backend not in BACKEND_NAMES:
+        raise ValueError(f"unknown backend {config.backend!r}; choose one of {', '.join(BACKEND_NAMES)}")
+    if batch_size < 1 or workers < 1:
+        raise ValueError(f"batch_size and workers must be at least 1 (got {batch_size} and {workers})")
+    columns = RowColumns(input_col=input_col, output_col=output_col, id_col=id_col, context_col=context_col,
+                         reference_col=reference_col)
+    schema = ds.schema()
+    present = list(schema.names) if schema is not None else []
+    named = {"input_col": input_col, "output_col": output_col, "id_col": id_col, "context_col": context_col,
+             "reference_col": reference_col}
+    absent = {role: col for role, col in named.items() if col is not None and col not in present}
+    if absent:
+        said = ", ".join(f"{role}={col!r}" for role, col in absent.items())
+        raise ValueError(f"not a column of the items: {said} (their columns: {', '.join(present) or 'none'})")
+    done = done_ids(skip_ids_from, exported.judge) if skip_ids_from is not None else frozenset()
+    return ds.map_batches(
+        ScoreBatches, batch_format="pyarrow", batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=num_cpus, num_gpus=num_gpus or None,
+        fn_constructor_kwargs={"judge": exported.judge, "llm": config, "columns": columns,
+                               "cache_dir": str(cache_dir) if cache_dir is not None else None, "done_ids": done})
+
+
+def item_format(source: str | Path) -> str:
+    """``jsonl`` or ``parquet``: what a file is, or what every item file of a directory is."""
+    source = Path(source)
+    if source.is_dir():
+        kinds = {ITEM_FORMATS[p.suffix.lower()] for p in source.rglob("*")
+                 if p.is_file() and p.suffix.lower() in ITEM_FORMATS and not p.name.startswith(("_", "."))}
+        if len(kinds) != 1:
+            found = "both JSON lines and Parquet" if kinds else "no .jsonl, .json or .parquet file"
+            raise ValueError(f"{source} holds {found}: give a directory of one kind")
+        return kinds.pop()
+    if not source.is_file():
+        raise ValueError(f"no such file or directory: {source}")
+    if source.suffix.lower() not in ITEM_FORMATS:
+        raise ValueError(f"{source.name}: Ray reads items from .jsonl, .json or .parquet files")
+    return ITEM_FORMATS[source.suffix.lower()]
+
+
+def read_items(source: str | Path) -> ray.data.Dataset:
+    """A file or a directory of JSON lines or Parquet as a Ray Dataset.
+
+    JSON lines go through Arrow's reader, which keeps every value's JSON type as ``score`` does: the pandas
+    reader of ``read_json(lines=True)`` would turn an id ``"007"`` into the number 7. Each column needs one
+    type throughout (Arrow refuses a column that is text in one line and a number in another)."""
+    if item_format(source) == "parquet":
+        return ray.data.read_parquet(str(source))
+    return ray.data.read_json(str(source))
+
+
+def score_files(source: str | Path, judge: str | Path | Mapping[str, Any] | ExportedJudge, out_dir: str | Path, *,
+                fmt: str = "jsonl", **options: Any) -> Path:
+    """Read ``source`` (a file or a directory of .jsonl/.json/.parquet), score it with :func:`score_dataset`
+    (``options`` are its keywords) and write the verdicts to the new directory ``out_dir`` as ``fmt``
+    (``jsonl`` or ``parquet``) files, beside a :data:`JUDGE_MARK` naming the judge. Returns ``out_dir``.
+
+    ``out_dir`` must be new or empty: to finish a cut run, write to another directory with
+    ``skip_ids_from=`` the cut one."""
+    if fmt not in ("jsonl", "parquet"):
+        raise ValueError(f"unknown output format {fmt!r}; use jsonl or parquet")
+    out = Path(out_dir)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"{out} is not an empty directory: write each run to a new one (to finish a cut run, "
+                         "pass the cut run's directory as skip_ids_from)")
+    exported = _exported(judge)
+    scored = score_dataset(read_items(source), exported, **options)
+    out.mkdir(parents=True, exist_ok=True)
+    # first, so that a run cut before its first file is still known as this judge's
+    (out / JUDGE_MARK).write_text(judge_fingerprint(exported.judge) + "\n", encoding="utf-8")
+    if fmt == "parquet":
+        scored.write_parquet(str(out))
+    else:
+        scored.write_json(str(out), force_ascii=False)
+    return out
+
+
+def done_ids(directories: str | Path | Sequence[str | Path], judge: Judge) -> frozenset[str]:
+    """The ids in earlier output directories of :func:`score_files`, written by this same ``judge``.
+
+    A directory written by another judge (or not by :func:`score_files`) is refused: skipping its ids would
+    leave items with another judge's verdicts. A JSON-lines file cut by a crash counts its whole lines; a
+    Parquet file that cannot be read counts none and is named in a warning (delete it: its items are scored
+    again)."""
+    if isinstance(directories, (str, Path)):
+        directories = [directories]
+    mine, ids = judge_fingerprint(judge), set()
+    for directory in map(Path, directories):
+        mark = directory / JUDGE_MARK
+        if not mark.is_file():
+            raise ValueError(f"{directory} has no {JUDGE_MARK} file: it was not written by score_files")
+        theirs = mark.read_text(encoding="utf-8").strip()
+        if theirs != mine:
+            raise ValueError(f"{directory} was written by judge {theirs}, not by this judge ({mine}): its items "
+                             "would keep another judge's verdicts")
+        for path in sorted(directory.rglob("*")):
+            if not path.is_file() or path.name.startswith(("_", ".")):
+                continue
+            if path.suffix.lower() == ".parquet":
+                import pyarrow.parquet as pq
+
+                try:
+                    ids.update(pq.read_table(path, columns=["id"]).column("id").to_pylist())
+                except (OSError, pa.ArrowException) as exc:
+                    warnings.warn(f"{path} cannot be read ({exc}); its items are scored again: delete it",
+                                  stacklevel=2)
+            elif path.suffix.lower() in (".json", ".jsonl"):
+                ids.update(_jsonl_ids(path))
+    return frozenset(ids)
+
+
+def _jsonl_ids(path: Path) -> set[str]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    ids = set()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            ids.add(str(json.loads(line)["id"]))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            if n == len(lines):  # the last line, cut by a crash: its item is scored again
+                warnings.warn(f"{path}: the last line is cut off; its item is scored again", stacklevel=3)
+                continue
+            raise ValueError(f"{path}, line {n}: not a verdict record") from None
+    return ids

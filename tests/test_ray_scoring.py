@@ -1,0 +1,236 @@
+"""Scoring with an exported judge on Ray Data (judge_engine.ray_scoring) gives the verdicts `score` gives.
+
+On a local Ray instance with two workers against the stub server: 2,000 items (of 2,005 rows, five of which
+both leave out) get the same records as the CLI's `score` (ids, scores, missing flags, criteria, explanations); an earlier run's ids are skipped; bad
+input is refused before any request. The first test needs no Ray instance: a record becomes the Sample
+`score`'s file reader makes of it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from judge_engine import export
+from judge_engine.bench.stub_server import MODEL, StubServer
+from judge_engine.llm import LLMConfig
+from judge_engine.methods.base import FitContext
+from judge_engine.methods.direct import DirectScoring
+from judge_engine.prompting import TaskInfo
+from judge_engine.records import Aspect
+
+N_ROWS = 2005
+"""Rows of the large file: 2,000 items to score and 5 with an empty output, which both paths leave out."""
+
+# Ray Data's own deprecation notices about its settings, raised when it starts; nothing this code chooses
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*")
+
+
+def make_judge(high: int = 4):
+    # the stub answers 1..5: on a 1-4 scale its 5s are out of range, so about a fifth of the verdicts are
+    # missing and the missing flags are compared too, not only scores
+    return DirectScoring().fit([], Aspect("quality", 1, high, "How good the response is"),
+                               FitContext(llm=None, task=TaskInfo(task="dialogue response generation")))
+
+
+def item(i: int) -> dict:
+    """Item i, with the texts a real file has: control characters, padded or absent context, now and
+    then an empty output (a row `score` leaves out), and ids that only stay ids as text ("00042")."""
+    output = f"Sure, here is answer {i}."
+    if i % 7 == 0:
+        output += "\u001b[0m"  # an escape sequence pasted from a terminal: removed before the prompt
+    if i % 500 == 3:
+        output = "   "
+    return {"id": f"{i:05d}", "input": f"User: question number {i}?", "output": output,
+            "context": None if i % 3 else f"  fact {i}  "}
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def read_out(directory: Path) -> dict[str, dict]:
+    """The records of an output directory (JSON lines or Parquet) by id, criteria parsed back from text."""
+    import pyarrow.parquet as pq
+
+    rows = []
+    for path in directory.iterdir():
+        if path.suffix == ".parquet":
+            rows += pq.read_table(path).to_pylist()
+        elif path.suffix == ".json":
+            rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = {}
+    for row in rows:
+        assert row["id"] not in out, f"id {row['id']} written twice"
+        out[row["id"]] = {**row, "criteria": json.loads(row["criteria"])}
+    return out
+
+
+def chat_requests(stub: StubServer) -> int:
+    return stub.stats()["chat_requests"]
+
+
+def test_a_record_becomes_the_sample_score_reads_from_the_same_line(tmp_path):
+    from judge_engine.data import RowColumns
+    from judge_engine.items import ItemFile
+    from judge_engine.ray_scoring import record_sample
+
+    records = [item(i) for i in range(40)] + [
+        {"id": 17, "input": None, "output": 3.5, "context": "   "},  # numbers and nulls, as score reads them
+        {"id": "  x1 ", "input": {"turns": ["hi", "there"]}, "output": "ok\x00", "context": "c"},
+        {"id": "  ", "input": "i", "output": "o", "context": None},  # empty id: left out
+        {"id": "x2", "input": "i", "context": None},  # no output at all: left out
+    ]
+    path = write_jsonl(tmp_path / "items.jsonl", records)
+    left_out: list = []
+    read = [s for chunk in ItemFile(path, id_col="id", context_col="context").chunks(16, left_out.append)
+            for s in chunk]
+    columns = RowColumns(input_col="input", output_col="output", id_col="id", context_col="context")
+    made, refused = [], 0
+    for record in records:
+        try:
+            made.append(record_sample(record, columns))
+        except ValueError:
+            refused += 1
+    assert refused == len(left_out) == 3  # item 3's blank output, the empty id, the absent output
+    assert made == read and any(s.output == "ok" for s in made) and any("\u001b" in r["output"] for r in records)
+
+
+def test_an_earlier_output_counts_its_whole_lines_and_only_for_the_same_judge(tmp_path):
+    from judge_engine.ray_scoring import JUDGE_MARK, done_ids
+
+    judge = make_judge()
+    cut = tmp_path / "cut"
+    cut.mkdir()
+    (cut / JUDGE_MARK).write_text(export.judge_fingerprint(judge) + "\n")
+    (cut / "a_000000.json").write_text('{"id":"00001","score":2.0}\n{"id":"00002","score":null}\n{"id":"000')
+    (cut / "a_000001.json").write_text('{"id":"00004","score":1.0}\n')
+    with pytest.warns(UserWarning, match="cut off"):
+        assert done_ids(cut, judge) == {"00001", "00002", "00004"}
+    with pytest.raises(ValueError, match="not by this judge"):
+        done_ids([cut], make_judge(high=5))
+    (tmp_path / "bare").mkdir()
+    with pytest.raises(ValueError, match="not written by score_files"):
+        done_ids(tmp_path / "bare", judge)
+
+
+@pytest.fixture(scope="module")
+def stub():
+    with StubServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance for the module: two CPUs (two workers), a small object store, no dashboard."""
+    import ray  # the ray extra: requirements-dev.lock installs it, so a missing one fails here, never skips
+    import ray.data
+
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("RAY_DEDUP_LOGS", "0")  # each worker's "skipped:" lines shown as they are
+        ray.init(num_cpus=2, include_dashboard=False, object_store_memory=200 * 1024**2, logging_level="warning")
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+
+
+def stub_llm(stub: StubServer) -> LLMConfig:
+    return LLMConfig(backend="openai", model=MODEL, base_url=stub.base_url, concurrency=16)
+
+
+@pytest.mark.server
+def test_two_thousand_items_on_two_workers_get_the_verdicts_score_gives(tmp_path, stub, local_ray, capsys):
+    from judge_engine.__main__ import main
+    from judge_engine.ray_scoring import score_files
+
+    judge_path = tmp_path / "judge.json"
+    judge_path.write_text(make_judge().to_json(), encoding="utf-8")
+    items = write_jsonl(tmp_path / "items.jsonl", [item(i) for i in range(N_ROWS)])
+    start = time.perf_counter()
+    assert main(["score", str(judge_path), str(items), "--out", str(tmp_path / "cli.jsonl"), "--backend", "openai",
+                 "--model", MODEL, "--base-url", stub.base_url, "--id-col", "id", "--context-col", "context",
+                 "--db", str(tmp_path / "cli-cache.db"), "--quiet"]) == 0
+    cli_seconds = time.perf_counter() - start
+    by_cli = {}
+    for line in (tmp_path / "cli.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        by_cli[record["id"]] = record
+
+    before, start = chat_requests(stub), time.perf_counter()
+    out = score_files(items, judge_path, tmp_path / "ray-out", llm=stub_llm(stub), context_col="context",
+                      workers=2, cache_dir=tmp_path / "worker-caches")
+    seconds = time.perf_counter() - start
+    by_ray = read_out(out)
+
+    assert len(by_cli) == 2000 and set(by_ray) == set(by_cli)
+    agree = sum(by_ray[i] == by_cli[i] for i in by_cli)
+    missing = sum(r["missing"] for r in by_cli.values())
+    with capsys.disabled():
+        print(f"\nRay, 2 workers: {len(by_ray)} items in {seconds:.1f}s (score: {cli_seconds:.1f}s); {agree} of "
+              f"{len(by_cli)} records the same as score's; {missing} missing in both")
+    assert agree == len(by_cli), [(sorted(by_cli[i].items()), sorted(by_ray[i].items())) for i in by_cli if by_ray[i] != by_cli[i]][:2]
+    assert 0 < missing < len(by_cli) and all(r["score"] is None for r in by_ray.values() if r["missing"])
+    assert chat_requests(stub) - before == len(by_cli), "one request per item: none skipped, none sent twice"
+    caches = sorted(p.name for p in (tmp_path / "worker-caches").glob("worker-*.db"))
+    assert len(caches) == 2, f"each of the two workers keeps its own cache file: {caches}"
+    assert (out / "_JUDGE").read_text().strip() == export.judge_fingerprint(make_judge())
+
+
+@pytest.mark.server
+def test_a_cut_run_is_finished_into_a_new_directory_skipping_the_ids_it_wrote(tmp_path, stub, local_ray):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from judge_engine.ray_scoring import score_files
+
+    judge = make_judge()
+    judge_path = tmp_path / "judge.json"
+    judge_path.write_text(judge.to_json(), encoding="utf-8")
+    rows = [item(i) for i in range(10, 40)]  # none of them left out
+    first_part = tmp_path / "first"
+    first_part.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:12]), first_part / "part-0.parquet")
+    everything = tmp_path / "all"  # a directory of two Parquet files
+    everything.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:15]), everything / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[15:]), everything / "part-1.parquet")
+    options = {"llm": stub_llm(stub), "context_col": "context", "fmt": "parquet", "workers": 1}  # few items
+
+    cut = score_files(first_part, judge_path, tmp_path / "run-1", **options)  # as if stopped after 12 items
+    with pytest.raises(ValueError, match="not an empty directory"):
+        score_files(everything, judge_path, cut, **options)
+    before = chat_requests(stub)
+    rest = score_files(everything, judge_path, tmp_path / "run-2", skip_ids_from=cut, **options)
+    first, second = read_out(cut), read_out(rest)
+    assert set(first) == {r["id"] for r in rows[:12]} and set(second) == {r["id"] for r in rows[12:]}
+    assert chat_requests(stub) - before == len(rows) - 12, "the 12 ids of the cut run were not asked again"
+
+    other = tmp_path / "other-judge.json"
+    other.write_text(make_judge(high=5).to_json(), encoding="utf-8")
+    with pytest.raises(ValueError, match="not by this judge"):
+        score_files(everything, other, tmp_path / "run-3", skip_ids_from=[cut, rest], **options)
+    assert chat_requests(stub) - before == len(rows) - 12
+
+
+@pytest.mark.server
+def test_bad_input_is_refused_before_any_request(tmp_path, stub, local_ray):
+    from judge_engine.ray_scoring import score_files
+
+    judge_path = tmp_path / "judge.json"
+    judge_path.write_text(make_judge().to_json(), encoding="utf-8")
+    items = write_jsonl(tmp_path / "items.jsonl", [item(i) for i in range(1, 6)])
+    before = chat_requests(stub)
+    with pytest.raises(ValueError, match=r"context_col='fact'.*their columns: id, input, output, context"):
+        score_files(items, judge_path, tmp_path / "out", llm=stub_llm(stub), context_col="fact")
+    card = {"format": export.CARD_FORMAT, "version": export.CARD_VERSION + 1, "judge": make_judge().to_dict()}
+    with pytest.raises(ValueError, match="version"):
+        score_files(items, card, tmp_path / "out", llm=stub_llm(stub))
+    with pytest.raises(ValueError, match="Ray reads items from"):
+        score_files(write_jsonl(tmp_path / "items.csv", []), judge_path, tmp_path / "out", llm=stub_llm(stub))
+    assert chat_requests(stub) - before == 0
+    assert not (tmp_path / "out").exists(), "nothing written for a run that never started"
