@@ -257,7 +257,10 @@ def read_json(text: str, schema: dict[str, Any]) -> StructuredReading:
     value = parse_json_object(text or "")
     if value is None:
         return StructuredReading(None, "no JSON in the reply")
-    exc = best_match(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value))
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    if validator.is_valid(value):  # the common case; the best error is looked for only when there is one
+        return StructuredReading(value)
+    exc = best_match(validator.iter_errors(value))
     if exc is not None:
         where = "/".join(str(p) for p in exc.absolute_path) or "reply"
         return StructuredReading(None, f"{where}: {exc.message[:200]}")

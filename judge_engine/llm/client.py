@@ -272,21 +272,39 @@ class LLM:
         # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
         limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
         workers = max(1, min(limit, len(todo)))
-        # complete_many has just looked every request up, so the workers go straight to the backend; and
-        # as_completed waits on all futures at once (a wait() per answer re-registers every pending one:
-        # quadratic in the batch at hundreds in flight)
+        # complete_many has just looked every request up, so the workers go straight to the backend and this
+        # thread caches each answer as it comes in: one database connection, not one per worker (a new pool's
+        # threads each opened their own), and no workers queueing for the write lock. as_completed waits on
+        # all futures at once (a wait() per answer re-registers every pending one: quadratic in the batch).
+        def send(messages: list[Message], params: GenerationParams) -> tuple[Completion, str]:
+            announced = self._announced(params)
+            return self._generate(messages, params), announced
+
+        error: BaseException | None = None
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
-            futures = {pool.submit(self._fresh, [dict(m) for m in requests[i].messages], requests[i].params): i
-                       for i in todo}
+            futures = {}
+            for i in todo:
+                messages = [dict(m) for m in requests[i].messages]
+                futures[pool.submit(send, messages, requests[i].params)] = (i, messages)
             for fut in as_completed(futures):
+                if fut.cancelled():
+                    continue
                 if fut.exception() is not None:
-                    for other in futures:
-                        other.cancel()
-                    raise fut.exception()
-                results[futures[fut]] = fut.result()
+                    if error is None:  # the first failure stops what has not started; answers in flight are kept
+                        error = fut.exception()
+                        for other in futures:
+                            other.cancel()
+                    continue
+                i, messages = futures[fut]
+                completion, announced = fut.result()
+                self._store(messages, requests[i].params, completion, announced)
+                self.ledger.record(completion)
+                results[i] = completion
                 done += 1
                 if progress:
                     progress(done, total)
+        if error is not None:
+            raise error
 
     def _batched(self, requests: Sequence[Request], todo: list[int], results: list[Completion | None],
                  done: int, total: int, progress: Callable[[int, int], None] | None) -> None:

@@ -46,7 +46,7 @@ class RateGovernor:
         finally:
             with self._cond:
                 self.in_flight -= 1
-                self._cond.notify_all()
+                self._cond.notify()  # one slot freed, one waiter can take it (waking all at 256 in flight costs)
 
     def answered(self) -> None:
         with self._cond:
