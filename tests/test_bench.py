@@ -222,3 +222,21 @@ def test_hostile_reports_a_hijack_rate_per_attack(tmp_path, shared_data):
     assert [r["attack"] for r in doc["rows"]] == [kind for kind, _ in INJECTIONS]
     assert all(r["pairs"] + r["missing"] == 1 for r in doc["rows"])
     assert doc["summary"]["pairs"] == sum(r["pairs"] for r in doc["rows"])
+
+
+@pytest.mark.server
+def test_score_scale_scores_every_item_like_the_plain_client_and_again_from_the_cache(tmp_path):
+    doc = bench(tmp_path, "score-scale", "--items", "60", "--levels", "2", "8", "--repeats", "1",
+                "--memory-sizes", "30", "90")
+    speed = [r for r in doc["rows"] if r["arm"] != "memory"]
+    assert [r["concurrency"] for r in speed] == [2, 8]
+    for r in speed:
+        assert r["lines_written"] == [60] and r["same_scores_as_plain"] is True
+        assert r["engine_vs_plain"] > 0 and r["engine_cpu_ms_per_item"] > 0
+    assert doc["summary"]["warm_cache_calls_sent"] == 0
+    parts = doc["summary"]["engine_cpu_ms_per_item_at_lowest"]
+    assert {"openai_client_call", "cache_write", "rest_of_the_engine", "total"} == set(parts)
+    memory = [r for r in doc["rows"] if r["arm"] == "memory"]
+    assert [(r["items"], r["lines_written"]) for r in memory] == [(30, [30, 30]), (90, [90, 90])]
+    assert all(r["scripted_peak_rss_mb"] > 10 and r["cli_warm_peak_rss_mb"] > 10 for r in memory)
+    assert set(doc["summary"]["memory_growth"]) == {"scripted", "cli_warm"}

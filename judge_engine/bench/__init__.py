@@ -13,6 +13,7 @@ change). Subcommands, one module each:
 ``app``          :mod:`.app_latency`  time to first render of each page in headless Chromium
 ``structured``   :mod:`.structured`   grammar-constrained vs free-text calls on the embedded model
 ``simulate``     :mod:`.simulate`     every method in a seeded simulated world with planted signal, vs its baselines
+``score-scale``  :mod:`.score_scale`  ``score`` vs the plain openai client at 16/64/256 in flight, warm cache, memory
 
 Rules every benchmark follows: a speed figure is a ratio of two arms
 measured in the same process, the arms interleaved (A B, then B A, ...) and
