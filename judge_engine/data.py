@@ -789,6 +789,11 @@ class _Table:
     """Row -> columns from which control characters were removed."""
 
 
+def clean_record(rec: dict[str, Any]) -> dict[str, Any]:
+    """One record with control characters removed from its keys and texts, as every import removes them."""
+    return _strip_controls([(0, rec)])[0][0][1]
+
+
 def _strip_controls(records: list[tuple[int, dict[str, Any]]]) -> tuple[list, dict[int, list[str]]]:
     """The same records with control characters removed from keys and text values, and where.
 
@@ -1050,11 +1055,13 @@ class RowColumns:
     decimal: str = "."
 
 
-def row_sample(row: int, rec: dict[str, Any], columns: RowColumns, path: Path) -> Sample:
+def row_sample(row: int | None, rec: dict[str, Any], columns: RowColumns, path: Path | None) -> Sample:
     """The sample of record ``rec`` (on row ``row`` of ``path``); DataImportError naming the row if it has none.
 
-    One reading of a row for every way a table comes in: imported whole (:func:`load_table`) or a chunk at a
-    time for scoring (:mod:`judge_engine.items`). Uniqueness of ids is the caller's: it knows the other rows.
+    One reading of a row for every way a table comes in: imported whole (:func:`load_table`), a chunk at a
+    time for scoring (:mod:`judge_engine.items`) or a batch of a distributed read (:mod:`judge_engine.ray_scoring`,
+    whose rows have no number or file: ``None``, and an ``id_col`` is needed). Uniqueness of ids is the
+    caller's: it knows the other rows.
     """
     if columns.id_col is not None:
         sid = _text(rec.get(columns.id_col)).strip()

@@ -61,10 +61,6 @@ class IdSet:
         self._db.close()
 
 
-def _strip_record(row: int, rec: dict[str, Any]) -> dict[str, Any]:
-    return data._strip_controls([(row, rec)])[0][0][1]
-
-
 class ItemFile:
     """A CSV/TSV/JSONL/JSON file of items to score; the columns are checked when it is opened.
 
@@ -157,13 +153,13 @@ class ItemFile:
                         bad_row(DataImportError(f"expected a JSON object, got {data._short(rec)}", file=self.path,
                                                 row=lineno))
                         continue
-                    yield lineno, _strip_record(lineno, rec)
+                    yield lineno, data.clean_record(rec)
                 return
             reader = data.csv_reader(lines, self.dialect)
             header = [data._CONTROL.sub("", h) for h in data.csv_header(reader, self.path)]
             try:
                 for row, rec in data.csv_records(reader, header, self.path, self.dialect, bad_row):
-                    yield row, _strip_record(row, rec)
+                    yield row, data.clean_record(rec)
             except csv.Error as exc:  # the reader cannot go on past a broken quote: the rest of the file is lost
                 raise DataImportError(f"cannot parse the CSV ({exc})", file=self.path, row=reader.line_num) \
                     from None

@@ -69,7 +69,7 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     err = capsys.readouterr().err.strip()
     assert err == ("error: this needs the optional dependency 'streamlit', which is not installed: "
                    "pip install 'judge-workbench[app]'")
-    for module, extra in (("llama_cpp", "local"), ("vllm", "gpu"), ("shap", "app")):
+    for module, extra in (("llama_cpp", "local"), ("vllm", "gpu"), ("shap", "app"), ("ray", "ray")):
         said = cli.missing_extra(ModuleNotFoundError(module, name=module))
         assert said is not None and f"[{extra}]" in said
     assert cli.missing_extra(ModuleNotFoundError("x", name="numpy")) is None, "a core dependency is no extra"
