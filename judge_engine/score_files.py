@@ -3,8 +3,8 @@
 This is what ``judge-workbench score`` runs, and :meth:`judge_engine.export.ExportedJudge.score_file`
 from Python. Memory holds at most two chunks of items and their verdicts, whatever the file's size:
 the input is read a chunk at a time (:class:`~judge_engine.items.ItemFile`) and each verdict is
-written and flushed as one whole line (JSONL, or CSV through :mod:`judge_engine.spreadsheet` so no
-cell runs as a formula).
+written as one whole line as soon as its chunk is scored, the file flushed once per chunk (JSONL, or CSV
+through :mod:`judge_engine.spreadsheet` so no cell runs as a formula).
 
 Running the same command again with the same output file resumes it: the ids already written are
 skipped (a line cut by a crash is dropped and its item scored again, from the call cache), and an
@@ -147,12 +147,14 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
 
 
 def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, write: Callable[[Verdict], None],
-                 progress: Callable[[int, int, str], None] | None = None, total: int = 0) -> dict[str, int]:
+                 progress: Callable[[int, int, str], None] | None = None, total: int = 0,
+                 flush: Callable[[], None] | None = None) -> dict[str, int]:
     """Score each chunk and hand every verdict to ``write``, in input order, as soon as its chunk is done.
 
     Two chunks are in flight when the backend takes several calls at once; a backend that answers one call
     at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
-    consecutive and reuse its KV cache. Returns the counts ``{"items", "missing"}``.
+    consecutive and reuse its KV cache. ``flush`` is called after each chunk's verdicts (all known at the same
+    moment: one flush, not one per line). Returns the counts ``{"items", "missing"}``.
     """
     counts = {"items": 0, "missing": 0}
     serial = getattr(llm, "config", None) is None or llm.config.concurrency <= 1 or \
@@ -172,6 +174,8 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
             write(v)
             counts["items"] += 1
             counts["missing"] += int(v.missing)
+        if flush:
+            flush()
 
     numbered = ((i, c) for i, c in enumerate(chunks) if c)
     if serial:
@@ -247,12 +251,12 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         record = verdict_record(v)
         if human and out is None:
             scores[v.sample_id] = math.nan if record["score"] is None else float(record["score"])
-        handle.write(format_line(record, fmt))
-        handle.flush()  # a whole record at a time: an interrupted run leaves no half-written verdict
+        handle.write(format_line(record, fmt))  # one write per record: Ctrl-C leaves whole lines
 
     try:
         counts = score_stream(judge, todo(), llm=llm, write=write, progress=progress,
-                              total=max(0, source.estimated_rows() - len(done)))
+                              total=max(0, source.estimated_rows() - len(done)),
+                              flush=lambda: handle.flush() if handle is not None else None)
     finally:
         done.close()
         if handle is not None and handle is not stream:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
@@ -161,15 +162,21 @@ class LLM:
         Keeping the announced mode (even when one request fell back to free text, e.g. a schema the
         converter cannot handle) means the next lookup of the same request finds it.
         """
-        if self.cache is None:
+        self._store_many([(messages, params, completion, announced)])
+
+    def _store_many(self, answers: Sequence[tuple[list[Message], GenerationParams, Completion, str]]) -> None:
+        """:meth:`_store` for several answers, in one write transaction."""
+        if self.cache is None or not answers:
             return
-        mode = announced or (completion.structured_mode if params.json_schema else "")
-        request: dict[str, Any] = {"messages": messages, "params": params.cache_fields()}
-        if params.json_schema and mode:
-            request["structured"] = mode
-        self.cache.put(cache_key(self.backend.name, self.backend.model_id, messages, params, mode),
-                       backend=self.backend.name, model=self.backend.model_id, request=request,
-                       response=completion.to_dict())
+        rows = []
+        for messages, params, completion, announced in answers:
+            mode = announced or (completion.structured_mode if params.json_schema else "")
+            request: dict[str, Any] = {"messages": messages, "params": params.cache_fields()}
+            if params.json_schema and mode:
+                request["structured"] = mode
+            rows.append((cache_key(self.backend.name, self.backend.model_id, messages, params, mode), request,
+                         completion.to_dict()))
+        self.cache.put_many(rows, backend=self.backend.name, model=self.backend.model_id)
 
     def is_cached(self, messages: Sequence[Message], params: GenerationParams | None = None) -> bool:
         return self._lookup(self._keys(messages, params or GenerationParams())) is not None
@@ -272,36 +279,51 @@ class LLM:
         # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
         limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
         workers = max(1, min(limit, len(todo)))
-        # complete_many has just looked every request up, so the workers go straight to the backend and this
-        # thread caches each answer as it comes in: one database connection, not one per worker (a new pool's
-        # threads each opened their own), and no workers queueing for the write lock. as_completed waits on
-        # all futures at once (a wait() per answer re-registers every pending one: quadratic in the batch).
+        # complete_many has just looked every request up, so the workers go straight to the backend, and this
+        # thread caches the answers as they come in: all that arrived since its last write in one transaction,
+        # on one database connection (a new pool's threads each opened their own, and queued for the write
+        # lock). Finished futures are queued by their done callbacks, so each is handled once, in O(1).
         def send(messages: list[Message], params: GenerationParams) -> tuple[Completion, str]:
             announced = self._announced(params)
             return self._generate(messages, params), announced
 
         error: BaseException | None = None
+        finished: queue.SimpleQueue = queue.SimpleQueue()
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
             futures = {}
             for i in todo:
                 messages = [dict(m) for m in requests[i].messages]
-                futures[pool.submit(send, messages, requests[i].params)] = (i, messages)
-            for fut in as_completed(futures):
-                if fut.cancelled():
-                    continue
-                if fut.exception() is not None:
-                    if error is None:  # the first failure stops what has not started; answers in flight are kept
-                        error = fut.exception()
-                        for other in futures:
-                            other.cancel()
-                    continue
-                i, messages = futures[fut]
-                completion, announced = fut.result()
-                self._store(messages, requests[i].params, completion, announced)
-                self.ledger.record(completion)
-                results[i] = completion
-                done += 1
-                if progress:
+                fut = pool.submit(send, messages, requests[i].params)
+                futures[fut] = (i, messages)
+                fut.add_done_callback(finished.put)
+            remaining = len(futures)
+            while remaining:
+                batch = [finished.get()]
+                while True:
+                    try:
+                        batch.append(finished.get_nowait())
+                    except queue.Empty:
+                        break
+                remaining -= len(batch)
+                answered = []
+                for fut in batch:
+                    if fut.cancelled():
+                        continue
+                    if fut.exception() is not None:
+                        if error is None:  # the first failure stops what has not started; answers in flight are kept
+                            error = fut.exception()
+                            for other in futures:
+                                other.cancel()
+                        continue
+                    i, messages = futures[fut]
+                    completion, announced = fut.result()
+                    answered.append((i, (messages, requests[i].params, completion, announced)))
+                self._store_many([a for _, a in answered])
+                for i, (_, _, completion, _) in answered:
+                    self.ledger.record(completion)
+                    results[i] = completion
+                done += len(answered)
+                if progress and answered:
                     progress(done, total)
         if error is not None:
             raise error
@@ -329,8 +351,9 @@ class LLM:
                 for _ in chunk:
                     self.ledger.record_failure()
                 raise
-            for i, (messages, params), mode, completion in zip(chunk, pairs, announced, outs):
-                self._store(messages, params, completion, mode)
+            self._store_many([(messages, params, completion, mode)
+                              for (messages, params), mode, completion in zip(pairs, announced, outs)])
+            for i, completion in zip(chunk, outs):
                 self.ledger.record(completion)
                 results[i] = completion
             done += len(chunk)
