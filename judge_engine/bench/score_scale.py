@@ -158,15 +158,15 @@ def _cpu_breakdown(base_url: str, judge_file: Path, items: Path, out: Path, db: 
                     spent[name] += time.thread_time() - start
         return wrapper
 
-    generate, put = OpenAIBackend.generate, CallCache.put
-    OpenAIBackend.generate, CallCache.put = timed("openai_client_call", generate), timed("cache_write", put)
+    generate, put = OpenAIBackend.generate, CallCache.put_many
+    OpenAIBackend.generate, CallCache.put_many = timed("openai_client_call", generate), timed("cache_write", put)
     try:
         db.unlink(missing_ok=True)
         start = time.process_time()
         engine_score(base_url, judge_file, items, out, db, concurrency)
         total = time.process_time() - start
     finally:
-        OpenAIBackend.generate, CallCache.put = generate, put
+        OpenAIBackend.generate, CallCache.put_many = generate, put
     per_item = {k: 1000 * v / n for k, v in spent.items()}
     per_item["rest_of_the_engine"] = 1000 * total / n - sum(per_item.values())
     per_item["total"] = 1000 * total / n
