@@ -40,8 +40,9 @@ class Template:
         return tuple(seen)
 
     def render(self, **values: Any) -> str:
-        missing = [f for f in self.fields if f not in values]
-        unused = [k for k in values if k not in self.fields]
+        fields = self.fields  # parsed once per render, not once per value
+        missing = [f for f in fields if f not in values]
+        unused = [k for k in values if k not in fields]
         if missing:
             raise KeyError(f"template {self.name!r} needs field(s) {', '.join(missing)}")
         if unused:
