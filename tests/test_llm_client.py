@@ -10,6 +10,7 @@ import pytest
 from judge_engine.llm import GenerationParams, LLM, LLMConfig, Request, cache_key, make_backend, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.store import CallCache, Store
+from judge_engine.structured import as_param
 from tests.scripted import fake_llm
 
 MSGS = [{"role": "system", "content": "You are a judge."}, {"role": "user", "content": "Rate this summary."}]
@@ -381,3 +382,24 @@ def test_the_governor_grows_back_by_one_per_limit_answers():
     for _ in range(3 + 4 + 5 + 6 + 7 + 20):
         g.answered()
     assert g.limit == 8, "never above the configured concurrency"
+
+
+class _ModeKnownBackend(FakeBackend):
+    """A backend that announces its structured mode before sending, as the openai backend does once it learned it."""
+
+    effective_structured_mode = "json_schema"
+
+
+@pytest.mark.parametrize("schema", [None, {"type": "object"}])
+def test_answers_cached_in_bulk_are_found_under_the_key_they_were_looked_up_with(tmp_path, schema):
+    store = Store(tmp_path / "w.db")
+    params = GenerationParams(max_tokens=8, json_schema=as_param(schema) if schema else None)
+    requests = [Request(({"role": "user", "content": f"item {i}"},), params) for i in range(40)]
+    first = _ModeKnownBackend(lambda m, p: '{"score": 3}')
+    llm = LLM(LLMConfig(concurrency=8), first, cache=CallCache(store))
+    llm.complete_many(requests)
+    keys = set(CallCache(store).iter_keys())
+    assert len(first.calls) == 40 and keys == {llm.key(r.messages, r.params) for r in requests}
+    again = _ModeKnownBackend(lambda m, p: '{"score": 3}')
+    replies = LLM(LLMConfig(concurrency=8), again, cache=CallCache(store)).complete_many(requests)
+    assert again.calls == [] and all(r.cached for r in replies)

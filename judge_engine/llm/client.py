@@ -162,19 +162,20 @@ class LLM:
         Keeping the announced mode (even when one request fell back to free text, e.g. a schema the
         converter cannot handle) means the next lookup of the same request finds it.
         """
-        self._store_many([(messages, params, completion, announced)])
+        self._store_many([(messages, params, completion, announced, None)])
 
-    def _store_many(self, answers: Sequence[tuple[list[Message], GenerationParams, Completion, str]]) -> None:
-        """:meth:`_store` for several answers, in one write transaction."""
+    def _store_many(self, answers: Sequence[tuple[list[Message], GenerationParams, Completion, str, str | None]]
+                    ) -> None:
+        """:meth:`_store` for several answers, in one write transaction; an answer's key is computed unless given."""
         if self.cache is None or not answers:
             return
         rows = []
-        for messages, params, completion, announced in answers:
+        for messages, params, completion, announced, key in answers:
             mode = announced or (completion.structured_mode if params.json_schema else "")
             request: dict[str, Any] = {"messages": messages, "params": params.cache_fields()}
             if params.json_schema and mode:
                 request["structured"] = mode
-            rows.append((cache_key(self.backend.name, self.backend.model_id, messages, params, mode), request,
+            rows.append((key or cache_key(self.backend.name, self.backend.model_id, messages, params, mode), request,
                          completion.to_dict()))
         self.cache.put_many(rows, backend=self.backend.name, model=self.backend.model_id)
 
@@ -262,7 +263,9 @@ class LLM:
             if callable(getattr(self.backend, "generate_many", None)):
                 self._batched(requests, todo, results, done, len(first_of), progress)
             else:
-                self._threaded(requests, todo, results, done, len(first_of), progress)
+                # a request whose only possible key is known now is cached under it (no second hash of its text)
+                known = {i: candidates[i][0] for i in todo if len(candidates[i]) == 1}
+                self._threaded(requests, todo, results, done, len(first_of), progress, known)
         elif progress:
             progress(done, len(first_of))
         for i, key in enumerate(keys):
@@ -273,7 +276,8 @@ class LLM:
         return [r for r in results if r is not None]
 
     def _threaded(self, requests: Sequence[Request], todo: list[int], results: list[Completion | None],
-                  done: int, total: int, progress: Callable[[int, int], None] | None) -> None:
+                  done: int, total: int, progress: Callable[[int, int], None] | None,
+                  known: dict[int, str] | None = None) -> None:
         """Send ``todo`` through :meth:`complete`, at most ``config.concurrency`` at a time."""
         # a backend that serialises its calls (embedded llama.cpp) gets them one by one, in order, so
         # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
@@ -317,9 +321,11 @@ class LLM:
                         continue
                     i, messages = futures[fut]
                     completion, announced = fut.result()
-                    answered.append((i, (messages, requests[i].params, completion, announced)))
+                    # the key looked up is the key to store under while the mode announced has not changed
+                    key = (known or {}).get(i) if announced or not requests[i].params.json_schema else None
+                    answered.append((i, (messages, requests[i].params, completion, announced, key)))
                 self._store_many([a for _, a in answered])
-                for i, (_, _, completion, _) in answered:
+                for i, (_, _, completion, _, _) in answered:
                     self.ledger.record(completion)
                     results[i] = completion
                 done += len(answered)
@@ -351,7 +357,7 @@ class LLM:
                 for _ in chunk:
                     self.ledger.record_failure()
                 raise
-            self._store_many([(messages, params, completion, mode)
+            self._store_many([(messages, params, completion, mode, None)
                               for (messages, params), mode, completion in zip(pairs, announced, outs)])
             for i, completion in zip(chunk, outs):
                 self.ledger.record(completion)
