@@ -115,6 +115,18 @@ class LLM:
                                        price_completion_per_1k=config.price_completion_per_1k)
         self.governor = rate.RateGovernor(config.concurrency)
         """Calls in flight, fewer while the server answers 429 (:mod:`judge_engine.llm.rate`)."""
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def _workers(self) -> ThreadPoolExecutor:
+        """The threads that send calls, made once and kept: a scoring job's chunks (and two chunks at once)
+        share them instead of starting hundreds of threads per chunk. One for a backend that serialises its
+        calls, so consecutive prompts sharing a prefix reach it in order and reuse its KV cache."""
+        with self._pool_lock:
+            if self._pool is None:
+                limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
+                self._pool = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="llm")
+            return self._pool
 
     @property
     def supports_logprobs(self) -> bool:
@@ -279,10 +291,6 @@ class LLM:
                   done: int, total: int, progress: Callable[[int, int], None] | None,
                   known: dict[int, str] | None = None) -> None:
         """Send ``todo`` through :meth:`complete`, at most ``config.concurrency`` at a time."""
-        # a backend that serialises its calls (embedded llama.cpp) gets them one by one, in order, so
-        # consecutive prompts sharing a prefix (the sample-first layout) reuse its KV cache
-        limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
-        workers = max(1, min(limit, len(todo)))
         # complete_many has just looked every request up, so the workers go straight to the backend, and this
         # thread caches the answers as they come in: all that arrived since its last write in one transaction,
         # on one database connection (a new pool's threads each opened their own, and queued for the write
@@ -293,8 +301,9 @@ class LLM:
 
         error: BaseException | None = None
         finished: queue.SimpleQueue = queue.SimpleQueue()
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
-            futures = {}
+        pool = self._workers()
+        futures: dict[Any, tuple[int, list[Message]]] = {}
+        try:
             for i in todo:
                 messages = [dict(m) for m in requests[i].messages]
                 fut = pool.submit(send, messages, requests[i].params)
@@ -331,6 +340,10 @@ class LLM:
                 done += len(answered)
                 if progress and answered:
                     progress(done, total)
+        except BaseException:  # Ctrl-C here: the kept threads must not go on sending what has not started
+            for fut in futures:
+                fut.cancel()
+            raise
         if error is not None:
             raise error
 
