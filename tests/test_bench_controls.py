@@ -98,3 +98,11 @@ def test_active_critic_with_a_random_demonstration_set_does_not_beat_the_best_of
                       higher=False)
     for d in details:  # the baseline scored as many sets as the method's search
         assert len(d["random_sets"]["fitness"]) == len(d["search"]) == 11
+
+
+def test_hd_eval_decomposing_its_least_important_criteria_chooses_no_more_informative_ones_than_chance():
+    """Attribution pruning turned upside down (the least important criteria decomposed): the share of informative
+    criteria among those decomposed must not beat a random choice among the same candidates."""
+    rows, details = run_rows("hd_eval", "least_important", n_train=40, n_test=30, params=HD_PARAMS)
+    assert_not_better(rows[("informative share of decomposed (pruning)", "random choice")])
+    assert all(d["control"] == "least_important" and d["pruning"]["chosen"] for d in details)

@@ -86,6 +86,7 @@ in every world.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import asdict, fields, replace
@@ -374,20 +375,34 @@ def run_hd_eval(world: World, train, test, log: Callable[[str], None],
     """HD-Eval's test Pearson vs its aggregator on layer 1 only (the paper's "w/o layers 2, 3"), the mean of the
     layer-1 scores, the target's layer-1 score, direct scoring and G-Eval; importance AUC; pruning's choice.
 
-    ``control="no_decomposition"`` (a mutation for the controls that must
-    fail; no method option): the method's arm is fitted with ``max_layers=1``.
+    ``control`` (a mutation for the controls that must fail; no method option): ``"no_decomposition"`` fits
+    the method's arm with ``max_layers=1``; ``"least_important"`` makes attribution pruning decompose the
+    least important criteria instead of the most important (Eq. 3 turned upside down).
     """
+    from unittest import mock
+
     from sklearn.metrics import roc_auc_score
     from ..methods import FitContext
-    from ..methods.hd_eval import HDEval, tree_index
-    if control not in (None, "no_decomposition"):
-        raise ValueError(f"control={control!r}: the HD-Eval rows know only 'no_decomposition'")
-    own = {**(params or {}), **({"max_layers": 1} if control else {})}
+    from ..methods.hd_eval import HDEval, pruning, tree_index
+    if control not in (None, "no_decomposition", "least_important"):
+        raise ValueError(f"control={control!r}: the HD-Eval rows know only 'no_decomposition' and "
+                         "'least_important'")
+    own = {**(params or {}), **({"max_layers": 1} if control == "no_decomposition" else {})}
+
+    most_important = pruning.prune_by_attribution
+
+    def least_important(candidates, importance, k_expand):
+        return most_important(candidates, {c: {"importance": -v["importance"]}
+                                                         for c, v in importance.items()}, k_expand)
+
     llm, backend = make_llm(world)
     events: list[tuple[str, dict]] = []
-    judge = HDEval(**own).fit(train, _aspect(),
-                              FitContext(llm=llm, task=TASK, aspects=tuple(ASPECTS),
-                                         log=lambda kind, payload: events.append((kind, payload))))
+    mutated = mock.patch.object(pruning, "prune_by_attribution", least_important) \
+        if control == "least_important" else contextlib.nullcontext()
+    with mutated:
+        judge = HDEval(**own).fit(train, _aspect(),
+                                  FitContext(llm=llm, task=TASK, aspects=tuple(ASPECTS),
+                                             log=lambda kind, payload: events.append((kind, payload))))
     fit_calls = _calls(llm)
     verdicts = judge.score(test, llm=llm)
     human = [s.human[TARGET] for s in test]
