@@ -34,7 +34,8 @@ class IdSet:
 
     def __init__(self) -> None:
         # "" is SQLite's private temporary database: on disk, deleted on close, memory bounded by its page cache
-        self._db = sqlite3.connect("")
+        self._db = sqlite3.connect("", check_same_thread=False)  # one user at a time; the garbage collector may
+        # finish an abandoned generator of chunks in another thread, and closing it closes this
         self._db.execute("create table ids (id text primary key, row integer)")
         self.size = 0
 

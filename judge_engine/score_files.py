@@ -253,11 +253,13 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
             scores[v.sample_id] = math.nan if record["score"] is None else float(record["score"])
         handle.write(format_line(record, fmt))  # one write per record: Ctrl-C leaves whole lines
 
+    chunks = todo()
     try:
-        counts = score_stream(judge, todo(), llm=llm, write=write, progress=progress,
+        counts = score_stream(judge, chunks, llm=llm, write=write, progress=progress,
                               total=max(0, source.estimated_rows() - len(done)),
                               flush=lambda: handle.flush() if handle is not None else None)
     finally:
+        chunks.close()  # an interrupted run: the reader's temporary table is closed here, not by the collector
         done.close()
         if handle is not None and handle is not stream:
             handle.close()

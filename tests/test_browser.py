@@ -238,6 +238,8 @@ def test_import_run_and_read_results_on_the_embedded_model(app, page, diagnose, 
     assert run["summary"]["n"] == n
     assert run["ledger"]["calls"] + run["ledger"]["cache_hits"] >= n
     assert page.get_by_text("Missing scores").count() == 1
+    # the results are drawn top to bottom: the download button comes after the missing-scores line
+    page.get_by_role("button", name="Download verdicts (CSV)").wait_for()
     assert page.get_by_role("button", name="Download verdicts (CSV)").count() == 1
 
 
