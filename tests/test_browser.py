@@ -540,6 +540,8 @@ def test_hd_eval_switch_dataset_then_edit_and_click_again(app, page, diagnose):
     body.get_by_role("button", name="Save").click()
     page.get_by_text("Saved 'clarity part 1'.").or_(page.get_by_text("Saved")).first.wait_for()
     idle(page)
+    # the popover closes as the rerun after the save is drawn: waited for (a missed close fails after 10 s)
+    page.locator("[data-testid=stPopoverBody]").first.wait_for(state="detached", timeout=10_000)
     assert page.locator("[data-testid=stPopoverBody]").count() == 0, "no popover left open after the save"
     page.get_by_role("button", name="Edit").nth(2).click()
     sync_api.expect(page.locator("[data-testid=stPopoverBody]")).to_have_count(1)
