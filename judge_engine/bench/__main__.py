@@ -14,6 +14,7 @@ Examples::
     python -m judge_engine.bench simulate --seeds 5
     python -m judge_engine.bench rubric-checks
     python -m judge_engine.bench score-scale --items 8000 --levels 16 64 256 --memory-sizes 10000 1000000
+    python -m judge_engine.bench first-look --methods hypoeval hpss --repeats 3 --timeout-min 20
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from . import latest, table, write
 SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
                "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile",
                "structured": "structured", "simulate": "simulate",
-               "rubric-checks": "rubric_checks", "score-scale": "score_scale"}
+               "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look"}
 
 
 def main(argv: list[str] | None = None) -> int:
