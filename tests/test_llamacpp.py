@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judge_engine.llm import BackendUnavailable, GenerationParams, LLMConfig, Request, make_llm
-from judge_engine.llm.llamacpp import LlamaCppBackend, embedded_model_path
+from judge_engine.llm.llamacpp import LlamaCppBackend, PrefixStates, embedded_model_path
 
 pytest.importorskip("llama_cpp")
 pytestmark = pytest.mark.model  # every test here loads the embedded SmolLM2
@@ -178,3 +178,64 @@ def test_a_process_calling_back_to_back_lets_a_waiting_process_take_its_turn(tmp
     turns = log.read_text().split()
     # the waiter got its turn long before the busy process ran out of calls
     assert turns.index("waiter") < 20, turns
+
+
+ARTICLES = [
+    "The city council met on Tuesday to discuss the new budget. Members argued about funding for parks, roads and "
+    "the public library, and a final vote was delayed until next month after residents asked for more time. " * 3,
+    "A small bakery on the corner of Elm Street won a regional prize for its rye bread. The owner said the recipe "
+    "came from her grandmother and that the oven is older than the building itself. " * 3,
+    "Heavy rain flooded several roads in the valley overnight. Schools opened two hours late, and the river rose "
+    "above its banks near the old mill, where volunteers stacked sandbags until dawn. " * 3,
+]
+CRITERIA = ["Does the summary keep the main point?", "Is the summary free of grammar errors?"]
+
+
+def _judge_prompt(article: str, criterion: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": f"Article: {article}\n\nSummary: A short summary.\n\n{criterion} "
+                                        "Rate from 1 to 5. Score:"}]
+
+
+def test_stored_prompt_prefixes_are_reused_and_score_the_same_as_a_cold_context(llm):
+    """Items cycled under each criterion: the one-slot reuse of llama-cpp-python finds no shared prefix, the
+    stored prefix states find each article's; every reply's logprobs equal those of a cold context."""
+    model = llm.backend._llama
+    params = GenerationParams(max_tokens=3, top_logprobs=5)
+    order = [(a, c) for c in CRITERIA for a in ARTICLES]
+    stored = model.prefix_states
+    assert stored is not None  # on by default
+
+    def replies(states):
+        model.prefix_states, model._pending = states, ()
+        model.reset()
+        before = model.evaluated_tokens
+        out = [llm.complete(_judge_prompt(a, c), params).logprobs[0] for a, c in order]
+        return out, model.evaluated_tokens - before
+
+    try:
+        with_states, evaluated_with = replies(PrefixStates(64 * 2**20))
+        without, evaluated_without = replies(None)
+        cold = []
+        for a, c in order:
+            model.reset()
+            cold.append(llm.complete(_judge_prompt(a, c), params).logprobs[0])
+    finally:
+        model.prefix_states, model._pending = stored, ()
+    assert with_states == cold and without == cold
+    # the second criterion's three prompts evaluate their tails only
+    assert evaluated_with < 0.7 * evaluated_without
+
+
+def test_prefix_states_stay_within_their_budget(llm):
+    model = llm.backend._llama
+    stored = model.prefix_states
+    budget = 8 * 2**20  # about 360 tokens of SmolLM2's KV state: one article's prompt at a time
+    states = PrefixStates(budget)
+    try:
+        model.prefix_states, model._pending = states, ()
+        for article in ARTICLES:
+            llm.complete(_judge_prompt(article, CRITERIA[0]), GenerationParams(max_tokens=2))
+        llm.complete(QUESTION, GenerationParams(max_tokens=2))  # stores the last article's prefix
+    finally:
+        model.prefix_states, model._pending = stored, ()
+    assert 1 <= len(states) < len(ARTICLES) and 0 < states.bytes <= budget

@@ -28,6 +28,17 @@ which always evaluates the last :data:`MIN_SUFFIX_TOKENS` prompt tokens
 together: a prompt scores the same whatever came before (the suffix is
 computed the same in any batch of two or more tokens, measured bit for bit).
 
+That one slot is all llama-cpp-python reuses; a method that comes back to an
+item after others (the next round of hypotheses, the next layer of criteria,
+the test items scored under each criterion in turn) evaluated its text again.
+:class:`PrefixStates` keeps the KV state of earlier prompts in memory (512 MB
+per process by default, least recently used out) and restores the one that
+shares the longest prefix with a new prompt. Prompt evaluation is most of a
+scoring call on CPU (about 240 tokens/s against 80 generated tokens/s for
+SmolLM2 on 2 cores), so this is where a first look spends its minutes.
+Generation uses every core (llama-cpp-python's default is half of them;
+1 and 2 threads give bit-identical logits, measured).
+
 Structured replies: a request whose :attr:`GenerationParams.json_schema` is
 set is decoded under a GBNF grammar that llama-cpp-python converts from the
 schema (``LlamaGrammar.from_json_schema``), unless the configured mode is
@@ -86,28 +97,158 @@ MIN_SUFFIX_TOKENS = 2
 
 _LLAMA_CLASS: Any = None
 
+PREFIX_CACHE_ENV = "JUDGE_WORKBENCH_PREFIX_CACHE_MB"
+"""Megabytes of KV state kept per process for prompt prefixes (:class:`PrefixStates`); ``0`` turns it off."""
+DEFAULT_PREFIX_CACHE_MB = 512
+"""About 22,000 prompt tokens of SmolLM2 (23 kB of KV state per token): the sample prefixes of a quick first look."""
+MIN_RESTORE_GAIN = 16
+"""Tokens a stored prefix must save over what the context already holds before it is restored (a restore
+copies the state: a few milliseconds, the cost of evaluating a handful of tokens)."""
+SIBLING_TAIL = 160
+"""A stored prefix that a new one repeats up to its last SIBLING_TAIL tokens (and at least half of it) is
+dropped: both hold the same sample and instructions and differ in the closing paragraph (a hypothesis, a
+criterion), which is seldom asked again (the call cache answers a repeated prompt)."""
+
+
+class PrefixStates:
+    """KV states of earlier prompts, so a prompt that starts like one of them evaluates only what is new.
+
+    llama-cpp-python keeps the KV cache of the previous prompt only; a method that comes back to an item
+    (HypoEval's rounds, the test items after the training ones, HD-Eval's layers) evaluated the item's whole
+    text again. This keeps the KV state of each prompt (less its last :data:`MIN_SUFFIX_TOKENS`, which are
+    always evaluated), keyed by its tokens, least recently used first out, within ``max_bytes``. Only the
+    sequence's KV cells are saved (``llama_state_seq_get_data``), not the logits that
+    ``Llama.save_state`` copies (n_tokens x 49,152 floats with ``logits_all``). The cells are the bytes the
+    same evaluation put there, so a prompt scores the same with or without this cache (tested).
+    """
+
+    def __init__(self, max_bytes: int):
+        import collections
+
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._states: collections.OrderedDict[tuple[int, ...], Any] = collections.OrderedDict()
+        self.restored_tokens = 0
+        """Prompt tokens taken from a stored state instead of evaluated (over this object's life)."""
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def best(self, tokens: list[int], limit: int) -> tuple[tuple[int, ...] | None, int]:
+        """The stored key sharing the longest prefix with ``tokens`` (at most ``limit``) and that length."""
+        import numpy as np
+
+        if not self._states or limit <= 0:
+            return None, 0
+        wanted = np.asarray(tokens[:limit])
+        best_key, best_n = None, 0
+        for key in self._states:
+            n = min(len(key), limit)
+            if n <= best_n:
+                continue
+            same = np.asarray(key[:n]) == wanted[:n]
+            common = n if same.all() else int(np.argmin(same))
+            if common > best_n:
+                best_key, best_n = key, common
+        return best_key, best_n
+
+    def restore(self, llama: Any, key: tuple[int, ...], n: int) -> bool:
+        """Load ``key``'s state into ``llama`` and keep its first ``n`` tokens; False (context reset) on failure."""
+        import llama_cpp
+
+        state = self._states[key]
+        self._states.move_to_end(key)
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if not llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0):
+            llama.reset()
+            return False
+        llama._ctx.kv_cache_seq_rm(-1, n, -1)
+        llama.input_ids[:n] = key[:n]
+        llama.n_tokens = n
+        llama._requires_eval = True
+        self.restored_tokens += n
+        return True
+
+    def save(self, llama: Any, key: tuple[int, ...]) -> None:
+        """Store the state of ``llama``'s context cut to ``key`` (which its first tokens must be)."""
+        import ctypes
+
+        import llama_cpp
+
+        if len(key) < MIN_RESTORE_GAIN or key in self._states:
+            if key in self._states:
+                self._states.move_to_end(key)
+            return
+        llama._ctx.kv_cache_seq_rm(-1, len(key), -1)
+        llama.n_tokens = len(key)
+        size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+        if size > self.max_bytes:
+            return
+        state = (ctypes.c_uint8 * size)()
+        if not llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, state, size, 0):
+            return
+        for old in [k for k in self._states if _shared(k, key) >= max(len(k) - SIBLING_TAIL, len(k) // 2)]:
+            self.bytes -= len(self._states.pop(old))
+        self._states[key] = state
+        self.bytes += size
+        while self.bytes > self.max_bytes:
+            self.bytes -= len(self._states.popitem(last=False)[1])
+
+
+def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+    """Length of the common prefix of two token sequences."""
+    import numpy as np
+
+    n = min(len(a), len(b))
+    same = np.asarray(a[:n]) == np.asarray(b[:n])
+    return n if same.all() else int(np.argmin(same))
+
+
+def prefix_cache_bytes() -> int:
+    """The per-process budget of :class:`PrefixStates` from :data:`PREFIX_CACHE_ENV` (0 = off)."""
+    raw = os.environ.get(PREFIX_CACHE_ENV, "").strip()
+    try:
+        mb = float(raw) if raw else DEFAULT_PREFIX_CACHE_MB
+    except ValueError:
+        mb = DEFAULT_PREFIX_CACHE_MB
+    return max(0, int(mb * 2**20))
+
 
 def stable_prefix_llama() -> Any:
-    """``llama_cpp.Llama`` whose reused KV-cache prefix always leaves >= MIN_SUFFIX_TOKENS to evaluate."""
+    """``llama_cpp.Llama`` whose reused KV-cache prefix always leaves >= MIN_SUFFIX_TOKENS to evaluate, and
+    which takes a prompt's prefix from :class:`PrefixStates` when an earlier prompt shared more of it."""
     global _LLAMA_CLASS
     if _LLAMA_CLASS is None:
-        import numpy as np
         from llama_cpp import Llama
 
         class StablePrefixLlama(Llama):
+            prefix_states: PrefixStates | None = None
+            _pending: tuple[int, ...] = ()
+            evaluated_tokens = 0
+            """Prompt tokens evaluated (not reused) over the model's life, for benchmarks."""
+
             def generate(self, tokens, *args: Any, **kwargs: Any):
                 tokens = list(tokens)
-                if kwargs.get("reset", True) and self.n_tokens > 0:
+                if kwargs.get("reset", True):
                     keep = len(tokens) - MIN_SUFFIX_TOKENS
-                    n = min(self.n_tokens, len(tokens))
-                    same = np.asarray(self._input_ids[:n]) == np.asarray(tokens[:n])
-                    common = n if same.all() else int(np.argmin(same))
+                    states = self.prefix_states
+                    if states is not None and self._pending and self.n_tokens >= len(self._pending):
+                        # the previous prompt's prefix, before this prompt overwrites the context
+                        if tuple(self._input_ids[:len(self._pending)]) == self._pending:
+                            states.save(self, self._pending)
+                    self._pending = tuple(tokens[:keep]) if states is not None and keep > 0 else ()
+                    common = _shared(tuple(self._input_ids[:self.n_tokens]), tuple(tokens)) if self.n_tokens else 0
+                    if states is not None and keep > 0:
+                        key, n = states.best(tokens, keep)
+                        if key is not None and n >= min(common, keep) + MIN_RESTORE_GAIN:
+                            common = n if states.restore(self, key, n) else 0
                     # llama-cpp-python re-evaluates len(tokens) - min(common, len(tokens) - 1) tokens
-                    if common > keep:
+                    if self.n_tokens > 0 and common > keep:
                         if keep > 0 and self._ctx.kv_cache_seq_rm(-1, keep, -1):
                             self.n_tokens = keep
                         else:
                             self.reset()
+                    self.evaluated_tokens += len(tokens) - min(common, keep, self.n_tokens)
                 return (yield from super().generate(tokens, *args, **kwargs))
 
         _LLAMA_CLASS = StablePrefixLlama
@@ -171,8 +312,11 @@ def load_model(path: Path, n_ctx: int) -> Any:
                 raise BackendUnavailable(f"GGUF model file not found: {path}")
             # logits_all keeps per-token logits so top-k logprobs are available.
             try:
-                _MODELS[key] = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=None, logits_all=True,
-                                     verbose=False, seed=0)
+                model = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=min(os.cpu_count() or 1, 8), logits_all=True,
+                              verbose=False, seed=0)
+                cache_bytes = prefix_cache_bytes()
+                model.prefix_states = PrefixStates(cache_bytes) if cache_bytes else None
+                _MODELS[key] = model
             except (ValueError, RuntimeError, OSError) as exc:  # not a GGUF file, unsupported architecture
                 raise BackendUnavailable(f"llama.cpp could not load the model {path}: {exc}") from exc
             _CALL_LOCKS[key] = threading.Lock()
@@ -266,7 +410,7 @@ class LlamaCppBackend:
         texts: list[str] = []
         logprobs: list[tuple[dict[str, Any], ...]] = []
         prompt_tokens = completion_tokens = 0
-        start = time.perf_counter()
+        busy = 0.0  # seconds the model worked for this request; waiting for the lock is another run's time
         messages, cut = fit_messages(messages, budget_tokens=self.n_ctx - params.max_tokens - TEMPLATE_MARGIN,
                                      count_tokens=self.count_tokens)
         grammar, mode = None, ""
@@ -285,10 +429,13 @@ class LlamaCppBackend:
             if grammar is not None:
                 kwargs["grammar"] = grammar
             with self._lock, machine_lock():
+                start = time.perf_counter()
                 try:
                     out = self._worker.submit(self._llama.create_chat_completion, **kwargs).result()
                 except ValueError as exc:
                     raise LLMError(f"llama.cpp rejected the request: {exc}") from exc
+                finally:
+                    busy += time.perf_counter() - start
             choice = out["choices"][0]
             texts.append(choice["message"]["content"] or "")
             lp = choice.get("logprobs") or {}
@@ -298,5 +445,5 @@ class LlamaCppBackend:
             completion_tokens += int(usage.get("completion_tokens", 0))
         return Completion(texts=tuple(texts), logprobs=tuple(logprobs) if params.top_logprobs else (),
                           prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                          latency_s=time.perf_counter() - start, model=self.model_id, truncated_chars=cut,
+                          latency_s=busy, model=self.model_id, truncated_chars=cut,
                           structured_mode=mode)
