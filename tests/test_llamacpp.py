@@ -239,3 +239,25 @@ def test_prefix_states_stay_within_their_budget(llm):
     finally:
         model.prefix_states, model._pending = stored, ()
     assert 1 <= len(states) < len(ARTICLES) and 0 < states.bytes <= budget
+
+
+def test_logprobs_read_from_the_completion_rows_equal_llama_cpp_pythons(llm):
+    """The backend computes a reply's top logprobs from the completion's own rows; llama-cpp-python's path
+    (every prompt row log-softmaxed, alternatives sorted in Python) must give the same values and order."""
+    from judge_engine.llm.base import logprobs_from_openai
+    from judge_engine.llm.llamacpp import grammar_for
+    from judge_engine.structured import as_param, score_schema
+
+    backend, model = llm.backend, llm.backend._llama
+    grammar = grammar_for(as_param(score_schema(1, 5)))
+    for messages in (JUDGE, QUESTION, [{"role": "user", "content": "Écris une phrase sur le café ☕."}]):
+        for extra in ({}, {"grammar": grammar}):
+            kwargs = dict(messages=messages, temperature=0.0, max_tokens=8, seed=0, **extra)
+            model.reset()
+            theirs = model.create_chat_completion(**kwargs, logprobs=True, top_logprobs=5)
+            model.reset()
+            ours, content = backend._complete(kwargs, 5)
+            assert ours["choices"][0]["message"]["content"] == theirs["choices"][0]["message"]["content"]
+            expected = logprobs_from_openai(theirs["choices"][0]["logprobs"]["content"])
+            assert expected and logprobs_from_openai(content) == expected
+            assert [list(p["top"]) for p in logprobs_from_openai(content)] == [list(p["top"]) for p in expected]
