@@ -22,7 +22,7 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, describe_parameters
 from judge_engine.methods.base import Interval, OptionalInterval, Options, ParameterDoc
 from judge_engine.records import Aspect, Dataset
-from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, Baseline, RunSpec, quick_spec
+from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, Baseline, RunSpec
 from judge_engine.store import NotFound, Store
 from pages.ui import auth, messages, readers, session
 
@@ -158,29 +158,37 @@ def changed(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k not in defaults or v != defaults[k]}
 
 
-def quick_note(method: str) -> str:
-    """What a quick first look changes, in the parameters' own words."""
+def quick_note(method: str, smaller: dict[str, Any] | None = None) -> str:
+    """What a quick first look changes, in the parameters' own words (``smaller``: what the backend's speed
+    made smaller still, see :func:`judge_engine.runs.quick_look`)."""
     docs = {d.name: d for d in describe_parameters(METHODS[method])}
-    parts = [f"{docs[k].label.lower()} {v} (paper {docs[k].default})" for k, v in METHODS[method].quick_params.items()]
+    chosen = {**METHODS[method].quick_params, **(smaller or {})}
+    parts = [f"{docs[k].label.lower()} {v} (paper {docs[k].default})" for k, v in chosen.items()]
     return ", ".join([f"{QUICK_TRAIN} training and {QUICK_TEST} test items"] + parts)
 
 
 @st.cache_data(ttl=30, show_spinner=False, max_entries=16)
-def _backend_speed(db_path: str, llm: LLMConfig) -> tuple[float | None, str]:
-    return runs.seconds_per_call(Store(db_path), llm)
+def _method_speed(db_path: str, method: str, llm: LLMConfig) -> tuple[float | None, str]:
+    return runs.method_speed(Store(db_path), method, llm)
 
 
-def backend_speed(llm: LLMConfig) -> tuple[float | None, str]:
-    """Seconds per request on ``llm``'s backend from the store's ledgers, read at most every 30 s (it scans the
+def backend_speed(llm: LLMConfig, method: str) -> tuple[float | None, str]:
+    """Seconds per counted request of ``method`` on ``llm``'s backend, read at most every 30 s (it scans the
     runs; a form draws several estimates per rerun)."""
-    return _backend_speed(str(session.get_store().path), llm)
+    return _method_speed(str(session.get_store().path), method, llm)
+
+
+@st.cache_data(ttl=30, show_spinner=False, max_entries=16)
+def _quick_look(db_path: str, spec: RunSpec, baselines: tuple[Baseline, ...],
+                params: dict[str, Any] | None) -> runs.QuickLook:
+    return runs.quick_look(Store(db_path), spec, baselines, params)
 
 
 def estimate_box(spec: RunSpec) -> runs.Duration | None:
     """Requests and minutes before any cache hit; None (with the reason shown) when the spec is refused."""
     store = session.get_store()
     try:
-        duration = runs.estimate_duration(store, spec, speed=backend_speed(spec.llm))
+        duration = runs.estimate_duration(store, spec, speed=backend_speed(spec.llm, spec.method))
     except (ValueError, NotFound) as exc:
         st.error(messages.escape_markdown(str(exc)))
         return None
@@ -227,20 +235,23 @@ def start_button(label: str, key: str, *, missing: str = "") -> bool:
 
 def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str | Baseline] = (),
                 params: dict[str, Any] | None = None) -> int | None:
-    """A one-click first look: ``spec`` with the method's quick parameters and a small split, its time shown."""
-    quick = quick_spec(spec, params)
-    store = session.get_store()
+    """A one-click first look: ``spec`` with the method's quick parameters and a small split, sized to the
+    backend's speed (:func:`judge_engine.runs.quick_look`), its time with the baselines shown."""
+    wanted = tuple(b if isinstance(b, Baseline) else Baseline(b) for b in baselines)
     try:
-        duration = runs.estimate_duration(store, quick, speed=backend_speed(quick.llm))
+        look = _quick_look(str(session.get_store().path), spec, wanted, params)
     except (ValueError, NotFound) as exc:
         st.caption(messages.escape_markdown(f"No quick first look here: {exc}"))
         return None
+    duration = look.estimate.duration
     minutes = duration.label or "time unknown"
+    note = quick_note(method, look.smaller)
     clicked = st.button(f"Quick first look ({minutes})", key=key,
-                        help=messages.escape_markdown(f"Starts at once with {quick_note(method)}: {duration.describe()}. "
+                        help=messages.escape_markdown(f"Starts at once with {note}: {duration.describe()}. "
                                           "The same procedure as the paper's, smaller; the form below runs the "
                                           "full configuration."))
-    st.caption(messages.escape_markdown(f"Quick first look: {quick_note(method)}; {duration.calls:,} requests."))
+    st.caption(messages.escape_markdown(f"Quick first look: {note}; {duration.calls:,} requests counted"
+                                        + (" with the baselines" if wanted else "") + "."))
     if clicked:
-        return start(quick, baselines=baselines, label=" (quick first look)")
+        return start(look.spec, baselines=baselines, label=" (quick first look)")
     return None

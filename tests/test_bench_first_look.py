@@ -74,7 +74,8 @@ def test_the_bench_starts_what_the_pages_button_starts(method, db, monkeypatch, 
     bench_store = Store(tmp_path / "bench.db")
     bench_store.save_dataset(looked_at())
     look = first_look.page_look(method, looked_at())
-    runs.launch(bench_store, look.spec, baselines=look.baselines)
+    chosen = runs.quick_look(bench_store, look.page_spec, look.baselines, look.params)
+    runs.launch(bench_store, chosen.spec, baselines=look.baselines)
     assert created(bench_store, list(started)) == by_page
     if method == "active_critic":
         assert by_page[0][1] == "overall"
@@ -113,11 +114,16 @@ def test_a_look_records_the_run_its_baselines_and_the_estimate(tmp_path, monkeyp
             assert r["calls"] + r["cache_hits"] > 0  # a baseline may find its calls made by the run (same store)
             assert r["n_test"] >= 10 and r["spearman"] is not None
         assert look["calls"] == sum(r["calls"] for r in look["runs"])
-        # the page's estimate on a fresh store: the typical speed of the embedded model
-        assert look["estimate_calls"] > 0 and look["estimate_label"] and look["seconds_per_call_assumed"] == 3.0
+        # the page's estimate on a fresh store: each method's measured speed on the embedded model
+        speed = runs.EMBEDDED_SECONDS_PER_COUNTED_CALL
+        assert look["estimate_calls"] > 0 and look["estimate_label"]
+        assert look["seconds_per_call_assumed"] == pytest.approx(speed[look["method"]])
         assert len(look["baseline_estimates"]) == len(look["runs"]) - 1
         whole = look["estimate_calls"] + sum(b["calls"] for b in look["baseline_estimates"])
-        assert look["look_estimate_calls"] == whole and look["look_estimate_s"] == pytest.approx(3.0 * whole)
+        seconds = look["estimate_calls"] * speed[look["method"]] + sum(
+            b["calls"] * speed[b["method"]] for b in look["baseline_estimates"])
+        assert look["look_estimate_calls"] == whole
+        assert look["look_estimate_s"] == pytest.approx(runs.estimates.LOOK_START_SECONDS + seconds)
         assert look["estimate_over_actual"] > 0 and len(look["load_before"]) == len(look["load_after"]) == 3
     summary = doc["summary"]
     assert summary["hpss"]["looks"] == 2 and summary["hpss"]["timed_out"] == 0 and summary["hpss"]["median_wall_s"] > 0

@@ -11,13 +11,58 @@ def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, star
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
     first = runs.estimate_duration(store, spec)
-    assert first.calls == 6 and first.seconds_per_call == pytest.approx(runs.EMBEDDED_SECONDS_PER_CALL)
-    remote = runs.estimate_duration(store, RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")}))
+    assert first.calls == 6
+    assert first.seconds_per_call == pytest.approx(runs.EMBEDDED_SECONDS_PER_COUNTED_CALL["direct"])
+    remote_spec = RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")})
+    remote = runs.estimate_duration(store, remote_spec)
     assert remote.minutes is None and "no timing" in remote.describe()
-    run_id = runs.launch(store, spec)[0].run_id
-    store.update_run(run_id, ledger={"calls": 40, "seconds": 20.0})
-    timed = runs.estimate_duration(store, spec)
-    assert timed.seconds_per_call == pytest.approx(0.5) and "40 earlier requests" in timed.describe()
+    run_id = runs.launch(store, remote_spec)[0].run_id
+    store.update_run(run_id, ledger={"calls": 40, "seconds": 20.0})  # still running: the backend's speed only
+    timed = runs.estimate_duration(store, remote_spec)
+    parallel = remote_spec.llm.concurrency  # calls in flight share the wall time
+    assert timed.seconds_per_call == pytest.approx(0.5 / parallel) and "40 earlier requests" in timed.describe()
+
+
+def test_a_methods_own_speed_once_its_finished_runs_count_enough_calls(store, tiny_dataset, started):
+    """Seconds per counted call from the method's finished runs on the backend (a run's count is its bound)."""
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    for seconds in (3.0, 5.0, 4.0, 6.0):  # 4 runs x 6 counted calls: 24 >= MIN_CALLS_FOR_TIMING
+        run_id = runs.launch(store, spec)[0].run_id
+        store.update_run(run_id, status="finished", ledger={"calls": 6, "seconds": seconds})
+    speed, basis = runs.method_speed(store, "direct", spec.llm)
+    assert speed == pytest.approx(18.0 / 24) and "Direct" in basis
+    assert runs.method_speed(store, "geval", spec.llm)[0] == pytest.approx(runs.EMBEDDED_SECONDS_PER_COUNTED_CALL["geval"])
+
+
+def test_a_look_adds_its_baselines_and_the_start(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    look = runs.estimate_look(store, spec, ["geval"])
+    speed = runs.EMBEDDED_SECONDS_PER_COUNTED_CALL
+    assert [d.calls for d in look.durations] == [6, 7] and look.calls == 13
+    assert look.seconds == pytest.approx(runs.estimates.LOOK_START_SECONDS + 6 * speed["direct"] + 7 * speed["geval"])
+    assert look.duration.calls == 13 and "with its baselines" in look.duration.describe()
+
+
+def test_a_quick_look_is_made_smaller_until_it_fits_the_backend(store, tiny_dataset, monkeypatch):
+    """The method's quick parameters on a fast backend; on a slow one its smaller looks in turn, the smallest
+    when none fits; the page's own parameters stay on top."""
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", params={"weighted": True})
+    ladder = runs.estimates.METHODS["hypoeval"].smaller_looks
+    assert len(ladder) >= 2
+    sizes = []
+    for per_call in (0.001, 0.5, 100.0):
+        monkeypatch.setattr(runs.estimates, "method_speed", lambda *a, s=per_call: (s, "test"))
+        look = runs.quick_look(store, spec, ["direct"], {"n_train": 12})
+        assert look.spec.params["weighted"] is True and look.spec.params["n_train"] == 12
+        assert (look.spec.train_size, look.spec.test_size) == (runs.QUICK_TRAIN, runs.QUICK_TEST)
+        sizes.append((look.smaller, look.estimate.calls))
+    assert sizes[0][0] == {} and sizes[2][0] == ladder[-1]
+    assert sizes[2][1] < sizes[0][1]
+    monkeypatch.setattr(runs.estimates, "method_speed", lambda *a: (None, "unknown"))
+    assert runs.quick_look(store, spec).smaller == {}, "an unknown speed keeps the largest look"
 
 
 @pytest.mark.parametrize(("seconds_per_call", "label"), [(None, None), (1.0, "under 2 min"), (8.9, "under 2 min"),

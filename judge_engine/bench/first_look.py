@@ -40,7 +40,7 @@ from . import med, result
 
 if TYPE_CHECKING:  # the engine is imported when a look runs, so that ``--help`` stays quick
     from ..records import Dataset
-    from ..runs import Baseline, Duration, RunSpec
+    from ..runs import Baseline, RunSpec
     from ..store import Store
 
 METHODS_MEASURED = ("hypoeval", "hpss", "active_critic", "hd_eval")
@@ -86,10 +86,19 @@ HPSS_SEARCH_ONLY = ("search", "budget", "population", "mutations", "exploit_prob
 class QuickLook:
     """What one click on a page's "Quick first look" starts."""
 
-    spec: RunSpec
-    """The quick :class:`~judge_engine.runs.RunSpec` (after :func:`~judge_engine.runs.quick_spec`)."""
+    page_spec: RunSpec
+    """The :class:`~judge_engine.runs.RunSpec` of the page's form, before the quick look is chosen."""
     baselines: tuple[Baseline, ...]
     """The :class:`~judge_engine.runs.Baseline` runs ``launch`` starts beside it, in the page's order."""
+    params: dict[str, Any] | None = None
+    """The page's own parameters on top of the quick ones (``params`` of :func:`judge_engine.runs.quick_look`)."""
+
+    @property
+    def spec(self) -> RunSpec:
+        """The quick spec at the method's largest quick look (what a fast backend is given)."""
+        from ..runs import quick_spec
+
+        return quick_spec(self.page_spec, self.params)
 
 
 def page_aspect(method: str, dataset: Dataset) -> str:
@@ -123,7 +132,7 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
     """
     from ..llm import LLMConfig
     from ..methods import METHODS
-    from ..runs import BASELINES, QUICK_TRAIN, Baseline, RunSpec, quick_spec
+    from ..runs import BASELINES, QUICK_TRAIN, Baseline, RunSpec
 
     if method not in METHODS_MEASURED:
         raise ValueError(f"no quick first look on a {method!r} page; choose from {', '.join(METHODS_MEASURED)}")
@@ -152,7 +161,7 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
     else:
         chosen = _changed(method, form)
     spec = RunSpec(method=method, dataset=dataset.name, aspect=aspect, params=chosen, seed=seed, llm=llm)
-    return QuickLook(quick_spec(spec, extra or None), baselines)
+    return QuickLook(spec, baselines, extra or None)
 
 
 def _hpss_base_prompt(params: dict[str, Any], aspect) -> Baseline:
@@ -175,26 +184,6 @@ def baseline_specs(quick: RunSpec, baselines: Sequence[str | Baseline]) -> list[
         out.append(RunSpec(method=b.method, dataset=quick.dataset, aspect=quick.aspect, params=dict(b.params),
                            train_size=quick.train_size, test_size=quick.test_size, seed=quick.seed, llm=quick.llm))
     return out
-
-
-# --------------------------------------------------------------------------- the estimate of a whole look
-# Kept apart so an engine function for the estimate of a look with its baselines can replace it.
-
-def look_durations(store: Store, quick: RunSpec, baselines: Sequence[str | Baseline], *,
-                   speed: tuple[float | None, str] | None = None) -> list[Duration]:
-    """:class:`~judge_engine.runs.Duration` of ``quick`` then of each baseline spec, as the page estimates them."""
-    from ..runs import estimate_duration, seconds_per_call
-
-    speed = speed if speed is not None else seconds_per_call(store, quick.llm)
-    return [estimate_duration(store, s, speed=speed) for s in [quick, *baseline_specs(quick, baselines)]]
-
-
-def look_estimate(store: Store, quick: RunSpec, baselines: Sequence[str | Baseline], *,
-                  speed: tuple[float | None, str] | None = None) -> float | None:
-    """Estimated seconds of the whole look (the run and its baselines, their calls one after another, as the
-    embedded model answers them); None when the backend's speed is unknown."""
-    minutes = [d.minutes for d in look_durations(store, quick, baselines, speed=speed)]
-    return None if any(m is None for m in minutes) else 60.0 * sum(minutes)
 
 
 # --------------------------------------------------------------------------- cancelling a look
@@ -286,7 +275,7 @@ def _log_tail(store, run_id: int, lines: int = 5) -> str:
 
 
 def _run_record(store, started, title: str, launched: float, ended: float | None) -> dict[str, Any]:
-    from ..runs import effective_status
+    from ..runs import counted_calls, effective_status
 
     run = store.run(started.run_id)
     status = effective_status(run)
@@ -297,7 +286,8 @@ def _run_record(store, started, title: str, launched: float, ended: float | None
     ledger = run.ledger
     record = {"run_id": run.id, "role": started.role, "method": run.method, "title": title, "status": status,
               "reused": started.reused, "wall_s": None if ended is None else round(ended - launched, 3),
-              "calls": ledger.calls, "cache_hits": ledger.cache_hits, "ledger_seconds": round(ledger.seconds, 3),
+              "calls": ledger.calls, "counted_calls": counted_calls(run), "cache_hits": ledger.cache_hits,
+              "ledger_seconds": round(ledger.seconds, 3),
               "prompt_tokens": ledger.prompt_tokens, "completion_tokens": ledger.completion_tokens,
               "failures": ledger.failures, "level": summary.level if summary else None,
               "pearson": report.get("pearson"), "spearman": report.get("spearman"),
@@ -314,24 +304,23 @@ def measure_look(store: Store, method: str, dataset: Dataset, aspect: str | None
                  actor: str = "first-look bench") -> dict[str, Any]:
     """Start the ``method`` page's quick look in ``store`` (``dataset`` imported first, off the clock) and wait
     for all its runs; returns the look's record with its runs under ``runs``."""
-    from ..runs import effective_status, launch, seconds_per_call
+    from ..runs import effective_status, launch, quick_look
 
     if not store.has_dataset(dataset.name):
         store.save_dataset(dataset)  # what choosing a built-in benchmark on the page does, before any click
     look = page_look(method, dataset, aspect, seed=seed, llm=llm)
-    quick = look.spec
-    speed = seconds_per_call(store, quick.llm)
-    durations = look_durations(store, quick, look.baselines, speed=speed)
-    shown = durations[0]
-    estimate_s = look_estimate(store, quick, look.baselines, speed=speed)
+    chosen = quick_look(store, look.page_spec, look.baselines, look.params)  # what the button shows and starts
+    quick, durations = chosen.spec, chosen.estimate.durations
+    shown = chosen.estimate.duration
+    estimate_s = chosen.estimate.seconds
     record: dict[str, Any] = {
         "method": method, "aspect": quick.aspect, "llm": quick.llm.label, "params": dict(quick.params),
-        "baselines": [b.title or b.method for b in look.baselines],
-        "estimate_calls": shown.calls, "estimate_minutes": shown.minutes, "estimate_label": shown.label,
-        "estimate_basis": shown.basis, "seconds_per_call_assumed": shown.seconds_per_call,
+        "smaller": dict(chosen.smaller), "baselines": [b.title or b.method for b in look.baselines],
+        "estimate_calls": durations[0].calls, "estimate_minutes": shown.minutes, "estimate_label": shown.label,
+        "estimate_basis": shown.basis, "seconds_per_call_assumed": durations[0].seconds_per_call,
         "baseline_estimates": [{"method": s.method, "calls": d.calls, "minutes": d.minutes, "label": d.label}
                                for s, d in zip(baseline_specs(quick, look.baselines), durations[1:])],
-        "look_estimate_calls": sum(d.calls for d in durations),
+        "look_estimate_calls": chosen.estimate.calls,
         "look_estimate_s": estimate_s, "load_before": _load()}
     launched_wall = time.time()
     started = launch(store, quick, baselines=look.baselines, actor=actor)

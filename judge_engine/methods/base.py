@@ -155,6 +155,9 @@ class Method:
     """Words for the allowed values of a parameter with options, where the value alone says little."""
     quick_params: ClassVar[dict[str, Any]] = {}
     """A small configuration for a first look: fewer calls than the paper's, same procedure."""
+    smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = ()
+    """Smaller first looks, each a change to :attr:`quick_params`, largest first: a slow backend gets the
+    largest one that fits the look's time (:func:`judge_engine.runs.quick_look`)."""
     ordered_state: ClassVar[tuple[str, ...]] = ()
     """Entries of a fitted judge's state whose order reaches its prompts (demonstrations, criteria, examples,
     hypotheses); a stability probe shuffles them (:func:`reordered`) to see whether the order moves scores."""

@@ -20,11 +20,14 @@ Modules, one job each:
   (:func:`effective_status`).
 - :mod:`.launching`: :func:`launch`, a run with its baselines on exactly its split, and which runs are
   comparable with it (:func:`runs_on_same_split`).
-- :mod:`.estimates`: LLM calls (:func:`estimate`) and wall time (:func:`estimate_duration`) before a run starts.
+- :mod:`.estimates`: LLM calls (:func:`estimate`) and wall time (:func:`estimate_duration`) before a run starts,
+  a run with its baselines (:func:`estimate_look`), and the quick first look that fits the backend
+  (:func:`quick_look`).
 """
 
-from .estimates import (EMBEDDED_SECONDS_PER_CALL, MIN_CALLS_FOR_TIMING, SHORT_RUN_MINUTES, Duration, estimate,
-                        estimate_duration, seconds_per_call)
+from .estimates import (EMBEDDED_SECONDS_PER_CALL, EMBEDDED_SECONDS_PER_COUNTED_CALL, MIN_CALLS_FOR_TIMING,
+                        QUICK_LOOK_SECONDS, SHORT_RUN_MINUTES, Duration, LookEstimate, QuickLook, counted_calls,
+                        estimate, estimate_duration, estimate_look, method_speed, quick_look, seconds_per_call)
 from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
 from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
 from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
@@ -32,7 +35,8 @@ from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset,
 from .summary import run_warnings, summarize
 from .workers import HEARTBEAT_STALE_S, effective_status, start_run
 
-__all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
+__all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNTED_CALL", "LookEstimate",
+           "QUICK_LOOK_SECONDS", "QuickLook", "counted_calls", "estimate_look", "method_speed", "quick_look", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
            "QUICK_TEST", "QUICK_TRAIN", "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
            "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
            "execute_run", "fast_defaults", "human_dataset", "launch", "quick_spec", "run_warnings", "runs_on_same_split",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
 
 from ..llm import LLMConfig
-from ..methods import get_method
+from ..methods import METHODS, get_method
+from ..records import RunRecord
 from ..store import Store
-from .launching import same_backend
-from .spec import RunSpec, ensure_dataset
+from .launching import Baseline, same_backend
+from .spec import RunSpec, ensure_dataset, quick_spec
 
 
 def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
@@ -18,12 +20,32 @@ def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
     return get_method(spec.method, spec.params).estimate_calls(spec.train_size, n_test)
 
 
+def counted_calls(run: RunRecord) -> int:
+    """The calls a stored run's method counts before it starts (its bound), from its parameters and split."""
+    if run.split is None or run.method not in METHODS:
+        return 0
+    calls = get_method(run.method, run.params).estimate_calls(len(run.split.train_ids), len(run.split.test_ids))
+    return int(calls["fit"] + calls["score"])
+
+
 EMBEDDED_SECONDS_PER_CALL = 3.0
 """Seconds per call of the embedded SmolLM2 when this store has no history yet: the median of the alignment
 runs on 2 shared CPU cores (2026-11-24, prompts of 300-1,500 tokens, 0.4-7 s per call)."""
 
 MIN_CALLS_FOR_TIMING = 20
 """Finished calls on a backend before their mean stands for it."""
+
+EMBEDDED_SECONDS_PER_COUNTED_CALL = {
+    "direct": 0.6, "geval": 1.2, "hypoeval": 0.3, "hpss": 0.4, "active_critic": 1.5, "hd_eval": 0.3,
+}
+"""Wall seconds per counted call (:func:`counted_calls`) of each method's quick first look on the embedded
+model with no history in the store yet. A method's count is an upper bound (follow-up turns, retries and
+repeated prompts answered by the cache are counted), and its calls range from a 6-token score on a reused
+prompt prefix to a 300-token generation, so one speed per backend misjudged a look by 2-4x; measured by
+``bench first-look`` (docs/benchmarks.md, "First look")."""
+
+LOOK_START_SECONDS = 10.0
+"""Seconds before a look's first call: each run's worker process starts and loads the model."""
 
 SHORT_RUN_MINUTES = 1.5
 """Estimates below this read ``under 2 min``: whole minutes would round them to 1 or 0, which promises too much."""
@@ -82,13 +104,108 @@ def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
     return None, "no timing on this backend yet (the first run measures it)"
 
 
+def method_speed(store: Store, method: str, llm: LLMConfig) -> tuple[float | None, str]:
+    """Wall seconds per counted call of ``method`` on this backend, with where it comes from.
+
+    From the store's finished runs of the method on the backend when they count enough calls (their ledger
+    seconds over the calls their method counted for them); on the embedded model without such runs, its
+    measured default (:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL`); else :func:`seconds_per_call`, which takes
+    every counted call as made (an upper bound).
+    """
+    counted = seconds = 0.0
+    for run in store.runs(limit=500):
+        if (run.method == method and run.status == "finished" and run.ledger.calls
+                and same_backend(LLMConfig.from_dict(run.llm), llm)):
+            counted += counted_calls(run)
+            seconds += run.ledger.seconds
+    parallel = 1 if llm.backend == "llamacpp" else max(1, llm.concurrency)
+    if counted >= MIN_CALLS_FOR_TIMING and seconds > 0:
+        return seconds / counted / parallel, f"earlier {METHODS[method].title} runs on this backend"
+    if llm.embedded and method in EMBEDDED_SECONDS_PER_COUNTED_CALL:
+        return EMBEDDED_SECONDS_PER_COUNTED_CALL[method], "measured for the embedded model on 2 CPU cores"
+    return seconds_per_call(store, llm)
+
+
+@dataclass(frozen=True)
+class LookEstimate:
+    """A run and its baselines before they start: their estimates and the wall time of all of them."""
+
+    spec: RunSpec
+    durations: tuple[Duration, ...]
+    """The run's, then each baseline's."""
+
+    @property
+    def calls(self) -> int:
+        return sum(d.calls for d in self.durations)
+
+    @property
+    def seconds(self) -> float | None:
+        """Every run's calls in turn (the embedded model answers one call at a time) plus the start."""
+        if any(d.minutes is None for d in self.durations):
+            return None
+        return LOOK_START_SECONDS + sum(d.minutes * 60.0 for d in self.durations)
+
+    @property
+    def duration(self) -> Duration:
+        """The whole look as one :class:`Duration` (its label is what the button shows)."""
+        seconds = self.seconds
+        return Duration(calls=self.calls, seconds_per_call=None if seconds is None else seconds / max(1, self.calls),
+                        basis="with its baselines; " + self.durations[0].basis,
+                        fit_calls=sum(d.fit_calls for d in self.durations),
+                        score_calls=sum(d.score_calls for d in self.durations))
+
+
+def estimate_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = ()) -> LookEstimate:
+    """The time of ``spec`` with ``baselines`` on its split, each at its method's speed on the backend."""
+    specs = [spec] + [RunSpec(method=b.method, dataset=spec.dataset, aspect=spec.aspect, params=dict(b.params),
+                              train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed, llm=spec.llm)
+                      for b in (b if isinstance(b, Baseline) else Baseline(b) for b in baselines)]
+    return LookEstimate(spec, tuple(estimate_duration(store, s, speed=method_speed(store, s.method, s.llm))
+                                    for s in specs))
+
+
+QUICK_LOOK_SECONDS = 180.0
+"""What a quick first look aims at: three minutes, baselines included."""
+
+
+@dataclass(frozen=True)
+class QuickLook:
+    """The quick first look chosen for a backend: its spec, its estimate and what it leaves out."""
+
+    estimate: LookEstimate
+    smaller: dict[str, Any]
+    """What was made smaller than the method's quick parameters to fit the time (empty: nothing)."""
+
+    @property
+    def spec(self) -> RunSpec:
+        return self.estimate.spec
+
+
+def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = (),
+               params: dict[str, Any] | None = None, *, seconds: float = QUICK_LOOK_SECONDS) -> QuickLook:
+    """The largest quick first look of ``spec``'s method that fits ``seconds`` on its backend, with baselines.
+
+    The method's :attr:`~judge_engine.methods.Method.quick_params`, then each of its ``smaller_looks`` in
+    turn, estimated at the method's speed on the backend (:func:`method_speed`); the smallest when none fits,
+    and the largest when the speed is unknown. ``params`` (a page's own) apply on top of each.
+    """
+    base = quick_spec(spec, params)
+    chosen = QuickLook(estimate_look(store, base, baselines), {})
+    for smaller in METHODS[spec.method].smaller_looks:
+        if chosen.estimate.seconds is None or chosen.estimate.seconds <= seconds:
+            break
+        candidate = replace(base, params={**base.params, **smaller, **(params or {})})
+        chosen = QuickLook(estimate_look(store, candidate, baselines), smaller)
+    return chosen
+
+
 def estimate_duration(store: Store, spec: RunSpec, *,
                       speed: tuple[float | None, str] | None = None) -> Duration:
     """Requests and minutes ``spec`` will take on its backend before any cache hit.
 
-    ``speed`` is :func:`seconds_per_call` when the caller already has it (a page drawing several estimates).
+    ``speed`` is :func:`method_speed` when the caller already has it (a page drawing several estimates).
     """
     calls = estimate(store, spec)
-    per_call, basis = speed if speed is not None else seconds_per_call(store, spec.llm)
+    per_call, basis = speed if speed is not None else method_speed(store, spec.method, spec.llm)
     return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis,
                     fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))

@@ -289,6 +289,9 @@ class HypoEval(Method):
                                      "balanced_fill": "best data half, filled from literature"}}
     quick_params: ClassVar[dict[str, Any]] = {"n_init": 3, "n_init_hypotheses": 3, "top_k": 3, "w_max": 3,
                                               "n_refine": 1, "max_bank": 6, "n_selected": 3}
+    smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"w_max": 5, "max_bank": 5},
+        {"n_init_hypotheses": 2, "top_k": 2, "w_max": 5, "max_bank": 4, "n_selected": 2})
     def __init__(self, *, criteria_form: str = "auto", layout: str = "paper", joint: bool = False, n_train: int = 30, n_init: int = 5,
                  n_init_hypotheses: int = 5, alpha: float = 0.5, reward_a: float = 1.0, reward_b: float | None = None,
                  top_k: int = 10, theta: float = 0.5, w_hyp: int | None = None, w_hyp_scale: float = 0.8,
