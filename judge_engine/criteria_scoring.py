@@ -117,7 +117,8 @@ class ScoringSettings:
     reasoning: bool = True
     """Ask for short reasoning before the score (``True``) or the score first (``False``, short replies)."""
     max_tokens: int = 256
-    """Length budget of each reply."""
+    """Length budget of each reply: the ceiling, since a structured request asks for no more than its schema's
+    longest reply needs (:func:`judge_engine.structured.sized_max_tokens`)."""
     weighted: bool = False
     """With ``reasoning=False`` on a backend that returns logprobs: the probability-weighted score over the
     scale's tokens (as G-Eval does) instead of the sampled number, read at the position of the chosen digit.
@@ -337,6 +338,8 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
     # A structured score-first reply gets exactly the JSON budget, whatever a smaller max_tokens says: a bare
     # digit's budget of 4 cut {"score": N} before its digit, so every cell went to the follow-up turn.
     weighted_budget = JSON_SCORE_MAX_TOKENS if structured else min(max_tokens, WEIGHTED_MAX_TOKENS)
+    # max_tokens is the ceiling; a structured reply asks for no more than its schema's longest reply needs
+    max_tokens = st.sized_max_tokens(max_tokens, schema)
     params = (GenerationParams(max_tokens=weighted_budget, top_logprobs=20, json_schema=json_param)
               if use_logprobs else GenerationParams(max_tokens=max_tokens, json_schema=json_param))
     if joint:

@@ -14,6 +14,10 @@ below). The title is part of the request (and so of the cache key), and it
 lets tests and the simulated judge of the benchmarks recognise which step of
 which method asked, without reading the prompt's wording.
 
+A request asks for no more tokens than the longest reply its schema admits
+(:func:`sized_max_tokens`, from :func:`schema_token_bound`): the method's
+``*_max_tokens`` parameter is only the ceiling.
+
 Scores are enums of the scale's integers rather than ``minimum``/``maximum``:
 every mechanism in use (llama.cpp's schema-to-grammar converter, OpenAI's
 strict mode, vLLM's guided decoding) supports ``enum``, and the score's digit
@@ -226,6 +230,152 @@ def find_statements(text: str, opener: str) -> list[str]:
 def object_schema(title: str, properties: dict[str, Any], required: Sequence[str] | None = None) -> dict[str, Any]:
     """A closed object of ``properties`` (all required unless ``required`` says otherwise)."""
     return _object(title, properties, required)
+
+
+TEXT_CHARS_PER_TOKEN = 2
+"""Characters of JSON string text counted as one token by :func:`schema_token_bound`. Measured with the
+embedded SmolLM2 tokenizer on the JSON-quoted strings (2026-11): real rubric criteria and hypotheses
+(``data/rubrics/real_rubrics.jsonl``, 337 texts) median 5.9 characters a token, the fewest 3.4; the papers'
+hypotheses and the rubric-check negatives (``tests/data``) median 4.7-4.9, fewest 3.0; the datasets' texts
+(SummEval, HANNA, Topical-Chat, Newsroom, SF-HOT, windows of 160-1,200 characters) median 3.1-4.4, fewest 2.1.
+2 leaves 1.5x under the fewest of any rubric text, what the generation schemas hold. Not safe for digit runs
+(1 character a token) or non-Latin scripts (Japanese: 0.6): such a reply is cut at the bound."""
+WHITESPACE_TOKENS = 2
+"""Tokens allowed for the optional whitespace at each place a grammar admits it (llama.cpp's: a space, or a
+newline and an indent)."""
+NUMBER_TOKENS = 24
+"""A number or an integer with no ``enum``: a 64-bit integer's 20 characters and a short fraction (JSON
+admits longer numbers; no reply here asks for one)."""
+SIZING_MARGIN_TOKENS = 32
+"""Added to :func:`schema_token_bound` by :func:`sized_max_tokens`: a code fence around the JSON and a
+short lead-in sentence from a server that answers in free text, and the end-of-text token."""
+
+
+def _text_tokens(chars: int) -> int:
+    """A JSON string of ``chars`` characters: its quotes and its text at :data:`TEXT_CHARS_PER_TOKEN`."""
+    return 2 + -(-chars // TEXT_CHARS_PER_TOKEN)
+
+
+def _literal_tokens(value: Any) -> int:
+    """A known value (a key, an enum member): a string by :func:`_text_tokens`, anything else (numbers,
+    booleans, null) a token per character."""
+    return _text_tokens(len(value)) if isinstance(value, str) else len(json.dumps(value))
+
+
+def _largest(bounds: list[int | None]) -> int | None:
+    """The largest of the alternatives' bounds; None when there is none or one of them has none."""
+    known = [b for b in bounds if b is not None]
+    return max(known) if known and len(known) == len(bounds) else None
+
+
+def _pattern_chars(pattern: str) -> int | None:
+    """Most characters a string matching an anchored ``^...$`` pattern can hold (None: unbounded or unanchored,
+    since a JSON Schema pattern that is not anchored matches anywhere in a longer string)."""
+    try:
+        from re import _parser  # the width computation of re itself (Python >= 3.11)
+    except ImportError:  # pragma: no cover - Python < 3.11
+        import sre_parse as _parser  # type: ignore[no-redef]
+    if not (pattern.startswith("^") and pattern.endswith("$") and not pattern.endswith("\\$")):
+        return None
+    try:
+        high = _parser.parse(pattern).getwidth()[1]
+    except (re.error, ValueError, TypeError, OverflowError):
+        return None
+    return None if high >= _parser.MAXREPEAT else int(high)
+
+
+def _string_tokens(schema: dict[str, Any]) -> int | None:
+    limits = [int(schema["maxLength"])] if "maxLength" in schema else []
+    if "pattern" in schema:
+        chars = _pattern_chars(str(schema["pattern"]))
+        limits += [chars] if chars is not None else []
+    return _text_tokens(min(limits)) if limits else None
+
+
+def _tokens_of_type(schema: dict[str, Any], kind: str) -> int | None:
+    if kind == "object":
+        props = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False or "patternProperties" in schema:
+            return None
+        total = 2 + WHITESPACE_TOKENS  # braces, whitespace after the opening one
+        for key, sub in props.items():
+            value = schema_token_bound(sub)
+            if value is None:
+                return None
+            total += _literal_tokens(key) + 2 + 2 * WHITESPACE_TOKENS + value  # key, colon and comma, whitespace
+        return total
+    if kind == "array":
+        most, item = schema.get("maxItems"), schema.get("items")
+        if most is not None and int(most) == 0:
+            return 2 + WHITESPACE_TOKENS
+        each = schema_token_bound(item) if isinstance(item, dict) else None
+        if most is None or each is None:
+            return None
+        return 2 + WHITESPACE_TOKENS + int(most) * (each + 1 + WHITESPACE_TOKENS)  # brackets; item, comma, whitespace
+    if kind == "string":
+        return _string_tokens(schema)
+    if kind in ("integer", "number"):
+        return NUMBER_TOKENS
+    if kind == "boolean":
+        return len("false")
+    if kind == "null":
+        return len("null")
+    return None
+
+
+def schema_token_bound(schema: dict[str, Any] | None) -> int | None:
+    """An upper bound on the tokens of the longest JSON document ``schema`` admits; None when it has none.
+
+    Walks the schema: an object counts its braces and, per property, the
+    quoted key, colon, comma, whitespace and the value's bound; an array
+    ``maxItems`` times its item's bound and separators; a string its
+    ``maxLength`` (or the longest match of an anchored ``pattern``) at
+    :data:`TEXT_CHARS_PER_TOKEN` characters a token; an ``enum`` or
+    ``const`` its longest member; numbers :data:`NUMBER_TOKENS`. Every place
+    where whitespace may go gets :data:`WHITESPACE_TOKENS`. None (no bound)
+    for a string without a length limit, an array without ``maxItems``, an
+    object open to more properties, and any keyword not understood here
+    (``$ref``, ``allOf``, ...): the caller then keeps its own limit.
+
+    Examples
+    --------
+    >>> schema_token_bound(score_schema(1, 5))
+    16
+    >>> schema_token_bound(string_list_schema("t", "items", min_items=1, max_items=3, max_length=100)) <= 200
+    True
+    >>> schema_token_bound({"type": "string"}) is None
+    True
+    """
+    if not isinstance(schema, dict) or not schema:
+        return None
+    if "const" in schema:
+        return _literal_tokens(schema["const"])
+    if "enum" in schema:
+        return _largest([_literal_tokens(v) for v in schema["enum"]])
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if branches is not None:
+        return _largest([schema_token_bound(b) for b in branches])
+    kind = schema.get("type")
+    if kind is None:
+        return None
+    return _largest([_tokens_of_type(schema, k) for k in (kind if isinstance(kind, list) else [kind])])
+
+
+
+def sized_max_tokens(limit: int, schema: dict[str, Any] | None) -> int:
+    """The reply budget of a request for ``schema``: ``limit``, or less when the schema's longest document
+    needs less (:func:`schema_token_bound` plus :data:`SIZING_MARGIN_TOKENS`); ``limit`` when it has no bound.
+
+    A method's ``*_max_tokens`` parameter stays the ceiling. On the embedded
+    model the grammar already ends a reply where the schema does, except
+    inside a string longer than llama.cpp can spell out
+    (:data:`judge_engine.llm.base.GRAMMAR_MAX_STRING_LENGTH`); there, and on
+    a server that answers in free text or with ``json_object``,
+    ``max_tokens`` is what stops a runaway reply, and a smaller one lets a
+    server schedule more requests at once.
+    """
+    bound = schema_token_bound(schema) if schema else None
+    return limit if bound is None else min(limit, bound + SIZING_MARGIN_TOKENS)
 
 
 @dataclass(frozen=True)

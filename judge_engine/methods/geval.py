@@ -25,7 +25,8 @@ from typing import Any, ClassVar, Sequence
 
 from ..llm import LLM, GenerationParams, Request
 from ..parsing import mean_ignoring_missing, read_weighted
-from ..structured import GEVAL_STEPS, as_param, read_json, read_score, score_schema, string_list_schema
+from ..structured import (GEVAL_STEPS, as_param, read_json, read_score, score_schema, sized_max_tokens,
+                          string_list_schema)
 from ..prompting import TaskInfo, judge_scale, load_template, render_sample, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from .base import FitContext, Interval, Judge, Method, Options, Progress, register
@@ -44,6 +45,9 @@ SCORE_MAX_TOKENS = 12
 def generate_steps(aspect: Aspect, task: TaskInfo, *, llm: LLM, max_tokens: int) -> tuple[str, str]:
     """Auto-CoT: evaluation steps written by the LLM from the aspect definition (one cached call).
 
+    ``max_tokens`` is the ceiling; the request asks for no more than the longest reply the steps' schema
+    admits (:func:`judge_engine.structured.sized_max_tokens`).
+
     Returns the steps as a numbered list and how they were read (``json``, or
     ``text`` when the reply was not the JSON asked for and is used as written).
     """
@@ -52,7 +56,8 @@ def generate_steps(aspect: Aspect, task: TaskInfo, *, llm: LLM, max_tokens: int)
                                          aspect_name=aspect.name, aspect_definition=aspect.definition or aspect.name,
                                          low=low, high=high)
     reply = llm.complete([{"role": "user", "content": prompt}],
-                         GenerationParams(max_tokens=max_tokens, json_schema=as_param(STEPS_SCHEMA))).text
+                         GenerationParams(max_tokens=sized_max_tokens(max_tokens, STEPS_SCHEMA),
+                                          json_schema=as_param(STEPS_SCHEMA))).text
     reading = read_json(reply, STEPS_SCHEMA)
     if reading.ok:
         return "\n".join(f"{i}. {step.strip()}" for i, step in enumerate(reading.value["steps"], 1)), "json"

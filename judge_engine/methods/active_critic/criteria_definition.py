@@ -385,8 +385,10 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     criteria were pooled, the raw replies are joined and ``read`` names every way they were read ("json+qualities").
     """
     schema = schema or criteria_schema(opener)
+    limit = params.max_tokens  # the ceiling; each schema's request asks for no more than its longest reply needs
     # the rubric presence penalty: without it a small model under a grammar writes its first criterion again
-    params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY)
+    params = params.with_(json_schema=structured.as_param(schema), presence_penalty=structured.RUBRIC_PRESENCE_PENALTY,
+                          max_tokens=structured.sized_max_tokens(limit, schema))
     count = (lambda c: len(usable(c))) if usable else len
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
@@ -427,12 +429,15 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
             criteria, observations, reply, read = again, obs_again or observations, retry, read_again
     if count(criteria) < min_criteria and qualities_fallback:
         # the short structured prompt first (:func:`qualities_schema`), then the free-text list
+        qualities = qualities_schema(opener)
         asked = llm.complete([{"role": "user", "content": qualities_fallback}],
-                             params.with_(json_schema=structured.as_param(qualities_schema(opener)))).text
+                             params.with_(json_schema=structured.as_param(qualities),
+                                          max_tokens=structured.sized_max_tokens(limit, qualities))).text
         take(read_qualities(asked, opener), asked, "qualities")
     if count(criteria) < min_criteria and fallback:
         # free text on purpose: the fallback is for backends that honour no schema
-        listed = llm.complete([{"role": "user", "content": fallback}], params.with_(json_schema="")).text
+        listed = llm.complete([{"role": "user", "content": fallback}],
+                              params.with_(json_schema="", max_tokens=limit)).text
         take(parse_criteria_lines(listed, plain_items=True, opener=opener), listed, "list")
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])

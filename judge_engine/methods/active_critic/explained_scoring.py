@@ -253,7 +253,9 @@ def score_multi_criteria(examples: Sequence[dict[str, Any]], state: dict[str, An
         return [({}, "", "") for _ in examples]
     names = list(state["criteria"])
     prompts = [mcse_prompt(e, state, demos, source_chars=source_chars) for e in examples]
-    asked = params.with_(json_schema=structured.as_param(mcse_schema(names)))
+    schema = mcse_schema(names)
+    asked = params.with_(json_schema=structured.as_param(schema),
+                         max_tokens=structured.sized_max_tokens(params.max_tokens, schema))
     replies = llm.complete_many(_requests(prompts, asked),
                                 progress=(lambda d, t: progress(d, t, "criterion scores")) if progress else None)
     return [_mcse_row(r.text, names) for r in replies]
@@ -271,7 +273,9 @@ def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], dem
     """Eq. 3 (OS-E, Table 17): overall 0-100 score, explanation and error analysis per example.
 
     ``criteria_scores`` None is AC-Coarse: the criteria are listed instead of scored.
-    The reply is asked for as :data:`OSE_SCHEMA`. With ``retry``, a reply
+    The reply is asked for as :data:`OSE_SCHEMA` (each request with ``params.max_tokens`` as the ceiling and
+    no more than its schema's longest reply needs, :func:`judge_engine.structured.sized_max_tokens`, as for
+    McS-E). With ``retry``, a reply
     without a readable score gets one follow-up turn asking for the score
     alone (:data:`RETRY_SCHEMA`; not in the paper); if that fails too the
     score is missing. With ``weighted`` on a backend with logprobs, every
@@ -285,7 +289,8 @@ def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], dem
     """
     prompts = [ose_prompt(e, state, demos, criteria_scores=None if criteria_scores is None else criteria_scores[i],
                           source_chars=source_chars) for i, e in enumerate(examples)]
-    asked = params.with_(json_schema=structured.as_param(OSE_SCHEMA))
+    asked = params.with_(json_schema=structured.as_param(OSE_SCHEMA),
+                         max_tokens=structured.sized_max_tokens(params.max_tokens, OSE_SCHEMA))
     replies = llm.complete_many(_requests(prompts, asked),
                                 progress=(lambda d, t: progress(d, t, "overall scores")) if progress else None)
     out = []
@@ -297,7 +302,8 @@ def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], dem
         return _weighted_overall(prompts, replies, out, llm=llm, progress=progress)
     todo = [i for i, o in enumerate(out) if math.isnan(o["overall"])] if retry else []
     if todo:
-        follow_params = params.with_(json_schema=structured.as_param(RETRY_SCHEMA))
+        follow_params = params.with_(json_schema=structured.as_param(RETRY_SCHEMA),
+                                     max_tokens=structured.sized_max_tokens(params.max_tokens, RETRY_SCHEMA))
         follow = [Request(({"role": "user", "content": prompts[i]}, {"role": "assistant", "content": replies[i].text},
                            {"role": "user", "content": SCORE_RETRY_TEMPLATE.render()}), follow_params) for i in todo]
         again = llm.complete_many(follow, progress=(lambda d, t: progress(d, t, "overall scores (retry)"))

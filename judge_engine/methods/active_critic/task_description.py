@@ -107,9 +107,11 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
     the prior description (§4.1: the final T is the LLM's ensemble of all
     T_n; ``ensemble_task=False`` leaves the call out) and its answer is the result.
     Observations are free text; descriptions are asked for as JSON
-    (:data:`TASK_SCHEMA`) and each event says how the reply was read.
+    (:data:`TASK_SCHEMA`, with no more tokens than its longest reply needs:
+    :func:`judge_engine.structured.sized_max_tokens`) and each event says how the reply was read.
     """
-    describe = params.with_(json_schema=structured.as_param(TASK_SCHEMA))
+    describe = params.with_(json_schema=structured.as_param(TASK_SCHEMA),
+                            max_tokens=structured.sized_max_tokens(params.max_tokens, TASK_SCHEMA))
     observations, description, versions, streak = "", "", [], 0
     for n, batch in enumerate(batches):
         examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batch)

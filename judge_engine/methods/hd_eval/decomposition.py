@@ -268,9 +268,10 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: L
         schema = decomposition_schema(k)
         prompt = DECOMPOSE_NAMED_TEMPLATE.render(**slots, min_k=min_k, k=k)
     again = int(parent.get("redecompose") or 0)
-    # the rubric presence penalty: without it a small model writes its first child again in the second slot
-    params = GenerationParams(max_tokens=max_tokens, temperature=0.0, json_schema=st.as_param(schema),
-                              presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
+    # the rubric presence penalty: without it a small model writes its first child again in the second slot;
+    # max_tokens is the ceiling; the request asks for what the schema's longest reply needs (sized_max_tokens)
+    params = GenerationParams(max_tokens=st.sized_max_tokens(max_tokens, schema), temperature=0.0,
+                              json_schema=st.as_param(schema), presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
     messages = [{"role": "user", "content": prompt}]
     # a child that copies the guideline copies the prompt; one that is nearly the parent's or another aspect's
     # definition (both among the ``existing`` node texts) is a near-duplicate, not a copy of a judged text

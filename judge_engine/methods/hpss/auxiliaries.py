@@ -300,7 +300,9 @@ class Auxiliaries:
         """
         keys = list(prompts)
         schema = SCHEMAS[kind]
-        params = self.params.with_(json_schema=structured.as_param(schema))
+        # max_tokens is the ceiling; the request asks for no more than the schema's longest reply needs
+        params = self.params.with_(json_schema=structured.as_param(schema),
+                                   max_tokens=structured.sized_max_tokens(self.max_tokens, schema))
         requests = [Request(({"role": "user", "content": prompts[k]},), params) for k in keys]
         replies = complete_all(self.llm, requests)
         out: dict[str, str | None] = {}

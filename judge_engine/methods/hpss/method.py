@@ -50,7 +50,9 @@ coverage); a strategy whose fitness is undefined or ineligible is ranked
 last, contributes no advantage evidence and gets advantage 0 at
 initialization; a strategy with Spearman at or below 0 is never adopted (the
 fit ends with a ValueError when no strategy is selectable); judge replies are
-capped at ``judge_max_tokens`` (512) instead of 4096 to bound CPU cost.
+capped at ``judge_max_tokens`` (512) instead of 4096 to bound CPU cost, and
+each request at what its rating schema's longest reply needs
+(:func:`judge_engine.structured.sized_max_tokens`).
 
 References
 ----------
@@ -196,7 +198,9 @@ def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxili
 
     The judge is asked for the JSON reply of :func:`rating_schema` (its
     explanation before or after the score, or none, as the strategy's
-    chain-of-thought value says); :func:`read_rating` reads it. With
+    chain-of-thought value says), with ``max_tokens`` as the ceiling and no
+    more than that reply's longest form needs
+    (:func:`judge_engine.structured.sized_max_tokens`); :func:`read_rating` reads it. With
     ``retry`` a reply without a rating gets one follow-up turn asking for the
     rating alone (:func:`_follow_up`); still none: missing, with its reason.
     """
@@ -206,7 +210,8 @@ def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxili
     inputs = aux.inputs_for(strategy, samples, leave_out=leave_out)
     prompts = [build_prompt(strategy, s, aspect, task, inp) if inp is not None else None
                for s, inp in zip(samples, inputs)]
-    params = GenerationParams(temperature=0.0, max_tokens=max_tokens, json_schema=structured.as_param(schema))
+    params = GenerationParams(temperature=0.0, max_tokens=structured.sized_max_tokens(max_tokens, schema),
+                              json_schema=structured.as_param(schema))
     idx = [i for i, p in enumerate(prompts) if p is not None]
     requests = [Request(({"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompts[i]}),
                         params) for i in idx]

@@ -128,15 +128,18 @@ class Context:
     def generation_params(self, schema: dict[str, Any] | None = None, draw: int = 0) -> GenerationParams:
         """Generation and refinement: the reply limit, the schema, and the rubric presence penalty
         (:data:`judge_engine.structured.RUBRIC_PRESENCE_PENALTY`: without it a small model repeats its first
-        item); greedy for the first draw, :data:`SECOND_DRAW_TEMPERATURE` with ``sample_index=draw`` after."""
-        params = GenerationParams(max_tokens=self.settings.generation_max_tokens, json_schema=st.as_param(schema),
-                                  presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
+        item); greedy for the first draw, :data:`SECOND_DRAW_TEMPERATURE` with ``sample_index=draw`` after.
+        ``generation_max_tokens`` is the ceiling: no more is asked than the schema's longest reply
+        (:func:`judge_engine.structured.sized_max_tokens`)."""
+        params = GenerationParams(max_tokens=st.sized_max_tokens(self.settings.generation_max_tokens, schema),
+                                  json_schema=st.as_param(schema), presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
         return params.with_(temperature=SECOND_DRAW_TEMPERATURE, sample_index=draw) if draw else params
 
     def ask(self, prompts: Sequence[str], stage: str, max_tokens: int | None = None,
             schema: dict[str, Any] | None = None, draw: int = 0) -> list[str]:
         params = (self.generation_params(schema, draw) if max_tokens is None
-                  else GenerationParams(max_tokens=max_tokens, json_schema=st.as_param(schema)))
+                  else GenerationParams(max_tokens=st.sized_max_tokens(max_tokens, schema),
+                                        json_schema=st.as_param(schema)))
         replies = self.llm.complete_many([Request(({"role": "user", "content": p},), params) for p in prompts])
         self.calls += len(prompts)
         self.progress(stage)
