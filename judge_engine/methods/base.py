@@ -203,6 +203,12 @@ class Method:
         raise NotImplementedError
 
     @classmethod
+    def params_on(cls, params: dict[str, Any], llm: Any) -> dict[str, Any]:
+        """``params`` as a fit on the backend of ``llm`` (a :class:`~judge_engine.llm.LLMConfig`) will read them,
+        for estimates: a method whose ``auto`` choice depends on the backend resolves it here."""
+        return params
+
+    @classmethod
     def score_with(cls, judge: "Judge", samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
         raise NotImplementedError

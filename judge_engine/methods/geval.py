@@ -38,6 +38,9 @@ GEVAL_SCORE_TEMPLATE = load_template("geval_score")
 STEPS_SCHEMA = string_list_schema(GEVAL_STEPS, "steps", min_items=3, max_items=5, min_length=3, max_length=240)
 """3 to 5 evaluation steps, as the steps prompt asks."""
 
+LOGPROB_BACKENDS = ("llamacpp", "vllm", "openai")
+"""Backends that return logprobs (an OpenAI-compatible server may refuse them; the run then samples)."""
+
 SCORE_MAX_TOKENS = 12
 """Room for ``{"score": N}`` (about six tokens) and a little slack."""
 
@@ -128,6 +131,14 @@ class GEval(Method):
             scoring = "logprobs" if llm.supports_logprobs else "sampling"
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state={"steps": steps, "scoring": scoring})
+
+    @classmethod
+    def params_on(cls, params: dict[str, Any], llm: Any) -> dict[str, Any]:
+        """``auto`` scoring is ``logprobs`` on the backends that return them (every real one, until a server
+        refuses them); a scripted backend without logprobs keeps ``auto`` and its bound counts the samples."""
+        if params.get("scoring", "auto") == "auto" and getattr(llm, "backend", "") in LOGPROB_BACKENDS:
+            return {**params, "scoring": "logprobs"}
+        return params
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """Completions asked for: one for the steps, then one per item, or ``n_samples`` per item when scores

@@ -17,14 +17,16 @@ def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
     """LLM calls the run will request before any cache hit."""
     dataset = ensure_dataset(store, spec.dataset)
     n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
-    return get_method(spec.method, spec.params).estimate_calls(spec.train_size, n_test)
+    params = METHODS[spec.method].params_on(dict(spec.params), spec.llm)
+    return get_method(spec.method, params).estimate_calls(spec.train_size, n_test)
 
 
 def counted_calls(run: RunRecord) -> int:
     """The calls a stored run's method counts before it starts (its bound), from its parameters and split."""
     if run.split is None or run.method not in METHODS:
         return 0
-    calls = get_method(run.method, run.params).estimate_calls(len(run.split.train_ids), len(run.split.test_ids))
+    params = METHODS[run.method].params_on(dict(run.params), LLMConfig.from_dict(run.llm))
+    calls = get_method(run.method, params).estimate_calls(len(run.split.train_ids), len(run.split.test_ids))
     return int(calls["fit"] + calls["score"])
 
 

@@ -809,6 +809,8 @@ class HPSS(Method):
                       "fitness_level": {"natural": "the dataset's own level", "sample": "per item",
                                         "group": "per input"}}
     quick_params: ClassVar[dict[str, Any]] = {"budget": 9, "validation_size": 8}
+    smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"budget": 5, "validation_size": 6}, {"budget": 3, "validation_size": 4, "judge_max_tokens": 256})
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
                  exploit_prob: float = 0.2, temperature: float = 5.0, exploration_weight: float = 4.0,
                  validation_size: int | None = None, fitness_level: str = "natural", base_scale: str | None = None,
