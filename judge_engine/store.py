@@ -482,9 +482,11 @@ class Store:
         """Run ``run_id`` as a typed record (judge and summary included); :class:`NotFound` if there is none."""
         return RunRecord.from_row(self.get_run(run_id))
 
-    def runs(self, *, dataset: str | None = None, limit: int = 200) -> list[RunRecord]:
-        """Runs (of ``dataset``), newest first, without their judges (see :class:`RunRecord`)."""
-        return [RunRecord.from_row(r) for r in self.list_runs(dataset=dataset, limit=limit)]
+    def runs(self, *, dataset: str | None = None, status: Sequence[str] | None = None,
+             limit: int = 200) -> list[RunRecord]:
+        """Runs (of ``dataset``, with a stored status in ``status``), newest first, without their judges (see
+        :class:`RunRecord`)."""
+        return [RunRecord.from_row(r) for r in self.list_runs(dataset=dataset, status=status, limit=limit)]
 
     def get_run(self, run_id: int) -> dict[str, Any]:
         """Run ``run_id`` as its row, JSON columns decoded (the pages' form; the engine reads :meth:`run`)."""
@@ -500,8 +502,18 @@ class Store:
                 r[k] = json.loads(r[k])
         return r
 
-    def list_runs(self, *, dataset: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-        where, args = ("where dataset = ?", [dataset]) if dataset else ("", [])
+    def list_runs(self, *, dataset: str | None = None, status: Sequence[str] | None = None,
+                  limit: int = 200) -> list[dict[str, Any]]:
+        conditions, args = [], []
+        if dataset:
+            conditions.append("dataset = ?")
+            args.append(dataset)
+        if isinstance(status, str):
+            status = (status,)
+        if status is not None:
+            conditions.append(f"status in ({', '.join('?' * len(status))})" if status else "0")
+            args.extend(status)
+        where = ("where " + " and ".join(conditions)) if conditions else ""
         rows = self.db.query(f"select id, method, dataset, aspect, status, stage, done, total, message, "
                              f"created, finished, summary, ledger, llm, params, heartbeat, pid, split, version, "
                              f"human_aggregate, actor "

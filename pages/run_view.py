@@ -1,4 +1,5 @@
-"""What every method page shows about its runs: the picker, live progress, the baseline table, edit history.
+"""What every method page shows about its runs: the picker, live progress (with Stop), the baseline table, edit
+history.
 
 The engine decides what is comparable (:func:`judge_engine.runs.runs_on_same_split`)
 and what curation history is (:mod:`judge_engine.curation`); these pieces
@@ -13,10 +14,12 @@ import pandas as pd
 import streamlit as st
 
 from judge_engine import curation, runs
+from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS
 from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import effective_status
-from pages.ui import messages, session, tables, trust, widgets
+from judge_engine.store import Store
+from pages.ui import auth, messages, session, tables, trust, widgets
 
 EventLines = Callable[[list[RunEvent]], list[str]]
 """Turns a run's events into the lines its progress panel shows (newest last)."""
@@ -44,12 +47,44 @@ def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[RunRe
     return store.run(run_id)
 
 
+STOP_HELP = ("Interrupts the run's worker, as Ctrl-C would. What it already computed is kept (the fitted judge, "
+             "the scored items and every LLM answer in the cache): resume it from the Runs page to continue "
+             "without paying again for the calls already made.")
+
+
+def stop_button(run_id: int, *, key: str) -> None:
+    """Stop run ``run_id`` (queued or running) through the engine; the outcome is flashed beside the panel
+    (:func:`stopped_message`) and the page drawn again."""
+    if not st.button("Stop run", key=f"{key}_stop_{run_id}", help=STOP_HELP):
+        return
+    actor = auth.actor()  # a viewer is refused here, before any signal
+    with st.spinner(f"Stopping run #{run_id}..."):
+        stopped = runs.stop_run(session.get_store(), run_id, actor=actor)
+    messages.flash("success" if stopped.stopped else "info", stopped.message, at=f"run_stopped_{run_id}")
+    st.rerun()
+
+
+def stopped_message(run_id: int) -> None:
+    """Where :func:`stop_button`'s outcome appears: at the top of the run's panel."""
+    messages.show_flash(at=f"run_stopped_{run_id}")
+
+
+def sharing_note(store: Store, run: RunRecord) -> None:
+    """Says so when other runs are using the same one-call-at-a-time model as ``run`` right now
+    (:func:`judge_engine.runs.busy_with`): it takes turns with them and goes slower."""
+    llm = LLMConfig.from_dict(run.llm)
+    note = runs.busy_note(runs.busy_with(store, llm, exclude=run.id), llm, what="this run", running=True)
+    if note:
+        st.caption(messages.escape_markdown(note))
+
+
 def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveView | None = None, key: str) -> str:
     """Progress of a run, redrawn every 2 s while it is live; returns its status at the first draw.
 
     ``live_view`` draws the method's own view of the run (e.g. HypoEval's
     bank) at every poll. When the run finishes while the page is open, the
-    whole page is drawn again so its results appear. A failed or interrupted run says why and
+    whole page is drawn again so its results appear. A live run offers Stop (:func:`stop_button`) and
+    says when other runs share its model (:func:`sharing_note`). A failed or interrupted run says why and
     offers Resume (what was done is kept; cached calls are free), except a run whose method found no
     judge (a ``ValueError`` from ``fit``), which says so and offers none.
     """
@@ -61,6 +96,7 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
         store = session.get_store()
         run = store.run(run_id)
         status = effective_status(run)
+        stopped_message(run_id)
         if status in tables.LIVE_STATUSES:
             done, total = run.done, run.total
             st.progress(min(1.0, done / total) if total else 0.0,
@@ -72,6 +108,8 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
             st.caption(f"{ledger.calls} LLM calls, {ledger.cache_hits} cache hits, "
                        f"{ledger.prompt_tokens} prompt tokens. You can leave this page; the run "
                        "continues.")
+            sharing_note(store, run)
+            stop_button(run_id, key=key)
         elif status == "finished":
             if live:  # it finished while this page was open: draw the results
                 st.rerun()

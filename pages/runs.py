@@ -12,7 +12,7 @@ from judge_engine.methods import METHODS, describe_parameters, get_method
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec, fast_defaults, effective_status, start_run
 from judge_engine.store import NotFound
-from pages import start_form
+from pages import run_view, start_form
 from pages.ui import app_frame, messages, probes, readers, session, tables, trust, widgets
 
 app_frame.require_frame()
@@ -105,6 +105,7 @@ def progress_panel(run_id: int) -> None:
         status = effective_status(run)
         waiting = status not in tables.LIVE_STATUSES and status != "finished" and resumed_recently(run_id)
         ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
+        run_view.stopped_message(run_id)
         if status in tables.LIVE_STATUSES or waiting:
             done, total = run.done, run.total
             stage = "waiting for the worker to start" if waiting else (run.stage or status)
@@ -112,6 +113,9 @@ def progress_panel(run_id: int) -> None:
                         text=f"{status if not waiting else 'starting'}: {stage} ({done}/{total})")
             age = time.time() - (run.heartbeat or time.time())
             st.caption(f"Last heartbeat {age:.0f} s ago. You can leave this page; the run continues.")
+            if status in tables.LIVE_STATUSES:
+                run_view.sharing_note(session.get_store(), run)
+                run_view.stop_button(run_id, key="runs")
         elif status == "finished":
             seconds = run.summary.seconds if run.summary else 0.0
             trust.finished_box(trust.run_trust(session.get_store(), run), f"Finished ({seconds:.1f} s of work).")

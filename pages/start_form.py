@@ -198,7 +198,16 @@ def estimate_box(spec: RunSpec) -> runs.Duration | None:
     m[2].metric("Time on this backend", duration.label or "unknown", help=messages.escape_markdown(duration.describe()))
     st.caption(messages.escape_markdown(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
                             "A call already made is answered by the cache and not paid again."))
+    busy_caption(spec.llm, "this run")
     return duration
+
+
+def busy_caption(llm: LLMConfig, what: str) -> None:
+    """Says so when other runs are using ``llm``'s one-call-at-a-time model now
+    (:func:`judge_engine.runs.busy_with`): work started meanwhile takes turns with them."""
+    note = runs.busy_note(runs.busy_with(session.get_store(), llm), llm, what=what)
+    if note:
+        st.caption(messages.escape_markdown(note))
 
 
 def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any = None, split: Any = None,
@@ -252,6 +261,7 @@ def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str
                                           "full configuration."))
     st.caption(messages.escape_markdown(f"Quick first look: {note}; {duration.calls:,} requests counted"
                                         + (" with the baselines" if wanted else "") + "."))
+    busy_caption(spec.llm, "this look")
     if clicked:
         return start(look.spec, baselines=baselines, label=" (quick first look)")
     return None

@@ -1,16 +1,25 @@
 """Worker processes (:mod:`judge_engine.runs.workers`): a killed worker shows as interrupted and resumes; a finished
-one is reaped."""
+one is reaped; a stopped one is gone, its run interrupted and resumable, and nothing but its own worker is ever
+signalled; the runs taking turns on the embedded model are counted."""
 
+import json
 import os
 import signal
 import subprocess
+import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from judge_engine.llm import LLMConfig
-from judge_engine.runs import RunSpec, create_run, effective_status, execute_run, start_run
-from judge_engine.store import CallCache, Store
+from judge_engine.runs import (RunSpec, busy_note, busy_with, create_run, effective_status, execute_run, start_run,
+                               stop_run)
+from judge_engine.runs.workers import is_worker, worker_pids
+from judge_engine.store import CallCache, ReadOnly, Store
+
+REAL_KILL = os.kill
 
 
 @pytest.mark.model
@@ -74,3 +83,201 @@ def test_a_run_whose_worker_is_gone_or_never_came_is_interrupted(store, tiny_dat
     gone.wait()  # reaped: its pid names no process now
     store.update_run(run_id, pid=gone.pid)
     assert effective_status(store.run(run_id)) == "interrupted"
+
+
+# --------------------------------------------------------------------------- stopping a run
+
+
+class _HalfAnswering(BaseHTTPRequestHandler):
+    """An OpenAI-compatible stub that answers the first ``answer_first`` prompts and holds every later request
+    open, never answering it; once ``release`` is set it answers every request. ``answered`` counts the replies
+    sent per prompt."""
+
+    answer_first = 0
+    answered: dict[str, int] = {}
+    waiting = 0
+    release = threading.Event()
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        prompt = body["messages"][-1]["content"]
+        cls = type(self)
+        if len(cls.answered) >= cls.answer_first and prompt not in cls.answered and not cls.release.is_set():
+            cls.waiting += 1
+            cls.release.wait()
+            return  # whoever asked has been stopped meanwhile
+        cls.answered[prompt] = cls.answered.get(prompt, 0) + 1
+        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": "[[3]]"}}],
+                           "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the worker that asked is gone
+            pass
+
+
+@pytest.fixture
+def half_answering():
+    _HalfAnswering.answered, _HalfAnswering.waiting = {}, 0
+    _HalfAnswering.release = threading.Event()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _HalfAnswering)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    _HalfAnswering.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def signals(monkeypatch) -> list[tuple[str, int, int]]:
+    """Signals the engine sends, recorded instead of sent (signal 0, the liveness probe, still goes through)."""
+    sent: list[tuple[str, int, int]] = []
+
+    def kill(pid, sig):
+        if sig == 0:
+            return REAL_KILL(pid, sig)
+        sent.append(("kill", pid, sig))
+
+    monkeypatch.setattr(os, "kill", kill)
+    monkeypatch.setattr(os, "killpg", lambda pgid, sig: sent.append(("killpg", pgid, sig)))
+    return sent
+
+
+def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run_resumes(tmp_path, tiny_dataset,
+                                                                                         half_answering, monkeypatch):
+    """A real worker, three answers in and held on the fourth: stopped, it is gone, the run is interrupted with
+    who stopped it, the store and its cache are sound, and the resume sends only the prompts not yet answered."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
+    _HalfAnswering.answer_first = 3
+    db = tmp_path / "stop.db"
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    llm = LLMConfig(backend="openai", base_url=half_answering, model="stub", concurrency=1, max_retries=0,
+                    timeout=60)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                                       llm=llm))
+    proc = start_run(db, run_id)
+    log = db.parent / "logs" / f"run-{run_id}.log"
+    deadline = time.time() + 120
+    while not (_HalfAnswering.waiting and len(CallCache(store)) == 3) and time.time() < deadline:
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.2)
+    assert _HalfAnswering.waiting and effective_status(store.run(run_id)) == "running", log.read_text()
+
+    stopped = stop_run(store, run_id, actor="tester", grace_s=5.0)
+    assert stopped.stopped and stopped.status == "interrupted" and stopped.signalled == (proc.pid,)
+    assert stopped.message.startswith(f"Run #{run_id} stopped") and "Runs page" in stopped.message
+    deadline = time.time() + 10
+    while proc.returncode is None and time.time() < deadline:  # set by start_run's reaper thread
+        time.sleep(0.1)
+    assert proc.returncode is not None and worker_pids(store, run_id) == [], "no worker left"
+
+    fresh = Store(db)
+    assert fresh.db.execute("pragma integrity_check").fetchone()[0] == "ok"
+    run = fresh.run(run_id)
+    assert run.status == effective_status(run) == "interrupted"
+    assert run.message.startswith("stopped by tester at "), run.message
+    assert len(CallCache(fresh)) == 3, "the answers that came are kept"
+
+    _HalfAnswering.release.set()
+    summary = execute_run(fresh, run_id)
+    assert fresh.run(run_id).status == "finished" and summary.n == 9
+    assert sorted(_HalfAnswering.answered.values()) == [1] * 9, "no answered prompt was asked again"
+    assert len(CallCache(fresh)) == 9
+
+
+def test_stopping_a_run_that_already_ended_sends_nothing(store, tiny_dataset, signals):
+    from tests.scripted import fake_llm
+
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=3))
+    execute_run(store, run_id, llm=fake_llm("[[3]]", store=store)[0])
+    store.update_run(run_id, pid=os.getpid())  # even a live pid on record is left alone
+    before = store.run(run_id)
+    stopped = stop_run(store, run_id, actor="tester", grace_s=0.5)
+    assert not stopped.stopped and stopped.signalled == () and signals == []
+    assert stopped.status == "finished" and "already ended (finished)" in stopped.message
+    after = store.run(run_id)
+    assert (after.status, after.message, after.version) == (before.status, before.message, before.version)
+
+
+def test_a_process_that_is_not_the_runs_worker_is_never_signalled(tmp_path, store, tiny_dataset, signals):
+    """The run's recorded pid now names another process (a recycled pid), and other processes name another run
+    or another store: none is signalled; the run is marked interrupted, saying no worker was running."""
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=3))
+    other = tmp_path / "other.db"
+    other.touch()
+    nap = "import time; time.sleep(60)"
+    decoys = [subprocess.Popen(["sleep", "60"], start_new_session=True),  # the recycled pid
+              subprocess.Popen([sys.executable, "-c", nap, "resume", str(run_id + 1), "--db", str(store.path)],
+                               start_new_session=True),  # another run of this store
+              subprocess.Popen([sys.executable, "-c", nap, "resume", str(run_id), "--db", str(other)],
+                               start_new_session=True)]  # this run's number in another store
+    try:
+        store.update_run(run_id, status="running", pid=decoys[0].pid, heartbeat=time.time())
+        assert effective_status(store.run(run_id)) == "running"  # the pid is alive: it looks like the worker
+        assert not any(is_worker(d.pid, store, run_id) for d in decoys)
+        assert is_worker(decoys[1].pid, store, run_id + 1), "the check does recognise a worker's command line"
+        stopped = stop_run(store, run_id, actor="tester", grace_s=0.5)
+        assert signals == [] and stopped.signalled == ()
+        assert all(d.poll() is None for d in decoys), "every decoy still runs"
+        assert stopped.stopped and "had no worker running" in stopped.message
+        assert store.run(run_id).status == "interrupted" and store.run(run_id).message.startswith("stopped by tester")
+    finally:
+        for d in decoys:
+            REAL_KILL(d.pid, signal.SIGKILL)  # os.kill records instead of sending in this test
+            d.wait()
+
+
+def test_a_viewer_cannot_stop_a_run(store, tiny_dataset, signals):
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=3))
+    viewer = Store(store.path, read_only="viewer@example.org")
+    with pytest.raises(ReadOnly, match="nothing was stopped"):
+        stop_run(viewer, run_id)
+    assert signals == [] and store.run(run_id).status == "queued"
+
+
+# --------------------------------------------------------------------------- runs that share the model
+
+
+def test_busy_with_counts_the_runs_working_on_the_embedded_model_and_says_so(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    server = LLMConfig(backend="openai", model="m", base_url="http://127.0.0.1:9/v1")
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+
+    def run(llm: LLMConfig, status: str, pid: int | None) -> int:
+        run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3,
+                                           test_size=3, llm=llm))
+        store.update_run(run_id, status=status, pid=pid, heartbeat=time.time())
+        return run_id
+
+    first = run(LLMConfig(), "running", os.getpid())
+    second = run(LLMConfig(), "running", os.getpid())
+    run(LLMConfig(), "running", gone.pid)  # its worker died: not working
+    run(LLMConfig(), "queued", None)  # not started yet
+    run(LLMConfig(), "finished", None)
+    run(server, "running", os.getpid())  # a server: another machine's business
+    embedded = LLMConfig()
+    assert [r.id for r in busy_with(store, embedded)] == [second, first]
+    assert [r.id for r in busy_with(store, embedded, exclude=second)] == [first]
+    assert busy_with(store, LLMConfig(model="/models/other.gguf")) != [], "every llama.cpp model takes the same lock"
+    assert busy_with(store, server) == [], "a server handles concurrent requests itself"
+
+    busy = busy_with(store, embedded)
+    assert busy_note(busy, embedded) == (f"2 runs are using the embedded model now (#{second}, #{first}); it answers "
+                                         "one call at a time, so this look will take longer than the estimate.")
+    assert busy_note(busy[1:], embedded, what="this run", running=True) == (
+        f"1 other run is using the embedded model now (#{first}); it answers one call at a time, so this run "
+        "takes turns with it and goes slower until it ends.")
+    assert busy_note([], embedded) == ""

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -187,32 +186,14 @@ def baseline_specs(quick: RunSpec, baselines: Sequence[str | Baseline]) -> list[
 
 
 # --------------------------------------------------------------------------- cancelling a look
-# The engine has no cancel yet: a run's worker is a detached ``python -m judge_engine resume RUN --db PATH``.
+# A run's worker is a detached ``python -m judge_engine resume RUN --db PATH``; the engine stops it
+# (:func:`judge_engine.runs.stop_runs`), the way the pages' Stop button does.
 
 def worker_pids(store: Store, run_id: int) -> list[int]:
     """Processes executing run ``run_id`` of ``store``: those whose command line is its worker's."""
-    wanted = ["judge_engine", "resume", str(run_id), "--db", str(store.path)]
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            argv = (entry / "cmdline").read_bytes().decode("utf-8", "replace").split("\0")
-        except OSError:
-            continue
-        if any(argv[i:i + len(wanted)] == wanted for i in range(len(argv))):
-            found.append(int(entry.name))
-    return found
+    from ..runs.workers import worker_pids as found
 
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        if os.getpgid(pid) == pid:  # a worker leads its own session: its group goes with it
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
+    return found(store, run_id)
 
 
 def cancel_runs(store: Store, run_ids: Sequence[int], *, reason: str, grace_s: float = 10.0) -> list[int]:
@@ -221,39 +202,12 @@ def cancel_runs(store: Store, run_ids: Sequence[int], *, reason: str, grace_s: f
     Each worker gets SIGINT (``execute_run`` then records ``interrupted`` with its ledger); one still there
     once its run is recorded, or after ``grace_s`` (a worker whose threads wait on a reply does not exit),
     gets SIGKILL. A run left ``queued`` or ``running`` is then set ``interrupted`` with ``reason``, which
-    also replaces the interrupt's own message.
+    also replaces the interrupt's own message (:func:`judge_engine.runs.stop_runs`).
     """
-    workers = {r: worker_pids(store, r) for r in run_ids}
-    pids = sorted({p for found in workers.values() for p in found})
-    for pid in pids:
-        _signal(pid, signal.SIGINT)
+    from ..runs import stop_runs
 
-    def settled(run_id: int) -> bool:
-        return (not any(_alive(p) for p in workers[run_id])
-                or store.run(run_id).status not in ("queued", "running"))
-
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and not all(settled(r) for r in run_ids):
-        time.sleep(0.2)
-    for pid in pids:
-        if _alive(pid):
-            _signal(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
-    for run_id in run_ids:
-        run = store.run(run_id)
-        if run.status in ("queued", "running") or run.message.startswith("KeyboardInterrupt"):
-            store.update_run(run_id, status="interrupted", message=reason)
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
+    stopped = stop_runs(store, run_ids, reason=reason, grace_s=grace_s)
+    return sorted({pid for s in stopped for pid in s.signalled})
 
 
 # --------------------------------------------------------------------------- one look

@@ -16,8 +16,10 @@ Modules, one job each:
   judge is told apart (:func:`ended_without_judge`).
 - :mod:`.summary`: :func:`summarize` (meta-evaluation and cost) and the warnings in words
   (:func:`run_warnings`).
-- :mod:`.workers`: the detached worker process (:func:`start_run`) and whether it still lives
-  (:func:`effective_status`).
+- :mod:`.workers`: the detached worker process (:func:`start_run`), whether it still lives
+  (:func:`effective_status`), stopping it so that the run resumes later without paying again (:func:`stop_run`,
+  :func:`stop_runs`), and the other runs taking turns on a model that answers one call at a time
+  (:func:`busy_with`, :func:`busy_note`).
 - :mod:`.launching`: :func:`launch`, a run with its baselines on exactly its split, and which runs are
   comparable with it (:func:`runs_on_same_split`).
 - :mod:`.estimates`: LLM calls (:func:`estimate`) and wall time (:func:`estimate_duration`) before a run starts,
@@ -33,11 +35,13 @@ from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split,
 from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
                    quick_spec)
 from .summary import run_warnings, summarize
-from .workers import HEARTBEAT_STALE_S, effective_status, start_run
+from .workers import (HEARTBEAT_STALE_S, Stopped, busy_note, busy_with, effective_status, serialises_calls,
+                      start_run, stop_run, stop_runs)
 
 __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNTED_CALL", "LookEstimate",
            "QUICK_LOOK_SECONDS", "QuickLook", "counted_calls", "estimate_look", "method_speed", "quick_look", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
            "QUICK_TEST", "QUICK_TRAIN", "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
            "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
            "execute_run", "fast_defaults", "human_dataset", "launch", "quick_spec", "run_warnings", "runs_on_same_split",
-           "same_backend", "seconds_per_call", "start_run", "summarize"]
+           "same_backend", "seconds_per_call", "start_run", "summarize",
+           "Stopped", "busy_note", "busy_with", "serialises_calls", "stop_run", "stop_runs"]
