@@ -101,7 +101,7 @@ if dataset is not None:
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
                    train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
     quick_id = start_form.quick_start(METHOD, spec, key="hpss_quick",
-                                      baselines=comparisons(compare, {**chosen, **HPSS.quick_params}, aspect))
+                                      baselines=lambda quick: comparisons(compare, quick, aspect))
     if quick_id is not None:
         widgets.set_value("hpss_run_id", quick_id)
         st.rerun()

@@ -13,7 +13,7 @@ dataset never leaves a field holding a value the new dataset does not have.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import streamlit as st
 
@@ -242,13 +242,25 @@ def start_button(label: str, key: str, *, missing: str = "") -> bool:
     return clicked
 
 
-def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str | Baseline] = (),
+def _baselines(baselines: Sequence[str | Baseline] | Callable[[dict[str, Any]], Sequence[str | Baseline]],
+               params: dict[str, Any]) -> tuple[Baseline, ...]:
+    chosen = baselines(params) if callable(baselines) else baselines
+    return tuple(b if isinstance(b, Baseline) else Baseline(b) for b in chosen)
+
+
+def quick_start(method: str, spec: RunSpec, *, key: str,
+                baselines: Sequence[str | Baseline] | Callable[[dict[str, Any]], Sequence[str | Baseline]] = (),
                 params: dict[str, Any] | None = None) -> int | None:
     """A one-click first look: ``spec`` with the method's quick parameters and a small split, sized to the
-    backend's speed (:func:`judge_engine.runs.quick_look`), its time with the baselines shown."""
-    wanted = tuple(b if isinstance(b, Baseline) else Baseline(b) for b in baselines)
+    backend's speed (:func:`judge_engine.runs.quick_look`), its time with the baselines shown.
+
+    ``baselines`` may be a function of the look's parameters (HPSS's base prompt takes the search's settings):
+    it is asked with the method's quick parameters for the estimate, then with the chosen look's."""
+    wanted = _baselines(baselines, {**spec.params, **METHODS[method].quick_params, **(params or {})})
     try:
         look = _quick_look(str(session.get_store().path), spec, wanted, params)
+        if callable(baselines):
+            wanted = _baselines(baselines, look.spec.params)
     except (ValueError, NotFound) as exc:
         st.caption(messages.escape_markdown(f"No quick first look here: {exc}"))
         return None
@@ -263,5 +275,5 @@ def quick_start(method: str, spec: RunSpec, *, key: str, baselines: Sequence[str
                                         + (" with the baselines" if wanted else "") + "."))
     busy_caption(spec.llm, "this look")
     if clicked:
-        return start(look.spec, baselines=baselines, label=" (quick first look)")
+        return start(look.spec, baselines=wanted, label=" (quick first look)")
     return None

@@ -74,8 +74,8 @@ def test_the_bench_starts_what_the_pages_button_starts(method, db, monkeypatch, 
     bench_store = Store(tmp_path / "bench.db")
     bench_store.save_dataset(looked_at())
     look = first_look.page_look(method, looked_at())
-    chosen = runs.quick_look(bench_store, look.page_spec, look.baselines, look.params)
-    runs.launch(bench_store, chosen.spec, baselines=look.baselines)
+    chosen, baselines = first_look.choose(bench_store, look)
+    runs.launch(bench_store, chosen.spec, baselines=baselines)
     assert created(bench_store, list(started)) == by_page
     if method == "active_critic":
         assert by_page[0][1] == "overall"

@@ -13,6 +13,7 @@ from judge_engine import data, structured
 from judge_engine import runs as runs_module
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
+from judge_engine.methods.hpss import HPSS
 from judge_engine.runs import execute_run
 from judge_engine.store import Store
 
@@ -202,13 +203,16 @@ def test_the_quick_first_look_starts_a_small_search_with_its_base_prompt(sfhot_d
     store = Store(sfhot_db)
     assert len(recorded) == 2, "the search and the MT-Bench base prompt"
     search, base = (store.get_run(i) for i in recorded)
-    assert search["params"]["budget"] == 9 and search["params"]["validation_size"] == 8
+    # the quick parameters, or the smaller look the embedded model's speed asks for (runs.quick_look)
+    looks = [{**HPSS.quick_params, **smaller} for smaller in ({}, *HPSS.smaller_looks)]
+    assert any(all(search["params"][k] == v for k, v in look.items()) for look in looks), search["params"]
     assert not search["params"].get("fixed_strategy")
     expected = data.make_split(data.load_benchmark("sfhot"), train_size=12, test_size=10, seed=0)
     assert len(search["split"]["train_ids"]) == 12, "12 training items: the search's validation set"
     # 10 test items asked; the split keeps an input's outputs together, so whole groups may add one or two
     assert search["split"]["test_ids"] == list(expected.test_ids) and 10 <= len(expected.test_ids) <= 12
-    assert base["split"] == search["split"] and base["params"]["validation_size"] == 8
+    assert base["split"] == search["split"]
+    assert base["params"]["validation_size"] == search["params"]["validation_size"], "the search's own settings"
     assert at.session_state["hpss_run_id"] == search["id"]
     assert any("quick first look" in s.value for s in at.success)
 

@@ -163,6 +163,18 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
     return QuickLook(spec, baselines, extra or None)
 
 
+def choose(store: Store, look: QuickLook) -> tuple[Any, tuple[Baseline, ...]]:
+    """The :class:`judge_engine.runs.QuickLook` the page's button chooses on ``store``'s backend speed, and the
+    baselines it starts with it (HPSS's base prompt takes the chosen search's settings, as on the page)."""
+    from ..runs import quick_look
+
+    chosen = quick_look(store, look.page_spec, look.baselines, look.params)
+    if look.page_spec.method != "hpss":
+        return chosen, look.baselines
+    aspect = store.load_dataset(look.page_spec.dataset).aspect(chosen.spec.aspect)
+    return chosen, (_hpss_base_prompt(chosen.spec.params, aspect),)
+
+
 def _hpss_base_prompt(params: dict[str, Any], aspect) -> Baseline:
     """HPSS with the search's starting strategy fixed and its other settings (``comparisons`` in pages/hpss.py)."""
     from ..methods.hpss import base_strategy, strategy_name
@@ -258,12 +270,13 @@ def measure_look(store: Store, method: str, dataset: Dataset, aspect: str | None
                  actor: str = "first-look bench") -> dict[str, Any]:
     """Start the ``method`` page's quick look in ``store`` (``dataset`` imported first, off the clock) and wait
     for all its runs; returns the look's record with its runs under ``runs``."""
-    from ..runs import effective_status, launch, quick_look
+    from ..runs import effective_status, launch
 
     if not store.has_dataset(dataset.name):
         store.save_dataset(dataset)  # what choosing a built-in benchmark on the page does, before any click
     look = page_look(method, dataset, aspect, seed=seed, llm=llm)
-    chosen = quick_look(store, look.page_spec, look.baselines, look.params)  # what the button shows and starts
+    chosen, baselines = choose(store, look)  # what the button shows and starts
+    look = QuickLook(look.page_spec, baselines, look.params)
     quick, durations = chosen.spec, chosen.estimate.durations
     shown = chosen.estimate.duration
     estimate_s = chosen.estimate.seconds
