@@ -38,7 +38,7 @@ MIN_CALLS_FOR_TIMING = 20
 """Finished calls on a backend before their mean stands for it."""
 
 EMBEDDED_SECONDS_PER_COUNTED_CALL = {
-    "direct": 0.6, "geval": 1.2, "hypoeval": 0.3, "hpss": 0.4, "active_critic": 1.5, "hd_eval": 0.3,
+    "direct": 0.75, "geval": 0.9, "hypoeval": 0.37, "hpss": 2.0, "active_critic": 3.0, "hd_eval": 0.4,
 }
 """Wall seconds per counted call (:func:`counted_calls`) of each method's quick first look on the embedded
 model with no history in the store yet. A method's count is an upper bound (follow-up turns, retries and

@@ -167,7 +167,7 @@ class ActiveCritic(Method):
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
         {"n_candidates": 2, "max_batches": 2, "batch_size": 3, "complete_streak": 1, "eval_subsample": 6},
         {"n_candidates": 2, "max_batches": 1, "batch_size": 3, "complete_streak": 1, "eval_subsample": 4,
-         "source_chars": 800})
+         "source_chars": 800, "variant": "coarse", "max_tokens": 256, "no_positive_set": "zero_shot"})
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
                  demo_mode: str = "bootstrap", bootstrap_threshold: float = 15.0, eval_subsample: int | None = None,
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,

@@ -310,7 +310,8 @@ class HDEval(Method):
                                      "rf": "random forest"},
                       "layout": LAYOUT_LABELS, "criteria_form": CRITERIA_FORM_LABELS}
     quick_params: ClassVar[dict[str, Any]] = {"max_layers": 2, "k_child": 3, "pi_repeats": 3}
-    smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = ({"k_child": 2, "pi_repeats": 2},)
+    smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = ({"k_child": 2, "pi_repeats": 2},
+                                                            {"max_layers": 1, "pi_repeats": 2})
     def __init__(self, *, aggregator: str = "nn", max_layers: int = 3, k_child: int = 4, k_expand: int = 3,
                  aspects: tuple[str, ...] | None = None, criteria_tree: dict | None = None,
                  guidelines: dict | None = None, layout: str = "paper", criteria_form: str = "auto",
