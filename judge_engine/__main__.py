@@ -180,6 +180,8 @@ def cmd_methods(args: argparse.Namespace) -> int:
         print(f"{name}  {cls.title}: {summary}")
         if cls.quick_params:
             print(f"    quick first look (the pages' button): {json.dumps(cls.quick_params)}")
+            for smaller in cls.smaller_looks:
+                print(f"      smaller, on a backend too slow for it to end in 3 minutes: {json.dumps(smaller)}")
         for p in describe_parameters(cls):
             allowed = f" [{p.allowed}]" if p.allowed else ""
             print(f"    {p.name} = {json.dumps(p.default)}{allowed}  ({p.label})")
