@@ -15,6 +15,7 @@ change). Subcommands, one module each:
 ``simulate``     :mod:`.simulate`     every method in a seeded simulated world with planted signal, vs its baselines
 ``score-scale``  :mod:`.score_scale`  ``score`` vs the plain openai client at 16/64/256 in flight, warm cache, memory
 ``first-look``   :mod:`.first_look`   each page's "Quick first look" with its baselines: wall time vs the estimate shown
+``prefix-reuse`` :mod:`.prefix_reuse` a store's llama.cpp calls again: prompt tokens evaluated, prefix states vs one slot
 
 Rules every benchmark follows: a speed figure is a ratio of two arms
 measured in the same process, the arms interleaved (A B, then B A, ...) and

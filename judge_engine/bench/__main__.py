@@ -15,6 +15,7 @@ Examples::
     python -m judge_engine.bench rubric-checks
     python -m judge_engine.bench score-scale --items 8000 --levels 16 64 256 --memory-sizes 10000 1000000
     python -m judge_engine.bench first-look --methods hypoeval hpss --repeats 3 --timeout-min 20
+    python -m judge_engine.bench prefix-reuse --db data/workbench.db --limit 300 --repeats 2
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from . import latest, table, write
 SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "concurrency": "concurrency",
                "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile",
                "structured": "structured", "simulate": "simulate",
-               "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look"}
+               "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
+               "prefix-reuse": "prefix_reuse"}
 
 
 def main(argv: list[str] | None = None) -> int:
