@@ -38,13 +38,14 @@ MIN_CALLS_FOR_TIMING = 20
 """Finished calls on a backend before their mean stands for it."""
 
 EMBEDDED_SECONDS_PER_COUNTED_CALL = {
-    "direct": 0.75, "geval": 0.9, "hypoeval": 0.37, "hpss": 2.0, "active_critic": 3.0, "hd_eval": 0.4,
+    "direct": 0.75, "geval": 0.9, "hypoeval": 0.37, "hpss": 3.1, "active_critic": 3.0, "hd_eval": 0.4,
 }
 """Wall seconds per counted call (:func:`counted_calls`) of each method's quick first look on the embedded
 model with no history in the store yet. A method's count is an upper bound (follow-up turns, retries and
 repeated prompts answered by the cache are counted), and its calls range from a 6-token score on a reused
 prompt prefix to a 300-token generation, so one speed per backend misjudged a look by 2-4x; measured by
-``bench first-look`` (docs/benchmarks.md, "First look")."""
+``bench first-look`` (docs/benchmarks.md, "First look"): HPSS's from its one look (15 min), the others'
+from looks before the ones the docs report."""
 
 LOOK_START_SECONDS = 10.0
 """Seconds before a look's first call: each run's worker process starts and loads the model."""
