@@ -686,6 +686,12 @@ class CallCache:
                                 [(key, backend, model, _dumps(request), _dumps(response), now)
                                  for key, request, response in rows])
 
+    def entries(self, backend: str) -> Iterator[dict[str, Any]]:
+        """Every cached call of ``backend`` in the order it was made (``model``, ``request`` and ``response``
+        as stored JSON text); a batch is written with one timestamp, so the row order keeps it within one."""
+        yield from self.store.db.query("select model, request, response from llm_cache where backend = ? "
+                                       "order by created, rowid", [backend])
+
     def __len__(self) -> int:
         return self.store.db["llm_cache"].count
 

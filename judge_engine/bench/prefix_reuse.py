@@ -87,8 +87,9 @@ def stored_requests(store, *, model_id: str, limit: int = 0) -> tuple[list[Store
 
     requests: list[StoredRequest] = []
     other = 0
-    # one batch of a run is written with one timestamp: rowid keeps the order within it
-    for row in store.db["llm_cache"].rows_where("backend = ?", ["llamacpp"], order_by="created, rowid"):
+    from ..store import CallCache
+
+    for row in CallCache(store).entries("llamacpp"):
         if row["model"] != model_id:
             other += 1
             continue
