@@ -1,6 +1,7 @@
 """HPSS: strategy space, template builder, auxiliaries, search (scripted LLM), and one real-model run."""
 
 import json
+from dataclasses import replace
 import math
 import re
 import zlib
@@ -296,6 +297,20 @@ def test_the_rating_reply_schema_follows_the_chain_of_thought_factor(store, cot,
     assert [j for j in result.judge_scores] == [json.loads(m)["score"] for m in result.raw]
 
 
+def test_the_explanation_limit_reaches_every_judge_request_of_the_search_and_of_scoring(store):
+    """``explanation_chars`` bounds the explanation in the reply's schema (a small model under a grammar writes up
+    to it), in the search's requests and in the fitted judge's."""
+    llm, backend = fake_llm(responder, store=store)
+    judge = HPSS(budget=1, validation_size=4, fitness_level="sample", explanation_chars=100).fit(
+        _samples(8), ASPECT, FitContext(llm=llm, task=TASK))
+    judge.score(_samples(12)[8:], llm=llm)
+    schemas = [structured.schema_of(p.json_schema) or {} for _, p in backend.calls]
+    limits = {s["properties"]["explanation"]["maxLength"] for s in schemas if "explanation" in s.get("properties", {})}
+    assert limits == {100}
+    with pytest.raises(ValueError, match="explanation_chars"):
+        HPSS(explanation_chars=10).fit(_samples(8), ASPECT, FitContext(llm=llm, task=TASK))
+
+
 def test_a_reply_without_rating_gets_one_follow_up_and_only_then_is_missing(store):
     def fn(messages, params):
         if len(messages) > 2:  # the follow-up turn: item 1 answers with a number, item 2 still does not
@@ -560,8 +575,8 @@ def test_estimate_counts_follow_up_turns_and_auxiliaries():
     assert HPSS().estimate_calls(100, 40) == {"fit": 71 * 100 * 2 + 15 + 2 * 100, "score": 40 * 2 + 2 * 40}
     assert HPSS(validation_size=10, budget=5, fitness_level="sample").estimate_calls(100, 40)["fit"] == \
         26 * 10 * 2 + 15 + 2 * 10
-    # group level keeps whole groups, so the subset may reach the whole train split
-    assert HPSS(validation_size=10, budget=5).estimate_calls(100, 40)["fit"] == 26 * 100 * 2 + 15 + 2 * 100
+    # group level cuts the last group it takes, so its subset is no larger
+    assert HPSS(validation_size=10, budget=5).estimate_calls(100, 40)["fit"] == 26 * 10 * 2 + 15 + 2 * 10
     assert HPSS(search="stepwise_greedy", retry_unparsed=False).estimate_calls(10, 0) == {"fit": 21 * 10 + 35,
                                                                                           "score": 0}
     fixed = HPSS(fixed_strategy="5_LLM_Free_AutoCoT_Metrics_NoExample_Reference_TEI")
@@ -731,14 +746,22 @@ def test_real_model_run_end_to_end_and_repeat_is_free(store, shared_data):
         assert rerun["judge"]["state"]["strategy"] == run["judge"]["state"]["strategy"]
 
 
-def test_validation_subset_is_seeded_and_keeps_whole_groups_at_group_level():
-    from judge_engine.methods.hpss import select_validation
+def test_validation_subset_is_seeded_and_at_group_level_keeps_groups_of_at_least_three():
+    from collections import Counter
+
+    from judge_engine.methods.hpss.method import MIN_GROUP_ITEMS, select_validation
     train = _samples(12)
     a = select_validation(train, 5, seed=3)
     assert len(a) == 5 and a == select_validation(train, 5, seed=3)
     g = select_validation(train, 5, seed=3, by_group=True)
-    groups = {s.group_id for s in g}
-    assert len(g) == 3 * len(groups) >= 5  # groups of three, never cut
+    assert len(g) == 3 and len({s.group_id for s in g}) == 1  # groups of three: a second would leave 2 places
+    assert g == select_validation(train, 5, seed=3, by_group=True)
+    wide = [replace(s, group_id=f"g{i % 2}") for i, s in enumerate(_samples(32))]  # two groups of 16
+    small = select_validation(wide, 4, seed=3, by_group=True)
+    assert len(small) == 4 and len({s.group_id for s in small}) == 1  # a part of one group, as asked
+    mid = select_validation(wide, 20, seed=3, by_group=True)
+    assert len(mid) == 20 and sorted(Counter(s.group_id for s in mid).values()) == [4, 16]
+    assert min(Counter(s.group_id for s in mid).values()) >= MIN_GROUP_ITEMS
     assert select_validation(train, None, seed=3) == train
 
 

@@ -267,7 +267,7 @@ def hpss_arm(train, llm, search: str, *, method, seed: int) -> dict[str, Any]:
                       max_tokens=method.aux_max_tokens, seed=method.seed)
     total = method.n_evaluations()
     evaluate = ValidationFitness(validation, aux, llm=llm, level=level, max_tokens=method.judge_max_tokens,
-                                 total=total, retry=method.retry_unparsed)
+                                 total=total, retry=method.retry_unparsed, explanation_chars=method.explanation_chars)
     rng = np.random.default_rng(seed)
     base = base_strategy(_aspect(), method.base_scale)
     if search == "random":

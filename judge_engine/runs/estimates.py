@@ -38,14 +38,14 @@ MIN_CALLS_FOR_TIMING = 20
 """Finished calls on a backend before their mean stands for it."""
 
 EMBEDDED_SECONDS_PER_COUNTED_CALL = {
-    "direct": 0.75, "geval": 0.9, "hypoeval": 0.37, "hpss": 3.1, "active_critic": 3.0, "hd_eval": 0.4,
+    "direct": 0.75, "geval": 0.9, "hypoeval": 0.37, "hpss": 0.7, "active_critic": 3.0, "hd_eval": 0.4,
 }
 """Wall seconds per counted call (:func:`counted_calls`) of each method's quick first look on the embedded
 model with no history in the store yet. A method's count is an upper bound (follow-up turns, retries and
 repeated prompts answered by the cache are counted), and its calls range from a 6-token score on a reused
 prompt prefix to a 300-token generation, so one speed per backend misjudged a look by 2-4x; measured by
-``bench first-look`` (docs/benchmarks.md, "First look"): HPSS's from its one look (15 min), the others'
-from looks before the ones the docs report."""
+``bench first-look`` (docs/benchmarks.md, "First look") on looks before the ones the docs report (HPSS's on
+its smallest look with 100-character explanations, 2026-11-27)."""
 
 LOOK_START_SECONDS = 10.0
 """Seconds before a look's first call: each run's worker process starts and loads the model."""
@@ -158,13 +158,19 @@ class LookEstimate:
                         score_calls=sum(d.score_calls for d in self.durations))
 
 
-def estimate_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = ()) -> LookEstimate:
-    """The time of ``spec`` with ``baselines`` on its split, each at its method's speed on the backend."""
-    specs = [spec] + [RunSpec(method=b.method, dataset=spec.dataset, aspect=spec.aspect, params=dict(b.params),
-                              train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed, llm=spec.llm)
-                      for b in (b if isinstance(b, Baseline) else Baseline(b) for b in baselines)]
-    return LookEstimate(spec, tuple(estimate_duration(store, s, speed=method_speed(store, s.method, s.llm))
-                                    for s in specs))
+def estimate_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = (), *,
+                  speeds: dict[str, tuple[float | None, str]] | None = None) -> LookEstimate:
+    """The time of ``spec`` with ``baselines`` on its split, each at its method's speed on the backend.
+
+    ``speeds``: :func:`method_speed` by method, read from the store once and filled here as methods come up
+    (a caller estimating several looks on one backend passes the same dict).
+    """
+    speeds = {} if speeds is None else speeds
+    specs = [spec] + [Baseline.of(b).beside(spec) for b in baselines]
+    for s in specs:
+        if s.method not in speeds:
+            speeds[s.method] = method_speed(store, s.method, s.llm)
+    return LookEstimate(spec, tuple(estimate_duration(store, s, speed=speeds[s.method]) for s in specs))
 
 
 QUICK_LOOK_SECONDS = 180.0
@@ -193,12 +199,13 @@ def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] 
     and the largest when the speed is unknown. ``params`` (a page's own) apply on top of each.
     """
     base = quick_spec(spec, params)
-    chosen = QuickLook(estimate_look(store, base, baselines), {})
+    speeds: dict[str, tuple[float | None, str]] = {}  # every size is on one backend: its speeds are read once
+    chosen = QuickLook(estimate_look(store, base, baselines, speeds=speeds), {})
     for smaller in METHODS[spec.method].smaller_looks:
         if chosen.estimate.seconds is None or chosen.estimate.seconds <= seconds:
             break
         candidate = replace(base, params={**base.params, **smaller, **(params or {})})
-        chosen = QuickLook(estimate_look(store, candidate, baselines), smaller)
+        chosen = QuickLook(estimate_look(store, candidate, baselines, speeds=speeds), smaller)
     return chosen
 
 

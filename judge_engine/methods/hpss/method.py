@@ -192,7 +192,7 @@ def _follow_up(llm: LLM, requests: Sequence[Request], firsts: Sequence[str], sch
 
 
 def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxiliaries, *, llm: LLM,
-                      max_tokens: int, leave_out: bool, retry: bool = False,
+                      max_tokens: int, leave_out: bool, retry: bool = False, explanation_chars: int = 600,
                       progress: Callable[[int, int], None] | None = None) -> StrategyScores:
     """Judge ``samples`` with ``strategy`` (greedy, one generation each; §4.1).
 
@@ -203,10 +203,11 @@ def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxili
     (:func:`judge_engine.structured.sized_max_tokens`); :func:`read_rating` reads it. With
     ``retry`` a reply without a rating gets one follow-up turn asking for the
     rating alone (:func:`_follow_up`); still none: missing, with its reason.
+    An explanation has at most ``explanation_chars`` characters.
     """
     aspect, task = aux.aspect, aux.task
     low, high = rating_range(strategy[0], aspect)
-    schema = rating_schema(strategy, aspect)
+    schema = rating_schema(strategy, aspect, explanation_chars=explanation_chars)
     inputs = aux.inputs_for(strategy, samples, leave_out=leave_out)
     prompts = [build_prompt(strategy, s, aspect, task, inp) if inp is not None else None
                for s, inp in zip(samples, inputs)]
@@ -542,26 +543,42 @@ def stepwise_greedy_search(base: Strategy, evaluate: Fitness, *, budget: int | N
             current = start
 
 
+MIN_GROUP_ITEMS = 3
+"""Fewest items of a group a group-level validation set keeps from a group it cannot take whole: a
+per-group Spearman over fewer is either undefined or a single sign."""
+
+
 def select_validation(train: Sequence[Sample], size: int | None, seed: int, *,
                       by_group: bool = False) -> tuple[Sample, ...]:
-    """The validation set: the train split, or a seeded subset of about ``size`` samples (in split order).
+    """The validation set: the train split, or a seeded subset of at most ``size`` samples (in split order).
 
-    With ``by_group`` (group-level fitness) whole groups are taken in a seeded
-    order until ``size`` is reached, so per-group correlations stay defined.
+    With ``by_group`` (group-level fitness) groups are taken in a seeded
+    order, whole while they fit; the next one that does not fit gives a
+    seeded part of its items when at least :data:`MIN_GROUP_ITEMS` places are
+    left (the first one always does), so per-group correlations stay defined
+    and a size smaller than a group (SummEval's 16 summaries of one article)
+    is still the size asked for.
     """
     if size is None or size >= len(train):
         return tuple(train)
     rng = np.random.default_rng(seed)
     if by_group:
-        groups = sorted({s.group_id for s in train})
-        keep_groups: set[str] = set()
-        count = 0
+        members: dict[str, list[int]] = {}
+        for i, s in enumerate(train):
+            members.setdefault(s.group_id, []).append(i)
+        groups = sorted(members)
+        keep_idx: set[int] = set()
         for g in rng.permutation(len(groups)):
-            if count >= size:
+            left = size - len(keep_idx)
+            idx = members[groups[g]]
+            if len(idx) <= left:
+                keep_idx.update(idx)
+                continue
+            if keep_idx and left < MIN_GROUP_ITEMS:
                 break
-            keep_groups.add(groups[g])
-            count += sum(1 for s in train if s.group_id == groups[g])
-        return tuple(s for s in train if s.group_id in keep_groups)
+            keep_idx.update(rng.choice(idx, size=left, replace=False).tolist())
+            break
+        return tuple(s for i, s in enumerate(train) if i in keep_idx)
     keep = set(rng.choice(len(train), size=size, replace=False).tolist())
     return tuple(s for i, s in enumerate(train) if i in keep)
 
@@ -662,10 +679,11 @@ class ValidationFitness:
     """
 
     def __init__(self, validation: Sequence[Sample], aux: Auxiliaries, *, llm: LLM, level: str, max_tokens: int,
-                 total: int, retry: bool = False, progress: Progress | None = None, log: EventSink | None = None):
+                 total: int, retry: bool = False, explanation_chars: int = 600, progress: Progress | None = None,
+                 log: EventSink | None = None):
         self.validation, self.aux, self.llm, self.level = tuple(validation), aux, llm, level
         self.max_tokens, self.total, self.progress, self.log = max_tokens, total, progress, log
-        self.retry = retry
+        self.retry, self.explanation_chars = retry, explanation_chars
         self.history: list[dict[str, Any]] = []
         self.selection: dict[Strategy, metrics.SelectionFitness] = {}
 
@@ -675,7 +693,7 @@ class ValidationFitness:
         if self.progress:
             self.progress(done, self.total, label)
         result = evaluate_strategy(strategy, self.validation, self.aux, llm=self.llm, max_tokens=self.max_tokens,
-                                   leave_out=True, retry=self.retry)
+                                   leave_out=True, retry=self.retry, explanation_chars=self.explanation_chars)
         sel = fitness(self.validation, self.aux.aspect.name, result.scores, level=self.level)
         self.selection[strategy] = sel
         value = search_value(sel)
@@ -714,6 +732,7 @@ class ScoringSettings:
 
     human_criteria: str | None
     judge_max_tokens: int
+    explanation_chars: int
     aux_max_tokens: int
     retry_unparsed: bool
     seed: int
@@ -722,7 +741,7 @@ class ScoringSettings:
     def of(cls, params: dict[str, Any]) -> "ScoringSettings":
         p = {**HPSS.default_params(), **params}
         return cls(human_criteria=p["human_criteria"], judge_max_tokens=int(p["judge_max_tokens"]),
-                   aux_max_tokens=int(p["aux_max_tokens"]), retry_unparsed=bool(p["retry_unparsed"]),
+                   explanation_chars=int(p["explanation_chars"]), aux_max_tokens=int(p["aux_max_tokens"]), retry_unparsed=bool(p["retry_unparsed"]),
                    seed=int(p["seed"]))
 
 
@@ -772,6 +791,11 @@ class HPSS(Method):
         to use without searching: it is scored once on validation and becomes the judge.
     judge_max_tokens : int, default=512
         Reply length of a judge call (the authors' code allows 4096).
+    explanation_chars : int, default=600
+        Longest explanation a judge reply may give (the reply's schema
+        bounds it; the paper's replies are free text). A small model under a
+        grammar writes until the bound, so a short one makes its strategies
+        with explanations several times faster (the quick look's smaller sizes).
     aux_max_tokens : int, default=512
         Reply length of an auxiliary generation (the paper does not give one).
     retry_unparsed : bool, default=True
@@ -793,7 +817,8 @@ class HPSS(Method):
         "temperature": Interval(float, 1e-6, None), "exploration_weight": Interval(float, 0, None),
         "fitness_level": Options(("natural", "sample", "group")),
         "base_scale": Options((None, "3", "5", "10", "50", "100")),
-        "judge_max_tokens": Interval(int, 8, 8192), "aux_max_tokens": Interval(int, 8, 8192),
+        "judge_max_tokens": Interval(int, 8, 8192), "explanation_chars": Interval(int, 40, 20000),
+        "aux_max_tokens": Interval(int, 8, 8192),
         "retry_unparsed": Options((True, False)), "seed": Interval(int, 0, None),
         "validation_size": OptionalInterval(int, 2, None)}
 
@@ -803,19 +828,22 @@ class HPSS(Method):
         "exploration_weight": "Exploration weight", "validation_size": "Validation items",
         "fitness_level": "Correlation level of fitness", "base_scale": "Start from scale",
         "human_criteria": "Human criteria", "fixed_strategy": "Fixed strategy",
-        "judge_max_tokens": "Judge reply limit (tokens)", "aux_max_tokens": "Auxiliary reply limit (tokens)",
+        "judge_max_tokens": "Judge reply limit (tokens)", "explanation_chars": "Explanation limit (characters)",
+        "aux_max_tokens": "Auxiliary reply limit (tokens)",
         "retry_unparsed": "Ask again after an unreadable reply", "seed": "Random seed of the method"}
     _choice_labels = {"search": {"hpss": "HPSS (paper)", "greedy": "greedy", "stepwise_greedy": "stepwise greedy"},
                       "fitness_level": {"natural": "the dataset's own level", "sample": "per item",
                                         "group": "per input"}}
     quick_params: ClassVar[dict[str, Any]] = {"budget": 9, "validation_size": 8}
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
-        {"budget": 5, "validation_size": 6}, {"budget": 3, "validation_size": 4, "judge_max_tokens": 256})
+        {"budget": 5, "validation_size": 6, "explanation_chars": 200},
+        {"budget": 3, "validation_size": 4, "judge_max_tokens": 256, "explanation_chars": 100})
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
                  exploit_prob: float = 0.2, temperature: float = 5.0, exploration_weight: float = 4.0,
                  validation_size: int | None = None, fitness_level: str = "natural", base_scale: str | None = None,
                  human_criteria: str | None = None, fixed_strategy: str | None = None,
-                 judge_max_tokens: int = 512, aux_max_tokens: int = 512, retry_unparsed: bool = True,
+                 judge_max_tokens: int = 512, explanation_chars: int = 600, aux_max_tokens: int = 512,
+                 retry_unparsed: bool = True,
                  seed: int = 42):
         self.search = search
         self.budget = budget
@@ -830,6 +858,7 @@ class HPSS(Method):
         self.human_criteria = human_criteria
         self.fixed_strategy = fixed_strategy
         self.judge_max_tokens = judge_max_tokens
+        self.explanation_chars = explanation_chars
         self.aux_max_tokens = aux_max_tokens
         self.retry_unparsed = retry_unparsed
         self.seed = seed
@@ -866,15 +895,12 @@ class HPSS(Method):
         questions and references (one per validation item each); with a
         fixed strategy only the auxiliaries it uses. Scoring: one judge call
         and at most one follow-up per item, and the per-item auxiliaries.
-        The validation set is ``validation_size`` items at sample level; at
-        group level (also ``natural``, which may be group level) whole groups
-        are kept, so the bound takes the whole train split. Not counted: a
+        The validation set is at most ``validation_size`` items at either
+        level (:func:`select_validation`). Not counted: a
         request the backend rejects (a prompt over the context window) is
         sent once more on its own before it is recorded as missing.
         """
-        n_val = n_train
-        if self.validation_size and self.fitness_level == "sample":
-            n_val = min(n_train, self.validation_size)
+        n_val = n_train if not self.validation_size else min(n_train, self.validation_size)
         turns = 2 if self.retry_unparsed else 1
         if self.fixed_strategy:
             f = as_dict(parse_strategy(self.fixed_strategy))
@@ -913,7 +939,8 @@ class HPSS(Method):
         base = base_strategy(aspect, self.base_scale)
         evaluate = ValidationFitness(validation, aux, llm=llm, level=level,
                                      max_tokens=self.judge_max_tokens, total=self.n_evaluations(),
-                                     retry=self.retry_unparsed, progress=progress, log=log)
+                                     retry=self.retry_unparsed, explanation_chars=self.explanation_chars,
+                                     progress=progress, log=log)
         if log:
             log("hpss_started", {"search": "fixed" if self.fixed_strategy else self.search,
                                  "evaluations": self.n_evaluations(), "base": strategy_name(base),
@@ -1042,6 +1069,7 @@ class HPSS(Method):
         settings = ScoringSettings.of(judge.params)
         result = evaluate_strategy(strategy, samples, aux, llm=llm, max_tokens=settings.judge_max_tokens,
                                    leave_out=False, retry=settings.retry_unparsed,
+                                   explanation_chars=settings.explanation_chars,
                                    progress=(lambda d, t: progress(d, t, "scoring")) if progress else None)
         verdicts = []
         for i, (s, score, judged, raw, prompt) in enumerate(zip(samples, result.scores, result.judge_scores,

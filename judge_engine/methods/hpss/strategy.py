@@ -169,15 +169,17 @@ def display_rating(level: float, scale: str, aspect: Aspect) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
-def rating_schema(strategy: Strategy, aspect: Aspect) -> dict[str, Any]:
+def rating_schema(strategy: Strategy, aspect: Aspect, *, explanation_chars: int = 600) -> dict[str, Any]:
     """The JSON schema of the judge's rating reply under ``strategy``.
 
     The score is an enum of the strategy's rating range; the chain-of-thought
     factor fixes where the explanation goes (:data:`EXPLANATION_ORDER`), so
-    the reply's shape follows the prompt's instruction.
+    the reply's shape follows the prompt's instruction. The explanation is at
+    most ``explanation_chars`` characters.
     """
     low, high = rating_range(strategy[0], aspect)
-    return structured.score_schema(low, high, explanation=EXPLANATION_ORDER[strategy[2]])
+    return structured.score_schema(low, high, explanation=EXPLANATION_ORDER[strategy[2]],
+                                   explanation_max=explanation_chars)
 
 
 def follow_up_schema(strategy: Strategy, aspect: Aspect) -> dict[str, Any]:
