@@ -163,7 +163,8 @@ def quick_note(method: str, smaller: dict[str, Any] | None = None) -> str:
     made smaller still, see :func:`judge_engine.runs.quick_look`)."""
     docs = {d.name: d for d in describe_parameters(METHODS[method])}
     chosen = {**METHODS[method].quick_params, **(smaller or {})}
-    parts = [f"{docs[k].label.lower()} {v} (paper {docs[k].default})" for k, v in chosen.items()]
+    idle = METHODS[method].idle_parameters(chosen)
+    parts = [f"{docs[k].label.lower()} {v} (paper {docs[k].default})" for k, v in chosen.items() if k not in idle]
     return ", ".join([f"{QUICK_TRAIN} training and {QUICK_TEST} test items"] + parts)
 
 

@@ -65,6 +65,27 @@ def test_a_quick_look_is_made_smaller_until_it_fits_the_backend(store, tiny_data
     assert runs.quick_look(store, spec).smaller == {}, "an unknown speed keeps the largest look"
 
 
+def test_a_quick_look_reads_each_methods_speed_once(store, tiny_dataset, monkeypatch):
+    """Trying every size of the ladder scans the store's runs once per method, not once per size and spec."""
+    store.save_dataset(tiny_dataset)
+    read = []
+    monkeypatch.setattr(runs.estimates, "method_speed", lambda st, method, llm: read.append(method) or (100.0, "t"))
+    look = runs.quick_look(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality"), ["direct", "geval"])
+    assert look.smaller == runs.estimates.METHODS["hypoeval"].smaller_looks[-1], "every size was tried"
+    assert sorted(read) == ["direct", "geval", "hypoeval"]
+
+
+def test_the_quick_look_note_leaves_out_settings_its_size_makes_idle():
+    from pages.start_form import quick_note
+
+    hd = runs.estimates.METHODS["hd_eval"]
+    one_layer = next(s for s in hd.smaller_looks if s.get("max_layers") == 1)
+    assert "children" in quick_note("hd_eval").lower()  # two layers: the children per node matter
+    note = quick_note("hd_eval", one_layer).lower()
+    assert "layers" in note and "children" not in note
+    assert hd.idle_parameters({"max_layers": 2}) == frozenset()
+
+
 @pytest.mark.parametrize(("seconds_per_call", "label"), [(None, None), (1.0, "under 2 min"), (8.9, "under 2 min"),
                                                          (9.0, "about 2 min"), (60.0, "about 10 min")])
 def test_one_wording_of_a_runs_time(seconds_per_call, label):

@@ -187,14 +187,9 @@ def _hpss_base_prompt(params: dict[str, Any], aspect) -> Baseline:
 
 def baseline_specs(quick: RunSpec, baselines: Sequence[str | Baseline]) -> list[RunSpec]:
     """The specs :func:`judge_engine.runs.launch` creates for ``baselines`` beside ``quick``."""
-    from ..runs import Baseline, RunSpec
+    from ..runs import Baseline
 
-    out = []
-    for b in baselines:
-        b = b if isinstance(b, Baseline) else Baseline(b)
-        out.append(RunSpec(method=b.method, dataset=quick.dataset, aspect=quick.aspect, params=dict(b.params),
-                           train_size=quick.train_size, test_size=quick.test_size, seed=quick.seed, llm=quick.llm))
-    return out
+    return [Baseline.of(b).beside(quick) for b in baselines]
 
 
 # --------------------------------------------------------------------------- cancelling a look

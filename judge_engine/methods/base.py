@@ -209,6 +209,12 @@ class Method:
         return params
 
     @classmethod
+    def idle_parameters(cls, params: dict[str, Any]) -> frozenset[str]:
+        """Parameters whose value does nothing when the others are ``params`` (a page leaves them out of what
+        it says a look changed)."""
+        return frozenset()
+
+    @classmethod
     def score_with(cls, judge: "Judge", samples: Sequence[Sample], *, llm: LLM,
                    progress: Progress | None = None) -> list[Verdict]:
         raise NotImplementedError

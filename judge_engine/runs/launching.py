@@ -27,6 +27,16 @@ class Baseline:
     title: str = ""
     """How pages name it (the method's title when empty)."""
 
+    def beside(self, spec: RunSpec) -> RunSpec:
+        """The spec of this baseline on ``spec``'s dataset, aspect, split sizes, seed and backend."""
+        return RunSpec(method=self.method, dataset=spec.dataset, aspect=spec.aspect, params=dict(self.params),
+                       train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed, llm=spec.llm)
+
+    @classmethod
+    def of(cls, baseline: "str | Baseline") -> "Baseline":
+        """A method name (its paper defaults) or a Baseline, as a Baseline."""
+        return baseline if isinstance(baseline, Baseline) else cls(baseline)
+
 
 @dataclass(frozen=True)
 class Started:
@@ -90,7 +100,7 @@ def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Sp
     started = [_start_worker(store, run_id, spec.method, "run", api_key=api_key, log_dir=log_dir)]
     if not baselines:
         return started
-    wanted = [b if isinstance(b, Baseline) else Baseline(b) for b in baselines]
+    wanted = [Baseline.of(b) for b in baselines]
     run = store.run(run_id)
     existing = runs_on_same_split(store, run, methods=tuple({b.method for b in wanted}))
     for b in wanted:
@@ -99,9 +109,7 @@ def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Sp
         if found is not None:
             started.append(Started(found.id, b.method, "baseline", reused=True))
             continue
-        baseline = RunSpec(method=b.method, dataset=spec.dataset, aspect=spec.aspect, params=dict(b.params),
-                           train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed, llm=spec.llm)
-        base_id = create_run(store, baseline, split=run.split, actor=actor, stored=stored)
+        base_id = create_run(store, b.beside(spec), split=run.split, actor=actor, stored=stored)
         started.append(_start_worker(store, base_id, b.method, "baseline", api_key=api_key, log_dir=log_dir))
     return started
 

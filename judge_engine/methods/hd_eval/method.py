@@ -312,6 +312,12 @@ class HDEval(Method):
     quick_params: ClassVar[dict[str, Any]] = {"max_layers": 2, "k_child": 3, "pi_repeats": 3}
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = ({"k_child": 2, "pi_repeats": 2},
                                                             {"max_layers": 1, "pi_repeats": 2})
+
+    @classmethod
+    def idle_parameters(cls, params: dict[str, Any]) -> frozenset[str]:
+        # one layer: no criterion is decomposed, so how many children or which parents never comes up
+        return frozenset({"k_child", "k_expand"}) if params.get("max_layers") == 1 else frozenset()
+
     def __init__(self, *, aggregator: str = "nn", max_layers: int = 3, k_child: int = 4, k_expand: int = 3,
                  aspects: tuple[str, ...] | None = None, criteria_tree: dict | None = None,
                  guidelines: dict | None = None, layout: str = "paper", criteria_form: str = "auto",
