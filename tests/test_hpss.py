@@ -940,3 +940,24 @@ def test_hpss_state_reads_a_stored_state_and_an_older_one_without_the_newer_keys
     assert state.rejected == ({"kind": "criteria"},) and state.examples == ({"id": "x"},)
     older = HPSSState.from_dict({"strategy": "s0"})
     assert older.flagged == () and older.readings == {} and older.base_fitness is None and not older.accepted_by_person
+
+
+def test_training_items_one_per_source_rank_strategies_per_item_with_a_warning(store):
+    """The split spreads training items one per source (SummEval: 12 items from 12 articles), where a per-source
+    Spearman is undefined for every strategy: the dataset's natural group level would refuse every strategy. The
+    search ranks at sample level and says so; an explicit group level is refused before any call."""
+    spread = tuple(replace(s, group_id=f"article{i}") for i, s in enumerate(_samples(8)))
+    llm, backend = fake_llm(responder, store=store)
+    events = []
+    judge = HPSS(budget=1).fit(spread, ASPECT, FitContext(llm=llm, task=TASK, natural_level="group",
+                                                          log=lambda kind, data: events.append((kind, data))))
+    [started] = [d for k, d in events if k == "hpss_started"]
+    assert started["level"] == "sample"
+    [warning] = [w for w in judge.state["warnings"] if w["code"] == "fitness_per_item"]
+    assert "8 training items come from 8 sources" in warning["message"]
+    grouped = HPSS(budget=1).fit(_samples(9), ASPECT, FitContext(llm=llm, task=TASK, natural_level="group"))
+    assert not [w for w in grouped.state["warnings"] if w["code"] == "fitness_per_item"]
+    calls = len(backend.calls)
+    with pytest.raises(ValueError, match="fitness_level='group'"):
+        HPSS(budget=1, fitness_level="group").fit(spread, ASPECT, FitContext(llm=llm, task=TASK))
+    assert len(backend.calls) == calls

@@ -548,6 +548,18 @@ MIN_GROUP_ITEMS = 3
 per-group Spearman over fewer is either undefined or a single sign."""
 
 
+def group_level_problem(train: Sequence[Sample]) -> str:
+    """Why a per-group validation Spearman is undefined on ``train`` (every group a single item), in words;
+    empty when some group has two or more."""
+    counts: dict[str, int] = {}
+    for s in train:
+        counts[s.group_id] = counts.get(s.group_id, 0) + 1
+    if max(counts.values(), default=0) >= 2:
+        return ""
+    return (f"the {len(train)} training items come from {len(counts)} sources, one from each, and a per-source "
+            "correlation needs two or more")
+
+
 def select_validation(train: Sequence[Sample], size: int | None, seed: int, *,
                       by_group: bool = False) -> tuple[Sample, ...]:
     """The validation set: the train split, or a seeded subset of at most ``size`` samples (in split order).
@@ -780,7 +792,10 @@ class HPSS(Method):
         (the paper's dataset level), ``group`` = per source, averaged
         (SummEval's summary level, App. A); ``natural`` = the dataset's
         natural level as passed by the run (``group`` for group-level data,
-        else ``sample``).
+        else ``sample``). A per-group Spearman needs two or more items of a
+        source: when every training item has a source of its own (the split
+        spreads training items one per source), ``natural`` ranks at sample
+        level with a warning and ``group`` is refused.
     base_scale : {None, "3", "5", "10", "50", "100"}, default=None
         Scale of the MT-Bench base strategy (§3.3); None: 3 for a 3-point
         human scale, else 5 (the authors' code: 3 for Topical-Chat, 5 elsewhere).
@@ -933,6 +948,12 @@ class HPSS(Method):
         level = self.fitness_level
         if level == "natural":
             level = "group" if context.natural_level == "group" else "sample"
+        level_warning = group_level_problem(train) if level == "group" else ""
+        if level_warning and self.fitness_level == "group":
+            raise ValueError(f"fitness_level='group' cannot rank strategies here: {level_warning}; choose "
+                             "fitness_level='sample', or a split with several training items per source")
+        if level_warning:
+            level = "sample"
         validation = select_validation(train, self.validation_size, self.seed, by_group=level == "group")
         aux = Auxiliaries(llm=llm, aspect=aspect, task=task, pool=validation, human_criteria=self.human_criteria,
                           max_tokens=self.aux_max_tokens, seed=self.seed, log=log)
@@ -947,6 +968,10 @@ class HPSS(Method):
                                  "validation_ids": [s.id for s in validation], "level": level})
         state, searched = self._search(base, evaluate, log)
         warnings: list[dict[str, Any]] = []
+        if level_warning:
+            warnings.append(judge_warning("fitness_per_item", (
+                f"{level_warning}, so strategies were ranked by their Spearman over all validation items "
+                "(sample level), not per source as on this dataset's natural level")))
         if self.fixed_strategy:
             best = searched
             sel = evaluate.selection[best]
