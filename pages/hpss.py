@@ -40,19 +40,6 @@ st.caption("Searches 12,960 judge prompts (8 factors) for the one whose scores a
            "on a validation split (Wen et al., 2025). The run's training items are the validation set.")
 
 
-def with_level(params: dict[str, Any], dataset: Dataset) -> dict[str, Any]:
-    """``params`` with the fitness level the run will use on ``dataset`` written out.
-
-    The method reads ``natural`` at fit time; the page knows the dataset, so
-    the run records the level it uses and the estimate counts the validation
-    items a sample-level subset really scores (it bounds ``natural`` as
-    whole groups).
-    """
-    if params.get("fitness_level") != "natural":
-        return params
-    return {**params, "fitness_level": "group" if dataset.natural_level == "group" else "sample"}
-
-
 def comparisons(chosen: Sequence[str], params: dict[str, Any], aspect: Aspect) -> list[Baseline]:
     """The chosen comparison runs, as baselines the engine starts on exactly the search's split.
 
@@ -90,7 +77,6 @@ if dataset is not None:
     params = start_form.parameter_fields(METHOD, METHOD, MAIN_PARAMETERS, columns=4)
     with st.expander("More settings (paper defaults)"):
         params |= start_form.parameter_fields(METHOD, METHOD, start_form.other_parameters(METHOD, MAIN_PARAMETERS))
-    params = with_level(params, dataset)
     compare = st.multiselect(
         "Also score the same test items with", COMPARISONS, default=[BASE_PROMPT], key="hpss_compare",
         format_func=comparison_title,

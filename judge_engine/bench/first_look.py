@@ -150,10 +150,7 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
         chosen = _changed(method, {**form, "n_train": min(train_field, 1000)})
         extra = {"n_train": QUICK_TRAIN}
     elif method == "hpss":
-        params = METHODS[method].default_params()
-        if params.get("fitness_level") == "natural":  # with_level in pages/hpss.py
-            params["fitness_level"] = "group" if dataset.natural_level == "group" else "sample"
-        chosen = _changed(method, params)
+        chosen = _changed(method, METHODS[method].default_params())
         baselines = (_hpss_base_prompt({**chosen, **quick_params}, dataset.aspect(aspect)),)
     elif method == "hd_eval":  # every aspect on layer 1, no guidelines
         chosen = {**_changed(method, form), "aspects": list(dataset.aspect_names), "guidelines": None}
