@@ -114,10 +114,13 @@ def test_a_look_records_the_run_its_baselines_and_the_estimate(tmp_path, monkeyp
             assert r["calls"] + r["cache_hits"] > 0  # a baseline may find its calls made by the run (same store)
             assert r["n_test"] >= 10 and r["spearman"] is not None
         assert look["calls"] == sum(r["calls"] for r in look["runs"])
-        # the page's estimate on a fresh store: each method's measured speed on the embedded model
-        speed = runs.EMBEDDED_SECONDS_PER_COUNTED_CALL
+        # the page's estimate on a fresh store: each method's measured speed on the embedded model, scaled to
+        # the dataset's item length
+        chars = runs.estimates.mean_item_chars(looked_at())
+        speed = {m: s * runs.estimates.length_factor(m, chars)
+                 for m, s in runs.EMBEDDED_SECONDS_PER_COUNTED_CALL.items()}
         assert look["estimate_calls"] > 0 and look["estimate_label"]
-        assert look["seconds_per_call_assumed"] == pytest.approx(speed[look["method"]])
+        assert look["seconds_per_call_assumed"] == pytest.approx(speed[look["method"]], abs=1e-4)
         assert len(look["baseline_estimates"]) == len(look["runs"]) - 1
         whole = look["estimate_calls"] + sum(b["calls"] for b in look["baseline_estimates"])
         seconds = look["estimate_calls"] * speed[look["method"]] + sum(

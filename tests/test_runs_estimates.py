@@ -94,3 +94,29 @@ def test_one_wording_of_a_runs_time(seconds_per_call, label):
     assert duration.label == label
     assert duration.describe() == ("10 requests; measured" if label is None else
                                    f"{label} ({seconds_per_call:.1f} s per request: measured)")
+
+
+def test_the_embedded_default_follows_the_datasets_item_length_and_a_measured_speed_does_not(store, tiny_dataset):
+    """The embedded model's per-method default was measured on Topical-Chat; on items twice as long a method
+    whose calls are mostly the item's prompt is estimated slower, in proportion to its measured share. A speed
+    from the store's own runs already is this backend's on the person's data: it is taken as it is."""
+    from dataclasses import replace
+
+    est = runs.estimates
+    ref = int(est.EMBEDDED_REFERENCE_CHARS)
+    as_long = [replace(s, input="x" * (ref - len(s.output))) for s in tiny_dataset.samples]
+    twice = [replace(s, input="x" * (2 * ref - len(s.output))) for s in tiny_dataset.samples]
+    store.save_dataset(replace(tiny_dataset, name="as_long", samples=as_long))
+    store.save_dataset(replace(tiny_dataset, name="twice", samples=twice))
+    seconds = {}
+    for name in ("as_long", "twice"):
+        spec = RunSpec(method="hpss", dataset=name, aspect="quality", train_size=3, test_size=6)
+        seconds[name] = runs.estimate_duration(store, spec)
+    assert seconds["as_long"].seconds_per_call == pytest.approx(est.EMBEDDED_SECONDS_PER_COUNTED_CALL["hpss"])
+    share = est.EMBEDDED_LENGTH_SHARE["hpss"]
+    assert seconds["twice"].seconds_per_call == pytest.approx(seconds["as_long"].seconds_per_call * (1 + share))
+    assert "item length" in seconds["twice"].describe()
+    spec = RunSpec(method="hpss", dataset="twice", aspect="quality", train_size=3, test_size=6)
+    assert runs.estimate_duration(store, spec, speed=(2.0, "earlier runs")).seconds_per_call == pytest.approx(2.0)
+    assert est.length_factor("direct", 10 * ref) == pytest.approx(1.0)
+    assert est.length_factor("hpss", 0.0) >= 0.2

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ..llm import LLMConfig
 from ..methods import METHODS, get_method
-from ..records import RunRecord
+from ..records import Dataset, RunRecord
 from ..store import Store
 from .launching import Baseline, same_backend
 from .spec import RunSpec, ensure_dataset, quick_spec
@@ -15,7 +15,10 @@ from .spec import RunSpec, ensure_dataset, quick_spec
 
 def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
     """LLM calls the run will request before any cache hit."""
-    dataset = ensure_dataset(store, spec.dataset)
+    return _calls(ensure_dataset(store, spec.dataset), spec)
+
+
+def _calls(dataset: Dataset, spec: RunSpec) -> dict[str, int]:
     n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
     params = METHODS[spec.method].params_on(dict(spec.params), spec.llm)
     return get_method(spec.method, params).estimate_calls(spec.train_size, n_test)
@@ -46,6 +49,32 @@ repeated prompts answered by the cache are counted), and its calls range from a 
 prompt prefix to a 300-token generation, so one speed per backend misjudged a look by 2-4x; measured by
 ``bench first-look`` (docs/benchmarks.md, "First look") on looks before the ones the docs report (HPSS's on
 its smallest look with 100-character explanations, 2026-11-27)."""
+
+EMBEDDED_BASIS = "measured for the embedded model on 2 CPU cores"
+
+EMBEDDED_REFERENCE_CHARS = 1235.0
+"""Mean characters of an item (input and output) of Topical-Chat, where
+:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL` were measured."""
+
+EMBEDDED_LENGTH_SHARE = {"hypoeval": 0.21, "hpss": 0.84, "active_critic": 0.41, "hd_eval": 0.43}
+"""The part of a method's seconds per counted call that grows with its items' length: the embedded model
+spends most of a call evaluating the prompt, and how much of the prompt is the item (and is not a prefix
+kept from the call before) differs by method. From one look per method on SummEval, whose items are 2.0x
+as long as Topical-Chat's (2026-11-27): seconds per counted call 1.21x (HypoEval), 1.85x (HPSS), 1.41x
+(Active-Critic), 1.43x (HD-Eval). Direct scoring and G-Eval, small parts of a look, are not scaled."""
+
+
+def length_factor(method: str, item_chars: float) -> float:
+    """How much slower the embedded model's counted call of ``method`` is on items of ``item_chars`` mean
+    characters than on Topical-Chat's (:data:`EMBEDDED_LENGTH_SHARE`); never below a fifth."""
+    share = EMBEDDED_LENGTH_SHARE.get(method, 0.0)
+    return max(0.2, 1.0 + share * (item_chars / EMBEDDED_REFERENCE_CHARS - 1.0))
+
+
+def mean_item_chars(dataset: Dataset) -> float:
+    """Mean characters of an item's input and output."""
+    return sum(len(s.input) + len(s.output) for s in dataset.samples) / max(1, len(dataset.samples))
+
 
 LOOK_START_SECONDS = 10.0
 """Seconds before a look's first call: each run's worker process starts and loads the model."""
@@ -125,7 +154,7 @@ def method_speed(store: Store, method: str, llm: LLMConfig) -> tuple[float | Non
     if counted >= MIN_CALLS_FOR_TIMING and seconds > 0:
         return seconds / counted / parallel, f"earlier {METHODS[method].title} runs on this backend"
     if llm.embedded and method in EMBEDDED_SECONDS_PER_COUNTED_CALL:
-        return EMBEDDED_SECONDS_PER_COUNTED_CALL[method], "measured for the embedded model on 2 CPU cores"
+        return EMBEDDED_SECONDS_PER_COUNTED_CALL[method], EMBEDDED_BASIS
     return seconds_per_call(store, llm)
 
 
@@ -213,9 +242,16 @@ def estimate_duration(store: Store, spec: RunSpec, *,
                       speed: tuple[float | None, str] | None = None) -> Duration:
     """Requests and minutes ``spec`` will take on its backend before any cache hit.
 
-    ``speed`` is :func:`method_speed` when the caller already has it (a page drawing several estimates).
+    ``speed`` is :func:`method_speed` when the caller already has it (a page drawing several estimates). The
+    embedded model's measured default is scaled to the dataset's item length (:func:`length_factor`); a
+    speed from the store's own runs is taken as it is.
     """
-    calls = estimate(store, spec)
+    dataset = ensure_dataset(store, spec.dataset)
+    calls = _calls(dataset, spec)
     per_call, basis = speed if speed is not None else method_speed(store, spec.method, spec.llm)
+    if per_call is not None and basis == EMBEDDED_BASIS:
+        factor = length_factor(spec.method, mean_item_chars(dataset))
+        if abs(factor - 1.0) >= 0.05:
+            per_call, basis = per_call * factor, f"{basis}, x{factor:.2f} for this dataset's item length"
     return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis,
                     fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
