@@ -61,14 +61,16 @@ EMBEDDED_LENGTH_SHARE = {"hypoeval": 0.21, "hpss": 0.84, "active_critic": 0.41, 
 spends most of a call evaluating the prompt, and how much of the prompt is the item (and is not a prefix
 kept from the call before) differs by method. From one look per method on SummEval, whose items are 2.0x
 as long as Topical-Chat's (2026-11-27): seconds per counted call 1.21x (HypoEval), 1.85x (HPSS), 1.41x
-(Active-Critic), 1.43x (HD-Eval). Direct scoring and G-Eval, small parts of a look, are not scaled."""
+(Active-Critic), 1.43x (HD-Eval). Direct scoring and G-Eval, small parts of a look, are not scaled. Shorter
+items than Topical-Chat's do not make a look faster (WritingPrompt-A, items 0.68x as long: HPSS 214 s and
+Active-Critic 179 s against 221 s and 168 s on Topical-Chat), so the factor is never below 1."""
 
 
 def length_factor(method: str, item_chars: float) -> float:
     """How much slower the embedded model's counted call of ``method`` is on items of ``item_chars`` mean
-    characters than on Topical-Chat's (:data:`EMBEDDED_LENGTH_SHARE`); never below a fifth."""
+    characters than on Topical-Chat's (:data:`EMBEDDED_LENGTH_SHARE`); 1 for items no longer than those."""
     share = EMBEDDED_LENGTH_SHARE.get(method, 0.0)
-    return max(0.2, 1.0 + share * (item_chars / EMBEDDED_REFERENCE_CHARS - 1.0))
+    return max(1.0, 1.0 + share * (item_chars / EMBEDDED_REFERENCE_CHARS - 1.0))
 
 
 def mean_item_chars(dataset: Dataset) -> float:
