@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pytest
 
 from judge_engine.bench import simulate
 from judge_engine.bench.simulate import RUNNERS, World, split, summarise
