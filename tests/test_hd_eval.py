@@ -889,3 +889,38 @@ def test_a_decomposition_reply_is_read_and_checked_into_named_parts():
     assert [c["name"] for c in checked.kept] == ["Topic focus"]
     assert [(r["name"], r["rule"]) for r in checked.refused] == [("Sentence ordering", "near_duplicate")]
     assert read_decomposition("no children here", 3) == ([], "none"), "a reply with nothing usable"
+
+
+@pytest.mark.parametrize("layout", ["sample_first", "paper"])
+def test_below_layer_1_the_sample_first_prompt_names_the_parent_after_the_sample(layout):
+    """Sample-first: every criterion of an item, in every layer, shares the prompt up to the criterion (so a
+    backend that keeps prompt prefixes reads the sample once per item, not once per parent), and a child's
+    parent and its aspect's guideline come with the criterion. The paper's layout still names the parent first."""
+    from judge_engine.methods.hd_eval.scoring import hierarchy_aware_scoring
+
+    tree = initial_tree([Aspect("clarity", 1, 5, "How clear it is"), Aspect("fluency", 1, 5, "How fluent it is")],
+                        None)
+    kids = add_children(tree, "clarity", [{"name": "Word choice", "abbrev": "wc", "definition": "Plain words"},
+                                          {"name": "Structure", "abbrev": "st", "definition": "Clear order."}])
+    kids += add_children(tree, "fluency", [{"name": "Grammar", "abbrev": "gr", "definition": "No errors"}])
+    settings = HDEval.settings_of({"layout": layout, "guidelines": {"fluency": "mind the commas"}})
+    llm, backend = fake_llm('{"score": 3}')
+    samples = [Sample(id=f"s{i}", input=f"source {i}", output=f"summary {i}", group_id=f"g{i}") for i in range(2)]
+    task = TaskInfo("summarisation", "Source", "Summary")
+    scores = hierarchy_aware_scoring(samples, ["clarity", "fluency", *kids], tree, task=task, llm=llm,
+                                     settings=settings)
+    assert set(scores) == {"clarity", "fluency", *kids} and all(len(v) == 2 for v in scores.values())
+    prompts = {}
+    for messages, _ in backend.calls:
+        text = messages[-1]["content"]
+        prompts.setdefault("summary 0" in text, []).append(text)
+    for item_prompts in prompts.values():
+        assert len(item_prompts) == 5
+        heads = {p[:p.index("summary")] for p in item_prompts}
+        if layout == "sample_first":
+            assert len({p[:p.index("Criterion to apply")] for p in item_prompts}) == 1, "one prefix per item"
+            grammar = next(p for p in item_prompts if "Grammar" in p)
+            tail = grammar[grammar.index("Criterion to apply"):]
+            assert "part of judging fluency: How fluent it is." in tail and "mind the commas" in tail
+        else:
+            assert len(heads) == 3, "the paper names each parent (root, clarity, fluency) before the sample"

@@ -23,6 +23,21 @@ ROOT_NAME = "overall quality"
 """Parent named in the prompt of a layer-1 node (ours: the prompts of App. G.2 name a parent; an aspect has none)."""
 CRITERION_SCALE = (1, 5)
 """Every criterion is scored 1-5 (paper App. G.2)."""
+SHARED = "\x00below layer 1"
+"""The group of every node below layer 1 in the sample-first layout (their parents named with each)."""
+
+
+def _with_parent(nodes: dict[str, Any], nid: str, settings: HDEvalSettings) -> CriterionText:
+    """A node's criterion text carrying what the paper's prompt says before it: its parent, and the expert
+    guideline of its aspect."""
+    node = nodes[nid]
+    parent = nodes[node["parent"]]
+    guideline = settings.guideline(root_aspect(nodes, nid))
+    own = (node["definition"] or node["name"]).strip()
+    whole = (parent["definition"] or parent["name"]).strip().rstrip(".")
+    definition = (f"{own if own.endswith(('.', '!', '?')) else own + '.'} It is one part of judging "
+                  f"{parent['name']}: {whole}." + (f" Expert guidance for this aspect: {guideline}" if guideline else ""))
+    return CriterionText(nid, node["name"], definition)
 
 
 def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], tree: dict[str, Any], *,
@@ -42,22 +57,30 @@ def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], 
     by_parent: dict[str | None, list[str]] = {}
     for nid in node_ids:
         by_parent.setdefault(nodes[nid].get("parent"), []).append(nid)
+    groups = [(parent_id, children) for parent_id, children in by_parent.items()]
+    if settings.scoring.layout == "sample_first":
+        # The sample-first layout puts the instructions and the aspect before the sample. Naming each parent
+        # there made every parent's criteria read the sample again (on the embedded model 2.2 s a call against
+        # 0.4 s for a further criterion of the same parent); below layer 1 the parent goes with the criterion,
+        # after the sample, and every criterion of an item shares the prompt up to it.
+        below = [nid for parent_id, children in groups if parent_id is not None for nid in children]
+        groups = [(p, c) for p, c in groups if p is None] + ([(SHARED, below)] if below else [])
     total = len(samples) * len(node_ids)
     done = 0
     out: dict[str, list[CriterionScore]] = {}
-    for parent_id, children in by_parent.items():
-        if parent_id is None:
+    for parent_id, children in groups:
+        if parent_id is None or parent_id == SHARED:
             parent = Aspect(ROOT_NAME, *map(float, CRITERION_SCALE), f"the overall quality of the "
                                                                       f"{task.output_label.lower()}")
         else:
             p = nodes[parent_id]
             parent = Aspect(p["name"], *map(float, CRITERION_SCALE), p["definition"] or p["name"])
-        guideline = settings.guideline(root_aspect(nodes, children[0]))
+        guideline = settings.guideline(root_aspect(nodes, children[0])) if parent_id != SHARED else ""
         instructions = SCORE_TEMPLATE.render(
             parent_name=parent.name, output_label_lower=task.output_label.lower(), task=task.task,
             guideline=f" Expert guidance for this aspect: {guideline}" if guideline else "")
         criteria = [CriterionText(nid, nodes[nid]["name"], nodes[nid]["definition"] or nodes[nid]["name"])
-                    for nid in children]
+                    if parent_id != SHARED else _with_parent(nodes, nid, settings) for nid in children]
 
         def step(d: int, t: int, base=done) -> None:
             if progress:
