@@ -8,9 +8,10 @@ import os
 
 import pytest
 
-from judge_engine.bench.prefix_reuse import (ARMS, common_prefix, markdown, params_from_fields, run,
+from judge_engine.bench.prefix_reuse import (ARMS, markdown, params_from_fields, run,
                                              shared_prefix_minimum, stored_requests)
 from judge_engine.llm import GenerationParams
+from judge_engine.llm.llamacpp import common_prefix_length as common_prefix
 
 os.environ.setdefault("JUDGE_BENCH_QUIET", "1")
 

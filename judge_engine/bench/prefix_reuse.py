@@ -103,16 +103,6 @@ def stored_requests(store, *, model_id: str, limit: int = 0) -> tuple[list[Store
     return requests, other
 
 
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the common prefix of two token sequences."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def shared_prefix_minimum(prompts: Sequence[Sequence[int]], *, min_suffix: int | None = None) -> int:
     """Prompt tokens evaluated if every earlier prompt's prefix could be reused.
 
@@ -127,15 +117,16 @@ def shared_prefix_minimum(prompts: Sequence[Sequence[int]], *, min_suffix: int |
     >>> shared_prefix_minimum([(1, 2, 3, 4, 5), (1, 2, 3, 4, 6), (9, 9, 9), (1, 2, 3, 4, 5)], min_suffix=2)
     12
     """
+    from ..llm.llamacpp import MIN_SUFFIX_TOKENS, common_prefix_length
+
     if min_suffix is None:
-        from ..llm.llamacpp import MIN_SUFFIX_TOKENS
         min_suffix = MIN_SUFFIX_TOKENS
     seen: list[tuple[int, ...]] = []
     total = 0
     for prompt in prompts:
         p = tuple(prompt)
         i = bisect.bisect_left(seen, p)
-        shared = max([common_prefix(p, seen[j]) for j in (i - 1, i) if 0 <= j < len(seen)], default=0)
+        shared = max([common_prefix_length(p, seen[j]) for j in (i - 1, i) if 0 <= j < len(seen)], default=0)
         total += len(p) - min(shared, max(len(p) - min_suffix, 0))
         if i == len(seen) or seen[i] != p:
             seen.insert(i, p)

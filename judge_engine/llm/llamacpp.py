@@ -76,7 +76,7 @@ from concurrent.futures import ThreadPoolExecutor
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .base import (FREE_TEXT, LOGPROB_POSITIONS, BackendUnavailable, Completion, GenerationParams, LLMError, Message, grammar_schema,
                    logprobs_from_openai, request_schema)
@@ -187,7 +187,7 @@ class PrefixStates:
         state = (ctypes.c_uint8 * size)()
         if not llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, state, size, 0):
             return
-        for old in [k for k in self._states if _shared(k, key) >= max(len(k) - SIBLING_TAIL, len(k) // 2)]:
+        for old in [k for k in self._states if common_prefix_length(k, key) >= max(len(k) - SIBLING_TAIL, len(k) // 2)]:
             self.bytes -= len(self._states.pop(old))
         self._states[key] = state
         self.bytes += size
@@ -195,7 +195,7 @@ class PrefixStates:
             self.bytes -= len(self._states.popitem(last=False)[1])
 
 
-def _shared(a: tuple[int, ...], b: tuple[int, ...]) -> int:
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the common prefix of two token sequences."""
     import numpy as np
 
@@ -275,7 +275,7 @@ def stable_prefix_llama() -> Any:
                         if tuple(self._input_ids[:len(self._pending)]) == self._pending:
                             states.save(self, self._pending)
                     self._pending = tuple(tokens[:keep]) if states is not None and keep > 0 else ()
-                    common = _shared(tuple(self._input_ids[:self.n_tokens]), tuple(tokens)) if self.n_tokens else 0
+                    common = common_prefix_length(tuple(self._input_ids[:self.n_tokens]), tuple(tokens)) if self.n_tokens else 0
                     if states is not None and keep > 0:
                         key, n = states.best(tokens, keep)
                         if key is not None and n >= min(common, keep) + MIN_RESTORE_GAIN:
