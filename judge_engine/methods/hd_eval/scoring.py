@@ -7,6 +7,7 @@ score first, short output).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ...criteria_scoring import CriterionScore, CriterionText, score_criteria
@@ -23,8 +24,17 @@ ROOT_NAME = "overall quality"
 """Parent named in the prompt of a layer-1 node (ours: the prompts of App. G.2 name a parent; an aspect has none)."""
 CRITERION_SCALE = (1, 5)
 """Every criterion is scored 1-5 (paper App. G.2)."""
-SHARED = "\x00below layer 1"
-"""The group of every node below layer 1 in the sample-first layout (their parents named with each)."""
+@dataclass(frozen=True)
+class _PromptGroup:
+    """Criteria scored under one set of instructions: the parent named in them (the prompt's aspect)."""
+
+    parent: Aspect
+    guideline: str
+    criteria: list[CriterionText]
+
+
+def _plain(nodes: dict[str, Any], nid: str) -> CriterionText:
+    return CriterionText(nid, nodes[nid]["name"], nodes[nid]["definition"] or nodes[nid]["name"])
 
 
 def _with_parent(nodes: dict[str, Any], nid: str, settings: HDEvalSettings) -> CriterionText:
@@ -40,6 +50,33 @@ def _with_parent(nodes: dict[str, Any], nid: str, settings: HDEvalSettings) -> C
     return CriterionText(nid, node["name"], definition)
 
 
+def _prompt_groups(nodes: dict[str, Any], node_ids: Sequence[str], task: TaskInfo,
+                   settings: HDEvalSettings) -> list[_PromptGroup]:
+    """The nodes grouped by the instructions they are scored under: by parent (the paper), except that in
+    the sample-first layout every node below layer 1 is scored under the root's, its parent in its text."""
+    root = Aspect(ROOT_NAME, *map(float, CRITERION_SCALE), f"the overall quality of the {task.output_label.lower()}")
+    by_parent: dict[str | None, list[str]] = {}
+    for nid in node_ids:
+        by_parent.setdefault(nodes[nid].get("parent"), []).append(nid)
+    groups = []
+    below: list[CriterionText] = []
+    for parent_id, children in by_parent.items():
+        if parent_id is not None and settings.scoring.layout == "sample_first":
+            # The sample-first layout puts the instructions and the aspect before the sample. Naming each parent
+            # there made every parent's criteria read the sample again (on the embedded model 2.2 s a call
+            # against 0.4 s for a further criterion of the same parent); below layer 1 the parent goes with the
+            # criterion, after the sample, and every criterion of an item shares the prompt up to it.
+            below += [_with_parent(nodes, nid, settings) for nid in children]
+            continue
+        p = nodes.get(parent_id) if parent_id is not None else None
+        parent = root if p is None else Aspect(p["name"], *map(float, CRITERION_SCALE), p["definition"] or p["name"])
+        groups.append(_PromptGroup(parent, settings.guideline(root_aspect(nodes, children[0])),
+                                   [_plain(nodes, nid) for nid in children]))
+    if below:
+        groups.append(_PromptGroup(root, "", below))
+    return groups
+
+
 def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], tree: dict[str, Any], *,
                             task: TaskInfo, llm: LLM, settings: HDEvalSettings,
                             progress: Progress | None = None,
@@ -49,47 +86,27 @@ def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], 
     ``settings`` are the judge's: how a score is asked for and read (:attr:`HDEvalSettings.scoring`) and the
     expert guideline of each node's aspect.
 
-    Grouped by parent: the parent is the prompt's aspect, the node its
+    Grouped by parent (:func:`_prompt_groups`): the parent is the prompt's aspect, the node its
     criterion. Returns node id -> one :class:`CriterionScore` per sample
     (NaN where the reply and its one follow-up had no score).
     """
     nodes = tree_index(tree)
-    by_parent: dict[str | None, list[str]] = {}
-    for nid in node_ids:
-        by_parent.setdefault(nodes[nid].get("parent"), []).append(nid)
-    groups = [(parent_id, children) for parent_id, children in by_parent.items()]
-    if settings.scoring.layout == "sample_first":
-        # The sample-first layout puts the instructions and the aspect before the sample. Naming each parent
-        # there made every parent's criteria read the sample again (on the embedded model 2.2 s a call against
-        # 0.4 s for a further criterion of the same parent); below layer 1 the parent goes with the criterion,
-        # after the sample, and every criterion of an item shares the prompt up to it.
-        below = [nid for parent_id, children in groups if parent_id is not None for nid in children]
-        groups = [(p, c) for p, c in groups if p is None] + ([(SHARED, below)] if below else [])
     total = len(samples) * len(node_ids)
     done = 0
     out: dict[str, list[CriterionScore]] = {}
-    for parent_id, children in groups:
-        if parent_id is None or parent_id == SHARED:
-            parent = Aspect(ROOT_NAME, *map(float, CRITERION_SCALE), f"the overall quality of the "
-                                                                      f"{task.output_label.lower()}")
-        else:
-            p = nodes[parent_id]
-            parent = Aspect(p["name"], *map(float, CRITERION_SCALE), p["definition"] or p["name"])
-        guideline = settings.guideline(root_aspect(nodes, children[0])) if parent_id != SHARED else ""
+    for group in _prompt_groups(nodes, node_ids, task, settings):
         instructions = SCORE_TEMPLATE.render(
-            parent_name=parent.name, output_label_lower=task.output_label.lower(), task=task.task,
-            guideline=f" Expert guidance for this aspect: {guideline}" if guideline else "")
-        criteria = [CriterionText(nid, nodes[nid]["name"], nodes[nid]["definition"] or nodes[nid]["name"])
-                    if parent_id != SHARED else _with_parent(nodes, nid, settings) for nid in children]
+            parent_name=group.parent.name, output_label_lower=task.output_label.lower(), task=task.task,
+            guideline=f" Expert guidance for this aspect: {group.guideline}" if group.guideline else "")
 
         def step(d: int, t: int, base=done) -> None:
             if progress:
                 progress(base + min(d, t), total, stage)
 
-        results = score_criteria(samples, criteria, instructions=instructions, aspect=parent, task=task, llm=llm,
-                                 settings=settings.scoring, progress=step)
-        for nid in children:
-            out[nid] = [r[nid] for r in results]
-        done += len(samples) * len(children)
+        results = score_criteria(samples, group.criteria, instructions=instructions, aspect=group.parent, task=task,
+                                 llm=llm, settings=settings.scoring, progress=step)
+        for c in group.criteria:
+            out[c.key] = [r[c.key] for r in results]
+        done += len(samples) * len(group.criteria)
     return out
 

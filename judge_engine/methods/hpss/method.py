@@ -64,6 +64,7 @@ Evaluators. arXiv:2502.13031.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -551,9 +552,7 @@ per-group Spearman over fewer is either undefined or a single sign."""
 def group_level_problem(train: Sequence[Sample]) -> str:
     """Why a per-group validation Spearman is undefined on ``train`` (every group a single item), in words;
     empty when some group has two or more."""
-    counts: dict[str, int] = {}
-    for s in train:
-        counts[s.group_id] = counts.get(s.group_id, 0) + 1
+    counts = Counter(s.group_id for s in train)
     if max(counts.values(), default=0) >= 2:
         return ""
     return (f"the {len(train)} training items come from {len(counts)} sources, one from each, and a per-source "
@@ -753,8 +752,8 @@ class ScoringSettings:
     def of(cls, params: dict[str, Any]) -> "ScoringSettings":
         p = {**HPSS.default_params(), **params}
         return cls(human_criteria=p["human_criteria"], judge_max_tokens=int(p["judge_max_tokens"]),
-                   explanation_chars=int(p["explanation_chars"]), aux_max_tokens=int(p["aux_max_tokens"]), retry_unparsed=bool(p["retry_unparsed"]),
-                   seed=int(p["seed"]))
+                   explanation_chars=int(p["explanation_chars"]), aux_max_tokens=int(p["aux_max_tokens"]),
+                   retry_unparsed=bool(p["retry_unparsed"]), seed=int(p["seed"]))
 
 
 @register
@@ -858,8 +857,7 @@ class HPSS(Method):
                  validation_size: int | None = None, fitness_level: str = "natural", base_scale: str | None = None,
                  human_criteria: str | None = None, fixed_strategy: str | None = None,
                  judge_max_tokens: int = 512, explanation_chars: int = 600, aux_max_tokens: int = 512,
-                 retry_unparsed: bool = True,
-                 seed: int = 42):
+                 retry_unparsed: bool = True, seed: int = 42):
         self.search = search
         self.budget = budget
         self.population = population
