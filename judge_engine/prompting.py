@@ -92,6 +92,12 @@ def fence(label: str, text: str) -> str:
     return f"{FENCE_OPEN.format(label=label.upper())}\n{safe}\n{close}"
 
 
+def shorten(text: str | None, limit: int | None) -> str:
+    """``text`` cut to ``limit`` characters with a visible ``[...]`` where it was cut (``None``: whole)."""
+    text = text or ""
+    return text if limit is None or len(text) <= limit else text[:limit].rstrip() + " [...]"
+
+
 def render_sample(sample: Sample, task: TaskInfo, *, with_reference: bool = False) -> str:
     """The sample block of a judge prompt: input, optional context/reference, then the output."""
     parts = [fence(task.input_label, sample.input)]

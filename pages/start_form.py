@@ -164,8 +164,9 @@ def quick_note(method: str, smaller: dict[str, Any] | None = None) -> str:
     docs = {d.name: d for d in describe_parameters(METHODS[method])}
     chosen = {**METHODS[method].quick_params, **(smaller or {})}
     idle = METHODS[method].idle_parameters(chosen)
-    # None is "no subset" for the settings a look makes smaller (validation items, items to rate each candidate on)
-    parts = [f"{docs[k].label.lower()} {v} (paper {'all' if docs[k].default is None else docs[k].default})"
+    # None is "no subset" for the settings a look makes smaller (validation items, items to rate each candidate on).
+    # "full run", not "paper": some defaults are ours where the paper gives none (HPSS's reply limits).
+    parts = [f"{docs[k].label.lower()} {v} (full run {'all' if docs[k].default is None else docs[k].default})"
              for k, v in chosen.items() if k not in idle]
     return ", ".join([f"{QUICK_TRAIN} training and {QUICK_TEST} test items"] + parts)
 

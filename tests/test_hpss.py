@@ -200,6 +200,28 @@ def test_examples_are_stratified_and_leave_the_judged_sample_out(store):
     assert len(inputs.examples) == 5
 
 
+def test_example_chars_cuts_each_examples_source_and_marks_the_cut(store):
+    long_source = "word " * 200
+    pool = tuple(Sample(id=s.id, input=long_source + s.input, output=s.output, group_id=s.group_id,
+                        context="turn " * 100, human=s.human) for s in _samples(10))
+    llm, _ = fake_llm(responder, store=store)
+    strategy = replace_value(BASE, FACTOR_NAMES.index("example"), "Example3")
+    judged = pool[0]
+    [whole] = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=pool).inputs_for(strategy, [judged], leave_out=True)
+    [cut] = Auxiliaries(llm=llm, aspect=ASPECT, task=TASK, pool=pool, example_chars=120).inputs_for(
+        strategy, [judged], leave_out=True)
+    assert [e["id"] for e in cut.examples] == [e["id"] for e in whole.examples]
+    for e in cut.examples:
+        assert len(e["input"]) <= 120 + len(" [...]") and e["input"].endswith("[...]")
+        assert e["context"].endswith("[...]") and len(e["context"]) < len("turn " * 100)
+    assert all(e["output"] == w["output"] for e, w in zip(cut.examples, whole.examples))  # the judged text is whole
+    prompt = build_prompt(strategy, judged, ASPECT, TASK, cut)
+    assert long_source.strip() in prompt  # the sample being rated is never cut
+    assert len(prompt) < len(build_prompt(strategy, judged, ASPECT, TASK, whole))
+    with pytest.raises(ValueError, match="example_chars"):
+        HPSS(example_chars=20).fit(list(pool), ASPECT, FitContext(llm=llm, task=TASK))
+
+
 def test_auxiliaries_are_generated_once_and_missing_ones_are_counted(store):
     def fn(messages, params):
         text = messages[-1]["content"]

@@ -86,7 +86,8 @@ def test_the_quick_look_note_leaves_out_settings_its_size_makes_idle():
     assert hd.idle_parameters({"max_layers": 2}) == frozenset()
     # a setting whose paper value is "no subset" says so in words
     hpss_note = quick_note("hpss", runs.estimates.METHODS["hpss"].smaller_looks[-1])
-    assert "validation items 4 (paper all)" in hpss_note and "None" not in hpss_note
+    assert "validation items 3 (full run all)" in hpss_note and "None" not in hpss_note
+    assert "example text limit (characters) 400 (full run all)" in hpss_note
 
 
 @pytest.mark.parametrize(("seconds_per_call", "label"), [(None, None), (1.0, "under 2 min"), (8.9, "under 2 min"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from ...prompting import TaskInfo, fence
+from ...prompting import TaskInfo, fence, shorten
 from ...records import Aspect, Sample
 
 DEMO_COUNT_BY_TASK = (("data-to-text", 8), ("data to text", 8), ("table", 8), ("restaurant", 8), ("story", 8))
@@ -47,16 +47,11 @@ def to_aspect_scale(score_100: float, aspect: Aspect, mode: str = "ratio") -> fl
     raise ValueError(f"score normalization must be one of {list(NORMALIZATIONS)}, not {mode!r}")
 
 
-def _short(text: str, limit: int) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[:limit].rstrip() + " [...]"
-
-
 def render_example(sample: dict[str, Any], *, source_chars: int, with_score: bool = True) -> str:
     """One example as Source / Response (fenced) and, for training examples, the 0-100 human score."""
-    parts = [fence("Source", _short(sample["input"], source_chars))]
+    parts = [fence("Source", shorten(sample["input"], source_chars))]
     if sample.get("context"):
-        parts.append(fence("Context", _short(sample["context"], source_chars)))
+        parts.append(fence("Context", shorten(sample["context"], source_chars)))
     parts.append(fence("Response", sample["output"]))
     if with_score:
         parts.append(f"Human Score: {sample['human_100']:.2f}")

@@ -47,7 +47,7 @@ import numpy as np
 from ... import structured
 from ...llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
 from ...parsing import parse_json_object
-from ...prompting import TaskInfo, load_template
+from ...prompting import TaskInfo, load_template, shorten
 from ...records import Aspect, Sample
 from ...rubric_checks import check_entries, check_entry, lift_for_topic
 from .strategy import (FACTOR_VALUES, N_EXAMPLES, StrategyInputs, as_dict, normalised_level, rating_range,
@@ -260,6 +260,8 @@ class Auxiliaries:
     """Overrides the aspect definition as the human-written criteria."""
     max_tokens: int = 512
     seed: int = 0
+    example_chars: int | None = None
+    """Each in-context example's input and context cut to this many characters (None: whole)."""
     log: EventSink | None = None
     fixed: dict[str, Any] = field(default_factory=dict)
     """Pre-set global auxiliaries (a fitted judge's): ``criteria``, ``steps``, ``examples``."""
@@ -379,7 +381,10 @@ class Auxiliaries:
             return list(self.fixed["examples"])
         key = ("examples", n)
         if key not in self.memo:
-            self.memo[key] = select_examples(self.pool, self.aspect, n, self.seed)
+            chosen = select_examples(self.pool, self.aspect, n, self.seed)
+            self.memo[key] = [{**ex, "input": shorten(ex["input"], self.example_chars),
+                               "context": shorten(ex["context"], self.example_chars) if ex["context"] else ex["context"]}
+                              for ex in chosen]
         return self.memo[key]
 
     # ---- per-sample auxiliaries

@@ -810,6 +810,11 @@ class HPSS(Method):
         bounds it; the paper's replies are free text). A small model under a
         grammar writes until the bound, so a short one makes its strategies
         with explanations several times faster (the quick look's smaller sizes).
+    example_chars : int or None, default=None
+        Each in-context example's input (and context) cut to this many
+        characters, marked where cut (None: whole, as in the paper). An
+        example repeats a whole item, so on long items a strategy with
+        examples reads several articles per rating (the quick look's smallest size).
     aux_max_tokens : int, default=512
         Reply length of an auxiliary generation (the paper does not give one).
     retry_unparsed : bool, default=True
@@ -832,7 +837,7 @@ class HPSS(Method):
         "fitness_level": Options(("natural", "sample", "group")),
         "base_scale": Options((None, "3", "5", "10", "50", "100")),
         "judge_max_tokens": Interval(int, 8, 8192), "explanation_chars": Interval(int, 40, 20000),
-        "aux_max_tokens": Interval(int, 8, 8192),
+        "aux_max_tokens": Interval(int, 8, 8192), "example_chars": OptionalInterval(int, 100, None),
         "retry_unparsed": Options((True, False)), "seed": Interval(int, 0, None),
         "validation_size": OptionalInterval(int, 2, None)}
 
@@ -843,7 +848,7 @@ class HPSS(Method):
         "fitness_level": "Correlation level of fitness", "base_scale": "Start from scale",
         "human_criteria": "Human criteria", "fixed_strategy": "Fixed strategy",
         "judge_max_tokens": "Judge reply limit (tokens)", "explanation_chars": "Explanation limit (characters)",
-        "aux_max_tokens": "Auxiliary reply limit (tokens)",
+        "aux_max_tokens": "Auxiliary reply limit (tokens)", "example_chars": "Example text limit (characters)",
         "retry_unparsed": "Ask again after an unreadable reply", "seed": "Random seed of the method"}
     _choice_labels = {"search": {"hpss": "HPSS (paper)", "greedy": "greedy", "stepwise_greedy": "stepwise greedy"},
                       "fitness_level": {"natural": "the dataset's own level", "sample": "per item",
@@ -851,13 +856,14 @@ class HPSS(Method):
     quick_params: ClassVar[dict[str, Any]] = {"budget": 9, "validation_size": 8}
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
         {"budget": 5, "validation_size": 6, "explanation_chars": 200},
-        {"budget": 3, "validation_size": 4, "judge_max_tokens": 256, "explanation_chars": 100})
+        {"budget": 3, "validation_size": 4, "judge_max_tokens": 256, "explanation_chars": 100},
+        {"budget": 1, "validation_size": 3, "judge_max_tokens": 256, "explanation_chars": 100, "example_chars": 400})
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
                  exploit_prob: float = 0.2, temperature: float = 5.0, exploration_weight: float = 4.0,
                  validation_size: int | None = None, fitness_level: str = "natural", base_scale: str | None = None,
                  human_criteria: str | None = None, fixed_strategy: str | None = None,
-                 judge_max_tokens: int = 512, explanation_chars: int = 600, aux_max_tokens: int = 512,
-                 retry_unparsed: bool = True, seed: int = 42):
+                 judge_max_tokens: int = 512, explanation_chars: int = 600, example_chars: int | None = None,
+                 aux_max_tokens: int = 512, retry_unparsed: bool = True, seed: int = 42):
         self.search = search
         self.budget = budget
         self.population = population
@@ -872,6 +878,7 @@ class HPSS(Method):
         self.fixed_strategy = fixed_strategy
         self.judge_max_tokens = judge_max_tokens
         self.explanation_chars = explanation_chars
+        self.example_chars = example_chars
         self.aux_max_tokens = aux_max_tokens
         self.retry_unparsed = retry_unparsed
         self.seed = seed
@@ -954,7 +961,7 @@ class HPSS(Method):
             level = "sample"
         validation = select_validation(train, self.validation_size, self.seed, by_group=level == "group")
         aux = Auxiliaries(llm=llm, aspect=aspect, task=task, pool=validation, human_criteria=self.human_criteria,
-                          max_tokens=self.aux_max_tokens, seed=self.seed, log=log)
+                          max_tokens=self.aux_max_tokens, seed=self.seed, example_chars=self.example_chars, log=log)
         base = base_strategy(aspect, self.base_scale)
         evaluate = ValidationFitness(validation, aux, llm=llm, level=level,
                                      max_tokens=self.judge_max_tokens, total=self.n_evaluations(),

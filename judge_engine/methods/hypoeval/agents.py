@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple, Sequence
 
-from ...prompting import fence, load_template, render_sample
+from ...prompting import fence, load_template, render_sample, shorten
 from ...records import Sample
 from ...rubric_checks import RubricCheck, check_entry, check_statement, statement_name
 from .context import Context
@@ -35,8 +35,8 @@ def observations_block(samples: Sequence[Sample], ctx: Context) -> str:
     limit = ctx.settings.observation_chars
     blocks = []
     for i, s in enumerate(samples, 1):
-        cut = Sample(id=s.id, input=_cut(s.input, limit), output=_cut(s.output, limit), group_id=s.group_id,
-                     context=_cut(s.context, limit) if s.context else None)
+        cut = Sample(id=s.id, input=shorten(s.input, limit), output=shorten(s.output, limit), group_id=s.group_id,
+                     context=shorten(s.context, limit) if s.context else None)
         label = f"{s.human.get(ctx.aspect.name, math.nan):.2f}".rstrip("0").rstrip(".")  # ours: at most 2 decimals
         blocks.append(OBSERVATION_TEMPLATE.render(number=i, sample_block=render_sample(cut, ctx.task), label=label,
                                                   output_label_lower=ctx.task.output_label.lower(),
@@ -49,11 +49,6 @@ def literature_block(literature: Sequence[dict[str, str]]) -> str:
     notes = "\n\n".join(LITERATURE_NOTE_TEMPLATE.render(title=n.get("title", ""), text=fence("note", n.get("text", "")))
                         for n in literature)
     return EVIDENCE_LITERATURE_TEMPLATE.render(notes=notes)
-
-
-def _cut(text: str | None, limit: int) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[:limit].rstrip() + " [...]"
 
 
 def numbered(hypotheses: Sequence[str]) -> str:
