@@ -787,6 +787,24 @@ def test_validation_subset_is_seeded_and_at_group_level_keeps_groups_of_at_least
     assert select_validation(train, None, seed=3) == train
 
 
+def test_the_shortest_validation_pick_takes_the_fewest_characters_at_either_level():
+    from judge_engine.methods.hpss.method import select_validation
+    lengths = [90, 10, 50, 30, 70, 20, 60, 40, 80]
+    train = [Sample(id=f"s{i}", input="x" * n, output="y", group_id=f"g{i // 3}", human={"quality": 1.0 + i % 5})
+             for i, n in enumerate(lengths)]
+    picked = select_validation(train, 3, seed=3, shortest=True)
+    assert [s.id for s in picked] == ["s1", "s3", "s5"]  # 10, 30, 20 characters, in split order
+    assert picked == select_validation(train, 3, seed=99, shortest=True)  # the seed does not matter
+    assert picked != select_validation(train, 3, seed=3)
+    # groups: g0 (90, 10, 50: mean 50), g1 (30, 70, 20: 40), g2 (60, 40, 80: 60); g1 first, then the
+    # shortest three of g0 cannot fit in 2 places, so the set is g1 alone
+    by_group = select_validation(train, 5, seed=3, by_group=True, shortest=True)
+    assert [s.id for s in by_group] == ["s3", "s4", "s5"]
+    assert [s.id for s in select_validation(train, 2, seed=3, by_group=True, shortest=True)] == ["s3", "s5"]
+    with pytest.raises(ValueError, match="validation_pick"):
+        HPSS(validation_pick="longest").fit(train, ASPECT, FitContext(llm=None, task=TASK))
+
+
 def test_a_request_the_backend_rejects_is_missing_and_an_unreachable_backend_still_raises(store):
     from judge_engine.llm import BackendUnavailable, LLMError
 
