@@ -787,18 +787,24 @@ def test_validation_subset_is_seeded_and_at_group_level_keeps_groups_of_at_least
     assert select_validation(train, None, seed=3) == train
 
 
-def test_the_shortest_validation_pick_takes_the_fewest_characters_at_either_level():
+def test_the_shortest_validation_pick_takes_short_items_spread_over_the_human_scores():
     from judge_engine.methods.hpss.method import select_validation
     lengths = [90, 10, 50, 30, 70, 20, 60, 40, 80]
-    train = [Sample(id=f"s{i}", input="x" * n, output="y", group_id=f"g{i // 3}", human={"quality": 1.0 + i % 5})
-             for i, n in enumerate(lengths)]
-    picked = select_validation(train, 3, seed=3, shortest=True)
-    assert [s.id for s in picked] == ["s1", "s3", "s5"]  # 10, 30, 20 characters, in split order
-    assert picked == select_validation(train, 3, seed=99, shortest=True)  # the seed does not matter
-    assert picked != select_validation(train, 3, seed=3)
+    humans = [5, 1, 1, 1, 4, 2, 3, 5, 3]  # the three shortest (10, 20, 30 characters) all score 1 or 2
+    train = [Sample(id=f"s{i}", input="x" * n, output="y", group_id=f"g{i // 3}", human={"quality": float(h)})
+             for i, (n, h) in enumerate(zip(lengths, humans))]
+    assert [s.id for s in select_validation(train, 3, seed=3, shortest=True)] == ["s1", "s3", "s5"]  # no aspect
+    picked = select_validation(train, 3, seed=3, shortest=True, aspect=ASPECT)
+    # bins of the 1-5 range: [1, 2.33) -> s1 (10 chars), [2.33, 3.67) -> s6 (60), [3.67, 5] -> s7 (40)
+    assert [s.id for s in picked] == ["s1", "s6", "s7"]
+    assert picked == select_validation(train, 3, seed=99, shortest=True, aspect=ASPECT)  # the seed does not matter
+    four = select_validation(train, 4, seed=3, shortest=True, aspect=ASPECT)
+    assert [s.id for s in four] == ["s1", "s5", "s6", "s7"]  # scores 1, 2, 3, 5: the shortest of each of four bins
+    train_low = [replace(s, human={"quality": 1.0}) if s.id != "s8" else s for s in train]
+    assert [s.id for s in select_validation(train_low, 3, seed=3, shortest=True, aspect=ASPECT)] == ["s1", "s5", "s8"]
     # groups: g0 (90, 10, 50: mean 50), g1 (30, 70, 20: 40), g2 (60, 40, 80: 60); g1 first, then the
     # shortest three of g0 cannot fit in 2 places, so the set is g1 alone
-    by_group = select_validation(train, 5, seed=3, by_group=True, shortest=True)
+    by_group = select_validation(train, 5, seed=3, by_group=True, shortest=True, aspect=ASPECT)
     assert [s.id for s in by_group] == ["s3", "s4", "s5"]
     assert [s.id for s in select_validation(train, 2, seed=3, by_group=True, shortest=True)] == ["s3", "s5"]
     with pytest.raises(ValueError, match="validation_pick"):

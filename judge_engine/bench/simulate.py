@@ -263,7 +263,7 @@ def hpss_arm(train, llm, search: str, *, method, seed: int) -> dict[str, Any]:
     from ..methods.hpss.method import greedy_search, initialize, iterative_search, stepwise_greedy_search
     level = "group" if method.fitness_level == "group" else "sample"  # "natural" is sample level here
     validation = select_validation(train, method.validation_size, method.seed, by_group=level == "group",
-                                   shortest=method.validation_pick == "shortest")
+                                   shortest=method.validation_pick == "shortest", aspect=_aspect())
     aux = Auxiliaries(llm=llm, aspect=_aspect(), task=TASK, pool=validation, human_criteria=method.human_criteria,
                       max_tokens=method.aux_max_tokens, seed=method.seed)
     total = method.n_evaluations()
