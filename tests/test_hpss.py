@@ -787,21 +787,21 @@ def test_validation_subset_is_seeded_and_at_group_level_keeps_groups_of_at_least
     assert select_validation(train, None, seed=3) == train
 
 
-def test_the_shortest_validation_pick_takes_short_items_spread_over_the_human_scores():
+def test_the_shortest_validation_pick_takes_the_shortest_items_of_different_human_scores():
     from judge_engine.methods.hpss.method import select_validation
     lengths = [90, 10, 50, 30, 70, 20, 60, 40, 80]
-    humans = [5, 1, 1, 1, 4, 2, 3, 5, 3]  # the three shortest (10, 20, 30 characters) all score 1 or 2
+    humans = [5, 1, 1, 1, 4, 2, 3, 5, 3]
     train = [Sample(id=f"s{i}", input="x" * n, output="y", group_id=f"g{i // 3}", human={"quality": float(h)})
              for i, (n, h) in enumerate(zip(lengths, humans))]
     assert [s.id for s in select_validation(train, 3, seed=3, shortest=True)] == ["s1", "s3", "s5"]  # no aspect
     picked = select_validation(train, 3, seed=3, shortest=True, aspect=ASPECT)
-    # bins of the 1-5 range: [1, 2.33) -> s1 (10 chars), [2.33, 3.67) -> s6 (60), [3.67, 5] -> s7 (40)
-    assert [s.id for s in picked] == ["s1", "s6", "s7"]
+    # by length: s1 (10, score 1), s5 (20, 2), s3 (30, 1: taken), s7 (40, 5)
+    assert [s.id for s in picked] == ["s1", "s5", "s7"]
     assert picked == select_validation(train, 3, seed=99, shortest=True, aspect=ASPECT)  # the seed does not matter
-    four = select_validation(train, 4, seed=3, shortest=True, aspect=ASPECT)
-    assert [s.id for s in four] == ["s1", "s5", "s6", "s7"]  # scores 1, 2, 3, 5: the shortest of each of four bins
-    train_low = [replace(s, human={"quality": 1.0}) if s.id != "s8" else s for s in train]
-    assert [s.id for s in select_validation(train_low, 3, seed=3, shortest=True, aspect=ASPECT)] == ["s1", "s5", "s8"]
+    assert picked != select_validation(train, 3, seed=3, aspect=ASPECT)
+    two_scores = [replace(s, human={"quality": 1.0 if s.id != "s8" else 3.0}) for s in train]
+    # one sample of each score (s1, s8), then the shortest left (s5)
+    assert [s.id for s in select_validation(two_scores, 3, seed=3, shortest=True, aspect=ASPECT)] == ["s1", "s5", "s8"]
     # groups: g0 (90, 10, 50: mean 50), g1 (30, 70, 20: 40), g2 (60, 40, 80: 60); g1 first, then the
     # shortest three of g0 cannot fit in 2 places, so the set is g1 alone
     by_group = select_validation(train, 5, seed=3, by_group=True, shortest=True, aspect=ASPECT)

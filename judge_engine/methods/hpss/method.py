@@ -79,7 +79,7 @@ from ..base import (EventSink, FitContext, Interval, Judge, Method, OptionalInte
                     register)
 from .auxiliaries import Auxiliaries, complete_all, count_generations
 from .strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy, build_prompt, describe,
-                       follow_up_schema, neighbours, normalised_level, parse_strategy, rating_range, rating_schema, replace_value,
+                       follow_up_schema, neighbours, parse_strategy, rating_range, rating_schema, replace_value,
                        strategy_name)
 
 SYSTEM_MESSAGE = "You are a helpful assistant."
@@ -565,19 +565,21 @@ def item_chars(sample: Sample) -> int:
 
 
 def shortest_spread(train: Sequence[Sample], size: int, aspect: Aspect | None) -> list[int]:
-    """Indices of ``size`` short samples that span the human scores: the human range is cut into ``size``
-    equal bins and the shortest sample of each bin is taken (lowest bin first), then the shortest of the
-    rest (ties in split order). Without ``aspect``, simply the shortest."""
+    """Indices of ``size`` short samples with as many different human scores as they can have: shortest
+    first, skipping a sample whose score of ``aspect`` is already taken while a sample with another score is
+    left, then the shortest of the rest (ties in split order). Without ``aspect``, simply the shortest."""
     by_length = sorted(range(len(train)), key=lambda i: (item_chars(train[i]), i))
     picked: list[int] = []
     if aspect is not None:
-        bins: dict[int, int] = {}
+        seen: set[float] = set()
         for i in by_length:
             score = train[i].human.get(aspect.name)
-            if score is None or not math.isfinite(score):
+            if score is None or not math.isfinite(score) or round(score, 6) in seen:
                 continue
-            bins.setdefault(min(int(normalised_level(score, aspect) * size), size - 1), i)
-        picked = [bins[b] for b in sorted(bins)]
+            picked.append(i)
+            seen.add(round(score, 6))
+            if len(picked) == size:
+                return picked
     return picked + [i for i in by_length if i not in picked][:size - len(picked)]
 
 
@@ -586,9 +588,9 @@ def select_validation(train: Sequence[Sample], size: int | None, seed: int, *,
                       aspect: Aspect | None = None) -> tuple[Sample, ...]:
     """The validation set: the train split, or a subset of at most ``size`` samples (in split order).
 
-    The subset is seeded, or with ``shortest`` short samples spread over the
+    The subset is seeded, or with ``shortest`` short samples of different
     human scores of ``aspect`` (:func:`shortest_spread`: a few items of one
-    score would leave every correlation undefined). With ``by_group`` (group-level fitness)
+    score leave every correlation undefined). With ``by_group`` (group-level fitness)
     groups are taken in a seeded order (``shortest``: by their mean length),
     whole while they fit; the next one that does not fit gives a seeded part
     (its shortest) of its items when at least :data:`MIN_GROUP_ITEMS` places
@@ -825,7 +827,7 @@ class HPSS(Method):
         the whole train split). The paper's low-resource study used 10%.
     validation_pick : {"seeded", "shortest"}, default="seeded"
         How that subset is picked: at random (seeded, as the paper's), or
-        short items spread over the human scores. Every strategy rates every validation item with its
+        the shortest items of different human scores. Every strategy rates every validation item with its
         whole text, and no two strategies share a prompt prefix, so on long
         items the shortest ones make a search several times cheaper, at the
         cost of a validation set biased to short items (the quick look's
@@ -902,8 +904,9 @@ class HPSS(Method):
     quick_params: ClassVar[dict[str, Any]] = {"budget": 9, "validation_size": 8}
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
         {"budget": 5, "validation_size": 6, "explanation_chars": 200},
-        {"budget": 3, "validation_size": 4, "judge_max_tokens": 256, "explanation_chars": 100},
-        {"budget": 1, "validation_size": 4, "validation_pick": "shortest", "judge_max_tokens": 256,
+        {"budget": 3, "validation_size": 4, "judge_max_tokens": 256, "explanation_chars": 100, "example_chars": 400,
+         "aux_max_tokens": 256},
+        {"budget": 1, "validation_size": 3, "validation_pick": "shortest", "judge_max_tokens": 256,
          "explanation_chars": 100, "example_chars": 400, "aux_max_tokens": 256})
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
                  exploit_prob: float = 0.2, temperature: float = 5.0, exploration_weight: float = 4.0,
