@@ -906,6 +906,8 @@ class HPSS(Method):
         {"budget": 5, "validation_size": 6, "explanation_chars": 200},
         {"budget": 3, "validation_size": 4, "judge_max_tokens": 256, "explanation_chars": 100, "example_chars": 400,
          "aux_max_tokens": 256},
+        {"budget": 1, "validation_size": 4, "validation_pick": "shortest", "judge_max_tokens": 256,
+         "explanation_chars": 100, "example_chars": 400, "aux_max_tokens": 256},
         {"budget": 1, "validation_size": 3, "validation_pick": "shortest", "judge_max_tokens": 256,
          "explanation_chars": 100, "example_chars": 400, "aux_max_tokens": 256})
     def __init__(self, *, search: str = "hpss", budget: int = 50, population: int = 5, mutations: int = 2,
