@@ -124,3 +124,26 @@ def test_the_embedded_default_follows_the_datasets_item_length_and_a_measured_sp
     assert runs.estimate_duration(store, spec, speed=(2.0, "earlier runs")).seconds_per_call == pytest.approx(2.0)
     assert est.length_factor("direct", 10 * ref) == pytest.approx(1.0)
     assert est.length_factor("hpss", ref / 2) == pytest.approx(1.0), "shorter items are not estimated faster"
+
+
+def test_a_search_on_its_shortest_items_is_estimated_on_the_datasets_shortest(store, tiny_dataset):
+    """HPSS validating on its shortest training items reads those most: its length factor takes the mean of
+    the same share of the dataset's shortest items, not of every item."""
+    from dataclasses import replace
+
+    est = runs.estimates
+    ref = int(est.EMBEDDED_REFERENCE_CHARS)
+    n = len(tiny_dataset.samples)
+    # half the items as long as the reference, half four times as long
+    mixed = [replace(s, input="x" * ((ref if i < n // 2 else 4 * ref) - len(s.output)))
+             for i, s in enumerate(tiny_dataset.samples)]
+    dataset = replace(tiny_dataset, name="mixed", samples=mixed)
+    store.save_dataset(dataset)
+    seeded = RunSpec(method="hpss", dataset="mixed", aspect="quality", train_size=4, test_size=4,
+                     params={"validation_size": 2})
+    shortest = replace(seeded, params={"validation_size": 2, "validation_pick": "shortest"})
+    assert est.judged_item_chars(dataset, seeded) == pytest.approx(est.mean_item_chars(dataset))
+    assert est.judged_item_chars(dataset, shortest) == pytest.approx(ref)  # half the items: the short half
+    assert (runs.estimate_duration(store, shortest).seconds_per_call
+            == pytest.approx(est.EMBEDDED_SECONDS_PER_COUNTED_CALL["hpss"]))
+    assert runs.estimate_duration(store, seeded).seconds_per_call > runs.estimate_duration(store, shortest).seconds_per_call
