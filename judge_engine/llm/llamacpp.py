@@ -117,9 +117,9 @@ class PrefixStates:
     (HypoEval's rounds, the test items after the training ones, HD-Eval's layers) evaluated the item's whole
     text again. This keeps the KV state of each prompt (less its last :data:`MIN_SUFFIX_TOKENS`, which are
     always evaluated), keyed by its tokens, least recently used first out, within ``max_bytes``. Only the
-    sequence's KV cells are saved (``llama_state_seq_get_data``), not the logits that
-    ``Llama.save_state`` copies. The cells are the bytes the
-    same evaluation put there, so a prompt scores the same with or without this cache (tested).
+    sequence's KV cells are saved (``llama_state_seq_get_data``), not the logits that ``Llama.save_state``
+    copies. The cells are the bytes the same evaluation put there, so a prompt scores the same with or
+    without this cache (tested).
     """
 
     def __init__(self, max_bytes: int):
@@ -128,6 +128,8 @@ class PrefixStates:
         self.max_bytes = max_bytes
         self.bytes = 0
         self._states: collections.OrderedDict[tuple[int, ...], Any] = collections.OrderedDict()
+        self._arrays: dict[tuple[int, ...], Any] = {}
+        """Each stored key as a numpy array, made once (a prompt compares itself with every key)."""
         self.restored_tokens = 0
         """Prompt tokens taken from a stored state instead of evaluated (over this object's life)."""
 
@@ -146,7 +148,7 @@ class PrefixStates:
             n = min(len(key), limit)
             if n <= best_n:
                 continue
-            same = np.asarray(key[:n]) == wanted[:n]
+            same = self._arrays[key][:n] == wanted[:n]
             common = n if same.all() else int(np.argmin(same))
             if common > best_n:
                 best_key, best_n = key, common
@@ -174,6 +176,7 @@ class PrefixStates:
         import ctypes
 
         import llama_cpp
+        import numpy as np
 
         if len(key) < MIN_RESTORE_GAIN or key in self._states:
             if key in self._states:
@@ -189,10 +192,14 @@ class PrefixStates:
             return
         for old in [k for k in self._states if common_prefix_length(k, key) >= max(len(k) - SIBLING_TAIL, len(k) // 2)]:
             self.bytes -= len(self._states.pop(old))
+            del self._arrays[old]
         self._states[key] = state
+        self._arrays[key] = np.asarray(key)
         self.bytes += size
         while self.bytes > self.max_bytes:
-            self.bytes -= len(self._states.popitem(last=False)[1])
+            gone, state = self._states.popitem(last=False)
+            self.bytes -= len(state)
+            del self._arrays[gone]
 
 
 def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:

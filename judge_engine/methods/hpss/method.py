@@ -827,11 +827,12 @@ class HPSS(Method):
         the whole train split). The paper's low-resource study used 10%.
     validation_pick : {"seeded", "shortest"}, default="seeded"
         How that subset is picked: at random (seeded, as the paper's), or
-        the shortest items of different human scores. Every strategy rates every validation item with its
-        whole text, and no two strategies share a prompt prefix, so on long
-        items the shortest ones make a search several times cheaper, at the
-        cost of a validation set biased to short items (the quick look's
-        smallest size, chosen only when a backend is too slow for the others).
+        the shortest items of different human scores. Every strategy rates
+        every validation item with its whole text, and no two strategies
+        share a prompt prefix, so on long items the shortest ones make a
+        search much cheaper, at the cost of a validation set biased to short
+        items (the quick look's two smallest sizes, chosen only when a
+        backend is too slow for the others).
     fitness_level : {"natural", "sample", "group"}, default="natural"
         Level of the validation Spearman: ``sample`` = over all items
         (the paper's dataset level), ``group`` = per source, averaged
@@ -860,7 +861,7 @@ class HPSS(Method):
         Each in-context example's input (and context) cut to this many
         characters, marked where cut (None: whole, as in the paper). An
         example repeats a whole item, so on long items a strategy with
-        examples reads several articles per rating (the quick look's smallest size).
+        examples reads several articles per rating (the quick look's smaller sizes).
     aux_max_tokens : int, default=512
         Reply length of an auxiliary generation (the paper does not give one).
     retry_unparsed : bool, default=True
@@ -900,7 +901,7 @@ class HPSS(Method):
     _choice_labels = {"search": {"hpss": "HPSS (paper)", "greedy": "greedy", "stepwise_greedy": "stepwise greedy"},
                       "fitness_level": {"natural": "the dataset's own level", "sample": "per item",
                                         "group": "per input"},
-                      "validation_pick": {"seeded": "at random (seeded)", "shortest": "shortest first"}}
+                      "validation_pick": {"seeded": "at random (seeded)", "shortest": "shortest, of different scores"}}
     quick_params: ClassVar[dict[str, Any]] = {"budget": 9, "validation_size": 8}
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
         {"budget": 5, "validation_size": 6, "explanation_chars": 200},
