@@ -117,6 +117,22 @@ def test_every_generation_step_asks_for_its_schema_and_is_read_as_json(store, da
         "the criteria are asked for as statements that start with the opener"
 
 
+def test_the_explanation_limit_bounds_every_overall_score_request_of_the_search_and_of_scoring(store, data):
+    """``explanation_chars`` bounds OS-E's explanation in the requested schema (a small model under a grammar
+    writes up to it), in the demonstration search and in the fitted judge's scoring; the default asks as before."""
+    samples, aspect, task = data
+    for chars in (200, None):
+        llm, backend = fake_llm(json_judge(), store=store, concurrency=2)
+        params = {"n_candidates": 2, "seed": 0, "variant": "coarse", **({"explanation_chars": chars} if chars else {})}
+        judge = get_method("active_critic", params).fit(samples[:10], aspect, FitContext(llm=llm, task=task))
+        judge.score(samples[17:18], llm=llm)
+        limits = {structured.schema_of(p.json_schema)["properties"]["explanation"]["maxLength"]
+                  for _, p in backend.calls if structured.kind_of(p.json_schema) == structured.EXPLAINED_SCORES}
+        assert limits == {chars or ac.OSE_SCHEMA["properties"]["explanation"]["maxLength"]}
+    with pytest.raises(ValueError, match="explanation_chars"):
+        get_method("active_critic", {"explanation_chars": 5}).fit(samples[:10], aspect, FitContext(llm=llm, task=task))
+
+
 def test_the_schemas_have_the_shapes_the_paper_needs():
     assert structured.schema_of(structured.as_param(ac.TASK_SCHEMA))["title"] == structured.TASK_DESCRIPTION
     schema, init = ac.criteria_schema(OPENER), ac.criteria_schema(OPENER, observations=True)

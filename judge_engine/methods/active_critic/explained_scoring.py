@@ -68,10 +68,17 @@ def mcse_schema(criteria: Sequence[str]) -> dict[str, Any]:
                      "additionalProperties": False}})
 
 
-OSE_SCHEMA = structured.object_schema(structured.EXPLAINED_SCORES, {
-    "explanation": {"type": "string", "minLength": 1, "maxLength": OVERALL_EXPLANATION_CHARS},
-    "overall": structured.score_value(*SCALE)})
-"""OS-E's reply: ``{"explanation": "... and the error analysis", "overall": 0-100}`` (reason first, as in Table 17)."""
+def ose_schema(explanation_chars: int = OVERALL_EXPLANATION_CHARS) -> dict[str, Any]:
+    """OS-E's reply: ``{"explanation": "... and the error analysis", "overall": 0-100}`` (reason first, as in
+    Table 17), the explanation at most ``explanation_chars`` long."""
+    return structured.object_schema(structured.EXPLAINED_SCORES, {
+        "explanation": {"type": "string", "minLength": 1, "maxLength": explanation_chars},
+        "overall": structured.score_value(*SCALE)})
+
+
+OSE_SCHEMA = ose_schema()
+"""OS-E's reply at the default explanation length; replies are read against it (a shorter bound asked for
+still reads)."""
 RETRY_SCHEMA = structured.score_schema(*SCALE)
 """The follow-up turn after an OS-E reply without a score: ``{"score": 0-100}``."""
 
@@ -269,6 +276,7 @@ def _mcse_row(text: str, names: Sequence[str]) -> tuple[dict[str, dict[str, Any]
 def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
                   criteria_scores: Sequence[dict[str, dict[str, Any]]] | None, *, llm: LLM,
                   params: GenerationParams, source_chars: int, retry: bool = False, weighted: bool = False,
+                  explanation_chars: int = OVERALL_EXPLANATION_CHARS,
                   progress: Progress | None = None) -> list[dict[str, Any]]:
     """Eq. 3 (OS-E, Table 17): overall 0-100 score, explanation and error analysis per example.
 
@@ -289,8 +297,9 @@ def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], dem
     """
     prompts = [ose_prompt(e, state, demos, criteria_scores=None if criteria_scores is None else criteria_scores[i],
                           source_chars=source_chars) for i, e in enumerate(examples)]
-    asked = params.with_(json_schema=structured.as_param(OSE_SCHEMA),
-                         max_tokens=structured.sized_max_tokens(params.max_tokens, OSE_SCHEMA))
+    schema = ose_schema(explanation_chars)
+    asked = params.with_(json_schema=structured.as_param(schema),
+                         max_tokens=structured.sized_max_tokens(params.max_tokens, schema))
     replies = llm.complete_many(_requests(prompts, asked),
                                 progress=(lambda d, t: progress(d, t, "overall scores")) if progress else None)
     out = []
@@ -350,7 +359,8 @@ def _weighted_overall(prompts: Sequence[str], replies: Sequence[Any], out: list[
 
 def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]], *,
                  llm: LLM, params: GenerationParams, source_chars: int, retry: bool = False,
-                 weighted: bool = False, progress: Progress | None = None) -> list[dict[str, Any]]:
+                 weighted: bool = False, explanation_chars: int = OVERALL_EXPLANATION_CHARS,
+                 progress: Progress | None = None) -> list[dict[str, Any]]:
     """AC-Fine (McS-E then OS-E) or AC-Coarse (OS-E alone) on ``examples`` with fixed demos.
 
     Per example: ``criteria_scores``, ``mcse_raw``, ``mcse_read`` ("" without
@@ -360,11 +370,13 @@ def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demo
         mcse = score_multi_criteria(examples, state, demos, llm=llm, params=params, source_chars=source_chars,
                                     progress=progress)
         overall = score_overall(examples, state, demos, [m[0] for m in mcse], llm=llm, params=params,
-                                source_chars=source_chars, retry=retry, weighted=weighted, progress=progress)
+                                source_chars=source_chars, retry=retry, weighted=weighted,
+                                explanation_chars=explanation_chars, progress=progress)
     else:
         mcse = [({}, "", "") for _ in examples]
         overall = score_overall(examples, state, demos, None, llm=llm, params=params, source_chars=source_chars,
-                                retry=retry, weighted=weighted, progress=progress)
+                                retry=retry, weighted=weighted, explanation_chars=explanation_chars,
+                                progress=progress)
     return [{"criteria_scores": m[0], "mcse_raw": m[1], "mcse_read": m[2], "overall": o["overall"],
              "explanation": o["explanation"], "ose_raw": o["raw"], "ose_read": o["read"], "retried": o["retried"],
              "source": o["source"], "missing_reason": o["missing_reason"]}

@@ -71,6 +71,12 @@ class ActiveCritic(Method):
         Sources in task-inference batches and demonstrations are cut to this
         many characters to fit small contexts (App. D.2 uses fewer demonstrations
         on long-input datasets for the same reason); the judged item is never cut.
+    explanation_chars : int, default=1200
+        Longest explanation and error analysis an overall-score reply may
+        give (the reply's schema bounds it; the paper's replies are free
+        text). A small model under a grammar writes up to the bound, so a
+        short one makes scoring with explanations faster (the quick look's
+        smallest size).
     seed : int, default=0
         Seeds the mini-batch order, the candidate draws and task-inference sampling.
     task_description : str or None, default=None
@@ -132,6 +138,7 @@ class ActiveCritic(Method):
         "task_temperature": Interval(float, 0, 2),
         "max_tokens": Interval(int, 16, 8192),
         "source_chars": Interval(int, 100, None),
+        "explanation_chars": Interval(int, 40, 20000),
         "seed": Interval(int, 0, None),
         "task_description": OptionalType(str),
         "criteria": OptionalType(dict),
@@ -151,6 +158,7 @@ class ActiveCritic(Method):
         "max_batches": "Most inference batches", "complete_streak": "Stop after complete batches",
         "task_temperature": "Temperature of task inference", "max_tokens": "Reply length limit (tokens)",
         "source_chars": "Characters of each text shown", "seed": "Random seed of the method",
+        "explanation_chars": "Explanation limit (characters)",
         "task_description": "Task description (fixed)", "criteria": "Criteria (fixed)",
         "criteria_form": "How criteria are asked for",
         "retry_unparsed": "Ask again after an unreadable reply", "weighted": "Probability-weighted scores",
@@ -167,11 +175,12 @@ class ActiveCritic(Method):
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = (
         {"n_candidates": 2, "max_batches": 2, "batch_size": 3, "complete_streak": 1, "eval_subsample": 6},
         {"n_candidates": 2, "max_batches": 1, "batch_size": 3, "complete_streak": 1, "eval_subsample": 4,
-         "source_chars": 800, "variant": "coarse", "max_tokens": 256, "no_positive_set": "zero_shot"})
+         "source_chars": 800, "variant": "coarse", "max_tokens": 256, "no_positive_set": "zero_shot",
+         "explanation_chars": 400})
     def __init__(self, *, variant: str = "fine", n_candidates: int = 11, n_demos: int | None = None,
                  demo_mode: str = "bootstrap", bootstrap_threshold: float = 15.0, eval_subsample: int | None = None,
                  batch_size: int = 5, max_batches: int = 25, complete_streak: int = 5, task_temperature: float = 1.0,
-                 max_tokens: int = 768, source_chars: int = 2000, seed: int = 0,
+                 max_tokens: int = 768, source_chars: int = 2000, explanation_chars: int = 1200, seed: int = 0,
                  task_description: str | None = None, criteria: dict | None = None, criteria_form: str = "auto",
                  retry_unparsed: bool = True, weighted: bool = False, criteria_fallback: bool = True,
                  ensemble_task: bool = True, score_normalization: str = "ratio", no_positive_set: str = "fail"):
@@ -187,6 +196,7 @@ class ActiveCritic(Method):
         self.task_temperature = task_temperature
         self.max_tokens = max_tokens
         self.source_chars = source_chars
+        self.explanation_chars = explanation_chars
         self.seed = seed
         self.task_description = task_description
         self.criteria = criteria
@@ -279,7 +289,8 @@ class ActiveCritic(Method):
         examples = [{"sample_id": s.id, "input": s.input, "output": s.output, "context": s.context} for s in samples]
         results = run_pipeline(examples, state.prompt_state, state.demos, llm=llm, params=settings.scoring,
                                source_chars=settings.source_chars, retry=settings.retry_unparsed,
-                               weighted=settings.weighted, progress=progress)
+                               weighted=settings.weighted, explanation_chars=settings.explanation_chars,
+                               progress=progress)
         verdicts = []
         for sample, r in zip(samples, results):
             crit = r["criteria_scores"]

@@ -13,7 +13,7 @@ from ...metrics import MIN_SELECTION_COVERAGE, SelectionFitness, correlations, c
 from ...prompting import TaskInfo
 from ..base import EventSink, Progress, judge_warning
 from .examples import demo_count
-from .explained_scoring import run_pipeline
+from .explained_scoring import OVERALL_EXPLANATION_CHARS, run_pipeline
 from .settings import ActiveCriticSettings
 
 def q_objective(human: Sequence[float], pred: Sequence[float]) -> tuple[float, dict[str, float]]:
@@ -143,7 +143,8 @@ class DemonstrationSearch:
 def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, Any], *, llm: LLM, k: int,
                             n_demos: int, mode: str, threshold: float, eval_subsample: int | None, seed: int,
                             params: GenerationParams, source_chars: int, retry: bool = False,
-                            weighted: bool = False, no_positive_set: str = "fail", log: EventSink | None = None,
+                            weighted: bool = False, explanation_chars: int = OVERALL_EXPLANATION_CHARS,
+                            no_positive_set: str = "fail", log: EventSink | None = None,
                             progress: Progress | None = None
                             ) -> DemonstrationSearch:
     """Eq. 5: pick the demonstration set that maximises Q on the training split (random search over K sets).
@@ -175,7 +176,7 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
         ids = {d["sample_id"] for d in demos}
         scored = [e for e in evaluation if e["sample_id"] not in ids]
         results = run_pipeline(scored, state, demos, llm=llm, params=params, source_chars=source_chars, retry=retry,
-                               weighted=weighted,
+                               weighted=weighted, explanation_chars=explanation_chars,
                                progress=(lambda d, t, s, c=c: progress(d, t, f"demo search {c + 1}/{k}: {s}"))
                                if progress else None)
         if c == 0:
@@ -244,4 +245,5 @@ def prompt_optimization_step(examples: Sequence[dict[str, Any]], state: dict[str
         examples, state, llm=llm, k=settings.n_candidates, n_demos=n_demos, mode=settings.demo_mode,
         threshold=float(settings.bootstrap_threshold), eval_subsample=settings.eval_subsample, seed=settings.seed,
         params=settings.scoring, source_chars=settings.source_chars, retry=settings.retry_unparsed,
+        explanation_chars=settings.explanation_chars,
         weighted=settings.weighted, no_positive_set=settings.no_positive_set, log=log, progress=progress)

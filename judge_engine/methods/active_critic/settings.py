@@ -48,6 +48,8 @@ class ActiveCriticSettings:
     """Reply budget of every call."""
     source_chars: int
     """Characters of each source shown in stage-1 batches and demonstrations."""
+    explanation_chars: int
+    """Longest explanation (and error analysis) an overall-score reply may give."""
     seed: int
     """Seed of the mini-batch order, the candidate draws and stage-1 sampling."""
     task_description: str | None
