@@ -41,14 +41,17 @@ MIN_CALLS_FOR_TIMING = 20
 """Finished calls on a backend before their mean stands for it."""
 
 EMBEDDED_SECONDS_PER_COUNTED_CALL = {
-    "direct": 0.75, "geval": 0.9, "hypoeval": 0.27, "hpss": 0.65, "active_critic": 3.0, "hd_eval": 0.29,
+    "direct": 0.75, "geval": 0.9, "hypoeval": 0.27, "hpss": 0.65, "active_critic": 2.6, "hd_eval": 0.29,
 }
 """Wall seconds per counted call (:func:`counted_calls`) of each method's quick first look on the embedded
 model with no history in the store yet. A method's count is an upper bound (follow-up turns, retries and
 repeated prompts answered by the cache are counted), and its calls range from a 6-token score on a reused
 prompt prefix to a 300-token generation, so one speed per backend misjudged a look by 2-4x; measured by
-``bench first-look`` (docs/benchmarks.md, "First look") on looks before the ones the docs report (HPSS's on
-its smallest look with 100-character explanations, 2026-11-27)."""
+``bench first-look`` (docs/benchmarks.md, "First look") on looks before the ones the docs report, after the
+model was loaded without every prompt position's logits (2026-11-27). One speed serves every size of a
+method's look: Active-Critic's was 2.2 s on its smallest look, whose 256-token replies are far shorter than
+its larger looks' 768, so its default errs high (2.6 s) rather than pick a larger look that would take
+minutes longer than its estimate."""
 
 EMBEDDED_BASIS = "measured for the embedded model on 2 CPU cores"
 
@@ -56,14 +59,16 @@ EMBEDDED_REFERENCE_CHARS = 1235.0
 """Mean characters of an item (input and output) of Topical-Chat, where
 :data:`EMBEDDED_SECONDS_PER_COUNTED_CALL` were measured."""
 
-EMBEDDED_LENGTH_SHARE = {"hypoeval": 0.21, "hpss": 0.84, "active_critic": 0.41, "hd_eval": 0.43}
+EMBEDDED_LENGTH_SHARE = {"hypoeval": 0.21, "hpss": 0.84, "active_critic": 0.15, "hd_eval": 0.43}
 """The part of a method's seconds per counted call that grows with its items' length: the embedded model
 spends most of a call evaluating the prompt, and how much of the prompt is the item (and is not a prefix
 kept from the call before) differs by method. From one look per method on SummEval, whose items are 2.0x
-as long as Topical-Chat's (2026-11-27): seconds per counted call 1.21x (HypoEval), 1.85x (HPSS), 1.41x
-(Active-Critic), 1.43x (HD-Eval). Direct scoring and G-Eval, small parts of a look, are not scaled. Shorter
-items than Topical-Chat's do not make a look faster (WritingPrompt-A, items 0.68x as long: HPSS 214 s and
-Active-Critic 179 s against 221 s and 168 s on Topical-Chat), so the factor is never below 1."""
+as long as Topical-Chat's (2026-11-27): seconds per counted call 1.21x (HypoEval), 1.85x (HPSS, on a
+seeded validation subset), 1.43x (HD-Eval), and for Active-Critic 1.13x once its explanations were bounded
+(1.41x before). Direct scoring and G-Eval, small parts of a look,
+are not scaled. Shorter items than Topical-Chat's do not make a look faster (WritingPrompt-A, items 0.68x
+as long: HPSS 214 s and Active-Critic 179 s against 221 s and 168 s on Topical-Chat), so the factor is
+never below 1."""
 
 
 def length_factor(method: str, item_chars: float) -> float:
