@@ -202,6 +202,11 @@ class Method:
         """LLM calls the method will make for these sizes (before any cache hit)."""
         raise NotImplementedError
 
+    def shortest_share(self, n_train: int) -> float | None:
+        """The share of the training items, the shortest ones, that most calls read (an estimate scales the
+        time by those items' length); None: the method reads its items alike."""
+        return None
+
     @classmethod
     def params_on(cls, params: dict[str, Any], llm: Any) -> dict[str, Any]:
         """``params`` as a fit on the backend of ``llm`` (a :class:`~judge_engine.llm.LLMConfig`) will read them,

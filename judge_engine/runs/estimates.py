@@ -20,8 +20,12 @@ def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
 
 def _calls(dataset: Dataset, spec: RunSpec) -> dict[str, int]:
     n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
-    params = METHODS[spec.method].params_on(dict(spec.params), spec.llm)
-    return get_method(spec.method, params).estimate_calls(spec.train_size, n_test)
+    return _method(spec).estimate_calls(spec.train_size, n_test)
+
+
+def _method(spec: RunSpec):
+    """``spec``'s method with its parameters as a fit on its backend reads them."""
+    return get_method(spec.method, METHODS[spec.method].params_on(dict(spec.params), spec.llm))
 
 
 def counted_calls(run: RunRecord) -> int:
@@ -79,20 +83,25 @@ def length_factor(method: str, item_chars: float) -> float:
 
 
 def judged_item_chars(dataset: Dataset, spec: RunSpec) -> float:
-    """Mean characters of the items ``spec``'s run reads most: the dataset's mean item, or, for a search
-    that validates on its shortest training items (HPSS's ``validation_pick``), the mean of the same share
-    of the dataset's shortest items (the split is not drawn for an estimate)."""
-    size = spec.params.get("validation_size")
-    if spec.params.get("validation_pick") != "shortest" or not size or not spec.train_size:
+    """Mean characters of the items ``spec``'s run reads most: the dataset's mean item, or, for a method that
+    reads mostly its shortest training items (:meth:`~judge_engine.methods.Method.shortest_share`, HPSS's
+    ``validation_pick``), the mean of the same share of the dataset's shortest items (the split is not
+    drawn for an estimate)."""
+    share = _method(spec).shortest_share(spec.train_size)
+    if share is None:
         return mean_item_chars(dataset)
-    lengths = sorted(len(s.input) + len(s.output) for s in dataset.samples)
-    keep = max(1, round(len(lengths) * min(1.0, size / spec.train_size)))
+    lengths = sorted(_item_chars(s) for s in dataset.samples)
+    keep = max(1, round(len(lengths) * share))
     return sum(lengths[:keep]) / keep
+
+
+def _item_chars(sample) -> int:
+    return len(sample.input) + len(sample.output)
 
 
 def mean_item_chars(dataset: Dataset) -> float:
     """Mean characters of an item's input and output."""
-    return sum(len(s.input) + len(s.output) for s in dataset.samples) / max(1, len(dataset.samples))
+    return sum(_item_chars(s) for s in dataset.samples) / max(1, len(dataset.samples))
 
 
 LOOK_START_SECONDS = 10.0
@@ -222,8 +231,8 @@ def estimate_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baselin
 
 
 QUICK_LOOK_SECONDS = 210.0
-"""What a quick first look aims at: about three minutes, baselines included (an estimate up to 3.5 minutes
-is shown as "about 3 min")."""
+"""What a quick first look aims at: about three minutes, baselines included (an estimate under 3.5 minutes
+reads "about 3 min")."""
 
 
 @dataclass(frozen=True)

@@ -952,6 +952,12 @@ class HPSS(Method):
             except ValueError as exc:
                 raise ValueError(f"fixed_strategy: {exc}") from None
 
+    def shortest_share(self, n_train: int) -> float | None:
+        """Every strategy reads the validation items: with ``validation_pick`` ``shortest``, the shortest."""
+        if self.validation_pick != "shortest" or not self.validation_size or not n_train:
+            return None
+        return min(1.0, self.validation_size / n_train)
+
     def n_evaluations(self) -> int:
         """Strategy evaluations on the validation set."""
         if self.fixed_strategy:
