@@ -197,3 +197,9 @@ def test_probes_stability_says_its_calls_first_and_a_second_run_costs_nothing(tm
                         "--quiet", "--json")
     assert code == 0 and json.loads(out)["stability"]["n"] == 8
     assert Store(db).db["llm_cache"].count == after
+
+
+def test_a_parameter_below_its_open_ended_range_says_its_least_value(tmp_path, capsys):
+    code, _, err = _run(capsys, "run", "--method", "hpss", "--dataset", "sfres", "--aspect", "informativeness",
+                        "--params", '{"example_chars": 5}', "--db", str(tmp_path / "w.db"))
+    assert code == 2 and err.strip() == "error: example_chars=5 is too small: it must be at least 100"

@@ -121,6 +121,10 @@ class Interval:
         if not ok_type:
             raise ValueError(f"{name}={value!r} must be {KIND_WORDS.get(self.kind, 'a ' + self.kind.__name__)}")
         if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            if self.high is None:
+                raise ValueError(f"{name}={value!r} is too small: it must be at least {self.low}")
+            if self.low is None:
+                raise ValueError(f"{name}={value!r} is too large: it must be at most {self.high}")
             raise ValueError(f"{name}={value!r} is outside the allowed range [{self.low}, {self.high}]")
 
 
