@@ -11,8 +11,7 @@ from judge_engine.methods import Judge
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
-from pages import start_form
-from pages.ui import app_frame, auth, messages, probes, readers, session, tables, trust
+from pages.ui import app_frame, auth, messages, probes, readers, session, start_form, tables, trust
 
 app_frame.require_frame()
 

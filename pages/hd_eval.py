@@ -18,8 +18,8 @@ from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_no
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, fast_defaults, estimate
 from judge_engine.store import EditConflict
-from pages import run_view, start_form
-from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
+from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
+                      widgets)
 
 app_frame.require_frame()
 

@@ -19,8 +19,8 @@ from judge_engine.metrics import SelectionFitness
 from judge_engine.records import Aspect, Dataset, RunRecord
 from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import EditConflict
-from pages import run_view, start_form
-from pages.ui import app_frame, auth, messages, readers, rubric_flags, session, tables, trust, widgets
+from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
+                      widgets)
 
 app_frame.require_frame()
 

@@ -12,8 +12,7 @@ from judge_engine.methods import METHODS, describe_parameters, get_method
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec, fast_defaults, effective_status, start_run
 from judge_engine.store import NotFound
-from pages import run_view, start_form
-from pages.ui import app_frame, messages, probes, readers, session, tables, trust, widgets
+from pages.ui import app_frame, messages, probes, readers, run_view, session, start_form, tables, trust, widgets
 
 app_frame.require_frame()
 

@@ -1,6 +1,6 @@
 """Every page's fields speak a person's language, reset with the dataset they depend on, and say why not.
 
-Issue #22 points 1, 4, 6, 7 and 11 across the pages built on pages/start_form.py.
+Issue #22 points 1, 4, 6, 7 and 11 across the pages built on pages/ui/start_form.py.
 """
 
 from __future__ import annotations

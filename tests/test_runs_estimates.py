@@ -76,7 +76,7 @@ def test_a_quick_look_reads_each_methods_speed_once(store, tiny_dataset, monkeyp
 
 
 def test_the_quick_look_note_leaves_out_settings_its_size_makes_idle():
-    from pages.start_form import quick_note
+    from pages.ui.start_form import quick_note
 
     hd = runs.estimates.METHODS["hd_eval"]
     one_layer = next(s for s in hd.smaller_looks if s.get("max_layers") == 1)

@@ -127,7 +127,7 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
     """The quick look the ``method`` page's button starts on ``dataset`` with the form left as it opens.
 
     ``aspect`` None is the page's own choice (:func:`page_aspect`). Mirrors ``quick_start`` in
-    pages/start_form.py and the ``spec`` each method page builds.
+    pages/ui/start_form.py and the ``spec`` each method page builds.
     """
     from ..llm import LLMConfig
     from ..methods import METHODS

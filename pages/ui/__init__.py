@@ -22,7 +22,9 @@ and call ``messages.escape_markdown(...)``; this package re-exports nothing.
 * :mod:`.uploads` — saving an uploaded file;
 * :mod:`.table_import` — importing a user's table, its preview and column guesses;
 * :mod:`.tables` — engine records as the DataFrames the pages display;
-* :mod:`.trust` — the trust panel of a finished judge.
+* :mod:`.trust` — the trust panel of a finished judge;
+* :mod:`.start_form` — the start form every method page shares;
+* :mod:`.run_view` — a method page's runs: picker, live progress, baselines, edit history.
 
 Session keys start with ``settings_`` (backend and database settings),
 ``identity_``, or a page's own prefix (``datasets_``, ``runs_``, ...).
