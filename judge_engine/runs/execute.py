@@ -6,7 +6,7 @@ import os
 import time
 from typing import Callable
 
-from ..llm import BackendUnavailable, LLMConfig, Ledger, make_llm
+from ..llm import BackendUnavailable, EmbeddedModelUnavailable, LLMConfig, Ledger, make_llm
 from ..llm.client import LLM
 from ..methods import FitContext, Judge, get_method
 from ..records import RunRecord, RunSummary
@@ -83,6 +83,11 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         store.update_run(run_id, status="finished", stage="done", finished=time.time(), summary=summary,
                          ledger=ledger.snapshot(), message="")
         return summary
+    except EmbeddedModelUnavailable as exc:
+        # not an outage that passes: the embedded model does not run on this machine until its file or the
+        # llama.cpp build is fixed, and the message (shown by the Runs page) says how
+        store.update_run(run_id, status="failed", message=str(exc), ledger=ledger.snapshot())
+        raise
     except BackendUnavailable as exc:
         store.update_run(run_id, status="interrupted", message=f"backend unavailable: {exc}", ledger=ledger.snapshot())
         raise
