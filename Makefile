@@ -10,19 +10,55 @@ PORT ?= 8501
 # local use: only this machine can reach the app (a team deployment sets ADDRESS=0.0.0.0 and turns on sign-in)
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test test-fast lint lock install install-dev browser clean-venv
+.PHONY: run test test-fast lint lock install install-dev browser clean-venv FORCE
+
+# The embedded model's llama-cpp-python is compiled for a portable x86-64 baseline (AVX2, FMA, F16C), not with
+# llama.cpp's default -march=native: a VM whose CPU advertises AMX without enabling its tile state dies in
+# ggml's AMX kernels (SIGSEGV on ldtilecfg), and AVX-512 is absent on many CPUs (docs/models.md#portable-build).
+# The one place these flags live; docs/models.md gives the same pip command (tests/test_portable_build.py).
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+LLAMA_CPP_VERSION := $(shell sed -n 's/^llama_cpp_python==//p' requirements.lock)
 
 # installs the exact versions of the lock files; requirements*.txt keep the lower bounds for library users
 # then the package itself, editable and without dependencies (the lock has them): the judge-workbench command
-$(VENV)/.app-installed: requirements.lock pyproject.toml
+# built from source with the flags above, never from pip's wheel cache (which does not key on CMAKE_ARGS);
+# the stamp holds the flags, so a venv built natively by an older Makefile is rebuilt once
+$(VENV)/.llama-portable: FORCE
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@if [ "$$(cat $@ 2>/dev/null)" != "$(LLAMA_CPP_VERSION) $(LLAMA_CMAKE_ARGS)" ]; then \
+	  echo "compiling llama-cpp-python $(LLAMA_CPP_VERSION) for a portable x86-64 baseline (about 6 minutes, once)"; \
+	  $(PY) -m pip install --quiet --upgrade pip && \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PY) -m pip install --quiet --no-cache-dir --no-binary llama-cpp-python \
+	    --force-reinstall --no-deps "llama_cpp_python==$(LLAMA_CPP_VERSION)" && \
+	  echo "$(LLAMA_CPP_VERSION) $(LLAMA_CMAKE_ARGS)" > $@; fi
+
+# the locked dependencies without the two heavy ones (llama-cpp-python, compiled above; Ray, for one test of the
+# full suite), and the package itself, editable and without dependencies: what the unit tier needs
+$(VENV)/.base-installed: requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.lock
+	grep -v -E '^(llama_cpp_python)==' requirements.lock > $(VENV)/requirements-base.lock
+	$(PY) -m pip install --quiet -r $(VENV)/requirements-base.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.dev-installed: $(VENV)/.app-installed requirements-dev.lock
+$(VENV)/.app-installed: $(VENV)/.base-installed $(VENV)/.llama-portable
+	$(PY) -m pip install --quiet -r requirements.lock
+	touch $@
+
+$(VENV)/.dev-base-installed: $(VENV)/.base-installed requirements-dev.lock
+	grep -v -E '^(ray)==' requirements-dev.lock > $(VENV)/requirements-dev-base.lock
+	$(PY) -m pip install --quiet -r $(VENV)/requirements-dev-base.lock
+	touch $@
+
+$(VENV)/.dev-installed: $(VENV)/.app-installed $(VENV)/.dev-base-installed requirements-dev.lock
 	$(PY) -m pip install --quiet -r requirements-dev.lock
+	touch $@
+
+# ruff alone, at the locked version: linting needs nothing else
+$(VENV)/.ruff-installed: requirements-dev.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "$$(grep -E '^ruff==' requirements-dev.lock)"
 	touch $@
 
 install: $(VENV)/.app-installed
@@ -42,11 +78,12 @@ run: install
 test: install-dev browser
 	$(PY) -m pytest -q
 
-# the unit tier: scripted LLMs only (tests marked model, server or browser are left out)
-test-fast: install-dev
+# the unit tier: scripted LLMs only (tests marked model, server or browser are left out); it neither compiles
+# llama-cpp-python nor installs Ray
+test-fast: $(VENV)/.dev-base-installed
 	$(PY) -m pytest -q -m "not model and not server and not browser"
 
-lint: install-dev
+lint: $(VENV)/.ruff-installed
 	$(VENV)/bin/ruff check .
 
 # re-resolve requirements.txt and requirements-dev.txt against the index and pin what resolves

@@ -1,8 +1,8 @@
 """Benchmarks of the engine: speed, cost and alignment side by side.
 
 Run one with ``python -m judge_engine.bench SUBCOMMAND [options]``; each prints
-a table and writes its result as JSON under ``data/bench/`` (``--out`` to
-change). Subcommands, one module each:
+a table and writes its result as JSON under ``data/bench/`` of a clone, or the
+user data directory's ``bench/`` for an installed package (``--out`` to change). Subcommands, one module each:
 
 ``replay``       :mod:`.replay`       a finished run repeated: calls made and speedup
 ``overhead``     :mod:`.overhead`     engine call path (cache off) vs raw llama-cpp-python
@@ -16,6 +16,7 @@ change). Subcommands, one module each:
 ``score-scale``  :mod:`.score_scale`  ``score`` vs the plain openai client at 16/64/256 in flight, warm cache, memory
 ``first-look``   :mod:`.first_look`   each page's "Quick first look" with its baselines: wall time vs the estimate shown
 ``prefix-reuse`` :mod:`.prefix_reuse` a store's llama.cpp calls again: prompt tokens evaluated, prefix states vs one slot
+``verdicts``     :mod:`.verdicts`     each trust verdict and probe claim: false-alarm rate under a null, power where planted
 
 Rules every benchmark follows: a speed figure is a ratio of two arms
 measured in the same process, the arms interleaved (A B, then B A, ...) and
@@ -37,7 +38,16 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = ROOT / "data" / "bench"
+
+
+def default_out() -> Path:
+    """``data/bench/`` of the clone this package runs from; for an installed package (whose root is
+    site-packages, never to be written into) ``<user data dir>/bench``."""
+    if (ROOT / "app.py").is_file() and (ROOT / "judge_engine").is_dir() and (ROOT / "pyproject.toml").is_file():
+        return ROOT / "data" / "bench"
+    from ..paths import user_data_dir
+
+    return user_data_dir() / "bench"
 
 Arm = Callable[[int], Any]
 """One arm of a comparison: called with the repeat index, does the work once."""
@@ -115,7 +125,7 @@ def _round(value: Any) -> Any:
 
 def write(doc: dict[str, Any], out: str | os.PathLike | None = None) -> Path:
     """Write ``doc`` as ``<out>/<benchmark>.json`` (latest) and a timestamped copy; returns the latest path."""
-    folder = Path(out) if out else DEFAULT_OUT
+    folder = Path(out) if out else default_out()
     folder.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_round(doc), indent=2, ensure_ascii=False, default=str)
     stamp = doc["date"].replace(":", "").replace("-", "")[:15]
@@ -127,7 +137,7 @@ def write(doc: dict[str, Any], out: str | os.PathLike | None = None) -> Path:
 
 def latest(benchmark: str, out: str | os.PathLike | None = None) -> dict[str, Any] | None:
     """The last result :func:`write` wrote for ``benchmark`` in ``out``, or None (none yet, or unreadable)."""
-    path = (Path(out) if out else DEFAULT_OUT) / f"{benchmark}.json"
+    path = (Path(out) if out else default_out()) / f"{benchmark}.json"
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -16,6 +16,8 @@ Examples::
     python -m judge_engine.bench score-scale --items 8000 --levels 16 64 256 --memory-sizes 10000 1000000
     python -m judge_engine.bench first-look --methods hypoeval hpss --repeats 3 --timeout-min 20
     python -m judge_engine.bench prefix-reuse --db data/workbench.db --limit 300 --repeats 2
+    python -m judge_engine.bench cpu-build --other /tmp/native-build --repeats 5
+    python -m judge_engine.bench verdicts --draws 200 --seed 0 --out verdicts.md
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile",
                "structured": "structured", "simulate": "simulate",
                "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
-               "prefix-reuse": "prefix_reuse"}
+               "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts"}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m judge_engine.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=None, help="folder for the JSON results (default data/bench/)")
+    parser.add_argument("--out", default=None, help="folder for the JSON results (default: data/bench/ of a "
+                        "clone, else bench/ in the user data folder)")
     sub = parser.add_subparsers(dest="benchmark", required=True)
     for name, module in SUBCOMMANDS.items():
         mod = importlib.import_module(f".{module}", __package__)
