@@ -51,11 +51,12 @@ import math
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
 from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
 from scipy import stats
+
+from ._records import COEFFICIENTS, LEVELS, Correlation, LevelInfo, MetaEvalReport
 
 __all__ = [
     "LEVELS",
@@ -64,6 +65,7 @@ __all__ = [
     "LevelInfo",
     "MetaEvalReport",
     "SelectionFitness",
+    "MIN_SELECTION_COVERAGE",
     "correlations",
     "coverage_adjusted",
     "correlation_p_value",
@@ -73,13 +75,11 @@ __all__ = [
     "meta_evaluate",
     "sample_correlation",
     "retest_agreement",
+    "slice_difference_tests",
+    "spread_ratio",
+    "rate_interval",
 ]
 
-LEVELS = ("sample", "group", "system")
-"""Meta-evaluation levels, see the module docstring."""
-
-COEFFICIENTS = ("pearson", "spearman", "kendall")
-"""Correlation coefficients reported, in this order."""
 
 _SCIPY_WARNINGS = tuple(
     w
@@ -108,121 +108,6 @@ class _Quiet:
     def __exit__(self, *exc: Any) -> None:
         self._np.__exit__(*exc)
         self._cm.__exit__(*exc)
-
-
-@dataclass(frozen=True)
-class Correlation:
-    """A correlation coefficient with its bootstrap confidence interval.
-
-    Attributes
-    ----------
-    value : float
-        Point estimate on the full data (NaN when undefined).
-    ci_low, ci_high : float
-        Bounds of the bootstrap percentile interval (NaN when bootstrapping
-        was disabled or no resample gave a defined value).
-    """
-
-    value: float
-    ci_low: float
-    ci_high: float
-
-
-@dataclass(frozen=True)
-class LevelInfo:
-    """Counts describing what a level computation used.
-
-    Attributes
-    ----------
-    n : int
-        Items with both a human and a predicted score.
-    n_groups : int
-        Group level: groups whose correlation entered the mean. System level:
-        distinct groups (used as bootstrap units) when groups were given.
-        Sample level: 0.
-    groups_skipped : int
-        Group level only: groups skipped because either side is constant (this
-        includes groups with fewer than two items).
-    n_systems : int
-        Distinct systems among the items (0 when systems were not given).
-    """
-
-    n: int
-    n_groups: int = 0
-    groups_skipped: int = 0
-    n_systems: int = 0
-
-
-def _nan_to_none(x: float) -> float | None:
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
-@dataclass(frozen=True)
-class MetaEvalReport:
-    """Result of :func:`meta_evaluate` for one aspect at one level.
-
-    Attributes
-    ----------
-    level : str
-        One of :data:`LEVELS`.
-    pearson, spearman, kendall : Correlation
-        Point estimates with bootstrap confidence intervals.
-    n : int
-        Items with both a human and a predicted score.
-    n_missing : int
-        Items whose prediction was missing (``None``/NaN, e.g. parse failures);
-        they were excluded, never imputed.
-    n_groups : int
-        Groups used (see :class:`LevelInfo`); 0 at sample level.
-    groups_skipped : int
-        Groups skipped at group level because either side is constant or has
-        fewer than two items.
-    n_systems : int
-        Distinct systems among the items (0 when systems were not given).
-    ci_note : str
-        Why the intervals are withheld ("" when they are not): too few
-        bootstrap units (see :data:`MIN_BOOTSTRAP_UNITS`).
-    """
-
-    level: str
-    pearson: Correlation
-    spearman: Correlation
-    kendall: Correlation
-    n: int
-    n_missing: int
-    n_groups: int
-    groups_skipped: int
-    n_systems: int
-    ci_note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able dict.
-
-        Returns
-        -------
-        dict
-            ``{"level", "pearson", "spearman", "kendall", "pearson_ci",
-            "spearman_ci", "kendall_ci", "n", "n_missing", "n_groups",
-            "groups_skipped", "n_systems", "ci_note"}``; coefficients are floats, CIs are
-            ``[low, high]`` lists. Undefined values (NaN) become ``None`` so
-            that :func:`json.dumps` writes valid JSON (``null``).
-        """
-        out: dict[str, Any] = {"level": self.level}
-        for m in COEFFICIENTS:
-            out[m] = _nan_to_none(getattr(self, m).value)
-        for m in COEFFICIENTS:
-            c = getattr(self, m)
-            out[f"{m}_ci"] = [_nan_to_none(c.ci_low), _nan_to_none(c.ci_high)]
-        out.update(
-            n=int(self.n),
-            n_missing=int(self.n_missing),
-            n_groups=int(self.n_groups),
-            groups_skipped=int(self.groups_skipped),
-            n_systems=int(self.n_systems),
-            ci_note=self.ci_note,
-        )
-        return out
 
 
 # --------------------------------------------------------------------------- helpers
@@ -322,133 +207,6 @@ def correlation(human: Sequence[float], pred: Sequence[float], coefficient: str)
         return math.nan
     with _Quiet():
         return float(_COEFFICIENT[coefficient](*pairs))
-
-
-MIN_SELECTION_COVERAGE = 0.8
-"""Share of the items a candidate must score to be selected automatically (see :func:`coverage_adjusted`)."""
-
-
-@dataclass(frozen=True)
-class SelectionFitness:
-    """How a candidate (hypothesis, prompt strategy, demonstration set) did on the items it was tried on.
-
-    Attributes
-    ----------
-    value : float
-        What selection ranks by: ``correlation * coverage``; NaN when the
-        candidate is not eligible (too few items scored, undefined correlation).
-    correlation : float
-        The coefficient on the items it scored (NaN when undefined).
-    coverage : float
-        Share of the items it gave a score for.
-    n_scored, n : int
-        Items scored, items tried.
-    reason : str
-        Why ``value`` is NaN ("" when it is defined).
-    """
-
-    value: float
-    correlation: float
-    coverage: float
-    n_scored: int
-    n: int
-    reason: str = ""
-
-    @property
-    def selectable(self) -> bool:
-        """Whether selection may keep it on its own: eligible and agreeing with the humans (correlation > 0).
-
-        A candidate at or below zero correlation on the training items is never
-        adopted silently; a person may still accept it.
-        """
-        return math.isfinite(self.value) and self.correlation > 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": _nan_to_none(self.value), "correlation": _nan_to_none(self.correlation),
-                "coverage": round(self.coverage, 4), "n_scored": self.n_scored, "n": self.n, "reason": self.reason}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "SelectionFitness":
-        """The record :meth:`to_dict` stored (its nulls read back as NaN)."""
-        def number(key: str) -> float:
-            return math.nan if d.get(key) is None else float(d[key])
-        return cls(value=number("value"), correlation=number("correlation"), coverage=float(d.get("coverage") or 0.0),
-                   n_scored=int(d.get("n_scored") or 0), n=int(d.get("n") or 0), reason=str(d.get("reason") or ""))
-
-
-def correlation_p_value(r: float, n: int) -> float:
-    """Two-sided p-value of a correlation ``r`` over ``n`` items under no relation (NaN when undefined).
-
-    The t-test with ``n - 2`` degrees of freedom that :func:`scipy.stats.pearsonr` performs (and that
-    :func:`scipy.stats.spearmanr` uses as its approximation), computed from the figure alone, because the
-    training figures a judge is chosen on are stored as a coefficient and a count, not as the items.
-    """
-    if n < 3 or r is None or not math.isfinite(r):
-        return math.nan
-    r = min(1.0, abs(float(r)))
-    if r >= 1.0:
-        return 0.0
-    t = r * math.sqrt((n - 2) / (1.0 - r * r))
-    return float(2.0 * stats.t.sf(t, n - 2))
-
-
-def items_for_significance(r: float, *, alpha: float = 0.05, limit: int = 100_000) -> int | None:
-    """Fewest items on which a positive correlation as large as ``r`` is significant at two-sided ``alpha``.
-
-    None when ``r`` is not positive or would need more than ``limit`` items. The p-value falls with n for a
-    fixed r, so a bisection over n finds the threshold.
-    """
-    if r is None or not math.isfinite(r) or r <= 0:
-        return None
-    if correlation_p_value(r, limit) >= alpha:
-        return None
-    low, high = 3, limit
-    while low < high:
-        mid = (low + high) // 2
-        if correlation_p_value(r, mid) < alpha:
-            high = mid
-        else:
-            low = mid + 1
-    return low
-
-
-def coverage_adjusted(correlation: float, n_scored: int, n: int, *,
-                      min_coverage: float = MIN_SELECTION_COVERAGE) -> SelectionFitness:
-    """A candidate's selection fitness: its correlation shrunk by the share of items it failed to score.
-
-    A correlation computed on the items a candidate happened to score says
-    nothing about the items it could not score, so a prompt that parses on 2
-    of 10 items and correlates perfectly there must not beat one that scores
-    all 10 slightly less well. The rule: below ``min_coverage`` (default
-    :data:`MIN_SELECTION_COVERAGE`) a candidate is not eligible (value NaN);
-    above it the fitness is ``correlation * coverage``, as if every unscored
-    item had contributed no agreement at all.
-
-    Examples
-    --------
-    >>> coverage_adjusted(0.9, 2, 10).selectable
-    False
-    >>> coverage_adjusted(0.6, 9, 10).value < coverage_adjusted(0.56, 10, 10).value
-    True
-    """
-    coverage = n_scored / n if n else 0.0
-    if not math.isfinite(correlation):
-        return SelectionFitness(math.nan, math.nan, coverage, n_scored, n,
-                                "no correlation (fewer than 2 items scored, or constant scores)")
-    if coverage < min_coverage:
-        return SelectionFitness(math.nan, correlation, coverage, n_scored, n,
-                                f"scored {n_scored} of {n} items (needs {min_coverage:.0%})")
-    return SelectionFitness(correlation * coverage, correlation, coverage, n_scored, n)
-
-
-def selection_fitness(human: Sequence[float], pred: Sequence[float], *, coefficient: str = "pearson",
-                      min_coverage: float = MIN_SELECTION_COVERAGE) -> SelectionFitness:
-    """:func:`coverage_adjusted` of a sample-level ``coefficient`` (missing predictions are NaN/None)."""
-    if coefficient not in COEFFICIENTS:
-        raise ValueError(f"coefficient must be one of {COEFFICIENTS}, not {coefficient!r}")
-    p = _as_float_array(pred, "pred")
-    n_scored = int(np.isfinite(p).sum())
-    return coverage_adjusted(correlations(human, pred)[coefficient], n_scored, len(p), min_coverage=min_coverage)
 
 
 GROUP_TABLE_MEMO = 64
@@ -916,60 +674,10 @@ def meta_evaluate(
     )
 
 
-def sample_correlation(x: Sequence[float], y: Sequence[float], *, statistic: str = "spearman",
-                       n_bootstrap: int = 1000, confidence: float = 0.95, seed: int | None = 0) -> Correlation:
-    """One coefficient over items (sample level) with its bootstrap percentile interval.
-
-    The same point estimate and resampling as :func:`meta_evaluate` at sample level, computing only the
-    asked coefficient per resample: meta_evaluate computes all three, and Kendall's tau, one scipy call per
-    resample, is most of its time. Items where either side is missing are dropped; with fewer than
-    :data:`MIN_BOOTSTRAP_UNITS` items the bounds are NaN.
-    """
-    if statistic not in COEFFICIENTS:
-        raise ValueError(f"statistic must be one of {COEFFICIENTS}, got {statistic!r}")
-    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    keep = np.isfinite(a) & np.isfinite(b)
-    a, b = a[keep], b[keep]
-    value = correlation(a, b, statistic) if a.size else math.nan
-    low = high = math.nan
-    if n_bootstrap > 0 and a.size >= MIN_BOOTSTRAP_UNITS and math.isfinite(value):
-        rng = np.random.default_rng(seed)
-        if statistic == "spearman":  # the same resamples, as draw counts: no resample is sorted
-            reps = _resampled_spearman(a, b, _resample_weights(rng, a.size, n_bootstrap))
-        else:
-            idx = rng.integers(0, a.size, size=(n_bootstrap, a.size))
-            reps = _rowwise_correlations(a[idx], b[idx], only=statistic)[:, COEFFICIENTS.index(statistic)]
-        alpha = (1.0 - confidence) / 2.0
-        with _Quiet():
-            low, high = np.nanpercentile(reps, [100.0 * alpha, 100.0 * (1.0 - alpha)])
-    return Correlation(float(value), float(low), float(high))
-
-
-def retest_agreement(scores: np.ndarray, *, statistic: str = "spearman", n_bootstrap: int = 1000,
-                     confidence: float = 0.95, seed: int | None = 0) -> tuple[Correlation, int]:
-    """Test-retest agreement of repeated scorings: the mean pairwise coefficient between repeats.
-
-    ``scores`` has one row per repeat and one column per item; items missing in any repeat are dropped.
-    The interval resamples items (the same items for every pair). Returns the figure and the number of
-    items it rests on; with fewer than two repeats, or :data:`MIN_BOOTSTRAP_UNITS` items, bounds are NaN.
-    """
-    if statistic not in COEFFICIENTS:
-        raise ValueError(f"statistic must be one of {COEFFICIENTS}, got {statistic!r}")
-    x = np.asarray(scores, dtype=float)
-    if x.ndim != 2 or x.shape[0] < 2:
-        return Correlation(math.nan, math.nan, math.nan), int(x.shape[-1]) if x.ndim else 0
-    x = x[:, np.all(np.isfinite(x), axis=0)]
-    n = x.shape[1]
-    pairs = [(a, b) for a in range(x.shape[0]) for b in range(a + 1, x.shape[0])]
-    with _Quiet():
-        value = float(np.nanmean([correlations(x[a], x[b])[statistic] for a, b in pairs])) if n >= 2 else math.nan
-    low = high = math.nan
-    if n_bootstrap > 0 and n >= MIN_BOOTSTRAP_UNITS and math.isfinite(value):
-        idx = np.random.default_rng(seed).integers(0, n, size=(n_bootstrap, n))
-        col = COEFFICIENTS.index(statistic)
-        reps = np.stack([_rowwise_correlations(x[a][idx], x[b][idx], only=statistic)[:, col] for a, b in pairs])
-        alpha = (1.0 - confidence) / 2.0
-        with _Quiet():
-            means = np.nanmean(reps, axis=0)
-            low, high = np.nanpercentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)])
-    return Correlation(value, float(low), float(high)), n
+# Jobs kept apart by module, re-exported here so ``from judge_engine.metrics import X`` reads every name. They
+# are imported last because they use the helpers above (``from . import ...`` reads the partly built package).
+from ._selection import (  # noqa: E402
+    MIN_SELECTION_COVERAGE, SelectionFitness, correlation_p_value, coverage_adjusted, items_for_significance,
+    selection_fitness)
+from ._repeat import retest_agreement, sample_correlation  # noqa: E402
+from ._probes import rate_interval, slice_difference_tests, spread_ratio  # noqa: E402
