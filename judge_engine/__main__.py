@@ -78,9 +78,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _execute(store, run_id: int, *, quiet: bool) -> int:
     from .runs import execute_run
 
+    from .runs.supervisor import fatal_errors_logged
+
     progress, close = _progress_bar(quiet)
     try:
-        summary = execute_run(store, run_id, progress=progress)
+        with fatal_errors_logged(store.path, run_id):  # a crash in native code leaves its Python stack in the log
+            summary = execute_run(store, run_id, progress=progress)
     finally:
         close()
     from .trust import trust_report
@@ -92,13 +95,27 @@ def _execute(store, run_id: int, *, quiet: bool) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    from .runs import exits, supervisor
     from .store import Store
 
-    return _execute(Store(args.db), args.run_id, quiet=args.quiet)
+    store = Store(args.db)
+    supervisor.settle(store, args.run_id)  # a worker found gone is recorded first: it counts as a death below
+    death = exits.last_death(store, args.run_id)
+    if death is not None and store.run(args.run_id).message == death.reason and not os.environ.get(
+            supervisor.RUN_LOG_ENV):  # a worker's own log would only get the tail again
+        tail = "".join(f"\n    {line}" for line in death.log_tail.splitlines())
+        print(f"run {args.run_id}: {death.reason}" + (f"; the last lines of its log:{tail}" if tail else ""),
+              file=sys.stderr)
+    repeated = exits.repeated_death(store, args.run_id)
+    if repeated is not None and not args.force:
+        raise ValueError(exits.refusal(args.run_id, repeated))
+    return _execute(store, args.run_id, quiet=args.quiet)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from .runs import effective_status, ended_without_judge
+    from .runs.exits import last_death
+    from .runs.supervisor import found_gone
     from .store import STOPPED_STATUSES, Store
     from .trust import one_line, trust_report
 
@@ -121,7 +138,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
         if status in STOPPED_STATUSES and not summary:
             # its step count and an "n/a" figure say nothing; why it stopped does
             why = ended_without_judge(r)
-            reason = " ".join((why or r.message or "no reason recorded").split())
+            death = found_gone(store, r) or last_death(store, r.id)  # how its worker died, when it did
+            if death is not None and r.message not in ("", death.reason):
+                death = None  # a later end recorded its own reason
+            reason = why or r.message or (death.reason if death else "") or "no reason recorded"
+            if death is not None and death.last_line:
+                reason += f" (log: {death.last_line})"
+            reason = " ".join(reason.split())
             said = "ended without a judge" if why else f"stopped at step {r.done} of {r.total}"
             print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} {said}: {reason[:300]}")
             continue
@@ -376,6 +399,8 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
 
     resume = sub.add_parser("resume", help="continue an interrupted or failed run")
     resume.add_argument("run_id", type=int)
+    resume.add_argument("--force", action="store_true",
+                        help="resume even a run whose worker died by a signal twice at the same step")
     resume.set_defaults(func=cmd_resume)
 
     runs = sub.add_parser("runs", help="list stored runs")

@@ -33,10 +33,10 @@ def test_killed_worker_process_is_shown_interrupted_and_resumes(tmp_path, shared
     while len(store.scored_ids(run_id)) < 3 and time.time() < deadline:
         assert proc.poll() is None, (db.parent / "logs" / f"run-{run_id}.log").read_text()
         time.sleep(0.3)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
+    os.killpg(store.run(run_id).pid, signal.SIGKILL)  # the worker (and its group), not its supervisor
+    proc.wait()  # the supervisor ends once it has recorded the death
     run = store.run(run_id)
-    assert effective_status(run) == "interrupted"
+    assert effective_status(run) == "interrupted" and run.message.startswith("worker died by SIGKILL at ")
     scored_before = len(store.scored_ids(run_id))
     calls_before = run.ledger.calls
     summary = execute_run(store, run_id)
@@ -172,8 +172,9 @@ def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run
         time.sleep(0.2)
     assert _HalfAnswering.waiting and effective_status(store.run(run_id)) == "running", log.read_text()
 
+    worker = store.run(run_id).pid  # start_run's process is the worker's supervisor, which is never signalled
     stopped = stop_run(store, run_id, actor="tester", grace_s=5.0)
-    assert stopped.stopped and stopped.status == "interrupted" and stopped.signalled == (proc.pid,)
+    assert stopped.stopped and stopped.status == "interrupted" and stopped.signalled == (worker,) != (proc.pid,)
     assert stopped.message.startswith(f"Run #{run_id} stopped") and "Runs page" in stopped.message
     deadline = time.time() + 10
     while proc.returncode is None and time.time() < deadline:  # set by start_run's reaper thread

@@ -20,6 +20,9 @@ Modules, one job each:
   (:func:`effective_status`), stopping it so that the run resumes later without paying again (:func:`stop_run`,
   :func:`stop_runs`), and the other runs taking turns on a model that answers one call at a time
   (:func:`busy_with`, :func:`busy_note`).
+- :mod:`.supervisor`: the process that waits for a worker and records how it died when it could not (run as
+  ``python -m judge_engine.runs.supervisor``, so not imported here); :mod:`.exits`: those ends, read by the
+  ``runs`` and ``resume`` commands and the pages, and a run that died twice at one step (:func:`.exits.repeated_death`).
 - :mod:`.launching`: :func:`launch`, a run with its baselines on exactly its split, and which runs are
   comparable with it (:func:`runs_on_same_split`).
 - :mod:`.estimates`: LLM calls (:func:`estimate`) and wall time (:func:`estimate_duration`) before a run starts,

@@ -1,7 +1,8 @@
 """Worker processes: a run executed in a detached ``python -m judge_engine resume``, whether it still lives, how
 it is stopped, and who else is using a backend that answers one call at a time.
 
-- :func:`start_run` starts the worker; :func:`effective_status` tells a run whose worker died from a live one.
+- :func:`start_run` starts the worker under a supervisor that records how it ended when it could not
+  (:mod:`.supervisor`); :func:`effective_status` tells a run whose worker died from a live one.
 - :func:`stop_run` (:func:`stop_runs` for several at once) interrupts the worker the way Ctrl-C would: the run
   keeps what it computed and resumes later without paying again for a call already made.
 - :func:`busy_with` lists the other runs calling the embedded model right now (llama.cpp answers one call at a
@@ -23,6 +24,7 @@ from typing import Iterable, Sequence
 from ..llm import LLMConfig
 from ..records import RunRecord
 from ..store import LIVE_STATUSES, ReadOnly, Store
+from .exits import STOPPED, WorkerExit, record_exit
 
 HEARTBEAT_STALE_S = 90.0
 """A queued run that no worker picked up within this many seconds is shown as interrupted."""
@@ -55,10 +57,13 @@ def effective_status(run: RunRecord) -> str:
 
 
 def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
-              log_dir: str | Path | None = None) -> subprocess.Popen:
-    """Execute run ``run_id`` in a detached worker process (``python -m judge_engine resume``).
+              log_dir: str | Path | None = None, force: bool = False) -> subprocess.Popen:
+    """Execute run ``run_id`` in a detached worker (``python -m judge_engine resume``) under its supervisor.
 
-    The API key, if any, reaches the worker through its environment only; it
+    The returned process is the supervisor (:mod:`.supervisor`), detached in a session of its own: it starts
+    the worker, outlives the app, and records the worker's end (signal or exit code, step, log tail) when the
+    worker could not. ``force`` resumes even a run whose worker died twice at the same step
+    (:func:`.exits.repeated_death`). The API key, if any, reaches the worker through its environment only; it
     is not written to the database, the command line or the log.
     """
     db_path = Path(db_path)
@@ -68,14 +73,16 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
         env[LLMConfig.from_dict(run.llm).api_key_env] = api_key
     log_dir = Path(log_dir) if log_dir else db_path.parent / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    log = open(log_dir / f"run-{run_id}.log", "ab")
+    log_path = log_dir / f"run-{run_id}.log"
+    log = open(log_path, "ab")
     repo = Path(__file__).resolve().parents[2]  # judge_engine/runs/workers.py -> the repository
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
-    proc = subprocess.Popen([sys.executable, "-m", "judge_engine", "resume", str(run_id), "--db", str(db_path),
-                             "--quiet"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.supervisor", str(run_id), "--db", str(db_path),
+                             "--log", str(log_path), *(["--force"] if force else [])],
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env, cwd=str(repo), start_new_session=True)
-    log.close()  # the worker holds its own copy
-    # reap the worker when it ends, so a long-lived app process does not collect zombies
+    log.close()  # the supervisor holds its own copy
+    # reap the supervisor when it ends, so a long-lived app process does not collect zombies
     threading.Thread(target=proc.wait, name=f"reap-run-{run_id}", daemon=True).start()
     return proc
 
@@ -170,7 +177,7 @@ def worker_pids(store: Store, run_id: int) -> list[int]:
 
 def _signal(pid: int, sig: int) -> None:
     try:
-        if os.getpgid(pid) == pid:  # a worker leads its own session: its group goes with it
+        if os.getpgid(pid) == pid:  # a worker leads its own process group: what it started goes with it
             os.killpg(pid, sig)
         else:
             os.kill(pid, sig)
@@ -212,6 +219,10 @@ def stop_runs(store: Store, run_ids: Iterable[int], *, actor: str = "", reason: 
         if on_record and on_record not in pids and is_worker(on_record, store, r):
             pids.append(on_record)
         workers[r] = pids
+    for r in live:  # before any signal: the supervisor then records the worker's end as this stop, not a crash
+        run = before[r]
+        record_exit(store, WorkerExit(r, STOPPED, time.time(), stage=run.stage, done=run.done, total=run.total,
+                                      pid=run.pid, note=reason))
     signalled = sorted({p for pids in workers.values() for p in pids})
     for pid in signalled:
         _signal(pid, signal.SIGINT)

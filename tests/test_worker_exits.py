@@ -1,0 +1,240 @@
+"""A worker that dies says why (:mod:`judge_engine.runs.supervisor`, :mod:`judge_engine.runs.exits`): a real
+worker held on a reply and killed with SIGSEGV or SIGKILL leaves its run interrupted with the signal, the step
+and its log's last lines; ``runs`` prints them; a second death by a signal at the same step makes ``resume``
+refuse unless forced; a deliberate stop is recorded as the stop; an unsupervised ``resume`` killed by SIGSEGV
+is told from faulthandler's lines in the run's log."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from judge_engine.__main__ import main
+from judge_engine.llm import LLMConfig
+from judge_engine.runs import RunSpec, create_run, effective_status, start_run, stop_run
+from judge_engine.runs.exits import (DIED, STOPPED, WorkerExit, last_death, log_tail, marker, record_exit,
+                                     repeated_death, signal_in_log, signal_name, worker_exits)
+from judge_engine.store import Store
+
+SECRET = "sk-test-never-written-0123456789"
+
+
+class _Holding(BaseHTTPRequestHandler):
+    """An OpenAI-compatible stub that answers the first three distinct prompts and holds every other request
+    until ``release`` is set; ``held`` counts the requests it has held."""
+
+    answered: set[str] = set()
+    held = 0
+    release = threading.Event()
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        prompt = body["messages"][-1]["content"]
+        cls = type(self)
+        if prompt not in cls.answered and len(cls.answered) >= 3 and not cls.release.is_set():
+            cls.held += 1
+            cls.release.wait()
+            return  # the worker that asked is gone
+        cls.answered.add(prompt)
+        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
+                           "choices": [{"index": 0, "finish_reason": "stop",
+                                        "message": {"role": "assistant", "content": "[[3]]"}}],
+                           "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).encode()
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            pass
+
+
+@pytest.fixture
+def holding(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # in every worker's environment: never in what is kept
+    _Holding.answered, _Holding.held, _Holding.release = set(), 0, threading.Event()
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Holding)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    _Holding.release.set()
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def held_run(tmp_path: Path, url: str, tiny_dataset) -> tuple[Path, Store, int]:
+    db = tmp_path / "exits.db"
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    llm = LLMConfig(backend="openai", base_url=url, model="stub", concurrency=1, max_retries=0, timeout=60)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9,
+                                       llm=llm))
+    return db, store, run_id
+
+
+def wait_held(store: Store, run_id: int, held_before: int, log: Path) -> int:
+    """Wait until the run's worker is held on its fourth prompt; its pid."""
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        run = store.run(run_id)
+        if _Holding.held > held_before and run.status == "running" and run.done == 3:
+            return run.pid
+        time.sleep(0.2)
+    raise AssertionError(f"the worker was never held: {store.run(run_id)}\n{log.read_text()}")
+
+
+def wait_ended(proc: subprocess.Popen) -> None:
+    deadline = time.time() + 60
+    while proc.returncode is None and time.time() < deadline:  # set by start_run's reaper thread
+        time.sleep(0.1)
+    assert proc.returncode is not None, "the supervisor did not end with its worker"
+
+
+def kill_held_worker(db: Path, store: Store, run_id: int, sig: int, **start) -> tuple[subprocess.Popen, int]:
+    proc = start_run(db, run_id, **start)
+    pid = wait_held(store, run_id, _Holding.held, db.parent / "logs" / f"run-{run_id}.log")
+    assert pid != proc.pid, "the worker is not its supervisor"
+    os.kill(pid, sig)
+    wait_ended(proc)
+    return proc, pid
+
+
+def test_a_worker_killed_by_sigsegv_twice_at_one_step_is_named_and_not_resumed_unless_forced(
+        tmp_path, holding, tiny_dataset, capsys):
+    db, store, run_id = held_run(tmp_path, holding, tiny_dataset)
+    proc, pid = kill_held_worker(db, store, run_id, signal.SIGSEGV)
+    assert proc.returncode == 128 + signal.SIGSEGV
+    run = store.run(run_id)
+    assert run.status == effective_status(run) == "interrupted"
+    assert run.message == "worker died by SIGSEGV at scoring (step 3 of 9)"
+    death = last_death(store, run_id)
+    assert (death.returncode, death.pid) == (-signal.SIGSEGV, pid)
+    # faulthandler in the worker wrote the Python stack before the process died
+    assert "Fatal Python error: Segmentation fault" in death.log_tail and "File " in death.log_tail
+    assert len(death.log_tail.splitlines()) <= 20
+    assert repeated_death(store, run_id) is None, "one death is not a pattern"
+
+    assert main(["runs", "--db", str(db)]) == 0
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith(str(run_id))][0]
+    assert "worker died by SIGSEGV at scoring (step 3 of 9)" in line
+    assert "log: Fatal Python error: Segmentation fault" in line
+
+    kill_held_worker(db, store, run_id, signal.SIGSEGV)  # resumed as the page's button does: the same crash
+    assert len([e for e in worker_exits(store, run_id) if e.kind == DIED]) == 2
+    assert main(["resume", str(run_id), "--db", str(db), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the last lines of its log:" in err and "Fatal Python error: Segmentation fault" in err
+    assert f"run {run_id}'s worker died by SIGSEGV twice at scoring (step 3 of 9)" in err
+    assert "make clean-venv && make install" in err and "--force" in err and "Traceback" not in err
+    assert store.run(run_id).status == "interrupted", "nothing was resumed"
+
+    _Holding.release.set()
+    assert main(["resume", str(run_id), "--db", str(db), "--quiet", "--force"]) == 0
+    assert store.run(run_id).status == "finished"
+    assert repeated_death(store, run_id) is None
+    store.close()
+    kept = b"".join(p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    assert SECRET.encode() not in kept, "the key is in no database row and no log"
+
+
+def test_a_worker_killed_by_sigkill_is_named_and_a_stop_is_recorded_as_the_stop(tmp_path, holding, tiny_dataset,
+                                                                              capsys):
+    db, store, run_id = held_run(tmp_path, holding, tiny_dataset)
+    proc, _ = kill_held_worker(db, store, run_id, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGKILL
+    assert store.run(run_id).message == "worker died by SIGKILL at scoring (step 3 of 9)"
+    assert main(["runs", "--db", str(db)]) == 0
+    assert "worker died by SIGKILL at scoring (step 3 of 9)" in capsys.readouterr().out
+
+    proc = start_run(db, run_id)
+    pid = wait_held(store, run_id, _Holding.held, db.parent / "logs" / f"run-{run_id}.log")
+    stopped = stop_run(store, run_id, actor="tester", grace_s=5.0)
+    assert stopped.stopped and stopped.signalled == (pid,), "the worker is signalled, not its supervisor"
+    wait_ended(proc)
+    run = store.run(run_id)
+    assert run.status == "interrupted" and run.message.startswith("stopped by tester at "), run.message
+    assert [e.kind for e in worker_exits(store, run_id)] == [DIED, STOPPED], "the stop is no crash"
+    assert last_death(store, run_id) is None and repeated_death(store, run_id) is None
+
+
+def test_an_unsupervised_worker_killed_by_sigsegv_is_told_from_its_log_and_recorded_on_resume(
+        tmp_path, holding, tiny_dataset, capsys):
+    """What ``judge-workbench run``/``resume`` in a terminal leave when a fatal signal ends them: no supervisor
+    records it, but faulthandler's lines in the run's log name the signal."""
+    db, store, run_id = held_run(tmp_path, holding, tiny_dataset)
+    env = {k: v for k, v in os.environ.items() if k not in ("JUDGE_WORKBENCH_RUN_LOG", "PYTHONFAULTHANDLER")}
+    repo = Path(__file__).resolve().parents[1]
+    cli = subprocess.Popen([sys.executable, "-m", "judge_engine", "resume", str(run_id), "--db", str(db), "--quiet"],
+                           cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        pid = wait_held(store, run_id, 0, db.parent / "logs" / f"run-{run_id}.log")
+        assert pid == cli.pid
+        os.kill(pid, signal.SIGSEGV)
+        assert cli.wait(timeout=60) == -signal.SIGSEGV
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+    assert store.run(run_id).status == "running" and effective_status(store.run(run_id)) == "interrupted"
+    assert main(["runs", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "worker died by SIGSEGV (named in its log) at scoring (step 3 of 9)" in out, out
+
+    _Holding.release.set()
+    assert main(["resume", str(run_id), "--db", str(db), "--quiet"]) == 0  # one death: resumed
+    (death,) = worker_exits(store, run_id)
+    assert (death.kind, death.signal, death.returncode, death.note) == (DIED, "SIGSEGV", None, "found gone")
+    assert store.run(run_id).status == "finished"
+
+
+# --------------------------------------------------------------------------- the pieces
+
+
+def test_log_tail_reads_after_the_last_marker_and_masks_secrets(tmp_path):
+    log = tmp_path / "run-1.log"
+    log.write_text("Fatal Python error: Segmentation fault\nold crash\n" + marker(1, 10)
+                   + "".join(f"line {i} key={SECRET}\n" for i in range(30)))
+    tail = log_tail(log, secrets=[SECRET])
+    assert tail.splitlines() == [f"line {i} key=***" for i in range(10, 30)]
+    assert signal_in_log(tail) == "", "the earlier worker's crash is not this one's"
+    assert log_tail(tmp_path / "missing.log") == ""
+    log.write_text(marker(1, 10) + "Fatal Python error: Segmentation fault\n" + "".join(f"  File {i}\n" for i in range(30)))
+    tail = log_tail(log).splitlines()
+    assert len(tail) == 20 and tail[:2] == ["Fatal Python error: Segmentation fault", "..."], "the signal's line stays"
+    assert tail[-1] == "  File 29" and signal_in_log("\n".join(tail)) == "SIGSEGV"
+    assert signal_in_log("x\nFatal Python error: Illegal instruction\n") == "SIGILL"
+    assert (signal_name(-11), signal_name(-9), signal_name(1), signal_name(None)) == ("SIGSEGV", "SIGKILL", "", "")
+
+
+def test_deaths_at_different_steps_or_without_a_signal_are_not_a_pattern(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=3))
+
+    def die(sig: str, done: int, code: int | None = -11) -> None:
+        store.update_run(run_id, status="running")
+        assert record_exit(store, WorkerExit(run_id, DIED, time.time(), returncode=code, signal=sig,
+                                             stage="scoring", done=done, total=9))
+
+    die("SIGSEGV", 2)
+    die("SIGSEGV", 3)
+    assert repeated_death(store, run_id) is None, "another step: it got further"
+    die("", 3, code=1)
+    assert store.run(run_id).message == "worker exited with code 1 at scoring (step 3 of 9)"
+    die("SIGSEGV", 3)
+    assert repeated_death(store, run_id) is None, "the death before was no signal"
+    die("SIGABRT", 3)
+    assert repeated_death(store, run_id).signal == "SIGABRT"
+    store.update_run(run_id, status="finished", message="")
+    assert repeated_death(store, run_id) is None, "it ended otherwise since"
+    assert not record_exit(store, WorkerExit(run_id, DIED, time.time(), returncode=-9, signal="SIGKILL")), \
+        "an end the worker recorded itself is not overwritten"
+    assert store.run(run_id).status == "finished"
