@@ -207,3 +207,11 @@ def test_the_real_check_passes_on_the_embedded_model_once(tmp_path, monkeypatch)
     assert build and any("/lib/" in lib[0] and lib[1] > 0 for lib in build["libraries"]), build
     monkeypatch.setattr(model_check, "_PASSED", set())
     check_model(path, command=dies_of(signal.SIGSEGV), state_file=state)  # remembered: no child
+
+    # a file cut short (a download that stopped): llama.cpp's own words, in the real child
+    cut = tmp_path / "cut.gguf"
+    with open(path, "rb") as whole:
+        cut.write_bytes(whole.read(200_000))
+    with pytest.raises(EmbeddedModelUnavailable, match="could not load the model") as info:
+        check_model(cut, state_file=state)
+    assert "failed to load model" in str(info.value) and "SIG" not in str(info.value)

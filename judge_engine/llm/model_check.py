@@ -5,7 +5,7 @@ AMX without enabling it) raises no error: ggml dies of SIGSEGV or SIGILL inside 
 for tokens, and a run, the command line or the app's worker ends with no message (exit 139, "Segmentation
 fault"). So before the first in-process load of a model in a process
 (:func:`judge_engine.llm.llamacpp.load_model`), :func:`check_model` loads it in a child process
-(:func:`child_command`, :func:`child_main`) and generates a few tokens. A crash then ends the child only, and
+(:func:`child_command`, :mod:`judge_engine.llm.model_probe`) and generates a few tokens. A crash then ends the child only, and
 the caller gets :class:`~judge_engine.llm.base.EmbeddedModelUnavailable` naming the signal and the command that
 rebuilds llama-cpp-python portably. A missing file and one that is not GGUF are named before anything is
 spawned; a file llama.cpp cannot load gets llama.cpp's own last words.
@@ -33,7 +33,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from . import model_probe
 from .base import EmbeddedModelUnavailable
+from .model_probe import CHECK_TOKENS
 
 PORTABLE_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
                        "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF")
@@ -45,11 +47,6 @@ CHECK_FILE = "model-checks.json"
 """The remembered passing checks, in :func:`judge_engine.paths.user_data_dir`."""
 GGUF_MAGIC = b"GGUF"
 """The first four bytes of every GGUF file (llama.cpp's ``GGUF_MAGIC``)."""
-CHECK_PROMPT = "The capital of France is"
-CHECK_TOKENS = 3
-"""Tokens the child generates: the prompt is evaluated as a batch and each new token alone, the two kinds of
-kernel a scoring call runs."""
-CHECK_CTX = 128
 CHECK_TIMEOUT_S = 300.0
 """Seconds the child may take (SmolLM2 needs about 2; a 7B model loads from disk in well under a minute)."""
 STDERR_LINES = 6
@@ -62,30 +59,13 @@ _PASSED: set[str] = set()
 
 
 def child_command(path: Path) -> list[str]:
-    """The child's command line: this Python running :func:`child_main` on ``path``.
+    """The child's command line: this Python running :mod:`judge_engine.llm.model_probe` on ``path``.
 
-    ``-X faulthandler`` makes a child that dies of a signal write where it was (the Python stack) to standard
-    error before it dies, which the failure message quotes."""
-    code = "import sys; from judge_engine.llm.model_check import child_main; sys.exit(child_main(sys.argv[1]))"
-    return [sys.executable, "-X", "faulthandler", "-c", code, str(path)]
-
-
-def child_main(path: str) -> int:
-    """Load ``path`` with llama.cpp and generate :data:`CHECK_TOKENS` tokens (the child side of the check).
-
-    llama.cpp's log is on (``verbose``): when a load fails, its last lines say why (a bad magic, tensor data
-    past the end of the file, an unknown architecture)."""
-    try:
-        from llama_cpp import Llama
-
-        llama = Llama(model_path=path, n_ctx=CHECK_CTX, n_threads=min(os.cpu_count() or 1, 8), verbose=True, seed=0)
-        out = llama.create_completion(CHECK_PROMPT, max_tokens=CHECK_TOKENS, temperature=0.0)
-        llama.close()  # before interpreter teardown, where llama.cpp's finalizers fail
-    except Exception as exc:  # noqa: BLE001 - whatever failed, the parent quotes it
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
-    print(json.dumps({"completion_tokens": (out.get("usage") or {}).get("completion_tokens")}))
-    return 0
+    The probe runs by its file's path, not as a module of this package, whose import costs seconds; ``-P``
+    keeps its folder off ``sys.path`` (where ``base.py`` and ``client.py`` would shadow any module of those
+    names), and ``-X faulthandler`` makes a child that dies of a signal write where it was (the Python stack)
+    to standard error first, which the failure message quotes."""
+    return [sys.executable, "-P", "-X", "faulthandler", str(Path(model_probe.__file__)), str(path)]
 
 
 def llama_cpp_version() -> str:
@@ -212,12 +192,8 @@ def check_model(path: str | Path, *, command: Sequence[str] | None = None, state
 
 
 def _run_child(path: Path, command: list[str], timeout: float) -> None:
-    env = dict(os.environ)
-    # the child imports this package, also from a clone that is not installed (as the run workers do)
-    repo = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [repo, env.get("PYTHONPATH")]))
     try:
-        done = subprocess.run(command, capture_output=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+        done = subprocess.run(command, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise EmbeddedModelUnavailable(
             f"the embedded model check did not finish: a child process loading {path} and generating "
