@@ -188,6 +188,15 @@ def test_the_cli_prints_one_message_exits_2_and_the_run_records_it(gguf, tmp_pat
     _, err = capsys.readouterr()
     assert code == 2 and "SIGSEGV" in err and "Traceback" not in err
 
+    judge = {"method": "direct", "params": {}, "aspect": {"name": "quality", "low": 1, "high": 5},
+             "task": {"task": "t"}, "state": {}, "schema_version": 1}
+    (tmp_path / "judge.json").write_text(json.dumps(judge))
+    (tmp_path / "items.jsonl").write_text(json.dumps({"input": "a", "output": "b"}) + "\n")
+    code = main(["score", str(tmp_path / "judge.json"), str(tmp_path / "items.jsonl"), "--backend", "llamacpp",
+                 "--model", str(gguf), "--db", db, "--quiet"])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("error: the embedded model crashed") and "Traceback" not in err
+
 
 def test_the_portable_flags_are_the_makefiles():
     found = re.search(r"^LLAMA_CMAKE_ARGS\s*:?=\s*(.+)$", (REPO / "Makefile").read_text(), re.MULTILINE)
