@@ -90,21 +90,22 @@ def fetch(args: argparse.Namespace) -> int:
     for name in names:
         spec = data.BENCHMARKS[name]
         origin = mirror or f"{spec.source.label} ({spec.source.license})"
-        bar = None
-        if not args.quiet:
-            from tqdm import tqdm
+        bars = []  # drawn at the first byte: an unreachable source leaves its one-line message alone
 
-            bar = tqdm(total=spec.source.size, desc=name, unit="B", unit_scale=True, file=sys.stderr, leave=False)
+        def progress(done: int, total: int) -> None:
+            if args.quiet:
+                return
+            if not bars:
+                from tqdm import tqdm
 
-        def progress(done: int, total: int, bar=bar) -> None:
-            if bar is not None:
-                bar.n = done
-                bar.refresh()
+                bars.append(tqdm(total=total, desc=name, unit="B", unit_scale=True, file=sys.stderr, leave=False))
+            bars[0].n = done
+            bars[0].refresh()
 
         try:
             result = fetching.fetch_benchmark(name, where, progress=progress)
         finally:
-            if bar is not None:
+            for bar in bars:
                 bar.close()
         said = "downloaded from" if result.downloaded else "already here; published at"
         print(f"{name}: {said} {origin} -> {result.folder}")
