@@ -83,9 +83,9 @@ def resumed_recently(run_id: int) -> bool:
     return time.time() - st.session_state.get("runs_resumed", {}).get(run_id, 0.0) < RESUME_GRACE_S
 
 
-def resume(run_id: int) -> None:
-    try:
-        start_run(store.path, run_id, api_key=session.api_key())
+def resume(run_id: int, *, force: bool = False) -> None:
+    try:  # force only when asked: a run whose worker died twice at one step (run_view.death_details)
+        start_run(store.path, run_id, api_key=session.api_key(), **({"force": True} if force else {}))
     except OSError as exc:
         st.error(messages.escape_markdown(f"Could not start a worker: {exc}"))
         return
@@ -119,12 +119,14 @@ def progress_panel(run_id: int) -> None:
             seconds = run.summary.seconds if run.summary else 0.0
             trust.finished_box(trust.run_trust(session.get_store(), run), f"Finished ({seconds:.1f} s of work).")
         else:
-            text = run.message or "The worker stopped before the run finished."
+            death = run_view.worker_death(session.get_store(), run)
+            text = run.message or (death.reason if death else "The worker stopped before the run finished.")
             (st.error if status == "failed" else st.warning)(messages.escape_markdown(f"Run {status}: {text}"))
+            force = run_view.death_details(session.get_store(), run, death)
             st.caption("Resume continues where it stopped: the fitted judge and scored samples are kept and "
                        "cached LLM calls are not paid again.")
-            if st.button("Resume", key=f"runs_resume_{run_id}", type="primary"):
-                resume(run_id)
+            if st.button("Resume anyway" if force else "Resume", key=f"runs_resume_{run_id}", type="primary"):
+                resume(run_id, force=force)
         if status != "finished":
             m = st.columns(5)
             m[0].metric("LLM calls", ledger.calls)

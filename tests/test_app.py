@@ -307,6 +307,31 @@ def test_failed_run_shows_message_and_resume(sfhot_db, monkeypatch):
     assert not any("server said no" in m for m in errors(at))
 
 
+def test_a_run_whose_worker_died_twice_at_one_step_says_so_and_offers_resume_anyway(sfhot_db, monkeypatch):
+    import time
+
+    from judge_engine.runs.exits import DIED, WorkerExit, record_exit
+
+    store = Store(sfhot_db)
+    run_id = create_run(store, RunSpec(method="direct", dataset="sfhot", aspect="overall", train_size=5, test_size=6))
+    for _ in range(2):
+        store.update_run(run_id, status="running")
+        record_exit(store, WorkerExit(run_id, DIED, time.time(), returncode=-11, signal="SIGSEGV", stage="scoring",
+                                      done=3, total=6, log_tail="Fatal Python error: Segmentation fault\n  File x"))
+    resumed = []
+    monkeypatch.setattr(runs_module, "start_run",
+                        lambda db_path, rid, *, api_key=None, log_dir=None, force=False: resumed.append((rid, force)))
+    at = goto(open_app(), "pages/runs.py")
+    assert any("worker died by SIGSEGV at scoring (step 3 of 6)" in w.value for w in at.warning)
+    assert any("twice at scoring (step 3 of 6)" in m and "make clean-venv && make install" in m for m in errors(at))
+    assert any(e.label == "The worker's last lines of output" for e in at.expander)
+    assert any("Fatal Python error: Segmentation fault" in c.value for c in at.code)
+    button = at.button(key=f"runs_resume_{run_id}")
+    assert button.label == "Resume anyway"
+    button.click().run()
+    assert not at.exception and resumed == [(run_id, True)]
+
+
 # --------------------------------------------------------------------------- settings
 
 

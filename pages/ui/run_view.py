@@ -18,6 +18,8 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS
 from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import effective_status
+from judge_engine.runs.exits import WorkerExit, last_death, refusal, repeated_death
+from judge_engine.runs.supervisor import found_gone
 from judge_engine.store import Store
 from pages.ui import auth, messages, session, tables, trust, widgets
 
@@ -67,6 +69,28 @@ def stop_button(run_id: int, *, key: str) -> None:
 def stopped_message(run_id: int) -> None:
     """Where :func:`stop_button`'s outcome appears: at the top of the run's panel."""
     messages.show_flash(at=f"run_stopped_{run_id}")
+
+
+def worker_death(store: Store, run: RunRecord) -> WorkerExit | None:
+    """How ``run``'s worker died, when that is the run's last word: the end its supervisor recorded, or one found
+    now (stored running, its process gone); None for a run that ended otherwise."""
+    death = found_gone(store, run) or last_death(store, run.id)
+    return death if death is not None and run.message in ("", death.reason) else None
+
+
+def death_details(store: Store, run: RunRecord, death: WorkerExit | None) -> bool:
+    """The dead worker's last lines of output, in an expander; and, when it died by a signal twice at the same
+    step (:func:`judge_engine.runs.exits.repeated_death`), why a resume would most likely die again and what to
+    do. Returns True then: the page's Resume becomes Resume anyway."""
+    if death is None:
+        return False
+    if death.log_tail:
+        with st.expander("The worker's last lines of output"):
+            st.code(death.log_tail, language=None)
+    repeated = repeated_death(store, run.id)
+    if repeated is not None:
+        st.error(messages.escape_markdown(refusal(run.id, repeated, cli=False)))
+    return repeated is not None
 
 
 def sharing_note(store: Store, run: RunRecord) -> None:
@@ -119,11 +143,14 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
                 f"Run #{run_id} ended without a judge: {why} Resuming would "
                 "reach the same end; change the settings (or the data) and start a new run."))
         else:
-            st.warning(messages.escape_markdown(f"Run #{run_id} {status}: {run.message or 'the worker stopped'}. "
+            death = worker_death(store, run)
+            reason = run.message or (death.reason if death else "the worker stopped")
+            st.warning(messages.escape_markdown(f"Run #{run_id} {status}: {reason}. "
                                     "Resume continues where it stopped; calls already made are not paid again."))
-            if st.button("Resume", key=f"{key}_resume_{run_id}"):
+            force = death_details(store, run, death)
+            if st.button("Resume anyway" if force else "Resume", key=f"{key}_resume_{run_id}"):
                 try:
-                    runs.start_run(store.path, run_id, api_key=session.api_key())
+                    runs.start_run(store.path, run_id, api_key=session.api_key(), **({"force": True} if force else {}))
                 except OSError as exc:
                     st.error(messages.escape_markdown(f"The worker could not start: {exc}"))
                 else:
