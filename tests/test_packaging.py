@@ -80,13 +80,20 @@ def test_the_app_is_served_from_the_clone_it_runs_from():
     assert (cli.app_dir() / "app.py").is_file()
 
 
-def test_the_wheel_carries_the_prompts_the_app_and_the_command(tmp_path):
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel ``pip wheel`` builds from this tree (once for the module's tests)."""
+    folder = tmp_path_factory.mktemp("wheel")
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                            "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True, timeout=300)
+                            "-w", str(folder), str(ROOT)], capture_output=True, text=True, timeout=300)
     if built.returncode != 0 and "No module named setuptools" in built.stderr + built.stdout:
         pytest.skip("setuptools is not installed in this environment")
     assert built.returncode == 0, built.stderr
-    (wheel,) = tmp_path.glob("judge_workbench-*.whl")
+    (found,) = folder.glob("judge_workbench-*.whl")
+    return found
+
+
+def test_the_wheel_carries_the_prompts_the_app_and_the_command(wheel):
     assert wheel.name.startswith(f"judge_workbench-{judge_engine.__version__}-")
     names = set(zipfile.ZipFile(wheel).namelist())
     prompts = {p.name for p in (ROOT / "judge_engine" / "prompts").glob("*.txt")}
@@ -96,3 +103,53 @@ def test_the_wheel_carries_the_prompts_the_app_and_the_command(tmp_path):
     assert not any(n.startswith(("tests/", "data/", "tools/")) for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "judge-workbench = judge_engine.__main__:console" in zipfile.ZipFile(wheel).read(entry).decode()
+
+
+def test_run_without_the_local_extra_is_one_line_and_makes_no_run(tmp_path, monkeypatch, capsys):
+    # it printed the line only after importing the benchmark and leaving run #1 "interrupted" behind
+    import importlib.util
+
+    from judge_engine.store import Store
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name, *a))
+    db = tmp_path / "w.db"
+    code = cli.main(["run", "--method", "direct", "--dataset", "summeval", "--aspect", "coherence", "--db", str(db)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err == ("error: this needs the optional dependency 'llama_cpp', which is not installed: "
+                                 "pip install 'judge-workbench[local]'")
+    assert not db.exists() or Store(db).runs() == []
+
+
+def test_the_db_help_names_the_file_used_without_db(tmp_path, monkeypatch, capsys):
+    from judge_engine import store
+
+    monkeypatch.setenv("COLUMNS", "400")  # one help line per option: the path is not wrapped
+    monkeypatch.delenv("JUDGE_WORKBENCH_DB", raising=False)
+
+    def db_help(command: str) -> str:
+        with pytest.raises(SystemExit):
+            cli.main([command, "--help"])
+        return next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("--db"))
+
+    assert str(ROOT / "data" / "workbench.db") in db_help("runs")
+    # an installed package (no app.py beside it) keeps its database in the user's data folder
+    monkeypatch.setattr(store, "REPO_ROOT", tmp_path / "site-packages")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
+    for command in ("runs", "app", "score"):
+        assert str(tmp_path / "share" / "judge-workbench" / "workbench.db") in db_help(command)
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(tmp_path / "mine.db"))
+    assert f"{tmp_path / 'mine.db'}, from $JUDGE_WORKBENCH_DB" in db_help("run")
+
+
+def test_the_wheel_carries_the_license_and_the_apps_settings(wheel):
+    assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
+    assert PYPROJECT["project"]["license"] == "MIT" and PYPROJECT["project"]["license-files"] == ["LICENSE"]
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    assert archive.read("judge_workbench_app/.streamlit/config.toml") == \
+        (ROOT / ".streamlit" / "config.toml").read_bytes()
+    assert not any(n.endswith("secrets.toml") for n in names), "a team's secrets never ship"
+    metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: MIT" in metadata
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)

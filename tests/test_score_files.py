@@ -143,3 +143,15 @@ def test_a_jsonl_output_of_another_judge_is_refused_and_the_python_api_resumes(t
     other = DirectScoring(max_tokens=16).fit([], Aspect("quality", 1, 5, "x"), FitContext(llm=None, task=TaskInfo("t")))
     with pytest.raises(ValueError, match="not by this judge"):
         export.load_judge(other.to_json()).score_file(data, out, id_col="id", llm=llm)
+
+
+def test_an_output_in_a_folder_not_made_yet_is_written_there_and_an_unwritable_one_is_one_message(tmp_path, store):
+    # `score --out results/x.jsonl` ended in a FileNotFoundError traceback before results/ existed
+    data, out = _jsonl(tmp_path, 6), tmp_path / "results" / "deeper" / "scores.jsonl"
+    summary = score_file(_judge(), ItemFile(data, id_col="id"), llm=_llm(store), out=out)
+    assert summary["items"] == 6 and len(out.read_text(encoding="utf-8").splitlines()) == 6
+    assert (out.parent / "scores.jsonl.judge").is_file(), "the judge tag sits beside the output"
+    blocker = tmp_path / "a_file"
+    blocker.write_text("", encoding="utf-8")
+    with pytest.raises(ValueError, match="cannot write .*a_file"):
+        score_file(_judge(), ItemFile(data, id_col="id"), llm=_llm(store), out=blocker / "scores.jsonl")
