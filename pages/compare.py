@@ -195,8 +195,8 @@ if show_probes:
     # items drawn at once made the probes a fifth of the page's time at 1,600 items
     reports = {r.id: rep for r in chosen if (rep := probes.run_probes(store, r)) is not None}
     if reports:
-        st.dataframe(probes.headline_frame(reports), hide_index=True, key="compare_probes_headline",
-                     column_config={"most frequent score's share": st.column_config.NumberColumn(format="percent")})
+        # six short columns: the headline fits the page without scrolling sideways (issue 49)
+        st.dataframe(probes.headline_frame(reports), hide_index=True, key="compare_probes_headline")
         for r in chosen:
             if r.id in reports:
                 probes.probe_warnings(r, reports[r.id])

@@ -174,7 +174,8 @@ def disagreements(samples: Sequence[Sample], human: Sequence[float], judge: Sequ
                 continue
             chosen.append((by, str(name), mask))
     if not chosen:
-        return Disagreements(n, overall, top, (), note=f"no slice of at least {MIN_SLICE} items to test",
+        return Disagreements(n, overall, top, (), note=f"no slice of at least {MIN_SLICE} items to test ({too_small} smaller "
+                                                         "ones left out)",
                              too_small=too_small)
     resid = residuals(h, j)
     tests = ["bias" if by == "human score" else "error" for by, _, _ in chosen]

@@ -37,19 +37,16 @@ def run_probes(store: Store, run: RunRecord) -> probes.ProbeReport | None:
 
 
 def _figure(f: probes.Figure) -> str:
-    if f.value is None:
-        return "undefined"
-    if f.ci[0] is None or f.ci[1] is None:
-        return f"{f.value:+.2f} (no interval)"
-    return f"{f.value:+.2f} [{f.ci[0]:+.2f}, {f.ci[1]:+.2f}]"
+    return probes.fig_text(f)
 
 
 def slices_frame(report: probes.ProbeReport) -> pd.DataFrame:
-    """One row per slice, worst first (see :func:`judge_engine.probes.disagreements`)."""
-    rows = [{"by": s.by, "slice": s.name, "items": s.n, "Spearman [95% CI]": _figure(s.spearman),
-             "worse than overall by": s.worse_by, "mean |rank difference|": s.mean_abs_rank_difference}
+    """One row per slice tested against the rest, flagged ones first (:func:`judge_engine.probes.disagreements`)."""
+    rows = [{"by": s.by, "slice": s.name, "items": s.n, "finding": s.finding if s.flagged else "no difference",
+             "q (BH)": round(s.q, 4), "p": round(s.p, 4), "Spearman inside [95% CI]": _figure(s.spearman),
+             "mean |rank difference|": s.mean_abs_rank_difference}
             for s in report.disagreements.slices]
-    return pd.DataFrame(rows, columns=["by", "slice", "items", "Spearman [95% CI]", "worse than overall by",
+    return pd.DataFrame(rows, columns=["by", "slice", "items", "finding", "q (BH)", "p", "Spearman inside [95% CI]",
                                        "mean |rank difference|"])
 
 
@@ -68,30 +65,27 @@ def _slice_items(report: probes.ProbeReport, chosen: probes.Slice, verdicts: dic
 
 
 def headline_frame(reports: dict[int, probes.ProbeReport]) -> pd.DataFrame:
-    """One row per run: what each probe found in a few figures (the Compare page's overview)."""
+    """One row per run, a few short columns so it fits the page: what each probe found (the Compare overview).
+
+    Only slices that survive the Benjamini-Hochberg correction are named; the others are counted in the panel.
+    """
     rows = []
     for run_id, r in reports.items():
-        worst = next((s for s in r.disagreements.slices if s.worse_by is not None and s.worse_by > 0), None)
-        rows.append({"run": run_id, "items": r.n, "Spearman [95% CI]": _figure(r.disagreements.overall),
+        flagged = r.disagreements.flagged
+        ratio = r.collapse.sd_ratio.value
+        rows.append({"run": run_id, "items": r.n, f"Spearman ({r.level})": _figure(r.disagreements.overall),
                      "follows length": "yes" if r.length.flagged else "no",
-                     "Spearman with length (judge)": _figure(r.length.judge),
-                     "Spearman with length (humans)": _figure(r.length.human),
-                     "distinct scores": r.collapse.judge.distinct,
-                     "most frequent score's share": r.collapse.judge.modal_share,
-                     "worst slice": "–" if worst is None else f"{worst.by}: {worst.name} ({worst.n} items, "
-                                                               f"{_figure(worst.spearman)})"})
+                     "collapsed": ("yes" if r.collapse.collapsed else "no")
+                     + (f" (sd x{ratio:.2f})" if ratio is not None else ""),
+                     "slices that differ": "none" if not flagged else
+                     f"{flagged[0].by} {flagged[0].name}" + (f" +{len(flagged) - 1}" if len(flagged) > 1 else "")})
     return pd.DataFrame(rows)
 
 
 def probe_warnings(run: RunRecord, report: probes.ProbeReport) -> None:
-    """The probes' warnings of one run: it follows length more than the humans do, or its scores collapsed."""
-    lb, c = report.length, report.collapse
-    if lb.flagged:
-        st.warning(escape_markdown(f"Run #{run.id} follows output length significantly more than the humans "
-                                   f"do (Spearman with length {_figure(lb.judge)} against {_figure(lb.human)})."))
-    if c.collapsed:
-        st.warning(escape_markdown(f"Run #{run.id} gives {c.judge.distinct} distinct score(s); "
-                                   f"{c.judge.modal_share:.0%} of the items got {c.judge.modal:g}."))
+    """The probes' warnings of one run, each with one line of advice (length, collapse, slices)."""
+    for w in probes.probe_warnings(report):
+        st.warning(escape_markdown(f"Run #{run.id} {w.text}.") + "  \n" + escape_markdown(f"Advice: {w.advice}."))
 
 
 def probes_panel(store: Store, run: RunRecord, *, key: str, report: probes.ProbeReport | None = None,
@@ -109,7 +103,7 @@ def probes_panel(store: Store, run: RunRecord, *, key: str, report: probes.Probe
             probe_warnings(run, report)
         d = report.disagreements
         if d.slices:
-            st.markdown("**Slices, worst first**")
+            st.markdown("**Slices tested against the rest of the items, those that differ first**")
             st.dataframe(slices_frame(report), hide_index=True)
             names = [f"{s.by}: {s.name} ({s.n} items)" for s in d.slices]
             # closed until asked: a slice of a large run holds hundreds of items with their texts, and four runs'
@@ -186,4 +180,7 @@ def stability_section(store: Store, run: RunRecord, report: probes.ProbeReport, 
         return
     bar.empty()
     for line in probes.stability_lines(found):
-        st.markdown("- " + escape_markdown(line))
+        if line.startswith("warning:"):
+            st.warning(escape_markdown(line))
+        else:
+            st.markdown("- " + escape_markdown(line))
