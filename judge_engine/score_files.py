@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Sequence, TextIO
 
 from . import spreadsheet
 from .items import IdSet, ItemFile
-from .llm import LLM
+from .llm import LLM, LLMError, RequestRejected
 from .methods import Judge
 from .records import Sample, Verdict
 
@@ -47,6 +47,43 @@ def verdict_record(v: Verdict) -> dict[str, Any]:
     return {"id": v.sample_id, "aspect": v.aspect, "score": None if v.missing else v.score, "missing": v.missing,
             "missing_reason": missing_reason(v), "explanation": v.explanation,
             "criteria": {k: (None if x != x else x) for k, x in v.criteria.items()}}
+
+
+REFUSED_IN_A_ROW = 16
+"""Items refused by the server one after the other (in input order, none scored between) that stop the job: one
+item over the model's context is that item's problem, every item refused is the settings' (a model name a
+server answers with a 400, a parameter it does not take), and scoring on would mark the whole file missing."""
+
+
+def score_items(judge: Judge, samples: Sequence[Sample], *, llm: LLM,
+                progress: Callable[[int, int, str], None] | None = None) -> list[Verdict]:
+    """``judge.score`` that survives the server refusing some items (a 400, 413 or 422 for one request).
+
+    The chunk is scored as one batch; when one of its requests is refused, each item is scored on its own
+    (the answers already in are in the call cache, so nothing is paid twice) and a refused item becomes a
+    missing verdict whose reason is the server's own words (``metadata["refused"]`` holds the status). Any
+    other failure (a bad key, a server down) is raised as before.
+    """
+    try:
+        return judge.score(samples, llm=llm, progress=progress)
+    except RequestRejected:
+        pass
+
+    def one(sample: Sample) -> Verdict:
+        try:
+            return judge.score([sample], llm=llm)[0]
+        except RequestRejected as exc:
+            return Verdict(sample_id=sample.id, aspect=judge.aspect["name"], score=math.nan,
+                           metadata={"source": "refused", "refused": exc.status,
+                                     "missing_reason": f"the server refused the request ({exc.status}): {exc.reason}"})
+
+    workers = 1 if getattr(getattr(llm, "backend", None), "serialises_calls", False) else \
+        max(1, min(len(samples), getattr(getattr(llm, "config", None), "concurrency", 1)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="item") as pool:
+        verdicts = list(pool.map(one, samples))
+    if progress:
+        progress(len(samples), len(samples), "scoring")
+    return verdicts
 
 
 def judge_fingerprint(judge: Judge) -> str:
@@ -158,9 +195,13 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
     Two chunks are in flight when the backend takes several calls at once; a backend that answers one call
     at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
     consecutive and reuse its KV cache. ``flush`` is called after each chunk's verdicts (all known at the same
-    moment: one flush, not one per line). Returns the counts ``{"items", "missing"}``.
+    moment: one flush, not one per line). An item the server refuses is written missing with the server's reason
+    (:func:`score_items`); :data:`REFUSED_IN_A_ROW` refused one after the other stop the job with one
+    :class:`~judge_engine.llm.LLMError`, before they are written (a re-run tries them again). Returns the counts
+    ``{"items", "missing", "refused"}``.
     """
-    counts = {"items": 0, "missing": 0}
+    counts = {"items": 0, "missing": 0, "refused": 0}
+    held: list[Verdict] = []  # refused verdicts in a row, written once an item between them is scored
     serial = getattr(llm, "config", None) is None or llm.config.concurrency <= 1 or \
         getattr(getattr(llm, "backend", None), "serialises_calls", False)
     in_chunk: dict[int, int] = {}
@@ -170,22 +211,43 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
             in_chunk[index] = done
             if progress:
                 progress(counts["items"] + sum(in_chunk.values()), max(total, counts["items"]), stage)
-        return judge.score(chunk, llm=llm, progress=tick)
+        return score_items(judge, chunk, llm=llm, progress=tick)
+
+    def put(v: Verdict) -> None:
+        write(v)
+        counts["items"] += 1
+        counts["missing"] += int(v.missing)
+        counts["refused"] += int("refused" in v.metadata)
 
     def emit(index: int, verdicts: list[Verdict]) -> None:
         in_chunk.pop(index, None)
         for v in verdicts:
-            write(v)
-            counts["items"] += 1
-            counts["missing"] += int(v.missing)
+            if "refused" not in v.metadata:
+                for h in held:
+                    put(h)
+                held.clear()
+                put(v)
+                continue
+            held.append(v)
+            if len(held) >= REFUSED_IN_A_ROW:
+                raise LLMError(f"the server refused {len(held)} items in a row, items {held[0].sample_id!r} to "
+                               f"{v.sample_id!r} (the last: {v.metadata['missing_reason']}); this looks like the "
+                               "settings (model name, parameters), not the items: nothing of them was written")
         if flush:
             flush()
+
+    def finish() -> dict[str, int]:
+        for h in held:  # fewer than REFUSED_IN_A_ROW at the end of the file: those items are missing
+            put(h)
+        if held and flush:
+            flush()
+        return counts
 
     numbered = ((i, c) for i, c in enumerate(chunks) if c)
     if serial:
         for index, chunk in numbered:
             emit(index, run(index, chunk))
-        return counts
+        return finish()
     pending: deque = deque()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunk") as pool:
         try:
@@ -201,7 +263,7 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
             for _, future in pending:
                 future.cancel()
             raise
-    return counts
+    return finish()
 
 
 def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | None = None, fmt: str | None = None,
@@ -271,7 +333,7 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         from .data import DataImportError
         raise DataImportError(f"no row could be read ({left_out} left out)", file=source.path)
     summary: dict[str, Any] = {"items": counts["items"], "skipped": skipped, "rows_left_out": left_out,
-                               "missing": counts["missing"]}
+                               "missing": counts["missing"], "refused_by_server": counts["refused"]}
     if human:
         summary["correlations"] = _correlations(human, scores if out is None else _written_scores(out, fmt))
     return summary

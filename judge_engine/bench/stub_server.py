@@ -7,7 +7,10 @@ side: the engine's per-item work against the plain ``openai`` client's. It runs 
 Each reply is a JSON score, ``{"score": k}`` with ``k`` in 1..5 fixed by the prompt's text, so the same
 prompt always gets the same answer wherever it was sent from (one process, several, a Ray worker). It
 also answers ``GET /v1/models`` and ``GET /stats`` (requests answered so far), and with
-``--rate-limit-every N`` it answers every N-th chat request with a 429, as a rate-limited API does.
+``--rate-limit-every N`` it answers every N-th chat request with a 429, as a rate-limited API does. With
+``--refuse-longer-than N`` a prompt of more than N characters gets a 400 naming the model's context, as vLLM
+answers a prompt over it; with ``--status-for-all S`` every chat request gets status S (401: a bad key,
+404: a model name the server does not serve).
 
 Run alone: ``python -m judge_engine.bench.stub_server --port 8000`` (prints the port it listens on).
 """
@@ -35,6 +38,8 @@ def stub_score(messages: list[dict[str, Any]]) -> int:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: the clients reuse their connections, as with a real server
     rate_limit_every = 0
+    refuse_longer_than = 0
+    status_for_all = 0
     answered = 0
     chat_requests = 0
     lock = threading.Lock()
@@ -64,6 +69,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         cls = type(self)
+        if cls.status_for_all:
+            with cls.lock:
+                cls.chat_requests += 1
+            said = {401: "Incorrect API key provided", 404: f"The model `{body.get('model')}` does not exist."}
+            return self._send(cls.status_for_all, {"error": {"message": said.get(cls.status_for_all, "refused"),
+                                                             "type": "invalid_request_error"}})
+        chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
+        if cls.refuse_longer_than and chars > cls.refuse_longer_than:
+            with cls.lock:
+                cls.chat_requests += 1
+            return self._send(400, {"object": "error", "message": f"This model's maximum context length is "
+                                    f"{cls.refuse_longer_than} characters. However, you requested {chars} characters.",
+                                    "type": "BadRequestError", "code": 400})
         with cls.lock:
             cls.chat_requests += 1
             limited = cls.rate_limit_every and cls.chat_requests % cls.rate_limit_every == 0
@@ -81,9 +99,10 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"prompt_tokens": 100, "completion_tokens": 6, "total_tokens": 106}})
 
 
-def serve(port: int = 0, *, rate_limit_every: int = 0) -> None:
+def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0) -> None:
     """Serve until killed; the first line on standard output is the port."""
     _Handler.rate_limit_every = rate_limit_every
+    _Handler.refuse_longer_than, _Handler.status_for_all = refuse_longer_than, status_for_all
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
     httpd.daemon_threads = True
     httpd.request_queue_size = 1024  # hundreds of clients connect at once at the benchmark's top level
@@ -94,8 +113,9 @@ def serve(port: int = 0, *, rate_limit_every: int = 0) -> None:
 class StubServer:
     """The stub in a child process, for ``with StubServer() as stub: stub.base_url``."""
 
-    def __init__(self, *, rate_limit_every: int = 0):
+    def __init__(self, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0):
         self.rate_limit_every = rate_limit_every
+        self.refuse_longer_than, self.status_for_all = refuse_longer_than, status_for_all
         self.process: subprocess.Popen | None = None
         self.port = 0
 
@@ -112,7 +132,8 @@ class StubServer:
     def __enter__(self) -> "StubServer":
         self.process = subprocess.Popen(
             [sys.executable, "-m", "judge_engine.bench.stub_server", "--port", "0",
-             "--rate-limit-every", str(self.rate_limit_every)], stdout=subprocess.PIPE, text=True)
+             "--rate-limit-every", str(self.rate_limit_every), "--refuse-longer-than", str(self.refuse_longer_than),
+             "--status-for-all", str(self.status_for_all)], stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline() if self.process.stdout else ""
         if not line.strip().isdigit():
             self.process.kill()
@@ -134,9 +155,14 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--rate-limit-every", type=int, default=0, help="answer every N-th request with a 429")
+    parser.add_argument("--refuse-longer-than", type=int, default=0,
+                        help="answer a prompt of more than N characters with a 400 (over the model's context)")
+    parser.add_argument("--status-for-all", type=int, default=0,
+                        help="answer every chat request with this status (401 bad key, 404 unknown model)")
     args = parser.parse_args(argv)
     try:
-        serve(args.port, rate_limit_every=args.rate_limit_every)
+        serve(args.port, rate_limit_every=args.rate_limit_every, refuse_longer_than=args.refuse_longer_than,
+              status_for_all=args.status_for_all)
     except KeyboardInterrupt:
         pass
     return 0

@@ -69,6 +69,17 @@ class RateLimited(BackendUnavailable):
     """The server answered 429 after the client's own retries: fewer requests at once, and a pause, may help."""
 
 
+class RequestRejected(LLMError):
+    """The server refused this one request (400, 413 or 422: a prompt over the model's context, content it
+    will not judge, a request it cannot read) while it answers others: the item is missing, not the job stopped.
+
+    ``status`` is the HTTP status and ``reason`` the server's own words, for the item's ``missing_reason``."""
+
+    def __init__(self, message: str, *, status: int, reason: str):
+        super().__init__(message)
+        self.status, self.reason = status, reason
+
+
 @dataclass(frozen=True)
 class LLMConfig:
     """Which model answers and how it is reached.

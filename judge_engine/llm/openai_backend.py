@@ -43,13 +43,18 @@ import time
 from typing import Any
 
 from .base import (AUTO_ORDER, FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message,
-                   RateLimited, STRUCTURED_HELP, grammar_schema, logprobs_from_openai, request_schema, schema_name)
+                   RateLimited, RequestRejected, STRUCTURED_HELP, grammar_schema, logprobs_from_openai, request_schema, schema_name)
 
 STRICT_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
     "definitions", "title", "description", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "minItems", "maxItems"})
 """JSON-schema keywords OpenAI's strict structured outputs accept (its documented subset)."""
+
+ITEM_STATUSES = frozenset({400, 413, 422})
+"""Statuses that refuse one request (too long, content refused, unreadable) rather than every request: the item
+is marked missing with the server's reason (:class:`~judge_engine.llm.base.RequestRejected`). 401, 403 and 404
+(a bad key, a wrong model name) are about every request and stop the job."""
 
 
 class OpenAIBackend:
@@ -105,6 +110,10 @@ class OpenAIBackend:
         if isinstance(exc, o.APIStatusError) and exc.status_code >= 500:
             return BackendUnavailable(f"the server at {self.where} kept failing ({exc.status_code}) after "
                                       f"retries: {_short(exc)}")
+        if isinstance(exc, o.APIStatusError) and exc.status_code in ITEM_STATUSES:
+            reason = _server_reason(exc)
+            return RequestRejected(f"the server at {self.where} refused a request ({exc.status_code}): {reason}",
+                                   status=exc.status_code, reason=reason)
         if isinstance(exc, o.APIStatusError):
             return LLMError(f"the server at {self.where} answered {exc.status_code}: {_short(exc)}")
         return LLMError(f"request to {self.where} failed: {type(exc).__name__}")
@@ -178,9 +187,14 @@ class OpenAIBackend:
                         self._learn(mode)
                     modes, i = (FREE_TEXT,), 0
                     continue
-                if self.structured != "auto":
+                if self.structured != "auto" or len(modes) == 1:
+                    # a fixed mode, or the one auto has settled on: a refusal that is not about the format is
+                    # about this request (its prompt over the context, its content), not a format to walk past
                     if not _about_structure(text):
                         raise self._explain(exc) from None
+                    if self.structured == "auto":  # settled, yet refused for this request's schema: free text
+                        modes, i = (FREE_TEXT,), 0
+                        continue
                     raise LLMError(f"the server at {self.where} refused structured replies sent as {mode} "
                                    f"({STRUCTURED_HELP.get(mode, mode)}): {_short(exc)}. Choose another "
                                    "structured-reply mode in Settings (auto tries each format, then free text).") \
@@ -280,3 +294,12 @@ def _about_structure(text: str) -> bool:
 def _short(exc: Exception) -> str:
     text = getattr(exc, "message", None) or str(exc)
     return text[:300]
+
+
+def _server_reason(exc: Exception) -> str:
+    """The server's own message in an error reply (OpenAI's ``{"error": {"message"}}``, vLLM's ``{"message"}``),
+    else the client's text of the error."""
+    body = getattr(exc, "body", None)
+    inner = body.get("error", body) if isinstance(body, dict) else None
+    message = inner.get("message") if isinstance(inner, dict) else inner if isinstance(inner, str) else None
+    return str(message)[:300] if message else _short(exc)
