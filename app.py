@@ -9,12 +9,7 @@ Run with ``streamlit run app.py``.
 
 import streamlit as st
 
-from judge_engine import __version__
-from pages.ui import app_frame, auth, session, widgets
-
 st.set_page_config(page_title="Judge Workbench", page_icon=":material/balance:", layout="wide")
-
-session.init_state()
 
 pages = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -29,14 +24,25 @@ pages = [
     st.Page("pages/settings.py", title="Settings", icon=":material/settings:"),
 ]
 # the router comes before the sign-in gate: a run stopped before st.navigation shows Streamlit's automatic
-# listing of pages/ instead, with the modules beside the pages and app itself offered as pages
+# listing of pages/ instead, with app itself offered as a page (and every .py file in pages/: keep modules in ui/)
+st.set_option("client.showSidebarNavigation", True)  # the real page list (.streamlit/config.toml hides the automatic one)
 page = st.navigation(pages)
+
+# The engine is imported only now, after the router: the first script run of a fresh server imports pandas,
+# scikit-learn and the engine (seconds on a loaded machine), and before st.navigation has run the browser shows
+# an empty page beside Streamlit's automatic listing of pages/. Later runs find the modules imported already.
+with st.spinner(f"Opening {page.title}..."):
+    from judge_engine import __version__
+    from pages.ui import app_frame, auth, session, widgets
+
+session.init_state()
 auth.sign_in()  # who works here: a display name once (local use) or OpenID Connect sign-in (team deployment)
 
 with st.sidebar:
     widgets.bound(st.text_input, "Database file", "settings_db_path",
                   help="SQLite file holding datasets, runs and the LLM call cache. "
-                       "Default: $JUDGE_WORKBENCH_DB, else data/workbench.db in the project.")
+                       "Default: $JUDGE_WORKBENCH_DB, else data/workbench.db in a clone, or "
+                       "~/.local/share/judge-workbench/workbench.db for an installed package.")
     auth.identity_sidebar()
     st.caption("Backend (change it under Settings)")
     st.text(session.llm_config().label)
