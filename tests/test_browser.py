@@ -563,7 +563,7 @@ new MutationObserver(() => {
 """Recorder, installed before the app's own scripts, of every link text the sidebar's page list ever shows."""
 FRAME_BOUND_S = 6.0
 """Bound on the first visit's frame (the page list) after the server's first answer. The aim is 2 s; measured
-on this 2-core machine shared with other builds: see the test's printed times and docs/benchmarks.md."""
+2.5-4.9 s on a 2-core machine shared with other builds (2026-11, the test prints its times)."""
 
 
 def test_a_fresh_server_draws_the_frame_at_once_and_never_lists_a_module(browser, tmp_path, shared_data):
