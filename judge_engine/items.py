@@ -16,9 +16,10 @@ to JSONL).
 
 from __future__ import annotations
 
-import csv
 import json
+import re
 import sqlite3
+from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -100,7 +101,10 @@ class ItemFile:
             raise DataImportError(f"cannot read the file ({exc.strerror or exc})", file=self.path) from None
         if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
             raise DataImportError("the file is UTF-16 encoded; save it as UTF-8 and import it again", file=self.path)
-        return self.path.open(encoding="utf-8-sig", newline="" if self.kind in ("csv", "tsv") else None)
+        # surrogateescape: a line that is not UTF-8 reads as text with its bad bytes marked, so that line alone is
+        # named and left out (_DecodedLines) instead of the whole file stopping at it
+        return self.path.open(encoding="utf-8-sig", errors="surrogateescape",
+                              newline="" if self.kind in ("csv", "tsv") else None)
 
     def _first_record_columns(self) -> list[str]:
         if self.kind in ("csv", "tsv"):
@@ -110,7 +114,10 @@ class ItemFile:
                 raise DataImportError("the file is empty", file=self.path)
             self.dialect = data._detect_dialect(sample, self.kind)
             with self._open_text() as f:
-                return data.csv_header(data.csv_reader(f, self.dialect), self.path)
+                header = data.csv_header(data.csv_reader(f, self.dialect), self.path)
+            if any(_NOT_UTF8.search(h) for h in header):
+                self._decoded(lambda: "".join(header).encode("utf-8"))  # names the byte, as a file import does
+            return header
         for _, rec in self._records(lambda exc: None):
             return [data._CONTROL.sub("", str(k)) for k in rec]
         raise DataImportError("the file has no records", file=self.path)
@@ -119,7 +126,9 @@ class ItemFile:
         try:
             return read()
         except UnicodeDecodeError as exc:
-            raise DataImportError(f"cannot read the file as UTF-8 (byte 0x{exc.object[exc.start]:02x}); save it "
+            bad = exc.object[exc.start]
+            bad = bad if isinstance(bad, int) else ord(bad) & 0xFF  # an escaped byte in text: its low half
+            raise DataImportError(f"cannot read the file as UTF-8 (byte 0x{bad:02x}); save it "
                                   "as UTF-8 (e.g. 'CSV UTF-8' in Excel) and import it again", file=self.path) from None
 
     # ---- reading
@@ -145,6 +154,9 @@ class ItemFile:
                 for lineno, line in enumerate(lines, 1):
                     if not line.strip():
                         continue
+                    if lines.bad and lines.bad[-1] == lineno:
+                        bad_row(lines.error(lines.bad.pop()))
+                        continue
                     try:
                         rec = json.loads(line)
                     except json.JSONDecodeError as exc:
@@ -154,16 +166,23 @@ class ItemFile:
                         bad_row(DataImportError(f"expected a JSON object, got {data._short(rec)}", file=self.path,
                                                 row=lineno))
                         continue
-                    yield lineno, data.clean_record(rec)
+                    try:
+                        yield lineno, data.clean_record(rec, id_col=self.columns.id_col, path=self.path, row=lineno)
+                    except DataImportError as exc:
+                        bad_row(exc)
                 return
             reader = data.csv_reader(lines, self.dialect)
             header = [data._CONTROL.sub("", h) for h in data.csv_header(reader, self.path)]
-            try:
-                for row, rec in data.csv_records(reader, header, self.path, self.dialect, bad_row):
-                    yield row, data.clean_record(rec)
-            except csv.Error as exc:  # the reader cannot go on past a broken quote: the rest of the file is lost
-                raise DataImportError(f"cannot parse the CSV ({exc})", file=self.path, row=reader.line_num) \
-                    from None
+            for row, rec in data.csv_records(reader, header, self.path, self.dialect, bad_row):
+                while lines.bad and lines.bad[0] < row:  # on lines no record was read from (blank, cut out)
+                    lines.bad.popleft()
+                if lines.bad and lines.bad[0] <= reader.line_num:  # a record over a line that is not UTF-8
+                    bad_row(lines.error(lines.bad[0], row))
+                    continue
+                try:
+                    yield row, data.clean_record(rec, id_col=self.columns.id_col, path=self.path, row=row)
+                except DataImportError as exc:
+                    bad_row(exc)
 
     def chunks(self, size: int, bad_row: BadRow) -> Iterator[list[Sample]]:
         """The file's samples, ``size`` at a time; rows that cannot be scored go to ``bad_row``."""
@@ -197,21 +216,25 @@ class ItemFile:
         return kept
 
 
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+"""A byte that is not UTF-8, as ``errors="surrogateescape"`` reads it."""
+
+
 class _DecodedLines:
-    """The lines of a text file, with a decoding error named as a DataImportError with its line."""
+    """The lines of a text file; ``bad`` holds the numbers of those that are not UTF-8, still to be named."""
 
     def __init__(self, f: Any, owner: ItemFile):
         self.f, self.owner, self.line = f, owner, 0
+        self.bad: deque[int] = deque()
+
+    def error(self, line: int, row: int | None = None) -> DataImportError:
+        where = f" (on line {line} of this record)" if row is not None and row != line else ""
+        return DataImportError(f"this line is not UTF-8{where}: the record is left out; save the file as UTF-8 to "
+                               "score it", file=self.owner.path, row=row or line)
 
     def __iter__(self) -> Iterator[str]:
-        while True:
-            try:
-                line = self.f.readline()
-            except UnicodeDecodeError as exc:
-                raise DataImportError(f"cannot read the file as UTF-8 (byte 0x{exc.object[exc.start]:02x} after "
-                                      f"line {self.line}); save it as UTF-8 and import it again",
-                                      file=self.owner.path, row=self.line + 1) from None
-            if not line:
-                return
+        for line in self.f:
             self.line += 1
+            if _NOT_UTF8.search(line):
+                self.bad.append(self.line)
             yield line

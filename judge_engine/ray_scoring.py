@@ -72,7 +72,7 @@ def record_sample(record: dict[str, Any], columns: RowColumns) -> Sample:
 
     As :class:`~judge_engine.items.ItemFile` reads a line: control characters removed, then
     :func:`~judge_engine.data.row_sample`. Rows of a distributed read have no row number, hence ``None``."""
-    return data.row_sample(None, data.clean_record(record), columns, None)
+    return data.row_sample(None, data.clean_record(record, id_col=columns.id_col), columns, None)
 
 
 def verdict_rows(verdicts: Iterable[Any]) -> pa.Table:

@@ -128,40 +128,78 @@ def _meta_path(out: Path) -> Path:
     return out.with_name(out.name + ".judge")
 
 
-def _complete_records(raw: bytes, fmt: str) -> tuple[int, list[str]]:
-    """The length of the whole records at the start of ``raw`` and their ids (a crash may cut the last one)."""
-    text = raw.decode("utf-8")
-    if fmt == "jsonl":
-        end = text.rfind("\n") + 1
-        return len(text[:end].encode("utf-8")), [str(json.loads(x)["id"]) for x in text[:end].splitlines()
-                                                 if x.strip()]
-    ids: list[str] = []
-    consumed = [0]
+RESUME_BATCH = 5000
+"""Ids read from an output file between two writes into the on-disk id set: a resume holds this many, not all."""
 
-    def lines() -> Iterable[str]:
-        for line in io.StringIO(text, newline=""):
-            consumed[0] += len(line)
-            yield line
 
-    reader, good = csv.reader(lines()), 0
-    try:
-        for n, cells in enumerate(reader):
-            if text[consumed[0] - 1] != "\n" or len(cells) != len(OUTPUT_COLUMNS):
-                break  # the last record, cut before its end
-            if n > 0:  # not the header
-                ids.append(_unquoted(cells[0]))
-            good = consumed[0]
-    except csv.Error:
-        pass  # a quote left open by the cut
-    return len(text[:good].encode("utf-8")), ids
+def _resumed_lines(f: Any, out: Path, consumed: list[int]) -> Iterable[str]:
+    """The whole lines of an output file, decoded, counting their bytes into ``consumed[0]``.
+
+    The last line stops the stream when it has no line end (a crash cut it, maybe inside a multi-byte
+    character, so it is not decoded); a whole line that is not UTF-8 is refused, naming it."""
+    for n, raw in enumerate(f, 1):
+        if not raw.endswith(b"\n"):
+            return
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"{out}, line {n}: not UTF-8, so not a line score wrote; the file was changed by "
+                             "something else: choose another --out file, or delete it to start over") from None
+        consumed[0] += len(raw)
+        yield line
+
+
+def _read_written_ids(out: Path, fmt: str, done: IdSet) -> int:
+    """Stream the ids of the whole records of ``out`` into ``done``; returns the bytes those records take."""
+    consumed, good, batch = [0], 0, []
+    with open(out, "rb") as f:
+        lines = _resumed_lines(f, out, consumed)
+        if fmt == "jsonl":
+            for n, line in enumerate(lines, 1):
+                if line.strip():
+                    try:
+                        batch.append((str(json.loads(line)["id"]), n))
+                    except (ValueError, KeyError, TypeError):
+                        raise ValueError(f"{out}, line {n}: not a verdict line of score; choose another --out "
+                                         "file, or delete it to start over") from None
+                good = consumed[0]
+                if len(batch) >= RESUME_BATCH:
+                    done.add(batch)
+                    batch = []
+        else:
+            # strict: a quoted cell left open by the cut (its line end removed with the cut line) raises
+            reader = csv.reader(lines, strict=True)
+            try:
+                for n, cells in enumerate(reader):
+                    if len(cells) != len(OUTPUT_COLUMNS):
+                        break  # the last record, cut before its last cell
+                    if n > 0:  # not the header
+                        batch.append((_unquoted(cells[0]), n))
+                    good = consumed[0]
+                    if len(batch) >= RESUME_BATCH:
+                        done.add(batch)
+                        batch = []
+            except csv.Error:
+                pass  # a quote left open by the cut
+    done.add(batch)
+    return good
+
+
+def _written_format(out: Path) -> str:
+    """What an output file written before formats were recorded holds: a CSV starts with score's header."""
+    with open(out, "rb") as f:
+        first = f.readline()
+    return "csv" if first.decode("utf-8", "replace") == header_line("csv") else "jsonl"
 
 
 def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
     """The ids already written to ``out`` by this judge, after cutting off a half-written last record.
 
-    A new output file is tagged with the judge's fingerprint (a ``<out>.judge`` file beside it); an existing
-    one written by another judge is refused before any request is sent, since appending would mix two judges'
-    verdicts in one file.
+    A new output file is tagged with the judge's fingerprint and the output format (a ``<out>.judge`` file beside
+    it); an existing one written by another judge, or in the other format, is refused before any request is
+    sent, since appending would mix two judges' verdicts, or CSV lines into JSONL, in one file. The ids are read
+    as a stream into an on-disk :class:`IdSet`, so resuming after a million lines takes the memory of a few
+    thousand.
     """
     out = Path(out)
     meta, mine = _meta_path(out), judge_fingerprint(judge)
@@ -169,22 +207,44 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
     if not out.exists() or out.stat().st_size == 0:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)  # `--out results/x.jsonl` before results/ exists
-            meta.write_text(mine + "\n", encoding="utf-8")
+            meta.write_text(f"{mine}\n{fmt}\n", encoding="utf-8")
         except OSError as exc:  # a read-only folder, a file where a folder should be: one line, not a traceback
+            done.close()
             raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
         return done
-    theirs = meta.read_text(encoding="utf-8").strip() if meta.exists() else ""
-    if theirs != mine:
-        said = f"by judge {theirs}" if theirs else "without a judge tag (not by score)"
-        raise ValueError(f"{out} was written {said}, not by this judge ({mine}): choose another --out file, or "
-                         "delete it to start over")
-    raw = out.read_bytes()
-    length, ids = _complete_records(raw, fmt)
-    if length != len(raw):  # a record cut by a crash: drop it, its item is scored again (from the cache)
+    tag = meta.read_text(encoding="utf-8").split() if meta.exists() else []
+    theirs = tag[0] if tag else ""
+    try:
+        if theirs != mine:
+            said = f"by judge {theirs}" if theirs else "without a judge tag (not by score)"
+            raise ValueError(f"{out} was written {said}, not by this judge ({mine}): choose another --out file, or "
+                             "delete it to start over")
+        written = tag[1] if len(tag) > 1 else _written_format(out)  # a tag of before formats were recorded
+        if written != fmt:
+            raise ValueError(f"{out} holds this judge's verdicts as {written.upper()}; this run would append "
+                             f"{fmt.upper()} lines to it: run with --format {written}, or choose another --out file")
+        length = _read_written_ids(out, fmt, done)
+    except BaseException:
+        done.close()
+        raise
+    if length != out.stat().st_size:  # a record cut by a crash: drop it, its item is scored again (from the cache)
         with open(out, "r+b") as f:
             f.truncate(length)
-    done.add((i, 0) for i in ids)
     return done
+
+
+LEFT_OUT_REASONS = (("duplicate id", "repeated id"), ("the id is empty", "empty id"),
+                    ("control characters", "id with control characters"), ("not UTF-8", "not UTF-8"),
+                    ("output text is empty", "empty output"), ("missing in this record", "a column missing"),
+                    ("cells but the header", "wrong number of cells"), ("invalid JSON", "invalid JSON"),
+                    ("expected a JSON object", "not a JSON object"))
+"""How the summary groups the rows left out (a phrase of the reader's message, the group's name)."""
+
+
+def left_out_reason(exc: Exception) -> str:
+    """The group of a row left out, for the summary's ``rows_left_out_by_reason``."""
+    message = str(getattr(exc, "message", exc))
+    return next((name for phrase, name in LEFT_OUT_REASONS if phrase in message), message[:60])
 
 
 def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, write: Callable[[Verdict], None],
@@ -283,11 +343,14 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         notice(f"resuming: {len(done)} items are already in {out}; scoring the rest")
     size = chunk or max(SCORE_CHUNK, 2 * max(1, getattr(getattr(llm, "config", None), "concurrency", 1)))
     left_out = skipped = 0
+    left_out_by_reason: dict[str, int] = {}
     human: dict[str, float] = {}
 
     def count_bad(exc: Exception) -> None:
         nonlocal left_out
         left_out += 1
+        reason = left_out_reason(exc)
+        left_out_by_reason[reason] = left_out_by_reason.get(reason, 0) + 1
         if bad_row:
             bad_row(exc)
 
@@ -329,11 +392,15 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         done.close()
         if handle is not None and handle is not stream:
             handle.close()
-    if counts["items"] == 0 and skipped == 0 and left_out:
+    if counts["items"] == 0 and skipped == 0:
         from .data import DataImportError
-        raise DataImportError(f"no row could be read ({left_out} left out)", file=source.path)
+        if left_out:
+            raise DataImportError(f"no row could be read ({left_out} left out)", file=source.path)
+        raise DataImportError("the file has no items to score (a header, or blank lines, but no data rows)",
+                              file=source.path)
     summary: dict[str, Any] = {"items": counts["items"], "skipped": skipped, "rows_left_out": left_out,
-                               "missing": counts["missing"], "refused_by_server": counts["refused"]}
+                               "rows_left_out_by_reason": left_out_by_reason, "missing": counts["missing"],
+                               "refused_by_server": counts["refused"]}
     if human:
         summary["correlations"] = _correlations(human, scores if out is None else _written_scores(out, fmt))
     return summary

@@ -71,9 +71,10 @@ def test_a_missing_column_or_an_unreadable_file_is_one_message_before_anything_i
         ItemFile(path, id_col="id")
     latin = tmp_path / "latin.csv"
     latin.write_bytes(b"input,output\n" + b"cafe,ok\n" * 40000 + "caf\xe9,ok\n".encode("latin-1"))
-    source = ItemFile(latin)  # the header reads; the bad byte is further on
-    with pytest.raises(DataImportError, match="cannot read the file as UTF-8"):
-        list(source.chunks(100, lambda exc: None))
+    source = ItemFile(latin)  # the header reads; the bad byte is further on, and only its line is left out
+    bad = []
+    assert sum(len(c) for c in source.chunks(1000, bad.append)) == 40000
+    assert len(bad) == 1 and "row 40002" in str(bad[0]) and "not UTF-8" in str(bad[0])
     with pytest.raises(DataImportError, match="file not found"):
         ItemFile(tmp_path / "nowhere.jsonl")
 
@@ -155,3 +156,83 @@ def test_an_output_in_a_folder_not_made_yet_is_written_there_and_an_unwritable_o
     blocker.write_text("", encoding="utf-8")
     with pytest.raises(ValueError, match="cannot write .*a_file"):
         score_file(_judge(), ItemFile(data, id_col="id"), llm=_llm(store), out=blocker / "scores.jsonl")
+
+
+def test_a_stray_quote_that_would_swallow_the_rest_of_the_file_is_refused_naming_its_line(tmp_path, store):
+    # a non-strict reader read lines 22-61 into one cell of row 21: 39 of 60 rows gone, rows_left_out 0, exit 0
+    lines = ["id,input,output"] + [f"{k},source {k},reply {k}" for k in range(1, 61)]
+    lines[21] = '21,"source 21,reply 21'
+    path = tmp_path / "items.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(DataImportError, match="row 22: cannot parse the CSV: a quoted cell that begins on this line"):
+        score_file(_judge(), ItemFile(path, id_col="id"), llm=_llm(store), out=tmp_path / "out.jsonl")
+    with pytest.raises(DataImportError, match="row 22"):  # the import reads it the same way
+        load_table(path, input_col="input", output_col="output", id_col="id", score_cols=[], require_scores=False)
+
+
+def test_an_id_that_cleaning_would_change_is_left_out_named_and_counted_by_reason(tmp_path, store):
+    path = tmp_path / "items.jsonl"
+    rows = [{"id": "a", "input": "s", "output": "one"}, {"id": "b\u0000", "input": "s", "output": "two"},
+            {"id": "c", "input": "s\u0000", "output": "three"}, {"id": "a", "input": "s", "output": "again"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    bad, out = [], tmp_path / "out.jsonl"
+    summary = score_file(_judge(), ItemFile(path, id_col="id"), llm=_llm(store), out=out, bad_row=bad.append)
+    assert [json.loads(x)["id"] for x in out.read_text(encoding="utf-8").splitlines()] == ["a", "c"]
+    assert "row 2" in str(bad[0]) and "control characters" in str(bad[0])
+    assert summary["rows_left_out"] == 2
+    assert summary["rows_left_out_by_reason"] == {"id with control characters": 1, "repeated id": 1}
+
+
+def test_bad_input_is_each_named_with_its_line_and_counted_and_the_rest_is_scored(tmp_path, store):
+    # a BOM, mixed line endings, a 5 MB cell, an id repeated two chunks later, a line that is not UTF-8
+    big = "x" * (5 * 1024 * 1024)
+    body = (b"\xef\xbb\xbfid,input,output\r\n" + b"r1,s,one\n" + b"r2,s,two\r\n" + f"r3,s,{big}\n".encode()
+            + "r4,s,caf\u00e9\r".encode() + b"r5,s,caf\xe9 latin\n" + b"".join(f"k{k},s,o{k}\n".encode()
+                                                                           for k in range(20)) + b"r2,s,again\n")
+    path = tmp_path / "items.csv"
+    path.write_bytes(body)
+    bad, out = [], tmp_path / "out.jsonl"
+    summary = score_file(_judge(), ItemFile(path, id_col="id"), llm=_llm(store), out=out, bad_row=bad.append, chunk=8)
+    ids = [json.loads(x)["id"] for x in out.read_text(encoding="utf-8").splitlines()]
+    assert ids == ["r1", "r2", "r3", "r4"] + [f"k{k}" for k in range(20)]
+    assert [e.row for e in bad] == [6, 27] and "not UTF-8" in str(bad[0]) and "duplicate id 'r2'" in str(bad[1])
+    assert summary["rows_left_out_by_reason"] == {"not UTF-8": 1, "repeated id": 1}
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("id,input,output\n", encoding="utf-8")
+    before = out.read_bytes()
+    with pytest.raises(DataImportError, match="no items to score"):
+        score_file(_judge(), ItemFile(header_only, id_col="id"), llm=_llm(store), out=out)
+    assert out.read_bytes() == before, "nothing already written is changed"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_an_output_cut_inside_a_multi_byte_character_is_resumed(tmp_path, store, fmt):
+    # 'utf-8' codec can't decode byte 0xc3 (score_files.py) stopped every resume of such a file before
+    path = tmp_path / "items.jsonl"
+    rows = [{"id": f"é{k}", "input": "s", "output": f"réponse numéro {k}"} for k in range(10)]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / f"scores.{fmt}"
+    score_file(_judge(), ItemFile(path, id_col="id"), llm=_llm(store), out=out)
+    whole = out.read_bytes()
+    last_start = whole.rstrip(b"\n").rfind(b"\n") + 1
+    cut = whole.index("é".encode(), last_start) + 1  # between the two bytes of the last record's é
+    out.write_bytes(whole[:cut])
+    summary = score_file(_judge(), ItemFile(path, id_col="id"), llm=_llm(store), out=out)
+    assert summary["items"] == 1 and summary["skipped"] == 9
+    assert out.read_bytes() == whole
+
+
+def test_the_output_format_is_recorded_and_a_run_in_the_other_is_refused_before_any_request(tmp_path, store):
+    data, out = _jsonl(tmp_path, 6), tmp_path / "scores.jsonl"
+    score_file(_judge(), ItemFile(data, id_col="id"), llm=_llm(store), out=out)
+    assert (tmp_path / "scores.jsonl.judge").read_text(encoding="utf-8").split()[1] == "jsonl"
+    before, asked = out.read_bytes(), []
+    with pytest.raises(ValueError, match="holds this judge's verdicts as JSONL.*--format jsonl"):
+        score_file(_judge(), ItemFile(data, id_col="id"), out=out, fmt="csv",
+                   llm=_llm(store, reply=lambda m, p: asked.append(m) or '{"score": 2}'))
+    assert asked == [] and out.read_bytes() == before
+    # a tag written before formats were recorded: the format is read from the file itself
+    (tmp_path / "scores.jsonl.judge").write_text(export.judge_fingerprint(_judge()) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="as JSONL"):
+        score_file(_judge(), ItemFile(data, id_col="id"), llm=_llm(store), out=out, fmt="csv")
+    assert score_file(_judge(), ItemFile(data, id_col="id"), llm=_llm(store), out=out)["skipped"] == 6

@@ -36,8 +36,18 @@ class _Table:
     """Row -> columns from which control characters were removed."""
 
 
-def clean_record(rec: dict[str, Any]) -> dict[str, Any]:
-    """One record with control characters removed from its keys and texts, as every import removes them."""
+def clean_record(rec: dict[str, Any], *, id_col: str | None = None, path: Path | None = None,
+                 row: int | None = None) -> dict[str, Any]:
+    """One record with control characters removed from its keys and texts, as every import removes them.
+
+    With ``id_col``, an id holding control characters raises DataImportError instead: cleaned, it would no
+    longer be the id of the input's row, and scores written under it would not join back to the file."""
+    if id_col is not None:
+        value = rec.get(id_col)
+        if isinstance(value, str) and _CONTROL.search(value):
+            raise DataImportError(f"the id {value!r} holds control characters (NUL, escape and the like): fix the "
+                                  "id in the file (removing them would write scores under an id the file does not "
+                                  "have)", file=path, row=row, column=id_col)
     return _strip_controls([(0, rec)])[0][0][1]
 
 
@@ -142,7 +152,9 @@ def csv_reader(lines: Iterable[str], dialect: CsvDialect):
     """A ``csv.reader`` over ``lines`` in ``dialect`` that accepts cells up to :data:`MAX_FIELD_CHARS`."""
     if csv.field_size_limit() < MAX_FIELD_CHARS:
         csv.field_size_limit(MAX_FIELD_CHARS)
-    return csv.reader(lines, delimiter=dialect.delimiter, quotechar=dialect.quotechar)
+    # strict: a quote opened and never closed raises at the end of the file instead of silently swallowing every
+    # line after it into one cell (39 of 60 rows gone, with no word, before)
+    return csv.reader(lines, delimiter=dialect.delimiter, quotechar=dialect.quotechar, strict=True)
 
 
 def csv_header(reader: Any, path: Path) -> list[str]:
@@ -173,11 +185,22 @@ def csv_records(reader: Any, header: list[str], path: Path, dialect: CsvDialect,
     """(row number, record) of each data line after the header, blank lines left out.
 
     A line with the wrong number of cells raises DataImportError, or with ``bad_row`` is handed to it and
-    left out (a file too large to fix by hand is scored except for that row). ``csv.Error`` is the caller's.
+    left out (a file too large to fix by hand is scored except for that row). A quote that breaks the reading
+    of the rest of the file raises DataImportError naming the line the record began on, with or without ``bad_row``.
     """
     width = len(header)
     last = reader.line_num
-    for cells in reader:
+    cells_of = iter(reader)
+    while True:
+        try:
+            cells = next(cells_of)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # the reader cannot go on past a broken quote: name where the record began
+            raise DataImportError(f"cannot parse the CSV: a quoted cell that begins on this line is not closed "
+                                  f"properly (by line {reader.line_num}: {exc}); every line after it would be read "
+                                  "into one cell, so the file is refused: fix the quote", file=path,
+                                  row=last + 1) from None
         row = last + 1  # first line of this record
         last = reader.line_num
         if not cells or (len(cells) == 1 and not cells[0].strip()):
