@@ -13,10 +13,21 @@
 - the paired difference to each baseline run (direct scoring, G-Eval) on
   the same dataset, aspect, test items and backend, with the paired
   bootstrap of :func:`judge_engine.compare.paired_bootstrap`;
-- ``verdict``: ``"ok"``, or ``"warning"`` with ``reasons`` when the judge is
-  anti-correlated with the humans (test or training correlation at or below
-  zero), has no test correlation at all, or is significantly below a
-  baseline on the same split.
+- ``verdict`` (:func:`verdict`), one of :data:`VERDICTS`: ``"warning"`` when
+  the judge is anti-correlated with the humans (a test interval below zero,
+  or a training correlation significantly below zero), has no test
+  correlation at all, or is significantly below a baseline on the same split;
+  else ``"too few items to say"`` below :data:`MIN_TEST_ITEMS` scored test
+  items, without an interval or with one wider than :data:`MAX_CI_WIDTH`;
+  else ``"not shown to agree"`` when the test interval reaches zero or the
+  training figure is not significant once the selection among K candidates
+  is paid for (:func:`selection_p_value`); ``"ok"`` only with that evidence.
+  ``reasons`` say why in words, with the figures and counts.
+
+How well these claims are calibrated (false alarms under a null, power under a
+planted effect, a noise judge chosen among as many candidates as each method
+tries) is measured by ``python -m judge_engine.bench verdicts``
+(:mod:`judge_engine.bench.verdicts`, table in docs/reliability.md).
 
 The pages (``pages.ui.trust.trust_panel``), the CLI summary and the exported
 judge file all show this one record.
@@ -24,9 +35,13 @@ judge file all show this one record.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
+
+import numpy as np
+from scipy import stats
 
 from . import compare, metrics, runs
 from .methods.active_critic import ActiveCriticState
@@ -44,10 +59,11 @@ BASELINE_METHODS = runs.BASELINES
 from the training items), one list for both."""
 
 TRAINING_ALPHA = 0.05
-"""A judge chosen on a positive training correlation that is not significantly above zero at this two-sided
-level, for the number of items it rests on, is warned about. On the dozen or so items a selection rests on,
-unrelated scores give large correlations (at 12 items the two-sided 5% band of a Pearson under no relation is
-about +-0.58): a HypoEval hypothesis on Topical-Chat was adopted on a training Pearson of 0.005 over 12 items,
+"""A judge whose training correlation is not significantly above zero at this level, for the number of items it
+rests on and the candidates it was chosen among, is not "ok" (one candidate: the two-sided t-test; K candidates:
+:func:`selection_p_value` at ``TRAINING_ALPHA / 2``, the same one-sided level). On the dozen or so items a
+selection rests on, unrelated scores give large correlations (at 12 items the two-sided 5% band of a Pearson
+under no relation is about +-0.58): a HypoEval hypothesis on Topical-Chat was adopted on a training Pearson of 0.005 over 12 items,
 and HypoEval on SF-RES was chosen on 0.27-0.54 and scored the test items at -0.42. A fixed floor (0.1 once)
 cannot say this, because what counts as no sign of agreement depends on the number of items."""
 ALPHA = 0.05
@@ -55,6 +71,26 @@ ALPHA = 0.05
 
 N_BOOTSTRAP = 1000
 """Resamples of the paired bootstrap (and of the intervals when a stored summary predates their notes)."""
+
+VERDICTS = ("ok", "not shown to agree", "too few items to say", "warning")
+"""What :func:`verdict` can say; only ``"ok"`` is shown as a go-ahead."""
+
+MIN_TEST_ITEMS = 10
+"""Fewest scored test items behind an "ok": below, the verdict is "too few items to say" (a README run printed
+"ok" for a judge whose test correlation rested on 3 scored items)."""
+MAX_CI_WIDTH = 1.0
+"""Widest 95% interval of the test correlation behind an "ok" or a "not shown to agree": an interval spanning a
+whole unit of correlation (e.g. [-0.3, +0.7]) says nothing either way, so the verdict is "too few items to say"."""
+
+MIN_GROUPS_FOR_SIGN = 20
+"""Fewest groups whose interval may call a judge worse than chance; with fewer, the sample level's decides."""
+
+UNRECORDED_CANDIDATES = 100
+"""Candidates assumed when a method chose among several but its stored state does not say how many (an older
+judge): more than any default tries, so the training figure is judged conservatively."""
+
+SELECTION_DRAWS = 20_000
+"""Simulated selections behind :func:`selection_p_value` when the figure is the mean of the best few."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +107,13 @@ class TrainingFigure:
     """Of those, items that had a score."""
     parts: tuple[tuple[str, float | None], ...] = ()
     """Per part (a HypoEval hypothesis), its own training correlation."""
+    candidates: int = 1
+    """K: candidates the method scored on these items before keeping this one (1: nothing was chosen among,
+    or the figure is out-of-fold)."""
+    top: int = 1
+    """The figure is the mean of the best ``top`` of the K candidates (HypoEval's selected hypotheses)."""
+    selection: str = ""
+    """How the figure pays for the selection, in words (best of K, out-of-fold, ...)."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +169,9 @@ class TrustReport:
     missing_rate: float
     baselines: tuple[BaselineDifference, ...]
     verdict: str
-    """``"ok"`` or ``"warning"``."""
+    """One of :data:`VERDICTS` (see :func:`verdict`)."""
     reasons: tuple[str, ...]
-    """Why the verdict is a warning, in words (empty when ok)."""
+    """Why the verdict is not "ok", in words, with the figures (empty when ok)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (tuples become lists, NaN is never written: undefined values are None)."""
@@ -175,36 +218,87 @@ def _training_figure(method: str, state: dict[str, Any], target: str) -> Trainin
         hypo = HypoEvalState.from_dict(state)
         parts = tuple((h.text or h.key or "", _finite(h.train_pearson)) for h in hypo.selected)
         scored = [h.train_parsed or 0 for h in hypo.selected]
+        # the final bank is what the selection ranked; hypotheses dropped from it by earlier refreshes were
+        # ranked on the same items too but are not stored, so K is a lower bound there
+        k = max(len(hypo.bank), len(hypo.selected), 1)
         return TrainingFigure(value=hypo.mean_training_pearson,
                               measure=f"mean training Pearson of the {len(hypo.selected)} selected hypotheses",
-                              n_items=len(hypo.train_ids), n_scored=min(scored) if scored else 0, parts=parts)
+                              n_items=len(hypo.train_ids), n_scored=min(scored) if scored else 0, parts=parts,
+                              candidates=k, top=max(len(hypo.selected), 1),
+                              selection=f"best {len(hypo.selected)} of the {k} hypotheses of the final bank")
     if method == "hpss":
-        sel = HPSSState.from_dict(state).selection
+        hpss = HPSSState.from_dict(state)
+        sel = hpss.selection
         if sel is None:
             return TrainingFigure(None, "the chosen strategy's validation figures were not recorded", 0, 0)
+        k, how = _tried(1 if hpss.accepted_by_person else len(state.get("explored") or ()), "strategies evaluated")
         return TrainingFigure(value=_finite(sel.correlation),
                               measure="Spearman of the chosen strategy on the validation items",
-                              n_items=sel.n, n_scored=sel.n_scored)
+                              n_items=sel.n, n_scored=sel.n_scored, candidates=k,
+                              selection="fixed by a person" if hpss.accepted_by_person else how)
     if method == "active_critic":
-        chosen = ActiveCriticState.from_dict(state).chosen_set
+        ac = ActiveCriticState.from_dict(state)
+        chosen = ac.chosen_set
         if chosen is None:
             return TrainingFigure(None, "the chosen demonstration set's training figures were not recorded", 0, 0)
+        k, how = _tried(len(ac.search), "demonstration sets scored")
         return TrainingFigure(value=chosen.pearson,
                               measure=("training Pearson of the chosen demonstration set"
                                        + (f" (Q = {chosen.q:.2f})" if chosen.q is not None else "")),
-                              n_items=chosen.n_items, n_scored=chosen.n_scored)
+                              n_items=chosen.n_items, n_scored=chosen.n_scored, candidates=k, selection=how)
     if method == "hd_eval":
         hd = HDEvalState.from_dict(state)
         return TrainingFigure(value=hd.training_pearson(target),
                               measure="out-of-fold (cross-validated) training Pearson of the aggregator",
-                              n_items=len(hd.train_ids), n_scored=len(hd.train_ids))
+                              n_items=len(hd.train_ids), n_scored=len(hd.train_ids), candidates=1,
+                              selection="out-of-fold: each item scored by an aggregator fitted without it")
     return None
+
+
+def _tried(k: int, what: str) -> tuple[int, str]:
+    """K and the words for it; a state that does not record K is judged as if it had tried many."""
+    if k >= 1:
+        return k, f"best of K = {k} {what}"
+    return UNRECORDED_CANDIDATES, (f"best of K {what}: K not recorded in this judge, "
+                                   f"assumed {UNRECORDED_CANDIDATES} (conservative)")
+
+
+def selection_p_value(r: float | None, n: int, candidates: int = 1, *, top: int = 1,
+                      draws: int = SELECTION_DRAWS, seed: int = 0) -> float:
+    """One-sided p-value of a training correlation ``r`` on ``n`` items, kept as the best of ``candidates``.
+
+    Under no relation a Pearson on ``n`` items is distributed as ``2 B - 1`` with ``B ~ Beta((n-2)/2,
+    (n-2)/2)`` (the exact law behind :func:`scipy.stats.pearsonr`'s t-test; Spearman's figure is tested
+    with the same law, as scipy does). The best of K independent candidates reaches ``r`` with probability
+    ``1 - (1 - p1) ** K``, ``p1`` the one-candidate tail. Real candidates score the same items with the same
+    model, so they are positively dependent and their best is smaller than that of independent ones: the
+    p-value is conservative. With ``top > 1`` (the mean of the best ``top``) the law of the mean of the top
+    order statistics has no closed form and is simulated, seeded. NaN when undefined (``n < 3``).
+    """
+    if r is None or not math.isfinite(r) or n < 3:
+        return math.nan
+    k, top = max(int(candidates), 1), max(1, min(int(top), int(candidates)))
+    law = stats.beta((n - 2) / 2.0, (n - 2) / 2.0, loc=-1.0, scale=2.0)
+    if top == 1:
+        return float(-np.expm1(k * np.log1p(-law.sf(r)))) if law.sf(r) < 1.0 else 1.0
+    null = _top_mean_null(n, k, top, draws, seed)
+    return float((null.size - np.searchsorted(null, r, side="left") + 1) / (null.size + 1))
+
+
+@functools.lru_cache(maxsize=64)
+def _top_mean_null(n: int, k: int, top: int, draws: int, seed: int) -> np.ndarray:
+    """Sorted simulated means of the best ``top`` of ``k`` unrelated correlations on ``n`` items (cached: a page
+    and the calibration bench ask for the same few (n, K) again and again)."""
+    law = stats.beta((n - 2) / 2.0, (n - 2) / 2.0, loc=-1.0, scale=2.0)
+    null = np.sort(law.rvs(size=(draws, k), random_state=np.random.default_rng(seed)), axis=1)
+    return np.sort(null[:, -top:].mean(axis=1))
 
 
 # --------------------------------------------------------------------------- test figures
 
 
-def _test_figure(level: str, rep: dict[str, Any]) -> TestFigure:
+def level_figure(level: str, rep: dict[str, Any]) -> TestFigure:
+    """The :class:`TestFigure` of one level of a stored summary (``MetaEvalReport.to_dict()``)."""
     ci = rep.get(f"{STATISTIC}_ci") or [None, None]
     return TestFigure(level=level, value=_finite(rep.get(STATISTIC)), ci=(_finite(ci[0]), _finite(ci[1])),
                       ci_note=str(rep.get("ci_note") or ""), n=int(rep.get("n") or 0),
@@ -234,6 +328,14 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     return found
 
 
+def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int) -> BaselineDifference:
+    """A :class:`BaselineDifference` from a paired bootstrap's ``(diff, p)``: significant below when the
+    two-sided ``p`` is under :data:`ALPHA` and the judge is the lower one."""
+    diff, p = _finite(diff), _finite(p)
+    return BaselineDifference(run_id=run_id, method=method, level=level, diff=diff, p=p, n=n,
+                              significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0))
+
+
 def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord],
                           level: str, dataset: Any, n_bootstrap: int) -> tuple[BaselineDifference, ...]:
     out = []
@@ -243,43 +345,54 @@ def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecor
         diff, p = compare.paired_bootstrap(human, aligned.scores[run.id], aligned.scores[b.id], level=level,
                                            groups=groups, systems=systems, statistic=STATISTIC,
                                            n_bootstrap=n_bootstrap)
-        diff, p = _finite(diff), _finite(p)
-        out.append(BaselineDifference(run_id=b.id, method=b.method, level=level, diff=diff, p=p,
-                                      n=len(aligned.ids),
-                                      significantly_below=bool(p is not None and diff is not None
-                                                               and p < ALPHA and diff < 0)))
+        out.append(baseline_difference(b.id, b.method, level, diff, p, len(aligned.ids)))
     return tuple(out)
 
 
-# --------------------------------------------------------------------------- the report
+# --------------------------------------------------------------------------- the verdict
 
 
 def _fmt(x: float | None) -> str:
     return "undefined" if x is None else f"{x:+.2f}"
 
 
-def _not_significant(training: TrainingFigure, p: float) -> str:
-    needed = metrics.items_for_significance(training.value, alpha=TRAINING_ALPHA)
-    need = (f"a correlation of {_fmt(training.value)} would need at least {needed} scored items to be significant"
-            if needed is not None else "no feasible number of items would make a correlation this small significant")
-    shown = f"two-sided p = {p:.2f}" if math.isfinite(p) else "too few scored items for a test"
-    return (f"not significantly above zero on its training items: {training.measure} is {_fmt(training.value)} "
-            f"({training.n_scored} of {training.n_items} items scored, {shown}); unrelated scores reach this "
-            f"on so few items, and {need}")
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-def _reasons(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
-             baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> list[str]:
+def training_p_value(training: TrainingFigure) -> float:
+    """One-sided p-value of the training figure once its selection is paid for (:func:`selection_p_value`)."""
+    return selection_p_value(training.value, training.n_scored, training.candidates, top=training.top)
+
+
+def _training_shown(training: TrainingFigure, p: float) -> str:
+    k = (f"{training.selection}; " if training.selection else "") + (
+        f"one-sided {_p(p)} against the best of {training.candidates} unrelated candidates"
+        if training.candidates > 1 else f"one-sided {_p(p)}")
+    return f"{training.measure} is {_fmt(training.value)} ({training.n_scored} of {training.n_items} items scored, {k})"
+
+
+def _ci_text(fig: TestFigure) -> str:
+    if fig.ci[0] is None or fig.ci[1] is None:
+        return fig.ci_note or "no interval"
+    return f"95% interval [{fig.ci[0]:+.2f}, {fig.ci[1]:+.2f}]"
+
+
+def _figure_text(fig: TestFigure) -> str:
+    groups = f", {fig.n_groups} groups" if fig.level == "group" else ""
+    return f"{fig.level}-level {STATISTIC} {_fmt(fig.value)}, {_ci_text(fig)}, on {fig.n} scored items{groups}"
+
+
+def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
+              baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> list[str]:
+    """Evidence against the judge: each needs its interval or its test, never a point estimate alone."""
     reasons = []
     if training is not None:
         low = [(text, v) for text, v in training.parts if v is None or v <= 0]
-        if training.value is not None and training.value <= 0 and not low:
+        p = metrics.correlation_p_value(training.value, training.n_scored) if training.value is not None else math.nan
+        if training.value is not None and training.value < 0 and not low and p < TRAINING_ALPHA:
             reasons.append(f"anti-correlated on its training items: {training.measure} is {_fmt(training.value)} "
-                           f"({training.n_scored} of {training.n_items} items scored)")
-        elif training.value is not None and training.value > 0 and not low:
-            p = metrics.correlation_p_value(training.value, training.n_scored)
-            if not p < TRAINING_ALPHA:
-                reasons.append(_not_significant(training, p))
+                           f"({training.n_scored} of {training.n_items} items scored, two-sided {_p(p)})")
         if low:
             listed = "; ".join(f"{_fmt(v)}: {text[:80]}" for text, v in low)
             reasons.append(f"{len(low)} of {len(training.parts)} selected hypotheses have a training Pearson "
@@ -292,14 +405,61 @@ def _reasons(training: TrainingFigure | None, test: TestFigure | None, sample: T
                    "its scores do not vary enough to correlate"
                    + (f" ({missing} of {n} items have no score)" if missing else f" (all {n} items scored)"))
             reasons.append(f"no test {STATISTIC} at the {fig.level} level: {why}")
-        elif fig.value <= 0:
-            reasons.append(f"anti-correlated on the test items: {fig.level}-level {STATISTIC} is {_fmt(fig.value)} "
-                           f"(worse than chance)")
+    # from an interval, not the point ([-0.14, +0.15] was once read as "worse than chance"), and from one figure:
+    # the natural level's, or the sample level's when that has none; asking both doubled the false alarms
+    # a percentile interval over a dozen groups is too narrow: it put noise "below zero" in 7-8% of draws at 5
+    # and 13 groups (bench verdicts), so below MIN_GROUPS_FOR_SIGN groups the items' interval decides
+    judged = test if test is not None and test.ci[1] is not None and (
+        test.level == "sample" or test.n_groups >= MIN_GROUPS_FOR_SIGN) else sample
+    if judged is not None and judged.ci[1] is not None and judged.ci[1] < 0:
+        reasons.append(f"anti-correlated on the test items (worse than chance): {_figure_text(judged)}")
     for b in baselines:
         if b.significantly_below:
             reasons.append(f"significantly below baseline {b.label} on the same split: {STATISTIC} "
-                           f"{_fmt(b.diff)} at the {b.level} level (paired bootstrap p = {b.p:.3f}, {b.n} items)")
+                           f"{_fmt(b.diff)} at the {b.level} level (paired bootstrap {_p(b.p)}, {b.n} items)")
     return reasons
+
+
+def _too_few(test: TestFigure | None, n: int) -> str:
+    """Why the test figure cannot carry a verdict either way ("" when it can)."""
+    if test is None:
+        return f"no test figure ({n} test items)"
+    if test.n < MIN_TEST_ITEMS:
+        return f"{test.n} scored test items (an \"ok\" needs at least {MIN_TEST_ITEMS})"
+    if test.ci[0] is None or test.ci[1] is None:
+        return f"{_figure_text(test)}: no interval, so no evidence either way"
+    if test.ci[1] - test.ci[0] > MAX_CI_WIDTH:
+        return (f"{_figure_text(test)}: the interval is {test.ci[1] - test.ci[0]:.2f} wide "
+                f"(at most {MAX_CI_WIDTH:.2f} to say anything)")
+    return ""
+
+
+def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
+            baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> tuple[str, tuple[str, ...]]:
+    """The verdict (one of :data:`VERDICTS`) and its reasons, from the figures of a :class:`TrustReport`.
+
+    In order: any warning (:func:`_warnings`) makes it ``"warning"``; else a test figure on too few items, with
+    no interval or one wider than :data:`MAX_CI_WIDTH` makes it ``"too few items to say"`` (with the count);
+    else a test interval reaching zero, or a training figure not significant at ``TRAINING_ALPHA / 2``
+    one-sided once its best-of-K selection is paid for, makes it ``"not shown to agree"`` (with the figure);
+    only then ``"ok"``. The calibration bench (:mod:`judge_engine.bench.verdicts`) calls this function.
+    """
+    reasons = _warnings(training, test, sample, baselines, n, missing)
+    if reasons:
+        return "warning", tuple(reasons)
+    few = _too_few(test, n)
+    if few:
+        return "too few items to say", (few,)
+    notes = []
+    if test is not None and test.ci[0] is not None and test.ci[0] <= 0:
+        notes.append(f"not shown to agree on the test items: {_figure_text(test)} reaches zero")
+    # a training figure that was not recorded (an older or hand-edited judge) leaves the held-out test to speak
+    if training is not None and training.value is not None:
+        p = training_p_value(training)
+        if not p < TRAINING_ALPHA / 2:
+            notes.append(f"not shown to agree on its training items once the selection is paid for: "
+                         f"{_training_shown(training, p)}")
+    return ("not shown to agree", tuple(notes)) if notes else ("ok", ())
 
 
 def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -> TrustReport:
@@ -330,22 +490,22 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
         summary = runs.summarize(human(), run.aspect, store.load_verdicts(run_id), ledger=run.ledger,
                                  seconds=0.0, n_bootstrap=n_bootstrap)
     levels, natural = summary.levels, summary.level
-    test = _test_figure(natural, levels[natural]) if natural in levels else None
-    sample = _test_figure("sample", levels["sample"]) if natural != "sample" and "sample" in levels else None
+    test = level_figure(natural, levels[natural]) if natural in levels else None
+    sample = level_figure("sample", levels["sample"]) if natural != "sample" and "sample" in levels else None
     n, missing = summary.n, summary.missing
     training = training_figure(run.method, run.judge_state, run.judge_target)
     found = baseline_runs(store, run)
     # a paired bootstrap over fewer units than an interval needs is as meaningless as that interval
     level = natural if test is not None and not test.ci_note else "sample"
     baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
-    reasons = _reasons(training, test, sample, baselines, n, missing)
+    said, reasons = verdict(training, test, sample, baselines, n, missing)
     return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,
-                       baselines=baselines, verdict="warning" if reasons else "ok", reasons=tuple(reasons))
+                       baselines=baselines, verdict=said, reasons=reasons)
 
 
 def one_line(report: TrustReport) -> str:
-    """``trust: ok`` or ``trust: warning (reason; reason)``: for lists of runs in a terminal.
+    """``trust: ok`` or ``trust: <verdict> (reason; reason)``: for lists of runs in a terminal.
 
     Reasons can quote generated text (a hypothesis): control characters become spaces so a reply cannot
     move the cursor or recolour the terminal.
@@ -353,4 +513,4 @@ def one_line(report: TrustReport) -> str:
     if report.verdict == "ok":
         return "trust: ok"
     text = "; ".join(report.reasons)
-    return "trust: warning (" + "".join(ch if ch.isprintable() else " " for ch in text) + ")"
+    return f"trust: {report.verdict} (" + "".join(ch if ch.isprintable() else " " for ch in text) + ")"

@@ -48,8 +48,15 @@ def trust_frame(report: TrustReport) -> pd.DataFrame:
     rows = []
     t = report.training
     if t is not None:
-        rows.append({"figure": f"training: {t.measure}", "value": _fig(t.value), "interval / p": "",
-                     "rests on": f"{t.n_scored} of {t.n_items} items scored"})
+        from judge_engine.trust import training_p_value
+
+        p = training_p_value(t)
+        # K beside the figure: a best of 11 on 27 items is not the evidence one candidate's figure would be
+        rows.append({"figure": f"training: {t.measure}", "value": _fig(t.value),
+                     "interval / p": "" if p != p else (f"one-sided p = {p:.3f}" if p >= 0.001 else "p < 0.001")
+                     + f" (K = {t.candidates})",
+                     "rests on": f"{t.n_scored} of {t.n_items} items scored"
+                     + (f"; {t.selection}" if t.selection else "")})
         for text, value in t.parts:
             rows.append({"figure": f"  hypothesis: {text[:120]}", "value": _fig(value), "interval / p": "",
                          "rests on": ""})
@@ -84,8 +91,14 @@ def trust_panel(report: TrustReport | None, *, compact: bool = False) -> None:
     if report.verdict == "ok":
         base = (f"not significantly below {len(report.baselines)} baseline run(s) on the same split"
                 if report.baselines else "no baseline run on the same split to compare with")
-        corr = "test and training correlations are positive" if report.training else "test correlation is positive"
-        st.success(escape_markdown(f"{name}: no trust warning: {corr}; {base}."))
+        corr = ("the test interval is above zero and the training figure is significant for the "
+                f"{report.training.candidates} candidate(s) tried" if report.training
+                else "the test interval is above zero")
+        st.success(escape_markdown(f"{name}: trust ok: {corr}; {base}."))
+    elif report.verdict != "warning":
+        # no evidence either way is not a warning about the judge, but it is no go-ahead either
+        st.info(escape_markdown(f"{name}: {report.verdict}:") + "\n"
+                + "\n".join(f"- {escape_markdown(r)}" for r in report.reasons))
     else:
         # reasons can quote generated text (a hypothesis): escaped, never rendered as Markdown
         st.warning(escape_markdown(f"{name}: do not rely on this judge without a closer look:") + "\n"
@@ -99,7 +112,9 @@ def trust_panel(report: TrustReport | None, *, compact: bool = False) -> None:
         return
     # no key: a keyed table made a later button click on the HPSS page go unseen in AppTest
     st.dataframe(trust_frame(report), hide_index=True)
-    st.caption("Training: the correlation the judge was chosen on, on the items named. Test: at the dataset's "
+    st.caption("Training: the correlation the judge was chosen on, on the items named, tested against the best of "
+               "the K candidates the method tried (unrelated candidates included) or measured out-of-fold. "
+               "Test: at the dataset's "
                "natural level with a 95% bootstrap interval, or none when too few groups stand behind it (the "
                "sample level is then shown beside it). Baselines: direct scoring and G-Eval runs on the same test "
                "items and backend, paired bootstrap of the difference.")
@@ -107,7 +122,10 @@ def trust_panel(report: TrustReport | None, *, compact: bool = False) -> None:
 
 def finished_box(report: TrustReport | None, text: str) -> None:
     """A run's "finished" notice: green only when its trust report does not warn."""
-    if report is not None and report.verdict != "ok":
-        st.warning(escape_markdown(f"{text} The trust checks warn about this judge (see the reasons with its results)."))
+    if report is not None and report.verdict == "warning":
+        st.warning(escape_markdown(f"{text} The trust checks warn about this judge (see the reasons with its "
+                                   "results)."))
+    elif report is not None and report.verdict != "ok":
+        st.info(escape_markdown(f"{text} Trust: {report.verdict} (see the reasons with its results)."))
     else:
         st.success(escape_markdown(text))

@@ -1,0 +1,72 @@
+"""The verdict calibration (judge_engine.bench.verdicts) on a small seeded set: ceilings hold, planted effects seen.
+
+The full table (200 draws per scenario, sizes 8 to 200) is in docs/reliability.md; here 40 draws at 50 test
+items keep each test to a few seconds. With 40 draws a ceiling of 5% allows 2 firings.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from judge_engine.bench import verdicts
+
+DRAWS, SIZE, SEED = 40, 50, 7
+
+
+def _claim(start: str) -> verdicts.Claim:
+    return next(c for c in verdicts.all_claims() if c.name.startswith(start))
+
+
+@pytest.mark.parametrize("method", [s.method for s in verdicts.SELECTIONS])
+def test_a_noise_judge_chosen_among_the_methods_candidates_is_rarely_ok_and_a_good_one_usually_is(method):
+    claim = _claim(f"trust: ok ({method},")
+    k = claim.candidates[0]
+    noise = verdicts.measure(claim, "noise", SIZE, False, k, DRAWS, SEED)
+    assert noise["kind"] == "false alarm" and noise["rate"] <= verdicts.WARNING_CEILING, noise
+    good = verdicts.measure(claim, "human_plus_noise", SIZE, False, k, DRAWS, SEED)
+    assert good["kind"] == "power" and good["rate"] >= 0.8, good
+
+
+def test_the_old_training_test_passed_a_noise_winner_far_too_often():
+    # the rule before issue 49 (plain t-test on the best of 11): the simulation must see what the issue saw
+    claim = _claim("old rule (retired)")
+    row = verdicts.measure(claim, "noise", claim.sizes[0], False, 11, DRAWS * 2, SEED)
+    assert row["rate"] > 0.1 and row["target"] is None, row
+
+
+@pytest.mark.parametrize("start, grouped", [
+    ("warning: anti-correlated on the test items", False),
+    ("warning: anti-correlated on the test items", True),
+    ("warning: anti-correlated on its training items", False),
+    ("warning: significantly below a baseline", False),
+    ("warning: no test correlation", False),
+    ("trust: ok (baseline method", False),
+])
+def test_each_warning_stays_under_its_ceiling_where_nothing_is_planted_and_fires_where_it_is(start, grouped):
+    claim = _claim(start)
+    for judge in claim.null:
+        row = verdicts.measure(claim, judge, SIZE, grouped, 1, DRAWS, SEED)
+        assert row["rate"] <= claim.ceiling, row
+    for judge in claim.planted:
+        row = verdicts.measure(claim, judge, SIZE, grouped, 1, DRAWS, SEED)
+        assert row["rate"] >= 0.5, row
+
+
+def test_too_few_items_is_said_at_eight_items_and_the_table_names_its_settings(tmp_path):
+    claim = _claim("too few items to say")
+    assert verdicts.measure(claim, "human_plus_noise", 8, False, 1, 10, SEED)["rate"] == 1.0
+    out = tmp_path / "table.md"
+    doc = verdicts.run(draws=5, seed=3, sizes=[8], claims=["too few items"], doc_out=str(out))
+    text = out.read_text()
+    assert "--draws 5 --seed 3" in text and "| too few items to say | power | human_plus_noise |" in text
+    assert doc["summary"]["scenarios"] == len(doc["rows"]) == 4  # two judges, with and without groups
+
+
+def test_probe_claims_join_the_table_when_their_module_exists():
+    names = [c.name for c in verdicts.all_claims()]
+    assert len(names) == len(set(names)), "two claims with the same name would share a row"
+    try:
+        from judge_engine.bench import verdict_probes
+    except ModuleNotFoundError:
+        pytest.skip("no probe claims yet")
+    assert all(c.name in names for c in verdict_probes.PROBE_CLAIMS)
