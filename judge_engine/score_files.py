@@ -344,7 +344,7 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
     size = chunk or max(SCORE_CHUNK, 2 * max(1, getattr(getattr(llm, "config", None), "concurrency", 1)))
     left_out = skipped = 0
     left_out_by_reason: dict[str, int] = {}
-    human: dict[str, float] = {}
+    human = _Pairs() if source.columns.aspect_cols else None  # on disk: 245 bytes an item in dicts before
 
     def count_bad(exc: Exception) -> None:
         nonlocal left_out
@@ -358,8 +358,8 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         nonlocal skipped
         aspect = next(iter(source.columns.aspect_cols), None)
         for part in source.chunks(size, count_bad):
-            if aspect is not None:
-                human.update((s.id, s.human[aspect]) for s in part)
+            if human is not None and aspect is not None:
+                human.add_human((s.id, s.human[aspect]) for s in part)
             written = done.rows_of([s.id for s in part]) if len(done) else {}
             skipped += len(written)
             yield [s for s in part if s.id not in written]
@@ -368,7 +368,6 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
     fresh = stream is None or fmt == "csv"
     if out is not None:
         fresh = not Path(out).exists() or Path(out).stat().st_size == 0
-    scores: dict[str, float] = {}  # written to a stream: the scores kept for the correlation
 
     def write(v: Verdict) -> None:
         nonlocal handle, fresh
@@ -378,8 +377,8 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
             handle.write(header_line(fmt))
             fresh = False
         record = verdict_record(v)
-        if human and out is None:
-            scores[v.sample_id] = math.nan if record["score"] is None else float(record["score"])
+        if human is not None and out is None:  # written to a stream: the scores kept for the correlation
+            human.add_scores([(record["id"], record["score"])])
         handle.write(format_line(record, fmt))  # one write per record: Ctrl-C leaves whole lines
 
     chunks = todo()
@@ -392,6 +391,15 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         done.close()
         if handle is not None and handle is not stream:
             handle.close()
+    try:
+        return _summary(source, counts, skipped, left_out, left_out_by_reason, human, out, fmt)
+    finally:
+        if human is not None:
+            human.close()
+
+
+def _summary(source: ItemFile, counts: dict[str, int], skipped: int, left_out: int, by_reason: dict[str, int],
+             human: "_Pairs | None", out: str | Path | None, fmt: str) -> dict[str, Any]:
     if counts["items"] == 0 and skipped == 0:
         from .data import DataImportError
         if left_out:
@@ -399,28 +407,63 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         raise DataImportError("the file has no items to score (a header, or blank lines, but no data rows)",
                               file=source.path)
     summary: dict[str, Any] = {"items": counts["items"], "skipped": skipped, "rows_left_out": left_out,
-                               "rows_left_out_by_reason": left_out_by_reason, "missing": counts["missing"],
+                               "rows_left_out_by_reason": by_reason, "missing": counts["missing"],
                                "refused_by_server": counts["refused"]}
-    if human:
-        summary["correlations"] = _correlations(human, scores if out is None else _written_scores(out, fmt))
+    if human is not None and len(human):
+        if out is not None:
+            _read_written_scores(out, fmt, human)
+        from . import metrics
+
+        people, judged = human.arrays()
+        summary["correlations"] = metrics.meta_evaluate(people, judged, n_bootstrap=1000).to_dict()
     return summary
 
 
-def _written_scores(out: str | Path, fmt: str) -> dict[str, float]:
-    """Every score in an output file (NaN where missing), this run's and the resumed ones."""
-    scores: dict[str, float] = {}
+def _read_written_scores(out: str | Path, fmt: str, pairs: "_Pairs") -> None:
+    """Every score in an output file (None where missing), this run's and the resumed ones, into ``pairs``."""
+    batch: list[tuple[str, Any]] = []
     with open(out, encoding="utf-8", newline="") as f:
         rows = csv.DictReader(f) if fmt == "csv" else (json.loads(line) for line in f if line.strip())
         for r in rows:
             value = r["score"]
-            scores[_unquoted(str(r["id"])) if fmt == "csv" else str(r["id"])] = \
-                math.nan if value in (None, "") else float(value)
-    return scores
+            batch.append((_unquoted(str(r["id"])) if fmt == "csv" else str(r["id"]),
+                          None if value in (None, "") else float(value)))
+            if len(batch) >= RESUME_BATCH:
+                pairs.add_scores(batch)
+                batch = []
+    pairs.add_scores(batch)
 
 
-def _correlations(human: dict[str, float], scores: dict[str, float]) -> dict[str, Any]:
-    from . import metrics
+class _Pairs:
+    """Human and judge scores by item id, in a private temporary SQLite file: ``--human-col`` on a million items
+    takes the memory of two arrays of floats, not of two dicts of ids."""
 
-    ids = list(human)
-    return metrics.meta_evaluate([human[i] for i in ids], [scores.get(i, math.nan) for i in ids],
-                                 n_bootstrap=1000).to_dict()
+    def __init__(self) -> None:
+        import sqlite3
+
+        self._db = sqlite3.connect("", check_same_thread=False)
+        self._db.execute("create table pairs (id text primary key, human real, judge real)")
+        self.size = 0
+
+    def add_human(self, pairs: Iterable[tuple[str, float]]) -> None:
+        before = self._db.total_changes
+        self._db.executemany("insert or ignore into pairs (id, human) values (?, ?)", pairs)
+        self.size += self._db.total_changes - before
+
+    def add_scores(self, scores: Iterable[tuple[str, float | None]]) -> None:
+        self._db.executemany("update pairs set judge = ? where id = ?", ((v, i) for i, v in scores))
+
+    def arrays(self) -> tuple[Any, Any]:
+        """Human and judge scores in input order, NaN where the judge gave none."""
+        import numpy as np
+
+        rows = self._db.execute("select human, judge from pairs order by rowid")
+        flat = np.fromiter((math.nan if x is None else x for row in rows for x in row), dtype=float,
+                           count=2 * self.size)
+        return flat[0::2].copy(), flat[1::2].copy()
+
+    def __len__(self) -> int:
+        return self.size
+
+    def close(self) -> None:
+        self._db.close()
