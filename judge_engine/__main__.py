@@ -316,9 +316,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     finally:
         close()
     summary = {**summary, "concurrency": config.concurrency, **llm.ledger.snapshot().to_dict()}
-    if llm.governor.lowered:  # the server rate-limited: say how far the pace came down
-        summary["rate_limited"] = {"times": llm.governor.lowered, "fewest_in_flight": llm.governor.lowest,
-                                   "in_flight_at_the_end": llm.governor.limit}
+    answers_429 = getattr(llm.backend, "answers_429", 0)  # the client's own retries included
+    if llm.governor.lowered or answers_429:  # the server rate-limited: how often, and how far the pace came down
+        summary["rate_limited"] = {"answers_429": answers_429, "times": llm.governor.lowered,
+                                   "fewest_in_flight": llm.governor.lowest, "in_flight_at_the_end": llm.governor.limit}
     print(json.dumps(summary, indent=2), file=sys.stderr)
     return 0
 

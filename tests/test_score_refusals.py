@@ -92,3 +92,17 @@ def test_every_prompt_refused_stops_after_a_run_of_them_and_a_rerun_tries_them_a
     with StubServer() as stub:  # the setting fixed: the same command scores everything
         assert _score(tmp_path, stub, items, out) == 0
     assert len(out.read_text(encoding="utf-8").splitlines()) == 100
+
+
+def test_the_summary_counts_every_429_the_server_sent_the_clients_own_retries_included(tmp_path, capsys):
+    # rate_limited.times counted 1 where the stub had answered 555 requests with 429 (the client's retries unseen)
+    items, _ = _items(tmp_path, 300)
+    out = tmp_path / "scores.jsonl"
+    with StubServer(rate_limit_every=4) as stub:
+        assert _score(tmp_path, stub, items, out) == 0
+        stats = stub.stats()
+    err = capsys.readouterr().err
+    summary = json.loads(err[err.index("{"):])
+    sent_429 = stats["chat_requests"] - stats["answered"]
+    assert sent_429 >= 75 and summary["rate_limited"]["answers_429"] == sent_429
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 300

@@ -78,13 +78,24 @@ class OpenAIBackend:
         self.model = model
         self.base_url = base_url
         self.max_retries = max_retries
-        self.client = openai.OpenAI(api_key=key, base_url=base_url or None, timeout=timeout, max_retries=max_retries)
+        self.answers_429 = 0
+        """Every 429 the server sent, those the openai client retried on its own included (they never reach
+        the call path's :class:`~judge_engine.llm.rate.RateGovernor`, which sees only the last of a series)."""
+        self._count_lock = threading.Lock()
+        http = openai.DefaultHttpxClient(event_hooks={"response": [self._saw]})  # the client's own defaults
+        self.client = openai.OpenAI(api_key=key, base_url=base_url or None, timeout=timeout, max_retries=max_retries,
+                                    http_client=http)
         self.model_id = f"{base_url or 'openai'}|{model}"
         self.supports_logprobs = True  # set to False the first time a server refuses logprobs
         self.structured = structured
         self.effective_structured_mode: str | None = None if structured == "auto" else structured
         """The format schema requests go in; None until ``auto`` has learned what the server accepts."""
         self._mode_lock = threading.Lock()
+
+    def _saw(self, response: Any) -> None:
+        if response.status_code == 429:
+            with self._count_lock:
+                self.answers_429 += 1
 
     @property
     def structured_candidates(self) -> tuple[str, ...]:
