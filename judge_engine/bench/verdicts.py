@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any, Callable
 
