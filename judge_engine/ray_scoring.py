@@ -218,7 +218,11 @@ def score_files(source: str | Path, judge: str | Path | Mapping[str, Any] | Expo
         raise ValueError(f"{out} is not an empty directory: write each run to a new one (to finish a cut run, "
                          "pass the cut run's directory as skip_ids_from)")
     exported = _exported(judge)
-    scored = score_dataset(read_items(source), exported, **options)
+    items = read_items(source)
+    if Path(source).is_file():
+        # one file is one block, so one actor: split it so that every worker gets a share (workers=2 ran as one)
+        items = items.repartition(2 * max(1, int(options.get("workers", 2))))
+    scored = score_dataset(items, exported, **options)
     out.mkdir(parents=True, exist_ok=True)
     # first, so that a run cut before its first file is still known as this judge's
     (out / JUDGE_MARK).write_text(judge_fingerprint(exported.judge) + "\n", encoding="utf-8")

@@ -234,3 +234,22 @@ def test_bad_input_is_refused_before_any_request(tmp_path, stub, local_ray):
         score_files(write_jsonl(tmp_path / "items.csv", []), judge_path, tmp_path / "out", llm=stub_llm(stub))
     assert chat_requests(stub) - before == 0
     assert not (tmp_path / "out").exists(), "nothing written for a run that never started"
+
+
+@pytest.mark.server
+def test_one_parquet_file_is_split_so_that_both_workers_get_items(tmp_path, stub, local_ray):
+    # a single Parquet file was one block, so one actor ("received 1 input(s)"): workers=2 ran as one
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from judge_engine.ray_scoring import score_files
+
+    items = tmp_path / "items.parquet"
+    pq.write_table(pa.Table.from_pylist([{"id": f"{i:05d}", "input": f"q {i}", "output": f"answer {i}"}
+                                         for i in range(400)]), items)
+    judge_path = tmp_path / "judge.json"
+    judge_path.write_text(make_judge().to_json(), encoding="utf-8")
+    out = score_files(items, judge_path, tmp_path / "out", llm=stub_llm(stub), workers=2, fmt="parquet")
+    files = [p for p in out.iterdir() if p.suffix == ".parquet"]
+    assert len(files) >= 2, "one block per output file: the input was not split"
+    assert len(read_out(out)) == 400
