@@ -352,3 +352,22 @@ def test_order_figures_give_the_share_of_items_whose_score_changes():
     assert found.changed.value == pytest.approx(0.6) and found.changed.ci[0] > probes.ORDER_CHANGE_FLOOR
     assert found.flagged and any(line.startswith("warning:") and "Advice" in line
                                  for line in probes.stability_lines(found))
+
+
+def test_pass_fail_reports_the_natural_cut_with_intervals_and_the_base_rate():
+    rng = np.random.default_rng(3)
+    truth = (rng.random(60) < 0.3).astype(float)
+    # a judge on a 0-1 scale that passes the humans' passes at 0.8 and their fails at 0.3, plus a little noise
+    judge = np.where(truth > 0, 0.8, 0.3) + rng.normal(0, 0.05, truth.size)
+    found = probes.binary_agreement(truth, judge, scale=(0.0, 1.0))
+    assert found.base_rate == pytest.approx(truth.mean())
+    natural = found.natural
+    assert natural.threshold == pytest.approx(0.5)
+    assert natural.true_positive_rate.value > 0.9 and natural.true_negative_rate.value > 0.9
+    low, high = natural.true_positive_rate.ci
+    assert low < natural.true_positive_rate.value <= high and natural.true_positive_rate.n == int(truth.sum())
+    assert natural.precision > 0.9 and natural.f1 > 0.9 and natural.kappa > 0.8
+    # a judge whose every score sits below the middle of its scale passes nothing at its natural cut
+    shy = probes.binary_agreement(truth, judge - 0.6, scale=(0.0, 1.0)).natural
+    assert shy.true_positive_rate.value == pytest.approx(0.0) and shy.precision is None
+    assert probes.binary_agreement(truth, judge).natural is None  # no scale, no natural cut

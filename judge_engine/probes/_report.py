@@ -91,7 +91,15 @@ def probes(dataset: Dataset, aspect: str, verdicts: Sequence[Verdict], *, run_id
         collapse=collapse(human, judge, seed=seed),
         disagreements=disagreements(samples, human, judge, explanations, seed=seed, level=used),
         themes=explanation_themes([s.id for s in samples], human, judge, explanations, seed=seed),
-        binary=binary_agreement(human, judge, seed=seed), level=used)
+        binary=binary_agreement(human, judge, seed=seed, scale=_scale(dataset, aspect)), level=used)
+
+
+def _scale(dataset: Dataset, aspect: str) -> tuple[float, float] | None:
+    try:
+        found = dataset.aspect(aspect)
+    except (KeyError, ValueError):
+        return None
+    return float(found.low), float(found.high)
 
 
 def probe_run(store: Any, run_id: int, *, seed: int = 0) -> ProbeReport:
@@ -132,6 +140,22 @@ def probe_warnings(report: ProbeReport) -> list[ProbeWarning]:
                                 f"{s.by} {s.name} ({s.n} items): {s.finding} against the line through all items "
                                 f"(permutation test, BH-adjusted q = {s.q:.3f})", ADVICE[kind]))
     return out
+
+
+def _pct(f: Any) -> str:
+    if f.value is None:
+        return "n/a (no such human item)"
+    low, high = f.ci
+    return f"{f.value:.0%} [{low:.0%}, {high:.0%}]" if low is not None and high is not None else f"{f.value:.0%}"
+
+
+def classifier_text(c: Any) -> str:
+    """One pass/fail classifier in words: rates with intervals, then precision, F1 and kappa."""
+    def point(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.2f}"
+
+    return (f"true positive rate {_pct(c.true_positive_rate)}, true negative rate {_pct(c.true_negative_rate)}, "
+            f"precision {point(c.precision)}, F1 {point(c.f1)}, Cohen's kappa {point(c.kappa)}")
 
 
 def summary_lines(report: ProbeReport) -> list[str]:
@@ -185,10 +209,11 @@ def summary_lines(report: ProbeReport) -> list[str]:
         if b.note:
             lines.append(f"pass/fail: {b.note}")
         else:
-            rates = (f"true positive rate {b.true_positive_rate:.0%}, true negative rate {b.true_negative_rate:.0%}"
-                     if b.true_positive_rate is not None and b.true_negative_rate is not None else "")
-            lines.append(f"pass/fail (human {b.positive:g} is positive): agreement {fig_text(b.agreement)}, Cohen's "
-                         f"kappa {fig_text(b.kappa)}, {rates} ({b.n} items, thresholds cross-fitted on the test items)")
+            base = f", the humans passed {b.base_rate:.0%}" if b.base_rate is not None else ""
+            lines.append(f"pass/fail (human {b.positive:g} is a pass; {b.n} items{base}):")
+            for c in (b.natural, b.crossfit):
+                if c is not None:
+                    lines.append(f"  {c.how}: {classifier_text(c)}")
     for w in probe_warnings(report):
         lines.append(f"warning: the judge {w.text}. Advice: {w.advice}")
     return lines
