@@ -80,107 +80,66 @@ no English quality word.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+from .rubric_words import (CHECK_VERBS, COMMON_WORDS, FIELD_WORDS, FIRST_PERSON, FRAME_WORDS, OUTPUT_NOUNS,  # noqa: F401
+                           PRAISE_WORDS, QUALITY_WORDS, RATERS, SCORING_WORDS, STOP_WORDS, TASK_WORDS, TEMPLATE_WORDS,
+                           VAGUE_WORDS, beyond, covered, known, related)
+
 KINDS = ("hypothesis", "criterion", "task_description", "explanation", "auxiliary")
 
-REFUSING_RULES = ("empty", "repetitive", "too_long", "copy", "near_duplicate", "placeholder", "stutter", "circular",
-                  "copied_definition", "restates_parent")
+REFUSING_RULES = ("empty", "score_list", "repetitive", "too_long", "copy", "near_duplicate", "placeholder", "stutter",
+                  "circular", "copied_definition", "restates_parent")
 """Rules that refuse an entry (see the module docstring)."""
-FLAG_RULES = ("no_quality", "about_raters", "about_scoring", "first_person", "meta", "reports_score", "field_name")
+FLAG_RULES = ("no_quality", "restates_aspect", "about_raters", "about_scoring", "first_person", "meta", "reports_score",
+              "field_name", "template_name")
 """Rules that only flag an entry: it is used, and the flag is shown and counted."""
 
-IDEOGRAPH = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff])")
-"""Scripts written without spaces: each character counts as a word."""
-WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*")
 
-QUALITY_WORDS = frozenset("""
-accurate accuracy adequate appropriate appropriately bad badly better best clarity clear clearly coherent coherence
-complete completeness concise conciseness consistent consistency correct correctly coverage creative creativity
-detail detailed effective effectively engaging engagement engaged error errors factual factuality faithful
-faithfulness fluent fluently fluency good grammatical grammar grammaticality helpful high higher informative
-informativeness interesting irrelevant logical logically low lower natural naturalness poor poorly precise quality
-readable readability redundancy redundant relevance relevant repetitive score scores scored should specific
-specificity strong understandable understandability vague weak well worse worst must avoid avoids lacks lack
-missing contradict contradicts contradicted contradicting contradictory contradiction mistakes flow organized
-organised structure structured original surprise surprising empathy empathetic empathic polite politeness brevity
-brief padding verbose verbosity wordy groundedness grounded hallucination hallucinated plausible plausibility
-diversity humor humour humorous engagingness style tone spelling punctuation cohesion cohesive novelty novel overall
-usefulness useful harmless safe safety persuasive complexity complex enjoy enjoyable enjoyment thorough
-comprehensive insightful robust efficient efficiently sufficient insufficient valid accurately successfully
-properly adequately carefully thoroughly rating rated
-""".split())
-"""English words that name a quality, a judgement or a score (the ``no_quality`` flag only)."""
+def _mark_ranges() -> str:
+    """The combining marks of the Basic Multilingual Plane as a character class body: the vowel signs of
+    Devanagari, Thai and other scripts, which ``\\w`` does not match (a Hindi word would split at each)."""
+    marks = [i for i in range(0x300, 0x10000) if unicodedata.category(chr(i)) in ("Mn", "Mc", "Me")]
+    spans, start = [], marks[0]
+    for prev, cur in zip(marks, marks[1:] + [-1]):
+        if cur != prev + 1:
+            spans.append(f"\\u{start:04x}-\\u{prev:04x}" if prev > start else f"\\u{start:04x}")
+            start = cur
+    return "".join(spans)
 
-TASK_WORDS = frozenset("""
-evaluate evaluation evaluating evaluator rate rating rated judge judging assess assessing assessment score scoring
-task quality criteria criterion response responses reply output outputs generated generation text texts
-""".split())
-"""English words a task description uses when it describes the evaluation (the ``no_quality`` flag only)."""
 
-STOP_WORDS = frozenset("""
-a an the of to in on at by for from with without and or but nor not no is are was were be been being am it its
-this that these those there here which who whom whose what when where why how whether if then than so as such
-has have had do does did can could may might will would shall should must very really just also only more most
-each every any all some other another into onto over under about above below between through during while one
-""".split())
-"""English function words: they name nothing, and their share tells English text from other languages."""
-
-OUTPUT_NOUNS = frozenset("""
-response responses answer answers reply replies summary summaries text texts output outputs utterance utterances
-story stories generation sentence sentences passage
-""".split())
-"""What a judged text is called: a criterion named only by it names no property."""
-
-TEMPLATE_WORDS = frozenset("""
-criterion criteria subcriterion subcriteria sub name names aspect aspects item items example examples point points
-factor factors metric metrics definition definitions number first second third fourth new short
-""".split())
-"""Words a template's slot name is made of ("Criterion 1", "A short name", "Sub-criterion")."""
-
-FIELD_WORDS = frozenset("""
-human humans annotator annotators rating ratings score scores document documents source sources content data json
-field fields key keys value values label labels expert experts rater raters annotation annotations child children
-qualities quality description descriptions hypothesis hypotheses
-""".split())
-"""Names of a prompt's fields and schema keys: a criterion named with these only (``field_name``) is suspect."""
-
-PRAISE_WORDS = frozenset("""
-good bad great excellent high higher highest low lower lowest well better worse best worst quality qualities score
-scores scored scoring rating rated overall poor poorly strong weak level degree general generally measure measures
-judged evaluate evaluated evaluation
-""".split())
-"""Words that grade without saying what is graded."""
-
-FIRST_PERSON = frozenset("i me my mine myself i'm i've i'd i'll".split())
-"""Words of a speaker: a criterion or hypothesis describes a text, it does not speak."""
-
-RATERS = frozenset("expert experts annotator annotators rater raters judge judges evaluator evaluators".split())
-"""Who scores: a hypothesis or criterion about them, not about the judged text, is ``about_raters``."""
-CHECK_VERBS = frozenset("check checks checked look looks ask asks reward rewards penalise penalises penalize "
-                        "penalizes prefer prefers expect expects want wants notice notices count counts favour "
-                        "favours favor favors".split())
-"""What raters do to a text: a sentence that says what they check in it is about the text."""
-
-SCORING_WORDS = frozenset("""
-criteria criterion scoring scale metric metrics aggregated evaluator hypothesis hypotheses
-""".split())
-"""Words of the scoring procedure. "Score", "rated" and band wording are left out: a rubric says which texts
-score higher."""
-
-VAGUE_WORDS = frozenset("""
-perfect perfectly ideal ideally fine nice wonderful amazing example examples way ways thing things kind type sort mix
-piece part manner
-""".split())
-"""Words that name no facet: with praise they leave a statement saying nothing."""
+MARKS = _mark_ranges()
+IDEOGRAPH = re.compile(r"([\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+                       r"\uac00-\ud7af\uf900-\ufaff][" + MARKS + r"]*)")
+"""Scripts written without spaces (Chinese, Japanese, Korean, Thai, Lao, Myanmar, Khmer): each character, with
+its marks, counts as a word."""
+WORD = re.compile(r"[^\W_](?:[^\W_]|[" + MARKS + r"])*(?:'[^\W_]+)*")
+"""A word: letters and digits with their combining marks, and an apostrophe inside ("don't")."""
 
 SLOT = re.compile(r"\[\s*\]|\[\s*(?:\.\.\.|\u2026)\s*\]|\[[^\]\n]*_[^\]\n]*\]|<<<|>>>|\{\s*[a-z_]*\s*\}"
                   r"|\b(?:when|if|than|and|or|is|are)\s+(?:\.\.\.|\u2026)(?=[\s,.;:]|$)", re.I)
 """Template slots left in: "[ ]", "[...]", "[task_description]", "<<<REPORT>>>", "{name}", and an ellipsis
 where a clause must go ("scores high when ..., and low when ...")."""
+
+BRACKETED = re.compile(r"\[([^\[\]\n]{1,80})\](?!\()|<([^<>\n]{1,80})>|\{([^{}\n]{1,80})\}")
+"""A bracketed span: "[ADJECTIVE]", "<definition of criterion 1>", "{output}" (a Markdown link "[text](url)" is
+not one)."""
+SLOT_WORDS = 10
+"""Most words of a square-bracketed span that stands where content belongs ("[criterion name]"); a longer span,
+or one with sentence punctuation, is an aside a rubric may make. An angle-bracketed phrase is a slot at any
+length ("<one sentence describing what a clear response does>"), an HTML tag aside."""
+HTML_TAGS = frozenset("a b i u p br hr em strong code pre ul ol li div span table tr td th sup sub small".split())
+"""Tags of HTML: "<b>" in a rubric is markup, not a slot."""
+SENTENCE_MARKS = re.compile(r"[.,;:!?\u3001\u3002\uff0c\uff1b\uff1a]")
+"""Punctuation of a sentence or clause (Latin and CJK): a bracketed span holding it says something."""
+MIN_LETTERS = 0.5
+"""Share of an entry's non-blank characters that must be letters: "1. 5 2. 4 3. 3 4. 2 5. 1" has none."""
+ABBREVIATIONS = re.compile(r"\b(?:i\.\s?e|e\.\s?g)\.", re.I)
+""""i.e." and "e.g.": their "i" is no speaker."""
 
 QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<![a-z])'[^']*'(?![a-z])", re.I)
 """Quoted spans: a rubric may quote what a text says ("I don't know")."""
@@ -197,6 +156,10 @@ MAX_REDUNDANCY = 0.5
 said fourteen times is over 0.9, a rubric naming five score bands about 0.15."""
 MIN_ENGLISH_SHARE = 0.15
 """Share of English function words from which the vocabulary flags apply (English prose is about 0.4)."""
+RATING_WORDS = frozenset("rated rating score scores scored".split())
+"""Quality words that only say a text was scored."""
+ENGLISH_MARKERS = frozenset("the of and is are that this with which than what does should will would".split())
+"""Function words of English that another language written in Latin letters seldom has."""
 
 
 @dataclass(frozen=True)
@@ -265,7 +228,9 @@ def is_english(words: Sequence[str]) -> bool:
         return False
     if len(words) < SHORT_TEXT and all(w.isascii() for w in words):
         return True
-    return sum(w in STOP_WORDS for w in words) / len(words) >= MIN_ENGLISH_SHARE
+    # "a", "do" and "no" are Portuguese or Spanish words too: a text needs a word only English uses
+    return (sum(w in STOP_WORDS for w in words) / len(words) >= MIN_ENGLISH_SHARE
+            and not ENGLISH_MARKERS.isdisjoint(words))
 
 
 def copied_share(text: str, shown: Iterable[str]) -> float:
@@ -287,14 +252,14 @@ def restated_text(text: str, shown: Iterable[str], *, min_named: int = 4) -> boo
     function words; a rubric names a quality, so its words are not all found
     in one judged text.
     """
-    named = {w for w in content_words(text) if not w.isdigit()} - QUALITY_STEMS
+    named = beyond({w for w in content_words(text) if not w.isdigit()}, QUALITY_WORDS, PRAISE_WORDS)
     if len(named) < min_named:
         return False
-    return any(named <= _content_stems(other) for other in shown if other)
+    return any(covered(named, _content_words(other)) for other in shown if other)
 
 
 @lru_cache(maxsize=4096)
-def _content_stems(text: str) -> frozenset[str]:
+def _content_words(text: str) -> frozenset[str]:
     return frozenset(content_words(text))
 
 
@@ -338,17 +303,64 @@ def stutter(words: Sequence[str]) -> str:
     return f"{pairs[0]} {pairs[0]}" if len(pairs) >= 2 else ""
 
 
+def template_slot(text: str) -> str:
+    """The first template slot left in ``text``, "" when there is none.
+
+    A slot is :data:`SLOT`'s shapes, or a bracketed span (:data:`BRACKETED`)
+    that holds letters and either no lower-case letter ("[ADJECTIVE]",
+    "[SCORE]", "<X>") or at most :data:`SLOT_WORDS` words and no sentence
+    punctuation ("[criterion name]", "<definition of criterion 1>",
+    "[Adjektiv]"): a bare phrase standing where content belongs, in any
+    language. Published rubric text holds no bracketed span.
+    """
+    slot = SLOT.search(text or "")
+    if slot:
+        return slot.group(0)
+    for m in BRACKETED.finditer(text or ""):
+        inside = next(g for g in m.groups() if g is not None).strip()
+        if inside[:1] in "\"'\u201c\u2018/!" or (m.group(3) is not None and m.start() and
+                                                  re.match(r"[\w^_$\\}]", text[m.start() - 1])):
+            continue  # a quoted span, "</b>", "<!-- -->", a formula's "6^{n-1}" or "\\textbf{...}"
+        if not any(len(w) > 1 or IDEOGRAPH.fullmatch(w) for w in _words(inside) if not w.isdigit()) and not (
+                inside.isalpha() and inside.isupper()):
+            continue  # "[1]", "{n-1}"; "[X]" is a slot
+        capitals = not any(c.islower() for c in inside)
+        words = _words(inside)
+        if m.group(2) is not None and words[0] not in HTML_TAGS:
+            return m.group(0)
+        if capitals or (len(words) <= SLOT_WORDS and not SENTENCE_MARKS.search(inside)):
+            return m.group(0)
+    return ""
+
+
+def letter_share(text: str) -> float:
+    """Share of the non-blank characters of ``text`` that are letters (1 for an empty text)."""
+    marks = [c for c in text or "" if not c.isspace()]
+    # a vowel sign (Devanagari, Thai) is part of a letter, not punctuation
+    return sum(unicodedata.category(c)[0] in "LM" for c in marks) / len(marks) if marks else 1.0
+
+
 def _shape(text: str, words: Sequence[str], *, kind: str, shown: Sequence[str], accepted: Sequence[str],
            min_words: int, max_chars: int, max_copied: float, max_similarity: float,
            max_repeats: int) -> RubricCheck | None:
-    """The refusing rules of a single entry; None when it passes them."""
+    """The refusing rules of a single entry; None when it passes them. The length comes first: the other rules
+    read the whole text, and a reply megabytes long is refused without reading it."""
+    if len(text) > max_chars:
+        return _refuse(text, "too_long", f"{len(text)} characters (at most {max_chars})")
     if len(words) < min_words:
         return _refuse(text, "empty", f"{len(words)} words (at least {min_words} needed)")
+    letters = letter_share(text)
+    numbers = sum(w.isdigit() for w in words)
+    if kind != "explanation" and (letters < MIN_LETTERS or 2 * numbers >= len(words)):
+        return _refuse(text, "score_list", f"mostly digits and punctuation ({letters:.0%} letters, {numbers} of "
+                                           f"{len(words)} words numbers): a list of scores, not a rubric")
+    if kind != "explanation":
+        slot = template_slot(text)
+        if slot:
+            return _refuse(text, "placeholder", f"a template slot is left in: {slot[:60]!r}")
     said, count = repetition(text)
     if count >= max_repeats and redundancy(text) >= MAX_REDUNDANCY:
         return _refuse(text, "repetitive", f"repeats {said[:60]!r} {count} times")
-    if len(text) > max_chars:
-        return _refuse(text, "too_long", f"{len(text)} characters (at most {max_chars})")
     share = copied_share(text, shown)
     if share >= max_copied:
         return _refuse(text, "copy", f"{share:.0%} of it is copied from a text the prompt showed")
@@ -360,32 +372,64 @@ def _shape(text: str, words: Sequence[str], *, kind: str, shown: Sequence[str], 
         if similarity >= max_similarity:
             return _refuse(text, "near_duplicate", f"{similarity:.0%} the same words as {earlier[:60]!r}")
     if kind != "explanation":
-        slot = SLOT.search(text)
-        if slot:
-            return _refuse(text, "placeholder", f"a template slot is left in: {slot.group(0)!r}")
         pair = stutter(words)
         if pair:
             return _refuse(text, "stutter", f"says {pair!r} twice in a row, more than once")
     return None
 
 
+def reported_score(text: str, kind: str) -> RubricFlag | None:
+    """``reports_score`` on an entry of any kind but an explanation (which gives the score it explains): a
+    decimal reads the same in any language; "4.9 out of 10" and "92% of the responses" are English."""
+    reported = REPORTED_SCORE.search(text or "") if kind != "explanation" else None
+    if not reported:
+        return None
+    return RubricFlag("reports_score", f"states a score ({reported.group(0)!r}) instead of saying what is checked")
+
+
+def restates_aspect(text: str, topics: Sequence[str]) -> RubricFlag | None:
+    """``restates_aspect``: the entry names nothing beyond ``topics`` (the aspect's name and definition and the
+    judged text's label, in the words the dataset or the person gave), praise and function words.
+
+    The topics are compared in any language ("Kohärenz" under "Kohärenz");
+    the praise and function words are English lists, so an entry in another
+    language is flagged only when every word of it is a word of the aspect.
+    """
+    # a word of three letters or fewer is most often a function word, in any language written with spaces
+    named = {w for w in content_words(text) if not w.isdigit() and (len(w) > 3 or IDEOGRAPH.fullmatch(w))}
+    given = {w for t in topics for w in _words(t) if len(w) > 1 or IDEOGRAPH.fullmatch(w)}
+    if beyond(named, given, PRAISE_WORDS, VAGUE_WORDS, FRAME_WORDS):
+        return None
+    what = f"the aspect's own words ({', '.join(t for t in topics[:2] if t)[:60]})" if topics else "praise"
+    return RubricFlag("restates_aspect", f"names nothing beyond {what}")
+
+
 def _vocabulary_flags(text: str, words: Sequence[str], kind: str) -> tuple[RubricFlag, ...]:
-    """The flags of a single entry (English text only)."""
+    """The flags of a single entry: ``reports_score`` in any language, the vocabulary flags on English text
+    only."""
+    reported = reported_score(text, kind)
     if kind not in ("hypothesis", "criterion", "task_description") or not is_english(words):
-        return ()
+        return (reported,) if reported else ()
+    return _english_flags(text, words, kind) + ((reported,) if reported else ())
+
+
+def _english_flags(text: str, words: Sequence[str], kind: str) -> tuple[RubricFlag, ...]:
     vocabulary = set(words)
     flags = []
     if kind == "task_description":
         if not vocabulary & TASK_WORDS:
             flags.append(RubricFlag("no_quality", "says nothing about the evaluation task"))
         return tuple(flags)
-    speaker = sorted(set(_words(QUOTED.sub(" ", text))) & FIRST_PERSON)
+    speaker = sorted(set(_words(ABBREVIATIONS.sub(" ", QUOTED.sub(" ", text)))) & FIRST_PERSON)
     if speaker:
         flags.append(RubricFlag("first_person", f"speaks as a person ({', '.join(speaker)}) instead of describing "
                                                 "the text"))
     if kind == "hypothesis" and {"hypothesis", "hypotheses"} & vocabulary:
         flags.append(RubricFlag("meta", "talks about a hypothesis instead of stating one"))
-    if RATERS & vocabulary and not (OUTPUT_NOUNS | CHECK_VERBS) & vocabulary:
+    # a sentence about raters that names the judged text and a quality of it says what they check; "rated
+    # the summaries" alone does not
+    judged = OUTPUT_NOUNS & vocabulary and (QUALITY_WORDS - RATING_WORDS) & vocabulary
+    if RATERS & vocabulary and not (judged or CHECK_VERBS & vocabulary):
         flags.append(RubricFlag("about_raters", "describes the raters, not a quality of the judged text"))
     if not vocabulary & QUALITY_WORDS:
         flags.append(RubricFlag("no_quality", "names no quality, judgement or score"))
@@ -415,13 +459,16 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
-    words = _words(text)
+    words = _words(text) if len(text or "") <= max_chars else []
     refused = _shape(text, words, kind=kind, shown=shown, accepted=accepted, min_words=min_words,
                      max_chars=max_chars, max_copied=max_copied, max_similarity=max_similarity,
                      max_repeats=max_repeats)
     if refused:
         return refused
-    return lift_for_topic(RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind)), text, topics)
+    check = RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind))
+    if kind in ("hypothesis", "criterion"):
+        check = check.flagged(*filter(None, [restates_aspect(text, topics)]))
+    return lift_for_topic(check, text, topics)
 
 
 def check_entries(texts: Sequence[str], *, kind: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
@@ -437,28 +484,20 @@ def check_entries(texts: Sequence[str], *, kind: str, shown: Sequence[str] = (),
     return out
 
 
-def _stem(word: str) -> str:
-    """A crude stem that joins inflections of one word ("coherent" / "coherence"); never shown to anyone."""
-    return word[:5]
-
-
-PRAISE_WORDS_STEMS = frozenset(_stem(w) for w in PRAISE_WORDS)
-QUALITY_STEMS = frozenset(_stem(w) for w in QUALITY_WORDS | PRAISE_WORDS)
-VAGUE_STEMS = frozenset(_stem(w) for w in VAGUE_WORDS)
-
-
 def content_words(text: str) -> set[str]:
-    """Stems of the words of ``text`` that name something: no function word, no name of the judged text.
+    """The words of ``text`` that name something: no function word, no name of the judged text. Compare them
+    with :func:`judge_engine.rubric_words.covered` and :func:`~judge_engine.rubric_words.beyond`, which join
+    inflections of one word.
 
     Numbers count ("at most 50 words" says more than "at most 20 words").
     """
-    return {_stem(w) for w in _words(text) if w not in STOP_WORDS and w not in OUTPUT_NOUNS
+    return {w for w in _words(text) if w not in STOP_WORDS and w not in OUTPUT_NOUNS
             and (len(w) > 1 or w.isdigit() or IDEOGRAPH.fullmatch(w))}
 
 
 def name_key(name: str) -> str:
-    """A name as the stems of its words, in order: "Slot coverage" and "slot  coverage!" are one name."""
-    return " ".join(_stem(w) for w in _words(name)) or name.strip().lower()
+    """A name as its words, in order: "Slot coverage" and "slot  coverage!" are one name."""
+    return " ".join(_words(name)) or name.strip().lower()
 
 
 def _name_words(name: str) -> set[str]:
@@ -467,9 +506,15 @@ def _name_words(name: str) -> set[str]:
 
 
 def named_nothing(name: str) -> bool:
-    """Whether a criterion's name is a template slot: no word left once function words, names of the judged
-    text, template words ("criterion", "name"), numbers and single letters are removed."""
-    return not _name_words(name) - TEMPLATE_WORDS
+    """Whether a criterion's name names nothing in any language: no word of two letters or more (an ideograph
+    counts) once numbers are removed ("A", "...", "3.")."""
+    return not any((len(w) > 1 or IDEOGRAPH.fullmatch(w)) and not w.isdigit() for w in _words(name))
+
+
+def template_name(name: str) -> bool:
+    """Whether a criterion's name is made of English template and function words only ("Criterion 2", "The
+    answer", "Examples"): a flag, since the list is one language's (a German "Beispiele" is not in it)."""
+    return not named_nothing(name) and not _name_words(name) - TEMPLATE_WORDS
 
 
 def field_name(name: str) -> bool:
@@ -508,8 +553,11 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
         return check
     if named_nothing(name):
         return _refuse(text, "placeholder", f"the name {name.strip()[:40]!r} names nothing")
-    said = content_words(definition) - PRAISE_WORDS_STEMS
-    if said <= content_words(name):
+    slot = template_slot(name)
+    if slot:
+        return _refuse(text, "placeholder", f"the name is a template slot: {slot[:40]!r}")
+    said = beyond(content_words(definition), PRAISE_WORDS)
+    if covered(said, content_words(name)):
         return _refuse(text, "circular", "the definition only repeats the name")
     if len(_words(definition)) >= 5:
         share = copied_share(definition, shown)
@@ -519,19 +567,18 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
     if parent:
         parent_words = set().union(*(content_words(p) for p in parent))
         # a child named after its parent with a new definition of the same quality would hold the parent twice
-        if content_words(name) - PRAISE_WORDS_STEMS <= content_words(parent[0]):
+        if covered(beyond(content_words(name), PRAISE_WORDS), content_words(parent[0])):
             return _refuse(text, "restates_parent", f"its name adds nothing to its parent's, {parent[0][:40]!r}")
-        if content_words(text) - PRAISE_WORDS_STEMS <= parent_words:
+        if covered(beyond(content_words(text), PRAISE_WORDS), parent_words):
             return _refuse(text, "restates_parent",
                            f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
     extra = []
     if field_name(name):
         extra.append(RubricFlag("field_name", f"named after a field of the prompt ({name.strip()[:40]!r})"))
-    reported = REPORTED_SCORE.search(definition)
-    if reported:
-        extra.append(RubricFlag("reports_score", f"states a score ({reported.group(0)!r}); a criterion says "
-                                                 "what is checked"))
-    return lift_for_topic(check.flagged(*extra), definition, topics)
+    if template_name(name):
+        extra.append(RubricFlag("template_name", f"the name {name.strip()[:40]!r} is made of template words only"))
+    extra += filter(None, [restates_aspect(text, topics)])
+    return lift_for_topic(check.without("restates_aspect").flagged(*extra), definition, topics)
 
 
 def rejected_summary(checks: Iterable[RubricCheck]) -> dict[str, int]:
@@ -544,13 +591,6 @@ def flag_summary(checks: Iterable[RubricCheck]) -> dict[str, int]:
     return dict(Counter(f.rule for c in checks if c.ok for f in c.flags))
 
 
-COMMON_WORDS = frozenset("""
-about also been does each every from have into more most only other should some than that their them then there
-these they this those what when which with would your whether while where because being over under very
-""".split())
-"""Words of four or more letters that say nothing about a topic (left out by :func:`shares_topic`)."""
-
-
 def shares_topic(text: str, topics: Iterable[str]) -> bool:
     """Whether ``text`` names a content word (four letters or more) of one of ``topics``.
 
@@ -561,18 +601,12 @@ def shares_topic(text: str, topics: Iterable[str]) -> bool:
     """
     mine = {w for w in _words(text) if len(w) >= 4 and w not in COMMON_WORDS}
     theirs = {w for t in topics for w in _words(t) if len(w) >= 4 and w not in COMMON_WORDS}
-    stems = {_stem(w) for w in theirs}
-    return bool(mine & theirs) or any(_stem(w) in stems for w in mine if len(w) >= 5)
+    return bool(mine & theirs) or any(known(w, theirs) for w in mine if len(w) >= 5)
 
 
 FILLER = re.compile(r"^(?:(?:is|are|also|often|always|should|must|will|would|can|could|be|one|that|which|who|it)"
                     r"\s+)+")
 """The words a statement's body starts with before it names anything ("is one that has ...")."""
-
-FRAME_WORDS = frozenset("should must".split())
-"""Quality words that, in a statement, only continue its frame ("A good response should ..."): they name no
-quality there."""
-
 
 def is_statement(text: str, opener: str) -> bool:
     """Whether ``text`` is a statement that starts with ``opener`` ("A good summary ..."; any case)."""
@@ -601,7 +635,7 @@ def statement_name(statement: str, opener: str, *, max_words: int = 6) -> str:
     body = statement_body(statement, opener)
     clauses = [c.strip() for c in re.split(r"[,;]", body) if c.strip()] or [body]
     # the first clause that names something: "is a good one, with no false information" -> "With no false..."
-    clause = next((c for c in clauses if content_words(c) - PRAISE_WORDS_STEMS - VAGUE_STEMS), clauses[0])
+    clause = next((c for c in clauses if beyond(content_words(c), PRAISE_WORDS, VAGUE_WORDS)), clauses[0])
     named = FILLER.sub("", clause.lower()).strip() or clause or body
     return short_name(named, max_words=max_words)
 
@@ -623,23 +657,20 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
     check = check_entry(statement, kind="criterion", shown=shown, accepted=accepted, **limits)
     if not check.ok:
         return check
-    said = {w for w in content_words(body) if not w.isdigit()} - PRAISE_WORDS_STEMS - VAGUE_STEMS
+    said = beyond({w for w in content_words(body) if not w.isdigit()}, PRAISE_WORDS, VAGUE_WORDS)
     if not said:
         return _refuse(statement, "empty", "says nothing but praise")
     if len(_words(body)) >= 5:
         share = copied_share(body, shown)
         if share >= limits.get("max_copied", MAX_COPIED):
             return _refuse(statement, "copy", f"{share:.0%} of it is copied from a text the prompt showed")
-    if parent and said <= set().union(*(content_words(p) for p in parent)):
+    if parent and covered(said, set().union(*(content_words(p) for p in parent))):
         return _refuse(statement, "restates_parent",
                        f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
     words = _words(body)
-    flags = [f for f in check.flags if f.rule != "no_quality"]
+    flags = [f for f in check.flags if f.rule not in ("no_quality", "restates_aspect")]
+    flags += filter(None, [restates_aspect(body, topics)])
     if is_english(words):
-        reported = REPORTED_SCORE.search(body)
-        if reported:
-            flags.append(RubricFlag("reports_score", f"states a score ({reported.group(0)!r}) instead of saying "
-                                                     "what is checked"))
         scoring = sorted(set(words) & SCORING_WORDS)
         if scoring:
             flags.append(RubricFlag("about_scoring", f"talks about the scoring ({', '.join(scoring)}), not about "

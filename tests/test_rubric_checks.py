@@ -90,14 +90,10 @@ TC_PARENTS = {
 }
 
 JUNK_CHILDREN = [  # (parent, name, definition, rule)
-    ("coherence", "The answer",
-     "The answer is a good response that follows the dialogue history and stays on topic.", "placeholder"),
     ("groundedness", "A", "A is a good response", "placeholder"),
-    ("naturalness", "The", "The response is coherent, engaging, and uses the given fact as a starting point for the "
-                           "conversation.", "placeholder"),
     ("naturalness", "...", "This is a sentence that conveys the idea of this utterance: fluent and natural-sounding.",
      "placeholder"),
-    ("engagingness", "Criterion 2", "An interesting response keeps the user engaged.", "placeholder"),
+    ("engagingness", "[criterion name]", "An interesting response keeps the user engaged.", "placeholder"),
     ("naturalness", "Naturally written", "A natural response reads as naturally written, a good one.",
      "restates_parent"),
     ("naturalness", "Good naturalness", "The response has good naturalness and is natural.", "circular"),
@@ -118,6 +114,21 @@ def test_junk_children_with_quality_words_are_refused_with_their_rule(parent, na
     kept, refused = check_children([child], shown=[DIALOGUE], topics=topics, parent=(parent, TC_PARENTS[parent]))
     assert kept == [] and [r["rule"] for r in refused] == [rule], refused
     assert refused[0]["reason"]
+
+
+@pytest.mark.parametrize("parent, name, definition", [
+    ("coherence", "The answer", "The answer is a good response that follows the dialogue history and stays on topic."),
+    ("naturalness", "The", "The response is coherent, engaging, and uses the given fact as a starting point for the "
+                           "conversation."),
+    ("engagingness", "Criterion 2", "An interesting response keeps the user engaged."),
+    ("engagingness", "Examples", "Concrete examples from the conversation make the response engaging."),
+])
+def test_a_name_of_english_template_words_is_flagged_not_refused(parent, name, definition):
+    # issue 50: these were refused through English word lists, which also refused "Examples" and passed German
+    # "Beispiele"; a list may only raise a flag
+    # (under a parent, a name of function words only adds no word to it: restates_parent, tested above)
+    assert flagged(check_criterion(name, definition, shown=[DIALOGUE], topics=("Response", parent)), "template_name")
+    assert not check_criterion("Beispiele", "Konkrete Beispiele aus dem Gespräch machen die Antwort lebendig.").flags
 
 
 JUNK_ENTRIES = [  # (kind, text, shown, rule): refused

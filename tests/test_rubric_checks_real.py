@@ -169,3 +169,60 @@ def test_a_missing_rubric_file_is_one_message_naming_it(tmp_path):
     (bad / "real_rubrics.jsonl").write_bytes(b"\x00\xff not json\n")
     with pytest.raises(ValueError, match="is not JSON lines"):
         bench.labelled_set(tmp_path)
+
+
+# ---- issue 50: junk of the kinds a capable model's stub wrote, and real entries in other languages ----------------
+
+def test_every_template_slot_and_score_list_of_the_junk_set_is_refused_and_95_percent_of_it_is_caught():
+    entries = [e for e in bench.labelled_set() if e.source == bench.JUNK_ORIGIN]
+    assert len(entries) >= 40
+    verdicts = [(e, bench.check(e)) for e in entries]
+    slots = [(e.text, v.rule) for e, v in verdicts if e.label in ("template_slot", "score_list")]
+    assert len(slots) >= 15 and all(rule in ("placeholder", "score_list") for _, rule in slots), slots
+    caught = sum(not v.ok or bool(v.flags) for _, v in verdicts)
+    assert caught >= bench.MIN_JUNK_CAUGHT * len(entries), [e.text for e, v in verdicts if v.ok and not v.flags]
+
+
+def test_rubric_entries_in_nineteen_languages_are_neither_refused_nor_flagged():
+    entries = [e for e in bench.labelled_set() if e.positive and e.source.startswith("written for issue 50")]
+    assert len({e.source for e in entries}) >= 19, "languages"
+    for e in entries:
+        verdict = bench.check(e)
+        assert verdict.ok and not verdict.flags, (e.text, verdict)
+        assert rc.check_statement(e.text, opener=bench.STATEMENT_OPENER).ok, e.text
+
+
+def test_the_benchmark_counts_refused_flagged_and_passed_per_kind():
+    if not REAL.exists():
+        pytest.skip(f"{REAL} is not here")
+    by_label = bench.run()["summary"]["by_label"]
+    assert by_label["template_slot"] == {"refused": 12} and by_label["score_list"] == {"refused": 7}
+    assert by_label["positive"].get("refused", 0) == 0 and by_label["positive"]["passed"] > 400
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("[ ] [ ] [ ]", "empty"),
+    ("1 2 3 4 5 6 7 8 9 10", "score_list"),
+    ("0" * 3_000_000, "too_long"),
+    ("ႠႡႢ ႣႤႥ ႦႧႨ ႩႪႫ [ႬႭႮ]", "placeholder"),
+])
+def test_a_reply_of_brackets_digits_megabytes_or_an_unlisted_script_gets_a_reason(text, rule):
+    check = rc.check_entry(text, kind="hypothesis")
+    assert (check.ok, check.rule) == (False, rule) and check.reason and len(check.reason) < 200
+
+
+def test_i_e_is_no_speaker_and_consideration_is_not_consistency():
+    check = rc.check_entry("A summary that states its main claim early, i.e. in its first sentence, scores higher.",
+                           kind="hypothesis")
+    assert check.ok and "first_person" not in {f.rule for f in check.flags}
+    child = rc.check_criterion("Consideration", "The response weighs what the other speaker said before answering.",
+                               parent=("consistency", "Whether the response agrees with what was said before."))
+    assert child.ok, child
+    assert not rc.check_criterion("Consistency", "A consistent response.", parent=("consistency", "agrees")).ok
+
+
+def test_reports_score_is_raised_on_a_hypothesis_and_in_any_language():
+    assert "reports_score" in {f.rule for f in rc.check_entry("Summaries of this set average 3.4 on coherence.",
+                                                              kind="hypothesis").flags}
+    assert "reports_score" in {f.rule for f in rc.check_entry("Die Zusammenfassungen erreichen im Schnitt 3.4 Punkte.",
+                                                              kind="hypothesis").flags}

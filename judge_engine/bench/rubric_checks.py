@@ -13,9 +13,17 @@ definition" criterion); positives of the hypothesis and criterion kinds go
 through :func:`~judge_engine.rubric_checks.check_statement` too, the path
 of the sentence form.
 
-Targets: at most 1% of the positives refused on either path, and every
-negative of the kinds that must be refused (copies of a shown text,
-near-duplicates, placeholders, degenerate repetition) refused.
+Issue 50 added, written by us: generated-looking junk of the kinds a
+capable model's stub answered with (template slots, score lists,
+restatements of the aspect, praise, stories, sentences about the raters,
+near-copies of a judged text; ``tests/data/rubric_junk.jsonl``, each with
+the aspect's words as topics) and rubric entries in 19 other languages
+(``tests/data/rubric_foreign.jsonl``, positives).
+
+Targets: at most 1% of the positives refused on either path, at least 95%
+of the negatives refused or flagged, and every negative of the kinds that
+must be refused (copies of a shown text, near-duplicates, template slots,
+score lists, degenerate repetition) refused.
 """
 
 from __future__ import annotations
@@ -31,8 +39,15 @@ from . import result
 TEST_DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 PAPER_EXAMPLES = TEST_DATA / "rubric_paper_examples.jsonl"
 NEGATIVES = TEST_DATA / "rubric_negatives.jsonl"
+JUNK = TEST_DATA / "rubric_junk.jsonl"
+FOREIGN = TEST_DATA / "rubric_foreign.jsonl"
 MAX_POSITIVES_REFUSED = 0.01
 """The target: share of the positives any path may refuse."""
+MIN_JUNK_CAUGHT = 0.95
+"""The target: share of the junk (:data:`JUNK`) refused or flagged. The older negatives are sentence-form
+statements whose rules need the opener and parent a method passes, which the file does not carry: their share is
+reported, not held."""
+JUNK_ORIGIN = "written for issue 50 (generated-looking junk, our own)"
 STATEMENT_OPENER = "A good response"
 """The opener the sentence-form path is measured with (a positive seldom starts with it: the body is the text)."""
 
@@ -51,6 +66,8 @@ class LabelledEntry:
     """For a negative: whether a check must refuse it (not only flag it)."""
     shown: tuple[str, ...] = ()
     accepted: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    """The judged text's label and the aspect's name and definition, as a method passes them."""
 
 
 @dataclass
@@ -69,6 +86,10 @@ class Tally:
     negatives_refused: Counter = field(default_factory=Counter)
     negatives_flagged: Counter = field(default_factory=Counter)
     must_refuse_missed: list[LabelledEntry] = field(default_factory=list)
+    by_label: dict[str, Counter] = field(default_factory=dict)
+    """Label of a negative ("template_slot", "score_list", ...) or "positive" -> refused / flagged / passed."""
+    junk_passed: list[LabelledEntry] = field(default_factory=list)
+    """Negatives neither refused nor flagged."""
     refused_examples: list[tuple[str, str]] = field(default_factory=list)
     """(rule, text) of positives refused, for the report."""
 
@@ -92,9 +113,12 @@ def labelled_set(data_dir: Path | None = None) -> list[LabelledEntry]:
     out = [LabelledEntry(r["text"], r["kind"], True, r["source"]) for r in read_jsonl(real)]
     out += [LabelledEntry(r["text"], r["kind"], True, f"{r['source']} (paper example)")
             for r in read_jsonl(PAPER_EXAMPLES)]
+    out += [LabelledEntry(r["text"], r["kind"], True, f"{r['source']} ({r['language']})")
+            for r in read_jsonl(FOREIGN)]
     out += [LabelledEntry(r["text"], r["kind"], False, r.get("origin", "embedded model"), r["label"],
-                          bool(r["must_refuse"]), tuple(r.get("shown") or ()), tuple(r.get("accepted") or ()))
-            for r in read_jsonl(NEGATIVES)]
+                          bool(r["must_refuse"]), tuple(r.get("shown") or ()), tuple(r.get("accepted") or ()),
+                          tuple(r.get("topics") or ()))
+            for path in (NEGATIVES, JUNK) for r in read_jsonl(path)]
     return out
 
 
@@ -112,8 +136,8 @@ def check(entry: LabelledEntry):
 
     parts = named_parts(entry.text) if entry.kind == "criterion" else None
     if parts:
-        return check_criterion(*parts, shown=entry.shown, accepted=entry.accepted)
-    return check_entry(entry.text, kind=entry.kind, shown=entry.shown, accepted=entry.accepted)
+        return check_criterion(*parts, shown=entry.shown, accepted=entry.accepted, topics=entry.topics)
+    return check_entry(entry.text, kind=entry.kind, shown=entry.shown, accepted=entry.accepted, topics=entry.topics)
 
 
 def tally(entries: Sequence[LabelledEntry]) -> Tally:
@@ -123,6 +147,8 @@ def tally(entries: Sequence[LabelledEntry]) -> Tally:
     t = Tally()
     for e in entries:
         verdict = check(e)
+        outcome = "refused" if not verdict.ok else "flagged" if verdict.flags else "passed"
+        t.by_label.setdefault("positive" if e.positive else e.label, Counter())[outcome] += 1
         if e.positive:
             t.positives += 1
             if not verdict.ok:
@@ -140,6 +166,8 @@ def tally(entries: Sequence[LabelledEntry]) -> Tally:
         t.must_refuse += e.must_refuse
         if verdict.ok:
             t.negatives_flagged.update({f.rule for f in verdict.flags} or {"(passed)"})
+            if not verdict.flags:
+                t.junk_passed.append(e)
             if e.must_refuse:
                 t.must_refuse_missed.append(e)
         else:
@@ -166,6 +194,8 @@ def run(*, data_dir: str | None = None, **_: Any) -> dict[str, Any]:
     refused = sum(t.positives_refused.values())
     said = sum(t.statement_refused.values())
     caught = t.must_refuse - len(t.must_refuse_missed)
+    junk = [e for e in entries if not e.positive and e.source == JUNK_ORIGIN]
+    junk_caught = len(junk) - sum(e.source == JUNK_ORIGIN for e in t.junk_passed)
     summary = {
         "positives": t.positives, "positives_refused": refused,
         "positives_refused_share": refused / t.positives if t.positives else None,
@@ -174,14 +204,23 @@ def run(*, data_dir: str | None = None, **_: Any) -> dict[str, Any]:
         "negatives": t.negatives, "negatives_refused": sum(t.negatives_refused.values()),
         "negatives_flagged_only": t.negatives - sum(t.negatives_refused.values()) - t.negatives_flagged["(passed)"],
         "negatives_passed_unflagged": t.negatives_flagged["(passed)"],
+        "negatives_refused_or_flagged_share": (t.negatives - len(t.junk_passed)) / t.negatives if t.negatives else None,
+        "junk": len(junk), "junk_refused_or_flagged": junk_caught,
+        "junk_refused_or_flagged_share": junk_caught / len(junk) if junk else None,
         "must_refuse": t.must_refuse, "must_refuse_refused": caught,
-        "target": f"positives refused <= {MAX_POSITIVES_REFUSED:.0%} on each path; every must-refuse negative "
-                  "refused",
+        "by_label": {label: dict(c) for label, c in sorted(t.by_label.items())},
+        "target": f"positives refused <= {MAX_POSITIVES_REFUSED:.0%} on each path; negatives refused or flagged >= "
+                  f"{MIN_JUNK_CAUGHT:.0%} of {JUNK.name}; every must-refuse negative refused",
         "target_met": (refused <= MAX_POSITIVES_REFUSED * t.positives
-                       and said <= MAX_POSITIVES_REFUSED * t.statement_checked and caught == t.must_refuse),
+                       and said <= MAX_POSITIVES_REFUSED * t.statement_checked and caught == t.must_refuse
+                       and junk_caught >= MIN_JUNK_CAUGHT * len(junk)),
     }
     notes = [f"refused positive ({rule}): {text[:120]}" for rule, text in t.refused_examples]
     notes += [f"must-refuse negative passed ({e.label}): {e.text[:120]}" for e in t.must_refuse_missed]
-    return result("rubric-checks", config={"positives_files": ["rubrics/real_rubrics.jsonl", str(PAPER_EXAMPLES.name)],
-                                          "negatives_file": NEGATIVES.name, "statement_opener": STATEMENT_OPENER},
+    notes += [f"negative passed unflagged ({e.label}): {e.text[:120]}" for e in t.junk_passed]
+    notes += [f"{label}: " + ", ".join(f"{k} {c[k]}" for k in ("refused", "flagged", "passed"))
+              for label, c in sorted(t.by_label.items())]
+    return result("rubric-checks", config={"positives_files": ["rubrics/real_rubrics.jsonl", PAPER_EXAMPLES.name,
+                                                             FOREIGN.name],
+                                          "negatives_files": [NEGATIVES.name, JUNK.name], "statement_opener": STATEMENT_OPENER},
                   rows=rows, summary=summary, notes=notes)
