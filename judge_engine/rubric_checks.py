@@ -149,6 +149,9 @@ REPORTED_SCORE = re.compile(r"\b\d+(?:\.\d+)?\s+out\s+of\s+\d+\b|\b\d+\.\s?\d+\b
                             r"|stories|replies|answers)\b", re.IGNORECASE)
 """A measured score: a decimal, "4.9 out of 10", or a share of the judged texts."""
 
+MAX_ENTRY_CHARS = 1500
+"""Longest entry :func:`check_entry` accepts by default: the longest published entry has 934 characters. A method's
+generation schema and its reply parsers use the same bound, so what is asked for, read and checked agree."""
 MAX_COPIED = 0.6
 """Share of an entry's word trigrams found in a shown text at which it is a ``copy``."""
 MAX_REDUNDANCY = 0.5
@@ -437,7 +440,7 @@ def _english_flags(text: str, words: Sequence[str], kind: str) -> tuple[RubricFl
 
 
 def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
-                topics: Sequence[str] = (), min_words: int = 3, max_chars: int = 1500, max_copied: float = MAX_COPIED,
+                topics: Sequence[str] = (), min_words: int = 3, max_chars: int = MAX_ENTRY_CHARS, max_copied: float = MAX_COPIED,
                 max_similarity: float = 0.8, max_repeats: int = 3) -> RubricCheck:
     """Check one generated entry: the refusing rules (first broken rule wins), then the flags.
 

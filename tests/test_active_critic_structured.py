@@ -462,6 +462,9 @@ def test_a_refinement_the_rubric_checks_refuse_does_not_replace_usable_criteria(
     assert judge.state["criteria"] == CRITERIA
     [refine] = [p for k, p in events if k == "criteria" and p["action"] == "refine"]
     assert refine["parsed"] and "kept_previous" in refine and refine["criteria"] == CRITERIA
+    # issue 50: the refused refinement is recorded, each of its criteria with the rule that refused it
+    refused = [r for r in judge.state["rejected"] if r["stage"].startswith("criteria refinement")]
+    assert sorted(r["text"] for r in refused) == sorted(junk) and {r["rule"] for r in refused} == {"empty"}
 
 
 def test_the_short_structured_fallback_asks_for_qualities_and_reads_them_as_criteria():

@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from judge_engine import rubric_checks as rc
 from judge_engine import structured
 from judge_engine.criteria_scoring import ScoringSettings
 from judge_engine.llm import LLMConfig, make_llm
@@ -147,14 +148,21 @@ def test_reward_matches_the_paper_formula():
     assert he.reward(None, 5, 5, 0.5) is None
 
 
-def test_parse_hypotheses_accepts_labels_and_numbered_lists_but_not_bare_scores():
+def test_parse_hypotheses_accepts_labels_and_numbered_lists_and_leaves_bare_scores_to_the_checks():
     text = "hypothesis1. A summary that flows gets five and one that jumps gets one.\nhypothesis2. [Short]\n" \
            "hypothesis3. Summaries with a score of 5. are rare but they read naturally from start to end."
     got = he.parse_hypotheses(text, 5)
-    assert len(got) == 2 and got[1].startswith("Summaries with a score of 5.")
+    assert len(got) == 3 and got[2].startswith("Summaries with a score of 5.")
+    # issue 50: a short item is not dropped while reading; the checks refuse it with a reason the run keeps
     assert he.parse_hypotheses("1. Clear order of ideas earns high scores on this scale.\n2. Rate.", 5) == [
-        "Clear order of ideas earns high scores on this scale."]
-    assert he.parse_hypotheses("[[4]]", 5) == []
+        "Clear order of ideas earns high scores on this scale.", "Rate."]
+    from judge_engine.methods.hypoeval.replies import MIN_HYPOTHESIS_WORDS
+    from judge_engine.rubric_checks import check_entry
+    for item in ("Short", "Rate.", "[[4]]"):
+        assert check_entry(item, kind="hypothesis", min_words=MIN_HYPOTHESIS_WORDS).rule == "empty"
+    # a published hypothesis that quotes an ellipsis is read
+    quoted = 'Summaries described as having "excellent coherence...making it easy to follow" score 5.'
+    assert he.read_hypotheses('{"hypotheses": ["' + quoted.replace('"', '\\"') + '"]}', 3).items == [quoted]
 
 
 def test_parse_repetition():
@@ -653,15 +661,18 @@ def test_free_text_replies_still_parse_through_the_fallback_and_are_counted_as_s
 
 def test_read_hypotheses_json_first_then_fallbacks():
     good = "A summary scores high when each sentence follows from the one before."
-    # read as JSON; an item of fewer than MIN_HYPOTHESIS_WORDS words is not a rubric and is dropped
-    assert he.read_hypotheses(json.dumps({"hypotheses": [good, "Flow matters a great deal."]}), 5) == ([good], "json")
-    too_long = good + " x" * 600  # breaks maxLength: read leniently, as the fallback
+    # read as JSON; an item of fewer than MIN_HYPOTHESIS_WORDS words is read, and refused by the checks with a
+    # reason the run keeps (issue 50: nothing is dropped silently)
+    assert he.read_hypotheses(json.dumps({"hypotheses": [good, "Flow matters a great deal."]}), 5) == (
+        [good, "Flow matters a great deal."], "json")
+    too_long = good + " x" * 800  # breaks maxLength (the checks' 1,500 characters): read leniently, as the fallback
     got, source = he.read_hypotheses(json.dumps({"hypotheses": [too_long]}), 5)
     assert source == "text" and got and got[0].startswith("A summary")
     assert he.read_hypotheses(f"hypothesis1. {good}", 5) == ([good], "text")
-    # the prompt's placeholder copied back is not a hypothesis
-    copied = json.dumps({"hypotheses": ["A summary scores high on coherence when ..., and low when ..."]})
-    assert he.read_hypotheses(copied, 5) == ([], "unread")
+    # the prompt's placeholder copied back is read, and the checks refuse it as a template slot
+    example = "A summary scores high on coherence when ..., and low when ..."
+    assert he.read_hypotheses(json.dumps({"hypotheses": [example]}), 5).items == [example]
+    assert rc.check_entry(example, kind="hypothesis").rule == "placeholder"
     assert he.read_repetition('{"answer": "yes"}') == (True, "json")
     assert he.read_repetition("They match. Final answer: no") == (False, "text")
     assert he.read_repetition("hmm") == (None, "unread")
@@ -803,7 +814,9 @@ def test_an_empty_bank_fails_the_fit_and_the_run_with_a_message_naming_it(store,
                                               log=lambda k, p: events.append((k, p))))
     [warning] = [p for k, p in events if k == "warning"]
     assert warning["code"] == "empty_bank" and "no hypothesis was left" in warning["message"]
-    assert "every item had fewer than 6 words" in warning["message"]
+    assert "refused by the rubric checks: empty" in warning["message"]  # read, refused and counted
+    reasons = [r["reason"] for k, p in events if k == "hypotheses_rejected" for r in p["rejected"]]
+    assert reasons and set(reasons) == {"3 words (at least 6 needed)"}
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6)
     run_id = create_run(store, spec)
@@ -905,7 +918,7 @@ def test_the_empty_bank_message_says_the_model_copied_the_prompts_example(store,
     example = "A summary scores high on quality when ..., and low when ..."
     llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: legacy_reply([example] * 3)), store=store,
                       concurrency=1)
-    with pytest.raises(ValueError, match="repeated the prompt's example with its '...' placeholder"):
+    with pytest.raises(ValueError, match="refused by the rubric checks: placeholder"):
         get_method("hypoeval").fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
                                    FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
 

@@ -355,6 +355,9 @@ class DefinedCriteria:
     """The final criteria, name -> definition (or statement)."""
     parse_failures: int
     """Replies that gave no usable criteria even after their retry (the previous set was kept)."""
+    refused: tuple[dict[str, Any], ...] = ()
+    """Criteria of refinements the rubric checks refused, each with its rule, reason and stage: a refinement
+    that did not replace the criteria, or was replaced by a later one, is recorded here, not dropped."""
 
 
 def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] | None = None,
@@ -554,6 +557,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     if progress:
         progress(1, len(batches), "criteria")
     streak = 0
+    refused: list[dict[str, Any]] = []
     for t in range(1, len(batches)):
         examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[t])
         reply = _ask(llm, CRITERIA_OBSERVE_TEMPLATE.render(
@@ -580,19 +584,29 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
             failures += 1
         # a refinement replaces the criteria unless the rubric checks accept fewer of its criteria than of the
         # current ones (ours): a refinement that drifts off the task would otherwise replace usable criteria with
-        # ones the checks refuse, leaving the judge with none
+        # ones the checks refuse, leaving the judge with none. Then its usable criteria join the current usable
+        # ones instead of being thrown away with the refused ones, and every refused one is recorded (issue 50:
+        # nothing is dropped silently)
         seen = shown if shown is not None else [x for e in batches[t] for x in (e.get("input"), e.get("output"),
                                                                                e.get("context")) if x]
-        worse = bool(refined) and (len(check_criteria(refined, seen, topics, opener).kept)
-                                   < len(check_criteria(criteria, seen, topics, opener).kept))
+        checked = check_criteria(refined, seen, topics, opener) if refined else None
+        if checked:
+            refused += [{**r, "stage": f"criteria refinement {t}"} for r in checked.refused]
+        worse = bool(checked) and len(checked.kept) < len(check_criteria(criteria, seen, topics, opener).kept)
+        after = refined or criteria
+        if worse:
+            taken = {_key(n) for n in checked.kept}
+            previous = check_criteria(criteria, seen, topics, opener).kept
+            after = dict(list({**checked.kept, **{n: d for n, d in previous.items() if _key(n) not in taken}}.items())
+                         [:MAX_CRITERIA])
         if log:
-            log("criteria", {"iteration": t, "action": "refine", "criteria": criteria if worse else refined or criteria,
-                             **_diff(criteria, criteria if worse else refined or criteria), "parsed": bool(refined),
-                             "retried": refine.retried, "raw": refine.raw, "read": refine.read,
-                             **({"kept_previous": "the rubric checks accept fewer of the refined criteria"}
-                                if worse else {})})
-        criteria = criteria if worse else refined or criteria
-    return DefinedCriteria(criteria, failures)
+            log("criteria", {"iteration": t, "action": "refine", "criteria": after, **_diff(criteria, after),
+                             "parsed": bool(refined), "retried": refine.retried, "raw": refine.raw, "read": refine.read,
+                             **({"kept_previous": f"the rubric checks accept fewer of the refined criteria: "
+                                                  f"{len(checked.kept)} of theirs joined the usable current ones, "
+                                                  f"{len(checked.refused)} refused"} if worse else {})})
+        criteria = after
+    return DefinedCriteria(criteria, failures, tuple(refused))
 
 
 def _key(name: str) -> str:
@@ -639,12 +653,16 @@ def criteria_definition_step(batches: Sequence[Sequence[dict[str, Any]]], shown:
     if defined.parse_failures:
         log("parse_failure", {"stage": "criteria", "count": defined.parse_failures})
     criteria, rejected, flagged = defined.criteria, [], []
-    if criteria:
-        checked = check_criteria(criteria, shown, topics, opener)
-        criteria = checked.kept
-        for refused in checked.refused:
+    final = check_criteria(criteria, shown, topics, opener) if criteria else None
+    said = set()
+    for refused in [*(final.refused if final else []), *defined.refused]:
+        if refused["text"] not in said:  # a refused criterion the final set kept is one rejection, of the final set
+            said.add(refused["text"])
             rejected.append(refused)
             log("rubric_rejected", refused)
+    if final:
+        checked = final
+        criteria = checked.kept
         for entry in checked.flagged:
             flagged.append(entry)
             log("rubric_flagged", entry)

@@ -9,7 +9,7 @@ from ...prompting import fence, load_template, render_sample, shorten
 from ...records import Sample
 from ...rubric_checks import RubricCheck, check_entry, check_statement, statement_name
 from .context import Context
-from .replies import hypotheses_schema, read_hypotheses, read_statements, why_unread
+from .replies import MIN_HYPOTHESIS_WORDS, hypotheses_schema, read_hypotheses, read_statements, why_unread
 
 GENERATE_TEMPLATE = load_template("hypoeval_generate")
 REFINE_TEMPLATE = load_template("hypoeval_refine")
@@ -204,7 +204,7 @@ def _check_reply(ctx: Context, found: Sequence[str], shape: str, *, shown: Seque
                 break
             # the aspect's definition said again is no hypothesis of its own: a near-duplicate of it
             check = check_entry(text, kind="hypothesis", shown=shown, accepted=[definition, *accepted] if definition
-                                else accepted, topics=topics)
+                                else accepted, topics=topics, min_words=MIN_HYPOTHESIS_WORDS)
             checks.append(check)
             if check.ok:
                 accepted.append(text)

@@ -17,13 +17,15 @@ from .reward import default_reward_b
 from .settings import HypoEvalSettings
 
 FORM_INSTRUCTIONS = {
-    "paper": ("Write them as {n} different hypotheses of one to three sentences each, saying which "
-              "{output}s earn higher {aspect} scores and which earn lower ones; you may name score ranges."),
-    "sentence": ("Write them as {n} different sentences, each saying one concrete thing that a {output} with high "
-                 "{aspect} does and a {output} with low {aspect} does not. Start each sentence with \"{opener}\"."),
+    "paper": ("Write them as {n} different hypotheses of one to three sentences each, saying what earns the "
+              "{output} a higher {aspect} score and what earns it a lower one; you may name score ranges."),
+    "sentence": ("Write them as {n} different sentences, each saying one concrete thing that a good {output} does "
+                 "for {aspect} and a poor one does not. Start each sentence with \"{opener}\"."),
 }
 """What a generation or refinement prompt asks each hypothesis to look like, by form
-(:data:`judge_engine.methods.base.CRITERIA_FORMS`)."""
+(:data:`judge_engine.methods.base.CRITERIA_FORMS`). The output's label is never made plural or given "a"/"an":
+"summarys" and "a utterance" were what a capable model read; "the {output}" and "a good {output}" hold for any
+label a dataset or a person gives."""
 SECOND_DRAW_TEMPERATURE = 0.7
 """Temperature of the second, sampled draw of a generation or refinement call whose first reply left fewer
 usable hypotheses than asked (see :func:`_ask_for_hypotheses`): greedy decoding of the same prompt would give the

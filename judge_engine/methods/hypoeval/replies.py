@@ -7,7 +7,7 @@ from typing import Any, NamedTuple, Sequence
 
 from ... import structured as st
 from ...parsing import parse_json_object
-from ...rubric_checks import is_statement
+from ...rubric_checks import MAX_ENTRY_CHARS, is_statement
 
 HYPOTHESIS_PATTERN = re.compile(r"(?is)hypothesis\s*(\d+)\s*[.:)]\s*(.+?)(?=\s*hypothesis\s*\d+\s*[.:)]|\Z)")
 """Our pattern for ``hypothesis1. ...`` lists (the regex of the authors' code breaks on "score of 5. ")."""
@@ -15,11 +15,14 @@ NUMBERED_PATTERN = re.compile(r"(?m)^\s*(?:\d+[.)]|[-*•])\s+(.+?)(?=^\s*(?:\d+
 """Fallback for small models that number their list "1." instead of "hypothesis1."."""
 FINAL_ANSWER_PATTERN = re.compile(r"(?i)final\s+answer\s*[:：]?\s*\**\s*\[?\s*(yes|no)\b")
 MIN_HYPOTHESIS_WORDS = 6
-"""A parsed item shorter than this is not a rubric (e.g. a bare score "[[4]]")."""
+"""A hypothesis shorter than this is not a rubric (e.g. a bare score "[[4]]"): the rubric checks refuse it as
+``empty`` with this bound (:func:`judge_engine.methods.hypoeval.agents._check_reply`), so it is counted and shown,
+not dropped while reading."""
 HYPOTHESIS_MIN_CHARS = 20
-HYPOTHESIS_MAX_CHARS = 1000
+HYPOTHESIS_MAX_CHARS = MAX_ENTRY_CHARS
 """Length bounds of one hypothesis written in the paper's form (``{"hypotheses": [str, ...]}``): long enough
-for a hypothesis that walks through its score bands, as the paper's own do."""
+for a hypothesis that walks through its score bands, as the paper's own do (two of its 45 published ones are over
+1,000 characters); the upper bound is the rubric checks' own, so a hypothesis the schema allows is not refused."""
 HYPOTHESES_KEY = "hypotheses"
 """The list key of the generation schema: one statement per hypothesis (see :func:`hypotheses_schema`)."""
 READ_SOURCES = ("json", "text", "unread")
@@ -52,7 +55,7 @@ def parse_hypotheses(text: str, limit: int) -> list[str]:
     out: list[str] = []
     for item in items:
         clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
-        if len(clean.split()) >= MIN_HYPOTHESIS_WORDS and clean not in out:
+        if clean and clean not in out:  # a short one is refused by the checks, with its reason
             out.append(clean)
     return out[:limit]
 
@@ -114,8 +117,10 @@ def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
         if not isinstance(item, str):
             continue
         clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
-        # "..." is the prompt's placeholder: an item holding it copied the example instead of writing one
-        if len(clean.split()) >= MIN_HYPOTHESIS_WORDS and "..." not in clean and clean not in out:
+        # nothing is dropped here for its length or an ellipsis: the rubric checks refuse a short item or the
+        # prompt's "when ..." placeholder with a reason the run keeps, and a published hypothesis may quote
+        # "excellent coherence...making it easy"
+        if clean and clean not in out:
             out.append(clean)
     return out[:limit]
 
@@ -141,7 +146,7 @@ def read_hypotheses(text: str, limit: int) -> Reading:
     The fallback (``text``) takes a JSON ``hypotheses`` list that breaks the
     schema (a count or length off: a server without constrained decoding),
     else the ``hypothesisN.`` / numbered list of :func:`parse_hypotheses`.
-    Items shorter than :data:`MIN_HYPOTHESIS_WORDS` words are dropped either way.
+    Nothing is dropped for its length: the rubric checks refuse an item shorter than :data:`MIN_HYPOTHESIS_WORDS`.
     """
     # read with at least one item required: fewer than asked is still a structured reply (the count is the
     # generation schema's job; a reply holding fewer items is not turned into a failure here)
