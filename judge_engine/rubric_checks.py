@@ -17,25 +17,32 @@ rubric text (``python -m judge_engine.bench rubric-checks`` measures this on
 refused entry is kept with its reason, counted and shown, and a person may
 restore it; it is never silently used or silently dropped.
 
+``too_long``
+    More than ``max_chars`` characters (checked first: a reply megabytes
+    long is refused without reading it).
 ``empty``
     Fewer than ``min_words`` words once blank space and punctuation are
     removed (an ideograph counts as a word).
+``score_list``
+    Mostly digits and punctuation ("1. 5 2. 4 3. 3 4. 2 5. 1"): under half
+    of its characters letters, or half of its words numbers.
 ``repetitive``
     Degenerate repetition: one line or one run of four words said at least
     ``max_repeats`` times *and* making up most of the text. A rubric that
     walks through its score bands repeats "will receive a score" once per
     band, which is a rubric.
-``too_long``
-    More than ``max_chars`` characters.
 ``copy``
     Most of its word trigrams appear in one text the prompt showed (a judged
     output, its source, an example), or every naming word of it does.
 ``near_duplicate``
     Nearly the same words as an entry accepted before it (Jaccard >= 0.8).
 ``placeholder``
-    A template slot left in ("[task_description]", "[ ]", "<<<", "{name}"),
-    or, for a named criterion, a name of template words only ("Criterion 2",
-    "A short name", "...").
+    A template slot left in, in any language: a bracketed span in capitals
+    ("[ADJECTIVE]", "[SCORE]") or a bare phrase in brackets
+    (:func:`template_slot`: "[criterion name]", "<definition of criterion
+    1>", "[Adjektiv]"), "[ ]", "<<<", "{name}", an ellipsis for a clause;
+    or, for a named criterion, a name with no word of two letters ("A",
+    "...").
 ``stutter``
     The same word twice in a row, at least twice: a generation that lost
     its way.
@@ -58,6 +65,11 @@ and selection by training correlation decides whether it stays.
 ``no_quality``
     An English entry that names no quality, judgement or score (or, for a
     task description, nothing about the evaluation).
+``restates_aspect``
+    A hypothesis or criterion that names nothing beyond the aspect's own
+    words (its name, definition and the judged text's label, as the dataset
+    or person gave them; any language) and praise ("The summary is
+    coherent." under coherence).
 ``about_raters``
     About the raters, not about the judged text.
 ``about_scoring``
@@ -68,9 +80,14 @@ and selection by training correlation decides whether it stays.
 ``meta``
     A hypothesis that talks about hypotheses.
 ``reports_score``
-    States a measured score ("4.9 out of 10") instead of what is checked.
+    States a measured score ("4.9 out of 10", a decimal in any language)
+    instead of what is checked; every kind but an explanation.
 ``field_name``
     A criterion named after a field of the prompt ("Human", "Score").
+``template_name``
+    A criterion named with English template words only ("Criterion 2",
+    "The answer", "Examples"): refused before issue 50, a flag since no
+    refusal rests on one language's word list.
 
 The vocabulary rules run only on English text (a share of English function
 words): a criterion in German, French or Chinese is not flagged for naming
@@ -88,7 +105,7 @@ from typing import Iterable, Sequence
 
 from .rubric_words import (CHECK_VERBS, COMMON_WORDS, FIELD_WORDS, FIRST_PERSON, FRAME_WORDS, OUTPUT_NOUNS,  # noqa: F401
                            PRAISE_WORDS, QUALITY_WORDS, RATERS, SCORING_WORDS, STOP_WORDS, TASK_WORDS, TEMPLATE_WORDS,
-                           VAGUE_WORDS, beyond, covered, known, related)
+                           VAGUE_WORDS, ENGLISH_MARKERS, HTML_TAGS, RATING_WORDS, beyond, covered, known, related)
 
 KINDS = ("hypothesis", "criterion", "task_description", "explanation", "auxiliary")
 
@@ -132,8 +149,6 @@ SLOT_WORDS = 10
 """Most words of a square-bracketed span that stands where content belongs ("[criterion name]"); a longer span,
 or one with sentence punctuation, is an aside a rubric may make. An angle-bracketed phrase is a slot at any
 length ("<one sentence describing what a clear response does>"), an HTML tag aside."""
-HTML_TAGS = frozenset("a b i u p br hr em strong code pre ul ol li div span table tr td th sup sub small".split())
-"""Tags of HTML: "<b>" in a rubric is markup, not a slot."""
 SENTENCE_MARKS = re.compile(r"[.,;:!?\u3001\u3002\uff0c\uff1b\uff1a]")
 """Punctuation of a sentence or clause (Latin and CJK): a bracketed span holding it says something."""
 MIN_LETTERS = 0.5
@@ -159,10 +174,6 @@ MAX_REDUNDANCY = 0.5
 said fourteen times is over 0.9, a rubric naming five score bands about 0.15."""
 MIN_ENGLISH_SHARE = 0.15
 """Share of English function words from which the vocabulary flags apply (English prose is about 0.4)."""
-RATING_WORDS = frozenset("rated rating score scores scored".split())
-"""Quality words that only say a text was scored."""
-ENGLISH_MARKERS = frozenset("the of and is are that this with which than what does should will would".split())
-"""Function words of English that another language written in Latin letters seldom has."""
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,15 @@ FRAME_WORDS = frozenset("should must".split())
 """Quality words that, in a statement, only continue its frame ("A good response should ..."): they name no
 quality there."""
 
+HTML_TAGS = frozenset("a b i u p br hr em strong code pre ul ol li div span table tr td th sup sub small".split())
+"""Tags of HTML: "<b>" in a rubric is markup, not a slot."""
+
+RATING_WORDS = frozenset("rated rating score scores scored".split())
+"""Quality words that only say a text was scored."""
+
+ENGLISH_MARKERS = frozenset("the of and is are that this with which than what does should will would".split())
+"""Function words of English that another language written in Latin letters seldom has."""
+
 MIN_SHARED = 5
 """Letters two inflections of one word share at least ("fluent" / "fluency")."""
 MAX_ENDING = 3
