@@ -346,6 +346,7 @@ def run(*, draws: int = 200, seed: int = 0, sizes: list[int] | None = None, clai
                         "screening hint); power: it fired where it was planted",
                         "ci_high: upper end of the exact 95% binomial interval of the rate"])
     if doc_out:
+        Path(doc_out).parent.mkdir(parents=True, exist_ok=True)
         Path(doc_out).write_text(markdown(doc) + "\n", encoding="utf-8")
     return doc
 
