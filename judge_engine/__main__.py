@@ -1,4 +1,4 @@
-"""Command line: ``judge-workbench {app,run,methods,resume,runs,probes,export,verdicts,score,metaeval,datasets} ...``.
+"""Command line: ``judge-workbench {app,run,methods,resume,runs,probes,export,verdicts,score,metaeval,datasets,cache} ...``.
 
 ``python -m judge_engine`` is the same command under another name.
 
@@ -324,6 +324,41 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def _size(n: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .store import Store, default_db_path
+    from .store_cache import cache_size, clear_cache, older_than_days
+
+    days = older_than_days(args.older_than) if args.older_than is not None else None
+    if not args.clear and (args.model is not None or days is not None):
+        raise ValueError("--model and --older-than choose what --clear deletes; add --clear (nothing was deleted)")
+    where = Path(args.db) if args.db else default_db_path()
+    if not where.is_file():  # a report must not make an empty database where there was none
+        raise ValueError(f"no database at {where}")
+    store = Store(where)
+    if args.clear:
+        done = clear_cache(store, model=args.model, older_than=days)
+        what = " and ".join(part for part in (f"of model {args.model!r}" if args.model is not None else "",
+                                              f"older than {days:g} days" if days is not None else "") if part)
+        print(f"deleted {done.rows:,} cached calls{' ' + what if what else ''} ({_size(done.bytes)} of text); "
+              f"{done.rows_left:,} left; {where} went from {_size(done.file_bytes_before)} to "
+              f"{_size(done.file_bytes_after)} after VACUUM")
+        return 0
+    size = cache_size(store)
+    print(f"{where}: {_size(size.file_bytes)} on disk; call cache {size.rows:,} rows, {_size(size.bytes)} of text")
+    for g in size.groups:
+        since = time.strftime("%Y-%m-%d", time.localtime(g.oldest)) if g.oldest else "?"
+        print(f"  {g.backend or '?'}  {g.model or '(default model)'}: {g.rows:,} rows, {_size(g.bytes)}, since {since}")
+    return 0
+
+
 def cmd_datasets(args: argparse.Namespace) -> int:
     from . import datasets_cli
 
@@ -525,6 +560,19 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     score.add_argument("--concurrency", type=int, default=None,
                        help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
     score.set_defaults(func=cmd_score)
+
+    cache = sub.add_parser(
+        "cache", help="the LLM call cache's size, or --clear it (runs, verdicts and labels are never touched)",
+        description="Print the size of the database's LLM call cache (rows and bytes per backend and model), or "
+                    "delete cached calls with --clear, then VACUUM. No run needs its cached calls: finished runs "
+                    "keep their judges and verdicts, and an interrupted one resumes from them; a cleared call is "
+                    "only paid for again when it is asked again (a repeated run, a resumed fit, score on the same "
+                    "file).")
+    cache.add_argument("--clear", action="store_true", help="delete cached calls (asks nothing), then VACUUM")
+    cache.add_argument("--model", help="with --clear: only this model's calls")
+    cache.add_argument("--older-than", metavar="DAYS", help="with --clear: only calls made more than DAYS days ago")
+    cache.add_argument("--db", default=None, help=db_help())
+    cache.set_defaults(func=cmd_cache)
 
     datasets = sub.add_parser("datasets", help="the built-in benchmarks (list, fetch) and importing your own file")
     from . import datasets_cli
