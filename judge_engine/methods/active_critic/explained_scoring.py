@@ -249,17 +249,27 @@ def read_retry_score(reply: str) -> tuple[float, str]:
     return score, ("missing" if math.isnan(score) else "text")
 
 
+def _demo_sets(examples: Sequence[dict[str, Any]], demos: Sequence[dict[str, Any]],
+               demo_sets: Sequence[Sequence[dict[str, Any]]] | None) -> Sequence[Sequence[dict[str, Any]]]:
+    """Each example's demonstrations: its own set when given (several candidates in one batch), else ``demos``."""
+    return demo_sets if demo_sets is not None else [demos] * len(examples)
+
+
 def score_multi_criteria(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
                          *, llm: LLM, params: GenerationParams, source_chars: int,
-                         progress: Progress | None = None) -> list[tuple[dict[str, dict[str, Any]], str, str]]:
+                         progress: Progress | None = None,
+                         demo_sets: Sequence[Sequence[dict[str, Any]]] | None = None
+                         ) -> list[tuple[dict[str, dict[str, Any]], str, str]]:
     """Eqs. 1-2 (McS-E, Table 16): one call per example scoring every criterion with an explanation.
 
-    Returns (criterion scores, raw reply, read) per example; no call without criteria.
+    Returns (criterion scores, raw reply, read) per example; no call without criteria. ``demo_sets``, one
+    per example, replaces ``demos`` when candidates with different demonstrations are scored in one batch.
     """
     if not state["criteria"]:
         return [({}, "", "") for _ in examples]
     names = list(state["criteria"])
-    prompts = [mcse_prompt(e, state, demos, source_chars=source_chars) for e in examples]
+    prompts = [mcse_prompt(e, state, d, source_chars=source_chars)
+               for e, d in zip(examples, _demo_sets(examples, demos, demo_sets))]
     schema = mcse_schema(names)
     asked = params.with_(json_schema=structured.as_param(schema),
                          max_tokens=structured.sized_max_tokens(params.max_tokens, schema))
@@ -277,7 +287,8 @@ def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], dem
                   criteria_scores: Sequence[dict[str, dict[str, Any]]] | None, *, llm: LLM,
                   params: GenerationParams, source_chars: int, retry: bool = False, weighted: bool = False,
                   explanation_chars: int = OVERALL_EXPLANATION_CHARS,
-                  progress: Progress | None = None) -> list[dict[str, Any]]:
+                  progress: Progress | None = None,
+                  demo_sets: Sequence[Sequence[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """Eq. 3 (OS-E, Table 17): overall 0-100 score, explanation and error analysis per example.
 
     ``criteria_scores`` None is AC-Coarse: the criteria are listed instead of scored.
@@ -295,7 +306,8 @@ def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], dem
     the score came from: ``json``, ``text``, ``logprobs``,
     ``logprobs_first_position`` or ``missing``) and ``missing_reason``.
     """
-    prompts = [ose_prompt(e, state, demos, criteria_scores=None if criteria_scores is None else criteria_scores[i],
+    sets = _demo_sets(examples, demos, demo_sets)
+    prompts = [ose_prompt(e, state, sets[i], criteria_scores=None if criteria_scores is None else criteria_scores[i],
                           source_chars=source_chars) for i, e in enumerate(examples)]
     schema = ose_schema(explanation_chars)
     asked = params.with_(json_schema=structured.as_param(schema),
@@ -366,21 +378,42 @@ def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demo
     Per example: ``criteria_scores``, ``mcse_raw``, ``mcse_read`` ("" without
     a McS-E call), and the fields of :func:`score_overall` (``ose_raw`` for its raw text).
     """
+    return run_pipelines([(examples, demos)], state, llm=llm, params=params, source_chars=source_chars, retry=retry,
+                         weighted=weighted, explanation_chars=explanation_chars, progress=progress)[0]
+
+
+def run_pipelines(jobs: Sequence[tuple[Sequence[dict[str, Any]], Sequence[dict[str, Any]]]], state: dict[str, Any],
+                  *, llm: LLM, params: GenerationParams, source_chars: int, retry: bool = False,
+                  weighted: bool = False, explanation_chars: int = OVERALL_EXPLANATION_CHARS,
+                  progress: Progress | None = None) -> list[list[dict[str, Any]]]:
+    """:func:`run_pipeline` for several ``(examples, demos)`` jobs at once, one result list per job.
+
+    The jobs do not depend on each other (the demonstration search's candidates), so each stage's calls of
+    every job go out as one ``complete_many`` batch: the same requests as job after job, answered the same
+    way, in a few waves instead of a few per job (issue 46); an identical request in two jobs is sent once.
+    """
+    examples = [e for exs, _ in jobs for e in exs]
+    sets = [demos for exs, demos in jobs for _ in exs]
     if state["variant"] == "fine":
-        mcse = score_multi_criteria(examples, state, demos, llm=llm, params=params, source_chars=source_chars,
-                                    progress=progress)
-        overall = score_overall(examples, state, demos, [m[0] for m in mcse], llm=llm, params=params,
+        mcse = score_multi_criteria(examples, state, (), llm=llm, params=params, source_chars=source_chars,
+                                    progress=progress, demo_sets=sets)
+        overall = score_overall(examples, state, (), [m[0] for m in mcse], llm=llm, params=params,
                                 source_chars=source_chars, retry=retry, weighted=weighted,
-                                explanation_chars=explanation_chars, progress=progress)
+                                explanation_chars=explanation_chars, progress=progress, demo_sets=sets)
     else:
         mcse = [({}, "", "") for _ in examples]
-        overall = score_overall(examples, state, demos, None, llm=llm, params=params, source_chars=source_chars,
+        overall = score_overall(examples, state, (), None, llm=llm, params=params, source_chars=source_chars,
                                 retry=retry, weighted=weighted, explanation_chars=explanation_chars,
-                                progress=progress)
-    return [{"criteria_scores": m[0], "mcse_raw": m[1], "mcse_read": m[2], "overall": o["overall"],
+                                progress=progress, demo_sets=sets)
+    rows = [{"criteria_scores": m[0], "mcse_raw": m[1], "mcse_read": m[2], "overall": o["overall"],
              "explanation": o["explanation"], "ose_raw": o["raw"], "ose_read": o["read"], "retried": o["retried"],
              "source": o["source"], "missing_reason": o["missing_reason"]}
             for m, o in zip(mcse, overall)]
+    out, start = [], 0
+    for exs, _ in jobs:
+        out.append(rows[start:start + len(exs)])
+        start += len(exs)
+    return out
 
 
 # ---------------------------------------------------------------------------------- prompt optimization

@@ -13,7 +13,7 @@ from ...metrics import MIN_SELECTION_COVERAGE, SelectionFitness, correlations, c
 from ...prompting import TaskInfo
 from ..base import EventSink, Progress, judge_warning
 from .examples import demo_count
-from .explained_scoring import OVERALL_EXPLANATION_CHARS, run_pipeline
+from .explained_scoring import OVERALL_EXPLANATION_CHARS, run_pipelines
 from .settings import ActiveCriticSettings
 
 def q_objective(human: Sequence[float], pred: Sequence[float]) -> tuple[float, dict[str, float]]:
@@ -166,23 +166,30 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
     evaluation = list(train)
     if eval_subsample is not None and eval_subsample < len(evaluation):
         evaluation = random.Random(seed).sample(evaluation, eval_subsample)
-    zero_shot: dict[str, dict[str, Any]] = {}
     summaries: list[dict[str, Any]] = []
     fitness: list[SelectionFitness] = []
-    candidates: list[tuple[str, list[dict[str, Any]]]] = [("zero-shot", [])]
-    c = 0
-    while c < len(candidates):
-        kind, demos = candidates[c]
+
+    def scored_by(demos: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         ids = {d["sample_id"] for d in demos}
-        scored = [e for e in evaluation if e["sample_id"] not in ids]
-        results = run_pipeline(scored, state, demos, llm=llm, params=params, source_chars=source_chars, retry=retry,
-                               weighted=weighted, explanation_chars=explanation_chars,
-                               progress=(lambda d, t, s, c=c: progress(d, t, f"demo search {c + 1}/{k}: {s}"))
-                               if progress else None)
-        if c == 0:
-            zero_shot = {e["sample_id"]: r for e, r in zip(scored, results)}
-            candidates = propose_candidates(train, zero_shot, k=k, n_demos=n_demos, mode=mode, threshold=threshold,
-                                            seed=seed)
+        return [e for e in evaluation if e["sample_id"] not in ids]
+
+    def score(cands: Sequence[tuple[str, list[dict[str, Any]]]], first: int) -> list[list[dict[str, Any]]]:
+        last = first + len(cands)
+        label = f"demo search {first + 1}/{k}" if len(cands) == 1 else f"demo search {first + 1}-{last}/{k}"
+        return run_pipelines([(scored_by(demos), demos) for _, demos in cands], state, llm=llm, params=params,
+                             source_chars=source_chars, retry=retry, weighted=weighted,
+                             explanation_chars=explanation_chars,
+                             progress=(lambda d, t, s: progress(d, t, f"{label}: {s}")) if progress else None)
+
+    # the zero-shot program's traces make the bootstrapped sets, so it is scored first; the other sets do
+    # not depend on each other and are scored as one batch (issue 46), then recorded in order as before
+    [zero_results] = score([("zero-shot", [])], 0)
+    zero_shot = {e["sample_id"]: r for e, r in zip(scored_by([]), zero_results)}
+    candidates = propose_candidates(train, zero_shot, k=k, n_demos=n_demos, mode=mode, threshold=threshold,
+                                    seed=seed)
+    all_results = [zero_results] + (score(candidates[1:], 1) if len(candidates) > 1 else [])
+    for c, ((kind, demos), results) in enumerate(zip(candidates, all_results)):
+        scored = scored_by(demos)
         pred = [r["overall"] for r in results]
         q, corr = q_objective([e["human_100"] for e in scored], pred)
         n_read = sum(1 for p in pred if not math.isnan(p))
@@ -200,7 +207,6 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
         summaries.append(summary)
         if log:
             log("candidate", summary)
-        c += 1
     try:
         best, note = select_candidate(fitness, no_positive_set=no_positive_set)
     except ValueError as exc:

@@ -70,25 +70,17 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
-from ... import metrics, structured
-from ...llm import LLM, GenerationParams, Request
-from ...parsing import parse_score, read_weighted
-from ...prompting import load_template, to_aspect_range
+from ... import metrics
+from ...llm import LLM
 from ...records import Aspect, RunEvent, Sample, Verdict
 from ..base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                     register)
-from .auxiliaries import Auxiliaries, complete_all, count_generations
+from .auxiliaries import Auxiliaries, count_generations
+from .evaluation import (RETRY_MAX_TOKENS, RETRY_TEMPLATE, SYSTEM_MESSAGE, StrategyScores,  # noqa: F401 (re-exported)
+                         evaluate_strategies, evaluate_strategy, read_rating)
 from .strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy, build_prompt, describe,
-                       follow_up_schema, neighbours, parse_strategy, rating_range, rating_schema, replace_value,
+                       neighbours, parse_strategy, replace_value,
                        strategy_name)
-
-SYSTEM_MESSAGE = "You are a helpful assistant."
-"""System turn of every judge call (the authors' code; the paper shows none)."""
-RETRY_TEMPLATE = load_template("hpss_retry")
-"""Follow-up turn for a reply with no readable rating (ours, not the paper's)."""
-RETRY_MAX_TOKENS = 16
-"""Room for ``{"score": N}`` with a grammar's optional spaces (about 7 tokens); the digit stays within
-the positions whose alternatives are returned (:data:`judge_engine.llm.base.LOGPROB_POSITIONS`)."""
 
 STEPWISE_ORDER = ("scale", "example", "criteria", "reference", "cot", "autocot", "metrics", "order")
 """Factor order of the Stepwise-Greedy baseline: the rows of paper Table 1 (App. F.2)."""
@@ -98,150 +90,6 @@ Fitness = Callable[[Strategy, str], float]
 
 
 # --------------------------------------------------------------------------- r(T): judging and fitness
-
-
-@dataclass(frozen=True)
-class StrategyScores:
-    """One strategy's judgments of a list of samples."""
-
-    scores: tuple[float, ...]
-    """On the aspect's human range; NaN = missing."""
-    raw: tuple[str, ...]
-    judge_scores: tuple[float, ...]
-    """As read, on the strategy's own scale."""
-    prompts: tuple[str | None, ...]
-    missing_aux: int
-    """Samples left unscored because an auxiliary they needed is missing."""
-    unparsed: int
-    """Replies with no rating on the scale (or rejected by the backend)."""
-    retried: int = 0
-    """Replies that needed the follow-up turn (``retry_unparsed``)."""
-    sources: tuple[str, ...] = ()
-    """Per sample, where its rating was read: ``json`` (the structured reply), ``text`` (the free-text
-    fallback), ``logprobs`` / ``logprobs_first_position`` (probability-weighted, follow-up turn only;
-    the latter from the alternatives of a reply that chose no number) or ``missing``."""
-    reasons: tuple[str, ...] = ()
-    """Per sample, why it has no rating ("" when it has one)."""
-    followed_up: tuple[bool, ...] = ()
-    """Per sample, whether its rating (or its absence) comes from the follow-up turn."""
-
-    def count(self, source: str) -> int:
-        """Samples whose rating was read from ``source``."""
-        return sum(1 for s in self.sources if s == source)
-
-    @property
-    def from_alternatives(self) -> int:
-        """Ratings read from the first position's alternatives of a reply that chose no number."""
-        return self.count("logprobs_first_position")
-
-
-def read_rating(text: str, schema: dict[str, Any], low: int, high: int) -> tuple[float, str, str]:
-    """A judge reply's rating: ``(score, source, missing_reason)``.
-
-    The structured reply (``schema``) is the main path; the free-text parser
-    (``[[N]]``, ``Score: N``, a bare number) is the fallback for a backend
-    that sent the prompt without its schema.
-    """
-    reading = structured.read_json(text, schema)
-    if reading.ok:
-        return float(reading.value["score"]), "json", ""
-    score = parse_score(text, low, high)
-    if not math.isnan(score):
-        return score, "text", ""
-    return math.nan, "missing", f"no rating from {low} to {high} in the reply ({reading.error})"
-
-
-def _follow_up(llm: LLM, requests: Sequence[Request], firsts: Sequence[str], schema: dict[str, Any],
-               low: int, high: int) -> list[tuple[float, str, str, str]]:
-    """One more turn for replies without a rating: the rating alone, as ``{"score": N}``.
-
-    On a scale of single-token numbers (3 and 5, not 10/50/100) and a backend
-    with logprobs, the rating is probability-weighted over the scale's tokens
-    at the position where the reply states it (the schema puts the digit
-    within the first few tokens). A reply that chose no number is read from
-    its first position's alternatives only when the scale's tokens hold
-    enough probability there (:func:`judge_engine.parsing.read_weighted`),
-    and is then flagged ``logprobs_first_position``. Otherwise the number is
-    read from the JSON, else from the free text. Returns ``(score, raw,
-    source, missing_reason)`` per request.
-    """
-    weighted = llm.supports_logprobs and high <= 9
-    params = GenerationParams(temperature=0.0, max_tokens=RETRY_MAX_TOKENS, top_logprobs=20 if weighted else 0,
-                              json_schema=structured.as_param(schema))
-    ask = RETRY_TEMPLATE.render(low=low, high=high)
-    follow = [Request((*r.messages, {"role": "assistant", "content": first}, {"role": "user", "content": ask}),
-                      params) for r, first in zip(requests, firsts)]
-    out = []
-    for first, reply in zip(firsts, complete_all(llm, follow)):
-        text = reply.text if reply is not None else ""
-        raw = f"{first}\n--- follow-up ---\n{text}"
-        if reply is None:
-            out.append((math.nan, raw, "missing", "the backend rejected the follow-up request"))
-            continue
-        weighted_reason = ""
-        if weighted and reply.logprobs:
-            reading = read_weighted(reply.logprobs[0], low, high, first_position=True)
-            if not math.isnan(reading.score):
-                out.append((reading.score, raw, reading.source, ""))
-                continue
-            weighted_reason = reading.missing_reason
-        score, source, reason = read_rating(text, schema, low, high)
-        if weighted_reason and math.isnan(score):
-            reason = f"{reason}; {weighted_reason}"
-        out.append((score, raw, source, reason))
-    return out
-
-
-def evaluate_strategy(strategy: Strategy, samples: Sequence[Sample], aux: Auxiliaries, *, llm: LLM,
-                      max_tokens: int, leave_out: bool, retry: bool = False, explanation_chars: int = 600,
-                      progress: Callable[[int, int], None] | None = None) -> StrategyScores:
-    """Judge ``samples`` with ``strategy`` (greedy, one generation each; §4.1).
-
-    The judge is asked for the JSON reply of :func:`rating_schema` (its
-    explanation before or after the score, or none, as the strategy's
-    chain-of-thought value says), with ``max_tokens`` as the ceiling and no
-    more than that reply's longest form needs
-    (:func:`judge_engine.structured.sized_max_tokens`); :func:`read_rating` reads it. With
-    ``retry`` a reply without a rating gets one follow-up turn asking for the
-    rating alone (:func:`_follow_up`); still none: missing, with its reason.
-    An explanation has at most ``explanation_chars`` characters.
-    """
-    aspect, task = aux.aspect, aux.task
-    low, high = rating_range(strategy[0], aspect)
-    schema = rating_schema(strategy, aspect, explanation_chars=explanation_chars)
-    inputs = aux.inputs_for(strategy, samples, leave_out=leave_out)
-    prompts = [build_prompt(strategy, s, aspect, task, inp) if inp is not None else None
-               for s, inp in zip(samples, inputs)]
-    params = GenerationParams(temperature=0.0, max_tokens=structured.sized_max_tokens(max_tokens, schema),
-                              json_schema=structured.as_param(schema))
-    idx = [i for i, p in enumerate(prompts) if p is not None]
-    requests = [Request(({"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": prompts[i]}),
-                        params) for i in idx]
-    replies = complete_all(llm, requests, progress=progress) if requests else []
-    n = len(samples)
-    judge = [math.nan] * n
-    raw = [""] * n
-    sources = ["missing"] * n
-    reasons = ["an auxiliary this strategy needs is missing"] * n
-    followed = [False] * n
-    for i, reply in zip(idx, replies):
-        if reply is None:
-            reasons[i] = "the backend rejected the request"
-            continue
-        raw[i] = reply.text
-        judge[i], sources[i], reasons[i] = read_rating(raw[i], schema, low, high)
-    todo = [(i, request) for i, request, reply in zip(idx, requests, replies)
-            if retry and reply is not None and math.isnan(judge[i])]
-    if todo:
-        again = _follow_up(llm, [r for _, r in todo], [raw[i] for i, _ in todo], follow_up_schema(strategy, aspect),
-                           low, high)
-        for (i, _), (score, text, source, reason) in zip(todo, again):
-            judge[i], raw[i], sources[i], reasons[i], followed[i] = score, text, source, reason, True
-    unparsed = sum(math.isnan(judge[i]) for i in idx)
-    scores = tuple(math.nan if math.isnan(x) else to_aspect_range(x, (low, high), aspect) for x in judge)
-    return StrategyScores(scores=scores, raw=tuple(raw), judge_scores=tuple(judge), prompts=tuple(prompts),
-                          missing_aux=n - len(idx), unparsed=unparsed, retried=len(todo), sources=tuple(sources),
-                          reasons=tuple(reasons), followed_up=tuple(followed))
 
 
 def fitness(samples: Sequence[Sample], aspect: str, scores: Sequence[float], *,
@@ -316,21 +164,29 @@ class SearchState:
         return {name: {v: round(self.A[(i, v)], 4) for v in values} for i, (name, values) in enumerate(FACTORS)}
 
 
-def initialize(base: Strategy, evaluate: Fitness) -> SearchState:
+def initial_strategies(base: Strategy) -> list[Strategy]:
+    """Algorithm 1's strategies in the order they are recorded: the base, then each factor's other values."""
+    order = [base]
+    for i, (_, values) in enumerate(FACTORS):
+        order += [st for st in (replace_value(base, i, v) for v in values) if st not in order]
+    return order
+
+
+def initialize(base: Strategy, evaluate: Fitness, *,
+               evaluate_many: Callable[[Sequence[Strategy], str], list[float]] | None = None) -> SearchState:
     """Algorithm 1: the base and its 20 one-factor variants; A_ij = s_ij − mean_j s_ij (Eq. 2).
 
     A value whose strategy has no defined fitness gets advantage 0 and the
     mean is taken over the others. N and M start at 1 for every value (as in the authors' code).
+    The 21 evaluations do not depend on each other: ``evaluate_many`` (:meth:`ValidationFitness.many`)
+    makes them as one batch, with the same values as ``evaluate`` one after another.
     """
     state = SearchState()
-    state.perf[base] = evaluate(base, "init")
+    order = initial_strategies(base)
+    values = evaluate_many(order, "init") if evaluate_many else [evaluate(st, "init") for st in order]
+    state.perf.update(zip(order, values))
     for i, (_, values) in enumerate(FACTORS):
-        s = {}
-        for v in values:
-            st = replace_value(base, i, v)
-            if st not in state.perf:
-                state.perf[st] = evaluate(st, "init")
-            s[v] = state.perf[st]
+        s = {v: state.perf[replace_value(base, i, v)] for v in values}
         defined = [x for x in s.values() if not math.isnan(x)]
         mean = sum(defined) / len(defined) if defined else 0.0
         for v in values:
@@ -738,12 +594,29 @@ class ValidationFitness:
         self.selection: dict[Strategy, metrics.SelectionFitness] = {}
 
     def __call__(self, strategy: Strategy, stage: str) -> float:
+        return self.many([strategy], stage)[0]
+
+    def many(self, strategies: Sequence[Strategy], stage: str) -> list[float]:
+        """Evaluate strategies that do not depend on each other as one batch (:func:`evaluate_strategies`).
+
+        Each is recorded as a call one after another would record it (history, event, progress), in order;
+        only ``calls`` in an entry is the ledger's count when the batch ended, not after that strategy.
+        """
         done = len(self.history)
-        label = f"strategy {done + 1} of {self.total} ({stage})"
+        n = len(strategies)
+        label = (f"strategy {done + 1} of {self.total} ({stage})" if n == 1 else
+                 f"strategies {done + 1}-{done + n} of {self.total} ({stage})")
         if self.progress:
             self.progress(done, self.total, label)
-        result = evaluate_strategy(strategy, self.validation, self.aux, llm=self.llm, max_tokens=self.max_tokens,
-                                   leave_out=True, retry=self.retry, explanation_chars=self.explanation_chars)
+        results = evaluate_strategies(
+            strategies, self.validation, self.aux, llm=self.llm, max_tokens=self.max_tokens, leave_out=True,
+            retry=self.retry, explanation_chars=self.explanation_chars,
+            progress=(lambda d, t: self.progress(done + d * n // t, self.total, label))
+            if self.progress and n > 1 else None)
+        return [self._record(strategy, stage, result, label) for strategy, result in zip(strategies, results)]
+
+    def _record(self, strategy: Strategy, stage: str, result: StrategyScores, label: str) -> float:
+        done = len(self.history)
         sel = fitness(self.validation, self.aux.aspect.name, result.scores, level=self.level)
         self.selection[strategy] = sel
         value = search_value(sel)
@@ -1101,7 +974,7 @@ class HPSS(Method):
         if self.search == "stepwise_greedy":
             state = stepwise_greedy_search(base, evaluate)
             return state, state.best(1)[0]
-        state = initialize(base, evaluate)
+        state = initialize(base, evaluate, evaluate_many=evaluate.many)
         shown: list[list[Strategy]] = [[]]
 
         def log_advantages() -> None:
