@@ -12,14 +12,18 @@ from __future__ import annotations
 import json
 from collections import Counter
 
+import pytest
+
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, get_method
 from judge_engine.methods.active_critic import prompt_optimization
 from judge_engine.methods.hpss import method as hpss_method
 from judge_engine.methods.hpss.method import HPSS
+from judge_engine.prompting import TaskInfo
+from judge_engine.records import Aspect, Sample
 from tests.scripted import scripted_llm
-from tests.test_active_critic import _number, data, scripted  # noqa: F401 (data: the fixture)
+from tests.test_active_critic import _number, scripted
 from tests.test_hpss import ASPECT, TASK, _samples
 
 
@@ -77,8 +81,16 @@ def test_hpss_sends_its_initial_strategies_as_one_batch_with_the_same_result(mon
     assert [k for k, _ in events if k != "hpss_auxiliary"] == [k for k, _ in seq_events if k != "hpss_auxiliary"]
 
 
-def _fit_active_critic(data):
-    samples, aspect, task = data
+@pytest.fixture
+def ac_data():
+    """Twenty samples whose human quality rises with the output number (``tests/test_active_critic.py``'s data)."""
+    samples = tuple(Sample(id=f"s{i}", input=f"source text {i}", output=f"output number {i}", group_id=f"g{i}",
+                           system_id=f"sys{i % 3}", human={"quality": 1 + 4 * (i % 10) / 9}) for i in range(20))
+    return samples, Aspect("quality", 1, 5, "How good it is."), TaskInfo("news summarization")
+
+
+def _fit_active_critic(ac_data):
+    samples, aspect, task = ac_data
     backend = FakeBackend(scripted(overall=lambda p: 10 * (_number(p) % 10) if "Example 1:" in p
                                    else 50 + (7 * _number(p)) % 13))
     llm = make_llm(LLMConfig(concurrency=4), store=None, backend=backend)
@@ -89,8 +101,8 @@ def _fit_active_critic(data):
     return judge, events, sizes, backend
 
 
-def test_active_critic_scores_its_candidate_sets_as_one_batch_with_the_same_result(data, monkeypatch):
-    judge, events, sizes, backend = _fit_active_critic(data)
+def test_active_critic_scores_its_candidate_sets_as_one_batch_with_the_same_result(ac_data, monkeypatch):
+    judge, events, sizes, backend = _fit_active_critic(ac_data)
     search = judge.state["search"]
     assert len(search) == 11
     # zero-shot alone (its traces make the bootstrapped sets), then every other set's items in one batch per
@@ -101,7 +113,7 @@ def test_active_critic_scores_its_candidate_sets_as_one_batch_with_the_same_resu
     run_pipelines = prompt_optimization.run_pipelines
     monkeypatch.setattr(prompt_optimization, "run_pipelines",
                         lambda jobs, state, **kw: [run_pipelines([job], state, **kw)[0] for job in jobs])
-    one_by_one, seq_events, seq_sizes, seq_backend = _fit_active_critic(data)
+    one_by_one, seq_events, seq_sizes, seq_backend = _fit_active_critic(ac_data)
     assert together not in seq_sizes, "the reference scores one candidate at a time"
     assert _sent(backend) == _sent(seq_backend)
     assert judge.to_json() == one_by_one.to_json()
