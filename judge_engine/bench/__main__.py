@@ -18,6 +18,7 @@ Examples::
     python -m judge_engine.bench prefix-reuse --db data/workbench.db --limit 300 --repeats 2
     python -m judge_engine.bench cpu-build --other /tmp/native-build --repeats 5
     python -m judge_engine.bench verdicts --draws 200 --seed 0 --out verdicts.md
+    python -m judge_engine.bench api-speed --levels 4 32 --latency 0.5
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "scale": "scale", "alignment": "alignment", "app": "app_latency", "hostile": "hostile",
                "structured": "structured", "simulate": "simulate",
                "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
-               "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts"}
+               "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
+               "api-speed": "api_speed"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,113 @@
+"""API speed (issue 46): a method's fit against a judge that answers after a set latency, wall / ideal.
+
+A user's OpenAI, vLLM or Ollama server answers a call in 0.3-3 s and takes many at once, so a fit's wall
+time is set by how many calls it has in flight, not by the model. Here each method fits on a simulated
+world's training items (:mod:`.simulated_judge`, which answers every schema the methods send, so the fits
+run to the end) through the one LLM path at ``--concurrency`` calls in flight, every call held for
+``--latency`` seconds first (a sleep, which frees the GIL as a wait on a socket does). No cache: every call
+is made. Reported per method and level: calls, wall seconds, the ideal (calls × latency / concurrency),
+wall / ideal, and the mean and peak number of calls in flight. Wall / ideal near 1 means the fit keeps
+its window full; a fit whose steps are sequential by design cannot reach 1 (its floor is the latency of
+each sequential step on top of the ideal).
+
+This measures the client: the same code against a real server adds the server's own queueing. Run
+``before`` from an older checkout (``git worktree add /tmp/old COMMIT``, copy this file into it, run it
+there) to compare two versions on the same machine.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from . import result
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--methods", nargs="+", default=["hpss", "active_critic"])
+    parser.add_argument("--levels", type=int, nargs="+", default=[4, 32], help="calls in flight")
+    parser.add_argument("--latency", type=float, default=0.5, help="seconds each call takes")
+    parser.add_argument("--n-train", type=int, default=12, help="training items of the fit")
+    parser.add_argument("--seed", type=int, default=0, help="the simulated world")
+    parser.add_argument("--hpss-budget", type=int, default=10,
+                        help="HPSS's search evaluations after its 21 initial ones (paper: 50)")
+
+
+class Slow:
+    """Wraps a backend: each call waits ``latency`` seconds, and the calls in flight are tracked."""
+
+    def __init__(self, inner: Any, latency: float):
+        self.inner, self.latency = inner, latency
+        self.name, self.model_id = inner.name, inner.model_id
+        self.supports_logprobs, self.serialises_calls = inner.supports_logprobs, False
+        self._lock = threading.Lock()
+        self.in_flight = self.peak = self.calls = 0
+        self._area, self._since = 0.0, None  # integral of calls in flight over time, from the first call
+
+    def _tick(self, change: int) -> None:
+        with self._lock:
+            now = time.perf_counter()
+            if self._since is not None:
+                self._area += self.in_flight * (now - self._last)
+            else:
+                self._since = now
+            self._last = now
+            self.in_flight += change
+            self.peak = max(self.peak, self.in_flight)
+            self.calls += change > 0
+
+    def generate(self, messages, params):
+        self._tick(+1)
+        try:
+            time.sleep(self.latency)
+            return self.inner.generate(messages, params)
+        finally:
+            self._tick(-1)
+
+    def mean_in_flight(self) -> float:
+        span = (self._last - self._since) if self._since is not None else 0.0
+        return self._area / span if span else 0.0
+
+
+def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, seed: int,
+             hpss_budget: int) -> dict[str, Any]:
+    from ..llm import LLM, LLMConfig
+    from ..methods import FitContext, get_method
+    from .simulate import _aspect, split
+    from .simulated_judge import TASK, SimulatedBackend, World
+
+    world = World(seed, n_samples=n_train + 16, malformed=0.0)
+    train, _ = split(world, n_train, 16)
+    backend = Slow(SimulatedBackend(world), latency)
+    llm = LLM(LLMConfig(backend="simulated", concurrency=concurrency), backend)
+    params = {"budget": hpss_budget} if method == "hpss" else {}
+    start = time.perf_counter()
+    judge = get_method(method, params).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
+    wall = time.perf_counter() - start
+    ideal = backend.calls * latency / concurrency
+    return {"method": method, "concurrency": concurrency, "n_train": len(train), "calls": backend.calls,
+            "wall_s": round(wall, 2), "ideal_s": round(ideal, 2), "wall_over_ideal": round(wall / ideal, 2),
+            "mean_in_flight": round(backend.mean_in_flight(), 1), "peak_in_flight": backend.peak,
+            "judge": judge.to_json()}
+
+
+def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic"), levels: list[int] | tuple[int, ...] = (4, 32),
+        latency: float = 0.5, n_train: int = 12, seed: int = 0, hpss_budget: int = 10, **_: Any) -> dict[str, Any]:
+    import hashlib
+
+    rows = []
+    for method in methods:
+        for c in levels:
+            row = fit_once(method, concurrency=c, latency=latency, n_train=n_train, seed=seed,
+                           hpss_budget=hpss_budget)
+            # the fitted judge's fingerprint: the same at every level (and in the run of an older version)
+            row["judge_sha"] = hashlib.sha256(row.pop("judge").encode()).hexdigest()[:12]
+            rows.append(row)
+            print(f"{method} at {c}: {row['calls']} calls, {row['wall_s']} s, {row['wall_over_ideal']}x ideal",
+                  flush=True)
+    same = all(len({r["judge_sha"] for r in rows if r["method"] == m}) == 1 for m in methods)
+    return result("api-speed", config={"methods": list(methods), "levels": list(levels), "latency": latency,
+                                       "n_train": n_train, "seed": seed, "hpss_budget": hpss_budget},
+                  rows=rows, summary={"same_judge_at_every_level": same},
+                  notes=["ideal = calls x latency / concurrency; a simulated judge behind a sleep, no cache"])
