@@ -17,7 +17,8 @@ from typing import Any, Sequence
 
 from .store import EditConflict, NotFound, Store
 
-__all__ = ["CuratedItem", "EditConflict", "add", "history", "item_id", "items", "owner", "save", "seed", "undo"]
+__all__ = ["CuratedItem", "EditConflict", "accept_flags", "add", "flag_acceptances", "history", "item_id", "items",
+           "owner", "save", "seed", "undo"]
 
 ENGINE = "engine"
 """Actor of the rows a finished run puts up for review."""
@@ -203,3 +204,38 @@ def history(store: Store, owner_id: str, *, limit: int = 500) -> list[Change]:
     return [Change(when=a["ts"], actor=a["actor"], key=_key(owner_id, a["entity_id"]) or "", action=a["action"],
                    before=a["before"], after=a["after"])
             for a in store.audit_log(entity="criterion", owner=owner_id, limit=limit)]
+
+
+ACCEPT_FLAGS = "accept flagged"
+"""Audit action of a person accepting an entry the rubric checks flagged (:mod:`judge_engine.judge_flags`)."""
+
+
+def accept_flags(store: Store, owner_id: str, key: str, *, text: str, flags: Sequence[dict[str, Any]],
+                 actor: str) -> None:
+    """Record that ``actor`` accepts entry ``key`` of ``owner_id`` with its flags, as it reads (``text``).
+
+    An audit entry of the owner (who, when, the flags, the text): the entry itself is not changed, so its
+    version and a concurrent editor's save are unaffected, and the run's judge stays the one it fitted.
+    """
+    if not actor.strip():
+        raise ValueError("an acceptance needs the name of the person accepting; nothing was recorded")
+    store.log_edit(actor, "criterion", item_id(owner_id, key), ACCEPT_FLAGS, {"flags": list(flags)}, text)
+
+
+def flag_acceptances(store: Store, owner_id: str, texts: dict[str, str]) -> dict[str, Change]:
+    """The latest acceptance of each flagged entry in ``texts`` (key -> the text it reads now), by key.
+
+    An acceptance counts only for the text that was accepted: an entry whose text changed since is absent.
+    """
+    import json
+
+    found: dict[str, Change] = {}
+    for change in history(store, owner_id, limit=10_000):  # newest first: the first one seen is the latest
+        if change.action == ACCEPT_FLAGS and change.key in texts and change.key not in found:
+            try:
+                accepted_text = json.loads(change.after)
+            except (TypeError, ValueError):
+                continue
+            if accepted_text == texts[change.key]:
+                found[change.key] = change
+    return found

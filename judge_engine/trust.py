@@ -172,6 +172,11 @@ class TrustReport:
     """One of :data:`VERDICTS` (see :func:`verdict`)."""
     reasons: tuple[str, ...]
     """Why the verdict is not "ok", in words, with the figures (empty when ok)."""
+    entries: int = 0
+    """Generated entries the judge scores with (hypotheses, criteria, nodes; :mod:`judge_engine.judge_flags`)."""
+    flagged: tuple[dict[str, Any], ...] = ()
+    """Those of them the rubric checks flagged: ``key``, ``text``, ``flags``, and ``accepted_by``/``accepted_at``
+    once a person accepted them on the method's page (None until then)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict (tuples become lists, NaN is never written: undefined values are None)."""
@@ -499,9 +504,25 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     level = natural if test is not None and not test.ci_note else "sample"
     baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
     said, reasons = verdict(training, test, sample, baselines, n, missing)
+    entries, flagged = _flagged_entries(store, run)
     return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,
-                       baselines=baselines, verdict=said, reasons=reasons)
+                       baselines=baselines, verdict=said, reasons=reasons, entries=entries, flagged=flagged)
+
+
+def _flagged_entries(store: Store, run: Any) -> tuple[int, tuple[dict[str, Any], ...]]:
+    """How many entries the run's judge uses, and the flagged ones with who accepted them (if anyone)."""
+    from . import curation
+    from .judge_flags import flagged_in_judge, judge_entries
+
+    state = run.judge_state or {}
+    found = flagged_in_judge(run.method, state)
+    accepted = curation.flag_acceptances(store, curation.owner(run.method, run.id), {e.key: e.text for e in found}) \
+        if found else {}
+    return len(judge_entries(run.method, state)), tuple(
+        {"key": e.key, "text": e.text, "flags": [dict(f) for f in e.flags],
+         "accepted_by": accepted[e.key].actor if e.key in accepted else None,
+         "accepted_at": accepted[e.key].when if e.key in accepted else None} for e in found)
 
 
 def one_line(report: TrustReport) -> str:
@@ -510,7 +531,11 @@ def one_line(report: TrustReport) -> str:
     Reasons can quote generated text (a hypothesis): control characters become spaces so a reply cannot
     move the cursor or recolour the terminal.
     """
+    open_flags = sum(1 for f in report.flagged if not f.get("accepted_by"))
+    # a flagged entry in the judge is said even beside "ok": the figures cannot tell a flag's doubt
+    flags = (f"; {len(report.flagged)} of its {report.entries} entries flagged, {open_flags} not accepted"
+             if report.flagged else "")
     if report.verdict == "ok":
-        return "trust: ok"
+        return "trust: ok" + flags
     text = "; ".join(report.reasons)
-    return f"trust: {report.verdict} (" + "".join(ch if ch.isprintable() else " " for ch in text) + ")"
+    return f"trust: {report.verdict} (" + "".join(ch if ch.isprintable() else " " for ch in text) + ")" + flags

@@ -216,6 +216,8 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
         with st.expander(f"{label} · {item.definition[:80]}", expanded=st.session_state.get(OPEN_KEY) == item.key):
             if flags:
                 st.caption(rubric_flags.flag_caption(flags))
+                rubric_flags.accept_control(store, owner, item.key, item.definition, flags,
+                                            widget_key=f"hypoeval_accept_{item.id}")
             with st.form(f"hypoeval_edit_{item.id}"):
                 text = st.text_area("Hypothesis", value=item.definition, key=f"hypoeval_text_{item.id}")
                 status = st.radio("Status", ["accepted", "rejected"], horizontal=True,
@@ -355,10 +357,15 @@ if run is not None:
         st.markdown("#### Selected hypotheses")
         show_warnings(state.warnings)
         selected_flags = rubric_flags.flags_by(state.flagged)
+        # who accepted a flagged one (issue 50 item 3): a flagged entry is never in the judge unremarked
+        accepted = curation.flag_acceptances(store, curation.owner(METHOD, run.id),
+                                             {h.key: h.text for h in state.selected if selected_flags.get(h.text)})
         st.dataframe([{"key": h.key, "origin": h.origin, "train pearson": h.train_pearson,
                        "coverage": h.coverage, "fitness": h.fitness,
                        "chosen by": h.accepted_by or "selection",
                        "reward": h.reward, "rubric flags": rubric_flags.flag_text(selected_flags.get(h.text)),
+                       "flags accepted by": accepted[h.key].actor if h.key in accepted else (
+                           "not yet (Curate)" if selected_flags.get(h.text) else ""),
                        "hypothesis": h.text} for h in state.selected],
                      hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large"),
                                                      "coverage": st.column_config.NumberColumn(format="%.2f"),

@@ -260,3 +260,34 @@ def test_a_flagged_hypothesis_shows_its_flags_in_the_bank_the_selection_and_the_
     assert not at.exception, [e.value for e in at.exception]
     assert not any("Flagged:" in c.value for c in at.caption)
     assert not any("⚠ flagged" in e.label for e in at.expander)
+
+
+def test_a_flagged_selected_hypothesis_asks_for_acceptance_and_records_who(db, tiny_dataset, started):
+    # issue 50 item 3: a flagged hypothesis may be in the judge, but never unremarked
+    run_id = finished_run(db, tiny_dataset)
+    store = Store(db)
+    judge = store.get_run(run_id)["judge"]
+    text, key = judge["state"]["selected"][0]["text"], judge["state"]["selected"][0]["key"]
+    flag = {"rule": "reports_score", "reason": "states a score ('4.5 out of 10') instead of saying what is checked"}
+    judge["state"]["flagged"] = [{"text": text, "ok": True, "rule": "", "reason": "", "flags": [flag],
+                                  "name": "flagged one", "stage": "initial"}]
+    store.update_run(run_id, judge=judge)
+
+    def accepted_by(at):
+        selected = next(d.value for d in at.dataframe if list(d.value.columns)[:3] == ["key", "origin", "train pearson"])
+        return dict(zip(selected["hypothesis"], selected["flags accepted by"]))
+
+    at = open_page()
+    assert accepted_by(at)[text] == "not yet (Curate)"
+    assert set(v for t, v in accepted_by(at).items() if t != text) <= {""}
+    buttons = [b for b in at.button if b.label == "Accept with its flags"]
+    assert len(buttons) == 1
+    buttons[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert accepted_by(at)[text] == "user"
+    assert any(c.value.replace("\\", "").startswith("Accepted with its flags by user on ") for c in at.caption)
+    assert not [b for b in at.button if b.label == "Accept with its flags"]
+    audit = store.audit_log(owner=f"hypoeval:run:{run_id}")
+    assert [(a["actor"], a["entity_id"]) for a in audit if a["action"] == "accept flagged"] == \
+        [("user", f"hypoeval:run:{run_id}:{key}")]
+    assert {r["version"] for r in store.criteria(f"hypoeval:run:{run_id}")} == {1}, "accepting changes no entry"

@@ -53,7 +53,8 @@ def run_warnings(verdicts: list[Verdict], *, ledger: LedgerTotals, judge: Judge 
     :func:`judge_engine.methods.judge_warning`), then the generated rubric
     entries the checks refused (``Judge.state["rejected"]``, see
     :mod:`judge_engine.rubric_checks`) and those used with flags
-    (``Judge.state["flagged"]``), then what the verdicts show:
+    (``Judge.state["flagged"]``) and how many of the judge's own entries are
+    flagged (:mod:`judge_engine.judge_flags`), then what the verdicts show:
     explanations not shown because they were empty or repetitive
     (``metadata["explanation_rejected"]``), scores read from the
     alternatives of a reply that stated none, criteria
@@ -81,6 +82,8 @@ def run_warnings(verdicts: list[Verdict], *, ledger: LedgerTotals, judge: Judge 
                     "message": f"{len(flagged)} generated rubric entries were used with flags ({listed}); read them "
                                "beside the entries on the method's page (selection by training correlation kept "
                                "or dropped them as for any entry)"})
+    if judge is not None:
+        out.extend(_judge_entries_flagged(judge))
     n = len(verdicts)
     refused = sum(1 for v in verdicts if v.metadata.get("explanation_rejected"))
     if refused:
@@ -113,3 +116,22 @@ def run_warnings(verdicts: list[Verdict], *, ledger: LedgerTotals, judge: Judge 
         out.append({"code": "prompts_cut", "count": truncated,
                     "message": f"{truncated} prompts were cut to fit the model's context window"})
     return [RunWarning.from_dict(w) for w in out]
+
+
+FLAGGED_LISTED = 5
+"""Flagged judge entries quoted in the summary's warning; the count covers all of them."""
+
+
+def _judge_entries_flagged(judge: Judge) -> list[dict[str, Any]]:
+    """The ``judge_entries_flagged`` warning: which of the entries the judge scores with carry flags."""
+    from ..judge_flags import flagged_in_judge, judge_entries
+
+    found = flagged_in_judge(judge.method, judge.state)
+    if not found:
+        return []
+    total = len(judge_entries(judge.method, judge.state))
+    quoted = "; ".join(f"{e.key} {e.text[:80]!r}: {e.flag_text()}" for e in found[:FLAGGED_LISTED])
+    more = f"; and {len(found) - FLAGGED_LISTED} more" if len(found) > FLAGGED_LISTED else ""
+    return [{"code": "judge_entries_flagged", "count": len(found),
+             "message": f"{len(found)} of the judge's {total} entries carry rubric-check flags ({quoted}{more}); "
+                        "they were selected like any entry: a person accepts or edits them on the method's page"}]

@@ -40,3 +40,36 @@ def flags_by(entries: Iterable[dict[str, Any]] | None, field: str = "text") -> d
     for entry in entries or []:
         out.setdefault(str(entry.get(field) or ""), []).extend(entry.get("flags") or [])
     return out
+
+
+def accept_control(store: Any, owner: str, key: str, text: str, flags: Iterable[dict[str, Any]], *,
+                   widget_key: str) -> None:
+    """Who accepted this flagged entry and when, or an *Accept with its flags* button recording the person.
+
+    The acceptance is an audit entry of the run's curation owner (:func:`judge_engine.curation.accept_flags`);
+    it holds for ``text`` as it reads now, so an entry edited since asks again once flagged again.
+    """
+    import time
+
+    import streamlit as st
+
+    from judge_engine import curation
+    from pages.ui import auth
+
+    flags = list(flags or [])
+    if not flags:
+        return
+    done = curation.flag_acceptances(store, owner, {key: text}).get(key)
+    if done is not None:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(done.when))
+        st.caption(escape_markdown(f"Accepted with its flags by {done.actor} on {when}."))
+        return
+    st.caption("The checks let this entry into the judge with a doubt: read it, then accept it, edit it or "
+               "reject it.")
+    if st.button("Accept with its flags", key=widget_key):
+        try:
+            curation.accept_flags(store, owner, key, text=text, flags=flags, actor=auth.actor())
+        except ValueError as exc:  # a viewer, or no name given: nothing was recorded
+            st.error(escape_markdown(f"Not accepted: {exc}"))
+            return
+        st.rerun()
