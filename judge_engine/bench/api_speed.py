@@ -87,7 +87,8 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
     wall = time.perf_counter() - start
     ideal = backend.calls * latency / concurrency
     return {"method": method, "concurrency": concurrency, "n_train": len(train), "calls": backend.calls,
-            "wall_s": round(wall, 2), "ideal_s": round(ideal, 2), "wall_over_ideal": round(wall / ideal, 2),
+            "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
+            "wall_over_ideal": round(wall / ideal, 2) if ideal else None,
             "mean_in_flight": round(backend.mean_in_flight(), 1), "peak_in_flight": backend.peak,
             "judge": judge.to_json()}
 
