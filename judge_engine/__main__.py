@@ -78,8 +78,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .methods import get_method
     get_method(args.method, params)  # an unknown method or parameter is named before anything is stored
     require_backend(args.backend, args.model)  # a missing extra is named before a run is made (and left half-made)
+    if args.concurrency is not None and args.concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
     llm = LLMConfig(backend=args.backend, model=args.model or "", base_url=args.base_url or "",
-                    concurrency=args.concurrency)
+                    concurrency=args.concurrency or RUN_CONCURRENCY.get(args.backend, 4))
     store = Store(args.db)
     spec = RunSpec(method=args.method, dataset=args.dataset, aspect=args.aspect, params=params,
                    train_size=args.train, test_size=args.test, seed=args.seed, llm=llm)
@@ -264,6 +266,12 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
 SCORE_CONCURRENCY = {"openai": 32, "vllm": 32, "llamacpp": 1}
 """Requests in flight by default when scoring a file: a server batches what it is sent at once, while the
 embedded model answers one request at a time behind its machine-wide lock."""
+
+
+RUN_CONCURRENCY = {"openai": 32, "vllm": 32}
+"""Requests in flight by default for ``run``: a server takes many at once, as for ``score`` (issue 46); the 429
+governor lowers it while the server says too many. The embedded model keeps 4, which its machine-wide lock
+serialises anyway."""
 
 
 SKIPPED_SHOWN = 10
@@ -499,7 +507,8 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     run.add_argument("--backend", default="llamacpp", choices=["llamacpp", "openai", "vllm"])
     run.add_argument("--model", help="model name (openai/vllm) or GGUF path (llamacpp)")
     run.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
-    run.add_argument("--concurrency", type=int, default=4)
+    run.add_argument("--concurrency", type=int, default=None,
+                     help="requests in flight (default: 32 on openai and vllm, 4 on the embedded model)")
     run.set_defaults(func=cmd_run)
 
     methods = sub.add_parser("methods", help="list the methods with their parameters and paper defaults")

@@ -208,3 +208,25 @@ def test_a_parameter_below_its_open_ended_range_says_its_least_value(tmp_path, c
     code, _, err = _run(capsys, "run", "--method", "hpss", "--dataset", "sfres", "--aspect", "informativeness",
                         "--params", '{"example_chars": 5}', "--db", str(tmp_path / "w.db"))
     assert code == 2 and err.strip() == "error: example_chars=5 is too small: it must be at least 100"
+
+
+def test_run_starts_at_32_in_flight_on_a_server_and_keeps_4_on_the_embedded_model(tmp_path, tiny_dataset, capsys,
+                                                                                   monkeypatch):
+    """Issue 46: ``run`` starts where ``score`` does on an OpenAI-compatible server; ``--concurrency`` still wins."""
+    from judge_engine.store import Store
+
+    db = str(tmp_path / "w.db")
+    Store(db).save_dataset(tiny_dataset)
+    _scripted_backend(monkeypatch, lambda n: 3)
+    common = ("run", "--method", "direct", "--dataset", "tiny", "--aspect", "quality", "--train", "0", "--test", "4",
+              "--db", db, "--quiet")
+    in_flight = []
+    for extra in (("--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"),
+                  ("--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--concurrency", "8"),
+                  ()):
+        code, out, err = _run(capsys, *common, *extra)
+        assert code == 0, err
+        in_flight.append(Store(db).get_run(json.loads(out)["run_id"])["llm"]["concurrency"])
+    assert in_flight == [32, 8, 4]
+    code, _, err = _run(capsys, *common, "--concurrency", "0")
+    assert code == 2 and "--concurrency must be at least 1" in err
