@@ -439,13 +439,28 @@ def _too_few(test: TestFigure | None, n: int) -> str:
     return ""
 
 
+def _correlation_p(r: float, n: int) -> float:
+    """One-sided p-value of a correlation ``r`` on ``n`` items being above zero (Student's t, n - 2 df)."""
+    if n < 3:
+        return 1.0
+    if r >= 1:
+        return 0.0
+    t = r * math.sqrt((n - 2) / max(1e-12, 1 - r * r))
+    return float(stats.t.sf(t, n - 2))
+
+
+def _items_significant(sample: TestFigure) -> bool:
+    return sample.value is not None and _correlation_p(sample.value, sample.n) < ALPHA / 2
+
+
 def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
             baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> tuple[str, tuple[str, ...]]:
     """The verdict (one of :data:`VERDICTS`) and its reasons, from the figures of a :class:`TrustReport`.
 
     In order: any warning (:func:`_warnings`) makes it ``"warning"``; else a test figure on too few items, with
     no interval or one wider than :data:`MAX_CI_WIDTH` makes it ``"too few items to say"`` (with the count);
-    else a test interval reaching zero, or a training figure not significant at ``TRAINING_ALPHA / 2``
+    else a test interval reaching zero, an items' correlation not significantly above zero (t-test, one-sided
+    ``ALPHA / 2``), or a training figure not significant at ``TRAINING_ALPHA / 2``
     one-sided once its best-of-K selection is paid for, makes it ``"not shown to agree"`` (with the figure);
     only then ``"ok"``. The calibration bench (:mod:`judge_engine.bench.verdicts`) calls this function.
     """
@@ -458,6 +473,14 @@ def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: Te
     notes = []
     if test is not None and test.ci[0] is not None and test.ci[0] <= 0:
         notes.append(f"not shown to agree on the test items: {_figure_text(test)} reaches zero")
+    # a percentile interval over 20 items, or over a handful of groups, undercovers: a judge scoring at random
+    # was "ok" in 7-12% of draws on the interval alone (bench verdicts, 100 draws), so the items' correlation
+    # must also pass its t-test (one-sided, the usual significance test of a correlation)
+    else:
+        items = sample if sample is not None else (test if test is not None and test.level == "sample" else None)
+        if items is not None and items.value is not None and not _items_significant(items):
+            notes.append(f"not shown to agree on the test items: {_figure_text(items)} is not significantly above "
+                         f"zero ({_p(_correlation_p(items.value, items.n))}, t-test on {items.n} items)")
     # a training figure that was not recorded (an older or hand-edited judge) leaves the held-out test to speak
     if training is not None and training.value is not None:
         p = training_p_value(training)

@@ -44,6 +44,11 @@ class LengthBias:
         return "no direction"
 
 
+MIN_GROUPS = 10
+"""Fewest groups for a group-level length test: resampling 2 to 5 groups put a judge that ignores length over
+the line in 13-23% of draws (bench verdicts, 100 draws), so below this the probe reports and never flags."""
+
+
 def length_bias(lengths: Sequence[float], human: Sequence[float], judge: Sequence[float], *,
                 seed: int = 0, level: str = "sample", groups: Sequence[str] | None = None) -> LengthBias:
     """Does the judge follow output length more than the humans? Items are the ones both sides scored.
@@ -69,4 +74,9 @@ def length_bias(lengths: Sequence[float], human: Sequence[float], judge: Sequenc
     excess, p = _finite(excess), _finite(p)
     flagged = bool(excess is not None and p is not None and excess > 0 and p < ALPHA)
     note = "" if judge_fig.value is not None else "the judge gave every item the same score"
+    n_groups = len(set(g)) if g is not None else 0
+    if g is not None and n_groups < MIN_GROUPS:
+        flagged = False
+        note = (f"only {n_groups} groups: too few to resample (at least {MIN_GROUPS}), so this is shown, not tested"
+                if not note else note)
     return LengthBias(n, judge_fig, human_fig, excess, p, residual, flagged, note, level)
