@@ -319,8 +319,11 @@ def test_the_method_does_not_beat_its_baseline_without_the_planted_structure(mon
 
 def test_hypoeval_beats_its_strongest_ablations_at_the_default_dial(monkeypatch):
     """HypoEval's selection (top 5 by reward with r > 0 at enough coverage) beats the paper's ablations of it on
-    its own final bank: all hypotheses with r > 0 (the strongest), and a random 5 with r > 0."""
-    found = _differences(monkeypatch, "hypoeval", dial="hypoeval=1", seeds=range(1000, 1016), n_train=60, n_test=100,
+    its own final bank: all hypotheses with r > 0 (the strongest), and a random 5 with r > 0.
+
+    32 worlds: on 16 the test-Pearson margin over a random five hung on the path (+0.036 [-0.004, +0.075] once
+    the generation prompt's wording changed); on 32 it resolves on worlds 1000-1031 and on 3000-3031 alike."""
+    found = _differences(monkeypatch, "hypoeval", dial="hypoeval=1", seeds=range(1000, 1032), n_train=60, n_test=100,
                          rows=[("test Pearson", "all hypotheses with r > 0"), ("test Pearson", "random 5 with r > 0"),
                                ("mean planted quality", "random 5 with r > 0")])
     for (measure, baseline), (mean, low, high) in found.items():
