@@ -67,7 +67,10 @@ def test_a_run_on_other_items_is_only_compared_on_the_common_subset(db, tiny_dat
     # switching to the other test items starts from all of their runs (not from an empty selection)
     for index in (1, 0):
         at.selectbox(key="compare_split").select_index(index).run()
-        assert not at.exception and not at.info, [i.value for i in at.info]
+        # an empty selection says so in a blue box; the runs' own trust boxes (9 scored items: "too few items to
+        # say") are blue too and are not what this checks
+        notes = [i.value for i in at.info if "too few items to say" not in i.value]
+        assert not at.exception and not notes, notes
         assert at.multiselect[0].value, index
     at.toggle(key="compare_common").set_value(True).run()
     assert not at.exception
