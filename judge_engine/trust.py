@@ -333,6 +333,15 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     return found
 
 
+def comparison_level(test: TestFigure | None) -> str:
+    """The level a baseline is compared at: the test figure's, but the items' when it has no interval or rests on
+    fewer than :data:`MIN_GROUPS_FOR_SIGN` groups (a paired bootstrap over 5 groups called two equal judges
+    different in 9% of draws, bench verdicts)."""
+    if test is None or test.ci_note or (test.level != "sample" and test.n_groups < MIN_GROUPS_FOR_SIGN):
+        return "sample"
+    return test.level
+
+
 def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int) -> BaselineDifference:
     """A :class:`BaselineDifference` from a paired bootstrap's ``(diff, p)``: significant below when the
     two-sided ``p`` is under :data:`ALPHA` and the judge is the lower one."""
@@ -524,7 +533,7 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     training = training_figure(run.method, run.judge_state, run.judge_target)
     found = baseline_runs(store, run)
     # a paired bootstrap over fewer units than an interval needs is as meaningless as that interval
-    level = natural if test is not None and not test.ci_note else "sample"
+    level = comparison_level(test)
     baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
     said, reasons = verdict(training, test, sample, baselines, n, missing)
     entries, flagged = _flagged_entries(store, run)

@@ -253,7 +253,7 @@ def _below_baseline(scenario: Scenario, rng: np.random.Generator) -> bool:
 
     test, sample, human, pred, groups = _test(scenario, rng, N_BOOTSTRAP)
     base = judge_scores("equal_to_baseline", human, rng)
-    level = test.level if not test.ci_note else "sample"
+    level = trust.comparison_level(test)
     diff, p = compare.paired_bootstrap(human, pred, base, level=level, groups=list(groups), statistic=trust.STATISTIC,
                                        seed=int(rng.integers(2 ** 31)))
     b = trust.baseline_difference(0, "direct", level, diff, p, scenario.n_items)
