@@ -423,8 +423,7 @@ def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: 
     # the natural level's, or the sample level's when that has none; asking both doubled the false alarms
     # a percentile interval over a dozen groups is too narrow: it put noise "below zero" in 7-8% of draws at 5
     # and 13 groups (bench verdicts), so below MIN_GROUPS_FOR_SIGN groups the items' interval decides
-    judged = test if test is not None and test.ci[1] is not None and (
-        test.level == "sample" or test.n_groups >= MIN_GROUPS_FOR_SIGN) else sample
+    judged = test if test is not None and test.ci[1] is not None and comparison_level(test) == test.level else sample
     if judged is not None and judged.ci[1] is not None and judged.ci[1] < 0:
         reasons.append(f"anti-correlated on the test items (worse than chance): {_figure_text(judged)}")
     for b in baselines:
