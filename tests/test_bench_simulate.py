@@ -139,13 +139,23 @@ def test_malformed_budget_and_unrecognised_prompts():
     assert len(set(replies)) <= 2
 
 
-@pytest.mark.parametrize("bad", [["--seeds", "0"], ["--malformed", "1.5"], ["--seed-offset", "-1"],
-                                 ["--seed-list", "3", "3"], ["--seed-list", "3", "--seed-offset", "5"]])
-def test_bad_options_end_in_one_message(tmp_path, bad, capsys):
+@pytest.mark.parametrize("bad, named", [
+    (["--seeds", "0"], "--seeds 0"), (["--malformed", "1.5"], "--malformed 1.5"),
+    (["--seed-offset", "-1"], "--seed-offset -1"), (["--seed-list", "3", "3"], "listed twice"),
+    (["--seed-list", "3", "--seed-offset", "5"], "--seed-offset 5"), (["--dial", "hpss=1.5"], "hpss=1.5"),
+    (["--dial", "-0.1"], "=-0.1"), (["--dial", "nan"], "=nan"), (["--dial", "hpss=high"], "'high'"),
+    (["--dial", "speed=0.5"], "'speed' is not a dial"), (["--n-train", "0"], "--n-train 0"),
+    (["--n-test", "-1"], "--n-test -1")])
+def test_bad_options_end_in_one_message(tmp_path, bad, named, capsys):
+    """Issue 51 "Bad input": 0 worlds, a negative offset, a dial outside [0, 1], an empty part: exit 2 with one
+    line naming the option, no traceback, nothing written."""
     with pytest.raises(SystemExit) as exc:
         bench_main.main(["--out", str(tmp_path), "simulate", "--methods", "hpss", *bad])
     assert exc.value.code == 2
-    assert "simulate" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith("python -m judge_engine.bench simulate: ") and named in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not list(tmp_path.iterdir())
 
 
 def test_structured_requests_get_valid_json_of_their_kind():

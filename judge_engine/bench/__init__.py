@@ -1,8 +1,8 @@
 """Benchmarks of the engine: speed, cost and alignment side by side.
 
 Run one with ``python -m judge_engine.bench SUBCOMMAND [options]``; each prints
-a table and writes its result as JSON under ``data/bench/`` of a clone, or the
-user data directory's ``bench/`` for an installed package (``--out`` to change). Subcommands, one module each:
+a table and writes its result as JSON under the user data directory's ``bench/``
+(:func:`default_out`; ``--out`` to choose another folder), never into the package's own folder. Subcommands, one module each:
 
 ``replay``       :mod:`.replay`       a finished run repeated: calls made and speedup
 ``overhead``     :mod:`.overhead`     engine call path (cache off) vs raw llama-cpp-python
@@ -41,10 +41,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def default_out() -> Path:
-    """``data/bench/`` of the clone this package runs from; for an installed package (whose root is
-    site-packages, never to be written into) ``<user data dir>/bench``."""
-    if (ROOT / "app.py").is_file() and (ROOT / "judge_engine").is_dir() and (ROOT / "pyproject.toml").is_file():
-        return ROOT / "data" / "bench"
+    """``<user data dir>/bench`` (:func:`judge_engine.paths.user_data_dir`), clone or installed wheel alike.
+
+    Never a folder next to the code: for an installed package that is site-packages, and even in a clone a
+    benchmark run by one person must not drop files into the tree others commit from (issue 51 item 6).
+    ``--out`` names any other folder.
+    """
     from ..paths import user_data_dir
 
     return user_data_dir() / "bench"

@@ -40,8 +40,8 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m judge_engine.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default=None, help="folder for the JSON results (default: data/bench/ of a "
-                        "clone, else bench/ in the user data folder)")
+    parser.add_argument("--out", default=None, help="folder for the JSON results (default: bench/ in the user "
+                        "data folder, $XDG_DATA_HOME/judge-workbench/bench; never the package's own folder)")
     sub = parser.add_subparsers(dest="benchmark", required=True)
     for name, module in SUBCOMMANDS.items():
         mod = importlib.import_module(f".{module}", __package__)

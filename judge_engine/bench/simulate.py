@@ -843,6 +843,9 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
     seeds = len(world_seeds)
     if not 0 <= malformed < 1:
         raise ValueError(f"--malformed {malformed}: a fraction in [0, 1) is needed")
+    for flag, size in (("--n-train", n_train), ("--n-test", n_test)):
+        if size < 1:  # an empty part would refuse every fit (train) or loop for a test item forever (test)
+            raise ValueError(f"{flag} {size}: at least one sample is needed")
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"--methods: unknown {', '.join(unknown)}; choose from {', '.join(METHODS)}")

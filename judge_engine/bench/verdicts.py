@@ -379,4 +379,4 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"test items (default {list(SIZES)})")
     parser.add_argument("--claims", nargs="+", default=None, help="only claims whose name contains one of these")
     parser.add_argument("--out", dest="doc_out", default=None,
-                        help="also write the Markdown table to this file (JSON goes to data/bench/ as always)")
+                        help="also write the Markdown table to this file (the JSON goes to the folder of the main --out as always)")
