@@ -205,6 +205,33 @@ def cmd_probes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stress(args: argparse.Namespace) -> int:
+    from .store import Store
+    from .stress import TRANSFORMATIONS, load_table, stress_lines, stress_run
+
+    if args.list:
+        for record in TRANSFORMATIONS.values():
+            print(f"{record.name}: {record.description}")
+        return 0
+    if args.run_id is None:
+        raise ValueError("name the run to stress (judge-workbench runs lists them), or --list the transformations")
+    if args.items < 1:
+        raise ValueError(f"--items must be at least 1, not {args.items}")
+    table = load_table(args.table)
+    progress, close = _progress_bar(args.quiet)
+    try:
+        report = stress_run(Store(args.db), args.run_id, transformations=args.transform, table=table,
+                            items=args.items, seed=args.seed, progress=progress)
+    finally:
+        close()
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2, allow_nan=False))
+    else:
+        for line in stress_lines(report):
+            print("".join(ch if ch.isprintable() else " " for ch in line))
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     from .methods import METHODS, describe_parameters
 
@@ -537,6 +564,21 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
                         help="what changes between repeats: sampling (temperature 0.7, a seed each) or the order "
                              "of the demonstrations, criteria, examples or hypotheses in the prompts (greedy)")
     probes.set_defaults(func=cmd_probes)
+
+    stress = sub.add_parser("stress", help="does a finished run's judge score perturbed test items lower (shuffled "
+                                           "sentences, typos, ...) and ignore changes that should not matter?")
+    stress.add_argument("run_id", type=int, nargs="?")
+    stress.add_argument("--transform", action="append", metavar="NAME",
+                        help="a transformation to run (repeat for several; default: the table's for the aspect)")
+    stress.add_argument("--table", metavar="FILE", help="a TOML table of which transformation lowers which aspect "
+                                                       "(default: the packaged judge_engine/stress/table.toml)")
+    stress.add_argument("--items", type=int, default=40, help="test items perturbed (default 40, a seeded sample)")
+    stress.add_argument("--seed", type=int, default=0)
+    stress.add_argument("--json", action="store_true", help="the full report as JSON")
+    stress.add_argument("--list", action="store_true", help="list the transformations and stop")
+    stress.add_argument("--db", default=None, help=db_help())
+    stress.add_argument("--quiet", action="store_true", help="no progress bar")
+    stress.set_defaults(func=cmd_stress)
 
     export = sub.add_parser("export", help="write a finished run's judge as a JSON model card")
     export.add_argument("run_id", type=int)
