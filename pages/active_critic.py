@@ -299,6 +299,8 @@ if c[2].button("Reload", key=f"ac_reload_{run_id}", help="Show the text as store
     forget_fields(items)
     st.rerun()
 run_view.history_table(owner, key=f"ac_{run_id}")
+# the judge's flagged task description and criteria: a person accepts them, or edits them above (issue 50 item 3)
+rubric_flags.judge_flags_panel(store, run, widget_prefix="ac")
 
 items = curation.items(store, owner)
 edited_task = next(i.definition for i in items if i.key == TASK)

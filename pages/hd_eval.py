@@ -384,6 +384,9 @@ with c1:
             widgets.set_value("hd_run", new_id)
             st.rerun()
 
+# the aggregator's flagged inputs: a person accepts them, or edits the node (issue 50 item 3)
+rubric_flags.judge_flags_panel(store, run, widget_prefix="hd")
+
 # --------------------------------------------------------------------------- node details
 st.markdown("#### A node up close")
 agg_state = state.target_aggregator_state

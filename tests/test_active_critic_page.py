@@ -389,3 +389,49 @@ def test_the_flags_of_the_inferred_task_and_criteria_are_shown_beside_them_until
     assert not at.exception and not at.error, [e.value for e in at.error]
     captions = [c.value.replace("\\", "") for c in at.caption]
     assert criterion_said not in captions and task_said in captions
+
+
+def flagged_rows(at: AppTest) -> dict[str, str]:
+    """The trust panel's flagged-entry rows: figure -> value ("accepted by X" or "not accepted")."""
+    frame = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["figure", "value"])
+    return {f.strip(): v for f, v in zip(frame["figure"], frame["value"]) if f.strip().startswith("flagged entry")}
+
+
+def test_the_judges_flagged_task_and_criterion_ask_for_acceptance_and_record_who(db):
+    # issue 50 item 3: a flagged entry may be in the judge, never unremarked; the person accepts it by name
+    from judge_engine.runs import RunSpec, create_run
+    from judge_engine.trust import trust_report
+
+    store = Store(db)
+    run_id = create_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
+                                       test_size=6, params={"n_candidates": 2, "variant": "coarse"}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    judge = store.get_run(run_id)["judge"]
+    name, definition = next(iter(judge["state"]["criteria"].items()))
+    judge["state"]["flagged"] = [
+        {"text": judge["state"]["task_description"], "ok": True, "rule": "", "reason": "", "stage": "task description",
+         "flags": [{"rule": "first_person", "reason": "speaks as a person (me) instead of describing the task"}]},
+        {"text": f"{name}: {definition}", "ok": True, "rule": "", "reason": "", "stage": "criteria", "name": name,
+         "flags": [{"rule": "no_quality", "reason": "names no quality, judgement or score"}]}]
+    store.update_run(run_id, judge=judge)
+
+    at = open_page()
+    buttons = [b for b in at.button if b.label == "Accept with its flags"]
+    assert len(buttons) == 2, "the task description and the one flagged criterion"
+    rows = flagged_rows(at)
+    assert len(rows) == 2 and set(rows.values()) == {"not accepted"}, rows
+
+    next(b for b in buttons if b.key.endswith("_c1")).click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    audit = [(a["actor"], a["entity_id"]) for a in store.audit_log(owner=f"active_critic:run:{run_id}")
+             if a["action"] == "accept flagged"]
+    assert audit == [("user", f"active_critic:run:{run_id}:c1")]
+    assert any(c.value.replace("\\", "").startswith("Accepted with its flags by user on ") for c in at.caption)
+    assert [b.key for b in at.button if b.label == "Accept with its flags"] == [f"ac_accept_{run_id}_task"]
+    rows = flagged_rows(at)
+    assert rows[f"flagged entry c1: {name}"] == "accepted by user", rows
+    assert next(v for f, v in rows.items() if f.startswith("flagged entry task")) == "not accepted"
+    # the engine's report says the same, and accepting changed no entry
+    report = trust_report(store, run_id)
+    assert {f["key"]: f["accepted_by"] for f in report.flagged} == {"task": None, "c1": "user"}
+    assert {r["version"] for r in store.criteria(f"active_critic:run:{run_id}")} == {1}

@@ -283,3 +283,39 @@ def test_a_generated_node_the_checks_flagged_shows_why_until_a_person_rewrites_i
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     assert not any("Flagged:" in c.value for c in at.caption)
+
+
+def test_a_flagged_node_the_aggregator_uses_asks_for_acceptance_and_records_who(db):
+    # issue 50 item 3: a flagged node may be an input of the judge, never unremarked; a person accepts it by name
+    from judge_engine.methods.hd_eval import flagged_nodes
+    from judge_engine.trust import trust_report
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
+    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+    judge = store.get_run(run_id)["judge"]
+    used = judge["state"]["features"][0]
+    node = next(n for n in judge["state"]["tree"]["nodes"] if n["id"] == used)
+    node["flags"] = [{"rule": "restates_aspect", "reason": "names nothing beyond the aspect's own words"}]
+    judge["state"]["flagged"] = flagged_nodes(judge["state"]["tree"])
+    store.update_run(run_id, judge=judge)
+
+    def rows(at):
+        frame = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["figure", "value"])
+        return {f.strip(): v for f, v in zip(frame["figure"], frame["value"]) if f.strip().startswith("flagged entry")}
+
+    at = _open()
+    buttons = [b for b in at.button if b.label == "Accept with its flags"]
+    assert [b.key for b in buttons] == [f"hd_accept_{run_id}_{used}"]
+    assert rows(at) == {f"flagged entry {used}: {node['name']}": "not accepted"}
+    buttons[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(c.value.replace("\\", "").startswith("Accepted with its flags by user on ") for c in at.caption)
+    assert not [b for b in at.button if b.label == "Accept with its flags"]
+    assert rows(at) == {f"flagged entry {used}: {node['name']}": "accepted by user"}
+    audit = [(a["actor"], a["entity_id"]) for a in store.audit_log(owner=f"hd_eval:run:{run_id}")
+             if a["action"] == "accept flagged"]
+    assert audit == [("user", f"hd_eval:run:{run_id}:{used}")]
+    assert [(f["key"], f["accepted_by"]) for f in trust_report(store, run_id).flagged] == [(used, "user")]

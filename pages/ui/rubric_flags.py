@@ -73,3 +73,27 @@ def accept_control(store: Any, owner: str, key: str, text: str, flags: Iterable[
             st.error(escape_markdown(f"Not accepted: {exc}"))
             return
         st.rerun()
+
+
+def judge_flags_panel(store: Any, run: Any, *, widget_prefix: str) -> None:
+    """The judge's own flagged entries, each with its flags and who accepted it (or the *Accept* button).
+
+    The entries and their keys are :func:`judge_engine.judge_flags.flagged_in_judge`'s, the ones the run summary
+    and the trust report count, so an acceptance here is the one they report. The entry as the judge uses it: an
+    edit since is a new run's entry, not this judge's. Outside any form: a button cannot sit in one.
+    """
+    import streamlit as st
+
+    from judge_engine import curation
+    from judge_engine.judge_flags import flagged_in_judge
+
+    found = flagged_in_judge(run.method, run.judge_state or {})
+    if not found:
+        return
+    st.markdown(f"**Flagged entries in the judge ({len(found)})**")
+    owner = curation.owner(run.method, run.id)
+    for entry in found:
+        # the flags in the entry's own line: the captions beside the editable text stay the ones that say it there
+        st.markdown(escape_markdown(f"{entry.key}: {entry.text[:300]} (flagged: {flag_text(entry.flags)})"))
+        accept_control(store, owner, entry.key, entry.text, entry.flags,
+                       widget_key=f"{widget_prefix}_accept_{run.id}_{entry.key}")

@@ -32,8 +32,13 @@ def run_trust(store: Store, run: RunRecord) -> TrustReport | None:
     if run.status != "finished":
         return None
     others = tuple((r.id, r.version, r.status) for r in store.runs(dataset=run.dataset, limit=10_000))
+    # an acceptance of a flagged entry changes no run version but does change the report's flagged rows
+    from judge_engine import curation
+
+    accepted = tuple(c.when for c in curation.history(store, curation.owner(run.method, run.id))
+                     if c.action == curation.ACCEPT_FLAGS)
     try:
-        return _trust(str(store.path), run.id, (run.version, others))
+        return _trust(str(store.path), run.id, (run.version, others, accepted))
     except (ValueError, KeyError) as exc:  # a dataset deleted since, a run without verdicts: say so, no traceback
         st.caption(escape_markdown(f"No trust report for run #{run.id}: {exc}"))
         return None
@@ -72,6 +77,10 @@ def trust_frame(report: TrustReport) -> pd.DataFrame:
                      "interval / p": fig.ci_note or _ci(list(fig.ci)), "rests on": f"{fig.n} items{groups}"})
     rows.append({"figure": "missing test scores", "value": f"{report.missing_rate:.0%}", "interval / p": "",
                  "rests on": f"{report.missing} of {report.n} items"})
+    for f in report.flagged:  # a flag is no figure, but the judge rests on the entry: said with who accepted it
+        rows.append({"figure": f"  flagged entry {f.get('key')}: {str(f.get('text') or '')[:120]}",
+                     "value": f"accepted by {f['accepted_by']}" if f.get("accepted_by") else "not accepted",
+                     "interval / p": "", "rests on": "; ".join(str(x.get("rule") or "") for x in f.get("flags") or ())})
     for b in report.baselines:
         rows.append({"figure": f"minus baseline {b.label} ({b.level} level)", "value": _fig(b.diff),
                      "interval / p": "" if b.p is None else f"p = {b.p:.3f}" + (" (significantly below)"
