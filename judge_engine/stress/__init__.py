@@ -15,7 +15,7 @@ alarms under a judge that ignores the text, and their power under one that react
 """
 
 from ..llm import make_llm  # noqa: F401  (stress_run reads it here, where tests swap it)
-from ._report import (ALPHA, MIN_PAIRS, NO_EXPECTATION, NOT_SHOWN, REACTS, SENSITIVE, STEADY, STRESS_ITEMS, TOO_FEW,
+from ._report import (ALPHA, ALPHA_NEUTRAL, MIN_PAIRS, NO_EXPECTATION, NOT_SHOWN, REACTS, SENSITIVE, STEADY, STRESS_ITEMS, TOO_FEW,
                       VERDICTS, StressReport, TransformationResult, paired_change, resolve, result_line, stress,
                       stress_lines, stress_run, twins, verdict)
 from ._table import (DEFAULT_TABLE, EXPECTATIONS, LOWER, NEUTRAL, NONE, StressTable, canonical_aspect,
@@ -24,7 +24,7 @@ from ._transforms import (BUILT_IN, TRANSFORMATIONS, Perturb, StressContext, Tra
                           sentences, unregister_transformation)
 
 __all__ = [
-    "ALPHA", "BUILT_IN", "DEFAULT_TABLE", "EXPECTATIONS", "LOWER", "MIN_PAIRS", "NEUTRAL", "NONE", "NOT_SHOWN",
+    "ALPHA", "ALPHA_NEUTRAL", "BUILT_IN", "DEFAULT_TABLE", "EXPECTATIONS", "LOWER", "MIN_PAIRS", "NEUTRAL", "NONE", "NOT_SHOWN",
     "NO_EXPECTATION", "Perturb", "REACTS", "SENSITIVE", "STEADY", "STRESS_ITEMS", "StressContext", "StressReport",
     "StressTable", "TOO_FEW", "TRANSFORMATIONS", "Transformation", "TransformationResult", "VERDICTS",
     "canonical_aspect", "default_transformations", "expectation", "load_table", "paired_change", "parse_table",
