@@ -11,7 +11,7 @@ from judge_engine.methods import Judge
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
-from pages.ui import app_frame, auth, messages, probes, readers, session, start_form, tables, trust
+from pages.ui import app_frame, auth, messages, probes, readers, session, start_form, stress, tables, trust
 
 app_frame.require_frame()
 
@@ -205,6 +205,12 @@ if show_probes:
                               format_func=lambda i: f"#{i} {by_id[i].method}")
         probes.probes_panel(store, by_id[detail], key=f"compare_probes_{detail}", report=reports[detail],
                             warnings=False)
+# does each judge notice degradations it must see? new calls, so it runs on a click, for one run at a time
+with st.expander("Stress tests: does a judge score perturbed outputs lower?"):
+    stressed = st.selectbox("Stress-test run", [r.id for r in chosen], key="compare_stress_run",
+                            format_func=lambda i: f"#{i} {next(r.method for r in chosen if r.id == i)}")
+    if stressed is not None:
+        stress.stress_panel(store, next(r for r in chosen if r.id == stressed), key="compare_stress")
 worse = frame[frame["significantly worse"]]
 if len(worse):
     st.caption(messages.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "

@@ -235,3 +235,22 @@ def test_a_rerun_reads_no_verdicts_redoes_no_bootstrap_and_the_report_is_built_o
     assert counts["report_html"] == 1
     assert report.startswith("<!doctype html>") and "Judge comparison: tiny / quality" in report
     assert all(f"#{r} " in report for r in (1, 2, 3)) and report.count("<script") >= 4
+
+
+def test_the_stress_panel_runs_on_click_and_shows_a_verdict_per_transformation(db, monkeypatch):
+    from judge_engine import stress
+
+    # the runs were scored by scripted backends; the stress test's twins are answered by one too, never a model
+    monkeypatch.setattr(stress, "make_llm", lambda config, **kw: make_llm(
+        config, backend=FakeBackend(lambda m, p: f"[[{1 + len(m[0]['content']) % 5}]]", model_id="stress"), **kw))
+    at = open_compare()
+    assert any(e.label.startswith("Stress tests") for e in at.expander)
+    assert not any("verdict" in d.value.columns for d in at.dataframe)  # nothing is called before the click
+    at.button(key="compare_stress_go").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(d.value for d in at.dataframe if "verdict" in d.value.columns)
+    expected = stress.default_transformations(stress.load_table(), "quality")
+    assert list(table["transformation"]) == expected
+    assert set(table["verdict"]) <= set(stress.VERDICTS)
+    at.run()  # a rerun of the page shows the kept report without a click
+    assert any("verdict" in d.value.columns for d in at.dataframe)
