@@ -20,15 +20,43 @@ __version__ = "0.9.0"
 """The one version string: the package's (pyproject.toml reads it), ``judge-workbench --version`` and the app's
 sidebar."""
 
-from .data import load_benchmark, load_table, make_split
-from .export import ExportedJudge, export_judge, load_judge
-from .llm import EmbeddedModelUnavailable, GenerationParams, LLMConfig, LLMError, make_llm
-from .methods import METHODS, FitContext, Judge, Method, get_method
-from .metrics import meta_evaluate
-from .records import Aspect, Dataset, RunRecord, RunSummary, Sample, Split, Verdict
-from .runs import RunSpec, create_run, execute_run
-from .store import Store
-from .trust import trust_report
+# Each public name is imported from its module when first asked for (PEP 562), not here: ``judge-workbench
+# --version`` and ``--help`` and every worker start import this package, and importing all of it pulls in
+# pandas, scipy and sklearn (2 s on the shared 2-core machine, issue 46 item 6).
+_PUBLIC = {
+    "load_benchmark": ".data", "load_table": ".data", "make_split": ".data",
+    "ExportedJudge": ".export", "export_judge": ".export", "load_judge": ".export",
+    "EmbeddedModelUnavailable": ".llm", "GenerationParams": ".llm", "LLMConfig": ".llm", "LLMError": ".llm",
+    "make_llm": ".llm",
+    "METHODS": ".methods", "FitContext": ".methods", "Judge": ".methods", "Method": ".methods",
+    "get_method": ".methods",
+    "meta_evaluate": ".metrics",
+    "Aspect": ".records", "Dataset": ".records", "RunRecord": ".records", "RunSummary": ".records",
+    "Sample": ".records", "Split": ".records", "Verdict": ".records",
+    "RunSpec": ".runs", "create_run": ".runs", "execute_run": ".runs",
+    "Store": ".store",
+    "trust_report": ".trust",
+}
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _PUBLIC:
+        value = getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+        globals()[name] = value  # asked once: later lookups do not come here
+        return value
+    try:  # ``judge_engine.runs`` and the like, for code that reaches a submodule through the package
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))
+
 
 __all__ = ["Aspect", "Dataset", "EmbeddedModelUnavailable", "ExportedJudge", "FitContext", "GenerationParams",
            "Judge", "LLMConfig", "LLMError", "METHODS", "Method", "RunRecord", "RunSpec", "RunSummary", "Sample",

@@ -21,10 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from tqdm import tqdm
-
 
 def _progress_bar(quiet: bool):
+    from tqdm import tqdm
+
     bars: dict[str, tqdm] = {}
     shown = [0.0]
 
@@ -81,7 +81,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
     llm = LLMConfig(backend=args.backend, model=args.model or "", base_url=args.base_url or "",
-                    concurrency=args.concurrency or RUN_CONCURRENCY.get(args.backend, 4))
+                    concurrency=args.concurrency)  # None: the backend's default (llm.DEFAULT_IN_FLIGHT)
     store = Store(args.db)
     spec = RunSpec(method=args.method, dataset=args.dataset, aspect=args.aspect, params=params,
                    train_size=args.train, test_size=args.test, seed=args.seed, llm=llm)
@@ -290,17 +290,6 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
-SCORE_CONCURRENCY = {"openai": 32, "vllm": 32, "llamacpp": 1}
-"""Requests in flight by default when scoring a file: a server batches what it is sent at once, while the
-embedded model answers one request at a time behind its machine-wide lock."""
-
-
-RUN_CONCURRENCY = {"openai": 32, "vllm": 32}
-"""Requests in flight by default for ``run``: a server takes many at once, as for ``score`` (issue 46); the 429
-governor lowers it while the server says too many. The embedded model keeps 4, which its machine-wide lock
-serialises anyway."""
-
-
 SKIPPED_SHOWN = 10
 """Rows that cannot be scored named one by one on standard error; the rest are only counted."""
 
@@ -322,7 +311,9 @@ def cmd_score(args: argparse.Namespace) -> int:
         config = replace(config, model=args.model or config.model, base_url=args.base_url or config.base_url)
     if args.concurrency is not None and args.concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
-    config = replace(config, concurrency=args.concurrency or SCORE_CONCURRENCY.get(config.backend, 4))
+    from .llm import default_concurrency
+
+    config = replace(config, concurrency=args.concurrency or default_concurrency(config.backend, scoring=True))
     judge = exported.judge
     fmt = output_format(args.out, args.format)
     source = ItemFile(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
@@ -496,8 +487,8 @@ def cmd_app(args: argparse.Namespace) -> int:
 
 def db_help() -> str:
     """``--db``'s help, naming the file used without it: a clone keeps ``data/workbench.db`` but an installed
-    package a file in the user's data folder (:func:`judge_engine.store.default_db_path` decides)."""
-    from .store import default_db_path
+    package a file in the user's data folder (:func:`judge_engine.paths.default_db_path` decides)."""
+    from .paths import default_db_path
 
     where = str(default_db_path()).replace("%", "%%")  # argparse formats help text with %
     if os.environ.get("JUDGE_WORKBENCH_DB"):
@@ -505,12 +496,60 @@ def db_help() -> str:
     return f"database file (default: {where}; $JUDGE_WORKBENCH_DB sets another)"
 
 
+class _FilledOnUse(argparse.ArgumentParser):
+    """A subcommand's parser whose arguments are added when it is first used (to parse, or for its help).
+
+    Some subcommands' arguments need a heavy import (metaeval's levels: scipy; the dataset lists): it is paid
+    by that command only, not by ``--version``, ``--help`` or another command (issue 46 item 6)."""
+
+    fill = None
+    """A function of this parser adding its arguments, or None once they are there."""
+
+    def _filled(self) -> None:
+        fill, self.fill = self.fill, None
+        if fill is not None:
+            fill(self)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._filled()
+        return super().parse_known_args(args, namespace)
+
+    def format_help(self) -> str:
+        self._filled()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._filled()
+        return super().format_usage()
+
+
+class _MethodNames:
+    """The registered methods' names, read when argparse first needs them (a name to check, ``run --help``):
+    the registry imports every method, and with them scipy and sklearn."""
+
+    def __iter__(self):
+        from .methods import METHODS
+
+        return iter(sorted(METHODS))
+
+    def __contains__(self, name: object) -> bool:
+        from .methods import METHODS
+
+        return name in METHODS
+
+
+def cmd_metaeval(args: argparse.Namespace) -> int:
+    from . import metaeval
+
+    return metaeval.main(args)
+
+
 def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParser:
-    from . import __version__, metaeval
+    from . import __version__
 
     parser = argparse.ArgumentParser(prog=prog, description="Judge Workbench: build LLM judges from human scores")
     parser.add_argument("--version", action="version", version=f"judge-workbench {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_FilledOnUse)
 
     app = sub.add_parser("app", help="start the app in the browser (local use: only this machine can reach it)")
     app.add_argument("--port", type=int, default=8501)
@@ -520,10 +559,8 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     app.set_defaults(func=cmd_app)
 
     run = sub.add_parser("run", help="fit a judge on a split and score the test items")
-    from .methods import METHODS
-
-    run.add_argument("--method", required=True, choices=sorted(METHODS), metavar="METHOD",
-                     help=f"one of {', '.join(sorted(METHODS))}; their parameters: python -m judge_engine methods")
+    run.add_argument("--method", required=True, choices=_MethodNames(), metavar="METHOD",
+                     help="one of %(choices)s; their parameters: python -m judge_engine methods")
     run.add_argument("--dataset", required=True, help="a built-in benchmark or an imported dataset name")
     run.add_argument("--aspect", required=True)
     run.add_argument("--train", type=int, default=30, help="training items (default 30)")
@@ -626,9 +663,13 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     cache.set_defaults(func=cmd_cache)
 
     datasets = sub.add_parser("datasets", help="the built-in benchmarks (list, fetch) and importing your own file")
-    from . import datasets_cli
 
-    datasets_cli.add_arguments(datasets)
+    def datasets_arguments(parser: argparse.ArgumentParser) -> None:
+        from . import datasets_cli
+
+        datasets_cli.add_arguments(parser)
+
+    datasets.fill = datasets_arguments
     datasets.set_defaults(func=cmd_datasets)
 
     for p in (run, resume, runs, probes, export, verdicts, score):
@@ -636,16 +677,21 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     me = sub.add_parser("metaeval", help="correlate predicted with human scores in any predictions file")
-    metaeval.add_arguments(me)
-    me.set_defaults(func=metaeval.main)
+    def metaeval_arguments(parser: argparse.ArgumentParser) -> None:
+        from . import metaeval
+
+        metaeval.add_arguments(parser)
+
+    me.fill = metaeval_arguments
+    me.set_defaults(func=cmd_metaeval)
     return parser
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m judge_engine") -> int:
+    args = build_parser(prog).parse_args(argv)  # --version and --help end here, having imported no command
     from .data import DataImportError
     from .llm import LLMError
 
-    args = build_parser(prog).parse_args(argv)
     try:
         return args.func(args)
     except ModuleNotFoundError as exc:

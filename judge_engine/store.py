@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import sqlite3
 import threading
 import time
@@ -25,11 +24,8 @@ from typing import Any, Iterable, Iterator, Sequence
 from sqlite_utils import Database, Migrations
 
 from .llm.client import LedgerTotals
-from .paths import user_data_dir
+from .paths import DEFAULT_DB_PATH, REPO_ROOT, default_db_path  # noqa: F401 (read as store.default_db_path)
 from .records import Annotation, Aspect, Dataset, RunEvent, RunRecord, RunSummary, Sample, Split, Verdict
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_DB_PATH = REPO_ROOT / "data" / "workbench.db"
 
 RUN_STATUSES = ("queued", "running", "finished", "failed", "interrupted")
 TERMINAL_STATUSES = ("finished", "failed")
@@ -37,18 +33,6 @@ LIVE_STATUSES = ("queued", "running")
 """A run that is waiting or working: the pages poll it."""
 STOPPED_STATUSES = ("failed", "interrupted")
 """A run that ended without finishing: an error, or its worker gone (it can be resumed from its cache)."""
-
-
-def default_db_path() -> Path:
-    """``$JUDGE_WORKBENCH_DB`` if set; else ``data/workbench.db`` in the clone the package runs from; else, for
-    an installed package (whose folder may not be writable, and is replaced on upgrade),
-    ``$XDG_DATA_HOME/judge-workbench/workbench.db`` (``~/.local/share/...`` when unset)."""
-    env = os.environ.get("JUDGE_WORKBENCH_DB")
-    if env:
-        return Path(env)
-    if (REPO_ROOT / "app.py").is_file() and (REPO_ROOT / "judge_engine").is_dir():
-        return DEFAULT_DB_PATH
-    return user_data_dir() / "workbench.db"
 
 
 class NotFound(KeyError):

@@ -71,9 +71,11 @@ if checked:
 st.subheader("Requests and cost")
 cols = st.columns(3)
 with cols[0]:
-    widgets.bound(st.number_input, "Concurrency", "settings_concurrency", min_value=1, max_value=256, step=1,
-                  help="Requests in flight at once (the embedded model answers one at a time anyway; the vLLM "
-                       "backend sends up to 256 uncached requests as one batch).")
+    widgets.bound(st.number_input, "Concurrency", f"settings_concurrency_{backend}", min_value=1, max_value=256,
+                  step=1, help="Requests in flight at once, kept for each backend (default: 32 on a server, 4 on "
+                               "the embedded model, which answers one at a time anyway; the vLLM backend sends up "
+                               "to 256 uncached requests as one batch). A server that answers 429 gets fewer "
+                               "until it stops.")
 with cols[1]:
     widgets.bound(st.number_input, "Timeout (s)", "settings_timeout", min_value=1.0, max_value=3600.0, step=10.0,
                   help="Seconds before one request is abandoned and retried.")

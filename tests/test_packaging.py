@@ -122,7 +122,7 @@ def test_run_without_the_local_extra_is_one_line_and_makes_no_run(tmp_path, monk
 
 
 def test_the_db_help_names_the_file_used_without_db(tmp_path, monkeypatch, capsys):
-    from judge_engine import store
+    from judge_engine import paths
 
     monkeypatch.setenv("COLUMNS", "400")  # one help line per option: the path is not wrapped
     monkeypatch.delenv("JUDGE_WORKBENCH_DB", raising=False)
@@ -134,7 +134,7 @@ def test_the_db_help_names_the_file_used_without_db(tmp_path, monkeypatch, capsy
 
     assert str(ROOT / "data" / "workbench.db") in db_help("runs")
     # an installed package (no app.py beside it) keeps its database in the user's data folder
-    monkeypatch.setattr(store, "REPO_ROOT", tmp_path / "site-packages")
+    monkeypatch.setattr(paths, "REPO_ROOT", tmp_path / "site-packages")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
     for command in ("runs", "app", "score"):
         assert str(tmp_path / "share" / "judge-workbench" / "workbench.db") in db_help(command)

@@ -81,6 +81,32 @@ class RequestRejected(LLMError):
 
 
 @dataclass(frozen=True)
+class InFlight:
+    """Requests a backend is sent at once by default: while fitting (``run``, the pages, the Python API) and
+    while scoring a file (``score``)."""
+
+    fit: int
+    score: int
+
+
+DEFAULT_IN_FLIGHT = {"openai": InFlight(fit=32, score=32), "vllm": InFlight(fit=32, score=32),
+                     "llamacpp": InFlight(fit=4, score=1)}
+"""The one table of default in-flight counts (issue 46 item 2). A server batches what it is sent at once, so
+``run``, the pages and the API start at 32 as ``score`` does; the 429 governor (:mod:`judge_engine.llm.rate`)
+lowers it while the server says too many. The embedded model answers one request at a time behind its
+machine-wide lock: 4 while fitting and 1 while scoring, the values it had before this table."""
+
+OTHER_IN_FLIGHT = InFlight(fit=4, score=4)
+"""Backends not in the table (the tests' ``fake``, the benchmarks' ``simulated``)."""
+
+
+def default_concurrency(backend: str, *, scoring: bool = False) -> int:
+    """Requests in flight by default on ``backend``, fitting or (``scoring``) scoring a file."""
+    in_flight = DEFAULT_IN_FLIGHT.get(backend, OTHER_IN_FLIGHT)
+    return in_flight.score if scoring else in_flight.fit
+
+
+@dataclass(frozen=True)
 class LLMConfig:
     """Which model answers and how it is reached.
 
@@ -97,8 +123,10 @@ class LLMConfig:
     """OpenAI-compatible endpoint (empty = api.openai.com)."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable the key is read from when none is given for the session."""
-    concurrency: int = 4
-    """Requests in flight at once (the embedded model serialises them anyway)."""
+    concurrency: int | None = None
+    """Requests in flight at once; None (the default) = the backend's fitting default
+    (:func:`default_concurrency`: 32 on openai and vllm, 4 on the embedded model, which serialises them anyway).
+    Always a number once the config is made."""
     timeout: float = 120.0
     """Seconds before one request is abandoned (then retried by the client)."""
     max_retries: int = 3
@@ -114,6 +142,11 @@ class LLMConfig:
     """Dollars per 1,000 prompt tokens, for the cost ledger (0 = free)."""
     price_completion_per_1k: float = 0.0
     """Dollars per 1,000 completion tokens."""
+
+    def __post_init__(self) -> None:
+        # the default depends on the backend, which a field default cannot see; a stored config keeps its number
+        if self.concurrency is None:
+            object.__setattr__(self, "concurrency", default_concurrency(self.backend))
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,7 +14,8 @@ from typing import Any
 
 import streamlit as st
 
-from judge_engine.llm import BACKEND_NAMES, STRUCTURED_MODES, LLMConfig, LLMError, check_connection
+from judge_engine.llm import (BACKEND_NAMES, STRUCTURED_MODES, LLMConfig, LLMError, check_connection,
+                              default_concurrency)
 from judge_engine.store import Store, default_db_path
 from pages.ui.auth import can_edit, identity
 from pages.ui.messages import escape_markdown
@@ -30,7 +31,9 @@ SETTINGS_DEFAULTS: dict[str, Any] = {
     "settings_base_url": "",
     "settings_api_key_env": _CONFIG_DEFAULTS.api_key_env,
     "settings_api_key": "",
-    "settings_concurrency": _CONFIG_DEFAULTS.concurrency,
+    # one in-flight count per backend, each starting at the engine's default for it (32 on a server, 4 on the
+    # embedded model), so choosing a server does not leave it at the embedded model's pace
+    **{f"settings_concurrency_{b}": default_concurrency(b) for b in BACKEND_NAMES},
     "settings_timeout": float(_CONFIG_DEFAULTS.timeout),
     "settings_max_retries": _CONFIG_DEFAULTS.max_retries,
     "settings_n_ctx": _CONFIG_DEFAULTS.n_ctx,
@@ -87,7 +90,7 @@ def llm_config() -> LLMConfig:
         model=str(s.get(f"settings_model_{backend}", "")).strip(),
         base_url=str(s["settings_base_url"]).strip() if backend == "openai" else "",
         api_key_env=str(s["settings_api_key_env"]).strip() or _CONFIG_DEFAULTS.api_key_env,
-        concurrency=int(s["settings_concurrency"]),
+        concurrency=int(s[f"settings_concurrency_{backend}"]),
         timeout=float(s["settings_timeout"]),
         max_retries=int(s["settings_max_retries"]),
         n_ctx=int(s["settings_n_ctx"]),
