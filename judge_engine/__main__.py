@@ -1,4 +1,4 @@
-"""Command line: ``judge-workbench {app,run,methods,resume,runs,probes,export,verdicts,score,metaeval,datasets,cache} ...``.
+"""Command line: ``judge-workbench {app,run,methods,resume,runs,probes,export,verdicts,score,compare-systems,metaeval,datasets,cache} ...``.
 
 ``python -m judge_engine`` is the same command under another name.
 
@@ -294,17 +294,11 @@ SKIPPED_SHOWN = 10
 """Rows that cannot be scored named one by one on standard error; the rest are only counted."""
 
 
-def cmd_score(args: argparse.Namespace) -> int:
+def scoring_config(config, args: argparse.Namespace):
+    """The judge's own backend settings, with ``--backend``, ``--model``, ``--base-url`` and ``--concurrency``
+    applied: one reading of those options for ``score`` and ``compare-systems``."""
     from dataclasses import replace
 
-    from .export import load_judge
-    from .items import ItemFile
-    from .llm import make_llm
-    from .score_files import output_format, score_file
-    from .store import Store
-
-    exported = load_judge(Path(args.judge))
-    config = exported.llm
     if args.backend:
         config = replace(config, backend=args.backend, model=args.model or "", base_url=args.base_url or "")
     elif args.model or args.base_url:
@@ -313,7 +307,18 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
     from .llm import default_concurrency
 
-    config = replace(config, concurrency=args.concurrency or default_concurrency(config.backend, scoring=True))
+    return replace(config, concurrency=args.concurrency or default_concurrency(config.backend, scoring=True))
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from .export import load_judge
+    from .items import ItemFile
+    from .llm import make_llm
+    from .score_files import output_format, score_file
+    from .store import Store
+
+    exported = load_judge(Path(args.judge))
+    config = scoring_config(exported.llm, args)
     judge = exported.judge
     fmt = output_format(args.out, args.format)
     source = ItemFile(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
@@ -649,6 +654,12 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
                        help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
     score.set_defaults(func=cmd_score)
 
+    from . import gate_cli
+
+    gate = sub.add_parser("compare-systems", help=gate_cli.HELP, description=gate_cli.DESCRIPTION)
+    gate_cli.add_arguments(gate)
+    gate.set_defaults(func=gate_cli.main)
+
     cache = sub.add_parser(
         "cache", help="the LLM call cache's size, or --clear it (runs, verdicts and labels are never touched)",
         description="Print the size of the database's LLM call cache (rows and bytes per backend and model), or "
@@ -672,7 +683,7 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     datasets.fill = datasets_arguments
     datasets.set_defaults(func=cmd_datasets)
 
-    for p in (run, resume, runs, probes, export, verdicts, score):
+    for p in (run, resume, runs, probes, export, verdicts, score, gate):
         p.add_argument("--db", default=None, help=db_help())
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 

@@ -65,24 +65,9 @@ class ExportedJudge:
         """
         import pandas as pd
 
-        for role, col in (("input_col", input_col), ("output_col", output_col), ("id_col", id_col),
-                          ("context_col", context_col), ("reference_col", reference_col)):
-            if col is not None and col not in table.columns:
-                raise ValueError(f"{role}={col!r} is not a column of the table (its columns: "
-                                 f"{', '.join(map(str, table.columns))})")
-
-        def text(row: Any, col: str | None) -> str | None:
-            if col is None:
-                return None
-            value = row[col]
-            return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
-
-        ids = [str(x) for x in (table[id_col] if id_col else table.index)]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"the ids ({id_col or 'the index'}) repeat: each row needs its own")
-        samples = [Sample(id=i, input=text(row, input_col) or "", output=text(row, output_col) or "", group_id=i,
-                          context=text(row, context_col), reference=text(row, reference_col))
-                   for i, (_, row) in zip(ids, table.iterrows())]
+        samples = table_samples(table, input_col=input_col, output_col=output_col, id_col=id_col,
+                                context_col=context_col, reference_col=reference_col)
+        ids = [s.id for s in samples]
         client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
         verdicts = {v.sample_id: v for v in self.judge.score(samples, llm=client, progress=progress)}
         rows = [verdicts[i] for i in ids]
@@ -91,6 +76,26 @@ class ExportedJudge:
                              "missing": [v.missing for v in rows],
                              "missing_reason": [missing_reason(v) for v in rows],
                              "explanation": [v.explanation for v in rows]})
+
+    def compare(self, new: Any, base: Any, *, input_col: str = "input", output_col: str = "output",
+                id_col: str | None = None, group_col: str | None = None, context_col: str | None = None,
+                reference_col: str | None = None, margin: float = 0.0, llm: LLMConfig | LLM | None = None,
+                db: str | Path | None = None, seed: int = 0,
+                progress: Callable[[int, int, str], None] | None = None) -> Any:
+        """The gate from Python: score two systems' outputs (pandas DataFrames with the same columns) on the ids
+        they share and compare them; a :class:`judge_engine.gate.GateResult`.
+
+        The same as ``judge-workbench compare-systems``: ``margin`` is the drop on the judge's scale that is
+        allowed, ``group_col`` the items' source (whole groups are resampled when there are enough of them).
+        ``judge_engine.gate.assert_not_worse(result)`` fails a test with the summary.
+        """
+        from .gate import compare_samples
+
+        columns = dict(input_col=input_col, output_col=output_col, id_col=id_col, context_col=context_col,
+                       reference_col=reference_col, group_col=group_col)
+        client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
+        return compare_samples(self.judge, table_samples(new, **columns), table_samples(base, **columns),
+                               llm=client, margin=margin, seed=seed, progress=progress)
 
     def score_file(self, path: str | Path, out: str | Path, *, input_col: str = "input", output_col: str = "output",
                    id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
@@ -111,6 +116,32 @@ class ExportedJudge:
                           reference_col=reference_col, human_col=human_col, aspect=self.judge.aspect["name"])
         client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
         return score_file(self.judge, source, llm=client, out=out, fmt=fmt, progress=progress, bad_row=bad_row)
+
+
+def table_samples(table: Any, *, input_col: str = "input", output_col: str = "output", id_col: str | None = None,
+                  context_col: str | None = None, reference_col: str | None = None,
+                  group_col: str | None = None) -> list[Sample]:
+    """The rows of a pandas DataFrame as samples to score (ids from ``id_col``, else the index); ValueError naming
+    a column that is not there or ids that repeat."""
+    for role, col in (("input_col", input_col), ("output_col", output_col), ("id_col", id_col),
+                      ("context_col", context_col), ("reference_col", reference_col), ("group_col", group_col)):
+        if col is not None and col not in table.columns:
+            raise ValueError(f"{role}={col!r} is not a column of the table (its columns: "
+                             f"{', '.join(map(str, table.columns))})")
+
+    def text(row: Any, col: str | None) -> str | None:
+        if col is None:
+            return None
+        value = row[col]
+        return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
+
+    ids = [str(x) for x in (table[id_col] if id_col else table.index)]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"the ids ({id_col or 'the index'}) repeat: each row needs its own")
+    return [Sample(id=i, input=text(row, input_col) or "", output=text(row, output_col) or "",
+                   group_id=(text(row, group_col) or i) if group_col else i,
+                   context=text(row, context_col), reference=text(row, reference_col))
+            for i, (_, row) in zip(ids, table.iterrows())]
 
 
 def model_card(store: Store, run_id: int) -> dict[str, Any]:

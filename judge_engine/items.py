@@ -66,22 +66,23 @@ class IdSet:
 class ItemFile:
     """A CSV/TSV/JSONL/JSON file of items to score; the columns are checked when it is opened.
 
-    ``human_col`` (optional) holds human scores, read as aspect ``aspect``. Raises DataImportError for
+    ``human_col`` (optional) holds human scores, read as aspect ``aspect``; ``group_col`` (optional) the items'
+    group (their source), which the gate resamples together. Raises DataImportError for
     a file that cannot be read at all or lacks a named column, before any item is scored.
     """
 
     def __init__(self, path: str | Path, *, input_col: str = "input", output_col: str = "output",
                  id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
-                 human_col: str | None = None, aspect: str = "score"):
+                 human_col: str | None = None, aspect: str = "score", group_col: str | None = None):
         self.path = Path(path)
         self.kind = data._table_kind(self.path)
         self.columns = RowColumns(input_col=input_col, output_col=output_col, id_col=id_col,
-                                  context_col=context_col, reference_col=reference_col,
+                                  context_col=context_col, reference_col=reference_col, group_col=group_col,
                                   aspect_cols={aspect: human_col} if human_col else {})
         self.dialect: data.CsvDialect | None = None
         first = self._first_record_columns()
         mapped = {"input": input_col, "output": output_col, "id": id_col, "context": context_col,
-                  "reference": reference_col, "human score": human_col}
+                  "reference": reference_col, "human score": human_col, "group": group_col}
         for role, col in mapped.items():
             if col is not None and col not in first:
                 where = "the file's columns" if self.kind in ("csv", "tsv") else "the first record's keys"

@@ -78,6 +78,8 @@ __all__ = [
     "slice_difference_tests",
     "spread_ratio",
     "rate_interval",
+    "PairedDifference",
+    "paired_mean_difference",
 ]
 
 
@@ -681,3 +683,4 @@ from ._selection import (  # noqa: E402
     selection_fitness)
 from ._repeat import retest_agreement, sample_correlation  # noqa: E402
 from ._probes import rate_interval, slice_difference_tests, spread_ratio  # noqa: E402
+from ._paired import PairedDifference, paired_mean_difference  # noqa: E402
