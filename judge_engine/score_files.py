@@ -309,20 +309,22 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
             emit(index, run(index, chunk))
         return finish()
     pending: deque = deque()
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunk") as pool:
-        try:
-            for index, chunk in numbered:
-                pending.append((index, pool.submit(run, index, chunk)))
-                if len(pending) == 2:
-                    index, future = pending.popleft()
-                    emit(index, future.result())
-            while pending:
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunk")
+    try:
+        for index, chunk in numbered:
+            pending.append((index, pool.submit(run, index, chunk)))
+            if len(pending) == 2:
                 index, future = pending.popleft()
                 emit(index, future.result())
-        except BaseException:
-            for _, future in pending:
-                future.cancel()
-            raise
+        while pending:
+            index, future = pending.popleft()
+            emit(index, future.result())
+    except BaseException as exc:
+        # a failure waits for the chunk still sending (its answers reach the call cache before anyone can resume);
+        # an interrupt (a Stop) does not, so the run records its end at once instead of after two chunks' requests
+        pool.shutdown(wait=isinstance(exc, Exception), cancel_futures=True)
+        raise
+    pool.shutdown()
     return finish()
 
 

@@ -189,3 +189,72 @@ def test_a_summary_keeps_the_ledger_as_one_record_and_its_stored_keys():
     assert RunRecord.from_row(row).ledger == LedgerTotals()  # a run that has made no call yet
     row["ledger"] = {"calls": 3, "seconds": 1.5}
     assert RunRecord.from_row(row).ledger == LedgerTotals(calls=3, seconds=1.5)
+
+
+def _verdicts(store, run_id):
+    return {v.sample_id: (v.score, v.raw) for v in store.load_verdicts(run_id)}
+
+
+def test_test_scoring_sends_the_next_chunk_while_one_is_still_answering(store, tiny_dataset):
+    """The first request of the test items is held until the next chunk's requests have arrived: with chunks
+    waited on one by one they never would (the guard's timeout only stops a hang), so the window is continuous;
+    the verdicts are those of scoring one call at a time."""
+    import threading
+
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9)
+    serial = create_run(store, spec)
+    execute_run(store, serial, llm=make_llm(LLMConfig(concurrency=1), store=None,
+                                            backend=FakeBackend(_score_from_prompt)), chunk_size=2)
+
+    arrived: list[str] = []
+    others = threading.Event()
+    lock = threading.Lock()
+
+    def holding(messages, params):
+        with lock:
+            arrived.append(messages[0]["content"])
+            first = len(arrived) == 1
+            if len(arrived) >= 4:  # the held one, its chunk's other item and two of the next chunk
+                others.set()
+        if first:
+            assert others.wait(timeout=30), "the next chunk was not sent while the first one was answering"
+        return _score_from_prompt(messages, params)
+
+    windowed = create_run(store, spec)
+    llm = make_llm(LLMConfig(concurrency=4), store=None, backend=FakeBackend(holding))
+    summary = execute_run(store, windowed, llm=llm, chunk_size=2)
+    assert others.is_set() and summary.n == 9 and summary.ledger.calls == 9
+    assert _verdicts(store, windowed) == _verdicts(store, serial)
+    assert store.get_run(windowed)["done"] == 9
+
+
+def test_a_run_failing_with_chunks_in_flight_resumes_paying_nothing_twice(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9))
+    import threading
+    sent: list[str] = []
+    lock = threading.Lock()
+
+    def dying(messages, params):
+        with lock:
+            if len(sent) >= 5:
+                raise ConnectionError("server died")
+            sent.append(messages[0]["content"])
+        return _score_from_prompt(messages, params)
+
+    with pytest.raises(ConnectionError):
+        execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=4), store=store, backend=FakeBackend(dying)),
+                    chunk_size=2)
+    assert store.get_run(run_id)["status"] == "failed"
+    assert len(store.scored_ids(run_id)) < 9
+
+    def resumed(messages, params):
+        with lock:
+            sent.append(messages[0]["content"])
+        return _score_from_prompt(messages, params)
+
+    summary = execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=4), store=store,
+                                                      backend=FakeBackend(resumed)), chunk_size=2)
+    assert len(sent) == len(set(sent)) == 9  # every prompt sent exactly once across both attempts
+    assert summary.n == 9 and summary.ledger.calls == 9 and store.get_run(run_id)["status"] == "finished"

@@ -1,4 +1,4 @@
-"""Executing a run, resumably: fit (once), score the test items chunk by chunk, summarise."""
+"""Executing a run, resumably: fit (once), score the test items chunk by chunk (two in flight), summarise."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from typing import Callable
 from ..llm import BackendUnavailable, EmbeddedModelUnavailable, LLMConfig, Ledger, make_llm
 from ..llm.client import LLM
 from ..methods import FitContext, Judge, get_method
-from ..records import RunRecord, RunSummary
+from ..records import RunRecord, RunSummary, Verdict
 from ..store import Store
+from ..score_files import score_stream
 from .spec import human_dataset
 from .summary import summarize
 
@@ -66,17 +67,27 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         remaining = [s for s in test if s.id not in scored]
         done = len(test) - len(remaining)
         report(done, len(test), "scoring")
-        # Verdicts are saved chunk by chunk (what a crash can lose); by default a chunk keeps every
-        # request slot of the backend busy.
+        # Verdicts are saved chunk by chunk (what a crash can lose), through the loop `score` uses: while one
+        # chunk's last answers come in, the next chunk's requests are already queued, so the backend's request
+        # slots stay busy instead of draining at the end of every chunk (a backend that answers one call at a
+        # time still gets the chunks one after the other). An item the server refuses is missing with its reason.
         step = chunk_size or max(8, 2 * config.concurrency)
-        for start in range(0, len(remaining), step):
-            chunk = remaining[start:start + step]
-            verdicts = judge.score(chunk, llm=llm,
-                                   progress=lambda d, t, s, base=done: report(base + min(d, len(chunk)), len(test),
-                                                                             "scoring"))
-            store.save_verdicts(run_id, verdicts)
-            done += len(chunk)
-            report(done, len(test), "scoring")
+        held: list[Verdict] = []
+        shown = [done]  # two chunks report at once: the figure shown never goes back
+
+        def show(n: int) -> None:
+            if n > shown[0]:
+                shown[0] = min(n, len(test))
+                report(shown[0], len(test), "scoring")
+
+        def save() -> None:  # a chunk's verdicts are all handed over (score_stream's flush): keep them
+            store.save_verdicts(run_id, list(held))
+            held.clear()
+            show(len(store.scored_ids(run_id)))
+
+        score_stream(judge, [remaining[i:i + step] for i in range(0, len(remaining), step)], llm=llm,
+                     write=held.append, flush=save, progress=lambda d, _t, _s, base=done: show(base + d),
+                     total=len(remaining))
         earlier = run.summary.seconds if run.summary else 0.0  # time spent before a resume
         summary = summarize(dataset, aspect.name, store.load_verdicts(run_id), ledger=ledger.snapshot(),
                             seconds=time.time() - started + earlier, judge=judge)
