@@ -97,6 +97,26 @@ class ExportedJudge:
         return compare_samples(self.judge, table_samples(new, **columns), table_samples(base, **columns),
                                llm=client, margin=margin, seed=seed, progress=progress)
 
+    def stress(self, table: Any, *, input_col: str = "input", output_col: str = "output",
+               id_col: str | None = None, group_col: str | None = None, context_col: str | None = None,
+               reference_col: str | None = None, transformations: Sequence[str] | None = None,
+               table_file: str | Path | None = None, seed: int = 0, llm: LLMConfig | LLM | None = None,
+               db: str | Path | None = None, progress: Callable[[int, int, str], None] | None = None) -> Any:
+        """Stress-test the judge on the rows of a pandas DataFrame; a :class:`judge_engine.stress.StressReport`.
+
+        The same as ``judge-workbench stress``: each row's output and its perturbed twins are scored through the
+        call cache in ``db``; ``transformations`` default to the table's for the judge's aspect (``table_file``:
+        a user's copy of the table). ``group_col`` names each row's source, so another group's output is another
+        source's (default: every row its own group).
+        """
+        from .stress import load_table, stress
+
+        samples = table_samples(table, input_col=input_col, output_col=output_col, id_col=id_col,
+                                context_col=context_col, reference_col=reference_col, group_col=group_col)
+        client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
+        return stress(self.judge, samples, self.judge.aspect["name"], llm=client, transformations=transformations,
+                      table=load_table(table_file), seed=seed, progress=progress)
+
     def score_file(self, path: str | Path, out: str | Path, *, input_col: str = "input", output_col: str = "output",
                    id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
                    human_col: str | None = None, fmt: str | None = None, llm: LLMConfig | LLM | None = None,

@@ -267,3 +267,21 @@ def test_the_stress_command_refuses_bad_input_in_one_line(store, dataset, capsys
     code, out, err = _cli(capsys, "stress", *[a.format(**runs) for a in argv], "--db", str(store.path), "--quiet")
     assert code == 2 and message in err and err.count("\n") == 1 and "Traceback" not in err and out == ""
     assert store.db["llm_cache"].count == cached
+
+
+def test_an_exported_judge_stresses_a_data_frame_through_the_call_cache(dataset, store):
+    import pandas as pd
+
+    from judge_engine.export import load_judge
+
+    exported = load_judge(_judge(dataset).to_dict())
+    frame = pd.DataFrame({"id": [s.id for s in dataset.samples], "input": [s.input for s in dataset.samples],
+                          "output": [s.output for s in dataset.samples],
+                          "source": [s.group_id for s in dataset.samples]})
+    llm, _ = fake_llm(follows_order, store=store, model_id="exported")
+    found = exported.stress(frame, id_col="id", group_col="source", llm=llm,
+                            transformations=["sentence_shuffle", "other_group_output"])
+    assert found.aspect == "coherence" and found.n_items == N_ITEMS
+    assert [r.verdict for r in found.results] == [stress.SENSITIVE, stress.NO_EXPECTATION]
+    with pytest.raises(ValueError, match="group_col='nope' is not a column"):
+        exported.stress(frame, group_col="nope", llm=llm)
