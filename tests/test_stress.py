@@ -285,3 +285,14 @@ def test_an_exported_judge_stresses_a_data_frame_through_the_call_cache(dataset,
     assert [r.verdict for r in found.results] == [stress.SENSITIVE, stress.NO_EXPECTATION]
     with pytest.raises(ValueError, match="group_col='nope' is not a column"):
         exported.stress(frame, group_col="nope", llm=llm)
+
+
+def test_the_calibration_bench_separates_a_judge_that_ignores_the_text_from_one_that_reacts():
+    from judge_engine.bench import stress_calibration as bench
+
+    null = bench.measure_verdict("noise", stress.LOWER, 40, 100, seed=0)
+    planted = bench.measure_verdict("drop_half", stress.LOWER, 40, 100, seed=0)
+    assert null["kind"] == "false alarm" and planted["kind"] == "power"
+    assert null["rate"] < 0.15 < 0.8 < planted["rate"]
+    rows = bench.measure_end_to_end("follows_order", 10, 2, seed=0)
+    assert [(r["transformation"], r["fired"]) for r in rows] == [("sentence_shuffle", 2), ("whitespace", 0)]
