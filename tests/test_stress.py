@@ -296,3 +296,13 @@ def test_the_calibration_bench_separates_a_judge_that_ignores_the_text_from_one_
     assert null["rate"] < 0.15 < 0.8 < planted["rate"]
     rows = bench.measure_end_to_end("follows_order", 10, 2, seed=0)
     assert [(r["transformation"], r["fired"]) for r in rows] == [("sentence_shuffle", 2), ("whitespace", 0)]
+
+
+def test_a_twin_depends_on_its_item_and_seed_not_on_the_items_around_it(dataset):
+    first = stress.twins(dataset.samples, "sentence_shuffle", seed=3)
+    reordered = stress.twins(tuple(reversed(dataset.samples[2:])), "sentence_shuffle", seed=3)
+    assert {i: t.output for i, t in reordered.items()} == {i: first[i].output for i in reordered}
+    assert stress.twins(dataset.samples, "sentence_shuffle", seed=4) != first
+    others = stress.twins(dataset.samples, "other_group_output", seed=0)
+    group = {s.output: s.group_id for s in dataset.samples}
+    assert all(group[t.output] != t.group_id for t in others.values()) and len(others) == N_ITEMS

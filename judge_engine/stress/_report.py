@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Sequence
@@ -149,20 +150,33 @@ def verdict(n: int, mean_change: float | None, p: float | None, expected: str) -
     raise ValueError(f"unknown expectation {expected!r}")
 
 
+OTHERS_SHOWN = 64
+"""Outputs drawn (with replacement, then those of the item's own group dropped) as the other groups' outputs a
+transformation may swap in: enough to choose from, and no list of every other output per item on a large file."""
+
+
+def _rng(seed: int, name: str, item_id: str) -> np.random.Generator:
+    # seeded by the item's id, not its place: adding an item or a transformation changes no other twin
+    digest = hashlib.sha256(f"{seed}|{name}|{item_id}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
 def twins(samples: Sequence[Sample], name: str, *, seed: int = 0) -> dict[str, Sample]:
     """Each item's perturbed twin under transformation ``name``, for the items it changes (by the item's id).
 
     The twin keeps the item's input, context and reference and gets an id of its own; each item draws from its
-    own generator (seeded by ``seed``, the transformation and the item's place), so adding an item or a
-    transformation changes no other twin. A transformation that raises is a ValueError naming it and the item.
+    own generator (seeded by ``seed``, the transformation and the item's id). A transformation that raises is a
+    ValueError naming it and the item.
     """
     record = TRANSFORMATIONS[name]
     out = {}
-    for k, s in enumerate(samples):
-        context = StressContext(source=s.input, others=tuple(o.output for o in samples if o.group_id != s.group_id))
-        rng = np.random.default_rng([seed, k, *name.encode()])
+    for s in samples:
+        rng = _rng(seed, name, s.id)
+        # the pool from its own generator: the perturbation's draws do not depend on how many items there are
+        drawn = _rng(seed, f"{name}|others", s.id).integers(0, len(samples), size=min(OTHERS_SHOWN, len(samples)))
+        others = tuple(dict.fromkeys(samples[int(i)].output for i in drawn if samples[int(i)].group_id != s.group_id))
         try:
-            text = record.perturb(s.output, rng, context)
+            text = record.perturb(s.output, rng, StressContext(source=s.input, others=others))
         except Exception as exc:  # a user's transformation: one line, not a traceback
             raise ValueError(f"transformation {name!r} raised {type(exc).__name__} on item {s.id!r}: {exc}") from None
         if not isinstance(text, str):
