@@ -231,3 +231,18 @@ def test_the_paired_interval_covers_the_planted_mean_and_refuses_too_few_pairs()
     assert grouped.resampled == "groups" and grouped.n_groups == 40 and grouped.diff == pytest.approx(found.diff)
     few = paired_mean_difference([1.0, 2.0, float("nan")], [1.0, 1.0, 1.0])
     assert few.n == 2 and np.isnan(few.low) and "too few" in few.note
+
+
+def test_the_calibration_bench_runs_its_worlds_through_the_gate():
+    from judge_engine.bench import gate as bench
+
+    doc = bench.run(draws=20, sizes=[80], worlds=["same system", "equal on average", "drop 0.5"])
+    rows = {(r["world"], r["groups"]): r for r in doc["rows"]}
+    # one row per world and grouping ("equal on average" differs by source: grouped only)
+    assert set(rows) == {("same system", "none"), ("same system", "20 of 4"), ("equal on average", "20 of 4"),
+                         ("drop 0.5", "none"), ("drop 0.5", "20 of 4")}
+    assert rows[("same system", "20 of 4")]["resampled"] == "groups"
+    assert rows[("same system", "none")]["resampled"] == "items"
+    assert rows[("drop 0.5", "none")]["fails_build"] > rows[("same system", "none")]["fails_build"]
+    assert all(r["kind"] == ("power" if w.startswith("drop") else "false alarm") for (w, _), r in rows.items())
+    assert "| same system | false alarm | 80 |" in bench.markdown(doc)

@@ -20,6 +20,7 @@ Examples::
     python -m judge_engine.bench verdicts --draws 200 --seed 0 --out verdicts.md
     python -m judge_engine.bench api-speed --levels 4 32 --latency 0.5
     python -m judge_engine.bench stress-calibration --draws 2000 --e2e-draws 100 --out stress.md
+    python -m judge_engine.bench gate --draws 1000 --seed 0
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "structured": "structured", "simulate": "simulate",
                "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
                "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
-               "api-speed": "api_speed", "stress-calibration": "stress_calibration"}
+               "api-speed": "api_speed", "stress-calibration": "stress_calibration",
+               "gate": "gate"}
 
 
 def main(argv: list[str] | None = None) -> int:
