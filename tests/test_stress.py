@@ -306,3 +306,19 @@ def test_a_twin_depends_on_its_item_and_seed_not_on_the_items_around_it(dataset)
     others = stress.twins(dataset.samples, "other_group_output", seed=0)
     group = {s.output: s.group_id for s in dataset.samples}
     assert all(group[t.output] != t.group_id for t in others.values()) and len(others) == N_ITEMS
+
+
+def test_the_stress_command_stops_in_one_line_when_a_transformation_raises(store, dataset, capsys,
+                                                                          scripted_backend):
+    def broken(text, rng, context):
+        return text[1000000]  # IndexError on every item
+
+    run_id = _stored_run(store, dataset)
+    stress.register_transformation("broken", broken, lowers=("coherence",))
+    try:
+        code, out, err = _cli(capsys, "stress", str(run_id), "--db", str(store.path), "--quiet")
+    finally:
+        stress.unregister_transformation("broken")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "transformation 'broken' raised IndexError on item 'i00'" in err
+    assert store.db["llm_cache"].count == 0  # not even the items as they are were scored
