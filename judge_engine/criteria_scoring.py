@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 from . import structured as st
-from .llm import LLM, GenerationParams, Request
+from .llm import LLM, Completion, GenerationParams, Request
 from .parsing import MIN_FIRST_POSITION_MASS, WeightedReading, parse_json_object, parse_score, read_weighted
 from .prompting import TaskInfo, judge_scale, load_template, render_sample
 from .records import Aspect, Sample
@@ -320,84 +320,150 @@ def score_criteria(samples: Sequence[Sample], criteria: Sequence[CriterionText],
         Per sample, criterion key -> :class:`CriterionScore` (NaN where the
         reply and its one follow-up gave no score), each saying where it was read.
     """
-    keys = [c.key for c in criteria]
-    if len(set(keys)) != len(keys):
-        raise ValueError("criteria keys must be unique")
-    if not samples or not criteria:
-        return [{} for _ in samples]
-    scale = judge_scale(aspect)
+    return score_criteria_jobs([CriteriaJob(samples, criteria, instructions, aspect)], task=task, llm=llm,
+                               settings=settings, progress=progress)[0]
+
+
+@dataclass(frozen=True)
+class CriteriaJob:
+    """What one :func:`score_criteria` call scores: samples on criteria under one set of instructions."""
+
+    samples: Sequence[Sample]
+    criteria: Sequence[CriterionText]
+    instructions: str
+    """The method's own wording of what the judge does with a criterion."""
+    aspect: Aspect
+    """The aspect the prompts name (HD-Eval: the criteria's parent) and whose scale they use."""
+
+
+def score_criteria_jobs(jobs: Sequence[CriteriaJob], *, task: TaskInfo, llm: LLM, settings: ScoringSettings,
+                        progress: Callable[[int, int], None] | None = None) -> list[list[dict[str, CriterionScore]]]:
+    """:func:`score_criteria` of every job, their calls sent together: the first turns of all jobs in one
+    ``complete_many`` batch, then the follow-ups of all of them in another (HD-Eval's parent groups of a layer
+    do not depend on each other; one after the other, each group's last calls left the window half empty).
+    Each job gets the same requests, replies and scores as :func:`score_criteria` alone would give it."""
     settings = settings.for_backend(llm)
-    joint, reasoning, max_tokens = settings.joint, settings.reasoning, settings.max_tokens
-    structured, min_mass = settings.structured, settings.min_mass
-    use_logprobs = settings.weighted and not reasoning and not joint and llm.supports_logprobs
-    schema = (joint_schema(criteria, aspect) if joint else criterion_schema(aspect, reasoning=reasoning)) \
-        if structured else None
-    json_param = st.as_param(schema)
-    # a weighted score is read at the digit; the text only backs it up, so a short reply suffices
-    # (a JSON reply needs a few more tokens than a bare digit to reach and close its score)
-    # A structured score-first reply gets exactly the JSON budget, whatever a smaller max_tokens says: a bare
-    # digit's budget of 4 cut {"score": N} before its digit, so every cell went to the follow-up turn.
-    weighted_budget = JSON_SCORE_MAX_TOKENS if structured else min(max_tokens, WEIGHTED_MAX_TOKENS)
-    # max_tokens is the ceiling; a structured reply asks for no more than its schema's longest reply needs
-    max_tokens = st.sized_max_tokens(max_tokens, schema)
-    params = (GenerationParams(max_tokens=weighted_budget, top_logprobs=20, json_schema=json_param)
-              if use_logprobs else GenerationParams(max_tokens=max_tokens, json_schema=json_param))
-    if joint:
-        cells = [(i, None) for i in range(len(samples))]
-        prompts = [joint_prompt(s, criteria, instructions=instructions, aspect=aspect, task=task) for s in samples]
-    else:
-        cells = [(i, c) for i in range(len(samples)) for c in criteria]
-        prompts = [criterion_prompt(samples[i], c, instructions=instructions, aspect=aspect, task=task,
-                                    settings=settings) for i, c in cells]
-    requests = [Request(({"role": "user", "content": p},), params) for p in prompts]
-    replies = llm.complete_many(requests, progress=progress)
+    plans = [_Plan.of(job, task=task, llm=llm, settings=settings) for job in jobs]
+    first = [r for p in plans for r in p.requests]
+    replies = llm.complete_many(first, progress=progress) if first else []
+    at, follow = 0, []
+    for p in plans:
+        follow.append(p.read_first(replies[at:at + len(p.requests)]))
+        at += len(p.requests)
+    second = llm.complete_many([r for f in follow for r in f]) if any(follow) else []
+    at = 0
+    for p, f in zip(plans, follow):
+        p.read_second(second[at:at + len(f)])
+        at += len(f)
+    return [p.results for p in plans]
 
-    results: list[dict[str, CriterionScore]] = [{} for _ in samples]
-    retry: list[tuple[int, str, Request, str]] = []  # (sample index, criterion key, request, first reply)
-    for (i, criterion), request, reply in zip(cells, requests, replies):
-        if joint:
-            results[i].update(_read_joint(reply.text, criteria, scale, schema, follow_up=False))
-            if any(r.missing for r in results[i].values()):
-                retry.append((i, "", request, reply.text))
-            continue
-        read = _read_one(reply, scale, schema=schema, use_logprobs=use_logprobs, reasoning=reasoning,
-                         min_mass=min_mass, follow_up=False)
-        results[i][criterion.key] = read
-        if read.missing:
-            retry.append((i, criterion.key, request, reply.text))
 
-    if retry:
+@dataclass
+class _Plan:
+    """One job's requests and, as replies come in, its scores and follow-up turns."""
+
+    job: CriteriaJob
+    scale: tuple[int, int]
+    settings: ScoringSettings
+    use_logprobs: bool
+    schema: dict | None
+    max_tokens: int
+    cells: list[tuple[int, CriterionText | None]]
+    requests: list[Request]
+    results: list[dict[str, CriterionScore]]
+    retry: list[tuple[int, str, Request, str]]
+    """(sample index, criterion key, request, first reply) of each cell without a score after the first turn."""
+
+    @classmethod
+    def of(cls, job: CriteriaJob, *, task: TaskInfo, llm: LLM, settings: ScoringSettings) -> "_Plan":
+        samples, criteria, aspect = job.samples, job.criteria, job.aspect
+        keys = [c.key for c in criteria]
+        if len(set(keys)) != len(keys):
+            raise ValueError("criteria keys must be unique")
+        scale = judge_scale(aspect)
+        joint, reasoning, max_tokens, structured = (settings.joint, settings.reasoning, settings.max_tokens,
+                                                    settings.structured)
+        use_logprobs = settings.weighted and not reasoning and not joint and llm.supports_logprobs
+        schema = (joint_schema(criteria, aspect) if joint else criterion_schema(aspect, reasoning=reasoning)) \
+            if structured and samples and criteria else None
+        json_param = st.as_param(schema)
+        # a weighted score is read at the digit; the text only backs it up, so a short reply suffices
+        # (a JSON reply needs a few more tokens than a bare digit to reach and close its score)
+        # A structured score-first reply gets exactly the JSON budget, whatever a smaller max_tokens says: a bare
+        # digit's budget of 4 cut {"score": N} before its digit, so every cell went to the follow-up turn.
+        weighted_budget = JSON_SCORE_MAX_TOKENS if structured else min(max_tokens, WEIGHTED_MAX_TOKENS)
+        # max_tokens is the ceiling; a structured reply asks for no more than its schema's longest reply needs
+        max_tokens = st.sized_max_tokens(max_tokens, schema)
+        params = (GenerationParams(max_tokens=weighted_budget, top_logprobs=20, json_schema=json_param)
+                  if use_logprobs else GenerationParams(max_tokens=max_tokens, json_schema=json_param))
+        cells: list[tuple[int, CriterionText | None]] = []
+        prompts: list[str] = []
+        if not samples or not criteria:
+            pass
+        elif joint:
+            cells = [(i, None) for i in range(len(samples))]
+            prompts = [joint_prompt(s, criteria, instructions=job.instructions, aspect=aspect, task=task)
+                       for s in samples]
+        else:
+            cells = [(i, c) for i in range(len(samples)) for c in criteria]
+            prompts = [criterion_prompt(samples[i], c, instructions=job.instructions, aspect=aspect, task=task,
+                                        settings=settings) for i, c in cells]
+        requests = [Request(({"role": "user", "content": p},), params) for p in prompts]
+        return cls(job, scale, settings, use_logprobs, schema, max_tokens, cells, requests,
+                   [{} for _ in samples], [])
+
+    def read_first(self, replies: Sequence[Completion]) -> list[Request]:
+        """Read the first turn's replies; returns the follow-up turns of the cells that gave no score."""
+        criteria, scale, schema = self.job.criteria, self.scale, self.schema
+        for (i, criterion), request, reply in zip(self.cells, self.requests, replies):
+            if criterion is None:  # joint
+                self.results[i].update(_read_joint(reply.text, criteria, scale, schema, follow_up=False))
+                if any(r.missing for r in self.results[i].values()):
+                    self.retry.append((i, "", request, reply.text))
+                continue
+            read = _read_one(reply, scale, schema=schema, use_logprobs=self.use_logprobs,
+                             reasoning=self.settings.reasoning, min_mass=self.settings.min_mass, follow_up=False)
+            self.results[i][criterion.key] = read
+            if read.missing:
+                self.retry.append((i, criterion.key, request, reply.text))
+        if not self.retry:
+            return []
         # the follow-up asks for the score alone (score first), whatever the first turn asked
-        retry_schema = criterion_schema(aspect, reasoning=False) if structured else None
+        structured = self.settings.structured
+        retry_schema = criterion_schema(self.job.aspect, reasoning=False) if structured else None
         retry_budget = JSON_SCORE_MAX_TOKENS if structured else RETRY_MAX_TOKENS
         follow_ups = []
-        for _i, key, request, first in retry:
+        for _i, key, request, first in self.retry:
             if key:
                 ask = (RETRY_JSON.format(low=scale[0], high=scale[1]) if structured
                        else RETRY_TEMPLATE.render(low=scale[0], high=scale[1]))
-                fparams = GenerationParams(max_tokens=retry_budget, top_logprobs=20 if use_logprobs else 0,
+                fparams = GenerationParams(max_tokens=retry_budget, top_logprobs=20 if self.use_logprobs else 0,
                                            json_schema=st.as_param(retry_schema))
             else:
                 ask = JOINT_RETRY
-                fparams = GenerationParams(max_tokens=max_tokens, json_schema=json_param)
+                fparams = GenerationParams(max_tokens=self.max_tokens, json_schema=st.as_param(schema))
             follow_ups.append(Request((*request.messages, {"role": "assistant", "content": first},
                                        {"role": "user", "content": ask}), fparams))
-        second = llm.complete_many(follow_ups)
-        for (i, key, _, first), reply in zip(retry, second):
+        return follow_ups
+
+    def read_second(self, replies: Sequence[Completion]) -> None:
+        """Read the follow-up turns' replies into the cells that asked them."""
+        criteria, scale = self.job.criteria, self.scale
+        retry_schema = criterion_schema(self.job.aspect, reasoning=False) if self.settings.structured else None
+        for (i, key, _, first), reply in zip(self.retry, replies):
             raw = f"{first}\n--- follow-up ---\n{reply.text}"
             if key:
-                old = results[i][key]
-                read = _read_one(reply, scale, schema=retry_schema, use_logprobs=use_logprobs, reasoning=False,
-                                 min_mass=min_mass, follow_up=True, explanation=old.explanation)
-                results[i][key] = CriterionScore(read.score, raw, read.explanation, read.source,
-                                                 read.missing_reason, True)
+                old = self.results[i][key]
+                read = _read_one(reply, scale, schema=retry_schema, use_logprobs=self.use_logprobs, reasoning=False,
+                                 min_mass=self.settings.min_mass, follow_up=True, explanation=old.explanation)
+                self.results[i][key] = CriterionScore(read.score, raw, read.explanation, read.source,
+                                                      read.missing_reason, True)
             else:
-                again = _read_joint(reply.text, criteria, scale, schema, follow_up=True)
-                for k, old in results[i].items():
+                again = _read_joint(reply.text, criteria, scale, self.schema, follow_up=True)
+                for k, old in self.results[i].items():
                     if old.missing:
                         new = again[k]
-                        results[i][k] = CriterionScore(new.score, raw, "", new.source, new.missing_reason, True)
-    return results
+                        self.results[i][k] = CriterionScore(new.score, raw, "", new.source, new.missing_reason, True)
 
 
 def _read_joint(text: str, criteria: Sequence[CriterionText], scale: tuple[int, int], schema: dict | None, *,

@@ -118,3 +118,83 @@ def test_active_critic_scores_its_candidate_sets_as_one_batch_with_the_same_resu
     assert _sent(backend) == _sent(seq_backend)
     assert judge.to_json() == one_by_one.to_json()
     assert events == seq_events
+
+
+def _hd_responder(messages, params):
+    """tests/test_hd_eval.py's scripted judge, with a decomposition that needs further draws ("style": prose, then
+    one child a draw) and a first score reply without a score on some cells (so follow-up turns are sent)."""
+    import zlib
+
+    from tests.test_hd_eval import _json_scripted
+
+    text = messages[0]["content"]
+    if 'split up is "style"' in text:
+        return "Style is many things." if params.sample_index == 0 else \
+            json.dumps({"children": [{"name": "Rhythm", "definition": "Reads well."}]})
+    if len(messages) == 1 and "split up" not in text and zlib.crc32(text.encode()) % 5 == 0:
+        return "I cannot say."
+    return _json_scripted(messages, params)
+
+
+def _decomposition_batches(batches) -> list[int]:
+    """The sizes of the ``complete_many`` batches that asked for decompositions (``batches``: each batch's requests)."""
+    from judge_engine import structured
+
+    return [len(b) for b in batches if {structured.kind_of(r.params.json_schema) for r in b} == {structured.DECOMPOSITION}]
+
+
+def _fit_hd_eval():
+    from judge_engine.methods.hd_eval import HDEval
+    from tests.test_hd_eval import _dataset
+
+    dataset = _dataset()
+    backend = FakeBackend(_hd_responder)
+    llm = make_llm(LLMConfig(concurrency=4), store=None, backend=backend)  # no cache: every request is sent
+    batches: list = []
+    send = llm.complete_many
+    llm.complete_many = lambda requests, **kw: (batches.append(list(requests)), send(requests, **kw))[1]
+    events = []
+    judge = HDEval(aggregator="lr", k_expand=2, pi_repeats=2).fit(
+        dataset.samples[:12], dataset.aspect("clarity"),
+        FitContext(llm=llm, task=TaskInfo.of(dataset), log=lambda k, p: events.append((k, p))))
+    return judge, events, batches, backend
+
+
+def test_hd_eval_sends_sibling_decompositions_and_a_layers_parent_groups_together_with_the_same_result(monkeypatch):
+    from judge_engine.methods.hd_eval import decomposition, scoring, tree_index
+    from judge_engine.methods.hd_eval import method as hd_method
+    from judge_engine.methods.hd_eval.decomposition import LayerDecomposition
+
+    judge, events, batches, backend = _fit_hd_eval()
+    sizes = [len(b) for b in batches]
+    by_layer = Counter(n["layer"] for n in tree_index(judge.state["tree"]).values())
+    assert by_layer[1] == 3 and by_layer[2] >= 9 and by_layer[3] > 0, by_layer
+    # layer 2: the three aspects' first draws in one batch; layer 3: the two chosen nodes' in one batch
+    # layer 2: the three aspects' first draws in one batch; layer 3: the two chosen nodes' in one batch (a further
+    # draw of one parent depends on what its earlier siblings left, and stays one call)
+    assert _decomposition_batches(batches) == [3, 2]
+    # every new criterion of a layer (all its parent groups) scored on the 12 items in one batch
+    assert 12 * by_layer[2] in sizes and 12 * by_layer[3] in sizes
+    assert any(kind == "decomposed" and p["follow_up"] for kind, p in events), "a further draw was needed"
+    assert sum(1 for m, _ in backend.calls if len(m) == 3), "some cells needed a follow-up turn"
+
+    # the reference: one parent's decomposition and one parent group's scoring after another, as before
+    def one_by_one_decomposition(tree, chosen, layer, settings, **kw):
+        parts = [decomposition.decompose_layer(tree, [nid], layer, settings, **kw) for nid in chosen]
+        reads: dict[str, int] = {}
+        for p in parts:
+            for k, v in p.reads.items():
+                reads[k] = reads.get(k, 0) + v
+        return LayerDecomposition(reads, tuple(r for p in parts for r in p.rejected),
+                                  tuple(w for p in parts for w in p.warnings))
+
+    jobs_at_once = scoring.score_criteria_jobs
+    monkeypatch.setattr(hd_method, "decompose_layer", one_by_one_decomposition)
+    monkeypatch.setattr(scoring, "score_criteria_jobs",
+                        lambda jobs, **kw: [jobs_at_once([job], **kw)[0] for job in jobs])
+    one_by_one, seq_events, seq_batches, seq_backend = _fit_hd_eval()
+    assert _decomposition_batches(seq_batches) == [1] * 5, "the reference sends one parent at a time"
+    assert 12 * by_layer[2] not in [len(b) for b in seq_batches]
+    assert _sent(backend) == _sent(seq_backend)
+    assert judge.to_json() == one_by_one.to_json()
+    assert events == seq_events

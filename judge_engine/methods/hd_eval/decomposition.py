@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
 from ... import structured as st
-from ...llm import LLM, GenerationParams
+from ...llm import LLM, GenerationParams, Request
 from ...parsing import parse_json_object
 from ...prompting import TaskInfo, load_template
 from ...rubric_checks import RubricCheck, check_criterion, check_statement, name_key, statement_name
@@ -216,10 +216,10 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
         text = child_text(child)
         if child.get("statement"):
             check = check_statement(child["definition"], opener=opener, shown=shown, accepted=accepted,
-                                    parent=parent, topics=topics)
+                                    parent=parent, topics=topics, output=topics[0] if topics else "")
         else:
             check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
-                                    parent=parent, topics=topics)
+                                    parent=parent, topics=topics, output=topics[0] if topics else "")
         same = names.get(name_key(child["name"]))
         if same is not None and check.ok:
             check = RubricCheck(text, False, "near_duplicate", f"named like the criterion {same[:40]!r} already "
@@ -233,10 +233,52 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     return CheckedChildren(kept, refused)
 
 
+class _Ask(NamedTuple):
+    """What a decomposition of one parent sends: its first draw's request, and how its replies are read."""
+
+    request: Request
+    """The first draw's request (the greedy one, or a re-decomposition's first sampled draw)."""
+    greedy: GenerationParams
+    """The greedy draw's parameters; every draw is :func:`_draw` of them."""
+    first: int
+    """That draw's index: later draws are ``first + 1``, ... (the same prompt, sampled)."""
+    opener: str
+    n_ask: int
+
+
+def _ask(parent: dict[str, Any], *, task: TaskInfo, k: int, guideline: str, max_tokens: int, form: str) -> _Ask:
+    """The request of a decomposition's first draw: it depends on the parent alone, not on its siblings, so
+    the first draws of a layer can be sent together (:func:`decompose_layer`)."""
+    min_k = min(MIN_CHILDREN, k)
+    slots = dict(task=task.task, parent_name=parent["name"], parent_definition=parent["definition"] or parent["name"],
+                 guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
+                 output_label_lower=task.output_label.lower())
+    if form == "sentence":
+        opener, n_ask = task.statement_opener, max(k, ASK_CHILDREN)
+        schema = statement_schema(n_ask, opener)
+        prompt = DECOMPOSE_TEMPLATE.render(**slots, k=n_ask, opener=opener)
+    else:
+        opener, n_ask = "", k  # no opener: children are read and checked as named criteria
+        schema = decomposition_schema(k)
+        prompt = DECOMPOSE_NAMED_TEMPLATE.render(**slots, min_k=min_k, k=k)
+    # the rubric presence penalty: without it a small model writes its first child again in the second slot;
+    # max_tokens is the ceiling; the request asks for what the schema's longest reply needs (sized_max_tokens)
+    params = GenerationParams(max_tokens=st.sized_max_tokens(max_tokens, schema), temperature=0.0,
+                              json_schema=st.as_param(schema), presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
+    # a re-decomposition starts past every draw an earlier one may have made: a cached draw would replay its children
+    first = int(parent.get("redecompose") or 0) * DECOMPOSE_DRAWS
+    return _Ask(Request(({"role": "user", "content": prompt},), _draw(params, first)), params, first, opener, n_ask)
+
+
+def _draw(params: GenerationParams, draw: int) -> GenerationParams:
+    """Draw 0 is the greedy request; every other draw samples the same prompt."""
+    return params.with_(temperature=REDECOMPOSE_TEMPERATURE, sample_index=draw) if draw else params
+
+
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: LLM,
                        guideline: str = "", max_tokens: int = 512, shown: Sequence[str] = (),
                        existing: Sequence[str] = (), taken: Sequence[str] = (),
-                       form: str = "paper") -> Decomposition:
+                       form: str = "paper", first_reply: str | None = None) -> Decomposition:
     """Eq. 1: the LLM proposes up to ``k`` sub-criteria of ``parent``.
 
     ``form`` is a resolved ``criteria_form``: ``paper`` asks for 2 to ``k``
@@ -256,23 +298,9 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: L
     from a sampled draw.
     """
     min_k = min(MIN_CHILDREN, k)
-    slots = dict(task=task.task, parent_name=parent["name"], parent_definition=parent["definition"] or parent["name"],
-                 guideline=f"Guidance from an expert on this aspect: {guideline}\n" if guideline else "",
-                 output_label_lower=task.output_label.lower())
-    if form == "sentence":
-        opener, n_ask = task.statement_opener, max(k, ASK_CHILDREN)
-        schema = statement_schema(n_ask, opener)
-        prompt = DECOMPOSE_TEMPLATE.render(**slots, k=n_ask, opener=opener)
-    else:
-        opener, n_ask = "", k  # no opener: children are read and checked as named criteria
-        schema = decomposition_schema(k)
-        prompt = DECOMPOSE_NAMED_TEMPLATE.render(**slots, min_k=min_k, k=k)
-    again = int(parent.get("redecompose") or 0)
-    # the rubric presence penalty: without it a small model writes its first child again in the second slot;
-    # max_tokens is the ceiling; the request asks for what the schema's longest reply needs (sized_max_tokens)
-    params = GenerationParams(max_tokens=st.sized_max_tokens(max_tokens, schema), temperature=0.0,
-                              json_schema=st.as_param(schema), presence_penalty=st.RUBRIC_PRESENCE_PENALTY)
-    messages = [{"role": "user", "content": prompt}]
+    ask = _ask(parent, task=task, k=k, guideline=guideline, max_tokens=max_tokens, form=form)
+    opener, n_ask, first = ask.opener, ask.n_ask, ask.first
+    messages = list(ask.request.messages)
     # a child that copies the guideline copies the prompt; one that is nearly the parent's or another aspect's
     # definition (both among the ``existing`` node texts) is a near-duplicate, not a copy of a judged text
     shown = [*shown, guideline]
@@ -283,11 +311,10 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: L
     rejected: list[dict[str, Any]] = []
     replies: list[str] = []
     how = "none"
-    # a re-decomposition starts past every draw an earlier one may have made: a cached draw would replay its children
-    first = again * DECOMPOSE_DRAWS
     for draw in range(first, first + DECOMPOSE_DRAWS):
-        sampled = params.with_(temperature=REDECOMPOSE_TEMPERATURE, sample_index=draw) if draw else params
-        reply = llm.complete(messages, sampled).text
+        # the first draw's reply may have been asked for already, with its siblings' (decompose_layer)
+        reply = first_reply if draw == first and first_reply is not None else \
+            llm.complete(messages, _draw(ask.greedy, draw)).text
         replies.append(reply)
         found = read_decomposition(reply, n_ask, opener)
         # each draw's children are checked against the tree and the usable children of the draws before it
@@ -343,9 +370,18 @@ def decompose_layer(tree: dict[str, Any], chosen: Sequence[str], layer: int, set
     reads: dict[str, int] = {}
     rejected: list[dict[str, Any]] = []
     warnings: list[dict[str, Any]] = []
+    todo = [nid for nid in chosen if not nodes[nid].get("decomposed") or nodes[nid].get("redecompose")]
+    # every first draw depends on its parent alone, so they go out in one batch (issue 46); what follows reads
+    # them one parent after another as before, since each parent's children are checked against those
+    # accepted before them, and a further draw (fewer than 2 usable children) depends on that
+    if progress and todo:
+        progress(0, len(chosen), f"layer {layer}: decomposing")
+    asks = {nid: _ask(nodes[nid], task=task, k=settings.k_child, guideline=settings.guideline(root_aspect(nodes, nid)),
+                      max_tokens=settings.decompose_max_tokens, form=form) for nid in todo}
+    firsts = dict(zip(todo, (c.text for c in llm.complete_many([asks[nid].request for nid in todo])))) if todo else {}
     for i, nid in enumerate(chosen):
         node = nodes[nid]
-        if node.get("decomposed") and not node.get("redecompose"):
+        if nid not in firsts:
             continue
         if progress:
             progress(i, len(chosen), f"layer {layer}: decomposing")
@@ -356,7 +392,7 @@ def decompose_layer(tree: dict[str, Any], chosen: Sequence[str], layer: int, set
                                  guideline=settings.guideline(root_aspect(nodes, nid)),
                                  max_tokens=settings.decompose_max_tokens, shown=shown,
                                  existing=[child_text(n) for n in tree["nodes"]],
-                                 taken=[n["name"] for n in tree["nodes"]], form=form)
+                                 taken=[n["name"] for n in tree["nodes"]], form=form, first_reply=firsts[nid])
         reads[dec.read] = reads.get(dec.read, 0) + 1
         for refused in dec.rejected:
             emit("rubric_rejected", refused)

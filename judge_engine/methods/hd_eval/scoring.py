@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ...criteria_scoring import CriterionScore, CriterionText, score_criteria
+from ...criteria_scoring import CriteriaJob, CriterionScore, CriterionText, score_criteria_jobs
 from ...llm import LLM
 from ...prompting import TaskInfo, load_template
 from ...records import Aspect, Sample
@@ -87,26 +87,25 @@ def hierarchy_aware_scoring(samples: Sequence[Sample], node_ids: Sequence[str], 
     expert guideline of each node's aspect.
 
     Grouped by parent (:func:`_prompt_groups`): the parent is the prompt's aspect, the node its
-    criterion. Returns node id -> one :class:`CriterionScore` per sample
+    criterion; every group's calls are sent in one batch (:func:`score_criteria_jobs`). Returns node id -> one :class:`CriterionScore` per sample
     (NaN where the reply and its one follow-up had no score).
     """
     nodes = tree_index(tree)
+    groups = _prompt_groups(nodes, node_ids, task, settings)
     total = len(samples) * len(node_ids)
-    done = 0
+
+    def step(d: int, t: int) -> None:  # first replies of all groups (per sample, not per node, when joint)
+        if progress and t:
+            progress(min(total, d * total // t), total, stage)
+
+    # the groups of a layer do not depend on each other: their calls go out in one batch (issue 46)
+    jobs = [CriteriaJob(samples, group.criteria, SCORE_TEMPLATE.render(
+        parent_name=group.parent.name, output_label_lower=task.output_label.lower(), task=task.task,
+        guideline=f" Expert guidance for this aspect: {group.guideline}" if group.guideline else ""), group.parent)
+        for group in groups]
     out: dict[str, list[CriterionScore]] = {}
-    for group in _prompt_groups(nodes, node_ids, task, settings):
-        instructions = SCORE_TEMPLATE.render(
-            parent_name=group.parent.name, output_label_lower=task.output_label.lower(), task=task.task,
-            guideline=f" Expert guidance for this aspect: {group.guideline}" if group.guideline else "")
-
-        def step(d: int, t: int, base=done) -> None:
-            if progress:
-                progress(base + min(d, t), total, stage)
-
-        results = score_criteria(samples, group.criteria, instructions=instructions, aspect=group.parent, task=task,
-                                 llm=llm, settings=settings.scoring, progress=step)
+    for group, results in zip(groups, score_criteria_jobs(jobs, task=task, llm=llm, settings=settings.scoring,
+                                                           progress=step)):
         for c in group.criteria:
             out[c.key] = [r[c.key] for r in results]
-        done += len(samples) * len(group.criteria)
     return out
-
