@@ -895,9 +895,12 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
                          "baseline": "", "baseline_value": "", "optimum": "", "difference": "",
                          "beats_baseline": "", "seeds": len(found), "error": first})
     seconds = time.perf_counter() - start
-    unrecognised, malformed = _backend_totals(per_seed)
+    unrecognised, malformed, leaked = _backend_totals(per_seed)
+    if leaked:
+        notes.append(f"{leaked} score prompts showed the judged item among their own examples: the simulated "
+                     "judge read its score there (a leak, never by design)")
     summary = {"seconds": round(seconds, 1), "seeds": seeds, "methods": list(methods),
-               "unrecognised_prompts": unrecognised, "malformed_replies": malformed}
+               "unrecognised_prompts": unrecognised, "malformed_replies": malformed, "leaked_prompts": leaked}
     return result("simulate", config={"seeds": seeds, "world_seeds": world_seeds, "seed_offset": seed_offset,
                                       "seed_list": None if seed_list is None else list(seed_list),
                                       "methods": list(methods), "params": overrides,
@@ -910,14 +913,16 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
                                                                           "worlds": worlds}
 
 
-def _backend_totals(per_seed: list[dict[str, Any]]) -> tuple[int, int]:
-    """Prompts the simulated judge did not recognise (should be 0) and malformed replies it sent, over all runs."""
-    unrecognised = malformed = 0
+def _backend_totals(per_seed: list[dict[str, Any]]) -> tuple[int, int, int]:
+    """Prompts the simulated judge did not recognise (should be 0), malformed replies it sent, and score prompts
+    that showed the judged item among their own examples (a leak, should be 0), over all runs."""
+    unrecognised = malformed = leaked = 0
 
     def add(stats: dict[str, Any]) -> None:
-        nonlocal unrecognised, malformed
+        nonlocal unrecognised, malformed, leaked
         unrecognised += stats["steps"].get("unknown", 0) + stats["steps"].get("unknown_criterion", 0)
         malformed += stats["malformed"]
+        leaked += stats.get("leaked", 0)
 
     for entry in per_seed:
         for res in entry["methods"].values():
@@ -926,7 +931,7 @@ def _backend_totals(per_seed: list[dict[str, Any]]) -> tuple[int, int]:
                 add(stats)
             for stats in res.get("detail", {}).get("baseline_backends", {}).values():
                 add(stats)
-    return unrecognised, malformed
+    return unrecognised, malformed, leaked
 
 
 TABLE_COLUMNS = ("method", "measure", "value", "baseline", "baseline_value", "optimum", "difference",

@@ -334,6 +334,17 @@ class World:
                 found.append(i)
         return found
 
+    def shows_judged_item(self, text: str, judged: int | None) -> bool:
+        """Whether ``text`` shows the judged sample a second time, besides judging it: among its in-context
+        examples or demonstrations, where its human score is shown next to it (issue 51 item 3).
+
+        A real model copies the score it was just shown for the very text it is asked about, so the simulated
+        judge does too (:meth:`SimulatedBackend._score`): a method that leaks the answer into its own prompt
+        gets a near-perfect validation figure here, where a judge blind to the examples would hide the leak.
+        """
+        return judged is not None and judged < len(self.samples) and \
+            text.count(self.samples[judged].output[:40]) >= 2
+
     def index_of_output(self, text: str) -> int | None:
         """The judged sample: the last sample output in ``text`` (examples come before it in every prompt)."""
         for m in reversed(list(ITEM_TAG.finditer(text))):
@@ -991,7 +1002,8 @@ class SimulatedBackend:
         self.structured = world.structured if structured is None else structured
         """False: behave like a server that honours no JSON schema (see :attr:`World.structured`)."""
         self.model_id = f"simulated-judge-seed{world.seed}" + ("" if self.structured else "-free-text")
-        self.stats: dict[str, Any] = {"steps": {}, "malformed": 0, "unrecognised": []}
+        self.stats: dict[str, Any] = {"steps": {}, "malformed": 0, "unrecognised": [], "leaked": 0}
+        """``leaked``: score prompts that showed the judged item among their examples (answered with its score)."""
 
     def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
         if not self.structured and params.json_schema:
@@ -1166,9 +1178,11 @@ class SimulatedBackend:
         demo = w.demo_multiplier(step.info["demos"])
         schema = step.info.get("schema")
         last = messages[-1]["content"] if step.info["follow_up"] else ""
+        leaked = w.shows_judged_item(prompt, index)  # its own demonstration: the shown score is read back
+        self.stats["leaked"] += leaked
 
         def score_100(sigma: float, key: str) -> int:
-            level = w.level(index) + sigma * _gauss(w.seed, "ac", key, prompt)
+            level = w.level(index) + (0.0 if leaked else sigma) * _gauss(w.seed, "ac", key, prompt)
             return int(min(100, max(0, round(100 * level))))
 
         if step.kind == "ac_mcse":
@@ -1271,6 +1285,9 @@ class SimulatedBackend:
                 truth, sigma = w.level(index, names.get(step.info["aspect"].lower(), TARGET)), PLAIN_JUDGE_SD
             else:
                 truth, sigma = 0.5, 0.25
+        if w.shows_judged_item(prompt, index):  # the answer is in the prompt: read it, as a real model would
+            truth, sigma, bias = w.level(index), 0.0, 0.0
+            self.stats["leaked"] += 1
         # the noise depends on the first prompt only: a follow-up turn restates the same judgement
         level = truth + bias + sigma * _gauss(w.seed, "noise", prompt)
         score = int(min(high, max(low, round(low + level * (high - low)))))
