@@ -31,6 +31,8 @@ def test_simulate_smoke_two_seeds(tmp_path, capsys):
     assert "hpss" in doc["worlds"][0] and doc["worlds"][0]["hypoeval_pool"]
     assert doc["summary"]["unrecognised_prompts"] == 0
     assert doc["summary"]["malformed_replies"] > 0, "the malformed-reply budget is exercised"
+    # no method shows a judged item among its own examples or demonstrations (the judge would read its score)
+    assert doc["summary"]["leaked_prompts"] == 0
     assert "| method | measure |" in capsys.readouterr().out
 
 
