@@ -81,7 +81,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.concurrency is not None and args.concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
     llm = LLMConfig(backend=args.backend, model=args.model or "", base_url=args.base_url or "",
-                    concurrency=args.concurrency)  # None: the backend's default (llm.DEFAULT_IN_FLIGHT)
+                    concurrency=args.concurrency,  # None: the backend's default (llm.DEFAULT_IN_FLIGHT)
+                    **prices(args))
     store = Store(args.db)
     spec = RunSpec(method=args.method, dataset=args.dataset, aspect=args.aspect, params=params,
                    train_size=args.train, test_size=args.test, seed=args.seed, llm=llm)
@@ -89,7 +90,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     import os
 
     run_id = create_run(store, spec, actor=os.environ.get("JUDGE_WORKBENCH_USER") or getpass.getuser())
+    from .runs.cost import describe
+
+    estimate = store.run(run_id).estimate
+    # before the first call: what the run may cost, while Ctrl-C still costs nothing
+    print(f"run {run_id}: expected before any cache hit: {describe(estimate, llm)}"
+          + (f", about {estimate.seconds / 60:.0f} min" if estimate.seconds else "")
+          + f" ({estimate.basis})", file=sys.stderr)
     return _execute(store, run_id, quiet=args.quiet)
+
+
+def prices(args: argparse.Namespace) -> dict[str, float]:
+    """``--price-prompt`` and ``--price-completion`` as ``LLMConfig`` fields; the ones not given are left out."""
+    given = {"price_prompt_per_1k": args.price_prompt, "price_completion_per_1k": args.price_completion}
+    for field, value in given.items():
+        if value is not None and not value >= 0:  # also refuses nan
+            option = "--price-prompt" if field.startswith("price_prompt") else "--price-completion"
+            raise ValueError(f"{option} is dollars per 1,000 tokens, 0 or more, not {value}")
+    return {field: value for field, value in given.items() if value is not None}
 
 
 def _execute(store, run_id: int, *, quiet: bool) -> int:
@@ -103,11 +121,15 @@ def _execute(store, run_id: int, *, quiet: bool) -> int:
             summary = execute_run(store, run_id, progress=progress)
     finally:
         close()
+    from .runs.cost import against
     from .trust import trust_report
 
-    # the figures and, beside them, whether to trust the judge (anti-correlated, below a baseline, ...)
-    print(json.dumps({"run_id": run_id, **summary.to_dict(), "trust": trust_report(store, run_id).to_dict()},
-                     indent=2))
+    run = store.run(run_id)
+    # the figures and, beside them, whether to trust the judge (anti-correlated, below a baseline, ...) and
+    # what it cost against what was expected
+    print(json.dumps({"run_id": run_id, **summary.to_dict(), "trust": trust_report(store, run_id).to_dict(),
+                      "estimate": run.estimate.to_dict() if run.estimate else None}, indent=2))
+    print(f"run {run_id} cost: {against(run.ledger, run.estimate)}", file=sys.stderr)
     return 0
 
 
@@ -136,9 +158,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
     from .store import STOPPED_STATUSES, Store
     from .trust import one_line, trust_report
 
+    from .runs.cost import dollars
+
     store = Store(args.db)
-    for r in store.runs(limit=args.limit):
+    listed = store.runs(limit=args.limit)
+    if not listed:
+        print(f"no runs in {store.path} (--db or $JUDGE_WORKBENCH_DB names another database)")
+    for r in listed:
         summary = r.summary
+        # what it cost so far, and what was expected when it was made
+        cost = f"  {r.ledger.calls:,} calls, {dollars(r.ledger.dollars)}" + (
+            f" (expected {dollars(r.estimate.dollars)})" if r.estimate else "")
         rho = (summary.correlations or {}).get("spearman") if summary else None
         figure = f"spearman={rho:.2f}" if isinstance(rho, (int, float)) else "spearman=n/a"
         scored = ""
@@ -163,10 +193,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 reason += f" (log: {death.last_line})"
             reason = " ".join(reason.split())
             said = "ended without a judge" if why else f"stopped at step {r.done} of {r.total}"
-            print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} {said}: {reason[:300]}")
+            print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} {cost.strip()}  {said}: {reason[:300]}")
             continue
         print(f"{r.id:>5}  {status:<11} {r.method:<10} {r.dataset}/{r.aspect:<16} "
-              f"{r.done}/{r.total}  {figure}{scored}")
+              f"{r.done}/{r.total}  {figure}{scored}{cost}")
     return 0
 
 
@@ -307,7 +337,7 @@ def scoring_config(config, args: argparse.Namespace):
         raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
     from .llm import default_concurrency
 
-    return replace(config, concurrency=args.concurrency or default_concurrency(config.backend, scoring=True))
+    return replace(config, concurrency=args.concurrency or default_concurrency(config.backend, scoring=True), **prices(args))
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -549,6 +579,14 @@ def cmd_metaeval(args: argparse.Namespace) -> int:
     return metaeval.main(args)
 
 
+def price_arguments(parser: argparse.ArgumentParser) -> None:
+    """The prices a run's or a scoring's ledger counts dollars at (stored with the run, never guessed)."""
+    parser.add_argument("--price-prompt", type=float, metavar="DOLLARS",
+                        help="dollars per 1,000 prompt tokens (default: 0; score: the judge's own)")
+    parser.add_argument("--price-completion", type=float, metavar="DOLLARS",
+                        help="dollars per 1,000 completion tokens (default: 0; score: the judge's own)")
+
+
 def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParser:
     from . import __version__
 
@@ -578,6 +616,7 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     run.add_argument("--base-url", help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     run.add_argument("--concurrency", type=int, default=None,
                      help="requests in flight (default: 32 on openai and vllm, 4 on the embedded model)")
+    price_arguments(run)
     run.set_defaults(func=cmd_run)
 
     methods = sub.add_parser("methods", help="list the methods with their parameters and paper defaults")
@@ -652,6 +691,7 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     score.add_argument("--base-url")
     score.add_argument("--concurrency", type=int, default=None,
                        help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
+    price_arguments(score)
     score.set_defaults(func=cmd_score)
 
     from . import gate_cli

@@ -273,6 +273,30 @@ class RunEvent:
 
 
 @dataclass(frozen=True)
+class RunEstimate:
+    """What a run was expected to ask of its backend when it was made, before any cache hit
+    (:func:`judge_engine.runs.cost.expected`): set beside its ledger once it has run."""
+
+    calls: int
+    """Requests its method counts (an upper bound: follow-up turns and retries are counted)."""
+    prompt_tokens: int
+    completion_tokens: int
+    dollars: float
+    """At the run's prices per 1,000 tokens (0 when none are set)."""
+    seconds: float | None = None
+    """Wall time (:func:`judge_engine.runs.estimate_duration`); None when this backend's speed is unknown."""
+    basis: str = ""
+    """Where the tokens per request come from, in words."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RunEstimate":
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """A stored run: what defines it, where it stands, and (once finished) its summary.
 
@@ -315,6 +339,8 @@ class RunRecord:
     """The human score the run learned from and is measured against (see :mod:`judge_engine.annotations`)."""
     actor: str = ""
     """Who started it."""
+    estimate: RunEstimate | None = None
+    """What it was expected to cost when it was made; None for runs made before estimates were kept."""
 
     @property
     def judge_target(self) -> str:
@@ -334,5 +360,6 @@ class RunRecord:
         values["split"] = Split.from_dict(row["split"]) if row.get("split") else None
         values["summary"] = RunSummary.from_dict(row["summary"]) if row.get("summary") else None
         values["ledger"] = LedgerTotals.from_dict(row.get("ledger"))
+        values["estimate"] = RunEstimate.from_dict(row["estimate"]) if row.get("estimate") else None
         values["human_aggregate"] = row.get("human_aggregate") or "imported"
         return cls(**values)

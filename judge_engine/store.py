@@ -187,6 +187,12 @@ def m003_annotations(db: Database) -> None:
         db["samples"].update((dataset, sample), {"human": _dumps(human)})
 
 
+@migrations()
+def m005_run_estimate(db: Database) -> None:
+    """What a run was expected to cost when it was made (``RunEstimate``), kept to set beside what it cost."""
+    db["runs"].add_column("estimate", str)
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=True)
 
@@ -451,7 +457,8 @@ class Store:
     # ------------------------------------------------------------------ runs
     def create_run(self, *, method: str, params: dict[str, Any], dataset: str, aspect: str,
                    split: Split, llm: dict[str, Any], judge: dict[str, Any] | None = None,
-                   human_aggregate: str = "imported", actor: str = "") -> int:
+                   human_aggregate: str = "imported", actor: str = "",
+                   estimate: dict[str, Any] | None = None) -> int:
         with self.write():
             table = self.db["runs"].insert({
                 "method": method, "params": _dumps(params), "dataset": dataset, "aspect": aspect,
@@ -459,7 +466,8 @@ class Store:
                 "done": 0, "total": 0, "message": "", "pid": None, "heartbeat": time.time(),
                 "created": time.time(), "finished": None,
                 "judge": None if judge is None else _dumps(judge), "summary": None,
-                "ledger": _dumps({}), "version": 0, "human_aggregate": human_aggregate, "actor": actor})
+                "ledger": _dumps({}), "version": 0, "human_aggregate": human_aggregate, "actor": actor,
+                "estimate": None if estimate is None else _dumps(estimate)})
         return int(table.last_pk)
 
     def run(self, run_id: int) -> RunRecord:
@@ -481,7 +489,7 @@ class Store:
 
     @staticmethod
     def _decode_run(r: dict[str, Any]) -> dict[str, Any]:
-        for k in ("params", "split", "llm", "judge", "summary", "ledger"):
+        for k in ("params", "split", "llm", "judge", "summary", "ledger", "estimate"):
             if r.get(k) is not None:
                 r[k] = json.loads(r[k])
         return r
@@ -500,7 +508,7 @@ class Store:
         where = ("where " + " and ".join(conditions)) if conditions else ""
         rows = self.db.query(f"select id, method, dataset, aspect, status, stage, done, total, message, "
                              f"created, finished, summary, ledger, llm, params, heartbeat, pid, split, version, "
-                             f"human_aggregate, actor "
+                             f"human_aggregate, actor, estimate "
                              f"from runs {where} "
                              f"order by id desc limit ?", [*args, limit])
         return [self._decode_run(r) for r in rows]

@@ -134,6 +134,7 @@ def progress_panel(run_id: int) -> None:
             m[2].metric("Prompt tokens", ledger.prompt_tokens)
             m[3].metric("Completion tokens", ledger.completion_tokens)
             m[4].metric("Cost ($)", f"{float(ledger.dollars):.4f}")
+            run_view.cost_caption(run)
         if live and status not in tables.LIVE_STATUSES and not waiting:
             st.rerun()  # the run just ended: redraw the page once with its results
 
@@ -184,6 +185,7 @@ def results(run: RunRecord) -> None:
     m[1].metric("Cache hits", summary.ledger.cache_hits)
     m[2].metric("Prompt tokens", summary.ledger.prompt_tokens)
     m[3].metric("Completion tokens", summary.ledger.completion_tokens)
+    run_view.cost_caption(run)
 
     try:
         dataset = readers.human_dataset(store, run.dataset, run.human_aggregate)

@@ -267,15 +267,16 @@ def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] 
     return chosen
 
 
-def estimate_duration(store: Store, spec: RunSpec, *,
-                      speed: tuple[float | None, str] | None = None) -> Duration:
+def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None, str] | None = None,
+                      dataset: Dataset | None = None) -> Duration:
     """Requests and minutes ``spec`` will take on its backend before any cache hit.
 
     ``speed`` is :func:`method_speed` when the caller already has it (a page drawing several estimates). The
     embedded model's measured default is scaled to the dataset's item length (:func:`length_factor`); a
-    speed from the store's own runs is taken as it is.
+    speed from the store's own runs is taken as it is. ``dataset``: ``spec``'s, when the caller holds it already
+    (:func:`~judge_engine.runs.create_run` keeps the estimate with the run and loads the dataset once).
     """
-    dataset = ensure_dataset(store, spec.dataset)
+    dataset = dataset or ensure_dataset(store, spec.dataset)
     calls = _calls(dataset, spec)
     per_call, basis = speed if speed is not None else method_speed(store, spec.method, spec.llm)
     if per_call is not None and basis == EMBEDDED_BASIS:

@@ -129,6 +129,12 @@ def create_run(store: Store, spec: RunSpec, *, judge: Judge | None = None, split
                              f"({len(unknown)} unknown item ids)" if unknown else
                              f"the split belongs to dataset {split.dataset!r}, not {dataset.name!r}")
     store.save_split(split)
+    from .cost import expected  # cost reads the estimates, which import this module
+
+    # what it is expected to cost is kept with it, to set beside what it cost (issue 46 item 5): the estimate the
+    # start form and `run` showed, on the sizes asked (a split of whole groups may hold a few items more)
+    estimate = expected(store, spec, dataset=stored)
     return store.create_run(method=spec.method, params=judge.params if judge else method.get_params(),
                             dataset=dataset.name, aspect=aspect.name, split=split, llm=spec.llm.to_dict(),
-                            judge=judge.to_dict() if judge else None, human_aggregate=aggregate, actor=actor)
+                            judge=judge.to_dict() if judge else None, human_aggregate=aggregate, actor=actor,
+                            estimate=estimate.to_dict())

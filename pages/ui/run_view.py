@@ -18,6 +18,7 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS
 from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import effective_status
+from judge_engine.runs.cost import against
 from judge_engine.runs.exits import WorkerExit, last_death, refusal, repeated_death
 from judge_engine.runs.supervisor import found_gone
 from judge_engine.store import Store
@@ -93,6 +94,12 @@ def death_details(store: Store, run: RunRecord, death: WorkerExit | None) -> boo
     return repeated is not None
 
 
+def cost_caption(run: RunRecord) -> None:
+    """What the run cost so far beside what was expected when it was made (issue 46 item 5)."""
+    made_before = "" if run.estimate else " (the run was made before estimates were kept)"
+    st.caption(messages.escape_markdown(f"Cost: {against(run.ledger, run.estimate)}{made_before}."))
+
+
 def sharing_note(store: Store, run: RunRecord) -> None:
     """Says so when other runs are using the same one-call-at-a-time model as ``run`` right now
     (:func:`judge_engine.runs.busy_with`): it takes turns with them and goes slower."""
@@ -132,12 +139,14 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
             st.caption(f"{ledger.calls} LLM calls, {ledger.cache_hits} cache hits, "
                        f"{ledger.prompt_tokens} prompt tokens. You can leave this page; the run "
                        "continues.")
+            cost_caption(run)
             sharing_note(store, run)
             stop_button(run_id, key=key)
         elif status == "finished":
             if live:  # it finished while this page was open: draw the results
                 st.rerun()
             trust.finished_box(trust.run_trust(store, run), f"Run #{run_id} finished.")
+            cost_caption(run)
         elif status == "failed" and (why := runs.ended_without_judge(run)):
             st.error(messages.escape_markdown(
                 f"Run #{run_id} ended without a judge: {why} Resuming would "

@@ -23,6 +23,7 @@ from judge_engine.methods import METHODS, describe_parameters
 from judge_engine.methods.base import Interval, OptionalInterval, Options, ParameterDoc
 from judge_engine.records import Aspect, Dataset
 from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, Baseline, RunSpec
+from judge_engine.runs import cost as run_cost
 from judge_engine.store import NotFound, Store
 from pages.ui import auth, fetch_offer, messages, readers, session
 
@@ -206,11 +207,16 @@ def estimate_box(spec: RunSpec) -> runs.Duration | None:
     except (ValueError, NotFound) as exc:
         st.error(messages.escape_markdown(str(exc)))
         return None
-    m = st.columns(3)
+    cost = run_cost.expected(store, spec, duration=duration)
+    m = st.columns(4)
     m[0].metric("LLM requests to fit", f"{duration.fit_calls:,}", help="Upper bound before cache hits.")
     m[1].metric("LLM requests to score the test items", f"{duration.score_calls:,}")
     m[2].metric("Time on this backend", duration.label or "unknown", help=messages.escape_markdown(duration.describe()))
+    priced = spec.llm.price_prompt_per_1k or spec.llm.price_completion_per_1k
+    m[3].metric("Expected cost", run_cost.dollars(cost.dollars) if priced else "no price set",
+                help="Before cache hits, at the prices per 1,000 tokens under Settings.")
     st.caption(messages.escape_markdown(f"Backend: {spec.llm.label} (change it under Settings). {duration.describe()}. "
+                            f"Expected: {run_cost.describe(cost, spec.llm)} ({cost.basis}). "
                             "A call already made is answered by the cache and not paid again."))
     busy_caption(spec.llm, "this run")
     return duration

@@ -94,12 +94,14 @@ def runs_frame(runs: Iterable[RunRecord]) -> pd.DataFrame:
             "pearson": _num(corr.get("pearson")), "spearman": _num(corr.get("spearman")),
             "kendall": _num(corr.get("kendall")),
             "calls": ledger.calls, "cache hits": ledger.cache_hits,
-            "dollars": float(ledger.dollars), "created": fmt_time(r.created),
+            "dollars": float(ledger.dollars),
+            "expected dollars": float(r.estimate.dollars) if r.estimate else None,  # None: made before estimates
+            "created": fmt_time(r.created),
             "human score": r.human_aggregate, "started by": r.actor,
         })
     return pd.DataFrame(rows, columns=["run", "method", "dataset", "aspect", "status", "progress", "level",
                                        "pearson", "spearman", "kendall", "calls", "cache hits", "dollars",
-                                       "created", "human score", "started by"])
+                                       "expected dollars", "created", "human score", "started by"])
 
 
 def agreement_row(result: Any) -> dict[str, Any]:

@@ -1,0 +1,110 @@
+"""Issue 46 item 5 on the command line: prices given to ``run`` and ``score``, the expected tokens and dollars
+printed before the first call, the cost against it after, and the ``runs`` list's calls and cost."""
+
+import json
+
+import pytest
+
+from judge_engine.llm import LLMConfig
+from judge_engine.records import RunEstimate
+from judge_engine.runs import RunSpec, create_run
+from judge_engine.runs.cost import (ROUGH_COMPLETION_TOKENS, against, dollars, expected, price,
+                                    tokens_per_request)
+from judge_engine.store import Store
+from test_cli import _run, _scripted_backend
+
+COMMON = ("run", "--method", "direct", "--dataset", "tiny", "--aspect", "quality", "--train", "0", "--test", "4",
+          "--quiet")
+
+
+@pytest.fixture
+def db(tmp_path, tiny_dataset):
+    path = str(tmp_path / "w.db")
+    Store(path).save_dataset(tiny_dataset)
+    return path
+
+
+def test_run_prints_the_expected_cost_before_the_first_call_and_the_cost_against_it_after(db, capsys,
+                                                                                       monkeypatch):
+    calls_when_printed = []
+    from judge_engine.runs import execute
+
+    before = execute.execute_run
+
+    def counting(store, run_id, **kw):  # what the backend had been asked when the estimate was printed
+        calls_when_printed.append(store.run(run_id).ledger.calls)
+        return before(store, run_id, **kw)
+
+    monkeypatch.setattr("judge_engine.runs.execute_run", counting)
+    _scripted_backend(monkeypatch, lambda n: 3)
+    code, out, err = _run(capsys, *COMMON, "--db", db, "--price-prompt", "0.5", "--price-completion", "2")
+    assert code == 0, err
+    assert calls_when_printed == [0]
+    expected_line = next(line for line in err.splitlines() if "expected before any cache hit" in line)
+    assert "4 requests" in expected_line and "at $0.5000 prompt / $2.00 completion per 1k tokens" in expected_line
+    assert "rough: no earlier run of this method" in expected_line
+
+    result = json.loads(out)
+    run = Store(db).run(result["run_id"])
+    assert run.llm["price_prompt_per_1k"] == pytest.approx(0.5)  # stored with the run
+    assert result["estimate"]["dollars"] > 0
+    assert run.ledger.dollars == pytest.approx(price(LLMConfig.from_dict(run.llm), run.ledger.prompt_tokens,
+                                                     run.ledger.completion_tokens), abs=1e-6)
+    cost_line = next(line for line in err.splitlines() if line.startswith(f"run {run.id} cost:"))
+    assert cost_line == f"run {run.id} cost: {against(run.ledger, run.estimate)}"
+    # the estimate shown, on the sizes asked: the split keeps whole groups of 3 items, 6 test items for the 4
+    assert len(run.split.test_ids) == 6 and run.estimate.calls == 4
+    assert f"{run.ledger.calls:,} requests (4 expected)" in cost_line and run.ledger.calls > 0
+
+
+def test_a_second_run_expects_the_tokens_per_request_the_first_one_sent(db, capsys, monkeypatch):
+    monkeypatch.setattr("judge_engine.runs.cost.MIN_CALLS_FOR_TIMING", 4)  # 12 items: fewer are ever sent
+    _scripted_backend(monkeypatch, lambda n: 3)
+    assert tokens_per_request(Store(db), "direct") is None
+    for seed in range(2):
+        code, out, err = _run(capsys, *COMMON, "--db", db, "--seed", str(seed))
+        assert code == 0, err
+    store = Store(db)
+    sent = [r.ledger for r in store.runs()]
+    per_prompt = sum(t.prompt_tokens for t in sent) / sum(t.calls for t in sent)
+    measured = tokens_per_request(store, "direct")
+    assert measured is not None and measured[0] == pytest.approx(per_prompt)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=4,
+                   llm=LLMConfig(price_prompt_per_1k=1.0))
+    estimate = expected(store, spec)
+    assert estimate.prompt_tokens == round(4 * per_prompt) and estimate.completion_tokens != 4 * ROUGH_COMPLETION_TOKENS
+    assert estimate.dollars == pytest.approx(estimate.prompt_tokens / 1000.0)
+    assert "earlier requests of this method" in estimate.basis
+
+
+@pytest.mark.parametrize("option, value", [("--price-prompt", "-1"), ("--price-completion", "nan")])
+def test_a_price_below_zero_or_not_a_number_is_refused_in_one_line(db, capsys, option, value):
+    code, _, err = _run(capsys, *COMMON, "--db", db, option, value)
+    assert code == 2 and err.strip() == f"error: {option} is dollars per 1,000 tokens, 0 or more, not {float(value)}"
+    assert Store(db).runs() == []  # refused before a run was made
+
+
+def test_runs_lists_calls_and_cost_against_the_estimate_and_says_when_there_are_none(tmp_path, db, capsys,
+                                                                                    monkeypatch):
+    empty = tmp_path / "empty.db"
+    code, out, _ = _run(capsys, "runs", "--db", str(empty))
+    assert code == 0 and out.strip() == f"no runs in {empty} (--db or $JUDGE_WORKBENCH_DB names another database)"
+    _scripted_backend(monkeypatch, lambda n: 3)
+    code, out, err = _run(capsys, *COMMON, "--db", db, "--price-prompt", "1", "--price-completion", "1")
+    assert code == 0, err
+    run = Store(db).run(json.loads(out)["run_id"])
+    code, out, _ = _run(capsys, "runs", "--db", db)
+    line = out.splitlines()[0]
+    assert line.startswith(f"{run.id:>5}  finished")
+    assert line.endswith(f"  {run.ledger.calls} calls, {dollars(run.ledger.dollars)} "
+                         f"(expected {dollars(run.estimate.dollars)})"), line
+
+
+def test_a_run_made_before_estimates_were_kept_reads_without_one(store, tiny_dataset):
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=4))
+    assert isinstance(store.run(run_id).estimate, RunEstimate)
+    with store.write():
+        store.db.execute("update runs set estimate = null where id = ?", [run_id])
+    assert store.run(run_id).estimate is None and store.runs()[0].estimate is None
+    assert against(store.run(run_id).ledger, None) == "0 requests, 0 prompt tokens, 0 completion tokens, $0.00"
