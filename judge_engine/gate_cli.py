@@ -19,7 +19,7 @@ HELP = "the gate: score two systems' outputs on the items they share and exit 1 
 DESCRIPTION = (
     "Score NEW and BASE (two systems' outputs for the same items, joined on their ids) with an exported judge, "
     "and print the paired difference new - base with a bootstrap interval (whole groups resampled with "
-    "--group-col and at least 20 groups), wins, losses and ties, and missing scores. With --fail-if-worse the "
+    "--group-col and at least 5 groups), wins, losses and ties, and missing scores. With --fail-if-worse the "
     "exit code is 1 when the whole interval lies below -MARGIN, else 0; bad input exits 2. "
     "Documented in docs/ci-gate.md.")
 

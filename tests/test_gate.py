@@ -122,10 +122,10 @@ def test_groups_are_resampled_whole_only_with_enough_of_them(tmp_path, judge_fil
     code, out, _ = _cli(capsys, judge_file, new, base, "--id-col", "id", "--group-col", "doc",
                         "--db", tmp_path / "w.db")
     assert code == 0 and "20 groups resampled" in out
-    few = _jsonl(tmp_path / "few.jsonl", _rows(80, lambda k: 3, groups=16))  # 5 docs: the items are resampled
-    code, out, _ = _cli(capsys, judge_file, few, base, "--id-col", "id", "--group-col", "doc",
-                        "--db", tmp_path / "w.db")
-    assert "80 items resampled" in out and "5 groups are too few" in out
+    few = _jsonl(tmp_path / "few.jsonl", _rows(80, lambda k: 3, groups=20))  # 4 docs: the items are resampled
+    code, out, _ = _cli(capsys, judge_file, few, _jsonl(tmp_path / "few-base.jsonl", _rows(80, lambda k: 3, groups=20)),
+                        "--id-col", "id", "--group-col", "doc", "--db", tmp_path / "w.db")
+    assert "80 items resampled" in out and "4 groups are too few" in out
 
 
 def test_missing_scores_are_counted_and_explained_never_numbers(tmp_path, judge_file, scripted, capsys):
@@ -178,7 +178,7 @@ def test_bad_input_is_one_line_and_exit_2_before_any_call(tmp_path, judge_file, 
 def test_hostile_ids_and_replies_are_escaped_in_the_summary_and_the_junit_file():
     evil = "<script>alert(1)</script>|**x**](http://e.vil)\x00\x1b[31m"
     new = gate.SystemScores("new", "j", "quality", tuple(
-        gate.ScoredItem(f"{evil}{k}", 1.0 if k < 3 else None if k == 3 else 3.0, f"{evil}{k}",
+        gate.ScoredItem(f"{evil}{k}", None if k == 3 else 1.0 if k < 7 else 3.0, f"{evil}{k}",
                         "" if k != 3 else f"reply said {evil}") for k in range(10)))
     base = gate.SystemScores("base", "j", "quality", tuple(gate.ScoredItem(f"{evil}{k}", 3.0, f"{evil}{k}")
                                                            for k in range(10)))
@@ -189,7 +189,7 @@ def test_hostile_ids_and_replies_are_escaped_in_the_summary_and_the_junit_file()
     table_rows = [line for line in md.splitlines() if line.startswith("| ")]
     assert all(line.count("|") - line.count("\\|") in (3, 4) for line in table_rows)  # no cell split by an id
     root = ET.fromstring(gate.junit_xml(result))  # control characters would make the file unreadable
-    assert result.worse and root.get("failures") == "1"  # 3 of 9 items scored 2 lower, none higher
+    assert result.worse and root.get("failures") == "1"  # 6 of 9 items scored 2 lower, none higher
     out_text = root.find("testcase/system-out").text
     assert "missing (new): 1 x reply said <script>" in out_text and "\x00" not in out_text
 

@@ -3,9 +3,16 @@
 The gate (:mod:`judge_engine.gate`) asks whether a new system scores lower than the old one by one judge: each
 item has a score for both, so the figure is the mean of the per-item differences. Items that share a source (a
 group) are not independent (an article both systems summarise badly drags both down), so where the items have
-enough groups whole groups are resampled; with few groups the interval of a group bootstrap rests on a handful
-of atoms and is too narrow, so the items are resampled instead and the record says so (the same lesson as
-:data:`judge_engine.trust.MIN_GROUPS_FOR_SIGN`).
+groups whole groups are resampled.
+
+A plain percentile interval of a mean is too narrow with few units (its spread is the sample's, divided by n not
+n - 1, and its tails are normal, not Student's): the gate failed two copies of one system in 3.6% of draws at
+5 groups of 4, and a system equal on average but different per source in 5.4% with the items resampled (bench
+gate, 1000 draws, against 2.5% meant). So the interval is Hesterberg's *expanded percentile* interval: the
+percentiles taken at the tail ``alpha'`` with ``z(alpha'/2) = sqrt(n/(n-1)) t(alpha/2, n-1)``, n the units
+resampled (T. Hesterberg, "What teachers should know about the bootstrap", The American Statistician 69(4),
+2015, section 6.2). Over groups this is close to a t interval on the groups' means, which is what a clustered
+comparison needs; below :data:`MIN_GROUPS_FOR_GROUP_BOOTSTRAP` groups the items are resampled and it is said.
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-MIN_GROUPS_FOR_GROUP_BOOTSTRAP = 20
-"""Fewest groups whose resampling gives the interval; with fewer, the items are resampled (and it is said)."""
+MIN_GROUPS_FOR_GROUP_BOOTSTRAP = 5
+"""Fewest groups whose resampling gives the interval (with the expansion, 5 groups give a t interval on 4 degrees
+of freedom); with fewer, the items are resampled and it is said."""
 
 MIN_PAIRS = 5
 """Fewest items scored on both sides for which an interval is given (as metrics.MIN_BOOTSTRAP_UNITS)."""
@@ -25,7 +33,7 @@ MIN_PAIRS = 5
 
 @dataclass(frozen=True)
 class PairedDifference:
-    """Mean of ``new - base`` over items scored on both sides, and its percentile bootstrap interval."""
+    """Mean of ``new - base`` over items scored on both sides, and its bootstrap interval."""
 
     diff: float
     """Mean per-item difference on the full data (never the bootstrap mean); NaN with no pair."""
@@ -43,10 +51,22 @@ class PairedDifference:
     """Why the interval is missing or why items were resampled although the items have groups."""
 
 
+def expanded_tail(confidence: float, units: int) -> float:
+    """The one-sided tail at which the expanded percentile interval takes its bounds (Hesterberg 2015): smaller
+    than ``(1 - confidence) / 2`` by as much as Student's t with ``units - 1`` degrees of freedom asks."""
+    from scipy import stats
+
+    alpha = (1 - confidence) / 2
+    if units < 2:
+        return alpha
+    z = stats.t.ppf(1 - alpha, units - 1) * math.sqrt(units / (units - 1))
+    return float(stats.norm.sf(z))
+
+
 def paired_mean_difference(new: Sequence[float], base: Sequence[float], *, groups: Sequence[str] | None = None,
                            n_bootstrap: int = 2000, confidence: float = 0.95, seed: int = 0) -> PairedDifference:
-    """Mean of ``new - base`` with a percentile bootstrap interval, pairs drawn together (whole groups when given
-    and at least :data:`MIN_GROUPS_FOR_GROUP_BOOTSTRAP` of them).
+    """Mean of ``new - base`` with an expanded percentile bootstrap interval, pairs drawn together (whole groups
+    when given and at least :data:`MIN_GROUPS_FOR_GROUP_BOOTSTRAP` of them).
 
     Pairs where either score is NaN are dropped here; the caller counts them (a missing score is never a number).
     """
@@ -69,7 +89,7 @@ def paired_mean_difference(new: Sequence[float], base: Sequence[float], *, group
     if labels is not None and n_groups < n and n_groups < MIN_GROUPS_FOR_GROUP_BOOTSTRAP:
         note = (f"{n_groups} groups are too few to resample whole groups (at least "
                 f"{MIN_GROUPS_FOR_GROUP_BOOTSTRAP}); the items were resampled, which ignores that items of a group "
-                "go together")
+                "go together: the interval may be too narrow")
         codes, n_groups_used = np.arange(n), n
     else:
         n_groups_used = n_groups
@@ -81,7 +101,7 @@ def paired_mean_difference(new: Sequence[float], base: Sequence[float], *, group
         w = _resample_weights(rng, n_groups_used, rows).astype(float)
         reps.append((w @ sums) / (w @ counts))
     replicates = np.concatenate(reps)
-    tail = (1 - confidence) / 2 * 100
+    tail = expanded_tail(confidence, n_groups_used) * 100
     low, high = np.percentile(replicates, [tail, 100 - tail])
     resampled = "groups" if n_groups_used < n else "items"
     return PairedDifference(float(d.mean()), float(low), float(high), n, n_groups, resampled, note)
