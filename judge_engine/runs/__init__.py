@@ -27,7 +27,8 @@ Modules, one job each:
   comparable with it (:func:`runs_on_same_split`).
 - :mod:`.estimates`: LLM calls (:func:`estimate`) and wall time (:func:`estimate_duration`) before a run starts,
   a run with its baselines (:func:`estimate_look`), and the quick first look that fits the backend
-  (:func:`quick_look`).
+  (:func:`quick_look`); :mod:`.cost`: the tokens and dollars expected before the start (:func:`.cost.expected`,
+  kept with the run by :func:`create_run`) and what a run cost against them (:func:`.cost.against`).
 """
 
 from .estimates import (EMBEDDED_SECONDS_PER_CALL, EMBEDDED_SECONDS_PER_COUNTED_CALL, MIN_CALLS_FOR_TIMING,
