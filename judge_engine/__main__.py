@@ -104,7 +104,7 @@ def prices(args: argparse.Namespace) -> dict[str, float]:
     """``--price-prompt`` and ``--price-completion`` as ``LLMConfig`` fields; the ones not given are left out."""
     given = {"price_prompt_per_1k": args.price_prompt, "price_completion_per_1k": args.price_completion}
     for field, value in given.items():
-        if value is not None and not value >= 0:  # also refuses nan
+        if value is not None and not 0 <= value < float("inf"):  # also refuses nan
             option = "--price-prompt" if field.startswith("price_prompt") else "--price-completion"
             raise ValueError(f"{option} is dollars per 1,000 tokens, 0 or more, not {value}")
     return {field: value for field, value in given.items() if value is not None}

@@ -77,7 +77,8 @@ def test_a_second_run_expects_the_tokens_per_request_the_first_one_sent(db, caps
     assert "earlier requests of this method" in estimate.basis
 
 
-@pytest.mark.parametrize("option, value", [("--price-prompt", "-1"), ("--price-completion", "nan")])
+@pytest.mark.parametrize("option, value", [("--price-prompt", "-1"), ("--price-completion", "nan"),
+                                           ("--price-prompt", "inf")])
 def test_a_price_below_zero_or_not_a_number_is_refused_in_one_line(db, capsys, option, value):
     code, _, err = _run(capsys, *COMMON, "--db", db, option, value)
     assert code == 2 and err.strip() == f"error: {option} is dollars per 1,000 tokens, 0 or more, not {float(value)}"
