@@ -96,6 +96,7 @@ no English quality word.
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from collections import Counter
@@ -105,7 +106,8 @@ from typing import Iterable, Sequence
 
 from .rubric_words import (CHECK_VERBS, COMMON_WORDS, FIELD_WORDS, FIRST_PERSON, FRAME_WORDS, OUTPUT_NOUNS,  # noqa: F401
                            PRAISE_WORDS, QUALITY_WORDS, RATERS, SCORING_WORDS, STOP_WORDS, TASK_WORDS, TEMPLATE_WORDS,
-                           VAGUE_WORDS, ENGLISH_MARKERS, HTML_TAGS, RATING_WORDS, beyond, covered, known, related)
+                           VAGUE_WORDS, ENGLISH_MARKERS, HTML_TAGS, RATING_WORDS, MIN_SHARED, beyond, covered, known,
+                           related)
 
 KINDS = ("hypothesis", "criterion", "task_description", "explanation", "auxiliary")
 
@@ -418,16 +420,16 @@ def restates_aspect(text: str, topics: Sequence[str]) -> RubricFlag | None:
     return RubricFlag("restates_aspect", f"names nothing beyond {what}")
 
 
-def _vocabulary_flags(text: str, words: Sequence[str], kind: str) -> tuple[RubricFlag, ...]:
+def _vocabulary_flags(text: str, words: Sequence[str], kind: str, output: str = "") -> tuple[RubricFlag, ...]:
     """The flags of a single entry: ``reports_score`` in any language, the vocabulary flags on English text
     only."""
     reported = reported_score(text, kind)
     if kind not in ("hypothesis", "criterion", "task_description") or not is_english(words):
         return (reported,) if reported else ()
-    return _english_flags(text, words, kind) + ((reported,) if reported else ())
+    return _english_flags(text, words, kind, output) + ((reported,) if reported else ())
 
 
-def _english_flags(text: str, words: Sequence[str], kind: str) -> tuple[RubricFlag, ...]:
+def _english_flags(text: str, words: Sequence[str], kind: str, output: str = "") -> tuple[RubricFlag, ...]:
     vocabulary = set(words)
     flags = []
     if kind == "task_description":
@@ -442,17 +444,41 @@ def _english_flags(text: str, words: Sequence[str], kind: str) -> tuple[RubricFl
         flags.append(RubricFlag("meta", "talks about a hypothesis instead of stating one"))
     # a sentence about raters that names the judged text and a quality of it says what they check; "rated
     # the summaries" alone does not
-    judged = OUTPUT_NOUNS & vocabulary and (QUALITY_WORDS - RATING_WORDS) & vocabulary
+    own = output_words(output)
+    judged = any(_is_output_noun(w, own) for w in vocabulary) and (QUALITY_WORDS - RATING_WORDS) & vocabulary
     if RATERS & vocabulary and not (judged or CHECK_VERBS & vocabulary):
         flags.append(RubricFlag("about_raters", "describes the raters, not a quality of the judged text"))
-    if not vocabulary & QUALITY_WORDS:
+    if not any(map(quality_word, vocabulary)):
         flags.append(RubricFlag("no_quality", "names no quality, judgement or score"))
     return tuple(flags)
 
 
+_NAMING_QUALITY = QUALITY_WORDS - PRAISE_WORDS - FRAME_WORDS
+
+
+@lru_cache(maxsize=16384)
+def quality_word(word: str, *, beyond_praise: bool = False) -> bool:
+    """Whether ``word`` is a word of :data:`QUALITY_WORDS` or an inflection of one (``related``).
+
+    The list holds no dataset's aspect names (issue 50); "consistency" or "naturalness" is known by
+    "consistent" or "natural". Stricter than ``related``: the shorter word leaves at most one letter, so
+    "information" is not "informative". ``beyond_praise``: praise and frame words ("good", "should") do not
+    count.
+    """
+    words = _NAMING_QUALITY if beyond_praise else QUALITY_WORDS
+    if word in words:
+        return True
+    return len(word) >= MIN_SHARED and any(_inflects(word, w) for w in words)
+
+
+def _inflects(a: str, b: str) -> bool:
+    shared = len(os.path.commonprefix([a, b]))
+    return shared >= MIN_SHARED and min(len(a), len(b)) - shared <= 1
+
+
 def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
                 topics: Sequence[str] = (), min_words: int = 3, max_chars: int = MAX_ENTRY_CHARS, max_copied: float = MAX_COPIED,
-                max_similarity: float = 0.8, max_repeats: int = 3) -> RubricCheck:
+                max_similarity: float = 0.8, max_repeats: int = 3, output: str = "") -> RubricCheck:
     """Check one generated entry: the refusing rules (first broken rule wins), then the flags.
 
     Parameters
@@ -470,6 +496,10 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
         What is judged (the output's label, the aspect's name and
         definition): an entry that names a content word of them is not
         flagged ``no_quality``.
+    output : str
+        The judged text's own name, as the dataset or person gives it
+        ("Summary"): a name of the judged text, not a property of it
+        (:func:`output_words`). The word lists hold no dataset's.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
@@ -479,7 +509,7 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
                      max_repeats=max_repeats)
     if refused:
         return refused
-    check = RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind))
+    check = RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind, output))
     if kind in ("hypothesis", "criterion"):
         check = check.flagged(*filter(None, [restates_aspect(text, topics)]))
     return lift_for_topic(check, text, topics)
@@ -498,14 +528,29 @@ def check_entries(texts: Sequence[str], *, kind: str, shown: Sequence[str] = (),
     return out
 
 
-def content_words(text: str) -> set[str]:
-    """The words of ``text`` that name something: no function word, no name of the judged text. Compare them
-    with :func:`judge_engine.rubric_words.covered` and :func:`~judge_engine.rubric_words.beyond`, which join
+def output_words(output: str) -> frozenset[str]:
+    """The words of the judged text's own name as the dataset or the person gives it ("Summary", "Antwort").
+
+    The word lists hold no dataset's name for its outputs (:data:`OUTPUT_NOUNS` is generic: answer, reply,
+    text, output); a run's own label joins them here, its inflections by :func:`~judge_engine.rubric_words.related`.
+    """
+    return frozenset(w for w in _words(output or "") if w not in STOP_WORDS and (len(w) > 2 or IDEOGRAPH.fullmatch(w)))
+
+
+def _is_output_noun(word: str, own: frozenset[str]) -> bool:
+    return word in OUTPUT_NOUNS or bool(own) and known(word, own)
+
+
+def content_words(text: str, output: str = "") -> set[str]:
+    """The words of ``text`` that name something: no function word, no name of the judged text (the generic
+    :data:`OUTPUT_NOUNS` and ``output``, the run's own label: :func:`output_words`). Compare them with
+    :func:`judge_engine.rubric_words.covered` and :func:`~judge_engine.rubric_words.beyond`, which join
     inflections of one word.
 
     Numbers count ("at most 50 words" says more than "at most 20 words").
     """
-    return {w for w in _words(text) if w not in STOP_WORDS and w not in OUTPUT_NOUNS
+    own = output_words(output)
+    return {w for w in _words(text) if w not in STOP_WORDS and not _is_output_noun(w, own)
             and (len(w) > 1 or w.isdigit() or IDEOGRAPH.fullmatch(w))}
 
 
@@ -514,8 +559,9 @@ def name_key(name: str) -> str:
     return " ".join(_words(name)) or name.strip().lower()
 
 
-def _name_words(name: str) -> set[str]:
-    return {w for w in _words(name) if w not in STOP_WORDS and w not in OUTPUT_NOUNS and not w.isdigit()
+def _name_words(name: str, output: str = "") -> set[str]:
+    own = output_words(output)
+    return {w for w in _words(name) if w not in STOP_WORDS and not _is_output_noun(w, own) and not w.isdigit()
             and (len(w) > 1 or IDEOGRAPH.fullmatch(w))}
 
 
@@ -525,15 +571,16 @@ def named_nothing(name: str) -> bool:
     return not any((len(w) > 1 or IDEOGRAPH.fullmatch(w)) and not w.isdigit() for w in _words(name))
 
 
-def template_name(name: str) -> bool:
+def template_name(name: str, output: str = "") -> bool:
     """Whether a criterion's name is made of English template and function words only ("Criterion 2", "The
-    answer", "Examples"): a flag, since the list is one language's (a German "Beispiele" is not in it)."""
-    return not named_nothing(name) and not _name_words(name) - TEMPLATE_WORDS
+    answer", "Examples"; ``output``, the judged text's own name, counts as one): a flag, since the list is one
+    language's (a German "Beispiele" is not in it)."""
+    return not named_nothing(name) and not _name_words(name, output) - TEMPLATE_WORDS
 
 
-def field_name(name: str) -> bool:
+def field_name(name: str, output: str = "") -> bool:
     """Whether a criterion's name is made of the prompt's field and template words only ("Human score")."""
-    named = _name_words(name) - TEMPLATE_WORDS
+    named = _name_words(name, output) - TEMPLATE_WORDS
     return bool(named) and named <= FIELD_WORDS
 
 
@@ -547,7 +594,8 @@ def lift_for_topic(check: RubricCheck, text: str, topics: Sequence[str]) -> Rubr
 
 
 def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), accepted: Sequence[str] = (),
-                    parent: Sequence[str] = (), topics: Sequence[str] = (), **limits: float) -> RubricCheck:
+                    parent: Sequence[str] = (), topics: Sequence[str] = (), output: str | None = None,
+                    **limits: float) -> RubricCheck:
     """Check a named criterion ("name: definition", as one text) with the rules of a name and a parent.
 
     The text is ``"{name}: {definition}"`` (the definition defaults to the
@@ -558,11 +606,14 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
     add a word to ``parent`` (its parent's name and definition;
     ``restates_parent``). A name of field words and a reported score are
     flags. ``no_quality`` is lifted when the text names a content word of
-    ``topics`` (the aspect, the judged output's label).
+    ``topics`` (the aspect, the judged output's label). ``output``: the
+    judged text's own name (:func:`check_entry`); by default the first of
+    ``topics``, where every method puts the judged output's label.
     """
+    output = (topics[0] if topics else "") if output is None else output
     definition = (definition or "").strip() or name
     text = f"{name}: {definition}"
-    check = check_entry(text, kind="criterion", shown=shown, accepted=accepted, **limits)
+    check = check_entry(text, kind="criterion", shown=shown, accepted=accepted, output=output, **limits)
     if not check.ok:
         return check
     if named_nothing(name):
@@ -570,8 +621,8 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
     slot = template_slot(name)
     if slot:
         return _refuse(text, "placeholder", f"the name is a template slot: {slot[:40]!r}")
-    said = beyond(content_words(definition), PRAISE_WORDS)
-    if covered(said, content_words(name)):
+    said = beyond(content_words(definition, output), PRAISE_WORDS)
+    if covered(said, content_words(name, output)):
         return _refuse(text, "circular", "the definition only repeats the name")
     if len(_words(definition)) >= 5:
         share = copied_share(definition, shown)
@@ -579,17 +630,17 @@ def check_criterion(name: str, definition: str, *, shown: Sequence[str] = (), ac
             return _refuse(text, "copied_definition",
                            f"{share:.0%} of its definition is copied from a text the prompt showed")
     if parent:
-        parent_words = set().union(*(content_words(p) for p in parent))
+        parent_words = set().union(*(content_words(p, output) for p in parent))
         # a child named after its parent with a new definition of the same quality would hold the parent twice
-        if covered(beyond(content_words(name), PRAISE_WORDS), content_words(parent[0])):
+        if covered(beyond(content_words(name, output), PRAISE_WORDS), content_words(parent[0], output)):
             return _refuse(text, "restates_parent", f"its name adds nothing to its parent's, {parent[0][:40]!r}")
-        if covered(beyond(content_words(text), PRAISE_WORDS), parent_words):
+        if covered(beyond(content_words(text, output), PRAISE_WORDS), parent_words):
             return _refuse(text, "restates_parent",
                            f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
     extra = []
-    if field_name(name):
+    if field_name(name, output):
         extra.append(RubricFlag("field_name", f"named after a field of the prompt ({name.strip()[:40]!r})"))
-    if template_name(name):
+    if template_name(name, output):
         extra.append(RubricFlag("template_name", f"the name {name.strip()[:40]!r} is made of template words only"))
     extra += filter(None, [restates_aspect(text, topics)])
     return lift_for_topic(check.without("restates_aspect").flagged(*extra), definition, topics)
@@ -655,7 +706,8 @@ def statement_name(statement: str, opener: str, *, max_words: int = 6) -> str:
 
 
 def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), accepted: Sequence[str] = (),
-                    parent: Sequence[str] = (), topics: Sequence[str] = (), **limits: float) -> RubricCheck:
+                    parent: Sequence[str] = (), topics: Sequence[str] = (), output: str | None = None,
+                    **limits: float) -> RubricCheck:
     """Check a criterion written as a sentence that starts with ``opener`` ("A good summary has ...").
 
     The sentence is checked by :func:`check_entry` as a ``criterion``; then
@@ -665,20 +717,23 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
     word to ``parent`` (``restates_parent``). The flags are decided on the
     body, where the opener's "good" and the frame's "should" name no
     quality: ``no_quality`` (lifted when the body names a content word of
-    ``topics``), ``reports_score`` and ``about_scoring``.
+    ``topics``), ``reports_score`` and ``about_scoring``. ``output``: the
+    judged text's own name (:func:`check_entry`); by default the first of
+    ``topics``, where every method puts the judged output's label.
     """
+    output = (topics[0] if topics else "") if output is None else output
     body = statement_body(statement, opener)
-    check = check_entry(statement, kind="criterion", shown=shown, accepted=accepted, **limits)
+    check = check_entry(statement, kind="criterion", shown=shown, accepted=accepted, output=output, **limits)
     if not check.ok:
         return check
-    said = beyond({w for w in content_words(body) if not w.isdigit()}, PRAISE_WORDS, VAGUE_WORDS)
+    said = beyond({w for w in content_words(body, output) if not w.isdigit()}, PRAISE_WORDS, VAGUE_WORDS)
     if not said:
         return _refuse(statement, "empty", "says nothing but praise")
     if len(_words(body)) >= 5:
         share = copied_share(body, shown)
         if share >= limits.get("max_copied", MAX_COPIED):
             return _refuse(statement, "copy", f"{share:.0%} of it is copied from a text the prompt showed")
-    if parent and covered(said, set().union(*(content_words(p) for p in parent))):
+    if parent and covered(said, set().union(*(content_words(p, output) for p in parent))):
         return _refuse(statement, "restates_parent",
                        f"adds nothing to its parent {parent[0][:40]!r}: only its words and praise")
     words = _words(body)
@@ -689,7 +744,8 @@ def check_statement(statement: str, *, opener: str, shown: Sequence[str] = (), a
         if scoring:
             flags.append(RubricFlag("about_scoring", f"talks about the scoring ({', '.join(scoring)}), not about "
                                                      "the judged text"))
-        facet = " ".join(w for w in words if w not in OUTPUT_NOUNS)
-        if not set(words) & (QUALITY_WORDS - PRAISE_WORDS - FRAME_WORDS) and not shares_topic(facet, topics):
+        own = output_words(output)
+        facet = " ".join(w for w in words if not _is_output_noun(w, own))
+        if not any(quality_word(w, beyond_praise=True) for w in words) and not shares_topic(facet, topics):
             flags.append(RubricFlag("no_quality", "names no quality, judgement or score"))
     return RubricCheck(statement, True, flags=tuple(flags))

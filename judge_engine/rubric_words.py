@@ -13,26 +13,24 @@ from __future__ import annotations
 from typing import Iterable
 
 QUALITY_WORDS = frozenset("""
-accurate accuracy adequate appropriate appropriately bad badly better best clarity clear clearly coherent coherence
-complete completeness concise conciseness consistent consistency correct correctly coverage creative creativity
-detail detailed effective effectively engaging engagement engaged error errors factual factuality faithful
-faithfulness fluent fluently fluency good grammatical grammar grammaticality helpful high higher informative
-informativeness interesting irrelevant logical logically low lower natural naturalness poor poorly precise quality
-readable readability redundancy redundant relevance relevant repetitive score scores scored should specific
-specificity strong understandable understandability vague weak well worse worst must avoid avoids lacks lack
-missing contradict contradicts contradicted contradicting contradictory contradiction mistakes flow organized
-organised structure structured original surprise surprising empathy empathetic empathic polite politeness brevity
-brief padding verbose verbosity wordy groundedness grounded hallucination hallucinated plausible plausibility
-diversity humor humour humorous engagingness style tone spelling punctuation cohesion cohesive novelty novel overall
-usefulness useful harmless safe safety persuasive complexity complex enjoy enjoyable enjoyment thorough
-comprehensive insightful robust efficient efficiently sufficient insufficient valid accurately successfully
-properly adequately carefully thoroughly rating rated
+accurate accuracy adequate appropriate appropriately bad badly better best clarity clear clearly coherent complete
+completeness concise conciseness consistent correct correctly coverage creative creativity detail detailed
+effective effectively engaging engaged error errors factual factuality faithful faithfulness fluent fluently good
+grammatical grammaticality helpful high higher informative interesting irrelevant logical logically low lower
+natural poor poorly precise quality readable readability redundancy redundant repetitive score scores scored should
+specific specificity strong understandable vague weak well worse worst must avoid avoids lacks lack missing
+contradict contradicts contradicted contradicting contradictory contradiction mistakes flow organized organised
+structure structured original surprising empathetic empathic polite politeness brevity brief padding verbose
+verbosity wordy grounded hallucination hallucinated plausible plausibility diversity humor humour humorous style
+tone spelling punctuation cohesion novelty novel usefulness useful harmless safe safety persuasive complex
+enjoyable enjoyment thorough comprehensive insightful robust efficient efficiently sufficient insufficient valid
+accurately successfully properly adequately carefully thoroughly rating rated
 """.split())
 """English words that name a quality, a judgement or a score (the ``no_quality`` flag only)."""
 
 TASK_WORDS = frozenset("""
 evaluate evaluation evaluating evaluator rate rating rated judge judging assess assessing assessment score scoring
-task quality criteria criterion response responses reply output outputs generated generation text texts
+task quality criteria criterion reply output outputs generated generation text texts
 """.split())
 """English words a task description uses when it describes the evaluation (the ``no_quality`` flag only)."""
 
@@ -45,8 +43,7 @@ each every any all some other another into onto over under about above below bet
 """English function words: they name nothing, and their share tells English text from other languages."""
 
 OUTPUT_NOUNS = frozenset("""
-response responses answer answers reply replies summary summaries text texts output outputs utterance utterances
-story stories generation sentence sentences passage
+answer answers reply replies text texts output outputs generation sentence sentences passage
 """.split())
 """What a judged text is called: a criterion named only by it names no property."""
 
@@ -65,8 +62,8 @@ qualities quality description descriptions hypothesis hypotheses
 
 PRAISE_WORDS = frozenset("""
 good bad great excellent high higher highest low lower lowest well better worse best worst quality qualities score
-scores scored scoring rating rated overall poor poorly strong weak level degree general generally measure measures
-judged evaluate evaluated evaluation
+scores scored scoring rating rated poor poorly strong weak level degree general generally measure measures judged
+evaluate evaluated evaluation
 """.split())
 """Words that grade without saying what is graded."""
 

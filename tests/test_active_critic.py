@@ -687,3 +687,37 @@ def test_the_paper_form_reads_the_papers_own_reply_shape_from_a_backend_without_
     assert len(asked) == 2 and all("Start each sentence" not in prompt and "a name of a few words" in prompt
                                    for prompt, _ in asked)
     assert "- Coverage: Keeps the main points." in asked[1][0], "the refine prompt lists name: definition"
+
+
+def test_criteria_a_reply_gave_that_reading_leaves_out_are_recorded_with_their_reasons(store, data):
+    # issue 50 item 4: the placeholder filter, a prompt label and a repeated name no longer drop silently
+    samples, aspect, _ = data
+    batches = [_examples(samples[:5], aspect), _examples(samples[5:10], aspect)]
+    init = json.dumps({"criteria": [
+        {"name": "Criterion name", "definition": "One-sentence definition"},
+        {"name": "Score", "definition": "The score given to the response."},
+        {"name": "Coverage", "definition": "Keeps the main points."},
+        {"name": "coverage", "definition": "Keeps every point."},
+        {"name": "Accuracy", "definition": "States only what the source says."},
+        {"name": "Fluency", "definition": "Reads naturally."},
+        {"name": "Conciseness", "definition": "No padding."}, 7],
+        "observations": "short is good"})
+    llm, _ = llm_with(store, scripted(init=init, criteria_observe="COMPLETE"), concurrency=1)
+    defined = ac.define_criteria(batches, ac.extract_task_description(DESCRIPTION), llm=llm,
+                                 params=GenerationParams(), source_chars=2000, complete_streak=1, opener="")
+    assert "Criterion name" not in defined.criteria and "Score" not in defined.criteria
+    left_out = {(r["name"], r["rule"], r["stage"]) for r in defined.refused}
+    assert {("Criterion name", "placeholder", "criteria init"), ("Score", "field_name", "criteria init"),
+            ("coverage", "near_duplicate", "criteria init"), ("7", "not_text", "criteria init")} <= left_out
+    assert all(r["reason"] and r["ok"] is False and r["text"] for r in defined.refused)
+
+
+def test_statements_that_are_no_criterion_are_recorded_not_dropped():
+    opener = "A good summary"
+    dropped = []
+    got = ac.statement_criteria(["A good summary keeps the main points of the article.", "Nice.", 3,
+                                 "A good summary keeps the main points of the article."], opener, dropped=dropped)
+    assert list(got.values()) == ["A good summary keeps the main points of the article."]
+    assert [(d["text"], d["rule"]) for d in dropped] == [
+        ("Nice.", "not_text"), ("3", "not_text"),
+        ("A good summary keeps the main points of the article.", "near_duplicate")]

@@ -106,7 +106,7 @@ def test_pool_statements_are_what_hypoeval_asks_for_and_pass_its_checks():
         assert not refused, refused[:2]
         # without a schema (a server that honours none) the same statements come as a numbered list
         free = backend.generate([{"role": "user", "content": prompt}], GenerationParams()).text
-        assert he.read_statements(free, 5, OPENER) == (statements, "text")
+        assert he.read_statements(free, 5, OPENER)[:2] == (statements, "text")
 
 
 def test_every_strategy_prompt_is_recognised():

@@ -663,12 +663,12 @@ def test_read_hypotheses_json_first_then_fallbacks():
     good = "A summary scores high when each sentence follows from the one before."
     # read as JSON; an item of fewer than MIN_HYPOTHESIS_WORDS words is read, and refused by the checks with a
     # reason the run keeps (issue 50: nothing is dropped silently)
-    assert he.read_hypotheses(json.dumps({"hypotheses": [good, "Flow matters a great deal."]}), 5) == (
+    assert he.read_hypotheses(json.dumps({"hypotheses": [good, "Flow matters a great deal."]}), 5)[:2] == (
         [good, "Flow matters a great deal."], "json")
     too_long = good + " x" * 800  # breaks maxLength (the checks' 1,500 characters): read leniently, as the fallback
-    got, source = he.read_hypotheses(json.dumps({"hypotheses": [too_long]}), 5)
+    got, source, _ = he.read_hypotheses(json.dumps({"hypotheses": [too_long]}), 5)
     assert source == "text" and got and got[0].startswith("A summary")
-    assert he.read_hypotheses(f"hypothesis1. {good}", 5) == ([good], "text")
+    assert he.read_hypotheses(f"hypothesis1. {good}", 5)[:2] == ([good], "text")
     # the prompt's placeholder copied back is read, and the checks refuse it as a template slot
     example = "A summary scores high on coherence when ..., and low when ..."
     assert he.read_hypotheses(json.dumps({"hypotheses": [example]}), 5).items == [example]
@@ -902,8 +902,8 @@ def test_generated_hypotheses_that_copy_a_judged_text_or_repeat_another_are_reje
     judge = get_method("hypoeval", {"n_init_hypotheses": 5}).fit(
         tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     rules = {r["text"]: r["rule"] for r in judge.state["rejected"]}
-    # "ok" does not start with the opener: not a statement, never reaches the checks
-    assert rules[near] == "near_duplicate" and "ok" not in rules
+    # "ok" does not start with the opener: not a statement, never reaches the checks, but is recorded (issue 50)
+    assert rules[near] == "near_duplicate" and rules["ok"] == "not_text"
     assert GOOD.format(n=0) not in rules and BAD.format(n=1) not in rules
     # a sentence about the sources that names no quality is too short a copy to refuse: used, with its flag
     assert [x["rule"] for f in judge.state["flagged"] if f["text"] == copy for x in f["flags"]] == ["no_quality"]
@@ -977,17 +977,20 @@ def test_statements_are_read_as_json_or_from_free_text_lines_and_older_shapes_st
     clear = "A good summary is clear and easy to follow."
     order = "A good summary puts its points in the order of the article."
     schema_reply = json.dumps({"hypotheses": [clear, order]})
-    assert _read_reply(schema_reply, 3, OPENER) == ([clear, order], "json", "statement")
+    assert _read_reply(schema_reply, 3, OPENER)[:3] == ([clear, order], "json", "statement")
     # a server without constrained decoding: capitals break the pattern, numbered lines, running text
     loose = json.dumps({"hypotheses": ["A good summary Is Clear", "The summary is short."]})
-    assert _read_reply(loose, 3, OPENER) == (["A good summary Is Clear."], "text", "statement")
+    assert _read_reply(loose, 3, OPENER)[:3] == (["A good summary Is Clear."], "text", "statement")
+    # the item that is no statement is left out with its reason, not silently (issue 50)
+    assert [(d["text"], d["rule"]) for d in _read_reply(loose, 3, OPENER).dropped] == [
+        ("The summary is short.", "not_text")]
     lines = f"Here you go:\n1. {clear}\n2. a good summary puts its points in the order of the article"
-    assert _read_reply(lines, 3, OPENER) == ([clear, order], "text", "statement")
+    assert _read_reply(lines, 3, OPENER)[:3] == ([clear, order], "text", "statement")
     # no statement: today's parsers, whole hypotheses
     legacy = "A summary scores high when each sentence follows from the one before."
-    assert _read_reply(legacy_reply([legacy]), 3, OPENER) == ([legacy], "json", "hypothesis")
-    assert _read_reply(f"hypothesis1. {legacy}", 3, OPENER) == ([legacy], "text", "hypothesis")
-    assert _read_reply("I cannot help with that.", 3, OPENER) == ([], "unread", "hypothesis")
+    assert _read_reply(legacy_reply([legacy]), 3, OPENER)[:3] == ([legacy], "json", "hypothesis")
+    assert _read_reply(f"hypothesis1. {legacy}", 3, OPENER)[:3] == ([legacy], "text", "hypothesis")
+    assert _read_reply("I cannot help with that.", 3, OPENER)[:3] == ([], "unread", "hypothesis")
 
 
 def _ctx(aspect, task):
@@ -1172,3 +1175,47 @@ def test_an_empty_bank_in_the_papers_form_suggests_the_sentence_form_for_a_small
     with pytest.raises(ValueError, match="criteria_form='sentence'"):
         get_method("hypoeval", {"n_init_hypotheses": 2}).fit(tiny_dataset.samples[:8], tiny_dataset.aspects[0],
                                                             FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+
+
+def test_reading_leaves_out_items_beyond_the_limit_and_non_text_items_with_their_reasons():
+    texts = [GOOD.format(n=i) for i in range(7)]
+    got = he.read_hypotheses(json.dumps({"hypotheses": [texts[0], 42, ["a", "list"], *texts[1:]]}), 5)
+    assert got.items == texts[:5]
+    assert [(d["text"], d["rule"]) for d in got.dropped] == [
+        ("42", "not_text"), ('["a", "list"]', "not_text"), (texts[5], "beyond_limit"), (texts[6], "beyond_limit")]
+    assert got.dropped[2]["reason"] == "item 6 of 7: 5 were asked for, the first 5 are used"
+    assert all(d["ok"] is False for d in got.dropped)
+    # a megabyte item is kept in part, never stored whole again
+    huge = he.read_hypotheses(json.dumps({"hypotheses": [texts[0], {"x": "y" * 1_000_000}]}), 5).dropped
+    assert len(huge) == 1 and len(huge[0]["text"]) < 2_100 and huge[0]["text"].endswith("[cut]")
+
+
+def test_every_item_a_generation_reply_gave_is_used_checked_or_in_rejected_and_counted_in_the_summary(
+        store, tiny_dataset):
+    # issue 50 item 4: a reply with more statements than asked for, a number among them, and a sampled draw
+    texts = [GOOD.format(n=i) for i in range(5)]
+    reply = json.dumps({"hypotheses": [*texts, 7]})
+    llm, _ = fake_llm(scripted(tiny_dataset, generate=lambda p: reply), store=store, concurrency=1)
+    judge = get_method("hypoeval", {"n_init_hypotheses": 3, "n_refine": 0}).fit(
+        tiny_dataset.samples[:8], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+    initial = [r for r in judge.state["rejected"] if r["stage"].startswith("initial")]
+    assert sorted((r["text"], r["rule"]) for r in initial) == sorted(
+        [(texts[3], "beyond_limit"), (texts[4], "beyond_limit"), ("7", "not_text")])
+    bank = {e["text"] for e in judge.state["bank"]}
+    assert set(texts[:3]) <= bank and not bank & {texts[3], texts[4]}
+    from judge_engine.llm.client import LedgerTotals
+    from judge_engine.runs.summary import run_warnings
+
+    warned = {w.code: w for w in run_warnings([], ledger=LedgerTotals(), judge=judge)}
+    assert warned["rubric_rejected"].count == len(judge.state["rejected"]) >= 3
+    assert "beyond limit" in warned["rubric_rejected"].message and "not text" in warned["rubric_rejected"].message
+
+
+def test_statements_read_after_the_request_is_full_are_recorded_as_not_needed(store, tiny_dataset):
+    ctx, _ = ctx_for(None, tiny_dataset)
+    texts = [GOOD.format(n=i) for i in range(4)]
+    kept, refused = he.check_statements(texts, ctx, stage="generation (second draw)", accepted=[], room=2)
+    assert kept == texts[:2]
+    assert [(r["text"], r["rule"], r["stage"]) for r in refused] == [
+        (t, "not_needed", "generation (second draw)") for t in texts[2:]]
+    assert all(r["name"] and r["reason"] for r in refused)

@@ -54,5 +54,5 @@ def test_a_hypothesis_as_long_as_the_schema_allows_is_read_and_not_refused_for_i
              "will receive a score of 5. ")
     long = (bands * 20)[:1400].rsplit(" ", 1)[0] + "."
     assert 1000 < len(long) <= MAX_ENTRY_CHARS
-    [read], _ = read_hypotheses('{"hypotheses": ["' + long + '"]}', 3)
+    [read], _, _ = read_hypotheses('{"hypotheses": ["' + long + '"]}', 3)
     assert read == long and check_entry(long, kind="hypothesis", max_repeats=10 ** 9).rule != "too_long"

@@ -135,9 +135,12 @@ def check(entry: LabelledEntry):
     from ..rubric_checks import check_criterion, check_entry
 
     parts = named_parts(entry.text) if entry.kind == "criterion" else None
+    output = entry.topics[0] if entry.topics else ""  # the judged text's label first, as a method passes them
     if parts:
-        return check_criterion(*parts, shown=entry.shown, accepted=entry.accepted, topics=entry.topics)
-    return check_entry(entry.text, kind=entry.kind, shown=entry.shown, accepted=entry.accepted, topics=entry.topics)
+        return check_criterion(*parts, shown=entry.shown, accepted=entry.accepted, topics=entry.topics,
+                               output=output)
+    return check_entry(entry.text, kind=entry.kind, shown=entry.shown, accepted=entry.accepted, topics=entry.topics,
+                       output=output)
 
 
 def tally(entries: Sequence[LabelledEntry]) -> Tally:

@@ -56,11 +56,13 @@ def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Seque
     """
     names = list(criteria)
     checks, accepted = [], []
+    output = topics[0] if topics else ""  # the judged text's own name comes first in the topics
     for n in names:  # each accepted criterion counts for the near-duplicate rule of the next ones
         if is_statement(criteria[n], opener):
-            check = check_statement(criteria[n], opener=opener, shown=shown, accepted=accepted, topics=topics)
+            check = check_statement(criteria[n], opener=opener, shown=shown, accepted=accepted, topics=topics,
+                                    output=output)
         else:
-            check = check_criterion(n, criteria[n], shown=shown, accepted=accepted, topics=topics)
+            check = check_criterion(n, criteria[n], shown=shown, accepted=accepted, topics=topics, output=output)
         accepted += [check.text] if check.ok else []
         checks.append(check)
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
@@ -90,7 +92,7 @@ STATEMENT_MIN_WORDS = 3
 
 
 def statement_criteria(statements: Sequence[Any], opener: str,
-                       taken: Sequence[str] = ()) -> dict[str, str]:
+                       taken: Sequence[str] = (), *, dropped: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """Criteria (name -> the statement itself) from statements that start with ``opener``.
 
     The name is :func:`judge_engine.rubric_checks.statement_name`. Names are
@@ -98,19 +100,28 @@ def statement_criteria(statements: Sequence[Any], opener: str,
     give the same short name, a longer one (up to 12 words, past the first
     comma) tells them apart, else a number is added; a statement said twice is kept once.
     Anything that does not start with the opener, or says fewer than
-    :data:`STATEMENT_MIN_WORDS` words after it, is not a criterion statement.
+    :data:`STATEMENT_MIN_WORDS` words after it, is not a criterion statement;
+    each such item, and a repeat, is appended to ``dropped`` with its reason
+    when a list is given (the free-text fallback passes none: its sentences
+    were never items).
     """
     out: dict[str, str] = {}
     used = {t.lower() for t in taken}
     seen: set[str] = set()
+    note = dropped.append if dropped is not None else (lambda _: None)
     for raw in statements:
         if not isinstance(raw, str):
+            note(_left_out(json.dumps(raw, ensure_ascii=False, default=str), "", "not_text",
+                           "an item of the criteria list that is no text"))
             continue
         text = " ".join(raw.split())
         if not is_statement(text, opener) or len(statement_body(text, opener).split()) < STATEMENT_MIN_WORDS:
+            note(_left_out(text, "", "not_text", f'not a sentence of at least {STATEMENT_MIN_WORDS} words after '
+                                                 f'"{opener}"'))
             continue
         text = text if text.endswith(".") else text + "."
         if text.lower() in seen:
+            note(_left_out(text, "", "near_duplicate", "said twice in the reply; kept once"))
             continue
         seen.add(text.lower())
         name = statement_name(text, opener)
@@ -131,17 +142,31 @@ PLACEHOLDER_CRITERIA = ("criterion name", "another criterion", "criterion a", "c
 """The shape examples of our criteria prompts: a reply that copies them has inferred nothing."""
 
 
-def _clean_criteria(obj: Any, opener: str = "") -> dict[str, str]:
+def _left_out(name: Any, definition: Any, rule: str, reason: str) -> dict[str, Any]:
+    """A criterion a reply gave that reading leaves out, in the shape of a refused one (``rejected``)."""
+    text = f"{name}: {definition}" if str(definition).strip() else str(name)
+    text = " ".join(text.split())
+    return {"text": text[:2_000] + (" [cut]" if len(text) > 2_000 else ""), "ok": False, "rule": rule,
+            "reason": reason, "name": " ".join(str(name).split())[:200]}
+
+
+def _clean_criteria(obj: Any, opener: str = "", dropped: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """``{name: definition}`` from a criteria object, a list of ``{"name", "definition"}`` items or a list of
     statements that start with ``opener`` (:func:`statement_criteria`).
 
-    Placeholder shapes copied from the prompt and prompt labels are dropped;
-    a repeated name keeps its first definition.
+    Placeholder shapes copied from the prompt and prompt labels are left out;
+    a repeated name keeps its first definition. Each item left out is
+    appended to ``dropped`` with its rule and reason (issue 50: the run keeps
+    it in ``rejected``, nothing is dropped silently).
     """
+    dropped = [] if dropped is None else dropped
     if isinstance(obj, list) and any(isinstance(item, str) for item in obj):
-        return statement_criteria(obj, opener)
+        return statement_criteria(obj, opener, dropped=dropped)
     if isinstance(obj, list):
         pairs = [(item.get("name", ""), item.get("definition", "")) for item in obj if isinstance(item, dict)]
+        dropped += [_left_out(json.dumps(item, ensure_ascii=False, default=str), "", "not_text",
+                              "an item of the criteria list that is no criterion object") for item in obj
+                    if not isinstance(item, dict)]
     elif isinstance(obj, dict):
         pairs = list(obj.items())
     else:
@@ -149,14 +174,25 @@ def _clean_criteria(obj: Any, opener: str = "") -> dict[str, str]:
     out: dict[str, str] = {}
     for name, definition in pairs:
         name = str(name).strip()
-        if (not name or name.lower() in PLACEHOLDER_CRITERIA or _key(name) in NOT_CRITERIA
-                or str(definition).strip().lower() in PLACEHOLDER_CRITERIA):
+        if not name:
+            dropped.append(_left_out(name, definition, "empty", "a criterion without a name"))
+            continue
+        if name.lower() in PLACEHOLDER_CRITERIA or str(definition).strip().lower() in PLACEHOLDER_CRITERIA:
+            dropped.append(_left_out(name, definition, "placeholder", "the criteria prompt's own example copied"))
+            continue
+        if _key(name) in NOT_CRITERIA:
+            dropped.append(_left_out(name, definition, "field_name",
+                                     f"{name!r} is a label of the prompt or reply, not a criterion"))
             continue
         if isinstance(definition, dict):
             definition = next((v for k, v in definition.items() if str(k).lower() in ("description", "definition")),
                               json.dumps(definition, ensure_ascii=False))
         if _key(name) not in {_key(k) for k in out}:
             out[name] = str(definition).strip()
+        else:
+            dropped.append(_left_out(name, definition, "near_duplicate",
+                                     "repeats the name of an earlier criterion of the reply; its first definition "
+                                     "is kept"))
     return out
 
 
@@ -215,14 +251,16 @@ def parse_criteria_lines(reply: str, *, plain_items: bool = False, opener: str =
     return out
 
 
-def parse_criteria_and_observations(reply: str, opener: str = "") -> tuple[dict[str, str], str]:
+def parse_criteria_and_observations(reply: str, opener: str = "", dropped: list[dict[str, Any]] | None = None
+                                    ) -> tuple[dict[str, str], str]:
     """Criteria and observations from an init or refine reply (the free-text fallback).
 
     Accepts ``{"criteria": ["<opener> ...", ...], "observations": "..."}`` that breaks the schema,
     ``{"criteria": [{"name", "definition"}, ...]}``, ``{"Criteria": {...}, "Observations": "..."}`` and a
     bare ``{name: definition}`` object; without a JSON object, statements that start with ``opener`` and
     ``Name: definition`` lines (:func:`parse_criteria_lines`; a JSON reply cut off by its token limit keeps
-    its finished statements). Returns ``({}, "")`` when none is found.
+    its finished statements). Returns ``({}, "")`` when none is found. Items of a JSON reply left out go to
+    ``dropped`` (:func:`_clean_criteria`).
     """
     obj = parse_json_object(reply or "")
     if not isinstance(obj, dict):
@@ -231,8 +269,8 @@ def parse_criteria_and_observations(reply: str, opener: str = "") -> tuple[dict[
     observations = obj.get(keys.get("observations", ""), "") if "observations" in keys else ""
     for key in ("criteria", "qualities"):
         if key in keys:
-            return _clean_criteria(obj[keys[key]], opener), str(observations or "")
-    return (_clean_criteria({k: v for k, v in obj.items() if str(k).lower() != "observations"}, opener),
+            return _clean_criteria(obj[keys[key]], opener, dropped), str(observations or "")
+    return (_clean_criteria({k: v for k, v in obj.items() if str(k).lower() != "observations"}, opener, dropped),
             str(observations or ""))
 
 
@@ -291,29 +329,31 @@ CRITERIA_REFUSED_RETRY = ('Only {usable} of the {proposed} criteria you gave can
 "sentences" in the sentence form, "criteria" in the paper's)."""
 
 
-def read_qualities(reply: str, opener: str) -> dict[str, str]:
+def read_qualities(reply: str, opener: str, dropped: list[dict[str, Any]] | None = None) -> dict[str, str]:
     """Criteria (name -> statement or definition) from a :func:`qualities_schema` reply; without that JSON, the
     criteria the free-text parsers find in the reply (:func:`parse_criteria_and_observations`: a server without
     structured output, a reply cut off)."""
     reading = structured.read_json(reply, qualities_schema(opener))
     if reading.ok:
-        return _clean_criteria(reading.value["qualities"], opener)
-    return parse_criteria_and_observations(reply, opener)[0]
+        return _clean_criteria(reading.value["qualities"], opener, dropped)
+    return parse_criteria_and_observations(reply, opener, dropped)[0]
 
 
-def read_criteria(reply: str, schema: dict[str, Any], opener: str = "") -> tuple[dict[str, str], str, str]:
+def read_criteria(reply: str, schema: dict[str, Any], opener: str = "", dropped: list[dict[str, Any]] | None = None
+                  ) -> tuple[dict[str, str], str, str]:
     """A criteria reply -> (criteria, observations, read): the schema's JSON first, then the free-text parsers.
 
     ``read`` is ``json`` (the reply satisfied the schema), ``text`` (the
     fallback parsers found criteria: statements anywhere in the reply, a
     JSON object of another shape, ``Name: definition`` lines) or
-    ``missing``. Placeholder names copied from the prompt are dropped.
+    ``missing``. Placeholder names copied from the prompt are left out, and appended to ``dropped`` with their
+    reasons.
     """
     reading = structured.read_json(reply, schema)
     if reading.ok:
-        return (_clean_criteria(reading.value["criteria"], opener), str(reading.value.get("observations", "")),
-                "json")
-    criteria, observations = parse_criteria_and_observations(reply, opener)
+        return (_clean_criteria(reading.value["criteria"], opener, dropped),
+                str(reading.value.get("observations", "")), "json")
+    criteria, observations = parse_criteria_and_observations(reply, opener, dropped)
     return criteria, observations, ("text" if criteria else "missing")
 
 
@@ -345,6 +385,8 @@ class CriteriaReply:
     """Whether the follow-up turn was asked."""
     read: str
     """How it was read: ``json``, ``text``, ``qualities``, ``list`` or ``missing``; pooled: joined by ``+``."""
+    dropped: tuple[dict[str, Any], ...] = ()
+    """Items of its replies that reading left out (a placeholder, a prompt label, a repeat), with the reasons."""
 
 
 @dataclass(frozen=True)
@@ -357,7 +399,8 @@ class DefinedCriteria:
     """Replies that gave no usable criteria even after their retry (the previous set was kept)."""
     refused: tuple[dict[str, Any], ...] = ()
     """Criteria of refinements the rubric checks refused, each with its rule, reason and stage: a refinement
-    that did not replace the criteria, or was replaced by a later one, is recorded here, not dropped."""
+    that did not replace the criteria, or was replaced by a later one, is recorded here, not dropped; and the
+    items of any reply that reading left out (:func:`_clean_criteria`)."""
 
 
 def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: dict[str, Any] | None = None,
@@ -395,7 +438,8 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
     count = (lambda c: len(usable(c))) if usable else len
     messages = [{"role": "user", "content": prompt}]
     reply = llm.complete(messages, params).text
-    criteria, observations, read = read_criteria(reply, schema, opener)
+    dropped: list[dict[str, Any]] = []
+    criteria, observations, read = read_criteria(reply, schema, opener, dropped)
     if usable:
         criteria = _pool({}, criteria, usable)
     raws, reads = [reply], [read]
@@ -424,7 +468,7 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
                 items="sentences" if opener else "criteria")
         retry = llm.complete(messages + [{"role": "assistant", "content": reply}, {"role": "user", "content": ask}],
                              params).text
-        again, obs_again, read_again = read_criteria(retry, schema, opener)
+        again, obs_again, read_again = read_criteria(retry, schema, opener, dropped)
         if usable:
             take(again, retry, read_again)
             observations = observations or obs_again
@@ -436,7 +480,7 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
         asked = llm.complete([{"role": "user", "content": qualities_fallback}],
                              params.with_(json_schema=structured.as_param(qualities),
                                           max_tokens=structured.sized_max_tokens(limit, qualities))).text
-        take(read_qualities(asked, opener), asked, "qualities")
+        take(read_qualities(asked, opener, dropped), asked, "qualities")
     if count(criteria) < min_criteria and fallback:
         # free text on purpose: the fallback is for backends that honour no schema
         listed = llm.complete([{"role": "user", "content": fallback}],
@@ -444,7 +488,7 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
         take(parse_criteria_lines(listed, plain_items=True, opener=opener), listed, "list")
     if len(criteria) > max_criteria:
         criteria = dict(list(criteria.items())[:max_criteria])
-    return CriteriaReply(criteria, observations, reply, retried, read)
+    return CriteriaReply(criteria, observations, reply, retried, read, tuple(dropped))
 
 
 def _quality(aspect: Aspect) -> str:
@@ -548,6 +592,8 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
         schema=criteria_schema(opener, observations=True), opener=opener, fallback=short,
         qualities_fallback=qualities, usable=usable)
     criteria, observations = init.criteria, init.observations
+    # what reading left out of the replies is recorded with the checks' refusals (issue 50)
+    refused: list[dict[str, Any]] = [{**d, "stage": "criteria init"} for d in init.dropped]
     if not criteria:
         failures += 1
     if log:
@@ -557,7 +603,6 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
     if progress:
         progress(1, len(batches), "criteria")
     streak = 0
-    refused: list[dict[str, Any]] = []
     for t in range(1, len(batches)):
         examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[t])
         reply = _ask(llm, CRITERIA_OBSERVE_TEMPLATE.render(
@@ -579,6 +624,7 @@ def define_criteria(batches: Sequence[Sequence[dict[str, Any]]], task_descriptio
             observations=reply.strip(), an_output=_an(output), quality=quality or "overall quality"),
             params.with_(seed=params.seed + t), opener=opener, usable=usable)
         refined = refine.criteria
+        refused += [{**d, "stage": f"criteria refinement {t}"} for d in refine.dropped]
         observations = f"{observations}\n{reply.strip()}".strip()
         if not refined:
             failures += 1

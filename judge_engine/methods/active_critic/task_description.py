@@ -163,7 +163,7 @@ def check_task_description(description: str, task: TaskInfo,
     dataset's task and kept with its reason; a flagged one is used and its
     flags are shown.
     """
-    check = check_entry(description, kind="task_description", shown=shown, max_chars=2000)
+    check = check_entry(description, kind="task_description", shown=shown, max_chars=2000, output=task.output_label)
     if check.ok:
         flagged = {**check.to_dict(), "stage": "task description"} if check.flags else None
         return CheckedTaskDescription(description, None, flagged)

@@ -117,7 +117,7 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
     opener = ctx.opener
     schema = hypotheses_schema(opener, n)
     [reply] = ctx.ask([prompt], stage, schema=schema)
-    found, source, shape = _read_reply(reply, n, opener)
+    found, source, shape, dropped = _read_reply(reply, n, opener)
     ctx.count_reply(stage, source)
     last = reply
     if not found:  # ours, as for every unreadable reply: retry once, a follow-up turn asking for the list only
@@ -126,10 +126,12 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
                                   ctx.generation_params(schema))
         ctx.calls += 1
         last = follow.text
-        found, source, shape = _read_reply(last, n, opener)
+        found, source, shape, dropped = _read_reply(last, n, opener)
         ctx.count_reply(f"{stage} (follow-up)", source)
     accepted: list[str] = []
-    refused = _check_reply(ctx, found, shape, shown=shown, accepted=accepted, stage=stage)
+    # what reading left out is kept as the checks' refusals are: nothing a reply gave goes unrecorded
+    refused = [{**d, "stage": stage} for d in dropped]
+    refused += _check_reply(ctx, found, shape, shown=shown, accepted=accepted, stage=stage)
     read_any = bool(found)
     said = list(found)
     for draw in range(1, SAMPLED_DRAWS + 1):
@@ -137,8 +139,9 @@ def _ask_for_hypotheses(ctx: Context, prompt: str, n: int, stage: str, *, shown:
             break
         label = f"{stage} (second draw)" if draw == 1 else f"{stage} (draw {draw + 1})"
         [second] = ctx.ask([prompt], label, schema=schema, draw=draw)
-        more, source, shape = _read_reply(second, n, opener)
+        more, source, shape, dropped = _read_reply(second, n, opener)
         ctx.count_reply(label, source)
+        refused += [{**d, "stage": label} for d in dropped]
         before = len(accepted)
         # a sentence an earlier reply already gave was judged there: the same hypothesis, not a new one
         seen = {" ".join(t.split()) for t in [*said, *accepted]}
@@ -169,6 +172,8 @@ class ReplyReading(NamedTuple):
     shape: str
     """``statement`` (sentences that start with the opener: the statement checks) or ``hypothesis`` (whole
     hypotheses of the paper's form or the older shapes: the entry checks)."""
+    dropped: tuple[dict[str, Any], ...] = ()
+    """Items of the reply left out while reading it (:data:`~judge_engine.methods.hypoeval.replies.DROP_RULES`)."""
 
 
 class CheckedStatements(NamedTuple):
@@ -182,35 +187,46 @@ def _read_reply(text: str, n: int, opener: str) -> ReplyReading:
     """Statements of the reply (shape ``statement``), else whole hypotheses of the older shapes (``hypothesis``),
     with how they were read (one of :data:`READ_SOURCES`)."""
     if opener:
-        statements, source = read_statements(text, n, opener)
+        statements, source, dropped = read_statements(text, n, opener)
         if statements:
-            return ReplyReading(statements, source, "statement")
-    found, source = read_hypotheses(text, n)
-    return ReplyReading(found, source, "hypothesis")
+            return ReplyReading(statements, source, "statement", dropped)
+    found, source, dropped = read_hypotheses(text, n)
+    return ReplyReading(found, source, "hypothesis", dropped)
 
 
 def _check_reply(ctx: Context, found: Sequence[str], shape: str, *, shown: Sequence[str], accepted: list[str],
                  stage: str, room: int | None = None) -> list[dict[str, Any]]:
     """Check what one reply gave; usable ones are appended to ``accepted`` (up to ``room`` in all), refusals
-    returned. A hypothesis once ``room`` is full is neither: it is not needed."""
+    returned. A hypothesis once ``room`` is full is not checked: it is returned with the refusals as
+    ``not_needed`` (issue 50: nothing a reply gave is dropped unrecorded)."""
     if shape == "statement":
-        kept, refused = check_statements(found, ctx, shown=shown, stage=stage, accepted=accepted, room=room)
-    else:  # the paper's form, and the older shapes a sentence-form reply may fall back to
-        definition = ctx.aspect.definition or ""
-        topics = (ctx.task.output_label, ctx.aspect.name, definition)
-        checks = []
-        for text in found:
-            if room is not None and len(accepted) >= room:
-                break
-            # the aspect's definition said again is no hypothesis of its own: a near-duplicate of it
-            check = check_entry(text, kind="hypothesis", shown=shown, accepted=[definition, *accepted] if definition
-                                else accepted, topics=topics, min_words=MIN_HYPOTHESIS_WORDS)
-            checks.append(check)
-            if check.ok:
-                accepted.append(text)
-        refused = [{**c.to_dict(), "stage": stage} for c in checks if not c.ok]
-        _note_flags(ctx, [c for c in checks if c.ok], stage)
-    return refused
+        return check_statements(found, ctx, shown=shown, stage=stage, accepted=accepted, room=room).refused
+    definition = ctx.aspect.definition or ""  # the paper's form, and the older shapes a sentence-form reply may
+    topics = (ctx.task.output_label, ctx.aspect.name, definition)  # fall back to
+    checks = []
+    used = 0
+    for text in found:
+        if room is not None and len(accepted) >= room:
+            break
+        used += 1
+        # the aspect's definition said again is no hypothesis of its own: a near-duplicate of it
+        check = check_entry(text, kind="hypothesis", shown=shown, accepted=[definition, *accepted] if definition
+                            else accepted, topics=topics, min_words=MIN_HYPOTHESIS_WORDS, output=ctx.task.output_label)
+        checks.append(check)
+        if check.ok:
+            accepted.append(text)
+    _note_flags(ctx, [c for c in checks if c.ok], stage)
+    return [{**c.to_dict(), "stage": stage} for c in checks if not c.ok] + not_needed(found[used:], room, stage)
+
+
+NOT_NEEDED = "not_needed"
+"""The rule of a hypothesis left unchecked because its request already had the hypotheses it asked for."""
+
+
+def not_needed(texts: Sequence[str], room: int | None, stage: str) -> list[dict[str, Any]]:
+    """Hypotheses read after ``room`` were accepted, in the ``rejected`` shape: recorded, not checked, not used."""
+    return [{"text": t, "ok": False, "rule": NOT_NEEDED, "reason": f"read after the {room} hypotheses this request "
+             "asked for were accepted; not checked", "stage": stage} for t in texts]
 
 
 def _note_flags(ctx: Context, checks: Sequence[RubricCheck], stage: str, opener: str = "") -> None:
@@ -237,7 +253,8 @@ def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence
     aspect even without a word of the quality vocabulary). A refusal keeps
     the statement (what a person would restore), its short name, the rule
     and the reason; the flags of a used one go to ``ctx.flagged``. Once
-    ``room`` statements are accepted the rest are left unchecked.
+    ``room`` statements are accepted the rest are left unchecked and
+    returned with the refusals as ``not_needed``.
     """
     opener = ctx.opener
     definition = ctx.aspect.definition or ""
@@ -247,12 +264,14 @@ def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence
     accepted = [] if accepted is None else accepted
     kept: list[str] = []
     refused: list[dict[str, Any]] = []
-    for statement in statements:
+    for i, statement in enumerate(statements):
         if room is not None and len(accepted) >= room:
+            refused += [{**r, "name": statement_name(r["text"], opener)} for r in not_needed(statements[i:], room,
+                                                                                              stage)]
             break
         # the aspect's definition is a text the hypothesis may not nearly repeat, not a judged text it copies
         check = check_statement(statement, opener=opener, shown=shown, accepted=[*given, *accepted],
-                                parent=parent, topics=topics)
+                                parent=parent, topics=topics, output=ctx.task.output_label)
         if check.ok:
             accepted.append(statement)
             kept.append(statement)

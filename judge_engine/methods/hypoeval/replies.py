@@ -25,6 +25,12 @@ for a hypothesis that walks through its score bands, as the paper's own do (two 
 1,000 characters); the upper bound is the rubric checks' own, so a hypothesis the schema allows is not refused."""
 HYPOTHESES_KEY = "hypotheses"
 """The list key of the generation schema: one statement per hypothesis (see :func:`hypotheses_schema`)."""
+DROP_RULES = ("beyond_limit", "not_text")
+"""Why reading leaves an item of a reply out: more items than the request asked for, or an item that is no text
+of the form asked for (a JSON number or list; in the sentence form, an item not starting with the opener). Each left-out item is returned in :attr:`Reading.dropped`, and the run keeps it in its
+``rejected`` with the rule and a reason, as the rubric checks' refusals (issue 50: nothing dropped silently)."""
+DROPPED_TEXT_CHARS = 2_000
+"""How much of a left-out item is kept: enough to read it, not a megabyte reply stored again."""
 READ_SOURCES = ("json", "text", "unread")
 """How a generation or repetition-check reply was read: JSON satisfying the schema, the free-text fallback, or
 not at all."""
@@ -36,6 +42,27 @@ class Reading(NamedTuple):
     items: list[str]
     source: str
     """One of :data:`READ_SOURCES`: ``json``, ``text`` (a fallback) or ``unread`` (nothing read)."""
+    dropped: tuple[dict[str, Any], ...] = ()
+    """Items of the reply left out while reading (rule one of :data:`DROP_RULES`), in the ``rejected`` shape."""
+
+
+def dropped_item(item: Any, rule: str, reason: str) -> dict[str, Any]:
+    """A left-out item in the shape of a refused rubric entry (``text``, ``ok``, ``rule``, ``reason``)."""
+    import json
+
+    text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    if len(text) > DROPPED_TEXT_CHARS:
+        text = text[:DROPPED_TEXT_CHARS] + " [cut]"
+    return {"text": text, "ok": False, "rule": rule, "reason": reason}
+
+
+def _within_limit(items: list[str], limit: int) -> tuple[list[str], tuple[dict[str, Any], ...]]:
+    """The first ``limit`` items, and the rest as left out (``beyond_limit``) with their place in the reply."""
+    extra = items[limit:]
+    return items[:limit], tuple(
+        dropped_item(t, "beyond_limit", f"item {limit + i} of {len(items)}: {limit} were asked for, the first "
+                                        f"{limit} are used") for i, t in enumerate(extra, 1))
 
 
 class RepetitionAnswer(NamedTuple):
@@ -52,12 +79,22 @@ def parse_hypotheses(text: str, limit: int) -> list[str]:
     items = [m.group(2) for m in HYPOTHESIS_PATTERN.finditer(text or "")]
     if not items:
         items = [m.group(1) for m in NUMBERED_PATTERN.finditer(text or "")]
+    return _within_limit(_clean_text_items(items), limit)[0]
+
+
+def _clean_text_items(items: Sequence[str]) -> list[str]:
+    """Whitespace joined, list brackets and trailing commas stripped; an item left empty is no item.
+
+    Nothing is dropped for its length, an ellipsis or an exact repeat: the rubric checks refuse a short item,
+    the prompt's "when ..." placeholder or a repeat of one already taken (``near_duplicate``) with a reason the
+    run keeps, and a published hypothesis may quote "excellent coherence...making it easy".
+    """
     out: list[str] = []
     for item in items:
         clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
-        if clean and clean not in out:  # a short one is refused by the checks, with its reason
+        if clean:
             out.append(clean)
-    return out[:limit]
+    return out
 
 
 def hypotheses_schema(opener: str, n: int, *, min_items: int | None = None) -> dict[str, Any]:
@@ -102,27 +139,35 @@ def read_statements(text: str, limit: int, opener: str) -> Reading:
     """
     reading = st.read_json(text, hypotheses_schema(opener, limit, min_items=1))
     if reading.ok:
-        return Reading([" ".join(s.split()) for s in reading.value[HYPOTHESES_KEY]][:limit], "json")
+        found, beyond = _within_limit([" ".join(s.split()) for s in reading.value[HYPOTHESES_KEY]], limit)
+        return Reading(found, "json", beyond)
     value = parse_json_object(text or "")
     items = value.get(HYPOTHESES_KEY) if isinstance(value, dict) else None
     candidates = ([i for i in items if isinstance(i, str)] if isinstance(items, list)
                   else st.find_statements(text, opener))
-    found = [s for s in (as_statement(c, opener) for c in candidates) if s][:limit]
-    return Reading(found, "text" if found else "unread")
+    read = [(c, as_statement(c, opener)) for c in candidates]
+    found, beyond = _within_limit([s for _, s in read if s], limit)
+    if not found:  # the caller reads the reply again as hypotheses: that reading says what it leaves out
+        return Reading([], "unread")
+    # an item of the reply's own list that is no statement is left out with its reason; sentences of free text
+    # that do not start with the opener were never items
+    no_opener = tuple(dropped_item(c, "not_text", f'not a sentence that starts with "{opener}"')
+                      for c, s in read if s is None and isinstance(items, list))
+    return Reading(found, "text", _not_text(items) + no_opener + beyond)
 
 
-def _clean_items(items: Sequence[Any], limit: int) -> list[str]:
-    out: list[str] = []
-    for item in items:
-        if not isinstance(item, str):
-            continue
-        clean = " ".join(item.split()).strip().strip("[]").strip().rstrip(",").strip()
-        # nothing is dropped here for its length or an ellipsis: the rubric checks refuse a short item or the
-        # prompt's "when ..." placeholder with a reason the run keeps, and a published hypothesis may quote
-        # "excellent coherence...making it easy"
-        if clean and clean not in out:
-            out.append(clean)
-    return out[:limit]
+def _not_text(items: Any) -> tuple[dict[str, Any], ...]:
+    """The items of a JSON list that are no text (a number, a list, an object), as left out (``not_text``)."""
+    if not isinstance(items, list):
+        return ()
+    return tuple(dropped_item(i, "not_text", f"item {n} of the reply's list is a JSON {type(i).__name__}, not a text")
+                 for n, i in enumerate(items, 1) if not isinstance(i, str))
+
+
+def _clean_items(items: Sequence[Any], limit: int) -> tuple[list[str], tuple[dict[str, Any], ...]]:
+    """The text items of a JSON list (see :func:`_clean_text_items`), at most ``limit``, and those left out."""
+    found, beyond = _within_limit(_clean_text_items([i for i in items if isinstance(i, str)]), limit)
+    return found, _not_text(list(items)) + beyond
 
 
 def why_unread(text: str) -> str:
@@ -154,16 +199,18 @@ def read_hypotheses(text: str, limit: int) -> Reading:
                                                        min_length=HYPOTHESIS_MIN_CHARS,
                                                        max_length=HYPOTHESIS_MAX_CHARS))
     if reading.ok:
-        found = _clean_items(reading.value["hypotheses"], limit)
+        found, dropped = _clean_items(reading.value["hypotheses"], limit)
         if found:
-            return Reading(found, "json")
+            return Reading(found, "json", dropped)
     value = parse_json_object(text or "")
     if isinstance(value, dict) and isinstance(value.get("hypotheses"), list):
-        found = _clean_items(value["hypotheses"], limit)
+        found, dropped = _clean_items(value["hypotheses"], limit)
         if found:
-            return Reading(found, "text")
-    found = parse_hypotheses(text, limit)
-    return Reading(found, "text" if found else "unread")
+            return Reading(found, "text", dropped)
+    items = [m.group(2) for m in HYPOTHESIS_PATTERN.finditer(text or "")] or [
+        m.group(1) for m in NUMBERED_PATTERN.finditer(text or "")]
+    found, dropped = _within_limit(_clean_text_items(items), limit)
+    return Reading(found, "text" if found else "unread", dropped)
 
 
 def read_repetition(text: str) -> RepetitionAnswer:
