@@ -698,6 +698,7 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
 
     gate = sub.add_parser("compare-systems", help=gate_cli.HELP, description=gate_cli.DESCRIPTION)
     gate_cli.add_arguments(gate)
+    price_arguments(gate)  # read by scoring_config, as for score
     gate.set_defaults(func=gate_cli.main)
 
     cache = sub.add_parser(
