@@ -207,3 +207,30 @@ def test_pearson_spearman_kendall_hand_examples():
     r = metrics.correlations([1, 2, 3, 4, 5], [1, 1.1, 1.2, 1.3, 5])
     assert r["pearson"] == pytest.approx(0.7514, abs=1e-4) and r["spearman"] == pytest.approx(1.0)
     assert metrics.correlations([1, 2, 3, 4, 5], [1, 1, 2, 3, 4])["kendall"] == pytest.approx(0.948683, abs=1e-6)
+
+
+# ----------------------------------------------------------------------------- HypoEval §3.3 evaluation
+
+
+def test_hypoeval_score_is_the_mean_of_the_parsed_hypothesis_scores(monkeypatch):
+    """§3.3: a text's score is the mean of its selected hypotheses' scores; one that gave no score is left out
+    (counted as missing), never turned into a number. On 1-5: scores 2, 5 and none -> (2 + 5) / 2 = 3.5 with one
+    missing; scores 4, 4, 1 -> 3.0; none at all -> a missing verdict (NaN)."""
+    from judge_engine.criteria_scoring import CriterionScore, ScoringSettings
+    from judge_engine.methods.hypoeval import evaluation
+
+    hyps = [{"text": t} for t in ("H1", "H2", "H3")]
+    keys = [evaluation.as_criterion(h["text"]).key for h in hyps]
+    table = {"a": (2.0, 5.0, math.nan), "b": (4.0, 4.0, 1.0), "c": (math.nan,) * 3}
+
+    def scored(samples, criteria, **_):
+        return [{k: CriterionScore(score=v, raw=str(v), source="missing" if math.isnan(v) else "json")
+                 for k, v in zip(keys, table[s.id])} for s in samples]
+
+    monkeypatch.setattr(evaluation, "score_criteria", scored)
+    samples = [Sample(id=i, input="x", output=i, group_id="g", human={"q": 3.0}) for i in table]
+    a, b, c = evaluation.evaluate_with_hypotheses(samples, hyps, aspect=ASPECT, task=TaskInfo(task="t"),
+                                                  llm=_NoLLM(), settings=ScoringSettings())
+    assert a.score == pytest.approx(3.5) and a.metadata["missing"] == 1
+    assert b.score == pytest.approx(3.0) and b.metadata["missing"] == 0
+    assert math.isnan(c.score) and c.metadata["missing"] == 3 and c.metadata["source"] == "missing"

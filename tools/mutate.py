@@ -164,6 +164,24 @@ MUTANTS: tuple[Mutant, ...] = (
            ("tests/test_hypoeval.py::test_refresh_keeps_the_best_of_h_top_and_h_w_or_of_the_whole_bank",),
            ("test_refresh_keeps_the_best",),
            "HypoEval's online update evaluates the k hypotheses with the lowest reward instead of the top k"),
+    Mutant("hd-eval-one-fold", "judge_engine/aggregate.py",
+           "return min(wanted, n_samples) if n_samples >= 3 else 0", "return 1 if n_samples >= 3 else 0",
+           (HYPO_UNIT,), ("test_hd_eval_importance_is_out_of_fold",),
+           "out-of-fold estimates fall back to one fold, i.e. in-sample importance"),
+    Mutant("hypoeval-score-is-max-not-mean", "judge_engine/methods/hypoeval/evaluation.py",
+           "score = to_aspect_range(sum(parsed) / len(parsed), scale, aspect) if parsed else math.nan",
+           "score = to_aspect_range(max(parsed), scale, aspect) if parsed else math.nan",
+           ("tests/test_hypoeval.py::test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores", HYPO_UNIT),
+           ("means_parsed_scores", "test_hypoeval_score_is_the_mean_of_the_parsed"),
+           "HypoEval's §3.3 score is the highest hypothesis score, not their mean (survived the end-to-end test "
+           "alone; the hand-computed unit test was added for it)"),
+    Mutant("hypoeval-missing-scored-as-low", "judge_engine/methods/hypoeval/evaluation.py",
+           'parsed = [p["score"] for p in per if p["score"] is not None]',
+           'parsed = [p["score"] if p["score"] is not None else 1.0 for p in per]',
+           ("tests/test_hypoeval.py::test_fit_end_to_end_with_literature_and_scoring_means_parsed_scores", HYPO_UNIT),
+           ("means_parsed_scores", "test_hypoeval_score_is_the_mean_of_the_parsed"),
+           "a hypothesis that gave no score counts as the lowest score (survived the end-to-end test alone; the "
+           "hand-computed unit test was added for it)"),
 )
 
 
@@ -233,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
                                cwd=copy, env={**os.environ, "PYTHONPATH": str(copy)}, capture_output=True, text=True)
         if not where.stdout.strip().startswith(str(copy)):
             parser.exit(2, f"tools/mutate.py: the copy's judge_engine is not the one imported ({where.stdout!r})\n")
-        all_tests = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+        listed = dict.fromkeys(t for m in chosen for t in m.tests)
+        # a node id inside a file already listed would run twice
+        all_tests = tuple(t for t in listed if "::" not in t or t.split("::")[0] not in listed)
         failed, passed, broke = run_tests(copy, all_tests, report, args.timeout)
         if broke or failed:
             parser.exit(2, f"tools/mutate.py: the unmutated tests do not pass, so no mutant can be judged: "
