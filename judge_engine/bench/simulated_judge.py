@@ -36,7 +36,11 @@ prompt's planted features, rounded to the scale. Noise is a pure function of
 (seed, prompt), as a greedy model's reply would be: the same prompt gets the
 same answer whatever was asked before it. Direct-scoring and G-Eval prompts (the papers'
 external baselines) are answered as a plain judge would: the named aspect's human level plus noise of
-sd :data:`PLAIN_JUDGE_SD`, with no planted effect of their wording.
+sd :data:`PLAIN_JUDGE_SD`, with no planted effect of their wording. A scoring prompt that shows the judged
+item a second time, among its own in-context examples or demonstrations next to its human score, is
+answered with that score (:meth:`World.shows_judged_item`), as a real model would copy it: a method that
+leaks the answer into its own prompt gets a figure it did not earn, visible in the table and counted in
+``stats["leaked"]``, instead of a judge blind to the leak hiding it.
 
 Never offered by the app: this module lives under ``judge_engine.bench``.
 """
