@@ -19,19 +19,23 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from . import result
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--methods", nargs="+", default=["hpss", "active_critic"])
+    parser.add_argument("--methods", nargs="+", default=["hpss", "active_critic", "hd_eval", "hypoeval"])
     parser.add_argument("--levels", type=int, nargs="+", default=[4, 32], help="calls in flight")
     parser.add_argument("--latency", type=float, default=0.5, help="seconds each call takes")
     parser.add_argument("--n-train", type=int, default=12, help="training items of the fit")
     parser.add_argument("--seed", type=int, default=0, help="the simulated world")
     parser.add_argument("--hpss-budget", type=int, default=10,
                         help="HPSS's search evaluations after its 21 initial ones (paper: 50)")
+    parser.add_argument("--hd-aggregator", default="lr",
+                        help="HD-Eval's aggregator (its default, mlp, spends seconds of CPU per layer with no call "
+                             "in flight: that time is the fit's, not the API's)")
 
 
 class Slow:
@@ -44,14 +48,24 @@ class Slow:
         self._lock = threading.Lock()
         self.in_flight = self.peak = self.calls = 0
         self._area, self._since = 0.0, None  # integral of calls in flight over time, from the first call
+        self.idle = 0.0
+        """Seconds with no call in flight between the first call and the last answer: the fit's own work."""
+        self.waves: list[int] = []
+        """Calls of each busy spell (from calls in flight rising from none until none again): a spell of n calls
+        takes at least ceil(n / concurrency) latencies, whatever the window."""
 
     def _tick(self, change: int) -> None:
         with self._lock:
             now = time.perf_counter()
             if self._since is not None:
                 self._area += self.in_flight * (now - self._last)
+                self.idle += (now - self._last) if self.in_flight == 0 else 0.0
             else:
                 self._since = now
+            if change > 0:
+                if self.in_flight == 0:
+                    self.waves.append(0)
+                self.waves[-1] += 1
             self._last = now
             self.in_flight += change
             self.peak = max(self.peak, self.in_flight)
@@ -59,9 +73,11 @@ class Slow:
 
     def generate(self, messages, params):
         self._tick(+1)
+        start = time.perf_counter()
         try:
             time.sleep(self.latency)
-            return self.inner.generate(messages, params)
+            # the ledger records the latency the call took, as a server's would be
+            return replace(self.inner.generate(messages, params), latency_s=time.perf_counter() - start)
         finally:
             self._tick(-1)
 
@@ -71,7 +87,7 @@ class Slow:
 
 
 def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, seed: int,
-             hpss_budget: int) -> dict[str, Any]:
+             hpss_budget: int, hd_aggregator: str = "lr") -> dict[str, Any]:
     from ..llm import LLM, LLMConfig
     from ..methods import FitContext, get_method
     from .simulate import _aspect, split
@@ -81,7 +97,7 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
     train, _ = split(world, n_train, 16)
     backend = Slow(SimulatedBackend(world), latency)
     llm = LLM(LLMConfig(backend="simulated", concurrency=concurrency), backend)
-    params = {"budget": hpss_budget} if method == "hpss" else {}
+    params = {"hpss": {"budget": hpss_budget}, "hd_eval": {"aggregator": hd_aggregator}}.get(method, {})
     start = time.perf_counter()
     judge = get_method(method, params).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
     wall = time.perf_counter() - start
@@ -90,25 +106,34 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
             "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
             "wall_over_ideal": round(wall / ideal, 2) if ideal else None,
             "mean_in_flight": round(backend.mean_in_flight(), 1), "peak_in_flight": backend.peak,
+            # the floor of the calls as they were made: each busy spell waits ceil(its calls / concurrency) latencies
+            "waves": len(backend.waves),
+            "floor_s": round(sum(-(-n // concurrency) for n in backend.waves) * latency, 2),
+            "idle_s": round(backend.idle, 2),
             "judge": judge.to_json()}
 
 
-def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic"), levels: list[int] | tuple[int, ...] = (4, 32),
-        latency: float = 0.5, n_train: int = 12, seed: int = 0, hpss_budget: int = 10, **_: Any) -> dict[str, Any]:
+def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic", "hd_eval", "hypoeval"),
+        levels: list[int] | tuple[int, ...] = (4, 32), latency: float = 0.5, n_train: int = 12, seed: int = 0,
+        hpss_budget: int = 10, hd_aggregator: str = "lr", **_: Any) -> dict[str, Any]:
     import hashlib
 
     rows = []
     for method in methods:
         for c in levels:
             row = fit_once(method, concurrency=c, latency=latency, n_train=n_train, seed=seed,
-                           hpss_budget=hpss_budget)
+                           hpss_budget=hpss_budget, hd_aggregator=hd_aggregator)
             # the fitted judge's fingerprint: the same at every level (and in the run of an older version)
             row["judge_sha"] = hashlib.sha256(row.pop("judge").encode()).hexdigest()[:12]
             rows.append(row)
-            print(f"{method} at {c}: {row['calls']} calls, {row['wall_s']} s, {row['wall_over_ideal']}x ideal",
-                  flush=True)
+            print(f"{method} at {c}: {row['calls']} calls in {row['waves']} waves, {row['wall_s']} s, "
+                  f"{row['wall_over_ideal']}x ideal, floor {row['floor_s']} s, idle {row['idle_s']} s", flush=True)
     same = all(len({r["judge_sha"] for r in rows if r["method"] == m}) == 1 for m in methods)
     return result("api-speed", config={"methods": list(methods), "levels": list(levels), "latency": latency,
-                                       "n_train": n_train, "seed": seed, "hpss_budget": hpss_budget},
+                                       "n_train": n_train, "seed": seed, "hpss_budget": hpss_budget,
+                                       "hd_aggregator": hd_aggregator},
                   rows=rows, summary={"same_judge_at_every_level": same},
-                  notes=["ideal = calls x latency / concurrency; a simulated judge behind a sleep, no cache"])
+                  notes=["ideal = calls x latency / concurrency; a simulated judge behind a sleep, no cache",
+                         "waves = busy spells (calls in flight rising from none); floor = sum over waves of "
+                         "ceil(calls / concurrency) x latency; idle = seconds with no call in flight (the fit's own "
+                         "work: parsing, checks, aggregator fits)"])
