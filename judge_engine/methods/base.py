@@ -206,6 +206,13 @@ class Method:
         """LLM calls the method will make for these sizes (before any cache hit)."""
         raise NotImplementedError
 
+    def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
+        """Sequential waves of first-turn calls of a fit and of scoring: steps that wait for the answers of the
+        step before, each at least one call's latency however many calls are in flight (issue 46). Scoring is one
+        wave here (the test items' calls go out in a sliding window); a follow-up turn adds a wave only when some
+        reply had no score, and is not counted."""
+        return {"fit": 0, "score": 1}
+
     def shortest_share(self, n_train: int) -> float | None:
         """The share of the training items, the shortest ones, that most calls read (an estimate scales the
         time by those items' length); None: the method reads its items alike."""

@@ -140,6 +140,9 @@ class GEval(Method):
             return {**params, "scoring": "logprobs"}
         return params
 
+    def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
+        return {"fit": 1, "score": 1}  # the steps, then the items
+
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """Completions asked for: one for the steps, then one per item, or ``n_samples`` per item when scores
         are sampled (``auto`` samples on a backend without logprobs, so its bound counts the samples)."""

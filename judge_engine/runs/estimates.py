@@ -123,10 +123,34 @@ class Duration:
     """Where the speed comes from, in words."""
     fit_calls: int = 0
     score_calls: int = 0
+    waves: int = 0
+    """Sequential steps of the run (:meth:`~judge_engine.methods.Method.estimate_waves`): each waits for the
+    answers of the one before, so calls in flight do not share its latency."""
+    latency: float = 0.0
+    """Seconds one call takes on the backend (0: unknown, or calls answered one at a time, where ``calls x
+    seconds_per_call`` already counts each whole)."""
+    parallel: int = 1
+    """Calls in flight at once."""
+
+    @property
+    def wave_seconds(self) -> float:
+        """What the sequential steps add to ``calls x seconds_per_call`` (the calls' seconds shared by the window).
+
+        A wave of n calls lasts ceil(n / parallel) latencies: at least one, however few its calls, and on average
+        about half a latency more than its share of the window. So the run takes the larger of the two: every wave
+        one latency, or the calls' shared seconds plus half a latency, less its own share, per wave.
+        """
+        if self.seconds_per_call is None or not self.latency or self.parallel <= 1:
+            return 0.0
+        shared = self.calls * self.seconds_per_call
+        half_a_latency = self.waves * self.latency * (1.0 - 1.0 / self.parallel) / 2.0
+        return max(half_a_latency, self.waves * self.latency - shared)
 
     @property
     def minutes(self) -> float | None:
-        return None if self.seconds_per_call is None else self.calls * self.seconds_per_call / 60.0
+        if self.seconds_per_call is None:
+            return None
+        return (self.calls * self.seconds_per_call + self.wave_seconds) / 60.0
 
     @property
     def label(self) -> str | None:
@@ -142,7 +166,8 @@ class Duration:
         """E.g. ``about 14 min (3.0 s per call: ...)``."""
         if self.minutes is None:
             return f"{self.calls} requests; {self.basis}"
-        return f"{self.label} ({self.seconds_per_call:.1f} s per request: {self.basis})"
+        waves = f" and {self.waves} steps in turn, +{self.wave_seconds:.0f} s" if self.wave_seconds >= 0.5 else ""
+        return f"{self.label} ({self.seconds_per_call:.1f} s per request{waves}: {self.basis})"
 
 
 def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
@@ -162,6 +187,17 @@ def seconds_per_call(store: Store, llm: LLMConfig) -> tuple[float | None, str]:
     if llm.backend == "llamacpp" and not llm.model:
         return EMBEDDED_SECONDS_PER_CALL, "typical for the embedded model on 2 CPU cores"
     return None, "no timing on this backend yet (the first run measures it)"
+
+
+def call_latency(store: Store, llm: LLMConfig) -> float | None:
+    """Mean seconds one paid call took on this backend in earlier runs (None before
+    :data:`MIN_CALLS_FOR_TIMING` calls): what each sequential wave of a run waits at least."""
+    calls = seconds = 0.0
+    for run in store.runs(limit=500):
+        if run.ledger.calls and same_backend(LLMConfig.from_dict(run.llm), llm):
+            calls += run.ledger.calls
+            seconds += run.ledger.seconds
+    return seconds / calls if calls >= MIN_CALLS_FOR_TIMING and seconds > 0 else None
 
 
 def method_speed(store: Store, method: str, llm: LLMConfig) -> tuple[float | None, str]:
@@ -283,5 +319,10 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
         factor = length_factor(spec.method, judged_item_chars(dataset, spec))
         if abs(factor - 1.0) >= 0.05:
             per_call, basis = per_call * factor, f"{basis}, x{factor:.2f} for this dataset's item length"
+    n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
+    waves = _method(spec).estimate_waves(spec.train_size, n_test)
+    n_waves = int(waves["fit"] + waves["score"])
     return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis,
-                    fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
+                    fit_calls=int(calls["fit"]), score_calls=int(calls["score"]), waves=n_waves,
+                    latency=call_latency(store, spec.llm) or 0.0,
+                    parallel=1 if spec.llm.backend == "llamacpp" else max(1, spec.llm.concurrency))

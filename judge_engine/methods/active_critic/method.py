@@ -254,6 +254,17 @@ class ActiveCritic(Method):
         """Greedy decoding for every scoring call (:attr:`ActiveCriticSettings.scoring`) of a parameter dict."""
         return ActiveCriticSettings.from_params(params).scoring
 
+    def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
+        """Stage 1's calls one after another (each reads the last one's answer; its JSON retries counted, so
+        this errs high), then the search: zero-shot, then every other candidate together, each per item in
+        turn the criterion scores and the overall score (AC-Fine) or the overall score alone."""
+        settings = ActiveCriticSettings.from_params(self.get_params())
+        per_item = 2 if settings.variant == "fine" else 1
+        stage1 = self.estimate_calls(n_train, 0)["fit"] - settings.n_candidates * (
+            n_train if settings.eval_subsample is None else min(settings.eval_subsample, n_train)) * (
+            per_item + (1 if settings.weighted or settings.retry_unparsed else 0))
+        return {"fit": stage1 + 2 * per_item, "score": per_item}
+
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """An upper bound of the backend calls of fit and of scoring (cache hits make it lower).
 

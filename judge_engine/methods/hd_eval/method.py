@@ -394,6 +394,11 @@ class HDEval(Method):
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=state.to_dict())
 
+    def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
+        """Per layer one scoring wave (every parent group together), and from layer 2 one decomposition wave
+        before it (every chosen parent's first draw together); a further draw is one call more, not counted."""
+        return {"fit": 2 * self.max_layers - 1, "score": 1}
+
     def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None) -> dict[str, int]:
         """Upper bound on the LLM calls of a fit and of scoring (before cache hits).
 

@@ -839,6 +839,15 @@ class HPSS(Method):
             return 21
         return 21 + self.budget
 
+    def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
+        """The initial strategies go out together, their auxiliaries first (criteria, steps, then the per-item
+        questions and references: 5 waves with the judge's); then each search evaluation is a wave of its own
+        (the paper's order), with a wave for an auxiliary it needs first (one more, measured by ``bench
+        api-speed``: 16 waves at budget 10). Scoring: the judge's auxiliaries per item, then the judge."""
+        if self.fixed_strategy:
+            return {"fit": 4, "score": 2}
+        return {"fit": 6 + self.n_evaluations() - 21, "score": 2}
+
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
         """An upper bound of the backend calls of ``fit`` and of scoring ``n_test`` samples.
 

@@ -431,6 +431,20 @@ class HypoEval(Method):
         # a generation call: the first reply, a follow-up turn when unread, sampled draws while short
         return {"fit": GENERATION_CALLS * generation + follow * scoring + checks, "score": score}
 
+    def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
+        """The paper's order: the first hypotheses, their scores on the first items, then one wave per update
+        item (its top-k hypotheses), the repetition checks and the selection's scores.
+
+        A refresh (generation, its ``n_refine`` rounds and the new hypotheses' scores: 2 + ``n_refine`` waves
+        more) comes each time ``w_max`` items were mispredicted; how often depends on how the judge errs, so it
+        is not counted (at most ``(n_train - n_init) // w_max`` refreshes): a judge that errs often takes longer.
+        """
+        if self.hypotheses is not None:
+            return {"fit": 1, "score": 1}
+        m = min(n_train, self.n_train)
+        updates = m - min(self.n_init, m)
+        return {"fit": 2 + updates + 2 + (1 if self.literature else 0), "score": 1}
+
     def _final_bank_bound(self, m: int) -> int:
         if self.hypotheses is not None:
             return len(self.hypotheses)
