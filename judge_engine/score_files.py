@@ -320,9 +320,12 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
             index, future = pending.popleft()
             emit(index, future.result())
     except BaseException as exc:
-        # a failure waits for the chunk still sending (its answers reach the call cache before anyone can resume);
-        # an interrupt (a Stop) does not, so the run records its end at once instead of after two chunks' requests
-        pool.shutdown(wait=isinstance(exc, Exception), cancel_futures=True)
+        # an interrupt (a Stop) reaches this thread only: the chunks' threads would send the rest of their chunks,
+        # so the requests they queued are dropped; either way the chunks still running are waited for, so the
+        # answers of the calls in flight are in the call cache before anyone can resume
+        if not isinstance(exc, Exception) and callable(getattr(llm, "cancel_queued", None)):
+            llm.cancel_queued()
+        pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown()
     return finish()

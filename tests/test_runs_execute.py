@@ -258,3 +258,42 @@ def test_a_run_failing_with_chunks_in_flight_resumes_paying_nothing_twice(store,
                                                       backend=FakeBackend(resumed)), chunk_size=2)
     assert len(sent) == len(set(sent)) == 9  # every prompt sent exactly once across both attempts
     assert summary.n == 9 and summary.ledger.calls == 9 and store.get_run(run_id)["status"] == "finished"
+
+
+def test_a_stop_during_scoring_sends_no_more_than_the_calls_in_flight_and_the_resume_pays_nothing_twice(
+        store, tiny_dataset):
+    """A Stop is SIGINT in the worker, seen by the thread waiting on the chunks: the requests the chunks' threads
+    queued are dropped, the calls in flight finish and are cached, and the run is interrupted."""
+    import os
+    import signal
+    import threading
+
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9))
+    sent: list[str] = []
+    lock = threading.Lock()
+    dropped = threading.Event()
+
+    def stopping(messages, params):
+        with lock:
+            sent.append(messages[0]["content"])
+            n = len(sent)
+        if n == 3:
+            os.kill(os.getpid(), signal.SIGINT)  # as stop_run does
+        elif n > 3:  # in flight when the Stop came: answered once the queue is dropped
+            assert dropped.wait(timeout=30), "the queued requests were never dropped"
+        return _score_from_prompt(messages, params)
+
+    llm = make_llm(LLMConfig(concurrency=2), store=store, backend=FakeBackend(stopping))
+    cancel = llm.cancel_queued
+    llm.cancel_queued = lambda: (cancel(), dropped.set())
+    with pytest.raises(KeyboardInterrupt):
+        execute_run(store, run_id, llm=llm, chunk_size=8)
+    assert store.get_run(run_id)["status"] == "interrupted"
+    # the SIGINT came with the third call; at most the two in flight then were sent too (not the chunks' rest)
+    assert len(sent) <= 3 + 2 < 9
+
+    resumed = FakeBackend(lambda m, p: (sent.append(m[0]["content"]), _score_from_prompt(m, p))[1])
+    summary = execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=2), store=store, backend=resumed),
+                          chunk_size=8)
+    assert len(sent) == len(set(sent)) == 9 and summary.n == 9  # every prompt sent once across both attempts

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from . import rate
-from .base import Backend, Completion, GenerationParams, LLMConfig, Message, RateLimited, Request, cache_key
+from .base import (Backend, Completion, GenerationParams, LLMConfig, LLMError, Message, RateLimited, Request,
+                   cache_key)
 
 
 class CallCache(Protocol):
@@ -127,6 +128,17 @@ class LLM:
                 limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
                 self._pool = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="llm")
             return self._pool
+
+    def cancel_queued(self) -> None:
+        """Drop every request queued and not yet sent (those in flight finish and are cached as usual).
+
+        For an interrupt that the thread waiting on the calls does not see: a run's scoring waits in other
+        threads (two chunks at once), and a Stop must not leave them sending the rest of their chunks. The next
+        call starts a fresh set of threads."""
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def supports_logprobs(self) -> bool:
@@ -306,7 +318,11 @@ class LLM:
         try:
             for i in todo:
                 messages = [dict(m) for m in requests[i].messages]
-                fut = pool.submit(send, messages, requests[i].params)
+                try:
+                    fut = pool.submit(send, messages, requests[i].params)
+                except RuntimeError:  # cancel_queued shut the pool: what was sent is still collected and cached
+                    error = LLMError("the requests not yet sent were dropped: the run was stopped")
+                    break
                 futures[fut] = (i, messages)
                 fut.add_done_callback(finished.put)
             remaining = len(futures)
@@ -320,7 +336,8 @@ class LLM:
                 remaining -= len(batch)
                 answered = []
                 for fut in batch:
-                    if fut.cancelled():
+                    if fut.cancelled():  # by an error before it, or dropped by cancel_queued
+                        error = error or LLMError("the requests not yet sent were dropped: the run was stopped")
                         continue
                     if fut.exception() is not None:
                         if error is None:  # the first failure stops what has not started; answers in flight are kept
