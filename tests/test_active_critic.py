@@ -721,3 +721,23 @@ def test_statements_that_are_no_criterion_are_recorded_not_dropped():
     assert [(d["text"], d["rule"]) for d in dropped] == [
         ("Nice.", "not_text"), ("3", "not_text"),
         ("A good summary keeps the main points of the article.", "near_duplicate")]
+
+
+def test_a_criteria_reply_that_is_not_used_and_criteria_over_ten_are_recorded(store):
+    # issue 50 item 4: the follow-up reply adds no usable criterion, so it is not used; its criteria are recorded
+    from judge_engine.methods.active_critic.criteria_definition import _ask_criteria
+
+    first = {f"Facet {c}": f"Keeps detail {c} of the source in order." for c in "ABCDEFGHIJKL"}
+    replies = iter([json.dumps({"criteria": [{"name": "Only", "definition": "One usable facet."}]}),
+                    json.dumps({"criteria": [{"name": "Spam", "definition": "Not usable at all."}]})])
+    llm, _ = llm_with(store, lambda m, p: next(replies), concurrency=1)
+    usable = (lambda c: {n: d for n, d in c.items() if n != "Spam"})
+    got = _ask_criteria(llm, "Study how the quality ...", GenerationParams(), opener="", usable=usable)
+    assert list(got.criteria) == ["Only"]
+    assert [(d["name"], d["rule"]) for d in got.dropped] == [("Spam", "not_used")]
+    # twelve usable criteria in one reply: the ten kept are the first, the two cut are recorded
+    reply = json.dumps({"criteria": [{"name": n, "definition": d} for n, d in first.items()]})
+    llm, _ = llm_with(store, lambda m, p: reply, concurrency=1)
+    got = _ask_criteria(llm, "Study how the quality of these", GenerationParams(), opener="", usable=dict)
+    assert len(got.criteria) == 10
+    assert [(d["name"], d["rule"]) for d in got.dropped] == [("Facet K", "beyond_limit"), ("Facet L", "beyond_limit")]

@@ -21,6 +21,7 @@ Examples::
     python -m judge_engine.bench api-speed --levels 4 32 --latency 0.5
     python -m judge_engine.bench stress-calibration --draws 2000 --e2e-draws 100 --out stress.md
     python -m judge_engine.bench gate --draws 1000 --seed 0
+    python -m judge_engine.bench junk-run --dataset summeval --train 12
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
                "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
                "api-speed": "api_speed", "stress-calibration": "stress_calibration",
-               "gate": "gate"}
+               "gate": "gate", "junk-run": "junk_run"}
 
 
 def main(argv: list[str] | None = None) -> int:

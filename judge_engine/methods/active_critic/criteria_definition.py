@@ -453,6 +453,11 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
                 raws.append(raw)
                 reads.append(how)
                 reply, read = "\n--- next reply ---\n".join(raws), "+".join(dict.fromkeys(reads))
+            else:  # a reply that adds no usable criterion is not used: its new criteria are recorded, not lost
+                have = {_key(n) for n in criteria}
+                dropped.extend(_left_out(n, d, "not_used", f"its reply ({how}) added no criterion the checks "
+                                         f"accept to the {count(criteria)} usable ones already read")
+                               for n, d in found.items() if _key(n) not in have)
         elif len(found) > len(criteria):
             criteria, reply, read = found, raw, how
 
@@ -487,6 +492,9 @@ def _ask_criteria(llm: LLM, prompt: str, params: GenerationParams, *, schema: di
                               params.with_(json_schema="", max_tokens=limit)).text
         take(parse_criteria_lines(listed, plain_items=True, opener=opener), listed, "list")
     if len(criteria) > max_criteria:
+        dropped.extend(_left_out(n, d, "beyond_limit", f"criterion {i} of {len(criteria)}: at most {max_criteria} "
+                                 "are kept, usable ones first") for i, (n, d) in
+                       enumerate(list(criteria.items())[max_criteria:], max_criteria + 1))
         criteria = dict(list(criteria.items())[:max_criteria])
     return CriteriaReply(criteria, observations, reply, retried, read, tuple(dropped))
 
