@@ -7,7 +7,8 @@ that judges the mutated part: over the worlds its 95% interval must reach
 zero or lie below it (a broken method "beats" nothing). Each test also runs
 the unmutated method on the same worlds and checks that it does beat the same
 row by a margin they resolve, so a control is not passed by a row that can
-show nothing. The worlds are outside those the code was tuned on (0..19) and
+show nothing (HPSS's row gets that check from tests/test_bench_dials.py; its
+test says why). The worlds are outside those the code was tuned on (0..19) and
 those docs/simulated-world.md reports (1000..1019); each method gets as many
 as its margin needs to resolve (HypoEval's is the narrowest), at sizes that
 keep each test within about a minute. Issue 31, "Controls that must fail".
@@ -21,14 +22,16 @@ from typing import Any
 
 from judge_engine.bench import simulate
 from judge_engine.bench.simulate import RUNNERS, World, split, summarise
+from tests import bench_draw
 
-WORLDS = (2000, 2001, 2002, 2003, 2004)
+WORLDS = bench_draw.worlds(range(2000, 2005))
 
 
 def run_rows(method: str, control: str | None, *, n_train: int, n_test: int, worlds=WORLDS,
              params: dict[str, Any] | None = None) -> tuple[dict[tuple[str, str], dict], list[dict]]:
     """The summarised rows of ``method`` over ``worlds``, by (measure, baseline), and each world's detail."""
     entries, details = [], []
+    params = bench_draw.params(method, params)
     for seed in worlds:
         world = World(seed, n_samples=n_train + n_test)
         train, test = split(world, n_train, n_test)
@@ -38,10 +41,18 @@ def run_rows(method: str, control: str | None, *, n_train: int, n_test: int, wor
     return {(r["measure"], r["baseline"]): r for r in summarise(entries)}, details
 
 
+def _record(row: dict, side: str) -> None:
+    n = row["numbers"]
+    bench_draw.record(f"{side}: {row['method']} {row['measure']} vs {row['baseline']}",
+                      (n["difference_mean"], *n["difference_ci"]),
+                      [m - b for m, b in zip(n["per_seed"], n["baseline_per_seed"])])
+
+
 def assert_not_better(row: dict, *, higher: bool = True, worlds=WORLDS) -> None:
     """The row's paired difference (method - baseline) is inside zero or on the baseline's side of it."""
     n = row["numbers"]
     lo, hi = n["difference_ci"]
+    _record(row, "broken")
     assert row["seeds"] == len(worlds) and math.isfinite(n["difference_mean"]), row
     assert row["beats_baseline"] != "yes", row
     assert (lo <= 0 if higher else hi >= 0), (row["measure"], row["baseline"], row["difference"])
@@ -50,20 +61,28 @@ def assert_not_better(row: dict, *, higher: bool = True, worlds=WORLDS) -> None:
 def assert_better(row: dict, *, worlds=WORLDS) -> None:
     """The unmutated method's side: the row's paired difference is above zero by a margin the worlds resolve."""
     lo, _ = row["numbers"]["difference_ci"]
+    _record(row, "unbroken")
     assert row["seeds"] == len(worlds) and lo > 0, (row["measure"], row["baseline"], row["difference"])
 
 
-HPSS_WORLDS = tuple(range(2000, 2006))
+HPSS_WORLDS = bench_draw.worlds(range(2000, 2010))
 
 
 def test_hpss_proposing_without_its_advantages_does_not_beat_random_search(monkeypatch):
     """HPSS whose proposals ignore the advantages (uniform one-factor moves, uniform exploitation) keeps its
     population search, validation and budget; against random search with the same 71 evaluations it must not
-    come out ahead, while HPSS itself does on the same worlds. Only the arms compared here run."""
+    come out ahead. Only the arms compared here run.
+
+    The other side of this control is not HPSS itself on these worlds: at 40 train items its lead over random
+    search (about +2, spread 8 between worlds) or over this variant needs far more worlds than a test can run
+    to resolve on most draws (issue 51: on 6 worlds it resolved for method seed 42 and not for 3 of 43-46;
+    on these 10, +1.9 [-3.9, +7.7] over the variant). That the row can show the heuristic is asserted in
+    tests/test_bench_dials.py instead: HPSS's margin over random search, on the same sizes, is larger with the
+    per-factor structure than without it, by a margin 10 worlds resolve on every draw checked
+    (docs/testing.md)."""
     monkeypatch.setattr(simulate, "HPSS_ARMS", {k: simulate.HPSS_ARMS[k] for k in ("random", "uniform")})
     monkeypatch.setattr(simulate, "PLAIN_BASELINES", {})
-    sizes = dict(n_train=40, n_test=10, worlds=HPSS_WORLDS)
-    rows, details = run_rows("hpss", "uniform_proposals", **sizes)
+    rows, details = run_rows("hpss", "uniform_proposals", n_train=40, n_test=10, worlds=HPSS_WORLDS)
     fitness = "true fitness (Pearson×100)"
     assert_not_better(rows[(fitness, "random search")], worlds=HPSS_WORLDS)
     assert_not_better(rows[("regret to optimum", "random search")], higher=False, worlds=HPSS_WORLDS)
@@ -72,11 +91,9 @@ def test_hpss_proposing_without_its_advantages_does_not_beat_random_search(monke
     assert same["numbers"]["difference_ci"] == [0.0, 0.0]
     for d in details:  # equal budgets: every search arm made HPSS's number of evaluations
         assert set(d["evaluations"].values()) == {d["budget"]} == {71}, d["evaluations"]
-    working, _ = run_rows("hpss", None, **sizes)
-    assert_better(working[(fitness, "random search")], worlds=HPSS_WORLDS)
 
 
-HYPOEVAL_WORLDS = tuple(range(2000, 2024))
+HYPOEVAL_WORLDS = bench_draw.worlds(range(2000, 2024))
 """HypoEval's margin over a random 5 with r > 0 is narrow (+0.04 test Pearson): 8 of these worlds do not
 resolve it, 24 do."""
 
@@ -119,7 +136,7 @@ def test_hd_eval_beats_its_layer_1_ablation_on_the_same_worlds():
     assert_better(rows[("informative share of decomposed (pruning)", "random choice")])
 
 
-ACTIVE_CRITIC_WORLDS = tuple(range(2000, 2012))
+ACTIVE_CRITIC_WORLDS = bench_draw.worlds(range(2000, 2012))
 
 
 def test_active_critic_with_a_random_demonstration_set_does_not_beat_zero_shot_or_the_best_of_random_sets(monkeypatch):
