@@ -72,7 +72,7 @@ class Pools:
     def texts(self, drawn: list[tuple[str, str]]) -> list[str]:
         for origin, text in drawn:
             # HypoEval reads an item without its list brackets: "[[4]] [[3]]" is recorded as "4]] [[3"
-            self.given.setdefault(_key(text), (origin, frozenset({_key(text), _key(text.strip().strip("[]"))})))
+            self.given.setdefault(_key(text), (origin, frozenset({_key(text), _bare(text)})))
         return [text for _, text in drawn]
 
     def named(self, drawn: list[tuple[str, str]]) -> list[dict[str, str]]:
@@ -89,9 +89,14 @@ class Pools:
         return out
 
 
+def _bare(text: str) -> str:
+    """The key without brackets, spaces and dots at its ends: how a reader may have trimmed the entry."""
+    return _key(text).strip("[] .")
+
+
 def _keys(entry: dict[str, Any]) -> set[str]:
     text = str(entry.get("text") or "")
-    return {k for k in (_key(text), _key(entry.get("name") or ""), _key(text.partition(":")[0])) if k}
+    return {k for k in (_key(text), _bare(text), _key(entry.get("name") or ""), _key(text.partition(":")[0])) if k}
 
 
 def responder(pools: Pools):
