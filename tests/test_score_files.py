@@ -116,7 +116,7 @@ def test_csv_output_is_spreadsheet_safe_resumes_after_a_record_cut_inside_quotes
     source = ItemFile(data, id_col="id", human_col="human", aspect="quality")
     summary = score_file(judge, source, llm=_llm(store, 4), out=out)
     assert summary["items"] == 12 and summary["missing"] == 1 and summary["skipped"] == 0
-    assert summary["correlations"]["n"] == 11
+    assert summary["correlations"]["n"] == 11 and summary["correlation_resamples"] == 1000
     with open(out, encoding="utf-8", newline="") as f:
         rows = list(csv.DictReader(f))
     assert tuple(rows[0]) == OUTPUT_COLUMNS and len(rows) == 12
@@ -274,3 +274,9 @@ def test_human_scores_are_kept_on_disk_not_in_python_objects_and_come_back_in_in
     assert people[:6].tolist() == pytest.approx([1.0, 2.0, 3.0, 4.0, 5.0, 1.0])
     assert math.isnan(judged[0]) and math.isnan(judged[7]) and judged[1] == pytest.approx(2.0)
     assert int(np.isnan(judged).sum()) == len(range(0, 100_000, 7))
+
+
+def test_the_summary_resamples_fewer_times_past_twenty_thousand_items_never_below_a_hundred():
+    from judge_engine.score_files import bootstrap_resamples
+
+    assert [bootstrap_resamples(n) for n in (1, 20_000, 40_000, 1_000_000, 10_000_000)] == [1000, 1000, 500, 100, 100]
