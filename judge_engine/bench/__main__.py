@@ -19,6 +19,7 @@ Examples::
     python -m judge_engine.bench cpu-build --other /tmp/native-build --repeats 5
     python -m judge_engine.bench verdicts --draws 200 --seed 0 --out verdicts.md
     python -m judge_engine.bench api-speed --levels 4 32 --latency 0.5
+    python -m judge_engine.bench estimate-waves --levels 4 32 --latency 0.25
     python -m judge_engine.bench stress-calibration --draws 2000 --e2e-draws 100 --out stress.md
     python -m judge_engine.bench gate --draws 1000 --seed 0
     python -m judge_engine.bench junk-run --dataset summeval --train 12
@@ -37,7 +38,7 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "structured": "structured", "simulate": "simulate",
                "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
                "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
-               "api-speed": "api_speed", "stress-calibration": "stress_calibration",
+               "api-speed": "api_speed", "estimate-waves": "estimate_waves", "stress-calibration": "stress_calibration",
                "gate": "gate", "junk-run": "junk_run"}
 
 
