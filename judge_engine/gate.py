@@ -218,6 +218,11 @@ def compare_scores(new: SystemScores, base: SystemScores, *, margin: float = 0.0
     if missing_new or missing_base:
         notes.append(f"{missing_new} shared item(s) have no score for the new system and {missing_base} for the "
                      "base; they are left out of the difference, not counted as any score")
+    scored = {o.new for o in outcomes if o.new is not None} | {o.base for o in outcomes if o.base is not None}
+    if len(outcomes) > 1 and len(scored) == 1:
+        # a judge that cannot vary (the tiny embedded model often answers one score) must not read as a pass
+        notes.append(f"the judge gave every scored item of both systems the same score ({scored.pop():g}): it "
+                     "cannot tell these systems apart, so this comparison says nothing about them")
     reasons: dict[tuple[str, str], int] = {}
     for system, table in ((new.name, new_by_id), (base.name, base_by_id)):
         for i in ids:

@@ -194,6 +194,18 @@ def test_hostile_ids_and_replies_are_escaped_in_the_summary_and_the_junit_file()
     assert "missing (new): 1 x reply said <script>" in out_text and "\x00" not in out_text
 
 
+def test_a_judge_that_gives_every_item_one_score_is_said_to_tell_nothing_apart():
+    def system(name, scores):
+        return gate.SystemScores(name, "j", "quality", tuple(gate.ScoredItem(f"i{k}", s, f"i{k}")
+                                                            for k, s in enumerate(scores)))
+
+    flat = gate.compare_scores(system("new", [1.0] * 6), system("base", [1.0] * 6))
+    assert flat.verdict == "no resolved difference" and any("cannot tell these systems apart" in n for n in flat.notes)
+    assert "cannot tell these systems apart" in gate.summary_markdown(flat)
+    varied = gate.compare_scores(system("new", [1.0, 2.0] * 3), system("base", [1.0, 2.0] * 3))
+    assert not any("cannot tell" in n for n in varied.notes)
+
+
 def test_different_judges_or_aspects_are_refused_by_name():
     item = (gate.ScoredItem("a", 3.0, "a"),)
     with pytest.raises(ValueError, match="different judges"):
