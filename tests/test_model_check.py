@@ -179,7 +179,10 @@ def test_the_cli_prints_one_message_exits_2_and_the_run_records_it(gguf, tmp_pat
                  "--test", "4", "--backend", "llamacpp", "--model", str(gguf), "--db", db, "--quiet"])
     _, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err
-    assert err.startswith("error: the embedded model crashed") and "SIGSEGV" in err
+    # the run's expected cost is printed before any call; then the one error message
+    estimate, _, message = err.partition("\n")
+    assert estimate.startswith("run 1: expected before any cache hit")
+    assert message.startswith("error: the embedded model crashed") and "SIGSEGV" in message
     assert "make clean-venv && make install" in err
     run = store.runs()[0]
     assert run.status == "failed" and "SIGSEGV" in run.message and "make clean-venv" in run.message
