@@ -587,6 +587,18 @@ def price_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dollars per 1,000 completion tokens (default: 0; score: the judge's own)")
 
 
+def scoring_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """The backend an exported judge scores on, as ``score`` and ``compare-systems`` take it (read by
+    ``scoring_config``)."""
+    parser.add_argument("--backend", choices=["llamacpp", "openai", "vllm"],
+                        help="default: the backend the judge was made with")
+    parser.add_argument("--model")
+    parser.add_argument("--base-url")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
+    price_arguments(parser)
+
+
 def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParser:
     from . import __version__
 
@@ -685,20 +697,14 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
     score.add_argument("--context-col")
     score.add_argument("--reference-col")
     score.add_argument("--human-col", help="human scores, if the file has them: the correlation is printed")
-    score.add_argument("--backend", choices=["llamacpp", "openai", "vllm"],
-                       help="default: the backend the judge was made with")
-    score.add_argument("--model")
-    score.add_argument("--base-url")
-    score.add_argument("--concurrency", type=int, default=None,
-                       help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
-    price_arguments(score)
+    scoring_backend_arguments(score)
     score.set_defaults(func=cmd_score)
 
     from . import gate_cli
 
     gate = sub.add_parser("compare-systems", help=gate_cli.HELP, description=gate_cli.DESCRIPTION)
     gate_cli.add_arguments(gate)
-    price_arguments(gate)  # read by scoring_config, as for score
+    scoring_backend_arguments(gate)  # read by scoring_config, as for score
     gate.set_defaults(func=gate_cli.main)
 
     cache = sub.add_parser(

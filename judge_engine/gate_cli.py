@@ -44,12 +44,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--group-col", help="the items' source: items of one group are resampled together")
     p.add_argument("--context-col")
     p.add_argument("--reference-col")
-    p.add_argument("--backend", choices=["llamacpp", "openai", "vllm"],
-                   help="default: the backend the judge was made with")
-    p.add_argument("--model")
-    p.add_argument("--base-url")
-    p.add_argument("--concurrency", type=int, default=None,
-                   help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
 
 
 def _read(path: str, args: argparse.Namespace, aspect: str) -> list[Any]:
