@@ -354,7 +354,10 @@ def cmd_score(args: argparse.Namespace) -> int:
     source = ItemFile(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
                       context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
                       aspect=judge.aspect["name"])
-    llm = make_llm(config, store=Store(args.db))
+    store = Store(args.db)
+    llm = make_llm(config, store=store)
+    estimate = _scoring_estimate(store, judge, config, source)
+    started = time.monotonic()
     shown = 0
 
     def bad_row(exc: Exception) -> None:
@@ -381,8 +384,34 @@ def cmd_score(args: argparse.Namespace) -> int:
     if llm.governor.lowered or answers_429:  # the server rate-limited: how often, and how far the pace came down
         summary["rate_limited"] = {"answers_429": answers_429, "times": llm.governor.lowered,
                                    "fewest_in_flight": llm.governor.lowest, "in_flight_at_the_end": llm.governor.limit}
+    if estimate is not None:
+        from .runs.cost import against
+
+        # what it cost against what was expected (stderr: scores may be going to stdout), before the summary
+        print(f"score cost: {against(llm.ledger.snapshot(), estimate, wall=time.monotonic() - started)}",
+              file=sys.stderr)
+        summary["estimate"] = estimate.to_dict()
     print(json.dumps(summary, indent=2), file=sys.stderr)
     return 0
+
+
+def _scoring_estimate(store, judge, config, source):
+    """Print what scoring ``source`` is expected to cost before the first call (to stderr, so that verdicts
+    written to stdout stay machine-readable); the estimate, or None for a file with no readable first item."""
+    from .runs.cost import RENDERED_ITEMS, describe, expected_scoring
+
+    first = next(iter(source.chunks(RENDERED_ITEMS, lambda exc: None)), [])  # bad rows are reported when scored
+    if not first:
+        return None
+    estimate = expected_scoring(store, judge, config, first, source.estimated_rows())
+    print(f"score: expected before any cache hit, for the file's {source.estimated_rows():,} rows: "
+          f"{describe(estimate, config)}" + (f", {_seconds(estimate.seconds)}" if estimate.seconds is not None else "")
+          + f" ({estimate.basis})", file=sys.stderr)
+    return estimate
+
+
+def _seconds(seconds: float) -> str:
+    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"
 
 
 def _size(n: float) -> str:

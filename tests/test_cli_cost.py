@@ -109,3 +109,81 @@ def test_a_run_made_before_estimates_were_kept_reads_without_one(store, tiny_dat
         store.db.execute("update runs set estimate = null where id = ?", [run_id])
     assert store.run(run_id).estimate is None and store.runs()[0].estimate is None
     assert against(store.run(run_id).ledger, None) == "0 requests, 0 prompt tokens, 0 completion tokens, $0.00"
+
+
+# --------------------------------------------------------------------------- score: the same before and after
+
+DIRECT_JUDGE = {"method": "direct", "params": {"temperature": 0.0, "max_tokens": 32},
+                "aspect": {"name": "quality", "low": 1, "high": 5, "definition": "How good it is."},
+                "task": {"task": "toy summarization"}, "state": {}, "schema_version": 1}
+
+
+def _score(tmp_path, capsys, monkeypatch, *extra, n=9):
+    """``score`` of ``n`` items with a direct judge, verdicts to stdout, every call answered by a scripted
+    backend that counts tokens (characters // 4): returns the exit code, stdout, stderr and the backend's calls
+    made before the scoring started (after the estimate was printed)."""
+    from judge_engine import llm as llm_module
+    from judge_engine import score_files
+    from judge_engine.llm import make_llm
+    from judge_engine.llm.fake import FakeBackend
+
+    backend = FakeBackend(lambda messages, params: "[[4]]")
+    monkeypatch.setattr(llm_module, "make_llm", lambda config, **kw: make_llm(config, backend=backend, **kw))
+    calls_when_scoring_started = []
+    before = score_files.score_file
+
+    def counting(*args, **kw):
+        calls_when_scoring_started.append(len(backend.calls))
+        return before(*args, **kw)
+
+    monkeypatch.setattr(score_files, "score_file", counting)
+    judge = tmp_path / "judge.json"
+    judge.write_text(json.dumps(DIRECT_JUDGE))
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"id": f"i{k}", "input": f"an article about topic {k} " * (1 + k),
+                                         "output": f"a summary {k}"}) + "\n" for k in range(n)))
+    code, out, err = _run(capsys, "score", str(judge), str(items), "--db", str(tmp_path / "w.db"), "--id-col", "id",
+                          "--quiet", *extra)
+    return code, out, err, backend, calls_when_scoring_started
+
+
+SERVER = ("--backend", "openai", "--base-url", "http://stub.invalid/v1", "--model", "stub")
+
+
+def test_score_prints_requests_tokens_and_dollars_before_the_first_call_and_the_cost_against_them_after(
+        tmp_path, capsys, monkeypatch):
+    code, out, err, backend, started = _score(tmp_path, capsys, monkeypatch, *SERVER, "--price-prompt", "0.5",
+                                              "--price-completion", "2")
+    assert code == 0, err
+    assert started == [0], "the estimate came before any call"
+    line = next(x for x in err.splitlines() if x.startswith("score: expected before any cache hit"))
+    assert "for the file's 9 rows: 9 requests" in line
+    assert "at $0.5000 prompt / $2.00 completion per 1k tokens" in line
+    assert "no timing on this backend yet" in line  # a server never used from this database: no time guessed
+    # stdout holds the verdict lines and nothing else, so a pipe reading JSONL is not broken
+    verdicts = [json.loads(x) for x in out.splitlines()]
+    assert [v["id"] for v in verdicts] == [f"i{k}" for k in range(9)] and [v["score"] for v in verdicts] == pytest.approx([4.0] * 9)
+    summary = json.loads(err[err.index("{"):])
+    estimate = summary["estimate"]
+    sent = sum(len(m["content"]) // 4 for messages, _ in backend.calls for m in messages)
+    assert estimate["calls"] == len(backend.calls) == 9
+    # the rendered prompts against the tokens the backend counted: within 10% (chat-template tokens are added)
+    assert estimate["prompt_tokens"] == pytest.approx(sent, rel=0.1)
+    assert estimate["dollars"] == pytest.approx((estimate["prompt_tokens"] * 0.5
+                                                 + estimate["completion_tokens"] * 2) / 1000, abs=1e-6)
+    cost = next(x for x in err.splitlines() if x.startswith("score cost: "))
+    assert cost.startswith("score cost: 9 requests (9 expected), ") and " s expected)" not in cost
+
+
+def test_score_without_a_price_says_none_is_set_and_on_the_embedded_model_gives_a_rough_time(
+        tmp_path, capsys, monkeypatch):
+    code, out, err, backend, started = _score(tmp_path, capsys, monkeypatch, n=5)
+    assert code == 0, err
+    assert started == [0]
+    line = next(x for x in err.splitlines() if x.startswith("score: expected before any cache hit"))
+    assert "5 requests" in line and "no price set (--price-prompt / --price-completion, or Settings)" in line
+    assert "rough: the embedded model's tokens per second" in line and ", about " in line
+    assert len(out.splitlines()) == 5 and all(json.loads(x)["id"] for x in out.splitlines())
+    cost = next(x for x in err.splitlines() if x.startswith("score cost: "))
+    assert "$0.00 ($0.00 expected)" in cost and " s expected)" in cost
+    assert json.loads(err[err.index("{"):])["estimate"]["dollars"] == pytest.approx(0.0, abs=1e-12)

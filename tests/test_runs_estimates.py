@@ -9,10 +9,13 @@ from judge_engine.runs import RunSpec
 
 def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, started):
     store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                   params={})
+    first = runs.estimate_duration(store, spec)
+    assert first.seconds_per_call == pytest.approx(runs.EMBEDDED_SECONDS_PER_COUNTED_CALL["hpss"])
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
     first = runs.estimate_duration(store, spec)
-    assert first.calls == 6
-    assert first.seconds_per_call == pytest.approx(runs.EMBEDDED_SECONDS_PER_COUNTED_CALL["direct"])
+    assert first.calls == 6 and "rough: the embedded model's tokens per second" in first.basis
     remote_spec = RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")})
     remote = runs.estimate_duration(store, remote_spec)
     assert remote.minutes is None and "no timing" in remote.describe()
@@ -35,7 +38,40 @@ def test_a_methods_own_speed_once_its_finished_runs_count_enough_calls(store, ti
     assert runs.method_speed(store, "geval", spec.llm)[0] == pytest.approx(runs.EMBEDDED_SECONDS_PER_COUNTED_CALL["geval"])
 
 
-def test_a_look_adds_its_baselines_and_the_start(store, tiny_dataset):
+def test_direct_scoring_on_the_embedded_model_is_timed_by_its_tokens_and_the_machines_load(store, tiny_dataset,
+                                                                                         monkeypatch):
+    """Issue 46: a 16-item direct run estimated at 12 s (0.75 s per call) took 3 min 22 s under load. Its time is
+    now its rendered prompt and reply tokens at the model's throughput, slower by the load when nothing on this
+    store measured it, and from the store's own requests once they did."""
+    from dataclasses import replace
+
+    store.save_dataset(tiny_dataset)
+    short = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.5, 0.5, 0.5))
+    quiet = runs.estimate_duration(store, short)
+    monkeypatch.setattr("os.getloadavg", lambda: (8.0, 8.0, 8.0))
+    loaded = runs.estimate_duration(store, short)
+    cores = __import__("os").cpu_count()
+    assert loaded.seconds_per_call / quiet.seconds_per_call == pytest.approx(min(4.0, max(1.0, 8.0 / cores)))
+    assert "x1.0 slower" in quiet.basis and "rough" in quiet.basis
+    # longer items read more tokens: a longer call
+    long_items = replace(tiny_dataset, name="tiny-long", samples=tuple(
+        replace(s, output=s.output + " and more words" * 200) for s in tiny_dataset.samples))
+    store.save_dataset(long_items)
+    longer = runs.estimate_duration(store, replace(short, dataset="tiny-long"))
+    assert longer.seconds_per_call > 2 * loaded.seconds_per_call
+    # history: the store's requests on the model measure it (here 10x slower than the model alone)
+    run_id = runs.launch(store, short)[0].run_id
+    alone = 30 * 500 / runs.estimates.EMBEDDED_PROMPT_TOKENS_PER_S + 30 * 20 / runs.estimates.EMBEDDED_GENERATED_TOKENS_PER_S
+    store.update_run(run_id, ledger={"calls": 30, "prompt_tokens": 30 * 500, "completion_tokens": 30 * 20,
+                                     "seconds": 10 * alone})
+    rates = runs.estimates.embedded_rates(store, short.llm)
+    assert not rates.rough and "30 earlier requests" in rates.basis
+    assert rates.seconds(500, 20) == pytest.approx(10 * alone / 30)
+
+
+def test_a_look_adds_its_baselines_and_the_start(store, tiny_dataset, monkeypatch):
+    monkeypatch.setattr(runs.estimates, "TOKEN_TIMED", ())  # each method at its measured seconds per counted call
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
     look = runs.estimate_look(store, spec, ["geval"])

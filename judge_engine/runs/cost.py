@@ -1,23 +1,28 @@
 """What a run is expected to cost before its first call, and what it cost against that (issue 46 item 5).
 
 Tokens per request come from the store's earlier runs of the same method (their ledgers: tokens over the
-requests actually sent); with none, from the item's length at about four characters a token plus the
-method's instructions, which is rough and says so. Requests are the method's own count
+requests actually sent); with none, from the prompts the method itself builds on the dataset's items
+(:mod:`.rendering`: its fit run against empty replies, no model called) when that rendering gets far enough
+into the fit, else from the item's length at about four characters a token plus the method's instructions,
+which is rough and says so. ``score`` is estimated the same way from the judge's own scoring requests on
+the file's first items (:func:`expected_scoring`). Requests are the method's own count
 (:func:`judge_engine.runs.estimate_duration`), an upper bound before cache hits, so the tokens and dollars
 are too. Prices are the run's own (``LLMConfig.price_prompt_per_1k`` and ``price_completion_per_1k``).
 """
 
 from __future__ import annotations
 
+import json
+from typing import Any, Sequence
+
 from ..llm import LLMConfig
 from ..llm.client import LedgerTotals
-from ..records import Dataset, RunEstimate
+from ..records import Dataset, RunEstimate, Sample
 from ..store import Store
-from .estimates import MIN_CALLS_FOR_TIMING, Duration, estimate_duration, judged_item_chars
+from . import rendering
+from .estimates import MIN_CALLS_FOR_TIMING, Duration, _method, estimate_duration, judged_item_chars, scoring_duration
+from .rendering import CHARS_PER_TOKEN
 from .spec import RunSpec, ensure_dataset
-
-CHARS_PER_TOKEN = 4.0
-"""Characters of English text per token in the tokenizers of GPT-4o, Llama 3 and SmolLM2, roughly."""
 
 ROUGH_INSTRUCTION_CHARS = 1500.0
 """Characters of a request around its item (task, aspect definition, rubric or criteria, reply format) when
@@ -46,6 +51,19 @@ def tokens_per_request(store: Store, method: str, limit: int = 500) -> tuple[flo
     return prompt / calls, completion / calls, f"tokens per request of {calls:,} earlier requests of this method"
 
 
+def request_tokens(store: Store, dataset: Dataset, spec: RunSpec, duration: Duration) -> tuple[float, float, str]:
+    """Prompt and completion tokens per request of ``spec``'s run, with where they come from: earlier runs of the
+    method (:func:`tokens_per_request`), else its prompts rendered on the dataset (:func:`rendered_tokens`), else
+    the item's length plus the instructions."""
+    measured = tokens_per_request(store, spec.method) or rendered_tokens(dataset, spec, duration)
+    if measured is None:
+        chars = judged_item_chars(dataset, spec) + ROUGH_INSTRUCTION_CHARS
+        measured = (chars / CHARS_PER_TOKEN, ROUGH_COMPLETION_TOKENS,
+                    "rough: no earlier run of this method, so the item's length at about 4 characters a token "
+                    "plus the instructions; the first run measures it")
+    return measured
+
+
 def expected(store: Store, spec: RunSpec, *, duration: Duration | None = None,
              dataset: Dataset | None = None) -> RunEstimate:
     """Requests, tokens, dollars and minutes ``spec`` will take before any cache hit.
@@ -56,17 +74,100 @@ def expected(store: Store, spec: RunSpec, *, duration: Duration | None = None,
     if duration is None or dataset is None:
         dataset = dataset or ensure_dataset(store, spec.dataset)
         duration = duration or estimate_duration(store, spec, dataset=dataset)
-    measured = tokens_per_request(store, spec.method)
-    if measured is None:
-        chars = judged_item_chars(dataset, spec) + ROUGH_INSTRUCTION_CHARS
-        measured = (chars / CHARS_PER_TOKEN, ROUGH_COMPLETION_TOKENS,
-                    "rough: no earlier run of this method, so the item's length at about 4 characters a token "
-                    "plus the instructions; the first run measures it")
-    per_prompt, per_completion, basis = measured
+    per_prompt, per_completion, basis = request_tokens(store, dataset, spec, duration)
     prompt, completion = round(duration.calls * per_prompt), round(duration.calls * per_completion)
     return RunEstimate(calls=duration.calls, prompt_tokens=prompt, completion_tokens=completion,
                        dollars=round(price(spec.llm, prompt, completion), 6),
                        seconds=None if duration.minutes is None else round(duration.minutes * 60.0, 1), basis=basis)
+
+
+MIN_RENDERED_SHARE = 0.1
+"""The share of a fit's counted requests its rendering must reach to stand for them. HPSS's and HD-Eval's fits
+run to their end against empty replies (their requests rendered within 5% of a simulated run's, tests); a fit
+that stops at its first empty generation reply (HypoEval: 12 of about 340 requests) shows only its largest
+prompts, 2.8x the mean, and is left to the rough count."""
+
+_RENDERED: dict[tuple, tuple[int, float, float | None, float]] = {}
+"""Renderings by what determines them (a start form redraws its estimate on every change; a fit is rendered
+once per setting); pure values, so sharing them between sessions shares nothing of a user's."""
+
+
+def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tuple[float, float, str] | None:
+    """Prompt tokens per request of ``spec``'s run as the method builds its prompts on the dataset's items
+    (:mod:`.rendering`): its fit on the first ``train_size`` items, and when that fit ends with a judge (direct
+    scoring, G-Eval), the judge's scoring of the next few; None when the rendering covers too little of the
+    fit's counted calls (:data:`MIN_RENDERED_SHARE`) and no judge came of it."""
+    train = tuple(dataset.samples[:spec.train_size])
+    rest = tuple(dataset.samples[spec.train_size:spec.train_size + RENDERED_ITEMS])
+    key = (spec.method, json.dumps(spec.params, sort_keys=True, default=str), spec.aspect, dataset.name,
+           tuple((s.id, len(s.input), len(s.output)) for s in train + rest))
+    if key not in _RENDERED:
+        if len(_RENDERED) >= 64:
+            _RENDERED.clear()
+        _RENDERED[key] = _render_run(dataset, spec, train, rest)
+    fit_requests, fit_per_request, score_per_request, per_completion = _RENDERED[key]
+    fit_ok = fit_requests >= max(MIN_CALLS_FOR_TIMING, MIN_RENDERED_SHARE * duration.fit_calls)
+    if score_per_request is None:
+        if not fit_ok:
+            return None
+        per_request = fit_per_request
+    else:  # the counted calls of each part at the part's own size
+        fit_weight = duration.fit_calls if fit_requests else 0
+        per_request = ((fit_weight * fit_per_request + duration.score_calls * score_per_request)
+                       / max(1, fit_weight + duration.score_calls))
+    return (per_request, per_completion,
+            f"rough: no earlier run of this method, so its own prompts on this dataset's items (rendered, no "
+            f"model called) and about {per_completion:.0f} tokens a reply; the first run measures it")
+
+
+def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...],
+                rest: tuple[Sample, ...]) -> tuple[int, float, float | None, float]:
+    fit = rendering.render_fit(_method(spec), train, dataset.aspect(spec.aspect), dataset, spec.llm)
+    if fit.judge is None or not rest:
+        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS)
+    scoring = rendering.render_scoring(fit.judge, rest, spec.llm)
+    if not scoring.requests:
+        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS)
+    return (fit.requests, fit.per_request, scoring.per_request,
+            scoring.completion_per_request(ROUGH_COMPLETION_TOKENS))
+
+
+RENDERED_ITEMS = 4
+"""Items of the file whose scoring requests are rendered for ``score``'s estimate (the judge's prompts differ
+by item only in the item's text)."""
+
+
+def expected_scoring(store: Store, judge: Any, llm: LLMConfig, first: Sequence[Sample], n_items: int) -> RunEstimate:
+    """Requests, tokens, dollars and seconds scoring ``n_items`` items with ``judge`` on ``llm`` will take
+    before any cache hit, from its requests rendered on ``first`` (the file's first items).
+
+    Requests per item are the rendered ones (every follow-up turn made, as after a reply that gave no score:
+    an upper bound); completion tokens per request are those of the store's earlier runs of the judge's
+    method, else about :data:`ROUGH_COMPLETION_TOKENS`. The time is :func:`.estimates.scoring_duration`.
+    """
+    rendered = rendering.render_scoring(judge, first[:RENDERED_ITEMS], llm)
+    shown = max(1, min(len(first), RENDERED_ITEMS))
+    calls = round(rendered.requests / shown * n_items)
+    measured = tokens_per_request(store, judge.method)
+    per_completion = measured[1] if measured else rendered.completion_per_request(ROUGH_COMPLETION_TOKENS)
+    prompt, completion = round(calls * rendered.per_request), round(calls * per_completion)
+    duration = scoring_duration(store, llm, calls=calls, prompt_tokens=prompt, completion_tokens=completion,
+                                waves=_method_waves(judge))
+    basis = (f"the judge's own requests rendered on {shown} of the items (no model called), every follow-up turn "
+             f"counted; completion tokens {'of earlier runs of this method' if measured else 'rough'}")
+    return RunEstimate(calls=calls, prompt_tokens=prompt, completion_tokens=completion,
+                       dollars=round(price(llm, prompt, completion), 6),
+                       seconds=None if duration.minutes is None else round(duration.minutes * 60.0, 1),
+                       basis=f"{basis}; time: {duration.basis}")
+
+
+def _method_waves(judge: Any) -> int:
+    from ..methods import get_method
+
+    try:
+        return int(get_method(judge.method, dict(judge.params)).estimate_waves(0, 1)["score"])
+    except (ValueError, TypeError, KeyError):  # a judge's params from an older version: scoring is one wave
+        return 1
 
 
 def tokens(n: float) -> str:
@@ -90,16 +191,19 @@ def describe(estimate: RunEstimate, llm: LLMConfig) -> str:
             f"{dollars(llm.price_completion_per_1k)} completion per 1k tokens")
 
 
-def against(ledger: LedgerTotals, estimate: RunEstimate | None) -> str:
-    """What a run cost, and beside it what was expected: ``2,100 requests (2,223 expected), ...``."""
+def against(ledger: LedgerTotals, estimate: RunEstimate | None, *, wall: float | None = None) -> str:
+    """What a run cost, and beside it what was expected: ``2,100 requests (2,223 expected), ...``; with ``wall``
+    (seconds it took) also the time against the estimate's."""
     def part(actual: str, wanted: str | None) -> str:
         return actual if wanted is None else f"{actual} ({wanted} expected)"
 
     e = estimate
+    took = [] if wall is None else [part(f"{wall:.1f} s", None if e is None or e.seconds is None
+                                         else f"{e.seconds:.1f} s")]
     return ", ".join([
         part(f"{ledger.calls:,} requests", None if e is None else f"{e.calls:,}"),
         part(f"{tokens(ledger.prompt_tokens)} prompt tokens", None if e is None else tokens(e.prompt_tokens)),
         part(f"{tokens(ledger.completion_tokens)} completion tokens",
              None if e is None else tokens(e.completion_tokens)),
         part(dollars(ledger.dollars), None if e is None else dollars(e.dollars)),
-    ])
+    ] + took)

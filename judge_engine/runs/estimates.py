@@ -104,6 +104,80 @@ def mean_item_chars(dataset: Dataset) -> float:
     return sum(_item_chars(s) for s in dataset.samples) / max(1, len(dataset.samples))
 
 
+EMBEDDED_PROMPT_TOKENS_PER_S = 176.0
+EMBEDDED_GENERATED_TOKENS_PER_S = 71.7
+"""The embedded SmolLM2's prompt and generated tokens per second on this machine's 2 cores with nothing else
+running (``bench cpu-build``, docs/benchmarks.md "Portable build", 2026-11-28, load 1.4-2.7)."""
+
+TOKEN_TIMED = ("direct", "geval")
+"""Methods whose counted calls are the calls they make (one per item, or G-Eval's samples): their time on the
+embedded model is their tokens at its throughput. The fitted methods' counts are upper bounds (2-4x), so
+their measured seconds per counted call (:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL`) stay."""
+
+MAX_LOAD_FACTOR = 4.0
+"""At most this much slower than alone for the machine's load (beyond it, the load is a passing peak)."""
+
+
+@dataclass(frozen=True)
+class TokenRates:
+    """The embedded model's speed in tokens per second, and where it comes from."""
+
+    prompt_per_s: float
+    generated_per_s: float
+    basis: str
+    rough: bool = True
+    """No earlier requests on this store measured it."""
+
+    def seconds(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return prompt_tokens / self.prompt_per_s + completion_tokens / self.generated_per_s
+
+
+def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
+    """The embedded model's tokens per second: from the store's earlier requests on it (their seconds over their
+    tokens, a generated token weighing as much as :data:`EMBEDDED_PROMPT_TOKENS_PER_S` /
+    :data:`EMBEDDED_GENERATED_TOKENS_PER_S` prompt tokens), else its speed alone on this machine slowed by the
+    machine's load now (the model's threads get about cores / load of the CPU), which is rough and says so.
+
+    A 16-item direct run was estimated at 12 s and took 3 min 22 s under load 4-8: its 0.75 s per counted call
+    came from first looks whose direct prompts shared a cached prefix on a quiet machine; tokens are what the
+    model reads and writes whatever the method."""
+    calls = prompt = completion = 0
+    seconds = 0.0
+    for run in store.runs(limit=500):
+        if run.ledger.calls and run.ledger.prompt_tokens and same_backend(LLMConfig.from_dict(run.llm), llm):
+            calls += run.ledger.calls
+            prompt += run.ledger.prompt_tokens
+            completion += run.ledger.completion_tokens
+            seconds += run.ledger.seconds
+    if calls >= MIN_CALLS_FOR_TIMING and seconds > 0:
+        alone = prompt / EMBEDDED_PROMPT_TOKENS_PER_S + completion / EMBEDDED_GENERATED_TOKENS_PER_S
+        slower = seconds / alone
+        return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, EMBEDDED_GENERATED_TOKENS_PER_S / slower,
+                          f"tokens per second of {calls:,} earlier requests on the embedded model", rough=False)
+    import os
+
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    slower = min(MAX_LOAD_FACTOR, max(1.0, load / cores))
+    return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, EMBEDDED_GENERATED_TOKENS_PER_S / slower,
+                      f"rough: the embedded model's tokens per second alone on 2 cores, x{slower:.1f} slower for the "
+                      f"load now ({load:.1f} on {cores} cores); the first run measures it")
+
+
+def scoring_duration(store: Store, llm: LLMConfig, *, calls: int, prompt_tokens: float, completion_tokens: float,
+                     waves: int = 1) -> Duration:
+    """The wall time of ``calls`` scoring requests of these tokens on ``llm`` (``score``'s estimate): on the
+    embedded model its tokens at :func:`embedded_rates`, on a server the seconds per call of earlier runs on it
+    (:func:`seconds_per_call`) with the judge's ``waves``; unknown on a server never used from this store."""
+    parallel = 1 if llm.backend == "llamacpp" else max(1, llm.concurrency)
+    if llm.embedded:
+        rates = embedded_rates(store, llm)
+        per_call = rates.seconds(prompt_tokens, completion_tokens) / max(1, calls)
+        return Duration(calls=calls, seconds_per_call=per_call, basis=rates.basis, score_calls=calls)
+    per_call, basis = seconds_per_call(store, llm)
+    return Duration(calls=calls, seconds_per_call=per_call, basis=basis, score_calls=calls, waves=waves,
+                    latency=call_latency(store, llm) or 0.0, parallel=parallel)
+
+
 LOOK_START_SECONDS = 10.0
 """Seconds before a look's first call: each run's worker process starts and loads the model."""
 
@@ -320,6 +394,14 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
         if abs(factor - 1.0) >= 0.05:
             per_call, basis = per_call * factor, f"{basis}, x{factor:.2f} for this dataset's item length"
     n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
+    if per_call is not None and basis == EMBEDDED_BASIS and spec.method in TOKEN_TIMED:
+        from .cost import request_tokens  # cost reads these estimates: imported when used
+
+        counted = Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
+                           fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
+        per_prompt, per_completion, _ = request_tokens(store, dataset, spec, counted)
+        rates = embedded_rates(store, spec.llm)
+        per_call, basis = rates.seconds(per_prompt, per_completion), rates.basis
     waves = _method(spec).estimate_waves(spec.train_size, n_test)
     n_waves = int(waves["fit"] + waves["score"])
     return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis,
