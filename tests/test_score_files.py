@@ -183,6 +183,17 @@ def test_an_id_that_cleaning_would_change_is_left_out_named_and_counted_by_reaso
     assert summary["rows_left_out_by_reason"] == {"id with control characters": 1, "repeated id": 1}
 
 
+def test_an_id_with_spaces_around_it_is_written_verbatim_not_trimmed(tmp_path, store):
+    # ' a1 ' was written as 'a1' (row_sample stripped the id), so the output no longer joined back to the file, and
+    # a later row 'a1' was left out as a duplicate of a row whose id was ' a1 '
+    path = tmp_path / "items.csv"
+    path.write_text("id,input,output\n a1 ,s,one\na1,s,two\na2\u00a0,s,three\n   ,s,four\n", encoding="utf-8")
+    bad, out = [], tmp_path / "out.jsonl"
+    summary = score_file(_judge(), ItemFile(path, id_col="id"), llm=_llm(store), out=out, bad_row=bad.append)
+    assert [json.loads(x)["id"] for x in out.read_text(encoding="utf-8").splitlines()] == [" a1 ", "a1", "a2\u00a0"]
+    assert summary["rows_left_out_by_reason"] == {"empty id": 1} and bad[0].row == 5
+
+
 def test_bad_input_is_each_named_with_its_line_and_counted_and_the_rest_is_scored(tmp_path, store):
     # a BOM, mixed line endings, a 5 MB cell, an id repeated two chunks later, a line that is not UTF-8
     big = "x" * (5 * 1024 * 1024)

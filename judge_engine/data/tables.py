@@ -334,8 +334,9 @@ def row_sample(row: int | None, rec: dict[str, Any], columns: RowColumns, path: 
     caller's: it knows the other rows.
     """
     if columns.id_col is not None:
-        sid = _text(rec.get(columns.id_col)).strip()
-        if not sid:
+        # verbatim: an id trimmed of its spaces is not the file's id, and its scores would not join back to the row
+        sid = _text(rec.get(columns.id_col))
+        if not sid.strip():
             raise DataImportError("the id is empty", file=path, row=row, column=columns.id_col)
     else:
         sid = str(row)
