@@ -237,7 +237,8 @@ LEFT_OUT_REASONS = (("duplicate id", "repeated id"), ("the id is empty", "empty 
                     ("control characters", "id with control characters"), ("not UTF-8", "not UTF-8"),
                     ("output text is empty", "empty output"), ("missing in this record", "a column missing"),
                     ("cells but the header", "wrong number of cells"), ("invalid JSON", "invalid JSON"),
-                    ("expected a JSON object", "not a JSON object"))
+                    ("expected a JSON object", "not a JSON object"), ("is not a number", "human score not a number"),
+                    ("not a finite number", "human score not finite"), ("score is empty", "human score empty"))
 """How the summary groups the rows left out (a phrase of the reader's message, the group's name)."""
 
 

@@ -194,6 +194,20 @@ def test_an_id_with_spaces_around_it_is_written_verbatim_not_trimmed(tmp_path, s
     assert summary["rows_left_out_by_reason"] == {"empty id": 1} and bad[0].row == 5
 
 
+def test_rows_left_out_for_their_human_score_are_grouped_by_reason_not_by_value(tmp_path, store):
+    # the reason was the message's first 60 characters, value included: a million rows of distinct bad scores made a
+    # summary with a million reasons
+    path = tmp_path / "items.csv"
+    bad_scores = ["abc", "n/a", "", "", "nan", "1e999", "x1", "3"]
+    path.write_text("id,input,output,human\n" + "".join(f"r{k},s,o{k},{v}\n" for k, v in enumerate(bad_scores)),
+                    encoding="utf-8")
+    summary = score_file(_judge(), ItemFile(path, id_col="id", human_col="human", aspect="quality"),
+                         llm=_llm(store), out=tmp_path / "out.jsonl", bad_row=lambda exc: None)
+    assert summary["items"] == 1 and summary["rows_left_out"] == 7
+    assert summary["rows_left_out_by_reason"] == {"human score not a number": 3, "human score empty": 2,
+                                                  "human score not finite": 2}
+
+
 def test_bad_input_is_each_named_with_its_line_and_counted_and_the_rest_is_scored(tmp_path, store):
     # a BOM, mixed line endings, a 5 MB cell, an id repeated two chunks later, a line that is not UTF-8
     big = "x" * (5 * 1024 * 1024)
