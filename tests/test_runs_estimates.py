@@ -215,3 +215,50 @@ def test_an_estimate_counting_waves_lands_within_30_percent_of_a_run_on_a_server
     assert estimate.minutes * 60 == pytest.approx(measured, rel=0.3), (estimate, measured)
     if concurrency == 32:
         assert estimate.calls * estimate.seconds_per_call < 0.7 * measured, "the waves are most of it"
+
+
+def _event(kind, **payload):
+    from judge_engine.records import RunEvent
+
+    return RunEvent(id=0, run_id=1, ts=0.0, kind=kind, payload=payload)
+
+
+def test_hypoevals_refreshes_are_expected_at_the_rate_earlier_runs_made_them():
+    """A refresh comes only when the judge mispredicted w_max items: not in the method's own count, so read from
+    earlier runs (refreshes per update item, waves per refresh: generation, the rounds it ran, the new scores)."""
+    method = runs.estimates.get_method("hypoeval", {"n_init": 3, "n_init_hypotheses": 3, "top_k": 3, "w_max": 3})
+    one_refresh = [_event("bank_refreshed", refresh=1)] + [_event("refinement_round", round=i) for i in (1, 2, 3)] + [
+        _event("refinement_round", round=i, skipped=True) for i in (4, 5, 6)]
+    assert method.reply_waves(12, []) == pytest.approx(0.0), "no earlier run: the low end of the range"
+    # 12 items: 9 updates, one refresh of 2 + 3 waves
+    assert method.reply_waves(12, [(12, one_refresh)]) == pytest.approx(5.0)
+    assert method.reply_waves(30, [(12, one_refresh)]) == pytest.approx(5.0 * 27 / 9)  # the same rate per update
+    # never more refreshes than one per w_max updates, and a further draw is one wave more per fit
+    busy = one_refresh * 5 + [_event("second_draw", stage="refresh 1")]
+    assert method.reply_waves(12, [(12, busy)]) == pytest.approx(3 * 5.0 + 1)
+    assert runs.estimates.get_method("direct", {}).reply_waves(12, [(12, one_refresh)]) == pytest.approx(0.0)
+
+
+def test_an_estimate_adds_the_refreshes_and_the_work_between_waves_earlier_runs_on_the_backend_showed(
+        store, tiny_dataset):
+    """The seconds per wave an earlier run spent beyond its calls and waves (the method's own work) are added
+    per wave; a run no slower than its calls and waves adds none (never a negative share)."""
+    store.save_dataset(tiny_dataset)
+    llm = LLMConfig(backend="openai", base_url="http://stub.invalid/v1", model="m", concurrency=4)
+    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6, test_size=6, llm=llm,
+                   params={"n_init": 3, "n_init_hypotheses": 3, "top_k": 3, "w_max": 3})
+    before = runs.estimate_duration(store, spec)
+    assert runs.estimates.wave_costs(store, spec) == (0.0, 0.0)
+    run_id = runs.launch(store, spec)[0].run_id
+    store.add_event(run_id, "fit_started", {})
+    store.add_event(run_id, "bank_refreshed", {"refresh": 1})
+    start = store.run_events(run_id)[0].ts
+    store.update_run(run_id, status="finished", ledger={"calls": 40, "seconds": 10.0}, finished=start + 0.5)
+    extra, overhead = runs.estimates.wave_costs(store, spec)
+    assert extra == pytest.approx(2.0) and overhead == pytest.approx(0.0)  # 0.5 s is faster than its waves
+    store.update_run(run_id, finished=start + 60.0)
+    _, slow = runs.estimates.wave_costs(store, spec)
+    assert slow > 1.0
+    after = runs.estimate_duration(store, spec)
+    assert after.waves == before.waves + 2
+    assert after.wave_seconds >= after.waves * slow

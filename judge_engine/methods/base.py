@@ -213,6 +213,12 @@ class Method:
         reply had no score, and is not counted."""
         return {"fit": 0, "score": 1}
 
+    def reply_waves(self, n_train: int, earlier: Sequence[tuple[int, Sequence[Any]]]) -> float:
+        """Waves a fit on ``n_train`` items is expected to add beyond :meth:`estimate_waves` for steps that come
+        only after some replies (HypoEval's bank refreshes), read from ``earlier`` runs of the method: (their
+        training items, their events as :class:`~judge_engine.records.RunEvent`). 0: the method has none."""
+        return 0.0
+
     def shortest_share(self, n_train: int) -> float | None:
         """The share of the training items, the shortest ones, that most calls read (an estimate scales the
         time by those items' length); None: the method reads its items alike."""

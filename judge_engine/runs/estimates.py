@@ -178,6 +178,57 @@ def scoring_duration(store: Store, llm: LLMConfig, *, calls: int, prompt_tokens:
                     latency=call_latency(store, llm) or 0.0, parallel=parallel)
 
 
+HISTORY_RUNS = 5
+"""Earlier finished runs of a method on a backend an estimate reads for what its count cannot know."""
+
+
+def _earlier(store: Store, method: str, llm: LLMConfig) -> list[RunRecord]:
+    """The newest :data:`HISTORY_RUNS` finished runs of ``method`` on ``llm``'s backend that made calls."""
+    found = []
+    for run in store.runs(limit=500):
+        if (run.method == method and run.status == "finished" and run.ledger.calls and run.split is not None
+                and same_backend(LLMConfig.from_dict(run.llm), llm)):
+            found.append(run)
+            if len(found) == HISTORY_RUNS:
+                break
+    return found
+
+
+def _waves_of(run: RunRecord, events: Sequence[Any]) -> float:
+    """The waves a finished run made by its method's count: its steps plus those its replies brought."""
+    method = get_method(run.method, METHODS[run.method].params_on(dict(run.params), LLMConfig.from_dict(run.llm)))
+    n_train, n_test = len(run.split.train_ids), len(run.split.test_ids)
+    waves = method.estimate_waves(n_train, n_test)
+    return waves["fit"] + waves["score"] + method.reply_waves(n_train, [(n_train, events)])
+
+
+def wave_costs(store: Store, spec: RunSpec) -> tuple[float, float]:
+    """What the earlier runs of ``spec``'s method on its backend say about waves its count leaves out: the
+    waves its replies bring (:meth:`~judge_engine.methods.Method.reply_waves`, HypoEval's refreshes), and the
+    seconds per wave they spent beyond their calls and waves (the method's own work between waves: parsing,
+    rewards, an aggregator's fit, the events it writes), each at least 0. Both 0 without such runs, or on the
+    embedded model, whose seconds per call already hold that work."""
+    if spec.llm.backend == "llamacpp":
+        return 0.0, 0.0
+    earlier = [(run, store.run_events(run.id)) for run in _earlier(store, spec.method, spec.llm)]
+    if not earlier:
+        return 0.0, 0.0
+    extra = _method(spec).reply_waves(spec.train_size, [(len(r.split.train_ids), ev) for r, ev in earlier])
+    residual = waves = 0.0
+    for run, events in earlier:
+        start = events[0].ts if events else run.created
+        if start is None or run.finished is None:
+            continue
+        parallel = max(1, LLMConfig.from_dict(run.llm).concurrency)
+        latency = run.ledger.seconds / run.ledger.calls
+        n_waves = _waves_of(run, events)
+        modelled = Duration(calls=run.ledger.calls, seconds_per_call=latency / parallel, basis="",
+                            waves=round(n_waves), latency=latency, parallel=parallel)
+        residual += (run.finished - start) - (modelled.minutes or 0.0) * 60.0
+        waves += n_waves
+    return extra, max(0.0, residual / waves) if waves else 0.0
+
+
 LOOK_START_SECONDS = 10.0
 """Seconds before a look's first call: each run's worker process starts and loads the model."""
 
@@ -205,6 +256,8 @@ class Duration:
     seconds_per_call`` already counts each whole)."""
     parallel: int = 1
     """Calls in flight at once."""
+    wave_overhead: float = 0.0
+    """Seconds of the method's own work per wave, beyond its calls (:func:`wave_costs`, from earlier runs)."""
 
     @property
     def wave_seconds(self) -> float:
@@ -218,7 +271,7 @@ class Duration:
             return 0.0
         shared = self.calls * self.seconds_per_call
         half_a_latency = self.waves * self.latency * (1.0 - 1.0 / self.parallel) / 2.0
-        return max(half_a_latency, self.waves * self.latency - shared)
+        return max(half_a_latency, self.waves * self.latency - shared) + self.waves * self.wave_overhead
 
     @property
     def minutes(self) -> float | None:
@@ -403,8 +456,10 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
         rates = embedded_rates(store, spec.llm)
         per_call, basis = rates.seconds(per_prompt, per_completion), rates.basis
     waves = _method(spec).estimate_waves(spec.train_size, n_test)
-    n_waves = int(waves["fit"] + waves["score"])
+    extra, overhead = wave_costs(store, spec)
+    n_waves = round(waves["fit"] + waves["score"] + extra)
     return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=per_call, basis=basis,
                     fit_calls=int(calls["fit"]), score_calls=int(calls["score"]), waves=n_waves,
                     latency=call_latency(store, spec.llm) or 0.0,
-                    parallel=1 if spec.llm.backend == "llamacpp" else max(1, spec.llm.concurrency))
+                    parallel=1 if spec.llm.backend == "llamacpp" else max(1, spec.llm.concurrency),
+                    wave_overhead=overhead)

@@ -445,6 +445,33 @@ class HypoEval(Method):
         updates = m - min(self.n_init, m)
         return {"fit": 2 + updates + 2 + (1 if self.literature else 0), "score": 1}
 
+    def reply_waves(self, n_train: int, earlier: Sequence[tuple[int, Sequence[Any]]]) -> float:
+        """The refreshes :meth:`estimate_waves` leaves out, at the rate earlier runs made them.
+
+        A refresh is its generation, each refinement round it ran (a skipped round sends nothing) and the new
+        hypotheses' scores, one after another. Earlier runs give refreshes per update item and waves per refresh
+        (their ``bank_refreshed`` and ``refinement_round`` events); the expected refreshes are that rate times
+        this fit's update items, at most one per ``w_max`` of them. A further draw or a retry of a generation
+        reply (``second_draw``, ``generation_failed``) is one wave more, as many per fit as before. With no
+        earlier run: 0, the low end of a range that reaches ``(n_train - n_init) // w_max`` refreshes of
+        ``2 + n_refine`` waves.
+        """
+        if self.hypotheses is not None or not earlier:
+            return 0.0
+        updates = refreshes = waves = turns = 0.0
+        for m, events in earlier:
+            m = min(m, self.n_train)
+            updates += m - min(self.n_init, m)
+            kinds = [e.kind for e in events]
+            refreshes += kinds.count("bank_refreshed")
+            waves += 2 * kinds.count("bank_refreshed") + sum(
+                1 for e in events if e.kind == "refinement_round" and not e.payload.get("skipped"))
+            turns += kinds.count("second_draw") + kinds.count("generation_failed")
+        m = min(n_train, self.n_train)
+        mine = m - min(self.n_init, m)
+        expected = min(refreshes / updates * mine, mine // self.w_max if self.w_max else 0) if updates else 0.0
+        return (expected * waves / refreshes if refreshes else 0.0) + turns / len(earlier)
+
     def _final_bank_bound(self, m: int) -> int:
         if self.hypotheses is not None:
             return len(self.hypotheses)
