@@ -37,7 +37,7 @@ from sklearn.base import RegressorMixin, clone
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.ensemble import RandomForestRegressor
 from sklearn.linear_model import LinearRegression
-from sklearn.model_selection import KFold, cross_val_predict
+from sklearn.model_selection import KFold
 from sklearn.neural_network import MLPRegressor
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
@@ -103,6 +103,8 @@ class Aggregator:
     dropped: list[str] = field(default_factory=list)
     """Criteria left out because no training sample has a score for them."""
     model: Any = None
+    _folds: dict[int, list["FoldFit"]] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Fold fits by number of folds (:meth:`fold_fits`), made on first use."""
 
     # ---- building -------------------------------------------------------------------------
     @classmethod
@@ -164,6 +166,24 @@ class Aggregator:
         """A fresh unfitted copy of the model (for cross-validation and permutation importance)."""
         return clone(make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state))
 
+    def fold_fits(self, folds: int = 5) -> list["FoldFit"]:
+        """The model refitted on the other rows of each of ``folds`` shuffled, seeded folds (fewer on a tiny training
+        set, none below 3 rows or without features).
+
+        Fitted once per aggregator: the out-of-fold correlation (:func:`cross_validated_correlation`) and the
+        out-of-fold permutation importance (:func:`judge_engine.explain.permutation_importance_oof`) read the
+        same folds with the same seed, so fitting them twice made the same models twice (with the MLP, most of
+        HD-Eval's time between layers).
+        """
+        k = n_folds(len(self.x), folds)
+        if k < 2 or self.x.shape[1] == 0:
+            return []
+        if k not in self._folds:
+            y = self.y if self.y.shape[1] > 1 else self.y.ravel()
+            self._folds[k] = [FoldFit(train=tr, test=te, model=self.estimator().fit(self.x[tr], y[tr]))
+                              for tr, te in KFold(k, shuffle=True, random_state=self.random_state).split(self.x)]
+        return self._folds[k]
+
     def linear_weights(self) -> dict[str, dict[str, float]] | None:
         """Per target, the linear model's weight of each feature (``lr`` only)."""
         if self.kind != "lr" or self.model is None:
@@ -193,6 +213,18 @@ class Aggregator:
         return agg
 
 
+@dataclass(frozen=True)
+class FoldFit:
+    """One fold of an aggregator's out-of-fold estimates."""
+
+    train: np.ndarray
+    """Rows the model was fitted on."""
+    test: np.ndarray
+    """Rows held out: the model predicts (and is permuted on) these."""
+    model: Any
+    """The aggregator's estimator fitted on ``train``."""
+
+
 def n_folds(n_samples: int, wanted: int = 5) -> int:
     """Folds for out-of-fold estimates: ``wanted``, fewer on tiny training sets (0 = too few)."""
     return min(wanted, n_samples) if n_samples >= 3 else 0
@@ -204,11 +236,11 @@ def cross_validated_correlation(agg: Aggregator, *, folds: int = 5) -> dict[str,
     Shows what a change to the tree did to the fit without touching the test
     split. Empty when the training set is too small for folds.
     """
-    k = n_folds(len(agg.x), folds)
-    if k < 2 or agg.x.shape[1] == 0:
+    fits = agg.fold_fits(folds)
+    if not fits:
         return {}
-    cv = KFold(n_splits=k, shuffle=True, random_state=agg.random_state)
-    y = agg.y if agg.y.shape[1] > 1 else agg.y.ravel()
-    pred = np.asarray(cross_val_predict(agg.estimator(), agg.x, y, cv=cv), dtype=float).reshape(agg.y.shape)
+    pred = np.empty_like(agg.y)
+    for fit in fits:
+        pred[fit.test] = np.asarray(fit.model.predict(agg.x[fit.test]), dtype=float).reshape(len(fit.test), -1)
     return {t: metrics.correlations(agg.y[:, i].tolist(), pred[:, i].tolist())
             for i, t in enumerate(agg.targets)}
