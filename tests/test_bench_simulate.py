@@ -31,6 +31,9 @@ def test_simulate_smoke_two_seeds(tmp_path, capsys):
     assert "hpss" in doc["worlds"][0] and doc["worlds"][0]["hypoeval_pool"]
     assert doc["summary"]["unrecognised_prompts"] == 0
     assert doc["summary"]["malformed_replies"] > 0, "the malformed-reply budget is exercised"
+    # the config records the fraction asked for, not the count of malformed replies (it held the count until
+    # 2026-11-29, so worlds run alone could not be pooled by their options)
+    assert doc["config"]["malformed"] == pytest.approx(0.05)
     # no method shows a judged item among its own examples or demonstrations (the judge would read its score)
     assert doc["summary"]["leaked_prompts"] == 0
     assert "| method | measure |" in capsys.readouterr().out

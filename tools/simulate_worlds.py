@@ -61,8 +61,9 @@ def pooled(base: Path, seeds: list[int]) -> dict:
             continue
         doc = json.loads(path.read_text(encoding="utf-8"))
         per_seed.extend(doc["per_seed"])
-        configs.append({k: doc["config"].get(k) for k in ("n_train", "n_test", "malformed", "dials", "params",
-                                                          "methods", "free_text")})
+        # not "malformed": before 2026-11-29 the config held the count of malformed replies there, not the fraction
+        configs.append({k: doc["config"].get(k) for k in ("n_train", "n_test", "dials", "params", "methods",
+                                                          "free_text")})
     if any(c != configs[0] for c in configs[1:]):
         raise SystemExit(f"the worlds under {base} were run with different options; pool only like with like")
     rows = simulate.summarise(per_seed)

@@ -895,12 +895,12 @@ def run(*, seeds: int = 20, methods: Sequence[str] = METHODS, n_train: int = N_T
                          "baseline": "", "baseline_value": "", "optimum": "", "difference": "",
                          "beats_baseline": "", "seeds": len(found), "error": first})
     seconds = time.perf_counter() - start
-    unrecognised, malformed, leaked = _backend_totals(per_seed)
+    unrecognised, malformed_replies, leaked = _backend_totals(per_seed)
     if leaked:
         notes.append(f"{leaked} score prompts showed the judged item among their own examples: the simulated "
                      "judge read its score there (a leak, never by design)")
     summary = {"seconds": round(seconds, 1), "seeds": seeds, "methods": list(methods),
-               "unrecognised_prompts": unrecognised, "malformed_replies": malformed, "leaked_prompts": leaked}
+               "unrecognised_prompts": unrecognised, "malformed_replies": malformed_replies, "leaked_prompts": leaked}
     return result("simulate", config={"seeds": seeds, "world_seeds": world_seeds, "seed_offset": seed_offset,
                                       "seed_list": None if seed_list is None else list(seed_list),
                                       "methods": list(methods), "params": overrides,
