@@ -10,11 +10,13 @@ same requests reached the backend, and that the fitted judge and its events are 
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 
 import pytest
 
-from judge_engine.llm import LLMConfig, make_llm
+from judge_engine import structured
+from judge_engine.llm import GenerationParams, LLMConfig, LLMError, Request, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext, get_method
 from judge_engine.methods.active_critic import prompt_optimization
@@ -89,35 +91,127 @@ def ac_data():
     return samples, Aspect("quality", 1, 5, "How good it is."), TaskInfo("news summarization")
 
 
-def _fit_active_critic(ac_data):
+class _HoldsOneCriterionCall:
+    """A responder that holds the search's first McS-E call until an OS-E call reaches it (at most 20 s).
+
+    That first criterion call is item 0's, whose own OS-E call cannot go before it is answered: an OS-E call
+    arriving meanwhile is another item's, sent while a criterion call was in flight. With every criterion call
+    sent before any overall call (stage after stage) none can arrive, and ``overlapped`` ends False.
+    """
+
+    def __init__(self, responder):
+        self.responder = responder
+        self.overall_sent = threading.Event()
+        self.overlapped: bool | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, messages, params):
+        schema = params.json_schema or ""
+        if len(messages) == 1 and structured.kind_of(schema) == structured.EXPLAINED_SCORES:
+            if '"overall"' in schema:
+                self.overall_sent.set()
+            else:
+                with self._lock:
+                    first = self.overlapped is None
+                    if first:
+                        self.overlapped = False
+                if first:
+                    self.overlapped = self.overall_sent.wait(timeout=20)
+        return self.responder(messages, params)
+
+
+def _fit_active_critic(ac_data, *, hold: bool = False):
     samples, aspect, task = ac_data
-    backend = FakeBackend(scripted(overall=lambda p: 10 * (_number(p) % 10) if "Example 1:" in p
-                                   else 50 + (7 * _number(p)) % 13))
+    responder = scripted(overall=lambda p: 10 * (_number(p) % 10) if "Example 1:" in p
+                         else 50 + (7 * _number(p)) % 13)
+    holder = _HoldsOneCriterionCall(responder) if hold else None
+    backend = FakeBackend(holder or responder)
     llm = make_llm(LLMConfig(concurrency=4), store=None, backend=backend)
-    sizes = _recording(llm)
+    batches: list = []
+    send = llm.complete_many
+    llm.complete_many = lambda requests, **kw: (batches.append(list(requests)), send(requests, **kw))[1]
     events = []
     judge = get_method("active_critic", {"seed": 0}).fit(
         samples[:15], aspect, FitContext(llm=llm, task=task, log=lambda k, p: events.append((k, p))))
-    return judge, events, sizes, backend
+    return judge, events, batches, backend, holder
 
 
-def test_active_critic_scores_its_candidate_sets_as_one_batch_with_the_same_result(ac_data, monkeypatch):
-    judge, events, sizes, backend = _fit_active_critic(ac_data)
+def _kinds(batch) -> set:
+    """What a batch asks for: each request's schema kind ("" for free text), OS-E and McS-E told apart."""
+    def kind(r):
+        schema = r.params.json_schema or ""
+        k = structured.kind_of(schema) if schema else ""
+        return ("ose" if '"overall"' in schema else "mcse") if k == structured.EXPLAINED_SCORES else k
+    return {kind(r) for r in batch}
+
+
+def test_active_critic_overlaps_what_the_paper_does_not_order_with_the_same_result(ac_data, monkeypatch):
+    judge, events, batches, backend, holder = _fit_active_critic(ac_data, hold=True)
     search = judge.state["search"]
-    assert len(search) == 11
-    # zero-shot alone (its traces make the bootstrapped sets), then every other set's items in one batch per
-    # stage: the criterion scores of all ten, then their overall scores
-    together = sum(c["n_items"] for c in search[1:])
-    assert sizes.count(together) == 2 and together > search[0]["n_items"]
+    assert len(search) == 11 and [c["kind"] for c in search[:3]] == ["zero-shot", "labeled", "bootstrap"]
+    # an item's overall call went out while another item's criterion call was in flight (its pair slides)
+    assert holder.overlapped is True
+    # the search's calls are chains, not complete_many batches: none of its stages waits for another's end
+    assert not [b for b in batches if _kinds(b) & {"mcse", "ose"}]
+    # stage 1: a task description goes out with the next batch's observation (it reads the observations only)
+    assert sum(1 for b in batches if _kinds(b) == {structured.TASK_DESCRIPTION, ""}) == 2
+
+    # the reference, the order before issue 46: stage 1 one call at a time, every candidate set on its own,
+    # and in each, every criterion call before any overall call (the chains in rounds of complete_many)
+    from judge_engine.llm import chains, client
+    from judge_engine.methods.active_critic import task_description
 
     run_pipelines = prompt_optimization.run_pipelines
     monkeypatch.setattr(prompt_optimization, "run_pipelines",
                         lambda jobs, state, **kw: [run_pipelines([job], state, **kw)[0] for job in jobs])
-    one_by_one, seq_events, seq_sizes, seq_backend = _fit_active_critic(ac_data)
-    assert together not in seq_sizes, "the reference scores one candidate at a time"
+    monkeypatch.setattr(client, "sliding", chains.in_rounds)
+    monkeypatch.setattr(task_description, "_asked_together",
+                        lambda llm, requests: [llm.complete(r.messages, r.params) for r in requests])
+    one_by_one, seq_events, seq_batches, seq_backend, _ = _fit_active_critic(ac_data)
+    stages = [_kinds(b) for b in seq_batches if _kinds(b) & {"mcse", "ose"}]
+    assert stages and all(len(k) == 1 for k in stages), "the reference sends a stage at a time"
+    assert len(stages) == 2 * 11, "two stages (criterion, then overall calls) per candidate set"
     assert _sent(backend) == _sent(seq_backend)
     assert judge.to_json() == one_by_one.to_json()
     assert events == seq_events
+
+
+def _chain(base: str, steps: int):
+    """A chain whose every request carries the previous reply, so each step depends on the one before."""
+    reply = None
+    for k in range(steps):
+        text = f"{base} step {k} after {reply.text if reply else '-'}"
+        reply = yield Request(({"role": "user", "content": text},), GenerationParams())
+    return reply.text
+
+
+@pytest.mark.parametrize("concurrency", [4, 1])
+def test_complete_chains_answers_each_chain_in_order_and_sends_a_shared_request_once(concurrency):
+    backend = FakeBackend(lambda messages, params: f"<{messages[0]['content']}>")
+    llm = make_llm(LLMConfig(concurrency=concurrency), store=None, backend=backend)
+    ticks = []
+    # chains "a" and "a" are the same requests: sent once, the second answered as a free twin
+    results = llm.complete_chains([_chain("a", 3), _chain("b", 2), _chain("a", 3), _chain("c", 1)],
+                                  calls_each=3, progress=lambda d, t: ticks.append((d, t)))
+    assert results[0] == results[2] == "<a step 2 after <a step 1 after <a step 0 after ->>>"
+    assert results[1] == "<b step 1 after <b step 0 after ->>" and results[3] == "<c step 0 after ->"
+    assert len(backend.calls) == 3 + 2 + 1
+    assert ticks[-1] == (3 + 2 + 3 + 1, 12)
+    assert llm.ledger.snapshot().cache_hits == 3
+
+
+def test_complete_chains_raises_the_first_failure_and_sends_nothing_after_it():
+    def respond(messages, params):
+        if "bad" in messages[0]["content"]:
+            raise LLMError("the server failed")
+        return "ok"
+
+    backend = FakeBackend(respond)
+    llm = make_llm(LLMConfig(concurrency=2), store=None, backend=backend)
+    with pytest.raises(LLMError, match="the server failed"):
+        llm.complete_chains([_chain("bad", 2)] + [_chain(f"x{i}", 3) for i in range(4)])
+    assert not [m for m, _ in backend.calls if "bad step 1" in m[0]["content"]]
+    assert len(backend.calls) < 1 + 4 * 3
 
 
 def _hd_responder(messages, params):

@@ -12,6 +12,7 @@ from typing import Any, Callable, Protocol, Sequence
 from . import rate
 from .base import (Backend, Completion, GenerationParams, LLMConfig, LLMError, Message, RateLimited, Request,
                    cache_key)
+from .chains import Chain, in_rounds, sliding
 
 
 class CallCache(Protocol):
@@ -299,6 +300,28 @@ class LLM:
                 self.ledger.record(results[i])
         return [r for r in results if r is not None]
 
+    def complete_chains(self, chains: Sequence[Chain], *, calls_each: int = 1,
+                        progress: Callable[[int, int], None] | None = None) -> list[Any]:
+        """Run chains of dependent calls (generators, :data:`judge_engine.llm.chains.Chain`); each chain's result.
+
+        A chain's next request goes out as soon as its reply is in, while other chains' calls are in flight, at
+        most ``config.concurrency`` at a time (:func:`judge_engine.llm.chains.sliding`). A backend that answers
+        one call at a time or batches on its own gets every live chain's next request as one
+        :meth:`complete_many` batch, round after round (:func:`judge_engine.llm.chains.in_rounds`): the order
+        the stages had as batches of their own. Either way each chain gets the same requests and replies.
+        ``progress`` gets (replies handed to chains, at least ``len(chains) * calls_each``).
+        """
+        chains = list(chains)
+        expected = len(chains) * max(1, calls_each)
+        one_at_a_time = (self.config.concurrency <= 1 or getattr(self.backend, "serialises_calls", False)
+                         or callable(getattr(self.backend, "generate_many", None)))
+        run = in_rounds if one_at_a_time else sliding
+        return run(self, chains, expected=expected, progress=progress)
+
+    def _prepared(self, request: Request) -> Request:
+        """A request as this client sends it (:class:`SampledLLM` adds its sampling)."""
+        return request
+
     def _threaded(self, requests: Sequence[Request], todo: list[int], results: list[Completion | None],
                   done: int, total: int, progress: Callable[[int, int], None] | None,
                   known: dict[int, str] | None = None) -> None:
@@ -432,6 +455,9 @@ class SampledLLM(LLM):
                  **overrides: Any) -> Completion:
         params = (params or GenerationParams()).with_(**overrides) if overrides else params
         return super().complete(messages, self._sampled(params))
+
+    def _prepared(self, request: Request) -> Request:
+        return Request(request.messages, self._sampled(request.params))
 
     def complete_many(self, requests: Sequence[Request], *,
                       progress: Callable[[int, int], None] | None = None) -> list[Completion]:

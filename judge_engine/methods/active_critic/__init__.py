@@ -54,10 +54,13 @@ Stage 1, task inference (§4.1, Table 14, App. B)
     (:func:`judge_engine.methods.base.resolve_criteria_form`). Named criteria
     are also what a person edits and what the free-text fallback reads.
 Stage 2, scoring alignment (§4.2, Tables 16-17)
-    :func:`score_multi_criteria` (McS-E: one call scores every criterion
-    0-100 with an explanation, as JSON) and :func:`score_overall` (OS-E:
-    the overall 0-100 score with an explanation and an error analysis).
+    :func:`~.explained_scoring.score_item`, one item's calls: McS-E (one
+    call scores every criterion 0-100 with an explanation, as JSON), then
+    OS-E (the overall 0-100 score with an explanation and an error
+    analysis, its prompt carrying that item's criterion scores).
     AC-Fine runs both; AC-Coarse runs OS-E alone with the criteria listed.
+    :func:`run_pipeline` sends the items' calls as chains: an item's OS-E
+    call goes out when its own McS-E reply is in, not after every item's.
     Unreadable replies are missing (NaN) and counted, never a default
     number; an OS-E reply without a score gets one follow-up turn first
     (``retry_unparsed``, not in the paper), a criteria reply without usable

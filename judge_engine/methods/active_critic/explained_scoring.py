@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ... import structured
 from ...llm import LLM, GenerationParams, Request
+from ...llm.chains import Chain
 from ...parsing import parse_json_object, parse_score, read_weighted
 from ...prompting import load_template
 from ...rubric_checks import check_entry
@@ -212,10 +214,6 @@ def parse_overall(reply: str) -> tuple[float, str]:
     return score, explanation
 
 
-def _requests(prompts: Sequence[str], params: GenerationParams) -> list[Request]:
-    return [Request(({"role": "user", "content": p},), params) for p in prompts]
-
-
 def read_criteria_scores(reply: str, criteria: Sequence[str]) -> tuple[dict[str, dict[str, Any]], str]:
     """McS-E reply -> (``{criterion: {"score", "explanation"}}``, read): :func:`mcse_schema` first, then free text.
 
@@ -249,94 +247,6 @@ def read_retry_score(reply: str) -> tuple[float, str]:
     return score, ("missing" if math.isnan(score) else "text")
 
 
-def _demo_sets(examples: Sequence[dict[str, Any]], demos: Sequence[dict[str, Any]],
-               demo_sets: Sequence[Sequence[dict[str, Any]]] | None) -> Sequence[Sequence[dict[str, Any]]]:
-    """Each example's demonstrations: its own set when given (several candidates in one batch), else ``demos``."""
-    return demo_sets if demo_sets is not None else [demos] * len(examples)
-
-
-def score_multi_criteria(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
-                         *, llm: LLM, params: GenerationParams, source_chars: int,
-                         progress: Progress | None = None,
-                         demo_sets: Sequence[Sequence[dict[str, Any]]] | None = None
-                         ) -> list[tuple[dict[str, dict[str, Any]], str, str]]:
-    """Eqs. 1-2 (McS-E, Table 16): one call per example scoring every criterion with an explanation.
-
-    Returns (criterion scores, raw reply, read) per example; no call without criteria. ``demo_sets``, one
-    per example, replaces ``demos`` when candidates with different demonstrations are scored in one batch.
-    """
-    if not state["criteria"]:
-        return [({}, "", "") for _ in examples]
-    names = list(state["criteria"])
-    prompts = [mcse_prompt(e, state, d, source_chars=source_chars)
-               for e, d in zip(examples, _demo_sets(examples, demos, demo_sets))]
-    schema = mcse_schema(names)
-    asked = params.with_(json_schema=structured.as_param(schema),
-                         max_tokens=structured.sized_max_tokens(params.max_tokens, schema))
-    replies = llm.complete_many(_requests(prompts, asked),
-                                progress=(lambda d, t: progress(d, t, "criterion scores")) if progress else None)
-    return [_mcse_row(r.text, names) for r in replies]
-
-
-def _mcse_row(text: str, names: Sequence[str]) -> tuple[dict[str, dict[str, Any]], str, str]:
-    scores, read = read_criteria_scores(text, names)
-    return scores, text, read
-
-
-def score_overall(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]],
-                  criteria_scores: Sequence[dict[str, dict[str, Any]]] | None, *, llm: LLM,
-                  params: GenerationParams, source_chars: int, retry: bool = False, weighted: bool = False,
-                  explanation_chars: int = OVERALL_EXPLANATION_CHARS,
-                  progress: Progress | None = None,
-                  demo_sets: Sequence[Sequence[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
-    """Eq. 3 (OS-E, Table 17): overall 0-100 score, explanation and error analysis per example.
-
-    ``criteria_scores`` None is AC-Coarse: the criteria are listed instead of scored.
-    The reply is asked for as :data:`OSE_SCHEMA` (each request with ``params.max_tokens`` as the ceiling and
-    no more than its schema's longest reply needs, :func:`judge_engine.structured.sized_max_tokens`, as for
-    McS-E). With ``retry``, a reply
-    without a readable score gets one follow-up turn asking for the score
-    alone (:data:`RETRY_SCHEMA`; not in the paper); if that fails too the
-    score is missing. With ``weighted`` on a backend with logprobs, every
-    reply gets a follow-up turn instead, asking for a 1-9 digit whose
-    probability-weighted value (G-Eval style) is mapped to 0-100 (not in the
-    paper; the explanation still comes from the first reply).
-    Returns per example a dict: ``overall``, ``explanation``, ``raw``,
-    ``retried``, ``read`` (how the first reply was read), ``source`` (where
-    the score came from: ``json``, ``text``, ``logprobs``,
-    ``logprobs_first_position`` or ``missing``) and ``missing_reason``.
-    """
-    sets = _demo_sets(examples, demos, demo_sets)
-    prompts = [ose_prompt(e, state, sets[i], criteria_scores=None if criteria_scores is None else criteria_scores[i],
-                          source_chars=source_chars) for i, e in enumerate(examples)]
-    schema = ose_schema(explanation_chars)
-    asked = params.with_(json_schema=structured.as_param(schema),
-                         max_tokens=structured.sized_max_tokens(params.max_tokens, schema))
-    replies = llm.complete_many(_requests(prompts, asked),
-                                progress=(lambda d, t: progress(d, t, "overall scores")) if progress else None)
-    out = []
-    for r in replies:
-        score, explanation, read = read_overall(r.text)
-        out.append({"overall": score, "explanation": explanation, "raw": r.text, "retried": False, "read": read,
-                    "source": read, "missing_reason": "" if read != "missing" else "no overall score in the reply"})
-    if weighted and llm.supports_logprobs:
-        return _weighted_overall(prompts, replies, out, llm=llm, progress=progress)
-    todo = [i for i, o in enumerate(out) if math.isnan(o["overall"])] if retry else []
-    if todo:
-        follow_params = params.with_(json_schema=structured.as_param(RETRY_SCHEMA),
-                                     max_tokens=structured.sized_max_tokens(params.max_tokens, RETRY_SCHEMA))
-        follow = [Request(({"role": "user", "content": prompts[i]}, {"role": "assistant", "content": replies[i].text},
-                           {"role": "user", "content": SCORE_RETRY_TEMPLATE.render()}), follow_params) for i in todo]
-        again = llm.complete_many(follow, progress=(lambda d, t: progress(d, t, "overall scores (retry)"))
-                                  if progress else None)
-        for i, r in zip(todo, again):
-            score, read = read_retry_score(r.text)
-            out[i] = {**out[i], "overall": score, "raw": f"{out[i]['raw']}\n---\n{r.text}", "retried": True,
-                      "source": read, "missing_reason": "" if read != "missing"
-                      else "no overall score in the reply nor in the follow-up turn"}
-    return out
-
-
 WEIGHTED_SCALE = (1, 9)
 """The follow-up turn's single-digit scale when the overall score is read probability-weighted."""
 WEIGHTED_SCHEMA = structured.score_schema(*WEIGHTED_SCALE)
@@ -346,27 +256,103 @@ WEIGHTED_MAX_TOKENS = 16
 alternatives for the first 16 positions (:data:`judge_engine.llm.base.LOGPROB_POSITIONS`)."""
 
 
-def _weighted_overall(prompts: Sequence[str], replies: Sequence[Any], out: list[dict[str, Any]], *,
-                      llm: LLM, progress: Progress | None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ScoringCalls:
+    """The generation parameters of each call :func:`score_item` may make, built once per batch of items."""
+
+    mcse: GenerationParams
+    """McS-E: :func:`mcse_schema` of the criteria, no more tokens than its longest reply needs."""
+    ose: GenerationParams
+    """OS-E: :func:`ose_schema` at the explanation length asked for, sized the same way."""
+    retry: GenerationParams
+    """The score follow-up (:data:`RETRY_SCHEMA`)."""
+    weighted: GenerationParams
+    """The probability-weighted digit follow-up (:data:`WEIGHTED_SCHEMA`)."""
+
+    @classmethod
+    def of(cls, names: Sequence[str], params: GenerationParams, explanation_chars: int) -> "ScoringCalls":
+        # max_tokens is the ceiling; a structured reply asks for no more than its schema's longest reply needs
+        def sized(schema: dict[str, Any]) -> GenerationParams:
+            return params.with_(json_schema=structured.as_param(schema),
+                                max_tokens=structured.sized_max_tokens(params.max_tokens, schema))
+        return cls(mcse=sized(mcse_schema(names)), ose=sized(ose_schema(explanation_chars)), retry=sized(RETRY_SCHEMA),
+                   weighted=GenerationParams(max_tokens=WEIGHTED_MAX_TOKENS, top_logprobs=20,
+                                             json_schema=structured.as_param(WEIGHTED_SCHEMA)))
+
+
+def _user(prompt: str, params: GenerationParams) -> Request:
+    return Request(({"role": "user", "content": prompt},), params)
+
+
+def _follow_up(prompt: str, reply: str, ask: str, params: GenerationParams) -> Request:
+    return Request(({"role": "user", "content": prompt}, {"role": "assistant", "content": reply},
+                    {"role": "user", "content": ask}), params)
+
+
+def _overall_row(text: str) -> dict[str, Any]:
+    score, explanation, read = read_overall(text)
+    return {"overall": score, "explanation": explanation, "raw": text, "retried": False, "read": read,
+            "source": read, "missing_reason": "" if read != "missing" else "no overall score in the reply"}
+
+
+def _retried_row(out: dict[str, Any], text: str) -> dict[str, Any]:
+    score, read = read_retry_score(text)
+    return {**out, "overall": score, "raw": f"{out['raw']}\n---\n{text}", "retried": True, "source": read,
+            "missing_reason": "" if read != "missing" else "no overall score in the reply nor in the follow-up turn"}
+
+
+def _weighted_row(out: dict[str, Any], reply: Any) -> dict[str, Any]:
     low, high = WEIGHTED_SCALE
-    asked = GenerationParams(max_tokens=WEIGHTED_MAX_TOKENS, top_logprobs=20,
-                             json_schema=structured.as_param(WEIGHTED_SCHEMA))
-    follow = [Request(({"role": "user", "content": p}, {"role": "assistant", "content": r.text},
-                       {"role": "user", "content": WEIGHTED_SCORE_TEMPLATE.render()}), asked)
-              for p, r in zip(prompts, replies)]
-    again = llm.complete_many(follow, progress=(lambda d, t: progress(d, t, "overall scores (weighted)"))
-                              if progress else None)
-    result = []
-    for o, r in zip(out, again):
-        # the digit's own position when the reply chose one; else the first position's alternatives,
-        # only with enough probability mass there (read_weighted), and flagged as such
-        reading = read_weighted(r.logprobs[0], low, high, first_position=True) if r.logprobs else None
-        score = (reading.score - low) / (high - low) * 100 if reading and not math.isnan(reading.score) else math.nan
-        source = reading.source if reading and not math.isnan(score) else "missing"
-        reason = "" if source != "missing" else (reading.missing_reason if reading else "no logprobs returned")
-        result.append({**o, "overall": score, "raw": f"{o['raw']}\n---\n{r.text}", "retried": True,
-                       "source": source, "missing_reason": reason})
-    return result
+    # the digit's own position when the reply chose one; else the first position's alternatives,
+    # only with enough probability mass there (read_weighted), and flagged as such
+    reading = read_weighted(reply.logprobs[0], low, high, first_position=True) if reply.logprobs else None
+    score = (reading.score - low) / (high - low) * 100 if reading and not math.isnan(reading.score) else math.nan
+    source = reading.source if reading and not math.isnan(score) else "missing"
+    reason = "" if source != "missing" else (reading.missing_reason if reading else "no logprobs returned")
+    return {**out, "overall": score, "raw": f"{out['raw']}\n---\n{reply.text}", "retried": True,
+            "source": source, "missing_reason": reason}
+
+
+def score_item(example: dict[str, Any], state: dict[str, Any], demos: Sequence[dict[str, Any]], *,
+               calls: ScoringCalls, source_chars: int, retry: bool = False, weighted: bool = False) -> Chain:
+    """One item's calls as a chain (:meth:`judge_engine.llm.LLM.complete_chains`): McS-E, then OS-E, then a follow-up.
+
+    Eqs. 1-2 (McS-E, Table 16, AC-Fine with criteria): one call scoring every criterion with an explanation.
+    Eq. 3 (OS-E, Table 17): the overall 0-100 score, explanation and error analysis; its prompt carries this
+    item's criterion scores (AC-Fine) or lists the criteria (AC-Coarse, ``state["variant"] == "coarse"``), so
+    it waits for this item's McS-E reply and no other's. With ``weighted`` (a backend with logprobs: the caller
+    decides), every OS-E reply gets a follow-up turn asking for a 1-9 digit whose probability-weighted value
+    (G-Eval style) is mapped to 0-100 (not in the paper; the explanation still comes from OS-E). Else with
+    ``retry``, an OS-E reply without a readable score gets one follow-up turn asking for the score alone
+    (:data:`RETRY_SCHEMA`; not in the paper); if that fails too the score is missing.
+    Returns the item's row: ``criteria_scores``, ``mcse_raw``, ``mcse_read`` ("" without a McS-E call),
+    ``overall``, ``explanation``, ``ose_raw``, ``ose_read`` (how the first OS-E reply was read),
+    ``retried``, ``source`` (where the score came from: ``json``, ``text``, ``logprobs``,
+    ``logprobs_first_position`` or ``missing``) and ``missing_reason``.
+    """
+    fine = state["variant"] == "fine"
+    names = list(state["criteria"])
+    mcse: tuple[dict[str, dict[str, Any]], str, str] = ({}, "", "")
+    if fine and names:
+        reply = yield _user(mcse_prompt(example, state, demos, source_chars=source_chars), calls.mcse)
+        mcse = _mcse_row(reply.text, names)
+    prompt = ose_prompt(example, state, demos, criteria_scores=mcse[0] if fine else None, source_chars=source_chars)
+    reply = yield _user(prompt, calls.ose)
+    out = _overall_row(reply.text)
+    if weighted:
+        again = yield _follow_up(prompt, reply.text, WEIGHTED_SCORE_TEMPLATE.render(), calls.weighted)
+        out = _weighted_row(out, again)
+    elif retry and math.isnan(out["overall"]):
+        again = yield _follow_up(prompt, reply.text, SCORE_RETRY_TEMPLATE.render(), calls.retry)
+        out = _retried_row(out, again.text)
+    return {"criteria_scores": mcse[0], "mcse_raw": mcse[1], "mcse_read": mcse[2], "overall": out["overall"],
+            "explanation": out["explanation"], "ose_raw": out["raw"], "ose_read": out["read"],
+            "retried": out["retried"], "source": out["source"], "missing_reason": out["missing_reason"]}
+
+
+def _mcse_row(text: str, names: Sequence[str]) -> tuple[dict[str, dict[str, Any]], str, str]:
+    scores, read = read_criteria_scores(text, names)
+    return scores, text, read
 
 
 def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demos: Sequence[dict[str, Any]], *,
@@ -375,8 +361,7 @@ def run_pipeline(examples: Sequence[dict[str, Any]], state: dict[str, Any], demo
                  progress: Progress | None = None) -> list[dict[str, Any]]:
     """AC-Fine (McS-E then OS-E) or AC-Coarse (OS-E alone) on ``examples`` with fixed demos.
 
-    Per example: ``criteria_scores``, ``mcse_raw``, ``mcse_read`` ("" without
-    a McS-E call), and the fields of :func:`score_overall` (``ose_raw`` for its raw text).
+    One row per example (:func:`score_item`), ``ose_raw`` the raw text of OS-E and its follow-up.
     """
     return run_pipelines([(examples, demos)], state, llm=llm, params=params, source_chars=source_chars, retry=retry,
                          weighted=weighted, explanation_chars=explanation_chars, progress=progress)[0]
@@ -388,27 +373,22 @@ def run_pipelines(jobs: Sequence[tuple[Sequence[dict[str, Any]], Sequence[dict[s
                   progress: Progress | None = None) -> list[list[dict[str, Any]]]:
     """:func:`run_pipeline` for several ``(examples, demos)`` jobs at once, one result list per job.
 
-    The jobs do not depend on each other (the demonstration search's candidates), so each stage's calls of
-    every job go out as one ``complete_many`` batch: the same requests as job after job, answered the same
-    way, in a few waves instead of a few per job (issue 46); an identical request in two jobs is sent once.
+    The paper orders only an item's own calls (OS-E's prompt carries that item's McS-E reply), and the jobs do
+    not depend on each other (the demonstration search's candidates), so every item of every job is one chain
+    of :meth:`judge_engine.llm.LLM.complete_chains`: an item's OS-E call goes out as soon as its McS-E reply is
+    in, while other items' McS-E calls are still in flight (issue 46). The same requests and replies as stage
+    after stage; an identical request of two items is sent once. On a backend that answers one call at a time
+    the chains go in rounds: every McS-E, then every OS-E, then the follow-ups, as before.
     """
     examples = [e for exs, _ in jobs for e in exs]
     sets = [demos for exs, demos in jobs for _ in exs]
-    if state["variant"] == "fine":
-        mcse = score_multi_criteria(examples, state, (), llm=llm, params=params, source_chars=source_chars,
-                                    progress=progress, demo_sets=sets)
-        overall = score_overall(examples, state, (), [m[0] for m in mcse], llm=llm, params=params,
-                                source_chars=source_chars, retry=retry, weighted=weighted,
-                                explanation_chars=explanation_chars, progress=progress, demo_sets=sets)
-    else:
-        mcse = [({}, "", "") for _ in examples]
-        overall = score_overall(examples, state, (), None, llm=llm, params=params, source_chars=source_chars,
-                                retry=retry, weighted=weighted, explanation_chars=explanation_chars,
-                                progress=progress, demo_sets=sets)
-    rows = [{"criteria_scores": m[0], "mcse_raw": m[1], "mcse_read": m[2], "overall": o["overall"],
-             "explanation": o["explanation"], "ose_raw": o["raw"], "ose_read": o["read"], "retried": o["retried"],
-             "source": o["source"], "missing_reason": o["missing_reason"]}
-            for m, o in zip(mcse, overall)]
+    calls = ScoringCalls.of(list(state["criteria"]), params, explanation_chars)
+    fine = state["variant"] == "fine" and bool(state["criteria"])
+    chains = [score_item(e, state, d, calls=calls, source_chars=source_chars, retry=retry,
+                         weighted=weighted and llm.supports_logprobs) for e, d in zip(examples, sets)]
+    label = "criterion and overall scores" if fine else "overall scores"
+    rows = llm.complete_chains(chains, calls_each=2 if fine else 1,
+                               progress=(lambda d, t: progress(d, t, label)) if progress else None)
     out, start = [], 0
     for exs, _ in jobs:
         out.append(rows[start:start + len(exs)])

@@ -256,13 +256,17 @@ class ActiveCritic(Method):
 
     def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
         """Stage 1's calls one after another (each reads the last one's answer; its JSON retries counted, so
-        this errs high), then the search: zero-shot, then every other candidate together, each per item in
-        turn the criterion scores and the overall score (AC-Fine) or the overall score alone."""
+        this errs high), except that a task description goes out with the next batch's observation; then the
+        search: zero-shot with the labeled set, then every bootstrapped set, each item's criterion scores
+        then its overall score (AC-Fine) or the overall score alone."""
         settings = ActiveCriticSettings.from_params(self.get_params())
         per_item = 2 if settings.variant == "fine" else 1
         stage1 = self.estimate_calls(n_train, 0)["fit"] - settings.n_candidates * (
             n_train if settings.eval_subsample is None else min(settings.eval_subsample, n_train)) * (
             per_item + (1 if settings.weighted or settings.retry_unparsed else 0))
+        if settings.task_description is None and n_train:
+            n_batches = min(settings.max_batches, math.ceil(n_train / settings.batch_size))
+            stage1 -= max(0, n_batches - 1)  # description n and observation n + 1: one wave
         return {"fit": stage1 + 2 * per_item, "score": per_item}
 
     def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:

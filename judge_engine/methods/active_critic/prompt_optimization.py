@@ -82,6 +82,12 @@ def _demo(example: dict[str, Any], trace: dict[str, Any] | None = None) -> dict[
             "overall": trace["overall"]}
 
 
+def reads_traces(candidate: int, mode: str) -> bool:
+    """Whether :func:`propose_candidates` builds this candidate from the zero-shot program's traces: the
+    bootstrapped sets do; zero-shot and the labeled sets (candidate 1, every one in ``labeled`` mode) do not."""
+    return candidate > 1 and mode != "labeled"
+
+
 def propose_candidates(train: Sequence[dict[str, Any]], zero_shot: dict[str, dict[str, Any]], *, k: int,
                        n_demos: int, mode: str, threshold: float, seed: int) -> list[tuple[str, list[dict[str, Any]]]]:
     """K candidate demonstration sets, DSPy ``BootstrapFewShotWithRandomSearch`` style (our implementation).
@@ -99,7 +105,7 @@ def propose_candidates(train: Sequence[dict[str, Any]], zero_shot: dict[str, dic
         rng = random.Random(seed * 1000 + c)
         if n_demos == 0:
             break
-        if c == 1 or mode == "labeled":
+        if not reads_traces(c, mode):
             candidates.append(("labeled", [_demo(e) for e in rng.sample(list(train), n_demos)]))
             continue
         pool = [e for e in train if e["sample_id"] in zero_shot]
@@ -181,13 +187,18 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
                              explanation_chars=explanation_chars,
                              progress=(lambda d, t, s: progress(d, t, f"{label}: {s}")) if progress else None)
 
-    # the zero-shot program's traces make the bootstrapped sets, so it is scored first; the other sets do
-    # not depend on each other and are scored as one batch (issue 46), then recorded in order as before
-    [zero_results] = score([("zero-shot", [])], 0)
-    zero_shot = {e["sample_id"]: r for e, r in zip(scored_by([]), zero_results)}
-    candidates = propose_candidates(train, zero_shot, k=k, n_demos=n_demos, mode=mode, threshold=threshold,
-                                    seed=seed)
-    all_results = [zero_results] + (score(candidates[1:], 1) if len(candidates) > 1 else [])
+    # the zero-shot program's traces make the bootstrapped sets, so those are scored after it; the sets that
+    # read no trace (zero-shot, the labeled ones) go out together first, then every bootstrapped set together
+    # (issue 46); each set is recorded in order as before
+    def propose(zero_shot: dict[str, dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+        return propose_candidates(train, zero_shot, k=k, n_demos=n_demos, mode=mode, threshold=threshold, seed=seed)
+
+    first = [cand for c, cand in enumerate(propose({})) if not reads_traces(c, mode)]
+    all_results = score(first, 0)
+    zero_shot = {e["sample_id"]: r for e, r in zip(scored_by([]), all_results[0])}
+    candidates = propose(zero_shot)
+    if len(candidates) > len(first):
+        all_results += score(candidates[len(first):], len(first))
     for c, ((kind, demos), results) in enumerate(zip(candidates, all_results)):
         scored = scored_by(demos)
         pred = [r["overall"] for r in results]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ... import structured
-from ...llm import LLM, GenerationParams
+from ...llm import LLM, Completion, GenerationParams, Request
 from ...prompting import TaskInfo, load_template
 from ...rubric_checks import check_entry
 from ..base import EventSink, Progress, judge_warning
@@ -31,6 +31,15 @@ OBSERVATION_CHARS = 3000
 
 def _ask(llm: LLM, prompt: str, params: GenerationParams) -> str:
     return llm.complete([{"role": "user", "content": prompt}], params).text
+
+
+def _request(prompt: str, params: GenerationParams) -> Request:
+    return Request(({"role": "user", "content": prompt},), params)
+
+
+def _asked_together(llm: LLM, requests: Sequence[Request]) -> list[Completion]:
+    """Requests that do not depend on each other, in one batch (tests send them one by one to compare)."""
+    return llm.complete_many(requests)
 
 
 def is_complete(reply: str) -> bool:
@@ -112,12 +121,16 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
     """
     describe = params.with_(json_schema=structured.as_param(TASK_SCHEMA),
                             max_tokens=structured.sized_max_tokens(params.max_tokens, TASK_SCHEMA))
+
+    def observe(n: int, observations: str) -> Request:
+        examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batches[n])
+        return _request(TASK_OBSERVE_TEMPLATE.render(
+            examples=examples, prior_observations=observations[-OBSERVATION_CHARS:] or "(none yet)"),
+            params.with_(seed=params.seed + n))
+
     observations, description, versions, streak = "", "", [], 0
+    reply = _asked_together(llm, [observe(0, observations)])[0].text if batches else ""
     for n, batch in enumerate(batches):
-        examples = "\n\n".join(render_example(e, source_chars=source_chars) for e in batch)
-        reply = _ask(llm, TASK_OBSERVE_TEMPLATE.render(examples=examples,
-                                                       prior_observations=observations[-OBSERVATION_CHARS:] or "(none yet)"),
-                     params.with_(seed=params.seed + n))
         complete = is_complete(reply)
         streak = streak + 1 if complete else 0
         if log:
@@ -125,20 +138,25 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
                                      "text": reply, "complete": complete, "streak": streak})
         if progress:
             progress(n + 1, len(batches), "task inference")
+        last = n + 1 == len(batches)
         if complete:
-            if streak >= complete_streak:
+            if streak >= complete_streak or last:
                 break
+            reply = _asked_together(llm, [observe(n + 1, observations)])[0].text
             continue
         observations = f"{observations}\n{reply.strip()}".strip()
-        reply = _ask(llm, TASK_DESCRIBE_TEMPLATE.render(observations=reply.strip(),
+        # the next observation reads the observations, not the description, so the two go out together (issue 46)
+        asked = [_request(TASK_DESCRIBE_TEMPLATE.render(observations=reply.strip(),
                                                         prior_description=description or "(none yet)"),
-                     describe.with_(seed=params.seed + n))
-        text, read = read_task_description(reply)
+                          describe.with_(seed=params.seed + n))] + ([] if last else [observe(n + 1, observations)])
+        replies = _asked_together(llm, asked)
+        text, read = read_task_description(replies[0].text)
         description = text or description
         versions.append(description)
         if log:
-            log("task_description", {"batch": n + 1, "version": len(versions), "text": description, "raw": reply,
-                                     "read": read})
+            log("task_description", {"batch": n + 1, "version": len(versions), "text": description,
+                                     "raw": replies[0].text, "read": read})
+        reply = replies[-1].text
     if ensemble and len(versions) > 1:
         prior = "\n".join(f"Version {i}: {v}" for i, v in enumerate(versions, 1))
         reply = _ask(llm, TASK_DESCRIBE_TEMPLATE.render(observations=observations[-OBSERVATION_CHARS:],
