@@ -102,7 +102,8 @@ class Aggregator:
     random_state: int = 0
     dropped: list[str] = field(default_factory=list)
     """Criteria left out because no training sample has a score for them."""
-    model: Any = None
+    _model: Any = field(default=None, init=False, repr=False, compare=False)
+    _fitted: bool = field(default=False, init=False, repr=False, compare=False)
     _folds: dict[int, list["FoldFit"]] = field(default_factory=dict, init=False, repr=False, compare=False)
     """Fold fits by number of folds (:meth:`fold_fits`), made on first use."""
 
@@ -122,15 +123,29 @@ class Aggregator:
         xm = np.where(np.isnan(xm), means, xm)
         agg = cls(kind=kind, features=[features[j] for j in keep], targets=list(targets),
                   means=[float(m) for m in means], x=xm, y=ym, random_state=random_state, dropped=dropped)
-        agg._refit()
         return agg
 
+    @property
+    def model(self) -> Any:
+        """The estimator fitted on the whole training matrix; None when there is nothing to learn from (no feature
+        or fewer than 2 rows: the training mean is predicted).
+
+        Fitted on first use, not in :meth:`fit`: HD-Eval refits its aggregator on every layer, but a fit reads
+        only the fold models (:meth:`fold_fits`) and a judge stores the training matrix and seed, not the model,
+        so a whole-data MLP fit per layer and aspect group was work thrown away (issue 46). The model is the
+        same whenever it is made: the same data, the same seed.
+        """
+        if not self._fitted:
+            self._refit()
+        return self._model
+
     def _refit(self) -> None:
-        model = make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state)
+        self._fitted = True
         if self.x.shape[1] == 0 or len(self.x) < 2:
-            self.model = None  # nothing to learn from: predict the training mean
+            self._model = None  # nothing to learn from: predict the training mean
             return
-        self.model = model.fit(self.x, self.y if self.y.shape[1] > 1 else self.y.ravel())
+        model = make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state)
+        self._model = model.fit(self.x, self.y if self.y.shape[1] > 1 else self.y.ravel())
 
     # ---- use ------------------------------------------------------------------------------
     def impute(self, rows: Sequence[dict[str, float]]) -> tuple[np.ndarray, list[int]]:
@@ -209,7 +224,6 @@ class Aggregator:
                   means=[float(m) for m in state["means"]],
                   x=_matrix(state["x"], len(state["features"])), y=_matrix(state["y"], len(state["targets"])),
                   random_state=int(state["random_state"]), dropped=list(state.get("dropped", [])))
-        agg._refit()
         return agg
 
 

@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import sklearn
 
 from .aggregate import Aggregator
 
@@ -61,15 +62,17 @@ def permutation_drops(model: Any, x: np.ndarray, y: np.ndarray, *, n_repeats: in
     last bit, and the judge would not be the same.
     """
     seed = np.random.RandomState(random_state).randint(np.iinfo(np.int32).max + 1)
-    baseline = _neg_mse(y, model.predict(x))
     drops = np.empty((x.shape[1], n_repeats))
-    for column in range(x.shape[1]):
-        rng = np.random.RandomState(seed)  # every column gets the same sequence of shuffles
-        shuffled, order = x.copy(), np.arange(len(x))
-        for repeat in range(n_repeats):
-            rng.shuffle(order)
-            shuffled[:, column] = shuffled[order, column]
-            drops[column, repeat] = baseline - _neg_mse(y, model.predict(shuffled))
+    # the rows are an aggregator's imputed training matrix, finite: each predict's finiteness scan is skipped
+    with sklearn.config_context(assume_finite=bool(np.isfinite(x).all())):
+        baseline = _neg_mse(y, model.predict(x))
+        for column in range(x.shape[1]):
+            rng = np.random.RandomState(seed)  # every column gets the same sequence of shuffles
+            shuffled, order = x.copy(), np.arange(len(x))
+            for repeat in range(n_repeats):
+                rng.shuffle(order)
+                shuffled[:, column] = shuffled[order, column]
+                drops[column, repeat] = baseline - _neg_mse(y, model.predict(shuffled))
     return drops
 
 
