@@ -4,21 +4,25 @@ The judge prompt is set by 8 factors (12,960 strategies,
 :mod:`judge_engine.methods.hpss.strategy`); HPSS searches them with a GA-like beam
 search guided by per-value *advantages*, scoring each strategy by its
 Spearman correlation with human scores on the validation split (the run's
-train split). Map of this module to the paper:
+train split). This module holds the registered :class:`HPSS` method (its
+parameters, ``fit`` as a short sequence of the stages below, and scoring with
+a fitted judge); each stage lives in a module of its own, mapped to the paper:
 
-* :func:`evaluate_strategy` / :func:`fitness` / :class:`ValidationFitness` — r(𝒯):
+* :mod:`.evaluation` :func:`evaluate_strategy`, :mod:`.fitness` :func:`fitness` /
+  :class:`ValidationFitness` — r(𝒯):
   judge every validation sample with one strategy, Spearman at the
   dataset's level (§3.1, App. A.1) made coverage-aware (items left
   unscored count against it; the search works in × 100 units), each
   evaluation logged as an event; :func:`select_best` adopts only a
   selectable strategy (enough items scored, Spearman above 0).
-* :func:`initialize` — Algorithm 1: the MT-Bench base plus every one-factor
+* :mod:`.validation` :func:`select_validation` — the items r(𝒯) is measured on.
+* :mod:`.advantages` :func:`initialize` — Algorithm 1: the MT-Bench base plus every one-factor
   change (21 evaluations) and the initial advantages A_ij (Eq. 2).
 * :func:`exploration_scores` — Eq. 3 (advantage disparity + UCB term) and
   Eq. 4 (softmax with temperature τ).
 * :func:`update_advantage` — Eq. 5 (moving average) and Eq. 6 (zero-centring).
 * :func:`exploit` — Eq. 7: the unexplored strategy with the highest total advantage.
-* :func:`iterative_search` — Algorithm 2: population k, g mutations per
+* :mod:`.search` :func:`iterative_search` — Algorithm 2: population k, g mutations per
   member per round, exploitation with probability ρ, budget m.
 * :func:`greedy_search`, :func:`stepwise_greedy_search` — the paper's Greedy
   and Stepwise-Greedy baselines on the same machinery (App. F.2); the
@@ -26,6 +30,7 @@ train split). Map of this module to the paper:
   evaluations, and :func:`iterative_search` with ``proposals="uniform"`` as
   the ablation of the heuristic (options of these functions, not of
   :class:`HPSS`).
+* :mod:`.reports` — the fit's warnings and the live trace (:func:`search_trace`).
 
 Auxiliaries (criteria, AutoCoT steps, metrics questions, references,
 in-context examples) are generated lazily by
@@ -64,582 +69,33 @@ Evaluators. arXiv:2502.13031.
 from __future__ import annotations
 
 import math
-from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 
-from ... import metrics
 from ...llm import LLM
-from ...records import Aspect, RunEvent, Sample, Verdict
+from ...records import Aspect, Sample, Verdict
 from ..base import (EventSink, FitContext, Interval, Judge, Method, OptionalInterval, Options, Progress, judge_warning,
                     register)
+from .advantages import SearchState, initialize
 from .auxiliaries import Auxiliaries, count_generations
-from .evaluation import (RETRY_MAX_TOKENS, RETRY_TEMPLATE, SYSTEM_MESSAGE, StrategyScores,  # noqa: F401 (re-exported)
-                         evaluate_strategies, evaluate_strategy, read_rating)
-from .strategy import (FACTOR_NAMES, FACTORS, Strategy, all_strategies, as_dict, base_strategy, build_prompt, describe,
-                       neighbours, parse_strategy, replace_value,
-                       strategy_name)
-
-STEPWISE_ORDER = ("scale", "example", "criteria", "reference", "cot", "autocot", "metrics", "order")
-"""Factor order of the Stepwise-Greedy baseline: the rows of paper Table 1 (App. F.2)."""
-
-Fitness = Callable[[Strategy, str], float]
-"""``evaluate(strategy, stage) -> Spearman × 100`` (NaN when undefined)."""
-
-
-# --------------------------------------------------------------------------- r(T): judging and fitness
-
-
-def fitness(samples: Sequence[Sample], aspect: str, scores: Sequence[float], *,
-            level: str) -> metrics.SelectionFitness:
-    """A strategy's validation fitness r(𝒯) (§3.1, App. A.1), coverage-aware.
-
-    The Spearman correlation with the humans at ``level`` (App. A.1) is
-    computed on the items the strategy scored; the rule of
-    :func:`judge_engine.metrics.coverage_adjusted` then counts the items it
-    failed to score (a missing auxiliary, a reply without a rating): below
-    :data:`judge_engine.metrics.MIN_SELECTION_COVERAGE` of the validation
-    items scored the strategy is not eligible (value NaN), above it the value
-    is correlation × coverage, as if every unscored item had shown no
-    agreement. So a prompt that parses on 2 of 10 items cannot beat one that
-    scores all 10 slightly less well. ``coverage`` counts the items that have
-    a human score. The search works in Spearman × 100 (:func:`search_value`).
-    """
-    human = [s.human.get(aspect, math.nan) for s in samples]
-    values, _ = metrics.level_correlations(human, list(scores), level=level,
-                                           groups=[s.group_id for s in samples],
-                                           systems=[s.system_id for s in samples])
-    rated = [(h, p) for h, p in zip(human, scores) if h is not None and not math.isnan(h)]
-    n_scored = sum(1 for _, p in rated if p is not None and not math.isnan(p))
-    return metrics.coverage_adjusted(values["spearman"], n_scored, len(rated))
-
-
-def search_value(selection: metrics.SelectionFitness) -> float:
-    """What the search ranks by and learns advantages from: the coverage-aware fitness × 100 (NaN: ineligible)."""
-    return selection.value * 100 if math.isfinite(selection.value) else math.nan
-
-
-def select_best(selection: dict[Strategy, metrics.SelectionFitness]) -> Strategy | None:
-    """The selectable strategy with the highest coverage-aware fitness (first evaluated on ties); None if none.
-
-    Selectable (:attr:`judge_engine.metrics.SelectionFitness.selectable`):
-    enough validation items scored and a correlation above zero. A strategy
-    that is not selectable is never adopted automatically.
-    """
-    best, best_value = None, -math.inf
-    for strategy, sel in selection.items():
-        if sel.selectable and sel.value > best_value:
-            best, best_value = strategy, sel.value
-    return best
-
-
-# --------------------------------------------------------------------------- the search
-
-
-def _rank_key(value: float) -> float:
-    return -math.inf if value is None or math.isnan(value) else value
-
-
-@dataclass
-class SearchState:
-    """Explored strategies with their fitness and the advantage statistics (the T, A, N and M of §3.3)."""
-
-    perf: dict[Strategy, float] = field(default_factory=dict)
-    """T: every evaluated strategy → Spearman × 100."""
-    A: dict[tuple[int, str], float] = field(default_factory=dict)
-    """Advantage of each factor value (zero-mean per factor)."""
-    N: dict[tuple[int, str], int] = field(default_factory=dict)
-    """Exploration (update) count of each value, for the moving average."""
-    M: dict[tuple[int, str], int] = field(default_factory=dict)
-    """Appearance count of each value among evaluated strategies, for the UCB term."""
-    cost: int = 0
-    """Evaluations made in the iterative stage (initialization not counted)."""
-
-    def best(self, k: int) -> list[Strategy]:
-        return sorted(self.perf, key=lambda s: _rank_key(self.perf[s]), reverse=True)[:k]
-
-    def advantages(self) -> dict[str, dict[str, float]]:
-        return {name: {v: round(self.A[(i, v)], 4) for v in values} for i, (name, values) in enumerate(FACTORS)}
-
-
-def initial_strategies(base: Strategy) -> list[Strategy]:
-    """Algorithm 1's strategies in the order they are recorded: the base, then each factor's other values."""
-    order = [base]
-    for i, (_, values) in enumerate(FACTORS):
-        order += [st for st in (replace_value(base, i, v) for v in values) if st not in order]
-    return order
-
-
-def initialize(base: Strategy, evaluate: Fitness, *,
-               evaluate_many: Callable[[Sequence[Strategy], str], list[float]] | None = None) -> SearchState:
-    """Algorithm 1: the base and its 20 one-factor variants; A_ij = s_ij − mean_j s_ij (Eq. 2).
-
-    A value whose strategy has no defined fitness gets advantage 0 and the
-    mean is taken over the others. N and M start at 1 for every value (as in the authors' code).
-    The 21 evaluations do not depend on each other: ``evaluate_many`` (:meth:`ValidationFitness.many`)
-    makes them as one batch, with the same values as ``evaluate`` one after another.
-    """
-    state = SearchState()
-    order = initial_strategies(base)
-    values = evaluate_many(order, "init") if evaluate_many else [evaluate(st, "init") for st in order]
-    state.perf.update(zip(order, values))
-    for i, (_, values) in enumerate(FACTORS):
-        s = {v: state.perf[replace_value(base, i, v)] for v in values}
-        defined = [x for x in s.values() if not math.isnan(x)]
-        mean = sum(defined) / len(defined) if defined else 0.0
-        for v in values:
-            state.A[(i, v)] = 0.0 if math.isnan(s[v]) else s[v] - mean
-            state.N[(i, v)] = 1
-            state.M[(i, v)] = 1
-    return state
-
-
-def exploration_scores(state: SearchState, current: Strategy, *, tau: float,
-                       lam: float) -> tuple[list[tuple[int, str]], np.ndarray]:
-    """The one-factor neighbours of ``current`` and their sampling probabilities.
-
-    B = (A_ij − A_ic) + λ·sqrt(ln t / M_ij) (Eq. 3) with t = cost + 1;
-    P = softmax(B / τ) over all 20 neighbours, explored ones included (Eq. 4).
-    """
-    t = state.cost + 1
-    neigh = neighbours(current)
-    b = np.array([state.A[(i, v)] - state.A[(i, current[i])] + lam * math.sqrt(math.log(t) / state.M[(i, v)])
-                  for i, v in neigh])
-    z = b / tau
-    p = np.exp(z - z.max())
-    return neigh, p / p.sum()
-
-
-def update_advantage(state: SearchState, parent: Strategy, factor: int, value: str, new_fitness: float) -> None:
-    """Eq. 5 then Eq. 6 after an exploration step from ``parent`` changing ``factor`` to ``value``.
-
-    The fresh sample of A_ij is r(new) − (r(parent) − A_ic): what the parent's
-    context would score with a random value of the factor. Skipped (no
-    evidence) when either fitness is undefined.
-    """
-    parent_fitness = state.perf[parent]
-    if math.isnan(new_fitness) or math.isnan(parent_fitness):
-        return
-    key = (factor, value)
-    old_ci = state.A[(factor, parent[factor])]
-    state.A[key] = (state.A[key] * state.N[key] + (new_fitness - (parent_fitness - old_ci))) / (state.N[key] + 1)
-    state.N[key] += 1
-    values = FACTORS[factor][1]
-    mu = sum(state.A[(factor, u)] for u in values) / len(values)
-    for u in values:
-        state.A[(factor, u)] -= mu
-
-
-def exploit(state: SearchState, space: Sequence[Strategy] | None = None) -> Strategy | None:
-    """Eq. 7: the unexplored strategy with the highest total advantage (first in product order on ties)."""
-    best, best_value = None, -math.inf
-    for st in space or all_strategies():
-        if st in state.perf:
-            continue
-        value = sum(state.A[(i, v)] for i, v in enumerate(st))
-        if value > best_value:
-            best, best_value = st, value
-    return best
-
-
-PROPOSALS = ("advantages", "uniform")
-"""How :func:`iterative_search` proposes: ``advantages``, the paper's heuristic (Eq. 3, 4 and 7); ``uniform``, the
-same population search with the heuristic taken out (the benchmark's ablation, never a method option)."""
-
-
-def iterative_search(state: SearchState, evaluate: Fitness, rng: np.random.Generator, *, population: int,
-                     mutations: int, rho: float, tau: float, lam: float, budget: int, max_rounds: int = 1000,
-                     on_round: Callable[[int, list[Strategy]], None] | None = None,
-                     on_update: Callable[[], None] | None = None, proposals: str = "advantages") -> Strategy:
-    """Algorithm 2 (App. F.1): returns the best explored strategy.
-
-    Each round every population member (best first) makes ``mutations``
-    proposals from :func:`exploration_scores`; an explored proposal is skipped
-    at no cost; otherwise with probability ρ it is replaced by :func:`exploit`.
-    Exploration steps update the advantages at once; every evaluated
-    strategy raises M of its values. The population keeps the top-k of the
-    old members and this round's strategies; the search stops after
-    ``budget`` evaluations (or ``max_rounds`` rounds).
-
-    ``proposals="uniform"`` ignores the advantages (an ablation of the
-    heuristic, :data:`PROPOSALS`): each proposal is a one-factor neighbour
-    drawn uniformly, and an exploitation step a uniformly drawn unexplored
-    strategy; the population, the budget and the validation are the same.
-    """
-    if proposals not in PROPOSALS:
-        raise ValueError(f"proposals={proposals!r}: choose from {', '.join(PROPOSALS)}")
-    space = all_strategies()
-    pop = state.best(population)
-    rounds = 0
-    while state.cost < budget and rounds < max_rounds:
-        new_pop = list(pop)
-        for parent in pop:
-            for _ in range(mutations):
-                if proposals == "uniform":
-                    neigh = neighbours(parent)
-                    factor, value = neigh[int(rng.integers(len(neigh)))]
-                else:
-                    neigh, p = exploration_scores(state, parent, tau=tau, lam=lam)
-                    factor, value = neigh[int(rng.choice(len(neigh), p=p))]
-                cand = replace_value(parent, factor, value)
-                if cand in state.perf or state.cost >= budget:
-                    continue
-                exploited = bool(rng.random() <= rho)
-                if exploited:
-                    cand = exploit(state, space) if proposals == "advantages" else random_unexplored(state, space,
-                                                                                                    rng)
-                    if cand is None:  # every strategy explored
-                        return state.best(1)[0]
-                state.perf[cand] = evaluate(cand, "exploit" if exploited else "explore")
-                new_pop.append(cand)
-                state.cost += 1
-                if not exploited:
-                    update_advantage(state, parent, factor, value, state.perf[cand])
-                for i, v in enumerate(cand):
-                    state.M[(i, v)] += 1
-                if on_update:
-                    on_update()
-        pop = sorted(set(new_pop), key=lambda s: _rank_key(state.perf[s]), reverse=True)[:population]
-        rounds += 1
-        if on_round:
-            on_round(rounds, pop)
-    return state.best(1)[0]
-
-
-def random_unexplored(state: SearchState, space: Sequence[Strategy], rng: np.random.Generator) -> Strategy | None:
-    """A strategy of ``space`` drawn uniformly among those not yet evaluated (None when all are)."""
-    if len(state.perf) >= len(space):
-        left = [s for s in space if s not in state.perf]
-        return left[int(rng.integers(len(left)))] if left else None
-    while True:
-        cand = space[int(rng.integers(len(space)))]
-        if cand not in state.perf:
-            return cand
-
-
-def _neighbourhood_explored(state: SearchState, strategy: Strategy) -> bool:
-    return all(replace_value(strategy, i, v) in state.perf for i, v in neighbours(strategy))
-
-
-def greedy_search(base: Strategy, evaluate: Fitness, rng: np.random.Generator, *, budget: int,
-                  perturbations: int = 5, restart: bool = False) -> SearchState:
-    """Greedy baseline: beam 1; each round perturbs the best ``perturbations`` times (one random factor
-    to a random other value), evaluates the unexplored ones and keeps the best (App. F.2).
-    ``budget`` counts evaluations after the base.
-
-    As in the paper the climb stalls once every neighbour of its best is
-    evaluated (it may then stop short of ``budget``). With ``restart`` (the
-    benchmark's equal-budget baseline) a stalled climb starts again from a
-    uniformly drawn unexplored strategy, keeping the best of the new climb,
-    until the budget is used; the result is still the best of all evaluated.
-    """
-    state = SearchState()
-    state.perf[base] = evaluate(base, "init")
-    current, rounds = base, 0
-    climb = [base]  # the strategies of the current climb (all of them without restarts)
-    space = all_strategies() if restart else ()
-    while state.cost < budget and (restart or rounds < 1000):
-        for _ in range(perturbations):
-            factor = int(rng.integers(len(FACTORS)))
-            others = [v for v in FACTORS[factor][1] if v != current[factor]]
-            cand = replace_value(current, factor, others[int(rng.integers(len(others)))])
-            if cand in state.perf or state.cost >= budget:
-                continue
-            state.perf[cand] = evaluate(cand, "explore")
-            state.cost += 1
-            climb.append(cand)
-        current = max(climb, key=lambda s: _rank_key(state.perf[s])) if restart else state.best(1)[0]
-        rounds += 1
-        if restart and state.cost < budget and _neighbourhood_explored(state, current):
-            start = random_unexplored(state, space, rng)
-            if start is None:
-                break
-            state.perf[start] = evaluate(start, "restart")
-            state.cost += 1
-            current, climb = start, [start]
-    return state
-
-
-def stepwise_greedy_search(base: Strategy, evaluate: Fitness, *, budget: int | None = None,
-                           rng: np.random.Generator | None = None) -> SearchState:
-    """Stepwise-Greedy baseline: fix the factors one by one in Table 1 order, each to its best value
-    with the others held (1 + 20 = 21 evaluations; App. F.2).
-
-    With ``budget`` (evaluations after the base; the benchmark's equal-budget
-    baseline) the passes repeat from the pass's result, and a pass that
-    evaluates nothing new restarts from a uniformly drawn unexplored strategy
-    (``rng``), until ``budget`` evaluations are made; the result is still the
-    best of all evaluated. Without it: the paper's single pass.
-    """
-    state = SearchState()
-    state.perf[base] = evaluate(base, "init")
-    current = base
-    space = all_strategies() if budget is not None else ()
-    rng = rng if rng is not None else np.random.default_rng(0)
-    while True:
-        before = state.cost
-        for name in STEPWISE_ORDER:
-            i = FACTOR_NAMES.index(name)
-            for v in FACTORS[i][1]:
-                cand = replace_value(current, i, v)
-                if cand not in state.perf and (budget is None or state.cost < budget):
-                    state.perf[cand] = evaluate(cand, "explore")
-                    state.cost += 1
-            options = [replace_value(current, i, v) for v in FACTORS[i][1]]
-            current = max((s for s in options if s in state.perf), key=lambda s: _rank_key(state.perf[s]))
-        if budget is None or state.cost >= budget:
-            return state
-        if state.cost == before:  # the pass changed nothing: start again somewhere new
-            start = random_unexplored(state, space, rng)
-            if start is None:
-                return state
-            state.perf[start] = evaluate(start, "restart")
-            state.cost += 1
-            current = start
-
-
-MIN_GROUP_ITEMS = 3
-"""Fewest items of a group a group-level validation set keeps from a group it cannot take whole: a
-per-group Spearman over fewer is either undefined or a single sign."""
-
-
-def group_level_problem(train: Sequence[Sample]) -> str:
-    """Why a per-group validation Spearman is undefined on ``train`` (every group a single item), in words;
-    empty when some group has two or more."""
-    counts = Counter(s.group_id for s in train)
-    if max(counts.values(), default=0) >= 2:
-        return ""
-    return (f"the {len(train)} training items come from {len(counts)} sources, one from each, and a per-source "
-            "correlation needs two or more")
-
-
-def item_chars(sample: Sample) -> int:
-    """Characters of a sample's texts, which its judge prompts repeat whole."""
-    return len(sample.input) + len(sample.output) + len(sample.context or "")
-
-
-def shortest_spread(train: Sequence[Sample], size: int, aspect: Aspect | None) -> list[int]:
-    """Indices of ``size`` short samples with as many different human scores as they can have: shortest
-    first, skipping a sample whose score of ``aspect`` is already taken while a sample with another score is
-    left, then the shortest of the rest (ties in split order). Without ``aspect``, simply the shortest."""
-    by_length = sorted(range(len(train)), key=lambda i: (item_chars(train[i]), i))
-    picked: list[int] = []
-    if aspect is not None:
-        seen: set[float] = set()
-        for i in by_length:
-            score = train[i].human.get(aspect.name)
-            if score is None or not math.isfinite(score) or round(score, 6) in seen:
-                continue
-            picked.append(i)
-            seen.add(round(score, 6))
-            if len(picked) == size:
-                return picked
-    return picked + [i for i in by_length if i not in picked][:size - len(picked)]
-
-
-def select_validation(train: Sequence[Sample], size: int | None, seed: int, *,
-                      by_group: bool = False, shortest: bool = False,
-                      aspect: Aspect | None = None) -> tuple[Sample, ...]:
-    """The validation set: the train split, or a subset of at most ``size`` samples (in split order).
-
-    The subset is seeded, or with ``shortest`` short samples of different
-    human scores of ``aspect`` (:func:`shortest_spread`: a few items of one
-    score leave every correlation undefined). With ``by_group`` (group-level fitness)
-    groups are taken in a seeded order (``shortest``: by their mean length),
-    whole while they fit; the next one that does not fit gives a seeded part
-    (its shortest) of its items when at least :data:`MIN_GROUP_ITEMS` places
-    are left (the first one always does), so per-group correlations stay
-    defined and a size smaller than a group (SummEval's 16 summaries of one
-    article) is still the size asked for.
-    """
-    if size is None or size >= len(train):
-        return tuple(train)
-    rng = np.random.default_rng(seed)
-    if by_group:
-        members: dict[str, list[int]] = {}
-        for i, s in enumerate(train):
-            members.setdefault(s.group_id, []).append(i)
-        groups = sorted(members)
-        if shortest:
-            order = sorted(range(len(groups)), key=lambda g: (
-                np.mean([item_chars(train[i]) for i in members[groups[g]]]), g))
-        else:
-            order = rng.permutation(len(groups)).tolist()
-        keep_idx: set[int] = set()
-        for g in order:
-            left = size - len(keep_idx)
-            idx = members[groups[g]]
-            if len(idx) <= left:
-                keep_idx.update(idx)
-                continue
-            if keep_idx and left < MIN_GROUP_ITEMS:
-                break
-            if shortest:
-                keep_idx.update(sorted(idx, key=lambda i: (item_chars(train[i]), i))[:left])
-            else:
-                keep_idx.update(rng.choice(idx, size=left, replace=False).tolist())
-            break
-        return tuple(s for i, s in enumerate(train) if i in keep_idx)
-    if shortest:
-        keep = set(shortest_spread(train, size, aspect))
-    else:
-        keep = set(rng.choice(len(train), size=size, replace=False).tolist())
-    return tuple(s for i, s in enumerate(train) if i in keep)
-
-
-def search_trace(events: Sequence[RunEvent]) -> dict[str, Any]:
-    """What a run's events say about its search so far (for a live view).
-
-    ``events`` are the run's events (``Store.run_events``). Returns ``started``
-    (payload of ``hpss_started`` or None), ``evaluated`` (payloads in order),
-    the latest ``advantages`` and ``population``, ``aux_missing`` counts per
-    kind, the ``best`` evaluated payload (None until one is selectable) and
-    any ``notes`` (stall, no selectable strategy, a fixed strategy that is not selectable).
-    """
-    out: dict[str, Any] = {"started": None, "evaluated": [], "advantages": None, "population": None,
-                           "aux_missing": {}, "best": None, "notes": []}
-    for e in events:
-        kind, payload = e.kind, e.payload
-        if kind == "hpss_started":
-            out["started"] = payload
-        elif kind == "hpss_evaluated":
-            out["evaluated"].append(payload)
-            # only a selectable strategy can be the best (runs from before coverage counted: any defined one)
-            if payload.get("fitness") is not None and payload.get("selectable", True) and (
-                    out["best"] is None or payload["fitness"] > out["best"]["fitness"]):
-                out["best"] = payload
-        elif kind == "hpss_advantages":
-            out["advantages"] = payload["advantages"]
-        elif kind == "hpss_population":
-            out["population"] = payload["members"]
-        elif kind == "hpss_auxiliary_missing":
-            out["aux_missing"][payload["kind"]] = out["aux_missing"].get(payload["kind"], 0) + 1
-        elif kind in ("hpss_stalled", "hpss_no_fitness", "hpss_no_judge", "hpss_not_selectable"):
-            out["notes"].append(payload["message"])
-    return out
-
-
-def _round(value: float) -> float | None:
-    return None if value is None or math.isnan(value) else round(value, 4)
-
-
-def _why_not(sel: metrics.SelectionFitness) -> str:
-    """Why a strategy is not selectable, in words."""
-    if sel.reason:
-        return sel.reason
-    return f"Spearman {sel.correlation:+.2f} on the {sel.n_scored} items it scored (above 0 needed)"
-
-
-def _no_judge_message(selection: dict[Strategy, metrics.SelectionFitness], n: int) -> str:
-    """Why the search adopted no strategy: how many failed coverage, how many had no positive correlation."""
-    low_cover = sum(1 for s in selection.values() if s.reason.startswith("scored"))
-    undefined = sum(1 for s in selection.values() if not math.isfinite(s.correlation))
-    not_positive = sum(1 for s in selection.values()
-                       if not s.reason and math.isfinite(s.correlation) and s.correlation <= 0)
-    finite = [s.correlation for s in selection.values() if not s.reason]
-    best = f"; the highest Spearman among eligible ones was {max(finite):+.2f}" if finite else ""
-    return (f"HPSS adopted no judge: none of the {len(selection)} evaluated strategies scored at least "
-            f"{metrics.MIN_SELECTION_COVERAGE:.0%} of the {n} validation items with a Spearman correlation "
-            f"above 0 ({low_cover} scored too few items, {undefined} had no defined correlation, "
-            f"{not_positive} correlated at or below 0{best}). Try a larger validation set or a stronger model, "
-            "or fix a strategy (fixed_strategy) to accept one yourself.")
-
-
-def _fit_warnings(history: Sequence[dict[str, Any]], aux: Auxiliaries, state: "SearchState", budget: int, *,
-                  fixed: bool) -> list[dict[str, Any]]:
-    """Fit-time warnings for the run summary: readings from alternatives, missing auxiliaries, unselectable
-    strategies, a stalled search."""
-    out = []
-    alternatives = sum(h["from_alternatives"] for h in history)
-    if alternatives:
-        out.append(judge_warning("scores_from_alternatives", (
-            f"{alternatives} validation ratings were read from the alternatives of a follow-up reply that "
-            "gave no number (probability-weighted over the scale)"), alternatives))
-    missing_aux = sum(aux.failures.values())
-    if missing_aux:
-        out.append(judge_warning("auxiliary_missing", (
-            "auxiliary generations with nothing usable: " + ", ".join(f"{k} {v}" for k, v in aux.failures.items())
-            + "; the items that needed them were not scored"), missing_aux))
-    unselectable = sum(1 for h in history if not h["selectable"])
-    if unselectable and not fixed:
-        out.append(judge_warning("strategies_not_selectable", (
-            f"{unselectable} of {len(history)} evaluated strategies were not selectable (too few validation "
-            "items scored, or a Spearman at or below 0)"), unselectable))
-    if not fixed and state.cost < budget:
-        out.append(judge_warning("search_stalled", (
-            f"the search stopped after {len(history)} evaluations, before its budget: every proposal was an "
-            "already explored strategy")))
-    return out
-
-
-class ValidationFitness:
-    """r(𝒯) on the validation set, recording every evaluation (the search's ``evaluate`` callback).
-
-    Each call judges the validation samples with the strategy (the judged
-    sample left out of its in-context examples), computes the coverage-aware
-    fitness (:func:`fitness`) at ``level``, keeps it in ``selection``, appends
-    an entry to ``history`` and reports it as an ``hpss_evaluated`` event and
-    as progress. It returns :func:`search_value` (Spearman × 100 × coverage).
-    """
-
-    def __init__(self, validation: Sequence[Sample], aux: Auxiliaries, *, llm: LLM, level: str, max_tokens: int,
-                 total: int, retry: bool = False, explanation_chars: int = 600, progress: Progress | None = None,
-                 log: EventSink | None = None):
-        self.validation, self.aux, self.llm, self.level = tuple(validation), aux, llm, level
-        self.max_tokens, self.total, self.progress, self.log = max_tokens, total, progress, log
-        self.retry, self.explanation_chars = retry, explanation_chars
-        self.history: list[dict[str, Any]] = []
-        self.selection: dict[Strategy, metrics.SelectionFitness] = {}
-
-    def __call__(self, strategy: Strategy, stage: str) -> float:
-        return self.many([strategy], stage)[0]
-
-    def many(self, strategies: Sequence[Strategy], stage: str) -> list[float]:
-        """Evaluate strategies that do not depend on each other as one batch (:func:`evaluate_strategies`).
-
-        Each is recorded as a call one after another would record it (history, event, progress), in order;
-        only ``calls`` in an entry is the ledger's count when the batch ended, not after that strategy.
-        """
-        done = len(self.history)
-        n = len(strategies)
-        label = (f"strategy {done + 1} of {self.total} ({stage})" if n == 1 else
-                 f"strategies {done + 1}-{done + n} of {self.total} ({stage})")
-        if self.progress:
-            self.progress(done, self.total, label)
-        results = evaluate_strategies(
-            strategies, self.validation, self.aux, llm=self.llm, max_tokens=self.max_tokens, leave_out=True,
-            retry=self.retry, explanation_chars=self.explanation_chars,
-            progress=(lambda d, t: self.progress(done + d * n // t, self.total, label))
-            if self.progress and n > 1 else None)
-        return [self._record(strategy, stage, result, label) for strategy, result in zip(strategies, results)]
-
-    def _record(self, strategy: Strategy, stage: str, result: StrategyScores, label: str) -> float:
-        done = len(self.history)
-        sel = fitness(self.validation, self.aux.aspect.name, result.scores, level=self.level)
-        self.selection[strategy] = sel
-        value = search_value(sel)
-        chosen = select_best(self.selection)
-        entry = {"index": done + 1, "stage": stage, "strategy": strategy_name(strategy),
-                 "factors": as_dict(strategy), "fitness": _round(value),
-                 "correlation": _round(sel.correlation * 100), "coverage": round(sel.coverage, 4),
-                 "n_scored": sel.n_scored, "selectable": sel.selectable, "reason": sel.reason,
-                 "best_so_far": None if chosen is None else _round(search_value(self.selection[chosen])),
-                 "n": len(self.validation), "unparsed": result.unparsed, "retried": result.retried,
-                 "missing_aux": result.missing_aux, "read_json": result.count("json"),
-                 "read_text": result.count("text"),
-                 "read_logprobs": result.count("logprobs") + result.from_alternatives,
-                 "from_alternatives": result.from_alternatives,
-                 "calls": self.llm.ledger.snapshot().calls,
-                 "scores": [None if math.isnan(x) else x for x in result.scores]}
-        self.history.append(entry)
-        if self.log:
-            self.log("hpss_evaluated", entry)
-        if self.progress:
-            self.progress(done + 1, self.total, label)
-        return value
-
+from .evaluation import evaluate_strategy
+from .fitness import ValidationFitness, rounded, search_value, select_best
+from .reports import fit_warnings, no_judge_message, why_not_selectable
+from .search import greedy_search, iterative_search, stepwise_greedy_search
+from .strategy import Strategy, as_dict, base_strategy, build_prompt, describe, parse_strategy, strategy_name
+from .validation import group_level_problem, select_validation
+
+# The search's parts moved to modules of their own (issue 46 item 7); the benchmarks, tests and
+# tools/mutate.py's readers import them from here, so this module keeps answering for every public name.
+from .advantages import exploit, exploration_scores, initial_strategies, update_advantage  # noqa: F401
+from .evaluation import (RETRY_MAX_TOKENS, RETRY_TEMPLATE, SYSTEM_MESSAGE, StrategyScores,  # noqa: F401
+                         evaluate_strategies, read_rating)
+from .fitness import Fitness, fitness  # noqa: F401
+from .reports import search_trace  # noqa: F401
+from .search import PROPOSALS, STEPWISE_ORDER, random_unexplored  # noqa: F401
+from .validation import MIN_GROUP_ITEMS, item_chars, shortest_spread  # noqa: F401
 
 # --------------------------------------------------------------------------- the Method
 
@@ -926,28 +382,28 @@ class HPSS(Method):
             sel = evaluate.selection[best]
             if not sel.selectable:
                 message = (f"the fixed strategy {strategy_name(best)} is not selectable on validation "
-                           f"({_why_not(sel)}); it is kept because a person chose it")
+                           f"({why_not_selectable(sel)}); it is kept because a person chose it")
                 warnings.append(judge_warning("not_selectable", message))
                 if log:
                     log("hpss_not_selectable", {"strategy": strategy_name(best), "message": message})
         else:
             best = select_best(evaluate.selection)
             if best is None:
-                message = _no_judge_message(evaluate.selection, len(validation))
+                message = no_judge_message(evaluate.selection, len(validation))
                 if log:
                     log("hpss_no_judge", {"message": message})
                 raise ValueError(message)
         sel = evaluate.selection[best]
         base_sel = evaluate.selection.get(base)
         history = evaluate.history
-        warnings.extend(_fit_warnings(history, aux, state, self.budget if not self.fixed_strategy else 0,
+        warnings.extend(fit_warnings(history, aux, state, self.budget if not self.fixed_strategy else 0,
                                       fixed=bool(self.fixed_strategy)))
         judge_state = {
             "strategy": strategy_name(best), "factors": as_dict(best), "readable": describe(best),
-            **aux.globals_for(best), "fitness": _round(search_value(sel)),
+            **aux.globals_for(best), "fitness": rounded(search_value(sel)),
             "selection": sel.to_dict(), "accepted_by_person": bool(self.fixed_strategy),
             "base_strategy": strategy_name(base),
-            "base_fitness": None if base_sel is None else _round(search_value(base_sel)),
+            "base_fitness": None if base_sel is None else rounded(search_value(base_sel)),
             "base_selection": None if base_sel is None else base_sel.to_dict(),
             "explored": [{k: h[k] for k in ("index", "stage", "strategy", "fitness", "correlation", "coverage",
                                             "selectable", "unparsed", "missing_aux")} for h in history],
@@ -962,7 +418,7 @@ class HPSS(Method):
         if log:
             log("hpss_best", {"strategy": judge_state["strategy"], "fitness": judge_state["fitness"],
                               "base_fitness": judge_state["base_fitness"], "coverage": sel.coverage,
-                              "correlation": _round(sel.correlation * 100),
+                              "correlation": rounded(sel.correlation * 100),
                               "selectable": sel.selectable, "accepted_by_person": bool(self.fixed_strategy),
                               "selectable_strategies": sum(s.selectable for s in evaluate.selection.values()),
                               "evaluated": len(evaluate.selection)})
@@ -994,7 +450,7 @@ class HPSS(Method):
             if log and pop != shown[0]:  # a round whose proposals were all explored changes nothing
                 shown[0] = list(pop)
                 log("hpss_population", {"round": round_no, "after": len(evaluate.history), "members": [
-                    {"strategy": strategy_name(s), "fitness": _round(state.perf[s])} for s in pop]})
+                    {"strategy": strategy_name(s), "fitness": rounded(state.perf[s])} for s in pop]})
 
         log_advantages()
         log_population(0, state.best(self.population))
