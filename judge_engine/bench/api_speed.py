@@ -17,8 +17,11 @@ there) to compare two versions on the same machine.
 
 from __future__ import annotations
 
+import json
+import random
 import threading
 import time
+import zlib
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +32,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--methods", nargs="+", default=["hpss", "active_critic", "hd_eval", "hypoeval"])
     parser.add_argument("--levels", type=int, nargs="+", default=[4, 32], help="calls in flight")
     parser.add_argument("--latency", type=float, default=0.5, help="seconds each call takes")
+    parser.add_argument("--jitter", type=float, default=0.0,
+                        help="each call takes latency x (1 +- up to this share), drawn from its request's text so the "
+                             "same request takes the same time in every version (a real server's spread)")
     parser.add_argument("--n-train", type=int, default=12, help="training items of the fit")
     parser.add_argument("--seed", type=int, default=0, help="the simulated world")
     parser.add_argument("--hpss-budget", type=int, default=10,
@@ -41,8 +47,10 @@ def add_arguments(parser) -> None:
 class Slow:
     """Wraps a backend: each call waits ``latency`` seconds, and the calls in flight are tracked."""
 
-    def __init__(self, inner: Any, latency: float):
-        self.inner, self.latency = inner, latency
+    def __init__(self, inner: Any, latency: float, jitter: float = 0.0):
+        self.inner, self.latency, self.jitter = inner, latency, jitter
+        self.held = 0.0
+        """Seconds the calls were held in all (calls x latency without jitter)."""
         self.name, self.model_id = inner.name, inner.model_id
         self.supports_logprobs, self.serialises_calls = inner.supports_logprobs, False
         self._lock = threading.Lock()
@@ -71,11 +79,21 @@ class Slow:
             self.peak = max(self.peak, self.in_flight)
             self.calls += change > 0
 
+    def hold(self, messages) -> float:
+        """The seconds this request is held: the latency, spread by ``jitter`` by a draw seeded with its text."""
+        if not self.jitter:
+            return self.latency
+        draw = random.Random(zlib.crc32(json.dumps(messages, sort_keys=True).encode())).uniform(-1, 1)
+        return self.latency * (1 + self.jitter * draw)
+
     def generate(self, messages, params):
         self._tick(+1)
         start = time.perf_counter()
         try:
-            time.sleep(self.latency)
+            seconds = self.hold(messages)
+            with self._lock:
+                self.held += seconds
+            time.sleep(seconds)
             # the ledger records the latency the call took, as a server's would be
             return replace(self.inner.generate(messages, params), latency_s=time.perf_counter() - start)
         finally:
@@ -87,7 +105,7 @@ class Slow:
 
 
 def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, seed: int,
-             hpss_budget: int, hd_aggregator: str = "lr") -> dict[str, Any]:
+             hpss_budget: int, hd_aggregator: str = "lr", jitter: float = 0.0) -> dict[str, Any]:
     from ..llm import LLM, LLMConfig
     from ..methods import FitContext, get_method
     from .simulate import _aspect, split
@@ -95,13 +113,13 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
 
     world = World(seed, n_samples=n_train + 16, malformed=0.0)
     train, _ = split(world, n_train, 16)
-    backend = Slow(SimulatedBackend(world), latency)
+    backend = Slow(SimulatedBackend(world), latency, jitter)
     llm = LLM(LLMConfig(backend="simulated", concurrency=concurrency), backend)
     params = {"hpss": {"budget": hpss_budget}, "hd_eval": {"aggregator": hd_aggregator}}.get(method, {})
     start = time.perf_counter()
     judge = get_method(method, params).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
     wall = time.perf_counter() - start
-    ideal = backend.calls * latency / concurrency
+    ideal = backend.held / concurrency
     return {"method": method, "concurrency": concurrency, "n_train": len(train), "calls": backend.calls,
             "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
             "wall_over_ideal": round(wall / ideal, 2) if ideal else None,
@@ -115,14 +133,14 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
 
 def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic", "hd_eval", "hypoeval"),
         levels: list[int] | tuple[int, ...] = (4, 32), latency: float = 0.5, n_train: int = 12, seed: int = 0,
-        hpss_budget: int = 10, hd_aggregator: str = "lr", **_: Any) -> dict[str, Any]:
+        hpss_budget: int = 10, hd_aggregator: str = "lr", jitter: float = 0.0, **_: Any) -> dict[str, Any]:
     import hashlib
 
     rows = []
     for method in methods:
         for c in levels:
             row = fit_once(method, concurrency=c, latency=latency, n_train=n_train, seed=seed,
-                           hpss_budget=hpss_budget, hd_aggregator=hd_aggregator)
+                           hpss_budget=hpss_budget, hd_aggregator=hd_aggregator, jitter=jitter)
             # the fitted judge's fingerprint: the same at every level (and in the run of an older version)
             row["judge_sha"] = hashlib.sha256(row.pop("judge").encode()).hexdigest()[:12]
             rows.append(row)
@@ -130,10 +148,12 @@ def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic", "hd_
                   f"{row['wall_over_ideal']}x ideal, floor {row['floor_s']} s, idle {row['idle_s']} s", flush=True)
     same = all(len({r["judge_sha"] for r in rows if r["method"] == m}) == 1 for m in methods)
     return result("api-speed", config={"methods": list(methods), "levels": list(levels), "latency": latency,
+                                       "jitter": jitter,
                                        "n_train": n_train, "seed": seed, "hpss_budget": hpss_budget,
                                        "hd_aggregator": hd_aggregator},
                   rows=rows, summary={"same_judge_at_every_level": same},
-                  notes=["ideal = calls x latency / concurrency; a simulated judge behind a sleep, no cache",
+                  notes=["ideal = seconds the calls were held / concurrency (calls x latency without --jitter); a simulated "
+                         "judge behind a sleep, no cache",
                          "waves = busy spells (calls in flight rising from none); floor = sum over waves of "
                          "ceil(calls / concurrency) x latency; idle = seconds with no call in flight (the fit's own "
                          "work: parsing, checks, aggregator fits)"])
