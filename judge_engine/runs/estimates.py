@@ -140,7 +140,7 @@ def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
     :data:`EMBEDDED_GENERATED_TOKENS_PER_S` prompt tokens), else its speed alone on this machine slowed by the
     machine's load now (the model's threads get about cores / load of the CPU), which is rough and says so.
 
-    A 16-item direct run was estimated at 12 s and took 3 min 22 s under load 4-8: its 0.75 s per counted call
+    A 16-item direct run was estimated at 12 s and took 3 min 22 s under load: its 0.75 s per counted call
     came from first looks whose direct prompts shared a cached prefix on a quiet machine; tokens are what the
     model reads and writes whatever the method."""
     calls = prompt = completion = 0
