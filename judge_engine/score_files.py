@@ -1,7 +1,7 @@
 """Score a file of any size with a finished judge: chunks in, one verdict line out as soon as it is known.
 
 This is what ``judge-workbench score`` runs, and :meth:`judge_engine.export.ExportedJudge.score_file`
-from Python. Memory holds at most two chunks of items and their verdicts, whatever the file's size:
+from Python. Memory holds at most three chunks of items and their verdicts, whatever the file's size:
 the input is read a chunk at a time (:class:`~judge_engine.items.ItemFile`) and each verdict is
 written as one whole line as soon as its chunk is scored, the file flushed once per chunk (JSONL, or CSV
 through :mod:`judge_engine.spreadsheet` so no cell runs as a formula).
@@ -9,7 +9,7 @@ through :mod:`judge_engine.spreadsheet` so no cell runs as a formula).
 Running the same command again with the same output file resumes it: the ids already written are
 skipped (a line cut by a crash is dropped and its item scored again, from the call cache), and an
 output file written by another judge is refused before any request. While one chunk's last answers
-come in, the next chunk's requests are already sent (two chunks in flight share the backend's
+come in, the next chunks' requests are already queued (three chunks in flight share the backend's
 concurrency), so a server is never left idle between chunks.
 """
 
@@ -33,7 +33,7 @@ from .records import Sample, Verdict
 
 SCORE_CHUNK = 256
 """Items per chunk (at least twice the calls in flight): enough for a server's batching, few enough that a crash
-loses at most two chunks of answers (they stay in the call cache, so even those are not paid again)."""
+loses at most three chunks of answers (they stay in the call cache, so even those are not paid again)."""
 
 OUTPUT_FORMATS = ("jsonl", "csv")
 OUTPUT_COLUMNS = ("id", "aspect", "score", "missing", "missing_reason", "explanation", "criteria")
@@ -47,6 +47,14 @@ def verdict_record(v: Verdict) -> dict[str, Any]:
     return {"id": v.sample_id, "aspect": v.aspect, "score": None if v.missing else v.score, "missing": v.missing,
             "missing_reason": missing_reason(v), "explanation": v.explanation,
             "criteria": {k: (None if x != x else x) for k, x in v.criteria.items()}}
+
+
+CHUNKS_IN_FLIGHT = 3
+"""Chunks scored at once when the backend takes several calls at once. With two, the chunk after next was read and
+its prompts built only once the oldest chunk's last answer was in, by which time the next chunk had at most one
+window of requests left queued; building a chunk's prompts shares the GIL with hundreds of sending threads, so the
+queue ran dry and the requests in flight drained at every chunk's end (issue 48 item 4, docs/benchmarks.md). A
+third chunk keeps a chunk and a half of requests queued while the next is built."""
 
 
 REFUSED_IN_A_ROW = 16
@@ -253,7 +261,7 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
                  flush: Callable[[], None] | None = None) -> dict[str, int]:
     """Score each chunk and hand every verdict to ``write``, in input order, as soon as its chunk is done.
 
-    Two chunks are in flight when the backend takes several calls at once; a backend that answers one call
+    :data:`CHUNKS_IN_FLIGHT` chunks are in flight when the backend takes several calls at once; a backend that answers one call
     at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
     consecutive and reuse its KV cache. ``flush`` is called after each chunk's verdicts (all known at the same
     moment: one flush, not one per line). An item the server refuses is written missing with the server's reason
@@ -310,11 +318,11 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
             emit(index, run(index, chunk))
         return finish()
     pending: deque = deque()
-    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chunk")
+    pool = ThreadPoolExecutor(max_workers=CHUNKS_IN_FLIGHT, thread_name_prefix="chunk")
     try:
         for index, chunk in numbered:
             pending.append((index, pool.submit(run, index, chunk)))
-            if len(pending) == 2:
+            if len(pending) == CHUNKS_IN_FLIGHT:
                 index, future = pending.popleft()
                 emit(index, future.result())
         while pending:
@@ -363,12 +371,21 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
     def todo() -> Iterable[list[Sample]]:
         nonlocal skipped
         aspect = next(iter(source.columns.aspect_cols), None)
+        # the first eighth of the first chunk goes alone, so the first requests leave once a few prompts are built:
+        # at 256 in flight, a whole chunk's 512 prompts and cache keys took 0.3-0.9 s of a loaded machine before any
+        # request left, where the plain openai client's first request left in 0.04-0.1 s (issue 48 item 4)
+        lead = max(8, size // 8)
         for part in source.chunks(size, count_bad):
             if human is not None and aspect is not None:
                 human.add_human((s.id, s.human[aspect]) for s in part)
             written = done.rows_of([s.id for s in part]) if len(done) else {}
             skipped += len(written)
-            yield [s for s in part if s.id not in written]
+            left = [s for s in part if s.id not in written]
+            if lead and len(left) > lead:
+                yield left[:lead]
+                left = left[lead:]
+            lead = 0 if left else lead
+            yield left
 
     handle: TextIO | None = stream
     fresh = stream is None or fmt == "csv"
