@@ -203,6 +203,11 @@ def read_items(source: str | Path) -> ray.data.Dataset:
     return ray.data.read_json(str(source))
 
 
+ACTORS_START_S = 1800
+"""Seconds ``score_files`` waits for all its actors to start (each imports the engine and builds its client; minutes
+on a loaded machine) before scoring; a cluster that cannot place them all stops with Ray's GetTimeoutError."""
+
+
 def score_files(source: str | Path, judge: str | Path | Mapping[str, Any] | ExportedJudge, out_dir: str | Path, *,
                 fmt: str = "jsonl", **options: Any) -> Path:
     """Read ``source`` (a file or a directory of .jsonl/.json/.parquet), score it with :func:`score_dataset`
@@ -222,6 +227,10 @@ def score_files(source: str | Path, judge: str | Path | Mapping[str, Any] | Expo
     if Path(source).is_file():
         # one file is one block, so one actor: split it so that every worker gets a share (workers=2 ran as one)
         items = items.repartition(2 * max(1, int(options.get("workers", 2))))
+    # split is not enough: the first actor up took every block (Ray hands an actor up to 4 at once) while the others
+    # were still starting, and sent every call. Every actor is up before a block is handed out, one block each at a time
+    items.context.wait_for_min_actors_s = ACTORS_START_S
+    items.context.max_tasks_in_flight_per_actor = 1
     scored = score_dataset(items, exported, **options)
     out.mkdir(parents=True, exist_ok=True)
     # first, so that a run cut before its first file is still known as this judge's

@@ -249,7 +249,15 @@ def test_one_parquet_file_is_split_so_that_both_workers_get_items(tmp_path, stub
                                          for i in range(400)]), items)
     judge_path = tmp_path / "judge.json"
     judge_path.write_text(make_judge().to_json(), encoding="utf-8")
-    out = score_files(items, judge_path, tmp_path / "out", llm=stub_llm(stub), workers=2, fmt="parquet")
+    out = score_files(items, judge_path, tmp_path / "out", llm=stub_llm(stub), workers=2, fmt="parquet",
+                      cache_dir=tmp_path / "cache")
     files = [p for p in out.iterdir() if p.suffix == ".parquet"]
     assert len(files) >= 2, "one block per output file: the input was not split"
     assert len(read_out(out)) == 400
+    # split is not enough: the first actor up took all four blocks (up to 4 in flight each) while the other started,
+    # and sent all the calls (run as a user, 600 items: 600 and 0); each worker's cache counts its calls
+    import sqlite3
+
+    calls = [sqlite3.connect(db).execute("select count(*) from llm_cache").fetchone()[0]
+             for db in sorted((tmp_path / "cache").glob("worker-*.db"))]
+    assert len(calls) == 2 and min(calls) > 0 and sum(calls) == 400, calls
