@@ -9,7 +9,7 @@ the unmutated method on the same worlds and checks that it does beat the same
 row by a margin they resolve, so a control is not passed by a row that can
 show nothing (HPSS's row gets that check from tests/test_bench_dials.py; its
 test says why). The worlds are outside those the code was tuned on (0..19) and
-those docs/simulated-world.md reports (1000..1019); each method gets as many
+those docs/simulated-world.md reports (1000..1029, 5000..5029); each method gets as many
 as its margin needs to resolve (HypoEval's is the narrowest), at sizes that
 keep each test within about a minute. Issue 31, "Controls that must fail".
 """
