@@ -143,7 +143,7 @@ def test_hd_eval_importance_is_out_of_fold(monkeypatch):
     y = [[2 * v + 1] for v in x[:, 0]]
     agg = Aggregator.fit(x, y, kind="lr", features=["row", "noise"], targets=["q"], random_state=0)
     seen: list[list[int]] = []
-    real = explain.permutation_importance
+    real = explain.permutation_drops
 
     def spy(model, xs, ys, **kw):
         seen.append(sorted(int(r) for r in np.asarray(xs)[:, 0]))
@@ -162,7 +162,7 @@ def test_hd_eval_importance_is_out_of_fold(monkeypatch):
         model.fit = recording_fit
         return model
 
-    monkeypatch.setattr(explain, "permutation_importance", spy)
+    monkeypatch.setattr(explain, "permutation_drops", spy)
     monkeypatch.setattr(agg, "estimator", estimator, raising=False)
     frame = explain.permutation_importance_oof(agg, n_repeats=2)
     assert [len(rows) for rows in seen] == [2] * 5
