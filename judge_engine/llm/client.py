@@ -127,7 +127,7 @@ class LLM:
         self._pool_lock = threading.Lock()
 
     def _workers(self) -> ThreadPoolExecutor:
-        """The threads that send calls, made once and kept: a scoring job's chunks (and two chunks at once)
+        """The threads that send calls, made once and kept: a scoring job's chunks (and three chunks at once)
         share them instead of starting hundreds of threads per chunk. One for a backend that serialises its
         calls, so consecutive prompts sharing a prefix reach it in order and reuse its KV cache."""
         with self._pool_lock:
@@ -140,7 +140,7 @@ class LLM:
         """Drop every request queued and not yet sent (those in flight finish and are cached as usual).
 
         For an interrupt that the thread waiting on the calls does not see: a run's scoring waits in other
-        threads (two chunks at once), and a Stop must not leave them sending the rest of their chunks. The next
+        threads (several chunks at once), and a Stop must not leave them sending the rest of their chunks. The next
         call starts a fresh set of threads."""
         with self._pool_lock:
             pool, self._pool = self._pool, None
