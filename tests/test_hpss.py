@@ -3,6 +3,7 @@
 import json
 from dataclasses import replace
 import math
+import os
 import re
 import zlib
 
@@ -550,6 +551,37 @@ def test_uniform_proposals_ignore_the_advantages_but_keep_the_budget():
     with pytest.raises(ValueError, match="proposals"):
         iterative_search(state, synthetic([]), np.random.default_rng(3), population=5, mutations=2, rho=0.2,
                          tau=5.0, lam=4.0, budget=60, proposals="random")
+
+
+TIED_SEARCH = """
+import math
+import numpy as np
+from judge_engine.methods.hpss.method import initialize, iterative_search
+from judge_engine.methods.hpss.strategy import parse_strategy
+calls = []
+def tied(strategy, stage):
+    calls.append(strategy)
+    return 50.0 if len(calls) % 3 else math.nan  # ties everywhere, unscored strategies among them
+state = initialize(parse_strategy({base!r}), tied)
+iterative_search(state, tied, np.random.default_rng(3), population=5, mutations=2, rho=0.2, tau=5.0, lam=4.0,
+                 budget=30)
+print(repr(calls))
+"""
+
+
+def test_the_same_seed_searches_the_same_path_in_every_process():
+    """Strategies of equal fitness keep the order they were found in: a population drawn from a set followed the
+    process's string hashing (PYTHONHASHSEED), so a re-run with the same seed asked for other strategies, paid for
+    them again and could choose another judge."""
+    import subprocess
+    import sys
+
+    from judge_engine.methods.hpss.strategy import strategy_name
+
+    code = TIED_SEARCH.format(base=strategy_name(BASE))
+    paths = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2", "3")]
+    assert paths[0].count("(") > 30 and paths[0] == paths[1] == paths[2]
 
 
 # --------------------------------------------------------------------------- the Method

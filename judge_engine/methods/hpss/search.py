@@ -77,7 +77,9 @@ def iterative_search(state: SearchState, evaluate: Fitness, rng: np.random.Gener
                     state.M[(i, v)] += 1
                 if on_update:
                     on_update()
-        pop = sorted(set(new_pop), key=lambda s: rank_key(state.perf[s]), reverse=True)[:population]
+        # dict.fromkeys, not set: among strategies of equal fitness (every unscored one ranks last) a set's order
+        # follows Python's per-process string hashing, so the same seed chose another population in another process
+        pop = sorted(dict.fromkeys(new_pop), key=lambda s: rank_key(state.perf[s]), reverse=True)[:population]
         rounds += 1
         if on_round:
             on_round(rounds, pop)
