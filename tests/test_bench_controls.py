@@ -142,6 +142,10 @@ def test_hd_eval_beats_its_layer_1_ablation_on_the_same_worlds():
 
 
 ACTIVE_CRITIC_WORLDS = bench_draw.worlds(range(2000, 2012))
+ACTIVE_CRITIC_UNBROKEN_WORLDS = bench_draw.worlds(range(2000, 2020))
+"""The control's 12 worlds and 8 more for the unbroken side: on 12 its lead over zero-shot (+0.05 to +0.13 a draw,
+spread 0.07-0.11 between worlds) missed on one of three draws (+0.047 [-0.002, +0.096]); about 19 worlds give it
+90% power at +0.065 and a spread of 0.085."""
 
 
 def test_active_critic_with_a_random_demonstration_set_does_not_beat_zero_shot_or_the_best_of_random_sets(monkeypatch):
@@ -159,8 +163,8 @@ def test_active_critic_with_a_random_demonstration_set_does_not_beat_zero_shot_o
                       higher=False, worlds=ACTIVE_CRITIC_WORLDS)
     for d in details:  # the baseline scored as many sets as the method's search
         assert len(d["random_sets"]["fitness"]) == len(d["search"]) == 11
-    working, _ = run_rows("active_critic", None, **sizes)
-    assert_better(working[zero_shot], worlds=ACTIVE_CRITIC_WORLDS)
+    working, _ = run_rows("active_critic", None, n_train=40, n_test=40, worlds=ACTIVE_CRITIC_UNBROKEN_WORLDS)
+    assert_better(working[zero_shot], worlds=ACTIVE_CRITIC_UNBROKEN_WORLDS)
 
 
 def test_hd_eval_decomposing_its_least_important_criteria_chooses_no_more_informative_ones_than_chance():
