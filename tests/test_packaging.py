@@ -15,6 +15,7 @@ import pytest
 
 import judge_engine
 from judge_engine import __main__ as cli
+from judge_engine import launcher
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -70,14 +71,14 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     assert err == ("error: this needs the optional dependency 'streamlit', which is not installed: "
                    "pip install 'judge-workbench[app]'")
     for module, extra in (("llama_cpp", "local"), ("vllm", "gpu"), ("shap", "app"), ("ray", "ray")):
-        said = cli.missing_extra(ModuleNotFoundError(module, name=module))
+        said = launcher.missing_extra(ModuleNotFoundError(module, name=module))
         assert said is not None and f"[{extra}]" in said
-    assert cli.missing_extra(ModuleNotFoundError("x", name="numpy")) is None, "a core dependency is no extra"
+    assert launcher.missing_extra(ModuleNotFoundError("x", name="numpy")) is None, "a core dependency is no extra"
 
 
 def test_the_app_is_served_from_the_clone_it_runs_from():
-    assert cli.app_dir() == ROOT
-    assert (cli.app_dir() / "app.py").is_file()
+    assert launcher.app_dir() == ROOT
+    assert (launcher.app_dir() / "app.py").is_file()
 
 
 @pytest.fixture(scope="module")
