@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Callable
 
@@ -73,12 +74,16 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         # time still gets the chunks one after the other). An item the server refuses is missing with its reason.
         step = chunk_size or max(8, 2 * config.concurrency)
         held: list[Verdict] = []
-        shown = [done]  # two chunks report at once: the figure shown never goes back
+        shown = [done]  # chunks report at once: the figure shown never goes back
+        showing = threading.Lock()
 
         def show(n: int) -> None:
-            if n > shown[0]:
-                shown[0] = min(n, len(test))
-                report(shown[0], len(test), "scoring")
+            # compared and reported under one lock: between another thread's check and its report, a chunk
+            # could report a higher count and then be overwritten by the lower one (a finished run read 4 of 9)
+            with showing:
+                if n > shown[0]:
+                    shown[0] = min(n, len(test))
+                    report(shown[0], len(test), "scoring")
 
         def save() -> None:  # a chunk's verdicts are all handed over (score_stream's flush): keep them
             store.save_verdicts(run_id, list(held))
