@@ -233,6 +233,7 @@ def test_score_scale_scores_every_item_like_the_plain_client_and_again_from_the_
     for r in speed:
         assert r["lines_written"] == [60] and r["same_scores_as_plain"] is True
         assert r["engine_vs_plain"] > 0 and r["engine_cpu_ms_per_item"] > 0
+        assert len(r["ratio_per_repeat"]) == 1 and r["ratio_per_repeat"][0] == pytest.approx(r["engine_vs_plain"])
     assert doc["summary"]["warm_cache_calls_sent"] == 0
     parts = doc["summary"]["engine_cpu_ms_per_item_at_lowest"]
     assert {"openai_client_call", "cache_write", "rest_of_the_engine", "total"} == set(parts)
