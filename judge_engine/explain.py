@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import sklearn
 
-from .aggregate import Aggregator
+from .aggregate import Aggregator, predictor
 
 SHAP_MAX_SAMPLES = 100
 """Samples explained with SHAP (HD-Eval Fig. 9: 100 randomly selected samples)."""
@@ -55,9 +55,10 @@ def permutation_drops(model: Any, x: np.ndarray, y: np.ndarray, *, n_repeats: in
 
     The numbers of ``sklearn.inspection.permutation_importance(model, x, y, scoring="neg_mean_squared_error",
     n_repeats=n_repeats, random_state=random_state).importances``: the same seed drawn from ``random_state``, the
-    same shuffles of every column (each repeat shuffles the column already shuffled), one ``model.predict`` of
-    the same matrix per shuffle. What it leaves out is sklearn's scorer and input checks around every predict,
-    which took most of HD-Eval's time between layers (1,350 predicts per layer at 27 criteria; issue 46).
+    same shuffles of every column (each repeat shuffles the column already shuffled), one predict of the same
+    matrix per shuffle (:func:`~judge_engine.aggregate.predictor`: ``model.predict``'s arithmetic). What it
+    leaves out is sklearn's scorer and input checks around every predict, which took most of HD-Eval's time
+    between layers (1,350 predicts per layer at 27 criteria; issue 46).
     The shuffled matrices are not stacked into one predict: a taller matrix product rounds differently in the
     last bit, and the judge would not be the same.
     """
@@ -65,14 +66,15 @@ def permutation_drops(model: Any, x: np.ndarray, y: np.ndarray, *, n_repeats: in
     drops = np.empty((x.shape[1], n_repeats))
     # the rows are an aggregator's imputed training matrix, finite: each predict's finiteness scan is skipped
     with sklearn.config_context(assume_finite=bool(np.isfinite(x).all())):
-        baseline = _neg_mse(y, model.predict(x))
+        predict = predictor(model)
+        baseline = _neg_mse(y, predict(x))
         for column in range(x.shape[1]):
             rng = np.random.RandomState(seed)  # every column gets the same sequence of shuffles
             shuffled, order = x.copy(), np.arange(len(x))
             for repeat in range(n_repeats):
                 rng.shuffle(order)
                 shuffled[:, column] = shuffled[order, column]
-                drops[column, repeat] = baseline - _neg_mse(y, model.predict(shuffled))
+                drops[column, repeat] = baseline - _neg_mse(y, predict(shuffled))
     return drops
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from judge_engine.aggregate import (AGGREGATORS, NN_EARLY_STOPPING_MIN, Aggregator, cross_validated_correlation,
-                                    make_aggregator)
+                                    make_aggregator, predictor)
 
 
 def _data(n=60, seed=0):
@@ -81,3 +81,27 @@ def test_nn_generalises_like_the_linear_model_on_sixty_items_of_a_linear_target(
             r[kind] = np.corrcoef(agg.predict(xt)[:, 0], yt[:, 0])[0, 1]
         gaps.append(r["lr"] - r["nn"])
     assert np.mean(gaps) < 0.08, gaps
+
+
+@pytest.mark.parametrize("targets", [1, 2])
+def test_predictor_gives_the_mlp_pipelines_predictions_to_the_last_bit(targets):
+    # permutation importance predicts through it and its numbers go into the judge, so close is not enough
+    rng = np.random.default_rng(targets)
+    x = rng.integers(1, 6, size=(10, 7)).astype(float)
+    y = np.column_stack([x[:, 0] + rng.normal(0, 0.3, 10), x[:, 1] - x[:, 2]])[:, :targets]
+    agg = Aggregator.fit(x, y, kind="nn", features=list("abcdefg"), targets=["t", "u"][:targets])
+    predict = predictor(agg.model)
+    assert predict is not agg.model.predict, "the MLP pipeline gets the direct form"
+    for draw in range(20):
+        shuffled = x.copy()
+        shuffled[:, draw % 7] = rng.permutation(shuffled[:, draw % 7])
+        got, want = predict(shuffled), agg.model.predict(shuffled)
+        assert got.shape == want.shape == ((10,) if targets == 1 else (10, 2))
+        assert got.tobytes() == want.tobytes()
+
+
+def test_predictor_keeps_the_predict_of_every_other_model():
+    x, y = _data(20)
+    for kind in ("lr", "dt"):
+        agg = Aggregator.fit(x, y, kind=kind, features=list("abcd"), targets=["t", "u"])
+        assert predictor(agg.model) == agg.model.predict
