@@ -79,8 +79,8 @@ def test_hpss_proposing_without_its_advantages_does_not_beat_random_search(monke
     on these 10, +1.9 [-3.9, +7.7] over the variant). That the row can show the heuristic is asserted in
     tests/test_bench_dials.py instead: HPSS beats random search on 20 worlds at the same sizes (resolved on 4
     of 5 draws of worlds and method seed, docs/testing.md)."""
-    monkeypatch.setattr(simulate, "HPSS_ARMS", {k: simulate.HPSS_ARMS[k] for k in ("random", "uniform")})
-    monkeypatch.setattr(simulate, "PLAIN_BASELINES", {})
+    monkeypatch.setattr(simulate.hpss, "HPSS_ARMS", {k: simulate.hpss.HPSS_ARMS[k] for k in ("random", "uniform")})
+    monkeypatch.setattr(simulate.world, "PLAIN_BASELINES", {})
     rows, details = run_rows("hpss", "uniform_proposals", n_train=40, n_test=10, worlds=HPSS_WORLDS)
     fitness = "true fitness (Pearson×100)"
     assert_not_better(rows[(fitness, "random search")], worlds=HPSS_WORLDS)
@@ -101,7 +101,7 @@ def test_hypoeval_keeping_its_worst_or_a_random_five_does_not_beat_a_random_five
     """Selection kept to r > 0 removes the anti-correlated hypotheses by construction; the baselines that do
     the same (a random 5 with r > 0 of the final bank, all with r > 0) must not lose to the worst five or a
     random five, while HypoEval's own selection beats them on the same worlds."""
-    monkeypatch.setattr(simulate, "PLAIN_BASELINES", {})
+    monkeypatch.setattr(simulate.world, "PLAIN_BASELINES", {})
     sizes = dict(n_train=60, n_test=100, worlds=HYPOEVAL_WORLDS)
     rows_compared = [("test Pearson", "random 5 with r > 0 of its bank"), ("test Pearson", "all hypotheses with r > 0"),
                      ("mean planted quality of selected", "random 5 with r > 0 of its bank")]
@@ -153,7 +153,7 @@ def test_active_critic_with_a_random_demonstration_set_does_not_beat_zero_shot_o
     prompt optimisation beats on the same worlds, nor the equal-budget baseline (the best of as many random
     labelled sets as the method scores, chosen by the method's rule; the unmutated method does not resolvably
     beat that one either, docs/simulated-world.md)."""
-    monkeypatch.setattr(simulate, "PLAIN_BASELINES", {})
+    monkeypatch.setattr(simulate.world, "PLAIN_BASELINES", {})
     sizes = dict(n_train=40, n_test=40, worlds=ACTIVE_CRITIC_WORLDS)
     zero_shot = ("test Pearson", "no prompt optimisation (zero-shot)")
     rows, details = run_rows("active_critic", "random_demos", **sizes)

@@ -254,8 +254,8 @@ def _numbers(method: str, dial: str, seeds: tuple[int, ...], n_train: int, n_tes
     """
     own = bench_draw.params(method, json.loads(params) if params else None)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(simulate, "HPSS_ARMS", {"random": simulate.HPSS_ARMS["random"]})
-        mp.setattr(simulate, "PLAIN_BASELINES", {})
+        mp.setattr(simulate.hpss, "HPSS_ARMS", {"random": simulate.hpss.HPSS_ARMS["random"]})
+        mp.setattr(simulate.world, "PLAIN_BASELINES", {})
         doc = simulate.run(seed_list=list(bench_draw.worlds(seeds)), methods=[method], n_train=n_train,
                            n_test=n_test, dial=[dial], params=[f"{method}={json.dumps(own)}"] if own else [])
     name, value = dial.split("=")
