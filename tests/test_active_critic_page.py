@@ -11,14 +11,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from judge_engine import runs as runs_module
-from judge_engine.llm import LLMConfig, make_llm
-from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import METHODS
 from judge_engine.records import Aspect, Sample
-from judge_engine.runs import execute_run
+from judge_engine.runs import RunSpec
 from judge_engine.store import Store
+from tests.page_helpers import execute, finished_run, flagged_rows, open_page, run_started_runs_in_process
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "pages/active_critic.py"
 CRITERIA = {"Coverage": "Keeps the main points.", "Accuracy": "States only what the source says.",
             "Fluency": "Reads naturally.", "Conciseness": "No padding."}
@@ -50,33 +48,16 @@ def responder(messages, params):
 
 
 @pytest.fixture
-def db(tmp_path, monkeypatch, tiny_dataset) -> Path:
-    path = tmp_path / "workbench.db"
-    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
-    Store(path).save_dataset(tiny_dataset)
-    return path
+def db(db, tiny_dataset) -> Path:
+    """The app's database (conftest) with the tiny dataset in it."""
+    Store(db).save_dataset(tiny_dataset)
+    return db
 
 
 @pytest.fixture
-def started(monkeypatch):
-    """Runs started by the page execute in-process with the scripted LLM (never the real worker)."""
-    calls = []
-
-    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
-        store = Store(db_path)
-        llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(responder))
-        execute_run(store, run_id, llm=llm)
-        calls.append((run_id, llm.ledger.snapshot().calls))
-
-    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
-    return calls
-
-
-def open_page() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+def executed(monkeypatch) -> list[tuple[int, int]]:
+    """Runs started by the page execute in-process with this page's scripted LLM: (run id, LLM calls)."""
+    return run_started_runs_in_process(monkeypatch, responder)
 
 
 def configure(at: AppTest, *, k: int = 2) -> None:
@@ -103,8 +84,8 @@ def texts(at: AppTest) -> str:
                     for e in getattr(at, kind)).replace("\\", "")
 
 
-def test_page_runs_edits_and_reruns(db, started):
-    at = open_page()
+def test_page_runs_edits_and_reruns(db, executed):
+    at = open_page(PAGE)
     assert at.title[0].value == "Active-Critic"
     assert at.selectbox(key="active_critic_dataset").value == "tiny"
     assert at.number_input(key="active_critic_train__tiny").value == 3, "the paper's 25% of 12 items"
@@ -128,7 +109,7 @@ def test_page_runs_edits_and_reruns(db, started):
     assert int({m.label: m.value for m in at.metric}["LLM requests to score the test items"]) == 3 * 6
     at.button(key="active_critic_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert [run_id for run_id, _ in started] == [1, 2, 3], "Active-Critic plus the two baselines"
+    assert [run_id for run_id, _ in executed] == [1, 2, 3], "Active-Critic plus the two baselines"
 
     store = Store(db)
     run = store.get_run(1)
@@ -230,15 +211,14 @@ def test_a_run_whose_every_demo_set_disagrees_with_the_humans_ends_with_the_reas
 
     def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
         store = Store(db_path)
-        llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(against))
         if store.get_run(run_id)["params"].get("no_positive_set") == "zero_shot":
-            execute_run(store, run_id, llm=llm)
+            execute(store, run_id, against)
             return
         with pytest.raises(ValueError, match="no usable judge"):  # the worker process ends with this message
-            execute_run(store, run_id, llm=llm)
+            execute(store, run_id, against)
 
     monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
-    at = open_page()
+    at = open_page(PAGE)
     configure(at)
     at.checkbox(key="active_critic_baselines").uncheck()
     at.selectbox(key="active_critic_p_variant").set_value("coarse").run()
@@ -271,12 +251,8 @@ def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db
                     + f"Score Of Overall: {20 * human(n) - n % 3}")
         return responder(messages, params)
 
-    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
-        store = Store(db_path)
-        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(repeating)))
-
-    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
-    at = open_page()
+    run_started_runs_in_process(monkeypatch, repeating)
+    at = open_page(PAGE)
     configure(at)
     at.checkbox(key="active_critic_baselines").uncheck()
     at.selectbox(key="active_critic_p_variant").set_value("coarse").run()
@@ -294,22 +270,14 @@ def test_rejected_explanations_are_counted_and_the_raw_reply_is_shown_instead(db
     assert "Reflection of the evaluation criteria" in " ".join(t.value for t in at.text)
 
 
-@pytest.fixture
-def recorded(monkeypatch):
-    """start_run replaced by a recorder: runs are created, never executed."""
-    calls = []
-    monkeypatch.setattr(runs_module.launching, "start_run", lambda db_path, run_id, **kw: calls.append(run_id))
-    return calls
-
-
-def test_switching_the_dataset_resets_the_fields_that_depend_on_it(db, tiny_dataset, recorded):
+def test_switching_the_dataset_resets_the_fields_that_depend_on_it(db, tiny_dataset, started):
     # a second dataset whose aspects differ: a field keyed by dataset never offers the other's aspect
     other = replace(tiny_dataset, name="other", aspects=(Aspect("clarity", 1, 5, "Easy to follow."),
                                                          Aspect("overall", 1, 5, "Good on the whole.")),
                     samples=tuple(replace(s, human={"clarity": 3.0, "overall": float(1 + i % 5)})
                                   for i, s in enumerate(tiny_dataset.samples)))
     Store(db).save_dataset(other)
-    at = open_page()
+    at = open_page(PAGE)
     at.selectbox(key="active_critic_dataset").set_value("tiny").run()
     assert at.selectbox(key="active_critic_aspect__tiny").value == "quality"
     at.selectbox(key="active_critic_dataset").set_value("other").run()
@@ -319,13 +287,13 @@ def test_switching_the_dataset_resets_the_fields_that_depend_on_it(db, tiny_data
     assert at.number_input(key="active_critic_train__other").value == 3
     assert not at.button(key="active_critic_start").disabled
     at.button(key="active_critic_start").click().run()
-    assert Store(db).get_run(recorded[0])["aspect"] == "overall"
+    assert Store(db).get_run(started[0])["aspect"] == "overall"
     at.selectbox(key="active_critic_dataset").set_value("tiny").run()
     assert at.selectbox(key="active_critic_aspect__tiny").value == "quality" and not at.exception
 
 
 def test_every_field_of_the_start_form_is_in_words(db):
-    at = open_page()
+    at = open_page(PAGE)
     assert_fields_are_in_words(at)
     assert len(at.number_input) >= 8, "the split and the method's numeric parameters"
     labels = {w.label for w in at.number_input} | {w.label for w in at.selectbox} | {w.label for w in at.checkbox}
@@ -334,38 +302,35 @@ def test_every_field_of_the_start_form_is_in_words(db):
     assert "paper learns from 25%" in at.number_input(key="active_critic_train__tiny").help
 
 
-def test_the_quick_first_look_starts_the_quick_configuration_on_12_and_10_items(db, tiny_dataset, recorded):
+def test_the_quick_first_look_starts_the_quick_configuration_on_12_and_10_items(db, tiny_dataset, started):
     # 20 sources with 2 outputs each: test takes whole sources, so 10 test items are exactly 5 of them
     samples = tuple(Sample(id=f"q{i}", input=f"source {i // 2}", output=f"output number {i}", group_id=f"g{i // 2}",
                            system_id=f"sys{i % 2}", human={"quality": float(1 + (i * 7) % 5)}) for i in range(40))
     Store(db).save_dataset(replace(tiny_dataset, name="forty", samples=samples))
-    at = open_page()
+    at = open_page(PAGE)
     at.selectbox(key="active_critic_dataset").set_value("forty").run()
     quick = at.button(key="active_critic_quick")
     assert quick.label.startswith("Quick first look (") and "min" in quick.label
     quick.click().run()
     assert not at.exception and not at.error, [e.value for e in at.exception] + [e.value for e in at.error]
     store = Store(db)
-    run = store.get_run(recorded[0])
+    run = store.get_run(started[0])
     assert run["method"] == "active_critic"
     # the quick parameters, or the smaller look the embedded model's speed asks for (runs.quick_look)
     cls = METHODS["active_critic"]
     looks = [{**cls.quick_params, **smaller} for smaller in ({}, *cls.smaller_looks)]
     assert cls.quick_params and any(all(run["params"][k] == v for k, v in look.items()) for look in looks)
     assert (len(run["split"]["train_ids"]), len(run["split"]["test_ids"])) == (12, 10)
-    baselines = [store.get_run(i) for i in recorded[1:]]
+    baselines = [store.get_run(i) for i in started[1:]]
     assert sorted(b["method"] for b in baselines) == ["direct", "geval"]
     assert all(b["split"]["test_ids"] == run["split"]["test_ids"] for b in baselines)
     assert at.selectbox(key="_w_ac_run_id").value == run["id"], "the new run is the one shown"
 
 
 def test_the_flags_of_the_inferred_task_and_criteria_are_shown_beside_them_until_edited(db):
-    from judge_engine.runs import RunSpec, create_run
-
     store = Store(db)
-    run_id = create_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
-                                       test_size=6, params={"n_candidates": 2, "variant": "coarse"}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    run_id = finished_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
+                                         test_size=6, params={"n_candidates": 2, "variant": "coarse"}), responder)
     judge = store.get_run(run_id)["judge"]
     name, definition = next(iter(judge["state"]["criteria"].items()))
     # what the rubric checks keep for entries they doubted but let through (judge_engine.rubric_checks)
@@ -378,7 +343,7 @@ def test_the_flags_of_the_inferred_task_and_criteria_are_shown_beside_them_until
     task_said = "Flagged: speaks as a person (me) instead of describing the task (first person)"
     criterion_said = "Flagged: names no quality, judgement or score (no quality)"
 
-    at = open_page()
+    at = open_page(PAGE)
     captions = [c.value.replace("\\", "") for c in at.caption]
     assert captions.count(task_said) == 1 and captions.count(criterion_said) == 1, captions
 
@@ -391,21 +356,13 @@ def test_the_flags_of_the_inferred_task_and_criteria_are_shown_beside_them_until
     assert criterion_said not in captions and task_said in captions
 
 
-def flagged_rows(at: AppTest) -> dict[str, str]:
-    """The trust panel's flagged-entry rows: figure -> value ("accepted by X" or "not accepted")."""
-    frame = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["figure", "value"])
-    return {f.strip(): v for f, v in zip(frame["figure"], frame["value"]) if f.strip().startswith("flagged entry")}
-
-
 def test_the_judges_flagged_task_and_criterion_ask_for_acceptance_and_record_who(db):
     # issue 50 item 3: a flagged entry may be in the judge, never unremarked; the person accepts it by name
-    from judge_engine.runs import RunSpec, create_run
     from judge_engine.trust import trust_report
 
     store = Store(db)
-    run_id = create_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
-                                       test_size=6, params={"n_candidates": 2, "variant": "coarse"}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    run_id = finished_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
+                                         test_size=6, params={"n_candidates": 2, "variant": "coarse"}), responder)
     judge = store.get_run(run_id)["judge"]
     name, definition = next(iter(judge["state"]["criteria"].items()))
     judge["state"]["flagged"] = [
@@ -415,7 +372,7 @@ def test_the_judges_flagged_task_and_criterion_ask_for_acceptance_and_record_who
          "flags": [{"rule": "no_quality", "reason": "names no quality, judgement or score"}]}]
     store.update_run(run_id, judge=judge)
 
-    at = open_page()
+    at = open_page(PAGE)
     buttons = [b for b in at.button if b.label == "Accept with its flags"]
     assert len(buttons) == 2, "the task description and the one flagged criterion"
     rows = flagged_rows(at)

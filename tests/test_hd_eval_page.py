@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -12,17 +10,20 @@ from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods.hd_eval import DECOMPOSE_DRAWS, edit_node, load_tree
 from judge_engine.runs import RunSpec, create_run, execute_run
 from judge_engine.store import Store
+from tests.page_helpers import execute, finished_run, flagged_rows, open_page
 from tests.test_hd_eval import _dataset, scripted
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "pages/hd_eval.py"
 
 
+def _fitted() -> RunSpec:
+    """The small tree most tests review: two layers, a linear aggregator, two permutation repeats."""
+    return RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                   params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2})
+
+
 def _open() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(PAGE, timeout=120)
 
 
 def _text(at: AppTest) -> str:
@@ -41,9 +42,7 @@ def test_page_renders_without_runs(db):
 def test_review_edit_conflict_undo_and_delete_on_a_finished_run(db):
     store = Store(db)
     store.save_dataset(_dataset())
-    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
-                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+    run_id = finished_run(store, _fitted(), scripted)
 
     at = _open()
     text = _text(at)
@@ -84,19 +83,14 @@ def test_review_edit_conflict_undo_and_delete_on_a_finished_run(db):
     assert not at.exception
 
 
-def test_edit_in_the_form_then_run_next_round_carries_the_edited_tree(db, monkeypatch):
-    from judge_engine import runs as runs_module
+def test_edit_in_the_form_then_run_next_round_carries_the_edited_tree(db, started):
     from judge_engine.methods import Judge
 
     store = Store(db)
     store.save_dataset(_dataset())
-    spec = RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
-                   params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2})
-    first = create_run(store, spec)
+    first = create_run(store, _fitted())
     backend = FakeBackend(scripted)
     execute_run(store, first, llm=make_llm(LLMConfig(), store=store, backend=backend))
-    started = []
-    monkeypatch.setattr(runs_module.launching, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
 
     at = _open()
     names = [w for w in at.text_input if w.label == "Name"]
@@ -121,13 +115,9 @@ def test_edit_in_the_form_then_run_next_round_carries_the_edited_tree(db, monkey
     assert not at.exception
 
 
-def test_start_form_shows_the_estimate_and_starts_a_background_run(db, monkeypatch):
-    from judge_engine import runs as runs_module
-
+def test_start_form_shows_the_estimate_and_starts_a_background_run(db, started):
     store = Store(db)
     store.save_dataset(_dataset())
-    started = []
-    monkeypatch.setattr(runs_module.launching, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: started.append(rid))
     at = _open()
     assert any(m.label.startswith("LLM requests to fit") for m in at.metric)
     next(w for w in at.number_input if w.label == "Training items").set_value(12).run()
@@ -171,8 +161,7 @@ def test_the_page_shows_warnings_reads_coverage_and_imputed_criteria(db):
 
     store = Store(db)
     store.save_dataset(_dataset())
-    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
-                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
+    run_id = create_run(store, _fitted())
     split = store.get_run(run_id)["split"]
     target = split["test_ids"][0]  # whichever test item the split holds: it gets some criteria missing
     n_test = len(split["test_ids"])
@@ -185,7 +174,7 @@ def test_the_page_shows_warnings_reads_coverage_and_imputed_criteria(db):
             return "I cannot rate this."  # a test item with some criteria missing
         return _json_scripted(messages, params)
 
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    execute(store, run_id, responder)
     imputed = [v for v in store.load_verdicts(run_id) if v.metadata.get("imputed_criteria")]
     assert [v.sample_id for v in imputed] == [target], "the fixture must give one test item imputed criteria"
     at = _open()
@@ -203,10 +192,9 @@ def test_refused_sub_criteria_are_listed_with_rule_and_reason_and_one_can_be_res
 
     store = Store(db)
     store.save_dataset(_wordy_dataset())
-    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
-                                       params={"aggregator": "lr", "max_layers": 2, "k_child": 8,
-                                               "pi_repeats": 2}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(_bad_responder)))
+    run_id = finished_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12,
+                                         test_size=6, params={"aggregator": "lr", "max_layers": 2, "k_child": 8,
+                                                              "pi_repeats": 2}), _bad_responder)
     at = _open()
     assert any(e.label == "Sub-criteria the checks refused (5)" for e in at.expander)
     text = _text(at)
@@ -233,9 +221,7 @@ def test_the_waterfall_explains_the_score_the_verdict_shows(db):
 
     store = Store(db)
     store.save_dataset(_dataset())
-    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
-                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+    run_id = finished_run(store, _fitted(), scripted)
     at = _open()
     titles = []
     for chart in at.get("plotly_chart"):
@@ -255,9 +241,7 @@ def test_a_generated_node_the_checks_flagged_shows_why_until_a_person_rewrites_i
 
     store = Store(db)
     store.save_dataset(_dataset())
-    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
-                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+    run_id = finished_run(store, _fitted(), scripted)
     judge = store.get_run(run_id)["judge"]
     # what the rubric checks keep on a generated node they doubted but let into the tree
     flag = {"rule": "field_name", "reason": "named after a field of the prompt ('*Score*')"}
@@ -292,9 +276,7 @@ def test_a_flagged_node_the_aggregator_uses_asks_for_acceptance_and_records_who(
 
     store = Store(db)
     store.save_dataset(_dataset())
-    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
-                                       params={"aggregator": "lr", "max_layers": 2, "pi_repeats": 2}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(scripted)))
+    run_id = finished_run(store, _fitted(), scripted)
     judge = store.get_run(run_id)["judge"]
     used = judge["state"]["features"][0]
     node = next(n for n in judge["state"]["tree"]["nodes"] if n["id"] == used)
@@ -302,19 +284,15 @@ def test_a_flagged_node_the_aggregator_uses_asks_for_acceptance_and_records_who(
     judge["state"]["flagged"] = flagged_nodes(judge["state"]["tree"])
     store.update_run(run_id, judge=judge)
 
-    def rows(at):
-        frame = next(d.value for d in at.dataframe if list(d.value.columns)[:2] == ["figure", "value"])
-        return {f.strip(): v for f, v in zip(frame["figure"], frame["value"]) if f.strip().startswith("flagged entry")}
-
     at = _open()
     buttons = [b for b in at.button if b.label == "Accept with its flags"]
     assert [b.key for b in buttons] == [f"hd_accept_{run_id}_{used}"]
-    assert rows(at) == {f"flagged entry {used}: {node['name']}": "not accepted"}
+    assert flagged_rows(at) == {f"flagged entry {used}: {node['name']}": "not accepted"}
     buttons[0].click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(c.value.replace("\\", "").startswith("Accepted with its flags by user on ") for c in at.caption)
     assert not [b for b in at.button if b.label == "Accept with its flags"]
-    assert rows(at) == {f"flagged entry {used}: {node['name']}": "accepted by user"}
+    assert flagged_rows(at) == {f"flagged entry {used}: {node['name']}": "accepted by user"}
     audit = [(a["actor"], a["entity_id"]) for a in store.audit_log(owner=f"hd_eval:run:{run_id}")
              if a["action"] == "accept flagged"]
     assert audit == [("user", f"hd_eval:run:{run_id}:{used}")]
