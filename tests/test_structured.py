@@ -117,3 +117,20 @@ def test_find_statements_reads_lists_running_text_and_the_finished_items_of_a_cu
         "an unfinished JSON item was cut off by the token limit"
     assert structured.find_statements("A good summary of <<<the text>>> is this.", opener) == []
     assert structured.find_statements("A good summary is short.", "") == []
+
+
+def test_a_remembered_reply_is_checked_against_each_schema_and_a_long_one_is_checked_every_time():
+    # short replies have their schema check remembered (issue 48, CPU per scored item): the memory is keyed by
+    # the schema too, so the same text can be valid for one scale and off another
+    reply = '{"score": 7}'
+    assert structured.read_score(reply, 1, 10).score == pytest.approx(7.0)
+    five = structured.read_score(reply, 1, 5)
+    assert math.isnan(five.score) and "7 is not one of" in five.reason
+    assert structured.read_score(reply, 1, 10).score == pytest.approx(7.0)
+    # an equal schema built anew reads the same; the reply's value is never shared between readings
+    first = structured.read_json('{"score": 2}', structured.score_schema(1, 5))
+    first.value["score"] = 99
+    assert structured.read_json('{"score": 2}', structured.score_schema(1, 5)).value == {"score": 2}
+    padded = '{"score": 3, "note": "' + "x" * structured.SHORT_REPLY_CHARS + '"}'
+    assert "Additional properties" in structured.read_json(padded, structured.score_schema(1, 5)).error
+    assert structured.read_json(padded[:-1], structured.score_schema(1, 5)).error == "no JSON in the reply"
