@@ -237,12 +237,12 @@ def _decomposition_batches(batches) -> list[int]:
     return [len(b) for b in batches if {structured.kind_of(r.params.json_schema) for r in b} == {structured.DECOMPOSITION}]
 
 
-def _fit_hd_eval():
+def _fit_hd_eval(responder=None):
     from judge_engine.methods.hd_eval import HDEval
     from tests.test_hd_eval import _dataset
 
     dataset = _dataset()
-    backend = FakeBackend(_hd_responder)
+    backend = FakeBackend(responder or _hd_responder)
     llm = make_llm(LLMConfig(concurrency=4), store=None, backend=backend)  # no cache: every request is sent
     batches: list = []
     send = llm.complete_many
@@ -292,3 +292,54 @@ def test_hd_eval_sends_sibling_decompositions_and_a_layers_parent_groups_togethe
     assert _sent(backend) == _sent(seq_backend)
     assert judge.to_json() == one_by_one.to_json()
     assert events == seq_events
+
+
+def test_hd_eval_fits_layer_one_while_layer_two_is_asked_with_the_same_result_and_events(monkeypatch):
+    from concurrent.futures import Future
+
+    from judge_engine.methods.hd_eval import method as hd_method
+
+    # layer 1's importance waits until a layer-2 decomposition has reached the server: one stage after another,
+    # that request would come only after the importance, and the wait would run out
+    asked = threading.Event()
+    overlapped: list[bool] = []
+    importance = hd_method.attribution_importance
+
+    def attribution_waiting_for_layer_two(aggs, **kw):
+        if not overlapped:
+            overlapped.append(asked.wait(timeout=20))
+        return importance(aggs, **kw)
+
+    def responder(messages, params):
+        if 'split up is "' in messages[0]["content"]:
+            asked.set()
+        return _hd_responder(messages, params)
+
+    monkeypatch.setattr(hd_method, "attribution_importance", attribution_waiting_for_layer_two)
+    judge, events, batches, backend = _fit_hd_eval(responder)
+    assert overlapped == [True], "layer 1's aggregator was fitted while layer 2's decompositions were in flight"
+    monkeypatch.setattr(hd_method, "attribution_importance", importance)
+
+    # the reference: each aggregator fitted before anything after it is sent
+    def at_once(pool, *args):
+        done: Future = Future()
+        done.set_result(hd_method._aggregate(*args))
+        return done
+
+    monkeypatch.setattr(hd_method, "aggregate_later", at_once)
+    reference, ref_events, _, ref_backend = _fit_hd_eval(responder)
+    assert _sent(backend) == _sent(ref_backend)
+    assert judge.to_json() == reference.to_json()
+    assert events == ref_events
+    # the order of one stage after another: layer 1's aggregator, then layer 2's expansion (with layer 1's
+    # importance) and decompositions, then layer 2's scores
+    stages = {"tree_started", "layer_scored", "aggregator_fitted", "expansion_chosen"}
+    kinds = [(kind, p.get("layer")) for kind, p in events if kind in stages]
+    assert kinds[:5] == [("tree_started", None), ("layer_scored", 1), ("aggregator_fitted", 1),
+                         ("expansion_chosen", 2), ("layer_scored", 2)]
+    first_fit = next(p for kind, p in events if kind == "aggregator_fitted")
+    expansion = next(p for kind, p in events if kind == "expansion_chosen")
+    layer_two = [i for i, (kind, p) in enumerate(events) if kind == "decomposed" and p["layer"] == 2]
+    assert layer_two and events.index(("expansion_chosen", expansion)) < min(layer_two)
+    assert max(layer_two) < [k for k, _ in events].index("layer_scored", 2)
+    assert {c: v["importance"] for c, v in expansion["candidates"].items()} == pytest.approx(first_fit["importance"])

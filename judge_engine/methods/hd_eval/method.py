@@ -77,7 +77,9 @@ Through Hierarchical Criteria Decomposition. ACL. arXiv:2402.15754.
 
 from __future__ import annotations
 
+import copy
 import math
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -229,6 +231,47 @@ class AlignmentTraining:
                            rejected=tuple(self.rejected), flagged=tuple(flagged_nodes(self.tree)))
 
 
+def _aggregate(train: Sequence[Sample], values: dict[str, list[float]], features: list[str],
+               aspects: Sequence[Aspect], settings: HDEvalSettings) -> tuple[list[Aggregator], dict[str, dict[str, float]]]:
+    """§2.2 and §2.3 of one layer: the aggregators over ``features`` and their permutation importance."""
+    aggs = fit_aggregator(train, values, features, aspects, kind=settings.aggregator,
+                          random_state=settings.random_state)
+    return aggs, attribution_importance(aggs, n_repeats=settings.pi_repeats)
+
+
+def aggregate_later(pool: ThreadPoolExecutor, train: Sequence[Sample], values: dict[str, list[float]],
+                    features: list[str], aspects: Sequence[Aspect], settings: HDEvalSettings) -> Future:
+    """:func:`_aggregate` on ``pool``'s thread: the aggregators and their importance, when done."""
+    return pool.submit(_aggregate, train, values, features, aspects, settings)
+
+
+@dataclass
+class LayerBehind:
+    """A layer whose aggregator is still being fitted while the next layer's calls are in flight, and the events
+    of those calls, held until it is done so that they come after its own (:meth:`settle`)."""
+
+    layer: int
+    features: list[str]
+    aggregating: Future
+    """:func:`aggregate_later` of this layer."""
+    held: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    expansion_tree: dict[str, Any] | None = None
+    """The tree as the next layer's expansion saw it, before its decompositions grew it."""
+
+    def hold(self, kind: str, payload: dict[str, Any]) -> None:
+        self.held.append((kind, payload))
+
+    def settle(self, run: AlignmentTraining, settings: HDEvalSettings, target: str, emit: EventSink) -> None:
+        """This layer's aggregators, then the next layer's expansion (recorded with this layer's importance, as
+        one stage after another records it), then the held events."""
+        run.add_aggregators(self.layer, self.features, *self.aggregating.result(), target, emit)
+        if self.expansion_tree is not None:
+            run.add_expansion(choose_expansion(self.expansion_tree, self.layer + 1, run.importance, run.coverage,
+                                               settings.k_expand), emit)
+        for kind, payload in self.held:
+            emit(kind, payload)
+
+
 @register
 class HDEval(Method):
     """HD-Eval: a criteria tree scored 1-5 by the LLM and aggregated by a white-box regressor.
@@ -368,28 +411,51 @@ class HDEval(Method):
                               "given": settings.criteria_tree is not None, "criteria_form": form})
         # the decomposition prompt shows no judged text; a child copied from one would come from the training texts
         shown = [t for s in train for t in (s.input, s.output, s.context or "") if t]
-        for layer in range(1, settings.max_layers + 1):
-            if layer >= 2:
-                # §2.3 attribution pruning: which criteria of the last layer are decomposed (Algorithm 1, line 17)
-                expansion = choose_expansion(run.tree, layer, run.importance, run.coverage, settings.k_expand)
-                run.add_expansion(expansion, emit)
-                # §2.1 hierarchical criteria decomposition of each chosen criterion (lines 2-6)
-                run.add_decomposition(decompose_layer(run.tree, expansion.chosen, layer, settings, task=task, llm=llm,
-                                                      form=form, shown=shown, emit=emit, progress=progress))
-            features = run.features(layer)
-            if features is None:
-                emit("layer_empty", {"layer": layer})
-                break
-            # §2.1 hierarchy-aware scoring of the criteria new in this layer (lines 7-13)
-            new = [f for f in features if f not in run.scores]
-            run.add_scores(layer, new, hierarchy_aware_scoring(
-                train, new, run.tree, task=task, llm=llm, settings=settings,
-                progress=progress, stage=f"layer {layer}: scoring {len(new)} criteria"), emit)
-            # §2.2 human preference-guided aggregation over every criterion so far (line 15), with its attribution
-            aggs = fit_aggregator(train, run.values(features), features, aspects, kind=settings.aggregator,
-                                  random_state=settings.random_state)
-            run.add_aggregators(layer, features, aggs, attribution_importance(aggs, n_repeats=settings.pi_repeats),
-                                aspect.name, emit)
+        # Layer 2 decomposes every layer-1 aspect whatever its importance (App. C.2), so layer 1's aggregator is
+        # fitted on another thread while layer 2's calls are in flight; the events and records it precedes are
+        # held back and come in the order of one stage after another (issue 46). Later layers' importance chooses
+        # what is decomposed next, so their aggregators are waited for.
+        pool = ThreadPoolExecutor(1, thread_name_prefix="hd-eval-aggregator")
+        try:
+            behind: LayerBehind | None = None
+            for layer in range(1, settings.max_layers + 1):
+                sink = behind.hold if behind else emit
+                if layer >= 2:
+                    # §2.3 attribution pruning: which criteria of the last layer are decomposed (Algorithm 1, line 17)
+                    expansion = choose_expansion(run.tree, layer, run.importance, run.coverage, settings.k_expand)
+                    if behind:
+                        behind.expansion_tree = copy.deepcopy(run.tree)
+                    else:
+                        run.add_expansion(expansion, emit)
+                    # §2.1 hierarchical criteria decomposition of each chosen criterion (lines 2-6)
+                    decomposed = decompose_layer(run.tree, expansion.chosen, layer, settings, task=task, llm=llm,
+                                                 form=form, shown=shown, emit=sink, progress=progress)
+                features = run.features(layer)
+                if features is not None:
+                    # §2.1 hierarchy-aware scoring of the criteria new in this layer (lines 7-13)
+                    new = [f for f in features if f not in run.scores]
+                    scores = hierarchy_aware_scoring(train, new, run.tree, task=task, llm=llm, settings=settings,
+                                                     progress=progress,
+                                                     stage=f"layer {layer}: scoring {len(new)} criteria")
+                if behind:
+                    behind.settle(run, settings, aspect.name, emit)
+                    behind = None
+                if layer >= 2:
+                    run.add_decomposition(decomposed)
+                if features is None:
+                    emit("layer_empty", {"layer": layer})
+                    break
+                run.add_scores(layer, new, scores, emit)
+                # §2.2 human preference-guided aggregation over every criterion so far (line 15), with its
+                # attribution
+                aggregating = aggregate_later(pool, train, run.values(features), features, aspects, settings)
+                if layer == 1 and settings.max_layers > 1:
+                    behind = LayerBehind(layer, features, aggregating)
+                else:
+                    run.add_aggregators(layer, features, *aggregating.result(), aspect.name, emit)
+        finally:
+            # a failed or stopped fit does not wait for an aggregator nobody will read
+            pool.shutdown(wait=False, cancel_futures=True)
         state = run.finish(aspect.name, aspects, form, emit)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=state.to_dict())
