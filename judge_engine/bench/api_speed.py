@@ -8,7 +8,9 @@ run to the end) through the one LLM path at ``--concurrency`` calls in flight, e
 is made. Reported per method and level: calls, wall seconds, the ideal (calls × latency / concurrency),
 wall / ideal, and the mean and peak number of calls in flight. Wall / ideal near 1 means the fit keeps
 its window full; a fit whose steps are sequential by design cannot reach 1 (its floor is the latency of
-each sequential step on top of the ideal).
+each sequential step on top of the ideal). Per stage (each busy spell, :func:`stage_rows`): its calls, the
+idle seconds before it, its wall, ideal and floor seconds, and the seconds after the last answer, so that a
+fit's time beyond its floor shows as a stage slower than its floor or as the fit's own work between stages.
 
 This measures the client: the same code against a real server adds the server's own queueing. Run
 ``before`` from an older checkout (``git worktree add /tmp/old COMMIT``, copy this file into it, run it
@@ -22,7 +24,7 @@ import random
 import threading
 import time
 import zlib
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from . import result
@@ -44,6 +46,49 @@ def add_arguments(parser) -> None:
                              "in flight: that time is the fit's, not the API's)")
 
 
+@dataclass
+class Spell:
+    """One busy spell of a fit: from calls in flight rising from none until none again (a wave, or a stage)."""
+
+    start: float
+    """``time.perf_counter()`` of its first call."""
+    end: float = 0.0
+    """``time.perf_counter()`` of its last answer."""
+    calls: int = 0
+    held: float = 0.0
+    """Seconds its calls were held in all (calls x latency without jitter)."""
+
+
+def stage_rows(spells: list[Spell], *, start: float, end: float, concurrency: int,
+               latency: float) -> list[dict[str, Any]]:
+    """Per busy spell: calls, wall seconds, ideal (held seconds / concurrency), floor (ceil(calls / concurrency)
+    x latency) and the idle seconds before it (since the fit's start or the last spell's answer); a last row
+    ``after`` for the seconds from the last answer to the fit's end. Where a fit's time goes beyond its floor:
+    inside its stages (wall over floor) or between them (idle)."""
+    rows, last = [], start
+    for i, spell in enumerate(spells, 1):
+        floor = -(-spell.calls // concurrency) * latency
+        wall = spell.end - spell.start
+        rows.append({"stage": i, "calls": spell.calls, "idle_before_s": round(spell.start - last, 2),
+                     "wall_s": round(wall, 2), "ideal_s": round(spell.held / concurrency, 2),
+                     "floor_s": round(floor, 2), "wall_over_floor": round(wall / floor, 2) if floor else None})
+        last = spell.end
+    rows.append({"stage": "after", "calls": 0, "idle_before_s": round(end - last, 2), "wall_s": 0.0,
+                 "ideal_s": 0.0, "floor_s": 0.0, "wall_over_floor": None})
+    return rows
+
+
+def stage_table(row: dict[str, Any]) -> str:
+    """A fit's ``stages`` as a markdown table (the per-stage table of issue 46 item 3)."""
+    lines = ["| stage | calls | idle before s | wall s | ideal s | floor s | wall / floor |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for st in row["stages"]:
+        ratio = "" if st["wall_over_floor"] is None else f"{st['wall_over_floor']:.2f}"
+        lines.append(f"| {st['stage']} | {st['calls']} | {st['idle_before_s']:.2f} | {st['wall_s']:.2f} | "
+                     f"{st['ideal_s']:.2f} | {st['floor_s']:.2f} | {ratio} |")
+    return "\n".join(lines)
+
+
 class Slow:
     """Wraps a backend: each call waits ``latency`` seconds, and the calls in flight are tracked."""
 
@@ -58,9 +103,14 @@ class Slow:
         self._area, self._since = 0.0, None  # integral of calls in flight over time, from the first call
         self.idle = 0.0
         """Seconds with no call in flight between the first call and the last answer: the fit's own work."""
-        self.waves: list[int] = []
-        """Calls of each busy spell (from calls in flight rising from none until none again): a spell of n calls
-        takes at least ceil(n / concurrency) latencies, whatever the window."""
+        self.spells: list[Spell] = []
+        """Each busy spell (from calls in flight rising from none until none again), in order."""
+
+    @property
+    def waves(self) -> list[int]:
+        """Calls of each busy spell: a spell of n calls takes at least ceil(n / concurrency) latencies, whatever
+        the window."""
+        return [spell.calls for spell in self.spells]
 
     def _tick(self, change: int) -> None:
         with self._lock:
@@ -72,10 +122,12 @@ class Slow:
                 self._since = now
             if change > 0:
                 if self.in_flight == 0:
-                    self.waves.append(0)
-                self.waves[-1] += 1
+                    self.spells.append(Spell(start=now))
+                self.spells[-1].calls += 1
             self._last = now
             self.in_flight += change
+            if self.in_flight == 0:
+                self.spells[-1].end = now
             self.peak = max(self.peak, self.in_flight)
             self.calls += change > 0
 
@@ -93,6 +145,7 @@ class Slow:
             seconds = self.hold(messages)
             with self._lock:
                 self.held += seconds
+                self.spells[-1].held += seconds  # this call keeps the spell it joined busy until it answers
             time.sleep(seconds)
             # the ledger records the latency the call took, as a server's would be
             return replace(self.inner.generate(messages, params), latency_s=time.perf_counter() - start)
@@ -118,7 +171,8 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
     params = {"hpss": {"budget": hpss_budget}, "hd_eval": {"aggregator": hd_aggregator}}.get(method, {})
     start = time.perf_counter()
     judge = get_method(method, params).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
-    wall = time.perf_counter() - start
+    end = time.perf_counter()
+    wall = end - start
     ideal = backend.held / concurrency
     return {"method": method, "concurrency": concurrency, "n_train": len(train), "calls": backend.calls,
             "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
@@ -128,6 +182,7 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
             "waves": len(backend.waves),
             "floor_s": round(sum(-(-n // concurrency) for n in backend.waves) * latency, 2),
             "idle_s": round(backend.idle, 2),
+            "stages": stage_rows(backend.spells, start=start, end=end, concurrency=concurrency, latency=latency),
             "judge": judge.to_json()}
 
 
@@ -145,9 +200,13 @@ def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic", "hd_
             row["judge_sha"] = hashlib.sha256(row.pop("judge").encode()).hexdigest()[:12]
             rows.append(row)
             print(f"{method} at {c}: {row['calls']} calls in {row['waves']} waves, {row['wall_s']} s, "
-                  f"{row['wall_over_ideal']}x ideal, floor {row['floor_s']} s, idle {row['idle_s']} s", flush=True)
+                  f"{row['wall_over_ideal']}x ideal, floor {row['floor_s']} s, idle {row['idle_s']} s\n{stage_table(row)}",
+                  flush=True)
     same = all(len({r["judge_sha"] for r in rows if r["method"] == m}) == 1 for m in methods)
-    return result("api-speed", config={"methods": list(methods), "levels": list(levels), "latency": latency,
+    # the per-stage tables beside the rows (printed above as each fit ends), not in them: the printed summary
+    # table has one line per row
+    stages = [{"method": r["method"], "concurrency": r["concurrency"], "stages": r.pop("stages")} for r in rows]
+    doc = result("api-speed", config={"methods": list(methods), "levels": list(levels), "latency": latency,
                                        "jitter": jitter,
                                        "n_train": n_train, "seed": seed, "hpss_budget": hpss_budget,
                                        "hd_aggregator": hd_aggregator},
@@ -156,4 +215,8 @@ def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic", "hd_
                          "judge behind a sleep, no cache",
                          "waves = busy spells (calls in flight rising from none); floor = sum over waves of "
                          "ceil(calls / concurrency) x latency; idle = seconds with no call in flight (the fit's own "
-                         "work: parsing, checks, aggregator fits)"])
+                         "work: parsing, checks, aggregator fits)",
+                         "stages = each busy spell: its calls, the idle seconds before it, its wall, ideal and floor "
+                         "seconds; 'after' = from the last answer to the end of the fit (in 'stages')"])
+    doc["stages"] = stages
+    return doc
