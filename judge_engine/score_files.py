@@ -332,9 +332,14 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
         # an interrupt (a Stop) reaches this thread only: the chunks' threads would send the rest of their chunks,
         # so the requests they queued are dropped; either way the chunks still running are waited for, so the
         # answers of the calls in flight are in the call cache before anyone can resume
-        if not isinstance(exc, Exception) and callable(getattr(llm, "cancel_queued", None)):
-            llm.cancel_queued()
-        pool.shutdown(wait=True, cancel_futures=True)
+        stopping = not isinstance(exc, Exception) and callable(getattr(llm, "cancel_queued", None))
+        if stopping:
+            llm.cancel_queued()  # also refuses what a chunk asks for after it, until the chunks are done
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            if stopping:  # no chunk of this job can send now: a resume or the next job on this client sends again
+                llm.resume_sending()
         raise
     pool.shutdown()
     return finish()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from judge_engine.llm import GenerationParams, LLM, LLMConfig, Request, cache_key, make_backend, make_llm
+from judge_engine.llm import GenerationParams, LLM, LLMConfig, LLMError, Request, cache_key, make_backend, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.store import CallCache, Store
 from judge_engine.structured import as_param
@@ -240,6 +240,48 @@ def test_after_a_failure_a_rerun_sends_only_what_did_not_finish(tmp_path):
     assert [c.text for c in out] == [f"answer to q{i}" for i in range(10)]
     assert len(fixed.calls) == 10 - finished
     assert "q3" in [m[-1]["content"] for m, _ in fixed.calls]
+
+
+def _two_step_chain(base):
+    reply = yield Request(user(f"{base} 1"))
+    reply = yield Request(user(f"{base} 2 after {reply.text}"))
+    return reply.text
+
+
+@pytest.mark.parametrize("concurrency", [2, 1])
+def test_a_request_asked_for_after_a_stop_is_not_sent_until_sending_resumes(tmp_path, concurrency):
+    # a scoring chunk's thread that reached the client only after cancel_queued got a fresh pool from
+    # LLM._workers and sent its first request (the Stop test of test_runs_execute sent 6 calls, 5 allowed)
+    llm, backend = llm_with(tmp_path, concurrency=concurrency)
+    llm.complete_many([Request(user("before"))])  # the client's threads exist, as in a run
+    llm.cancel_queued()
+    refused: list[str] = []
+
+    def late_chunk():
+        for ask in (lambda: llm.complete_many([Request(user("late")), Request(user("late too"))]),
+                    lambda: llm.complete(user("late single")),
+                    lambda: llm.complete_chains([_two_step_chain("late chain")])):
+            try:
+                ask()
+            except LLMError as exc:
+                refused.append(str(exc))
+
+    thread = threading.Thread(target=late_chunk)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+    assert [m[-1]["content"] for m, _ in backend.calls] == ["before"], "nothing asked for after the stop is sent"
+    assert len(refused) == 3 and all("the run was stopped" in r for r in refused)
+    # not done: nothing cached, no failure counted, so a resume sends them
+    assert not llm.is_cached(user("late")) and not llm.is_cached(user("late single"))
+    assert llm.ledger.snapshot().failures == 0 and llm.ledger.snapshot().calls == 1
+
+    llm.resume_sending()  # the stopped work's threads are done: a resumed run on this client sends as usual
+    assert [c.text for c in llm.complete_many([Request(user("late")), Request(user("before"))])] == \
+        [echo(user("late"), GenerationParams()), echo(user("before"), GenerationParams())]
+    assert llm.complete_chains([_two_step_chain("late chain")])[0].startswith("late chain 2 after late chain 1")
+    assert [m[-1]["content"] for m, _ in backend.calls][:2] == ["before", "late"]
+    assert len(backend.calls) == 4
 
 
 # --------------------------------------------------------------------------- ledger and key

@@ -12,7 +12,7 @@ from typing import Any, Callable, Protocol, Sequence
 from . import rate
 from .base import (Backend, Completion, GenerationParams, LLMConfig, LLMError, Message, RateLimited, Request,
                    cache_key)
-from .chains import Chain, in_rounds, sliding
+from .chains import STOPPED, Chain, in_rounds, sliding
 
 
 COLLECT_S = 0.02
@@ -125,27 +125,43 @@ class LLM:
         """Calls in flight, fewer while the server answers 429 (:mod:`judge_engine.llm.rate`)."""
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._stopped = threading.Event()
+        """Set by :meth:`cancel_queued`, cleared by :meth:`resume_sending`: while set, nothing is sent."""
 
     def _workers(self) -> ThreadPoolExecutor:
         """The threads that send calls, made once and kept: a scoring job's chunks (and three chunks at once)
         share them instead of starting hundreds of threads per chunk. One for a backend that serialises its
         calls, so consecutive prompts sharing a prefix reach it in order and reuse its KV cache."""
         with self._pool_lock:
+            if self._stopped.is_set():
+                raise LLMError(STOPPED)
             if self._pool is None:
                 limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
                 self._pool = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="llm")
             return self._pool
 
     def cancel_queued(self) -> None:
-        """Drop every request queued and not yet sent (those in flight finish and are cached as usual).
+        """Drop every request queued and not yet sent, and send none asked for until :meth:`resume_sending`
+        (those in flight finish and are cached as usual).
 
-        For an interrupt that the thread waiting on the calls does not see: a run's scoring waits in other
-        threads (several chunks at once), and a Stop must not leave them sending the rest of their chunks. The next
-        call starts a fresh set of threads."""
+        For an interrupt that the threads sending the calls do not see: a run's scoring waits in other threads
+        (several chunks at once), and a Stop must not leave them sending the rest of their chunks, nor a chunk
+        that reaches the client only after the stop its first request. Whatever is asked for while stopped
+        raises the :class:`LLMError` the dropped requests raise: not answered, not cached, not a failure."""
         with self._pool_lock:
+            self._stopped.set()
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+
+    def resume_sending(self) -> None:
+        """End the stop of :meth:`cancel_queued`, once every thread of the stopped work is done (score_stream
+        calls it after joining its chunks): a resumed or later run on this client sends as usual."""
+        self._stopped.clear()
+
+    def _refuse_if_stopped(self) -> None:
+        if self._stopped.is_set():
+            raise LLMError(STOPPED)
 
     @property
     def supports_logprobs(self) -> bool:
@@ -239,6 +255,9 @@ class LLM:
         waited, pause = 0.0, rate.FIRST_PAUSE_S
         while True:
             with self.governor.slot():
+                # checked here too, not only in _workers: a request queued before the stop may be taken by a
+                # thread after it, and a call waiting for a slot or a 429 pause is not in flight yet
+                self._refuse_if_stopped()
                 try:
                     completion = self.backend.generate(messages, params)
                 except RateLimited as exc:
@@ -350,7 +369,7 @@ class LLM:
                 try:
                     fut = pool.submit(send, messages, requests[i].params)
                 except RuntimeError:  # cancel_queued shut the pool: what was sent is still collected and cached
-                    error = LLMError("the requests not yet sent were dropped: the run was stopped")
+                    error = LLMError(STOPPED)
                     break
                 futures[fut] = (i, messages)
                 fut.add_done_callback(finished.put)
@@ -372,7 +391,7 @@ class LLM:
                 answered = []
                 for fut in batch:
                     if fut.cancelled():  # by an error before it, or dropped by cancel_queued
-                        error = error or LLMError("the requests not yet sent were dropped: the run was stopped")
+                        error = error or LLMError(STOPPED)
                         continue
                     if fut.exception() is not None:
                         if error is None:  # the first failure stops what has not started; answers in flight are kept
@@ -411,6 +430,7 @@ class LLM:
         size = max(1, int(getattr(self.backend, "max_batch", 0) or self.config.concurrency))
         for start in range(0, len(todo), size):
             chunk = todo[start:start + size]
+            self._refuse_if_stopped()
             pairs = [([dict(m) for m in requests[i].messages], requests[i].params) for i in chunk]
             announced = [self._announced(params) for _, params in pairs]
             try:
@@ -450,6 +470,7 @@ class SampledLLM(LLM):
     def __init__(self, llm: LLM, *, temperature: float, seed: int):
         super().__init__(llm.config, llm.backend, cache=llm.cache, ledger=llm.ledger)
         self.governor = llm.governor  # one pace per server, whatever the draw
+        self._stopped = llm._stopped  # a stop of the client stops its draws
         self.temperature, self.seed = float(temperature), int(seed)
 
     def _sampled(self, params: GenerationParams | None) -> GenerationParams:
