@@ -162,6 +162,9 @@ class Method:
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = ()
     """Smaller first looks, each a change to :attr:`quick_params`, largest first: a slow backend gets the
     largest one that fits the look's time (:func:`judge_engine.runs.quick_look`)."""
+    made_share: ClassVar[float] = 1.0
+    """The share of its counted calls (:meth:`estimate_calls`, an upper bound) a fit on a server makes, for a
+    first estimate before the method's own runs on the backend measure it; 1: every counted call."""
     ordered_state: ClassVar[tuple[str, ...]] = ()
     """Entries of a fitted judge's state whose order reaches its prompts (demonstrations, criteria, examples,
     hypotheses); a stability probe shuffles them (:func:`reordered`) to see whether the order moves scores."""
@@ -216,7 +219,8 @@ class Method:
     def reply_waves(self, n_train: int, earlier: Sequence[tuple[int, Sequence[Any]]]) -> float:
         """Waves a fit on ``n_train`` items is expected to add beyond :meth:`estimate_waves` for steps that come
         only after some replies (HypoEval's bank refreshes), read from ``earlier`` runs of the method: (their
-        training items, their events as :class:`~judge_engine.records.RunEvent`). 0: the method has none."""
+        training items, their events as :class:`~judge_engine.records.RunEvent`; empty: a first fit, whose
+        expectation is the method's prior). 0: the method has none."""
         return 0.0
 
     def shortest_share(self, n_train: int) -> float | None:

@@ -208,13 +208,14 @@ def wave_costs(store: Store, spec: RunSpec) -> tuple[float, float]:
     """What the earlier runs of ``spec``'s method on its backend say about waves its count leaves out: the
     waves its replies bring (:meth:`~judge_engine.methods.Method.reply_waves`, HypoEval's refreshes), and the
     seconds per wave they spent beyond their calls and waves (the method's own work between waves: parsing,
-    rewards, an aggregator's fit, the events it writes), each at least 0. Both 0 without such runs, or on the
-    embedded model, whose seconds per call already hold that work."""
+    rewards, an aggregator's fit, the events it writes), each at least 0. Without such runs, the waves the
+    method expects its replies to bring on a first fit (HypoEval's prior) and no work between waves; both 0 on
+    the embedded model, whose seconds per call already hold that work."""
     if spec.llm.backend == "llamacpp":
         return 0.0, 0.0
     earlier = [(run, store.run_events(run.id)) for run in _earlier(store, spec.method, spec.llm)]
     if not earlier:
-        return 0.0, 0.0
+        return _method(spec).reply_waves(spec.train_size, []), 0.0
     extra = _method(spec).reply_waves(spec.train_size, [(len(r.split.train_ids), ev) for r, ev in earlier])
     residual = waves = 0.0
     for run, events in earlier:
@@ -334,8 +335,9 @@ def method_speed(store: Store, method: str, llm: LLMConfig) -> tuple[float | Non
 
     From the store's finished runs of the method on the backend when they count enough calls (their ledger
     seconds over the calls their method counted for them); on the embedded model without such runs, its
-    measured default (:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL`); else :func:`seconds_per_call`, which takes
-    every counted call as made (an upper bound).
+    measured default (:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL`); else :func:`seconds_per_call` times the
+    share of its counted calls the method makes (:attr:`~judge_engine.methods.Method.made_share`, 1 where not
+    measured: every counted call taken as made, an upper bound).
     """
     counted = seconds = 0.0
     for run in store.runs(limit=500):
@@ -348,7 +350,11 @@ def method_speed(store: Store, method: str, llm: LLMConfig) -> tuple[float | Non
         return seconds / counted / parallel, f"earlier {METHODS[method].title} runs on this backend"
     if llm.embedded and method in EMBEDDED_SECONDS_PER_COUNTED_CALL:
         return EMBEDDED_SECONDS_PER_COUNTED_CALL[method], EMBEDDED_BASIS
-    return seconds_per_call(store, llm)
+    per_call, basis = seconds_per_call(store, llm)
+    share = METHODS[method].made_share
+    if per_call is None or share >= 1.0:
+        return per_call, basis
+    return per_call * share, f"{basis}, x{share:.2f}: the share of its counted requests a fit makes"
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,31 @@ from .settings import HypoEvalSettings
 from .state import HypoEvalState, StoredHypothesis
 
 
+WRONG_ITEM_SHARE = 0.56
+"""The share of update items that enter W (the items a fit's wrong-sample bank collects towards a refresh),
+expected for a first fit on a backend, before any earlier run shows how often its judge errs. Measured
+2026-11-29 07:10 UTC on simulated worlds 1-8 (:mod:`judge_engine.bench.simulated_judge`; world 0, the one
+``bench estimate-waves`` times, left out) through ``execute_run``: 273 of 488 update items, 0.56; per fit
+0.32-0.80; by size 32/72 (0.44) at the quick look's sizes on 12 items, 109/216 (0.50) on 30, and 132/200
+(0.66) at the paper's defaults on 30 (top_k 10 tries more hypotheses per item). Not measured on a real model's
+replies, whose errors against theta = 0.5 may be more frequent: a first estimate may still be low."""
+
+MADE_SHARE = 0.28
+"""Calls a fit makes over the calls :meth:`HypoEval.estimate_calls` counts (a bound: every refresh, follow-up
+turn and sampled draw), in the same 24 fits: 8,066 of 29,008 (0.26 at the quick look's sizes on 12 items,
+0.28 on 30, 0.29 at the paper's defaults; per fit 0.14-0.45)."""
+
+
+def expected_refreshes(updates: int, w_max: int, share: float = WRONG_ITEM_SHARE) -> float:
+    """Expected refreshes of ``updates`` items when each enters W with probability ``share`` and every
+    ``w_max`` of them make one: E[floor(N / w_max)] with N ~ Binomial(updates, share), at most
+    ``updates // w_max``. The items' errors are not independent; this is a prior until runs are measured."""
+    if updates <= 0 or w_max <= 0:
+        return 0.0
+    return sum(comb(updates, k) * share ** k * (1.0 - share) ** (updates - k) * (k // w_max)
+               for k in range(w_max, updates + 1))
+
+
 def _json_native(value: Any) -> Any:
     """Tuples (the constructor's immutable defaults) as lists, so a Judge survives a JSON round trip."""
     if isinstance(value, (list, tuple)):
@@ -249,6 +274,7 @@ class HypoEval(Method):
     name = "hypoeval"
     ordered_state = ("selected",)
     title = "HypoEval"
+    made_share = MADE_SHARE
     _parameter_constraints = {
         "criteria_form": Options(CRITERIA_FORMS), "layout": Options(LAYOUTS),
         "joint": Options((True, False)),
@@ -404,9 +430,7 @@ class HypoEval(Method):
         updates = m - n0
         refreshes = updates // self.w_max if self.w_max else 0
         has_lit = bool(self.literature)
-        rounds = self.n_refine if has_lit else sum(
-            1 for i in range(1, self.n_refine + 1)
-            if (i % 2 == 1) == (self.refine_start == "data"))
+        rounds = self._refinement_rounds()
         generation = 1
         scoring = self.n_init_hypotheses * n0
         checks = 0
@@ -437,7 +461,7 @@ class HypoEval(Method):
 
         A refresh (generation, its ``n_refine`` rounds and the new hypotheses' scores: 2 + ``n_refine`` waves
         more) comes each time ``w_max`` items were mispredicted; how often depends on how the judge errs, so it
-        is not counted (at most ``(n_train - n_init) // w_max`` refreshes): a judge that errs often takes longer.
+        is not counted here but by :meth:`reply_waves` (at most ``(n_train - n_init) // w_max`` refreshes).
         """
         if self.hypotheses is not None:
             return {"fit": 1, "score": 1}
@@ -452,12 +476,18 @@ class HypoEval(Method):
         hypotheses' scores, one after another. Earlier runs give refreshes per update item and waves per refresh
         (their ``bank_refreshed`` and ``refinement_round`` events); the expected refreshes are that rate times
         this fit's update items, at most one per ``w_max`` of them. A further draw or a retry of a generation
-        reply (``second_draw``, ``generation_failed``) is one wave more, as many per fit as before. With no
-        earlier run: 0, the low end of a range that reaches ``(n_train - n_init) // w_max`` refreshes of
-        ``2 + n_refine`` waves.
+        reply (``second_draw``, ``generation_failed``) is one wave more, as many per fit as before.
+
+        With no earlier run, the refreshes expected when :data:`WRONG_ITEM_SHARE` of the update items are
+        mispredicted (:func:`expected_refreshes`, never more than ``(n_train - n_init) // w_max``), each of
+        ``2 +`` the refinement rounds that send a call: counting none made a first fit's estimate 0.54x of
+        its time at 32 in flight, where its waves are most of it.
         """
-        if self.hypotheses is not None or not earlier:
+        if self.hypotheses is not None:
             return 0.0
+        if not earlier:
+            m = min(n_train, self.n_train)
+            return expected_refreshes(m - min(self.n_init, m), self.w_max) * (2 + self._refinement_rounds())
         updates = refreshes = waves = turns = 0.0
         for m, events in earlier:
             m = min(m, self.n_train)
@@ -471,6 +501,12 @@ class HypoEval(Method):
         mine = m - min(self.n_init, m)
         expected = min(refreshes / updates * mine, mine // self.w_max if self.w_max else 0) if updates else 0.0
         return (expected * waves / refreshes if refreshes else 0.0) + turns / len(earlier)
+
+    def _refinement_rounds(self) -> int:
+        """Refinement rounds of a refresh that send a call: all with literature notes, else the data ones."""
+        if self.literature:
+            return self.n_refine
+        return sum(1 for i in range(1, self.n_refine + 1) if (i % 2 == 1) == (self.refine_start == "data"))
 
     def _final_bank_bound(self, m: int) -> int:
         if self.hypotheses is not None:
