@@ -42,7 +42,7 @@ def test_run_prints_the_expected_cost_before_the_first_call_and_the_cost_against
     assert code == 0, err
     assert calls_when_printed == [0]
     expected_line = next(line for line in err.splitlines() if "expected before any cache hit" in line)
-    assert "4 requests" in expected_line and "at $0.5000 prompt / $2.00 completion per 1k tokens" in expected_line
+    assert "6 requests" in expected_line and "at $0.5000 prompt / $2.00 completion per 1k tokens" in expected_line
     assert "rough: no earlier run of this method" in expected_line
 
     result = json.loads(out)
@@ -53,9 +53,9 @@ def test_run_prints_the_expected_cost_before_the_first_call_and_the_cost_against
                                                      run.ledger.completion_tokens), abs=1e-6)
     cost_line = next(line for line in err.splitlines() if line.startswith(f"run {run.id} cost:"))
     assert cost_line == f"run {run.id} cost: {against(run.ledger, run.estimate)}"
-    # the estimate shown, on the sizes asked: the split keeps whole groups of 3 items, 6 test items for the 4
-    assert len(run.split.test_ids) == 6 and run.estimate.calls == 4
-    assert f"{run.ledger.calls:,} requests (4 expected)" in cost_line and run.ledger.calls > 0
+    # the estimate shown counts the split drawn: it keeps whole groups of 3 items, 6 test items for the 4 asked
+    assert len(run.split.test_ids) == 6 and run.estimate.calls == 6
+    assert f"{run.ledger.calls:,} requests (6 expected)" in cost_line and run.ledger.calls > 0
 
 
 def test_a_second_run_expects_the_tokens_per_request_the_first_one_sent(db, capsys, monkeypatch):
@@ -73,7 +73,8 @@ def test_a_second_run_expects_the_tokens_per_request_the_first_one_sent(db, caps
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=4,
                    llm=LLMConfig(price_prompt_per_1k=1.0))
     estimate = expected(store, spec)
-    assert estimate.prompt_tokens == round(4 * per_prompt) and estimate.completion_tokens != 4 * ROUGH_COMPLETION_TOKENS
+    assert estimate.calls == 6  # the 4 items asked are two whole groups of 3 in the split drawn
+    assert estimate.prompt_tokens == round(6 * per_prompt) and estimate.completion_tokens != 6 * ROUGH_COMPLETION_TOKENS
     assert estimate.dollars == pytest.approx(estimate.prompt_tokens / 1000.0)
     assert "earlier requests of this method" in estimate.basis
 

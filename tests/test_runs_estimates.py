@@ -27,6 +27,25 @@ def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, star
     assert timed.seconds_per_call == pytest.approx(0.5 / parallel) and "40 earlier requests" in timed.describe()
 
 
+def test_an_estimate_counts_the_test_items_of_the_split_the_run_will_draw(store, tiny_dataset):
+    """Test keeps whole groups, so a run asked for 4 test items of groups of 3 scores 6; the estimate (shown by
+    the start form and `run` before the split is stored) counts those 6, as the run's stored estimate does.
+    Found on the embedded model: `run --method direct --dataset summeval --test 8` scored 16 items (one
+    article), 15 requests against 8 estimated, 217 s against 105 s."""
+    from judge_engine import data
+
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=4)
+    drawn = len(data.make_split(tiny_dataset, train_size=3, test_size=4, seed=spec.seed).test_ids)
+    assert drawn > 4
+    estimate = runs.estimate_duration(store, spec)
+    assert estimate.score_calls == drawn and runs.estimate(store, spec)["score"] == drawn
+    run = store.run(runs.create_run(store, spec))
+    assert len(run.split.test_ids) == drawn and run.estimate.calls == estimate.calls
+    too_many = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=1000)
+    assert runs.estimate_duration(store, too_many).score_calls == 1000  # not drawn: the sizes asked, as before
+
+
 def test_a_methods_own_speed_once_its_finished_runs_count_enough_calls(store, tiny_dataset, started):
     """Seconds per counted call from the method's finished runs on the backend (a run's count is its bound)."""
     store.save_dataset(tiny_dataset)

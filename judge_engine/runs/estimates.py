@@ -15,7 +15,25 @@ from .spec import RunSpec, ensure_dataset, quick_spec
 
 def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
     """LLM calls the run will request before any cache hit."""
-    return _calls(ensure_dataset(store, spec.dataset), spec)
+    dataset = ensure_dataset(store, spec.dataset)
+    return _calls(dataset, drawn_sizes(dataset, spec))
+
+
+def drawn_sizes(dataset: Dataset, spec: RunSpec) -> RunSpec:
+    """``spec`` with the sizes of the split its run will draw (:func:`~judge_engine.data.make_split`, seeded:
+    the same split whenever it is drawn), for an estimate: test keeps whole groups, so ``--test 8`` on SummEval,
+    whose articles have 16 summaries each, scores 16 items, and an estimate of 8 was half the time. Drawn from
+    the dataset as stored (a run leaves out items without a human score under its aggregate, which can move a
+    group boundary); the sizes asked when they cannot be drawn (the run then says why)."""
+    if spec.test_size is None:
+        return spec
+    from .. import data  # pure and cheap, but not needed by every caller of this module
+
+    try:
+        split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
+    except data.SplitError:
+        return spec
+    return replace(spec, train_size=len(split.train_ids), test_size=len(split.test_ids))
 
 
 def _calls(dataset: Dataset, spec: RunSpec) -> dict[str, int]:
@@ -448,6 +466,7 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
     (:func:`~judge_engine.runs.create_run` keeps the estimate with the run and loads the dataset once).
     """
     dataset = dataset or ensure_dataset(store, spec.dataset)
+    spec = drawn_sizes(dataset, spec)
     calls = _calls(dataset, spec)
     per_call, basis = speed if speed is not None else method_speed(store, spec.method, spec.llm)
     if per_call is not None and basis == EMBEDDED_BASIS:
