@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import threading
 from typing import Any, Sequence
 
 from ...llm.base import Completion, GenerationParams, Message
@@ -47,6 +48,10 @@ class SimulatedBackend:
         self.model_id = f"simulated-judge-seed{world.seed}" + ("" if self.structured else "-free-text")
         self.stats: dict[str, Any] = {"steps": {}, "malformed": 0, "unrecognised": [], "leaked": 0}
         """``leaked``: score prompts that showed the judged item among their examples (answered with its score)."""
+        # The methods call one backend from many threads (batch scoring); ``d[k] = d.get(k) + 1`` and ``+=`` are
+        # read-modify-writes a thread switch can split, which lost step counts under load (1197 vs 1188 for the
+        # same calls), so every update of ``stats`` holds this lock.
+        self._stats_lock = threading.Lock()
 
     def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
         if not self.structured and params.json_schema:
@@ -57,7 +62,8 @@ class SimulatedBackend:
             text, lp = self._answer(step, messages, params, params.sample_index * params.n + i)
             texts.append(text)
             logprobs.append(lp)
-        self.stats["steps"][step.kind] = self.stats["steps"].get(step.kind, 0) + 1
+        with self._stats_lock:
+            self.stats["steps"][step.kind] = self.stats["steps"].get(step.kind, 0) + 1
         return Completion(texts=tuple(texts), logprobs=tuple(logprobs) if params.top_logprobs else (),
                           prompt_tokens=sum(len(m["content"]) // 4 for m in messages),
                           completion_tokens=sum(len(t) // 4 for t in texts), latency_s=0.0, model=self.model_id)
@@ -69,7 +75,7 @@ class SimulatedBackend:
         w = self.world
         conversation = "\n".join(m["content"] for m in messages)
         if _unit(w.seed, "malformed", conversation, draw) < w.malformed:
-            self.stats["malformed"] += 1
+            self._count("malformed")
             return ('{"score": "unsure' if params.json_schema else "I am not sure how to rate this."), ()
         schema = step.info.get("schema")
         kind = step.kind
@@ -161,9 +167,14 @@ class SimulatedBackend:
             return self._json_or(schema, {"answer": answer},
                                  f"They {'cover the same trait' if same else 'cover different traits'}. "
                                  f"Final answer: {answer}"), ()
-        if len(self.stats["unrecognised"]) < 20:
-            self.stats["unrecognised"].append(" ".join(messages[-1]["content"].split())[:120])
+        with self._stats_lock:
+            if len(self.stats["unrecognised"]) < 20:
+                self.stats["unrecognised"].append(" ".join(messages[-1]["content"].split())[:120])
         return "I cannot help with that request.", ()
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._stats_lock:
+            self.stats[key] += n
 
     @staticmethod
     def _json_or(schema: dict[str, Any] | None, value: dict[str, Any], text: str) -> str:
@@ -222,7 +233,7 @@ class SimulatedBackend:
         schema = step.info.get("schema")
         last = messages[-1]["content"] if step.info["follow_up"] else ""
         leaked = w.shows_judged_item(prompt, index)  # its own demonstration: the shown score is read back
-        self.stats["leaked"] += leaked
+        self._count("leaked", leaked)
 
         def score_100(sigma: float, key: str) -> int:
             level = w.level(index) + (0.0 if leaked else sigma) * _gauss(w.seed, "ac", key, prompt)
@@ -330,7 +341,7 @@ class SimulatedBackend:
                 truth, sigma = 0.5, 0.25
         if w.shows_judged_item(prompt, index):  # the answer is in the prompt: read it, as a real model would
             truth, sigma, bias = w.level(index), 0.0, 0.0
-            self.stats["leaked"] += 1
+            self._count("leaked")
         # the noise depends on the first prompt only: a follow-up turn restates the same judgement
         level = truth + bias + sigma * _gauss(w.seed, "noise", prompt)
         score = int(min(high, max(low, round(low + level * (high - low)))))
