@@ -121,6 +121,11 @@ def _execute(store, run_id: int, *, quiet: bool) -> int:
     try:
         with fatal_errors_logged(store.path, run_id):  # a crash in native code leaves its Python stack in the log
             summary = execute_run(store, run_id, progress=progress)
+    except KeyboardInterrupt:  # execute_run has marked the run interrupted; its answers so far are cached
+        close()
+        print(f"run {run_id} stopped by Ctrl-C; continue it with: judge-workbench resume {run_id} (the calls "
+              "answered so far come back from the cache)", file=sys.stderr)
+        return 130
     finally:
         close()
     from .runs.cost import against

@@ -230,3 +230,29 @@ def test_run_starts_at_32_in_flight_on_a_server_and_keeps_4_on_the_embedded_mode
     assert in_flight == [32, 8, 4]
     code, _, err = _run(capsys, *common, "--concurrency", "0")
     assert code == 2 and "--concurrency must be at least 1" in err
+
+
+def test_ctrl_c_during_run_names_the_resume_command_instead_of_a_traceback(tmp_path, tiny_dataset, capsys,
+                                                                           monkeypatch):
+    from judge_engine.store import Store
+
+    db = str(tmp_path / "w.db")
+    Store(db).save_dataset(tiny_dataset)
+    calls = []
+
+    def reply(n):
+        calls.append(n)
+        if len(calls) == 5:  # the user presses Ctrl-C while the fifth item is being scored
+            raise KeyboardInterrupt
+        return 3
+
+    _scripted_backend(monkeypatch, reply)
+    args = ("run", "--method", "direct", "--dataset", "tiny", "--aspect", "quality", "--train", "0", "--test", "12",
+            "--db", db, "--quiet", "--concurrency", "1")
+    code, _, err = _run(capsys, *args)
+    run_id = Store(db).runs()[-1].id
+    assert code == 130 and "Traceback" not in err
+    assert f"run {run_id} stopped by Ctrl-C; continue it with: judge-workbench resume {run_id}" in err
+    assert Store(db).run(run_id).status == "interrupted"
+    code, out, err = _run(capsys, "resume", str(run_id), "--db", db, "--quiet")
+    assert code == 0 and json.loads(out)["run_id"] == run_id
