@@ -5,13 +5,16 @@ that reply) and returns its result. Chains do not depend on each other, so while
 reply another's second call can be in flight: the window stays full instead of emptying between stages
 (issue 46: Active-Critic's overall-score call of an item goes out once that item's criterion scores are in,
 while other items' criterion calls are still in flight). :meth:`judge_engine.llm.LLM.complete_chains` is the
-entry point; this module holds the two ways it runs them.
+entry point; this module holds the two ways it runs them (and :class:`Sent`, the record the client keeps of a
+request in flight, which :func:`sliding` shares with ``complete_many``).
 """
 
 from __future__ import annotations
 
 import queue
 from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
 
 from .base import Completion, GenerationParams, LLMError, Message, Request
@@ -23,6 +26,18 @@ Chain = Generator[Request, Completion, Any]
 """Yields a request, is sent its reply, yields the next one or returns the chain's result."""
 
 STOPPED = "the requests not yet sent were dropped: the run was stopped"
+
+
+@dataclass(slots=True)
+class Sent:
+    """A request sent through the client's threads, until :meth:`LLM._gather` takes its answer."""
+
+    tag: Any
+    """Whose request it is: ``complete_many``'s request index, or the cache key the chains wait on."""
+    messages: list[Message]
+    params: GenerationParams
+    key: str | None
+    """The key it was looked up under when that was its only possible key (else None: computed when cached)."""
 
 
 def _step(chain: Chain, reply: Completion | None) -> tuple[Request | None, Any]:
@@ -83,14 +98,10 @@ def sliding(llm: "LLM", chains: Sequence[Chain], *, expected: int,
     waiting: dict[str, list[int]] = {}  # key of a request in flight -> the chains waiting for its answer
     ready: deque[tuple[int, Completion | None]] = deque((i, None) for i in range(len(chains)))
     finished: queue.SimpleQueue = queue.SimpleQueue()
-    futures: dict[Any, tuple[str, str | None, list[Message], GenerationParams]] = {}
+    futures: dict[Future, Sent] = {}
     pool = llm._workers()
     error: BaseException | None = None
     delivered = 0
-
-    def send(messages: list[Message], params: GenerationParams) -> tuple[Completion, str]:
-        announced = llm._announced(params)
-        return llm._generate(messages, params), announced
 
     def hand(i: int, reply: Completion) -> None:
         nonlocal delivered
@@ -113,16 +124,13 @@ def sliding(llm: "LLM", chains: Sequence[Chain], *, expected: int,
             else:
                 hit = next((stored[k] for k in keys if k in stored), None)
                 if hit is None:
-                    messages = [dict(m) for m in request.messages]
-                    try:
-                        fut = pool.submit(send, messages, request.params)
-                    except RuntimeError:  # cancel_queued shut the pool: what is in flight is still collected
+                    # the key looked up is the key to store under when it is the only one possible
+                    sent = Sent(key, [dict(m) for m in request.messages], request.params,
+                                key if len(keys) == 1 else None)
+                    if not llm._submit(pool, finished, futures, sent):  # cancel_queued shut the pool
                         error = error or LLMError(STOPPED)
                         return
-                    # the key looked up is the key to store under when it is the only one possible
-                    futures[fut] = (key, key if len(keys) == 1 else None, messages, request.params)
                     waiting[key] = [i]
-                    fut.add_done_callback(finished.put)
                     continue
                 reply = memo[key] = Completion.from_dict(hit, cached=True)
             llm.ledger.record(reply)
@@ -141,30 +149,11 @@ def sliding(llm: "LLM", chains: Sequence[Chain], *, expected: int,
                 ask(asks)  # cache hits and twins come back into ready at once
             if not futures:
                 break  # every chain has returned (or an error stopped them): reported below
-            batch = [finished.get()]
-            while True:
-                try:
-                    batch.append(finished.get_nowait())
-                except queue.Empty:
-                    break
-            answered = []
-            for fut in batch:
-                key, known, messages, params = futures.pop(fut)
-                if fut.cancelled():  # by an error before it, or dropped by cancel_queued
-                    error = error or LLMError(STOPPED)
-                    continue
-                if fut.exception() is not None:
-                    if error is None:  # the first failure stops what has not started; answers in flight are kept
-                        error = fut.exception()
-                        for other in futures:
-                            other.cancel()
-                    continue
-                completion, announced = fut.result()
-                store_key = known if announced or not params.json_schema else None
-                answered.append((key, (messages, params, completion, announced, store_key)))
-            llm._store_many([a for _, a in answered])
-            for key, (_, _, completion, _, _) in answered:
-                llm.ledger.record(completion)
+            # no pause to let answers gather (complete_many's): each answer frees a chain whose next request
+            # should go out at once
+            answered, error = llm._gather(finished, futures, error, pause=False)
+            for sent, completion in answered:
+                key = sent.tag
                 memo[key] = completion
                 first, *twins = waiting.pop(key)
                 hand(first, completion)

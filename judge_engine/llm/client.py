@@ -5,14 +5,14 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from . import rate
 from .base import (Backend, Completion, GenerationParams, LLMConfig, LLMError, Message, RateLimited, Request,
                    cache_key)
-from .chains import STOPPED, Chain, in_rounds, sliding
+from .chains import STOPPED, Chain, Sent, in_rounds, sliding
 
 
 COLLECT_S = 0.02
@@ -352,62 +352,22 @@ class LLM:
                   known: dict[int, str] | None = None) -> None:
         """Send ``todo`` through :meth:`complete`, at most ``config.concurrency`` at a time."""
         # complete_many has just looked every request up, so the workers go straight to the backend, and this
-        # thread caches the answers as they come in: all that arrived since its last write in one transaction,
-        # on one database connection (a new pool's threads each opened their own, and queued for the write
-        # lock). Finished futures are queued by their done callbacks, so each is handled once, in O(1).
-        def send(messages: list[Message], params: GenerationParams) -> tuple[Completion, str]:
-            announced = self._announced(params)
-            return self._generate(messages, params), announced
-
+        # thread caches the answers as they come in (:meth:`_gather`)
         error: BaseException | None = None
         finished: queue.SimpleQueue = queue.SimpleQueue()
         pool = self._workers()
-        futures: dict[Any, tuple[int, list[Message]]] = {}
+        futures: dict[Future, Sent] = {}
+        known = known or {}
         try:
             for i in todo:
-                messages = [dict(m) for m in requests[i].messages]
-                try:
-                    fut = pool.submit(send, messages, requests[i].params)
-                except RuntimeError:  # cancel_queued shut the pool: what was sent is still collected and cached
+                sent = Sent(i, [dict(m) for m in requests[i].messages], requests[i].params, known.get(i))
+                if not self._submit(pool, finished, futures, sent):  # cancel_queued shut the pool
                     error = LLMError(STOPPED)
                     break
-                futures[fut] = (i, messages)
-                fut.add_done_callback(finished.put)
-            remaining = len(futures)
-            while remaining:
-                batch = [finished.get()]
-                if remaining > COLLECT_FROM:
-                    # many answers still to come: let some gather, then cache them in one transaction. Woken per
-                    # answer, this thread wrote 1.7 answers a transaction at 256 in flight (1,753 transactions for
-                    # 3,000 items), each a wake and three GIL hand-offs among hundreds of sending threads. The pause
-                    # is not waited at the end: the last COLLECT_FROM answers are collected as they come.
-                    time.sleep(COLLECT_S)
-                while True:
-                    try:
-                        batch.append(finished.get_nowait())
-                    except queue.Empty:
-                        break
-                remaining -= len(batch)
-                answered = []
-                for fut in batch:
-                    if fut.cancelled():  # by an error before it, or dropped by cancel_queued
-                        error = error or LLMError(STOPPED)
-                        continue
-                    if fut.exception() is not None:
-                        if error is None:  # the first failure stops what has not started; answers in flight are kept
-                            error = fut.exception()
-                            for other in futures:
-                                other.cancel()
-                        continue
-                    i, messages = futures[fut]
-                    completion, announced = fut.result()
-                    # the key looked up is the key to store under while the mode announced has not changed
-                    key = (known or {}).get(i) if announced or not requests[i].params.json_schema else None
-                    answered.append((i, (messages, requests[i].params, completion, announced, key)))
-                self._store_many([a for _, a in answered])
-                for i, (_, _, completion, _, _) in answered:
-                    self.ledger.record(completion)
-                    results[i] = completion
+            while futures:
+                answered, error = self._gather(finished, futures, error, pause=True)
+                for sent, completion in answered:
+                    results[sent.tag] = completion
                 done += len(answered)
                 if progress and answered:
                     progress(done, total)
@@ -417,6 +377,70 @@ class LLM:
             raise
         if error is not None:
             raise error
+
+    def _send(self, messages: list[Message], params: GenerationParams) -> tuple[Completion, str]:
+        """What a worker thread runs: one uncached call, and the mode announced for it before it was sent."""
+        announced = self._announced(params)
+        return self._generate(messages, params), announced
+
+    def _submit(self, pool: ThreadPoolExecutor, finished: queue.SimpleQueue, futures: dict[Future, Sent],
+                sent: Sent) -> bool:
+        """Send a request through ``pool``, noted in ``futures`` and put on ``finished`` once answered (or failed);
+        False when :meth:`cancel_queued` has shut the pool (what was sent before is still gathered and cached)."""
+        try:
+            fut = pool.submit(self._send, sent.messages, sent.params)
+        except RuntimeError:
+            return False
+        futures[fut] = sent
+        # queued by its done callback, each finished future is handled once, in O(1)
+        fut.add_done_callback(finished.put)
+        return True
+
+    def _gather(self, finished: queue.SimpleQueue, futures: dict[Future, Sent], error: BaseException | None, *,
+                pause: bool) -> tuple[list[tuple[Sent, Completion]], BaseException | None]:
+        """Wait for the next answers of requests sent by :meth:`_submit`, take them out of ``futures``, and cache
+        and count those answered in one transaction; returns them, in the order they came, and the error to raise.
+
+        The one place the answers of calls sent through the client's threads are gathered (``complete_many``
+        and :func:`judge_engine.llm.chains.sliding`), in the thread that waits: all that arrived since its last
+        write in one transaction, on one database connection (a pool's threads each opened their own and queued
+        for the write lock). The first failure is the error and cancels what has not started (answers in flight
+        are still gathered); a request dropped by :meth:`cancel_queued` makes the run's stop the error.
+        """
+        batch = [finished.get()]
+        if pause and len(futures) > COLLECT_FROM:
+            # many answers still to come: let some gather, then cache them in one transaction. Woken per answer,
+            # this thread wrote 1.7 answers a transaction at 256 in flight (1,753 transactions for 3,000 items),
+            # each a wake and three GIL hand-offs among hundreds of sending threads. The pause is not waited at
+            # the end: the last COLLECT_FROM answers are collected as they come.
+            time.sleep(COLLECT_S)
+        while True:
+            try:
+                batch.append(finished.get_nowait())
+            except queue.Empty:
+                break
+        answered: list[tuple[Sent, Completion]] = []
+        rows = []
+        for fut in batch:
+            sent = futures.pop(fut)
+            if fut.cancelled():  # by an error before it, or dropped by cancel_queued
+                error = error or LLMError(STOPPED)
+                continue
+            if fut.exception() is not None:
+                if error is None:  # the first failure stops what has not started; answers in flight are kept
+                    error = fut.exception()
+                    for other in futures:
+                        other.cancel()
+                continue
+            completion, announced = fut.result()
+            # the key looked up is the key to store under while the mode announced has not changed
+            key = sent.key if announced or not sent.params.json_schema else None
+            rows.append((sent.messages, sent.params, completion, announced, key))
+            answered.append((sent, completion))
+        self._store_many(rows)
+        for _, completion in answered:
+            self.ledger.record(completion)
+        return answered, error
 
     def _batched(self, requests: Sequence[Request], todo: list[int], results: list[Completion | None],
                  done: int, total: int, progress: Callable[[int, int], None] | None) -> None:
