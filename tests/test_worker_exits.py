@@ -238,3 +238,21 @@ def test_deaths_at_different_steps_or_without_a_signal_are_not_a_pattern(store, 
     assert not record_exit(store, WorkerExit(run_id, DIED, time.time(), returncode=-9, signal="SIGKILL")), \
         "an end the worker recorded itself is not overwritten"
     assert store.run(run_id).status == "finished"
+
+
+def test_a_run_stopped_before_its_supervisor_starts_the_worker_gets_no_worker(store, tiny_dataset, tmp_path):
+    # a Stop that came while the supervisor process was still starting found no worker to signal; the worker
+    # started after it would have carried on the stopped run (a first look cancelled 4 s after its start left one)
+    from judge_engine.runs.supervisor import supervise
+
+    store.save_dataset(tiny_dataset)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=6))
+    started = tmp_path / "started"
+    worker = [sys.executable, "-c", f"open({str(started)!r}, 'w').close()"]
+    launched = time.time()
+    record_exit(store, WorkerExit(run_id, STOPPED, launched + 0.5, note="stopped by the test"))
+    assert supervise(store.path, run_id, tmp_path / "run.log", worker, launched=launched) == 0
+    assert not started.exists()
+    # a stop recorded before this launch (an earlier stop, then a resume) does not hold the worker back
+    assert supervise(store.path, run_id, tmp_path / "run.log", worker, launched=launched + 1.0) == 0
+    assert started.exists()

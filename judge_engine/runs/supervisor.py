@@ -49,10 +49,18 @@ def worker_command(db_path: str | Path, run_id: int, *, force: bool = False) -> 
             *(["--force"] if force else [])]
 
 
-def supervise(db_path: str | Path, run_id: int, log: str | Path, command: list[str]) -> int:
+def supervise(db_path: str | Path, run_id: int, log: str | Path, command: list[str], *,
+              launched: float | None = None) -> int:
     """Run ``command`` (the worker) with its output appended to ``log``; record its end when it did not.
-    Returns the worker's exit status the way a shell gives it (128 + the signal)."""
+    Returns the worker's exit status the way a shell gives it (128 + the signal).
+
+    A run stopped since ``launched`` (when :func:`~judge_engine.runs.workers.start_run` started this supervisor)
+    gets no worker: a Stop that came while this process was still starting found no worker to signal, and one
+    started after it would carry on the run the user had stopped (a first look cancelled 4 s after its start
+    left a worker running in a fresh clone's test run at load ~6). Returns 0 then."""
     log = Path(log)
+    if launched is not None and stop_requested(Store(db_path), run_id, launched):
+        return 0
     started = time.time()
     env = {**os.environ, RUN_LOG_ENV: str(log)}
     with open(log, "ab") as out:
@@ -134,10 +142,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", required=True)
     parser.add_argument("--log", required=True)
     parser.add_argument("--force", action="store_true", help="resume even after repeated deaths at one step")
+    parser.add_argument("--launched", type=float, default=None,
+                        help="when the run was started (epoch seconds): a stop recorded since means no worker")
     args = parser.parse_args(argv)
     # a handler, not SIG_IGN: an ignored SIGINT would be inherited by the worker, which then could not be stopped
     signal.signal(signal.SIGINT, _stop_noted)
-    return supervise(args.db, args.run_id, args.log, worker_command(args.db, args.run_id, force=args.force))
+    return supervise(args.db, args.run_id, args.log, worker_command(args.db, args.run_id, force=args.force),
+                     launched=args.launched)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
     repo = Path(__file__).resolve().parents[2]  # judge_engine/runs/workers.py -> the repository
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
     proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.supervisor", str(run_id), "--db", str(db_path),
-                             "--log", str(log_path), *(["--force"] if force else [])],
+                             "--log", str(log_path), "--launched", repr(time.time()), *(["--force"] if force else [])],
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             env=env, cwd=str(repo), start_new_session=True)
     log.close()  # the supervisor holds its own copy
