@@ -37,8 +37,15 @@ class _CutHalfway(_Quiet):
         self.close_connection = True
 
 
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # a client that stops reading (a fetch refused mid-download) resets the connection; socketserver would print
+        # that traceback to stderr, into the output a test reads (a fresh clone's run failed on it, 2026-11-29)
+        pass
+
+
 def _serve(directory: Path, handler=_Quiet):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
+    server = _QuietServer(("127.0.0.1", 0), functools.partial(handler, directory=str(directory)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
