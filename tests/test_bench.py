@@ -55,6 +55,17 @@ def test_overhead_compares_three_arms_on_the_same_replies(tmp_path, shared_data)
 
 
 @pytest.mark.model
+def test_busy_machine_gives_one_reply_in_both_arms_and_leaves_a_busy_core(tmp_path):
+    doc = bench(tmp_path, "busy-machine", "--busy", "1", "--repeats", "1", "--max-tokens", "4",
+                "--article-repeats", "1")
+    (row,) = doc["rows"]
+    assert row["busy"] == 1 and row["follow_s"] > 0 and row["every_core_s"] > 0
+    assert doc["summary"]["same_reply_every_arm"] is True
+    if doc["config"]["usable_cores"] > 1:  # one core fewer for the spinner (more if other work ran meanwhile)
+        assert max(row["threads_chosen"]) <= doc["config"]["usable_cores"] - 1
+
+
+@pytest.mark.model
 def test_layout_counts_evaluated_tokens_and_correlations(tmp_path, shared_data):
     doc = bench(tmp_path, "layout", "-n", "1", "-k", "2", "--repeats", "1", "--concurrency", "1",
                 "--bootstrap", "10", "--batch-threads", "1")

@@ -271,3 +271,24 @@ def test_logprobs_read_from_the_completion_rows_equal_llama_cpp_pythons(llm):
                 assert mine["logprob"] == pytest.approx(ref["logprob"], abs=1e-3)
                 assert list(mine["top"].values()) == pytest.approx(list(ref["top"].values()), abs=1e-3)
             reference.reset()
+
+
+def test_the_thread_count_follows_the_policy_and_changes_no_reply(llm, monkeypatch):
+    """One thread (as beside a busy core) and two give the same text and the same logprobs, and each request
+    computes with the count :func:`judge_engine.llm.threads.request_threads` chose."""
+    import llama_cpp
+
+    from judge_engine.llm import threads
+
+    backend = llm.backend
+    params = GenerationParams(max_tokens=12, top_logprobs=2)
+    prompt = [{"role": "user", "content": "Rate this summary from 1 to 5: 'The council kept the night buses.'"}]
+    replies = {}
+    for count in (1, 2):
+        monkeypatch.setenv(threads.THREADS_ENV, str(count))
+        backend._llama.reset()
+        replies[count] = backend.generate(prompt, params)
+        assert backend._llama.request_threads == (count, count)
+        assert llama_cpp.llama_n_threads(backend._llama._ctx.ctx) == count
+    assert replies[1].texts == replies[2].texts
+    assert replies[1].logprobs == replies[2].logprobs

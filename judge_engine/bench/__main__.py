@@ -39,7 +39,7 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
                "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
                "api-speed": "api_speed", "estimate-waves": "estimate_waves", "stress-calibration": "stress_calibration",
-               "gate": "gate", "junk-run": "junk_run"}
+               "gate": "gate", "junk-run": "junk_run", "busy-machine": "busy_machine"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,8 +26,8 @@ outputs one after another). Target: sample-first >= 2x faster, its
 correlation inside the other's CI.
 
 ``--batch-threads T`` sets llama.cpp's threads for multi-token batches for
-the duration of the benchmark (``llama_set_n_threads``; the embedded
-backend loads the model with llama-cpp-python's default, one per CPU). On
+the duration of the benchmark (the embedded backend otherwise picks its
+threads per request from the machine's load, :mod:`judge_engine.llm.threads`). On
 a 2-CPU machine shared with other work, two batch threads wait on each
 other at every step: a 24-token suffix decode was measured at 7-8 s with
 2 batch threads and 0.4-0.9 s with 1, which hits sample-first (whose calls
@@ -129,7 +129,7 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
         seconds = interleaved({name: make_arm(name) for name in arms}, repeats)
     finally:
         if batch_threads:
-            _set_threads(backend, *threads)
+            _set_threads(backend, threads[0], None)
     human = [s.human.get(aspect.name, math.nan) for s in samples]
     rows = []
     for name, (layout, c) in arms.items():
@@ -165,12 +165,11 @@ def run(*, n: int = 6, k: int = 4, repeats: int = 2, dataset: str = "summeval", 
                          "correlation: per-sample mean of the criterion scores vs the human score, sample level"])
 
 
-def _set_threads(backend: Any, n_threads: int, n_threads_batch: int) -> None:
-    import llama_cpp
+def _set_threads(backend: Any, n_threads: int, n_threads_batch: int | None) -> None:
+    """Pin the backend's threads (generation, batch) for its next requests, or (``n_threads_batch`` None)
+    let them follow the load again (:mod:`judge_engine.llm.threads`)."""
     with backend._lock:
-        backend._worker.submit(llama_cpp.llama_set_n_threads, backend._llama._ctx.ctx, n_threads,
-                               n_threads_batch).result()
-
+        backend._llama.pinned_threads = None if n_threads_batch is None else (n_threads, n_threads_batch)
 
 def pick_samples(samples, n: int, pick: str = "one_per_group", *, skip: int = 0) -> list:
     """``n`` samples after the first ``skip``: the next ones, or the first of each of ``n`` different sources."""

@@ -37,7 +37,8 @@ shares the longest prefix with a new prompt. Prompt evaluation is most of a
 scoring call on CPU (about 240 tokens/s against 80 generated tokens/s for
 SmolLM2 on 2 cores), so this is where a first look spends its minutes.
 Generation uses every core (llama-cpp-python's default is half of them;
-1 and 2 threads give bit-identical logits, measured).
+1 and 2 threads give bit-identical logits, measured), less the cores other
+processes are using when a request starts (:mod:`.threads`).
 
 Structured replies: a request whose :attr:`GenerationParams.json_schema` is
 set is decoded under a GBNF grammar that llama-cpp-python converts from the
@@ -82,6 +83,7 @@ from .base import (FREE_TEXT, LOGPROB_POSITIONS, BackendUnavailable, Completion,
                    GenerationParams, LLMError, Message, grammar_schema, logprobs_from_openai, request_schema)
 from .fit import fit_messages
 from .model_check import check_model
+from .threads import request_threads
 
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOAD_LOCK = threading.Lock()
@@ -481,12 +483,24 @@ class LlamaCppBackend:
 
     def _complete(self, kwargs: dict[str, Any], top_logprobs: int) -> tuple[dict[str, Any], list | None]:
         """One chat completion and, when asked, its logprobs (on the model's worker, under the call lock)."""
+        self._use_threads(request_threads())
         self._llama.keep_rows = LOGPROB_POSITIONS if top_logprobs else 0
         out = self._llama.create_chat_completion(**kwargs)
         if not top_logprobs:
             return out, None
         n = int((out.get("usage") or {}).get("completion_tokens", 0))
         return out, completion_logprobs(self._llama, min(n, LOGPROB_POSITIONS), top_logprobs)
+
+    def _use_threads(self, threads: int) -> None:
+        """Compute with ``threads`` threads from now on (:mod:`.threads`; the reply does not depend on it), or
+        with the model's ``pinned_threads`` (generation, batch) when a benchmark pinned them."""
+        pair = getattr(self._llama, "pinned_threads", None) or (threads, threads)
+        if getattr(self._llama, "request_threads", None) == pair:
+            return
+        import llama_cpp
+
+        llama_cpp.llama_set_n_threads(self._llama._ctx.ctx, *pair)
+        self._llama.request_threads = pair
 
     def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
         texts: list[str] = []
