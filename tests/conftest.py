@@ -97,3 +97,15 @@ def _unit_tier_guard(request, monkeypatch):
                     "(it then runs in `make test`, not in `make test-fast`)", pytrace=False)
 
     monkeypatch.setattr(llamacpp, "load_model", refuse)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_machine_for_estimates(monkeypatch):
+    """Estimates on the embedded model read the machine's other work (runs.estimates.machine_load); tests get a
+    quiet machine so an estimate does not depend on what else runs beside them. A test that studies the load
+    patches machine_load itself."""
+    import os
+
+    import judge_engine.runs.estimates as estimates
+
+    monkeypatch.setattr(estimates, "machine_load", lambda: (os.cpu_count() or 1, 0, "quiet (pinned by the tests)"))

@@ -137,6 +137,77 @@ MAX_LOAD_FACTOR = 12.0
 04:00 UTC) a niced 2-item direct ``score`` on the embedded model, estimated at 35 s with a cap of 4, had used
 28 s of CPU and not finished in 6.5 minutes (stopped: it held the model's lock others waited for)."""
 
+THREAD_SCALING = 0.65
+"""How the embedded model's time grows with fewer threads: ``(cores / threads) ** THREAD_SCALING``. On 2 cores
+a judge request took 1.6x as long on 1 thread beside a spinning process as on 2 threads alone (``bench
+busy-machine``, 2026-11-29 10:29 UTC); alone, 1 thread reads a prompt 1.56x and generates 1.3x slower."""
+
+
+def slowdown_for(cores: int, others: int) -> float:
+    """How much slower than alone the embedded model runs beside ``others`` running threads of other processes:
+    it computes with the threads they leave (:func:`~judge_engine.llm.threads.threads_for`), each getting its
+    share of the cores when there are more threads than cores; at most :data:`MAX_LOAD_FACTOR`. On 2 cores
+    1, 1.57, 2.35 and 3.14 for 0-3 others; measured 1, 1.6, 2.7 and 3.1 (``bench busy-machine``)."""
+    from ..llm.threads import MAX_THREADS, threads_for
+
+    used = threads_for(cores, others)
+    fewer_threads = (min(cores, MAX_THREADS) / used) ** THREAD_SCALING
+    share = min(1.0, cores / (used + others))
+    return min(MAX_LOAD_FACTOR, fewer_threads / share)
+
+
+LOAD_LOOKS = 5
+LOAD_LOOK_GAP_S = 0.05
+"""An estimate counts the other processes' running threads over this many looks this far apart (the fewest):
+the run will compete with the work that holds a core, not with a command that ran for a moment."""
+
+
+LOAD_REUSE_S = 5.0
+"""A reading of the machine serves the estimates made this soon after it (a page estimates several looks)."""
+
+_LOAD_READING: list[Any] = []  # [monotonic time, (cores, others, words)]
+
+
+def machine_load() -> tuple[int, int, str]:
+    """Usable cores, running threads of other processes now, and how that was read: ``/proc`` on Linux, else
+    the 1-minute load average (taken as other work: nothing of the run is running yet). Read at most every
+    :data:`LOAD_REUSE_S`."""
+    import time
+
+    if _LOAD_READING and time.monotonic() - _LOAD_READING[0] < LOAD_REUSE_S:
+        return _LOAD_READING[1]
+    reading = _read_machine_load()
+    _LOAD_READING[:] = [time.monotonic(), reading]
+    return reading
+
+
+def _read_machine_load() -> tuple[int, int, str]:
+    import os
+    import time
+
+    from ..llm.threads import others_running, usable_cores
+
+    cores = usable_cores()
+    looks = []
+    for i in range(LOAD_LOOKS):
+        if i:
+            time.sleep(LOAD_LOOK_GAP_S)
+        count = others_running()
+        if count is None:
+            break
+        looks.append(count)
+    if looks:
+        others = min(looks)
+        return cores, others, f"{others} thread{'s' if others != 1 else ''} of other processes running on {cores} cores"
+    load = os.getloadavg()[0]
+    return cores, round(load), f"load {load:.1f} on {cores} cores"
+
+
+def load_slowdown() -> tuple[float, str]:
+    """:func:`slowdown_for` the machine now (:func:`machine_load`), with what it read."""
+    cores, others, seen = machine_load()
+    return slowdown_for(cores, others), seen
+
 
 @dataclass(frozen=True)
 class TokenRates:
@@ -156,7 +227,7 @@ def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
     """The embedded model's tokens per second: from the store's earlier requests on it (their seconds over their
     tokens, a generated token weighing as much as :data:`EMBEDDED_PROMPT_TOKENS_PER_S` /
     :data:`EMBEDDED_GENERATED_TOKENS_PER_S` prompt tokens), else its speed alone on this machine slowed by the
-    machine's load now (the model's threads get about cores / load of the CPU), which is rough and says so.
+    machine's other work now (:func:`load_slowdown`), which is rough and says so.
 
     A 16-item direct run was estimated at 12 s and took 3 min 22 s under load: its 0.75 s per counted call
     came from first looks whose direct prompts shared a cached prefix on a quiet machine; tokens are what the
@@ -174,13 +245,10 @@ def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
         slower = seconds / alone
         return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, EMBEDDED_GENERATED_TOKENS_PER_S / slower,
                           f"tokens per second of {calls:,} earlier requests on the embedded model", rough=False)
-    import os
-
-    load, cores = os.getloadavg()[0], os.cpu_count() or 1
-    slower = min(MAX_LOAD_FACTOR, max(1.0, load / cores))
+    slower, seen = load_slowdown()
     return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, EMBEDDED_GENERATED_TOKENS_PER_S / slower,
                       f"rough: the embedded model's tokens per second alone on 2 cores, x{slower:.1f} slower for the "
-                      f"load now ({load:.1f} on {cores} cores); the first run measures it")
+                      f"machine now ({seen}); the first run measures it")
 
 
 def scoring_duration(store: Store, llm: LLMConfig, *, calls: int, prompt_tokens: float, completion_tokens: float,
@@ -472,9 +540,12 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
     if per_call is not None and basis == EMBEDDED_BASIS:
         factor = length_factor(spec.method, judged_item_chars(dataset, spec))
         if abs(factor - 1.0) >= 0.05:
-            per_call, basis = per_call * factor, f"{basis}, x{factor:.2f} for this dataset's item length"
+            per_call, basis = per_call * factor, f"{EMBEDDED_BASIS}, x{factor:.2f} for this dataset's item length"
+        if spec.method not in TOKEN_TIMED:  # measured alone: slower beside other work, as tokens are
+            slower, seen = load_slowdown()
+            per_call, basis = per_call * slower, f"{basis}, x{slower:.1f} for the machine now ({seen})"
     n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
-    if per_call is not None and basis == EMBEDDED_BASIS and spec.method in TOKEN_TIMED:
+    if per_call is not None and basis.startswith(EMBEDDED_BASIS) and spec.method in TOKEN_TIMED:
         from .cost import request_tokens  # cost reads these estimates: imported when used
 
         counted = Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
