@@ -346,8 +346,11 @@ def test_the_slowdown_grows_with_other_work_and_stops_at_its_cap():
 def test_a_fitted_method_on_the_embedded_model_is_slower_beside_other_work(store, tiny_dataset, monkeypatch):
     """HypoEval's first look was estimated at its seconds per counted call measured alone and took 8x longer
     beside other engineers' jobs: the machine's other work slows it as it slows direct scoring's tokens."""
+    from judge_engine.runs.spec import fast_defaults
+
     store.save_dataset(tiny_dataset)
-    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                   params=fast_defaults("hypoeval", LLMConfig()))  # the pages' settings, where it was measured
     quiet = runs.estimate_duration(store, spec)
     monkeypatch.setattr(runs.estimates, "machine_load", lambda: (2, 2, "2 busy"))
     busy = runs.estimate_duration(store, spec)
@@ -364,3 +367,31 @@ def test_the_machine_is_read_once_for_the_estimates_made_together(monkeypatch):
     assert runs.estimates.machine_load() == (2, 1, "one")
     assert runs.estimates.machine_load() == (2, 1, "one")
     assert len(reads) == 1
+
+
+def test_a_fitted_method_off_the_pages_settings_is_timed_by_its_tokens(store, tiny_dataset):
+    """The measured seconds per counted call hold for the pages' settings on the embedded model (scores read
+    from the logprobs, the sample first); the command line's paper defaults reason before each score, and a
+    HypoEval run there took 7x its measured speed. Off those settings a fitted method is timed by its tokens
+    and the share of its counted calls it makes."""
+    from judge_engine.runs.spec import fast_defaults
+
+    store.save_dataset(tiny_dataset)
+    pages = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                    params=fast_defaults("hypoeval", LLMConfig()))
+    paper = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    assert runs.estimates.measured_setting(pages) and not runs.estimates.measured_setting(paper)
+    at_pages = runs.estimate_duration(store, pages)
+    at_paper = runs.estimate_duration(store, paper)
+    assert at_pages.basis.startswith(runs.estimates.EMBEDDED_BASIS)
+    assert at_paper.basis.startswith("its tokens at rough") and "x0.28" in at_paper.basis
+    from judge_engine.runs.cost import request_tokens
+
+    drawn = runs.estimates.drawn_sizes(tiny_dataset, paper)
+    per_prompt, per_completion, _ = request_tokens(store, tiny_dataset, drawn, at_paper)
+    rates = runs.estimates.embedded_rates(store, paper.llm)
+    assert at_paper.seconds_per_call == pytest.approx(
+        runs.estimates.METHODS["hypoeval"].made_share * rates.seconds(per_prompt, per_completion))
+    # a method without such settings keeps its measured speed
+    hpss = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    assert runs.estimates.measured_setting(hpss)

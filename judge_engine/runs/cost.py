@@ -87,9 +87,48 @@ run to their end against empty replies (their requests rendered within 5% of a s
 that stops at its first empty generation reply (HypoEval: 12 of about 340 requests) shows only its largest
 prompts, 2.8x the mean, and is left to the rough count."""
 
-_RENDERED: dict[tuple, tuple[int, float, float | None, float]] = {}
+_RENDERED: dict[tuple, tuple[int, float, float | None, float, float]] = {}
 """Renderings by what determines them (a start form redraws its estimate on every change; a fit is rendered
 once per setting); pure values, so sharing them between sessions shares nothing of a user's."""
+
+
+def _rendered(dataset: Dataset, spec: RunSpec) -> tuple[int, float, float | None, float, float]:
+    """:func:`_render_run` of ``spec`` on the dataset's first ``train_size`` items and the first
+    :data:`RENDERED_RUN_ITEMS` test items of its split (the items after the training ones when it cannot be
+    drawn), once per setting."""
+    train = tuple(dataset.samples[:spec.train_size])
+    rest = _first_test_items(dataset, spec) or tuple(dataset.samples[spec.train_size:spec.train_size + RENDERED_RUN_ITEMS])
+    key = (spec.method, json.dumps(spec.params, sort_keys=True, default=str), spec.aspect, dataset.name,
+           tuple((s.id, len(s.input), len(s.output)) for s in train + rest))
+    if key not in _RENDERED:
+        if len(_RENDERED) >= 64:
+            _RENDERED.clear()
+        _RENDERED[key] = _render_run(dataset, spec, train, rest)
+    return _RENDERED[key]
+
+
+def _first_test_items(dataset: Dataset, spec: RunSpec) -> tuple[Sample, ...]:
+    """The first :data:`RENDERED_RUN_ITEMS` test items of the split ``spec``'s run will draw (seeded), in the
+    order it scores them; empty when the split cannot be drawn."""
+    from .. import data
+
+    if spec.test_size is None:
+        return ()
+    try:
+        split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
+    except data.SplitError:
+        return ()
+    by_id = {s.id: s for s in dataset.samples}
+    return tuple(by_id[i] for i in split.test_ids[:RENDERED_RUN_ITEMS] if i in by_id)
+
+
+def new_prompt_share(dataset: Dataset, spec: RunSpec) -> float:
+    """The share of ``spec``'s scoring prompts a model that keeps earlier prompts' states evaluates
+    (:attr:`.rendering.Rendered.new_share`: on SummEval a direct judge's prompts repeat their article for each
+    of its 16 summaries), from its judge's scoring rendered on the dataset's items in order (a test split keeps
+    whole groups together); 1 when no judge came of the rendering."""
+    *_, share = _rendered(dataset, spec)
+    return share
 
 
 def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tuple[float, float, str] | None:
@@ -97,15 +136,7 @@ def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tupl
     (:mod:`.rendering`): its fit on the first ``train_size`` items, and when that fit ends with a judge (direct
     scoring, G-Eval), the judge's scoring of the next few; None when the rendering covers too little of the
     fit's counted calls (:data:`MIN_RENDERED_SHARE`) and no judge came of it."""
-    train = tuple(dataset.samples[:spec.train_size])
-    rest = tuple(dataset.samples[spec.train_size:spec.train_size + RENDERED_ITEMS])
-    key = (spec.method, json.dumps(spec.params, sort_keys=True, default=str), spec.aspect, dataset.name,
-           tuple((s.id, len(s.input), len(s.output)) for s in train + rest))
-    if key not in _RENDERED:
-        if len(_RENDERED) >= 64:
-            _RENDERED.clear()
-        _RENDERED[key] = _render_run(dataset, spec, train, rest)
-    fit_requests, fit_per_request, score_per_request, per_completion = _RENDERED[key]
+    fit_requests, fit_per_request, score_per_request, per_completion, _ = _rendered(dataset, spec)
     fit_ok = fit_requests >= max(MIN_CALLS_FOR_TIMING, MIN_RENDERED_SHARE * duration.fit_calls)
     if score_per_request is None:
         if not fit_ok:
@@ -121,20 +152,24 @@ def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tupl
 
 
 def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...],
-                rest: tuple[Sample, ...]) -> tuple[int, float, float | None, float]:
+                rest: tuple[Sample, ...]) -> tuple[int, float, float | None, float, float]:
     fit = rendering.render_fit(_method(spec), train, dataset.aspect(spec.aspect), dataset, spec.llm)
     if fit.judge is None or not rest:
-        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS)
+        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), 1.0
     scoring = rendering.render_scoring(fit.judge, rest, spec.llm)
     if not scoring.requests:
-        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS)
+        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), 1.0
     return (fit.requests, fit.per_request, scoring.per_request,
-            scoring.completion_per_request(ROUGH_COMPLETION_TOKENS))
+            scoring.completion_per_request(ROUGH_COMPLETION_TOKENS), scoring.new_share)
 
 
 RENDERED_ITEMS = 4
 """Items of the file whose scoring requests are rendered for ``score``'s estimate (the judge's prompts differ
 by item only in the item's text)."""
+
+RENDERED_RUN_ITEMS = 16
+"""Items after the training items whose scoring a run's estimate renders: enough for a group of items that
+share their input (SummEval's 16 summaries of an article) to show how much of a prompt repeats."""
 
 
 def expected_scoring(store: Store, judge: Any, llm: LLMConfig, first: Sequence[Sample], n_items: int) -> RunEstimate:
@@ -152,7 +187,7 @@ def expected_scoring(store: Store, judge: Any, llm: LLMConfig, first: Sequence[S
     per_completion = measured[1] if measured else rendered.completion_per_request(ROUGH_COMPLETION_TOKENS)
     prompt, completion = round(calls * rendered.per_request), round(calls * per_completion)
     duration = scoring_duration(store, llm, calls=calls, prompt_tokens=prompt, completion_tokens=completion,
-                                waves=_method_waves(judge))
+                                waves=_method_waves(judge), new_share=rendered.new_share)
     basis = (f"the judge's own requests rendered on {shown} of the items (no model called), every follow-up turn "
              f"counted; completion tokens {'of earlier runs of this method' if measured else 'rough'}")
     return RunEstimate(calls=calls, prompt_tokens=prompt, completion_tokens=completion,

@@ -252,13 +252,15 @@ def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
 
 
 def scoring_duration(store: Store, llm: LLMConfig, *, calls: int, prompt_tokens: float, completion_tokens: float,
-                     waves: int = 1) -> Duration:
+                     waves: int = 1, new_share: float = 1.0) -> Duration:
     """The wall time of ``calls`` scoring requests of these tokens on ``llm`` (``score``'s estimate): on the
     embedded model its tokens at :func:`embedded_rates`, on a server the seconds per call of earlier runs on it
     (:func:`seconds_per_call`) with the judge's ``waves``; unknown on a server never used from this store."""
     parallel = 1 if llm.backend == "llamacpp" else max(1, llm.concurrency)
     if llm.embedded:
         rates = embedded_rates(store, llm)
+        if rates.rough:  # ``new_share``: the prompt tokens the model evaluates (a store's rates already hold it)
+            prompt_tokens *= new_share
         per_call = rates.seconds(prompt_tokens, completion_tokens) / max(1, calls)
         return Duration(calls=calls, seconds_per_call=per_call, basis=rates.basis, score_calls=calls)
     per_call, basis = seconds_per_call(store, llm)
@@ -524,6 +526,40 @@ def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] 
     return chosen
 
 
+def measured_setting(spec: RunSpec) -> bool:
+    """Whether ``spec`` runs with the settings :data:`EMBEDDED_SECONDS_PER_COUNTED_CALL` were measured at: the
+    pages' defaults on the embedded model (:func:`~judge_engine.runs.spec.fast_defaults`: scores read from
+    the logprobs with no reasoning before them, the sample first in the prompt). The command line's paper
+    defaults reason before each score and put the sample last: a HypoEval run at the pages' quick sizes made
+    requests of 1,087 prompt and 82 reply tokens, 8.6 s each, where the measured speed gave 1.2 s."""
+    from .spec import fast_defaults
+
+    return all(spec.params.get(name) == value for name, value in fast_defaults(spec.method, spec.llm).items())
+
+
+def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[str, int]) -> tuple[float, str]:
+    """Seconds per counted call of ``spec`` on the embedded model from its tokens at the model's rates
+    (:func:`embedded_rates`): its prompt tokens (rendered, or the item's length) less those it repeats from
+    earlier prompts, its reply tokens, and the share of its counted calls the method makes
+    (:attr:`~judge_engine.methods.Method.made_share`)."""
+    from .cost import new_prompt_share, request_tokens  # cost reads these estimates: imported when used
+
+    counted = Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
+                       fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
+    per_prompt, per_completion, _ = request_tokens(store, dataset, spec, counted)
+    rates = embedded_rates(store, spec.llm)
+    basis = rates.basis
+    if rates.rough:  # a store's own rates already hold how much of its prompts the model reused
+        share = new_prompt_share(dataset, spec)
+        per_prompt *= share
+        if share < 0.95:
+            basis = f"{basis}; {share:.0%} of the prompt tokens new to the model (the rest repeat earlier prompts)"
+    made = METHODS[spec.method].made_share
+    if made < 1.0:
+        basis = f"{basis}; x{made:.2f}: the share of its counted requests a fit makes"
+    return made * rates.seconds(per_prompt, per_completion), f"its tokens at {basis}"
+
+
 def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None, str] | None = None,
                       dataset: Dataset | None = None) -> Duration:
     """Requests and minutes ``spec`` will take on its backend before any cache hit.
@@ -537,22 +573,16 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
     spec = drawn_sizes(dataset, spec)
     calls = _calls(dataset, spec)
     per_call, basis = speed if speed is not None else method_speed(store, spec.method, spec.llm)
-    if per_call is not None and basis == EMBEDDED_BASIS:
+    n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
+    by_tokens = spec.method in TOKEN_TIMED or not measured_setting(spec)
+    if per_call is not None and basis == EMBEDDED_BASIS and not by_tokens:
         factor = length_factor(spec.method, judged_item_chars(dataset, spec))
         if abs(factor - 1.0) >= 0.05:
             per_call, basis = per_call * factor, f"{EMBEDDED_BASIS}, x{factor:.2f} for this dataset's item length"
-        if spec.method not in TOKEN_TIMED:  # measured alone: slower beside other work, as tokens are
-            slower, seen = load_slowdown()
-            per_call, basis = per_call * slower, f"{basis}, x{slower:.1f} for the machine now ({seen})"
-    n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
-    if per_call is not None and basis.startswith(EMBEDDED_BASIS) and spec.method in TOKEN_TIMED:
-        from .cost import request_tokens  # cost reads these estimates: imported when used
-
-        counted = Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
-                           fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
-        per_prompt, per_completion, _ = request_tokens(store, dataset, spec, counted)
-        rates = embedded_rates(store, spec.llm)
-        per_call, basis = rates.seconds(per_prompt, per_completion), rates.basis
+        slower, seen = load_slowdown()  # measured alone: slower beside other work, as tokens are
+        per_call, basis = per_call * slower, f"{basis}, x{slower:.1f} for the machine now ({seen})"
+    elif per_call is not None and basis == EMBEDDED_BASIS:
+        per_call, basis = _token_seconds(store, dataset, spec, calls)
     waves = _method(spec).estimate_waves(spec.train_size, n_test)
     extra, overhead = wave_costs(store, spec)
     n_waves = round(waves["fit"] + waves["score"] + extra)

@@ -15,6 +15,9 @@ shrinks early against empty replies, so its rendering is only a part of its requ
 
 from __future__ import annotations
 
+import bisect
+import json
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -29,6 +32,30 @@ CHARS_PER_TOKEN = 4.0
 
 PER_MESSAGE_TOKENS = 4
 """Tokens a chat template adds around each message (role markers), about."""
+
+
+KEPT_PREFIXES = 16
+"""Earlier prompts whose prefix a new prompt is taken to reuse, at most: about what the embedded backend keeps
+of 1,000-token prompts in its KV states (:class:`~judge_engine.llm.llamacpp.PrefixStates`, 512 MB, about
+22,000 tokens of SmolLM2)."""
+
+
+SCORE_REPLY_TOKENS = 8
+"""Tokens of a reply whose schema holds no text, only numbers, choices or booleans: ``{"score": 4}`` is 7 in
+SmolLM2's tokenizer (a direct judge on SummEval: 105 completion tokens over 15 requests, 2026-11-29)."""
+
+
+def score_only(json_schema: str) -> bool:
+    """Whether a request's reply schema leaves no room for text: every property a number, a choice or a flag."""
+    try:
+        schema = json.loads(json_schema)
+    except ValueError:
+        return False
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not properties:
+        return False
+    return all(isinstance(p, dict) and ("enum" in p or p.get("type") in ("integer", "number", "boolean"))
+               for p in properties.values())
 
 
 class _Enough(Exception):
@@ -48,13 +75,33 @@ class Recorder:
     def __init__(self, cap: int = RENDER_CAP):
         self.cap = cap
         self.prompt_tokens: list[float] = []
+        self.new_tokens: list[float] = []
         self.max_tokens: list[int] = []
+        self.reply_tokens: list[float | None] = []  # SCORE_REPLY_TOKENS x draws where the schema allows no text
+        self._recent: list[str] = []  # the last KEPT_PREFIXES prompts, sorted, for their shared prefixes
+        self._order: list[str] = []
+
+    def _new_chars(self, text: str) -> int:
+        """Characters of ``text`` after its longest common prefix with one of the recent prompts: what a model
+        that keeps those prompts' states evaluates (in sorted order the longest shares its neighbours')."""
+        at = bisect.bisect_left(self._recent, text)
+        shared = max((len(os.path.commonprefix([text, self._recent[i]]))
+                      for i in (at - 1, at) if 0 <= i < len(self._recent)), default=0)
+        bisect.insort(self._recent, text)
+        self._order.append(text)
+        if len(self._order) > KEPT_PREFIXES:
+            self._recent.pop(bisect.bisect_left(self._recent, self._order.pop(0)))
+        return len(text) - shared
 
     def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
         if len(self.prompt_tokens) >= self.cap:
             raise _Enough()
         self.prompt_tokens.append(sum(len(m["content"]) / CHARS_PER_TOKEN + PER_MESSAGE_TOKENS for m in messages))
+        text = "".join(f"\x00{m['role']}\x00{m['content']}" for m in messages)
+        self.new_tokens.append(min(self.prompt_tokens[-1], self._new_chars(text) / CHARS_PER_TOKEN + PER_MESSAGE_TOKENS))
         self.max_tokens.append(params.max_tokens * params.n)
+        short = params.json_schema and score_only(params.json_schema)
+        self.reply_tokens.append(min(SCORE_REPLY_TOKENS, params.max_tokens) * params.n if short else None)
         return Completion(texts=("",) * params.n, logprobs=(), prompt_tokens=0, completion_tokens=0, latency_s=0.0,
                           model=self.model_id)
 
@@ -71,6 +118,11 @@ class Rendered:
     """False when the method stopped early (an error for want of a reply, or :data:`RENDER_CAP`)."""
     max_tokens: int = 0
     """Their reply lengths allowed (``max_tokens`` x draws), summed: what their replies cannot exceed."""
+    reply_tokens: tuple[float | None, ...] = ()
+    """Per request, the reply tokens of a reply that can hold only a score (:func:`score_only`), else None."""
+    new_tokens: float = 0.0
+    """Their prompt tokens after the longest prefix each shares with one of the :data:`KEPT_PREFIXES` prompts
+    before it, summed: what a model that keeps earlier prompts' states evaluates (the embedded backend)."""
     judge: Any = None
     """What ``work`` returned when it finished (a fit's judge, whose scoring can be rendered next)."""
 
@@ -78,9 +130,21 @@ class Rendered:
     def per_request(self) -> float:
         return self.prompt_tokens / self.requests if self.requests else 0.0
 
+    @property
+    def new_share(self) -> float:
+        """The share of the prompt tokens a model that keeps earlier prompts' states evaluates (1: none shared)."""
+        return self.new_tokens / self.prompt_tokens if self.prompt_tokens else 1.0
+
     def completion_per_request(self, typical: float) -> float:
-        """``typical`` reply tokens, or fewer where the requests allow fewer."""
-        return min(typical, self.max_tokens / self.requests) if self.requests else typical
+        """``typical`` reply tokens, or fewer where the requests allow fewer; a reply that can hold only a score
+        counts :data:`SCORE_REPLY_TOKENS`."""
+        if not self.requests:
+            return typical
+        if len(self.reply_tokens) != self.requests or all(t is None for t in self.reply_tokens):
+            return min(typical, self.max_tokens / self.requests)
+        known = [t for t in self.reply_tokens if t is not None]
+        unknown = self.requests - len(known)
+        return (sum(known) + unknown * min(typical, self.max_tokens / self.requests)) / self.requests
 
 
 def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: int = RENDER_CAP) -> Rendered:
@@ -98,7 +162,8 @@ def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: 
     except Exception:  # a method may refuse to go on without replies: what it sent so far counts
         finished = False
     return Rendered(requests=len(recorder.prompt_tokens), prompt_tokens=sum(recorder.prompt_tokens),
-                    finished=finished, max_tokens=sum(recorder.max_tokens), judge=result)
+                    finished=finished, max_tokens=sum(recorder.max_tokens), judge=result,
+                    new_tokens=sum(recorder.new_tokens), reply_tokens=tuple(recorder.reply_tokens))
 
 
 def render_scoring(judge: Any, samples: Sequence[Any], config: LLMConfig | None = None) -> Rendered:
