@@ -15,8 +15,11 @@ TEXT_SCHEMA = json.dumps({"type": "object", "properties": {"reasoning": {"type":
                                                            "score": {"type": "integer"}}})
 
 
-def _ask(recorder, text: str, params: GenerationParams = GenerationParams(max_tokens=32)) -> None:
-    recorder.generate([{"role": "user", "content": text}], params)
+SHORT = GenerationParams(max_tokens=32)
+
+
+def _ask(recorder, text: str) -> None:
+    recorder.generate([{"role": "user", "content": text}], SHORT)
 
 
 def test_a_prompt_that_repeats_an_earlier_ones_beginning_is_new_only_after_it():
