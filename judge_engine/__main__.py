@@ -97,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     estimate = store.run(run_id).estimate
     # before the first call: what the run may cost, while Ctrl-C still costs nothing
     print(f"run {run_id}: expected before any cache hit: {describe(estimate, llm)}"
-          + (f", about {estimate.seconds / 60:.0f} min" if estimate.seconds else "")
+          + (f", {_seconds(estimate.seconds)}" if estimate.seconds else "")
           + f" ({estimate.basis})", file=sys.stderr)
     return _execute(store, run_id, quiet=args.quiet)
 

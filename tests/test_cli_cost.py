@@ -2,6 +2,7 @@
 printed before the first call, the cost against it after, and the ``runs`` list's calls and cost."""
 
 import json
+import re
 import math
 
 import pytest
@@ -44,6 +45,9 @@ def test_run_prints_the_expected_cost_before_the_first_call_and_the_cost_against
     expected_line = next(line for line in err.splitlines() if "expected before any cache hit" in line)
     assert "6 requests" in expected_line and "at $0.5000 prompt / $2.00 completion per 1k tokens" in expected_line
     assert "rough: no earlier run of this method" in expected_line
+    # its time in seconds or whole minutes, never "about 0 min" (a 19 s run was printed so), and where it comes from
+    assert re.search(r", about ([1-9][0-9]* s|[1-9][0-9]* min) \(", expected_line), expected_line
+    assert "; time: " in expected_line
 
     result = json.loads(out)
     run = Store(db).run(result["run_id"])

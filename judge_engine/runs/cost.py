@@ -78,7 +78,8 @@ def expected(store: Store, spec: RunSpec, *, duration: Duration | None = None,
     prompt, completion = round(duration.calls * per_prompt), round(duration.calls * per_completion)
     return RunEstimate(calls=duration.calls, prompt_tokens=prompt, completion_tokens=completion,
                        dollars=round(price(spec.llm, prompt, completion), 6),
-                       seconds=None if duration.minutes is None else round(duration.minutes * 60.0, 1), basis=basis)
+                       seconds=None if duration.minutes is None else round(duration.minutes * 60.0, 1),
+                       basis=basis if duration.minutes is None else f"{basis}; time: {duration.basis}")
 
 
 MIN_RENDERED_SHARE = 0.1
