@@ -1039,3 +1039,23 @@ def test_training_items_one_per_source_rank_strategies_per_item_with_a_warning(s
     with pytest.raises(ValueError, match="fitness_level='group'"):
         HPSS(budget=1, fitness_level="group").fit(spread, ASPECT, FitContext(llm=llm, task=TASK))
     assert len(backend.calls) == calls
+
+
+def test_complete_all_makes_a_rejected_request_missing_and_lets_a_stop_through():
+    """A prompt the backend rejects is one missing item; a stopped run was once every item's None too, so HPSS
+    went on through a chunk whose results were thrown away. A Stop now ends the batch."""
+    from judge_engine.llm import Request, RequestRejected, SendingStopped
+    from judge_engine.methods.hpss.auxiliaries import complete_all
+
+    def reply(messages, params):
+        if "too long" in messages[-1]["content"]:
+            raise RequestRejected("over the context", status=400, reason="too long")
+        return "fine"
+
+    llm, _ = fake_llm(reply)
+    asks = [Request([{"role": "user", "content": text}]) for text in ("a", "too long", "b")]
+    out = complete_all(llm, asks)
+    assert [None if c is None else c.text for c in out] == ["fine", None, "fine"]
+    llm.cancel_queued()
+    with pytest.raises(SendingStopped):
+        complete_all(llm, [Request([{"role": "user", "content": "c"}])])

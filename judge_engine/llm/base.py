@@ -69,6 +69,11 @@ class RateLimited(BackendUnavailable):
     """The server answered 429 after the client's own retries: fewer requests at once, and a pause, may help."""
 
 
+class SendingStopped(LLMError):
+    """The run was stopped (:meth:`~judge_engine.llm.LLM.cancel_queued`): requests not yet sent were dropped. Not
+    an item's failure: code that makes a failed request a missing item lets this one through."""
+
+
 class RequestRejected(LLMError):
     """The server refused this one request (400, 413 or 422: a prompt over the model's context, content it
     will not judge, a request it cannot read) while it answers others: the item is missing, not the job stopped.

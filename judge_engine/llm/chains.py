@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
 
-from .base import Completion, GenerationParams, LLMError, Message, Request
+from .base import Completion, GenerationParams, LLMError, Message, Request, SendingStopped
 
 if TYPE_CHECKING:
     from .client import LLM
@@ -128,7 +128,7 @@ def sliding(llm: "LLM", chains: Sequence[Chain], *, expected: int,
                     sent = Sent(key, [dict(m) for m in request.messages], request.params,
                                 key if len(keys) == 1 else None)
                     if not llm._submit(pool, finished, futures, sent):  # cancel_queued shut the pool
-                        error = error or LLMError(STOPPED)
+                        error = error or SendingStopped(STOPPED)
                         return
                     waiting[key] = [i]
                     continue

@@ -11,6 +11,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from . import rate
 from .base import (Backend, Completion, GenerationParams, LLMConfig, LLMError, Message, RateLimited, Request,
+                   SendingStopped,
                    cache_key)
 from .chains import STOPPED, Chain, Sent, in_rounds, sliding
 
@@ -134,7 +135,7 @@ class LLM:
         calls, so consecutive prompts sharing a prefix reach it in order and reuse its KV cache."""
         with self._pool_lock:
             if self._stopped.is_set():
-                raise LLMError(STOPPED)
+                raise SendingStopped(STOPPED)
             if self._pool is None:
                 limit = 1 if getattr(self.backend, "serialises_calls", False) else self.config.concurrency
                 self._pool = ThreadPoolExecutor(max_workers=max(1, limit), thread_name_prefix="llm")
@@ -161,7 +162,7 @@ class LLM:
 
     def _refuse_if_stopped(self) -> None:
         if self._stopped.is_set():
-            raise LLMError(STOPPED)
+            raise SendingStopped(STOPPED)
 
     @property
     def supports_logprobs(self) -> bool:
@@ -362,7 +363,7 @@ class LLM:
             for i in todo:
                 sent = Sent(i, [dict(m) for m in requests[i].messages], requests[i].params, known.get(i))
                 if not self._submit(pool, finished, futures, sent):  # cancel_queued shut the pool
-                    error = LLMError(STOPPED)
+                    error = SendingStopped(STOPPED)
                     break
             while futures:
                 answered, error = self._gather(finished, futures, error, pause=True)
@@ -424,7 +425,7 @@ class LLM:
         for fut in batch:
             sent = futures.pop(fut)
             if fut.cancelled():  # by an error before it, or dropped by cancel_queued
-                error = error or LLMError(STOPPED)
+                error = error or SendingStopped(STOPPED)
                 continue
             if fut.exception() is not None:
                 if error is None:  # the first failure stops what has not started; answers in flight are kept

@@ -45,7 +45,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ... import structured
-from ...llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request
+from ...llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, Request, SendingStopped
 from ...parsing import parse_json_object
 from ...prompting import TaskInfo, load_template, shorten
 from ...records import Aspect, Sample
@@ -144,17 +144,17 @@ def complete_all(llm: LLM, requests: Sequence[Request], *,
                  progress: Callable[[int, int], None] | None = None) -> list[Completion | None]:
     """``llm.complete_many``, except that a request the backend rejects (e.g. a prompt longer than
     the context window) becomes None — recorded as missing by the caller — instead of ending the run.
-    An unreachable backend still raises."""
+    An unreachable backend and a stopped run still raise: a Stop is not every item's failure."""
     try:
         return list(llm.complete_many(requests, progress=progress))
-    except BackendUnavailable:
+    except (BackendUnavailable, SendingStopped):
         raise
     except LLMError:
         out: list[Completion | None] = []
         for req in requests:  # finished calls are cached, so this repeats none of them
             try:
                 out.append(llm.complete(req.messages, req.params))
-            except BackendUnavailable:
+            except (BackendUnavailable, SendingStopped):
                 raise
             except LLMError:
                 out.append(None)
