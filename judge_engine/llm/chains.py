@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Generator, Sequence
 
-from .base import Completion, GenerationParams, LLMError, Message, Request, SendingStopped
+from .base import Completion, GenerationParams, Message, Request, SendingStopped
 
 if TYPE_CHECKING:
     from .client import LLM

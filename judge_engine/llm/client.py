@@ -10,8 +10,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from . import rate
-from .base import (Backend, Completion, GenerationParams, LLMConfig, LLMError, Message, RateLimited, Request,
-                   SendingStopped,
+from .base import (Backend, Completion, GenerationParams, LLMConfig, Message, RateLimited, Request, SendingStopped,
                    cache_key)
 from .chains import STOPPED, Chain, Sent, in_rounds, sliding
 
