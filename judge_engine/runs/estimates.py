@@ -156,6 +156,19 @@ def slowdown_for(cores: int, others: int) -> float:
     return min(MAX_LOAD_FACTOR, fewer_threads / share)
 
 
+def look_slowdown_for(cores: int, others: int) -> float:
+    """How much slower than alone a method runs at its measured seconds per counted call
+    (:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL`) beside ``others`` running threads: at least
+    :func:`slowdown_for`, and beside any other work at least as slow as with one core fewer. Those speeds are
+    the pages' quick looks: three worker processes taking turns on the model with short calls and their own
+    work between them. Beside one spinning process on 2 cores a look took 2.1-2.4x as long (HypoEval 274 s,
+    HD-Eval 188 s, against 113 s and 88 s alone), beside two 2.2x (HD-Eval 197 s), where a single run's long
+    requests took 1.5-1.6x (2026-11-29, docs/benchmarks.md): a look gains more from a second core than one
+    long request does. Measured on 2 cores only; elsewhere one core fewer is taken as the least it loses."""
+    one_core_fewer = cores / (cores - 1) if others and cores > 1 else 1.0
+    return min(MAX_LOAD_FACTOR, max(slowdown_for(cores, others), one_core_fewer))
+
+
 LOAD_LOOKS = 5
 LOAD_LOOK_GAP_S = 0.05
 """An estimate counts the other processes' running threads over this many looks this far apart (the fewest):
@@ -203,10 +216,11 @@ def _read_machine_load() -> tuple[int, int, str]:
     return cores, round(load), f"load {load:.1f} on {cores} cores"
 
 
-def load_slowdown() -> tuple[float, str]:
-    """:func:`slowdown_for` the machine now (:func:`machine_load`), with what it read."""
+def load_slowdown(*, look: bool = False) -> tuple[float, str]:
+    """:func:`slowdown_for` the machine now (:func:`machine_load`), or with ``look`` :func:`look_slowdown_for`,
+    with what it read."""
     cores, others, seen = machine_load()
-    return slowdown_for(cores, others), seen
+    return (look_slowdown_for if look else slowdown_for)(cores, others), seen
 
 
 @dataclass(frozen=True)
@@ -579,7 +593,7 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
         factor = length_factor(spec.method, judged_item_chars(dataset, spec))
         if abs(factor - 1.0) >= 0.05:
             per_call, basis = per_call * factor, f"{EMBEDDED_BASIS}, x{factor:.2f} for this dataset's item length"
-        slower, seen = load_slowdown()  # measured alone: slower beside other work, as tokens are
+        slower, seen = load_slowdown(look=True)  # measured alone: slower beside other work
         per_call, basis = per_call * slower, f"{basis}, x{slower:.1f} for the machine now ({seen})"
     elif per_call is not None and basis == EMBEDDED_BASIS:
         per_call, basis = _token_seconds(store, dataset, spec, calls)
