@@ -34,17 +34,18 @@ def open_page(page: str, *, timeout: float = 60) -> AppTest:
     return at
 
 
-def execute(store: Store, run_id: int, responder: Responder):
-    """Run ``run_id`` to its end in this process, every LLM call answered by ``responder``; returns the LLM."""
-    llm = make_llm(LLMConfig(), store=store, backend=FakeBackend(responder))
+def execute(store: Store, run_id: int, responder: Responder, config: LLMConfig | None = None):
+    """Run ``run_id`` to its end in this process, every LLM call answered by ``responder`` (``config``: the LLM's
+    settings, e.g. one call at a time for a scripted order); returns the LLM."""
+    llm = make_llm(config or LLMConfig(), store=store, backend=FakeBackend(responder))
     execute_run(store, run_id, llm=llm)
     return llm
 
 
-def finished_run(store: Store, spec: RunSpec, responder: Responder) -> int:
+def finished_run(store: Store, spec: RunSpec, responder: Responder, config: LLMConfig | None = None) -> int:
     """A run of ``spec`` created and executed in-process with ``responder``: its id."""
     run_id = create_run(store, spec)
-    execute(store, run_id, responder)
+    execute(store, run_id, responder, config)
     return run_id
 
 

@@ -5,33 +5,32 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from judge_engine.llm import LLMConfig, make_llm
-from judge_engine.llm.fake import FakeBackend
-from judge_engine.runs import RunSpec, create_run, execute_run
+from judge_engine.llm import LLMConfig
+from judge_engine.runs import RunSpec, create_run
 from judge_engine.store import Store
+from tests import page_helpers
 from tests.test_hypoeval import rubric_kind, scripted
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "pages/hypoeval.py"
+ONE_AT_A_TIME = LLMConfig(concurrency=1)
+"""The scripted replies follow the order of the calls."""
 
 
-def open_page() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+def open_page():
+    return page_helpers.open_page(PAGE)
+
+
+def execute(store: Store, run_id: int, responder) -> None:
+    page_helpers.execute(store, run_id, responder, ONE_AT_A_TIME)
 
 
 def finished_run(db: Path, dataset) -> int:
     store = Store(db)
     store.save_dataset(dataset)
-    run_id = create_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
-                                       test_size=6, params={"n_selected": 2}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=1), store=store,
-                                            backend=FakeBackend(scripted(dataset))))
-    return run_id
+    return page_helpers.finished_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
+                                                    test_size=6, params={"n_selected": 2}),
+                                     scripted(dataset), ONE_AT_A_TIME)
 
 
 def test_page_renders_on_an_empty_database(db):
@@ -174,8 +173,7 @@ def test_failed_run_with_an_empty_bank_says_why(db, tiny_dataset):
                                        test_size=6))
     copies = scripted(tiny_dataset, generate=lambda p: '{"hypotheses": ["output number 3"]}')
     with pytest.raises(ValueError):
-        execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=1), store=store,
-                                                backend=FakeBackend(copies)))
+        execute(store, run_id, copies)
     at = open_page()
     errors = [e.value for e in at.error]
     assert any("HypoEval generated no usable hypothesis" in t and "ended without a judge" in t for t in errors)
@@ -194,7 +192,7 @@ def test_hypotheses_the_checks_rejected_are_listed_with_reasons_and_a_person_can
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=6,
                                        test_size=6, params={"n_selected": 2, "n_init_hypotheses": 3}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(concurrency=1), store=store, backend=FakeBackend(responder)))
+    execute(store, run_id, responder)
     assert [r["rule"] for r in store.get_run(run_id)["judge"]["state"]["rejected"]] == ["near_duplicate"]
     at = open_page()
     assert any("near_duplicate" in t.value for t in at.text)
