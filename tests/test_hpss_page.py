@@ -7,17 +7,16 @@ import zlib
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from judge_engine import data, structured
 from judge_engine import runs as runs_module
+from judge_engine.methods.hpss import HPSS
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.methods.hpss import HPSS
 from judge_engine.runs import execute_run
 from judge_engine.store import Store
+from tests import page_helpers
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 PAGE = "pages/hpss.py"
 
 
@@ -44,17 +43,12 @@ def sfhot_db(tmp_path, shared_data, monkeypatch) -> Path:
 
 @pytest.mark.model  # 'Show the rendered prompt' builds the run's LLM (the embedded model) to read its cached auxiliaries
 def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
-    started = []
+    calls = page_helpers.run_started_runs_in_process(monkeypatch, responder)
 
-    def fake_start(db_path, run_id, *, api_key=None, log_dir=None):
-        started.append(run_id)
-        store = Store(db_path)
-        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(responder)))
+    def started() -> list[int]:
+        return [run_id for run_id, _ in calls]
 
-    monkeypatch.setattr(runs_module.launching, "start_run", fake_start)
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _open()
     assert any("No HPSS search yet" in i.value for i in at.info)
     at.selectbox(key="hpss_dataset").set_value("sfhot").run()
     at.selectbox(key="hpss_aspect__sfhot").set_value("naturalness")
@@ -70,12 +64,12 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     assert quick.label.startswith("Quick first look (") and "min" in quick.label
     at.button(key="hpss_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert len(started) == 2  # the search and the MT-Bench base prompt on the same split
+    assert len(started()) == 2  # the search and the MT-Bench base prompt on the same split
     store = Store(sfhot_db)
-    search, base = (store.get_run(i) for i in started)
+    search, base = (store.get_run(i) for i in started())
     assert search["status"] == "finished" and base["status"] == "finished"
     assert base["params"]["fixed_strategy"] == "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"
-    assert at.session_state["hpss_run_id"] == started[0]
+    assert at.session_state["hpss_run_id"] == started()[0]
     frames = [d.value for d in at.dataframe]
     history = next(f for f in frames if "fitness (ρ×100×coverage)" in f.columns and "stage" in f.columns)
     assert len(history) == 27 and list(history["#"]) == list(range(1, 28))
@@ -87,8 +81,8 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     comparison = next(f for f in frames if "method" in f.columns and "spearman" in f.columns)
     title = "HPSS (prompting-strategy search)"
     assert dict(zip(comparison["run"], comparison["method"])) == {
-        f"#{started[0]} (this run)": title, f"#{started[1]}": f"{title} (fixed prompt)"}
-    assert any(f"MT-Bench base prompt ({base['params']['fixed_strategy']}) is run #{started[1]}"
+        f"#{started()[0]} (this run)": title, f"#{started()[1]}": f"{title} (fixed prompt)"}
+    assert any(f"MT-Bench base prompt ({base['params']['fixed_strategy']}) is run #{started()[1]}"
                in c.value.replace("\\", "") for c in at.caption)
     assert any("Best validation" in m.label for m in at.metric)
     assert len(at.get("plotly_chart")) >= 2  # fitness curve and advantage heatmap (plus inspect scatter)
@@ -97,25 +91,25 @@ def test_hpss_page_estimates_starts_and_shows_the_search(sfhot_db, monkeypatch):
     assert at.code and "[Instruction]" in at.code[0].value and '"score": <your rating>' in at.code[0].value
 
     # a person edits the best strategy: a new run on the same split with the edit as parameters
-    at.selectbox(key=f"hpss_edit_{started[0]}_scale").set_value("10")
-    at.text_area(key=f"hpss_edit_{started[0]}_text").set_value("Naturalness: reads like a person wrote it.")
+    at.selectbox(key=f"hpss_edit_{started()[0]}_scale").set_value("10")
+    at.text_area(key=f"hpss_edit_{started()[0]}_text").set_value("Naturalness: reads like a person wrote it.")
     next(b for b in at.button if b.label.startswith("Save edit")).click().run()
     assert not at.exception, [e.value for e in at.exception]
-    assert len(started) == 3
-    edited = store.get_run(started[2])
+    assert len(started()) == 3
+    edited = store.get_run(started()[2])
     assert edited["status"] == "finished" and edited["split"] == search["split"]
     assert edited["params"]["fixed_strategy"].startswith("10_")
     assert edited["params"]["human_criteria"] == "Naturalness: reads like a person wrote it."
-    owner = f"hpss:run:{started[0]}"
+    owner = f"hpss:run:{started()[0]}"
     assert {r["name"]: r["version"] for r in store.criteria(owner)} == {"strategy": 2, "human criteria": 2}
     # someone else saves meanwhile: the page's stale edit is refused with a clear message
     row = next(r for r in store.criteria(owner) if r["name"] == "strategy")
-    at.selectbox(key=f"hpss_edit_{started[0]}_scale").set_value("3")
+    at.selectbox(key=f"hpss_edit_{started()[0]}_scale").set_value("3")
     store.save_criterion({k: row[k] for k in ("id", "owner", "name", "definition", "status", "position")},
                          actor="other", expected_version=row["version"])
     next(b for b in at.button if b.label.startswith("Save edit")).click().run()
     assert any("changed by someone else" in e.value.replace("\\", "") for e in at.error)
-    assert len(started) == 3
+    assert len(started()) == 3
 
 
 def test_the_page_lists_the_auxiliaries_the_checks_refused(db):
@@ -128,12 +122,10 @@ def test_the_page_lists_the_auxiliaries_the_checks_refused(db):
                                input_label="Article", output_label="Summary"))
     run_id = create_run(store, RunSpec(method="hpss", dataset="toy", aspect="quality", train_size=9, test_size=3,
                                        params={"budget": 0}))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=FakeBackend(_refusing)))
+    page_helpers.execute(store, run_id, _refusing)
     rejected = store.get_run(run_id)["judge"]["state"]["rejected"]
     assert {r["rule"] for r in rejected} >= {"copy", "near_duplicate"}, "the fixture refuses criteria and a step"
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = _open()
     assert any(e.label == f"Auxiliaries the checks refused ({len(rejected)})" for e in at.expander)
     table = next(d.value for d in at.dataframe if "auxiliary" in d.value.columns and "rule" in d.value.columns)
     assert len(table) == len(rejected)
@@ -154,11 +146,8 @@ def recorded(monkeypatch) -> list[int]:
     return started
 
 
-def _open() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=120).run()
-    at.switch_page(PAGE).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+def _open():
+    return page_helpers.open_page(PAGE, timeout=120)
 
 
 def test_switching_the_dataset_resets_the_aspect_field(sfhot_db, tiny_dataset):
