@@ -34,10 +34,12 @@ def open_page(page: str, *, timeout: float = 60) -> AppTest:
     return at
 
 
-def execute(store: Store, run_id: int, responder: Responder, config: LLMConfig | None = None):
+def execute(store: Store, run_id: int, responder: Responder, config: LLMConfig | None = None, *,
+            model_id: str = "fake"):
     """Run ``run_id`` to its end in this process, every LLM call answered by ``responder`` (``config``: the LLM's
-    settings, e.g. one call at a time for a scripted order); returns the LLM."""
-    llm = make_llm(config or LLMConfig(), store=store, backend=FakeBackend(responder))
+    settings, e.g. one call at a time for a scripted order; ``model_id``: the model the run records, so that runs
+    by different scripts do not share cached replies); returns the LLM."""
+    llm = make_llm(config or LLMConfig(), store=store, backend=FakeBackend(responder, model_id=model_id))
     execute_run(store, run_id, llm=llm)
     return llm
 

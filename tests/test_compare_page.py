@@ -1,19 +1,15 @@
 """AppTest of the comparison page with runs made by scripted LLMs."""
 
 import json
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from judge_engine.llm import LLMConfig, make_llm
+from judge_engine.llm import make_llm
 from judge_engine.llm.fake import FakeBackend
-from judge_engine.runs import RunSpec, create_run, execute_run
+from judge_engine.runs import RunSpec, create_run
 from judge_engine.store import Store
+from tests import page_helpers
 from tests.scripted import schema_responder, tiny_oracle
-
-APP = Path(__file__).resolve().parents[1] / "app.py"
-
 
 @pytest.fixture
 def db(tmp_path, monkeypatch, tiny_dataset):
@@ -29,16 +25,12 @@ def db(tmp_path, monkeypatch, tiny_dataset):
     for method, params in (("direct", {}), ("geval", {"scoring": "sampling", "n_samples": 2}), ("direct", {})):
         run_id = create_run(store, RunSpec(method=method, dataset="tiny", aspect="quality", params=params,
                                            train_size=3, test_size=9))
-        backend = FakeBackend(responders[method], model_id=f"fake-{run_id}")
-        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=backend))
+        page_helpers.execute(store, run_id, responders[method], model_id=f"fake-{run_id}")
     return path
 
 
-def open_compare() -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
-    at.switch_page("pages/compare.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+def open_compare():
+    return page_helpers.open_page("pages/compare.py")
 
 
 def test_three_runs_compared_with_triage_label_next_and_exports(db):
@@ -60,8 +52,7 @@ def test_a_run_on_other_items_is_only_compared_on_the_common_subset(db, tiny_dat
     store = Store(db)
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=6, test_size=6,
                                        seed=3))
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
-                                            backend=FakeBackend(lambda m, p: "[[2]]", model_id="other")))
+    page_helpers.execute(store, run_id, lambda m, p: "[[2]]", model_id="other")
     at = open_compare()
     assert len(at.selectbox(key="compare_split").options) == 2
     # switching to the other test items starts from all of their runs (not from an empty selection)
@@ -122,8 +113,7 @@ def test_triage_links_to_the_page_where_a_learned_judge_is_edited(db, tiny_datas
     run_id = create_run(store, RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=9,
                                        params={"budget": 0, "fixed_strategy": None}))
     # ratings that follow the humans: HPSS adopts no strategy that disagrees with them
-    execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
-                                            backend=FakeBackend(schema_responder(oracle=tiny_oracle), model_id="hp")))
+    page_helpers.execute(store, run_id, schema_responder(oracle=tiny_oracle), model_id="hp")
     at = open_compare()
     assert any(link.proto.page.endswith("hpss.py") or "hpss" in link.label for link in at.get("page_link"))
 
@@ -143,8 +133,7 @@ def hd_db(tmp_path, monkeypatch):
             ("direct", {}, lambda m, p: f"[[{1 + len(m[0]['content']) % 5}]]")):
         run_id = create_run(store, RunSpec(method=method, dataset="toy", aspect="clarity", params=params,
                                            train_size=12, test_size=6))
-        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store,
-                                                backend=FakeBackend(responder, model_id=f"fake-{method}")))
+        page_helpers.execute(store, run_id, responder, model_id=f"fake-{method}")
         ids[method] = run_id
     return ids
 
