@@ -133,6 +133,7 @@ def test_a_look_records_the_run_its_baselines_and_the_estimate(tmp_path, monkeyp
         # the figures come back rounded from the bench's JSON: a hundredth of a second
         assert look["look_estimate_s"] == pytest.approx(runs.estimates.LOOK_START_SECONDS + seconds, abs=0.01)
         assert look["estimate_over_actual"] > 0 and len(look["load_before"]) == len(look["load_after"]) == 3
+        assert look["workers_left_after_s"] is not None  # the next look started with no worker of this one
     summary = doc["summary"]
     assert summary["hpss"]["looks"] == 2 and summary["hpss"]["timed_out"] == 0 and summary["hpss"]["median_wall_s"] > 0
     assert summary["overall"]["looks"] == 4
@@ -158,6 +159,7 @@ def test_a_look_that_outlives_its_timeout_is_cancelled_and_no_run_is_left_runnin
     finally:
         silent.close()
     assert look["status"] == first_look.TIMED_OUT and look["estimate_over_actual"] is None
+    assert look["workers_left_after_s"] is not None, "measure_look returns once its workers have exited"
     assert look["estimate_calls"] > 0 and look["look_estimate_s"] is None, "no timing on this backend yet"
     assert [r["role"] for r in look["runs"]] == ["run", "baseline", "baseline"]
     for r in look["runs"]:
@@ -175,3 +177,14 @@ def test_an_unknown_method_or_aspect_is_refused_before_any_work(tmp_path, monkey
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path), "first-look", "--aspect", "nope", "--dataset", "looked"])
     assert "nope" in capsys.readouterr().err and not list(tmp_path.glob("*.json"))
+
+
+def test_the_next_look_waits_for_the_last_ones_workers_to_exit(monkeypatch):
+    """A run is stamped finished while its worker may still be closing its model; the next look's estimate
+    counts the threads running then, so the bench waits for those workers (and says when it gave up)."""
+    polls = iter([[4242], [4242], []])
+    monkeypatch.setattr(first_look, "worker_pids", lambda store, run_id: next(polls, []))
+    waited = first_look.wait_for_workers_to_exit(None, [1])
+    assert waited is not None and waited >= 0.2
+    monkeypatch.setattr(first_look, "worker_pids", lambda store, run_id: [4242])
+    assert first_look.wait_for_workers_to_exit(None, [1], timeout_s=0.3) is None
