@@ -76,6 +76,11 @@ def test_request_threads_reuses_a_recent_count(monkeypatch):
     threads._LAST[0] -= threads.REUSE_S + 1  # the count grew old
     assert threads.request_threads() == 1
     assert len(looks) == 2
+    # a count that took a second (thousands of threads) is reused for 50 s: counting stays 2% of the time
+    threads._LAST[0] -= threads.REUSE_S + 1
+    threads._LAST[2] = 1.0
+    assert threads.request_threads() == 1
+    assert len(looks) == 2
     monkeypatch.setenv(threads.THREADS_ENV, "2")
     assert threads.request_threads() == 2
     threads._LAST.clear()

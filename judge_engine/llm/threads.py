@@ -76,7 +76,11 @@ REUSE_S = 2.0
 """A count is reused for this long: short scoring requests come several a second, and one look at ``/proc``
 takes about 6 ms with 200 threads on the machine."""
 
-_LAST: list[float] = []  # [time, threads] of the latest count, shared by the model's calls in this process
+MAX_SHARE_COUNTING = 0.02
+"""At most this share of the time goes to counting: on a machine with thousands of threads a count takes
+longer, and is then reused for correspondingly longer than :data:`REUSE_S`."""
+
+_LAST: list[float] = []  # [time, threads, seconds the count took] of the latest count, shared by the model's calls
 _LAST_LOCK = threading.Lock()
 
 
@@ -99,9 +103,10 @@ def request_threads() -> int:
     if fixed:
         return threads_for(usable_cores(), None, fixed)
     with _LAST_LOCK:
-        if _LAST and time.monotonic() - _LAST[0] < REUSE_S:
+        if _LAST and time.monotonic() - _LAST[0] < max(REUSE_S, _LAST[2] / MAX_SHARE_COUNTING):
             return int(_LAST[1])
+    start = time.monotonic()
     threads = threads_for(usable_cores(), others_now())
     with _LAST_LOCK:
-        _LAST[:] = [time.monotonic(), threads]
+        _LAST[:] = [time.monotonic(), threads, time.monotonic() - start]
     return threads
