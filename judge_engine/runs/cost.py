@@ -126,8 +126,8 @@ def _first_test_items(dataset: Dataset, spec: RunSpec) -> tuple[Sample, ...]:
 def new_prompt_share(dataset: Dataset, spec: RunSpec) -> float:
     """The share of ``spec``'s scoring prompts a model that keeps earlier prompts' states evaluates
     (:attr:`.rendering.Rendered.new_share`: on SummEval a direct judge's prompts repeat their article for each
-    of its 16 summaries), from its judge's scoring rendered on the dataset's items in order (a test split keeps
-    whole groups together); 1 when no judge came of the rendering."""
+    of its 16 summaries), from its judge's scoring rendered on the first test items of the split the run will
+    draw (a test split keeps whole groups together); 1 when no judge came of the rendering."""
     *_, share = _rendered(dataset, spec)
     return share
 
