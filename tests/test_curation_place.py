@@ -11,7 +11,7 @@ from streamlit.proto.Block_pb2 import Block as BlockProto
 from streamlit.testing.v1 import AppTest
 
 from judge_engine.store import Store
-from tests.test_hypoeval_page import APP
+from tests.page_helpers import APP
 from tests.test_hypoeval_page import finished_run as hypoeval_run
 from tests.test_hypoeval_page import open_page as open_hypoeval
 
