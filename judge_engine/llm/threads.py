@@ -84,12 +84,12 @@ _LAST: list[float] = []  # [time, threads, seconds the count took] of the latest
 _LAST_LOCK = threading.Lock()
 
 
-def others_now() -> int | None:
-    """The fewest threads of other processes running over :data:`SAMPLES` looks (None: cannot tell)."""
+def others_now(looks: int = SAMPLES, gap_s: float = SAMPLE_GAP_S) -> int | None:
+    """The fewest threads of other processes running over ``looks`` looks ``gap_s`` apart (None: cannot tell)."""
     counts = []
-    for i in range(SAMPLES):
+    for i in range(looks):
         if i:
-            time.sleep(SAMPLE_GAP_S)
+            time.sleep(gap_s)
         count = others_running()
         if count is None:
             return None

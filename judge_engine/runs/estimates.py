@@ -196,21 +196,12 @@ def machine_load() -> tuple[int, int, str]:
 
 def _read_machine_load() -> tuple[int, int, str]:
     import os
-    import time
 
-    from ..llm.threads import others_running, usable_cores
+    from ..llm.threads import others_now, usable_cores
 
     cores = usable_cores()
-    looks = []
-    for i in range(LOAD_LOOKS):
-        if i:
-            time.sleep(LOAD_LOOK_GAP_S)
-        count = others_running()
-        if count is None:
-            break
-        looks.append(count)
-    if looks:
-        others = min(looks)
+    others = others_now(LOAD_LOOKS, LOAD_LOOK_GAP_S)
+    if others is not None:
         return cores, others, f"{others} thread{'s' if others != 1 else ''} of other processes running on {cores} cores"
     load = os.getloadavg()[0]
     return cores, round(load), f"load {load:.1f} on {cores} cores"
