@@ -114,11 +114,11 @@ in NLG Evaluation. arXiv:2410.10724.
 """
 
 from .criteria_definition import (CRITERIA_REFINE_NAMED_TEMPLATE, CRITERIA_REFINE_TEMPLATE, CRITERIA_REFUSED_RETRY,
-                                  MAX_CRITERIA, MIN_CRITERIA, CheckedCriteria, CriteriaReply, DefinedCriteria,
-                                  check_criteria, criteria_opener, criteria_qualities_prompt, criteria_schema,
-                                  criteria_shape, define_criteria, parse_criteria_and_observations,
-                                  parse_criteria_lines, qualities_schema, read_criteria, read_qualities,
-                                  statement_criteria)
+                                  CheckedCriteria, CriteriaReply, DefinedCriteria, check_criteria, criteria_opener,
+                                  criteria_qualities_prompt, define_criteria)
+from .criteria_reading import (MAX_CRITERIA, MIN_CRITERIA, criteria_schema, criteria_shape,
+                               parse_criteria_and_observations, parse_criteria_lines, qualities_schema, read_criteria,
+                               read_qualities, statement_criteria)
 from .examples import NORMALIZATIONS, demo_count, make_minibatches, normalize_score, to_aspect_scale
 from .explained_scoring import (OSE_SCHEMA, WEIGHTED_MAX_TOKENS, WEIGHTED_SCHEMA, check_explanation, mcse_schema,
                                 parse_criteria_scores, parse_overall, read_criteria_scores, read_overall, render_demos,

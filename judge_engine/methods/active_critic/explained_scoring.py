@@ -16,7 +16,8 @@ from ...parsing import parse_json_object, parse_score, read_weighted
 from ...prompting import load_template
 from ...rubric_checks import check_entry
 from ..base import Progress
-from .criteria_definition import _key, format_criteria
+from .criteria_definition import format_criteria
+from .criteria_reading import _key
 from .examples import render_example
 
 SCORE_RETRY_TEMPLATE = load_template("active_critic_score_retry")
