@@ -11,7 +11,7 @@ from judge_engine.runs import RunSpec
 def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, started):
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,
-                   params={})
+                   params=dict(runs.estimates.EMBEDDED_SPEED_PARAMS["hpss"]))  # at the look's reply sizes
     first = runs.estimate_duration(store, spec)
     assert first.seconds_per_call == pytest.approx(runs.EMBEDDED_SECONDS_PER_COUNTED_CALL["hpss"])
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
@@ -168,8 +168,9 @@ def test_the_embedded_default_follows_the_datasets_item_length_and_a_measured_sp
     store.save_dataset(replace(tiny_dataset, name="as_long", samples=as_long))
     store.save_dataset(replace(tiny_dataset, name="twice", samples=twice))
     seconds = {}
+    look = dict(est.EMBEDDED_SPEED_PARAMS["hpss"])  # the look's reply sizes, where its speed was measured
     for name in ("as_long", "twice"):
-        spec = RunSpec(method="hpss", dataset=name, aspect="quality", train_size=3, test_size=6)
+        spec = RunSpec(method="hpss", dataset=name, aspect="quality", train_size=3, test_size=6, params=look)
         seconds[name] = runs.estimate_duration(store, spec)
     assert seconds["as_long"].seconds_per_call == pytest.approx(est.EMBEDDED_SECONDS_PER_COUNTED_CALL["hpss"])
     share = est.EMBEDDED_LENGTH_SHARE["hpss"]
@@ -194,9 +195,10 @@ def test_a_search_on_its_shortest_items_is_estimated_on_the_datasets_shortest(st
              for i, s in enumerate(tiny_dataset.samples)]
     dataset = replace(tiny_dataset, name="mixed", samples=mixed)
     store.save_dataset(dataset)
+    look = est.EMBEDDED_SPEED_PARAMS["hpss"]  # the look's reply sizes, where its speed was measured
     seeded = RunSpec(method="hpss", dataset="mixed", aspect="quality", train_size=4, test_size=4,
-                     params={"validation_size": 2})
-    shortest = replace(seeded, params={"validation_size": 2, "validation_pick": "shortest"})
+                     params={**look, "validation_size": 2})
+    shortest = replace(seeded, params={**look, "validation_size": 2, "validation_pick": "shortest"})
     assert est.judged_item_chars(dataset, seeded) == pytest.approx(est.mean_item_chars(dataset))
     assert est.judged_item_chars(dataset, shortest) == pytest.approx(ref)  # half the items: the short half
     assert (runs.estimate_duration(store, shortest).seconds_per_call
@@ -402,6 +404,23 @@ def test_a_fitted_method_off_the_pages_settings_is_timed_by_its_tokens(store, ti
     rates = runs.estimates.embedded_rates(store, paper.llm)
     assert at_paper.seconds_per_call == pytest.approx(
         runs.estimates.METHODS["hypoeval"].made_share * rates.seconds(per_prompt, per_completion))
-    # a method without such settings keeps its measured speed
+    # HPSS has no such settings, but its speed was measured on a look whose replies are bounded shorter than
+    # its paper default's: a paper-default run is timed by its tokens, the look keeps the measured speed
+    look = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                   params=dict(runs.estimates.EMBEDDED_SPEED_PARAMS["hpss"]))
     hpss = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6)
-    assert runs.estimates.measured_setting(hpss)
+    assert runs.estimates.measured_setting(look) and not runs.estimates.measured_setting(hpss)
+    assert runs.estimate_duration(store, look).basis.startswith(runs.estimates.EMBEDDED_BASIS)
+    assert runs.estimate_duration(store, hpss).basis.startswith("its tokens at")
+
+
+def test_the_request_sizes_of_the_measured_speeds_are_those_of_a_look_the_pages_start():
+    """A look the pages choose on the embedded model keeps the speed measured on it: the request-size
+    parameters the speeds hold for are those of one of the method's smaller looks, and the paper defaults
+    differ from them (else the distinction would time nothing by tokens)."""
+    for name, measured_at in runs.estimates.EMBEDDED_SPEED_PARAMS.items():
+        method = runs.estimates.METHODS[name]
+        looks = [{**method.quick_params, **smaller} for smaller in method.smaller_looks]
+        assert any(all(look.get(k) == v for k, v in measured_at.items()) for look in looks), name
+        defaults = method.default_params()
+        assert any(defaults[k] != v for k, v in measured_at.items()), name

@@ -77,6 +77,17 @@ minutes longer than its estimate."""
 
 EMBEDDED_BASIS = "measured for the embedded model on 2 CPU cores"
 
+EMBEDDED_SPEED_PARAMS: dict[str, dict[str, Any]] = {
+    "hpss": {"judge_max_tokens": 256, "explanation_chars": 100, "example_chars": 400, "aux_max_tokens": 256},
+    "active_critic": {"variant": "coarse", "source_chars": 800, "max_tokens": 256, "explanation_chars": 400},
+}
+"""The parameters that size a request (its reply's bound, the text it quotes) at which a method's
+:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL` was measured: the looks the pages chose on the embedded model
+(their ``smaller_looks``). Elsewhere the method is timed by its tokens: a command-line HPSS run at its paper
+default of 600-character explanations made requests of 1,007 prompt and 138 reply tokens, 8.1 s each, where
+the look's speed gave 1.2 s (2026-11-29). The other methods' looks change only how many calls they make."""
+
+
 EMBEDDED_REFERENCE_CHARS = 1235.0
 """Mean characters of an item (input and output) of Topical-Chat, where
 :data:`EMBEDDED_SECONDS_PER_COUNTED_CALL` were measured."""
@@ -536,10 +547,12 @@ def measured_setting(spec: RunSpec) -> bool:
     pages' defaults on the embedded model (:func:`~judge_engine.runs.spec.fast_defaults`: scores read from
     the logprobs with no reasoning before them, the sample first in the prompt). The command line's paper
     defaults reason before each score and put the sample last: a HypoEval run at the pages' quick sizes made
-    requests of 1,087 prompt and 82 reply tokens, 8.6 s each, where the measured speed gave 1.2 s."""
+    requests of 1,087 prompt and 82 reply tokens, 8.6 s each, where the measured speed gave 1.2 s. HPSS and
+    Active-Critic were measured on looks with shorter replies (:data:`EMBEDDED_SPEED_PARAMS`)."""
     from .spec import fast_defaults
 
-    return all(spec.params.get(name) == value for name, value in fast_defaults(spec.method, spec.llm).items())
+    measured_at = {**fast_defaults(spec.method, spec.llm), **EMBEDDED_SPEED_PARAMS.get(spec.method, {})}
+    return all(spec.params.get(name) == value for name, value in measured_at.items())
 
 
 def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[str, int]) -> tuple[float, str]:
