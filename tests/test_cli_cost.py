@@ -231,3 +231,23 @@ def test_a_first_runs_tokens_are_its_own_prompts_rendered_within_a_measured_fact
     assert low <= rendered / per_request <= high, (rendered / per_request, from_length / per_request)
     if method == "hpss":  # which strategies its search settles on moves the mean; the length alone is further off
         assert abs(math.log(rendered / per_request)) < abs(math.log(from_length / per_request))
+
+
+def test_a_first_runs_prompts_are_rendered_on_the_items_its_split_will_draw(store, tiny_dataset, monkeypatch):
+    """The rendering reads the training and test items the run's seeded split will take, not the dataset's
+    first items: Topical-Chat's first four are 3,600 characters where a seeded four were 2,000, and an HD-Eval
+    estimate on SmolLM2 counted 925 prompt tokens a request where the run sent 433."""
+    from judge_engine import data
+    from judge_engine.runs import cost, rendering
+
+    store.save_dataset(tiny_dataset)
+    seen: list[tuple[str, ...]] = []
+    real_fit = rendering.render_fit
+    monkeypatch.setattr(rendering, "render_fit",
+                        lambda method, train, *a, **k: seen.append(tuple(s.id for s in train)) or real_fit(method, train, *a, **k))
+    monkeypatch.setattr(cost, "_RENDERED", {})
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6, seed=5)
+    expected(store, spec)
+    split = data.make_split(tiny_dataset, train_size=3, test_size=6, seed=5)
+    assert seen == [tuple(split.train_ids)]
+    assert seen[0] != tuple(s.id for s in tiny_dataset.samples[:3])  # the seed drew other items than the first

@@ -94,11 +94,13 @@ once per setting); pure values, so sharing them between sessions shares nothing 
 
 
 def _rendered(dataset: Dataset, spec: RunSpec) -> tuple[int, float, float | None, float, float]:
-    """:func:`_render_run` of ``spec`` on the dataset's first ``train_size`` items and the first
-    :data:`RENDERED_RUN_ITEMS` test items of its split (the items after the training ones when it cannot be
-    drawn), once per setting."""
-    train = tuple(dataset.samples[:spec.train_size])
-    rest = _first_test_items(dataset, spec) or tuple(dataset.samples[spec.train_size:spec.train_size + RENDERED_RUN_ITEMS])
+    """:func:`_render_run` of ``spec`` on the training items and the first :data:`RENDERED_RUN_ITEMS` test
+    items of the split its run will draw (the dataset's first items when it cannot be drawn), once per
+    setting. A dataset's first items can be far from its split's: Topical-Chat's first four are 3,600
+    characters, a seeded four 2,000, and an HD-Eval estimate took the first."""
+    train, rest = _split_items(dataset, spec)
+    train = train or tuple(dataset.samples[:spec.train_size])
+    rest = rest or tuple(dataset.samples[spec.train_size:spec.train_size + RENDERED_RUN_ITEMS])
     key = (spec.method, json.dumps(spec.params, sort_keys=True, default=str), spec.aspect, dataset.name,
            tuple((s.id, len(s.input), len(s.output)) for s in train + rest))
     if key not in _RENDERED:
@@ -108,19 +110,20 @@ def _rendered(dataset: Dataset, spec: RunSpec) -> tuple[int, float, float | None
     return _RENDERED[key]
 
 
-def _first_test_items(dataset: Dataset, spec: RunSpec) -> tuple[Sample, ...]:
-    """The first :data:`RENDERED_RUN_ITEMS` test items of the split ``spec``'s run will draw (seeded), in the
-    order it scores them; empty when the split cannot be drawn."""
+def _split_items(dataset: Dataset, spec: RunSpec) -> tuple[tuple[Sample, ...], tuple[Sample, ...]]:
+    """The training items and the first :data:`RENDERED_RUN_ITEMS` test items of the split ``spec``'s run will
+    draw (seeded), in the order it uses them; both empty when the split cannot be drawn."""
     from .. import data
 
     if spec.test_size is None:
-        return ()
+        return (), ()
     try:
         split = data.make_split(dataset, train_size=spec.train_size, test_size=spec.test_size, seed=spec.seed)
     except data.SplitError:
-        return ()
+        return (), ()
     by_id = {s.id: s for s in dataset.samples}
-    return tuple(by_id[i] for i in split.test_ids[:RENDERED_RUN_ITEMS] if i in by_id)
+    return (tuple(by_id[i] for i in split.train_ids if i in by_id),
+            tuple(by_id[i] for i in split.test_ids[:RENDERED_RUN_ITEMS] if i in by_id))
 
 
 def new_prompt_share(dataset: Dataset, spec: RunSpec) -> float:
@@ -155,11 +158,14 @@ def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tupl
 def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...],
                 rest: tuple[Sample, ...]) -> tuple[int, float, float | None, float, float]:
     fit = rendering.render_fit(_method(spec), train, dataset.aspect(spec.aspect), dataset, spec.llm)
+    # with no scoring rendered, a fit that ran to its end stands for the run's reuse of prompt prefixes too (an
+    # HD-Eval item's criteria share its prompt up to the criterion); one that stopped early shows too little
+    fit_share = fit.new_share if fit.finished else 1.0
     if fit.judge is None or not rest:
-        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), 1.0
+        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), fit_share
     scoring = rendering.render_scoring(fit.judge, rest, spec.llm)
     if not scoring.requests:
-        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), 1.0
+        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), fit_share
     return (fit.requests, fit.per_request, scoring.per_request,
             scoring.completion_per_request(ROUGH_COMPLETION_TOKENS), scoring.new_share)
 
