@@ -251,3 +251,39 @@ def test_a_first_runs_prompts_are_rendered_on_the_items_its_split_will_draw(stor
     split = data.make_split(tiny_dataset, train_size=3, test_size=6, seed=5)
     assert seen == [tuple(split.train_ids)]
     assert seen[0] != tuple(s.id for s in tiny_dataset.samples[:3])  # the seed drew other items than the first
+
+
+def test_a_judge_that_renders_no_scoring_has_its_fits_scoring_of_the_test_items_stand_in(store, tiny_dataset):
+    """HD-Eval's judge fitted on empty replies keeps no criterion (its aggregator drops what it never saw
+    scored), so its scoring sent nothing and the estimate took the fit's prompts, and the fit's reuse of them,
+    for the test items too. On SmolLM2 (4 Topical-Chat items, one layer) 0.70 of the fit's prompt tokens were
+    new and 0.23 of the test scoring's (the test items of a group share their dialogue), so the first
+    estimate was 1.75x the run. The fit's own scoring of the test items now stands in for the judge's."""
+    from judge_engine.runs import cost, rendering
+
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="hd_eval", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                   params={"max_layers": 1})
+    drawn = cost.estimate_duration(store, spec)
+    train, rest = cost._split_items(tiny_dataset, spec)
+    fit = rendering.render_fit(cost._method(spec), train, tiny_dataset.aspect("quality"), tiny_dataset, spec.llm)
+    assert rendering.render_scoring(fit.judge, rest, spec.llm).requests == 0  # what the stand-in is for
+    r = cost._rendered(tiny_dataset, spec)
+    assert r.score_per_request is not None and r.score_share < r.fit_share  # a group's items share their input
+    share = cost.new_prompt_share(tiny_dataset, spec, drawn)
+    assert r.score_share < share < r.fit_share  # both parts, weighted by their counted calls and sizes
+
+
+def test_the_new_prompt_share_weighs_the_fit_and_the_scoring_by_their_counted_tokens(monkeypatch, tiny_dataset):
+    from judge_engine.runs import cost
+    from judge_engine.runs.estimates import Duration
+
+    rendered = cost.RunRendering(fit_requests=10, fit_per_request=100.0, score_per_request=300.0,
+                                 per_completion=8.0, fit_share=0.8, score_share=0.2)
+    monkeypatch.setattr(cost, "_rendered", lambda dataset, spec: rendered)
+    spec = RunSpec(method="hd_eval", dataset="tiny", aspect="quality", train_size=3, test_size=6)
+    counted = Duration(calls=30, seconds_per_call=None, basis="", fit_calls=20, score_calls=10)
+    # 20 x 100 fit tokens at 0.8 and 10 x 300 scoring tokens at 0.2
+    assert cost.new_prompt_share(tiny_dataset, spec, counted) == pytest.approx((2000 * 0.8 + 3000 * 0.2) / 5000)
+    only_fit = Duration(calls=20, seconds_per_call=None, basis="", fit_calls=20, score_calls=0)
+    assert cost.new_prompt_share(tiny_dataset, spec, only_fit) == pytest.approx(0.8)

@@ -13,6 +13,7 @@ are too. Prices are the run's own (``LLMConfig.price_prompt_per_1k`` and ``price
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..llm import LLMConfig
@@ -88,12 +89,29 @@ run to their end against empty replies (their requests rendered within 5% of a s
 that stops at its first empty generation reply (HypoEval: 12 of about 340 requests) shows only its largest
 prompts, 2.8x the mean, and is left to the rough count."""
 
-_RENDERED: dict[tuple, tuple[int, float, float | None, float, float]] = {}
+@dataclass(frozen=True)
+class RunRendering:
+    """A run's requests as its method builds them against empty replies (:func:`_render_run`)."""
+
+    fit_requests: int
+    fit_per_request: float
+    """Prompt tokens per request of the fit."""
+    score_per_request: float | None
+    """Prompt tokens per request of the test scoring; None when nothing stood for it."""
+    per_completion: float
+    """Reply tokens per request (the scoring's when it was rendered, else the fit's)."""
+    fit_share: float
+    """The share of the fit's prompt tokens new to a model that keeps earlier prompts (1 when it stopped early)."""
+    score_share: float
+    """The same for the test scoring (1 when nothing stood for it)."""
+
+
+_RENDERED: dict[tuple, RunRendering] = {}
 """Renderings by what determines them (a start form redraws its estimate on every change; a fit is rendered
 once per setting); pure values, so sharing them between sessions shares nothing of a user's."""
 
 
-def _rendered(dataset: Dataset, spec: RunSpec) -> tuple[int, float, float | None, float, float]:
+def _rendered(dataset: Dataset, spec: RunSpec) -> RunRendering:
     """:func:`_render_run` of ``spec`` on the training items and the first :data:`RENDERED_RUN_ITEMS` test
     items of the split its run will draw (the dataset's first items when it cannot be drawn), once per
     setting. A dataset's first items can be far from its split's: Topical-Chat's first four are 3,600
@@ -126,13 +144,19 @@ def _split_items(dataset: Dataset, spec: RunSpec) -> tuple[tuple[Sample, ...], t
             tuple(by_id[i] for i in split.test_ids[:RENDERED_RUN_ITEMS] if i in by_id))
 
 
-def new_prompt_share(dataset: Dataset, spec: RunSpec) -> float:
-    """The share of ``spec``'s scoring prompts a model that keeps earlier prompts' states evaluates
+def new_prompt_share(dataset: Dataset, spec: RunSpec, duration: Duration) -> float:
+    """The share of ``spec``'s prompt tokens a model that keeps earlier prompts' states evaluates
     (:attr:`.rendering.Rendered.new_share`: on SummEval a direct judge's prompts repeat their article for each
-    of its 16 summaries), from its judge's scoring rendered on the first test items of the split the run will
-    draw (a test split keeps whole groups together); 1 when no judge came of the rendering."""
-    *_, share = _rendered(dataset, spec)
-    return share
+    of its 16 summaries), the fit's and the test scoring's weighted by their counted calls and prompt sizes
+    (``duration``): a test split keeps whole groups, whose items share their input, so its scoring reuses
+    more than the fit (HD-Eval on 4 Topical-Chat items: 0.70 of the fit's prompt tokens new, 0.23 of the
+    test scoring's, SmolLM2's run 2026-11-29)."""
+    r = _rendered(dataset, spec)
+    fit_tokens = duration.fit_calls * r.fit_per_request if r.fit_requests else 0.0
+    score_tokens = duration.score_calls * r.score_per_request if r.score_per_request is not None else 0.0
+    if fit_tokens + score_tokens <= 0:
+        return r.score_share if r.score_per_request is not None else r.fit_share
+    return (fit_tokens * r.fit_share + score_tokens * r.score_share) / (fit_tokens + score_tokens)
 
 
 def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tuple[float, float, str] | None:
@@ -140,7 +164,9 @@ def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tupl
     (:mod:`.rendering`): its fit on the first ``train_size`` items, and when that fit ends with a judge (direct
     scoring, G-Eval), the judge's scoring of the next few; None when the rendering covers too little of the
     fit's counted calls (:data:`MIN_RENDERED_SHARE`) and no judge came of it."""
-    fit_requests, fit_per_request, score_per_request, per_completion, _ = _rendered(dataset, spec)
+    r = _rendered(dataset, spec)
+    fit_requests, fit_per_request, score_per_request, per_completion = (r.fit_requests, r.fit_per_request,
+                                                                        r.score_per_request, r.per_completion)
     fit_ok = fit_requests >= max(MIN_CALLS_FOR_TIMING, MIN_RENDERED_SHARE * duration.fit_calls)
     if score_per_request is None:
         if not fit_ok:
@@ -155,19 +181,25 @@ def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tupl
             f"model called) and about {per_completion:.0f} tokens a reply; the first run measures it")
 
 
-def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...],
-                rest: tuple[Sample, ...]) -> tuple[int, float, float | None, float, float]:
-    fit = rendering.render_fit(_method(spec), train, dataset.aspect(spec.aspect), dataset, spec.llm)
-    # with no scoring rendered, a fit that ran to its end stands for the run's reuse of prompt prefixes too (an
-    # HD-Eval item's criteria share its prompt up to the criterion); one that stopped early shows too little
+def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...], rest: tuple[Sample, ...]) -> RunRendering:
+    aspect = dataset.aspect(spec.aspect)
+    fit = rendering.render_fit(_method(spec), train, aspect, dataset, spec.llm)
+    # a fit that stopped early shows too little to say how much of its prompts repeat
     fit_share = fit.new_share if fit.finished else 1.0
+    fit_completion = fit.completion_per_request(ROUGH_COMPLETION_TOKENS)
     if fit.judge is None or not rest:
-        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), fit_share
+        return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0)
     scoring = rendering.render_scoring(fit.judge, rest, spec.llm)
     if not scoring.requests:
-        return fit.requests, fit.per_request, None, fit.completion_per_request(ROUGH_COMPLETION_TOKENS), fit_share
-    return (fit.requests, fit.per_request, scoring.per_request,
-            scoring.completion_per_request(ROUGH_COMPLETION_TOKENS), scoring.new_share)
+        # a judge fitted on empty replies can keep nothing to score (HD-Eval's aggregator drops the criteria
+        # it never saw scored); the fit's own scoring of the test items stands in (HD-Eval's judge scores
+        # criteria of the tree its fit scores, one request per item and criterion)
+        stand_in = rendering.render_fit(_method(spec), rest, aspect, dataset, spec.llm)
+        if not (stand_in.finished and stand_in.requests):
+            return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0)
+        scoring = stand_in
+    return RunRendering(fit.requests, fit.per_request, scoring.per_request,
+                        scoring.completion_per_request(ROUGH_COMPLETION_TOKENS), fit_share, scoring.new_share)
 
 
 RENDERED_ITEMS = 4

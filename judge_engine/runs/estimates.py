@@ -568,7 +568,7 @@ def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[st
     rates = embedded_rates(store, spec.llm)
     basis = rates.basis
     if rates.rough:  # a store's own rates already hold how much of its prompts the model reused
-        share = new_prompt_share(dataset, spec)
+        share = new_prompt_share(dataset, spec, counted)
         per_prompt *= share
         if share < 0.95:
             basis = f"{basis}; {share:.0%} of the prompt tokens new to the model (the rest repeat earlier prompts)"
