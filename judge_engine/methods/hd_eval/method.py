@@ -104,11 +104,12 @@ DEFAULT_N_ASPECTS = max(len(b.aspects) for b in data.BENCHMARKS.values())
 the most any built-in benchmark has (6: Topical-Chat, HANNA), so the estimate is an upper bound on those;
 a custom dataset with more aspects must pass ``n_aspects``."""
 
-MADE_SHARE = 0.5
-"""Calls a fit makes over those :meth:`HDEval.estimate_calls` counts (each score call with its possible
-follow-up turn): 330 of 666 on simulated world 0 at 12 training items and 870 of 1,638 at 30 (`bench
-api-speed`), 60 of 120 for SmolLM2 on 4 Topical-Chat items, one layer (2026-11-29). A reply read for its
-score needs no follow-up, and under a schema nearly every reply is."""
+MADE_SHARE = 0.4
+"""Calls a fit makes over those :meth:`HDEval.estimate_calls` counts (an upper bound: each score call with its
+possible follow-up turn, every decomposition's draws, every child and expansion the tree may get). Measured
+against the count a run's estimate makes (2026-11-29): 60 of 120 for SmolLM2 on 4 Topical-Chat items with one
+layer (only the follow-ups are loose), 1,574 of 3,989 in issue 46's paper-default SummEval run (0.39), 546 of
+1,707 on simulated world 0 at `bench estimate-waves`' sizes (0.32)."""
 
 
 def fit_warnings(final: Aggregator, used: Sequence[str], failures: dict[str, int],
