@@ -424,3 +424,39 @@ def test_the_request_sizes_of_the_measured_speeds_are_those_of_a_look_the_pages_
         assert any(all(look.get(k) == v for k, v in measured_at.items()) for look in looks), name
         defaults = method.default_params()
         assert any(defaults[k] != v for k, v in measured_at.items()), name
+
+
+def test_an_embedded_estimate_from_history_is_the_runs_own_tokens_calibrated_by_what_earlier_runs_took(
+        store, tiny_dataset):
+    """Off the pages' settings, a method's earlier runs on the embedded model gave its seconds per counted call,
+    which cannot see the items: a second HD-Eval run on SmolLM2 drew longer items and took 107.5 s where the
+    first run's speed gave 66.7 s. Now its own tokens alone are scaled by what the earlier runs took over the
+    same estimate of theirs (101.3 s there)."""
+    from dataclasses import replace
+
+    from judge_engine.runs import create_run
+
+    store.save_dataset(tiny_dataset)
+    longer = [replace(s, input=s.input * 40) for s in tiny_dataset.samples]
+    store.save_dataset(replace(tiny_dataset, name="longer", samples=longer))
+    first = RunSpec(method="hd_eval", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                    params={"max_layers": 1})
+    est = runs.estimates
+    dataset = est.ensure_dataset(store, "tiny")
+    drawn = est.drawn_sizes(dataset, first)
+    calls = est._calls(dataset, drawn)
+    alone, _ = est._token_seconds(store, dataset, drawn, calls, alone=True)
+    run_id = create_run(store, first)
+    took = 3.0 * alone * (calls["fit"] + calls["score"])  # the machine ran it 3x slower than the estimate alone
+    store.update_run(run_id, status="finished", ledger={"calls": 30, "seconds": took, "prompt_tokens": 3000,
+                                                        "completion_tokens": 240})
+    again = runs.estimate_duration(store, first)
+    assert again.seconds_per_call == pytest.approx(3.0 * alone, rel=0.01)
+    assert "x3.00: what 1 earlier HD-Eval run(s)" in again.basis
+    on_longer = replace(first, dataset="longer")
+    longer_data = est.ensure_dataset(store, "longer")
+    longer_drawn = est.drawn_sizes(longer_data, on_longer)
+    longer_alone, _ = est._token_seconds(store, longer_data, longer_drawn, est._calls(longer_data, longer_drawn),
+                                         alone=True)
+    assert longer_alone > 1.2 * alone  # the longer items' own tokens, which seconds per call could not see
+    assert runs.estimate_duration(store, on_longer).seconds_per_call == pytest.approx(3.0 * longer_alone, rel=0.01)

@@ -56,13 +56,19 @@ def request_tokens(store: Store, dataset: Dataset, spec: RunSpec, duration: Dura
     """Prompt and completion tokens per request of ``spec``'s run, with where they come from: earlier runs of the
     method (:func:`tokens_per_request`), else its prompts rendered on the dataset (:func:`rendered_tokens`), else
     the item's length plus the instructions."""
-    measured = tokens_per_request(store, spec.method) or rendered_tokens(dataset, spec, duration)
-    if measured is None:
-        chars = judged_item_chars(dataset, spec) + ROUGH_INSTRUCTION_CHARS
-        measured = (chars / CHARS_PER_TOKEN, ROUGH_COMPLETION_TOKENS,
-                    "rough: no earlier run of this method, so the item's length at about 4 characters a token "
-                    "plus the instructions; the first run measures it")
-    return measured
+    return tokens_per_request(store, spec.method) or own_tokens(dataset, spec, duration)
+
+
+def own_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tuple[float, float, str]:
+    """Prompt and completion tokens per request of ``spec``'s run from the run alone: its prompts rendered on the
+    dataset (:func:`rendered_tokens`), else the item's length plus the instructions."""
+    rendered = rendered_tokens(dataset, spec, duration)
+    if rendered is not None:
+        return rendered
+    chars = judged_item_chars(dataset, spec) + ROUGH_INSTRUCTION_CHARS
+    return (chars / CHARS_PER_TOKEN, ROUGH_COMPLETION_TOKENS,
+            "rough: no earlier run of this method, so the item's length at about 4 characters a token "
+            "plus the instructions; the first run measures it")
 
 
 def expected(store: Store, spec: RunSpec, *, duration: Duration | None = None,

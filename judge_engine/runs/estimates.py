@@ -555,17 +555,23 @@ def measured_setting(spec: RunSpec) -> bool:
     return all(spec.params.get(name) == value for name, value in measured_at.items())
 
 
-def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[str, int]) -> tuple[float, str]:
+def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[str, int], *,
+                   alone: bool = False) -> tuple[float, str]:
     """Seconds per counted call of ``spec`` on the embedded model from its tokens at the model's rates
     (:func:`embedded_rates`): its prompt tokens (rendered, or the item's length) less those it repeats from
     earlier prompts, its reply tokens, and the share of its counted calls the method makes
-    (:attr:`~judge_engine.methods.Method.made_share`)."""
-    from .cost import new_prompt_share, request_tokens  # cost reads these estimates: imported when used
+    (:attr:`~judge_engine.methods.Method.made_share`). ``alone``: its own prompts rendered at the model's speed
+    alone, whatever the store and the machine hold (what :func:`_calibrated_token_seconds` compares)."""
+    from .cost import new_prompt_share, own_tokens, request_tokens  # cost reads these estimates: imported here
 
     counted = Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
                        fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
-    per_prompt, per_completion, _ = request_tokens(store, dataset, spec, counted)
-    rates = embedded_rates(store, spec.llm)
+    if alone:
+        rates = TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S, EMBEDDED_GENERATED_TOKENS_PER_S, "its speed alone")
+        per_prompt, per_completion, _ = own_tokens(dataset, spec, counted)
+    else:
+        per_prompt, per_completion, _ = request_tokens(store, dataset, spec, counted)
+        rates = embedded_rates(store, spec.llm)
     basis = rates.basis
     if rates.rough:  # a store's own rates already hold how much of its prompts the model reused
         share = new_prompt_share(dataset, spec, counted)
@@ -576,6 +582,46 @@ def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[st
     if made < 1.0:
         basis = f"{basis}; x{made:.2f}: the share of its counted requests a fit makes"
     return made * rates.seconds(per_prompt, per_completion), f"its tokens at {basis}"
+
+
+CALIBRATION_RUNS = 3
+"""Earlier runs of a method whose times calibrate its token estimate on the embedded model (the latest)."""
+
+
+def _calibrated_token_seconds(store: Store, dataset: Dataset, spec: RunSpec,
+                              calls: dict[str, int]) -> tuple[float, str] | None:
+    """Seconds per counted call of ``spec`` from its own tokens alone (:func:`_token_seconds`), times what the
+    method's earlier runs on this backend took over the same estimate of theirs; None without such runs.
+
+    Their seconds per counted call alone cannot see the items: a second HD-Eval run on SmolLM2 (4 Topical-Chat
+    items, one layer) drew longer items than the first and took 107.5 s where the first's speed gave 66.7 s;
+    its own tokens gave 84.4 s, times the first run's 71.0 s of requests over its own 59.2 s: 101.3 s (2026-11-29)."""
+    took = alone = 0.0
+    used = 0
+    for run in store.runs(limit=200):
+        if used >= CALIBRATION_RUNS:
+            break
+        if (run.method != spec.method or run.status != "finished" or not run.ledger.calls or run.split is None
+                or not same_backend(LLMConfig.from_dict(run.llm), spec.llm)):
+            continue
+        earlier = RunSpec(method=run.method, dataset=run.dataset, aspect=run.aspect, params=dict(run.params),
+                          train_size=len(run.split.train_ids), test_size=len(run.split.test_ids),
+                          seed=run.split.seed, llm=spec.llm)
+        try:
+            its_dataset = dataset if run.dataset == dataset.name else ensure_dataset(store, run.dataset)
+            its_calls = _calls(its_dataset, earlier)
+            per_call, _ = _token_seconds(store, its_dataset, earlier, its_calls, alone=True)
+        except (ValueError, KeyError):  # its dataset or aspect is gone: it cannot be compared
+            continue
+        took += run.ledger.seconds
+        alone += per_call * (its_calls["fit"] + its_calls["score"])
+        used += 1
+    if not used or alone <= 0 or took <= 0:
+        return None
+    per_call, _ = _token_seconds(store, dataset, spec, calls, alone=True)
+    factor = took / alone
+    return per_call * factor, (f"its tokens at the embedded model's speed alone, x{factor:.2f}: what {used} earlier "
+                               f"{METHODS[spec.method].title} run(s) on this backend took over the same estimate")
 
 
 def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None, str] | None = None,
@@ -601,6 +647,8 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
         per_call, basis = per_call * slower, f"{basis}, x{slower:.1f} for the machine now ({seen})"
     elif per_call is not None and basis == EMBEDDED_BASIS:
         per_call, basis = _token_seconds(store, dataset, spec, calls)
+    elif per_call is not None and spec.llm.embedded and by_tokens and spec.method not in TOKEN_TIMED:
+        per_call, basis = _calibrated_token_seconds(store, dataset, spec, calls) or (per_call, basis)
     waves = _method(spec).estimate_waves(spec.train_size, n_test)
     extra, overhead = wave_costs(store, spec)
     n_waves = round(waves["fit"] + waves["score"] + extra)
