@@ -28,6 +28,7 @@ def test_the_launcher_passes_every_setting_of_the_apps_config():
     assert settings["client.toolbarMode"] in ("minimal", "viewer"), "no Deploy button"
     assert settings["client.disableDataExport"] == "true", "docs/data.md: Streamlit's table download is off"
     assert settings["server.maxUploadSize"] == "500"
+    assert settings["server.fileWatcherType"] == "none", "an inotify overflow under .venv or build/ stalls the app"
     assert settings["server.address"] == "127.0.0.1" and settings["browser.gatherUsageStats"] == "false"
 
 
