@@ -66,6 +66,18 @@ def test_busy_machine_gives_one_reply_in_both_arms_and_leaves_a_busy_core(tmp_pa
 
 
 @pytest.mark.model
+def test_token_rates_times_each_arm_and_the_score_arm_is_held_to_its_schema(tmp_path):
+    doc = bench(tmp_path, "token-rates", "--repeats", "1", "--max-tokens", "24", "--article-repeats", "1")
+    rows = {r["arm"]: r for r in doc["rows"]}
+    assert set(rows) == {"free", "text", "score"}
+    for r in rows.values():
+        assert r["requests"] == 1 and r["generated_tokens_per_s"] > 0 and r["median_reply_tokens"] >= 1
+    # a score-only reply is a few tokens of JSON: the grammar closes it well within 24 tokens
+    assert rows["score"]["whole_json"] == 1 and rows["score"]["median_reply_tokens"] < 24
+    assert doc["summary"]["text_tokens_per_s"] == pytest.approx(rows["text"]["generated_tokens_per_s"])
+
+
+@pytest.mark.model
 def test_layout_counts_evaluated_tokens_and_correlations(tmp_path, shared_data):
     doc = bench(tmp_path, "layout", "-n", "1", "-k", "2", "--repeats", "1", "--concurrency", "1",
                 "--bootstrap", "10", "--batch-threads", "1")

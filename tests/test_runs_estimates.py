@@ -81,12 +81,30 @@ def test_direct_scoring_on_the_embedded_model_is_timed_by_its_tokens_and_the_mac
     assert longer.seconds_per_call > 2 * loaded.seconds_per_call
     # history: the store's requests on the model measure it (here 10x slower than the model alone)
     run_id = runs.launch(store, short)[0].run_id
-    alone = 30 * 500 / runs.estimates.EMBEDDED_PROMPT_TOKENS_PER_S + 30 * 20 / runs.estimates.EMBEDDED_GENERATED_TOKENS_PER_S
+    alone = 30 * 500 / runs.estimates.EMBEDDED_PROMPT_TOKENS_PER_S + 30 * 20 / runs.estimates.generated_rate(short.llm)
     store.update_run(run_id, ledger={"calls": 30, "prompt_tokens": 30 * 500, "completion_tokens": 30 * 20,
                                      "seconds": 10 * alone})
     rates = runs.estimates.embedded_rates(store, short.llm)
     assert not rates.rough and "30 earlier requests" in rates.basis
     assert rates.seconds(500, 20) == pytest.approx(10 * alone / 30)
+
+
+def test_replies_under_a_grammar_are_timed_at_the_grammars_speed(store, tiny_dataset, monkeypatch):
+    # bench token-rates: the grammar is applied while sampling, which llama.cpp's counters (the free rate) leave out
+    from dataclasses import replace
+
+    monkeypatch.setattr(runs.estimates, "machine_load", lambda: (2, 0, "quiet"))
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=6)
+    free = replace(spec, llm=replace(spec.llm, structured="off"))
+    assert spec.llm.structured != "off" and spec.llm.embedded
+    assert runs.estimates.generated_rate(spec.llm) == runs.estimates.EMBEDDED_STRUCTURED_TOKENS_PER_S
+    assert runs.estimates.generated_rate(free.llm) == runs.estimates.EMBEDDED_GENERATED_TOKENS_PER_S
+    assert runs.estimates.EMBEDDED_STRUCTURED_TOKENS_PER_S < runs.estimates.EMBEDDED_GENERATED_TOKENS_PER_S
+    structured_rates = runs.estimates.embedded_rates(store, spec.llm)
+    free_rates = runs.estimates.embedded_rates(store, free.llm)
+    assert structured_rates.prompt_per_s == pytest.approx(free_rates.prompt_per_s)
+    assert structured_rates.seconds(0, 100) > 1.5 * free_rates.seconds(0, 100)
 
 
 def test_a_look_adds_its_baselines_and_the_start(store, tiny_dataset, monkeypatch):

@@ -23,6 +23,7 @@ Examples::
     python -m judge_engine.bench stress-calibration --draws 2000 --e2e-draws 100 --out stress.md
     python -m judge_engine.bench gate --draws 1000 --seed 0
     python -m judge_engine.bench junk-run --dataset summeval --train 12
+    python -m judge_engine.bench token-rates --repeats 5
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "rubric-checks": "rubric_checks", "score-scale": "score_scale", "first-look": "first_look",
                "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
                "api-speed": "api_speed", "estimate-waves": "estimate_waves", "stress-calibration": "stress_calibration",
-               "gate": "gate", "junk-run": "junk_run", "busy-machine": "busy_machine"}
+               "gate": "gate", "junk-run": "junk_run", "busy-machine": "busy_machine",
+               "token-rates": "token_rates"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -136,7 +136,21 @@ def mean_item_chars(dataset: Dataset) -> float:
 EMBEDDED_PROMPT_TOKENS_PER_S = 176.0
 EMBEDDED_GENERATED_TOKENS_PER_S = 71.7
 """The embedded SmolLM2's prompt and generated tokens per second on this machine's 2 cores with nothing else
-running (``bench cpu-build``, docs/benchmarks.md "Portable build", 2026-11-28, load 1.4-2.7)."""
+running (``bench cpu-build``, docs/benchmarks.md "Portable build", 2026-11-28, load 1.4-2.7): llama.cpp's own
+counters, which time the model and not the sampling. Free text generates at that speed through the backend
+too (``bench token-rates``: 70.8 a second after a 1,117-token prompt)."""
+
+EMBEDDED_STRUCTURED_TOKENS_PER_S = 42.7
+"""The embedded model's generated tokens per second in a reply under a JSON-schema grammar, the main path of
+every method (``bench token-rates --article-repeats 14``: whole requests after a 1,117-token prompt, an
+explanation and a score; 2026-11-29 17:48 UTC, load 1.2-1.7). The grammar is applied to the candidates of each
+token as it is sampled, which :data:`EMBEDDED_GENERATED_TOKENS_PER_S` leaves out; a reply holding only a score
+came at 38.8 a second in the same measurement (its 9 tokens carry the request's fixed costs)."""
+
+
+def generated_rate(llm: LLMConfig) -> float:
+    """The embedded model's generated tokens per second alone: under a grammar unless replies are free text."""
+    return EMBEDDED_GENERATED_TOKENS_PER_S if llm.structured == "off" else EMBEDDED_STRUCTURED_TOKENS_PER_S
 
 TOKEN_TIMED = ("direct", "geval")
 """Methods whose counted calls are the calls they make (one per item, or G-Eval's samples): their time on the
@@ -242,7 +256,7 @@ class TokenRates:
 def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
     """The embedded model's tokens per second: from the store's earlier requests on it (their seconds over their
     tokens, a generated token weighing as much as :data:`EMBEDDED_PROMPT_TOKENS_PER_S` /
-    :data:`EMBEDDED_GENERATED_TOKENS_PER_S` prompt tokens), else its speed alone on this machine slowed by the
+    :func:`generated_rate` prompt tokens), else its speed alone on this machine slowed by the
     machine's other work now (:func:`load_slowdown`), which is rough and says so.
 
     A 16-item direct run was estimated at 12 s and took 3 min 22 s under load: its 0.75 s per counted call
@@ -257,12 +271,12 @@ def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
             completion += run.ledger.completion_tokens
             seconds += run.ledger.seconds
     if calls >= MIN_CALLS_FOR_TIMING and seconds > 0:
-        alone = prompt / EMBEDDED_PROMPT_TOKENS_PER_S + completion / EMBEDDED_GENERATED_TOKENS_PER_S
+        alone = prompt / EMBEDDED_PROMPT_TOKENS_PER_S + completion / generated_rate(llm)
         slower = seconds / alone
-        return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, EMBEDDED_GENERATED_TOKENS_PER_S / slower,
+        return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, generated_rate(llm) / slower,
                           f"tokens per second of {calls:,} earlier requests on the embedded model", rough=False)
     slower, seen = load_slowdown()
-    return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, EMBEDDED_GENERATED_TOKENS_PER_S / slower,
+    return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, generated_rate(llm) / slower,
                       f"rough: the embedded model's tokens per second alone on 2 cores, x{slower:.1f} slower for the "
                       f"machine now ({seen}); the first run measures it")
 
@@ -567,7 +581,7 @@ def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[st
     counted = Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
                        fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
     if alone:
-        rates = TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S, EMBEDDED_GENERATED_TOKENS_PER_S, "its speed alone")
+        rates = TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S, generated_rate(spec.llm), "its speed alone")
         per_prompt, per_completion, _ = own_tokens(dataset, spec, counted)
     else:
         per_prompt, per_completion, _ = request_tokens(store, dataset, spec, counted)
