@@ -287,3 +287,22 @@ def test_the_new_prompt_share_weighs_the_fit_and_the_scoring_by_their_counted_to
     assert cost.new_prompt_share(tiny_dataset, spec, counted) == pytest.approx((2000 * 0.8 + 3000 * 0.2) / 5000)
     only_fit = Duration(calls=20, seconds_per_call=None, basis="", fit_calls=20, score_calls=0)
     assert cost.new_prompt_share(tiny_dataset, spec, only_fit) == pytest.approx(0.8)
+
+
+def test_a_first_estimate_on_the_embedded_model_takes_text_replies_at_a_share_of_their_bounds(store, tiny_dataset):
+    """SmolLM2 under a grammar writes toward the bound it is given (0.24-0.49 of a text reply's max_tokens in
+    five first runs): Active-Critic's explanations were 278 tokens where the flat guess said 100. A server's
+    model writes what the question needs, so its first estimate keeps the flat guess."""
+    from judge_engine.runs import cost
+    from judge_engine.runs.estimates import EMBEDDED_REPLY_SHARE
+
+    store.save_dataset(tiny_dataset)
+    server = LLMConfig(backend="openai", base_url="http://stub.invalid/v1", model="stub")
+    assert cost.reply_share(LLMConfig()) == pytest.approx(EMBEDDED_REPLY_SHARE) and cost.reply_share(server) is None
+    long_reasons = {"judge_max_tokens": 1200, "explanation_chars": 2000}
+    embedded = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                       params={"budget": 1, **long_reasons})
+    on_server = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                        params={"budget": 1, **long_reasons}, llm=server)
+    assert cost._rendered(tiny_dataset, embedded).per_completion > 2 * ROUGH_COMPLETION_TOKENS
+    assert cost._rendered(tiny_dataset, on_server).per_completion <= ROUGH_COMPLETION_TOKENS

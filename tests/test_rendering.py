@@ -55,3 +55,22 @@ def test_a_reply_that_can_hold_only_a_score_counts_a_few_tokens():
     expected = (2 * rendering.SCORE_REPLY_TOKENS + 2 * min(typical, (4 * 32) / 4)) / 4
     assert done.completion_per_request(typical) == pytest.approx(expected)
     assert 0 < done.new_share <= 1.0
+
+
+def test_on_a_model_that_writes_toward_its_bounds_each_text_reply_is_a_share_of_its_own_bound():
+    def work(llm):
+        ask = [{"role": "user", "content": "Explain, then score."}]
+        llm.complete(ask, GenerationParams(max_tokens=600, json_schema=TEXT_SCHEMA))
+        llm.complete(ask + [{"role": "assistant", "content": ""}, {"role": "user", "content": "Only the score."}],
+                     GenerationParams(max_tokens=16, json_schema=SCORE_SCHEMA))  # a follow-up turn
+        llm.complete([{"role": "user", "content": "Score it."}], GenerationParams(max_tokens=48, json_schema=SCORE_SCHEMA))
+        llm.complete([{"role": "user", "content": "Write criteria."}], GenerationParams(max_tokens=200))
+
+    done = rendering.render(work)
+    assert done.requests == 4 and done.follow_ups == (False, True, False, False)
+    # the follow-up asks again only because the reply before it was empty: the three first turns stand
+    expected = (0.5 * 600 + rendering.SCORE_REPLY_TOKENS + 0.5 * 200) / 3
+    assert done.completion_per_request(100.0, bound_share=0.5) == pytest.approx(expected)
+    # without a share, as on a server: the typical reply, at most what the requests allow on average
+    assert done.completion_per_request(100.0) == pytest.approx(
+        (2 * rendering.SCORE_REPLY_TOKENS + 2 * min(100.0, (600 + 16 + 48 + 200) / 4)) / 4)

@@ -21,7 +21,8 @@ from ..llm.client import LedgerTotals
 from ..records import Dataset, RunEstimate, Sample
 from ..store import Store
 from . import rendering
-from .estimates import MIN_CALLS_FOR_TIMING, Duration, _method, estimate_duration, judged_item_chars, scoring_duration
+from .estimates import (EMBEDDED_REPLY_SHARE, MIN_CALLS_FOR_TIMING, Duration, _method, estimate_duration,
+                        judged_item_chars, scoring_duration)
 from .rendering import CHARS_PER_TOKEN
 from .spec import RunSpec, ensure_dataset
 
@@ -57,6 +58,13 @@ def request_tokens(store: Store, dataset: Dataset, spec: RunSpec, duration: Dura
     method (:func:`tokens_per_request`), else its prompts rendered on the dataset (:func:`rendered_tokens`), else
     the item's length plus the instructions."""
     return tokens_per_request(store, spec.method) or own_tokens(dataset, spec, duration)
+
+
+def reply_share(llm: LLMConfig) -> float | None:
+    """The share of a text reply's bound a first estimate takes (:data:`.estimates.EMBEDDED_REPLY_SHARE` on the
+    embedded model); None elsewhere: a capable model's reply length follows the question, not the bound, and
+    :data:`ROUGH_COMPLETION_TOKENS` stands for it until a run measures it."""
+    return EMBEDDED_REPLY_SHARE if llm.embedded else None
 
 
 def own_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tuple[float, float, str]:
@@ -125,7 +133,7 @@ def _rendered(dataset: Dataset, spec: RunSpec) -> RunRendering:
     train, rest = _split_items(dataset, spec)
     train = train or tuple(dataset.samples[:spec.train_size])
     rest = rest or tuple(dataset.samples[spec.train_size:spec.train_size + RENDERED_RUN_ITEMS])
-    key = (spec.method, json.dumps(spec.params, sort_keys=True, default=str), spec.aspect, dataset.name,
+    key = (spec.method, json.dumps(spec.params, sort_keys=True, default=str), spec.aspect, dataset.name, spec.llm.embedded,
            tuple((s.id, len(s.input), len(s.output)) for s in train + rest))
     if key not in _RENDERED:
         if len(_RENDERED) >= 64:
@@ -192,7 +200,8 @@ def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...], rest
     fit = rendering.render_fit(_method(spec), train, aspect, dataset, spec.llm)
     # a fit that stopped early shows too little to say how much of its prompts repeat
     fit_share = fit.new_share if fit.finished else 1.0
-    fit_completion = fit.completion_per_request(ROUGH_COMPLETION_TOKENS)
+    share = reply_share(spec.llm)
+    fit_completion = fit.completion_per_request(ROUGH_COMPLETION_TOKENS, bound_share=share)
     if fit.judge is None or not rest:
         return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0)
     scoring = rendering.render_scoring(fit.judge, rest, spec.llm)
@@ -205,7 +214,8 @@ def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...], rest
             return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0)
         scoring = stand_in
     return RunRendering(fit.requests, fit.per_request, scoring.per_request,
-                        scoring.completion_per_request(ROUGH_COMPLETION_TOKENS), fit_share, scoring.new_share)
+                        scoring.completion_per_request(ROUGH_COMPLETION_TOKENS, bound_share=share), fit_share,
+                        scoring.new_share)
 
 
 RENDERED_ITEMS = 4
@@ -229,7 +239,8 @@ def expected_scoring(store: Store, judge: Any, llm: LLMConfig, first: Sequence[S
     shown = max(1, min(len(first), RENDERED_ITEMS))
     calls = round(rendered.requests / shown * n_items)
     measured = tokens_per_request(store, judge.method)
-    per_completion = measured[1] if measured else rendered.completion_per_request(ROUGH_COMPLETION_TOKENS)
+    per_completion = (measured[1] if measured else
+                      rendered.completion_per_request(ROUGH_COMPLETION_TOKENS, bound_share=reply_share(llm)))
     prompt, completion = round(calls * rendered.per_request), round(calls * per_completion)
     duration = scoring_duration(store, llm, calls=calls, prompt_tokens=prompt, completion_tokens=completion,
                                 waves=_method_waves(judge), new_share=rendered.new_share)

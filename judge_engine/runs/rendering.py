@@ -78,6 +78,7 @@ class Recorder:
         self.new_tokens: list[float] = []
         self.max_tokens: list[int] = []
         self.reply_tokens: list[float | None] = []  # SCORE_REPLY_TOKENS x draws where the schema allows no text
+        self.follow_ups: list[bool] = []  # a turn after an (empty) reply of the model
         self._recent: list[str] = []  # the last KEPT_PREFIXES prompts, sorted, for their shared prefixes
         self._order: list[str] = []
 
@@ -100,6 +101,7 @@ class Recorder:
         text = "".join(f"\x00{m['role']}\x00{m['content']}" for m in messages)
         self.new_tokens.append(min(self.prompt_tokens[-1], self._new_chars(text) / CHARS_PER_TOKEN + PER_MESSAGE_TOKENS))
         self.max_tokens.append(params.max_tokens * params.n)
+        self.follow_ups.append(any(m["role"] == "assistant" for m in messages))
         short = params.json_schema and score_only(params.json_schema)
         self.reply_tokens.append(min(SCORE_REPLY_TOKENS, params.max_tokens) * params.n if short else None)
         return Completion(texts=("",) * params.n, logprobs=(), prompt_tokens=0, completion_tokens=0, latency_s=0.0,
@@ -125,6 +127,10 @@ class Rendered:
     before it, summed: what a model that keeps earlier prompts' states evaluates (the embedded backend)."""
     judge: Any = None
     """What ``work`` returned when it finished (a fit's judge, whose scoring can be rendered next)."""
+    request_max_tokens: tuple[int, ...] = ()
+    """Per request, its reply length allowed (``max_tokens`` x draws)."""
+    follow_ups: tuple[bool, ...] = ()
+    """Per request, whether it follows a reply of the model in the same conversation (here an empty one)."""
 
     @property
     def per_request(self) -> float:
@@ -135,11 +141,21 @@ class Rendered:
         """The share of the prompt tokens a model that keeps earlier prompts' states evaluates (1: none shared)."""
         return self.new_tokens / self.prompt_tokens if self.prompt_tokens else 1.0
 
-    def completion_per_request(self, typical: float) -> float:
+    def completion_per_request(self, typical: float, *, bound_share: float | None = None) -> float:
         """``typical`` reply tokens, or fewer where the requests allow fewer; a reply that can hold only a score
-        counts :data:`SCORE_REPLY_TOKENS`."""
+        counts :data:`SCORE_REPLY_TOKENS`. ``bound_share``: a reply that can hold text is instead that share of
+        what its own request allows, for a model that writes toward the bounds it is given (the embedded
+        model: :data:`~judge_engine.runs.estimates.EMBEDDED_REPLY_SHARE`)."""
         if not self.requests:
             return typical
+        if bound_share is not None and len(self.request_max_tokens) == len(self.follow_ups) == self.requests:
+            # over first turns only: a follow-up turn asks again for a score an empty reply did not give, which
+            # a model that writes its reply seldom needs, so its short reply does not stand for the others
+            known = self.reply_tokens if len(self.reply_tokens) == self.requests else (None,) * self.requests
+            firsts = [bound_share * allowed if short is None else short
+                      for short, allowed, again in zip(known, self.request_max_tokens, self.follow_ups) if not again]
+            if firsts:
+                return sum(firsts) / len(firsts)
         if len(self.reply_tokens) != self.requests or all(t is None for t in self.reply_tokens):
             return min(typical, self.max_tokens / self.requests)
         known = [t for t in self.reply_tokens if t is not None]
@@ -163,7 +179,8 @@ def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: 
         finished = False
     return Rendered(requests=len(recorder.prompt_tokens), prompt_tokens=sum(recorder.prompt_tokens),
                     finished=finished, max_tokens=sum(recorder.max_tokens), judge=result,
-                    new_tokens=sum(recorder.new_tokens), reply_tokens=tuple(recorder.reply_tokens))
+                    new_tokens=sum(recorder.new_tokens), reply_tokens=tuple(recorder.reply_tokens),
+                    request_max_tokens=tuple(recorder.max_tokens), follow_ups=tuple(recorder.follow_ups))
 
 
 def render_scoring(judge: Any, samples: Sequence[Any], config: LLMConfig | None = None) -> Rendered:
