@@ -32,8 +32,11 @@ page = st.navigation(pages)
 # scikit-learn and the engine (seconds on a loaded machine), and before st.navigation has run the browser shows
 # an empty page beside Streamlit's automatic listing of pages/. Later runs find the modules imported already.
 with st.spinner(f"Opening {page.title}..."):
-    from judge_engine import __version__
-    from pages.ui import app_frame, auth, session, widgets
+    from pages.ui.app_frame import first_run
+
+    with first_run("app"):  # one session at a time until the engine is imported (app_frame.first_run)
+        from judge_engine import __version__
+        from pages.ui import app_frame, auth, session, widgets
 
 session.init_state()
 auth.sign_in()  # who works here: a display name once (local use) or OpenID Connect sign-in (team deployment)

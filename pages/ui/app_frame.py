@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import streamlit as st
 
@@ -14,6 +16,30 @@ FRAME_KEY = "_app_frame"
 """True in ``st.session_state`` while ``app.py`` runs the current page."""
 
 APP_PATH = Path(__file__).resolve().parents[2] / "app.py"
+
+_FIRST_RUNS = threading.Lock()
+_RUN_ONCE: set[str] = set()
+"""What has run to its end once in this server process (app.py's imports, each page)."""
+
+
+@contextmanager
+def first_run(name: str) -> Iterator[None]:
+    """Run the block one session at a time until it has run once in this server process, then freely.
+
+    Sessions' script runs are threads of one process, and a first run imports the engine, pandas and
+    scikit-learn. Two sessions importing them at once (two annotators opening Annotate on a fresh server)
+    can meet inside scikit-learn's circular imports, where Python's deadlock guard hands one of them a
+    half-made module: "cannot import name 'clone' from partially initialized module 'sklearn.base'".
+    After the first run everything is imported and nothing waits.
+    """
+    if name in _RUN_ONCE:
+        yield
+        return
+    with _FIRST_RUNS:
+        try:
+            yield
+        finally:
+            _RUN_ONCE.add(name)
 
 
 def require_frame() -> None:
@@ -40,7 +66,8 @@ def run_framed(page: Any) -> None:
 
     st.session_state[FRAME_KEY] = True
     try:
-        page.run()
+        with first_run(f"page:{page.url_path}"):
+            page.run()
     except ReadOnly as exc:  # a viewer reached a save the page does not guard: one message, nothing written
         st.error(escape_markdown(str(exc)))
     finally:
