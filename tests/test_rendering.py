@@ -27,9 +27,9 @@ def test_a_prompt_that_repeats_an_earlier_ones_beginning_is_new_only_after_it():
     article = "The council voted to keep the night buses. " * 40
     for i in range(4):
         _ask(recorder, f"Rate the summary.\n{article}\nSummary {i}: " + "word " * 20)
-    first, *rest = recorder.new_tokens
-    assert first == pytest.approx(recorder.prompt_tokens[0], abs=2)
-    assert all(new < 0.2 * sent for new, sent in zip(rest, recorder.prompt_tokens[1:]))
+    first, *rest = recorder.sent
+    assert first.new_tokens == pytest.approx(first.prompt_tokens, abs=2)
+    assert all(r.new_tokens < 0.2 * r.prompt_tokens for r in rest)
 
 
 def test_unrelated_prompts_are_new_and_old_ones_are_forgotten():
@@ -37,11 +37,11 @@ def test_unrelated_prompts_are_new_and_old_ones_are_forgotten():
     _ask(recorder, "A" * 800)
     for i in range(rendering.KEPT_PREFIXES):
         _ask(recorder, f"{i:03d}" + "B" * 800)
-    assert min(recorder.new_tokens[1:]) > 0.9 * recorder.prompt_tokens[1]
+    assert min(r.new_tokens for r in recorder.sent[1:]) > 0.9 * recorder.sent[1].prompt_tokens
     _ask(recorder, "A" * 800)  # more than KEPT_PREFIXES prompts ago: not kept
-    assert recorder.new_tokens[-1] == pytest.approx(recorder.prompt_tokens[-1], abs=2)
+    assert recorder.sent[-1].new_tokens == pytest.approx(recorder.sent[-1].prompt_tokens, abs=2)
     _ask(recorder, "A" * 800)  # just asked: all of it repeats
-    assert recorder.new_tokens[-1] < 0.05 * recorder.prompt_tokens[-1]
+    assert recorder.sent[-1].new_tokens < 0.05 * recorder.sent[-1].prompt_tokens
 
 
 def test_a_reply_that_can_hold_only_a_score_counts_a_few_tokens():
@@ -67,7 +67,7 @@ def test_on_a_model_that_writes_toward_its_bounds_each_text_reply_is_a_share_of_
         llm.complete([{"role": "user", "content": "Write criteria."}], GenerationParams(max_tokens=200))
 
     done = rendering.render(work)
-    assert done.requests == 4 and done.follow_ups == (False, True, False, False)
+    assert done.requests == 4 and [r.follow_up for r in done.sent] == [False, True, False, False]
     # the follow-up asks again only because the reply before it was empty: the three first turns stand
     expected = (0.5 * 600 + rendering.SCORE_REPLY_TOKENS + 0.5 * 200) / 3
     assert done.completion_per_request(100.0, bound_share=0.5) == pytest.approx(expected)

@@ -44,10 +44,12 @@ def run(*, repeats: int = 5, max_tokens: int = 300, article_repeats: int = 4, **
         raise ValueError("--repeats and --article-repeats must be at least 1, --max-tokens at least 8")
     from ..llm.base import GenerationParams
     from ..llm.llamacpp import LlamaCppBackend
+    from ..structured import read_json
 
     backend = LlamaCppBackend()
     samples: dict[str, list[tuple[int, float]]] = {arm: [] for arm in ARMS}
-    parsed = {arm: 0 for arm in ARMS}  # replies that are whole JSON (the grammar held; not cut by max_tokens)
+    # replies read as their schema asks (the grammar held and max_tokens did not cut them); free text has none
+    parsed: dict[str, int | None] = {arm: 0 if ARMS[arm] else None for arm in ARMS}
     prompt_tokens = 0
     for r in range(repeats):
         for arm in (list(ARMS) if r % 2 == 0 else list(ARMS)[::-1]):
@@ -65,9 +67,10 @@ def run(*, repeats: int = 5, max_tokens: int = 300, article_repeats: int = 4, **
             seconds = time.perf_counter() - start
             prompt_tokens = reply.prompt_tokens
             samples[arm].append((reply.completion_tokens, seconds))
-            parsed[arm] += _is_json(reply.texts[0])
+            if schema:
+                parsed[arm] += read_json(reply.texts[0], json.loads(schema)).value is not None
     rows = [{"arm": arm, "generated_tokens_per_s": round(med([t / s for t, s in got if s > 0 and t > 0]), 1),
-             "median_reply_tokens": med([t for t, _ in got]), "requests": len(got), "whole_json": parsed[arm]}
+             "median_reply_tokens": med([t for t, _ in got]), "requests": len(got), "schema_valid": parsed[arm]}
             for arm, got in samples.items()]
     summary = {f"{row['arm']}_tokens_per_s": row["generated_tokens_per_s"] for row in rows}
     config = {"repeats": repeats, "max_tokens": max_tokens, "prompt_tokens": prompt_tokens}
@@ -76,10 +79,3 @@ def run(*, repeats: int = 5, max_tokens: int = 300, article_repeats: int = 4, **
                          "generation and sampling, the grammar included",
                          "temperature 0.7, one seed per repeat; arms alternate"])
 
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True

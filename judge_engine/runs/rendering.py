@@ -62,6 +62,24 @@ class _Enough(Exception):
     """Raised by :class:`Recorder` once :data:`RENDER_CAP` requests are recorded."""
 
 
+@dataclass(frozen=True)
+class RenderedRequest:
+    """One request a method sent to the :class:`Recorder`, by its size."""
+
+    prompt_tokens: float
+    """Its messages' characters over :data:`CHARS_PER_TOKEN`, plus :data:`PER_MESSAGE_TOKENS` each."""
+    new_tokens: float
+    """Its prompt tokens after the longest prefix it shares with one of the :data:`KEPT_PREFIXES` prompts before
+    it: what a model that keeps earlier prompts' states evaluates (the embedded backend)."""
+    max_tokens: int
+    """Its reply length allowed (``max_tokens`` x draws)."""
+    score_reply_tokens: float | None
+    """:data:`SCORE_REPLY_TOKENS` x draws when its schema leaves room for a score only (:func:`score_only`), else
+    None (a reply that can hold text)."""
+    follow_up: bool
+    """Whether it follows a reply of the model in the same conversation (here an empty one)."""
+
+
 class Recorder:
     """A backend of the one LLM path that records each request's size and answers nothing (empty replies).
 
@@ -74,11 +92,7 @@ class Recorder:
 
     def __init__(self, cap: int = RENDER_CAP):
         self.cap = cap
-        self.prompt_tokens: list[float] = []
-        self.new_tokens: list[float] = []
-        self.max_tokens: list[int] = []
-        self.reply_tokens: list[float | None] = []  # SCORE_REPLY_TOKENS x draws where the schema allows no text
-        self.follow_ups: list[bool] = []  # a turn after an (empty) reply of the model
+        self.sent: list[RenderedRequest] = []
         self._recent: list[str] = []  # the last KEPT_PREFIXES prompts, sorted, for their shared prefixes
         self._order: list[str] = []
 
@@ -95,15 +109,17 @@ class Recorder:
         return len(text) - shared
 
     def generate(self, messages: list[Message], params: GenerationParams) -> Completion:
-        if len(self.prompt_tokens) >= self.cap:
+        if len(self.sent) >= self.cap:
             raise _Enough()
-        self.prompt_tokens.append(sum(len(m["content"]) / CHARS_PER_TOKEN + PER_MESSAGE_TOKENS for m in messages))
+        prompt = sum(len(m["content"]) / CHARS_PER_TOKEN + PER_MESSAGE_TOKENS for m in messages)
         text = "".join(f"\x00{m['role']}\x00{m['content']}" for m in messages)
-        self.new_tokens.append(min(self.prompt_tokens[-1], self._new_chars(text) / CHARS_PER_TOKEN + PER_MESSAGE_TOKENS))
-        self.max_tokens.append(params.max_tokens * params.n)
-        self.follow_ups.append(any(m["role"] == "assistant" for m in messages))
         short = params.json_schema and score_only(params.json_schema)
-        self.reply_tokens.append(min(SCORE_REPLY_TOKENS, params.max_tokens) * params.n if short else None)
+        self.sent.append(RenderedRequest(
+            prompt_tokens=prompt,
+            new_tokens=min(prompt, self._new_chars(text) / CHARS_PER_TOKEN + PER_MESSAGE_TOKENS),
+            max_tokens=params.max_tokens * params.n,
+            score_reply_tokens=min(SCORE_REPLY_TOKENS, params.max_tokens) * params.n if short else None,
+            follow_up=any(m["role"] == "assistant" for m in messages)))
         return Completion(texts=("",) * params.n, logprobs=(), prompt_tokens=0, completion_tokens=0, latency_s=0.0,
                           model=self.model_id)
 
@@ -112,25 +128,20 @@ class Recorder:
 class Rendered:
     """What a fit or a scoring sent when every reply was empty."""
 
-    requests: int
-    """Requests recorded (each follow-up turn one more)."""
-    prompt_tokens: float
-    """Their prompt tokens, summed (characters over :data:`CHARS_PER_TOKEN`)."""
+    sent: tuple[RenderedRequest, ...]
+    """Each request, in the order sent (each follow-up turn one more)."""
     finished: bool
     """False when the method stopped early (an error for want of a reply, or :data:`RENDER_CAP`)."""
-    max_tokens: int = 0
-    """Their reply lengths allowed (``max_tokens`` x draws), summed: what their replies cannot exceed."""
-    reply_tokens: tuple[float | None, ...] = ()
-    """Per request, the reply tokens of a reply that can hold only a score (:func:`score_only`), else None."""
-    new_tokens: float = 0.0
-    """Their prompt tokens after the longest prefix each shares with one of the :data:`KEPT_PREFIXES` prompts
-    before it, summed: what a model that keeps earlier prompts' states evaluates (the embedded backend)."""
     judge: Any = None
     """What ``work`` returned when it finished (a fit's judge, whose scoring can be rendered next)."""
-    request_max_tokens: tuple[int, ...] = ()
-    """Per request, its reply length allowed (``max_tokens`` x draws)."""
-    follow_ups: tuple[bool, ...] = ()
-    """Per request, whether it follows a reply of the model in the same conversation (here an empty one)."""
+
+    @property
+    def requests(self) -> int:
+        return len(self.sent)
+
+    @property
+    def prompt_tokens(self) -> float:
+        return sum(r.prompt_tokens for r in self.sent)
 
     @property
     def per_request(self) -> float:
@@ -139,28 +150,26 @@ class Rendered:
     @property
     def new_share(self) -> float:
         """The share of the prompt tokens a model that keeps earlier prompts' states evaluates (1: none shared)."""
-        return self.new_tokens / self.prompt_tokens if self.prompt_tokens else 1.0
+        prompt = self.prompt_tokens
+        return sum(r.new_tokens for r in self.sent) / prompt if prompt else 1.0
 
     def completion_per_request(self, typical: float, *, bound_share: float | None = None) -> float:
         """``typical`` reply tokens, or fewer where the requests allow fewer; a reply that can hold only a score
         counts :data:`SCORE_REPLY_TOKENS`. ``bound_share``: a reply that can hold text is instead that share of
         what its own request allows, for a model that writes toward the bounds it is given (the embedded
         model: :data:`~judge_engine.runs.estimates.EMBEDDED_REPLY_SHARE`)."""
-        if not self.requests:
+        if not self.sent:
             return typical
-        if bound_share is not None and len(self.request_max_tokens) == len(self.follow_ups) == self.requests:
+        if bound_share is not None:
             # over first turns only: a follow-up turn asks again for a score an empty reply did not give, which
             # a model that writes its reply seldom needs, so its short reply does not stand for the others
-            known = self.reply_tokens if len(self.reply_tokens) == self.requests else (None,) * self.requests
-            firsts = [bound_share * allowed if short is None else short
-                      for short, allowed, again in zip(known, self.request_max_tokens, self.follow_ups) if not again]
+            firsts = [bound_share * r.max_tokens if r.score_reply_tokens is None else r.score_reply_tokens
+                      for r in self.sent if not r.follow_up]
             if firsts:
                 return sum(firsts) / len(firsts)
-        if len(self.reply_tokens) != self.requests or all(t is None for t in self.reply_tokens):
-            return min(typical, self.max_tokens / self.requests)
-        known = [t for t in self.reply_tokens if t is not None]
-        unknown = self.requests - len(known)
-        return (sum(known) + unknown * min(typical, self.max_tokens / self.requests)) / self.requests
+        text_reply = min(typical, sum(r.max_tokens for r in self.sent) / self.requests)
+        return sum(text_reply if r.score_reply_tokens is None else r.score_reply_tokens
+                   for r in self.sent) / self.requests
 
 
 def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: int = RENDER_CAP) -> Rendered:
@@ -177,10 +186,7 @@ def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: 
         finished = True
     except Exception:  # a method may refuse to go on without replies: what it sent so far counts
         finished = False
-    return Rendered(requests=len(recorder.prompt_tokens), prompt_tokens=sum(recorder.prompt_tokens),
-                    finished=finished, max_tokens=sum(recorder.max_tokens), judge=result,
-                    new_tokens=sum(recorder.new_tokens), reply_tokens=tuple(recorder.reply_tokens),
-                    request_max_tokens=tuple(recorder.max_tokens), follow_ups=tuple(recorder.follow_ups))
+    return Rendered(tuple(recorder.sent), finished=finished, judge=result)
 
 
 def render_scoring(judge: Any, samples: Sequence[Any], config: LLMConfig | None = None) -> Rendered:
