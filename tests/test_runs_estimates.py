@@ -463,7 +463,7 @@ def test_an_embedded_estimate_from_history_is_the_runs_own_tokens_calibrated_by_
     dataset = est.ensure_dataset(store, "tiny")
     drawn = est.drawn_sizes(dataset, first)
     calls = est._calls(dataset, drawn)
-    alone, _ = est._token_seconds(store, dataset, drawn, calls, alone=True)
+    alone = est._own_token_seconds(dataset, drawn, calls)
     run_id = create_run(store, first)
     took = 3.0 * alone * (calls["fit"] + calls["score"])  # the machine ran it 3x slower than the estimate alone
     store.update_run(run_id, status="finished", ledger={"calls": 30, "seconds": took, "prompt_tokens": 3000,
@@ -474,7 +474,6 @@ def test_an_embedded_estimate_from_history_is_the_runs_own_tokens_calibrated_by_
     on_longer = replace(first, dataset="longer")
     longer_data = est.ensure_dataset(store, "longer")
     longer_drawn = est.drawn_sizes(longer_data, on_longer)
-    longer_alone, _ = est._token_seconds(store, longer_data, longer_drawn, est._calls(longer_data, longer_drawn),
-                                         alone=True)
+    longer_alone = est._own_token_seconds(longer_data, longer_drawn, est._calls(longer_data, longer_drawn))
     assert longer_alone > 1.2 * alone  # the longer items' own tokens, which seconds per call could not see
     assert runs.estimate_duration(store, on_longer).seconds_per_call == pytest.approx(3.0 * longer_alone, rel=0.01)

@@ -578,26 +578,42 @@ def measured_setting(spec: RunSpec) -> bool:
     return all(spec.params.get(name) == value for name, value in measured_at.items())
 
 
-def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[str, int], *,
-                   alone: bool = False) -> tuple[float, str]:
-    """Seconds per counted call of ``spec`` on the embedded model from its tokens at the model's rates
-    (:func:`embedded_rates`): its prompt tokens (rendered, or the item's length) less those it repeats from
-    earlier prompts, its reply tokens, and the share of its counted calls the method makes
-    (:attr:`~judge_engine.methods.Method.made_share`). ``alone``: its own prompts rendered at the model's speed
-    alone, whatever the store and the machine hold (what :func:`_calibrated_token_seconds` compares)."""
-    from .cost import new_prompt_share, own_tokens, request_tokens  # cost reads these estimates: imported here
+def _counted(calls: dict[str, int]) -> Duration:
+    """The method's counted calls as a :class:`Duration` without a speed (what token sizing reads)."""
+    return Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
+                    fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
 
-    counted = Duration(calls=int(calls["fit"] + calls["score"]), seconds_per_call=None, basis="",
-                       fit_calls=int(calls["fit"]), score_calls=int(calls["score"]))
-    if alone:
-        rates = TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S, generated_rate(spec.llm), "its speed alone")
-        per_prompt, per_completion, _ = own_tokens(dataset, spec, counted)
-    else:
-        per_prompt, per_completion, _ = request_tokens(store, dataset, spec, counted)
-        rates = embedded_rates(store, spec.llm)
+
+def _token_seconds(store: Store, dataset: Dataset, spec: RunSpec, calls: dict[str, int]) -> tuple[float, str]:
+    """Seconds per counted call of ``spec`` on the embedded model from its tokens (:func:`~.cost.request_tokens`:
+    the store's earlier runs of the method, else its own prompts) at the model's rates (:func:`embedded_rates`)."""
+    from .cost import request_tokens  # cost reads these estimates: imported here
+
+    per_prompt, per_completion, _ = request_tokens(store, dataset, spec, _counted(calls))
+    return _at_rates(dataset, spec, calls, per_prompt, per_completion, embedded_rates(store, spec.llm))
+
+
+def _own_token_seconds(dataset: Dataset, spec: RunSpec, calls: dict[str, int]) -> float:
+    """Seconds per counted call of ``spec`` from its own prompts rendered (:func:`~.cost.own_tokens`) at the
+    embedded model's speed alone, whatever a store and the machine hold: what
+    :func:`_calibrated_token_seconds` compares runs by."""
+    from .cost import own_tokens
+
+    per_prompt, per_completion, _ = own_tokens(dataset, spec, _counted(calls))
+    alone = TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S, generated_rate(spec.llm), "its speed alone")
+    return _at_rates(dataset, spec, calls, per_prompt, per_completion, alone)[0]
+
+
+def _at_rates(dataset: Dataset, spec: RunSpec, calls: dict[str, int], per_prompt: float, per_completion: float,
+              rates: TokenRates) -> tuple[float, str]:
+    """Seconds per counted call for these tokens per request at ``rates``: of the prompt tokens, those it does
+    not repeat from earlier prompts (a store's own rates already hold that), and the share of its counted calls
+    the method makes (:attr:`~judge_engine.methods.Method.made_share`)."""
+    from .cost import new_prompt_share
+
     basis = rates.basis
-    if rates.rough:  # a store's own rates already hold how much of its prompts the model reused
-        share = new_prompt_share(dataset, spec, counted)
+    if rates.rough:
+        share = new_prompt_share(dataset, spec, _counted(calls))
         per_prompt *= share
         if share < 0.95:
             basis = f"{basis}; {share:.0%} of the prompt tokens new to the model (the rest repeat earlier prompts)"
@@ -613,7 +629,7 @@ CALIBRATION_RUNS = 3
 
 def _calibrated_token_seconds(store: Store, dataset: Dataset, spec: RunSpec,
                               calls: dict[str, int]) -> tuple[float, str] | None:
-    """Seconds per counted call of ``spec`` from its own tokens alone (:func:`_token_seconds`), times what the
+    """Seconds per counted call of ``spec`` from its own tokens alone (:func:`_own_token_seconds`), times what the
     method's earlier runs on this backend took over the same estimate of theirs; None without such runs.
 
     Their seconds per counted call alone cannot see the items: a second HD-Eval run on SmolLM2 (4 Topical-Chat
@@ -633,7 +649,7 @@ def _calibrated_token_seconds(store: Store, dataset: Dataset, spec: RunSpec,
         try:
             its_dataset = dataset if run.dataset == dataset.name else ensure_dataset(store, run.dataset)
             its_calls = _calls(its_dataset, earlier)
-            per_call, _ = _token_seconds(store, its_dataset, earlier, its_calls, alone=True)
+            per_call = _own_token_seconds(its_dataset, earlier, its_calls)
         except (ValueError, KeyError):  # its dataset or aspect is gone: it cannot be compared
             continue
         took += run.ledger.seconds
@@ -641,7 +657,7 @@ def _calibrated_token_seconds(store: Store, dataset: Dataset, spec: RunSpec,
         used += 1
     if not used or alone <= 0 or took <= 0:
         return None
-    per_call, _ = _token_seconds(store, dataset, spec, calls, alone=True)
+    per_call = _own_token_seconds(dataset, spec, calls)
     factor = took / alone
     return per_call * factor, (f"its tokens at the embedded model's speed alone, x{factor:.2f}: what {used} earlier "
                                f"{METHODS[spec.method].title} run(s) on this backend took over the same estimate")
