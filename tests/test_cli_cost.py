@@ -253,12 +253,14 @@ def test_a_first_runs_prompts_are_rendered_on_the_items_its_split_will_draw(stor
     assert seen[0] != tuple(s.id for s in tiny_dataset.samples[:3])  # the seed drew other items than the first
 
 
-def test_a_judge_that_renders_no_scoring_has_its_fits_scoring_of_the_test_items_stand_in(store, tiny_dataset):
-    """HD-Eval's judge fitted on empty replies keeps no criterion (its aggregator drops what it never saw
-    scored), so its scoring sent nothing and the estimate took the fit's prompts, and the fit's reuse of them,
-    for the test items too. On SmolLM2 (4 Topical-Chat items, one layer) 0.70 of the fit's prompt tokens were
-    new and 0.23 of the test scoring's (the test items of a group share their dialogue), so the first
-    estimate was 1.75x the run. The fit's own scoring of the test items now stands in for the judge's."""
+def test_a_judge_that_renders_no_scoring_has_its_fits_scoring_of_the_test_items_stand_in(store, tiny_dataset,
+                                                                                          monkeypatch):
+    """HD-Eval's judge fitted on empty replies kept no criterion (its aggregator drops what it never saw scored),
+    so its scoring sent nothing and the estimate took the fit's prompts, and the fit's reuse of them, for the
+    test items too. On SmolLM2 (4 Topical-Chat items, one layer) 0.70 of the fit's prompt tokens were new and
+    0.23 of the test scoring's (the test items of a group share their dialogue), so the first estimate was
+    1.75x the run. Against replies of the shape asked for, its judge keeps its criteria and scores the test
+    items itself; a judge whose scoring still renders nothing has the fit's own scoring of them stand in."""
     from judge_engine.runs import cost, rendering
 
     store.save_dataset(tiny_dataset)
@@ -267,9 +269,14 @@ def test_a_judge_that_renders_no_scoring_has_its_fits_scoring_of_the_test_items_
     drawn = cost.estimate_duration(store, spec)
     train, rest = cost._split_items(tiny_dataset, spec)
     fit = rendering.render_fit(cost._method(spec), train, tiny_dataset.aspect("quality"), tiny_dataset, spec.llm)
-    assert rendering.render_scoring(fit.judge, rest, spec.llm).requests == 0  # what the stand-in is for
+    own = rendering.render_scoring(fit.judge, rest, spec.llm)
+    assert own.requests >= len(rest) and own.requests % len(rest) == 0  # a request per item and criterion
+    assert cost._rendered(tiny_dataset, spec).score_per_item == pytest.approx(own.requests / len(rest))
+    monkeypatch.setattr(cost, "_RENDERED", {})
+    monkeypatch.setattr(rendering, "render_scoring", lambda *a, **k: rendering.Rendered((), finished=True))
     r = cost._rendered(tiny_dataset, spec)
     assert r.score_per_request is not None and r.score_share < r.fit_share  # a group's items share their input
+    assert r.score_per_item is None  # the stand-in is the fit's requests, not the judge's per item
     share = cost.new_prompt_share(tiny_dataset, spec, drawn)
     assert r.score_share < share < r.fit_share  # both parts, weighted by their counted calls and sizes
 
@@ -306,3 +313,33 @@ def test_a_first_estimate_on_the_embedded_model_takes_text_replies_at_a_share_of
                         params={"budget": 1, **long_reasons}, llm=server)
     assert cost._rendered(tiny_dataset, embedded).per_completion > 2 * ROUGH_COMPLETION_TOKENS
     assert cost._rendered(tiny_dataset, on_server).per_completion <= ROUGH_COMPLETION_TOKENS
+
+
+@pytest.mark.parametrize("method, params", [("hd_eval", {"max_layers": 2}), ("hpss", {"budget": 2}),
+                                            ("active_critic", {"n_candidates": 3, "max_batches": 1}),
+                                            ("direct", {})])
+def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_dataset, method, params):
+    """A fitted method's count is an upper bound (HPSS: 131 for 4 Topical-Chat items where SmolLM2's run made
+    50), and the share of it a fit makes differs by run (HPSS 0.38-0.51): the estimate was 1.49-1.79x two HPSS
+    runs. The fit and its judge's scoring are now rendered against replies of the shape they ask for, and the
+    requests rendered are the ones expected; against a server whose replies parse they are within 15%."""
+    from judge_engine import runs
+    from judge_engine.llm import LLM
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.methods import METHODS
+    from tests.scripted import schema_responder, tiny_oracle
+
+    store.save_dataset(tiny_dataset)
+    config = LLMConfig(backend="openai", base_url="http://stub.invalid/v1", model="stub", concurrency=8)
+    spec = RunSpec(method=method, dataset="tiny", aspect="quality", train_size=6, test_size=6, params=params,
+                   llm=config)
+    counted = runs.estimate_duration(store, spec).calls
+    estimate = expected(store, spec)
+    run_id = create_run(store, spec)
+    runs.execute_run(store, run_id, llm=LLM(config, FakeBackend(schema_responder(oracle=tiny_oracle))))
+    made = store.run(run_id).ledger.calls
+    assert made > 0 and abs(estimate.calls - made) <= 0.15 * made, (estimate.calls, made, counted)
+    assert estimate.calls <= counted
+    if METHODS[method].made_share < 1.0:  # the method's one measured share is further off on this run
+        by_share = METHODS[method].made_share * counted
+        assert abs(estimate.calls - made) < abs(by_share - made), (estimate.calls, by_share, made)

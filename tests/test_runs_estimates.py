@@ -415,13 +415,14 @@ def test_a_fitted_method_off_the_pages_settings_is_timed_by_its_tokens(store, ti
     at_paper = runs.estimate_duration(store, paper)
     assert at_pages.basis.startswith(runs.estimates.EMBEDDED_BASIS)
     assert at_paper.basis.startswith("its tokens at rough") and "x0.28" in at_paper.basis
-    from judge_engine.runs.cost import request_tokens
+    from judge_engine.runs.cost import new_prompt_share, request_tokens
 
     drawn = runs.estimates.drawn_sizes(tiny_dataset, paper)
     per_prompt, per_completion, _ = request_tokens(store, tiny_dataset, drawn, at_paper)
     rates = runs.estimates.embedded_rates(store, paper.llm)
+    new = new_prompt_share(tiny_dataset, drawn, at_paper)  # of its prompts, what earlier prompts did not hold
     assert at_paper.seconds_per_call == pytest.approx(
-        runs.estimates.METHODS["hypoeval"].made_share * rates.seconds(per_prompt, per_completion))
+        runs.estimates.METHODS["hypoeval"].made_share * rates.seconds(new * per_prompt, per_completion))
     # HPSS has no such settings, but its speed was measured on a look whose replies are bounded shorter than
     # its paper default's: a paper-default run is timed by its tokens, the look keeps the measured speed
     look = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,

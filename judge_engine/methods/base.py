@@ -165,6 +165,10 @@ class Method:
     made_share: ClassVar[float] = 1.0
     """The share of its counted calls (:meth:`estimate_calls`, an upper bound) a fit on a server makes, for a
     first estimate before the method's own runs on the backend measure it; 1: every counted call."""
+    calls_follow_agreement: ClassVar[bool] = False
+    """Whether how many calls a fit makes turns on how well its replies agree with the humans (HypoEval refreshes
+    its bank after mispredictions): its rendering, answered with replies that agree with nobody
+    (:mod:`judge_engine.runs.schema_replies`), then does not stand for its calls, and :attr:`made_share` does."""
     ordered_state: ClassVar[tuple[str, ...]] = ()
     """Entries of a fitted judge's state whose order reaches its prompts (demonstrations, criteria, examples,
     hypotheses); a stability probe shuffles them (:func:`reordered`) to see whether the order moves scores."""

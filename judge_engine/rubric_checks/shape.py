@@ -7,6 +7,8 @@ every public name, so callers import from :mod:`judge_engine.rubric_checks` as b
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re
 import unicodedata
 from collections import Counter
@@ -53,8 +55,16 @@ def copied_share(text: str, shown: Iterable[str]) -> float:
     best = 0.0
     for other in shown:
         if other:
-            best = max(best, len(grams & _trigrams(_words(other))) / len(grams))
+            best = max(best, len(grams & _shown_trigrams(other)) / len(grams))
     return best
+
+
+@lru_cache(maxsize=1024)
+def _shown_trigrams(text: str) -> frozenset[tuple[str, ...]]:
+    """The word trigrams of a shown text. A fit checks each generated entry against the same few articles and
+    outputs: Active-Critic's paper-default fit on 30 SummEval items read their words 46,000 times, 2.0 of its
+    6.1 s of work outside the model (2026-11-29)."""
+    return frozenset(_trigrams(_words(text)))
 
 
 def restated_text(text: str, shown: Iterable[str], *, min_named: int = 4) -> bool:

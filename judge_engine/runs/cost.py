@@ -2,12 +2,13 @@
 
 Tokens per request come from the store's earlier runs of the same method (their ledgers: tokens over the
 requests actually sent); with none, from the prompts the method itself builds on the dataset's items
-(:mod:`.rendering`: its fit run against empty replies, no model called) when that rendering gets far enough
-into the fit, else from the item's length at about four characters a token plus the method's instructions,
-which is rough and says so. ``score`` is estimated the same way from the judge's own scoring requests on
-the file's first items (:func:`expected_scoring`). Requests are the method's own count
-(:func:`judge_engine.runs.estimate_duration`), an upper bound before cache hits, so the tokens and dollars
-are too. Prices are the run's own (``LLMConfig.price_prompt_per_1k`` and ``price_completion_per_1k``).
+(:mod:`.rendering`: its fit run against replies of the shape it asks for, no model called) when that
+rendering gets far enough into the fit, else from the item's length at about four characters a token plus
+the method's instructions, which is rough and says so. ``score`` is estimated the same way from the judge's
+own scoring requests on the file's first items (:func:`expected_scoring`). Requests are the method's own
+count (:func:`judge_engine.runs.estimate_duration`, an upper bound) at the share of it the run is expected
+to send (:func:`.estimates.made_share`: as rendered, else as measured for the method), before cache hits.
+Prices are the run's own (``LLMConfig.price_prompt_per_1k`` and ``price_completion_per_1k``).
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from ..llm.client import LedgerTotals
 from ..records import Dataset, RunEstimate, Sample
 from ..store import Store
 from . import rendering
-from .estimates import (EMBEDDED_REPLY_SHARE, MIN_CALLS_FOR_TIMING, Duration, _method, estimate_duration,
-                        judged_item_chars, scoring_duration)
+from .estimates import (EMBEDDED_REPLY_SHARE, MIN_CALLS_FOR_TIMING, Duration, _method, drawn_sizes,
+                        estimate_duration, judged_item_chars, made_share, scoring_duration)
 from .rendering import CHARS_PER_TOKEN
 from .spec import RunSpec, ensure_dataset
 
@@ -90,8 +91,12 @@ def expected(store: Store, spec: RunSpec, *, duration: Duration | None = None,
         dataset = dataset or ensure_dataset(store, spec.dataset)
         duration = duration or estimate_duration(store, spec, dataset=dataset)
     per_prompt, per_completion, basis = request_tokens(store, dataset, spec, duration)
-    prompt, completion = round(duration.calls * per_prompt), round(duration.calls * per_completion)
-    return RunEstimate(calls=duration.calls, prompt_tokens=prompt, completion_tokens=completion,
+    # the requests it will send: its count (an upper bound) at the share its fit makes, tokens at theirs
+    share, _ = made_share(dataset, drawn_sizes(dataset, spec), {"fit": duration.fit_calls,
+                                                                 "score": duration.score_calls})
+    calls = round(share * duration.calls)
+    prompt, completion = round(calls * per_prompt), round(calls * per_completion)
+    return RunEstimate(calls=calls, prompt_tokens=prompt, completion_tokens=completion,
                        dollars=round(price(spec.llm, prompt, completion), 6),
                        seconds=None if duration.minutes is None else round(duration.minutes * 60.0, 1),
                        basis=basis if duration.minutes is None else f"{basis}; time: {duration.basis}")
@@ -118,6 +123,10 @@ class RunRendering:
     """The share of the fit's prompt tokens new to a model that keeps earlier prompts (1 when it stopped early)."""
     score_share: float
     """The same for the test scoring (1 when nothing stood for it)."""
+    fit_sent: int | None = None
+    """Requests the fit sent when it ran to its judge (its calls as a run makes them); None when it stopped."""
+    score_per_item: float | None = None
+    """Requests the judge sent per test item it scored; None when its scoring was not rendered."""
 
 
 _RENDERED: dict[tuple, RunRendering] = {}
@@ -202,20 +211,34 @@ def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...], rest
     fit_share = fit.new_share if fit.finished else 1.0
     share = reply_share(spec.llm)
     fit_completion = fit.completion_per_request(ROUGH_COMPLETION_TOKENS, bound_share=share)
+    fit_sent = fit.requests if fit.finished else None
     if fit.judge is None or not rest:
-        return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0)
+        return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0, fit_sent=fit_sent)
     scoring = rendering.render_scoring(fit.judge, rest, spec.llm)
+    score_per_item = scoring.requests / len(rest) if scoring.finished else None
     if not scoring.requests:
         # a judge fitted on empty replies can keep nothing to score (HD-Eval's aggregator drops the criteria
         # it never saw scored); the fit's own scoring of the test items stands in (HD-Eval's judge scores
         # criteria of the tree its fit scores, one request per item and criterion)
         stand_in = rendering.render_fit(_method(spec), rest, aspect, dataset, spec.llm)
         if not (stand_in.finished and stand_in.requests):
-            return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0)
-        scoring = stand_in
+            return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0,
+                                fit_sent=fit_sent)
+        scoring, score_per_item = stand_in, None
     return RunRendering(fit.requests, fit.per_request, scoring.per_request,
                         scoring.completion_per_request(ROUGH_COMPLETION_TOKENS, bound_share=share), fit_share,
-                        scoring.new_share)
+                        scoring.new_share, fit_sent=fit_sent, score_per_item=score_per_item)
+
+
+def rendered_calls(dataset: Dataset, spec: RunSpec) -> float | None:
+    """The requests ``spec``'s run sends as its method builds them (:mod:`.rendering`): its fit's, when the fit
+    ran to its judge, and that judge's per rendered test item times the test items; None when either is not
+    known (a fit that stopped at its choice, a judge whose scoring did not render). ``spec`` has the drawn sizes."""
+    r = _rendered(dataset, spec)
+    n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
+    if r.fit_sent is None or (n_test and r.score_per_item is None):
+        return None
+    return r.fit_sent + (r.score_per_item or 0.0) * n_test
 
 
 RENDERED_ITEMS = 4
@@ -231,8 +254,8 @@ def expected_scoring(store: Store, judge: Any, llm: LLMConfig, first: Sequence[S
     """Requests, tokens, dollars and seconds scoring ``n_items`` items with ``judge`` on ``llm`` will take
     before any cache hit, from its requests rendered on ``first`` (the file's first items).
 
-    Requests per item are the rendered ones (every follow-up turn made, as after a reply that gave no score:
-    an upper bound); completion tokens per request are those of the store's earlier runs of the judge's
+    Requests per item are the rendered ones (a follow-up turn only where the judge always sends one: the
+    rendering's replies parse); completion tokens per request are those of the store's earlier runs of the judge's
     method, else about :data:`ROUGH_COMPLETION_TOKENS`. The time is :func:`.estimates.scoring_duration`.
     """
     rendered = rendering.render_scoring(judge, first[:RENDERED_ITEMS], llm)
@@ -244,8 +267,8 @@ def expected_scoring(store: Store, judge: Any, llm: LLMConfig, first: Sequence[S
     prompt, completion = round(calls * rendered.per_request), round(calls * per_completion)
     duration = scoring_duration(store, llm, calls=calls, prompt_tokens=prompt, completion_tokens=completion,
                                 waves=_method_waves(judge), new_share=rendered.new_share)
-    basis = (f"the judge's own requests rendered on {shown} of the items (no model called), every follow-up turn "
-             f"counted; completion tokens {'of earlier runs of this method' if measured else 'rough'}")
+    basis = (f"the judge's own requests rendered on {shown} of the items (no model called), replies that parse; "
+             f"completion tokens {'of earlier runs of this method' if measured else 'rough'}")
     return RunEstimate(calls=calls, prompt_tokens=prompt, completion_tokens=completion,
                        dollars=round(price(llm, prompt, completion), 6),
                        seconds=None if duration.minutes is None else round(duration.minutes * 60.0, 1),

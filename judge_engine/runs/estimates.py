@@ -457,14 +457,16 @@ def call_latency(store: Store, llm: LLMConfig) -> float | None:
     return seconds / calls if calls >= MIN_CALLS_FOR_TIMING and seconds > 0 else None
 
 
-def method_speed(store: Store, method: str, llm: LLMConfig) -> tuple[float | None, str]:
+def method_speed(store: Store, method: str, llm: LLMConfig, *,
+                 made: tuple[float, str] | None = None) -> tuple[float | None, str]:
     """Wall seconds per counted call of ``method`` on this backend, with where it comes from.
 
     From the store's finished runs of the method on the backend when they count enough calls (their ledger
     seconds over the calls their method counted for them); on the embedded model without such runs, its
     measured default (:data:`EMBEDDED_SECONDS_PER_COUNTED_CALL`); else :func:`seconds_per_call` times the
-    share of its counted calls the method makes (:attr:`~judge_engine.methods.Method.made_share`, 1 where not
-    measured: every counted call taken as made, an upper bound).
+    share of its counted calls the method makes: ``made`` (a run's own, :func:`made_share`, with why) or the
+    method's :attr:`~judge_engine.methods.Method.made_share` (1 where not measured: every counted call taken
+    as made, an upper bound).
     """
     counted = seconds = 0.0
     for run in store.runs(limit=500):
@@ -479,9 +481,10 @@ def method_speed(store: Store, method: str, llm: LLMConfig) -> tuple[float | Non
         return EMBEDDED_SECONDS_PER_COUNTED_CALL[method], EMBEDDED_BASIS
     per_call, basis = seconds_per_call(store, llm)
     share = METHODS[method].made_share
+    share, why = made or (share, f"x{share:.2f}: the share of its counted requests a fit makes")
     if per_call is None or share >= 1.0:
         return per_call, basis
-    return per_call * share, f"{basis}, x{share:.2f}: the share of its counted requests a fit makes"
+    return per_call * share, f"{basis}, {why}"
 
 
 @dataclass(frozen=True)
@@ -617,10 +620,28 @@ def _at_rates(dataset: Dataset, spec: RunSpec, calls: dict[str, int], per_prompt
         per_prompt *= share
         if share < 0.95:
             basis = f"{basis}; {share:.0%} of the prompt tokens new to the model (the rest repeat earlier prompts)"
-    made = METHODS[spec.method].made_share
-    if made < 1.0:
-        basis = f"{basis}; x{made:.2f}: the share of its counted requests a fit makes"
+    made, why = made_share(dataset, spec, calls)
+    if why:
+        basis = f"{basis}; {why}"
     return made * rates.seconds(per_prompt, per_completion), f"its tokens at {basis}"
+
+
+def made_share(dataset: Dataset, spec: RunSpec, calls: dict[str, int]) -> tuple[float, str]:
+    """The share of its counted calls (an upper bound) ``spec``'s run is expected to make, with why: its requests
+    as rendered (:func:`~.cost.rendered_calls`, the method run against replies of the shape it asks for) when
+    the rendering reached a judge and its scoring and the method's calls do not turn on its replies' agreement
+    (:attr:`~judge_engine.methods.Method.calls_follow_agreement`), else the method's measured
+    :attr:`~judge_engine.methods.Method.made_share`. ``spec`` has the drawn sizes."""
+    from .cost import rendered_calls
+
+    counted = calls["fit"] + calls["score"]
+    made = rendered_calls(dataset, spec) if counted and not METHODS[spec.method].calls_follow_agreement else None
+    if made is not None:
+        share = min(1.0, made / counted)
+        return share, (f"x{share:.2f}: {made:,.0f} of its {counted:,} counted requests, as its own fit and judge "
+                       f"send them (rendered)" if share < 1.0 else "")
+    share = METHODS[spec.method].made_share
+    return share, f"x{share:.2f}: the share of its counted requests a fit makes" if share < 1.0 else ""
 
 
 CALIBRATION_RUNS = 3
@@ -675,7 +696,10 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
     dataset = dataset or ensure_dataset(store, spec.dataset)
     spec = drawn_sizes(dataset, spec)
     calls = _calls(dataset, spec)
-    per_call, basis = speed if speed is not None else method_speed(store, spec.method, spec.llm)
+    if speed is None:  # on a server with no run of the method yet, its own rendered share of the count
+        made = None if spec.llm.embedded else made_share(dataset, spec, calls)
+        speed = method_speed(store, spec.method, spec.llm, made=made)
+    per_call, basis = speed
     n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
     by_tokens = spec.method in TOKEN_TIMED or not measured_setting(spec)
     if per_call is not None and basis == EMBEDDED_BASIS and not by_tokens:

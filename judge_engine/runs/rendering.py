@@ -3,19 +3,22 @@
 An estimate of tokens before the first run of a method guessed them from the item's length, which missed
 what a method puts around its items (HPSS's paper defaults show ten examples in every judge prompt: 3x
 low). Here the method itself builds its requests: its fit, or a fitted judge's scoring, runs through the
-one LLM path against :class:`Recorder`, a backend that keeps the size of every request and answers each
-with an empty reply. An empty reply is what a model that says nothing sends, so the method takes its
-ordinary path for an unread reply (its follow-up turn, its missing score); nothing it returns is kept, only
-the sizes of what it sent. No cache is read or written and no ledger is kept beyond the one made here.
+one LLM path against :class:`Recorder`, a backend that keeps the size of every request and answers a request
+for JSON with a reply of its schema's shape and no meaning (:mod:`.schema_replies`), and free text with an
+empty reply. The method takes the path its runs take (no follow-up turn after a reply that parses); nothing
+it returns is kept, only the sizes of what it sent, so its requests are also the count a run makes.
+No cache is read or written and no ledger is kept beyond the one made here.
 
-A fit that needs what the model says (HypoEval's hypotheses, Active-Critic's explanations) stops or
-shrinks early against empty replies, so its rendering is only a part of its requests; the caller reads
-:attr:`Rendered.requests` against the method's own count and says which it used.
+A fit whose choice needs replies that agree with the humans (HypoEval's hypotheses) stops there against
+these, and one asked for free text gets nothing to read, so its rendering may be only a part of its
+requests; the caller reads :attr:`Rendered.finished` and :attr:`Rendered.requests` against the method's own
+count and says which it used.
 """
 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from typing import Any, Callable, Sequence
 
 from ..llm import LLM, LLMConfig
 from ..llm.base import Completion, GenerationParams, Message
+from .schema_replies import reply_value
 
 RENDER_CAP = 4000
 """Requests recorded at most: a fit rendered past this stops (HPSS's paper defaults send about 3,000)."""
@@ -77,11 +81,12 @@ class RenderedRequest:
     """:data:`SCORE_REPLY_TOKENS` x draws when its schema leaves room for a score only (:func:`score_only`), else
     None (a reply that can hold text)."""
     follow_up: bool
-    """Whether it follows a reply of the model in the same conversation (here an empty one)."""
+    """Whether it follows a reply of the model in the same conversation (a follow-up turn)."""
 
 
 class Recorder:
-    """A backend of the one LLM path that records each request's size and answers nothing (empty replies).
+    """A backend of the one LLM path that records each request's size and answers it in the shape it asks for
+    with no meaning (:func:`~.schema_replies.reply_value`; free text: an empty reply).
 
     Only for rendering prompts: its replies are never read as scores (:func:`render` keeps the sizes alone).
     """
@@ -90,8 +95,9 @@ class Recorder:
     model_id = "render"
     supports_logprobs = False
 
-    def __init__(self, cap: int = RENDER_CAP):
+    def __init__(self, cap: int = RENDER_CAP, salt: str = ""):
         self.cap = cap
+        self.salt = salt  # another salt, other replies to the same prompts
         self.sent: list[RenderedRequest] = []
         self._recent: list[str] = []  # the last KEPT_PREFIXES prompts, sorted, for their shared prefixes
         self._order: list[str] = []
@@ -120,13 +126,18 @@ class Recorder:
             max_tokens=params.max_tokens * params.n,
             score_reply_tokens=min(SCORE_REPLY_TOKENS, params.max_tokens) * params.n if short else None,
             follow_up=any(m["role"] == "assistant" for m in messages)))
-        return Completion(texts=("",) * params.n, logprobs=(), prompt_tokens=0, completion_tokens=0, latency_s=0.0,
+        texts = ("",) * params.n
+        if params.json_schema:  # the same prompt gets the same reply, as from a greedy model
+            schema, digest = json.loads(params.json_schema), hashlib.sha256(text.encode()).hexdigest()
+            texts = tuple(json.dumps(reply_value(schema, f"{self.salt}{digest}#{params.sample_index + i}"))
+                          for i in range(params.n))
+        return Completion(texts=texts, logprobs=(), prompt_tokens=0, completion_tokens=0, latency_s=0.0,
                           model=self.model_id)
 
 
 @dataclass(frozen=True)
 class Rendered:
-    """What a fit or a scoring sent when every reply was empty."""
+    """What a fit or a scoring sent to the :class:`Recorder`."""
 
     sent: tuple[RenderedRequest, ...]
     """Each request, in the order sent (each follow-up turn one more)."""
@@ -172,14 +183,15 @@ class Rendered:
                    for r in self.sent) / self.requests
 
 
-def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: int = RENDER_CAP) -> Rendered:
+def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: int = RENDER_CAP,
+           salt: str = "") -> Rendered:
     """Run ``work(llm)`` against a :class:`Recorder` and return the sizes of what it sent.
 
     ``config`` sets what the method reads from the backend's settings (its concurrency, structured replies);
     the requests go to the recorder whatever its backend. Any error the method raises for want of an answer
     ends the rendering (it is the method's reaction to silence, not a fault of the estimate).
     """
-    recorder = Recorder(cap)
+    recorder = Recorder(cap, salt)
     result = None
     try:
         result = work(LLM(config or LLMConfig(backend="openai"), recorder))
@@ -194,9 +206,22 @@ def render_scoring(judge: Any, samples: Sequence[Any], config: LLMConfig | None 
     return render(lambda llm: judge.score(list(samples), llm=llm), config)
 
 
+FIT_ATTEMPTS = 3
+"""Renderings of a fit, each with other replies, until one reaches a judge. Replies of no meaning agree with the
+humans by chance, and a fit that finds no candidate agreeing stops at its choice (Active-Critic with two
+candidate sets on 4 SummEval items did, with the first replies); its calls were all made, but the judge's
+scoring, and so the run's count, is not known without a judge."""
+
+
 def render_fit(method: Any, train: Sequence[Any], aspect: Any, dataset: Any, config: LLMConfig | None = None,
                *, cap: int = RENDER_CAP) -> Rendered:
-    """The requests ``method``'s fit sends on ``train`` (the dataset's first training-sized items), rendered."""
+    """The requests ``method``'s fit sends on ``train`` (the split's training items), rendered: the first of
+    :data:`FIT_ATTEMPTS` renderings that reaches a judge, else the last."""
     from ..methods import FitContext
 
-    return render(lambda llm: method.fit(list(train), aspect, FitContext.of(dataset, llm=llm)), config, cap=cap)
+    for attempt in range(FIT_ATTEMPTS):
+        rendered = render(lambda llm: method.fit(list(train), aspect, FitContext.of(dataset, llm=llm)), config,
+                          cap=cap, salt=f"{attempt}:" if attempt else "")
+        if rendered.finished or rendered.requests >= cap:
+            break
+    return rendered

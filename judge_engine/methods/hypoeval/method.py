@@ -275,6 +275,7 @@ class HypoEval(Method):
     ordered_state = ("selected",)
     title = "HypoEval"
     made_share = MADE_SHARE
+    calls_follow_agreement = True
     _parameter_constraints = {
         "criteria_form": Options(CRITERIA_FORMS), "layout": Options(LAYOUTS),
         "joint": Options((True, False)),
