@@ -20,8 +20,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .launcher import cmd_app, missing_extra
+
+if TYPE_CHECKING:  # the command line imports the engine only when a command needs it (--version stays fast)
+    from .llm import LLMConfig
 
 
 def _progress_bar(quiet: bool):
@@ -91,6 +95,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     import getpass
     import os
 
+    _time_the_embedded_model(store, llm)
     run_id = create_run(store, spec, actor=os.environ.get("JUDGE_WORKBENCH_USER") or getpass.getuser())
     from .runs.cost import describe
 
@@ -100,6 +105,19 @@ def cmd_run(args: argparse.Namespace) -> int:
           + (f", {_seconds(estimate.seconds)}" if estimate.seconds else "")
           + f" ({estimate.basis})", file=sys.stderr)
     return _execute(store, run_id, quiet=args.quiet)
+
+
+def _time_the_embedded_model(store, config: LLMConfig) -> None:
+    """Before a first estimate on the embedded model (none of the store's requests measured it), time the model
+    on this machine (:func:`judge_engine.runs.estimates.probe_embedded_rates`): the run loads it anyway."""
+    from .runs import estimates, execute
+
+    if not config.embedded or not estimates.embedded_rates(store, config).rough:
+        return
+    try:
+        estimates.probe_embedded_rates(execute.make_llm(config))
+    except Exception:  # noqa: BLE001 - a model that cannot load is the run's to report, with what to do
+        return
 
 
 def prices(args: argparse.Namespace) -> dict[str, float]:
@@ -363,6 +381,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                       aspect=judge.aspect["name"])
     store = Store(args.db)
     llm = make_llm(config, store=store)
+    _time_the_embedded_model(store, config)
     estimate = _scoring_estimate(store, judge, config, source)
     started = time.monotonic()
     shown = 0

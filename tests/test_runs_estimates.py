@@ -478,3 +478,53 @@ def test_an_embedded_estimate_from_history_is_the_runs_own_tokens_calibrated_by_
     longer_alone = est._own_token_seconds(longer_data, longer_drawn, est._calls(longer_data, longer_drawn))
     assert longer_alone > 1.2 * alone  # the longer items' own tokens, which seconds per call could not see
     assert runs.estimate_duration(store, on_longer).seconds_per_call == pytest.approx(3.0 * longer_alone, rel=0.01)
+
+
+class _TimedModel:
+    """A backend that calls itself the embedded model and reports a model's token counts and busy seconds."""
+
+    name = "llamacpp"
+    model_id = "timed"
+    supports_logprobs = False
+
+    def generate(self, messages, params):
+        from judge_engine.llm.base import Completion
+
+        if params.max_tokens == 1:  # reading the prompt: 1,000 tokens in 2 s
+            return Completion(texts=("x",), logprobs=(), prompt_tokens=1000, completion_tokens=1, latency_s=2.0,
+                              model=self.model_id)
+        return Completion(texts=('{"explanation": "clear", "score": 3}',), logprobs=(), prompt_tokens=1000,
+                          completion_tokens=60, latency_s=1.0, model=self.model_id)
+
+
+def test_a_first_estimate_on_the_embedded_model_takes_the_models_timing_on_this_machine(store, monkeypatch):
+    """The rough rates were measured on one machine: on a faster one (a 1,085-token prompt read at 414 tokens a
+    second, 66 generated a second under a grammar, against 176 and 42.7 assumed) the first estimates of four
+    SmolLM2 runs were 1.3-2.3x their time. A command about to run on the model times it first, and the first
+    estimates in that process take that timing, for PROBE_FRESH_S; a scripted backend is not timed."""
+    from judge_engine.llm import LLM
+    from judge_engine.llm.fake import FakeBackend
+
+    est = runs.estimates
+    config = LLMConfig()
+    assert not est.probe_embedded_rates(LLM(config, FakeBackend(lambda m, p: "[[3]]")))
+    assert "alone on 2 cores" in est.embedded_rates(store, config).basis
+    assert est.probe_embedded_rates(LLM(config, _TimedModel()))
+    rates = est.embedded_rates(store, config)
+    assert rates.rough and "timed on this machine just now" in rates.basis
+    assert rates.prompt_per_s == pytest.approx(500.0) and rates.generated_per_s == pytest.approx(60.0)
+    free = est.embedded_rates(store, LLMConfig(structured="off"))  # free text faster, as measured alone
+    assert free.generated_per_s == pytest.approx(60.0 * est.EMBEDDED_GENERATED_TOKENS_PER_S
+                                                 / est.EMBEDDED_STRUCTURED_TOKENS_PER_S)
+    monkeypatch.setattr(est, "_PROBED", [est._PROBED[0] - est.PROBE_FRESH_S - 1, *est._PROBED[1:]])
+    assert "alone on 2 cores" in est.embedded_rates(store, config).basis, "an old timing no longer stands"
+
+
+@pytest.mark.model
+def test_the_embedded_model_is_timed_by_its_own_busy_seconds(store):
+    from judge_engine.llm import make_llm
+
+    est = runs.estimates
+    assert est.probe_embedded_rates(make_llm(LLMConfig()))
+    rates = est.embedded_rates(store, LLMConfig())
+    assert rates.prompt_per_s > 10 and rates.generated_per_s > 1  # SmolLM2 on 2 cores: hundreds and tens
