@@ -95,9 +95,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     import getpass
     import os
 
-    _time_the_embedded_model(store, llm)
     run_id = create_run(store, spec, actor=os.environ.get("JUDGE_WORKBENCH_USER") or getpass.getuser())
-    from .runs.cost import describe
+    from .runs.cost import describe, expected
+
+    # after create_run: bad input (a dataset, an aspect, a parameter's type) is named before the model loads
+    if _time_the_embedded_model(store, llm):
+        store.update_run(run_id, estimate=expected(store, spec).to_dict())
 
     estimate = store.run(run_id).estimate
     # before the first call: what the run may cost, while Ctrl-C still costs nothing
@@ -107,17 +110,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _execute(store, run_id, quiet=args.quiet)
 
 
-def _time_the_embedded_model(store, config: LLMConfig) -> None:
+def _time_the_embedded_model(store, config: LLMConfig, llm=None) -> bool:
     """Before a first estimate on the embedded model (none of the store's requests measured it), time the model
-    on this machine (:func:`judge_engine.runs.estimates.probe_embedded_rates`): the run loads it anyway."""
+    on this machine (:func:`judge_engine.runs.estimates.probe_embedded_rates`): the command loads it anyway.
+    ``llm``: the command's own, when it has one already (else one is made as a run makes its own). Whether it
+    was timed."""
     from .runs import estimates, execute
 
     if not config.embedded or not estimates.embedded_rates(store, config).rough:
-        return
+        return False
     try:
-        estimates.probe_embedded_rates(execute.make_llm(config))
-    except Exception:  # noqa: BLE001 - a model that cannot load is the run's to report, with what to do
-        return
+        return estimates.probe_embedded_rates(llm or execute.make_llm(config))
+    except Exception:  # noqa: BLE001 - a model that cannot load is the command's to report, with what to do
+        return False
 
 
 def prices(args: argparse.Namespace) -> dict[str, float]:
@@ -381,7 +386,7 @@ def cmd_score(args: argparse.Namespace) -> int:
                       aspect=judge.aspect["name"])
     store = Store(args.db)
     llm = make_llm(config, store=store)
-    _time_the_embedded_model(store, config)
+    _time_the_embedded_model(store, config, llm)
     estimate = _scoring_estimate(store, judge, config, source)
     started = time.monotonic()
     shown = 0
