@@ -20,12 +20,8 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .launcher import cmd_app, missing_extra
-
-if TYPE_CHECKING:  # the command line imports the engine only when a command needs it (--version stays fast)
-    from .llm import LLMConfig
 
 
 def _progress_bar(quiet: bool):
@@ -99,7 +95,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runs.cost import describe, expected
 
     # after create_run: bad input (a dataset, an aspect, a parameter's type) is named before the model loads
-    if _time_the_embedded_model(store, llm):
+    from .runs.model_timing import before_first_estimate
+
+    if before_first_estimate(store, llm):
         store.update_run(run_id, estimate=expected(store, spec).to_dict())
 
     estimate = store.run(run_id).estimate
@@ -108,21 +106,6 @@ def cmd_run(args: argparse.Namespace) -> int:
           + (f", {_seconds(estimate.seconds)}" if estimate.seconds else "")
           + f" ({estimate.basis})", file=sys.stderr)
     return _execute(store, run_id, quiet=args.quiet)
-
-
-def _time_the_embedded_model(store, config: LLMConfig, llm=None) -> bool:
-    """Before a first estimate on the embedded model (none of the store's requests measured it), time the model
-    on this machine (:func:`judge_engine.runs.estimates.probe_embedded_rates`): the command loads it anyway.
-    ``llm``: the command's own, when it has one already (else one is made as a run makes its own). Whether it
-    was timed."""
-    from .runs import estimates, execute
-
-    if not config.embedded or not estimates.embedded_rates(store, config).rough:
-        return False
-    try:
-        return estimates.probe_embedded_rates(llm or execute.make_llm(config))
-    except Exception:  # noqa: BLE001 - a model that cannot load is the command's to report, with what to do
-        return False
 
 
 def prices(args: argparse.Namespace) -> dict[str, float]:
@@ -386,7 +369,9 @@ def cmd_score(args: argparse.Namespace) -> int:
                       aspect=judge.aspect["name"])
     store = Store(args.db)
     llm = make_llm(config, store=store)
-    _time_the_embedded_model(store, config, llm)
+    from .runs.model_timing import before_first_estimate
+
+    before_first_estimate(store, config, llm)
     estimate = _scoring_estimate(store, judge, config, source)
     started = time.monotonic()
     shown = 0

@@ -137,7 +137,7 @@ def test_a_look_records_the_run_its_baselines_and_the_estimate(tmp_path, monkeyp
         seconds = look["estimate_calls"] * per_call + sum(b["minutes"] * 60 for b in look["baseline_estimates"])
         assert look["look_estimate_calls"] == whole
         # the figures come back rounded from the bench's JSON: a hundredth of a second
-        assert look["look_estimate_s"] == pytest.approx(runs.estimates.LOOK_START_SECONDS + seconds, abs=0.01)
+        assert look["look_estimate_s"] == pytest.approx(runs.looks.LOOK_START_SECONDS + seconds, abs=0.01)
         assert look["estimate_over_actual"] > 0 and len(look["load_before"]) == len(look["load_after"]) == 3
         assert look["workers_left_after_s"] is not None  # the next look started with no worker of this one
     summary = doc["summary"]

@@ -114,7 +114,7 @@ def test_a_look_adds_its_baselines_and_the_start(store, tiny_dataset, monkeypatc
     look = runs.estimate_look(store, spec, ["geval"])
     speed = runs.EMBEDDED_SECONDS_PER_COUNTED_CALL
     assert [d.calls for d in look.durations] == [6, 7] and look.calls == 13
-    assert look.seconds == pytest.approx(runs.estimates.LOOK_START_SECONDS + 6 * speed["direct"] + 7 * speed["geval"])
+    assert look.seconds == pytest.approx(runs.looks.LOOK_START_SECONDS + 6 * speed["direct"] + 7 * speed["geval"])
     assert look.duration.calls == 13 and "with its baselines" in look.duration.describe()
 
 
@@ -505,26 +505,29 @@ def test_a_first_estimate_on_the_embedded_model_takes_the_models_timing_on_this_
     from judge_engine.llm import LLM
     from judge_engine.llm.fake import FakeBackend
 
+    from judge_engine.runs import model_timing
+
     est = runs.estimates
     config = LLMConfig()
-    assert not est.probe_embedded_rates(LLM(config, FakeBackend(lambda m, p: "[[3]]")))
+    assert not model_timing.time_embedded_model(LLM(config, FakeBackend(lambda m, p: "[[3]]")))
     assert "alone on 2 cores" in est.embedded_rates(store, config).basis
-    assert est.probe_embedded_rates(LLM(config, _TimedModel()))
+    assert model_timing.time_embedded_model(LLM(config, _TimedModel()))
     rates = est.embedded_rates(store, config)
     assert rates.rough and "timed on this machine just now" in rates.basis
     assert rates.prompt_per_s == pytest.approx(500.0) and rates.generated_per_s == pytest.approx(60.0)
     free = est.embedded_rates(store, LLMConfig(structured="off"))  # free text faster, as measured alone
     assert free.generated_per_s == pytest.approx(60.0 * est.EMBEDDED_GENERATED_TOKENS_PER_S
                                                  / est.EMBEDDED_STRUCTURED_TOKENS_PER_S)
-    monkeypatch.setattr(est, "_PROBED", [est._PROBED[0] - est.PROBE_FRESH_S - 1, *est._PROBED[1:]])
+    probed = model_timing._PROBED
+    monkeypatch.setattr(model_timing, "_PROBED", [probed[0] - model_timing.PROBE_FRESH_S - 1, *probed[1:]])
     assert "alone on 2 cores" in est.embedded_rates(store, config).basis, "an old timing no longer stands"
 
 
 @pytest.mark.model
 def test_the_embedded_model_is_timed_by_its_own_busy_seconds(store):
     from judge_engine.llm import make_llm
+    from judge_engine.runs import model_timing
 
-    est = runs.estimates
-    assert est.probe_embedded_rates(make_llm(LLMConfig()))
-    rates = est.embedded_rates(store, LLMConfig())
+    assert model_timing.time_embedded_model(make_llm(LLMConfig()))
+    rates = runs.estimates.embedded_rates(store, LLMConfig())
     assert rates.prompt_per_s > 10 and rates.generated_per_s > 1  # SmolLM2 on 2 cores: hundreds and tens

@@ -32,10 +32,11 @@ Modules, one job each:
 """
 
 from .estimates import (EMBEDDED_SECONDS_PER_CALL, EMBEDDED_SECONDS_PER_COUNTED_CALL, MIN_CALLS_FOR_TIMING,
-                        QUICK_LOOK_SECONDS, SHORT_RUN_MINUTES, Duration, LookEstimate, QuickLook, counted_calls,
-                        estimate, estimate_duration, estimate_look, method_speed, quick_look, seconds_per_call)
+                        SHORT_RUN_MINUTES, Duration, counted_calls, estimate, estimate_duration, method_speed,
+                        seconds_per_call)
 from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
 from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
+from .looks import QUICK_LOOK_SECONDS, LookEstimate, QuickLook, estimate_look, quick_look
 from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
                    quick_spec)
 from .summary import run_warnings, summarize

@@ -9,8 +9,8 @@ from ..llm import LLMConfig
 from ..methods import METHODS, get_method
 from ..records import Dataset, RunRecord
 from ..store import Store
-from .launching import Baseline, same_backend
-from .spec import RunSpec, ensure_dataset, quick_spec
+from .launching import same_backend
+from .spec import RunSpec, ensure_dataset
 
 
 def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
@@ -262,68 +262,11 @@ class TokenRates:
         return prompt_tokens / self.prompt_per_s + completion_tokens / self.generated_per_s
 
 
-PROBE_PROMPT_WORDS = 700
-"""Words of the prompt :func:`probe_embedded_rates` reads: about 1,000 tokens, the size of a judge's prompt."""
-PROBE_REPLY_TOKENS = 64
-"""Tokens of the reply it times, an explanation and a score under a grammar (the methods' main path)."""
-PROBE_FRESH_S = 600.0
-"""A timing stands for the machine this long (then the machine's load may have changed)."""
-
-_PROBED: list[Any] = []  # [monotonic time, prompt tokens a second, generated tokens a second]
-
-
-def probe_embedded_rates(llm: Any) -> bool:
-    """Time the embedded model behind ``llm`` (an :class:`~judge_engine.llm.LLM`) on this machine now, for
-    the first estimates :func:`embedded_rates` makes in this process: a prompt of about 1,000 tokens read, then
-    a reply under a grammar written after it (the prompt's states kept), by the model's own busy seconds, not
-    the time waiting for another run's turn. The rough rates are another machine's: on the machine of
-    2026-11-29 evening a 1,085-token prompt was read at 414 tokens a second and 66.4 were generated a second
-    under a grammar, where the rates assume 176 and 42.7, so first estimates there were 1.3-2.3x their runs.
-    Costs a few seconds of the model, so only a command about to run on the model calls it (``run``, ``score``),
-    and only the embedded backend is timed (a scripted one is not a model). False when it was not timed."""
-    import time
-
-    from ..llm import LLM
-    from ..llm.base import GenerationParams
-    from ..structured import as_param, score_schema
-    from .schema_replies import WORDS
-
-    if getattr(llm.backend, "name", "") != "llamacpp":
-        return False
-    nonce = time.time_ns()  # a prompt no earlier request shares: all of it is read
-    text = " ".join(WORDS[(nonce + 7 * i) % len(WORDS)] for i in range(PROBE_PROMPT_WORDS))
-    messages = [{"role": "user", "content": f"Text {nonce}:\n{text}\n\nExplain how clear the text is, then "
-                                            "score its clarity from 1 to 5."}]
-    timer = LLM(llm.config, llm.backend)  # no cache and its own ledger: none of this is the run's
-    read = timer.complete(messages, GenerationParams(max_tokens=1))
-    reply = timer.complete(messages, GenerationParams(
-        max_tokens=PROBE_REPLY_TOKENS, temperature=0.7, seed=nonce % 1000,
-        json_schema=as_param(score_schema(1, 5, explanation="before"))))
-    if min(read.prompt_tokens, reply.completion_tokens, read.latency_s, reply.latency_s) <= 0:
-        return False
-    _PROBED[:] = [time.monotonic(), read.prompt_tokens / read.latency_s, reply.completion_tokens / reply.latency_s]
-    return True
-
-
-def _fresh_probe(llm: LLMConfig) -> TokenRates | None:
-    """:func:`probe_embedded_rates`' timing when it is at most :data:`PROBE_FRESH_S` old, for ``llm``'s replies."""
-    import time
-
-    if not _PROBED or time.monotonic() - _PROBED[0] > PROBE_FRESH_S:
-        return None
-    prompt_per_s, structured_per_s = _PROBED[1], _PROBED[2]
-    generated = structured_per_s * generated_rate(llm) / EMBEDDED_STRUCTURED_TOKENS_PER_S  # free text is faster
-    return TokenRates(prompt_per_s, generated,
-                      f"rough: the embedded model timed on this machine just now ({prompt_per_s:.0f} prompt and "
-                      f"{structured_per_s:.0f} generated tokens a second, under the machine's load); the first run "
-                      "measures it")
-
-
 def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
     """The embedded model's tokens per second: from the store's earlier requests on it (their seconds over their
     tokens, a generated token weighing as much as :data:`EMBEDDED_PROMPT_TOKENS_PER_S` /
     :func:`generated_rate` prompt tokens), else as this process timed it on this machine just now
-    (:func:`probe_embedded_rates`), else its speed alone on the machine it was measured on slowed by this
+    (:func:`.model_timing.time_embedded_model`), else its speed alone on the machine it was measured on slowed by this
     machine's other work now (:func:`load_slowdown`); the last two are rough and say so.
 
     A 16-item direct run was estimated at 12 s and took 3 min 22 s under load: its 0.75 s per counted call
@@ -342,7 +285,9 @@ def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
         slower = seconds / alone
         return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, generated_rate(llm) / slower,
                           f"tokens per second of {calls:,} earlier requests on the embedded model", rough=False)
-    probed = _fresh_probe(llm)
+    from .model_timing import fresh_timing  # it reads this module's rates
+
+    probed = fresh_timing(llm)
     if probed is not None:
         return probed
     slower, seen = load_slowdown()
@@ -419,9 +364,6 @@ def wave_costs(store: Store, spec: RunSpec) -> tuple[float, float]:
         waves += n_waves
     return extra, max(0.0, residual / waves) if waves else 0.0
 
-
-LOOK_START_SECONDS = 10.0
-"""Seconds before a look's first call: each run's worker process starts and loads the model."""
 
 SHORT_RUN_MINUTES = 1.5
 """Estimates below this read ``under 2 min``: whole minutes would round them to 1 or 0, which promises too much."""
@@ -546,87 +488,6 @@ def method_speed(store: Store, method: str, llm: LLMConfig, *,
     if per_call is None or share >= 1.0:
         return per_call, basis
     return per_call * share, f"{basis}, {why}"
-
-
-@dataclass(frozen=True)
-class LookEstimate:
-    """A run and its baselines before they start: their estimates and the wall time of all of them."""
-
-    spec: RunSpec
-    durations: tuple[Duration, ...]
-    """The run's, then each baseline's."""
-
-    @property
-    def calls(self) -> int:
-        return sum(d.calls for d in self.durations)
-
-    @property
-    def seconds(self) -> float | None:
-        """Every run's calls in turn (the embedded model answers one call at a time) plus the start."""
-        if any(d.minutes is None for d in self.durations):
-            return None
-        return LOOK_START_SECONDS + sum(d.minutes * 60.0 for d in self.durations)
-
-    @property
-    def duration(self) -> Duration:
-        """The whole look as one :class:`Duration` (its label is what the button shows)."""
-        seconds = self.seconds
-        return Duration(calls=self.calls, seconds_per_call=None if seconds is None else seconds / max(1, self.calls),
-                        basis="with its baselines; " + self.durations[0].basis,
-                        fit_calls=sum(d.fit_calls for d in self.durations),
-                        score_calls=sum(d.score_calls for d in self.durations))
-
-
-def estimate_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = (), *,
-                  speeds: dict[str, tuple[float | None, str]] | None = None) -> LookEstimate:
-    """The time of ``spec`` with ``baselines`` on its split, each at its method's speed on the backend.
-
-    ``speeds``: :func:`method_speed` by method, read from the store once and filled here as methods come up
-    (a caller estimating several looks on one backend passes the same dict).
-    """
-    speeds = {} if speeds is None else speeds
-    specs = [spec] + [Baseline.of(b).beside(spec) for b in baselines]
-    for s in specs:
-        if s.method not in speeds:
-            speeds[s.method] = method_speed(store, s.method, s.llm)
-    return LookEstimate(spec, tuple(estimate_duration(store, s, speed=speeds[s.method]) for s in specs))
-
-
-QUICK_LOOK_SECONDS = 210.0
-"""What a quick first look aims at: about three minutes, baselines included (an estimate under 3.5 minutes
-reads "about 3 min")."""
-
-
-@dataclass(frozen=True)
-class QuickLook:
-    """The quick first look chosen for a backend: its spec, its estimate and what it leaves out."""
-
-    estimate: LookEstimate
-    smaller: dict[str, Any]
-    """What was made smaller than the method's quick parameters to fit the time (empty: nothing)."""
-
-    @property
-    def spec(self) -> RunSpec:
-        return self.estimate.spec
-
-
-def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = (),
-               params: dict[str, Any] | None = None, *, seconds: float = QUICK_LOOK_SECONDS) -> QuickLook:
-    """The largest quick first look of ``spec``'s method that fits ``seconds`` on its backend, with baselines.
-
-    The method's :attr:`~judge_engine.methods.Method.quick_params`, then each of its ``smaller_looks`` in
-    turn, estimated at the method's speed on the backend (:func:`method_speed`); the smallest when none fits,
-    and the largest when the speed is unknown. ``params`` (a page's own) apply on top of each.
-    """
-    base = quick_spec(spec, params)
-    speeds: dict[str, tuple[float | None, str]] = {}  # every size is on one backend: its speeds are read once
-    chosen = QuickLook(estimate_look(store, base, baselines, speeds=speeds), {})
-    for smaller in METHODS[spec.method].smaller_looks:
-        if chosen.estimate.seconds is None or chosen.estimate.seconds <= seconds:
-            break
-        candidate = replace(base, params={**base.params, **smaller, **(params or {})})
-        chosen = QuickLook(estimate_look(store, candidate, baselines, speeds=speeds), smaller)
-    return chosen
 
 
 def measured_setting(spec: RunSpec) -> bool:
