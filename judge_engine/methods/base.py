@@ -165,6 +165,11 @@ class Method:
     made_share: ClassVar[float] = 1.0
     """The share of its counted calls (:meth:`estimate_calls`, an upper bound) a fit on a server makes, for a
     first estimate before the method's own runs on the backend measure it; 1: every counted call."""
+    render_params: ClassVar[dict[str, Any]] = {}
+    """Parameters an estimate's rendering of a fit (:mod:`judge_engine.runs.rendering`) sets to make it cheaper,
+    which leave the requests the fit sends as they are (HD-Eval's linear aggregator for its MLP: the same
+    number of criteria decomposed per layer, 0.6 s for a paper-default fit on 30 SummEval items where the MLP's
+    fold fits took 2.6 s, and the start form renders again on each change of dataset)."""
     calls_follow_agreement: ClassVar[bool] = False
     """Whether how many calls a fit makes turns on how well its replies agree with the humans (HypoEval refreshes
     its bank after mispredictions): its rendering, answered with replies that agree with nobody

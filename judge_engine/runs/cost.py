@@ -206,7 +206,9 @@ def rendered_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tupl
 
 def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...], rest: tuple[Sample, ...]) -> RunRendering:
     aspect = dataset.aspect(spec.aspect)
-    fit = rendering.render_fit(_method(spec), train, aspect, dataset, spec.llm)
+    method = _method(spec)
+    method.set_params(**type(method).render_params)  # cheaper, and the same requests
+    fit = rendering.render_fit(method, train, aspect, dataset, spec.llm)
     # a fit that stopped early shows too little to say how much of its prompts repeat
     fit_share = fit.new_share if fit.finished else 1.0
     share = reply_share(spec.llm)
@@ -220,7 +222,7 @@ def _render_run(dataset: Dataset, spec: RunSpec, train: tuple[Sample, ...], rest
         # a judge fitted on empty replies can keep nothing to score (HD-Eval's aggregator drops the criteria
         # it never saw scored); the fit's own scoring of the test items stands in (HD-Eval's judge scores
         # criteria of the tree its fit scores, one request per item and criterion)
-        stand_in = rendering.render_fit(_method(spec), rest, aspect, dataset, spec.llm)
+        stand_in = rendering.render_fit(method, rest, aspect, dataset, spec.llm)
         if not (stand_in.finished and stand_in.requests):
             return RunRendering(fit.requests, fit.per_request, None, fit_completion, fit_share, 1.0,
                                 fit_sent=fit_sent)

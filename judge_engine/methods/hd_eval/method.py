@@ -341,6 +341,7 @@ class HDEval(Method):
     name = "hd_eval"
     title = "HD-Eval"
     made_share = MADE_SHARE
+    render_params = {"aggregator": "lr"}
     _parameter_constraints = {
         "aggregator": Options(AGGREGATORS),
         "max_layers": Interval(int, 1, 5), "k_child": Interval(int, 1, 10), "k_expand": Interval(int, 1, 50),
