@@ -43,7 +43,7 @@ def test_run_prints_the_expected_cost_before_the_first_call_and_the_cost_against
     assert code == 0, err
     assert calls_when_printed == [0]
     expected_line = next(line for line in err.splitlines() if "expected before any cache hit" in line)
-    assert "6 requests" in expected_line and "at $0.5000 prompt / $2.00 completion per 1k tokens" in expected_line
+    assert "6 requests" in expected_line and "at $0.5 prompt / $2.00 completion per 1k tokens" in expected_line
     assert "rough: no earlier run of this method" in expected_line
     # its time in seconds or whole minutes, never "about 0 min" (a 19 s run was printed so), and where it comes from
     assert re.search(r", about ([1-9][0-9]* s|[1-9][0-9]* min) \(", expected_line), expected_line
@@ -164,7 +164,7 @@ def test_score_prints_requests_tokens_and_dollars_before_the_first_call_and_the_
     assert started == [0], "the estimate came before any call"
     line = next(x for x in err.splitlines() if x.startswith("score: expected before any cache hit"))
     assert "for the file's 9 rows: 9 requests" in line
-    assert "at $0.5000 prompt / $2.00 completion per 1k tokens" in line
+    assert "at $0.5 prompt / $2.00 completion per 1k tokens" in line
     assert "no timing on this backend yet" in line  # a server never used from this database: no time guessed
     # stdout holds the verdict lines and nothing else, so a pipe reading JSONL is not broken
     verdicts = [json.loads(x) for x in out.splitlines()]
@@ -363,3 +363,11 @@ def test_a_fit_is_rendered_with_its_cheaper_parameters_only_where_they_send_the_
         scoring = rendering.render_scoring(fit.judge, rest, spec.llm)
         sent[aggregator] = (fit.finished, fit.requests, scoring.requests)
     assert sent["nn"] == sent["lr"] and sent["nn"][1] > 0, sent
+
+
+@pytest.mark.parametrize("typed, shown", [(0.00015, "$0.00015"), (0.0006, "$0.0006"), (0.5, "$0.5"),
+                                          (0.000125, "$0.000125"), (2.0, "$2.00"), (0.0, "$0.00")])
+def test_a_price_prints_as_typed(typed, shown):
+    from judge_engine.runs.cost import price_per_1k
+
+    assert price_per_1k(typed) == shown

@@ -297,14 +297,22 @@ def dollars(x: float) -> str:
     return f"${x:,.2f}" if x >= 1 or x == 0 else f"${x:.4f}"
 
 
+def price_per_1k(x: float) -> str:
+    """A price as typed, every digit kept (``$0.00015``, ``$2.00``): rounded, a user cannot read back what they
+    set, and two prices a tenth apart print alike."""
+    if x >= 1 or x == 0:
+        return f"${x:,.2f}"
+    return "$" + f"{x:.12f}".rstrip("0")
+
+
 def describe(estimate: RunEstimate, llm: LLMConfig) -> str:
     """E.g. ``2,223 requests, 6.29M prompt and 220k completion tokens: $0.98 at $0.15 / $0.60 per 1k``."""
     head = (f"{estimate.calls:,} requests, {tokens(estimate.prompt_tokens)} prompt and "
             f"{tokens(estimate.completion_tokens)} completion tokens")
     if not (llm.price_prompt_per_1k or llm.price_completion_per_1k):
         return f"{head}: no price set (--price-prompt / --price-completion, or Settings)"
-    return (f"{head}: {dollars(estimate.dollars)} at {dollars(llm.price_prompt_per_1k)} prompt / "
-            f"{dollars(llm.price_completion_per_1k)} completion per 1k tokens")
+    return (f"{head}: {dollars(estimate.dollars)} at {price_per_1k(llm.price_prompt_per_1k)} prompt / "
+            f"{price_per_1k(llm.price_completion_per_1k)} completion per 1k tokens")
 
 
 def against(ledger: LedgerTotals, estimate: RunEstimate | None, *, wall: float | None = None) -> str:
