@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from . import compare, metrics, runs
+from . import compare, evidence, metrics, runs
 from .methods.active_critic import ActiveCriticState
 from .methods.hd_eval import HDEvalState
 from .methods.hpss import HPSSState
@@ -82,8 +82,9 @@ MAX_CI_WIDTH = 1.0
 """Widest 95% interval of the test correlation behind an "ok" or a "not shown to agree": an interval spanning a
 whole unit of correlation (e.g. [-0.3, +0.7]) says nothing either way, so the verdict is "too few items to say"."""
 
-MIN_GROUPS_FOR_SIGN = 20
-"""Fewest groups whose interval may call a judge worse than chance; with fewer, the sample level's decides."""
+MIN_GROUPS_FOR_SIGN = evidence.MIN_GROUPS_FOR_GROUP_CORRELATION
+"""Fewest groups whose interval may call a judge worse than chance; with fewer, the sample level's decides
+(:mod:`judge_engine.evidence`, the one rule)."""
 
 UNRECORDED_CANDIDATES = 100
 """Candidates assumed when a method chose among several but its stored state does not say how many (an older
@@ -333,13 +334,24 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     return found
 
 
+def test_basis(test: TestFigure | None) -> evidence.Basis | None:
+    """What a claim from the test figure may rest on (:func:`judge_engine.evidence.basis_from_counts`; None with
+    no figure). A group-level figure counts its groups; a sample-level one has no groups to count."""
+    if test is None:
+        return None
+    grouped = test.level == "group" and 0 < test.n_groups < test.n
+    return evidence.basis_from_counts(test.level, n_items=test.n, n_groups=test.n_groups or test.n, grouped=grouped)
+
+
 def comparison_level(test: TestFigure | None) -> str:
     """The level a baseline is compared at: the test figure's, but the items' when it has no interval or rests on
     fewer than :data:`MIN_GROUPS_FOR_SIGN` groups (a paired bootstrap over 5 groups called two equal judges
-    different in 9% of draws, bench verdicts)."""
-    if test is None or test.ci_note or (test.level != "sample" and test.n_groups < MIN_GROUPS_FOR_SIGN):
+    different in 9% of draws, bench verdicts). The rule is :func:`judge_engine.evidence.basis`'s; with fewer than
+    five independent units there the paired bootstrap itself makes no claim."""
+    claim = test_basis(test)
+    if claim is None or test.ci_note or claim.level is None:
         return "sample"
-    return test.level
+    return claim.level
 
 
 def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int) -> BaselineDifference:
@@ -424,6 +436,9 @@ def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: 
     # a percentile interval over a dozen groups is too narrow: it put noise "below zero" in 7-8% of draws at 5
     # and 13 groups (bench verdicts), so below MIN_GROUPS_FOR_SIGN groups the items' interval decides
     judged = test if test is not None and test.ci[1] is not None and comparison_level(test) == test.level else sample
+    claim = test_basis(test)
+    if claim is not None and not claim.claim:
+        judged = None  # too few independent sources (one article's items): no claim from any level's interval
     if judged is not None and judged.ci[1] is not None and judged.ci[1] < 0:
         reasons.append(f"anti-correlated on the test items (worse than chance): {_figure_text(judged)}")
     for b in baselines:
@@ -431,6 +446,18 @@ def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: 
             reasons.append(f"significantly below baseline {b.label} on the same split: {STATISTIC} "
                            f"{_fmt(b.diff)} at the {b.level} level (paired bootstrap {_p(b.p)}, {b.n} items)")
     return reasons
+
+
+def _interval_words(fig: TestFigure) -> str:
+    """How the figure's interval stands to zero, in words that match its bounds."""
+    low, high = fig.ci
+    if high is not None and high < 0:
+        # below zero at a level that cannot carry the sign (too few groups): the items' level decided
+        return (f"lies below zero, but {fig.n_groups} groups are too few to call it worse than chance (at least "
+                f"{MIN_GROUPS_FOR_SIGN}; the items' level decides)" if fig.level == "group" else "lies below zero")
+    if low is not None and low <= 0:
+        return "reaches zero"
+    return "lies above zero"
 
 
 def _too_few(test: TestFigure | None, n: int) -> str:
@@ -480,7 +507,7 @@ def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: Te
         return "too few items to say", (few,)
     notes = []
     if test is not None and test.ci[0] is not None and test.ci[0] <= 0:
-        notes.append(f"not shown to agree on the test items: {_figure_text(test)} reaches zero")
+        notes.append(f"not shown to agree on the test items: {_figure_text(test)} {_interval_words(test)}")
     # a percentile interval over 20 items, or over a handful of groups, undercovers: a judge scoring at random
     # was "ok" in 7-12% of draws on the interval alone (bench verdicts, 100 draws), so the items' correlation
     # must also pass its t-test (one-sided, the usual significance test of a correlation)
