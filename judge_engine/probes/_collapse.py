@@ -39,8 +39,8 @@ class Collapse:
     judge: Spread
     human: Spread
     collapsed: bool
-    """Every item got the same score from the judge; or the judge gave fewer distinct scores than half the
-    humans' (counted at the judge's resolution: the raters' means rounded as the judge's scores are) while its
+    """Every item got the same score from the judge; or the judge gave at most half as many distinct scores as
+    the humans (counted at the judge's resolution: the raters' means rounded as the judge's scores are) while its
     most frequent score covers more than half the items and more than the humans' most frequent (rounded) one;
     or its standard deviation is, with its whole interval, below :data:`SPREAD_FLOOR` of the humans'."""
     note: str = ""
@@ -90,7 +90,7 @@ def collapse(human: Sequence[float], judge: Sequence[float], *, seed: int = 0) -
     # distinct values than an integer judge can give, and a healthy integer judge (Spearman +0.87) was called
     # collapsed in 2% of draws at 20 items against them (issue 63)
     hr = _spread(_at_resolution(h, _resolution(j)))
-    few = js.distinct * 2 < hr.distinct and (js.modal_share or 0) > max(0.5, hr.modal_share or 0)
+    few = js.distinct * 2 <= hr.distinct and (js.modal_share or 0) > max(0.5, hr.modal_share or 0)
     collapsed = js.distinct == 1 or few or narrow
     if js.distinct == 1:
         note = f"all {js.n} items got the same score ({js.modal:g}): the judge cannot order them"
