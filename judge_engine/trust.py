@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats
@@ -410,7 +410,8 @@ def _figure_text(fig: TestFigure) -> str:
 
 
 def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
-              baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> list[str]:
+              baselines: tuple[BaselineDifference, ...], n: int, missing: int,
+              distinct: TestFigure | None = None) -> list[str]:
     """Evidence against the judge: each needs its interval or its test, never a point estimate alone."""
     reasons = []
     if training is not None:
@@ -443,7 +444,7 @@ def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: 
     # random judges on SummEval worse than chance at 160 items against its nominal 2.5% (issue 63; 99 of its
     # summaries are exact duplicates, and a percentile interval of a correlation undercovers), where the t-test
     # at the same level fired in 3.0%
-    items = sample if sample is not None else (test if test is not None and test.level == "sample" else None)
+    items = _items_figure(test, sample, distinct)
     below = items is not None and items.value is not None and _correlation_p(-items.value, items.n) < ALPHA / 2
     if judged is not None and judged.ci[1] is not None and judged.ci[1] < 0 and below:
         reasons.append(f"anti-correlated on the test items (worse than chance): {_figure_text(judged)}"
@@ -465,6 +466,33 @@ def _interval_words(fig: TestFigure) -> str:
     if low is not None and low <= 0:
         return "reaches zero"
     return "lies above zero"
+
+
+def _items_figure(test: TestFigure | None, sample: TestFigure | None,
+                  distinct: TestFigure | None) -> TestFigure | None:
+    """The items' figure the t-tests read: over distinct items where some are exact duplicates (a deterministic
+    judge gives a copy the same score, so the copies are one piece of evidence, not two: 10% duplicated items
+    raised the t-test's false "worse than chance" from 2.5% to 4%, bench verdicts), else the sample level's."""
+    if distinct is not None:
+        return distinct
+    return sample if sample is not None else (test if test is not None and test.level == "sample" else None)
+
+
+def distinct_figure(keys: Sequence[str], human: Sequence[float], judge: Sequence[float]) -> TestFigure | None:
+    """The items' Pearson over distinct items (the first of each ``key``: an item's input and output), or None when
+    no two items are the same (then the sample-level figure is already over distinct items)."""
+    seen: set[str] = set()
+    keep = []
+    for key in keys:
+        keep.append(key not in seen)
+        seen.add(key)
+    if all(keep):
+        return None
+    h, j = np.asarray(human, dtype=float)[keep], np.asarray(judge, dtype=float)[keep]
+    ok = np.isfinite(h) & np.isfinite(j)
+    value = metrics.correlation(h[ok], j[ok], STATISTIC) if ok.sum() >= 3 else math.nan
+    return TestFigure("sample", _finite(value), (None, None), "distinct items (exact duplicates counted once)",
+                      int(ok.sum()), 0, 0)
 
 
 def _too_few(test: TestFigure | None, n: int) -> str:
@@ -496,7 +524,8 @@ def _items_significant(sample: TestFigure) -> bool:
 
 
 def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
-            baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> tuple[str, tuple[str, ...]]:
+            baselines: tuple[BaselineDifference, ...], n: int, missing: int, *,
+            distinct: TestFigure | None = None) -> tuple[str, tuple[str, ...]]:
     """The verdict (one of :data:`VERDICTS`) and its reasons, from the figures of a :class:`TrustReport`.
 
     In order: any warning (:func:`_warnings`) makes it ``"warning"``; else a test figure on too few items, with
@@ -506,7 +535,7 @@ def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: Te
     one-sided once its best-of-K selection is paid for, makes it ``"not shown to agree"`` (with the figure);
     only then ``"ok"``. The calibration bench (:mod:`judge_engine.bench.verdicts`) calls this function.
     """
-    reasons = _warnings(training, test, sample, baselines, n, missing)
+    reasons = _warnings(training, test, sample, baselines, n, missing, distinct)
     if reasons:
         return "warning", tuple(reasons)
     few = _too_few(test, n)
@@ -519,7 +548,7 @@ def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: Te
     # was "ok" in 7-12% of draws on the interval alone (bench verdicts, 100 draws), so the items' correlation
     # must also pass its t-test (one-sided, the usual significance test of a correlation)
     else:
-        items = sample if sample is not None else (test if test is not None and test.level == "sample" else None)
+        items = _items_figure(test, sample, distinct)
         if items is not None and items.value is not None and not _items_significant(items):
             notes.append(f"not shown to agree on the test items: {_figure_text(items)} is not significantly above "
                          f"zero ({_p(_correlation_p(items.value, items.n))}, t-test on {items.n} items)")
@@ -568,11 +597,22 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     # a paired bootstrap over fewer units than an interval needs is as meaningless as that interval
     level = comparison_level(test)
     baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
-    said, reasons = verdict(training, test, sample, baselines, n, missing)
+    said, reasons = verdict(training, test, sample, baselines, n, missing,
+                            distinct=_run_distinct_figure(store, run, human()))
     entries, flagged = _flagged_entries(store, run)
     return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,
                        baselines=baselines, verdict=said, reasons=reasons, entries=entries, flagged=flagged)
+
+
+def _run_distinct_figure(store: Store, run: RunRecord, dataset: Any) -> TestFigure | None:
+    """:func:`distinct_figure` of a run's scored test items (an item is its input, context and output)."""
+    index = dataset.by_id()
+    rows = [(v, index[v.sample_id]) for v in store.load_verdicts(run.id) if v.sample_id in index]
+    human = [s.human.get(run.aspect, math.nan) for _, s in rows]
+    judge = [math.nan if v.missing or v.score is None else float(v.score) for v, _ in rows]
+    keys = ["\x00".join((s.input, s.context or "", s.output)) for _, s in rows]
+    return distinct_figure(keys, human, judge)
 
 
 def _flagged_entries(store: Store, run: Any) -> tuple[int, tuple[dict[str, Any], ...]]:

@@ -342,3 +342,23 @@ def test_every_verdict_sentence_matches_the_side_of_zero_of_its_interval(level, 
         assert any("below zero" in s or "worse than chance" in s for s in reasons), reasons
     elif low <= 0:
         assert any("reaches zero" in s for s in reasons), reasons
+
+
+def test_exact_duplicates_count_once_in_the_items_t_test():
+    """Issue 63: 99 SummEval summaries are exact duplicates; a deterministic judge gives a copy its original's score,
+    so a copy is not new evidence. 18 items of which 6 repeat others: the t-test reads the 12 distinct ones."""
+    human = [1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 2.0, 3.0, 4.0, 5.0, 2.0, 4.0]
+    judge = [4.0, 2.0, 3.0, 2.0, 1.0, 3.0, 5.0, 2.0, 4.0, 2.0, 3.0, 3.0]
+    # the two most disagreeing items, three copies each: the 18 items' correlation is far more negative
+    keys = [f"item {k}" for k in range(12)] + ["item 0", "item 4"] * 3
+    h, j = human + [human[int(k.split()[1])] for k in keys[12:]], judge + [judge[int(k.split()[1])] for k in keys[12:]]
+    distinct = trust.distinct_figure(keys, h, j)
+    assert distinct.n == 12 and distinct.value == pytest.approx(float(np.corrcoef(human, judge)[0, 1]))
+    assert trust.distinct_figure(keys[:12], human, judge) is None, "no duplicate: the sample figure is used as is"
+    r_all = float(np.corrcoef(h, j)[0, 1])
+    everything = _fig(r_all, (-0.9, -0.1), 18)
+    assert trust._correlation_p(-r_all, 18) < 0.025 < trust._correlation_p(-distinct.value, 12)
+    said, reasons = trust.verdict(None, everything, None, (), 18, 0)
+    assert any("worse than chance" in r for r in reasons)
+    said, reasons = trust.verdict(None, everything, None, (), 18, 0, distinct=distinct)
+    assert not any("worse than chance" in r for r in reasons), reasons

@@ -6,7 +6,8 @@
   as the CLI does. Null: two copies of one system, and a system equal on average but better on some sources and
   worse on others; power: a drop of 0.5 (the simulation of :mod:`.gate`).
 - **"Worse than chance" with duplicates**: a deterministic random judge on items of which a tenth are exact
-  copies of others (SummEval holds 99 duplicated summaries): the copies get the same human and judge score.
+  copies of others (SummEval holds 99 duplicated summaries): the copies get the same human and judge score, and
+  the verdict's t-tests count them once (:func:`judge_engine.trust.distinct_figure`, as the trust report does).
 - **Collapse** of an integer judge (the humans' score plus noise, rounded to 1-5; Spearman about +0.87) against
   the mean of three raters.
 - **The length probe at 10 groups**.
@@ -56,13 +57,14 @@ def _worse_than_chance_with_duplicates(scenario: Scenario, rng: np.random.Genera
     human = human_scores(n, False, rng)
     pred = judge_scores(scenario.judge.removesuffix(" (duplicates)"), human, rng)
     copies = int(round(DUPLICATE_SHARE * n))
-    if copies:
-        source = rng.integers(0, n - copies, size=copies)
-        human[n - copies:], pred[n - copies:] = human[source], pred[source]
+    source = rng.integers(0, n - copies, size=copies)
+    human[n - copies:], pred[n - copies:] = human[source], pred[source]
     c = metrics.sample_correlation(human, pred, statistic="pearson", n_bootstrap=1000,
                                    seed=int(rng.integers(2 ** 31)))
     test = level_figure("sample", {"pearson": c.value, "pearson_ci": [c.ci_low, c.ci_high], "n": n})
-    _, reasons = trust.verdict(None, test, None, (), n, 0)
+    keys = [str(k) for k in range(n - copies)] + [str(k) for k in source]  # a copy has its original's key
+    distinct = trust.distinct_figure(keys, human, pred)
+    _, reasons = trust.verdict(None, test, None, (), n, 0, distinct=distinct)
     return any("anti-correlated on the test items" in r for r in reasons)
 
 
