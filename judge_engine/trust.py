@@ -146,6 +146,9 @@ class BaselineDifference:
     n: int
     """Items both runs scored."""
     significantly_below: bool
+    resampled: str = ""
+    """What the paired bootstrap drew (:func:`judge_engine.evidence.basis`): ``groups`` (whole sources), ``items``,
+    or ``nothing`` (too few sources: no p-value); "" when not recorded."""
 
     @property
     def label(self) -> str:
@@ -354,12 +357,14 @@ def comparison_level(test: TestFigure | None) -> str:
     return claim.level
 
 
-def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int) -> BaselineDifference:
+def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int, *,
+                        resampled: str = "") -> BaselineDifference:
     """A :class:`BaselineDifference` from a paired bootstrap's ``(diff, p)``: significant below when the
     two-sided ``p`` is under :data:`ALPHA` and the judge is the lower one."""
     diff, p = _finite(diff), _finite(p)
     return BaselineDifference(run_id=run_id, method=method, level=level, diff=diff, p=p, n=n,
-                              significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0))
+                              significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0),
+                              resampled=resampled)
 
 
 def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord],
@@ -371,7 +376,9 @@ def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecor
         diff, p = compare.paired_bootstrap(human, aligned.scores[run.id], aligned.scores[b.id], level=level,
                                            groups=groups, systems=systems, statistic=STATISTIC,
                                            n_bootstrap=n_bootstrap)
-        out.append(baseline_difference(b.id, b.method, level, diff, p, len(aligned.ids)))
+        claim = evidence.basis(level, n_items=len(aligned.ids), groups=groups)
+        out.append(baseline_difference(b.id, b.method, level, diff, p, len(aligned.ids),
+                                       resampled=claim.units if claim.claim else "nothing"))
     return tuple(out)
 
 
@@ -451,8 +458,9 @@ def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: 
                        + ("" if judged is items else f"; {_figure_text(items)}, t-test {_p(_correlation_p(-items.value, items.n))}"))
     for b in baselines:
         if b.significantly_below:
+            drew = {"groups": ", whole sources resampled", "items": ", items resampled"}.get(b.resampled, "")
             reasons.append(f"significantly below baseline {b.label} on the same split: {STATISTIC} "
-                           f"{_fmt(b.diff)} at the {b.level} level (paired bootstrap {_p(b.p)}, {b.n} items)")
+                           f"{_fmt(b.diff)} at the {b.level} level (paired bootstrap {_p(b.p)}, {b.n} items{drew})")
     return reasons
 
 
