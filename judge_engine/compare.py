@@ -30,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import annotations, explain, metrics
+from . import annotations, evidence, explain, metrics
 from .llm import LedgerTotals
 from .methods import Judge
 from .records import Annotation, Aspect, Dataset, RunRecord, Verdict
@@ -130,15 +130,19 @@ def available_levels(dataset: Dataset, ids: Sequence[str]) -> list[str]:
 def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Sequence[float], *,
                      level: str = "sample", groups: Sequence[str] | None = None,
                      systems: Sequence[str] | None = None, statistic: str = "spearman",
-                     n_bootstrap: int = 1000, seed: int = 0) -> tuple[float, float]:
+                     n_bootstrap: int = 1000, seed: int = 0, independent: bool = False) -> tuple[float, float]:
     """Difference of a correlation between two judges on the same items, and its two-sided p-value.
 
     Items are resampled jointly for both judges (whole groups at group and
-    system level), so the test accounts for their pairing. Only items where
+    system level, and at sample level where a group holds several items unless
+    ``independent``), so the test accounts for their pairing. Only items where
     the human and both judges have a score are used. Returns ``(diff, p)``
     with ``diff = r(a) - r(b)`` on the full data; ``p`` is NaN when the
-    statistic is undefined. Sample and group levels are computed for all
-    resamples at once (as :func:`judge_engine.metrics.meta_evaluate` does).
+    statistic is undefined or when :func:`judge_engine.evidence.basis` allows
+    no claim on these items (fewer than five independent units: one SummEval
+    article's 16 summaries once gave p = 0.0 for any difference). Sample and
+    group levels are computed for all resamples at once (as
+    :func:`judge_engine.metrics.meta_evaluate` does) when items are resampled.
     """
     h, a, b = (np.asarray(x, dtype=float) for x in (human, pred_a, pred_b))
     keep = np.isfinite(h) & np.isfinite(a) & np.isfinite(b)
@@ -155,8 +159,13 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     observed = point(a) - point(b)
     if not math.isfinite(observed):
         return observed, math.nan
+    claim = evidence.basis(level, n_items=int(h.size), groups=g, independent=independent)
+    if not claim.claim:
+        return observed, math.nan
     rng = np.random.default_rng(seed)
-    if level == "sample":
+    if level == "sample" and claim.units == "groups":
+        diffs = _grouped_sample_diffs(h, a, b, g, statistic, n_bootstrap, rng)
+    elif level == "sample":
         idx = rng.integers(0, h.size, size=(n_bootstrap, h.size))
         diffs = (metrics._rowwise_correlations(h[idx], a[idx], only=statistic)[:, col]
                  - metrics._rowwise_correlations(h[idx], b[idx], only=statistic)[:, col])
@@ -190,6 +199,50 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     return observed, float(min(1.0, p))
 
 
+def _group_resamples(groups: Sequence[str], n_bootstrap: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Item indices of ``n_bootstrap`` resamples of whole groups, bucketed by length (equal-sized groups, the
+    usual case, give one block): each array is ``(resamples, items)``."""
+    units: dict[str, list[int]] = {}
+    for i, unit in enumerate(groups):
+        units.setdefault(str(unit), []).append(i)
+    unit_index = [np.array(v) for v in units.values()]
+    by_length: dict[int, list[np.ndarray]] = {}
+    for _ in range(n_bootstrap):
+        idx = np.concatenate([unit_index[j] for j in rng.integers(0, len(unit_index), size=len(unit_index))])
+        by_length.setdefault(idx.size, []).append(idx)
+    return [np.stack(rows) for rows in by_length.values()]
+
+
+def _grouped_sample_diffs(h: np.ndarray, a: np.ndarray, b: np.ndarray, groups: Sequence[str], statistic: str,
+                          n_bootstrap: int, rng: np.random.Generator) -> np.ndarray:
+    """Items' correlation differences over resamples of whole groups (items of one source go together)."""
+    col = STATISTICS.index(statistic)
+    return np.concatenate([metrics._rowwise_correlations(h[idx], a[idx], only=statistic)[:, col]
+                           - metrics._rowwise_correlations(h[idx], b[idx], only=statistic)[:, col]
+                           for idx in _group_resamples(groups, n_bootstrap, rng)])
+
+
+def grouped_sample_intervals(human: Sequence[float], pred: Sequence[float], groups: Sequence[str], *,
+                             n_bootstrap: int = 1000, confidence: float = 0.95,
+                             seed: int = 0) -> dict[str, list[float] | None]:
+    """Percentile intervals of the items' correlations with whole groups resampled (items of one source go
+    together), per coefficient; None where no interval can be drawn."""
+    h, p = np.asarray(human, dtype=float), np.asarray(pred, dtype=float)
+    keep = np.isfinite(h) & np.isfinite(p)
+    h, p = h[keep], p[keep]
+    g = [x for x, k in zip(groups, keep) if k]
+    if h.size < 3 or len(set(g)) < evidence.MIN_UNITS:
+        return {m: None for m in STATISTICS}
+    reps = np.vstack([metrics._rowwise_correlations(h[idx], p[idx])
+                      for idx in _group_resamples(g, n_bootstrap, np.random.default_rng(seed))])
+    tail = (1 - confidence) / 2 * 100
+    out: dict[str, list[float] | None] = {}
+    for j, m in enumerate(STATISTICS):
+        col = reps[:, j][np.isfinite(reps[:, j])]
+        out[m] = [float(x) for x in np.percentile(col, [tail, 100 - tail])] if col.size else None
+    return out
+
+
 def cost_split(store: Store, run: RunRecord) -> dict[str, dict[str, float]]:
     """The run's ledger split into fitting and scoring (from the ledger saved when fit ended)."""
     total = run.ledger
@@ -206,17 +259,33 @@ def _seconds(run: RunRecord) -> float:
     return float(summary.seconds) if summary else 0.0
 
 
+def comparison_basis(dataset: Dataset, aligned: Aligned, level: str, *, independent: bool = False) -> evidence.Basis:
+    """What the comparison's intervals and tests may rest on (:func:`judge_engine.evidence.basis`)."""
+    _, groups, _ = _columns(dataset, aligned.runs[0].aspect, aligned.ids)
+    return evidence.basis(level, n_items=len(aligned.ids), groups=groups, independent=independent)
+
+
 def comparison_frame(store: Store, dataset: Dataset, aligned: Aligned, *, level: str, statistic: str = "spearman",
-                     n_bootstrap: int = 1000, alpha: float = 0.05) -> pd.DataFrame:
-    """One row per run: correlations with CIs at ``level``, failures, cost, and the test against the best run."""
+                     n_bootstrap: int = 1000, alpha: float = 0.05, independent: bool = False) -> pd.DataFrame:
+    """One row per run: correlations with CIs at ``level``, failures, cost, and the test against the best run.
+
+    Intervals and tests follow :func:`comparison_basis`: none when the items hold fewer than five independent
+    units (then no row is "significantly worse"), the test at the items' level when a group-level figure rests
+    on too few groups (with whole groups resampled where items share a source, unless ``independent``). The
+    columns ``tested at`` and ``resampled`` say which; ``frame.attrs["evidence"]`` holds the sentence."""
     aspect = aligned.runs[0].aspect
     human, groups, systems = _columns(dataset, aspect, aligned.ids)
+    claim = evidence.basis(level, n_items=len(aligned.ids), groups=groups, independent=independent)
     reports = {}
     for r in aligned.runs:
         reports[r.id] = metrics.meta_evaluate(human, aligned.scores[r.id], level=level, groups=groups,
                                                  systems=systems, n_bootstrap=n_bootstrap).to_dict()
     finite = {rid: rep[statistic] for rid, rep in reports.items() if rep[statistic] is not None}
     best = max(finite, key=finite.get) if finite else None
+    # an interval at the level shown only where the rule allows a claim at that level; at the items' level over
+    # items that share sources, whole sources are resampled
+    show_ci = claim.level == level
+    grouped_ci = show_ci and level == "sample" and claim.units == "groups"
     rows = []
     for r in aligned.runs:
         rep = reports[r.id]
@@ -224,27 +293,60 @@ def comparison_frame(store: Store, dataset: Dataset, aligned: Aligned, *, level:
         n = len(aligned.ids)
         missing = int(np.count_nonzero(~np.isfinite(aligned.scores[r.id])))
         row = {"run": r.id, "method": r.method, "level": level}
+        cis = (grouped_sample_intervals(human, aligned.scores[r.id], groups, n_bootstrap=n_bootstrap)
+               if grouped_ci else {m: rep[f"{m}_ci"] if show_ci else None for m in STATISTICS})
         for m in STATISTICS:
             row[m] = rep[m]
-            row[f"{m} CI"] = rep[f"{m}_ci"]
+            row[f"{m} CI"] = cis[m]
         row.update({
             "n": rep["n"], "parse failures": missing, "failure rate": missing / n if n else 0.0,
             "fit calls": int(cost["fit"]["calls"]), "score calls": int(cost["score"]["calls"]),
             "cache hits": int(cost["total"]["cache_hits"]),
             "tokens": int(cost["total"]["prompt_tokens"] + cost["total"]["completion_tokens"]),
             "seconds": _seconds(r), "dollars": cost["total"]["dollars"],
+            "tested at": claim.level or "no test", "resampled": claim.units if claim.claim else "nothing",
         })
         if best is None or r.id == best:
             row.update({f"Δ{statistic} vs best": 0.0 if r.id == best else None, "p vs best": None,
                         "best": r.id == best, "significantly worse": False})
         else:
-            diff, p = paired_bootstrap(human, aligned.scores[r.id], aligned.scores[best], level=level,
-                                       groups=groups, systems=systems, statistic=statistic,
-                                       n_bootstrap=n_bootstrap)
+            diff = (reports[r.id][statistic] - reports[best][statistic]
+                    if reports[r.id][statistic] is not None else None)
+            p, diff_tested = None, None
+            if claim.claim:
+                diff_tested, p = paired_bootstrap(human, aligned.scores[r.id], aligned.scores[best], level=claim.level,
+                                                  groups=groups, systems=systems, statistic=statistic,
+                                                  n_bootstrap=n_bootstrap, independent=independent)
+                p = p if p == p else None
+                if claim.level == level:
+                    diff = diff_tested
             row.update({f"Δ{statistic} vs best": diff, "p vs best": p, "best": False,
-                        "significantly worse": bool(p == p and p < alpha and diff < 0)})
+                        "significantly worse": evidence.p_value_claim(p, diff_tested, alpha, claim)})
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame.attrs["evidence"] = evidence_sentence(claim)
+    return frame
+
+
+def frame_evidence(frame: pd.DataFrame) -> str:
+    """The sentence :func:`comparison_frame` left in the frame's attrs (a cached copy may have lost them: then
+    it is read again from the frame's columns)."""
+    said = frame.attrs.get("evidence")
+    if said:
+        return str(said)
+    if len(frame) and frame["tested at"].iloc[0] == "no test":
+        return f"No interval and no paired test: too few independent units, so {evidence.NO_EVIDENCE}."
+    return ""
+
+
+def evidence_sentence(claim: evidence.Basis) -> str:
+    """What the comparison's intervals and tests rest on, in words."""
+    if not claim.claim:
+        return f"No interval and no paired test: {claim.note}."
+    how = ("whole groups resampled (items of one source go together)" if claim.units == "groups"
+           else "items resampled (treated as independent)")
+    text = f"Intervals and paired tests at the {claim.level} level over {claim.n_units} {claim.units}: {how}."
+    return text + (f" {claim.note[0].upper()}{claim.note[1:]}." if claim.note else "")
 
 
 def _normalised(values: np.ndarray, low: float, high: float) -> np.ndarray:

@@ -81,12 +81,13 @@ class ExportedJudge:
                 id_col: str | None = None, group_col: str | None = None, context_col: str | None = None,
                 reference_col: str | None = None, margin: float = 0.0, llm: LLMConfig | LLM | None = None,
                 db: str | Path | None = None, seed: int = 0,
-                progress: Callable[[int, int, str], None] | None = None) -> Any:
+                progress: Callable[[int, int, str], None] | None = None, independent: bool = False) -> Any:
         """The gate from Python: score two systems' outputs (pandas DataFrames with the same columns) on the ids
         they share and compare them; a :class:`judge_engine.gate.GateResult`.
 
         The same as ``judge-workbench compare-systems``: ``margin`` is the drop on the judge's scale that is
-        allowed, ``group_col`` the items' source (whole groups are resampled when there are enough of them).
+        allowed, ``group_col`` the items' source (whole groups are resampled; without it, items whose input
+        repeats; ``independent=True`` resamples items; fewer than 5 sources: verdict "cannot tell").
         ``judge_engine.gate.assert_not_worse(result)`` fails a test with the summary.
         """
         from .gate import compare_samples
@@ -95,7 +96,7 @@ class ExportedJudge:
                        reference_col=reference_col, group_col=group_col)
         client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
         return compare_samples(self.judge, table_samples(new, **columns), table_samples(base, **columns),
-                               llm=client, margin=margin, seed=seed, progress=progress)
+                               llm=client, margin=margin, seed=seed, progress=progress, independent=independent)
 
     def stress(self, table: Any, *, input_col: str = "input", output_col: str = "output",
                id_col: str | None = None, group_col: str | None = None, context_col: str | None = None,

@@ -12,7 +12,16 @@ on either side (counted and explained, never made a number). The verdict:
 ``better``
     the whole interval lies above ``+margin``.
 ``no resolved difference``
-    anything else, including too few items scored on both sides for an interval.
+    an interval that reaches into ``[-margin, +margin]``.
+``cannot tell``
+    no interval: too few items scored on both sides, or items from fewer than five sources
+    (:mod:`judge_engine.evidence`: items of one source are not independent, and resampling the items of four
+    sources failed two systems equal on average in 17.5% of draws). ``--fail-if-worse`` exits 0: nothing is
+    claimed either way, and the summary says why.
+
+Items that share a source are grouped by default: the group column where one is given, else items whose input
+(and context) repeat (:func:`source_groups`); ``independent=True`` (``--independent``) treats every item as its
+own source. The result says which (``resampled`` and the notes).
 
 Its false-alarm rate on two copies of the same system and its power on a planted difference are measured by
 ``python -m judge_engine.bench gate`` (docs/ci-gate.md). :func:`summary_markdown` and :func:`junit_xml` are what
@@ -22,6 +31,8 @@ the summary as its message.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import html
 import math
 import re
@@ -29,10 +40,11 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from . import evidence
 from .metrics import paired_mean_difference
 from .records import Sample, Verdict
 
-VERDICTS = ("worse", "better", "no resolved difference")
+VERDICTS = ("worse", "better", "no resolved difference", "cannot tell")
 
 CONFIDENCE = 0.95
 """Two-sided level of the interval: the gate fails on its upper bound, so a one-sided 2.5% test."""
@@ -183,8 +195,10 @@ def _check(new: SystemScores, base: SystemScores) -> None:
 
 
 def compare_scores(new: SystemScores, base: SystemScores, *, margin: float = 0.0, confidence: float = CONFIDENCE,
-                   n_bootstrap: int = N_BOOTSTRAP, seed: int = 0) -> GateResult:
-    """The gate's verdict on ``new`` against ``base`` (see the module docstring); ValueError on bad input."""
+                   n_bootstrap: int = N_BOOTSTRAP, seed: int = 0, independent: bool = False) -> GateResult:
+    """The gate's verdict on ``new`` against ``base`` (see the module docstring); ValueError on bad input.
+
+    ``independent`` resamples the items whatever their groups (the user says items of a group are independent)."""
     _check(new, base)
     if not (isinstance(margin, (int, float)) and math.isfinite(margin) and margin >= 0):
         raise ValueError(f"the margin must be a number of at least 0 on the judge's scale, not {margin!r}")
@@ -204,17 +218,22 @@ def compare_scores(new: SystemScores, base: SystemScores, *, margin: float = 0.0
     nan = math.nan
     paired = paired_mean_difference([nan if o.new is None else o.new for o in outcomes],
                                     [nan if o.base is None else o.base for o in outcomes],
-                                    groups=[o.group for o in outcomes], n_bootstrap=n_bootstrap,
+                                    groups=None if independent else [o.group for o in outcomes],
+                                    n_bootstrap=n_bootstrap,
                                     confidence=confidence, seed=seed)
     if math.isfinite(paired.high) and paired.high < -margin:
         verdict = "worse"
     elif math.isfinite(paired.low) and paired.low > margin:
         verdict = "better"
-    else:
+    elif math.isfinite(paired.low):
         verdict = "no resolved difference"
+    else:
+        verdict = "cannot tell"
     missing_new = sum(1 for o in outcomes if o.new is None)
     missing_base = sum(1 for o in outcomes if o.base is None)
     notes = [paired.note] if paired.note else []
+    if independent:
+        notes.append("the items were treated as independent (--independent): their groups were not resampled whole")
     if missing_new or missing_base:
         notes.append(f"{missing_new} shared item(s) have no score for the new system and {missing_base} for the "
                      "base; they are left out of the difference, not counted as any score")
@@ -262,14 +281,35 @@ def score_system(judge: Any, name: str, samples: Sequence[Sample], *, llm: Any,
     return system_scores(name, judge_fingerprint(judge), judge.aspect["name"], samples, verdicts)
 
 
+def source_groups(samples: Sequence[Sample]) -> list[Sample]:
+    """The samples with their source as group: their own groups where some group holds two items (a group column),
+    else their input and context where those repeat across items (outputs of one input share its difficulty),
+    else unchanged (every item its own group)."""
+    if evidence.is_grouped([s.group_id for s in samples]):
+        return list(samples)
+    keys = [_source_key(s) for s in samples]
+    if not evidence.is_grouped(keys):
+        return list(samples)
+    return [dataclasses.replace(s, group_id=f"input {key}") for s, key in zip(samples, keys)]
+
+
+def _source_key(sample: Sample) -> str:
+    text = sample.input + "\x00" + (sample.context or "")
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
 def compare_samples(judge: Any, new: Sequence[Sample], base: Sequence[Sample], *, llm: Any, margin: float = 0.0,
                     confidence: float = CONFIDENCE, n_bootstrap: int = N_BOOTSTRAP, seed: int = 0,
-                    progress: Callable[[int, int, str], None] | None = None) -> GateResult:
+                    progress: Callable[[int, int, str], None] | None = None,
+                    independent: bool = False) -> GateResult:
     """Score the items ``new`` and ``base`` share (by id) with ``judge`` and compare them: the CLI and the Python
-    API both come here. Items in one file only are not scored (they are counted)."""
+    API both come here. Items in one file only are not scored (they are counted). Items that share a source are
+    grouped (:func:`source_groups`) unless ``independent``."""
     for what, samples in (("new", new), ("base", base)):
         if not samples:
             raise ValueError(f"the {what} file has no items")
+    new = source_groups(new)
+    grouped_by_input = any(s.group_id.startswith("input ") for s in new)
     ids = set(shared_ids([s.id for s in new], [s.id for s in base]))
     new_scored = score_system(judge, "new", [s for s in new if s.id in ids], llm=llm, progress=progress)
     base_scored = score_system(judge, "base", [s for s in base if s.id in ids], llm=llm, progress=progress)
@@ -280,7 +320,17 @@ def compare_samples(judge: Any, new: Sequence[Sample], base: Sequence[Sample], *
     base_all = SystemScores("base", base_scored.judge, base_scored.aspect,
                             base_scored.items + tuple(ScoredItem(s.id, None, s.group_id, "not shared")
                                                       for s in base if s.id not in ids))
-    return compare_scores(new_all, base_all, margin=margin, confidence=confidence, n_bootstrap=n_bootstrap, seed=seed)
+    # both sides take the new file's sources (the same items: one source per id)
+    source = {s.id: s.group_id for s in new}
+    base_all = SystemScores(base_all.name, base_all.judge, base_all.aspect,
+                            tuple(dataclasses.replace(i, group=source.get(i.id, i.group)) for i in base_all.items))
+    result = compare_scores(new_all, base_all, margin=margin, confidence=confidence, n_bootstrap=n_bootstrap,
+                            seed=seed, independent=independent)
+    if grouped_by_input and not independent:
+        result = dataclasses.replace(result, notes=result.notes + (
+            f"items whose input repeats were grouped by it ({result.n_groups} sources): outputs for one input are "
+            "not independent; pass --independent if they are",))
+    return result
 
 
 # --------------------------------------------------------------------------- what a CI job shows
@@ -307,7 +357,8 @@ def _num(x: float | None, sign: bool = False) -> str:
 def headline(r: GateResult) -> str:
     """One line: the verdict and the figure it rests on."""
     interval = f"[{_num(r.low, True)}, {_num(r.high, True)}]" if math.isfinite(r.low) else "(no interval)"
-    drew = f"{r.n_groups} groups resampled" if r.resampled == "groups" else f"{r.n_compared} items resampled"
+    drew = {"groups": f"{r.n_groups} groups resampled", "items": f"{r.n_compared} items resampled"}.get(
+        r.resampled, f"nothing resampled: {r.n_groups} source group(s)")
     return (f"{r.verdict}: new - base = {_num(r.diff, True)} {interval} ({r.confidence:.0%} bootstrap, {drew}; "
             f"margin {r.margin:g}) on {r.n_compared} of {r.n_shared} shared items; "
             f"wins {r.wins}, losses {r.losses}, ties {r.ties}")
@@ -331,7 +382,8 @@ def worst_losses(r: GateResult, k: int = SHOWN_LOSSES) -> list[ItemOutcome]:
 
 def summary_markdown(r: GateResult) -> str:
     """A short Markdown summary for a CI job's page; every id and reason from outside is escaped."""
-    mark = {"worse": "FAIL", "better": "better", "no resolved difference": "no resolved difference"}[r.verdict]
+    mark = {"worse": "FAIL", "better": "better", "no resolved difference": "no resolved difference",
+            "cannot tell": "cannot tell (no claim)"}[r.verdict]
     interval = f"[{_num(r.low, True)}, {_num(r.high, True)}]" if math.isfinite(r.low) else "no interval"
     rows = [("verdict", mark), ("new − base (mean)", f"{_num(r.diff, True)} {interval}"),
             ("interval", f"{r.confidence:.0%} bootstrap over {r.resampled}"), ("margin allowed", f"{r.margin:g}"),

@@ -3,7 +3,9 @@
 Both files are read as ``score`` reads one (:class:`~judge_engine.items.ItemFile`, the same column options), the
 items they share are scored through the same backend options and call cache, and the result is printed. Exit
 codes, for a CI job: 1 when ``--fail-if-worse`` is given and the new system is significantly worse by more than
-``--margin``; 0 otherwise; 2 on bad input (one line, from :func:`judge_engine.__main__.main`).
+``--margin``; 0 otherwise, including "cannot tell" (too few sources for any claim, said in the summary); 2 on bad
+input (one line, from :func:`judge_engine.__main__.main`), e.g. a ``--group-col`` with one value for every item or
+a different value for each.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from typing import Any
 HELP = "the gate: score two systems' outputs on the items they share and exit 1 if the new one is worse"
 DESCRIPTION = (
     "Score NEW and BASE (two systems' outputs for the same items, joined on their ids) with an exported judge, "
-    "and print the paired difference new - base with a bootstrap interval (whole groups resampled with "
-    "--group-col and at least 5 groups), wins, losses and ties, and missing scores. With --fail-if-worse the "
-    "exit code is 1 when the whole interval lies below -MARGIN, else 0; bad input exits 2. "
+    "and print the paired difference new - base with a bootstrap interval (whole groups resampled: --group-col, "
+    "else items whose input repeats; fewer than 5 sources give no interval and the verdict 'cannot tell'), wins, "
+    "losses and ties, and missing scores. With --fail-if-worse the exit code is 1 when the whole interval lies "
+    "below -MARGIN, else 0 ('cannot tell' too); bad input exits 2. "
     "Documented in docs/ci-gate.md.")
 
 BAD_ROWS_SHOWN = 10
@@ -41,7 +44,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-col", default="input")
     p.add_argument("--output-col", default="output")
     p.add_argument("--id-col", help="the items' ids, shared by both files (default: the row number)")
-    p.add_argument("--group-col", help="the items' source: items of one group are resampled together")
+    p.add_argument("--group-col", help="the items' source: items of one group are resampled together (without it, "
+                                       "items whose input repeats are grouped by their input)")
+    p.add_argument("--independent", action="store_true",
+                   help="the items are independent: resample items, not their groups or repeated inputs")
     p.add_argument("--context-col")
     p.add_argument("--reference-col")
 
@@ -74,7 +80,7 @@ def _write(path: str, text: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from . import gate
+    from . import evidence, gate
     from .__main__ import _progress_bar, scoring_config
     from .export import load_judge
     from .llm import make_llm
@@ -93,11 +99,15 @@ def main(args: argparse.Namespace) -> int:
     if not new or not base:
         raise ValueError(f"the {'new' if not new else 'base'} file has no items that can be scored")
     gate.shared_ids([s.id for s in new], [s.id for s in base])  # no shared id: said before the backend is made
+    if args.group_col and not args.independent:
+        problem = evidence.group_problem([s.group_id for s in new], column=f"--group-col {args.group_col!r}")
+        if problem:
+            raise ValueError(problem + " (give the column of the items' source, or --independent)")
     llm = make_llm(config, store=Store(args.db))
     progress, close = _progress_bar(args.quiet)
     try:
         result = gate.compare_samples(exported.judge, new, base, llm=llm, margin=args.margin, seed=args.seed,
-                                      progress=progress)
+                                      progress=progress, independent=args.independent)
     finally:
         close()
     if args.junit:

@@ -38,12 +38,12 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats
 
-from . import compare, metrics, runs
+from . import compare, evidence, metrics, runs
 from .methods.active_critic import ActiveCriticState
 from .methods.hd_eval import HDEvalState
 from .methods.hpss import HPSSState
@@ -82,8 +82,9 @@ MAX_CI_WIDTH = 1.0
 """Widest 95% interval of the test correlation behind an "ok" or a "not shown to agree": an interval spanning a
 whole unit of correlation (e.g. [-0.3, +0.7]) says nothing either way, so the verdict is "too few items to say"."""
 
-MIN_GROUPS_FOR_SIGN = 20
-"""Fewest groups whose interval may call a judge worse than chance; with fewer, the sample level's decides."""
+MIN_GROUPS_FOR_SIGN = evidence.MIN_GROUPS_FOR_GROUP_CORRELATION
+"""Fewest groups whose interval may call a judge worse than chance; with fewer, the sample level's decides
+(:mod:`judge_engine.evidence`, the one rule)."""
 
 UNRECORDED_CANDIDATES = 100
 """Candidates assumed when a method chose among several but its stored state does not say how many (an older
@@ -145,6 +146,9 @@ class BaselineDifference:
     n: int
     """Items both runs scored."""
     significantly_below: bool
+    resampled: str = ""
+    """What the paired bootstrap drew (:func:`judge_engine.evidence.basis`): ``groups`` (whole sources), ``items``,
+    or ``nothing`` (too few sources: no p-value); "" when not recorded."""
 
     @property
     def label(self) -> str:
@@ -333,21 +337,34 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     return found
 
 
+def test_basis(test: TestFigure | None) -> evidence.Basis | None:
+    """What a claim from the test figure may rest on (:func:`judge_engine.evidence.basis_from_counts`; None with
+    no figure). A group-level figure counts its groups; a sample-level one has no groups to count."""
+    if test is None:
+        return None
+    grouped = test.level == "group" and 0 < test.n_groups < test.n
+    return evidence.basis_from_counts(test.level, n_items=test.n, n_groups=test.n_groups or test.n, grouped=grouped)
+
+
 def comparison_level(test: TestFigure | None) -> str:
     """The level a baseline is compared at: the test figure's, but the items' when it has no interval or rests on
     fewer than :data:`MIN_GROUPS_FOR_SIGN` groups (a paired bootstrap over 5 groups called two equal judges
-    different in 9% of draws, bench verdicts)."""
-    if test is None or test.ci_note or (test.level != "sample" and test.n_groups < MIN_GROUPS_FOR_SIGN):
+    different in 9% of draws, bench verdicts). The rule is :func:`judge_engine.evidence.basis`'s; with fewer than
+    five independent units there the paired bootstrap itself makes no claim."""
+    claim = test_basis(test)
+    if claim is None or test.ci_note or claim.level is None:
         return "sample"
-    return test.level
+    return claim.level
 
 
-def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int) -> BaselineDifference:
+def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int, *,
+                        resampled: str = "") -> BaselineDifference:
     """A :class:`BaselineDifference` from a paired bootstrap's ``(diff, p)``: significant below when the
     two-sided ``p`` is under :data:`ALPHA` and the judge is the lower one."""
     diff, p = _finite(diff), _finite(p)
     return BaselineDifference(run_id=run_id, method=method, level=level, diff=diff, p=p, n=n,
-                              significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0))
+                              significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0),
+                              resampled=resampled)
 
 
 def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord],
@@ -359,7 +376,9 @@ def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecor
         diff, p = compare.paired_bootstrap(human, aligned.scores[run.id], aligned.scores[b.id], level=level,
                                            groups=groups, systems=systems, statistic=STATISTIC,
                                            n_bootstrap=n_bootstrap)
-        out.append(baseline_difference(b.id, b.method, level, diff, p, len(aligned.ids)))
+        claim = evidence.basis(level, n_items=len(aligned.ids), groups=groups)
+        out.append(baseline_difference(b.id, b.method, level, diff, p, len(aligned.ids),
+                                       resampled=claim.units if claim.claim else "nothing"))
     return tuple(out)
 
 
@@ -398,7 +417,8 @@ def _figure_text(fig: TestFigure) -> str:
 
 
 def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
-              baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> list[str]:
+              baselines: tuple[BaselineDifference, ...], n: int, missing: int,
+              distinct: TestFigure | None = None) -> list[str]:
     """Evidence against the judge: each needs its interval or its test, never a point estimate alone."""
     reasons = []
     if training is not None:
@@ -424,13 +444,63 @@ def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: 
     # a percentile interval over a dozen groups is too narrow: it put noise "below zero" in 7-8% of draws at 5
     # and 13 groups (bench verdicts), so below MIN_GROUPS_FOR_SIGN groups the items' interval decides
     judged = test if test is not None and test.ci[1] is not None and comparison_level(test) == test.level else sample
-    if judged is not None and judged.ci[1] is not None and judged.ci[1] < 0:
-        reasons.append(f"anti-correlated on the test items (worse than chance): {_figure_text(judged)}")
+    claim = test_basis(test)
+    if claim is not None and not claim.claim:
+        judged = None  # too few independent sources (one article's items): no claim from any level's interval
+    # the interval and the items' t-test both: the items' percentile interval alone called 4.8% [2.7, 8.4] of
+    # random judges on SummEval worse than chance at 160 items against its nominal 2.5% (issue 63; 99 of its
+    # summaries are exact duplicates, and a percentile interval of a correlation undercovers), where the t-test
+    # at the same level fired in 3.0%
+    items = _items_figure(test, sample, distinct)
+    below = items is not None and items.value is not None and _correlation_p(-items.value, items.n) < ALPHA / 2
+    if judged is not None and judged.ci[1] is not None and judged.ci[1] < 0 and below:
+        reasons.append(f"anti-correlated on the test items (worse than chance): {_figure_text(judged)}"
+                       + ("" if judged is items else f"; {_figure_text(items)}, t-test {_p(_correlation_p(-items.value, items.n))}"))
     for b in baselines:
         if b.significantly_below:
+            drew = {"groups": ", whole sources resampled", "items": ", items resampled"}.get(b.resampled, "")
             reasons.append(f"significantly below baseline {b.label} on the same split: {STATISTIC} "
-                           f"{_fmt(b.diff)} at the {b.level} level (paired bootstrap {_p(b.p)}, {b.n} items)")
+                           f"{_fmt(b.diff)} at the {b.level} level (paired bootstrap {_p(b.p)}, {b.n} items{drew})")
     return reasons
+
+
+def _interval_words(fig: TestFigure) -> str:
+    """How the figure's interval stands to zero, in words that match its bounds."""
+    low, high = fig.ci
+    if high is not None and high < 0:
+        # below zero at a level that cannot carry the sign (too few groups): the items' level decided
+        return (f"lies below zero, but {fig.n_groups} groups are too few to call it worse than chance (at least "
+                f"{MIN_GROUPS_FOR_SIGN}; the items' level decides)" if fig.level == "group" else "lies below zero")
+    if low is not None and low <= 0:
+        return "reaches zero"
+    return "lies above zero"
+
+
+def _items_figure(test: TestFigure | None, sample: TestFigure | None,
+                  distinct: TestFigure | None) -> TestFigure | None:
+    """The items' figure the t-tests read: over distinct items where some are exact duplicates (a deterministic
+    judge gives a copy the same score, so the copies are one piece of evidence, not two: 10% duplicated items
+    raised the t-test's false "worse than chance" from 2.5% to 4%, bench verdicts), else the sample level's."""
+    if distinct is not None:
+        return distinct
+    return sample if sample is not None else (test if test is not None and test.level == "sample" else None)
+
+
+def distinct_figure(keys: Sequence[str], human: Sequence[float], judge: Sequence[float]) -> TestFigure | None:
+    """The items' Pearson over distinct items (the first of each ``key``: an item's input and output), or None when
+    no two items are the same (then the sample-level figure is already over distinct items)."""
+    seen: set[str] = set()
+    keep = []
+    for key in keys:
+        keep.append(key not in seen)
+        seen.add(key)
+    if all(keep):
+        return None
+    h, j = np.asarray(human, dtype=float)[keep], np.asarray(judge, dtype=float)[keep]
+    ok = np.isfinite(h) & np.isfinite(j)
+    value = metrics.correlation(h[ok], j[ok], STATISTIC) if ok.sum() >= 3 else math.nan
+    return TestFigure("sample", _finite(value), (None, None), "distinct items (exact duplicates counted once)",
+                      int(ok.sum()), 0, 0)
 
 
 def _too_few(test: TestFigure | None, n: int) -> str:
@@ -462,7 +532,8 @@ def _items_significant(sample: TestFigure) -> bool:
 
 
 def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
-            baselines: tuple[BaselineDifference, ...], n: int, missing: int) -> tuple[str, tuple[str, ...]]:
+            baselines: tuple[BaselineDifference, ...], n: int, missing: int, *,
+            distinct: TestFigure | None = None) -> tuple[str, tuple[str, ...]]:
     """The verdict (one of :data:`VERDICTS`) and its reasons, from the figures of a :class:`TrustReport`.
 
     In order: any warning (:func:`_warnings`) makes it ``"warning"``; else a test figure on too few items, with
@@ -472,7 +543,7 @@ def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: Te
     one-sided once its best-of-K selection is paid for, makes it ``"not shown to agree"`` (with the figure);
     only then ``"ok"``. The calibration bench (:mod:`judge_engine.bench.verdicts`) calls this function.
     """
-    reasons = _warnings(training, test, sample, baselines, n, missing)
+    reasons = _warnings(training, test, sample, baselines, n, missing, distinct)
     if reasons:
         return "warning", tuple(reasons)
     few = _too_few(test, n)
@@ -480,12 +551,12 @@ def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: Te
         return "too few items to say", (few,)
     notes = []
     if test is not None and test.ci[0] is not None and test.ci[0] <= 0:
-        notes.append(f"not shown to agree on the test items: {_figure_text(test)} reaches zero")
+        notes.append(f"not shown to agree on the test items: {_figure_text(test)} {_interval_words(test)}")
     # a percentile interval over 20 items, or over a handful of groups, undercovers: a judge scoring at random
     # was "ok" in 7-12% of draws on the interval alone (bench verdicts, 100 draws), so the items' correlation
     # must also pass its t-test (one-sided, the usual significance test of a correlation)
     else:
-        items = sample if sample is not None else (test if test is not None and test.level == "sample" else None)
+        items = _items_figure(test, sample, distinct)
         if items is not None and items.value is not None and not _items_significant(items):
             notes.append(f"not shown to agree on the test items: {_figure_text(items)} is not significantly above "
                          f"zero ({_p(_correlation_p(items.value, items.n))}, t-test on {items.n} items)")
@@ -534,11 +605,22 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     # a paired bootstrap over fewer units than an interval needs is as meaningless as that interval
     level = comparison_level(test)
     baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
-    said, reasons = verdict(training, test, sample, baselines, n, missing)
+    said, reasons = verdict(training, test, sample, baselines, n, missing,
+                            distinct=_run_distinct_figure(store, run, human()))
     entries, flagged = _flagged_entries(store, run)
     return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,
                        baselines=baselines, verdict=said, reasons=reasons, entries=entries, flagged=flagged)
+
+
+def _run_distinct_figure(store: Store, run: RunRecord, dataset: Any) -> TestFigure | None:
+    """:func:`distinct_figure` of a run's scored test items (an item is its input, context and output)."""
+    index = dataset.by_id()
+    rows = [(v, index[v.sample_id]) for v in store.load_verdicts(run.id) if v.sample_id in index]
+    human = [s.human.get(run.aspect, math.nan) for _, s in rows]
+    judge = [math.nan if v.missing or v.score is None else float(v.score) for v, _ in rows]
+    keys = ["\x00".join((s.input, s.context or "", s.output)) for _, s in rows]
+    return distinct_figure(keys, human, judge)
 
 
 def _flagged_entries(store: Store, run: Any) -> tuple[int, tuple[dict[str, Any], ...]]:

@@ -25,7 +25,8 @@ store = session.get_store()
 st.title("Compare methods")
 messages.show_flash()
 st.caption("Runs are compared on exactly the same test items. Correlations come with 95% bootstrap intervals; "
-           "each run is tested against the best one with a paired bootstrap on the same items.")
+           "each run is tested against the best one with a paired bootstrap on the same items, where the items hold "
+           "enough independent sources for a claim (said under the table).")
 
 datasets = store.list_datasets()
 if not datasets:
@@ -211,10 +212,13 @@ with st.expander("Stress tests: does a judge score perturbed outputs lower?"):
                             format_func=lambda i: f"#{i} {next(r.method for r in chosen if r.id == i)}")
     if stressed is not None:
         stress.stress_panel(store, next(r for r in chosen if r.id == stressed), key="compare_stress")
+# what the intervals and tests rest on (judge_engine.evidence): on too few independent units there is no claim
+st.caption(messages.escape_markdown(compare.frame_evidence(frame)))
 worse = frame[frame["significantly worse"]]
 if len(worse):
-    st.caption(messages.escape_markdown("Significantly worse than the best run (paired bootstrap, p < 0.05): "
-                            + ", ".join(f"#{r}" for r in worse["run"])))
+    st.caption(messages.escape_markdown(
+        f"Significantly worse than the best run (paired bootstrap at the {worse['tested at'].iloc[0]} level, "
+        "p < 0.05): " + ", ".join(f"#{r}" for r in worse["run"])))
 
 figures = [plots.comparison_bars(frame, statistic=statistic,
                                  ceiling=(ceiling or {}).get(statistic)),

@@ -167,7 +167,11 @@ def test_comparing_four_runs_at_group_level_computes_each_runs_group_table_once(
     assert frame["best"].sum() == 1 and frame["p vs best"].notna().sum() == 3
     # one scipy triple per group and run; each run's report and each paired test against the best (its point
     # estimate and resamples, for both runs) asked for the same tables: 16 tables for 4 runs before they were kept
-    assert 0 < len(calls) <= 4 * n_groups
+    # (the paired tests themselves are at the items' level here: 5 groups are too few for a group-level claim,
+    # judge_engine.evidence; their items' figures are the calls over all 20 items)
+    group_calls = [c for c in calls if c < len(aligned.ids)]
+    assert 0 < len(group_calls) <= 4 * n_groups
+    assert set(frame["tested at"]) == {"sample"} and set(frame["resampled"]) == {"groups"}
     table = next(iter(metrics._group_tables.values()))
     assert table.flags.writeable is False, "a kept table cannot be changed by whoever asked for it"
 
@@ -303,3 +307,65 @@ def test_item_explanation_fills_unscored_criteria_and_skips_items_without_a_scor
     unscored = Verdict(sample_id=verdict.sample_id, aspect="clarity", score=math.nan,
                        criteria={k: math.nan for k in verdict.criteria})
     assert compare.item_explanation(store, run_id, verdict.sample_id, verdict=unscored) is None
+
+
+@pytest.fixture
+def one_article():
+    """24 summaries: 16 of one article (the test items) and 8 of two others (the training items); a judge that
+    reads the x's agrees with the humans, another does not."""
+    samples = tuple(Sample(id=f"a{i:02d}", input="the one article" if i < 16 else f"article {i // 20}",
+                           output=f"summary {i} " + "x" * (i % 5), group_id="doc0" if i < 16 else f"doc{1 + i // 20}",
+                           system_id=f"sys{i % 16}", human={"quality": float(1 + i % 5)}) for i in range(24))
+    return Dataset(name="toy", task="toy", aspects=(Aspect("quality", 1, 5, "How good it is."),), samples=samples,
+                   natural_level="group")
+
+
+def test_on_one_article_compare_makes_no_claim_either_way(store, one_article):
+    """Issue 63: one SummEval article (16 items) was "significantly worse than the best run" at p = 0.0 with
+    zero-width intervals; one source is one independent unit, so there is no interval, no p and no "significantly"."""
+    store.save_dataset(one_article)
+    runs = [create_run(store, RunSpec(method="direct", dataset="toy", aspect="quality", train_size=8, test_size=16,
+                                      seed=0)) for _ in range(2)]
+    for run_id, responder in zip(runs, (good, noisy)):
+        backend = FakeBackend(responder, model_id=f"fake-{run_id}")
+        execute_run(store, run_id, llm=make_llm(LLMConfig(), store=store, backend=backend))
+    aligned = compare.align(store, [store.run(r) for r in runs])
+    assert len(aligned.ids) == 16 and {one_article.by_id()[i].group_id for i in aligned.ids} == {"doc0"}
+    for level in ("sample", "group"):
+        frame = compare.comparison_frame(store, one_article, aligned, level=level, n_bootstrap=200)
+        other = frame[~frame["best"]].iloc[0]
+        assert other["Δspearman vs best"] < 0, "the point difference is still shown"
+        assert other["p vs best"] is None and not frame["significantly worse"].any()
+        assert all(ci is None for m in compare.STATISTICS for ci in frame[f"{m} CI"])
+        assert set(frame["tested at"]) == {"no test"} and set(frame["resampled"]) == {"nothing"}
+        assert "no evidence either way" in compare.frame_evidence(frame)
+    # the same items said to be independent (a user's choice) are 16 units: a test is made on them
+    told = compare.comparison_frame(store, one_article, aligned, level="sample", n_bootstrap=200, independent=True)
+    assert told["p vs best"].notna().sum() == 1 and set(told["resampled"]) == {"items"}
+
+
+@pytest.mark.parametrize("n_groups", [1, 2, 4])
+def test_paired_bootstrap_on_fewer_than_five_sources_gives_no_p(n_groups):
+    rng = np.random.default_rng(n_groups)
+    human = rng.normal(size=16)
+    a, b = human + rng.normal(scale=0.1, size=16), rng.normal(size=16)
+    groups = [f"doc{k % n_groups}" for k in range(16)]
+    for level in ("sample", "group"):
+        diff, p = compare.paired_bootstrap(human, a, b, level=level, groups=groups, n_bootstrap=200)
+        assert diff > 0 and math.isnan(p), (level, p)
+    _, p = compare.paired_bootstrap(human, a, b, groups=groups, n_bootstrap=200, independent=True)
+    assert 0 <= p < 0.05
+
+
+def test_sample_level_test_resamples_whole_sources_where_items_share_one():
+    """Items of one source go together: over 8 sources of 5 items the paired test draws whole sources, so a
+    difference that is one source's alone is not significant, while the items' resampling calls it so."""
+    rng = np.random.default_rng(4)
+    groups = [f"doc{k // 5}" for k in range(40)]
+    human = rng.normal(size=40)
+    a = human + rng.normal(scale=1.0, size=40)
+    b = a.copy()
+    b[:5] = human[:5] * -3  # judge b fails on the first source only
+    _, p_sources = compare.paired_bootstrap(human, a, b, groups=groups, n_bootstrap=400)
+    _, p_items = compare.paired_bootstrap(human, a, b, groups=groups, n_bootstrap=400, independent=True)
+    assert p_items < p_sources

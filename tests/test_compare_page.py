@@ -243,3 +243,34 @@ def test_the_stress_panel_runs_on_click_and_shows_a_verdict_per_transformation(d
     assert set(table["verdict"]) <= set(stress.VERDICTS)
     at.run()  # a rerun of the page shows the kept report without a click
     assert any("verdict" in d.value.columns for d in at.dataframe)
+
+
+def test_on_one_article_the_page_says_no_evidence_either_way(tmp_path, monkeypatch):
+    """Issue 63: a split of one SummEval article (16 summaries) once read "Significantly worse than the best run
+    (paired bootstrap, p < 0.05): #5, #4, #3, #2, #1" with zero-width interval bars."""
+    from judge_engine.records import Aspect, Dataset, Sample
+
+    # two articles of 16 summaries: one is the test split, the other the training items
+    samples = tuple(Sample(id=f"a{i:02d}", input=f"article {i // 16}", output=f"summary {i} " + "x" * (i % 5),
+                           group_id=f"doc{i // 16}", system_id=f"sys{i % 16}", human={"quality": float(1 + i % 5)})
+                    for i in range(32))
+    path = tmp_path / "workbench.db"
+    monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(path))
+    store = Store(path)
+    store.save_dataset(Dataset(name="one", task="toy", aspects=(Aspect("quality", 1, 5, "How good it is."),),
+                               samples=samples, natural_level="group"))
+    responders = [lambda m, p: f"[[{1 + m[0]['content'].split('<<<OUTPUT>>>')[-1].count('x')}]]",
+                  lambda m, p: f"[[{1 + len(m[0]['content']) % 5}]]", lambda m, p: "[[3]]"]
+    for k, responder in enumerate(responders):
+        run_id = create_run(store, RunSpec(method="direct", dataset="one", aspect="quality", train_size=16,
+                                           test_size=16))
+        page_helpers.execute(store, run_id, responder, model_id=f"fake-{k}")
+    at = open_compare()
+    table = next(d.value for d in at.dataframe if "p vs best" in d.value.columns)
+    assert len(table) == 3 and table["p vs best"].isna().all()
+    assert set(table["tested at"]) == {"no test"} and (table["pearson CI"] == "–").all()
+    captions = " ".join(c.value for c in at.caption)
+    assert "no evidence either way" in captions and "Significantly worse" not in captions
+    bars = next(c for c in at.get("plotly_chart") if "error_y" in c.proto.spec and '"Bar"' in c.proto.spec
+                or '"type":"bar"' in c.proto.spec)
+    assert '"array":[null,null,null]' in bars.proto.spec.replace(" ", "")

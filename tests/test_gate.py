@@ -122,10 +122,63 @@ def test_groups_are_resampled_whole_only_with_enough_of_them(tmp_path, judge_fil
     code, out, _ = _cli(capsys, judge_file, new, base, "--id-col", "id", "--group-col", "doc",
                         "--db", tmp_path / "w.db")
     assert code == 0 and "20 groups resampled" in out
-    few = _jsonl(tmp_path / "few.jsonl", _rows(80, lambda k: 3, groups=20))  # 4 docs: the items are resampled
+    # 4 docs, and the new system planted 1 point lower everywhere: too few sources for any claim (issue 63: the
+    # items of 4 sources resampled failed two equal systems in 17.5% of draws), so "cannot tell", exit 0
+    few = _jsonl(tmp_path / "few.jsonl", _rows(80, lambda k: 2, groups=20))
     code, out, _ = _cli(capsys, judge_file, few, _jsonl(tmp_path / "few-base.jsonl", _rows(80, lambda k: 3, groups=20)),
-                        "--id-col", "id", "--group-col", "doc", "--db", tmp_path / "w.db")
-    assert "80 items resampled" in out and "4 groups are too few" in out
+                        "--id-col", "id", "--group-col", "doc", "--fail-if-worse", "--db", tmp_path / "w.db")
+    assert code == 0 and out.startswith("cannot tell: new - base = -1.000 (no interval)")
+    assert "nothing resampled: 4 source group(s)" in out and "4 source group(s): too few" in out
+    # the same files without --group-col: their inputs repeat, so they are grouped by input all the same
+    code, out, _ = _cli(capsys, judge_file, few, tmp_path / "few-base.jsonl", "--id-col", "id", "--fail-if-worse",
+                        "--db", tmp_path / "w.db")
+    assert code == 0 and out.startswith("cannot tell") and "grouped by it (4 sources)" in out
+    # told the items are independent, the 80 items are resampled and the drop is found
+    code, out, _ = _cli(capsys, judge_file, few, tmp_path / "few-base.jsonl", "--id-col", "id", "--fail-if-worse",
+                        "--independent", "--db", tmp_path / "w.db")
+    assert code == 1 and out.startswith("worse") and "80 items resampled" in out and "treated as independent" in out
+
+
+@pytest.mark.parametrize("case", ["one value", "a value per item"])
+def test_a_group_column_that_groups_all_or_nothing_is_one_message_and_no_claim(tmp_path, judge_file, scripted, capsys,
+                                                                                case):
+    rows = _rows(20, lambda k: 3)
+    for k, row in enumerate(rows):
+        row["doc"] = "d0" if case == "one value" else f"d{k}"
+    base, new = _jsonl(tmp_path / "base.jsonl", rows), _jsonl(tmp_path / "new.jsonl", rows)
+    code, out, err = _cli(capsys, judge_file, new, base, "--id-col", "id", "--group-col", "doc", "--fail-if-worse",
+                          "--db", tmp_path / "w.db")
+    expected = "one value for all 20 items" if case == "one value" else "a different value for each of the 20 items"
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and expected in err, err
+    assert out == "" and all(not b.calls for b in scripted)
+
+
+def test_no_interval_is_cannot_tell_in_every_summary():
+    def system(name, scores, groups):
+        return gate.SystemScores(name, "j", "quality", tuple(gate.ScoredItem(f"i{k}", s, g)
+                                                            for k, (s, g) in enumerate(zip(scores, groups))))
+
+    two_sources = [f"d{k // 8}" for k in range(16)]
+    result = gate.compare_scores(system("new", [1.0] * 16, two_sources), system("base", [5.0] * 16, two_sources))
+    assert result.verdict == "cannot tell" and not result.worse and result.resampled == "nothing"
+    assert "cannot tell (no claim)" in gate.summary_markdown(result)
+    assert ET.fromstring(gate.junit_xml(result)).get("failures") == "0"
+    pairs = gate.compare_scores(system("new", [1.0] * 3, ["a", "b", "c"]), system("base", [5.0] * 3, ["a", "b", "c"]))
+    assert pairs.verdict == "cannot tell" and "too few for an interval" in pairs.notes[0]
+
+
+def test_source_groups_groups_repeated_inputs_and_keeps_a_group_column():
+    from judge_engine.records import Sample
+
+    def sample(k, source, group=None):
+        return Sample(id=f"i{k}", input=source, output=f"out {k}", group_id=group or f"i{k}")
+
+    by_input = gate.source_groups([sample(k, f"article {k // 3}") for k in range(9)])
+    assert len({s.group_id for s in by_input}) == 3 and all(s.group_id.startswith("input ") for s in by_input)
+    distinct = [sample(k, f"article {k}") for k in range(9)]
+    assert gate.source_groups(distinct) == distinct  # nothing repeats: every item its own source
+    column = [sample(k, "same article", group=f"doc{k % 2}") for k in range(6)]
+    assert gate.source_groups(column) == column  # a group column the user gave is kept
 
 
 def test_missing_scores_are_counted_and_explained_never_numbers(tmp_path, judge_file, scripted, capsys):

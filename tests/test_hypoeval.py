@@ -210,6 +210,35 @@ def test_initialize_bank_scores_s_init_and_sets_rewards(store, tiny_dataset):
     assert [k for k, _ in events].count("reward_updated") == 2
 
 
+def test_rewards_after_one_and_two_update_steps_follow_the_papers_formula_by_hand(store, tiny_dataset):
+    """Spec §4.3 (paper B.1): at update step t a hypothesis of the top k evaluated on x_t gets
+    r_h = (1/|S_h|) sum_{j in S_h} (1 - (s_j - ŝ_j)^2 / 16) + 0.5 sqrt(ln(t + |S_init|) / |S_h|), S_h grown by x_t.
+    Computed here by hand from the human scores (the BAD rubric always says 1, the GOOD one the human score)."""
+    llm, _ = fake_llm(scripted(tiny_dataset), store=store, concurrency=1)
+    ctx, events = ctx_for(llm, tiny_dataset)
+    samples = list(tiny_dataset.samples)
+    by_id = {s.id: s for s in samples}
+    bank = he.initialize_bank(ctx, samples[:5], [], by_id)
+    he.update_bank(ctx, bank, samples[:5], samples[5:7], [], by_id)
+    updated = [p for k, p in events if k == "reward_updated" and p["sample_id"] in (samples[5].id, samples[6].id)]
+    text = {e["key"]: e["text"] for e in bank}
+    human = [s.human["quality"] for s in samples]
+    for step, t_total in ((1, 6), (2, 7)):
+        seen = human[:5 + step]  # S_h: the 5 of S_init and the update samples so far
+        by_kind = {rubric_kind(text[p["key"]]): p for p in updated if p["t"] == t_total}
+        assert set(by_kind) == {"GOOD", "BAD"}, by_kind
+        bad_acc = sum(1 - (s - 1) ** 2 / 16 for s in seen) / len(seen)
+        explore = 0.5 * math.sqrt(math.log(t_total) / len(seen))
+        assert by_kind["BAD"]["acc"] == pytest.approx(bad_acc) and by_kind["BAD"]["n_evaluated"] == 5 + step
+        assert by_kind["BAD"]["reward"] == pytest.approx(bad_acc + explore)
+        assert by_kind["GOOD"]["reward"] == pytest.approx(1 + explore)
+    # the numbers themselves, for the tiny dataset's humans (1 + 7i mod 5: 1, 3, 5, 2, 4, 1, 3)
+    assert human[:7] == [1.0, 3.0, 5.0, 2.0, 4.0, 1.0, 3.0]
+    step_two = [p for p in updated if p["t"] == 7 and rubric_kind(text[p["key"]]) == "BAD"][0]
+    assert step_two["reward"] == pytest.approx((7 - (0 + 4 + 16 + 1 + 9 + 0 + 4) / 16) / 7
+                                               + 0.5 * math.sqrt(math.log(7) / 7))
+
+
 def test_update_stage_fills_wrong_bank_refreshes_and_keeps_max_bank(store, tiny_dataset):
     generated = iter(range(100))
 

@@ -371,3 +371,34 @@ def test_pass_fail_reports_the_natural_cut_with_intervals_and_the_base_rate():
     shy = probes.binary_agreement(truth, judge - 0.6, scale=(0.0, 1.0)).natural
     assert shy.true_positive_rate.value == pytest.approx(0.0) and shy.precision is None
     assert probes.binary_agreement(truth, judge).natural is None  # no scale, no natural cut
+
+
+def test_a_healthy_integer_judge_against_averaged_raters_is_not_collapsed():
+    """Issue 63: an integer judge (human + noise, Spearman +0.87) against the mean of several raters was called
+    collapsed ("gives 3 distinct score(s); 60% of the items got 4") because the raters' means have many more
+    distinct values than integers can; they are counted at the judge's resolution."""
+    human = np.array([3.33, 3.67, 4.0, 4.33, 3.67, 4.0, 4.33, 3.33, 4.67, 3.67,
+                      2.67, 4.0, 4.33, 3.0, 4.0, 3.67, 4.33, 2.33, 3.33, 4.0])
+    judge = np.array([3, 4, 4, 4, 4, 4, 5, 3, 5, 4, 3, 4, 4, 3, 4, 4, 4, 3, 3, 4], dtype=float)
+    assert len(np.unique(human)) == 8 and (judge == 4).mean() == pytest.approx(0.6)
+    found = probes.collapse(human, judge)
+    # the old rule: 3 distinct scores are fewer than half the raters' 8 means, and 60% got one: "collapsed"; at the
+    # judge's resolution the raters' means give 4 values (2-5)
+    assert found.judge.distinct == 3 and not found.collapsed, found
+    # a judge that gives 4 to 17 of the 20 items and 3 to the rest is still collapsed
+    squeezed = probes.collapse(human, np.where(np.arange(20) < 17, 4.0, 3.0))
+    assert squeezed.collapsed and squeezed.judge.distinct == 2 and squeezed.judge.modal_share == pytest.approx(0.85)
+
+
+def test_a_judge_that_is_an_exact_linear_function_of_the_humans_has_no_slice():
+    """Issue 63: floating-point residuals of an exact line (1e-15) gave slices "under-scored by 0.00 points"."""
+    from judge_engine.records import Sample
+
+    rng = np.random.default_rng(5)
+    human = rng.integers(1, 6, 80).astype(float) + rng.choice([0.0, 1 / 3, 2 / 3], 80)
+    judge = 0.37 + 0.91 * human
+    samples = [Sample(id=f"s{i}", input="", output="w " * (10 + i % 30), group_id=f"g{i // 4}", system_id=f"sys{i % 4}")
+               for i in range(80)]
+    assert np.abs(probes.residuals(human, judge)).max() == 0.0
+    found = probes.disagreements(samples, human, judge, [""] * 80, seed=0)
+    assert not found.flagged and all(abs(s.effect) < 1e-9 for s in found.slices), found.slices

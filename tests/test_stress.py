@@ -322,3 +322,16 @@ def test_the_stress_command_stops_in_one_line_when_a_transformation_raises(store
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "transformation 'broken' raised IndexError on item 'i00'" in err
     assert store.db["llm_cache"].count == 0  # not even the items as they are were scored
+
+
+def test_a_change_on_items_from_fewer_than_five_sources_carries_no_verdict():
+    """The one rule for evidence (issue 63): 16 items of 2 sources are 2 independent units, so even a change that
+    lowered every score says "too few items"; the same change on 16 sources is "sensitive"."""
+    from judge_engine.stress._report import SENSITIVE, TOO_FEW, paired_change
+
+    before = [4.0, 3.0, 5.0, 4.0] * 4
+    after = [b - 1 - (k % 3) * 0.5 for k, b in enumerate(before)]
+    two = paired_change(before, after, "lower", groups=[f"doc{k % 2}" for k in range(16)])
+    assert two["verdict"] == TOO_FEW and two["mean_change"] < 0
+    many = paired_change(before, after, "lower", groups=[f"doc{k}" for k in range(16)])
+    assert many["verdict"] == SENSITIVE

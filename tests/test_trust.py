@@ -287,3 +287,78 @@ def test_a_training_correlation_significant_for_its_items_is_not_warned(store, w
     ok = trust.trust_report(store, _learned(store, wide_dataset, split, "hypoeval",
                                             {"selected": strong, "train_ids": [f"t{i}" for i in range(12)]}, _human))
     assert ok.verdict == "ok", ok.reasons
+
+
+def _r_at_one_sided_p(p: float, n: int) -> float:
+    """The Pearson on ``n`` items whose one-sided t-test p-value is ``p`` (t = r sqrt((n-2)/(1-r^2)))."""
+    from scipy import stats
+
+    t = stats.t.isf(p, n - 2)
+    return float(t / math.sqrt(n - 2 + t * t))
+
+
+@pytest.mark.parametrize("p, said", [(0.02, "ok"), (0.03, "not shown to agree"), (0.045, "not shown to agree")])
+def test_ok_needs_the_items_t_test_at_one_sided_two_and_a_half_percent(p, said):
+    """Between one-sided p = 0.025 and 0.05 the items' correlation is not significant at the verdict's level (the
+    two-sided 5%), even with an interval above zero; below 0.025 it is."""
+    n = 40
+    r = _r_at_one_sided_p(p, n)
+    assert trust._correlation_p(r, n) == pytest.approx(p, rel=1e-6)
+    verdict, reasons = trust.verdict(None, _fig(r, (0.01, 0.6), n), None, (), n, 0)
+    assert verdict == said, reasons
+    if said != "ok":
+        assert any("is not significantly above zero" in x and f"p = {p:.3f}" in x for x in reasons), reasons
+
+
+@pytest.mark.parametrize("p, warned", [(0.01, True), (0.03, False), (0.045, False)])
+def test_worse_than_chance_needs_the_interval_and_the_items_t_test(p, warned):
+    n = 160
+    r = -_r_at_one_sided_p(p, n)
+    verdict, reasons = trust.verdict(None, _fig(r, (-0.35, -0.01), n), None, (), n, 0)
+    assert any("worse than chance" in x for x in reasons) == warned, reasons
+    assert (verdict == "warning") == warned
+
+
+LOWS_AND_HIGHS = [(-0.6, -0.3), (-0.17, -0.03), (-0.2, 0.0), (-0.1, 0.2), (0.0, 0.3), (0.05, 0.4)]
+
+
+@pytest.mark.parametrize("level, n_groups", [("sample", 0), ("group", 10), ("group", 30)])
+@pytest.mark.parametrize("low, high", LOWS_AND_HIGHS)
+def test_every_verdict_sentence_matches_the_side_of_zero_of_its_interval(level, n_groups, low, high):
+    """Issue 63: "group-level pearson -0.11, 95% interval [-0.17, -0.03] ... reaches zero" (the code tested the
+    lower bound only). Each sentence is rendered over intervals on both sides of zero and checked against them."""
+    value = (low + high) / 2
+    test = trust.TestFigure(level, value, (low, high), "", 160, n_groups, 0)
+    sample = _fig(value, (low, high), 160) if level == "group" else None
+    _, reasons = trust.verdict(None, test, sample, (), 160, 0)
+    for sentence in reasons:
+        if "reaches zero" in sentence:
+            assert low <= 0 <= high, sentence
+        if "lies below zero" in sentence or "worse than chance" in sentence:
+            assert high < 0, sentence
+        if "lies above zero" in sentence:
+            assert low > 0, sentence
+    if high < 0:
+        assert any("below zero" in s or "worse than chance" in s for s in reasons), reasons
+    elif low <= 0:
+        assert any("reaches zero" in s for s in reasons), reasons
+
+
+def test_exact_duplicates_count_once_in_the_items_t_test():
+    """Issue 63: 99 SummEval summaries are exact duplicates; a deterministic judge gives a copy its original's score,
+    so a copy is not new evidence. 18 items of which 6 repeat others: the t-test reads the 12 distinct ones."""
+    human = [1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 2.0, 3.0, 4.0, 5.0, 2.0, 4.0]
+    judge = [4.0, 2.0, 3.0, 2.0, 1.0, 3.0, 5.0, 2.0, 4.0, 2.0, 3.0, 3.0]
+    # the two most disagreeing items, three copies each: the 18 items' correlation is far more negative
+    keys = [f"item {k}" for k in range(12)] + ["item 0", "item 4"] * 3
+    h, j = human + [human[int(k.split()[1])] for k in keys[12:]], judge + [judge[int(k.split()[1])] for k in keys[12:]]
+    distinct = trust.distinct_figure(keys, h, j)
+    assert distinct.n == 12 and distinct.value == pytest.approx(float(np.corrcoef(human, judge)[0, 1]))
+    assert trust.distinct_figure(keys[:12], human, judge) is None, "no duplicate: the sample figure is used as is"
+    r_all = float(np.corrcoef(h, j)[0, 1])
+    everything = _fig(r_all, (-0.9, -0.1), 18)
+    assert trust._correlation_p(-r_all, 18) < 0.025 < trust._correlation_p(-distinct.value, 12)
+    said, reasons = trust.verdict(None, everything, None, (), 18, 0)
+    assert any("worse than chance" in r for r in reasons)
+    said, reasons = trust.verdict(None, everything, None, (), 18, 0, distinct=distinct)
+    assert not any("worse than chance" in r for r in reasons), reasons

@@ -70,3 +70,20 @@ def test_probe_claims_join_the_table_when_their_module_exists():
     except ModuleNotFoundError:
         pytest.skip("no probe claims yet")
     assert all(c.name in names for c in verdict_probes.PROBE_CLAIMS)
+
+
+def test_the_null_worlds_of_issue_63_run_through_the_real_gate_and_verdict():
+    """The gate on 4 sources makes no claim (it said "worse" in 17.5% of such draws when it resampled their items);
+    on 40 sources a planted drop is found; a random judge on items with duplicates is not called worse than chance
+    and an anti-correlated one is; a healthy integer judge is not called collapsed."""
+    gate_claim = _claim("gate: worse")
+    assert gate_claim.sizes[0] == 16 and "gate: equal on average" in gate_claim.null
+    for grouped in (True, False):  # --group-col given, or the sources found from the repeated inputs
+        row = verdicts.measure(gate_claim, "gate: equal on average", 16, grouped, 1, 40, SEED)
+        assert row["fired"] == 0, row
+        assert verdicts.measure(gate_claim, "gate: drop 0.5", 160, grouped, 1, 10, SEED)["rate"] >= 0.8
+    duplicates = _claim("warning: worse than chance, a tenth")
+    assert verdicts.measure(duplicates, "noise (duplicates)", 160, False, 1, 40, SEED)["rate"] <= 0.05
+    assert verdicts.measure(duplicates, "anti_correlated (duplicates)", 160, False, 1, 10, SEED)["rate"] == 1.0
+    integer = _claim("probe: scores collapsed, an integer judge")
+    assert verdicts.measure(integer, "integer_judge", 20, False, 1, 40, SEED)["rate"] <= 0.05

@@ -2,7 +2,8 @@
 on simulated runs by the real probe code (:mod:`judge_engine.probes`).
 
 Null judges: the humans plus the same noise everywhere, and pure noise. Planted ones: a system whose items get
-three times the noise (``bad_slice``), a band of human scores the judge over-scores by a point
+three times the noise (``bad_slice``), an integer judge (the humans plus noise, rounded: healthy, a null for
+collapse), a band of human scores the judge over-scores by a point
 (``band_bias``), a constant and a near-constant judge (sd 0.01 against the humans' ~1), a judge that follows
 output length, and a judge that adds a point when one particular demonstration comes last (``order_sensitive``).
 """
@@ -32,6 +33,8 @@ def _judge(kind: str, human: np.ndarray, lengths: np.ndarray, systems: np.ndarra
         return np.full(n, 4.0)
     if kind == "near_constant":
         return 4.0 + rng.normal(0.0, 0.01, n)
+    if kind == "integer_judge":  # healthy: the humans plus noise, rounded to an integer reply on 1-5
+        return np.clip(np.rint(human + rng.normal(0.0, 0.5 * sd, n)), 1, 5)
     if kind == "length_following":  # half the humans, half the length (ranked onto the humans' spread)
         z = (lengths - lengths.mean()) / (lengths.std() or 1.0)
         return human + sd * z + rng.normal(0.0, 0.5 * sd, n)
@@ -138,8 +141,12 @@ PROBE_CLAIMS: list[Claim] = [
           null=("human_plus_noise",), planted=("bad_slice",), sizes=(50, 200), grouped=(False,), retired=True),
     Claim("probe: scores collapsed (few values or spread under a quarter of the humans')", False, _collapsed,
           null=NULL, planted=("near_constant", "constant")),
+    Claim("probe: scores collapsed, an integer judge against the mean of three raters", False, _collapsed,
+          null=("integer_judge",)),
     Claim("probe: follows length more than the humans do", False, _follows_length, null=NULL,
           planted=("length_following",)),
+    Claim("probe: follows length more than the humans do, 10 groups of 4", False, _follows_length, null=NULL,
+          planted=("length_following",), sizes=(40,), grouped=(True,)),
     Claim("probe: the order of the demonstrations changes the scores", False, _order_changes, null=NULL,
           planted=("order_sensitive",)),
 ]

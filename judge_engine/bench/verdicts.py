@@ -291,8 +291,11 @@ def trust_claims() -> list[Claim]:
 
 
 def all_claims() -> list[Claim]:
-    """The trust claims and, when :mod:`.verdict_probes` exists, its ``PROBE_CLAIMS``."""
-    claims = trust_claims()
+    """The trust claims, the null worlds of :mod:`.verdict_worlds` and, when :mod:`.verdict_probes` exists, its
+    ``PROBE_CLAIMS``."""
+    from .verdict_worlds import WORLD_CLAIMS
+
+    claims = trust_claims() + WORLD_CLAIMS
     try:
         probes = importlib.import_module(".verdict_probes", __package__)
     except ModuleNotFoundError as exc:

@@ -247,8 +247,9 @@ def comparison_bars(frame: Any, *, statistic: str = "spearman", ceiling: float |
     """One bar per run: the correlation with its CI as error bars; the human ceiling as a dashed line."""
     values = [float("nan") if v is None else float(v) for v in frame[statistic]]
     cis = [ci if ci is not None else [None, None] for ci in frame[f"{statistic} CI"]]
-    upper = [(hi - v) if hi is not None and v == v else 0.0 for v, (lo, hi) in zip(values, cis)]
-    lower = [(v - lo) if lo is not None and v == v else 0.0 for v, (lo, hi) in zip(values, cis)]
+    # no interval, no bar (a zero-width bar reads as certainty: issue 63, one article's 16 items)
+    upper = [(hi - v) if hi is not None and v == v else None for v, (lo, hi) in zip(values, cis)]
+    lower = [(v - lo) if lo is not None and v == v else None for v, (lo, hi) in zip(values, cis)]
     colors = [_COLORS[2] if best else _COLORS[0] for best in frame["best"]]
     fig = go.Figure(go.Bar(x=_run_labels(frame), y=values, marker_color=colors,
                            error_y=dict(type="data", array=upper, arrayminus=lower, visible=True),

@@ -7,7 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import compare
+from .. import compare, evidence
 from ._common import ALPHA, MIN_ITEMS, N_BOOTSTRAP, Figure, _finite, _spearman, rank_difference
 
 
@@ -44,9 +44,10 @@ class LengthBias:
         return "no direction"
 
 
-MIN_GROUPS = 10
-"""Fewest groups for a group-level length test: resampling 2 to 5 groups put a judge that ignores length over
-the line in 13-23% of draws (bench verdicts, 100 draws), so below this the probe reports and never flags."""
+MIN_GROUPS = evidence.MIN_GROUPS_FOR_GROUP_CORRELATION
+"""Fewest groups for a group-level length test (the one rule, :mod:`judge_engine.evidence`): resampling 2 to 5
+groups put a judge that ignores length over the line in 13-23% of draws (bench verdicts, 100 draws), and 10
+groups in 5.8% [3.7, 8.8] (issue 63), so below this the probe reports and never flags."""
 
 
 def length_bias(lengths: Sequence[float], human: Sequence[float], judge: Sequence[float], *,

@@ -126,6 +126,10 @@ def _bands(human: np.ndarray) -> list[tuple[str, np.ndarray]]:
     return _terciles(human, "points")
 
 
+RESIDUAL_TOLERANCE = 1e-9
+"""Residuals smaller than this (relative to the judge's scale) are exactly zero: floating-point error, not a slice."""
+
+
 def residuals(human: np.ndarray, judge: np.ndarray, fit_on: np.ndarray | None = None) -> np.ndarray:
     """The judge's scores minus a straight line fitted on the human scores (judge score points).
 
@@ -136,7 +140,11 @@ def residuals(human: np.ndarray, judge: np.ndarray, fit_on: np.ndarray | None = 
     if keep.sum() < 3 or np.ptp(human[keep]) == 0:
         keep = np.ones(human.size, dtype=bool)
     fit = stats.linregress(human[keep], judge[keep])
-    return judge - (fit.intercept + fit.slope * human)
+    resid = judge - (fit.intercept + fit.slope * human)
+    # a judge that is an exact linear function of the humans leaves floating-point dust (1e-15), which the
+    # permutation tests ranked into slices "under-scored by 0.00 points" (issue 63): below the tolerance it is 0
+    scale = max(1.0, float(np.max(np.abs(judge))) if judge.size else 1.0)
+    return np.where(np.abs(resid) <= RESIDUAL_TOLERANCE * scale, 0.0, resid)
 
 
 def disagreements(samples: Sequence[Sample], human: Sequence[float], judge: Sequence[float],

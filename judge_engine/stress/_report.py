@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from scipy import stats
 
-from .. import metrics
+from .. import evidence, metrics
 from ..records import Sample
 from ._table import LOWER, NEUTRAL, NONE, StressTable, default_transformations, expectation, load_table
 from ._transforms import TRANSFORMATIONS, StressContext
@@ -108,10 +108,13 @@ def _num(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def paired_change(before: Sequence[float], after: Sequence[float], expected: str) -> dict[str, Any]:
+def paired_change(before: Sequence[float], after: Sequence[float], expected: str, *,
+                  groups: Sequence[str] | None = None) -> dict[str, Any]:
     """The figures and verdict of one transformation from the scores before and after (NaN: missing).
 
     Pure: the bench calibrates exactly this function. Items missing on either side are counted and left out.
+    ``groups`` (the items' sources) apply the one rule for evidence (:mod:`judge_engine.evidence`): items from
+    fewer than five sources carry no verdict either way ("too few items").
     """
     b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
     both = np.isfinite(b) & np.isfinite(a)
@@ -133,6 +136,10 @@ def paired_change(before: Sequence[float], after: Sequence[float], expected: str
             ci = test.confidence_interval(1 - ALPHA)
             out.update(mean_change_ci=(float(ci.low), float(ci.high)), p=float(test.pvalue))
     out["verdict"] = verdict(n, out["mean_change"], out["p"], expected)
+    kept = [g for g, k in zip(groups, both) if k] if groups is not None else None
+    if kept is not None and out["verdict"] not in (NO_EXPECTATION, TOO_FEW) and not evidence.basis(
+            "sample", n_items=n, groups=kept, statistic="mean").claim:
+        out["verdict"] = TOO_FEW
     return out
 
 
@@ -230,8 +237,10 @@ def stress(judge: Any, samples: Sequence[Sample], aspect: str, *, llm: Any, tran
         after = scores(list(twin.values()), f"stress {k} of {total}: {name}")
         ids = list(twin)
         expected = expectation(table, name, aspect)
+        source = {s.id: s.group_id for s in samples}
         found = paired_change([before.get(i, math.nan) for i in ids],
-                              [after.get(twin[i].id, math.nan) for i in ids], expected)
+                              [after.get(twin[i].id, math.nan) for i in ids], expected,
+                              groups=[source.get(i, i) for i in ids])
         results.append(TransformationResult(name=name, description=TRANSFORMATIONS[name].description,
                                             expected=expected, n_items=len(ids), unchanged=len(samples) - len(ids),
                                             **found))

@@ -82,10 +82,12 @@ def trust_frame(report: TrustReport) -> pd.DataFrame:
                      "value": f"accepted by {f['accepted_by']}" if f.get("accepted_by") else "not accepted",
                      "interval / p": "", "rests on": "; ".join(str(x.get("rule") or "") for x in f.get("flags") or ())})
     for b in report.baselines:
+        drew = {"groups": ", whole sources resampled", "items": ", items resampled",
+                "nothing": ": too few sources for a test (no evidence either way)"}.get(b.resampled, "")
         rows.append({"figure": f"minus baseline {b.label} ({b.level} level)", "value": _fig(b.diff),
                      "interval / p": "" if b.p is None else f"p = {b.p:.3f}" + (" (significantly below)"
                                                                                 if b.significantly_below else ""),
-                     "rests on": f"{b.n} items on the same split"})
+                     "rests on": f"{b.n} items on the same split{drew}"})
     return pd.DataFrame(rows, columns=["figure", "value", "interval / p", "rests on"])
 
 
