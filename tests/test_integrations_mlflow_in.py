@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mlflow_store import N_TRACES, UNLABELLED, alice_score, bob_score, make_tracking_store
+from tests.mlflow_store import N_TRACES, UNLABELLED, alice_score, bob_score
 
 pytest.importorskip("mlflow")
 
@@ -17,9 +17,9 @@ from judge_engine.integrations.mlflow_traces import import_mlflow  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tracking(tmp_path_factory):
-    return make_tracking_store(tmp_path_factory.mktemp("mlflow"))
+@pytest.fixture
+def tracking(mlflow_tracking):
+    return mlflow_tracking
 
 
 def test_numeric_assessments_import_with_each_human_as_an_annotator(store, tracking):
