@@ -22,7 +22,7 @@ DECIMAL_NAMES = {"dot": ".", "comma": ","}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="datasets_action", metavar="{list,fetch,import,import-mlflow}",
+    actions = parser.add_subparsers(dest="datasets_action", metavar="{list,fetch,import,import-mlflow,import-labels}",
                                     help="without one: list")
     actions.add_parser("list", help="every built-in benchmark: source, license, size, whether it is here")
     fetch = actions.add_parser("fetch", help="download built-in benchmarks into the data folder (checksummed)")
@@ -56,6 +56,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ml.add_argument("--experiment", required=True, help="the experiment's name")
     ml.add_argument("--assessment", required=True, help="the feedback's name, e.g. helpfulness")
     _label_arguments(ml, default_name="the experiment's name")
+    tool = actions.add_parser("import-labels", help="a Label Studio or Argilla export, or Langfuse scores: one "
+                                                    "row per item, one label per annotator")
+    tool.add_argument("tool", choices=["label-studio", "argilla", "langfuse"])
+    tool.add_argument("file", help="the tool's export (Label Studio JSON; Argilla JSON/JSONL; Langfuse scores "
+                                   "CSV/JSON)")
+    tool.add_argument("--question", help="the rating/number/choices control (Label Studio, found when there is "
+                                         "one), the question (Argilla) or the score's name (Langfuse)")
+    tool.add_argument("--input-key", default="input", help="the field holding what the output answers")
+    tool.add_argument("--output-key", default="output", help="the field holding the judged text")
+    tool.add_argument("--traces", help="Langfuse: the trace export (JSON/CSV with id, input, output)")
+    tool.add_argument("--aspect", help="the aspect's name (default: the question's)")
+    _label_arguments(tool, default_name="the file's name")
 
 
 def _label_arguments(parser: argparse.ArgumentParser, *, default_name: str) -> None:
@@ -77,6 +89,8 @@ def main(args: argparse.Namespace) -> int:
         return import_file(args)
     if action == "import-mlflow":
         return import_mlflow(args)
+    if action == "import-labels":
+        return import_labels(args)
     return list_benchmarks()
 
 
@@ -192,4 +206,19 @@ def import_mlflow(args: argparse.Namespace) -> int:
                   mapping=parse_mapping(args.value), value_range=_range(args.range), task=args.task.strip())
     print(f"Imported {args.assessment!r} of MLflow experiment {args.experiment!r} as {result.dataset.name!r}: "
           f"{result.summary()}")
+    return 0
+
+
+def import_labels(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .integrations.annotation_exports import import_labels as read
+    from .integrations.labels import parse_mapping
+    from .store import Store
+
+    result = read(Store(args.db), args.tool, args.file, name=args.name or Path(args.file).stem,
+                  question=args.question, input_key=args.input_key, output_key=args.output_key,
+                  traces=args.traces, aspect=args.aspect, mapping=parse_mapping(args.value),
+                  value_range=_range(args.range), task=args.task.strip())
+    print(f"Imported {args.file} ({args.tool}) as {result.dataset.name!r}: {result.summary()}")
     return 0
