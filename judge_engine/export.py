@@ -126,6 +126,19 @@ class ExportedJudge:
 
         return mlflow_scorer(self, name=name, llm=llm, db=db)
 
+    def to_inspect_scorer(self, *, llm: LLMConfig | LLM | None = None, db: str | Path | None = None) -> Any:
+        """This judge as an inspect_ai scorer (needs inspect-ai; :mod:`judge_engine.integrations.eval_frameworks`)."""
+        from .integrations.eval_frameworks import inspect_scorer
+
+        return inspect_scorer(self, llm=llm, db=db)
+
+    def to_deepeval_metric(self, *, threshold: float = 0.5, llm: LLMConfig | LLM | None = None,
+                           db: str | Path | None = None) -> Any:
+        """This judge as a DeepEval metric (needs deepeval; :mod:`judge_engine.integrations.eval_frameworks`)."""
+        from .integrations.eval_frameworks import deepeval_metric
+
+        return deepeval_metric(self, threshold=threshold, llm=llm, db=db)
+
     def score_file(self, path: str | Path, out: str | Path, *, input_col: str = "input", output_col: str = "output",
                    id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
                    human_col: str | None = None, fmt: str | None = None, llm: LLMConfig | LLM | None = None,

@@ -11,11 +11,8 @@ its call cache (the database ``db``): scoring the same rows again costs nothing.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from .labels import text_of
 
 if TYPE_CHECKING:
     from ..export import ExportedJudge
@@ -23,11 +20,6 @@ if TYPE_CHECKING:
 
 SOURCE_PREFIX = "judge-workbench:"
 """``AssessmentSource.source_id`` of a workbench judge's feedback: this, then the judge's fingerprint."""
-
-
-def item_id(input_text: str, output_text: str) -> str:
-    """A stable id for a row MLflow hands the scorer (it has none of its own)."""
-    return hashlib.sha256(f"{input_text}\0{output_text}".encode("utf-8")).hexdigest()[:16]
 
 
 def mlflow_scorer(exported: ExportedJudge, *, name: str | None = None, llm: LLMConfig | LLM | None = None,
@@ -40,32 +32,23 @@ def mlflow_scorer(exported: ExportedJudge, *, name: str | None = None, llm: LLMC
     from mlflow.entities import AssessmentSource, Feedback
     from mlflow.genai.scorers import scorer
 
-    from ..export import missing_reason
-    from ..llm import LLM, make_llm
-    from ..records import Sample
-    from ..score_files import judge_fingerprint
-    from ..store import Store
+    from .scoring import ItemJudge
 
-    judge = exported.judge
-    fingerprint = judge_fingerprint(judge)
-    client = llm if isinstance(llm, LLM) else make_llm(llm or exported.llm, store=Store(db))
-    source = AssessmentSource(source_type="LLM_JUDGE", source_id=SOURCE_PREFIX + fingerprint)
+    judge = ItemJudge(exported, llm=llm, db=db)
+    source = AssessmentSource(source_type="LLM_JUDGE", source_id=SOURCE_PREFIX + judge.fingerprint)
     aspect = judge.aspect.get("name", "score")
     feedback_name = name or aspect
+    metadata = {"judge_fingerprint": judge.fingerprint, "method": judge.judge.method, "aspect": aspect,
+                "scale": f"{judge.low:g}..{judge.high:g}"}
 
     def judge_workbench(inputs: Any = None, outputs: Any = None) -> Feedback:
-        input_text, output_text = text_of(inputs), text_of(outputs)
-        sample_id = item_id(input_text, output_text)
-        sample = Sample(id=sample_id, input=input_text, output=output_text, group_id=sample_id)
-        verdict = judge.score([sample], llm=client)[0]
-        metadata = {"judge_fingerprint": fingerprint, "method": judge.method, "aspect": aspect,
-                    "scale": f"{judge.aspect.get('low')}..{judge.aspect.get('high')}"}
-        if verdict.missing:
-            reason = missing_reason(verdict)
-            return Feedback(name=feedback_name, value=None, error=f"no score: {reason}", source=source,
-                            rationale=verdict.explanation or None, metadata={**metadata, "missing_reason": reason})
-        return Feedback(name=feedback_name, value=float(verdict.score), source=source,
-                        rationale=verdict.explanation or None, metadata=metadata)
+        got = judge(inputs, outputs)
+        if got.missing:
+            return Feedback(name=feedback_name, value=None, error=f"no score: {got.missing_reason}", source=source,
+                            rationale=got.explanation or None,
+                            metadata={**metadata, "missing_reason": got.missing_reason})
+        return Feedback(name=feedback_name, value=got.score, source=source, rationale=got.explanation or None,
+                        metadata=metadata)
 
     return scorer(judge_workbench, name=feedback_name,
-                  description=f"Judge Workbench {judge.method} judge of {aspect} ({fingerprint})")
+                  description=f"Judge Workbench {judge.judge.method} judge of {aspect} ({judge.fingerprint})")

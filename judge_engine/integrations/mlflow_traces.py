@@ -150,6 +150,21 @@ def read_traces(tracking_uri: str, experiment: str, assessment: str) -> MlflowLa
         # oldest first: the dataset lists the items in the order they were logged
         traces = sorted(_traces(client, found.experiment_id),
                         key=lambda t: (getattr(t.info, "request_time", 0) or 0, t.info.trace_id))
+    if not traces:
+        raise LabelImportError(f"the experiment {experiment!r} has no traces")
+    read, names = trace_labels(traces, assessment)
+    if assessment not in names:
+        raise LabelImportError(f"no trace of experiment {experiment!r} has an assessment named {assessment!r}; "
+                               f"the names there: {', '.join(map(repr, sorted(names))) or 'none'}")
+    if not read.labels:
+        raise LabelImportError(f"no {assessment!r} assessment of experiment {experiment!r} is from a human "
+                               f"({read.not_human} from an LLM judge or code); nothing to import")
+    return read
+
+
+def trace_labels(traces: list[Any], assessment: str) -> tuple[MlflowLabels, set[str]]:
+    """The items of ``traces`` and their human ``assessment`` labels (the latest valid one per source), and
+    every assessment name the traces carry."""
     items, labels, without, not_human, names = [], [], [], 0, set()
     for trace in traces:
         latest: dict[str, Any] = {}
@@ -170,15 +185,7 @@ def read_traces(tracking_uri: str, experiment: str, assessment: str) -> MlflowLa
         if not latest:
             without.append(item.id)
         labels.extend(RawLabel(item.id, who, a.feedback.value) for who, a in latest.items())
-    if not traces:
-        raise LabelImportError(f"the experiment {experiment!r} has no traces")
-    if assessment not in names:
-        raise LabelImportError(f"no trace of experiment {experiment!r} has an assessment named {assessment!r}; "
-                               f"the names there: {', '.join(map(repr, sorted(names))) or 'none'}")
-    if not labels:
-        raise LabelImportError(f"no {assessment!r} assessment of experiment {experiment!r} is from a human "
-                               f"({not_human} from an LLM judge or code); nothing to import")
-    return MlflowLabels(tuple(items), tuple(labels), tuple(without), not_human, len(traces))
+    return MlflowLabels(tuple(items), tuple(labels), tuple(without), not_human, len(traces)), names
 
 
 def import_mlflow(store: Store, tracking_uri: str, experiment: str, assessment: str, *, name: str | None = None,
