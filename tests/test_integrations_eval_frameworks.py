@@ -53,8 +53,14 @@ def test_without_the_framework_one_message_says_how_to_install_it(fitted, monkey
         getattr(judge, make)(llm=llm)
 
 
-def test_inspect_eval_with_its_mock_model_and_the_judge_as_scorer(fitted, tmp_path):
+def test_inspect_eval_with_its_mock_model_and_the_judge_as_scorer(fitted, tmp_path, monkeypatch):
     pytest.importorskip("inspect_ai")
+    from inspect_ai.model import _model, _tokens
+
+    # inspect_ai counts the mock model's tokens with tiktoken, which downloads its encoding on first use: a machine
+    # without internet counts by length instead (the count is not what this test is about)
+    for module in (_model, _tokens):
+        monkeypatch.setattr(module, "count_text_tokens", lambda text: max(1, len(text) // 4), raising=False)
     from inspect_ai import Task, eval
     from inspect_ai.dataset import Sample
     from inspect_ai.solver import generate
