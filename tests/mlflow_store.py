@@ -39,6 +39,8 @@ def make_tracking_store(folder: Path, experiment: str = "support-bot") -> Tracki
     path = folder / "mlflow.db"
     uri = f"sqlite:///{path}"
     mlflow.set_tracking_uri(uri)
+    # the traces' artifacts go beside the store, not into ./mlruns of whatever folder the tests run from
+    mlflow.create_experiment(experiment, artifact_location=(folder / "artifacts").as_uri())
     mlflow.set_experiment(experiment)
     ids = []
     for i in range(N_TRACES):

@@ -55,6 +55,7 @@ def test_fit_on_imported_labels_then_evaluate_and_read_the_assessments_back(stor
     rows = [{"inputs": {"question": s.input}, "outputs": {"answer": s.output}} for s in dataset.samples]
     calls = len(backend.calls)
     mlflow.set_tracking_uri(tracking.uri)
+    mlflow.create_experiment("judged", artifact_location=(tmp_path / "artifacts").as_uri())
     mlflow.set_experiment("judged")
     result = mlflow.genai.evaluate(data=rows, scorers=[judge.to_mlflow_scorer(llm=llm)])
     train = len(store.run(run_id).split.train_ids)
