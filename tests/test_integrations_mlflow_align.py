@@ -31,7 +31,7 @@ def mlflow_judge(name="helpfulness"):
     return make_judge(name=name, instructions=INSTRUCTIONS, model="openai:/never-called")
 
 
-@pytest.mark.parametrize("optimizer", ["DirectOptimizer", "HypoEvalOptimizer"])
+@pytest.mark.parametrize("optimizer", ["DirectOptimizer", "HypoEvalOptimizer", "HDEvalOptimizer"])
 def test_align_fits_through_a_workbench_run_and_scores_like_the_fitted_judge(store, traces, optimizer):
     from judge_engine.integrations import mlflow_align
 

@@ -27,7 +27,7 @@ try:
     from mlflow.genai.judges.base import AlignmentOptimizer, Judge, JudgeField
 except ImportError as _missing:  # no mlflow, or one from before judges could be aligned
     raise ImportError("the MLflow alignment optimizers need an MLflow with the alignment API "
-                      "(mlflow.genai.judges.base.AlignmentOptimizer, MLflow 3.4 or later; tested with 3.18): "
+                      "(mlflow.genai.judges.base.AlignmentOptimizer; tested with MLflow 3.18): "
                       "pip install 'judge-workbench[integrations]'") from _missing
 from pydantic import PrivateAttr
 
