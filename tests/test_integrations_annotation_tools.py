@@ -165,3 +165,13 @@ def test_command_line(tmp_path, label_studio):
     bad = subprocess.run([sys.executable, "-m", "judge_engine", "datasets", "import-labels", "argilla",
                           str(label_studio), "--name", "other", "--db", str(db)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "name the question" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_integrations_import_no_tool_until_asked():
+    code = ("import sys, judge_engine.export\n"
+            "from judge_engine.integrations import (annotation_exports, eval_frameworks, labels, mlflow_scorer,\n"
+            "    mlflow_traces, promptfoo_assert, scoring)\n"
+            "print(sorted(m for m in ('mlflow', 'inspect_ai', 'deepeval') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
