@@ -22,7 +22,7 @@ DECIMAL_NAMES = {"dot": ".", "comma": ","}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    actions = parser.add_subparsers(dest="datasets_action", metavar="{list,fetch,import}",
+    actions = parser.add_subparsers(dest="datasets_action", metavar="{list,fetch,import,import-mlflow,import-labels}",
                                     help="without one: list")
     actions.add_parser("list", help="every built-in benchmark: source, license, size, whether it is here")
     fetch = actions.add_parser("fetch", help="download built-in benchmarks into the data folder (checksummed)")
@@ -50,6 +50,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     imp.add_argument("--quote", choices=list(QUOTE_NAMES), help="CSV quote character (default: detected)")
     imp.add_argument("--decimal", choices=list(DECIMAL_NAMES), help="CSV decimal mark (default: detected)")
     imp.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
+    ml = actions.add_parser("import-mlflow", help="traces with human assessments from an MLflow tracking store "
+                                                  "(needs: pip install 'judge-workbench[integrations]')")
+    ml.add_argument("--tracking-uri", required=True, help="e.g. sqlite:///mlruns.db or http://localhost:5000")
+    ml.add_argument("--experiment", required=True, help="the experiment's name")
+    ml.add_argument("--assessment", required=True, help="the feedback's name, e.g. helpfulness")
+    _label_arguments(ml, default_name="the experiment's name")
+    tool = actions.add_parser("import-labels", help="a Label Studio or Argilla export, or Langfuse scores: one "
+                                                    "row per item, one label per annotator")
+    tool.add_argument("tool", choices=["label-studio", "argilla", "langfuse"])
+    tool.add_argument("file", help="the tool's export (Label Studio JSON; Argilla JSON/JSONL; Langfuse scores "
+                                   "CSV/JSON)")
+    tool.add_argument("--question", help="the rating/number/choices control (Label Studio, found when there is "
+                                         "one), the question (Argilla) or the score's name (Langfuse)")
+    tool.add_argument("--input-key", default="input", help="the field holding what the output answers")
+    tool.add_argument("--output-key", default="output", help="the field holding the judged text")
+    tool.add_argument("--traces", help="Langfuse: the trace export (JSON/CSV with id, input, output)")
+    tool.add_argument("--aspect", help="the aspect's name (default: the question's)")
+    _label_arguments(tool, default_name="the file's name")
+
+
+def _label_arguments(parser: argparse.ArgumentParser, *, default_name: str) -> None:
+    """Options every import of another tool's labels shares (the scale, the name, the database)."""
+    parser.add_argument("--name", help=f"the dataset's name in the database (default: {default_name})")
+    parser.add_argument("--value", action="append", default=[], metavar="LABEL=NUMBER",
+                        help="a category's number on the scale, e.g. good=1 (default: booleans false=0 true=1, "
+                             "categories 0, 1, 2, ... in sorted order; numbers as they are)")
+    parser.add_argument("--range", metavar="LOW:HIGH", help="the scale's ends (default: the lowest and highest)")
+    parser.add_argument("--task", default="", help="the task, used in prompts (e.g. 'answering support questions')")
+    parser.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -58,6 +87,10 @@ def main(args: argparse.Namespace) -> int:
         return fetch(args)
     if action == "import":
         return import_file(args)
+    if action == "import-mlflow":
+        return import_mlflow(args)
+    if action == "import-labels":
+        return import_labels(args)
     return list_benchmarks()
 
 
@@ -151,4 +184,41 @@ def import_file(args: argparse.Namespace) -> int:
           f"aspects {', '.join(dataset.aspect_names)}; {left_out}.")
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def _range(text: str | None) -> tuple[float, float] | None:
+    if not text:
+        return None
+    low, _, high = text.partition(":")
+    try:
+        return float(low), float(high)
+    except ValueError:
+        raise ValueError(f"--range {text!r} must read LOW:HIGH, e.g. 1:5") from None
+
+
+def import_mlflow(args: argparse.Namespace) -> int:
+    from .integrations.labels import parse_mapping
+    from .integrations.mlflow_traces import import_mlflow as read
+    from .store import Store
+
+    result = read(Store(args.db), args.tracking_uri, args.experiment, args.assessment, name=args.name,
+                  mapping=parse_mapping(args.value), value_range=_range(args.range), task=args.task.strip())
+    print(f"Imported {args.assessment!r} of MLflow experiment {args.experiment!r} as {result.dataset.name!r}: "
+          f"{result.summary()}")
+    return 0
+
+
+def import_labels(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .integrations.annotation_exports import import_labels as read
+    from .integrations.labels import parse_mapping
+    from .store import Store
+
+    result = read(Store(args.db), args.tool, args.file, name=args.name or Path(args.file).stem,
+                  question=args.question, input_key=args.input_key, output_key=args.output_key,
+                  traces=args.traces, aspect=args.aspect, mapping=parse_mapping(args.value),
+                  value_range=_range(args.range), task=args.task.strip())
+    print(f"Imported {args.file} ({args.tool}) as {result.dataset.name!r}: {result.summary()}")
     return 0

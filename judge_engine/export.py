@@ -118,6 +118,28 @@ class ExportedJudge:
         return stress(self.judge, samples, self.judge.aspect["name"], llm=client, transformations=transformations,
                       table=load_table(table_file), seed=seed, progress=progress)
 
+    def to_mlflow_scorer(self, *, name: str | None = None, llm: LLMConfig | LLM | None = None,
+                         db: str | Path | None = None) -> Any:
+        """This judge as a scorer for ``mlflow.genai.evaluate(data=..., scorers=[...])``: its score, explanation
+        and missing reason as feedback with the judge's fingerprint as the source, every call through the LLM
+        path and the call cache in ``db`` (:mod:`judge_engine.integrations.mlflow_scorer`; needs mlflow)."""
+        from .integrations.mlflow_scorer import mlflow_scorer
+
+        return mlflow_scorer(self, name=name, llm=llm, db=db)
+
+    def to_inspect_scorer(self, *, llm: LLMConfig | LLM | None = None, db: str | Path | None = None) -> Any:
+        """This judge as an inspect_ai scorer (needs inspect-ai; :mod:`judge_engine.integrations.eval_frameworks`)."""
+        from .integrations.eval_frameworks import inspect_scorer
+
+        return inspect_scorer(self, llm=llm, db=db)
+
+    def to_deepeval_metric(self, *, threshold: float = 0.5, llm: LLMConfig | LLM | None = None,
+                           db: str | Path | None = None) -> Any:
+        """This judge as a DeepEval metric (needs deepeval; :mod:`judge_engine.integrations.eval_frameworks`)."""
+        from .integrations.eval_frameworks import deepeval_metric
+
+        return deepeval_metric(self, threshold=threshold, llm=llm, db=db)
+
     def score_file(self, path: str | Path, out: str | Path, *, input_col: str = "input", output_col: str = "output",
                    id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
                    human_col: str | None = None, fmt: str | None = None, llm: LLMConfig | LLM | None = None,

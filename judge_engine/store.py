@@ -125,12 +125,15 @@ def imported_annotator(dataset: str, index: int) -> str:
 def _imported_rows(dataset: str, samples: Iterable[Sample], when: float) -> Iterator[dict[str, Any]]:
     """Annotation rows for the per-annotator lists samples were imported with (kept as they came)."""
     for s in samples:
+        # labels read from another tool (MLflow, Label Studio, ...) carry their annotators' names
+        names = (s.metadata or {}).get("annotator_names") or []
         for aspect, values in (s.annotators or {}).items():
             for i, value in enumerate(values or []):
                 if value is None or (isinstance(value, float) and math.isnan(value)):
                     continue
+                who = str(names[i]) if len(names) == len(values) else imported_annotator(dataset, i)
                 yield {"dataset": dataset, "sample": s.id, "aspect": aspect,
-                       "annotator": imported_annotator(dataset, i), "value": float(value), "time": when,
+                       "annotator": who, "value": float(value), "time": when,
                        "note": "", "source": IMPORTED}
 
 

@@ -7,7 +7,7 @@ from judge_engine import data, figures
 from judge_engine.data import DataImportError, SplitError
 from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, fetch_offer, messages, readers, session, table_import, tables,
-                      uploads, widgets)
+                      tool_import, uploads, widgets)
 
 app_frame.require_frame()
 
@@ -16,10 +16,10 @@ store = session.get_store()
 st.title("Datasets")
 messages.show_flash()
 
-TABS = ["Built-in benchmarks", "Upload a file", "Stored datasets"]
+TABS = ["Built-in benchmarks", "Upload a file", "Stored datasets", "From another tool"]
 if "datasets_goto_tab" in st.session_state:  # after an import, open the new dataset
     st.session_state["datasets_tab"] = st.session_state.pop("datasets_goto_tab")
-tab_bench, tab_upload, tab_stored = st.tabs(TABS, key="datasets_tab", on_change="rerun")
+tab_bench, tab_upload, tab_stored, tab_tools = st.tabs(TABS, key="datasets_tab", on_change="rerun")
 
 # --------------------------------------------------------------------------- built-in benchmarks
 with tab_bench:
@@ -196,6 +196,14 @@ with tab_upload:
                     widgets.set_value("datasets_pick", dataset.name)
                     st.session_state["datasets_goto_tab"] = TABS[2]
                     st.rerun()
+
+# --------------------------------------------------------------------------- labels from another tool
+with tab_tools:
+    def _open_imported() -> None:
+        st.session_state["datasets_goto_tab"] = TABS[2]
+        st.rerun()
+
+    tool_import.render(store, on_imported=_open_imported)
 
 # --------------------------------------------------------------------------- stored datasets
 with tab_stored:

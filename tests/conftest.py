@@ -113,3 +113,13 @@ def _quiet_machine_for_estimates(monkeypatch):
     import judge_engine.runs.model_timing as model_timing
 
     monkeypatch.setattr(model_timing, "_PROBED", [])
+
+
+@pytest.fixture(scope="session")
+def mlflow_tracking(tmp_path_factory):
+    """A local MLflow tracking store with 40 labelled traces (tests/mlflow_store.py), made once (about 15 s);
+    skips the test where mlflow is not installed (``pip install 'judge-workbench[integrations]'``)."""
+    pytest.importorskip("mlflow")
+    from tests.mlflow_store import make_tracking_store
+
+    return make_tracking_store(tmp_path_factory.mktemp("mlflow"))

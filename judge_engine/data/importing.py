@@ -52,20 +52,34 @@ def import_table(store: Store, path: str | Path, *, name: str, columns: ImportCo
     so an existing dataset is never touched. ``dialect`` (None: detected) and
     ``duplicates`` ("keep" or "merge") are passed to :func:`judge_engine.data.load_table`.
     """
-    name = name.strip()
-    if not name:
-        raise ValueError("give the dataset a name")
-    if store.has_dataset(name):
-        raise ValueError(f"a dataset named {name!r} already exists; choose another name "
-                         "(the stored one is kept as it is)")
+    name = check_new_name(store, name)
     warnings: list[str] = []
     dataset = load_table(path, name=name, input_col=columns.input, output_col=columns.output,
                          score_cols=list(columns.scores), group_col=columns.group, system_col=columns.system,
                          id_col=columns.id, context_col=columns.context, reference_col=columns.reference,
                          aspect_ranges=aspect_ranges or None, task=task, progress=progress,
                          warnings=warnings, dialect=dialect, duplicates=duplicates)
-    store.save_dataset(dataset)  # replace=False: refuses a name taken meanwhile
+    import_dataset(store, dataset)
     return dataset, warnings
+
+
+def check_new_name(store: Store, name: str) -> str:
+    """``name`` stripped; ValueError if it is empty or a stored dataset's (which is kept as it is)."""
+    name = name.strip()
+    if not name:
+        raise ValueError("give the dataset a name")
+    if store.has_dataset(name):
+        raise ValueError(f"a dataset named {name!r} already exists; choose another name "
+                         "(the stored one is kept as it is)")
+    return name
+
+
+def import_dataset(store: Store, dataset: Dataset) -> Dataset:
+    """Save a dataset read from a file or another tool (MLflow, Label Studio, Argilla, Langfuse) as a new
+    dataset, in one transaction: a name already taken is refused and nothing is written."""
+    check_new_name(store, dataset.name)
+    store.save_dataset(dataset)  # replace=False: refuses a name taken meanwhile
+    return dataset
 
 
 def rows_read(dataset: Dataset) -> int:
