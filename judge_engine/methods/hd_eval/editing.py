@@ -138,6 +138,31 @@ class RefitPreview:
     """Fitted features the edits took out of the aggregator."""
 
 
+def _text(node: dict[str, Any]) -> tuple[Any, ...]:
+    return node["name"], node.get("definition", ""), node.get("parent")
+
+
+def stale_nodes(judge: Judge, tree: dict[str, Any]) -> set[str]:
+    """Nodes of the edited ``tree`` whose fitted figures (importance, coverage, training scores) describe another
+    text: edited (name, definition or parent) or added since the fit. Their figures are pending until a round
+    scores them (issue 62 item 4: never the old value beside the new text)."""
+    fitted = HDEvalState.from_judge(judge).fitted_nodes
+    return {n["id"] for n in next_round_tree(tree)["nodes"]
+            if n["id"] not in fitted or _text(n) != _text(fitted[n["id"]])}
+
+
+def scored_by(runs: Any, run_id: int, node: dict[str, Any]) -> Any:
+    """The newest HD-Eval run after ``run_id`` (``runs``: run records, newest first) whose tree holds ``node`` as
+    edited, i.e. the round that scores it (None when no such round was started)."""
+    for r in runs:
+        if r.method != "hd_eval" or r.id <= run_id:
+            continue
+        for n in (r.params.get("criteria_tree") or {}).get("nodes", ()):
+            if n.get("id") == node["id"] and _text(n) == _text(node):
+                return r
+    return None
+
+
 def refit_preview(judge: Judge, tree: dict[str, Any]) -> RefitPreview:
     """Refit the aggregator on the training scores the run already has, with the edited tree's features.
 
