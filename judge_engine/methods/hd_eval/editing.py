@@ -184,10 +184,13 @@ def refit_preview(judge: Judge, tree: dict[str, Any]) -> RefitPreview:
     pending = [nid for nid, n in kept_tree.items() if n.get("in_aggregator", True) and nid not in unchanged]
     target = judge.aspect["name"]
     before = cross_validated_correlation(agg).get(target, {})
-    cols = [agg.features.index(f) for f in same]
-    after_agg = Aggregator.fit(agg.x[:, cols], agg.y, kind=agg.kind, features=same, targets=agg.targets,
-                               random_state=agg.random_state)
-    after = cross_validated_correlation(after_agg).get(target, {})
+    if same == list(agg.features):  # no edit changed the inputs: the refit is the fit (an MLP's folds cost seconds)
+        after = before
+    else:
+        cols = [agg.features.index(f) for f in same]
+        after_agg = Aggregator.fit(agg.x[:, cols], agg.y, kind=agg.kind, features=same, targets=agg.targets,
+                                   random_state=agg.random_state)
+        after = cross_validated_correlation(after_agg).get(target, {})
     return RefitPreview(before={k: _finite(v) for k, v in before.items()},
                         after={k: _finite(v) for k, v in after.items()}, features=same,
                         pending=sorted(set(pending)),
