@@ -80,3 +80,25 @@ def test_a_rescore_run_is_found_by_the_hypothesis_text_it_was_given():
     assert rescored_by(runs, 1, "b").id == 3
     assert rescored_by(runs, 3, "b") is None
     assert rescored_by(runs, 1, "c") is None
+
+
+def test_the_refit_preview_reads_the_fitted_figures_the_last_layer_recorded(store):
+    """No MLP folds refitted on a page of a new round: the preview's 'before' is the last layer's out-of-fold
+    figure, the same numbers as computing it again; an unchanged tree's 'after' is the same."""
+    from judge_engine.aggregate import cross_validated_correlation
+    from judge_engine.methods import Judge
+    from judge_engine.methods.hd_eval import HDEvalState, refit_preview
+    from judge_engine.runs import RunSpec, create_run
+    from tests.page_helpers import execute
+    from tests.test_hd_eval import _dataset, scripted
+
+    store.save_dataset(_dataset())
+    run_id = create_run(store, RunSpec(method="hd_eval", dataset="toy", aspect="clarity", train_size=12, test_size=6,
+                                       params={"aggregator": "nn", "max_layers": 2, "pi_repeats": 2}))
+    execute(store, run_id, scripted)
+    judge = Judge.from_dict(store.run(run_id).judge)
+    state = HDEvalState.from_judge(judge)
+    again = cross_validated_correlation(state.target_aggregator())["clarity"]
+    preview = refit_preview(judge, state.tree)
+    assert preview.before == pytest.approx(again, nan_ok=True)
+    assert preview.after == preview.before and not preview.pending

@@ -163,6 +163,17 @@ def scored_by(runs: Any, run_id: int, node: dict[str, Any]) -> Any:
     return None
 
 
+def _fitted_cv(state: HDEvalState, agg: Aggregator, target: str) -> dict[str, float | None]:
+    """The fitted aggregator's out-of-fold correlations of ``target``: the ones its last layer recorded when that
+    layer's inputs are the aggregator's (an MLP's folds refitted on every page of a new round were seconds), else
+    computed again."""
+    last = state.layers[-1] if state.layers else {}
+    stored = (last.get("cv") or {}).get(target)
+    if stored is not None and list(last.get("features") or ()) == list(agg.features):
+        return dict(stored)
+    return cross_validated_correlation(agg).get(target, {})
+
+
 def refit_preview(judge: Judge, tree: dict[str, Any]) -> RefitPreview:
     """Refit the aggregator on the training scores the run already has, with the edited tree's features.
 
@@ -183,7 +194,7 @@ def refit_preview(judge: Judge, tree: dict[str, Any]) -> RefitPreview:
                  == (fitted[nid]["name"], fitted[nid]["definition"], fitted[nid].get("parent"))]
     pending = [nid for nid, n in kept_tree.items() if n.get("in_aggregator", True) and nid not in unchanged]
     target = judge.aspect["name"]
-    before = cross_validated_correlation(agg).get(target, {})
+    before = _fitted_cv(state, agg, target)
     if same == list(agg.features):  # no edit changed the inputs: the refit is the fit (an MLP's folds cost seconds)
         after = before
     else:
