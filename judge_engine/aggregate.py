@@ -28,7 +28,9 @@ and is reported in :attr:`Aggregator.dropped`.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -82,6 +84,22 @@ def make_aggregator(kind: str, *, n_samples: int, random_state: int = 0) -> Regr
 def _matrix(rows: Sequence[Sequence[float]], width: int) -> np.ndarray:
     x = np.asarray(rows, dtype=float)
     return x.reshape(len(rows), width)
+
+
+_FITTED: dict[str, Any] = {}
+"""Whole-data models by what they were fitted on (:func:`_model_key`), newest last: a judge stores its training
+matrix and seed, not its model, so every rebuild of the same judge fitted it again (a run's scoring after its fit,
+every rerun of the HD-Eval page: an MLP each time, 1.7 s of an 11 s cache-only round at load 5, issue 62 item 6).
+The same data and seed give the same model, which is only read (``predict``) afterwards."""
+_FITTED_MAX = 32
+_FITTED_LOCK = threading.Lock()
+
+
+def _model_key(agg: "Aggregator") -> str:
+    digest = hashlib.sha256(f"{agg.kind}|{agg.random_state}|{agg.x.shape}|{agg.y.shape}".encode())
+    digest.update(np.ascontiguousarray(agg.x, dtype=float).tobytes())
+    digest.update(np.ascontiguousarray(agg.y, dtype=float).tobytes())
+    return digest.hexdigest()
 
 
 @dataclass
@@ -144,8 +162,17 @@ class Aggregator:
         if self.x.shape[1] == 0 or len(self.x) < 2:
             self._model = None  # nothing to learn from: predict the training mean
             return
-        model = make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state)
-        self._model = model.fit(self.x, self.y if self.y.shape[1] > 1 else self.y.ravel())
+        key = _model_key(self)
+        with _FITTED_LOCK:
+            model = _FITTED.get(key)
+        if model is None:
+            model = make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state)
+            model.fit(self.x, self.y if self.y.shape[1] > 1 else self.y.ravel())
+            with _FITTED_LOCK:
+                _FITTED[key] = model
+                while len(_FITTED) > _FITTED_MAX:
+                    _FITTED.pop(next(iter(_FITTED)))
+        self._model = model
 
     # ---- use ------------------------------------------------------------------------------
     def impute(self, rows: Sequence[dict[str, float]]) -> tuple[np.ndarray, list[int]]:

@@ -412,8 +412,9 @@ def _ci_text(fig: TestFigure) -> str:
 
 
 def _figure_text(fig: TestFigure) -> str:
-    groups = f", {fig.n_groups} groups" if fig.level == "group" else ""
-    return f"{fig.level}-level {STATISTIC} {_fmt(fig.value)}, {_ci_text(fig)}, on {fig.n} scored items{groups}"
+    groups = f", {fig.n_groups} group{'' if fig.n_groups == 1 else 's'}" if fig.level == "group" else ""
+    return (f"{fig.level}-level {STATISTIC} {_fmt(fig.value)}, {_ci_text(fig)}, on {fig.n} scored "
+            f"item{'' if fig.n == 1 else 's'}{groups}")
 
 
 def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,

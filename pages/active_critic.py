@@ -23,6 +23,7 @@ from judge_engine.runs import RunSpec, fast_defaults, effective_status
 from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
                       widgets)
+from pages.ui import glossary
 
 app_frame.require_frame()
 
@@ -381,9 +382,9 @@ if verdicts:
     sample = index.get(pick)
     c = st.columns(3)
     human = sample.human.get(aspect.name) if sample else None
-    c[0].metric("Human score", "—" if human is None else f"{human:.2f}")
-    c[1].metric("Judge score", "missing" if v.missing else f"{v.score:.2f}")
-    c[2].metric("Judge 0-100", "—" if v.metadata.get("overall_100") is None else f"{v.metadata['overall_100']:g}")
+    c[0].metric("Human score", "—" if human is None else f"{human:.2f}", help=glossary.HELP["Human score"])
+    c[1].metric("Judge score", "missing" if v.missing else f"{v.score:.2f}", help=glossary.HELP["Judge score"])
+    c[2].metric("Judge 0-100", "—" if v.metadata.get("overall_100") is None else f"{v.metadata['overall_100']:g}", help=glossary.HELP["Judge 0-100"])
     st.markdown("**Overall explanation and error analysis**")
     refused = v.metadata.get("explanation_rejected")
     if refused:

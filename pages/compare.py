@@ -12,6 +12,7 @@ from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
 from pages.ui import app_frame, auth, messages, probes, readers, session, start_form, stress, tables, trust
+from pages.ui import glossary
 
 app_frame.require_frame()
 
@@ -258,7 +259,7 @@ if item:
             st.text(sample.context[:2000])
         st.markdown(f"**{messages.escape_markdown(dataset.output_label)}**")
         st.text(sample.output[:4000])
-        st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}")
+        st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}", help=glossary.HELP["Human score"])
         for r in chosen:
             v = aligned.verdicts[r.id].get(item)
             if v is None:

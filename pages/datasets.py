@@ -8,6 +8,7 @@ from judge_engine.data import DataImportError, SplitError
 from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, fetch_offer, messages, readers, session, table_import, tables,
                       tool_import, uploads, widgets)
+from pages.ui import glossary
 
 app_frame.require_frame()
 
@@ -220,10 +221,10 @@ with tab_stored:
         n_groups = len({s.group_id for s in dataset.samples})
         n_systems = len({s.system_id for s in dataset.samples if s.system_id})
         m = st.columns(4)
-        m[0].metric("Samples", len(dataset.samples))
-        m[1].metric("Groups", n_groups)
-        m[2].metric("Systems", n_systems)
-        m[3].metric("Natural level", dataset.natural_level)
+        m[0].metric("Samples", len(dataset.samples), help=glossary.HELP["Samples"])
+        m[1].metric("Groups", n_groups, help=glossary.HELP["Groups"])
+        m[2].metric("Systems", n_systems, help=glossary.HELP["Systems"])
+        m[3].metric("Natural level", dataset.natural_level, help=glossary.HELP["Natural level"])
         if dataset.task:
             st.text(f"Task: {dataset.task}")
         st.caption(messages.escape_markdown(f"Source: {dataset.source}"))

@@ -13,13 +13,15 @@ from judge_engine.figures import (explanation_figure, importance_figure, layer_c
                                   shap_bar_figure, tree_sunburst)
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import Judge
-from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_node, load_tree, next_round_tree,
-                                          node_summary, refit_preview, seed_tree, tree_index, tree_owner, undo_node)
+from judge_engine.methods.hd_eval import (HDEval, HDEvalState, RefitPreview, add_node, edit_node, load_tree, next_round_tree,
+                                          node_summary, refit_preview, scored_by, seed_tree, stale_nodes, tree_index,
+                                          tree_owner, undo_node)
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, fast_defaults, estimate
 from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
                       widgets)
+from pages.ui import glossary
 
 app_frame.require_frame()
 
@@ -134,7 +136,10 @@ def node_flags(node: dict) -> list[dict]:
 nodes = {n["id"]: n for n in tree["nodes"]}
 fitted = state.fitted_nodes  # the generated nodes, with the rubric checks' flags
 layers = tree_index(next_round_tree(tree))
-importance = state.importance
+# an edited or added node's fitted figures describe another text: they read "pending" until a round scores it
+stale = stale_nodes(judge, tree)
+later_rounds = [r for r in store.runs(limit=500) if r.method == "hd_eval" and r.id > run_id]
+importance = {k: v for k, v in state.importance.items() if k not in stale}
 top_importance = max([max(0.0, v["importance"]) for v in importance.values()] or [0.0]) or 1.0
 
 # --------------------------------------------------------------------------- the tree
@@ -176,6 +181,20 @@ def save(node_id: str, message: str, **changes) -> None:
     st.session_state[OPEN_NODE] = node_id
     st.session_state[OPEN_DELETED] = changes.get("deleted") is False  # a restore: keep the list open for the next
     st.rerun()
+
+
+IMPORTANCE_HELP = ("Permutation importance: how much the aggregator's out-of-fold fit of the human scores drops when "
+                   "this criterion's scores are shuffled (training split). 'No measurable effect': its interval over "
+                   "the repeats includes zero. 'Scored': the share of training items whose reply gave a score. "
+                   "'Pending': the node was edited or added after this fit, so its figures wait for the next round.")
+
+
+def importance_text(node_id: str, value: float, cover: float | None) -> str:
+    """An importance in words: its value, or "no measurable effect" when its interval crosses zero."""
+    entry = state.importance.get(node_id, {})
+    shown = ("no measurable effect" if plots.crosses_zero(entry.get("importance"), entry.get("std"))
+             else f"importance {value:.3f}")
+    return shown + ("" if cover is None else f" · scored {cover:.0%}")
 
 
 # session values (comments, not docstrings: Streamlit's magic would draw a bare string on the page)
@@ -250,6 +269,19 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                     st.rerun()
 
 
+def pending_text(node: dict) -> str:
+    """Where an edited node's figures stand: saved, being scored by a round, or refitted by one."""
+    round_ = scored_by(later_rounds, run_id, node)
+    if round_ is None:
+        return "pending: saved, not scored yet (run the next round)"
+    status = runs.effective_status(round_)
+    if status == "finished":
+        return f"pending here: refitted in run #{round_.id} (pick it above)"
+    if status in tables.LIVE_STATUSES:
+        return f"pending: run #{round_.id} is scoring it"
+    return f"pending: run #{round_.id}, which scores it, is {status} (resume it under Runs)"
+
+
 def node_row(node: dict, depth: int) -> None:
     nid = node["id"]
     cols = st.columns([0.001 + 0.4 * depth, 5, 1.6, 1, 1, 1, 1], vertical_alignment="center")
@@ -264,12 +296,13 @@ def node_row(node: dict, depth: int) -> None:
         cols[1].caption(rubric_flags.flag_caption(flags))
     value = state.node_importance(nid)
     cover = state.coverage.get(nid)
-    if value is None:
-        cols[2].caption("not scored yet")
+    if nid in stale:
+        cols[2].caption(pending_text(node), help=IMPORTANCE_HELP)
+    elif value is None:
+        cols[2].caption("not an input of the aggregator", help=IMPORTANCE_HELP)
     else:
         # coverage beside every candidate: importance on mostly imputed scores says little (not expanded below 80%)
-        cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=f"importance {value:.3f}"
-                         + ("" if cover is None else f" · scored {cover:.0%}"))
+        cols[2].progress(min(1.0, max(0.0, value) / top_importance), text=importance_text(nid, value, cover))
     node_editor(node, cols[3], cols[4])
     messages.show_flash(at=f"hd_node:{nid}")  # the outcome of this node's last save, under it
     if cols[5].button("Undo", key=f"hd_undo_{run_id}_{nid}", help="Restore the previous version",
@@ -345,15 +378,24 @@ if refused:
                 st.rerun()
 
 # --------------------------------------------------------------------------- what the edits did
-preview = refit_preview(judge, tree)
+@st.cache_data(show_spinner="Refitting the aggregator with your edits...", max_entries=16)
+def cached_preview(run_key: int, version: int, tree_json: str) -> RefitPreview:
+    # keyed by the run's version and the edited tree: a rerun of the page (every click) does not refit again
+    return refit_preview(judge, json.loads(tree_json))
+
+
+preview = cached_preview(run_id, run.version, json.dumps(tree, sort_keys=True))
 st.markdown("#### Aggregator refit with your edits (training split, out of fold)")
 m = st.columns(4)
 for i, stat in enumerate(("pearson", "spearman")):
     before, after = preview.before.get(stat), preview.after.get(stat)
     m[i].metric(f"{stat.capitalize()} of {target}", "n/a" if after is None else f"{after:.3f}",
-                None if before is None or after is None else f"{after - before:+.3f} vs the fitted tree")
-m[2].metric("Criteria in the refit", len(preview.features))
-m[3].metric("Waiting for scores", len(preview.pending))
+                None if before is None or after is None else f"{after - before:+.3f} vs the fitted tree",
+                help=f"{stat.capitalize()} correlation of the refit aggregator's out-of-fold predictions with the "
+                     f"human {target} scores of the training items (1 = same order, 0 = none); the change is "
+                     "against the tree as this run fitted it. n/a: undefined (e.g. constant predictions).")
+m[2].metric("Criteria in the refit", len(preview.features), help=glossary.HELP["Criteria in the refit"])
+m[3].metric("Waiting for scores", len(preview.pending), help=glossary.HELP["Waiting for scores"])
 if preview.pending:
     st.caption("Edited, moved and added nodes have no scores yet: the next round scores them "
                f"({', '.join(nodes[p]['name'] for p in preview.pending if p in nodes)}).")
@@ -400,12 +442,20 @@ d1.markdown(f"**{messages.escape_markdown(node['name'])}** ({provenance(node)}, 
             f"{messages.escape_markdown(node['definition'])}")
 if picked_flags := node_flags(node):
     d1.caption(rubric_flags.flag_caption(picked_flags))
-detail = node_summary(judge, pick)
-if detail is not None:
+detail = None if pick in stale else node_summary(judge, pick)
+if pick in stale:
+    d2.info(f"Correlation, importance and training scores: {pending_text(node)}. This run's figures were "
+            "measured on the node's earlier text.")
+elif detail is not None:
     r = detail.correlation["pearson"]
     d1.markdown(f"Pearson with human {target}: **{r:.3f}**" if r is not None
                 else f"Pearson with human {target}: n/a (constant scores)")
-    d1.markdown(f"Permutation importance: **{detail.importance or 0:.3f}** ± {detail.importance_std or 0:.3f}")
+    if plots.crosses_zero(detail.importance, detail.importance_std):
+        d1.markdown(f"Permutation importance: **no measurable effect** ({detail.importance or 0:.3f} ± "
+                    f"{detail.importance_std or 0:.3f}: the interval includes zero)", help=IMPORTANCE_HELP)
+    else:
+        d1.markdown(f"Permutation importance: **{detail.importance or 0:.3f}** ± {detail.importance_std or 0:.3f}",
+                    help=IMPORTANCE_HELP)
     d1.caption(f"{detail.missing} training scores did not parse (imputed).")
     d2.plotly_chart(node_score_histogram(detail.scores), key=f"hd_hist_{pick}")
 else:
@@ -436,7 +486,16 @@ def cached_explanation(run_key: int, state_json: str, row_json: str, item: str, 
 
 
 scored = [v for v in verdicts if not v.missing]
-if scored and agg.model is not None:
+# SHAP values of an MLP are model-agnostic permutations: seconds to minutes on a busy CPU (40 s of a 56 s first
+# visit at load 16), which held every figure after them back; they are computed when asked, once per run
+SHAP_ASKED = f"hd_shap_{run_id}"
+if scored and agg.model is not None and agg.kind == "nn" and not st.session_state.get(SHAP_ASKED):
+    st.caption("SHAP values of the MLP aggregator take a while to compute (a permutation explainer).")
+    if st.button("Compute SHAP values", key=f"hd_shap_button_{run_id}",
+                 help="Per test item: how much each criterion moved its predicted score from the average."):
+        st.session_state[SHAP_ASKED] = True
+        st.rerun()
+elif scored and agg.model is not None:
     frames = cached_shap(run_id, json.dumps(agg_state), json.dumps([v.criteria for v in scored]),
                          tuple(v.sample_id for v in scored))
     if target in frames:

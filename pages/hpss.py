@@ -21,6 +21,7 @@ from judge_engine.runs import Baseline, RunSpec
 from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
                       widgets)
+from pages.ui import glossary
 
 app_frame.require_frame()
 
@@ -121,9 +122,10 @@ def search_view(s: Any, run: RunRecord) -> None:
     best = trace["best"]
     c1.metric("Best validation fitness", "–" if best is None else f"{best['fitness']:.1f}", help=COVERAGE_NOTE)
     c2.metric("Strategies evaluated",
-              f"{len(trace['evaluated'])} of {(trace['started'] or {}).get('evaluations') or '?'}")
-    c3.metric("LLM calls", ledger.calls)
-    c4.metric("Cache hits", ledger.cache_hits)
+              f"{len(trace['evaluated'])} of {(trace['started'] or {}).get('evaluations') or '?'}",
+              help=glossary.HELP["Strategies evaluated"])
+    c3.metric("LLM calls", ledger.calls, help=glossary.HELP["LLM calls"])
+    c4.metric("Cache hits", ledger.cache_hits, help=glossary.HELP["Cache hits"])
     for note in trace["notes"]:
         st.warning(messages.escape_markdown(note))
     if trace["aux_missing"]:
@@ -157,10 +159,10 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Validation fitness (best)", "–" if state.fitness is None else f"{state.fitness:.1f}",
               help=COVERAGE_NOTE)
-    c2.metric("Coverage (best)", _coverage(state.selection))
+    c2.metric("Coverage (best)", _coverage(state.selection), help=glossary.HELP["Coverage (best)"])
     c3.metric("Validation fitness (MT-Bench base)",
-              "–" if state.base_fitness is None else f"{state.base_fitness:.1f}")
-    c4.metric("Coverage (MT-Bench base)", _coverage(state.base_selection))
+              "–" if state.base_fitness is None else f"{state.base_fitness:.1f}", help=COVERAGE_NOTE)
+    c4.metric("Coverage (MT-Bench base)", _coverage(state.base_selection), help=glossary.HELP["Coverage (MT-Bench base)"])
     readings = state.readings
     if readings:
         st.caption(f"Validation ratings read as JSON: {readings.get('json', 0)} · by the free-text fallback: "
@@ -169,8 +171,10 @@ def best_strategy(run: RunRecord, judge: Judge) -> None:
                    f"{readings.get('missing', 0)}")
     aux_readings = state.auxiliary_readings
     if aux_readings:
-        st.caption("Auxiliary replies (JSON / fallback / missing): " + ", ".join(
-            f"{k} {v.get('json', 0)}/{v.get('text', 0)}/{v.get('missing', 0)}" for k, v in aux_readings.items()))
+        st.caption("Auxiliary replies (criteria, steps, questions, references the prompts use), read as JSON, by "
+                   "the free-text fallback, or missing: " + "; ".join(
+                       f"{k} {v.get('json', 0)} JSON, {v.get('text', 0)} fallback, {v.get('missing', 0)} missing"
+                       for k, v in aux_readings.items()))
     if state.accepted_by_person:
         st.caption("This strategy was fixed by a person, not selected by the search.")
     for w in state.warnings:

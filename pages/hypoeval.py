@@ -15,6 +15,7 @@ from judge_engine.runs import RunSpec, fast_defaults, effective_status
 from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
                       widgets)
+from pages.ui import glossary
 
 app_frame.require_frame()
 
@@ -89,6 +90,18 @@ if dataset is not None:
 
 
 # --------------------------------------------------------------------------- watch a run
+COLUMN_HELP = {
+    "reward": "How well the hypothesis has scored the training items it was tried on so far (its agreement with "
+              "the human scores, with a bonus for being tried less often): the bank keeps the best by reward.",
+    "times evaluated": "Training items this hypothesis has scored so far.",
+    "train pearson": "Pearson correlation of its scores with the human scores on the training items (+1 = same "
+                     "order, 0 = none).",
+    "coverage": "Share of the training items this hypothesis scored (a reply without a score is missing)",
+    "fitness": "Training Pearson x coverage: a hypothesis that scored few items ranks lower; only positive ones "
+               "are selected.",
+}
+"""What the bank's number columns mean (the live bank and the selected hypotheses)."""
+
 FLAGS_HELP = ("Doubts of the rubric checks that did not refuse the hypothesis: it was used, and selection by "
               "training correlation kept or dropped it as any other")
 
@@ -101,12 +114,12 @@ def bank_table(view: dict, flags: dict[str, list[dict]]) -> None:
              "hypothesis": r["text"], "key": r["key"]}
             for r in view["hypotheses"]]
     st.dataframe(rows, hide_index=True,
-                 column_config={"reward": st.column_config.NumberColumn(format="%.3f"),
-                                "train pearson": st.column_config.NumberColumn(format="%.3f"),
-                                "coverage": st.column_config.NumberColumn(
-                                    format="%.2f", help="Share of the training items this hypothesis scored"),
-                                "fitness": st.column_config.NumberColumn(
-                                    format="%.3f", help="Pearson x coverage; only positive ones are selected"),
+                 column_config={"reward": st.column_config.NumberColumn(format="%.3f", help=COLUMN_HELP["reward"]),
+                                "times evaluated": st.column_config.NumberColumn(help=COLUMN_HELP["times evaluated"]),
+                                "train pearson": st.column_config.NumberColumn(format="%.3f",
+                                                                               help=COLUMN_HELP["train pearson"]),
+                                "coverage": st.column_config.NumberColumn(format="%.2f", help=COLUMN_HELP["coverage"]),
+                                "fitness": st.column_config.NumberColumn(format="%.3f", help=COLUMN_HELP["fitness"]),
                                 "rubric flags": st.column_config.TextColumn(help=FLAGS_HELP),
                                 "hypothesis": st.column_config.TextColumn(width="large")})
 
@@ -129,12 +142,12 @@ def bank_view(s, run: RunRecord) -> None:
     """The hypothesis bank as it grows (drawn at every poll of the progress panel)."""
     view = he.bank_from_events(s.run_events(run.id))
     m = st.columns(5)
-    m[0].metric("Hypotheses seen", len(view["hypotheses"]))
+    m[0].metric("Hypotheses seen", len(view["hypotheses"]), help=glossary.HELP["Hypotheses seen"])
     w_max = view["w_max"] or run.params.get("w_max", defaults["w_max"])
-    m[1].metric("Wrong-example bank", f"{view['wrong_bank']} / {w_max}")
-    m[2].metric("Bank refreshes", view["refreshes"])
-    m[3].metric("Refinement rounds", view["refinement_rounds"])
-    m[4].metric("Unparsed replies", view["parse_failures"])
+    m[1].metric("Wrong-example bank", f"{view['wrong_bank']} / {w_max}", help=glossary.HELP["Wrong-example bank"])
+    m[2].metric("Bank refreshes", view["refreshes"], help=glossary.HELP["Bank refreshes"])
+    m[3].metric("Refinement rounds", view["refinement_rounds"], help=glossary.HELP["Refinement rounds"])
+    m[4].metric("Unparsed replies", view["parse_failures"], help=glossary.HELP["Unparsed replies"])
     st.caption(replies_caption(view))
     show_warnings(view["warnings"])
     if view["literature_skipped"]:
@@ -188,6 +201,23 @@ def add_hypothesis(owner: str, text: str) -> None:
     st.rerun()
 
 
+def figures_text(run: RunRecord, info: he.StoredHypothesis | None, text: str) -> str:
+    """A hypothesis's training figures in words: this run's, or "pending" for a text this run never scored
+    (edited or added), with where its re-score stands (issue 62 item 4: never the old text's figures)."""
+    if info is not None and info.text == text:
+        return (f"train r {info.train_pearson:.3f}" if info.train_pearson is not None else "train r undefined") + (
+            f" · coverage {info.coverage:.0%}" if info.coverage is not None else "")
+    later = he.rescored_by(store.runs(limit=500), run.id, text)
+    if later is None:
+        return "train r pending: saved, not scored yet (re-score to measure it)"
+    status = effective_status(later)
+    if status == "finished":
+        return f"train r pending here: measured by re-score run #{later.id} (pick it above)"
+    if status in tables.LIVE_STATUSES:
+        return f"train r pending: re-score run #{later.id} is measuring it"
+    return f"train r pending: re-score run #{later.id} is {status} (resume it under Runs)"
+
+
 def curate(run: RunRecord, state: he.HypoEvalState) -> None:
     owner = seed_criteria(run, state)
     flagged = rubric_flags.flags_by(state.flagged)  # by text: an edited hypothesis is no longer flagged
@@ -200,16 +230,12 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
         seen_key = f"hypoeval_seen_{item.id}"
         seen = st.session_state.setdefault(seen_key, item.version)
         mark = "✅" if item.status == "accepted" else "⛔"
-        pearson = info.train_pearson if info else None
         if info is None:
             origin = "added by a person"
         else:
             origin = info.origin if item.definition == info.text else f"edited by a person (was {info.origin})"
-        coverage = info.coverage if info else None
         flags = flagged.get(item.definition, [])
-        label = f"{mark} v{item.version} · {origin}" + (
-            f" · train r {pearson:.3f}" if pearson is not None else "") + (
-            f" · coverage {coverage:.0%}" if coverage is not None else "") + (
+        label = f"{mark} v{item.version} · {origin} · {figures_text(run, info, item.definition)}" + (
             " · ⚠ flagged" if flags else "")
         # the item saved last is drawn open: its label changes with the version, and a changed expander
         # would otherwise come back closed after the Save's rerun
@@ -246,7 +272,10 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
                     st.session_state[seen_key] = version
                     st.session_state.pop(f"hypoeval_text_{item.id}", None)
                     st.session_state.pop(f"hypoeval_status_{item.id}", None)
-                    messages.flash("success", "Saved.", at=f"hypoeval:{item.id}")
+                    new_text = not undo and text.strip() != item.definition
+                    messages.flash("success", f"Saved as version {version}." + (
+                        " Its training figures read pending until a re-score measures the new text."
+                        if new_text else ""), at=f"hypoeval:{item.id}")
                     st.rerun()
     restorable = rejected_by_checks(state, items)
     if restorable:
@@ -295,11 +324,11 @@ def results(run: RunRecord, state: he.HypoEvalState) -> None:
         st.plotly_chart(plots.correlation_bars(summary.levels, natural=summary.level),
                         key=f"hypoeval_bars_{run.id}")
     m = st.columns(5)
-    m[0].metric("LLM calls", summary.ledger.calls)
-    m[1].metric("Cache hits", summary.ledger.cache_hits)
-    m[2].metric("Prompt tokens", summary.ledger.prompt_tokens)
-    m[3].metric("Seconds", f"{float(summary.seconds):.1f}")
-    m[4].metric("Missing verdicts", f"{summary.parse_failures} of {summary.n}")
+    m[0].metric("LLM calls", summary.ledger.calls, help=glossary.HELP["LLM calls"])
+    m[1].metric("Cache hits", summary.ledger.cache_hits, help=glossary.HELP["Cache hits"])
+    m[2].metric("Prompt tokens", summary.ledger.prompt_tokens, help=glossary.HELP["Prompt tokens"])
+    m[3].metric("Seconds", f"{float(summary.seconds):.1f}", help=glossary.HELP["Seconds"])
+    m[4].metric("Missing verdicts", f"{summary.parse_failures} of {summary.n}", help=glossary.HELP["Missing verdicts"])
 
     dataset = readers.load_dataset(store, run.dataset)
     verdicts = readers.load_verdicts(store, run)
@@ -368,7 +397,14 @@ if run is not None:
                            "not yet (Curate)" if selected_flags.get(h.text) else ""),
                        "hypothesis": h.text} for h in state.selected],
                      hide_index=True, column_config={"hypothesis": st.column_config.TextColumn(width="large"),
-                                                     "coverage": st.column_config.NumberColumn(format="%.2f"),
+                                                     "coverage": st.column_config.NumberColumn(
+                                                         format="%.2f", help=COLUMN_HELP["coverage"]),
+                                                     "train pearson": st.column_config.NumberColumn(
+                                                         format="%.3f", help=COLUMN_HELP["train pearson"]),
+                                                     "fitness": st.column_config.NumberColumn(
+                                                         format="%.3f", help=COLUMN_HELP["fitness"]),
+                                                     "reward": st.column_config.NumberColumn(
+                                                         format="%.3f", help=COLUMN_HELP["reward"]),
                                                      "rubric flags": st.column_config.TextColumn(help=FLAGS_HELP)})
         tab_results, tab_curate = widgets.remembered_tabs(["Results", "Curate and re-score"], "hypoeval_view")
         with tab_results:

@@ -13,6 +13,7 @@ from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec, fast_defaults, effective_status, start_run
 from judge_engine.store import NotFound
 from pages.ui import app_frame, messages, probes, readers, run_view, session, start_form, tables, trust, widgets
+from pages.ui import glossary
 
 app_frame.require_frame()
 
@@ -109,7 +110,7 @@ def progress_panel(run_id: int) -> None:
             done, total = run.done, run.total
             stage = "waiting for the worker to start" if waiting else (run.stage or status)
             st.progress(min(1.0, done / total) if total else 0.0,
-                        text=f"{status if not waiting else 'starting'}: {stage} ({done}/{total})")
+                        text=run_view.progress_text(status if not waiting else "starting", stage, done, total))
             age = time.time() - (run.heartbeat or time.time())
             st.caption(f"Last heartbeat {age:.0f} s ago. You can leave this page; the run continues.")
             if status in tables.LIVE_STATUSES:
@@ -129,11 +130,11 @@ def progress_panel(run_id: int) -> None:
                 resume(run_id, force=force)
         if status != "finished":
             m = st.columns(5)
-            m[0].metric("LLM calls", ledger.calls)
-            m[1].metric("Cache hits", ledger.cache_hits)
-            m[2].metric("Prompt tokens", ledger.prompt_tokens)
-            m[3].metric("Completion tokens", ledger.completion_tokens)
-            m[4].metric("Cost ($)", f"{float(ledger.dollars):.4f}")
+            m[0].metric("LLM calls", ledger.calls, help=glossary.HELP["LLM calls"])
+            m[1].metric("Cache hits", ledger.cache_hits, help=glossary.HELP["Cache hits"])
+            m[2].metric("Prompt tokens", ledger.prompt_tokens, help=glossary.HELP["Prompt tokens"])
+            m[3].metric("Completion tokens", ledger.completion_tokens, help=glossary.HELP["Completion tokens"])
+            m[4].metric("Cost ($)", f"{float(ledger.dollars):.4f}", help=glossary.HELP["Cost ($)"])
             run_view.cost_caption(run)
         if live and status not in tables.LIVE_STATUSES and not waiting:
             st.rerun()  # the run just ended: redraw the page once with its results
@@ -178,13 +179,13 @@ def results(run: RunRecord) -> None:
                      "correlations, never imputed.")
     m[1].metric("Parse failures", f"{summary.parse_failures} of {n}",
                 help="Replies that were there but gave no score that could be read.")
-    m[2].metric("Seconds", f"{float(summary.seconds):.1f}")
-    m[3].metric("Cost ($)", f"{float(summary.ledger.dollars):.4f}")
+    m[2].metric("Seconds", f"{float(summary.seconds):.1f}", help=glossary.HELP["Seconds"])
+    m[3].metric("Cost ($)", f"{float(summary.ledger.dollars):.4f}", help=glossary.HELP["Cost ($)"])
     m = st.columns(4)
-    m[0].metric("LLM calls", summary.ledger.calls)
-    m[1].metric("Cache hits", summary.ledger.cache_hits)
-    m[2].metric("Prompt tokens", summary.ledger.prompt_tokens)
-    m[3].metric("Completion tokens", summary.ledger.completion_tokens)
+    m[0].metric("LLM calls", summary.ledger.calls, help=glossary.HELP["LLM calls"])
+    m[1].metric("Cache hits", summary.ledger.cache_hits, help=glossary.HELP["Cache hits"])
+    m[2].metric("Prompt tokens", summary.ledger.prompt_tokens, help=glossary.HELP["Prompt tokens"])
+    m[3].metric("Completion tokens", summary.ledger.completion_tokens, help=glossary.HELP["Completion tokens"])
     run_view.cost_caption(run)
 
     try:

@@ -310,7 +310,7 @@ def test_failed_run_shows_message_and_resume(sfhot_db, monkeypatch):
     assert not at.exception
     assert resumed == [run_id]
     # While the worker starts, the page keeps polling instead of showing the old failure.
-    assert [p.text for p in at.progress] == ["starting: waiting for the worker to start (0/0)"]
+    assert [p.text for p in at.progress] == ["starting: preparing (waiting for the worker to start)"]  # no "0/0"
     assert not any("server said no" in m for m in errors(at))
 
 

@@ -59,7 +59,9 @@ def test_hypoeval_save_stays_on_the_curation_tab_with_the_saved_hypothesis_open(
     opened = open_expanders(at)
     assert len(opened) == 1 and " v2 " in opened[0] and row["definition"][:40] in opened[0], opened
     item = next(e for e in at.expander if e.proto.expanded)
-    assert [m.value for m in item.success] == ["Saved."], "the confirmation is inside the item, not atop the page"
+    # the confirmation is inside the item, not atop the page; saved is not refitted: its figures wait (issue 62)
+    assert [m.value for m in item.success] == ["Saved as version 2. Its training figures read pending until a "
+                                               "re-score measures the new text."]
     # the next rerun (any other click) keeps both
     at.run()
     assert selected_tab(at, HYPOEVAL_TABS) == "Curate and re-score" and open_expanders(at) == opened

@@ -297,3 +297,49 @@ def test_a_flagged_node_the_aggregator_uses_asks_for_acceptance_and_records_who(
              if a["action"] == "accept flagged"]
     assert audit == [("user", f"hd_eval:run:{run_id}:{used}")]
     assert [(f["key"], f["accepted_by"]) for f in trust_report(store, run_id).flagged] == [(used, "user")]
+
+
+def test_an_edited_node_reads_pending_until_the_next_round_scores_it(db, monkeypatch):
+    """Issue 62 item 4: after a Save the edited node's importance and its close-up read "pending" (never the old
+    text's figures); the round started from the tree scores it, and its page shows the new figures."""
+    from tests.page_helpers import run_started_runs_in_process
+
+    store = Store(db)
+    store.save_dataset(_dataset())
+    first = finished_run(store, _fitted(), scripted)
+    rounds = run_started_runs_in_process(monkeypatch, scripted)
+
+    at = _open()
+    bars = [p for p in at.get("progress") if "importance" in (p.proto.text or "")
+            or "no measurable effect" in (p.proto.text or "")]
+    assert bars and not any("pending" in c.value for c in at.caption)
+    names = [w for w in at.text_input if w.label == "Name"]
+    i = next(j for j, w in enumerate(names) if w.value == "clarity part 1")
+    names[i].set_value("Plain words")
+    [b for b in at.button if b.label == "Save"][i].click().run()
+    assert not at.exception and any("Saved" in s.value for s in at.success)
+
+    pending = [c.value for c in at.caption if c.value.startswith("pending")]
+    assert pending == ["pending: saved, not scored yet (run the next round)"], pending
+    after_edit = [p for p in at.get("progress") if "importance" in (p.proto.text or "")
+                  or "no measurable effect" in (p.proto.text or "")]
+    assert len(after_edit) == len(bars) - 1, "the edited node's old importance is no longer drawn"
+    next(s for s in at.selectbox if s.label == "Node").select("clarity/p1").run()
+    assert any("pending: saved, not scored yet" in i.value for i in at.info)
+    assert not any(m.value.startswith("Permutation importance") for m in at.markdown)
+
+    _button(at, f"hd_next_{first}").click().run()
+    assert not at.exception and len(rounds) == 1
+    second = rounds[0][0]
+    assert store.run(second).status == "finished"
+    # the old round says where its edited node was scored; the new round shows its figures
+    at.selectbox(key="_w_hd_run").set_value(first).run()
+    assert any(c.value == f"pending here: refitted in run #{second} (pick it above)" for c in at.caption)
+    at.selectbox(key="_w_hd_run").set_value(second).run()
+    assert not at.exception and not any(c.value.startswith("pending") for c in at.caption)
+    refitted = [p for p in at.get("progress") if "importance" in (p.proto.text or "")
+                or "no measurable effect" in (p.proto.text or "")]
+    assert len(refitted) == len(bars)
+    next(s for s in at.selectbox if s.label == "Node").select("clarity/p1").run()
+    assert any(m.value.startswith("Permutation importance") for m in at.markdown)
+    assert not any("pending" in i.value for i in at.info)

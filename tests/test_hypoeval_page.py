@@ -289,3 +289,35 @@ def test_a_flagged_selected_hypothesis_asks_for_acceptance_and_records_who(db, t
     assert [(a["actor"], a["entity_id"]) for a in audit if a["action"] == "accept flagged"] == \
         [("user", f"hypoeval:run:{run_id}:{key}")]
     assert {r["version"] for r in store.criteria(f"hypoeval:run:{run_id}")} == {1}, "accepting changes no entry"
+
+
+def test_an_edited_hypothesis_reads_pending_until_a_rescore_measures_it(db, tiny_dataset, started):
+    """Issue 62 item 4: the edited text's training figures read "pending" (never the old text's train r), name the
+    re-score that measures them, and the re-score's own run shows its figures."""
+    run_id = finished_run(db, tiny_dataset)
+    store = Store(db)
+    at = open_page()
+    owner = f"hypoeval:run:{run_id}"
+    good = next(r for r in store.criteria(owner) if rubric_kind(r["definition"]) == "GOOD")
+    labels = [e.label for e in at.expander if good["definition"][:40] in e.label]
+    assert labels and "train r 1.000" in labels[0] and "pending" not in labels[0], labels
+
+    edited = good["definition"] + " Also rewards short sentences."
+    at.text_area(key=f"hypoeval_text_{good['id']}").set_value(edited)
+    index = [r["id"] for r in store.criteria(owner)].index(good["id"])
+    [b for b in at.button if b.label == "Save"][index].click().run()
+    assert not at.exception and any("Saved as version 2" in s.value and "pending" in s.value for s in at.success)
+    label = next(e.label for e in at.expander if edited[:40] in e.label and "v2" in e.label)
+    assert "train r pending: saved, not scored yet" in label and "train r 1.000" not in label, label
+
+    at.button(key="hypoeval_rescore").click().run()
+    assert not at.exception and len(started) == 1
+    execute(store, started[0], scripted(tiny_dataset))
+    assert store.run(started[0]).status == "finished"
+    at.selectbox(key="_w_hypoeval_run_id").set_value(run_id).run()
+    label = next(e.label for e in at.expander if edited[:40] in e.label and "v2" in e.label)
+    assert f"train r pending here: measured by re-score run #{started[0]}" in label, label
+    at.selectbox(key="_w_hypoeval_run_id").set_value(started[0]).run()
+    assert not at.exception
+    fresh = [e.label for e in at.expander if edited[:40] in e.label]
+    assert fresh and "pending" not in fresh[0] and "train r " in fresh[0], fresh

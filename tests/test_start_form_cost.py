@@ -46,5 +46,5 @@ def test_the_start_form_shows_the_expected_cost_and_the_finished_run_its_cost_ag
     assert run.status == "finished" and run.estimate is not None
     assert dollars(run.estimate.dollars) == shown  # the form's figure is the one kept with the run
     captions = [c.value for c in at.caption]
-    said = f"Cost: {against(run.ledger, run.estimate)}."
+    said = f"Cost of the run: {against(run.ledger, run.estimate)}; 'expected': the estimate made before the start"
     assert any(said in c.replace("\\", "") for c in captions), captions

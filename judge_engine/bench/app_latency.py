@@ -16,6 +16,11 @@ as it opens (with the probes of every run) and once with ``?probes=off``, each
 on a fresh server, so the probes' share of the page's time is measured side by
 side.
 
+With ``--loop N`` (no browser needed) it also times the annotator's loop (issue 62 item 6): N clicks each of
+HD-Eval's "Run next round with this tree" (paper-default tree) and HypoEval's "Re-score with the accepted
+hypotheses" (its 5 hypotheses) when every request is in the cache, until the page has drawn the finished run
+(:mod:`.refit_loop`).
+
 The app is started with ``$JUDGE_WORKBENCH_USER`` set, so a fresh session
 goes past the name gate of :func:`pages.ui.auth.sign_in` (whose own
 "Judge Workbench" heading would otherwise be timed on every page); each row
@@ -52,6 +57,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--compare-runs", type=int, default=4,
                         help="finished runs on the --compare-items dataset (all selected on the compare page)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per page before giving up")
+    parser.add_argument("--loop", type=int, default=0,
+                        help="also time N clicks each of HD-Eval's next round and HypoEval's re-score that need no "
+                             "new LLM call, until the page shows the finished run (see .refit_loop)")
 
 
 def available() -> str | None:
@@ -196,18 +204,58 @@ def _app(db: Path, log: Path, timeout: float) -> Iterator[tuple[Any, str]]:
         stop_app(proc)
 
 
+def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
+    """Rows of the fast loop (issue 62 item 6): per method, ``clicks`` clicks of the button that starts a run
+    answered by the cache alone, until the page shows it finished (:func:`.refit_loop.time_click`; medians, and
+    each click's total)."""
+    from ..store import Store
+    from . import refit_loop
+    from .stub_server import StubServer
+    rows = []
+    with StubServer() as stub:
+        db = tmp / "loop.db"
+        refit_loop.seed_runs(db, stub.base_url)
+        store = Store(db)
+        env = {"JUDGE_WORKBENCH_DB": str(db), "JUDGE_WORKBENCH_USER": os.environ.get("JUDGE_WORKBENCH_USER") or "bench"}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            for method in refit_loop.BUTTONS:
+                clicked = []
+                for _ in range(clicks):
+                    source = next(r.id for r in store.runs(limit=500) if r.method == method and r.status == "finished")
+                    clicked.append(refit_loop.time_click(ROOT / "app.py", db, method, source, timeout=timeout))
+                rows.append({"page": f"{method} loop", "clicks": clicks,
+                             **{k: med([c[k] for c in clicked]) for k in ("click_s", "finished_s", "panel_read_s",
+                                                                          "results_s", "shown_s")},
+                             "each_shown_s": [round(c["shown_s"], 2) for c in clicked],
+                             "statuses": sorted({c["status"] for c in clicked}),
+                             "llm_calls": sum(c["llm_calls"] for c in clicked),
+                             "cache_hits": sum(c["cache_hits"] for c in clicked),
+                             "exception": any(c["exception"] for c in clicked)})
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        rows.append({"page": "requests that reached the server", **stub.stats()})
+        store.close()
+    return rows
+
+
 def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int = 0, compare_runs: int = 4,
-        timeout: float = 300.0, **_: Any) -> dict[str, Any]:
+        timeout: float = 300.0, loop: int = 0, **_: Any) -> dict[str, Any]:
     if compare_items and compare_runs < 1:
         raise ValueError(f"--compare-runs must be at least 1 (got {compare_runs})")
     why = available()
-    if why:
+    if why and not loop:
         raise RuntimeError(f"the app benchmark needs Chromium and Playwright: {why}")
     targets = [(stem, path) for stem, path in app_pages() if not pages or stem in pages]
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp:
         db = Path(tmp) / "workbench.db"
-        if compare_items:
+        if compare_items and not why:
             seed_compare(db, compare_items, compare_runs)
             # the page with and without its probes, each on a server of its own so both first visits are cold
             for label, query in (("compare (plots drawn)", ""), ("compare without probes", "?probes=off")):
@@ -218,17 +266,29 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
             with_probes, without = rows[-2], rows[-1]
             for key in ("idle_s", "cold_idle_s"):
                 with_probes[f"probes_share_of_{key}"] = round(1 - without[key] / with_probes[key], 4)
-        with _app(db, Path(tmp) / "streamlit.log", timeout) as (browser, url):
+        if loop:  # the script runs in this process: no browser needed
+            rows.extend(time_loops(Path(tmp), loop, timeout))
+            if why:
+                targets = []
+        with (_app(db, Path(tmp) / "streamlit.log", timeout) if targets else contextlib.nullcontext((None, None))
+              ) as (browser, url):
             for stem, path in targets:
                 visits = [_visit(browser, f"{url}/{path}", timeout * 1000) for _ in range(repeats)]
                 rows.append(_row(stem, visits, None, None))
     return result("app", config={"repeats": repeats, "pages": [t[0] for t in targets], "compare_items": compare_items,
+                                 "loop": loop,
                                  "compare_runs": compare_runs if compare_items else 0},
-                  rows=rows, summary={"pages": len(rows), "pages_with_exception": sum(r["exception"] for r in rows),
-                                      "slowest_idle_s": max((r["idle_s"] for r in rows), default=None)},
+                  rows=rows, summary={"pages": len(rows), "pages_with_exception": sum(bool(r.get("exception")) for r in rows),
+                                      "slowest_idle_s": max((r["idle_s"] for r in rows if "idle_s" in r), default=None)},
                   notes=["first_render_s: until the page's first heading is drawn; idle_s: until the script run "
                          "is over (and, for the compare row, its four plots are drawn); medians after a warm-up",
                          "cold_*: the page's first visit, which fills the server's st.cache_data for later visits "
                          "(each compare row has a server of its own, so its first visit computes everything)",
                          "probes_share_of_*: the share of the compare page's time that its probes take, from the "
-                         "row without them (?probes=off) measured on the same database"])
+                         "row without them (?probes=off) measured on the same database",
+                         "loop rows (--loop N, no browser needed): a finished HD-Eval run (paper defaults) and "
+                         "HypoEval run on a simulated world whose replies are all cached; the button clicked in the "
+                         "page's script (AppTest): click_s its script run (the run created, its worker started), "
+                         "finished_s until the run is finished, panel_read_s until the progress panel's next read "
+                         "(every 0.5 s while the run is young, then 2 s), shown_s until the page's run showing the results is over; llm_calls: requests "
+                         "not answered by the cache (0 expected)"])

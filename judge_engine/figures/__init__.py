@@ -15,14 +15,14 @@ loads plotly (``tests/test_figures_place.py`` holds that).
 * :mod:`.hpss` — HPSS's search: the evaluated strategies, their fitness and the factor values' advantages.
 """
 
-from .attribution import explanation_figure, importance_figure, shap_bar_figure, shap_waterfall_figure
+from .attribution import crosses_zero, explanation_figure, importance_figure, shap_bar_figure, shap_waterfall_figure
 from .hd_eval import layer_correlation_figure, node_score_histogram, provenance, tree_sunburst
 from .hpss import advantage_heatmap, fitness_figure, history_frame
 from .hypoeval import per_hypothesis_heatmap
 from .scores import (comparison_bars, correlation_bars, correlation_vs_cost, human_histograms, human_vs_judge_scatter,
                      report_html, scatter_grid, score_histograms)
 
-__all__ = ["advantage_heatmap", "comparison_bars", "correlation_bars", "correlation_vs_cost", "explanation_figure",
+__all__ = ["advantage_heatmap", "comparison_bars", "correlation_bars", "correlation_vs_cost", "crosses_zero", "explanation_figure",
            "fitness_figure", "history_frame", "human_histograms", "human_vs_judge_scatter",
            "importance_figure", "layer_correlation_figure", "node_score_histogram", "per_hypothesis_heatmap",
            "provenance", "report_html",

@@ -15,15 +15,35 @@ import plotly.graph_objects as go
 from ..explain import Explanation, mean_abs_shap
 
 
+def crosses_zero(importance: float | None, std: float | None) -> bool:
+    """Whether a permutation importance's interval (its value ± its spread over the repeats) includes zero: the
+    criterion has no measurable effect on the fit, whatever the sign of the value (a negative one is noise too)."""
+    if importance is None or not np.isfinite(importance):
+        return True
+    spread = std if std is not None and np.isfinite(std) else 0.0
+    return importance - spread <= 0.0 <= importance + spread
+
+
+IMPORTANCE_AXIS = "increase of the fit's error (MSE) when the criterion's scores are shuffled"
+
+
 def importance_figure(importance: pd.DataFrame, *, title: str = "Permutation importance (out of fold)",
                       labels: dict[str, str] | None = None) -> go.Figure:
-    """Horizontal bars of permutation importance with the spread as error bars."""
+    """Horizontal bars of permutation importance with the spread as error bars; a bar whose interval includes
+    zero is grey and named "no measurable effect" (a negative value there is noise, not a harmful criterion)."""
     frame = importance.sort_values("importance")
     names = [(labels or {}).get(f, f) for f in frame.index]
+    null = [crosses_zero(v, s) for v, s in zip(frame["importance"], frame["std"])]
     fig = go.Figure(go.Bar(x=frame["importance"], y=names, orientation="h",
                            error_x={"type": "data", "array": frame["std"].tolist()},
-                           marker_color="#4c78a8"))
-    fig.update_layout(title=title, xaxis_title="increase of MSE when shuffled", height=max(260, 24 * len(names)),
+                           marker_color=["#bbbbbb" if n else "#4c78a8" for n in null],
+                           customdata=[f"± {s:.3f}: " + ("no measurable effect (the interval includes 0)" if n
+                                                         else "a measurable effect")
+                                       for s, n in zip(frame["std"], null)],
+                           hovertemplate="%{y}: %{x:.3f} %{customdata}<extra></extra>"))
+    if any(null):
+        title += f" · grey: no measurable effect ({sum(null)} of {len(null)})"
+    fig.update_layout(title=title, xaxis_title=IMPORTANCE_AXIS, height=max(260, 24 * len(names)),
                       margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 

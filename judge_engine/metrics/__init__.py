@@ -56,6 +56,7 @@ from typing import Any, Hashable, Iterable, Sequence
 import numpy as np
 from scipy import stats
 
+from ._kendall import KENDALL_PAIRS_UP_TO, _rowwise_kendall_b
 from ._records import COEFFICIENTS, LEVELS, Correlation, LevelInfo, MetaEvalReport
 
 __all__ = [
@@ -425,10 +426,14 @@ def _rowwise_correlations(H: np.ndarray, P: np.ndarray, *, only: str | None = No
                 stats.rankdata(Hf, axis=1), stats.rankdata(Pf, axis=1)
             )
         if only in (None, "kendall"):
-            with _Quiet():
-                taus = np.full(Hf.shape[0], np.nan)
-                for i in np.flatnonzero(~np.isnan(pearson)):
-                    taus[i] = stats.kendalltau(Hf[i], Pf[i], variant="b")[0]
+            taus = np.full(Hf.shape[0], np.nan)
+            defined = np.flatnonzero(~np.isnan(pearson))
+            if Hf.shape[1] <= KENDALL_PAIRS_UP_TO:
+                taus[defined] = _rowwise_kendall_b(Hf[defined], Pf[defined])
+            else:
+                with _Quiet():
+                    for i in defined:
+                        taus[i] = stats.kendalltau(Hf[i], Pf[i], variant="b")[0]
             out[full, 2] = taus
     for i in np.flatnonzero(~full):
         r = correlations(H[i], P[i])

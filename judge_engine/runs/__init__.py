@@ -31,17 +31,56 @@ Modules, one job each:
   kept with the run by :func:`create_run`) and what a run cost against them (:func:`.cost.against`).
 """
 
-from .estimates import (EMBEDDED_SECONDS_PER_CALL, EMBEDDED_SECONDS_PER_COUNTED_CALL, MIN_CALLS_FOR_TIMING,
-                        SHORT_RUN_MINUTES, Duration, counted_calls, estimate, estimate_duration, method_speed,
-                        seconds_per_call)
-from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
-from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
-from .looks import QUICK_LOOK_SECONDS, LookEstimate, QuickLook, estimate_look, quick_look
-from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
-                   quick_spec)
-from .summary import run_warnings, summarize
-from .workers import (HEARTBEAT_STALE_S, Stopped, busy_note, busy_with, effective_status, serialises_calls,
-                      start_run, stop_run, stop_runs)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The names below load with their module on first use (PEP 562): a run's supervisor process imports
+# judge_engine.runs.supervisor, which needs only the store and the exits, and importing every module here made
+# it load the methods, scikit-learn and scipy first (5.0 s at load 5 before the worker it starts could begin,
+# issue 62 item 6).
+if TYPE_CHECKING:
+    from .estimates import (EMBEDDED_SECONDS_PER_CALL, EMBEDDED_SECONDS_PER_COUNTED_CALL, MIN_CALLS_FOR_TIMING,
+                            SHORT_RUN_MINUTES, Duration, counted_calls, estimate, estimate_duration, method_speed,
+                            seconds_per_call)
+    from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
+    from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
+    from .looks import QUICK_LOOK_SECONDS, LookEstimate, QuickLook, estimate_look, quick_look
+    from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
+                       quick_spec)
+    from .summary import run_warnings, summarize
+    from .workers import (HEARTBEAT_STALE_S, Stopped, busy_note, busy_with, effective_status, poll_interval,
+                          serialises_calls, start_run, stop_run, stop_runs)
+
+_EXPORTS = {
+    "estimates": ('EMBEDDED_SECONDS_PER_CALL', 'EMBEDDED_SECONDS_PER_COUNTED_CALL', 'MIN_CALLS_FOR_TIMING', 'SHORT_RUN_MINUTES', 'Duration', 'counted_calls', 'estimate', 'estimate_duration', 'method_speed', 'seconds_per_call'),
+    "execute": ('NO_JUDGE_PREFIX', 'RunProgress', 'ended_without_judge', 'execute_run'),
+    "launching": ('BASELINES', 'Baseline', 'Started', 'launch', 'runs_on_same_split', 'same_backend'),
+    "looks": ('QUICK_LOOK_SECONDS', 'LookEstimate', 'QuickLook', 'estimate_look', 'quick_look'),
+    "spec": ('QUICK_TEST', 'QUICK_TRAIN', 'RunSpec', 'create_run', 'ensure_dataset', 'fast_defaults', 'human_dataset', 'quick_spec'),
+    "summary": ('run_warnings', 'summarize'),
+    "workers": ('HEARTBEAT_STALE_S', 'Stopped', 'busy_note', 'busy_with', 'effective_status', 'poll_interval', 'serialises_calls', 'start_run', 'stop_run', 'stop_runs'),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES))
+
+
+_SUBMODULES = ("cost", "estimates", "execute", "exits", "launching", "looks", "model_timing", "rendering",
+               "schema_replies", "spec", "summary", "supervisor", "workers")
+
 
 __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNTED_CALL", "LookEstimate",
            "QUICK_LOOK_SECONDS", "QuickLook", "counted_calls", "estimate_look", "method_speed", "quick_look", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
@@ -49,4 +88,4 @@ __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNT
            "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
            "execute_run", "fast_defaults", "human_dataset", "launch", "quick_spec", "run_warnings", "runs_on_same_split",
            "same_backend", "seconds_per_call", "start_run", "summarize",
-           "Stopped", "busy_note", "busy_with", "serialises_calls", "stop_run", "stop_runs"]
+           "Stopped", "busy_note", "busy_with", "poll_interval", "serialises_calls", "stop_run", "stop_runs"]

@@ -30,6 +30,21 @@ HEARTBEAT_STALE_S = 90.0
 """A queued run that no worker picked up within this many seconds is shown as interrupted."""
 
 
+FAST_POLL_S = 0.5
+"""Seconds between a page's reads of a run started less than :data:`FAST_POLL_FOR_S` ago: a run whose every
+request is in the cache ends within seconds, and a 2 s read made its figures wait up to 2 s more (issue 62 item 6)."""
+SLOW_POLL_S = 2.0
+"""Seconds between a page's reads of an older live run (each read draws its progress panel again)."""
+FAST_POLL_FOR_S = 20.0
+
+
+def poll_interval(run: RunRecord, now: float | None = None) -> float:
+    """How often a page reads live run ``run``: every :data:`FAST_POLL_S` while it is young, then every
+    :data:`SLOW_POLL_S`."""
+    now = time.time() if now is None else now
+    return FAST_POLL_S if now - (run.created or 0.0) < FAST_POLL_FOR_S else SLOW_POLL_S
+
+
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False

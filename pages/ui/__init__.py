@@ -17,6 +17,7 @@ and call ``messages.escape_markdown(...)``; this package re-exports nothing.
 * :mod:`.app_frame` — running a page inside ``app.py``'s frame;
 * :mod:`.auth` — sign-in: display name or OpenID Connect, editor and viewer roles, who saves;
 * :mod:`.messages` — Markdown escaping and messages that survive a rerun;
+* :mod:`.glossary` — what each figure the pages show means (help texts), and counts in words;
 * :mod:`.rubric_flags` — the rubric checks' flags in words;
 * :mod:`.readers` — cached readers of datasets and verdicts;
 * :mod:`.uploads` — saving an uploaded file;

@@ -96,8 +96,11 @@ def death_details(store: Store, run: RunRecord, death: WorkerExit | None) -> boo
 
 def cost_caption(run: RunRecord) -> None:
     """What the run cost so far beside what was expected when it was made (issue 46 item 5)."""
-    made_before = "" if run.estimate else " (the run was made before estimates were kept)"
-    st.caption(messages.escape_markdown(f"Cost: {against(run.ledger, run.estimate)}{made_before}."))
+    made_before = (" (the run was made before estimates were kept)" if not run.estimate else
+                   "; 'expected': the estimate made before the start, which counts every request as new (requests "
+                   "answered by the cache are free and not counted here)")
+    so_far = "so far" if run.status in tables.LIVE_STATUSES else "of the run"
+    st.caption(messages.escape_markdown(f"Cost {so_far}: {against(run.ledger, run.estimate)}{made_before}."))
 
 
 def sharing_note(store: Store, run: RunRecord) -> None:
@@ -107,6 +110,14 @@ def sharing_note(store: Store, run: RunRecord) -> None:
     note = runs.busy_note(runs.busy_with(store, llm, exclude=run.id), llm, what="this run", running=True)
     if note:
         st.caption(messages.escape_markdown(note))
+
+
+def progress_text(status: str, stage: str, done: int, total: int) -> str:
+    """A live run's progress in words: its stage and steps done; "preparing" before it has counted its steps
+    (never "0/0")."""
+    if not total:
+        return f"{status}: preparing" + (f" ({stage})" if stage and stage not in ("starting", status) else "")
+    return f"{status}: {stage or 'working'} ({done}/{total})"
 
 
 def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveView | None = None, key: str) -> str:
@@ -119,25 +130,29 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     offers Resume (what was done is kept; cached calls are free), except a run whose method found no
     judge (a ``ValueError`` from ``fit``), which says so and offers none.
     """
-    first = effective_status(session.get_store().run(run_id))
+    first_run = session.get_store().run(run_id)
+    first = effective_status(first_run)
     live = first in tables.LIVE_STATUSES
+    every = runs.poll_interval(first_run)  # fast while the run is young: a run answered by the cache ends in seconds
 
-    @st.fragment(run_every="2s" if live else None)
+    @st.fragment(run_every=f"{every}s" if live else None)
     def panel() -> None:
         store = session.get_store()
         run = store.run(run_id)
         status = effective_status(run)
+        if status in tables.LIVE_STATUSES and runs.poll_interval(run) > every:
+            st.rerun()  # once, when the run is no longer young: the page then reads it at the slower pace
         stopped_message(run_id)
         if status in tables.LIVE_STATUSES:
             done, total = run.done, run.total
             st.progress(min(1.0, done / total) if total else 0.0,
-                        text=messages.escape_markdown(f"{status}: {run.stage or 'starting'} ({done}/{total})"))
+                        text=messages.escape_markdown(progress_text(status, run.stage, done, total)))
             if lines is not None:
                 for line in lines(store.run_events(run_id))[-8:]:
                     st.text(line)
             ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
-            st.caption(f"{ledger.calls} LLM calls, {ledger.cache_hits} cache hits, "
-                       f"{ledger.prompt_tokens} prompt tokens. You can leave this page; the run "
+            st.caption(f"{ledger.calls:,} requests sent to the model, {ledger.cache_hits:,} answered from the "
+                       f"cache (free), {ledger.prompt_tokens:,} prompt tokens. You can leave this page; the run "
                        "continues.")
             cost_caption(run)
             sharing_note(store, run)

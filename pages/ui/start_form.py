@@ -26,6 +26,7 @@ from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, Baseline, RunSpec
 from judge_engine.runs import cost as run_cost
 from judge_engine.store import NotFound, Store
 from pages.ui import auth, fetch_offer, messages, readers, session
+from pages.ui import glossary
 
 
 def dependent_key(prefix: str, dataset: str, name: str) -> str:
@@ -209,9 +210,13 @@ def estimate_box(spec: RunSpec) -> runs.Duration | None:
         return None
     cost = run_cost.expected(store, spec, duration=duration)
     m = st.columns(4)
-    m[0].metric("LLM requests to fit", f"{duration.fit_calls:,}", help="Upper bound before cache hits.")
-    m[1].metric("LLM requests to score the test items", f"{duration.score_calls:,}")
-    m[2].metric("Time on this backend", duration.label or "unknown", help=messages.escape_markdown(duration.describe()))
+    m[0].metric("LLM requests to fit", f"{duration.fit_calls:,}",
+                help="Upper bound for fitting the full configuration set in this form, before cache hits (a "
+                     "request already made is answered by the cache). A quick first look sends fewer: its own "
+                     "count is beside its button.")
+    m[1].metric("LLM requests to score the test items", f"{duration.score_calls:,}", help=glossary.HELP["LLM requests to score the test items"])
+    m[2].metric("Time on this backend", duration.label or "unknown",
+                help=messages.escape_markdown(f"For the full configuration: {duration.describe()}"))
     priced = spec.llm.price_prompt_per_1k or spec.llm.price_completion_per_1k
     m[3].metric("Expected cost", run_cost.dollars(cost.dollars) if priced else "no price set",
                 help="Before cache hits, at the prices per 1,000 tokens under Settings.")
@@ -291,8 +296,9 @@ def quick_start(method: str, spec: RunSpec, *, key: str,
                         help=messages.escape_markdown(f"Starts at once with {note}: {duration.describe()}. "
                                           "The same procedure as the paper's, smaller; the form below runs the "
                                           "full configuration."))
-    st.caption(messages.escape_markdown(f"Quick first look: {note}; {duration.calls:,} requests counted"
-                                        + (" with the baselines" if wanted else "") + "."))
+    st.caption(messages.escape_markdown(f"Quick first look: {note}; at most {duration.calls:,} requests"
+                                        + (" with the baselines" if wanted else "")
+                                        + " (the full configuration's counts are in the estimate below)."))
     busy_caption(spec.llm, "this look")
     if clicked:
         return start(look.spec, baselines=wanted, label=" (quick first look)")

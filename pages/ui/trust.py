@@ -9,6 +9,7 @@ import streamlit as st
 
 from judge_engine.records import RunRecord
 from judge_engine.store import Store
+from pages.ui.glossary import plural
 from pages.ui.messages import escape_markdown
 from pages.ui.tables import _ci
 
@@ -59,7 +60,7 @@ def trust_frame(report: TrustReport) -> pd.DataFrame:
         # K beside the figure: a best of 11 on 27 items is not the evidence one candidate's figure would be
         rows.append({"figure": f"training: {t.measure}", "value": _fig(t.value),
                      "interval / p": "" if p != p else (f"one-sided p = {p:.3f}" if p >= 0.001 else "p < 0.001")
-                     + f" (K = {t.candidates})",
+                     + f" (best of {plural(t.candidates, 'candidate')} tried)",
                      "rests on": f"{t.n_scored} of {t.n_items} items scored"
                      + (f"; {t.selection}" if t.selection else "")})
         for text, value in t.parts:
@@ -71,10 +72,10 @@ def trust_frame(report: TrustReport) -> pd.DataFrame:
     for fig in (report.test, report.sample):
         if fig is None:
             continue
-        groups = f", {fig.n_groups} groups" if fig.level == "group" else (
-            f", {fig.n_systems} systems" if fig.level == "system" else "")
+        groups = f", {plural(fig.n_groups, 'group')}" if fig.level == "group" else (
+            f", {plural(fig.n_systems, 'system')}" if fig.level == "system" else "")
         rows.append({"figure": f"test {report.statistic}, {fig.level} level", "value": _fig(fig.value),
-                     "interval / p": fig.ci_note or _ci(list(fig.ci)), "rests on": f"{fig.n} items{groups}"})
+                     "interval / p": fig.ci_note or _ci(list(fig.ci)), "rests on": f"{plural(fig.n, 'item')}{groups}"})
     rows.append({"figure": "missing test scores", "value": f"{report.missing_rate:.0%}", "interval / p": "",
                  "rests on": f"{report.missing} of {report.n} items"})
     for f in report.flagged:  # a flag is no figure, but the judge rests on the entry: said with who accepted it
@@ -85,10 +86,30 @@ def trust_frame(report: TrustReport) -> pd.DataFrame:
         drew = {"groups": ", whole sources resampled", "items": ", items resampled",
                 "nothing": ": too few sources for a test (no evidence either way)"}.get(b.resampled, "")
         rows.append({"figure": f"minus baseline {b.label} ({b.level} level)", "value": _fig(b.diff),
-                     "interval / p": "" if b.p is None else f"p = {b.p:.3f}" + (" (significantly below)"
-                                                                                if b.significantly_below else ""),
-                     "rests on": f"{b.n} items on the same split{drew}"})
+                     "interval / p": "" if b.p is None else f"p = {b.p:.3f}: " + baseline_words(b.p, b.significantly_below),
+                     "rests on": f"{plural(b.n, 'item')} on the same split{drew}"})
     return pd.DataFrame(rows, columns=["figure", "value", "interval / p", "rests on"])
+
+
+def baseline_words(p: float, below: bool) -> str:
+    """What a paired test's p beside a difference from a baseline says, in words."""
+    if below:
+        return "significantly below the baseline"
+    if p < 0.05:
+        return "significantly different from the baseline"
+    return "no significant difference (a gap this size often arises by chance on these items)"
+
+
+TRUST_COLUMNS = {
+    "figure": "What is measured: the training figure the judge was chosen on, its test correlation with the "
+              "humans, its missing scores, flagged entries, and its difference from each baseline.",
+    "value": "The figure: a correlation (+1 = same order as the humans, 0 = none), a share, or a difference of "
+             "correlations (negative = below the baseline).",
+    "interval / p": "95% bootstrap interval of the figure, or a p-value: the chance of a figure at least this "
+                    "far from zero (or from the baseline) if there were no real effect; small (< 0.05) = "
+                    "unlikely to be chance.",
+    "rests on": "The items (and groups: inputs with several outputs) the figure is computed on.",
+}
 
 
 def trust_panel(report: TrustReport | None, *, compact: bool = False) -> None:
@@ -122,7 +143,8 @@ def trust_panel(report: TrustReport | None, *, compact: bool = False) -> None:
                             if report.training else "")))
         return
     # no key: a keyed table made a later button click on the HPSS page go unseen in AppTest
-    st.dataframe(trust_frame(report), hide_index=True)
+    st.dataframe(trust_frame(report), hide_index=True,
+                 column_config={c: st.column_config.TextColumn(help=h) for c, h in TRUST_COLUMNS.items()})
     st.caption("Training: the correlation the judge was chosen on, on the items named, tested against the best of "
                "the K candidates the method tried (unrelated candidates included) or measured out-of-fold. "
                "Test: at the dataset's "

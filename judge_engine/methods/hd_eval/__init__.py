@@ -28,7 +28,7 @@ from .aggregation import aspect_groups
 from .decomposition import (DECOMPOSE_DRAWS, DECOMPOSE_TEMPLATE, CheckedChildren, ReadChildren, check_children,
                             flagged_nodes, parse_decomposition, statement_schema)
 from .editing import (EditableTree, NodeSummary, RefitPreview, add_node, edit_node, load_tree, next_round_tree,
-                      node_summary, refit_preview, seed_tree, tree_owner, undo_node)
+                      node_summary, refit_preview, scored_by, seed_tree, stale_nodes, tree_owner, undo_node)
 from .method import DEFAULT_N_ASPECTS, HDEval
 from .pruning import prune_by_attribution
 from .scoring import SCORE_TEMPLATE
@@ -41,5 +41,5 @@ __all__ = ["DECOMPOSE_DRAWS", "DECOMPOSE_TEMPLATE", "DEFAULT_N_ASPECTS", "SCORE_
            "add_children", "add_node",
            "aspect_groups", "check_children", "edit_node", "flagged_nodes", "initial_tree", "known_aspects",
            "load_tree", "next_round_tree", "node_summary", "parse_decomposition", "prune_by_attribution",
-           "refit_preview", "remove_llm_children", "seed_tree", "statement_schema", "tree_index", "tree_owner",
+           "refit_preview", "remove_llm_children", "scored_by", "seed_tree", "stale_nodes", "statement_schema", "tree_index", "tree_owner",
            "undo_node"]

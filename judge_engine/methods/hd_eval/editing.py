@@ -138,6 +138,42 @@ class RefitPreview:
     """Fitted features the edits took out of the aggregator."""
 
 
+def _text(node: dict[str, Any]) -> tuple[Any, ...]:
+    return node["name"], node.get("definition", ""), node.get("parent")
+
+
+def stale_nodes(judge: Judge, tree: dict[str, Any]) -> set[str]:
+    """Nodes of the edited ``tree`` whose fitted figures (importance, coverage, training scores) describe another
+    text: edited (name, definition or parent) or added since the fit. Their figures are pending until a round
+    scores them (issue 62 item 4: never the old value beside the new text)."""
+    fitted = HDEvalState.from_judge(judge).fitted_nodes
+    return {n["id"] for n in next_round_tree(tree)["nodes"]
+            if n["id"] not in fitted or _text(n) != _text(fitted[n["id"]])}
+
+
+def scored_by(runs: Any, run_id: int, node: dict[str, Any]) -> Any:
+    """The newest HD-Eval run after ``run_id`` (``runs``: run records, newest first) whose tree holds ``node`` as
+    edited, i.e. the round that scores it (None when no such round was started)."""
+    for r in runs:
+        if r.method != "hd_eval" or r.id <= run_id:
+            continue
+        for n in (r.params.get("criteria_tree") or {}).get("nodes", ()):
+            if n.get("id") == node["id"] and _text(n) == _text(node):
+                return r
+    return None
+
+
+def _fitted_cv(state: HDEvalState, agg: Aggregator, target: str) -> dict[str, float | None]:
+    """The fitted aggregator's out-of-fold correlations of ``target``: the ones its last layer recorded when that
+    layer's inputs are the aggregator's (an MLP's folds refitted on every page of a new round were seconds), else
+    computed again."""
+    last = state.layers[-1] if state.layers else {}
+    stored = (last.get("cv") or {}).get(target)
+    if stored is not None and list(last.get("features") or ()) == list(agg.features):
+        return dict(stored)
+    return cross_validated_correlation(agg).get(target, {})
+
+
 def refit_preview(judge: Judge, tree: dict[str, Any]) -> RefitPreview:
     """Refit the aggregator on the training scores the run already has, with the edited tree's features.
 
@@ -158,11 +194,14 @@ def refit_preview(judge: Judge, tree: dict[str, Any]) -> RefitPreview:
                  == (fitted[nid]["name"], fitted[nid]["definition"], fitted[nid].get("parent"))]
     pending = [nid for nid, n in kept_tree.items() if n.get("in_aggregator", True) and nid not in unchanged]
     target = judge.aspect["name"]
-    before = cross_validated_correlation(agg).get(target, {})
-    cols = [agg.features.index(f) for f in same]
-    after_agg = Aggregator.fit(agg.x[:, cols], agg.y, kind=agg.kind, features=same, targets=agg.targets,
-                               random_state=agg.random_state)
-    after = cross_validated_correlation(after_agg).get(target, {})
+    before = _fitted_cv(state, agg, target)
+    if same == list(agg.features):  # no edit changed the inputs: the refit is the fit (an MLP's folds cost seconds)
+        after = before
+    else:
+        cols = [agg.features.index(f) for f in same]
+        after_agg = Aggregator.fit(agg.x[:, cols], agg.y, kind=agg.kind, features=same, targets=agg.targets,
+                                   random_state=agg.random_state)
+        after = cross_validated_correlation(after_agg).get(target, {})
     return RefitPreview(before={k: _finite(v) for k, v in before.items()},
                         after={k: _finite(v) for k, v in after.items()}, features=same,
                         pending=sorted(set(pending)),

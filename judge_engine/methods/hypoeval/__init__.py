@@ -39,12 +39,12 @@ from .reward import by_reward, default_reward_b, exploitation, reward
 from .selection import select_hypotheses
 from .settings import HypoEvalSettings
 from .state import HypoEvalState, StoredHypothesis
-from .views import bank_from_events, per_hypothesis_scores
+from .views import bank_from_events, per_hypothesis_scores, rescored_by
 
 __all__ = ["SECOND_DRAW_TEMPERATURE", "Context", "HypoEval", "HypoEvalSettings", "HypoEvalState", "StoredHypothesis",
            "as_criterion", "bank_from_events", "by_reward", "check_statements", "compare_layouts", "default_reward_b",
            "evaluate_with_hypotheses", "exploitation", "generate_and_refine", "generate_hypotheses",
            "hypotheses_schema", "hypothesis_key", "initialize_bank", "new_entry", "parse_hypotheses",
            "parse_repetition", "per_hypothesis_scores", "read_hypotheses", "read_repetition", "read_statements",
-           "refine_hypotheses", "remove_repetitions", "reward", "score_instructions", "select_hypotheses",
+           "refine_hypotheses", "remove_repetitions", "rescored_by", "reward", "score_instructions", "select_hypotheses",
            "union_banks", "update_bank", "w_hyp_threshold"]

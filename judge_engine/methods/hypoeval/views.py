@@ -95,3 +95,13 @@ def per_hypothesis_scores(verdicts: Sequence[Verdict], selected: Sequence[Stored
         by_key = {p["key"]: p["score"] for p in v.metadata.get("per_hypothesis", [])}
         matrix.append([by_key.get(k) for k in keys])
     return {"keys": keys, "samples": [v.sample_id for v in verdicts], "scores": matrix}
+
+
+def rescored_by(runs: Sequence[Any], run_id: int, text: str) -> Any:
+    """The newest HypoEval run after ``run_id`` (``runs``: run records, newest first) started with the hypothesis
+    ``text`` among its given ones, i.e. the re-score that measures it (None when none was started)."""
+    for r in runs:
+        if r.method == "hypoeval" and r.id > run_id and any(
+                h.get("text") == text for h in r.params.get("hypotheses") or ()):
+            return r
+    return None
