@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import stats
@@ -536,9 +536,26 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
     said, reasons = verdict(training, test, sample, baselines, n, missing)
     entries, flagged = _flagged_entries(store, run)
+    said, reasons = open_flags_block(said, reasons, flagged)
     return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,
                        baselines=baselines, verdict=said, reasons=reasons, entries=entries, flagged=flagged)
+
+
+def open_flags_block(said: str, reasons: tuple[str, ...], flagged: Sequence[dict[str, Any]]
+                     ) -> tuple[str, tuple[str, ...]]:
+    """The verdict once the judge's flagged entries are counted (issue 65): an entry the rubric checks flagged
+    and no person accepted is named in the reasons, and an "ok" becomes a "warning" until a person accepts it
+    (an instruction to the evaluator must never reach a judge unseen; the figures cannot tell a flag's doubt)."""
+    waiting = [f for f in flagged if not f.get("accepted_by")]
+    if not waiting:
+        return said, reasons
+    named = "; ".join(
+        f"{f.get('key', '')} {str(f.get('text', ''))[:80]!r} ("
+        + ", ".join(str(x.get("rule", "")).replace("_", " ") for x in f.get("flags") or ()) + ")" for f in waiting)
+    reason = (f"{len(waiting)} of its entries carry rubric-check flags no person has accepted: {named}; accept or "
+              "edit them on the method's page")
+    return ("warning" if said == "ok" else said), (*reasons, reason)
 
 
 def _flagged_entries(store: Store, run: Any) -> tuple[int, tuple[dict[str, Any], ...]]:
