@@ -56,7 +56,8 @@ def _score_text(value, params):
 
 def scripted(messages, params, *, as_json=False):
     """Decompositions return four children (the free-text JSON list with abbreviations unless ``as_json``);
-    scores follow the hidden signal only on 'part 0' criteria, as the schema's JSON when one is asked."""
+    scores follow the hidden signal only on 'part 0' criteria (3 or 4 by a hash of the prompt on the others), as the
+    schema's JSON when one is asked."""
     text = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
     m = re.search(r'The criterion to split up is "([^"]+)"', text)
     if m:
@@ -67,7 +68,9 @@ def scripted(messages, params, *, as_json=False):
     signal = int(re.search(r"signal=(\d)", text).group(1))
     if "part 0" in text.split("Criterion to apply:")[1].split("\n")[0]:
         return _score_text(signal, params)
-    return _score_text(3, params)
+    # uninformative, but not one score for every item: a node that gives every training item the same score is
+    # refused on that evidence (issue 65) and would leave the aggregator
+    return _score_text(3 + zlib.crc32(text.encode()) % 2, params)
 
 
 def _llm(store, responder=scripted):

@@ -278,12 +278,13 @@ def test_selection_keeps_only_positively_correlated_hypotheses_and_shows_coverag
     ctx, events = ctx_for(llm, tiny_dataset)
     bank = [he.new_entry(t.format(n=0), "initial", s_h=[]) for t in (BAD, NOISY, GOOD)]
     selected = he.select_hypotheses(ctx, bank, list(tiny_dataset.samples), 2)
-    # only GOOD qualifies: BAD's constant scores have no correlation, NOISY scored nothing
+    # only GOOD qualifies: BAD's constant scores are refused on the evidence (same_score), NOISY scored nothing
     assert [rubric_kind(e["text"]) for e in selected] == ["GOOD"]
     assert selected[0]["train_pearson"] == pytest.approx(1.0) and selected[0]["coverage"] == pytest.approx(1.0)
     bad = next(e for e in bank if rubric_kind(e["text"]) == "BAD")
     noisy = next(e for e in bank if rubric_kind(e["text"]) == "NOISY")
-    assert not bad["selectable"] and bad["fitness"] is None and "correlation" in bad["fitness_reason"]
+    assert not bad["selectable"] and bad["fitness"] is None and "the same score" in bad["fitness_reason"]
+    assert [(p["rule"], p["key"]) for k, p in events if k == "hypothesis_refused"] == [("same_score", bad["key"])]
     assert noisy["train_pearson"] is None and noisy["train_parsed"] == 0
     assert noisy["coverage"] == pytest.approx(0.0) and not noisy["selectable"]
     assert any(k == "parse_failures" for k, _ in events)

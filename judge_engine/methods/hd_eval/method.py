@@ -219,7 +219,8 @@ class AlignmentTraining:
                         stored["in_aggregator"] = False
                 record = refusal_record(f"{node.get('name', '')}: {node.get('definition', '')}", reason,
                                         stage=f"layer {layer}: scores on the training items", node=f,
-                                        parent=node.get("parent"))
+                                        parent=node.get("parent"), name=node.get("name", ""),
+                                        definition=node.get("definition", ""))
                 self.rejected.append(record)
                 emit("node_refused", record)
 

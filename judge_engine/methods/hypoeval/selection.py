@@ -23,8 +23,9 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
     cannot beat one that scores all 10 a little less well). Ranking is by
     that value, ties broken by the stage-1 reward (ours). A hypothesis that
     gives every training item the same score is refused (``same_score``,
-    :mod:`judge_engine.rubric_evidence`), recorded in ``ctx.rejected``, and
-    never selected, not even when a person accepted the hypotheses.
+    :mod:`judge_engine.rubric_evidence`) with that reason as its fitness
+    reason and a ``hypothesis_refused`` event; only a person's acceptance
+    (curated runs, below) can still keep it.
 
     Only *selectable* hypotheses (eligible and r > 0) are selected on their
     own: a hypothesis that disagrees with the humans on the training items is
@@ -53,12 +54,13 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
         e["coverage"] = fit.coverage
         e["selectable"] = fit.selectable
         e["fitness_reason"] = fit.reason or ("" if fit.selectable else "correlation at or below zero")
-        # evidence in any language (issue 65): one score for every training item is refused, whoever accepted it
+        # evidence in any language (issue 65): one score for every training item is refused with that reason,
+        # kept in the bank (its fitness reason, shown on the page) and said in an event
         constant = same_score(pred)
         if constant:
-            e["selectable"], e["fitness_reason"], e["same_score"] = False, constant, True
-            ctx.rejected.append(refusal_record(e.get("text", ""), constant, stage="selection on the training samples",
-                                               key=e["key"]))
+            e["selectable"], e["fitness_reason"] = False, constant
+            ctx.emit("hypothesis_refused", refusal_record(e.get("text", ""), constant, key=e["key"],
+                                                          stage="selection on the training samples"))
         ctx.emit("hypothesis_evaluated", {"key": e["key"], "train_pearson": e["train_pearson"],
                                           "fitness": e["fitness"], "coverage": round(fit.coverage, 4),
                                           "selectable": fit.selectable, "reason": e["fitness_reason"],
@@ -70,7 +72,7 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
 
     ranked = sorted(bank, key=rank, reverse=True)
     selected = [e for e in ranked if e["selectable"]][:n_selected]
-    rejected = [e for e in ranked if not e["selectable"] and not e.get("same_score")]
+    rejected = [e for e in ranked if not e["selectable"]]
     if len(selected) < n_selected and accepted_by_person and rejected:
         added = rejected[:n_selected - len(selected)]
         for e in added:
