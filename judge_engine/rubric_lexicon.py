@@ -23,7 +23,7 @@ def _any(*parts: str) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
-START = r"(?:^|[.;:!?\n\u3002\uff01\uff1f\uff1a]\s*)(?:please\s+|bitte\s+|por favor,?\s+|s'il (?:te|vous) pla[îi]t,?\s+|请|пожалуйста,?\s+)?"
+START = r"(?:^|[.;:!?\n\u3002\uff01\uff1f\uff1a\"'`\u00ab\u201c\u201e\u2018\u300c]\s*)(?:please\s+|bitte\s+|por favor,?\s+|s'il (?:te|vous) pla[îi]t,?\s+|请|пожалуйста,?\s+)?"
 """The start of a sentence or clause, where an order stands (French and Spanish "ignore" is also "it ignores")."""
 
 OVERRIDE = _any(
