@@ -14,6 +14,7 @@ and reported). Shares come with Wilson 95% intervals.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
@@ -44,11 +45,47 @@ def load(path: Path = WRITTEN_APART) -> list[dict[str, Any]]:
     return read_jsonl(path)
 
 
-def verdict_of(record: dict[str, Any]):
-    """The verdict of the entry point a method would use for one record of the set."""
+def verdict_of(record: dict[str, Any], llm: Any = None):
+    """The verdict of the entry point a method would use for one record of the set; with ``llm``, combined with
+    the model's own check (:mod:`judge_engine.rubric_model_check`) through it."""
     entry = LabelledEntry(record["text"], record["kind"], bool(record["positive"]), record.get("origin", ""),
                           record.get("category", ""), topics=tuple(record.get("topics") or ()))
-    return check(entry)
+    verdict = check(entry)
+    if llm is None:
+        return verdict
+    from ..rubric_model_check import ask, combine
+
+    topics = record.get("topics") or ["", ""]
+    [said] = ask(llm, [record["text"]], kind=record["kind"], aspect_name=topics[1] if len(topics) > 1 else "")
+    return combine(verdict, said)
+
+
+LABEL_ANSWERS = {"instruction": "instructs_evaluator", "refusal": "refuses", "hedge": "hedges",
+                 "contradiction": "contradicts", "keywords": "lists_keywords", "scale_raters": "names_scale_or_raters"}
+"""The answer a capable model gives an entry of each kind of junk (the others are not about quality)."""
+
+
+def label_stub(records: Sequence[dict[str, Any]]):
+    """A capable-model stub that answers the check request from the entry's label (issue 65 item 4's measure of
+    the plumbing: the schema, the reading, the combination with the rules, through the one LLM path)."""
+    from ..llm import LLMConfig, make_llm
+    from ..llm.fake import FakeBackend
+    from ..rubric_model_check import QUESTIONS
+
+    by_text = {r["text"]: r for r in records}
+
+    def respond(messages, params) -> str:
+        content = messages[-1]["content"]
+        inside = content.split("<<<ENTRY>>>\n", 1)[-1].split("\n<<<END ENTRY>>>", 1)[0]
+        record = by_text.get(inside)
+        answers = {q: False for q in QUESTIONS}
+        if record is None or record["positive"]:
+            answers["about_quality"] = record is not None
+        elif record["category"] in LABEL_ANSWERS:
+            answers[LABEL_ANSWERS[record["category"]]] = True
+        return json.dumps({**answers, "language": record["language"] if record else "unknown", "reason": "stub"})
+
+    return make_llm(LLMConfig(), backend=FakeBackend(respond))
 
 
 def share(k: int, n: int) -> dict[str, Any]:
@@ -61,10 +98,11 @@ def outcome(verdict) -> str:
     return "refused" if not verdict.ok else "flagged" if verdict.flags else "passed"
 
 
-def measure(records: Sequence[dict[str, Any]], split: str) -> dict[str, Any]:
-    """Junk caught and real refused or flagged on one half, overall, per kind of junk and per language."""
+def measure(records: Sequence[dict[str, Any]], split: str, llm: Any = None) -> dict[str, Any]:
+    """Junk caught and real refused or flagged on one half, overall, per kind of junk and per language (with
+    ``llm``, rules and the model's own check)."""
     half = [r for r in records if r["split"] == split]
-    outcomes = [(r, outcome(verdict_of(r))) for r in half]
+    outcomes = [(r, outcome(verdict_of(r, llm))) for r in half]
     junk = [(r, o) for r, o in outcomes if not r["positive"]]
     real = [(r, o) for r, o in outcomes if r["positive"]]
     per_kind: dict[str, Counter] = {}
@@ -86,11 +124,14 @@ def measure(records: Sequence[dict[str, Any]], split: str) -> dict[str, Any]:
 def add_arguments(parser) -> None:
     parser.add_argument("--show-held-out", action="store_true",
                         help="also name the held-out entries the checks get wrong (for the final report only)")
+    parser.add_argument("--model-stub", action="store_true",
+                        help="add the model's own check, served by a stub that answers from the entries' labels")
 
 
-def run(*, show_held_out: bool = False, **_: Any) -> dict[str, Any]:
+def run(*, show_held_out: bool = False, model_stub: bool = False, **_: Any) -> dict[str, Any]:
     records = load()
-    halves = {split: measure(records, split) for split in SPLITS}
+    llm = label_stub(records) if model_stub else None
+    halves = {split: measure(records, split, llm) for split in SPLITS}
     notes = []
     for split, m in halves.items():
         misses = m.pop("_misses")
@@ -109,4 +150,5 @@ def run(*, show_held_out: bool = False, **_: Any) -> dict[str, Any]:
              "real_refused": f"{m['real_refused']['k']}/{m['real_refused']['n']}",
              "real_refused_wilson95": m["real_refused"]["wilson95"],
              "real_flagged": f"{m['real_flagged']['k']}/{m['real_flagged']['n']}"} for split, m in halves.items()]
-    return result("rubric-split", config={"file": WRITTEN_APART.name}, rows=rows, summary=summary, notes=notes)
+    return result("rubric-split", config={"file": WRITTEN_APART.name, "model_stub": model_stub}, rows=rows,
+                  summary=summary, notes=notes)
