@@ -32,7 +32,9 @@ QUESTIONS = ("about_quality", "instructs_evaluator", "names_scale_or_raters", "h
 REFUSING = ("instructs_evaluator", "refuses")
 """Answers that refuse an entry; the others flag it."""
 TITLE = "rubric_model_check"
-EMBEDDED_BACKENDS = frozenset({"llamacpp"})
+EMBEDDED_BACKENDS = frozenset({"llamacpp", "fake"})
+"""Backends the check does not run on: the embedded model (too small to tell an order from a criterion) and the
+tests' scripted fake (it answers by script; a test of the check names its fake backend otherwise)."""
 MAX_TOKENS = 200
 
 
@@ -47,6 +49,12 @@ def schema() -> dict[str, Any]:
 def applies_to(backend_name: str) -> bool:
     """Whether the model's check runs on this backend (not on the embedded model: the rules alone, said so)."""
     return backend_name not in EMBEDDED_BACKENDS
+
+
+def runs_on(llm: Any) -> bool:
+    """Whether the check runs on ``llm`` (an LLM whose backend :func:`applies_to`; no LLM, no check)."""
+    name = getattr(getattr(llm, "backend", None), "name", "")
+    return bool(name) and applies_to(name)
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,19 @@ def ask(llm: Any, texts: Sequence[str], *, kind: str, aspect_name: str,
             continue
         out.append(read_reply(text, completion.texts[0] if completion.texts else ""))
     return out
+
+
+def check_with_model(llm: Any, check: RubricCheck, *, kind: str, aspect_name: str, an_output: str = "a response",
+                     emit: Any = None) -> RubricCheck:
+    """``check`` combined with the model's verdict on its text when the check applies to ``llm``'s backend and the
+    rules accepted it (a refused entry costs no request); the verdict is recorded with ``emit("model_check", ...)``,
+    a verdict with no answers with its reason."""
+    if not check.ok or not runs_on(llm):
+        return check
+    [said] = ask(llm, [check.text], kind=kind, aspect_name=aspect_name, an_output=an_output)
+    if emit:
+        emit("model_check", said.to_dict())
+    return combine(check, said)
 
 
 def combine(check: RubricCheck, verdict: ModelVerdict) -> RubricCheck:
