@@ -126,3 +126,13 @@ def test_an_unaccepted_flagged_entry_turns_ok_into_a_warning_that_names_it():
     assert open_flags_block("ok", (), [{**flagged[0], "accepted_by": "ana"}]) == ("ok", ())
     said, reasons = open_flags_block("not shown to agree", ("r",), flagged)
     assert said == "not shown to agree" and len(reasons) == 2
+
+
+@pytest.mark.parametrize("text", [
+    "Assign each response a score between 1 and 5 for how well it answers the question.",
+    "Rate each summary from 1 (worst) to 5 (best) on coherence.",
+    "Give every story a rating of 1, 2, 3, 4 or 5 depending on how engaging it is.",
+])
+def test_a_task_description_that_states_the_scale_for_every_item_is_no_fixed_score(text):
+    verdict = check_entry(text, kind="task_description")
+    assert verdict.ok, verdict.reason

@@ -41,7 +41,9 @@ def _order(text: str) -> str:
         found = pattern.search(text)
         if found:
             return f"{what} ({found.group(0).strip()[:40]!r})"
-    if lex.EVERY.search(text) and not lex.RANGE.search(text):
+    # one score for all names one value; a task description that states the scale names two or more ("between 1
+    # and 5", "1, 2, 3, 4 or 5")
+    if lex.EVERY.search(text) and not lex.RANGE.search(text) and len(set(re.findall(r"\d+", text))) < 2:
         given = lex.SCORE_GIVEN.search(text)
         if given:
             return f"fixes one score for every item ({given.group(0).strip()[:40]!r})"
