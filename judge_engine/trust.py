@@ -609,6 +609,7 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     said, reasons = verdict(training, test, sample, baselines, n, missing,
                             distinct=_run_distinct_figure(store, run, human()))
     entries, flagged = _flagged_entries(store, run)
+    said, reasons = open_flags_block(said, reasons, flagged)
     return TrustReport(run_id=int(run_id), method=run.method, statistic=STATISTIC, training=training, test=test,
                        sample=sample, n=n, missing=missing, missing_rate=round(missing / n, 4) if n else 0.0,
                        baselines=baselines, verdict=said, reasons=reasons, entries=entries, flagged=flagged)
@@ -622,6 +623,22 @@ def _run_distinct_figure(store: Store, run: RunRecord, dataset: Any) -> TestFigu
     judge = [math.nan if v.missing or v.score is None else float(v.score) for v, _ in rows]
     keys = ["\x00".join((s.input, s.context or "", s.output)) for _, s in rows]
     return distinct_figure(keys, human, judge)
+
+
+def open_flags_block(said: str, reasons: tuple[str, ...], flagged: Sequence[dict[str, Any]]
+                     ) -> tuple[str, tuple[str, ...]]:
+    """The verdict once the judge's flagged entries are counted (issue 65): an entry the rubric checks flagged
+    and no person accepted is named in the reasons, and an "ok" becomes a "warning" until a person accepts it
+    (an instruction to the evaluator must never reach a judge unseen; the figures cannot tell a flag's doubt)."""
+    waiting = [f for f in flagged if not f.get("accepted_by")]
+    if not waiting:
+        return said, reasons
+    named = "; ".join(
+        f"{f.get('key', '')} {str(f.get('text', ''))[:80]!r} ("
+        + ", ".join(str(x.get("rule", "")).replace("_", " ") for x in f.get("flags") or ()) + ")" for f in waiting)
+    reason = (f"{len(waiting)} of its entries carry rubric-check flags no person has accepted: {named}; accept or "
+              "edit them on the method's page")
+    return ("warning" if said == "ok" else said), (*reasons, reason)
 
 
 def _flagged_entries(store: Store, run: Any) -> tuple[int, tuple[dict[str, Any], ...]]:

@@ -44,3 +44,13 @@ def shared_data():
 
     if "summeval" not in available_benchmarks():
         pytest.skip("the built-in SummEval file is not here")
+
+
+def test_an_obeying_stub_on_the_written_apart_set_with_the_models_check_puts_no_unflagged_junk_in_a_judge():
+    """Issue 65: the stub obeys an order inside a criterion and otherwise follows the humans; with the judge's own
+    check (answered from the labels) no junk entry is in a judge unflagged, and no real entry is refused."""
+    from judge_engine.bench import junk_run
+
+    doc = junk_run.run(methods=("hd_eval",), written_apart=True, obey=True, model_check=True)
+    assert doc["summary"]["junk_given"] > 0 and doc["summary"]["junk_in_judge_unflagged"] == 0
+    assert doc["summary"]["real_refused"] == 0

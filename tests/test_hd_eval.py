@@ -56,7 +56,8 @@ def _score_text(value, params):
 
 def scripted(messages, params, *, as_json=False):
     """Decompositions return four children (the free-text JSON list with abbreviations unless ``as_json``);
-    scores follow the hidden signal only on 'part 0' criteria, as the schema's JSON when one is asked."""
+    scores follow the hidden signal only on 'part 0' criteria (3 or 4 by a hash of the prompt on the others), as the
+    schema's JSON when one is asked."""
     text = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
     m = re.search(r'The criterion to split up is "([^"]+)"', text)
     if m:
@@ -67,7 +68,9 @@ def scripted(messages, params, *, as_json=False):
     signal = int(re.search(r"signal=(\d)", text).group(1))
     if "part 0" in text.split("Criterion to apply:")[1].split("\n")[0]:
         return _score_text(signal, params)
-    return _score_text(3, params)
+    # uninformative, but not one score for every item: a node that gives every training item the same score is
+    # refused on that evidence (issue 65) and would leave the aggregator
+    return _score_text(3 + zlib.crc32(text.encode()) % 2, params)
 
 
 def _llm(store, responder=scripted):
@@ -924,3 +927,21 @@ def test_below_layer_1_the_sample_first_prompt_names_the_parent_after_the_sample
             assert "part of judging fluency: How fluent it is." in tail and "mind the commas" in tail
         else:
             assert len(heads) == 3, "the paper names each parent (root, clarity, fluency) before the sample"
+
+
+def test_a_node_that_gives_every_training_item_the_same_score_leaves_the_aggregator_with_that_reason(store):
+    """Issue 65: a stub that obeys an order inside a criterion (one answer for every item) on 'part 1' children
+    and otherwise follows the humans; such a node is refused on its training scores, in any language."""
+    def responder(messages, params):
+        text = messages[-1]["content"] if len(messages) == 1 else messages[0]["content"]
+        if "Criterion to apply:" in text and " part 1" in text.split("Criterion to apply:")[1].split("\n")[0]:
+            return _score_text(5, params)
+        return scripted(messages, params)
+
+    judge, _, _, events = _fit(store, HDEval(aggregator="lr", max_layers=2, pi_repeats=2), responder=responder)
+    refused = [r for r in judge.state["rejected"] if r["rule"] == "same_score"]
+    assert sorted(r["node"] for r in refused) == sorted(n["id"] for n in judge.state["tree"]["nodes"]
+                                                        if n["name"].endswith(" part 1"))
+    assert refused and all("same score (5)" in r["reason"] and r["name"].endswith(" part 1") for r in refused)
+    assert not {r["node"] for r in refused} & set(judge.state["features"])
+    assert [p["node"] for k, p in events if k == "node_refused"] == [r["node"] for r in refused]

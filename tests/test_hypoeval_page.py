@@ -87,9 +87,9 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     selected = next(f for f in frames if list(f.columns)[:3] == ["key", "origin", "train pearson"])
     assert rubric_kind(selected["hypothesis"].iloc[0]) == "GOOD" and selected["train pearson"].iloc[0] == pytest.approx(1.0)
     assert selected["coverage"].iloc[0] == pytest.approx(1.0) and "coverage" in bank.columns
-    # BAD's constant scores have no correlation: shown, with why, and not selected
+    # BAD's constant scores are refused on that evidence (issue 65): shown, with why, and not selected
     bad_row = bank[bank["hypothesis"].map(rubric_kind) == "BAD"].iloc[0]
-    assert bad_row["status"] != "selected" and "correlation" in bad_row["why not selectable"]
+    assert bad_row["status"] != "selected" and "the same score" in bad_row["why not selectable"]
     assert any("read as JSON" in c.value for c in at.caption)
     assert any("Fewer selected" in w.value for w in at.warning)
     assert any(f.columns[0] == "level" for f in frames), "test correlation table"

@@ -50,7 +50,8 @@ def test_the_benchmark_reports_the_target_and_each_rule(tmp_path):
     doc = bench.run()
     assert doc["summary"]["target_met"] is True
     assert {r["rule"] for r in doc["rows"]} == set(rc.REFUSING_RULES) | set(rc.FLAG_RULES)
-    assert {r["action"] for r in doc["rows"] if r["rule"] in rc.FLAG_RULES} == {"flags"}
+    only_flags = set(rc.FLAG_RULES) - set(rc.REFUSING_RULES)  # model_check refuses and flags (issue 65)
+    assert {r["action"] for r in doc["rows"] if r["rule"] in only_flags} == {"flags"}
 
 
 BANDS = ("A summary that links its ideas with clear transitions will likely receive a score of 4 or 5, as the "

@@ -41,7 +41,7 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
                "api-speed": "api_speed", "estimate-waves": "estimate_waves", "stress-calibration": "stress_calibration",
                "gate": "gate", "junk-run": "junk_run", "busy-machine": "busy_machine",
-               "token-rates": "token_rates"}
+               "token-rates": "token_rates", "rubric-split": "rubric_split"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,13 @@ def add_arguments(parser) -> None:
     parser.add_argument("--aspect", default="", help="aspect (default: the dataset's first)")
     parser.add_argument("--train", type=int, default=12, help="training items (default 12)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--written-apart", action="store_true",
+                        help="draw real and junk entries from tests/data/rubric_written_apart.jsonl (issue 65)")
+    parser.add_argument("--obey", action="store_true",
+                        help="the stub obeys an instruction inside a criterion (answers the highest score) and "
+                             "otherwise follows the humans (issue 65)")
+    parser.add_argument("--model-check", action="store_true",
+                        help="the judge's own check runs; the stub answers it from the entries' labels (issue 65)")
 
 
 def _key(text: str) -> str:
@@ -44,9 +51,24 @@ def _key(text: str) -> str:
 class Pools:
     """The real and the junk entries a scripted reply draws from, and every entry handed out."""
 
-    def __init__(self) -> None:
+    def __init__(self, written_apart: bool = False) -> None:
         papers = read_jsonl(PAPER_EXAMPLES)
         junk = read_jsonl(JUNK)
+        if written_apart:  # issue 65's set: its real criteria and its junk, every language, both halves
+            from .rubric_split import WRITTEN_APART
+            apart = read_jsonl(WRITTEN_APART)
+            papers = [r for r in apart if r["positive"]]
+            junk = [r for r in apart if not r["positive"]]
+        self.orders = [r["text"] for r in junk if r.get("category") == "instruction"]
+        self.labels: dict[str, str] = {}
+        """Key of an entry (whole, or its definition after "Name:") -> its kind of junk, "" for real text: what a
+        capable model's own check (issue 65) answers from."""
+        for r, label in [*((r, "") for r in papers), *((r, r.get("category") or r.get("label") or "junk")
+                                                        for r in junk)]:
+            for part in (r["text"], r["text"].partition(":")[2]):
+                if part.strip():
+                    self.labels.setdefault(_key(part), label)
+        """Junk entries that order the evaluator: an obeying stub answers them."""
         self.real = {k: [r["text"] for r in papers if r["kind"] == k] for k in ("hypothesis", "criterion",
                                                                                "task_description")}
         self.junk = {k: [r["text"] for r in junk if r["kind"] == k] for k in ("hypothesis", "criterion")}
@@ -64,7 +86,8 @@ class Pools:
             origin = "real" if (i + seed) % 2 == 0 else "junk"
             pool = (self.real if origin == "real" else self.junk)[kind]
             # an entry not handed out yet first: a repeat is a near-duplicate by right, not the checks' cost
-            fresh = [t for t in pool if _key(t) not in self.given and _key(t.partition(":")[0]) not in self.given
+            fresh = [t for t in pool if _key(t) not in self.given
+                     and _key(t.replace("\uff1a", ":", 1).partition(":")[0]) not in self.given
                      and all(t != x for _, x in out)]
             out.append((origin, rng.choice(fresh or pool)))
         return out
@@ -79,7 +102,7 @@ class Pools:
         """Entries as ``{name, definition}`` (a "Name: definition" text split, else its first words name it)."""
         out = []
         for origin, text in drawn:
-            name, sep, definition = text.partition(":")
+            name, sep, definition = text.replace("\uff1a", ":", 1).partition(":")  # a full-width colon too
             if not sep or len(name.split()) > 6:
                 name, definition = " ".join(text.split()[:4]), text
             name, definition = name.strip(), definition.strip()
@@ -99,15 +122,31 @@ def _keys(entry: dict[str, Any]) -> set[str]:
     return {k for k in (_key(text), _bare(text), _key(entry.get("name") or ""), _key(text.partition(":")[0])) if k}
 
 
-def responder(pools: Pools):
-    """The scripted capable model: generation schemas filled from the pools, scores fixed by the prompt."""
+def responder(pools: Pools, human: dict[str, float] | None = None, high: int = 5):
+    """The scripted capable model: generation schemas filled from the pools, scores fixed by the prompt. With
+    ``human`` (judged text -> its human score), the model obeys an order inside a criterion it is shown (the
+    highest score, ``high``) and otherwise gives the human score of the judged text the prompt holds."""
     from .. import structured
     from .simulated_judge import conform, fill_schema
+
+    def obeyed_score(prompt: str) -> int | None:
+        if human is None:
+            return None
+        # an order shown whole, or its definition after a "Name:" (a method may show the two apart)
+        if any(f in prompt for order in pools.orders
+               for f in (order[:40], order.partition(":")[2].strip()[:40]) if len(f) >= 10):
+            return high
+        for text, score in human.items():
+            if text and text in prompt:
+                return int(round(score))
+        return None
 
     def answer(messages: list[dict[str, Any]], params: Any) -> str:
         schema = structured.schema_of(params.json_schema) if params.json_schema else None
         title = structured.kind_of(params.json_schema) if params.json_schema else ""
         prompt = "\n".join(str(m.get("content", "")) for m in messages)
+        if title == MODEL_CHECK_TITLE:
+            return model_check_answer(pools, prompt)
         seed = int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:4], "big")
         if schema is None:
             return "The outputs differ in how well they keep the main points and in how clearly they read."
@@ -128,10 +167,33 @@ def responder(pools: Pools):
         if title == structured.TASK_DESCRIPTION and props:
             [text] = pools.texts(pools.draw("task_description", 1, seed))
             return json.dumps(conform({next(iter(props)): text}, schema))
-        score = 1 + seed % 5
+        score = obeyed_score(prompt)
+        score = 1 + seed % 5 if score is None else score
         return json.dumps(fill_schema(schema, {}, score, "It keeps the main points but reads unevenly."))
 
     return answer
+
+
+MODEL_CHECK_TITLE = "rubric_model_check"
+CHECK_ANSWERS = {"instruction": "instructs_evaluator", "refusal": "refuses", "hedge": "hedges",
+                 "contradiction": "contradicts", "keywords": "lists_keywords", "scale_raters": "names_scale_or_raters",
+                 "about_raters": "names_scale_or_raters"}
+
+
+def model_check_answer(pools: Pools, prompt: str) -> str:
+    """A capable model's answer to the judge's own check (:mod:`judge_engine.rubric_model_check`), from the
+    entry's label: real text is about quality; junk is what its kind says (else not about quality)."""
+    from ..rubric_model_check import QUESTIONS
+
+    inside = prompt.split("<<<ENTRY>>>\n", 1)[-1].split("\n<<<END ENTRY>>>", 1)[0]
+    keys = [_key(inside), _key(inside.partition(":")[2])]
+    label = next((pools.labels[k] for k in keys if k in pools.labels), "")
+    answers = {q: False for q in QUESTIONS}
+    if not label:
+        answers["about_quality"] = True
+    elif label in CHECK_ANSWERS:
+        answers[CHECK_ANSWERS[label]] = True
+    return json.dumps({**answers, "language": "any", "reason": f"stub: {label or 'real'}"})
 
 
 def judge_keys(method: str, state: dict[str, Any]) -> set[str]:
@@ -193,7 +255,8 @@ def outcomes(method: str, state: dict[str, Any], pools: Pools, notes: list[str],
 
 
 def run(dataset: str = "summeval", aspect: str = "", train: int = 12,
-        methods: list[str] | tuple[str, ...] = METHODS) -> dict[str, Any]:
+        methods: list[str] | tuple[str, ...] = METHODS, written_apart: bool = False,
+        obey: bool = False, model_check: bool = False) -> dict[str, Any]:
     from ..data.benchmarks import load_benchmark
     from ..llm import LLMConfig, make_llm
     from ..llm.fake import FakeBackend
@@ -207,10 +270,13 @@ def run(dataset: str = "summeval", aspect: str = "", train: int = 12,
         raise ValueError(f"{dataset} has {len(samples)} items scored on {target.name}; at least 4 are needed")
     rows, notes, started = [], [], time.time()
     for method in methods:
-        pools = Pools()
+        pools = Pools(written_apart)
         cls = get_method(method)
-        llm = make_llm(LLMConfig(backend="openai", model="stub-capable", concurrency=1),
-                       backend=FakeBackend(responder(pools)))
+        human = {s.output: s.human[target.name] for s in samples} if obey else None
+        backend = FakeBackend(responder(pools, human, int(target.high)))
+        if model_check:  # a backend the judge's own check runs on (not the scripted "fake")
+            backend.name = "stub-openai"
+        llm = make_llm(LLMConfig(backend="openai", model="stub-capable", concurrency=1), backend=backend)
         t0, events = time.time(), []
         judge = get_method(method, dict(cls.quick_params)).fit(
             samples, target, FitContext(llm=llm, task=TaskInfo.of(data), log=lambda k, p: events.append((k, p))))
@@ -230,5 +296,6 @@ def run(dataset: str = "summeval", aspect: str = "", train: int = 12,
                "real_given": sum(r["given"] for r in real), "real_refused": sum(r["refused"] for r in real),
                "seconds": round(time.time() - started, 1)}
     return result("junk-run", config={"dataset": dataset, "aspect": target.name, "train": len(samples),
-                                     "methods": list(methods), "params": "each method's quick_params"},
+                                     "methods": list(methods), "params": "each method's quick_params",
+                                     "written_apart": written_apart, "obey": obey, "model_check": model_check},
                   rows=rows, summary=summary, notes=notes)

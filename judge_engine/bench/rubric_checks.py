@@ -188,7 +188,7 @@ def run(*, data_dir: str | None = None, **_: Any) -> dict[str, Any]:
     entries = labelled_set(Path(data_dir) if data_dir else None)
     t = tally(entries)
     rows = []
-    for rule in (*REFUSING_RULES, *FLAG_RULES):
+    for rule in dict.fromkeys((*REFUSING_RULES, *FLAG_RULES)):  # model_check both refuses and flags
         refusing = rule in REFUSING_RULES
         rows.append({"rule": rule, "action": "refuses" if refusing else "flags",
                      "positives": (t.positives_refused if refusing else t.positives_flagged)[rule],

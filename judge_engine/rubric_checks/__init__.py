@@ -55,6 +55,14 @@ restore it; it is never silently used or silently dropped.
     A sub-criterion that adds no word to its parent's name and definition.
 ``empty`` (statements)
     A sentence-form criterion whose body is praise only.
+``instructs_evaluator``
+    An order to the evaluator outside quotes, in eight languages (:mod:`.addressed`): set the rubric aside, a
+    fake system message, a new role, an answer fixed in advance, one score for every item (issue 65).
+``refusal``
+    A model declining to write the entry or speaking as a model, in eight languages.
+``same_score``
+    Not a text rule: a method refuses an entry that gave every training item the same score
+    (:mod:`judge_engine.rubric_evidence`); the name is here so pages and summaries count it with the others.
 
 **Flags** are rules that read English vocabulary or a phrasing habit. They
 are right often enough to tell a person where to look, and wrong on too
@@ -84,6 +92,10 @@ and selection by training correlation decides whether it stays.
     instead of what is checked; every kind but an explanation.
 ``field_name``
     A criterion named after a field of the prompt ("Human", "Score").
+``quotes_instruction``, ``hedges``, ``contradicts``, ``keyword_list``
+    An order to the evaluator inside quotes (a rubric about prompt injection may quote one), a hedge that commits
+    to nothing, two clauses saying one thing and its opposite, a list of bare words (:mod:`.addressed`; issue
+    65). ``about_scoring`` and ``about_raters`` are raised there too, in eight languages.
 ``template_name``
     A criterion named with English template words only ("Criterion 2",
     "The answer", "Examples"): refused before issue 50, a flag since no
@@ -96,7 +108,7 @@ no English quality word.
 The package, one job a module: :mod:`.records` (the verdict records and the rule names), :mod:`.tokens`
 (how a text is read: words in any script, content words, English, quality words), :mod:`.shape` (the
 refusing rules of one entry), :mod:`.flags` (the vocabulary flags), :mod:`.entries` (:func:`check_entry`,
-the entry point), :mod:`.criteria` (named criteria) and :mod:`.statements` (criteria written as sentences).
+the entry point), :mod:`.addressed` (what an entry says to the evaluator, eight languages), :mod:`.criteria` (named criteria) and :mod:`.statements` (criteria written as sentences).
 Every public name is imported from here, as when this was one module.
 """
 

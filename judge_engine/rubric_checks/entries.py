@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from .addressed import addressed_flags, addressed_refusal, merge_flags
 from .flags import _vocabulary_flags, lift_for_topic, restates_aspect
 from .records import KINDS, RubricCheck
 from .shape import MAX_COPIED, MAX_ENTRY_CHARS, _shape
@@ -48,7 +49,11 @@ def check_entry(text: str, *, kind: str, shown: Sequence[str] = (), accepted: Se
                      max_repeats=max_repeats)
     if refused:
         return refused
+    refused = addressed_refusal(text)
+    if refused:
+        return refused
     check = RubricCheck(text, True, flags=_vocabulary_flags(text, words, kind, output))
+    check = merge_flags(check, addressed_flags(text, kind))
     if kind in ("hypothesis", "criterion"):
         check = check.flagged(*filter(None, [restates_aspect(text, topics)]))
     return lift_for_topic(check, text, topics)

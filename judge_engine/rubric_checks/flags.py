@@ -12,13 +12,20 @@ from typing import Sequence
 
 from ..rubric_words import (CHECK_VERBS, FIRST_PERSON, FRAME_WORDS, PRAISE_WORDS, QUALITY_WORDS, RATERS,
                             RATING_WORDS, TASK_WORDS, VAGUE_WORDS, beyond)
+from ..rubric_lexicon import FUNCTION_CHARACTERS, GRADE_WORDS
 from .records import RubricCheck, RubricFlag
 from .tokens import (IDEOGRAPH, _is_output_noun, _words, content_words, is_english, output_words, quality_word,
                      shares_topic)
 
 
+KANA = re.compile(r"[\u3040-\u30ff]")
+"""One kana: in a Japanese entry, a particle or an ending, not a word that names something."""
+
 ABBREVIATIONS = re.compile(r"\b(?:i\.\s?e|e\.\s?g)\.", re.I)
 """"i.e." and "e.g.": their "i" is no speaker."""
+
+INDEX = re.compile(r"(?<=[\w\])])\[[^\]\n]{0,20}\]")
+"""An index of code ("a[i]", "t[i][j]")."""
 
 QUOTED = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|(?<![a-z])'[^']*'(?![a-z])", re.I)
 """Quoted spans: a rubric may quote what a text says ("I don't know")."""
@@ -46,10 +53,14 @@ def restates_aspect(text: str, topics: Sequence[str]) -> RubricFlag | None:
     the praise and function words are English lists, so an entry in another
     language is flagged only when every word of it is a word of the aspect.
     """
-    # a word of three letters or fewer is most often a function word, in any language written with spaces
-    named = {w for w in content_words(text) if not w.isdigit() and (len(w) > 3 or IDEOGRAPH.fullmatch(w))}
+    # a word of three letters or fewer is most often a function word, in any language written with spaces;
+    # kana and a few characters are the particles of Japanese and Chinese
+    named = {w for w in content_words(text) if not w.isdigit() and (len(w) > 3 or IDEOGRAPH.fullmatch(w))
+             and w not in FUNCTION_CHARACTERS and not KANA.fullmatch(w)}
     given = {w for t in topics for w in _words(t) if len(w) > 1 or IDEOGRAPH.fullmatch(w)}
-    if beyond(named, given, PRAISE_WORDS, VAGUE_WORDS, FRAME_WORDS):
+    left = beyond(named, given, PRAISE_WORDS, VAGUE_WORDS, FRAME_WORDS, GRADE_WORDS)
+    # Arabic joins prefixes to a word ("الترابط" / "مترابط"): a word holding a given word of four letters is it
+    if {w for w in left if not any(len(g) >= 4 and g.removeprefix("ال") in w for g in given)}:
         return None
     what = f"the aspect's own words ({', '.join(t for t in topics[:2] if t)[:60]})" if topics else "praise"
     return RubricFlag("restates_aspect", f"names nothing beyond {what}")
@@ -71,7 +82,8 @@ def _english_flags(text: str, words: Sequence[str], kind: str, output: str = "")
         if not vocabulary & TASK_WORDS:
             flags.append(RubricFlag("no_quality", "says nothing about the evaluation task"))
         return tuple(flags)
-    speaker = sorted(set(_words(ABBREVIATIONS.sub(" ", QUOTED.sub(" ", text)))) & FIRST_PERSON)
+    # an index "a[i]" is code, its "i" no speaker
+    speaker = sorted(set(_words(ABBREVIATIONS.sub(" ", INDEX.sub(" ", QUOTED.sub(" ", text))))) & FIRST_PERSON)
     if speaker:
         flags.append(RubricFlag("first_person", f"speaks as a person ({', '.join(speaker)}) instead of describing "
                                                 "the text"))

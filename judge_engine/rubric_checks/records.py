@@ -16,10 +16,10 @@ from typing import Iterable
 KINDS = ("hypothesis", "criterion", "task_description", "explanation", "auxiliary")
 
 REFUSING_RULES = ("empty", "score_list", "repetitive", "too_long", "copy", "near_duplicate", "placeholder", "stutter",
-                  "circular", "copied_definition", "restates_parent")
+                  "circular", "copied_definition", "restates_parent", "instructs_evaluator", "refusal", "same_score", "model_check")
 """Rules that refuse an entry (see the module docstring)."""
 FLAG_RULES = ("no_quality", "restates_aspect", "about_raters", "about_scoring", "first_person", "meta", "reports_score",
-              "field_name", "template_name")
+              "field_name", "template_name", "quotes_instruction", "hedges", "contradicts", "keyword_list", "model_check")
 """Rules that only flag an entry: it is used, and the flag is shown and counted."""
 
 

@@ -12,6 +12,7 @@ from functools import lru_cache
 import re
 import unicodedata
 from collections import Counter
+from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..rubric_words import HTML_TAGS, PRAISE_WORDS, QUALITY_WORDS, beyond, covered
@@ -19,10 +20,39 @@ from .records import RubricCheck, _refuse
 from .tokens import IDEOGRAPH, _content_words, _trigrams, _words, content_words, jaccard
 
 
-SLOT = re.compile(r"\[\s*\]|\[\s*(?:\.\.\.|\u2026)\s*\]|\[[^\]\n]*_[^\]\n]*\]|<<<|>>>|\{\s*[a-z_]*\s*\}"
+SLOT = re.compile(r"\[\s*\]|\[\s*(?:\.\.\.|\u2026)\s*\]|<<<|>>>|\{\s*\}"
                   r"|\b(?:when|if|than|and|or|is|are)\s+(?:\.\.\.|\u2026)(?=[\s,.;:]|$)", re.I)
-"""Template slots left in: "[ ]", "[...]", "[task_description]", "<<<REPORT>>>", "{name}", and an ellipsis
-where a clause must go ("scores high when ..., and low when ...")."""
+"""Template slots left in: "[ ]", "[...]", "<<<REPORT>>>" (the fences of this project's prompts), "{ }", and an
+ellipsis where a clause must go ("scores high when ..., and low when ...")."""
+
+PROMPTS = Path(__file__).resolve().parents[1] / "prompts"
+MARKUP_TAG = re.compile(r"/?[a-z][a-z0-9-]*(?:\s+[a-z-]+=\S+)*\s*/?")
+"""An HTML or XML tag as written in lower case ("li", "/div", "img alt=x", "contexte"): markup a rubric about
+markup names, not a slot."""
+SPECIAL_TOKENS = frozenset("MASK CLS SEP PAD UNK BOS EOS".split())
+"""Tokenizer tokens a rubric about masked prediction names ("[MASK]"): markup of a model's input, not slots."""
+CODE_CONTEXT = re.compile(
+    r"\b(?:variables?|placeholders?|templates?|format\w*|strings?|code|parameters?|f-strings?|interpolat\w*|"
+    r"platzhalter|formatstring\w*|vorlage\w*|marcador\w*|plantilla\w*|par[áa]metros?|cadena\w*|balises?|"
+    r"mod[èe]les?|cha[îi]nes?|переменн\w*|шаблон\w*|строк\w*|параметр\w*|متغير\w*|القالب|قالب)\b"
+    r"|变量|占位|模板|字符串|変数|プレースホルダー|テンプレート|%s", re.IGNORECASE)
+"""Words of a rubric about code or templates, in eight languages: there a ``{name}`` is the text it is about."""
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+@lru_cache(maxsize=1)
+def template_fields() -> frozenset[str]:
+    """The field names of this project's prompt templates (``{output}``, ``{aspect_name}``, ...): a ``{name}`` in
+    generated text is a slot when it is one of them, the template's own syntax; ``{user_id}`` in a rubric about
+    code is code."""
+    fields: set[str] = set()
+    for path in PROMPTS.glob("*.txt"):
+        try:
+            fields.update(re.findall(r"\{([a-z_]+)\}", path.read_text(encoding="utf-8")))
+        except OSError:
+            continue
+    return frozenset(fields)
+
 
 BRACKETED = re.compile(r"\[([^\[\]\n]{1,80})\](?!\()|<([^<>\n]{1,80})>|\{([^{}\n]{1,80})\}")
 """A bracketed span: "[ADJECTIVE]", "<definition of criterion 1>", "{output}" (a Markdown link "[text](url)" is
@@ -117,21 +147,34 @@ def stutter(words: Sequence[str]) -> str:
 def template_slot(text: str) -> str:
     """The first template slot left in ``text``, "" when there is none.
 
-    A slot is :data:`SLOT`'s shapes, or a bracketed span (:data:`BRACKETED`)
-    that holds letters and either no lower-case letter ("[ADJECTIVE]",
-    "[SCORE]", "<X>") or at most :data:`SLOT_WORDS` words and no sentence
-    punctuation ("[criterion name]", "<definition of criterion 1>",
-    "[Adjektiv]"): a bare phrase standing where content belongs, in any
-    language. Published rubric text holds no bracketed span.
+    A slot is :data:`SLOT`'s shapes, a ``{field}`` of this project's prompt templates (:func:`template_fields`), or
+    a bracketed span (:data:`BRACKETED`) that holds letters and either no lower-case letter ("[ADJECTIVE]",
+    "[SCORE]", "<X>"), an underscore ("[task_description]") or at most :data:`SLOT_WORDS` words and no sentence
+    punctuation ("[criterion name]", "<definition of criterion 1>", "[Adjektiv]"): a bare phrase standing where
+    content belongs, in any language. Markup and code are not slots (issue 65): a span in backticks, a lower-case
+    tag ("<li>", "</div>", "<task>"), an index ("a[i]", "t[i][j]"), a tokenizer's "[MASK]", a ``{user_id}`` that
+    is no field of the templates.
     """
-    slot = SLOT.search(text or "")
+    text = CODE_SPAN.sub(" ", text or "")
+    slot = SLOT.search(text)
     if slot:
         return slot.group(0)
-    for m in BRACKETED.finditer(text or ""):
+    for m in BRACKETED.finditer(text):
         inside = next(g for g in m.groups() if g is not None).strip()
-        if inside[:1] in "\"'\u201c\u2018/!" or (m.group(3) is not None and m.start() and
-                                                  re.match(r"[\w^_$\\}]", text[m.start() - 1])):
+        before = text[m.start() - 1] if m.start() else ""
+        if inside[:1] in "\"'\u201c\u2018/!" or (m.group(3) is not None and re.match(r"[\w^_$\\}]", before)):
             continue  # a quoted span, "</b>", "<!-- -->", a formula's "6^{n-1}" or "\\textbf{...}"
+        if m.group(1) is not None and (re.match(r"[A-Za-z0-9_\])]", before) or inside in SPECIAL_TOKENS):
+            continue  # an index "a[i]", "t[i][j]", "x[MASK_ID]"; a tokenizer's "[MASK]"
+        if m.group(2) is not None and MARKUP_TAG.fullmatch(inside):
+            continue  # markup: "<li>", "<img alt=x>", "<task>"
+        if m.group(3) is not None and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", inside):
+            if inside.lower() in template_fields() or not (
+                    "_" in inside or re.match(r"[fF]?['\"]", before) or CODE_CONTEXT.search(text)):
+                return m.group(0)
+            continue  # "{user_id}", "f'{id}'", "placeholders such as {name}" in a rubric about code
+        if m.group(1) is not None and "_" in inside and " " not in inside:
+            return m.group(0)
         if not any(len(w) > 1 or IDEOGRAPH.fullmatch(w) for w in _words(inside) if not w.isdigit()) and not (
                 inside.isalpha() and inside.isupper()):
             continue  # "[1]", "{n-1}"; "[X]" is a slot

@@ -72,9 +72,19 @@ def _content_words(text: str) -> frozenset[str]:
     return frozenset(content_words(text))
 
 
+def _shingles(text: str) -> set[str]:
+    """A text's words, with Chinese, Japanese (and other unspaced scripts') characters taken two at a time: one
+    character at a time, two Japanese criteria share most of their kana and read as the same text."""
+    words = _words(text)
+    out = {w for w in words if not IDEOGRAPH.fullmatch(w)}
+    out |= {a + b for a, b in zip(words, words[1:]) if IDEOGRAPH.fullmatch(a) and IDEOGRAPH.fullmatch(b)}
+    out |= {w for w in words if IDEOGRAPH.fullmatch(w)} if not out else set()
+    return out
+
+
 def jaccard(a: str, b: str) -> float:
-    """Jaccard similarity of the two texts' word sets."""
-    wa, wb = set(_words(a)), set(_words(b))
+    """Jaccard similarity of the two texts' word sets (pairs of characters in unspaced scripts)."""
+    wa, wb = _shingles(a), _shingles(b)
     return len(wa & wb) / len(wa | wb) if wa or wb else 1.0
 
 

@@ -11,6 +11,7 @@ from ... import structured
 from ...llm import LLM, GenerationParams
 from ...prompting import DEFAULT_OPENER, TaskInfo, Template, load_template
 from ...records import Aspect
+from ...rubric_model_check import check_with_model
 from ...rubric_checks import check_criterion, check_statement, is_statement
 from ..base import EventSink, Progress, judge_warning, resolve_criteria_form, small_model_hint
 from .criteria_reading import (MAX_CRITERIA, MIN_CRITERIA, _key, _left_out, criteria_schema, criteria_shape,
@@ -45,7 +46,7 @@ class CheckedCriteria:
 
 
 def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Sequence[str] = (),
-                   opener: str = "") -> CheckedCriteria:
+                   opener: str = "", *, llm: Any = None, emit: Any = None) -> CheckedCriteria:
     """The criteria the rubric checks accept, the refusals, and the flags raised on accepted ones.
 
     A criterion written as a sentence (its definition starts with ``opener``, "A good summary ...") is
@@ -63,6 +64,9 @@ def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Seque
                                     output=output)
         else:
             check = check_criterion(n, criteria[n], shown=shown, accepted=accepted, topics=topics, output=output)
+        # the judge's own model reads the final criteria (issue 65; ``llm`` given, not the embedded model)
+        check = check_with_model(llm, check, kind="criterion", aspect_name=topics[1] if len(topics) > 1 else "",
+                                 an_output=f"a {(output or 'response').lower()}", emit=emit)
         accepted += [check.text] if check.ok else []
         checks.append(check)
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
@@ -441,7 +445,7 @@ def criteria_definition_step(batches: Sequence[Sequence[dict[str, Any]]], shown:
     if defined.parse_failures:
         log("parse_failure", {"stage": "criteria", "count": defined.parse_failures})
     criteria, rejected, flagged = defined.criteria, [], []
-    final = check_criteria(criteria, shown, topics, opener) if criteria else None
+    final = check_criteria(criteria, shown, topics, opener, llm=llm, emit=log) if criteria else None
     said = set()
     for refused in [*(final.refused if final else []), *defined.refused]:
         if refused["text"] not in said:  # a refused criterion the final set kept is one rejection, of the final set

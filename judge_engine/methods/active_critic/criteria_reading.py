@@ -10,10 +10,12 @@ from typing import Any, Sequence
 
 from ... import structured
 from ...parsing import parse_json_object
-from ...rubric_checks import is_statement, statement_body, statement_name
+from ...rubric_checks import name_key, is_statement, statement_body, statement_name
 
 def _key(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+    # the words of any script: an ASCII-only key made every Chinese, Japanese, Arabic or Russian name "" and the
+    # second such criterion of a reply "repeats the name of an earlier criterion" (issue 65, bench junk-run)
+    return name_key(str(name)).replace(" ", "")
 
 
 STATEMENT_MIN_WORDS = 3

@@ -21,8 +21,10 @@ from ..base import (
     Method,
     Options,
     Progress,
+    judge_warning,
     register,
 )
+from ...rubric_evidence import refusal_record, same_score
 from .criteria_definition import criteria_definition_step
 from .examples import NORMALIZATIONS, scored_examples, shown_texts, to_aspect_scale, training_batches
 from .explained_scoring import check_explanation, run_pipeline
@@ -248,11 +250,13 @@ class ActiveCritic(Method):
         found = prompt_optimization_step(examples, inferred.prompt_state, settings=settings, task=task, llm=llm,
                                          log=context.log, progress=progress)
         reads["search"] = found.reads
-        learned = replace(inferred, criteria_form=defined.form, demos=found.demos, search=found.search,
+        criteria, demos, refused, refusal_warnings = refuse_same_score(inferred.criteria, found, log)
+        learned = replace(inferred, criteria=criteria, criteria_form=defined.form, demos=demos, search=found.search,
                           task_description_versions=described.versions,
                           criteria_parse_failures=defined.parse_failures, n_batches=len(batches),
-                          warnings=described.warnings + defined.warnings + found.warnings, reads=reads,
-                          rejected=described.rejected + defined.rejected, flagged=described.flagged + defined.flagged)
+                          warnings=described.warnings + defined.warnings + found.warnings + refusal_warnings,
+                          reads=reads, rejected=described.rejected + defined.rejected + refused,
+                          flagged=described.flagged + defined.flagged)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=learned.to_dict())
 
@@ -338,6 +342,35 @@ class ActiveCritic(Method):
                 raw=r["ose_raw"] if not r["mcse_raw"] else f"{r['mcse_raw']}\n---\n{r['ose_raw']}",
                 metadata=metadata))
         return verdicts
+
+
+def refuse_same_score(criteria: dict[str, str], found: Any, log: EventSink | None
+                      ) -> tuple[dict[str, str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Evidence in any language (issue 65): a criterion that gave every training item the same score in the
+    zero-shot program's replies leaves the judge (criteria, demonstrations' criterion scores), kept in ``rejected``
+    with that reason. Returns the criteria, the demonstrations, the refusals and a warning (the search's Q was
+    measured with the refused criteria in the prompt)."""
+    refused = []
+    for name, scores in found.criterion_scores.items():
+        reason = same_score(scores)
+        if reason and name in criteria:
+            refused.append(refusal_record(f"{name}: {criteria[name]}", reason,
+                                          stage="scores on the training items (zero-shot program)", name=name))
+    if not refused:
+        return criteria, found.demos, [], []
+    gone = {r["name"] for r in refused}
+    kept = {n: d for n, d in criteria.items() if n not in gone}
+    demos = [{**d, "criteria_scores": {k: v for k, v in d["criteria_scores"].items() if k not in gone}}
+             if d.get("criteria_scores") else d for d in found.demos]
+    warning = judge_warning("criteria_refused_on_evidence",
+                            f"{len(refused)} criteria gave every training item the same score and were removed "
+                            "from the judge; the demonstration search measured Q with them in the prompt",
+                            count=len(refused))
+    if log:
+        for r in refused:
+            log("criterion_refused", r)
+        log("warning", warning)
+    return kept, demos, refused, [warning]
 
 
 def _counting_reads(log: EventSink | None, reads: dict[str, dict[str, int]]) -> EventSink:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ...llm import LLM, GenerationParams
@@ -135,6 +135,9 @@ class DemonstrationSearch:
     warnings: list[dict[str, Any]]
     """``selection_fallback`` when the choice fell back to zero-shot
     (:func:`judge_engine.methods.base.judge_warning`)."""
+    criterion_scores: dict[str, list[Any]] = field(default_factory=dict)
+    """Criterion -> its score on each training item the zero-shot program scored (None: no score), the evidence
+    of :mod:`judge_engine.rubric_evidence`."""
 
     @property
     def reads(self) -> dict[str, int]:
@@ -233,7 +236,16 @@ def optimize_demonstrations(train: Sequence[dict[str, Any]], state: dict[str, An
                                "demo_ids": [d["sample_id"] for d in winner], "note": note})
         for w in warnings:
             log("warning", w)
-    return DemonstrationSearch(winner, summaries, warnings)
+    return DemonstrationSearch(winner, summaries, warnings, zero_shot_criterion_scores(zero_shot.values()))
+
+
+def zero_shot_criterion_scores(traces: Any) -> dict[str, list[Any]]:
+    """Criterion -> its score on each trace (None where the reply gave none); AC-Coarse traces have none."""
+    out: dict[str, list[Any]] = {}
+    for trace in traces:
+        for name, cell in (trace.get("criteria_scores") or {}).items():
+            out.setdefault(name, []).append((cell or {}).get("score"))
+    return out
 
 
 def _count_reads(results: Sequence[dict[str, Any]]) -> dict[str, int]:

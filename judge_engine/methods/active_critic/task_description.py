@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from ... import structured
 from ...llm import LLM, Completion, GenerationParams, Request
 from ...prompting import TaskInfo, load_template
+from ...rubric_model_check import check_with_model
 from ...rubric_checks import check_entry
 from ..base import EventSink, Progress, judge_warning
 from .examples import render_example
@@ -171,8 +172,8 @@ def infer_task_description(batches: Sequence[Sequence[dict[str, Any]]], *, llm: 
     return InferredTask(description, versions)
 
 
-def check_task_description(description: str, task: TaskInfo,
-                           shown: Sequence[str]) -> CheckedTaskDescription:
+def check_task_description(description: str, task: TaskInfo, shown: Sequence[str], *, llm: Any = None,
+                           emit: Any = None, aspect_name: str = "") -> CheckedTaskDescription:
     """The inferred description if the rubric checks accept it, else the dataset's own task; then the
     refusal and the flags (each None when there is none).
 
@@ -182,6 +183,9 @@ def check_task_description(description: str, task: TaskInfo,
     flags are shown.
     """
     check = check_entry(description, kind="task_description", shown=shown, max_chars=2000, output=task.output_label)
+    # the judge's own model reads it too (issue 65; not on the embedded model)
+    check = check_with_model(llm, check, kind="task_description", aspect_name=aspect_name,
+                             an_output=f"a {(task.output_label or 'response').lower()}", emit=emit)
     if check.ok:
         flagged = {**check.to_dict(), "stage": "task description"} if check.flags else None
         return CheckedTaskDescription(description, None, flagged)
@@ -226,7 +230,7 @@ def task_description_step(batches: Sequence[Sequence[dict[str, Any]]], shown: Se
         return TaskDescriptionResult("", inferred.versions, [judge_warning(
             "no_task_description", "no task description could be inferred (every observation was COMPLETE "
             "or no reply held one); the scoring prompts go without one")], [], [])
-    checked = check_task_description(inferred.description, task, shown)
+    checked = check_task_description(inferred.description, task, shown, llm=llm, emit=log)
     warnings, rejected, flagged = [], [], []
     if checked.flagged:
         flagged.append(checked.flagged)

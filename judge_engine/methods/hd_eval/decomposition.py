@@ -35,6 +35,7 @@ from ... import structured as st
 from ...llm import LLM, GenerationParams, Request
 from ...parsing import parse_json_object
 from ...prompting import TaskInfo, load_template
+from ...rubric_model_check import check_with_model
 from ...rubric_checks import RubricCheck, check_criterion, check_statement, name_key, statement_name
 from ..base import EventSink, Progress, judge_warning, small_model_hint
 from .settings import HDEvalSettings
@@ -192,7 +193,7 @@ def child_text(child: dict[str, Any]) -> str:
 
 def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
                    topics: Sequence[str] = (), parent: Sequence[str] = (), taken: Sequence[str] = (),
-                   opener: str = "") -> CheckedChildren:
+                   opener: str = "", llm: Any = None) -> CheckedChildren:
     """The children the rubric checks accept (with their ``flags`` when any), and the refused ones.
 
     A named child (the paper's form) is checked by
@@ -221,6 +222,10 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
             check = check_criterion(child["name"], child.get("definition") or "", shown=shown, accepted=accepted,
                                     parent=parent, topics=topics, output=topics[0] if topics else "")
         same = names.get(name_key(child["name"]))
+        if same is None:
+            # the judge's own model reads the child too (issue 65; ``llm`` given, not on the embedded model)
+            check = check_with_model(llm, check, kind="criterion", aspect_name=parent[0] if parent else "",
+                                     an_output=f"a {((topics[0] if topics else '') or 'response').lower()}")
         if same is not None and check.ok:
             check = RubricCheck(text, False, "near_duplicate", f"named like the criterion {same[:40]!r} already "
                                 "in the tree")
@@ -320,7 +325,7 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: L
         # each draw's children are checked against the tree and the usable children of the draws before it
         checked = check_children(found.children, shown=shown, existing=[*existing, *map(child_text, children)],
                                  topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)],
-                                 opener=opener)
+                                 opener=opener, llm=llm)
         said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
         stage = "decomposition" if draw == first else f"decomposition (draw {draw - first + 1})"
         rejected += [{**r, "stage": stage, "parent": parent.get("id")} for r in checked.refused

@@ -89,6 +89,7 @@ from ...criteria_scoring import LAYOUT_LABELS, LAYOUTS, CriterionScore, estimate
 from ...llm import LLM
 from ...metrics import MIN_SELECTION_COVERAGE
 from ...records import Aspect, Sample, Verdict
+from ...rubric_evidence import refusal_record, same_score
 from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method, Options,
                     Progress, judge_warning, register, resolve_criteria_form)
 from .aggregation import _clean_corr, fit_aggregator
@@ -200,6 +201,28 @@ class AlignmentTraining:
             self.coverage[f] = 1.0 - self.failures[f] / len(self.train)
         emit("layer_scored", {"layer": layer, "criteria": list(new), "missing": {f: self.failures[f] for f in new},
                               "reads": source_counts([c for f in new for c in self.scores[f]])})
+        self.refuse_same_score(layer, new, emit)
+
+    def refuse_same_score(self, layer: int, new: Sequence[str], emit: EventSink) -> None:
+        """Evidence in any language (issue 65): a generated node that gives every training item the same score
+        leaves the aggregator's input (``in_aggregator`` False) and is kept in ``rejected`` with that reason.
+        The aspects of layer 1 are the dataset's, not generated."""
+        nodes = tree_index(self.tree)
+        for f in new:
+            node = nodes.get(f)
+            if node is None or node["layer"] < 2:
+                continue
+            reason = same_score(None if c.missing else c.score for c in self.scores[f])
+            if reason:
+                for stored in self.tree.get("nodes", []):  # tree_index's nodes are copies
+                    if stored.get("id") == f:
+                        stored["in_aggregator"] = False
+                record = refusal_record(f"{node.get('name', '')}: {node.get('definition', '')}", reason,
+                                        stage=f"layer {layer}: scores on the training items", node=f,
+                                        parent=node.get("parent"), name=node.get("name", ""),
+                                        definition=node.get("definition", ""))
+                self.rejected.append(record)
+                emit("node_refused", record)
 
     def values(self, features: Sequence[str]) -> dict[str, list[float]]:
         return {f: [c.score for c in self.scores[f]] for f in features}
@@ -455,6 +478,8 @@ class HDEval(Method):
                     emit("layer_empty", {"layer": layer})
                     break
                 run.add_scores(layer, new, scores, emit)
+                # a node refused on its training scores (same_score) feeds no aggregator
+                features = [f for f in features if tree_index(run.tree)[f].get("in_aggregator", True)]
                 # §2.2 human preference-guided aggregation over every criterion so far (line 15), with its
                 # attribution
                 aggregating = aggregate_later(pool, train, run.values(features), features, aspects, settings)

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple, Sequence
 
 from ...prompting import fence, load_template, render_sample, shorten
 from ...records import Sample
+from ...rubric_model_check import check_with_model, runs_on
 from ...rubric_checks import RubricCheck, check_entry, check_statement, statement_name
 from .context import Context
 from .replies import MIN_HYPOTHESIS_WORDS, hypotheses_schema, read_hypotheses, read_statements, why_unread
@@ -212,6 +213,7 @@ def _check_reply(ctx: Context, found: Sequence[str], shape: str, *, shown: Seque
         # the aspect's definition said again is no hypothesis of its own: a near-duplicate of it
         check = check_entry(text, kind="hypothesis", shown=shown, accepted=[definition, *accepted] if definition
                             else accepted, topics=topics, min_words=MIN_HYPOTHESIS_WORDS, output=ctx.task.output_label)
+        check = _model_reads(ctx, check)
         checks.append(check)
         if check.ok:
             accepted.append(text)
@@ -236,6 +238,18 @@ def _note_flags(ctx: Context, checks: Sequence[RubricCheck], stage: str, opener:
             entry = {**check.to_dict(), "name": statement_name(check.text, opener), "stage": stage}
             ctx.flagged.append(entry)
             ctx.emit("rubric_flagged", entry)
+
+
+def _model_reads(ctx: Context, check: Any) -> Any:
+    """The judge's own model reads an accepted hypothesis (issue 65; not on the embedded model): one structured
+    request through the run's LLM, counted in the fit's calls, its verdict recorded as a ``model_check`` event and
+    combined with the rules' (:func:`judge_engine.rubric_model_check.check_with_model`)."""
+    before = check
+    check = check_with_model(ctx.llm, check, kind="hypothesis", aspect_name=ctx.aspect.name,
+                             an_output=f"a {(ctx.task.output_label or 'response').lower()}", emit=ctx.emit)
+    if before.ok and runs_on(ctx.llm):
+        ctx.calls += 1
+    return check
 
 
 def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence[str] = (), stage: str = "",
@@ -272,6 +286,7 @@ def check_statements(statements: Sequence[str], ctx: Context, *, shown: Sequence
         # the aspect's definition is a text the hypothesis may not nearly repeat, not a judged text it copies
         check = check_statement(statement, opener=opener, shown=shown, accepted=[*given, *accepted],
                                 parent=parent, topics=topics, output=ctx.task.output_label)
+        check = _model_reads(ctx, check)
         if check.ok:
             accepted.append(statement)
             kept.append(statement)

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from ... import metrics
 from ...records import Sample
+from ...rubric_evidence import refusal_record, same_score
 from .context import Context
 from .evaluation import evaluate_hypotheses
 
@@ -20,7 +21,11 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
     items it scored times the share of items it scored, not eligible below
     the minimum coverage (a hypothesis that scores 2 of 10 items perfectly
     cannot beat one that scores all 10 a little less well). Ranking is by
-    that value, ties broken by the stage-1 reward (ours).
+    that value, ties broken by the stage-1 reward (ours). A hypothesis that
+    gives every training item the same score is refused (``same_score``,
+    :mod:`judge_engine.rubric_evidence`) with that reason as its fitness
+    reason and a ``hypothesis_refused`` event; only a person's acceptance
+    (curated runs, below) can still keep it.
 
     Only *selectable* hypotheses (eligible and r > 0) are selected on their
     own: a hypothesis that disagrees with the humans on the training items is
@@ -49,6 +54,13 @@ def select_hypotheses(ctx: Context, bank: Sequence[dict[str, Any]], train: Seque
         e["coverage"] = fit.coverage
         e["selectable"] = fit.selectable
         e["fitness_reason"] = fit.reason or ("" if fit.selectable else "correlation at or below zero")
+        # evidence in any language (issue 65): one score for every training item is refused with that reason,
+        # kept in the bank (its fitness reason, shown on the page) and said in an event
+        constant = same_score(pred)
+        if constant:
+            e["selectable"], e["fitness_reason"] = False, constant
+            ctx.emit("hypothesis_refused", refusal_record(e.get("text", ""), constant, key=e["key"],
+                                                          stage="selection on the training samples"))
         ctx.emit("hypothesis_evaluated", {"key": e["key"], "train_pearson": e["train_pearson"],
                                           "fitness": e["fitness"], "coverage": round(fit.coverage, 4),
                                           "selectable": fit.selectable, "reason": e["fitness_reason"],
