@@ -18,8 +18,8 @@ from judge_engine.methods.hd_eval import (HDEval, HDEvalState, add_node, edit_no
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, fast_defaults, estimate
 from judge_engine.store import EditConflict
-from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
-                      widgets)
+from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
+                      trust, widgets)
 
 app_frame.require_frame()
 
@@ -242,7 +242,10 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                 if not name.strip():
                     st.error("Give the criterion a name.")
                 else:
-                    new_id = add_node(store, run_id, nid, name, definition, actor=auth.actor())
+                    who = auth.actor()
+                    new_id, _ = once.submit(store, f"hd_add_{run_id}_{nid}", (run_id, nid, name, definition),
+                                            "criterion", lambda: add_node(store, run_id, nid, name, definition,
+                                                                          actor=who))
                     messages.flash("success", f"Added {name.strip()!r} under {node['name']!r}.", at=f"hd_node:{new_id}")
                     st.session_state["hd_last_edit"] = run_id
                     st.session_state[OPEN_NODE] = nid
