@@ -175,3 +175,34 @@ def test_each_database_keeps_its_own_settings(db, tmp_path, embedded):
     at.switch_page("pages/settings.py").run()
     assert at.selectbox(key="_w_settings_backend").value == "vllm"
 
+
+
+def test_a_rescore_clicked_twice_is_one_run_and_a_reload_during_it_loses_nothing(db, tiny_dataset, started):
+    from tests.test_hypoeval_page import finished_run
+
+    run_id = finished_run(db, tiny_dataset)
+    store = Store(db)
+    owner = f"hypoeval:run:{run_id}"
+    at = open_page("pages/hypoeval.py")
+    curated = store.criteria(owner)  # seeded from the run's bank when its page first opens
+    assert curated
+    at.button(key="hypoeval_rescore").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    [rescore] = [r.id for r in store.runs() if r.id != run_id]
+    # the second click of a double click is run on the page the first one replaced: the run it re-scored
+    at.session_state["hypoeval_run_id"] = run_id
+    at.session_state["_w_hypoeval_run_id"] = run_id
+    at.session_state["hypoeval_view"] = "Curate and re-score"
+    at.session_state["_w_hypoeval_view"] = "Curate and re-score"
+    at.run()
+    at.button(key="hypoeval_rescore").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [r.id for r in store.runs() if r.id != run_id] == [rescore] and started == [rescore]
+    assert f"Run #{rescore}" in page_text(at) and "was started by this click already" in page_text(at)
+
+    reloaded = open_page("pages/hypoeval.py")  # a reload while the re-score runs: a new session
+    assert not reloaded.exception, [e.value for e in reloaded.exception]
+    assert reloaded.selectbox(key="_w_hypoeval_run_id").value == rescore, "the re-score is shown, still running"
+    assert any(p.text.startswith("queued") for p in reloaded.progress)
+    assert len(store.runs()) == 2 and started == [rescore], "a reload starts nothing"
+    assert store.criteria(owner) == curated, "the curated hypotheses are as they were"
