@@ -88,7 +88,10 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
                    "another aspect" if aspect.name not in layer1 else "")
         with_baselines = runs.BASELINES if baselines else ()
         if not missing:
-            start_form.quick_start("hd_eval", spec, key="hd_quick", baselines=with_baselines)
+            quick_id = start_form.quick_start("hd_eval", spec, key="hd_quick", baselines=with_baselines)
+            if quick_id is not None:  # drawn again with the look chosen and its "Started run #N" at the top
+                widgets.set_value("hd_run", quick_id)
+                st.rerun()
             start_form.estimate_box(spec)
         if start_form.start_button("Build the tree", "hd_start", missing=missing):
             run_id = start_form.start(spec, baselines=with_baselines, label=" (HD-Eval)")

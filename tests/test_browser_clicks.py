@@ -53,15 +53,26 @@ def page(browser):  # noqa: F811 (the imported fixture)
     context.close()
 
 
+@pytest.fixture
+def diagnose(app, page, tmp_path, request):
+    """On failure, keep a screenshot and show the page's text and the end of the server log."""
+    yield
+    report = getattr(request.node, "rep_call", None)
+    if report is not None and report.failed:
+        shot = tmp_path / "failure.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}\npage:\n{page.locator('body').inner_text()[:3000]}\n"
+              f"streamlit log:\n{app.log.read_text(errors='replace')[-3000:]}")
+
+
 def double_click(page, button, gap_s: float) -> None:
-    """Two presses where the button was, ``gap_s`` apart, as a person's double click: the second one is not
-    held back until the page has settled (Playwright's own click would wait for that)."""
+    """Two presses of ``button``, ``gap_s`` apart, as a person's double click. The second is forced: it presses
+    the button the page shows then, without waiting for the page to settle after the first (Playwright's own
+    click would wait for that, and Streamlit keeps the old button on the page while it reruns)."""
     button.wait_for()
-    box = button.bounding_box()
-    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-    page.mouse.click(x, y)
+    button.click()
     time.sleep(gap_s)
-    page.mouse.click(x, y)
+    button.click(force=True)
 
 
 def settle(page) -> None:
@@ -71,7 +82,7 @@ def settle(page) -> None:
 
 
 @pytest.mark.parametrize("gap_s", GAPS_S)
-def test_start_run_double_clicked_starts_one_run_named_on_the_page(app, page, gap_s):
+def test_start_run_double_clicked_starts_one_run_named_on_the_page(app, page, diagnose, gap_s):
     store = Store(app.db)
     before = {r.id for r in store.runs()}
     page.goto(f"{app.url}/runs")
@@ -88,13 +99,13 @@ def test_start_run_double_clicked_starts_one_run_named_on_the_page(app, page, ga
 
 
 @pytest.mark.parametrize("gap_s", GAPS_S)
-def test_quick_first_look_double_clicked_starts_one_look(app, page, gap_s):
+def test_quick_first_look_double_clicked_starts_one_look(app, page, diagnose, gap_s):
     store = Store(app.db)
     before = {r.id for r in store.runs() if r.method == "hypoeval"}
     page.goto(f"{app.url}/hypoeval")
-    button = page.get_by_role("button", name=re.compile(r"^Quick first look"))
-    button.wait_for()
+    page.get_by_text("LLM requests to score the test items").wait_for()  # drawn after the button: the form is done
     idle(page)
+    button = page.get_by_role("button", name=re.compile(r"^Quick first look"))
     double_click(page, button, gap_s)
     page.get_by_text(re.compile(r"Started run #\d+ \(quick first look\)|was started by this click already")
                      ).first.wait_for()
