@@ -90,7 +90,7 @@ def resume(run: RunRecord, *, force: bool = False) -> None:
     stops again can be resumed again)."""
     token = once.token(f"runs_resume_{run.id}", (run.id, run.version, force))
     try:  # force only when asked: a run whose worker died twice at one step (run_view.death_details)
-        started = resume_run(store, run.id, api_key=session.api_key(), force=force, token=token)
+        started = resume_run(store, run.id, api_key=session.api_key(), force=force, token=token, reach=True)
     except NotFound:
         st.error(f"Run #{run.id} no longer exists (it was deleted meanwhile); nothing was started.")
         return

@@ -86,7 +86,7 @@ def test_a_run_on_a_backend_that_cannot_work_here_is_refused_before_it_is_create
                 LLMConfig(backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1")):
         spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=4, llm=llm)
         with pytest.raises(ValueError, match="Settings"):
-            runs.launch(store, spec, token="t")
+            runs.launch(store, spec, token="t", reach=True)  # the pages try the server's connection
     assert store.runs() == [] and started == []
 
 

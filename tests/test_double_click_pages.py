@@ -206,3 +206,18 @@ def test_a_rescore_clicked_twice_is_one_run_and_a_reload_during_it_loses_nothing
     assert any(p.text.startswith("queued") for p in reloaded.progress)
     assert len(store.runs()) == 2 and started == [rescore], "a reload starts nothing"
     assert store.criteria(owner) == curated, "the curated hypotheses are as they were"
+
+
+def test_start_on_an_unreachable_server_is_refused_with_the_fix_and_nothing_is_created(looked, started):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    at = open_page("pages/settings.py")
+    at.selectbox(key="_w_settings_backend").set_value("openai").run()
+    at.text_input(key="_w_settings_base_url").set_value(f"http://127.0.0.1:{port}/v1").run()
+    at.switch_page("pages/runs.py").run()
+    at.button(key="runs_start").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert any("cannot reach its server" in e and "base URL under Settings" in e for e in errors), errors
+    assert looked.runs() == [] and started == []

@@ -88,10 +88,11 @@ def runs_on_same_split(store: Store, run: RunRecord, *, methods: tuple[str, ...]
     return out
 
 
-def refuse_unavailable(llm: LLMConfig, *, api_key: str | None = None) -> None:
+def refuse_unavailable(llm: LLMConfig, *, api_key: str | None = None, reach: bool = False) -> None:
     """ValueError naming why ``llm``'s backend cannot work here and the fix
-    (:func:`judge_engine.llm.availability.backend_problem`); nothing when it can."""
-    problem = backend_problem(llm, api_key=api_key)
+    (:func:`judge_engine.llm.availability.backend_problem`); nothing when it can. ``reach``: also try a TCP
+    connection to a server's base URL (the pages do; a server down later pauses the run, to be resumed)."""
+    problem = backend_problem(llm, api_key=api_key, reach=reach)
     if problem:
         raise ValueError(problem)
 
@@ -109,7 +110,7 @@ def _still_there(store: Store) -> Any:
 
 def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None,
            baselines: Sequence[str | Baseline] = (), actor: str = "", api_key: str | None = None,
-           log_dir: str | Path | None = None, token: str = "") -> list[Started]:
+           log_dir: str | Path | None = None, token: str = "", reach: bool = False) -> list[Started]:
     """Create a run and start its worker, with ``baselines`` on exactly its split: the one way pages start work.
 
     A baseline (paper-default parameters) that already exists on the same
@@ -119,9 +120,10 @@ def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Sp
     (:func:`refuse_unavailable`); a worker that cannot start leaves its run created, to be
     resumed, and says why in :attr:`Started.worker_error`. ``token``: the submission's
     (:mod:`judge_engine.submissions`): given again, it starts nothing and returns the runs it started the
-    first time, marked :attr:`Started.repeated` (a run deleted since is started anew).
+    first time, marked :attr:`Started.repeated` (a run deleted since is started anew). ``reach``: a server
+    that accepts no connection is refused too (:func:`refuse_unavailable`).
     """
-    refuse_unavailable(spec.llm, api_key=api_key)
+    refuse_unavailable(spec.llm, api_key=api_key, reach=reach)
     stored = ensure_dataset(store, spec.dataset)  # once for the run and its baselines
     wanted = [Baseline.of(b) for b in baselines]
 
@@ -153,7 +155,7 @@ def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Sp
 
 
 def resume(store: Store, run_id: int, *, api_key: str | None = None, force: bool = False, token: str = "",
-           log_dir: str | Path | None = None) -> Started:
+           log_dir: str | Path | None = None, reach: bool = False) -> Started:
     """Start a worker that continues run ``run_id`` (see :func:`start_run`), once per ``token``.
 
     :class:`NotFound` when the run was deleted meanwhile; ValueError when its backend cannot work here
@@ -161,7 +163,7 @@ def resume(store: Store, run_id: int, *, api_key: str | None = None, force: bool
     the same run (two would score the same items side by side) and returns :attr:`Started.repeated`.
     """
     run = store.run(run_id)
-    refuse_unavailable(LLMConfig.from_dict(run.llm), api_key=api_key)
+    refuse_unavailable(LLMConfig.from_dict(run.llm), api_key=api_key, reach=reach)
     _, first = once(store, token, "resume", lambda: {"runs": [{"run_id": run_id}]}, still_there=_still_there(store))
     if not first:
         return Started(run_id, run.method, "run", repeated=True)

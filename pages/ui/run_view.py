@@ -79,7 +79,7 @@ def resume(store: Store, run: RunRecord, *, force: bool, key: str) -> None:
     holds the run's version, so a run that stops again can be resumed again); the page is drawn again."""
     token = once.token(f"{key}_resume_{run.id}", (run.id, run.version, force))
     try:
-        started = runs.resume(store, run.id, api_key=session.api_key(), force=force, token=token)
+        started = runs.resume(store, run.id, api_key=session.api_key(), force=force, token=token, reach=True)
     except NotFound:
         st.error(f"Run #{run.id} no longer exists (it was deleted meanwhile); nothing was started.")
         return

@@ -254,7 +254,7 @@ def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any
     token = once.token(key, (spec, tuple(baselines), judge, split, label))
     try:
         started = runs.launch(store, spec, judge=judge, split=split, baselines=baselines, actor=auth.actor(),
-                              api_key=session.api_key(), token=token)
+                              api_key=session.api_key(), token=token, reach=True)
     except (ValueError, NotFound) as exc:
         st.error(messages.escape_markdown(str(exc)))
         return None
