@@ -221,3 +221,28 @@ def test_start_on_an_unreachable_server_is_refused_with_the_fix_and_nothing_is_c
     errors = [e.value.replace("\\", "") for e in at.error]
     assert any("cannot reach its server" in e and "base URL under Settings" in e for e in errors), errors
     assert looked.runs() == [] and started == []
+
+
+def test_signed_in_people_keep_their_own_settings_and_a_viewer_keeps_none(db, embedded):
+    from tests.test_annotate_page import TEAM
+
+    def signed_in(email: str) -> AppTest:
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.secrets = TEAM
+        at.user = {"is_logged_in": True, "email": email}
+        at.run()
+        at.switch_page("pages/settings.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        return at
+
+    ana = signed_in("ana@example.org")
+    ana.selectbox(key="_w_settings_backend").set_value("openai").run()
+    ana.text_input(key="_w_settings_base_url").set_value("http://127.0.0.1:9/v1").run()
+    assert signed_in("ana@example.org").text_input(key="_w_settings_base_url").value == "http://127.0.0.1:9/v1"
+    assert signed_in("ben@example.org").selectbox(key="_w_settings_backend").value == "llamacpp", "ana's are hers"
+    vic = signed_in("vic@example.org")
+    vic.selectbox(key="_w_settings_backend").set_value("vllm").run()
+    assert any("not kept for the next visit" in w.value for w in vic.warning)
+    assert signed_in("vic@example.org").selectbox(key="_w_settings_backend").value == "llamacpp"
+    kept = saved_settings.load(Store(db), saved_settings.DATABASE, saved_settings.user_scope("ana@example.org"))
+    assert kept["settings_backend"] == "openai"
