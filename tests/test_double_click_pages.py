@@ -246,3 +246,13 @@ def test_signed_in_people_keep_their_own_settings_and_a_viewer_keeps_none(db, em
     assert signed_in("vic@example.org").selectbox(key="_w_settings_backend").value == "llamacpp"
     kept = saved_settings.load(Store(db), saved_settings.DATABASE, saved_settings.user_scope("ana@example.org"))
     assert kept["settings_backend"] == "openai"
+
+
+def test_no_quick_first_look_is_offered_on_a_backend_that_cannot_work_here(looked, started, no_embedded):
+    at = open_page("pages/hypoeval.py")
+    at.session_state["settings_backend"] = "llamacpp"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not [b for b in at.button if b.key in ("hypoeval_quick", "hypoeval_start")]
+    errors = [e.value.replace("\\", "") for e in at.error]
+    assert len(errors) == 1 and "The embedded model is not installed here" in errors[0], errors

@@ -298,6 +298,8 @@ def quick_start(method: str, spec: RunSpec, *, key: str,
 
     ``baselines`` may be a function of the look's parameters (HPSS's base prompt takes the search's settings):
     it is asked with the method's quick parameters for the estimate, then with the chosen look's."""
+    if backend_problem(spec.llm, api_key=session.api_key(), reach=False):
+        return None  # no look offered on a backend that cannot work here: the estimate box below says why
     wanted = _baselines(baselines, {**spec.params, **METHODS[method].quick_params, **(params or {})})
     try:
         look = _quick_look(str(session.get_store().path), spec, wanted, params)
