@@ -196,6 +196,14 @@ def m005_run_estimate(db: Database) -> None:
     db["runs"].add_column("estimate", str)
 
 
+@migrations()
+def m006_submissions_and_settings(db: Database) -> None:
+    """A click's token claimed once (:mod:`.submissions`); settings kept per database or user (:mod:`.saved_settings`)."""
+    db["submissions"].create({"token": str, "kind": str, "result": str, "actor": str, "created": float}, pk="token")
+    db["saved_settings"].create({"scope": str, "name": str, "value": str, "actor": str, "updated": float},
+                                pk=("scope", "name"))
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=True)
 

@@ -21,8 +21,8 @@ from judge_engine.methods.active_critic import ActiveCriticState, edited_judge
 from judge_engine.records import RunEvent, RunRecord, RunSummary
 from judge_engine.runs import RunSpec, fast_defaults, effective_status
 from judge_engine.store import EditConflict
-from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
-                      widgets)
+from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
+                      trust, widgets)
 from pages.ui import glossary
 
 app_frame.require_frame()
@@ -263,8 +263,10 @@ if saved:
             seen[key] = curation.save(store, owner, key, expected_version=seen.get(key, by_key[key].version),
                                       actor=auth.actor(), **change)
         if add_name.strip():
-            curation.add(store, owner, next_key(items), name=add_name.strip(), definition=add_def.strip(),
-                         status="added", actor=auth.actor())
+            who = auth.actor()
+            once.submit(store, f"ac_add_{run_id}", (owner, add_name.strip(), add_def.strip()), "criterion",
+                        lambda: curation.add(store, owner, next_key(items), name=add_name.strip(),
+                                             definition=add_def.strip(), status="added", actor=who))
             changes.append(("new", {}))
     except EditConflict as exc:
         st.error(messages.escape_markdown(f"{exc}. Your other changes before it were saved; press Reload to see the "

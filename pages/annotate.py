@@ -5,7 +5,7 @@ import streamlit as st
 
 from judge_engine import annotations, compare
 from judge_engine.store import NotFound
-from pages.ui import app_frame, auth, messages, readers, session, tables
+from pages.ui import app_frame, auth, messages, once, readers, session, tables
 
 app_frame.require_frame()
 
@@ -74,7 +74,9 @@ else:
         others = [a for a in annotations.latest(labels) if a.sample == item and a.annotator != me]
         if not blind and others:
             st.caption(messages.escape_markdown("Others' scores: " + ", ".join(f"{a.annotator} {a.value:g}" for a in others)))
-    with st.form("annotate_form", clear_on_submit=True):
+    # keyed by the item: the second click of a double Enter names the form of the item the person saw, which
+    # is not drawn again once it is labelled, so it cannot label the next item with the same score
+    with st.form(f"annotate_form_{item}", clear_on_submit=True):
         value = st.number_input(messages.escape_markdown(f"Your {aspect.name} score ({aspect.low:g}-{aspect.high:g}), "
                                              "then Enter"), min_value=float(aspect.low), max_value=float(aspect.high),
                                 value=None, step=1.0, key="annotate_value",
@@ -89,7 +91,10 @@ else:
             st.error("Type a score first (or Skip).")
         else:
             try:
-                store.add_annotation(ds_name, item, aspect_name, value, annotator=auth.actor(), note=note)
+                who = auth.actor()
+                once.submit(store, "annotate_save", (ds_name, item, aspect_name, float(value), note), "annotation",
+                            lambda: store.add_annotation(ds_name, item, aspect_name, value, annotator=who,
+                                                         note=note).value)
             except (ValueError, NotFound) as exc:
                 st.error(messages.escape_markdown(str(exc)))
             else:

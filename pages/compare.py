@@ -11,7 +11,8 @@ from judge_engine.methods import Judge
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec
 from judge_engine.store import NotFound
-from pages.ui import app_frame, auth, messages, probes, readers, session, start_form, stress, tables, trust
+from pages.ui import (app_frame, auth, messages, once, probes, readers, session, start_form, stress, tables,
+                      trust)
 from pages.ui import glossary
 
 app_frame.require_frame()
@@ -314,7 +315,9 @@ if len(chosen) >= 2:
                 st.error("Enter a score first.")
             else:
                 try:
-                    store.add_annotation(ds_name, to_label, aspect, value, annotator=auth.actor())
+                    who = auth.actor()
+                    once.submit(store, "compare_label_save", (ds_name, to_label, aspect, float(value)), "annotation",
+                                lambda: store.add_annotation(ds_name, to_label, aspect, value, annotator=who).value)
                 except (ValueError, NotFound) as exc:
                     st.error(messages.escape_markdown(str(exc)))
                 else:

@@ -19,8 +19,8 @@ from judge_engine.methods.hd_eval import (HDEval, HDEvalState, RefitPreview, add
 from judge_engine.records import RunEvent
 from judge_engine.runs import RunSpec, fast_defaults, estimate
 from judge_engine.store import EditConflict
-from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
-                      widgets)
+from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
+                      trust, widgets)
 from pages.ui import glossary
 
 app_frame.require_frame()
@@ -90,7 +90,10 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
                    "another aspect" if aspect.name not in layer1 else "")
         with_baselines = runs.BASELINES if baselines else ()
         if not missing:
-            start_form.quick_start("hd_eval", spec, key="hd_quick", baselines=with_baselines)
+            quick_id = start_form.quick_start("hd_eval", spec, key="hd_quick", baselines=with_baselines)
+            if quick_id is not None:  # drawn again with the look chosen and its "Started run #N" at the top
+                widgets.set_value("hd_run", quick_id)
+                st.rerun()
             start_form.estimate_box(spec)
         if start_form.start_button("Build the tree", "hd_start", missing=missing):
             run_id = start_form.start(spec, baselines=with_baselines, label=" (HD-Eval)")
@@ -261,7 +264,10 @@ def node_editor(node: dict, edit_slot, add_slot) -> None:
                 if not name.strip():
                     st.error("Give the criterion a name.")
                 else:
-                    new_id = add_node(store, run_id, nid, name, definition, actor=auth.actor())
+                    who = auth.actor()
+                    new_id, _ = once.submit(store, f"hd_add_{run_id}_{nid}", (run_id, nid, name, definition),
+                                            "criterion", lambda: add_node(store, run_id, nid, name, definition,
+                                                                          actor=who))
                     messages.flash("success", f"Added {name.strip()!r} under {node['name']!r}.", at=f"hd_node:{new_id}")
                     st.session_state["hd_last_edit"] = run_id
                     st.session_state[OPEN_NODE] = nid

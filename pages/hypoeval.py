@@ -13,8 +13,8 @@ from judge_engine.methods import hypoeval as he
 from judge_engine.records import RunRecord, RunSummary
 from judge_engine.runs import RunSpec, fast_defaults, effective_status
 from judge_engine.store import EditConflict
-from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
-                      widgets)
+from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
+                      trust, widgets)
 from pages.ui import glossary
 
 app_frame.require_frame()
@@ -76,8 +76,11 @@ if dataset is not None:
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
                    train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
     with_baselines = runs.BASELINES if baselines else ()
-    start_form.quick_start(METHOD, spec, key="hypoeval_quick", baselines=with_baselines,
-                           params={"n_train": start_form.QUICK_TRAIN})
+    quick_id = start_form.quick_start(METHOD, spec, key="hypoeval_quick", baselines=with_baselines,
+                                      params={"n_train": start_form.QUICK_TRAIN})
+    if quick_id is not None:  # drawn again with the look chosen below and its "Started run #N" at the top
+        widgets.set_value("hypoeval_run_id", quick_id)
+        st.rerun()
     if start_form.estimate_box(spec) is not None:
         if not notes:
             st.caption("No literature notes: literature refinement rounds and literature-only hypotheses "
@@ -190,8 +193,10 @@ OPEN_KEY = "hypoeval_open"
 
 def add_hypothesis(owner: str, text: str) -> None:
     key = he.hypothesis_key(text)
-    try:
-        curation.add(store, owner, key, name=key, definition=text, status="accepted", actor=auth.actor())
+    who = auth.actor()
+    try:  # once per click: a double click's second run finds the text added and says nothing more
+        once.submit(store, f"hypoeval_add_{owner}", (owner, text), "hypothesis",
+                    lambda: curation.add(store, owner, key, name=key, definition=text, status="accepted", actor=who))
     except EditConflict:
         messages.flash("warning", "That hypothesis is already in the list.")
     except ValueError as exc:  # binary or megabytes pasted: nothing was saved
@@ -250,7 +255,9 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
                                   index=0 if item.status == "accepted" else 1, key=f"hypoeval_status_{item.id}")
                 saved = st.form_submit_button("Save")
             messages.show_flash(at=f"hypoeval:{item.id}")  # "Saved." beside the form, not at the page top
-            undo = bool(item.history) and st.button("Undo last change", key=f"hypoeval_undo_{item.id}")
+            # keyed by the version it undoes: a double click's second run draws the button of the next version,
+            # so one click undoes one change
+            undo = bool(item.history) and st.button("Undo last change", key=f"hypoeval_undo_{item.id}_v{item.version}")
             if saved and not undo and not text.strip():
                 st.session_state[OPEN_KEY] = item.key
                 st.error("Not saved: a hypothesis cannot be empty. To leave it out of the judge, set its status to "
@@ -261,8 +268,11 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
                     if undo:
                         version = curation.undo(store, owner, item.key, expected_version=seen, actor=auth.actor())
                     else:
-                        version = curation.save(store, owner, item.key, expected_version=seen, actor=auth.actor(),
-                                                definition=text.strip(), status=status)
+                        who = auth.actor()
+                        version, _ = once.submit(
+                            store, f"hypoeval_save_{item.id}", (owner, item.key, text.strip(), status), "hypothesis",
+                            lambda: curation.save(store, owner, item.key, expected_version=seen, actor=who,
+                                                  definition=text.strip(), status=status))
                 except EditConflict as exc:
                     st.error(messages.escape_markdown(f"Not saved: {exc}. The latest text is: {item.definition}"))
                     st.session_state[seen_key] = item.version  # saving again now overwrites that version knowingly

@@ -10,9 +10,11 @@ from judge_engine import export, figures
 from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, describe_parameters, get_method
 from judge_engine.records import RunRecord
-from judge_engine.runs import RunSpec, fast_defaults, effective_status, start_run
+from judge_engine.runs import RunSpec, fast_defaults, effective_status
+from judge_engine.runs import resume as resume_run
 from judge_engine.store import NotFound
-from pages.ui import app_frame, messages, probes, readers, run_view, session, start_form, tables, trust, widgets
+from pages.ui import (app_frame, messages, once, probes, readers, run_view, session, start_form, tables, trust,
+                      widgets)
 from pages.ui import glossary
 
 app_frame.require_frame()
@@ -73,7 +75,7 @@ if dataset is not None:
                        params={**start_form.changed(method, params), **extra}, train_size=split.train_size,
                        test_size=split.test_size, seed=split.seed, llm=session.llm_config())
         if start_form.estimate_box(spec) is not None and start_form.start_button("Start run", "runs_start"):
-            run_id = start_form.start(spec)
+            run_id = start_form.start(spec, key="runs_start")
             if run_id is not None:
                 widgets.set_value("runs_run_id", run_id)
                 st.rerun()
@@ -84,13 +86,22 @@ def resumed_recently(run_id: int) -> bool:
     return time.time() - st.session_state.get("runs_resumed", {}).get(run_id, 0.0) < RESUME_GRACE_S
 
 
-def resume(run_id: int, *, force: bool = False) -> None:
+def resume(run: RunRecord, *, force: bool = False) -> None:
+    """Resume ``run`` once however fast Resume is clicked (the token holds the run's version: a run that
+    stops again can be resumed again)."""
+    token = once.token(f"runs_resume_{run.id}", (run.id, run.version, force))
     try:  # force only when asked: a run whose worker died twice at one step (run_view.death_details)
-        start_run(store.path, run_id, api_key=session.api_key(), **({"force": True} if force else {}))
-    except OSError as exc:
-        st.error(messages.escape_markdown(f"Could not start a worker: {exc}"))
+        started = resume_run(store, run.id, api_key=session.api_key(), force=force, token=token, reach=True)
+    except NotFound:
+        st.error(f"Run #{run.id} no longer exists (it was deleted meanwhile); nothing was started.")
         return
-    st.session_state.setdefault("runs_resumed", {})[run_id] = time.time()
+    except ValueError as exc:
+        st.error(messages.escape_markdown(f"Run #{run.id} was not resumed: {exc}"))
+        return
+    if started.worker_error:
+        st.error(messages.escape_markdown(f"Could not start a worker: {started.worker_error}"))
+        return
+    st.session_state.setdefault("runs_resumed", {})[run.id] = time.time()
     st.rerun()
 
 
@@ -101,7 +112,11 @@ def progress_panel(run_id: int) -> None:
 
     @st.fragment(run_every="2s" if live else None)
     def panel() -> None:
-        run = session.get_store().run(run_id)
+        try:
+            run = session.get_store().run(run_id)
+        except NotFound:
+            st.warning(f"Run #{run_id} no longer exists (it was deleted meanwhile).")
+            return
         status = effective_status(run)
         waiting = status not in tables.LIVE_STATUSES and status != "finished" and resumed_recently(run_id)
         ledger = run.ledger  # llm.LedgerTotals: all 0 before the run's first call
@@ -127,7 +142,7 @@ def progress_panel(run_id: int) -> None:
             st.caption("Resume continues where it stopped: the fitted judge and scored samples are kept and "
                        "cached LLM calls are not paid again.")
             if st.button("Resume anyway" if force else "Resume", key=f"runs_resume_{run_id}", type="primary"):
-                resume(run_id, force=force)
+                resume(run, force=force)
         if status != "finished":
             m = st.columns(5)
             m[0].metric("LLM calls", ledger.calls, help=glossary.HELP["LLM calls"])
@@ -219,6 +234,7 @@ def results(run: RunRecord) -> None:
 # --------------------------------------------------------------------------- all runs
 st.subheader("All runs")
 runs = store.runs(limit=200)
+run_view.deleted_meanwhile(store, "runs_run_id", [r.id for r in runs])
 if not runs:
     st.info("No run yet.")
 else:
@@ -230,7 +246,11 @@ else:
     if st.session_state.get("runs_run_id") not in ids:
         widgets.set_value("runs_run_id", ids[0])
     run_id = widgets.bound(st.selectbox, "Show run", "runs_run_id", options=ids, format_func=labels.get)
-    run = store.run(run_id)
+    try:
+        run = store.run(run_id)
+    except NotFound:  # deleted between the list and this read
+        st.warning(f"Run #{run_id} no longer exists (it was deleted meanwhile); choose another.")
+        st.stop()
     title = METHODS[run.method].title if run.method in METHODS else run.method
     st.subheader(messages.escape_markdown(f"Run #{run_id}: {title} on {run.dataset} / {run.aspect}"))
     split = run.split

@@ -1,16 +1,31 @@
-"""Settings: which LLM backend judges, how it is reached and what it costs (session only)."""
+"""Settings: which LLM backend judges, how it is reached and what it costs (kept in the database, never the key)."""
+
+import os
 
 import streamlit as st
 
 from judge_engine.llm import (BACKEND_NAMES, STRUCTURED_HELP, STRUCTURED_MODES, LLMError, connection_check,
                               describe_structured_mode)
-from pages.ui import app_frame, messages, session, widgets
+from judge_engine.llm.availability import backend_problem
+from pages.ui import app_frame, auth, messages, session, widgets
 
 app_frame.require_frame()
 
+
+@st.cache_data(ttl=10, show_spinner=False, max_entries=8)
+def _problem(config, key_given: bool) -> str | None:
+    # a server's connection is tried at most every 10 s: each rerun of this page would wait for it otherwise
+    return backend_problem(config, api_key="typed" if key_given else None)
+
+
 st.title("Settings")
-st.caption("These settings belong to this browser session. Each run stores the backend settings it used "
-           "(never the API key).")
+st.caption(("Your settings are kept for your account on this workbench" if auth.team_mode() else
+            "These settings are kept in the database, for the next visit, tab or restart")
+           + ": all but the API key, which stays in this browser session (or the environment). Each run stores "
+             "the backend settings it used (never the API key).")
+if st.session_state.get("settings_not_kept"):
+    st.warning(messages.escape_markdown(f"A change was not kept for the next visit ({st.session_state['settings_not_kept']}); "
+                                        "it holds for this session."))
 
 st.subheader("LLM backend")
 backend = widgets.bound(st.selectbox, "Backend", "settings_backend", options=list(BACKEND_NAMES),
@@ -30,6 +45,12 @@ elif backend == "openai":
                   placeholder="empty = https://api.openai.com/v1",
                   help="Any OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 for a vLLM server.")
     widgets.bound(st.text_input, "Model", "settings_model_openai", placeholder="gpt-4o-mini")
+    offered = [name for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY") if os.environ.get(name)]
+    if offered:
+        st.caption(messages.escape_markdown(
+            f"The environment sets {' and '.join(offered)}"
+            + (f" (base URL {os.environ['OPENAI_BASE_URL']})" if "OPENAI_BASE_URL" in offered else "")
+            + ": an empty base URL or API key here uses them."))
     widgets.bound(st.text_input, "API key", "settings_api_key", type="password",
                   help="Kept in this browser session only: it is passed to the backend and to run workers, "
                        "never saved to the database, logs or exports.")
@@ -94,6 +115,9 @@ with cols[1]:
 config = session.llm_config()
 st.subheader("Active configuration")
 st.text(config.label)
+problem = _problem(config, session.api_key() is not None)
+if problem:
+    st.error(messages.escape_markdown(f"No run can start on this backend now: {problem}"))
 with st.expander("All backend settings stored with a run"):
     st.json(config.to_dict())
 

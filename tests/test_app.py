@@ -303,7 +303,9 @@ def test_failed_run_shows_message_and_resume(sfhot_db, monkeypatch):
     run_id = create_run(store, RunSpec(method="direct", dataset="sfhot", aspect="overall", train_size=5, test_size=6))
     store.update_run(run_id, status="failed", message="LLMError: server said no")
     resumed = []
-    monkeypatch.setattr(runs_module, "start_run", lambda db_path, rid, *, api_key=None, log_dir=None: resumed.append(rid))
+    # Resume goes through runs.resume (once per click), which starts the worker with launching's start_run
+    monkeypatch.setattr(runs_module.launching, "start_run",
+                        lambda db_path, rid, *, api_key=None, log_dir=None: resumed.append(rid))
     at = goto(open_app(), "pages/runs.py")
     assert any("server said no" in m for m in errors(at))
     at.button(key=f"runs_resume_{run_id}").click().run()
@@ -326,7 +328,7 @@ def test_a_run_whose_worker_died_twice_at_one_step_says_so_and_offers_resume_any
         record_exit(store, WorkerExit(run_id, DIED, time.time(), returncode=-11, signal="SIGSEGV", stage="scoring",
                                       done=3, total=6, log_tail="Fatal Python error: Segmentation fault\n  File x"))
     resumed = []
-    monkeypatch.setattr(runs_module, "start_run",
+    monkeypatch.setattr(runs_module.launching, "start_run",
                         lambda db_path, rid, *, api_key=None, log_dir=None, force=False: resumed.append((rid, force)))
     at = goto(open_app(), "pages/runs.py")
     assert any("worker died by SIGSEGV at scoring (step 3 of 6)" in w.value for w in at.warning)

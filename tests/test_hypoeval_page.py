@@ -128,7 +128,7 @@ def test_finished_run_shows_bank_selection_results_and_curation_with_versions(db
     assert next(r for r in store.criteria(owner) if r["id"] == bad["id"])["version"] == 3
 
     # undo restores the previous text as a new version
-    at.button(key=f"hypoeval_undo_{bad['id']}").click().run()
+    at.button(key=f"hypoeval_undo_{bad['id']}_v3").click().run()  # keyed by the version it undoes
     undone = next(r for r in store.criteria(owner) if r["id"] == bad["id"])
     assert undone["version"] == 4 and undone["definition"].endswith("Edited.")
 

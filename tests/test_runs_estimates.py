@@ -20,7 +20,7 @@ def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, star
     remote_spec = RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")})
     remote = runs.estimate_duration(store, remote_spec)
     assert remote.minutes is None and "no timing" in remote.describe()
-    run_id = runs.launch(store, remote_spec)[0].run_id
+    run_id = runs.launch(store, remote_spec, api_key="sk-test")[0].run_id  # api.openai.com needs a key
     store.update_run(run_id, ledger={"calls": 40, "seconds": 20.0})  # still running: the backend's speed only
     timed = runs.estimate_duration(store, remote_spec)
     parallel = remote_spec.llm.concurrency  # calls in flight share the wall time

@@ -44,7 +44,8 @@ def test_runs_on_another_backend_or_split_are_not_comparable(store, tiny_dataset
     first = runs.launch(store, spec)[0].run_id
     other_seed = runs.launch(store, RunSpec(**{**spec.__dict__, "seed": 2}))[0].run_id
     other_model = runs.launch(store, RunSpec(**{**spec.__dict__, "llm": LLMConfig(backend="openai", model="m")}),
-                              split=Split.from_dict(store.get_run(first)["split"]))[0].run_id
+                              split=Split.from_dict(store.get_run(first)["split"]),
+                              api_key="sk-test")[0].run_id  # api.openai.com is refused without a key
     same = runs.launch(store, spec, split=Split.from_dict(store.get_run(first)["split"]))[0].run_id
     found = {r.id for r in runs.runs_on_same_split(store, store.run(first))}
     assert same in found and other_model not in found

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
                             SHORT_RUN_MINUTES, Duration, counted_calls, estimate, estimate_duration, method_speed,
                             seconds_per_call)
     from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
-    from .launching import BASELINES, Baseline, Started, launch, runs_on_same_split, same_backend
+    from .launching import (BASELINES, Baseline, Started, launch, refuse_unavailable, resume, runs_on_same_split,
+                            same_backend)
     from .looks import QUICK_LOOK_SECONDS, LookEstimate, QuickLook, estimate_look, quick_look
     from .spec import (QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
                        quick_spec)
@@ -54,7 +55,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "estimates": ('EMBEDDED_SECONDS_PER_CALL', 'EMBEDDED_SECONDS_PER_COUNTED_CALL', 'MIN_CALLS_FOR_TIMING', 'SHORT_RUN_MINUTES', 'Duration', 'counted_calls', 'estimate', 'estimate_duration', 'method_speed', 'seconds_per_call'),
     "execute": ('NO_JUDGE_PREFIX', 'RunProgress', 'ended_without_judge', 'execute_run'),
-    "launching": ('BASELINES', 'Baseline', 'Started', 'launch', 'runs_on_same_split', 'same_backend'),
+    "launching": ('BASELINES', 'Baseline', 'Started', 'launch', 'refuse_unavailable', 'resume', 'runs_on_same_split',
+                  'same_backend'),
     "looks": ('QUICK_LOOK_SECONDS', 'LookEstimate', 'QuickLook', 'estimate_look', 'quick_look'),
     "spec": ('QUICK_TEST', 'QUICK_TRAIN', 'RunSpec', 'create_run', 'ensure_dataset', 'fast_defaults', 'human_dataset', 'quick_spec'),
     "summary": ('run_warnings', 'summarize'),
@@ -87,5 +89,5 @@ __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNT
            "QUICK_TEST", "QUICK_TRAIN", "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
            "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
            "execute_run", "fast_defaults", "human_dataset", "launch", "quick_spec", "run_warnings", "runs_on_same_split",
-           "same_backend", "seconds_per_call", "start_run", "summarize",
+           "refuse_unavailable", "resume", "same_backend", "seconds_per_call", "start_run", "summarize",
            "Stopped", "busy_note", "busy_with", "poll_interval", "serialises_calls", "stop_run", "stop_runs"]

@@ -7,9 +7,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..llm import LLMConfig
+from ..llm.availability import backend_problem
 from ..methods import Judge, get_method
 from ..records import RunRecord, Split
-from ..store import STOPPED_STATUSES, Store
+from ..store import STOPPED_STATUSES, NotFound, Store
+from ..submissions import once
 from .spec import RunSpec, create_run, ensure_dataset
 from .workers import start_run
 
@@ -50,6 +52,8 @@ class Started:
     """Why the worker could not start (the run exists and can be resumed); empty when it runs."""
     reused: bool = False
     """A baseline that already existed on this split and backend (nothing new started)."""
+    repeated: bool = False
+    """The same submission (its token) had started this run already: nothing new was started."""
 
 
 def same_backend(a: LLMConfig, b: LLMConfig) -> bool:
@@ -84,34 +88,90 @@ def runs_on_same_split(store: Store, run: RunRecord, *, methods: tuple[str, ...]
     return out
 
 
+def refuse_unavailable(llm: LLMConfig, *, api_key: str | None = None, reach: bool = False) -> None:
+    """ValueError naming why ``llm``'s backend cannot work here and the fix
+    (:func:`judge_engine.llm.availability.backend_problem`); nothing when it can. ``reach``: also try a TCP
+    connection to a server's base URL (the pages do; a server down later pauses the run, to be resumed)."""
+    problem = backend_problem(llm, api_key=api_key, reach=reach)
+    if problem:
+        raise ValueError(problem)
+
+
+def _still_there(store: Store) -> Any:
+    def check(result: dict[str, Any]) -> bool:
+        try:
+            for made in result.get("runs", []):
+                store.get_run(made["run_id"])
+        except NotFound:
+            return False
+        return True
+    return check
+
+
 def launch(store: Store, spec: RunSpec, *, judge: Judge | None = None, split: Split | None = None,
            baselines: Sequence[str | Baseline] = (), actor: str = "", api_key: str | None = None,
-           log_dir: str | Path | None = None) -> list[Started]:
+           log_dir: str | Path | None = None, token: str = "", reach: bool = False) -> list[Started]:
     """Create a run and start its worker, with ``baselines`` on exactly its split: the one way pages start work.
 
     A baseline (paper-default parameters) that already exists on the same
     split, human score and backend is reused, not started again. A spec the
     engine refuses raises ValueError (or NotFound) before anything is
-    created; a worker that cannot start leaves its run created, to be
-    resumed, and says why in :attr:`Started.worker_error`.
+    created, and so does a backend that cannot work here
+    (:func:`refuse_unavailable`); a worker that cannot start leaves its run created, to be
+    resumed, and says why in :attr:`Started.worker_error`. ``token``: the submission's
+    (:mod:`judge_engine.submissions`): given again, it starts nothing and returns the runs it started the
+    first time, marked :attr:`Started.repeated` (a run deleted since is started anew). ``reach``: a server
+    that accepts no connection is refused too (:func:`refuse_unavailable`).
     """
+    refuse_unavailable(spec.llm, api_key=api_key, reach=reach)
     stored = ensure_dataset(store, spec.dataset)  # once for the run and its baselines
-    run_id = create_run(store, spec, judge=judge, split=split, actor=actor, stored=stored)
-    started = [_start_worker(store, run_id, spec.method, "run", api_key=api_key, log_dir=log_dir)]
-    if not baselines:
-        return started
     wanted = [Baseline.of(b) for b in baselines]
+
+    def create() -> dict[str, Any]:
+        run_id = create_run(store, spec, judge=judge, split=split, actor=actor, stored=stored)
+        made = [{"run_id": run_id, "method": spec.method, "role": "run", "reused": False}]
+        if not wanted:
+            return {"runs": made}
+        run = store.run(run_id)
+        existing = runs_on_same_split(store, run, methods=tuple({b.method for b in wanted}))
+        for b in wanted:
+            params = get_method(b.method, b.params).get_params()
+            found = next((r for r in existing if r.method == b.method and r.params == params), None)
+            if found is not None:
+                made.append({"run_id": found.id, "method": b.method, "role": "baseline", "reused": True})
+                continue
+            base_id = create_run(store, b.beside(spec), split=run.split, actor=actor, stored=stored)
+            made.append({"run_id": base_id, "method": b.method, "role": "baseline", "reused": False})
+        return {"runs": made}
+
+    result, first = once(store, token, "launch", create, actor=actor, still_there=_still_there(store))
+    if not first:
+        return [Started(m["run_id"], m["method"], m["role"], reused=m["reused"], repeated=True)
+                for m in result["runs"]]
+    # workers start once the runs are committed: a worker reads its run from the store
+    return [Started(m["run_id"], m["method"], m["role"], reused=True) if m["reused"]
+            else _start_worker(store, m["run_id"], m["method"], m["role"], api_key=api_key, log_dir=log_dir)
+            for m in result["runs"]]
+
+
+def resume(store: Store, run_id: int, *, api_key: str | None = None, force: bool = False, token: str = "",
+           log_dir: str | Path | None = None, reach: bool = False) -> Started:
+    """Start a worker that continues run ``run_id`` (see :func:`start_run`), once per ``token``.
+
+    :class:`NotFound` when the run was deleted meanwhile; ValueError when its backend cannot work here
+    (:func:`refuse_unavailable`), before any worker starts. A token given again starts no second worker on
+    the same run (two would score the same items side by side) and returns :attr:`Started.repeated`.
+    """
     run = store.run(run_id)
-    existing = runs_on_same_split(store, run, methods=tuple({b.method for b in wanted}))
-    for b in wanted:
-        params = get_method(b.method, b.params).get_params()
-        found = next((r for r in existing if r.method == b.method and r.params == params), None)
-        if found is not None:
-            started.append(Started(found.id, b.method, "baseline", reused=True))
-            continue
-        base_id = create_run(store, b.beside(spec), split=run.split, actor=actor, stored=stored)
-        started.append(_start_worker(store, base_id, b.method, "baseline", api_key=api_key, log_dir=log_dir))
-    return started
+    refuse_unavailable(LLMConfig.from_dict(run.llm), api_key=api_key, reach=reach)
+    _, first = once(store, token, "resume", lambda: {"runs": [{"run_id": run_id}]}, still_there=_still_there(store))
+    if not first:
+        return Started(run_id, run.method, "run", repeated=True)
+    try:
+        start_run(store.path, run_id, api_key=api_key, log_dir=log_dir, **({"force": True} if force else {}))
+    except OSError as exc:
+        return Started(run_id, run.method, "run", worker_error=str(exc))
+    return Started(run_id, run.method, "run")
 
 
 def _start_worker(store: Store, run_id: int, method: str, role: str, *, api_key: str | None,

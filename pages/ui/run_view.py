@@ -21,13 +21,27 @@ from judge_engine.runs import effective_status
 from judge_engine.runs.cost import against
 from judge_engine.runs.exits import WorkerExit, last_death, refusal, repeated_death
 from judge_engine.runs.supervisor import found_gone
-from judge_engine.store import Store
-from pages.ui import auth, messages, session, tables, trust, widgets
+from judge_engine.store import NotFound, Store
+from pages.ui import auth, messages, once, session, tables, trust, widgets
 
 EventLines = Callable[[list[RunEvent]], list[str]]
 """Turns a run's events into the lines its progress panel shows (newest last)."""
 LiveView = Callable[[Any, RunRecord], None]
 """Draws what a method shows of a run as it grows (store, run), below the progress, at every poll."""
+
+
+def deleted_meanwhile(store: Store, key: str, ids: list[int]) -> None:
+    """Says so when the run this page showed (the session value ``key``) was deleted since: a click on it
+    (Resume, Stop, a re-score) then finds the page without it, and one message says why."""
+    shown = st.session_state.get(key)
+    if not isinstance(shown, int) or shown in ids:
+        return
+    try:
+        store.get_run(shown)
+    except NotFound:
+        st.warning(f"Run #{shown} no longer exists (it was deleted meanwhile); nothing was done to it.")
+        st.session_state.pop(key, None)
+        st.session_state.pop(f"_w_{key}", None)
 
 
 def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[RunRecord], bool] | None = None,
@@ -38,6 +52,7 @@ def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[RunRe
     """
     store = session.get_store()
     found = [r for r in store.runs(limit=500) if r.method == method and (keep is None or keep(r))]
+    deleted_meanwhile(store, key, [r.id for r in found])
     if not found:
         st.info(empty)
         return None
@@ -47,12 +62,34 @@ def pick_run(method: str, key: str, *, label: str = "Run", keep: Callable[[RunRe
     labels = {r.id: tables.run_label(r) for r in found}
     run_id = widgets.bound(st.selectbox, label, key, options=ids, format_func=labels.get,
                           help="Newest first. A run started on this page shows up here at once.")
-    return store.run(run_id)
+    try:
+        return store.run(run_id)
+    except NotFound:  # deleted between the list and this read
+        st.warning(f"Run #{run_id} no longer exists (it was deleted meanwhile); choose another.")
+        return None
 
 
 STOP_HELP = ("Interrupts the run's worker, as Ctrl-C would. What it already computed is kept (the fitted judge, "
              "the scored items and every LLM answer in the cache): resume it from the Runs page to continue "
              "without paying again for the calls already made.")
+
+
+def resume(store: Store, run: RunRecord, *, force: bool, key: str) -> None:
+    """Resume ``run`` once however fast Resume is clicked (:func:`judge_engine.runs.resume` with a token that
+    holds the run's version, so a run that stops again can be resumed again); the page is drawn again."""
+    token = once.token(f"{key}_resume_{run.id}", (run.id, run.version, force))
+    try:
+        started = runs.resume(store, run.id, api_key=session.api_key(), force=force, token=token, reach=True)
+    except NotFound:
+        st.error(f"Run #{run.id} no longer exists (it was deleted meanwhile); nothing was started.")
+        return
+    except ValueError as exc:
+        st.error(messages.escape_markdown(f"Run #{run.id} was not resumed: {exc}"))
+        return
+    if started.worker_error:
+        st.error(messages.escape_markdown(f"The worker could not start: {started.worker_error}"))
+        return
+    st.rerun()
 
 
 def stop_button(run_id: int, *, key: str) -> None:
@@ -62,7 +99,11 @@ def stop_button(run_id: int, *, key: str) -> None:
         return
     actor = auth.actor()  # a viewer is refused here, before any signal
     with st.spinner(f"Stopping run #{run_id}..."):
-        stopped = runs.stop_run(session.get_store(), run_id, actor=actor)
+        try:  # a second click finds the run ended by the first: stop_run then touches nothing and says so
+            stopped = runs.stop_run(session.get_store(), run_id, actor=actor)
+        except NotFound:
+            st.error(f"Run #{run_id} no longer exists (it was deleted meanwhile); nothing was stopped.")
+            return
     messages.flash("success" if stopped.stopped else "info", stopped.message, at=f"run_stopped_{run_id}")
     st.rerun()
 
@@ -130,7 +171,11 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     offers Resume (what was done is kept; cached calls are free), except a run whose method found no
     judge (a ``ValueError`` from ``fit``), which says so and offers none.
     """
-    first_run = session.get_store().run(run_id)
+    try:
+        first_run = session.get_store().run(run_id)
+    except NotFound:
+        st.warning(f"Run #{run_id} no longer exists (it was deleted meanwhile).")
+        return ""
     first = effective_status(first_run)
     live = first in tables.LIVE_STATUSES
     every = runs.poll_interval(first_run)  # fast while the run is young: a run answered by the cache ends in seconds
@@ -138,7 +183,11 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
     @st.fragment(run_every=f"{every}s" if live else None)
     def panel() -> None:
         store = session.get_store()
-        run = store.run(run_id)
+        try:
+            run = store.run(run_id)
+        except NotFound:
+            st.warning(f"Run #{run_id} no longer exists (it was deleted meanwhile).")
+            return
         status = effective_status(run)
         if status in tables.LIVE_STATUSES and runs.poll_interval(run) > every:
             st.rerun()  # once, when the run is no longer young: the page then reads it at the slower pace
@@ -173,12 +222,7 @@ def progress(run_id: int, *, lines: EventLines | None = None, live_view: LiveVie
                                     "Resume continues where it stopped; calls already made are not paid again."))
             force = death_details(store, run, death)
             if st.button("Resume anyway" if force else "Resume", key=f"{key}_resume_{run_id}"):
-                try:
-                    runs.start_run(store.path, run_id, api_key=session.api_key(), **({"force": True} if force else {}))
-                except OSError as exc:
-                    st.error(messages.escape_markdown(f"The worker could not start: {exc}"))
-                else:
-                    st.rerun()
+                resume(store, run, force=force, key=key)
         if live_view is not None:
             live_view(store, run)
 

@@ -1,6 +1,9 @@
 """The session's settings: their defaults, the database file and store, the LLM backend.
 
-Session keys start with ``settings_``. The API key typed on the Settings page
+Session keys start with ``settings_``. The backend settings (:data:`KEPT`) are kept in the database
+(:mod:`judge_engine.saved_settings`): for everyone who opens it, or for the signed-in person in a team
+deployment, so a reload, a new tab or a restart finds them again. A first visit starts on a backend that
+works here (:func:`judge_engine.llm.availability.first_choice`). The API key typed on the Settings page
 lives in ``st.session_state`` only. It is handed to
 :func:`judge_engine.runs.start_run` and :func:`judge_engine.llm.check_connection`
 and never written anywhere else.
@@ -16,8 +19,10 @@ import streamlit as st
 
 from judge_engine.llm import (BACKEND_NAMES, STRUCTURED_MODES, LLMConfig, LLMError, check_connection,
                               default_concurrency)
-from judge_engine.store import Store, default_db_path
-from pages.ui.auth import can_edit, identity
+from judge_engine import saved_settings
+from judge_engine.llm.availability import first_choice
+from judge_engine.store import ReadOnly, Store, default_db_path
+from pages.ui.auth import can_edit, identity, team_mode
 from pages.ui.messages import escape_markdown
 
 
@@ -50,11 +55,59 @@ BACKEND_HELP = {
 }
 
 
+KEPT = tuple(k for k in SETTINGS_DEFAULTS if not saved_settings.is_secret(k))
+"""The settings kept in the database for the next visit (all but the API key)."""
+_LOADED = "_settings_loaded_for"
+"""Session key: the (database, scope) whose kept settings this session holds."""
+
+
+def _scope() -> str:
+    """Where this session's settings are kept: the signed-in person's own in a team deployment, else the database's."""
+    name = identity() if team_mode() else ""
+    return saved_settings.user_scope(name) if name else saved_settings.DATABASE
+
+
+def _load_kept(path: str, scope: str) -> None:
+    """This session's settings from the database ``path`` (``scope``'s over the database's), else the first
+    visit's: a backend that works here. A database that cannot be opened leaves the defaults (the page that
+    opens it says why)."""
+    s = st.session_state
+    s[_LOADED] = (path, scope)
+    first = first_choice()
+    values = {**SETTINGS_DEFAULTS, "settings_backend": first["backend"], "settings_base_url": first["base_url"]}
+    try:
+        store = Store(Path(path).expanduser() if path.strip() else default_db_path())
+        values.update({k: v for k, v in saved_settings.load(store, saved_settings.DATABASE, scope).items()
+                       if k in KEPT})
+    except (OSError, sqlite3.Error):
+        pass
+    for key in KEPT:
+        s[key] = values[key]
+        s.pop(f"_w_{key}", None)  # its widget is drawn again from the kept value
+
+
 def init_state() -> None:
-    """Give every setting its default for this session (called by ``app.py`` on each run)."""
-    st.session_state.setdefault("settings_db_path", str(default_db_path()))
+    """Give every setting its value for this session (called by ``app.py`` on each run): the kept one, else the
+    first visit's default; again when the database or the signed-in person changes."""
+    s = st.session_state
+    s.setdefault("settings_db_path", str(default_db_path()))
+    if s.get(_LOADED) != (str(s["settings_db_path"]), _scope()):
+        _load_kept(str(s["settings_db_path"]), _scope())
     for key, value in SETTINGS_DEFAULTS.items():
-        st.session_state.setdefault(key, value)
+        s.setdefault(key, value)
+
+
+def remember_setting(key: str) -> None:
+    """Keep the session's value of ``key`` in the database for the next visit, when it is one of :data:`KEPT`.
+
+    A viewer's or an unwritable database's change lasts for this session only, and says so."""
+    if key not in KEPT:
+        return
+    try:
+        saved_settings.save(Store(db_path(), read_only=None if can_edit() else identity()), _scope(), key,
+                            st.session_state[key], actor=identity())
+    except (ReadOnly, OSError, sqlite3.Error) as exc:
+        st.session_state["settings_not_kept"] = str(exc)
 
 
 def db_path() -> Path:

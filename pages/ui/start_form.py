@@ -19,13 +19,14 @@ import streamlit as st
 
 from judge_engine import data, runs
 from judge_engine.llm import LLMConfig
+from judge_engine.llm.availability import backend_problem
 from judge_engine.methods import METHODS, describe_parameters
 from judge_engine.methods.base import Interval, OptionalInterval, Options, ParameterDoc
 from judge_engine.records import Aspect, Dataset
 from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, Baseline, RunSpec
 from judge_engine.runs import cost as run_cost
 from judge_engine.store import NotFound, Store
-from pages.ui import auth, fetch_offer, messages, readers, session
+from pages.ui import auth, fetch_offer, messages, once, readers, session
 from pages.ui import glossary
 
 
@@ -200,9 +201,21 @@ def _quick_look(db_path: str, spec: RunSpec, baselines: tuple[Baseline, ...],
     return runs.quick_look(Store(db_path), spec, baselines, params)
 
 
+def backend_ready(llm: LLMConfig) -> bool:
+    """False, with the problem and its fix on the page, when ``llm``'s backend cannot work here
+    (:func:`judge_engine.llm.availability.backend_problem`; a server's connection is tried at the start)."""
+    problem = backend_problem(llm, api_key=session.api_key(), reach=False)
+    if problem:
+        st.error(messages.escape_markdown(f"No run can start on {llm.label}: {problem}"))
+        st.page_link("pages/settings.py", label="Open Settings", icon=":material/settings:")
+    return not problem
+
+
 def estimate_box(spec: RunSpec) -> runs.Duration | None:
     """Requests and minutes before any cache hit; None (with the reason shown) when the spec is refused."""
     store = session.get_store()
+    if not backend_ready(spec.llm):
+        return None
     try:
         duration = runs.estimate_duration(store, spec, speed=backend_speed(spec.llm, spec.method))
     except (ValueError, NotFound) as exc:
@@ -236,16 +249,25 @@ def busy_caption(llm: LLMConfig, what: str) -> None:
 
 
 def start(spec: RunSpec, *, baselines: Sequence[str | Baseline] = (), judge: Any = None, split: Any = None,
-          label: str = "") -> int | None:
-    """Start ``spec`` (and ``baselines`` on its split) through the engine; flashes what started; the run's id."""
+          label: str = "", key: str = "start") -> int | None:
+    """Start ``spec`` (and ``baselines`` on its split) through the engine; flashes what started; the run's id.
+
+    Once per click: the submission's token (:func:`pages.ui.once.token`, the same while the button ``key``
+    would submit the same thing) makes a second click of a double click return the run the first started.
+    """
     store = session.get_store()
+    token = once.token(key, (spec, tuple(baselines), judge, split, label))
     try:
         started = runs.launch(store, spec, judge=judge, split=split, baselines=baselines, actor=auth.actor(),
-                              api_key=session.api_key())
+                              api_key=session.api_key(), token=token, reach=True)
     except (ValueError, NotFound) as exc:
         st.error(messages.escape_markdown(str(exc)))
         return None
     main = started[0]
+    if main.repeated:
+        messages.flash("info", f"Run #{main.run_id}{label} was started by this click already; nothing new was "
+                               "started (change a setting to start another).")
+        return main.run_id
     words = [f"Started run #{main.run_id}{label}."]
     wanted = [b if isinstance(b, Baseline) else Baseline(b) for b in baselines]  # launch keeps their order
     for s, b in zip(started[1:], wanted):
@@ -281,6 +303,8 @@ def quick_start(method: str, spec: RunSpec, *, key: str,
 
     ``baselines`` may be a function of the look's parameters (HPSS's base prompt takes the search's settings):
     it is asked with the method's quick parameters for the estimate, then with the chosen look's."""
+    if backend_problem(spec.llm, api_key=session.api_key(), reach=False):
+        return None  # no look offered on a backend that cannot work here: the estimate box below says why
     wanted = _baselines(baselines, {**spec.params, **METHODS[method].quick_params, **(params or {})})
     try:
         look = _quick_look(str(session.get_store().path), spec, wanted, params)
@@ -301,5 +325,5 @@ def quick_start(method: str, spec: RunSpec, *, key: str,
                                         + " (the full configuration's counts are in the estimate below)."))
     busy_caption(spec.llm, "this look")
     if clicked:
-        return start(look.spec, baselines=wanted, label=" (quick first look)")
+        return start(look.spec, baselines=wanted, label=" (quick first look)", key=key)
     return None

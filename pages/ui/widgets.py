@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from pages.ui.session import init_state
+from pages.ui.session import init_state, remember_setting
 
 
 def widget_key(key: str) -> str:
@@ -24,8 +24,18 @@ def widget_key(key: str) -> str:
 
 
 def keep(key: str) -> None:
-    """``on_change`` callback: store the widget's new value under ``key``."""
-    st.session_state[key] = st.session_state[f"_w_{key}"]
+    """``on_change`` callback: store the widget's new value under ``key`` (and keep a Settings value for the next
+    visit, :func:`pages.ui.session.remember_setting`).
+
+    The widget's value may be gone: a double click's first script run set the value from code
+    (:func:`set_value` drops the widget's copy) and the second run's callbacks come before the widget is drawn
+    again. The value set from code then stands.
+    """
+    wkey = f"_w_{key}"
+    if wkey not in st.session_state:
+        return
+    st.session_state[key] = st.session_state[wkey]
+    remember_setting(key)
 
 
 def bound(widget: Callable[..., Any], label: str, key: str, **kwargs: Any) -> Any:
