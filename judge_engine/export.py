@@ -121,13 +121,14 @@ class ExportedJudge:
                    id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
                    human_col: str | None = None, fmt: str | None = None, llm: LLMConfig | LLM | None = None,
                    db: str | Path | None = None, progress: Callable[[int, int, str], None] | None = None,
-                   bad_row: Callable[[Exception], None] | None = None) -> dict[str, Any]:
+                   bad_row: Callable[[Exception], None] | None = None, retry_missing: bool = False) -> dict[str, Any]:
         """Score a CSV/TSV/JSONL file of any size into ``out`` (JSONL, or CSV for a ``.csv`` name or ``fmt``).
 
         The same as ``judge-workbench score``: read a chunk at a time, each verdict written as it is known,
-        resumed when ``out`` already holds some of them, rows that cannot be scored given to ``bad_row`` and
-        left out. Returns the summary (items scored, skipped, left out, missing, correlations with
-        ``human_col``).
+        resumed when ``out`` already holds some of them (its missing items scored again with ``retry_missing``),
+        rows that cannot be scored given to ``bad_row`` and left out, an item whose request keeps failing written
+        missing with the reason. ``llm`` may be an :class:`LLMConfig` with its own ``timeout`` and ``max_retries``.
+        Returns the summary (items scored, skipped, left out, missing by reason, correlations with ``human_col``).
         """
         from .items import ItemFile
         from .score_files import score_file
@@ -135,7 +136,8 @@ class ExportedJudge:
         source = ItemFile(path, input_col=input_col, output_col=output_col, id_col=id_col, context_col=context_col,
                           reference_col=reference_col, human_col=human_col, aspect=self.judge.aspect["name"])
         client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
-        return score_file(self.judge, source, llm=client, out=out, fmt=fmt, progress=progress, bad_row=bad_row)
+        return score_file(self.judge, source, llm=client, out=out, fmt=fmt, progress=progress, bad_row=bad_row,
+                          retry_missing=retry_missing)
 
 
 def table_samples(table: Any, *, input_col: str = "input", output_col: str = "output", id_col: str | None = None,

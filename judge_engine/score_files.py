@@ -20,14 +20,18 @@ import hashlib
 import io
 import json
 import math
+import os
+import threading
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
 from . import spreadsheet
 from .items import IdSet, ItemFile
-from .llm import LLM, LLMError, RequestRejected
+from .item_failures import ITEM_FAILURES, FailureWatch, failed_verdict
+from .llm import LLM, LLMError, SendingStopped
 from .methods import Judge
 from .records import Sample, Verdict
 
@@ -62,39 +66,83 @@ WAKE_S = 0.5
 calls instead of at most 5 in 3 of 90 runs, its main thread still in ``future.result()`` 8 s after the signal."""
 
 
-def _chunk_result(future: Future) -> list[Verdict]:
+def _chunk_result(future: Future, waiting: Callable[[], None] | None = None) -> list[Verdict]:
     while not future.done():
         wait((future,), timeout=WAKE_S)
+        if waiting is not None:
+            waiting()
     return future.result()
 
 
-REFUSED_IN_A_ROW = 16
-"""Items refused by the server one after the other (in input order, none scored between) that stop the job: one
-item over the model's context is that item's problem, every item refused is the settings' (a model name a
-server answers with a 400, a parameter it does not take), and scoring on would mark the whole file missing."""
+def _watch_for(llm: LLM) -> FailureWatch:
+    config = getattr(llm, "config", None)
+    backend = getattr(llm, "backend", None)
+    timeout = getattr(backend, "timeout", None)  # the openai backend's; in-process backends have none
+    return FailureWatch(in_flight=getattr(config, "concurrency", 1) or 1,
+                        timeout=timeout if isinstance(timeout, (int, float)) else None,
+                        where=str(getattr(backend, "where", "the server")))
+
+
+def _stop_sending(llm: LLM, exc: Exception, watch: FailureWatch) -> Exception:
+    """A failure that ends the job (a bad key, a model not served, the watch's stop) stops the client's sending at
+    once, from the chunk's thread that saw it: the other chunks in flight had sent up to a window of requests each
+    before the job noticed (150 requests after a 401 answered to the first ones, issue 64). The job's end resumes
+    sending (:func:`score_stream`). Returns the error to raise: the job's first stop, also in the chunks whose
+    requests were dropped by it (not their "stopped")."""
+    if isinstance(exc, SendingStopped):
+        return watch.stop or exc
+    if watch.stop is None:
+        watch.stop = exc if isinstance(exc, LLMError) else None
+    if callable(getattr(llm, "cancel_queued", None)):
+        llm.cancel_queued()
+    return watch.stop or exc
 
 
 def score_items(judge: Judge, samples: Sequence[Sample], *, llm: LLM,
-                progress: Callable[[int, int, str], None] | None = None) -> list[Verdict]:
-    """``judge.score`` that survives the server refusing some items (a 400, 413 or 422 for one request).
+                progress: Callable[[int, int, str], None] | None = None,
+                watch: FailureWatch | None = None) -> list[Verdict]:
+    """``judge.score`` that survives some items failing (:mod:`judge_engine.item_failures`).
 
-    The chunk is scored as one batch; when one of its requests is refused, each item is scored on its own
-    (the answers already in are in the call cache, so nothing is paid twice) and a refused item becomes a
-    missing verdict whose reason is the server's own words (``metadata["refused"]`` holds the status). Any
-    other failure (a bad key, a server down) is raised as before.
+    The chunk is scored as one batch; when one of its requests fails after its retries (refused, a server error,
+    a timeout), each item is scored on its own (the answers already in are in the call cache, so nothing is paid
+    twice) and a failed item becomes a missing verdict whose reason is the server's own words
+    (``metadata["failed"]`` names the kind, ``metadata["refused"]`` holds a refusal's status). ``watch`` sees the
+    answers and failures of the whole job and raises when no other item is answered: the settings' or the
+    server's fault. Any other failure (a bad key, a server down) is raised as before.
     """
+    watch = watch or _watch_for(llm)
+    seen: dict[str, int] = {}
+
+    def tick(done: int, total: int, stage: str) -> None:
+        watch.answered(done - seen.get(stage, 0))  # answers coming in: the settings work
+        seen[stage] = max(seen.get(stage, 0), done)
+        if progress:
+            progress(done, total, stage)
+
     try:
-        return judge.score(samples, llm=llm, progress=progress)
-    except RequestRejected:
+        verdicts = judge.score(samples, llm=llm, progress=tick)
+        watch.answered(1)  # a judge that reports no progress: its chunk's answers are in
+        return verdicts
+    except ITEM_FAILURES:
         pass
+    except LLMError as exc:
+        raise _stop_sending(llm, exc, watch) from None
+    aspect = judge.aspect["name"]
 
     def one(sample: Sample) -> Verdict:
+        watch.check()
         try:
-            return judge.score([sample], llm=llm)[0]
-        except RequestRejected as exc:
-            return Verdict(sample_id=sample.id, aspect=judge.aspect["name"], score=math.nan,
-                           metadata={"source": "refused", "refused": exc.status,
-                                     "missing_reason": f"the server refused the request ({exc.status}): {exc.reason}"})
+            verdict = judge.score([sample], llm=llm)[0]
+        except ITEM_FAILURES as exc:
+            try:
+                watch.failed(exc)
+            except LLMError as stop:
+                raise _stop_sending(llm, stop, watch) from None
+            return failed_verdict(sample, aspect, exc)
+        except LLMError as exc:
+            raise _stop_sending(llm, exc, watch) from None
+        watch.answered(1)
+        return verdict
 
     workers = 1 if getattr(getattr(llm, "backend", None), "serialises_calls", False) else \
         max(1, min(len(samples), getattr(getattr(llm, "config", None), "concurrency", 1)))
@@ -211,7 +259,42 @@ def _written_format(out: Path) -> str:
     return "csv" if first.decode("utf-8", "replace") == header_line("csv") else "jsonl"
 
 
-def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
+def drop_missing(out: Path, fmt: str) -> int:
+    """Take the missing verdicts out of ``out`` (for ``--retry-missing``: their items are scored again and written
+    at the end); returns how many. The file is rewritten beside and moved over it in one step, so a crash leaves
+    either the old file or the new one, never half of each."""
+    dropped = 0
+    temporary = out.with_name(out.name + ".retry")
+    with open(out, encoding="utf-8", newline="") as f, open(temporary, "w", encoding="utf-8", newline="") as new:
+        if fmt == "jsonl":
+            for line in f:
+                if line.strip() and json.loads(line).get("missing") is True:
+                    dropped += 1
+                else:
+                    new.write(line)
+        else:
+            writer = csv.writer(new)
+            for n, cells in enumerate(csv.reader(f)):
+                if n > 0 and len(cells) == len(OUTPUT_COLUMNS) and cells[OUTPUT_COLUMNS.index("missing")].lower() == "true":
+                    dropped += 1
+                else:
+                    writer.writerow(cells)
+    if dropped:
+        temporary.replace(out)
+    else:
+        temporary.unlink()
+    return dropped
+
+
+def tag_output(out: str | Path, judge: Judge, fmt: str) -> None:
+    """Tag a new output file with the judge's fingerprint and the format (``<out>.judge``), at its first verdict."""
+    try:
+        _meta_path(Path(out)).write_text(f"{judge_fingerprint(judge)}\n{fmt}\n", encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl", *, retry_missing: bool = False) -> IdSet:
     """The ids already written to ``out`` by this judge, after cutting off a half-written last record.
 
     A new output file is tagged with the judge's fingerprint and the output format (a ``<out>.judge`` file beside
@@ -226,11 +309,13 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
     if not out.exists() or out.stat().st_size == 0:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)  # `--out results/x.jsonl` before results/ exists
-            meta.write_text(f"{mine}\n{fmt}\n", encoding="utf-8")
+            if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+                raise PermissionError(13, "Permission denied")
         except OSError as exc:  # a read-only folder, a file where a folder should be: one line, not a traceback
             done.close()
             raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
-        return done
+        return done  # tagged at its first verdict (tag_output): a job that stops before one leaves no file
+    
     tag = meta.read_text(encoding="utf-8").split() if meta.exists() else []
     theirs = tag[0] if tag else ""
     try:
@@ -249,6 +334,10 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
     if length != out.stat().st_size:  # a record cut by a crash: drop it, its item is scored again (from the cache)
         with open(out, "r+b") as f:
             f.truncate(length)
+    if retry_missing and drop_missing(out, fmt):  # read again: the missing items' ids are no longer done
+        done.close()
+        done = IdSet()
+        _read_written_ids(out, fmt, done)
     return done
 
 
@@ -269,64 +358,84 @@ def left_out_reason(exc: Exception) -> str:
 
 def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, write: Callable[[Verdict], None],
                  progress: Callable[[int, int, str], None] | None = None, total: int = 0,
-                 flush: Callable[[], None] | None = None) -> dict[str, int]:
+                 flush: Callable[[], None] | None = None,
+                 notice: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Score each chunk and hand every verdict to ``write``, in input order, as soon as its chunk is done.
 
-    :data:`CHUNKS_IN_FLIGHT` chunks are in flight when the backend takes several calls at once; a backend that answers one call
-    at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
+    :data:`CHUNKS_IN_FLIGHT` chunks are in flight when the backend takes several calls at once; a backend that answers
+    one call at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
     consecutive and reuse its KV cache. ``flush`` is called after each chunk's verdicts (all known at the same
-    moment: one flush, not one per line). An item the server refuses is written missing with the server's reason
-    (:func:`score_items`); :data:`REFUSED_IN_A_ROW` refused one after the other stop the job with one
-    :class:`~judge_engine.llm.LLMError`, before they are written (a re-run tries them again). Returns the counts
-    ``{"items", "missing", "refused"}``.
+    moment: one flush, not one per line). An item whose request kept failing is written missing with the reason
+    (:func:`score_items`), once an item after it in the file is answered (or at the end, when any was): when no
+    other item is answered the job stops with one :class:`~judge_engine.llm.LLMError` before they are written (a
+    re-run tries them again; :mod:`judge_engine.item_failures`). ``notice`` gets one line when the server has
+    answered nothing for its request timeout. Returns the counts ``{"items", "missing", "refused",
+    "missing_by_reason"}``.
     """
-    counts = {"items": 0, "missing": 0, "refused": 0}
-    held: list[Verdict] = []  # refused verdicts in a row, written once an item between them is scored
+    counts: dict[str, Any] = {"items": 0, "missing": 0, "refused": 0, "missing_by_reason": {}}
+    held: list[Verdict] = []  # failed verdicts not yet followed by an answered item
+    watch = _watch_for(llm)
     serial = getattr(llm, "config", None) is None or llm.config.concurrency <= 1 or \
         getattr(getattr(llm, "backend", None), "serialises_calls", False)
     in_chunk: dict[int, int] = {}
+    told = [0.0]
 
     def run(index: int, chunk: Sequence[Sample]) -> list[Verdict]:
         def tick(done: int, _total: int, stage: str) -> None:
             in_chunk[index] = done
             if progress:
                 progress(counts["items"] + sum(in_chunk.values()), max(total, counts["items"]), stage)
-        return score_items(judge, chunk, llm=llm, progress=tick)
+        return score_items(judge, chunk, llm=llm, progress=tick, watch=watch)
 
     def put(v: Verdict) -> None:
         write(v)
         counts["items"] += 1
-        counts["missing"] += int(v.missing)
+        if v.missing:
+            counts["missing"] += 1
+            reason = missing_group(v)
+            counts["missing_by_reason"][reason] = counts["missing_by_reason"].get(reason, 0) + 1
         counts["refused"] += int("refused" in v.metadata)
 
     def emit(index: int, verdicts: list[Verdict]) -> None:
         in_chunk.pop(index, None)
         for v in verdicts:
-            if "refused" not in v.metadata:
-                for h in held:
-                    put(h)
-                held.clear()
-                put(v)
+            if "failed" in v.metadata:
+                held.append(v)
                 continue
-            held.append(v)
-            if len(held) >= REFUSED_IN_A_ROW:
-                raise LLMError(f"the server refused {len(held)} items in a row, items {held[0].sample_id!r} to "
-                               f"{v.sample_id!r} (the last: {v.metadata['missing_reason']}); this looks like the "
-                               "settings (model name, parameters), not the items: nothing of them was written")
+            for h in held:
+                put(h)
+            held.clear()
+            put(v)
         if flush:
             flush()
 
-    def finish() -> dict[str, int]:
-        for h in held:  # fewer than REFUSED_IN_A_ROW at the end of the file: those items are missing
+    def finish() -> dict[str, Any]:
+        if held and counts["items"] == 0 and watch.answers == 0:
+            raise watch.all_failed(held[-1], len(held))
+        for h in held:  # failed items at the end of the file while others were answered: those items are missing
             put(h)
         if held and flush:
             flush()
         return counts
 
+    def waiting() -> None:
+        # one line when the server has answered nothing for a whole request timeout: before the client's retries
+        # end, which take (timeout x retries) more, so a stuck server is named within the timeout, not minutes later
+        silent = watch.silent_for()
+        if notice and watch.timeout and silent >= watch.timeout and watch.last_answer != told[0]:
+            told[0] = watch.last_answer
+            notice(f"no answer from {watch.where} for {silent:.0f} s (--timeout {watch.timeout:g} s per request, "
+                   f"retried {getattr(llm.backend, 'max_retries', 0)} times): still waiting; Ctrl-C stops, "
+                   "and the same command resumes")
+
     numbered = ((i, c) for i, c in enumerate(chunks) if c)
     if serial:
-        for index, chunk in numbered:
-            emit(index, run(index, chunk))
+        try:
+            for index, chunk in numbered:
+                emit(index, run(index, chunk))
+        finally:
+            if callable(getattr(llm, "resume_sending", None)):
+                llm.resume_sending()  # after a stop of _stop_sending: the next job on this client sends again
         return finish()
     pending: deque = deque()
     pool = ThreadPoolExecutor(max_workers=CHUNKS_IN_FLIGHT, thread_name_prefix="chunk")
@@ -334,41 +443,103 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
         for index, chunk in numbered:
             pending.append((index, pool.submit(run, index, chunk)))
             if len(pending) == CHUNKS_IN_FLIGHT:
-                index, future = pending.popleft()
-                emit(index, _chunk_result(future))
+                emit(pending[0][0], _chunk_result(pending[0][1], waiting))
+                pending.popleft()
         while pending:
-            index, future = pending.popleft()
-            emit(index, _chunk_result(future))
+            emit(pending[0][0], _chunk_result(pending[0][1], waiting))
+            pending.popleft()
     except BaseException as exc:
-        # an interrupt (a Stop) reaches this thread only: the chunks' threads would send the rest of their chunks,
-        # so the requests they queued are dropped; either way the chunks still running are waited for, so the
-        # answers of the calls in flight are in the call cache before anyone can resume
-        stopping = not isinstance(exc, Exception) and callable(getattr(llm, "cancel_queued", None))
-        if stopping:
-            llm.cancel_queued()  # also refuses what a chunk asks for after it, until the chunks are done
-        try:
-            pool.shutdown(wait=True, cancel_futures=True)
-        finally:
-            if stopping:  # no chunk of this job can send now: a resume or the next job on this client sends again
-                llm.resume_sending()
+        _stop_chunks(llm, pool, [f for _, f in pending], interrupted=not isinstance(exc, Exception))
         raise
     pool.shutdown()
     return finish()
+
+
+STOP_WAIT_S = 1.0
+"""How long a Ctrl-C waits for the requests in flight before it leaves them: the answers that come by then are
+cached, the rest are asked again by the resume. Waiting for all of them held a Ctrl-C for minutes on a stuck
+server (still running 300 s later)."""
+
+
+def _stop_chunks(llm: LLM, pool: ThreadPoolExecutor, futures: list[Future], *, interrupted: bool) -> None:
+    """Stop the chunks still scoring when the job ends early: their queued requests are dropped (a stopped job
+    sends nothing more); a failure waits for the calls in flight, whose answers go to the cache before anyone
+    resumes, and an interrupt waits at most :data:`STOP_WAIT_S` (the client sends again once they are done)."""
+    stoppable = callable(getattr(llm, "cancel_queued", None))
+    if stoppable:
+        llm.cancel_queued()  # also refuses what a chunk asks for after it, until the chunks are done
+    if not interrupted:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            if stoppable:  # no chunk of this job can send now: a resume or the next job on this client sends again
+                llm.resume_sending()
+        return
+    with _no_second_interrupt():
+        pool.shutdown(wait=False, cancel_futures=True)
+        left = [f for f in futures if not f.done()]
+        if left:
+            wait(left, timeout=STOP_WAIT_S)
+        left = [f for f in left if not f.done()]
+    if not stoppable:
+        return
+    if not left:
+        llm.resume_sending()
+        return
+    remaining = [len(left)]
+    lock = threading.Lock()
+
+    def one_done(_: Future) -> None:  # the last chunk left running resumes the client (a notebook goes on with it)
+        with lock:
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            llm.resume_sending()
+
+    for f in left:
+        f.add_done_callback(one_done)
+
+
+@contextmanager
+def _no_second_interrupt() -> Iterator[None]:
+    """While a Ctrl-C is being handled, a second one is ignored (it ended in a traceback); restored after."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def missing_group(v: Verdict) -> str:
+    """The group of a missing verdict in the summary's ``missing_by_reason``: the failure's kind, or the reason
+    the judge gave (a reply with no score, an empty reply)."""
+    from .export import missing_reason
+
+    failed = v.metadata.get("failed")
+    return str(failed) if failed else missing_reason(v)[:80]
 
 
 def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | None = None, fmt: str | None = None,
                stream: TextIO | None = None, chunk: int | None = None,
                progress: Callable[[int, int, str], None] | None = None,
                bad_row: Callable[[Exception], None] | None = None,
-               notice: Callable[[str], None] | None = None) -> dict[str, Any]:
+               notice: Callable[[str], None] | None = None, retry_missing: bool = False) -> dict[str, Any]:
     """Score every item of ``source`` into ``out`` (resumed if it exists) or ``stream``; returns the summary.
 
     The summary counts the items scored now, those ``skipped`` as already in ``out``, the rows left out
-    (``rows_left_out``, each also given to ``bad_row``) and the verdicts with no score (``missing``); with a
-    human score column, the correlation over the whole output file.
+    (``rows_left_out``, each also given to ``bad_row``) and the verdicts with no score (``missing``, grouped in
+    ``missing_by_reason``); with a human score column, the correlation over the whole output file. A resumed
+    file's missing verdicts are kept as they are, unless ``retry_missing``: then their items are scored again.
     """
     fmt = output_format(out, fmt)
-    done = resume_output(out, judge, fmt) if out is not None else IdSet()
+    if retry_missing and notice and out is not None and Path(out).exists():
+        notice(f"--retry-missing: the items written missing in {out} are scored again")
+    done = resume_output(out, judge, fmt, retry_missing=retry_missing) if out is not None else IdSet()
     if len(done) and notice:
         notice(f"resuming: {len(done)} items are already in {out}; scoring the rest")
     size = chunk or max(SCORE_CHUNK, 2 * max(1, getattr(getattr(llm, "config", None), "concurrency", 1)))
@@ -410,7 +581,9 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
 
     def write(v: Verdict) -> None:
         nonlocal handle, fresh
-        if handle is None:  # opened at the first verdict: a file that cannot be read leaves no empty output
+        if handle is None:  # opened at the first verdict: a job stopped before one leaves no empty output
+            if fresh:
+                tag_output(out, judge, fmt)
             handle = open(out, "a", encoding="utf-8", newline="")
         if fresh:
             handle.write(header_line(fmt))
@@ -424,7 +597,7 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
     try:
         counts = score_stream(judge, chunks, llm=llm, write=write, progress=progress,
                               total=max(0, source.estimated_rows() - len(done)),
-                              flush=lambda: handle.flush() if handle is not None else None)
+                              flush=lambda: handle.flush() if handle is not None else None, notice=notice)
     finally:
         chunks.close()  # an interrupted run: the reader's temporary table is closed here, not by the collector
         done.close()
@@ -447,6 +620,7 @@ def _summary(source: ItemFile, counts: dict[str, int], skipped: int, left_out: i
                               file=source.path)
     summary: dict[str, Any] = {"items": counts["items"], "skipped": skipped, "rows_left_out": left_out,
                                "rows_left_out_by_reason": by_reason, "missing": counts["missing"],
+                               "missing_by_reason": counts["missing_by_reason"],
                                "refused_by_server": counts["refused"]}
     if human is not None and len(human):
         if out is not None:
