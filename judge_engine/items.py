@@ -23,7 +23,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from . import data
+from . import data, row_checks
 from .data import DataImportError, RowColumns
 from .records import Sample
 
@@ -144,7 +144,14 @@ class ItemFile:
         lines += last != b"\n"
         return max(0, lines - (1 if self.kind in ("csv", "tsv") else 0))
 
-    def _records(self, bad_row: BadRow) -> Iterator[tuple[int, dict[str, Any]]]:
+    def _records(self, bad_row: BadRow, warn: BadRow | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+        id_col = self.columns.id_col
+
+        def cleaned(row: int, rec: dict[str, Any]) -> dict[str, Any]:
+            if warn is not None and (columns := row_checks.control_columns(rec, id_col=id_col)):
+                warn(row_checks.control_warning(columns, path=self.path, row=row))
+            return data.clean_record(rec, id_col=id_col, path=self.path, row=row)
+
         if self.kind == "json":  # one document: read whole
             for row, rec in data._read_table(self.path).records:
                 yield row, rec
@@ -168,7 +175,7 @@ class ItemFile:
                                                 row=lineno))
                         continue
                     try:
-                        yield lineno, data.clean_record(rec, id_col=self.columns.id_col, path=self.path, row=lineno)
+                        yield lineno, cleaned(lineno, rec)
                     except DataImportError as exc:
                         bad_row(exc)
                 return
@@ -180,17 +187,25 @@ class ItemFile:
                 if lines.bad and lines.bad[0] <= reader.line_num:  # a record over a line that is not UTF-8
                     bad_row(lines.error(lines.bad[0], row))
                     continue
+                problem = row_checks.repeated_header(rec, header, path=self.path, row=row) or \
+                    row_checks.swallowed_rows(rec, header, id_col=id_col, delimiter=self.dialect.delimiter,
+                                              quotechar=self.dialect.quotechar, path=self.path, row=row,
+                                              last_line=reader.line_num)
+                if problem is not None:
+                    bad_row(problem)
+                    continue
                 try:
-                    yield row, data.clean_record(rec, id_col=self.columns.id_col, path=self.path, row=row)
+                    yield row, cleaned(row, rec)
                 except DataImportError as exc:
                     bad_row(exc)
 
-    def chunks(self, size: int, bad_row: BadRow) -> Iterator[list[Sample]]:
-        """The file's samples, ``size`` at a time; rows that cannot be scored go to ``bad_row``."""
+    def chunks(self, size: int, bad_row: BadRow, warn: BadRow | None = None) -> Iterator[list[Sample]]:
+        """The file's samples, ``size`` at a time; rows that cannot be scored go to ``bad_row``, rows scored after
+        a cleaning (control characters removed from a text) to ``warn``."""
         seen = IdSet()
         try:
             chunk: list[tuple[int, Sample]] = []
-            for row, rec in self._records(bad_row):
+            for row, rec in self._records(bad_row, warn):
                 try:
                     chunk.append((row, data.row_sample(row, rec, self.columns, self.path)))
                 except DataImportError as exc:

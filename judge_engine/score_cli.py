@@ -64,11 +64,21 @@ def cmd_score(args: argparse.Namespace) -> int:
         elif shown == SKIPPED_SHOWN + 1:
             print("skipped: more rows (every one is counted in the summary)", file=sys.stderr)
 
+    warned = 0
+
+    def warn_row(exc: Exception) -> None:
+        nonlocal warned
+        warned += 1
+        if warned <= SKIPPED_SHOWN:
+            print(f"warning: {exc}", file=sys.stderr)
+        elif warned == SKIPPED_SHOWN + 1:
+            print("warning: more rows cleaned (every one is counted in the summary: rows_cleaned)", file=sys.stderr)
+
     progress, close = _progress_bar(args.quiet)
     try:
         summary = score_file(judge, source, llm=llm, out=args.out, fmt=fmt, stream=None if args.out else sys.stdout,
                              progress=progress, bad_row=bad_row, notice=lambda text: print(text, file=sys.stderr),
-                             retry_missing=args.retry_missing)
+                             retry_missing=args.retry_missing, warn_row=warn_row)
     except KeyboardInterrupt:
         close()
         print(stopped_line(args), file=sys.stderr)

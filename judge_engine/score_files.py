@@ -341,7 +341,8 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl", *, retry_mi
     return done
 
 
-LEFT_OUT_REASONS = (("duplicate id", "repeated id"), ("the id is empty", "empty id"),
+LEFT_OUT_REASONS = (("repeats the header", "repeated header"), ("closes only on line", "quote left open"),
+                    ("duplicate id", "repeated id"), ("the id is empty", "empty id"),
                     ("control characters", "id with control characters"), ("not UTF-8", "not UTF-8"),
                     ("output text is empty", "empty output"), ("missing in this record", "a column missing"),
                     ("cells but the header", "wrong number of cells"), ("invalid JSON", "invalid JSON"),
@@ -528,13 +529,17 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
                stream: TextIO | None = None, chunk: int | None = None,
                progress: Callable[[int, int, str], None] | None = None,
                bad_row: Callable[[Exception], None] | None = None,
-               notice: Callable[[str], None] | None = None, retry_missing: bool = False) -> dict[str, Any]:
+               notice: Callable[[str], None] | None = None, retry_missing: bool = False,
+               warn_row: Callable[[Exception], None] | None = None) -> dict[str, Any]:
     """Score every item of ``source`` into ``out`` (resumed if it exists) or ``stream``; returns the summary.
 
     The summary counts the items scored now, those ``skipped`` as already in ``out``, the rows left out
     (``rows_left_out``, each also given to ``bad_row``) and the verdicts with no score (``missing``, grouped in
     ``missing_by_reason``); with a human score column, the correlation over the whole output file. A resumed
     file's missing verdicts are kept as they are, unless ``retry_missing``: then their items are scored again.
+    The rows of the file are ``items + skipped + rows_left_out`` (a quote left open counts each row it holds);
+    ``rows_cleaned`` counts the rows scored after control characters were removed from a text (each also given
+    to ``warn_row``).
     """
     fmt = output_format(out, fmt)
     if retry_missing and notice and out is not None and Path(out).exists():
@@ -549,11 +554,19 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
 
     def count_bad(exc: Exception) -> None:
         nonlocal left_out
-        left_out += 1
+        rows = int(getattr(exc, "rows", 1))  # a quote left open stands for every row inside it
+        left_out += rows
         reason = left_out_reason(exc)
-        left_out_by_reason[reason] = left_out_by_reason.get(reason, 0) + 1
+        left_out_by_reason[reason] = left_out_by_reason.get(reason, 0) + rows
         if bad_row:
             bad_row(exc)
+
+    cleaned = [0]
+
+    def count_cleaned(exc: Exception) -> None:
+        cleaned[0] += 1
+        if warn_row:
+            warn_row(exc)
 
     def todo() -> Iterable[list[Sample]]:
         nonlocal skipped
@@ -562,7 +575,7 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         # at 256 in flight, a whole chunk's 512 prompts and cache keys took 0.3-0.9 s of a loaded machine before any
         # request left, where the plain openai client's first request left in 0.04-0.1 s (issue 48 item 4)
         lead = max(8, size // 8)
-        for part in source.chunks(size, count_bad):
+        for part in source.chunks(size, count_bad, count_cleaned):
             if human is not None and aspect is not None:
                 human.add_human((s.id, s.human[aspect]) for s in part)
             written = done.rows_of([s.id for s in part]) if len(done) else {}
@@ -604,7 +617,8 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         if handle is not None and handle is not stream:
             handle.close()
     try:
-        return _summary(source, counts, skipped, left_out, left_out_by_reason, human, out, fmt)
+        summary = _summary(source, counts, skipped, left_out, left_out_by_reason, human, out, fmt)
+        return {**summary, "rows_cleaned": cleaned[0]} if cleaned[0] else summary
     finally:
         if human is not None:
             human.close()
