@@ -558,7 +558,8 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
                        help="output format (default: csv for an --out ending in .csv, else jsonl)")
     score.add_argument("--input-col", default="input")
     score.add_argument("--output-col", default="output")
-    score.add_argument("--id-col", help="default: the row number")
+    score.add_argument("--id-col", help="default: the column named id if the file has one, else the rows numbered "
+                                        "from 1 (--id-col '' numbers them whatever the columns)")
     score.add_argument("--context-col")
     score.add_argument("--reference-col")
     score.add_argument("--human-col", help="human scores, if the file has them: the correlation is printed")

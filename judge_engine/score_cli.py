@@ -47,6 +47,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     source = ItemFile(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
                       context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
                       aspect=judge.aspect["name"])
+    if source.id_chosen:
+        print("ids: the file's column 'id' (--id-col names another; --id-col '' numbers the rows)", file=sys.stderr)
     store = Store(args.db)
     llm = make_llm(config, store=store)
     from .runs.model_timing import before_first_estimate

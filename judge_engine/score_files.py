@@ -195,6 +195,11 @@ def _meta_path(out: Path) -> Path:
     return out.with_name(out.name + ".judge")
 
 
+FOREIGN_IDS_FROM = 8
+"""Items of a file's first chunk, none of them in the output being resumed, that refuse the resume: appending would
+write every item a second time under other ids (issue 64 item 6: ids were row numbers before a column named id
+was taken by default)."""
+
 RESUME_BATCH = 5000
 """Ids read from an output file between two writes into the on-disk id set: a resume holds this many, not all."""
 
@@ -575,10 +580,18 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         # at 256 in flight, a whole chunk's 512 prompts and cache keys took 0.3-0.9 s of a loaded machine before any
         # request left, where the plain openai client's first request left in 0.04-0.1 s (issue 48 item 4)
         lead = max(8, size // 8)
+        first = True
         for part in source.chunks(size, count_bad, count_cleaned):
             if human is not None and aspect is not None:
                 human.add_human((s.id, s.human[aspect]) for s in part)
             written = done.rows_of([s.id for s in part]) if len(done) else {}
+            if first and len(done) and not written and len(part) >= FOREIGN_IDS_FROM and not retry_missing:
+                raise ValueError(f"{out} holds {len(done)} verdicts, none of them for this file's first "
+                                 f"{len(part)} items (ids {part[0].id!r} to {part[-1].id!r}): it was written with "
+                                 "other ids (another file, another --id-col, or row numbers before score took the "
+                                 "column named id); choose another --out file, or give the --id-col it was "
+                                 "written with")
+            first = False
             skipped += len(written)
             left = [s for s in part if s.id not in written]
             if lead and len(left) > lead:

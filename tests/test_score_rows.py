@@ -190,3 +190,41 @@ def test_over_generated_damaged_files_every_row_is_a_line_out_or_a_row_named(tmp
         assert counted == rows, (seed, summary, content.decode("utf-8", "replace"))
         assert len(written) == summary["items"] and len({w["id"] for w in written}) == len(written), seed
         assert sum(getattr(e, "rows", 1) for e in named) == summary["rows_left_out"], seed
+
+
+# ---- ids: a column named id is the items' ids; without one, score and score_table number the rows alike
+
+def test_a_column_named_id_is_used_and_without_one_score_and_score_table_number_rows_alike(tmp_path, store):
+    import pandas as pd
+
+    from judge_engine.export import ExportedJudge
+    from judge_engine.llm import LLMConfig as Config
+
+    rows = [{"id": f"x{k}", "input": f"in {k}", "output": f"out {k}"} for k in range(5)]
+    with_ids = tmp_path / "with_ids.csv"
+    pd.DataFrame(rows).to_csv(with_ids, index=False)
+    out = tmp_path / "a.jsonl"
+    score_file(_judge(), ItemFile(with_ids), llm=_llm(store), out=out)
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [f"x{k}" for k in range(5)]
+
+    bare = tmp_path / "bare.csv"
+    pd.DataFrame(rows).drop(columns="id").to_csv(bare, index=False)
+    out = tmp_path / "b.jsonl"
+    score_file(_judge(), ItemFile(bare), llm=_llm(store), out=out)
+    by_score = [json.loads(x)["id"] for x in out.read_text().splitlines()]
+    judge = ExportedJudge(judge=_judge(), llm=Config(backend="openai", model="m"), card={})
+    by_table = list(judge.score_table(pd.read_csv(bare), llm=_llm(store))["id"])
+    assert by_score == by_table == ["1", "2", "3", "4", "5"]
+    assert list(judge.score_table(pd.DataFrame(rows), llm=_llm(store))["id"]) == [f"x{k}" for k in range(5)]
+
+
+def test_resuming_an_output_written_under_other_ids_is_refused_before_any_request(tmp_path, store):
+    rows = [{"id": f"x{k}", "input": f"in {k}", "output": f"out {k}"} for k in range(20)]
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    score_file(_judge(), ItemFile(path, id_col=""), llm=_llm(store), out=out)  # row numbers, as score did before
+    before = out.read_text()
+    with pytest.raises(ValueError, match="written with other ids"):
+        score_file(_judge(), ItemFile(path), llm=_llm(store), out=out)
+    assert out.read_text() == before
