@@ -123,8 +123,11 @@ def score_items(judge: Judge, samples: Sequence[Sample], *, llm: LLM,
         verdicts = judge.score(samples, llm=llm, progress=tick)
         watch.answered(1)  # a judge that reports no progress: its chunk's answers are in
         return verdicts
-    except ITEM_FAILURES:
-        pass
+    except ITEM_FAILURES as exc:
+        try:  # a failed request of the batch counts: a server stuck on every request is named one round sooner
+            watch.failed(exc)
+        except LLMError as stop:
+            raise _stop_sending(llm, stop, watch) from None
     except LLMError as exc:
         raise _stop_sending(llm, exc, watch) from None
     aspect = judge.aspect["name"]

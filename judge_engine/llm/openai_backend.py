@@ -192,7 +192,7 @@ class OpenAIBackend:
                 status = exc.status_code
                 refused = status in (400, 422) or (status >= 500 and structured and _about_structure(text))
                 if not refused:
-                    if probing and structured:
+                    if probing and structured and (status >= 500 or status in (408, 409, 429)):
                         probing = False  # a transient failure while learning: the same request, with retries
                         continue
                     raise self._explain(exc) from None
