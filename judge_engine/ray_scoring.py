@@ -45,7 +45,7 @@ from .export import ExportedJudge, load_judge
 from .llm import BACKEND_NAMES, LLMConfig, make_llm
 from .methods import Judge
 from .records import Sample
-from .score_files import OUTPUT_COLUMNS, judge_fingerprint, verdict_record
+from .score_files import OUTPUT_COLUMNS, failure_watch, judge_fingerprint, score_items, verdict_record
 
 _ARROW_TYPES = {"id": pa.string(), "aspect": pa.string(), "score": pa.float64(), "missing": pa.bool_(),
                 "missing_reason": pa.string(), "explanation": pa.string(), "criteria": pa.string()}
@@ -101,6 +101,7 @@ class ScoreBatches:
             store = Store(Path(cache_dir) / f"worker-{socket.gethostname()}-{os.getpid()}.db")
         self.judge, self.columns, self.done_ids = judge, columns, done_ids
         self.llm = make_llm(llm, store=store)
+        self.watch = failure_watch(self.llm)  # this actor's answers and failures, as score's job has them
         self.skipped = 0
 
     def _skip(self, record: Mapping[str, Any], reason: ValueError) -> None:
@@ -125,7 +126,9 @@ class ScoreBatches:
                 samples[sample.id] = sample
         if not samples:
             return OUTPUT_SCHEMA.empty_table()
-        return verdict_rows(self.judge.score(list(samples.values()), llm=self.llm))
+        # score's per-item path: an item whose request keeps failing is a missing verdict with the reason, and only
+        # a failure of every request (nothing answered) fails the batch
+        return verdict_rows(score_items(self.judge, list(samples.values()), llm=self.llm, watch=self.watch))
 
 
 def _exported(judge: str | Path | Mapping[str, Any] | ExportedJudge) -> ExportedJudge:

@@ -74,7 +74,8 @@ def _chunk_result(future: Future, waiting: Callable[[], None] | None = None) -> 
     return future.result()
 
 
-def _watch_for(llm: LLM) -> FailureWatch:
+def failure_watch(llm: LLM) -> FailureWatch:
+    """A :class:`FailureWatch` for one job on ``llm``: its requests in flight, and its server's timeout and address."""
     config = getattr(llm, "config", None)
     backend = getattr(llm, "backend", None)
     timeout = getattr(backend, "timeout", None)  # the openai backend's; in-process backends have none
@@ -110,7 +111,7 @@ def score_items(judge: Judge, samples: Sequence[Sample], *, llm: LLM,
     answers and failures of the whole job and raises when no other item is answered: the settings' or the
     server's fault. Any other failure (a bad key, a server down) is raised as before.
     """
-    watch = watch or _watch_for(llm)
+    watch = watch or failure_watch(llm)
     seen: dict[str, int] = {}
 
     def tick(done: int, total: int, stage: str) -> None:
@@ -383,7 +384,7 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
     """
     counts: dict[str, Any] = {"items": 0, "missing": 0, "refused": 0, "missing_by_reason": {}}
     held: list[Verdict] = []  # failed verdicts not yet followed by an answered item
-    watch = _watch_for(llm)
+    watch = failure_watch(llm)
     serial = getattr(llm, "config", None) is None or llm.config.concurrency <= 1 or \
         getattr(getattr(llm, "backend", None), "serialises_calls", False)
     in_chunk: dict[int, int] = {}
