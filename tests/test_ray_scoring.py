@@ -285,3 +285,17 @@ def test_an_item_the_server_fails_on_is_missing_with_the_same_reason_on_ray_as_i
     bad = by_ray["b0123"]
     assert bad["missing"] and "server error (500)" in bad["missing_reason"] and "tokenizer crashed" in bad["missing_reason"]
     assert all(by_ray[i] == by_cli[i] for i in by_cli), [i for i in by_cli if by_ray[i] != by_cli[i]][:3]
+
+
+@pytest.mark.server
+def test_more_workers_than_the_cluster_places_are_capped_with_one_line(tmp_path, stub, local_ray, capfd):
+    # before: workers=4 on 2 CPUs held both CPUs in actors, the read task waited for one: 0 rows for 5 minutes
+    from judge_engine.ray_scoring import score_files
+
+    judge_path = tmp_path / "judge.json"
+    judge_path.write_text(make_judge().to_json(), encoding="utf-8")
+    items = write_jsonl(tmp_path / "items.jsonl", [{"id": f"w{i}", "input": "q", "output": f"a {i}"} for i in range(40)])
+    out = score_files(items, judge_path, tmp_path / "out", llm=stub_llm(stub), workers=4)
+    assert len(read_out(out)) == 40
+    said = [line for line in capfd.readouterr().err.splitlines() if line.startswith("workers: ")]
+    assert len(said) == 1 and "2 instead of 4" in said[0], said
