@@ -14,14 +14,18 @@ python -m judge_engine metaeval preds.jsonl --human-key scores --pred-key predic
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
-import time
-from pathlib import Path
 
-from .launcher import cmd_app, missing_extra
+try:  # a Ctrl-C in the first tenth of a second, while these load: one line, not a traceback
+    import argparse
+    import json
+    import os
+    import time
+
+    from .launcher import cmd_app, missing_extra
+except KeyboardInterrupt:
+    sys.stderr.write("stopped by Ctrl-C\n")
+    raise SystemExit(130) from None
 
 
 def _progress_bar(quiet: bool):
@@ -102,8 +106,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     estimate = store.run(run_id).estimate
     # before the first call: what the run may cost, while Ctrl-C still costs nothing
+    from .score_cli import seconds_text
+
     print(f"run {run_id}: expected before any cache hit: {describe(estimate, llm)}"
-          + (f", {_seconds(estimate.seconds)}" if estimate.seconds else "")
+          + (f", {seconds_text(estimate.seconds)}" if estimate.seconds else "")
           + f" ({estimate.basis})", file=sys.stderr)
     return _execute(store, run_id, quiet=args.quiet)
 
@@ -333,10 +339,6 @@ def cmd_verdicts(args: argparse.Namespace) -> int:
     return 0
 
 
-SKIPPED_SHOWN = 10
-"""Rows that cannot be scored named one by one on standard error; the rest are only counted."""
-
-
 def scoring_config(config, args: argparse.Namespace):
     """The judge's own backend settings, with ``--backend``, ``--model``, ``--base-url`` and ``--concurrency``
     applied: one reading of those options for ``score`` and ``compare-systems``."""
@@ -350,84 +352,20 @@ def scoring_config(config, args: argparse.Namespace):
         raise ValueError(f"--concurrency must be at least 1, not {args.concurrency}")
     from .llm import default_concurrency
 
-    return replace(config, concurrency=args.concurrency or default_concurrency(config.backend, scoring=True), **prices(args))
+    from .score_cli import DEFAULT_RETRIES, DEFAULT_TIMEOUT_S
+
+    timeout = DEFAULT_TIMEOUT_S if getattr(args, "timeout", None) is None else args.timeout
+    retries = DEFAULT_RETRIES if getattr(args, "retries", None) is None else args.retries
+    if not timeout > 0 or retries < 0:
+        raise ValueError(f"--timeout must be more than 0 seconds and --retries at least 0, not {timeout} and {retries}")
+    return replace(config, concurrency=args.concurrency or default_concurrency(config.backend, scoring=True),
+                   timeout=timeout, max_retries=retries, **prices(args))
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from .export import load_judge
-    from .items import ItemFile
-    from .llm import make_llm
-    from .score_files import output_format, score_file
-    from .store import Store
+    from .score_cli import cmd_score as score
 
-    exported = load_judge(Path(args.judge))
-    config = scoring_config(exported.llm, args)
-    judge = exported.judge
-    fmt = output_format(args.out, args.format)
-    source = ItemFile(args.data, input_col=args.input_col, output_col=args.output_col, id_col=args.id_col,
-                      context_col=args.context_col, reference_col=args.reference_col, human_col=args.human_col,
-                      aspect=judge.aspect["name"])
-    store = Store(args.db)
-    llm = make_llm(config, store=store)
-    from .runs.model_timing import before_first_estimate
-
-    before_first_estimate(store, config, llm)
-    estimate = _scoring_estimate(store, judge, config, source)
-    started = time.monotonic()
-    shown = 0
-
-    def bad_row(exc: Exception) -> None:
-        nonlocal shown
-        shown += 1
-        if shown <= SKIPPED_SHOWN:
-            print(f"skipped: {exc}", file=sys.stderr)
-        elif shown == SKIPPED_SHOWN + 1:
-            print("skipped: more rows (every one is counted in the summary)", file=sys.stderr)
-
-    progress, close = _progress_bar(args.quiet)
-    try:
-        summary = score_file(judge, source, llm=llm, out=args.out, fmt=fmt, stream=None if args.out else sys.stdout,
-                             progress=progress, bad_row=bad_row, notice=lambda text: print(text, file=sys.stderr))
-    except KeyboardInterrupt:
-        close()
-        where = "; run the same command again to score the rest (answers so far are cached)" if args.out else ""
-        print(f"stopped by Ctrl-C{where}", file=sys.stderr)
-        return 130
-    finally:
-        close()
-    summary = {**summary, "concurrency": config.concurrency, **llm.ledger.snapshot().to_dict()}
-    answers_429 = getattr(llm.backend, "answers_429", 0)  # the client's own retries included
-    if llm.governor.lowered or answers_429:  # the server rate-limited: how often, and how far the pace came down
-        summary["rate_limited"] = {"answers_429": answers_429, "times": llm.governor.lowered,
-                                   "fewest_in_flight": llm.governor.lowest, "in_flight_at_the_end": llm.governor.limit}
-    if estimate is not None:
-        from .runs.cost import against
-
-        # what it cost against what was expected (stderr: scores may be going to stdout), before the summary
-        print(f"score cost: {against(llm.ledger.snapshot(), estimate, wall=time.monotonic() - started)}",
-              file=sys.stderr)
-        summary["estimate"] = estimate.to_dict()
-    print(json.dumps(summary, indent=2), file=sys.stderr)
-    return 0
-
-
-def _scoring_estimate(store, judge, config, source):
-    """Print what scoring ``source`` is expected to cost before the first call (to stderr, so that verdicts
-    written to stdout stay machine-readable); the estimate, or None for a file with no readable first item."""
-    from .runs.cost import RENDERED_ITEMS, describe, expected_scoring
-
-    first = next(iter(source.chunks(RENDERED_ITEMS, lambda exc: None)), [])  # bad rows are reported when scored
-    if not first:
-        return None
-    estimate = expected_scoring(store, judge, config, first, source.estimated_rows())
-    print(f"score: expected before any cache hit, for the file's {source.estimated_rows():,} rows: "
-          f"{describe(estimate, config)}" + (f", {_seconds(estimate.seconds)}" if estimate.seconds is not None else "")
-          + f" ({estimate.basis})", file=sys.stderr)
-    return estimate
-
-
-def _seconds(seconds: float) -> str:
-    return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"
+    return score(args)
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -518,6 +456,11 @@ def scoring_backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--base-url")
     parser.add_argument("--concurrency", type=int, default=None,
                         help="requests in flight (default: 32 for openai and vllm servers, 1 for the embedded model)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="seconds one request to a server may take before it is tried again (default: 30)")
+    parser.add_argument("--retries", type=int, default=None,
+                        help="times a request that timed out or failed (5xx, 429, no connection) is tried again "
+                             "before its item is written missing (default: 2)")
     price_arguments(parser)
 
 
@@ -615,10 +558,14 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
                        help="output format (default: csv for an --out ending in .csv, else jsonl)")
     score.add_argument("--input-col", default="input")
     score.add_argument("--output-col", default="output")
-    score.add_argument("--id-col", help="default: the row number")
+    score.add_argument("--id-col", help="default: the column named id if the file has one, else the rows numbered "
+                                        "from 1 (--id-col '' numbers them whatever the columns)")
     score.add_argument("--context-col")
     score.add_argument("--reference-col")
     score.add_argument("--human-col", help="human scores, if the file has them: the correlation is printed")
+    score.add_argument("--retry-missing", action="store_true",
+                       help="resuming: score again the items written missing (a request that kept failing); "
+                            "without it they are kept as they are")
     scoring_backend_arguments(score)
     score.set_defaults(func=cmd_score)
 
@@ -668,7 +615,19 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
 
 
 def main(argv: list[str] | None = None, *, prog: str = "python -m judge_engine") -> int:
-    args = build_parser(prog).parse_args(argv)  # --version and --help end here, having imported no command
+    args = None
+    try:
+        args = build_parser(prog).parse_args(argv)  # --version and --help end here, having imported no command
+        args.command_line = (prog, list(sys.argv[1:] if argv is None else argv))
+        return _run(args)
+    except KeyboardInterrupt:  # at any moment, the imports of the first seconds included: one line, no traceback
+        from .score_cli import stopped_line
+
+        print(stopped_line(args) if args is not None else "stopped by Ctrl-C", file=sys.stderr)
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
     from .data import DataImportError
     from .llm import LLMError
 
@@ -689,10 +648,24 @@ def main(argv: list[str] | None = None, *, prog: str = "python -m judge_engine")
         return 0
 
 
+def exit_now(code: int) -> None:
+    """End the process with ``code``. After a Ctrl-C (130), requests still in flight hold threads that Python would
+    wait for at exit (a stuck server: minutes), and a second Ctrl-C there ended the process by the signal: the
+    output is flushed and the process ends at once, without waiting for them."""
+    if code == 130:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    sys.exit(code)
+
+
 def console() -> None:
     """The ``judge-workbench`` command (``[project.scripts]`` of pyproject.toml)."""
-    sys.exit(main(prog="judge-workbench"))
+    exit_now(main(prog="judge-workbench"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

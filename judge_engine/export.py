@@ -57,7 +57,8 @@ class ExportedJudge:
                     progress: Callable[[int, int, str], None] | None = None) -> Any:
         """Score the rows of a pandas DataFrame; one row out per row in, in order.
 
-        Columns out: ``id`` (``id_col``, else the row's index), ``score`` (on the judge's human scale; ``<NA>``
+        Columns out: ``id`` (``id_col``, else a column named ``id``, else the rows numbered from 1 as ``score``
+        numbers a file's rows, or the table's own index when it is not 0, 1, 2, ...), ``score`` (on the judge's human scale; ``<NA>``
         when the reply gave none: a missing score is never a number), ``missing``, ``missing_reason`` and
         ``explanation``. ``llm`` replaces the backend the judge was made with (an :class:`LLMConfig`, e.g. the same
         model on your own server, or an LLM already made with :func:`make_llm`); every call goes through the
@@ -144,13 +145,14 @@ class ExportedJudge:
                    id_col: str | None = None, context_col: str | None = None, reference_col: str | None = None,
                    human_col: str | None = None, fmt: str | None = None, llm: LLMConfig | LLM | None = None,
                    db: str | Path | None = None, progress: Callable[[int, int, str], None] | None = None,
-                   bad_row: Callable[[Exception], None] | None = None) -> dict[str, Any]:
+                   bad_row: Callable[[Exception], None] | None = None, retry_missing: bool = False) -> dict[str, Any]:
         """Score a CSV/TSV/JSONL file of any size into ``out`` (JSONL, or CSV for a ``.csv`` name or ``fmt``).
 
         The same as ``judge-workbench score``: read a chunk at a time, each verdict written as it is known,
-        resumed when ``out`` already holds some of them, rows that cannot be scored given to ``bad_row`` and
-        left out. Returns the summary (items scored, skipped, left out, missing, correlations with
-        ``human_col``).
+        resumed when ``out`` already holds some of them (its missing items scored again with ``retry_missing``),
+        rows that cannot be scored given to ``bad_row`` and left out, an item whose request keeps failing written
+        missing with the reason. ``llm`` may be an :class:`LLMConfig` with its own ``timeout`` and ``max_retries``.
+        Returns the summary (items scored, skipped, left out, missing by reason, correlations with ``human_col``).
         """
         from .items import ItemFile
         from .score_files import score_file
@@ -158,14 +160,20 @@ class ExportedJudge:
         source = ItemFile(path, input_col=input_col, output_col=output_col, id_col=id_col, context_col=context_col,
                           reference_col=reference_col, human_col=human_col, aspect=self.judge.aspect["name"])
         client = llm if isinstance(llm, LLM) else make_llm(llm or self.llm, store=Store(db))
-        return score_file(self.judge, source, llm=client, out=out, fmt=fmt, progress=progress, bad_row=bad_row)
+        return score_file(self.judge, source, llm=client, out=out, fmt=fmt, progress=progress, bad_row=bad_row,
+                          retry_missing=retry_missing)
 
 
 def table_samples(table: Any, *, input_col: str = "input", output_col: str = "output", id_col: str | None = None,
                   context_col: str | None = None, reference_col: str | None = None,
                   group_col: str | None = None) -> list[Sample]:
-    """The rows of a pandas DataFrame as samples to score (ids from ``id_col``, else the index); ValueError naming
-    a column that is not there or ids that repeat."""
+    """The rows of a pandas DataFrame as samples to score (ids from ``id_col``, else a column named ``id``, else
+    the rows numbered from 1, or the table's own index); ValueError naming a column that is not there or ids that
+    repeat."""
+    import pandas as pd
+
+    from .items import DEFAULT_ID_COL
+
     for role, col in (("input_col", input_col), ("output_col", output_col), ("id_col", id_col),
                       ("context_col", context_col), ("reference_col", reference_col), ("group_col", group_col)):
         if col is not None and col not in table.columns:
@@ -178,7 +186,13 @@ def table_samples(table: Any, *, input_col: str = "input", output_col: str = "ou
         value = row[col]
         return "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
-    ids = [str(x) for x in (table[id_col] if id_col else table.index)]
+    if id_col is None and DEFAULT_ID_COL in table.columns:
+        id_col = DEFAULT_ID_COL  # the table's own ids, as score takes a file's column named id
+    # without ids: a default index (0, 1, 2, ...) numbers the rows from 1, as score numbers a file's rows; an index
+    # of the table's own (names, dates) is kept
+    index = table.index
+    plain = isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+    ids = [str(x) for x in (table[id_col] if id_col else (range(1, len(table) + 1) if plain else index))]
     if len(set(ids)) != len(ids):
         raise ValueError(f"the ids ({id_col or 'the index'}) repeat: each row needs its own")
     return [Sample(id=i, input=text(row, input_col) or "", output=text(row, output_col) or "",

@@ -20,14 +20,20 @@ import json
 import re
 import sqlite3
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from . import data
+from . import data, row_checks
 from .data import DataImportError, RowColumns
 from .records import Sample
 
 BadRow = Callable[[DataImportError], None]
+
+DEFAULT_ID_COL = "id"
+"""The column taken as the items' ids when none is named: a file with its own ids is scored under them. Without
+one, an item's id is its place among the file's rows, from 1, as :meth:`ExportedJudge.score_table` numbers a
+table's rows."""
 
 
 class IdSet:
@@ -76,11 +82,19 @@ class ItemFile:
                  human_col: str | None = None, aspect: str = "score", group_col: str | None = None):
         self.path = Path(path)
         self.kind = data._table_kind(self.path)
+        self.id_chosen = False
+        """Whether the ids come from a column named ``id`` that was not named (:data:`DEFAULT_ID_COL`)."""
         self.columns = RowColumns(input_col=input_col, output_col=output_col, id_col=id_col,
                                   context_col=context_col, reference_col=reference_col, group_col=group_col,
                                   aspect_cols={aspect: human_col} if human_col else {})
         self.dialect: data.CsvDialect | None = None
         first = self._first_record_columns()
+        if id_col is None and DEFAULT_ID_COL in first:  # the file's own ids, not row numbers (issue 64 item 6)
+            self.columns = replace(self.columns, id_col=DEFAULT_ID_COL)
+            id_col, self.id_chosen = DEFAULT_ID_COL, True
+        elif id_col == "":  # asked for row numbers, whatever the columns
+            self.columns = replace(self.columns, id_col=None)
+            id_col = None
         mapped = {"input": input_col, "output": output_col, "id": id_col, "context": context_col,
                   "reference": reference_col, "human score": human_col, "group": group_col}
         for role, col in mapped.items():
@@ -144,7 +158,14 @@ class ItemFile:
         lines += last != b"\n"
         return max(0, lines - (1 if self.kind in ("csv", "tsv") else 0))
 
-    def _records(self, bad_row: BadRow) -> Iterator[tuple[int, dict[str, Any]]]:
+    def _records(self, bad_row: BadRow, warn: BadRow | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+        id_col = self.columns.id_col
+
+        def cleaned(row: int, rec: dict[str, Any]) -> dict[str, Any]:
+            if warn is not None and (columns := row_checks.control_columns(rec, id_col=id_col)):
+                warn(row_checks.control_warning(columns, path=self.path, row=row))
+            return data.clean_record(rec, id_col=id_col, path=self.path, row=row)
+
         if self.kind == "json":  # one document: read whole
             for row, rec in data._read_table(self.path).records:
                 yield row, rec
@@ -168,7 +189,7 @@ class ItemFile:
                                                 row=lineno))
                         continue
                     try:
-                        yield lineno, data.clean_record(rec, id_col=self.columns.id_col, path=self.path, row=lineno)
+                        yield lineno, cleaned(lineno, rec)
                     except DataImportError as exc:
                         bad_row(exc)
                 return
@@ -180,19 +201,35 @@ class ItemFile:
                 if lines.bad and lines.bad[0] <= reader.line_num:  # a record over a line that is not UTF-8
                     bad_row(lines.error(lines.bad[0], row))
                     continue
+                problem = row_checks.repeated_header(rec, header, path=self.path, row=row) or \
+                    row_checks.swallowed_rows(rec, header, id_col=id_col, delimiter=self.dialect.delimiter,
+                                              quotechar=self.dialect.quotechar, path=self.path, row=row,
+                                              last_line=reader.line_num)
+                if problem is not None:
+                    bad_row(problem)
+                    continue
                 try:
-                    yield row, data.clean_record(rec, id_col=self.columns.id_col, path=self.path, row=row)
+                    yield row, cleaned(row, rec)
                 except DataImportError as exc:
                     bad_row(exc)
 
-    def chunks(self, size: int, bad_row: BadRow) -> Iterator[list[Sample]]:
-        """The file's samples, ``size`` at a time; rows that cannot be scored go to ``bad_row``."""
+    def chunks(self, size: int, bad_row: BadRow, warn: BadRow | None = None) -> Iterator[list[Sample]]:
+        """The file's samples, ``size`` at a time; rows that cannot be scored go to ``bad_row``, rows scored after
+        a cleaning (control characters removed from a text) to ``warn``."""
         seen = IdSet()
+        number = 0  # the row's place among the file's rows, named ones included: a row's id without an id column
+
+        def named(exc: DataImportError) -> None:
+            nonlocal number
+            number += int(getattr(exc, "rows", 1))
+            bad_row(exc)
+
         try:
             chunk: list[tuple[int, Sample]] = []
-            for row, rec in self._records(bad_row):
+            for row, rec in self._records(named, warn):
+                number += 1
                 try:
-                    chunk.append((row, data.row_sample(row, rec, self.columns, self.path)))
+                    chunk.append((row, data.row_sample(row, rec, self.columns, self.path, number)))
                 except DataImportError as exc:
                     bad_row(exc)
                 if len(chunk) >= size:

@@ -45,7 +45,7 @@ from .export import ExportedJudge, load_judge
 from .llm import BACKEND_NAMES, LLMConfig, make_llm
 from .methods import Judge
 from .records import Sample
-from .score_files import OUTPUT_COLUMNS, judge_fingerprint, verdict_record
+from .score_files import OUTPUT_COLUMNS, failure_watch, judge_fingerprint, score_items, verdict_record
 
 _ARROW_TYPES = {"id": pa.string(), "aspect": pa.string(), "score": pa.float64(), "missing": pa.bool_(),
                 "missing_reason": pa.string(), "explanation": pa.string(), "criteria": pa.string()}
@@ -101,6 +101,7 @@ class ScoreBatches:
             store = Store(Path(cache_dir) / f"worker-{socket.gethostname()}-{os.getpid()}.db")
         self.judge, self.columns, self.done_ids = judge, columns, done_ids
         self.llm = make_llm(llm, store=store)
+        self.watch = failure_watch(self.llm)  # this actor's answers and failures, as score's job has them
         self.skipped = 0
 
     def _skip(self, record: Mapping[str, Any], reason: ValueError) -> None:
@@ -125,7 +126,9 @@ class ScoreBatches:
                 samples[sample.id] = sample
         if not samples:
             return OUTPUT_SCHEMA.empty_table()
-        return verdict_rows(self.judge.score(list(samples.values()), llm=self.llm))
+        # score's per-item path: an item whose request keeps failing is a missing verdict with the reason, and only
+        # a failure of every request (nothing answered) fails the batch
+        return verdict_rows(score_items(self.judge, list(samples.values()), llm=self.llm, watch=self.watch))
 
 
 def _exported(judge: str | Path | Mapping[str, Any] | ExportedJudge) -> ExportedJudge:
@@ -168,11 +171,40 @@ def score_dataset(ds: ray.data.Dataset, judge: str | Path | Mapping[str, Any] | 
         said = ", ".join(f"{role}={col!r}" for role, col in absent.items())
         raise ValueError(f"not a column of the items: {said} (their columns: {', '.join(present) or 'none'})")
     done = done_ids(skip_ids_from, exported.judge) if skip_ids_from is not None else frozenset()
+    workers = placeable_workers(workers, num_cpus, num_gpus)
     return ds.map_batches(
         ScoreBatches, batch_format="pyarrow", batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers),
         num_cpus=num_cpus, num_gpus=num_gpus or None,
         fn_constructor_kwargs={"judge": exported.judge, "llm": config, "columns": columns,
                                "cache_dir": str(cache_dir) if cache_dir is not None else None, "done_ids": done})
+
+
+READ_CPUS = 1
+"""CPUs the read and write tasks need beside the actors: 4 actors of 0.5 CPU on 2 CPUs held both, the read task
+waited for one, and the job stalled at 0 rows with no message (issue 64)."""
+
+
+def placeable_workers(workers: int, num_cpus: float, num_gpus: float = 0) -> int:
+    """``workers``, or as many actors as the cluster can place beside its read task, with one line saying so."""
+    if not ray.is_initialized():
+        return workers
+    resources = ray.cluster_resources()
+    limits = []
+    if num_cpus > 0:
+        limits.append(int((resources.get("CPU", 0) - READ_CPUS) // num_cpus))
+    if num_gpus > 0:
+        limits.append(int(resources.get("GPU", 0) // num_gpus))
+    fits = min(limits) if limits else workers
+    if fits >= workers:
+        return workers
+    if fits < 1:
+        raise ValueError(f"the cluster cannot place one worker of {num_cpus:g} CPU"
+                         + (f" and {num_gpus:g} GPU" if num_gpus else "") + f" beside the read task ({READ_CPUS} "
+                         f"CPU): it has {resources.get('CPU', 0):g} CPU, {resources.get('GPU', 0):g} GPU")
+    print(f"workers: {fits} instead of {workers}, as many as the cluster places at {num_cpus:g} CPU each"
+          + (f" and {num_gpus:g} GPU" if num_gpus else "") + f" while {READ_CPUS} CPU is left for reading "
+          f"({resources.get('CPU', 0):g} CPU, {resources.get('GPU', 0):g} GPU)", file=sys.stderr)
+    return fits
 
 
 def item_format(source: str | Path) -> str:

@@ -19,15 +19,19 @@ import csv
 import hashlib
 import io
 import json
-import math
+import os
+import threading
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO
 
 from . import spreadsheet
 from .items import IdSet, ItemFile
-from .llm import LLM, LLMError, RequestRejected
+from .item_failures import ITEM_FAILURES, FailureWatch, failed_verdict
+from .score_pairs import BOOTSTRAP_ITEM_BUDGET, MIN_RESAMPLES, _Pairs, bootstrap_resamples  # noqa: F401  (its API)
+from .llm import LLM, LLMError, SendingStopped
 from .methods import Judge
 from .records import Sample, Verdict
 
@@ -62,39 +66,87 @@ WAKE_S = 0.5
 calls instead of at most 5 in 3 of 90 runs, its main thread still in ``future.result()`` 8 s after the signal."""
 
 
-def _chunk_result(future: Future) -> list[Verdict]:
+def _chunk_result(future: Future, waiting: Callable[[], None] | None = None) -> list[Verdict]:
     while not future.done():
         wait((future,), timeout=WAKE_S)
+        if waiting is not None:
+            waiting()
     return future.result()
 
 
-REFUSED_IN_A_ROW = 16
-"""Items refused by the server one after the other (in input order, none scored between) that stop the job: one
-item over the model's context is that item's problem, every item refused is the settings' (a model name a
-server answers with a 400, a parameter it does not take), and scoring on would mark the whole file missing."""
+def failure_watch(llm: LLM) -> FailureWatch:
+    """A :class:`FailureWatch` for one job on ``llm``: its requests in flight, and its server's timeout and address."""
+    config = getattr(llm, "config", None)
+    backend = getattr(llm, "backend", None)
+    timeout = getattr(backend, "timeout", None)  # the openai backend's; in-process backends have none
+    return FailureWatch(in_flight=getattr(config, "concurrency", 1) or 1,
+                        timeout=timeout if isinstance(timeout, (int, float)) else None,
+                        where=str(getattr(backend, "where", "the server")))
+
+
+def _stop_sending(llm: LLM, exc: Exception, watch: FailureWatch) -> Exception:
+    """A failure that ends the job (a bad key, a model not served, the watch's stop) stops the client's sending at
+    once, from the chunk's thread that saw it: the other chunks in flight had sent up to a window of requests each
+    before the job noticed (150 requests after a 401 answered to the first ones, issue 64). The job's end resumes
+    sending (:func:`score_stream`). Returns the error to raise: the job's first stop, also in the chunks whose
+    requests were dropped by it (not their "stopped")."""
+    if isinstance(exc, SendingStopped):
+        return watch.stop or exc
+    if watch.stop is None:
+        watch.stop = exc if isinstance(exc, LLMError) else None
+    if callable(getattr(llm, "cancel_queued", None)):
+        llm.cancel_queued()
+    return watch.stop or exc
 
 
 def score_items(judge: Judge, samples: Sequence[Sample], *, llm: LLM,
-                progress: Callable[[int, int, str], None] | None = None) -> list[Verdict]:
-    """``judge.score`` that survives the server refusing some items (a 400, 413 or 422 for one request).
+                progress: Callable[[int, int, str], None] | None = None,
+                watch: FailureWatch | None = None) -> list[Verdict]:
+    """``judge.score`` that survives some items failing (:mod:`judge_engine.item_failures`).
 
-    The chunk is scored as one batch; when one of its requests is refused, each item is scored on its own
-    (the answers already in are in the call cache, so nothing is paid twice) and a refused item becomes a
-    missing verdict whose reason is the server's own words (``metadata["refused"]`` holds the status). Any
-    other failure (a bad key, a server down) is raised as before.
+    The chunk is scored as one batch; when one of its requests fails after its retries (refused, a server error,
+    a timeout), each item is scored on its own (the answers already in are in the call cache, so nothing is paid
+    twice) and a failed item becomes a missing verdict whose reason is the server's own words
+    (``metadata["failed"]`` names the kind, ``metadata["refused"]`` holds a refusal's status). ``watch`` sees the
+    answers and failures of the whole job and raises when no other item is answered: the settings' or the
+    server's fault. Any other failure (a bad key, a server down) is raised as before.
     """
+    watch = watch or failure_watch(llm)
+    seen: dict[str, int] = {}
+
+    def tick(done: int, total: int, stage: str) -> None:
+        watch.answered(done - seen.get(stage, 0))  # answers coming in: the settings work
+        seen[stage] = max(seen.get(stage, 0), done)
+        if progress:
+            progress(done, total, stage)
+
     try:
-        return judge.score(samples, llm=llm, progress=progress)
-    except RequestRejected:
-        pass
+        verdicts = judge.score(samples, llm=llm, progress=tick)
+        watch.answered(1)  # a judge that reports no progress: its chunk's answers are in
+        return verdicts
+    except ITEM_FAILURES as exc:
+        try:  # a failed request of the batch counts: a server stuck on every request is named one round sooner
+            watch.failed(exc)
+        except LLMError as stop:
+            raise _stop_sending(llm, stop, watch) from None
+    except LLMError as exc:
+        raise _stop_sending(llm, exc, watch) from None
+    aspect = judge.aspect["name"]
 
     def one(sample: Sample) -> Verdict:
+        watch.check()
         try:
-            return judge.score([sample], llm=llm)[0]
-        except RequestRejected as exc:
-            return Verdict(sample_id=sample.id, aspect=judge.aspect["name"], score=math.nan,
-                           metadata={"source": "refused", "refused": exc.status,
-                                     "missing_reason": f"the server refused the request ({exc.status}): {exc.reason}"})
+            verdict = judge.score([sample], llm=llm)[0]
+        except ITEM_FAILURES as exc:
+            try:
+                watch.failed(exc)
+            except LLMError as stop:
+                raise _stop_sending(llm, stop, watch) from None
+            return failed_verdict(sample, aspect, exc)
+        except LLMError as exc:
+            raise _stop_sending(llm, exc, watch) from None
+        watch.answered(1)
+        return verdict
 
     workers = 1 if getattr(getattr(llm, "backend", None), "serialises_calls", False) else \
         max(1, min(len(samples), getattr(getattr(llm, "config", None), "concurrency", 1)))
@@ -146,6 +198,11 @@ def _unquoted(cell: str) -> str:
 def _meta_path(out: Path) -> Path:
     return out.with_name(out.name + ".judge")
 
+
+FOREIGN_IDS_FROM = 8
+"""Items of a file's first chunk, none of them in the output being resumed, that refuse the resume: appending would
+write every item a second time under other ids (issue 64 item 6: ids were row numbers before a column named id
+was taken by default)."""
 
 RESUME_BATCH = 5000
 """Ids read from an output file between two writes into the on-disk id set: a resume holds this many, not all."""
@@ -211,7 +268,42 @@ def _written_format(out: Path) -> str:
     return "csv" if first.decode("utf-8", "replace") == header_line("csv") else "jsonl"
 
 
-def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
+def drop_missing(out: Path, fmt: str) -> int:
+    """Take the missing verdicts out of ``out`` (for ``--retry-missing``: their items are scored again and written
+    at the end); returns how many. The file is rewritten beside and moved over it in one step, so a crash leaves
+    either the old file or the new one, never half of each."""
+    dropped = 0
+    temporary = out.with_name(out.name + ".retry")
+    with open(out, encoding="utf-8", newline="") as f, open(temporary, "w", encoding="utf-8", newline="") as new:
+        if fmt == "jsonl":
+            for line in f:
+                if line.strip() and json.loads(line).get("missing") is True:
+                    dropped += 1
+                else:
+                    new.write(line)
+        else:
+            writer = csv.writer(new)
+            for n, cells in enumerate(csv.reader(f)):
+                if n > 0 and len(cells) == len(OUTPUT_COLUMNS) and cells[OUTPUT_COLUMNS.index("missing")].lower() == "true":
+                    dropped += 1
+                else:
+                    writer.writerow(cells)
+    if dropped:
+        temporary.replace(out)
+    else:
+        temporary.unlink()
+    return dropped
+
+
+def tag_output(out: str | Path, judge: Judge, fmt: str) -> None:
+    """Tag a new output file with the judge's fingerprint and the format (``<out>.judge``), at its first verdict."""
+    try:
+        _meta_path(Path(out)).write_text(f"{judge_fingerprint(judge)}\n{fmt}\n", encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl", *, retry_missing: bool = False) -> IdSet:
     """The ids already written to ``out`` by this judge, after cutting off a half-written last record.
 
     A new output file is tagged with the judge's fingerprint and the output format (a ``<out>.judge`` file beside
@@ -226,11 +318,13 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
     if not out.exists() or out.stat().st_size == 0:
         try:
             out.parent.mkdir(parents=True, exist_ok=True)  # `--out results/x.jsonl` before results/ exists
-            meta.write_text(f"{mine}\n{fmt}\n", encoding="utf-8")
+            if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+                raise PermissionError(13, "Permission denied")
         except OSError as exc:  # a read-only folder, a file where a folder should be: one line, not a traceback
             done.close()
             raise ValueError(f"cannot write {out}: {exc.strerror or exc}") from None
-        return done
+        return done  # tagged at its first verdict (tag_output): a job that stops before one leaves no file
+    
     tag = meta.read_text(encoding="utf-8").split() if meta.exists() else []
     theirs = tag[0] if tag else ""
     try:
@@ -249,10 +343,15 @@ def resume_output(out: str | Path, judge: Judge, fmt: str = "jsonl") -> IdSet:
     if length != out.stat().st_size:  # a record cut by a crash: drop it, its item is scored again (from the cache)
         with open(out, "r+b") as f:
             f.truncate(length)
+    if retry_missing and drop_missing(out, fmt):  # read again: the missing items' ids are no longer done
+        done.close()
+        done = IdSet()
+        _read_written_ids(out, fmt, done)
     return done
 
 
-LEFT_OUT_REASONS = (("duplicate id", "repeated id"), ("the id is empty", "empty id"),
+LEFT_OUT_REASONS = (("repeats the header", "repeated header"), ("closes only on line", "quote left open"),
+                    ("duplicate id", "repeated id"), ("the id is empty", "empty id"),
                     ("control characters", "id with control characters"), ("not UTF-8", "not UTF-8"),
                     ("output text is empty", "empty output"), ("missing in this record", "a column missing"),
                     ("cells but the header", "wrong number of cells"), ("invalid JSON", "invalid JSON"),
@@ -269,64 +368,84 @@ def left_out_reason(exc: Exception) -> str:
 
 def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, write: Callable[[Verdict], None],
                  progress: Callable[[int, int, str], None] | None = None, total: int = 0,
-                 flush: Callable[[], None] | None = None) -> dict[str, int]:
+                 flush: Callable[[], None] | None = None,
+                 notice: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Score each chunk and hand every verdict to ``write``, in input order, as soon as its chunk is done.
 
-    :data:`CHUNKS_IN_FLIGHT` chunks are in flight when the backend takes several calls at once; a backend that answers one call
-    at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
+    :data:`CHUNKS_IN_FLIGHT` chunks are in flight when the backend takes several calls at once; a backend that answers
+    one call at a time (the embedded model) gets the chunks one after the other, so the prompts of one item stay
     consecutive and reuse its KV cache. ``flush`` is called after each chunk's verdicts (all known at the same
-    moment: one flush, not one per line). An item the server refuses is written missing with the server's reason
-    (:func:`score_items`); :data:`REFUSED_IN_A_ROW` refused one after the other stop the job with one
-    :class:`~judge_engine.llm.LLMError`, before they are written (a re-run tries them again). Returns the counts
-    ``{"items", "missing", "refused"}``.
+    moment: one flush, not one per line). An item whose request kept failing is written missing with the reason
+    (:func:`score_items`), once an item after it in the file is answered (or at the end, when any was): when no
+    other item is answered the job stops with one :class:`~judge_engine.llm.LLMError` before they are written (a
+    re-run tries them again; :mod:`judge_engine.item_failures`). ``notice`` gets one line when the server has
+    answered nothing for its request timeout. Returns the counts ``{"items", "missing", "refused",
+    "missing_by_reason"}``.
     """
-    counts = {"items": 0, "missing": 0, "refused": 0}
-    held: list[Verdict] = []  # refused verdicts in a row, written once an item between them is scored
+    counts: dict[str, Any] = {"items": 0, "missing": 0, "refused": 0, "missing_by_reason": {}}
+    held: list[Verdict] = []  # failed verdicts not yet followed by an answered item
+    watch = failure_watch(llm)
     serial = getattr(llm, "config", None) is None or llm.config.concurrency <= 1 or \
         getattr(getattr(llm, "backend", None), "serialises_calls", False)
     in_chunk: dict[int, int] = {}
+    told = [0.0]
 
     def run(index: int, chunk: Sequence[Sample]) -> list[Verdict]:
         def tick(done: int, _total: int, stage: str) -> None:
             in_chunk[index] = done
             if progress:
                 progress(counts["items"] + sum(in_chunk.values()), max(total, counts["items"]), stage)
-        return score_items(judge, chunk, llm=llm, progress=tick)
+        return score_items(judge, chunk, llm=llm, progress=tick, watch=watch)
 
     def put(v: Verdict) -> None:
         write(v)
         counts["items"] += 1
-        counts["missing"] += int(v.missing)
+        if v.missing:
+            counts["missing"] += 1
+            reason = missing_group(v)
+            counts["missing_by_reason"][reason] = counts["missing_by_reason"].get(reason, 0) + 1
         counts["refused"] += int("refused" in v.metadata)
 
     def emit(index: int, verdicts: list[Verdict]) -> None:
         in_chunk.pop(index, None)
         for v in verdicts:
-            if "refused" not in v.metadata:
-                for h in held:
-                    put(h)
-                held.clear()
-                put(v)
+            if "failed" in v.metadata:
+                held.append(v)
                 continue
-            held.append(v)
-            if len(held) >= REFUSED_IN_A_ROW:
-                raise LLMError(f"the server refused {len(held)} items in a row, items {held[0].sample_id!r} to "
-                               f"{v.sample_id!r} (the last: {v.metadata['missing_reason']}); this looks like the "
-                               "settings (model name, parameters), not the items: nothing of them was written")
+            for h in held:
+                put(h)
+            held.clear()
+            put(v)
         if flush:
             flush()
 
-    def finish() -> dict[str, int]:
-        for h in held:  # fewer than REFUSED_IN_A_ROW at the end of the file: those items are missing
+    def finish() -> dict[str, Any]:
+        if held and counts["items"] == 0 and watch.answers == 0:
+            raise watch.all_failed(held[-1], len(held))
+        for h in held:  # failed items at the end of the file while others were answered: those items are missing
             put(h)
         if held and flush:
             flush()
         return counts
 
+    def waiting() -> None:
+        # one line when the server has answered nothing for a whole request timeout: before the client's retries
+        # end, which take (timeout x retries) more, so a stuck server is named within the timeout, not minutes later
+        silent = watch.silent_for()
+        if notice and watch.timeout and silent >= watch.timeout and watch.last_answer != told[0]:
+            told[0] = watch.last_answer
+            notice(f"no answer from {watch.where} for {silent:.0f} s (--timeout {watch.timeout:g} s per request, "
+                   f"retried {getattr(llm.backend, 'max_retries', 0)} times): still waiting; Ctrl-C stops, "
+                   "and the same command resumes")
+
     numbered = ((i, c) for i, c in enumerate(chunks) if c)
     if serial:
-        for index, chunk in numbered:
-            emit(index, run(index, chunk))
+        try:
+            for index, chunk in numbered:
+                emit(index, run(index, chunk))
+        finally:
+            if callable(getattr(llm, "resume_sending", None)):
+                llm.resume_sending()  # after a stop of _stop_sending: the next job on this client sends again
         return finish()
     pending: deque = deque()
     pool = ThreadPoolExecutor(max_workers=CHUNKS_IN_FLIGHT, thread_name_prefix="chunk")
@@ -334,41 +453,107 @@ def score_stream(judge: Judge, chunks: Iterable[Sequence[Sample]], *, llm: LLM, 
         for index, chunk in numbered:
             pending.append((index, pool.submit(run, index, chunk)))
             if len(pending) == CHUNKS_IN_FLIGHT:
-                index, future = pending.popleft()
-                emit(index, _chunk_result(future))
+                emit(pending[0][0], _chunk_result(pending[0][1], waiting))
+                pending.popleft()
         while pending:
-            index, future = pending.popleft()
-            emit(index, _chunk_result(future))
+            emit(pending[0][0], _chunk_result(pending[0][1], waiting))
+            pending.popleft()
     except BaseException as exc:
-        # an interrupt (a Stop) reaches this thread only: the chunks' threads would send the rest of their chunks,
-        # so the requests they queued are dropped; either way the chunks still running are waited for, so the
-        # answers of the calls in flight are in the call cache before anyone can resume
-        stopping = not isinstance(exc, Exception) and callable(getattr(llm, "cancel_queued", None))
-        if stopping:
-            llm.cancel_queued()  # also refuses what a chunk asks for after it, until the chunks are done
-        try:
-            pool.shutdown(wait=True, cancel_futures=True)
-        finally:
-            if stopping:  # no chunk of this job can send now: a resume or the next job on this client sends again
-                llm.resume_sending()
+        _stop_chunks(llm, pool, [f for _, f in pending], interrupted=not isinstance(exc, Exception))
         raise
     pool.shutdown()
     return finish()
+
+
+STOP_WAIT_S = 1.0
+"""How long a Ctrl-C waits for the requests in flight before it leaves them: the answers that come by then are
+cached, the rest are asked again by the resume. Waiting for all of them held a Ctrl-C for minutes on a stuck
+server (still running 300 s later)."""
+
+
+def _stop_chunks(llm: LLM, pool: ThreadPoolExecutor, futures: list[Future], *, interrupted: bool) -> None:
+    """Stop the chunks still scoring when the job ends early: their queued requests are dropped (a stopped job
+    sends nothing more); a failure waits for the calls in flight, whose answers go to the cache before anyone
+    resumes, and an interrupt waits at most :data:`STOP_WAIT_S` (the client sends again once they are done)."""
+    stoppable = callable(getattr(llm, "cancel_queued", None))
+    if stoppable:
+        llm.cancel_queued()  # also refuses what a chunk asks for after it, until the chunks are done
+    if not interrupted:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            if stoppable:  # no chunk of this job can send now: a resume or the next job on this client sends again
+                llm.resume_sending()
+        return
+    with _no_second_interrupt():
+        pool.shutdown(wait=False, cancel_futures=True)
+        left = [f for f in futures if not f.done()]
+        if left:
+            wait(left, timeout=STOP_WAIT_S)
+        left = [f for f in left if not f.done()]
+    if not stoppable:
+        return
+    if not left:
+        llm.resume_sending()
+        return
+    remaining = [len(left)]
+    lock = threading.Lock()
+
+    def one_done(_: Future) -> None:  # the last chunk left running resumes the client (a notebook goes on with it)
+        with lock:
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            llm.resume_sending()
+
+    for f in left:
+        f.add_done_callback(one_done)
+
+
+@contextmanager
+def _no_second_interrupt() -> Iterator[None]:
+    """While a Ctrl-C is being handled, a second one is ignored (it ended in a traceback); restored after."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def missing_group(v: Verdict) -> str:
+    """The group of a missing verdict in the summary's ``missing_by_reason``: the failure's kind, or the reason
+    the judge gave (a reply with no score, an empty reply)."""
+    from .export import missing_reason
+
+    failed = v.metadata.get("failed")
+    return str(failed) if failed else missing_reason(v)[:80]
 
 
 def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | None = None, fmt: str | None = None,
                stream: TextIO | None = None, chunk: int | None = None,
                progress: Callable[[int, int, str], None] | None = None,
                bad_row: Callable[[Exception], None] | None = None,
-               notice: Callable[[str], None] | None = None) -> dict[str, Any]:
+               notice: Callable[[str], None] | None = None, retry_missing: bool = False,
+               warn_row: Callable[[Exception], None] | None = None) -> dict[str, Any]:
     """Score every item of ``source`` into ``out`` (resumed if it exists) or ``stream``; returns the summary.
 
     The summary counts the items scored now, those ``skipped`` as already in ``out``, the rows left out
-    (``rows_left_out``, each also given to ``bad_row``) and the verdicts with no score (``missing``); with a
-    human score column, the correlation over the whole output file.
+    (``rows_left_out``, each also given to ``bad_row``) and the verdicts with no score (``missing``, grouped in
+    ``missing_by_reason``); with a human score column, the correlation over the whole output file. A resumed
+    file's missing verdicts are kept as they are, unless ``retry_missing``: then their items are scored again.
+    The rows of the file are ``items + skipped + rows_left_out`` (a quote left open counts each row it holds);
+    ``rows_cleaned`` counts the rows scored after control characters were removed from a text (each also given
+    to ``warn_row``).
     """
     fmt = output_format(out, fmt)
-    done = resume_output(out, judge, fmt) if out is not None else IdSet()
+    if retry_missing and notice and out is not None and Path(out).exists():
+        notice(f"--retry-missing: the items written missing in {out} are scored again")
+    done = resume_output(out, judge, fmt, retry_missing=retry_missing) if out is not None else IdSet()
     if len(done) and notice:
         notice(f"resuming: {len(done)} items are already in {out}; scoring the rest")
     size = chunk or max(SCORE_CHUNK, 2 * max(1, getattr(getattr(llm, "config", None), "concurrency", 1)))
@@ -378,11 +563,19 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
 
     def count_bad(exc: Exception) -> None:
         nonlocal left_out
-        left_out += 1
+        rows = int(getattr(exc, "rows", 1))  # a quote left open stands for every row inside it
+        left_out += rows
         reason = left_out_reason(exc)
-        left_out_by_reason[reason] = left_out_by_reason.get(reason, 0) + 1
+        left_out_by_reason[reason] = left_out_by_reason.get(reason, 0) + rows
         if bad_row:
             bad_row(exc)
+
+    cleaned = [0]
+
+    def count_cleaned(exc: Exception) -> None:
+        cleaned[0] += 1
+        if warn_row:
+            warn_row(exc)
 
     def todo() -> Iterable[list[Sample]]:
         nonlocal skipped
@@ -391,10 +584,18 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
         # at 256 in flight, a whole chunk's 512 prompts and cache keys took 0.3-0.9 s of a loaded machine before any
         # request left, where the plain openai client's first request left in 0.04-0.1 s (issue 48 item 4)
         lead = max(8, size // 8)
-        for part in source.chunks(size, count_bad):
+        first = True
+        for part in source.chunks(size, count_bad, count_cleaned):
             if human is not None and aspect is not None:
                 human.add_human((s.id, s.human[aspect]) for s in part)
             written = done.rows_of([s.id for s in part]) if len(done) else {}
+            if first and len(done) and not written and len(part) >= FOREIGN_IDS_FROM and not retry_missing:
+                raise ValueError(f"{out} holds {len(done)} verdicts, none of them for this file's first "
+                                 f"{len(part)} items (ids {part[0].id!r} to {part[-1].id!r}): it was written with "
+                                 "other ids (another file, another --id-col, or row numbers before score took the "
+                                 "column named id); choose another --out file, or give the --id-col it was "
+                                 "written with")
+            first = False
             skipped += len(written)
             left = [s for s in part if s.id not in written]
             if lead and len(left) > lead:
@@ -410,7 +611,9 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
 
     def write(v: Verdict) -> None:
         nonlocal handle, fresh
-        if handle is None:  # opened at the first verdict: a file that cannot be read leaves no empty output
+        if handle is None:  # opened at the first verdict: a job stopped before one leaves no empty output
+            if fresh:
+                tag_output(out, judge, fmt)
             handle = open(out, "a", encoding="utf-8", newline="")
         if fresh:
             handle.write(header_line(fmt))
@@ -424,14 +627,15 @@ def score_file(judge: Judge, source: ItemFile, *, llm: LLM, out: str | Path | No
     try:
         counts = score_stream(judge, chunks, llm=llm, write=write, progress=progress,
                               total=max(0, source.estimated_rows() - len(done)),
-                              flush=lambda: handle.flush() if handle is not None else None)
+                              flush=lambda: handle.flush() if handle is not None else None, notice=notice)
     finally:
         chunks.close()  # an interrupted run: the reader's temporary table is closed here, not by the collector
         done.close()
         if handle is not None and handle is not stream:
             handle.close()
     try:
-        return _summary(source, counts, skipped, left_out, left_out_by_reason, human, out, fmt)
+        summary = _summary(source, counts, skipped, left_out, left_out_by_reason, human, out, fmt)
+        return {**summary, "rows_cleaned": cleaned[0]} if cleaned[0] else summary
     finally:
         if human is not None:
             human.close()
@@ -447,6 +651,7 @@ def _summary(source: ItemFile, counts: dict[str, int], skipped: int, left_out: i
                               file=source.path)
     summary: dict[str, Any] = {"items": counts["items"], "skipped": skipped, "rows_left_out": left_out,
                                "rows_left_out_by_reason": by_reason, "missing": counts["missing"],
+                               "missing_by_reason": counts["missing_by_reason"],
                                "refused_by_server": counts["refused"]}
     if human is not None and len(human):
         if out is not None:
@@ -458,18 +663,6 @@ def _summary(source: ItemFile, counts: dict[str, int], skipped: int, left_out: i
         summary["correlations"] = metrics.meta_evaluate(people, judged, n_bootstrap=resamples).to_dict()
         summary["correlation_resamples"] = resamples
     return summary
-
-
-# Each resample re-ranks every item (Kendall's tau), about 0.85 s a resample at a million items on a loaded 2-core
-# machine: 1,000 of them made a million-item summary come 14 minutes after the last score. The interval's width
-# shrinks with the items, so past 20,000 items fewer resamples still place its ends well inside their own width.
-BOOTSTRAP_ITEM_BUDGET = 20_000_000
-MIN_RESAMPLES = 100
-
-
-def bootstrap_resamples(n_items: int) -> int:
-    """Resamples for the summary's correlation intervals: 1,000, fewer past 20,000 items, never below 100."""
-    return max(MIN_RESAMPLES, min(1000, BOOTSTRAP_ITEM_BUDGET // max(n_items, 1)))
 
 
 def _read_written_scores(out: str | Path, fmt: str, pairs: "_Pairs") -> None:
@@ -485,38 +678,3 @@ def _read_written_scores(out: str | Path, fmt: str, pairs: "_Pairs") -> None:
                 pairs.add_scores(batch)
                 batch = []
     pairs.add_scores(batch)
-
-
-class _Pairs:
-    """Human and judge scores by item id, in a private temporary SQLite file: ``--human-col`` on a million items
-    takes the memory of two arrays of floats, not of two dicts of ids."""
-
-    def __init__(self) -> None:
-        import sqlite3
-
-        self._db = sqlite3.connect("", check_same_thread=False)
-        self._db.execute("create table pairs (id text primary key, human real, judge real)")
-        self.size = 0
-
-    def add_human(self, pairs: Iterable[tuple[str, float]]) -> None:
-        before = self._db.total_changes
-        self._db.executemany("insert or ignore into pairs (id, human) values (?, ?)", pairs)
-        self.size += self._db.total_changes - before
-
-    def add_scores(self, scores: Iterable[tuple[str, float | None]]) -> None:
-        self._db.executemany("update pairs set judge = ? where id = ?", ((v, i) for i, v in scores))
-
-    def arrays(self) -> tuple[Any, Any]:
-        """Human and judge scores in input order, NaN where the judge gave none."""
-        import numpy as np
-
-        rows = self._db.execute("select human, judge from pairs order by rowid")
-        flat = np.fromiter((math.nan if x is None else x for row in rows for x in row), dtype=float,
-                           count=2 * self.size)
-        return flat[0::2].copy(), flat[1::2].copy()
-
-    def __len__(self) -> int:
-        return self.size
-
-    def close(self) -> None:
-        self._db.close()

@@ -99,11 +99,12 @@ with cols[0]:
                                "until it stops.")
 with cols[1]:
     widgets.bound(st.number_input, "Timeout (s)", "settings_timeout", min_value=1.0, max_value=3600.0, step=10.0,
-                  help="Seconds before one request is abandoned and retried.")
+                  help="Seconds before one request is abandoned and retried (default 30; `score --timeout`).")
 with cols[2]:
     widgets.bound(st.number_input, "Retries", "settings_max_retries", min_value=0, max_value=20, step=1,
                   help="Retries with growing waits after a connection error, a rate limit (429) or a server error "
-                       "(5xx); then the request counts as failed and the run says so.")
+                       "(5xx), default 2; then the request counts as failed: its item is missing with the "
+                       "reason while other items are answered, and the run stops when none is.")
 cols = st.columns(2)
 with cols[0]:
     widgets.bound(st.number_input, "Price per 1k prompt tokens ($)", "settings_price_prompt", min_value=0.0,

@@ -261,3 +261,41 @@ def test_one_parquet_file_is_split_so_that_both_workers_get_items(tmp_path, stub
     calls = [sqlite3.connect(db).execute("select count(*) from llm_cache").fetchone()[0]
              for db in sorted((tmp_path / "cache").glob("worker-*.db"))]
     assert len(calls) == 2 and min(calls) > 0 and sum(calls) == 400, calls
+
+
+@pytest.mark.server
+def test_an_item_the_server_fails_on_is_missing_with_the_same_reason_on_ray_as_in_score(tmp_path, local_ray):
+    # before: one bad item failed the whole Ray job (after 779 paid calls, 0 output files)
+    from judge_engine.__main__ import main
+    from judge_engine.ray_scoring import score_files
+
+    judge_path = tmp_path / "judge.json"
+    judge_path.write_text(make_judge().to_json(), encoding="utf-8")
+    rows = [{"id": f"b{i:04d}", "input": f"question {i}", "output": f"answer {i}"} for i in range(300)]
+    rows[123]["output"] = "CRASH the tokenizer"
+    items = write_jsonl(tmp_path / "items.jsonl", rows)
+    with StubServer(fail_containing="CRASH") as failing:
+        assert main(["score", str(judge_path), str(items), "--out", str(tmp_path / "cli.jsonl"), "--backend",
+                     "openai", "--model", MODEL, "--base-url", failing.base_url, "--retries", "0",
+                     "--db", str(tmp_path / "cli-cache.db"), "--quiet"]) == 0
+        by_cli = {r["id"]: r for r in map(json.loads, (tmp_path / "cli.jsonl").read_text().splitlines())}
+        llm = LLMConfig(backend="openai", model=MODEL, base_url=failing.base_url, concurrency=16, max_retries=0)
+        by_ray = read_out(score_files(items, judge_path, tmp_path / "ray-out", llm=llm, workers=2))
+    assert set(by_ray) == set(by_cli) == {r["id"] for r in rows}
+    bad = by_ray["b0123"]
+    assert bad["missing"] and "server error (500)" in bad["missing_reason"] and "tokenizer crashed" in bad["missing_reason"]
+    assert all(by_ray[i] == by_cli[i] for i in by_cli), [i for i in by_cli if by_ray[i] != by_cli[i]][:3]
+
+
+@pytest.mark.server
+def test_more_workers_than_the_cluster_places_are_capped_with_one_line(tmp_path, stub, local_ray, capfd):
+    # before: workers=4 on 2 CPUs held both CPUs in actors, the read task waited for one: 0 rows for 5 minutes
+    from judge_engine.ray_scoring import score_files
+
+    judge_path = tmp_path / "judge.json"
+    judge_path.write_text(make_judge().to_json(), encoding="utf-8")
+    items = write_jsonl(tmp_path / "items.jsonl", [{"id": f"w{i}", "input": "q", "output": f"a {i}"} for i in range(40)])
+    out = score_files(items, judge_path, tmp_path / "out", llm=stub_llm(stub), workers=4)
+    assert len(read_out(out)) == 40
+    said = [line for line in capfd.readouterr().err.splitlines() if line.startswith("workers: ")]
+    assert len(said) == 1 and "2 instead of 4" in said[0], said

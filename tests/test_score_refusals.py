@@ -41,10 +41,10 @@ def _items(tmp_path, n, long_every=0):
     return path, rows
 
 
-def _score(tmp_path, stub, items, out, concurrency=8):
+def _score(tmp_path, stub, items, out, *more, concurrency=8):
     return main(["score", str(_judge(tmp_path)), str(items), "--out", str(out), "--backend", "openai", "--model", MODEL,
                  "--base-url", stub.base_url, "--id-col", "id", "--db", str(tmp_path / "cache.db"), "--quiet",
-                 "--concurrency", str(concurrency)])
+                 "--concurrency", str(concurrency), *more])
 
 
 def _errors(capsys) -> list[str]:
@@ -85,19 +85,73 @@ def test_a_bad_key_or_a_wrong_model_stops_the_job_with_one_line_and_writes_nothi
     assert not out.exists() or out.read_text(encoding="utf-8") == ""
 
 
-def test_every_prompt_refused_stops_after_a_run_of_them_and_a_rerun_tries_them_again(tmp_path, capsys):
-    from judge_engine.score_files import REFUSED_IN_A_ROW
-
+def test_every_prompt_refused_stops_the_job_and_a_rerun_tries_them_again(tmp_path, capsys):
     items, _ = _items(tmp_path, 100)
     out = tmp_path / "scores.jsonl"
     with StubServer(refuse_longer_than=10) as stub:  # every prompt is longer: a setting, not an item
         assert _score(tmp_path, stub, items, out) == 2
     err = _errors(capsys)
-    assert len(err) == 1 and f"refused {REFUSED_IN_A_ROW} items in a row" in err[0], err
-    assert not out.exists() or out.read_text(encoding="utf-8") == "", "no refused item written: a re-run tries them"
+    assert len(err) == 1 and "not the items" in err[0] and "maximum context length" in err[0], err
+    assert not out.exists() and not out.with_name(out.name + ".judge").exists(), "nothing written: a re-run tries them"
     with StubServer() as stub:  # the setting fixed: the same command scores everything
         assert _score(tmp_path, stub, items, out) == 0
     assert len(out.read_text(encoding="utf-8").splitlines()) == 100
+
+
+def test_an_item_the_server_fails_on_every_time_is_missing_and_retried_only_when_asked(tmp_path, capsys):
+    # before: one item answered 500 every time stopped every run at the same place (exit 2 after 256 lines)
+    items, rows = _items(tmp_path, 400)
+    rows[290]["output"] = "CRASH the tokenizer"
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    with StubServer(fail_containing="CRASH") as stub:
+        assert _score(tmp_path, stub, items, out, "--retries", "1") == 0
+        err = capsys.readouterr().err
+        summary = json.loads(err[err.index("{"):])
+        written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        assert [w["id"] for w in written] == [r["id"] for r in rows]
+        assert written[290]["missing"] and "500" in written[290]["missing_reason"]
+        assert "tokenizer crashed" in written[290]["missing_reason"]
+        assert summary["missing_by_reason"]["server error 500"] == 1
+        sent = stub.stats()["chat_requests"]
+        assert _score(tmp_path, stub, items, out) == 0, "a re-run keeps the missing item as it is"
+        assert stub.stats()["chat_requests"] == sent
+    missing = {w["id"] for w in written if w["missing"]}  # that item, and replies off the judge's 1-4 scale
+    with StubServer() as stub:  # the server fixed: --retry-missing scores the missing items again, and only them
+        assert _score(tmp_path, stub, items, out, "--retry-missing") == 0
+        assert stub.stats()["chat_requests"] == len(missing)
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(w["id"] for w in written) == sorted(r["id"] for r in rows), "each item once"
+    again = next(w for w in written if w["id"] == rows[290]["id"])
+    assert "500" not in again["missing_reason"] and "server error" not in again["missing_reason"], again
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_stops_at_the_first_answers_and_leaves_no_file(tmp_path, capsys, status):
+    # before: 150 (401) and 121 (403) requests were sent before the stop, and an empty .judge file was left
+    items, _ = _items(tmp_path, 2000)
+    out = tmp_path / "scores.jsonl"
+    with StubServer(status_for_all=status) as stub:
+        assert _score(tmp_path, stub, items, out, concurrency=32) == 2
+        sent = stub.stats()["chat_requests"]
+    err = _errors(capsys)
+    assert len(err) == 1 and f"({status})" in err[0], err
+    assert sent <= 2 * 32, f"{sent} requests sent after a {status}: no more than those in flight"
+    assert not out.exists() and not out.with_name(out.name + ".judge").exists()
+
+
+def test_a_server_that_hangs_is_named_with_its_url_and_timeout_and_the_job_stops(tmp_path, capsys):
+    # before: one item, exit 2 after 619 s; 100 items, no message and no exit after 1,200 s
+    items, _ = _items(tmp_path, 100)
+    out = tmp_path / "scores.jsonl"
+    with StubServer(hang_containing="*", hang_seconds=30) as stub:
+        assert _score(tmp_path, stub, items, out, "--timeout", "1", "--retries", "0") == 2
+    err = _errors(capsys)
+    said = [line for line in err if line.startswith("no answer from")]
+    assert len(said) == 1 and stub.base_url in said[0] and "--timeout 1 s" in said[0], err
+    assert err[-1].startswith("error: ") and stub.base_url in err[-1] and "did not answer in time (1 s" in err[-1], err
+    assert "stopped answering" in err[-1]
+    assert not out.exists()
 
 
 def test_the_summary_counts_every_429_the_server_sent_the_clients_own_retries_included(tmp_path, capsys):

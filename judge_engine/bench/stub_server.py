@@ -10,7 +10,9 @@ also answers ``GET /v1/models`` and ``GET /stats`` (requests answered so far), a
 ``--rate-limit-every N`` it answers every N-th chat request with a 429, as a rate-limited API does. With
 ``--refuse-longer-than N`` a prompt of more than N characters gets a 400 naming the model's context, as vLLM
 answers a prompt over it; with ``--status-for-all S`` every chat request gets status S (401: a bad key,
-404: a model name the server does not serve).
+404: a model name the server does not serve). ``--fail-containing TEXT`` answers a 500 to every prompt holding
+TEXT (a text that crashes the server, every time), ``--hang-containing TEXT`` answers such a prompt only after
+``--hang-seconds`` (a server stuck on it; ``*`` for every prompt).
 
 Run alone: ``python -m judge_engine.bench.stub_server --port 8000`` (prints the port it listens on).
 """
@@ -23,6 +25,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -40,6 +43,9 @@ class _Handler(BaseHTTPRequestHandler):
     rate_limit_every = 0
     refuse_longer_than = 0
     status_for_all = 0
+    fail_containing = ""
+    hang_containing = ""
+    hang_seconds = 0.0
     answered = 0
     chat_requests = 0
     lock = threading.Lock()
@@ -75,6 +81,14 @@ class _Handler(BaseHTTPRequestHandler):
             said = {401: "Incorrect API key provided", 404: f"The model `{body.get('model')}` does not exist."}
             return self._send(cls.status_for_all, {"error": {"message": said.get(cls.status_for_all, "refused"),
                                                              "type": "invalid_request_error"}})
+        text = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
+        if cls.hang_containing and (cls.hang_containing == "*" or cls.hang_containing in text):
+            time.sleep(cls.hang_seconds)  # bounded: the stub stops with its test
+        if cls.fail_containing and cls.fail_containing in text:
+            with cls.lock:
+                cls.chat_requests += 1
+            return self._send(500, {"error": {"message": "Internal server error: the tokenizer crashed",
+                                              "type": "server_error"}})
         chars = sum(len(str(m.get("content", ""))) for m in body.get("messages") or [])
         if cls.refuse_longer_than and chars > cls.refuse_longer_than:
             with cls.lock:
@@ -99,13 +113,22 @@ class _Handler(BaseHTTPRequestHandler):
                          "usage": {"prompt_tokens": 100, "completion_tokens": 6, "total_tokens": 106}})
 
 
-def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0) -> None:
+class _DeepBacklog(ThreadingHTTPServer):
+    request_queue_size = 1024
+    """Hundreds of clients connect at once at the benchmark's top level. A class attribute, read by ``listen()``
+    when the server is made: set on the instance after that, the backlog stayed 5 and bursts of connections were
+    dropped and retried by the clients a second later (issue 64)."""
+    daemon_threads = True
+
+
+def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
+          fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0) -> None:
     """Serve until killed; the first line on standard output is the port."""
     _Handler.rate_limit_every = rate_limit_every
     _Handler.refuse_longer_than, _Handler.status_for_all = refuse_longer_than, status_for_all
-    httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-    httpd.daemon_threads = True
-    httpd.request_queue_size = 1024  # hundreds of clients connect at once at the benchmark's top level
+    _Handler.fail_containing, _Handler.hang_containing = fail_containing, hang_containing
+    _Handler.hang_seconds = hang_seconds
+    httpd = _DeepBacklog(("127.0.0.1", port), _Handler)
     print(httpd.server_address[1], flush=True)
     httpd.serve_forever()
 
@@ -113,9 +136,11 @@ def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int =
 class StubServer:
     """The stub in a child process, for ``with StubServer() as stub: stub.base_url``."""
 
-    def __init__(self, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0):
+    def __init__(self, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
+                 fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0):
         self.rate_limit_every = rate_limit_every
         self.refuse_longer_than, self.status_for_all = refuse_longer_than, status_for_all
+        self.fail_containing, self.hang_containing, self.hang_seconds = fail_containing, hang_containing, hang_seconds
         self.process: subprocess.Popen | None = None
         self.port = 0
 
@@ -133,7 +158,9 @@ class StubServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "judge_engine.bench.stub_server", "--port", "0",
              "--rate-limit-every", str(self.rate_limit_every), "--refuse-longer-than", str(self.refuse_longer_than),
-             "--status-for-all", str(self.status_for_all)], stdout=subprocess.PIPE, text=True)
+             "--status-for-all", str(self.status_for_all), "--fail-containing", self.fail_containing,
+             "--hang-containing", self.hang_containing, "--hang-seconds", str(self.hang_seconds)],
+            stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline() if self.process.stdout else ""
         if not line.strip().isdigit():
             self.process.kill()
@@ -159,10 +186,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="answer a prompt of more than N characters with a 400 (over the model's context)")
     parser.add_argument("--status-for-all", type=int, default=0,
                         help="answer every chat request with this status (401 bad key, 404 unknown model)")
+    parser.add_argument("--fail-containing", default="", help="answer a 500 to every prompt holding this text")
+    parser.add_argument("--hang-containing", default="",
+                        help="answer a prompt holding this text (* for every prompt) only after --hang-seconds")
+    parser.add_argument("--hang-seconds", type=float, default=0.0)
     args = parser.parse_args(argv)
     try:
         serve(args.port, rate_limit_every=args.rate_limit_every, refuse_longer_than=args.refuse_longer_than,
-              status_for_all=args.status_for_all)
+              status_for_all=args.status_for_all, fail_containing=args.fail_containing,
+              hang_containing=args.hang_containing, hang_seconds=args.hang_seconds)
     except KeyboardInterrupt:
         pass
     return 0

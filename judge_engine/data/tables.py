@@ -325,13 +325,15 @@ class RowColumns:
     decimal: str = "."
 
 
-def row_sample(row: int | None, rec: dict[str, Any], columns: RowColumns, path: Path | None) -> Sample:
+def row_sample(row: int | None, rec: dict[str, Any], columns: RowColumns, path: Path | None,
+               number: int | None = None) -> Sample:
     """The sample of record ``rec`` (on row ``row`` of ``path``); DataImportError naming the row if it has none.
 
     One reading of a row for every way a table comes in: imported whole (:func:`load_table`), a chunk at a
     time for scoring (:mod:`judge_engine.items`) or a batch of a distributed read (:mod:`judge_engine.ray_scoring`,
     whose rows have no number or file: ``None``, and an ``id_col`` is needed). Uniqueness of ids is the
-    caller's: it knows the other rows.
+    caller's: it knows the other rows. Without an id column the id is ``number`` (the row's place among the
+    file's rows, from 1: what ``score`` and ``score_table`` call it) when given, else ``row``.
     """
     if columns.id_col is not None:
         # verbatim: an id trimmed of its spaces is not the file's id, and its scores would not join back to the row
@@ -339,7 +341,7 @@ def row_sample(row: int | None, rec: dict[str, Any], columns: RowColumns, path: 
         if not sid.strip():
             raise DataImportError("the id is empty", file=path, row=row, column=columns.id_col)
     else:
-        sid = str(row)
+        sid = str(row if number is None else number)
     if columns.output_col not in rec:
         raise DataImportError("missing in this record", file=path, row=row, column=columns.output_col)
     output = _text(rec[columns.output_col])

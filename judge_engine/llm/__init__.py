@@ -21,12 +21,12 @@ from typing import Any
 
 from .base import (BACKEND_NAMES, DEFAULT_IN_FLIGHT, FREE_TEXT, STRUCTURED_HELP, STRUCTURED_MODES, Backend, BackendUnavailable,
                    Completion, EmbeddedModelUnavailable, GenerationParams, LLMConfig, LLMError, Message, RateLimited,
-                   Request, RequestRejected, SendingStopped, cache_key, default_concurrency)
+                   Request, RequestFailed, RequestRejected, SendingStopped, cache_key, default_concurrency)
 from .client import LLM, Ledger, LedgerTotals
 
 __all__ = ["BACKEND_NAMES", "DEFAULT_IN_FLIGHT", "default_concurrency", "STRUCTURED_HELP", "STRUCTURED_MODES", "ConnectionCheck", "Backend",
            "BackendUnavailable", "Completion", "EmbeddedModelUnavailable", "GenerationParams", "LLM",
-           "LLMConfig", "LLMError", "Ledger", "LedgerTotals", "Message", "RateLimited", "Request", "RequestRejected", "SendingStopped", "cache_key", "make_backend",
+           "LLMConfig", "LLMError", "Ledger", "LedgerTotals", "Message", "RateLimited", "Request", "RequestFailed", "RequestRejected", "SendingStopped", "cache_key", "make_backend",
            "make_llm",
            "check_connection", "connection_check", "describe_structured_mode"]
 

@@ -74,6 +74,19 @@ class SendingStopped(LLMError):
     an item's failure: code that makes a failed request a missing item lets this one through."""
 
 
+class RequestFailed(BackendUnavailable):
+    """This one request kept failing after the client's retries (a 5xx, a timeout, a reply that is not a chat
+    completion). Whether that is the item's problem or the server's is told by the other items: ``score`` writes
+    the item missing while others are answered and stops when none is (:mod:`judge_engine.item_failures`).
+
+    ``kind`` is a short name of the failure for the summary (``server error 500``, ``timeout``) and ``reason`` the
+    server's own words where it gave some."""
+
+    def __init__(self, message: str, *, kind: str, reason: str = "", timed_out: bool = False):
+        super().__init__(message)
+        self.kind, self.reason, self.timed_out = kind, reason or message, timed_out
+
+
 class RequestRejected(LLMError):
     """The server refused this one request (400, 413 or 422: a prompt over the model's context, content it
     will not judge, a request it cannot read) while it answers others: the item is missing, not the job stopped.
@@ -132,9 +145,10 @@ class LLMConfig:
     """Requests in flight at once; None (the default) = the backend's fitting default
     (:func:`default_concurrency`: 32 on openai and vllm, 4 on the embedded model, which serialises them anyway).
     Always a number once the config is made."""
-    timeout: float = 120.0
-    """Seconds before one request is abandoned (then retried by the client)."""
-    max_retries: int = 3
+    timeout: float = 30.0
+    """Seconds before one request is abandoned (then retried by the client): an HTTP client's usual order, so a
+    server that stops answering is named within a minute (issue 64; it was 120 s, 3 retries: 10 minutes)."""
+    max_retries: int = 2
     """Retries with exponential backoff on connection errors, 429 and 5xx."""
     rate_limit_patience: float = 600.0
     """Seconds one request keeps being tried, with fewer requests in flight and growing pauses, while the server

@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Protocol, Sequence
 
 from . import rate
-from .base import (Backend, Completion, GenerationParams, LLMConfig, Message, RateLimited, Request, SendingStopped,
-                   cache_key)
+from .base import (Backend, Completion, GenerationParams, LLMConfig, LLMError, Message, RateLimited, Request,
+                   RequestFailed, RequestRejected, SendingStopped, cache_key)
 from .chains import STOPPED, Chain, Sent, in_rounds, sliding
 
 
@@ -125,6 +125,9 @@ class LLM:
         """Calls in flight, fewer while the server answers 429 (:mod:`judge_engine.llm.rate`)."""
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._fatal: tuple[int, Exception] = (0, SendingStopped(STOPPED))
+        """How many failures of every request (a 401, a 404, no connection) this client has seen, and the last:
+        the batches sending when one came send nothing more (:meth:`_send_unless`); later batches send as usual."""
         self._stopped = threading.Event()
         """Set by :meth:`cancel_queued`, cleared by :meth:`resume_sending`: while set, nothing is sent."""
 
@@ -358,10 +361,11 @@ class LLM:
         pool = self._workers()
         futures: dict[Future, Sent] = {}
         known = known or {}
+        failed, since = threading.Event(), self._fatal[0]
         try:
             for i in todo:
                 sent = Sent(i, [dict(m) for m in requests[i].messages], requests[i].params, known.get(i))
-                if not self._submit(pool, finished, futures, sent):  # cancel_queued shut the pool
+                if not self._submit(pool, finished, futures, sent, (failed, since)):  # cancel_queued shut the pool
                     error = SendingStopped(STOPPED)
                     break
             while futures:
@@ -383,12 +387,35 @@ class LLM:
         announced = self._announced(params)
         return self._generate(messages, params), announced
 
+    def _send_unless(self, failed: threading.Event, since: int, messages: list[Message], params: GenerationParams
+                     ) -> tuple[Completion, str]:
+        """:meth:`_send`, unless a request of the same batch has failed, or any request failed in a way that fails
+        every request (a bad key, a model not served, a server not reached) since this batch began: the batch
+        raises that failure, so what was queued behind it is not sent. The gathering thread cancels those too, but
+        only once it wakes, and only its own batch's: a server answering every request with a 401 had 150 more sent
+        by three chunks in flight before the job stopped (issue 64)."""
+        if failed.is_set():
+            raise SendingStopped(STOPPED)
+        with self._pool_lock:
+            if self._fatal[0] != since:
+                raise self._fatal[1]
+        try:
+            return self._send(messages, params)
+        except Exception as exc:
+            failed.set()
+            if isinstance(exc, LLMError) and not isinstance(exc, (RequestRejected, RequestFailed, RateLimited,
+                                                                  SendingStopped)):
+                with self._pool_lock:
+                    self._fatal = (self._fatal[0] + 1, exc)
+            raise
+
     def _submit(self, pool: ThreadPoolExecutor, finished: queue.SimpleQueue, futures: dict[Future, Sent],
-                sent: Sent) -> bool:
+                sent: Sent, batch: tuple[threading.Event, int] | None = None) -> bool:
         """Send a request through ``pool``, noted in ``futures`` and put on ``finished`` once answered (or failed);
         False when :meth:`cancel_queued` has shut the pool (what was sent before is still gathered and cached)."""
         try:
-            fut = pool.submit(self._send, sent.messages, sent.params)
+            fut = pool.submit(self._send_unless, *batch, sent.messages, sent.params) if batch is not None else \
+                pool.submit(self._send, sent.messages, sent.params)
         except RuntimeError:
             return False
         futures[fut] = sent

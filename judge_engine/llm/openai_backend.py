@@ -44,7 +44,7 @@ import time
 from typing import Any
 
 from .base import (AUTO_ORDER, FREE_TEXT, BackendUnavailable, Completion, GenerationParams, LLMError, Message,
-                   RateLimited, RequestRejected, STRUCTURED_HELP, grammar_schema, logprobs_from_openai, request_schema, schema_name)
+                   RateLimited, RequestFailed, RequestRejected, STRUCTURED_HELP, grammar_schema, logprobs_from_openai, request_schema, schema_name)
 
 STRICT_KEYWORDS = frozenset({
     "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf", "$ref", "$defs",
@@ -52,10 +52,11 @@ STRICT_KEYWORDS = frozenset({
     "exclusiveMaximum", "multipleOf", "minItems", "maxItems"})
 """JSON-schema keywords OpenAI's strict structured outputs accept (its documented subset)."""
 
-ITEM_STATUSES = frozenset({400, 413, 422})
-"""Statuses that refuse one request (too long, content refused, unreadable) rather than every request: the item
-is marked missing with the server's reason (:class:`~judge_engine.llm.base.RequestRejected`). 401, 403 and 404
-(a bad key, a wrong model name) are about every request and stop the job."""
+SETTING_STATUSES = frozenset({401, 403, 404, 429})
+"""4xx statuses about every request, not one: a bad key (401), no access (403), a model name the server does not
+serve (404), too many at once (429, paced by :mod:`judge_engine.llm.rate`). Any other 4xx refuses one request (too
+long, content refused, unreadable): the item is marked missing with the server's reason
+(:class:`~judge_engine.llm.base.RequestRejected`)."""
 
 
 class OpenAIBackend:
@@ -76,6 +77,7 @@ class OpenAIBackend:
         self.model = model
         self.base_url = base_url
         self.max_retries = max_retries
+        self.timeout = timeout
         self.answers_429 = 0
         """Every 429 the server sent, those the openai client retried on its own included (they never reach
         the call path's :class:`~judge_engine.llm.rate.RateGovernor`, which sees only the last of a series)."""
@@ -121,19 +123,26 @@ class OpenAIBackend:
     def _explain(self, exc: Exception) -> LLMError:
         o = self._openai
         if isinstance(exc, o.APITimeoutError):
-            return BackendUnavailable(f"the LLM server at {self.where} did not answer in time (timeout)")
+            return RequestFailed(f"the LLM server at {self.where} did not answer in time ({self.timeout:g} s a "
+                                 f"request, {self.max_retries} retries; --timeout and --retries set them)",
+                                 kind="timeout", timed_out=True)
         if isinstance(exc, o.APIConnectionError):
             return BackendUnavailable(f"cannot reach the LLM server at {self.where}: is it running?")
         if isinstance(exc, o.AuthenticationError):
             return LLMError(f"the server at {self.where} rejected the API key (401)")
+        if isinstance(exc, o.PermissionDeniedError):
+            return LLMError(f"the server at {self.where} refused access with this API key (403): {_server_reason(exc)}")
         if isinstance(exc, o.NotFoundError):
             return LLMError(f"model {self.model!r} was not found at {self.where}{self._available_models()}")
         if isinstance(exc, o.RateLimitError):  # the call path sends fewer at once and tries again
             return RateLimited(f"rate limited by {self.where} (429) after {self.max_retries} retries")
         if isinstance(exc, o.APIStatusError) and exc.status_code >= 500:
-            return BackendUnavailable(f"the server at {self.where} kept failing ({exc.status_code}) after "
-                                      f"retries: {_short(exc)}")
-        if isinstance(exc, o.APIStatusError) and exc.status_code in ITEM_STATUSES:
+            return RequestFailed(f"the server at {self.where} kept failing ({exc.status_code}) after "
+                                 f"{self.max_retries} retries: {_short(exc)}", kind=f"server error {exc.status_code}",
+                                 reason=f"server error ({exc.status_code}) after {self.max_retries} retries: "
+                                        f"{_server_reason(exc)}")
+        if isinstance(exc, o.APIStatusError) and 400 <= exc.status_code < 500 and \
+                exc.status_code not in SETTING_STATUSES:
             reason = _server_reason(exc)
             return RequestRejected(f"the server at {self.where} refused a request ({exc.status_code}): {reason}",
                                    status=exc.status_code, reason=reason)
@@ -195,7 +204,7 @@ class OpenAIBackend:
                 status = exc.status_code
                 refused = status in (400, 422) or (status >= 500 and structured and _about_structure(text))
                 if not refused:
-                    if probing and structured:
+                    if probing and structured and (status >= 500 or status in (408, 409, 429)):
                         probing = False  # a transient failure while learning: the same request, with retries
                         continue
                     raise self._explain(exc) from None
@@ -232,9 +241,11 @@ class OpenAIBackend:
             try:
                 out = json.loads(raw.http_response.content)
             except ValueError:
-                raise LLMError(f"the server at {self.where} answered with something that is not JSON") from None
+                raise RequestFailed(f"the server at {self.where} answered with something that is not JSON",
+                                    kind="reply not JSON") from None
             if not isinstance(out, dict):
-                raise LLMError(f"the server at {self.where} answered with JSON that is not a chat completion")
+                raise RequestFailed(f"the server at {self.where} answered with JSON that is not a chat completion",
+                                    kind="reply not a chat completion")
             if schema and (mode != FREE_TEXT or len(modes) > 1):  # a walk that ended in free text learns it too
                 self._learn(mode)
             return out, mode
@@ -250,7 +261,7 @@ class OpenAIBackend:
             out, mode = self._create(messages, params, params.n - len(texts), seed + len(texts))
             choices = out.get("choices")
             if not choices or not isinstance(choices, list):
-                raise LLMError(f"the server at {self.where} returned no choices")
+                raise RequestFailed(f"the server at {self.where} returned no choices", kind="reply not a chat completion")
             for choice in choices:
                 message = choice.get("message") or {}
                 texts.append(message.get("content") or "")
