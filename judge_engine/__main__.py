@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .launcher import cmd_app, missing_extra
+from .paths import db_help
 
 
 def _progress_bar(quiet: bool):
@@ -101,6 +102,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         store.update_run(run_id, estimate=expected(store, spec).to_dict())
 
     estimate = store.run(run_id).estimate
+    from .runs import ensure_dataset
+    from .trust import split_note
+
+    note = split_note(ensure_dataset(store, spec.dataset), spec)
+    if note:  # a run that cannot conclude says so while Ctrl-C still costs nothing
+        print(f"run {run_id}: {note}", file=sys.stderr)
     # before the first call: what the run may cost, while Ctrl-C still costs nothing
     print(f"run {run_id}: expected before any cache hit: {describe(estimate, llm)}"
           + (f", {_seconds(estimate.seconds)}" if estimate.seconds else "")
@@ -440,17 +447,6 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     from . import datasets_cli
 
     return datasets_cli.main(args)  # list (no subcommand, as before), fetch or import
-
-
-def db_help() -> str:
-    """``--db``'s help, naming the file used without it: a clone keeps ``data/workbench.db`` but an installed
-    package a file in the user's data folder (:func:`judge_engine.paths.default_db_path` decides)."""
-    from .paths import default_db_path
-
-    where = str(default_db_path()).replace("%", "%%")  # argparse formats help text with %
-    if os.environ.get("JUDGE_WORKBENCH_DB"):
-        return f"database file (default: {where}, from $JUDGE_WORKBENCH_DB)"
-    return f"database file (default: {where}; $JUDGE_WORKBENCH_DB sets another)"
 
 
 class _FilledOnUse(argparse.ArgumentParser):

@@ -128,9 +128,9 @@ def test_the_db_help_names_the_file_used_without_db(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("COLUMNS", "400")  # one help line per option: the path is not wrapped
     monkeypatch.delenv("JUDGE_WORKBENCH_DB", raising=False)
 
-    def db_help(command: str) -> str:
+    def db_help(*command: str) -> str:
         with pytest.raises(SystemExit):
-            cli.main([command, "--help"])
+            cli.main([*command, "--help"])
         return next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("--db"))
 
     assert str(ROOT / "data" / "workbench.db") in db_help("runs")
@@ -139,6 +139,9 @@ def test_the_db_help_names_the_file_used_without_db(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
     for command in ("runs", "app", "score"):
         assert str(tmp_path / "share" / "judge-workbench" / "workbench.db") in db_help(command)
+    # `datasets import --help` named data/workbench.db whatever the install (issue 62 item 9)
+    imported = db_help("datasets", "import")
+    assert str(tmp_path / "share" / "judge-workbench" / "workbench.db") in imported and "data/workbench.db" not in imported
     monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(tmp_path / "mine.db"))
     assert f"{tmp_path / 'mine.db'}, from $JUDGE_WORKBENCH_DB" in db_help("run")
 

@@ -10,7 +10,9 @@ also answers ``GET /v1/models`` and ``GET /stats`` (requests answered so far), a
 ``--rate-limit-every N`` it answers every N-th chat request with a 429, as a rate-limited API does. With
 ``--refuse-longer-than N`` a prompt of more than N characters gets a 400 naming the model's context, as vLLM
 answers a prompt over it; with ``--status-for-all S`` every chat request gets status S (401: a bad key,
-404: a model name the server does not serve).
+404: a model name the server does not serve). With ``--follow-humans summeval,hanna`` it answers as a
+judge at the human level plus noise (``--noise``, sd on the human scale) in the shape each request's JSON
+schema asks for (:mod:`.stub_humans`), so a method's whole run can be checked against a judge that agrees.
 
 Run alone: ``python -m judge_engine.bench.stub_server --port 8000`` (prints the port it listens on).
 """
@@ -29,6 +31,14 @@ from typing import Any
 MODEL = "stub-model"
 
 
+def _request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request asks its reply to follow, in any of the forms the client sends."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return (fmt.get("json_schema") or {}).get("schema")
+    return fmt.get("schema") or body.get("guided_json")
+
+
 def stub_score(messages: list[dict[str, Any]]) -> int:
     """The score the stub gives a prompt (1..5), a pure function of its messages' text."""
     text = "\n".join(str(m.get("content", "")) for m in messages)
@@ -40,6 +50,7 @@ class _Handler(BaseHTTPRequestHandler):
     rate_limit_every = 0
     refuse_longer_than = 0
     status_for_all = 0
+    follower: Any = None
     answered = 0
     chat_requests = 0
     lock = threading.Lock()
@@ -90,17 +101,26 @@ class _Handler(BaseHTTPRequestHandler):
         if limited:
             return self._send(429, {"error": {"message": "Rate limit reached", "type": "requests",
                                               "code": "rate_limit_exceeded"}}, {"retry-after": "0"})
-        score = stub_score(body.get("messages") or [])
+        messages = body.get("messages") or []
+        content = (cls.follower.reply(messages, _request_schema(body)) if cls.follower is not None
+                   else json.dumps({"score": stub_score(messages)}))
         n = int(body.get("n") or 1)
         self._send(200, {"id": f"stub-{cls.answered}", "object": "chat.completion", "created": 0, "model": MODEL,
                          "choices": [{"index": i, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": json.dumps({"score": score})}}
+                                      "message": {"role": "assistant", "content": content}}
                                      for i in range(n)],
                          "usage": {"prompt_tokens": 100, "completion_tokens": 6, "total_tokens": 106}})
 
 
-def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0) -> None:
+def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
+          follow_humans: str = "", noise: float = 0.5) -> None:
     """Serve until killed; the first line on standard output is the port."""
+    if follow_humans:
+        from .. import data
+        from .stub_humans import HumanFollower
+
+        _Handler.follower = HumanFollower([data.load_benchmark(n.strip()) for n in follow_humans.split(",")],
+                                          noise=noise)
     _Handler.rate_limit_every = rate_limit_every
     _Handler.refuse_longer_than, _Handler.status_for_all = refuse_longer_than, status_for_all
     httpd = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
@@ -113,7 +133,9 @@ def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int =
 class StubServer:
     """The stub in a child process, for ``with StubServer() as stub: stub.base_url``."""
 
-    def __init__(self, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0):
+    def __init__(self, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
+                 follow_humans: str = "", noise: float = 0.5):
+        self.follow_humans, self.noise = follow_humans, noise
         self.rate_limit_every = rate_limit_every
         self.refuse_longer_than, self.status_for_all = refuse_longer_than, status_for_all
         self.process: subprocess.Popen | None = None
@@ -133,7 +155,8 @@ class StubServer:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "judge_engine.bench.stub_server", "--port", "0",
              "--rate-limit-every", str(self.rate_limit_every), "--refuse-longer-than", str(self.refuse_longer_than),
-             "--status-for-all", str(self.status_for_all)], stdout=subprocess.PIPE, text=True)
+             "--status-for-all", str(self.status_for_all), "--follow-humans", self.follow_humans,
+             "--noise", str(self.noise)], stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline() if self.process.stdout else ""
         if not line.strip().isdigit():
             self.process.kill()
@@ -159,10 +182,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="answer a prompt of more than N characters with a 400 (over the model's context)")
     parser.add_argument("--status-for-all", type=int, default=0,
                         help="answer every chat request with this status (401 bad key, 404 unknown model)")
+    parser.add_argument("--follow-humans", default="", metavar="NAMES",
+                        help="answer as a judge at the human level plus noise on these built-in benchmarks "
+                             "(comma-separated), in the shape of each request's JSON schema")
+    parser.add_argument("--noise", type=float, default=0.5, help="sd of that judge's noise on the human scale")
     args = parser.parse_args(argv)
     try:
         serve(args.port, rate_limit_every=args.rate_limit_every, refuse_longer_than=args.refuse_longer_than,
-              status_for_all=args.status_for_all)
+              status_for_all=args.status_for_all, follow_humans=args.follow_humans, noise=args.noise)
     except KeyboardInterrupt:
         pass
     return 0
