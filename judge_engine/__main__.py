@@ -520,7 +520,10 @@ def scoring_backend_arguments(parser: argparse.ArgumentParser) -> None:
 def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog=prog, description="Judge Workbench: build LLM judges from human scores")
+    from .launcher import docs_dir
+
+    parser = argparse.ArgumentParser(prog=prog, description="Judge Workbench: build LLM judges from human scores",
+                                     epilog=f"Documentation (the README's docs/ links): {docs_dir()}")
     parser.add_argument("--version", action="version", version=f"judge-workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_FilledOnUse)
 

@@ -39,6 +39,12 @@ def app_dir() -> Path:
     return Path(judge_workbench_app.__path__[0])
 
 
+def docs_dir() -> Path:
+    """The documents the README links to (``docs/``): the clone's, else the copy installed with the app, so a
+    person who installed the wheel can read them (their links on a package index lead nowhere)."""
+    return app_dir() / "docs"
+
+
 def streamlit_settings(where: Path) -> dict[str, str]:
     """The app's Streamlit settings, ``{"section.key": value}``, from ``where/.streamlit/config.toml``.
 

@@ -119,3 +119,14 @@ def test_the_human_follower_answers_each_schema_with_the_human_level(shared_data
     reply = json.loads(follower.reply([{"role": "user", "content": "Write criteria."}], listing))
     jsonschema.validate(reply, listing)
     assert len(set(reply["criteria"])) == len(reply["criteria"]) == 3
+
+
+def test_the_human_follower_reads_each_aspect_on_its_own_scale(shared_data):
+    # Topical-Chat's aspects run from 0-1 to 1-5: "overall" read on understandability's 0-1 was always the top
+    dataset = data.load_benchmark("topical_chat", shared_data)
+    follower = HumanFollower([dataset], noise=0.0)
+    schema = structured.score_schema(1, 5)
+    samples = [s for s in dataset.samples if len(s.output.strip()) >= 20][:40]
+    said = [json.loads(follower.reply([{"role": "user", "content": f"Rate the overall quality.\n{s.output}"}],
+                                      schema))["score"] for s in samples]
+    assert said == [round(s.human["overall"]) for s in samples]

@@ -94,6 +94,25 @@ def wheel(tmp_path_factory) -> Path:
     return found
 
 
+def test_the_wheel_carries_the_documents_and_help_names_their_folder(wheel, tmp_path, monkeypatch, capsys):
+    # the README's docs/ links went nowhere for an installed user (issue 62 item 9)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    docs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*") if p.is_file()}
+    assert docs and {f"judge_workbench_app/{d}" for d in docs} <= names
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert f"Documentation (the README's docs/ links): {ROOT / 'docs'}" in capsys.readouterr().out
+    from judge_engine import launcher
+
+    installed = tmp_path / "site-packages" / "judge_workbench_app"
+    (installed / "docs").mkdir(parents=True)
+    monkeypatch.setattr(launcher, "__file__", str(tmp_path / "site-packages" / "judge_engine" / "launcher.py"))
+    monkeypatch.setitem(sys.modules, "judge_workbench_app", type(sys)("judge_workbench_app"))
+    sys.modules["judge_workbench_app"].__path__ = [str(installed)]
+    assert launcher.docs_dir() == installed / "docs"
+
+
 def test_the_wheel_carries_the_prompts_the_app_and_the_command(wheel):
     assert wheel.name.startswith(f"judge_workbench-{judge_engine.__version__}-")
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -9,7 +9,8 @@ score in it is the judged item's human level on the schema's scale plus seeded n
 - the judged item is the known output text (of the loaded benchmarks, at least :data:`MIN_OUTPUT_CHARS`
   long) that starts last in the last user message (a scoring prompt shows its examples before the item);
 - its aspect is the one of the item's human scores whose name the prompt mentions most (the first when none);
-- the noise is Gaussian with ``noise`` sd on the human scale, a pure function of the prompt text, so the same
+- the noise is Gaussian with ``noise`` sd on a 1-5 scale, stretched to the aspect's (Topical-Chat's
+  understandability is 0-1: sd 0.5 there would drown it), a pure function of the prompt text, so the same
   prompt gets the same answer (as from a greedy model) and each criterion's prompt its own draw;
 - strings are short distinct sentences (a pattern's opener kept), arrays hold their minimum number of items
   (at least :data:`LIST_ITEMS` where allowed), a ``yes``/``no`` enum says ``yes`` above the scale's middle.
@@ -41,8 +42,8 @@ WORDS = ("clear", "faithful", "specific", "coherent", "concise", "relevant", "fl
 class Item:
     output: str
     human: dict[str, float]
-    low: float
-    high: float
+    scales: dict[str, tuple[float, float]]
+    """Each aspect's (low, high): Topical-Chat's run from 0-1 to 1-5."""
 
 
 class HumanFollower:
@@ -56,8 +57,7 @@ class HumanFollower:
             for s in ds.samples:
                 human = {k: float(v) for k, v in s.human.items() if v is not None and k in scale}
                 if len(s.output.strip()) >= MIN_OUTPUT_CHARS and human:
-                    name = next(iter(human))
-                    self.items.append(Item(s.output.strip(), human, *scale[name]))
+                    self.items.append(Item(s.output.strip(), human, {k: scale[k] for k in human}))
 
     def judged(self, text: str) -> Item | None:
         """The known output that starts last in ``text`` (None: no item shown)."""
@@ -79,9 +79,10 @@ class HumanFollower:
         lower = prompt.lower()
         aspect = max(item.human, key=lambda name: lower.count(name.lower().replace("_", " ")))
         rng = random.Random(hashlib.sha256(f"{self.seed}\n{prompt}".encode()).digest())
-        value = item.human[aspect] + rng.gauss(0.0, self.noise)
-        span = (item.high - item.low) or 1.0
-        return min(1.0, max(0.0, (value - item.low) / span)), prompt
+        low, high = item.scales[aspect]
+        span = (high - low) or 1.0
+        value = item.human[aspect] + rng.gauss(0.0, self.noise * span / 4.0)
+        return min(1.0, max(0.0, (value - low) / span)), prompt
 
     def reply(self, messages: Sequence[dict[str, Any]], schema: dict[str, Any] | None) -> str:
         share, prompt = self.level(messages)

@@ -11,7 +11,7 @@ also answers ``GET /v1/models`` and ``GET /stats`` (requests answered so far), a
 ``--refuse-longer-than N`` a prompt of more than N characters gets a 400 naming the model's context, as vLLM
 answers a prompt over it; with ``--status-for-all S`` every chat request gets status S (401: a bad key,
 404: a model name the server does not serve). With ``--follow-humans summeval,hanna`` it answers as a
-judge at the human level plus noise (``--noise``, sd on the human scale) in the shape each request's JSON
+judge at the human level plus noise (``--noise``, sd on a 1-5 scale, stretched to each aspect's) in the shape each request's JSON
 schema asks for (:mod:`.stub_humans`), so a method's whole run can be checked against a judge that agrees.
 
 Run alone: ``python -m judge_engine.bench.stub_server --port 8000`` (prints the port it listens on).
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--follow-humans", default="", metavar="NAMES",
                         help="answer as a judge at the human level plus noise on these built-in benchmarks "
                              "(comma-separated), in the shape of each request's JSON schema")
-    parser.add_argument("--noise", type=float, default=0.5, help="sd of that judge's noise on the human scale")
+    parser.add_argument("--noise", type=float, default=0.5, help="sd of that judge's noise on a 1-5 scale (stretched to each aspect's range)")
     args = parser.parse_args(argv)
     try:
         serve(args.port, rate_limit_every=args.rate_limit_every, refuse_longer_than=args.refuse_longer_than,
