@@ -478,12 +478,12 @@ def split_note(dataset: Dataset, spec: Any) -> str:
             + f", and an \"ok\" needs at least {MIN_TEST_ITEMS} scored test items and an interval over at least "
             f"{metrics.MIN_BOOTSTRAP_UNITS} {unit} ({dataset.natural_level} level), so it can end in \"too few "
             f"items to say\" at best")
-    size = max(MIN_TEST_ITEMS, spec.test_size or 0)
-    while size <= len(dataset.samples):
+    # the smallest test size that concludes, in at most 100 steps (only a split that cannot conclude gets here)
+    step = max(1, len(dataset.samples) // 100)
+    for size in range(max(MIN_TEST_ITEMS, (spec.test_size or 0) + 1), len(dataset.samples), step):
         enough = drawn(size)
         if enough is not None and enough[0] >= MIN_TEST_ITEMS and enough[1] >= metrics.MIN_BOOTSTRAP_UNITS:
             return f"{said}; a conclusive run needs test items {size} (--test {size})."
-        size *= 2
     return f"{said}; this dataset with {spec.train_size} training items cannot give one: import more {unit}."
 
 

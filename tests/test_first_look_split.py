@@ -83,6 +83,9 @@ def test_a_split_that_cannot_conclude_says_so_and_what_would():
     assert trust.split_note(_small(8, 6), replace(spec, test_size=size)) == ""
     # a dataset too small for any test size says so rather than name one
     assert "cannot give one" in trust.split_note(_small(3, 4), replace(spec, train_size=4))
+    # 8 sources of 6 and 12 training items: 5 whole sources (30 items) leave train its 12 in the other 3
+    note = trust.split_note(_small(8, 6), replace(spec, train_size=12, test_size=10))
+    assert note.endswith("a conclusive run needs test items 25 (--test 25)."), note
 
 
 def test_the_run_command_says_before_it_starts_that_a_run_cannot_conclude(store, tmp_path, capsys, monkeypatch):
@@ -130,3 +133,46 @@ def test_the_human_follower_reads_each_aspect_on_its_own_scale(shared_data):
     said = [json.loads(follower.reply([{"role": "user", "content": f"Rate the overall quality.\n{s.output}"}],
                                       schema))["score"] for s in samples]
     assert said == [round(s.human["overall"]) for s in samples]
+
+
+def test_the_start_form_says_before_a_look_starts_that_it_cannot_conclude(db):
+    from judge_engine.store import Store
+    from tests.page_helpers import open_page
+
+    small = _small(8, 6)  # 8 sources: a quick look's test keeps 2 whole ones
+    Store(db).save_dataset(replace(small, aspects=(Aspect("quality", 1, 5),), samples=tuple(
+        replace(s, human={"quality": s.human["q"]}) for s in small.samples)))
+    at = open_page("pages/active_critic.py")
+    at.selectbox(key="active_critic_dataset").set_value("small").run()
+    assert not at.exception, [e.value for e in at.exception]
+    captions = [c.value for c in at.caption]
+    said = [c for c in captions if c.startswith("This look cannot conclude")]
+    assert said and "too few items to say" in said[0] and "--test" in said[0], captions
+
+
+def test_the_human_follower_finds_the_judged_summary_not_a_copy_of_it_in_the_article(shared_data):
+    dataset = data.load_benchmark("summeval", shared_data)
+    follower = HumanFollower([dataset], noise=0.0)
+    # a summary that is the article's own first sentences (lead-3), and another system's for the same article
+    lead = next(s for s in dataset.samples if s.output.strip() in s.input)
+    other = next(s for s in dataset.samples if s.group_id == lead.group_id and s.output.strip() not in s.input)
+    prompt = f"Summary: {other.output}\n\nArticle: {lead.input}\n\nRate its coherence."
+    assert follower.judged(prompt).output == other.output.strip()
+
+
+def test_the_human_follower_gives_logprobs_around_the_level_for_a_weighted_reading(shared_data):
+    from judge_engine.parsing import read_weighted
+
+    dataset = data.load_benchmark("summeval", shared_data)
+    follower = HumanFollower([dataset], noise=0.0)
+    sample = next(s for s in dataset.samples if abs(s.human["coherence"] - round(s.human["coherence"])) > 0.2)
+    messages = [{"role": "user", "content": f"Rate coherence.\nSummary: {sample.output}"}]
+    text = follower.reply(messages, structured.score_schema(1, 5))
+    positions = [{"token": p["token"], "logprob": p["logprob"],
+                  "top": {a["token"]: a["logprob"] for a in p["top_logprobs"]}}
+                 for p in follower.logprobs(messages, text, 5)]
+    assert "".join(p["token"] for p in positions) == text
+    # the weighted reading lies between the integers, near the human level (a 1/3 step off the stated digit)
+    reading = read_weighted(positions, 1, 5)
+    assert reading.score == pytest.approx(sample.human["coherence"], abs=0.25)
+    assert reading.score != pytest.approx(round(sample.human["coherence"]), abs=0.1)

@@ -105,10 +105,11 @@ class _Handler(BaseHTTPRequestHandler):
         content = (cls.follower.reply(messages, _request_schema(body)) if cls.follower is not None
                    else json.dumps({"score": stub_score(messages)}))
         n = int(body.get("n") or 1)
+        choice: dict[str, Any] = {"finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+        if cls.follower is not None and body.get("logprobs"):  # a judge that is unsure between neighbouring scores
+            choice["logprobs"] = {"content": cls.follower.logprobs(messages, content, int(body.get("top_logprobs") or 0))}
         self._send(200, {"id": f"stub-{cls.answered}", "object": "chat.completion", "created": 0, "model": MODEL,
-                         "choices": [{"index": i, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": content}}
-                                     for i in range(n)],
+                         "choices": [{"index": i, **choice} for i in range(n)],
                          "usage": {"prompt_tokens": 100, "completion_tokens": 6, "total_tokens": 106}})
 
 
