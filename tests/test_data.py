@@ -268,13 +268,13 @@ def test_benchmark_file_errors(tmp_path):
 # --------------------------------------------------------------------------- splits
 
 
-def _toy(group_sizes: list[int], name: str = "toy") -> Dataset:
+def _toy(group_sizes: list[int], name: str = "toy", level: str = "group") -> Dataset:
     samples = []
     for g, size in enumerate(group_sizes):
         for k in range(size):
             samples.append(Sample(id=f"{g}-{k}", input=f"in {g}", output=f"out {g} {k}",
                                   group_id=f"g{g}", human={"q": float(k)}))
-    return Dataset(name=name, task="", aspects=(Aspect("q", 0, 10),), samples=tuple(samples))
+    return Dataset(name=name, task="", aspects=(Aspect("q", 0, 10),), samples=tuple(samples), natural_level=level)
 
 
 def _check_split(ds: Dataset, split, train_size: int, test_size: int | None = None):
@@ -370,6 +370,9 @@ def test_split_spreads_test_over_groups_and_keeps_them_out_of_train():
         _check_split(ds, split, 3, 8)
         test_groups = {i.split("-")[0] for i in split.test_ids}
         assert len(test_groups) == MIN_TEST_GROUPS and len(split.test_ids) == 3 * MIN_TEST_GROUPS
+    # at the sample level the interval is over items: test keeps whole groups
+    split = make_split(_toy([6] * 20, level="sample"), train_size=3, test_size=8, seed=0)
+    assert len(split.test_ids) == 12  # two whole groups
     # a small dataset, whose test cannot span an interval's groups, keeps whole groups and leaves train its own
     small = _toy([6, 6, 6, 6])
     for seed in range(5):

@@ -20,7 +20,8 @@ from judge_engine.records import Aspect, Dataset, Sample
 from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, execute_run, quick_spec
 
 GROUPED = ("summeval", "hanna")
-"""The benchmarks whose natural level is the group (16 and 11 outputs a source)."""
+"""The benchmarks whose natural level is the group (16 and 11 outputs a source); Topical-Chat's is the sample
+level, whose interval is over items: its test keeps whole groups as before."""
 
 
 def _groups(dataset: Dataset, ids) -> set[str]:

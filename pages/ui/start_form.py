@@ -180,7 +180,8 @@ def quick_note(method: str, smaller: dict[str, Any] | None = None) -> str:
     # "full run", not "paper": some defaults are ours where the paper gives none (HPSS's reply limits).
     parts = [f"{docs[k].label.lower()} {v} (full run {'all' if docs[k].default is None else docs[k].default})"
              for k, v in chosen.items() if k not in idle]
-    test = f"{QUICK_TEST} test items (at least {MIN_TEST_ITEMS_PER_GROUP} from each of {MIN_TEST_GROUPS} sources)"
+    test = (f"{QUICK_TEST} test items (read by source, as SummEval: at least {MIN_TEST_ITEMS_PER_GROUP} from "
+            f"each of {MIN_TEST_GROUPS} sources)")
     return ", ".join([f"{QUICK_TRAIN} training and {test}"] + parts)
 
 
