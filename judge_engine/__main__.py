@@ -23,6 +23,7 @@ try:  # a Ctrl-C in the first tenth of a second, while these load: one line, not
     import time
 
     from .launcher import cmd_app, missing_extra
+    from .paths import db_help
 except KeyboardInterrupt:
     sys.stderr.write("stopped by Ctrl-C\n")
     raise SystemExit(130) from None
@@ -105,6 +106,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         store.update_run(run_id, estimate=expected(store, spec).to_dict())
 
     estimate = store.run(run_id).estimate
+    from .runs import ensure_dataset
+    from .trust import split_note
+
+    note = split_note(ensure_dataset(store, spec.dataset), spec)
+    if note:  # a run that cannot conclude says so while Ctrl-C still costs nothing
+        print(f"run {run_id}: {note}", file=sys.stderr)
     # before the first call: what the run may cost, while Ctrl-C still costs nothing
     from .score_cli import seconds_text
 
@@ -380,17 +387,6 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     return datasets_cli.main(args)  # list (no subcommand, as before), fetch or import
 
 
-def db_help() -> str:
-    """``--db``'s help, naming the file used without it: a clone keeps ``data/workbench.db`` but an installed
-    package a file in the user's data folder (:func:`judge_engine.paths.default_db_path` decides)."""
-    from .paths import default_db_path
-
-    where = str(default_db_path()).replace("%", "%%")  # argparse formats help text with %
-    if os.environ.get("JUDGE_WORKBENCH_DB"):
-        return f"database file (default: {where}, from $JUDGE_WORKBENCH_DB)"
-    return f"database file (default: {where}; $JUDGE_WORKBENCH_DB sets another)"
-
-
 class _FilledOnUse(argparse.ArgumentParser):
     """A subcommand's parser whose arguments are added when it is first used (to parse, or for its help).
 
@@ -467,7 +463,10 @@ def scoring_backend_arguments(parser: argparse.ArgumentParser) -> None:
 def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(prog=prog, description="Judge Workbench: build LLM judges from human scores")
+    from .launcher import docs_dir
+
+    parser = argparse.ArgumentParser(prog=prog, description="Judge Workbench: build LLM judges from human scores",
+                                     epilog=f"Documentation (the README's docs/ links): {docs_dir()}")
     parser.add_argument("--version", action="version", version=f"judge-workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_FilledOnUse)
 

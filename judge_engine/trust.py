@@ -48,7 +48,7 @@ from .methods.active_critic import ActiveCriticState
 from .methods.hd_eval import HDEvalState
 from .methods.hpss import HPSSState
 from .methods.hypoeval import HypoEvalState
-from .records import RunRecord
+from .records import Dataset, RunRecord
 from .store import Store
 
 STATISTIC = "pearson"
@@ -516,6 +516,46 @@ def _too_few(test: TestFigure | None, n: int) -> str:
         return (f"{_figure_text(test)}: the interval is {test.ci[1] - test.ci[0]:.2f} wide "
                 f"(at most {MAX_CI_WIDTH:.2f} to say anything)")
     return ""
+
+
+def test_units(dataset: Dataset, test_ids: Sequence[str]) -> tuple[int, int]:
+    """(items, interval units) of a test part at the dataset's natural level: groups where whole groups are
+    resampled (group and system level), items at the sample level."""
+    group_of = {s.id: s.group_id for s in dataset.samples}
+    ids = [i for i in test_ids if i in group_of]
+    units = len(ids) if dataset.natural_level == "sample" else len({group_of[i] for i in ids})
+    return len(ids), units
+
+
+def split_note(dataset: Dataset, spec: Any) -> str:
+    """Before a run starts: why its test split cannot end in "ok" whatever the judge, and what would ("" when it
+    can, or when the split cannot be drawn: the run then says why). ``spec`` is a
+    :class:`~judge_engine.runs.RunSpec` (sizes and seed)."""
+    from . import data
+
+    def drawn(test_size: int | None) -> tuple[int, int] | None:
+        try:
+            split = data.make_split(dataset, train_size=spec.train_size, test_size=test_size, seed=spec.seed)
+        except data.SplitError:
+            return None
+        return test_units(dataset, split.test_ids)
+
+    got = drawn(spec.test_size)
+    if got is None or (got[0] >= MIN_TEST_ITEMS and got[1] >= metrics.MIN_BOOTSTRAP_UNITS):
+        return ""
+    items, units = got
+    unit = "items" if dataset.natural_level == "sample" else "groups"
+    said = (f"its test split holds {items} items" + ("" if unit == "items" else f" in {units} groups")
+            + f", and an \"ok\" needs at least {MIN_TEST_ITEMS} scored test items and an interval over at least "
+            f"{metrics.MIN_BOOTSTRAP_UNITS} {unit} ({dataset.natural_level} level), so it can end in \"too few "
+            f"items to say\" at best")
+    # the smallest test size that concludes, in at most 100 steps (only a split that cannot conclude gets here)
+    step = max(1, len(dataset.samples) // 100)
+    for size in range(max(MIN_TEST_ITEMS, (spec.test_size or 0) + 1), len(dataset.samples), step):
+        enough = drawn(size)
+        if enough is not None and enough[0] >= MIN_TEST_ITEMS and enough[1] >= metrics.MIN_BOOTSTRAP_UNITS:
+            return f"{said}; a conclusive run needs test items {size} (--test {size})."
+    return f"{said}; this dataset with {spec.train_size} training items cannot give one: import more {unit}."
 
 
 def _correlation_p(r: float, n: int) -> float:

@@ -25,6 +25,7 @@ from judge_engine.data import (
     parse_number,
     preview_table,
 )
+from judge_engine.data.splits import MIN_TEST_GROUPS, MIN_TEST_ITEMS_PER_GROUP
 from judge_engine.records import Aspect, Dataset, Sample
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -267,13 +268,13 @@ def test_benchmark_file_errors(tmp_path):
 # --------------------------------------------------------------------------- splits
 
 
-def _toy(group_sizes: list[int], name: str = "toy") -> Dataset:
+def _toy(group_sizes: list[int], name: str = "toy", level: str = "group") -> Dataset:
     samples = []
     for g, size in enumerate(group_sizes):
         for k in range(size):
             samples.append(Sample(id=f"{g}-{k}", input=f"in {g}", output=f"out {g} {k}",
                                   group_id=f"g{g}", human={"q": float(k)}))
-    return Dataset(name=name, task="", aspects=(Aspect("q", 0, 10),), samples=tuple(samples))
+    return Dataset(name=name, task="", aspects=(Aspect("q", 0, 10),), samples=tuple(samples), natural_level=level)
 
 
 def _check_split(ds: Dataset, split, train_size: int, test_size: int | None = None):
@@ -286,11 +287,15 @@ def _check_split(ds: Dataset, split, train_size: int, test_size: int | None = No
     sizes: dict[str, int] = {}
     for s in ds.samples:
         sizes[s.group_id] = sizes.get(s.group_id, 0) + 1
-    # whole groups in test: no test group is cut
-    assert sum(sizes[g] for g in test_groups) == len(split.test_ids)
     if test_size is not None:
         assert len(split.test_ids) >= test_size
-        assert len(split.test_ids) - test_size < max(sizes.values())
+        # each test group gives all its items or at least MIN_TEST_ITEMS_PER_GROUP of them
+        given: dict[str, int] = {}
+        for i in split.test_ids:
+            given[group_of[i]] = given.get(group_of[i], 0) + 1
+        assert all(n == sizes[g] or n >= MIN_TEST_ITEMS_PER_GROUP for g, n in given.items())
+    else:  # test is every group train does not use, whole
+        assert sum(sizes[g] for g in test_groups) == len(split.test_ids)
     # train is spread over groups: a group gives a second item only when the others gave one each
     counts: dict[str, int] = {}
     for i in split.train_ids:
@@ -319,7 +324,7 @@ def test_benchmark_splits(name, seed):
 
 
 @needs_data
-def test_split_on_summeval_spreads_train_over_articles_and_keeps_test_articles_whole():
+def test_split_on_summeval_spreads_train_and_test_over_articles():
     ds = bench("summeval")  # 100 articles x 16 summaries
     for seed in (0, 1, 2):
         split = make_split(ds, train_size=30, test_size=40, seed=seed)
@@ -327,7 +332,8 @@ def test_split_on_summeval_spreads_train_over_articles_and_keeps_test_articles_w
         # the old rule took 2 whole articles (32 items); HypoEval draws ~30 random pairs
         assert len(split.train_ids) == 30 and len(articles) == 30
         test_articles = {s.group_id for s in ds.subset(list(split.test_ids))}
-        assert len(split.test_ids) == 16 * len(test_articles) == 48  # 3 whole articles, none cut
+        # 5 summaries from each of 8 articles (whole articles held 3, too few for a group-level interval)
+        assert len(split.test_ids) == 5 * len(test_articles) == 40
         assert not articles & test_articles
     assert make_split(ds, train_size=30, seed=0).train_ids != make_split(ds, train_size=30, seed=1).train_ids
     assert len(make_split(ds, train_size=16).train_ids) == 16
@@ -341,7 +347,8 @@ def test_split_toy_cases():
         assert make_split(ds, train_size=10, seed=seed) == split  # seeded: reproducible
         split = make_split(ds, train_size=5, test_size=4, seed=seed)
         _check_split(ds, split, 5, 4)
-        # five items from five different groups
+        # five items from five different groups (8 groups: too few to spread test over an interval's 5 and
+        # leave train half, so test keeps whole groups)
         assert len({i.split("-")[0] for i in split.train_ids}) == 5
     assert len({make_split(ds, train_size=5, test_size=4, seed=s).train_ids for s in range(10)}) > 1
     split = make_split(ds, train_size=0, seed=0)
@@ -355,13 +362,34 @@ def test_split_toy_cases():
     assert split.to_dict()["train_ids"] == list(split.train_ids)
 
 
-def test_split_never_cuts_a_test_group():
-    # the old rule kept the first test_size items of the test groups and cut the last one
-    ds = _toy([6, 6, 6, 6, 6, 6])
+def test_split_spreads_test_over_groups_and_keeps_them_out_of_train():
+    # the old rule kept whole groups: test_size=8 on groups of 6 gave 2 groups, no group-level interval
+    ds = _toy([6] * 20)
     for seed in range(10):
         split = make_split(ds, train_size=3, test_size=8, seed=seed)
         _check_split(ds, split, 3, 8)
+        test_groups = {i.split("-")[0] for i in split.test_ids}
+        assert len(test_groups) == MIN_TEST_GROUPS and len(split.test_ids) == 3 * MIN_TEST_GROUPS
+    # at the sample level the interval is over items: test keeps whole groups
+    split = make_split(_toy([6] * 20, level="sample"), train_size=3, test_size=8, seed=0)
+    assert len(split.test_ids) == 12  # two whole groups
+    # a small dataset, whose test cannot span an interval's groups, keeps whole groups and leaves train its own
+    small = _toy([6, 6, 6, 6])
+    for seed in range(5):
+        split = make_split(small, train_size=3, test_size=8, seed=seed)
+        _check_split(small, split, 3, 8)
         assert len(split.test_ids) == 12  # two whole groups
+    # enough groups but too few items left for a wide spread: a narrower one that still gives an interval
+    split = make_split(_toy([3] * 12), train_size=12, test_size=10, seed=0)
+    _check_split(_toy([3] * 12), split, 12, 10)
+    assert len({i.split("-")[0] for i in split.test_ids}) >= 5
+
+
+def test_min_test_groups_leaves_a_group_level_interval():
+    from judge_engine.metrics import MIN_BOOTSTRAP_UNITS
+
+    # one more group than an interval needs, for a group whose drawn items tie
+    assert MIN_TEST_GROUPS > MIN_BOOTSTRAP_UNITS
 
 
 def test_split_too_small():

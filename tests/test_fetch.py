@@ -158,6 +158,58 @@ def test_a_download_cut_halfway_is_one_message_and_leaves_no_partial_file(data_d
     assert code == 2 and err.count("\n") == 1
     assert f"the download of {url}/sfres/sfres.json was cut after {size // 2:,} of {size:,} bytes" in err
     assert _files(data_dir) == {}
+    assert not data_dir.exists(), "a failed fetch leaves no empty folder it made (issue 62 item 9)"
+
+
+def test_a_failed_fetch_keeps_a_folder_that_was_there_and_what_it_holds(data_dir, shared_data, monkeypatch,
+                                                                         capsys):
+    (data_dir / "sfres").mkdir(parents=True)
+    (data_dir / "sfres" / "notes.txt").write_text("mine")
+    server, url = _serve(shared_data, _CutHalfway)
+    monkeypatch.setenv(fetch.DATA_URL_ENV, url)
+    try:
+        code, _, _ = _run(capsys, "datasets", "fetch", "sfres", "--quiet")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 2 and _files(data_dir) == {"sfres/notes.txt": b"mine"}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes")
+def test_a_fetched_file_is_readable_by_others_under_the_usual_umask(data_dir, mirror, capsys):
+    old = os.umask(0o022)
+    try:
+        assert _run(capsys, "datasets", "fetch", "sfhot", "--quiet")[0] == 0
+    finally:
+        os.umask(old)
+    # a temporary file is made 0600 and was renamed as it was (issue 62 item 9)
+    assert (data_dir / "sfhot" / "sfhot.json").stat().st_mode & 0o777 == 0o644
+
+
+def test_a_damaged_file_is_listed_as_damaged_named_on_load_and_replaced_on_request(data_dir, mirror, shared_data,
+                                                                                    capsys):
+    assert _run(capsys, "datasets", "fetch", "hanna", "--quiet")[0] == 0
+    path = data_dir / "hanna" / "hanna.json"
+    cut = path.read_bytes()[: len(path.read_bytes()) * 3 // 4]  # a copy cut short: invalid JSON near its end
+    path.write_bytes(cut)
+    code, out, _ = _run(capsys, "datasets")
+    line = next(line for line in out.splitlines() if line.startswith("hanna "))
+    assert code == 0 and "damaged" in line and " here " not in line
+    assert "judge-workbench datasets fetch hanna --replace" in out
+    with pytest.raises(data.BenchmarkDamaged) as caught:
+        data.load_benchmark("hanna")
+    # the cause first (it failed with "invalid JSON on line 12993" alone), then where reading stopped
+    said = str(caught.value)
+    assert said.startswith(f"{path} is not the published hanna.json: its checksum (sha256) differs"), said
+    assert "datasets fetch hanna --replace" in said and said.index("--replace") < said.index("Reading it stopped")
+    # without --replace a fetch leaves it as it is; with it the published file is back and the old one kept
+    code, _, err = _run(capsys, "datasets", "fetch", "hanna", "--quiet")
+    assert code == 2 and "--replace" in err and path.read_bytes() == cut
+    code, out, err = _run(capsys, "datasets", "fetch", "hanna", "--quiet", "--replace")
+    assert code == 0, err
+    assert path.read_bytes() == (shared_data / "hanna" / "hanna.json").read_bytes()
+    assert (data_dir / "hanna" / "hanna.json.damaged").read_bytes() == cut
+    assert len(data.load_benchmark("hanna").samples) == 1056
 
 
 def test_an_unreachable_source_names_the_url_and_the_mirror_variable(data_dir, monkeypatch, capsys):

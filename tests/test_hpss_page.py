@@ -198,7 +198,8 @@ def test_the_quick_first_look_starts_a_small_search_with_its_base_prompt(sfhot_d
     assert not search["params"].get("fixed_strategy")
     expected = data.make_split(data.load_benchmark("sfhot"), train_size=12, test_size=10, seed=0)
     assert len(search["split"]["train_ids"]) == 12, "12 training items: the search's validation set"
-    # 10 test items asked; the split keeps an input's outputs together, so whole groups may add one or two
+    # 10 test items asked; the split keeps an input's outputs together (SF-HOT is read at the sample level), so
+    # whole groups may add one or two
     assert search["split"]["test_ids"] == list(expected.test_ids) and 10 <= len(expected.test_ids) <= 12
     assert base["split"] == search["split"]
     assert base["params"]["validation_size"] == search["params"]["validation_size"], "the search's own settings"

@@ -69,7 +69,10 @@ def _alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:  # a zombie (ended, not yet reaped by whoever adopted it) is gone as far as a port is concerned
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 class Launcher:
@@ -97,8 +100,35 @@ class Launcher:
         self.proc.wait(timeout=STOP_TIMEOUT_S)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_launcher_killed_outright_takes_its_child_with_it(tmp_path):
+    # SIGKILL cannot be forwarded: it left Streamlit serving on the port (issue 62 item 9); the kernel ends the child
+    script = ("import sys, pathlib\n"
+              "from judge_engine.launcher import run_forwarding_signals\n"
+              "run_forwarding_signals([sys.executable, '-c', 'import time; time.sleep(120)'], "
+              "cwd=pathlib.Path('.'), env={})\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not (children := _children(proc.pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert children, "the launcher started no child"
+        (child,) = children
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=STOP_TIMEOUT_S) == -signal.SIGKILL
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child), "the child outlived a launcher killed with SIGKILL"
+    finally:
+        for pid in [proc.pid, *(locals().get("children") or [])]:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        proc.wait(timeout=STOP_TIMEOUT_S)
+
+
 @pytest.mark.server
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["SIGTERM", "SIGINT", "SIGKILL"])
 def test_stopping_the_launcher_stops_the_server_and_frees_the_port(tmp_path, signum):
     # `kill <pid of judge-workbench app>` once left Streamlit serving on the port (subprocess.call forwards nothing)
     app = Launcher([sys.executable, "-m", "judge_engine"], cwd=ROOT, db=tmp_path / "w.db", log=tmp_path / "log")
@@ -110,7 +140,10 @@ def test_stopping_the_launcher_stops_the_server_and_frees_the_port(tmp_path, sig
             time.sleep(0.1)
         assert not _alive(app.child), "the Streamlit server outlived its launcher"
         assert _port_free(app.port) and not _healthy(app.port)
-        assert code == 0, f"exit code {code}: Streamlit stops cleanly on {signum.name}"
+        if signum == signal.SIGKILL:  # the launcher cannot say anything; the kernel sent its child SIGTERM
+            assert code == -signal.SIGKILL
+        else:
+            assert code == 0, f"exit code {code}: Streamlit stops cleanly on {signum.name}"
         print(f"{signum.name}: launcher and server gone in {time.monotonic() - started:.1f} s")
     finally:
         app.stop()

@@ -94,6 +94,25 @@ def wheel(tmp_path_factory) -> Path:
     return found
 
 
+def test_the_wheel_carries_the_documents_and_help_names_their_folder(wheel, tmp_path, monkeypatch, capsys):
+    # the README's docs/ links went nowhere for an installed user (issue 62 item 9)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    docs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*") if p.is_file()}
+    assert docs and {f"judge_workbench_app/{d}" for d in docs} <= names
+    monkeypatch.setenv("COLUMNS", "400")
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    assert f"Documentation (the README's docs/ links): {ROOT / 'docs'}" in capsys.readouterr().out
+    from judge_engine import launcher
+
+    installed = tmp_path / "site-packages" / "judge_workbench_app"
+    (installed / "docs").mkdir(parents=True)
+    monkeypatch.setattr(launcher, "__file__", str(tmp_path / "site-packages" / "judge_engine" / "launcher.py"))
+    monkeypatch.setitem(sys.modules, "judge_workbench_app", type(sys)("judge_workbench_app"))
+    sys.modules["judge_workbench_app"].__path__ = [str(installed)]
+    assert launcher.docs_dir() == installed / "docs"
+
+
 def test_the_wheel_carries_the_prompts_the_app_and_the_command(wheel):
     assert wheel.name.startswith(f"judge_workbench-{judge_engine.__version__}-")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -128,9 +147,9 @@ def test_the_db_help_names_the_file_used_without_db(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("COLUMNS", "400")  # one help line per option: the path is not wrapped
     monkeypatch.delenv("JUDGE_WORKBENCH_DB", raising=False)
 
-    def db_help(command: str) -> str:
+    def db_help(*command: str) -> str:
         with pytest.raises(SystemExit):
-            cli.main([command, "--help"])
+            cli.main([*command, "--help"])
         return next(line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("--db"))
 
     assert str(ROOT / "data" / "workbench.db") in db_help("runs")
@@ -139,6 +158,9 @@ def test_the_db_help_names_the_file_used_without_db(tmp_path, monkeypatch, capsy
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "share"))
     for command in ("runs", "app", "score"):
         assert str(tmp_path / "share" / "judge-workbench" / "workbench.db") in db_help(command)
+    # `datasets import --help` named data/workbench.db whatever the install (issue 62 item 9)
+    imported = db_help("datasets", "import")
+    assert str(tmp_path / "share" / "judge-workbench" / "workbench.db") in imported and "data/workbench.db" not in imported
     monkeypatch.setenv("JUDGE_WORKBENCH_DB", str(tmp_path / "mine.db"))
     assert f"{tmp_path / 'mine.db'}, from $JUDGE_WORKBENCH_DB" in db_help("run")
 

@@ -28,8 +28,9 @@ def test_duration_from_history_or_the_embedded_default(store, tiny_dataset, star
 
 
 def test_an_estimate_counts_the_test_items_of_the_split_the_run_will_draw(store, tiny_dataset):
-    """Test keeps whole groups, so a run asked for 4 test items of groups of 3 scores 6; the estimate (shown by
-    the start form and `run` before the split is stored) counts those 6, as the run's stored estimate does.
+    """Test spans at least 6 groups (data.splits.MIN_TEST_GROUPS), so a run asked for 4 test items scores more;
+    the estimate (shown by the start form and `run` before the split is stored) counts those, as the run's
+    stored estimate does.
     Found on the embedded model: `run --method direct --dataset summeval --test 8` scored 16 items (one
     article), 15 requests against 8 estimated, 217 s against 105 s."""
     from judge_engine import data

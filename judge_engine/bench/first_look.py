@@ -251,6 +251,11 @@ def _run_record(store, started, title: str, launched: float, ended: float | None
               "pearson": report.get("pearson"), "spearman": report.get("spearman"),
               "n_test": len(run.split.test_ids) if run.split else None, "missing": summary.missing if summary else None,
               "stage": run.stage, "done": run.done, "total": run.total}
+    if status == "finished":
+        from ..trust import trust_report
+
+        trust = trust_report(store, run.id)
+        record["verdict"], record["verdict_reasons"] = trust.verdict, list(trust.reasons)
     error = started.worker_error or (run.message if status != "finished" else "")
     if status != "finished":
         record["error"] = error or _log_tail(store, run.id) or "no reason recorded"

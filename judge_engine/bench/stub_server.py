@@ -12,7 +12,10 @@ also answers ``GET /v1/models`` and ``GET /stats`` (requests answered so far), a
 answers a prompt over it; with ``--status-for-all S`` every chat request gets status S (401: a bad key,
 404: a model name the server does not serve). ``--fail-containing TEXT`` answers a 500 to every prompt holding
 TEXT (a text that crashes the server, every time), ``--hang-containing TEXT`` answers such a prompt only after
-``--hang-seconds`` (a server stuck on it; ``*`` for every prompt).
+``--hang-seconds`` (a server stuck on it; ``*`` for every prompt). With ``--follow-humans summeval,hanna`` it
+answers as a judge at the human level plus noise (``--noise``, sd on a 1-5 scale, stretched to each aspect's) in the shape each
+request's JSON schema asks for (:mod:`.stub_humans`), so a method's whole run can be checked against a judge that
+agrees.
 
 Run alone: ``python -m judge_engine.bench.stub_server --port 8000`` (prints the port it listens on).
 """
@@ -32,6 +35,14 @@ from typing import Any
 MODEL = "stub-model"
 
 
+def _request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema a request asks its reply to follow, in any of the forms the client sends."""
+    fmt = body.get("response_format") or {}
+    if fmt.get("type") == "json_schema":
+        return (fmt.get("json_schema") or {}).get("schema")
+    return fmt.get("schema") or body.get("guided_json")
+
+
 def stub_score(messages: list[dict[str, Any]]) -> int:
     """The score the stub gives a prompt (1..5), a pure function of its messages' text."""
     text = "\n".join(str(m.get("content", "")) for m in messages)
@@ -46,6 +57,7 @@ class _Handler(BaseHTTPRequestHandler):
     fail_containing = ""
     hang_containing = ""
     hang_seconds = 0.0
+    follower: Any = None
     answered = 0
     chat_requests = 0
     lock = threading.Lock()
@@ -104,12 +116,15 @@ class _Handler(BaseHTTPRequestHandler):
         if limited:
             return self._send(429, {"error": {"message": "Rate limit reached", "type": "requests",
                                               "code": "rate_limit_exceeded"}}, {"retry-after": "0"})
-        score = stub_score(body.get("messages") or [])
+        messages = body.get("messages") or []
+        content = (cls.follower.reply(messages, _request_schema(body)) if cls.follower is not None
+                   else json.dumps({"score": stub_score(messages)}))
         n = int(body.get("n") or 1)
+        choice: dict[str, Any] = {"finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+        if cls.follower is not None and body.get("logprobs"):  # a judge that is unsure between neighbouring scores
+            choice["logprobs"] = {"content": cls.follower.logprobs(messages, content, int(body.get("top_logprobs") or 0))}
         self._send(200, {"id": f"stub-{cls.answered}", "object": "chat.completion", "created": 0, "model": MODEL,
-                         "choices": [{"index": i, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": json.dumps({"score": score})}}
-                                     for i in range(n)],
+                         "choices": [{"index": i, **choice} for i in range(n)],
                          "usage": {"prompt_tokens": 100, "completion_tokens": 6, "total_tokens": 106}})
 
 
@@ -122,8 +137,14 @@ class _DeepBacklog(ThreadingHTTPServer):
 
 
 def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
-          fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0) -> None:
+          fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0, follow_humans: str = "", noise: float = 0.5) -> None:
     """Serve until killed; the first line on standard output is the port."""
+    if follow_humans:
+        from .. import data
+        from .stub_humans import HumanFollower
+
+        _Handler.follower = HumanFollower([data.load_benchmark(n.strip()) for n in follow_humans.split(",")],
+                                          noise=noise)
     _Handler.rate_limit_every = rate_limit_every
     _Handler.refuse_longer_than, _Handler.status_for_all = refuse_longer_than, status_for_all
     _Handler.fail_containing, _Handler.hang_containing = fail_containing, hang_containing
@@ -137,7 +158,9 @@ class StubServer:
     """The stub in a child process, for ``with StubServer() as stub: stub.base_url``."""
 
     def __init__(self, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
-                 fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0):
+                 fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0,
+                 follow_humans: str = "", noise: float = 0.5):
+        self.follow_humans, self.noise = follow_humans, noise
         self.rate_limit_every = rate_limit_every
         self.refuse_longer_than, self.status_for_all = refuse_longer_than, status_for_all
         self.fail_containing, self.hang_containing, self.hang_seconds = fail_containing, hang_containing, hang_seconds
@@ -159,7 +182,8 @@ class StubServer:
             [sys.executable, "-m", "judge_engine.bench.stub_server", "--port", "0",
              "--rate-limit-every", str(self.rate_limit_every), "--refuse-longer-than", str(self.refuse_longer_than),
              "--status-for-all", str(self.status_for_all), "--fail-containing", self.fail_containing,
-             "--hang-containing", self.hang_containing, "--hang-seconds", str(self.hang_seconds)],
+             "--hang-containing", self.hang_containing, "--hang-seconds", str(self.hang_seconds),
+             "--follow-humans", self.follow_humans, "--noise", str(self.noise)],
             stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline() if self.process.stdout else ""
         if not line.strip().isdigit():
@@ -190,11 +214,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hang-containing", default="",
                         help="answer a prompt holding this text (* for every prompt) only after --hang-seconds")
     parser.add_argument("--hang-seconds", type=float, default=0.0)
+    parser.add_argument("--follow-humans", default="", metavar="NAMES",
+                        help="answer as a judge at the human level plus noise on these built-in benchmarks "
+                             "(comma-separated), in the shape of each request's JSON schema")
+    parser.add_argument("--noise", type=float, default=0.5,
+                        help="sd of that judge's noise on a 1-5 scale (stretched to each aspect's range)")
     args = parser.parse_args(argv)
     try:
         serve(args.port, rate_limit_every=args.rate_limit_every, refuse_longer_than=args.refuse_longer_than,
               status_for_all=args.status_for_all, fail_containing=args.fail_containing,
-              hang_containing=args.hang_containing, hang_seconds=args.hang_seconds)
+              hang_containing=args.hang_containing, hang_seconds=args.hang_seconds,
+              follow_humans=args.follow_humans, noise=args.noise)
     except KeyboardInterrupt:
         pass
     return 0

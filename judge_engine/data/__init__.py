@@ -32,6 +32,7 @@ from ._common import (  # noqa: F401  (the underscored names are read by items.p
 from .benchmarks import (  # noqa: F401
     BENCHMARKS,
     DATA_DIR_ENV,
+    BenchmarkDamaged,
     BenchmarkNotDownloaded,
     BenchmarkSpec,
     available_benchmarks,
@@ -82,6 +83,7 @@ __all__ = [
     "available_benchmarks",
     "benchmark_path",
     "load_benchmark",
+    "BenchmarkDamaged",
     "BenchmarkNotDownloaded",
     "data_dir_origin",
     "BenchmarkSource",

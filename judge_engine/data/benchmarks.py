@@ -378,6 +378,29 @@ class BenchmarkNotDownloaded(DataImportError):
     """A built-in benchmark whose file is not in the data folder; the message names the command that fetches it."""
 
 
+class BenchmarkDamaged(DataImportError):
+    """A built-in benchmark's file that cannot be read and is not the published one; the message says so first,
+    names the command that fetches it again, then where reading stopped (``row``, ``column`` as read)."""
+
+    def __str__(self) -> str:
+        return self.message  # it names the file itself, before where reading stopped
+
+
+def _damaged(spec: BenchmarkSpec, path: Path) -> str:
+    """Why ``path`` is not ``spec``'s published file ("" when it is, or when nothing is published to compare)."""
+    import hashlib
+
+    published = next((f for f in (spec.source.files if spec.source else ()) if f.name == path.name), None)
+    if published is None:
+        return ""
+    content = path.read_bytes()
+    if len(content) == published.size and hashlib.sha256(content).hexdigest() == published.sha256:
+        return ""
+    return (f"{path} is not the published {path.name}: its checksum (sha256) differs ({len(content):,} bytes, "
+            f"published {published.size:,}), so it was cut or edited; fetch it again with `judge-workbench datasets "
+            f"fetch {spec.name} --replace` (the old file is kept as {path.name}.damaged)")
+
+
 def _spec(name: str) -> BenchmarkSpec:
     try:
         return BENCHMARKS[name]
@@ -408,7 +431,14 @@ def load_benchmark(name: str, data_dir: str | os.PathLike | None = None) -> Data
         raise BenchmarkNotDownloaded(
             f"benchmark {name!r} is not downloaded: its file was not found at {path}. Fetch it with "
             f"`judge-workbench datasets fetch {name}`, or set {DATA_DIR_ENV} to a folder that holds it")
-    samples = spec.loader(spec, path)
+    try:
+        samples = spec.loader(spec, path)
+    except DataImportError as exc:
+        damaged = _damaged(spec, path)
+        if damaged:  # the cause first, then its symptom ("invalid JSON on line 12993" of a file cut short)
+            raise BenchmarkDamaged(f"{damaged}. Reading it stopped at {exc}", file=exc.file, row=exc.row,
+                                   column=exc.column) from None
+        raise
     _check_unique_ids(samples, path)
     return Dataset(name=spec.name, task=spec.task, aspects=spec.aspects, samples=tuple(samples),
                    natural_level=spec.natural_level, source=str(path),

@@ -56,6 +56,9 @@ class BenchmarkStatus:
     path: Path
     """Where its (first) file is expected."""
     here: bool
+    """Every file is here with its published checksum."""
+    damaged: tuple[Path, ...] = ()
+    """Files here whose bytes are not the published ones (a cut copy, an edit): loading may fail on them."""
 
     @property
     def name(self) -> str:
@@ -67,9 +70,28 @@ def benchmark_status(data_dir: str | os.PathLike | None = None) -> list[Benchmar
     base = Path(data_dir) if data_dir is not None else default_data_dir()
     out = []
     for spec in BENCHMARKS.values():
-        paths = [base / spec.folder / f.name for f in spec.source.files]
-        out.append(BenchmarkStatus(spec, paths[0], all(p.is_file() for p in paths)))
+        files = [(base / spec.folder / f.name, f) for f in spec.source.files]
+        damaged = tuple(p for p, f in files if p.is_file() and not _intact(p, f))
+        out.append(BenchmarkStatus(spec, files[0][0], all(p.is_file() for p, _ in files) and not damaged, damaged))
     return out
+
+
+_CHECKED: dict[tuple[str, int, int], str] = {}
+"""sha256 by (path, size, modification time): a listing checks each file once until it changes."""
+
+
+def _intact(path: Path, file: BenchmarkFile) -> bool:
+    """Whether ``path`` holds ``file``'s published bytes (its size first: a cut file differs without hashing)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return False
+    if stat.st_size != file.size:
+        return False
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _CHECKED:
+        _CHECKED[key] = _sha256(path)
+    return _CHECKED[key] == file.sha256
 
 
 def mirror_url() -> str:
@@ -86,12 +108,14 @@ def file_url(spec: BenchmarkSpec, file: BenchmarkFile, mirror: str = "") -> str:
 
 def fetch_benchmark(name: str, data_dir: str | os.PathLike | None = None, *, base_url: str | None = None,
                     progress: Callable[[int, int], Any] | None = None,
-                    timeout: float = TIMEOUT_SECONDS) -> Fetched:
+                    timeout: float = TIMEOUT_SECONDS, replace_damaged: bool = False) -> Fetched:
     """Download built-in benchmark ``name`` into ``data_dir`` (default: :func:`default_data_dir`).
 
     ``base_url`` is a mirror (default ``$JUDGE_WORKBENCH_DATA_URL``; empty: the public sources).
     ``progress(bytes_done, bytes_total)`` is called as the bytes come in. A file already here with
-    the published checksum is not downloaded again. Raises ValueError for an unknown name and
+    the published checksum is not downloaded again; one whose bytes differ is refused, or with
+    ``replace_damaged`` downloaded again and kept beside it as ``<file>.damaged`` (nothing is thrown away),
+    once the new copy has passed its checks. Raises ValueError for an unknown name and
     :class:`FetchError` (one sentence naming the URL or folder) for everything else.
     """
     spec = _spec(name)
@@ -100,12 +124,16 @@ def fetch_benchmark(name: str, data_dir: str | os.PathLike | None = None, *, bas
     downloaded = False
     for file in spec.source.files:
         target = folder / file.name
+        aside = None
         if target.is_file():
             if _sha256(target) == file.sha256:
                 continue
-            raise FetchError(f"{target} is here but is not the published {file.name} (its sha256 differs); it was "
-                             f"left as it is: move it away to fetch {name} again")
-        _download(file_url(spec, file, mirror), target, file, progress=progress, timeout=timeout)
+            if not replace_damaged:
+                raise FetchError(f"{target} is here but is not the published {file.name} (its sha256 differs); it "
+                                 f"was left as it is: fetch {name} again with --replace (it is kept as "
+                                 f"{file.name}.damaged), or move it away")
+            aside = target.with_name(f"{file.name}.damaged")
+        _download(file_url(spec, file, mirror), target, file, progress=progress, timeout=timeout, aside=aside)
         downloaded = True
     return Fetched(name, folder, downloaded)
 
@@ -118,16 +146,45 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _file_mode() -> int:
+    """The mode an ordinary new file gets under this process's umask (0644 under 022): a temporary file is made
+    0600, and renamed as it was a fetched benchmark was unreadable to the machine's other users."""
+    mask = os.umask(0o022)  # the only portable way to read it is to set it, so it is put back at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _new_folders(folder: Path) -> list[Path]:
+    """``folder`` and its parents that do not exist yet, deepest first (what a failed fetch must take away)."""
+    missing = []
+    for path in (folder, *folder.parents):
+        if path.exists():
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for path in folders:  # deepest first; one that holds something (another fetch's file) stays
+        try:
+            path.rmdir()
+        except OSError:
+            break
+
+
 def _download(url: str, target: Path, file: BenchmarkFile, *, progress: Callable[[int, int], Any] | None,
-              timeout: float) -> None:
-    """``url`` into ``target`` through a temporary file beside it, renamed only once size and sha256 match."""
+              timeout: float, aside: Path | None = None) -> None:
+    """``url`` into ``target`` through a temporary file beside it, renamed only once size and sha256 match (the
+    file ``target`` held moved to ``aside`` first, when given). A failure leaves no folder it made."""
     response = _open(url, timeout)  # first: an unreachable source leaves no folder behind
     with response:
         folder = target.parent
+        made = _new_folders(folder)
         try:
             folder.mkdir(parents=True, exist_ok=True)
             handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{file.name}.", suffix=".part", delete=False)
         except OSError as exc:
+            _remove_empty(made)
             raise FetchError(f"cannot write to {folder} ({exc.strerror or exc}); set {DATA_DIR_ENV} to a folder "
                              "you can write to") from None
         partial = Path(handle.name)
@@ -141,9 +198,13 @@ def _download(url: str, target: Path, file: BenchmarkFile, *, progress: Callable
                 raise FetchError(f"{url} is not the published {file.name}: its sha256 is {digest[:16]}..., "
                                  f"expected {file.sha256[:16]}...; nothing was stored (a mirror in {DATA_URL_ENV} "
                                  "must hold the files as published)")
+            os.chmod(partial, _file_mode())
+            if aside is not None:
+                os.replace(target, aside)
             os.replace(partial, target)
         except BaseException:  # a cut, a wrong file, Ctrl-C: the partial file goes, the target is untouched
             partial.unlink(missing_ok=True)
+            _remove_empty(made)
             raise
 
 

@@ -21,8 +21,9 @@ def estimate(store: Store, spec: RunSpec) -> dict[str, int]:
 
 def drawn_sizes(dataset: Dataset, spec: RunSpec) -> RunSpec:
     """``spec`` with the sizes of the split its run will draw (:func:`~judge_engine.data.make_split`, seeded:
-    the same split whenever it is drawn), for an estimate: test keeps whole groups, so ``--test 8`` on SummEval,
-    whose articles have 16 summaries each, scores 16 items, and an estimate of 8 was half the time. Drawn from
+    the same split whenever it is drawn), for an estimate: test spans at least
+    :data:`~judge_engine.data.splits.MIN_TEST_GROUPS` groups with at least 3 items from each, so ``--test 8`` on
+    SummEval scores 24 items (when it kept whole articles, 16, and an estimate of 8 was half the time). Drawn from
     the dataset as stored (a run leaves out items without a human score under its aggregate, which can move a
     group boundary); the sizes asked when they cannot be drawn (the run then says why)."""
     if spec.test_size is None:

@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import streamlit as st
 
-from judge_engine import data, runs
+from judge_engine import data, runs, trust
+from judge_engine.data.splits import MIN_TEST_GROUPS, MIN_TEST_ITEMS_PER_GROUP
 from judge_engine.llm import LLMConfig
 from judge_engine.llm.availability import backend_problem
 from judge_engine.methods import METHODS, describe_parameters
@@ -181,7 +182,9 @@ def quick_note(method: str, smaller: dict[str, Any] | None = None) -> str:
     # "full run", not "paper": some defaults are ours where the paper gives none (HPSS's reply limits).
     parts = [f"{docs[k].label.lower()} {v} (full run {'all' if docs[k].default is None else docs[k].default})"
              for k, v in chosen.items() if k not in idle]
-    return ", ".join([f"{QUICK_TRAIN} training and {QUICK_TEST} test items"] + parts)
+    test = (f"{QUICK_TEST} test items (read by source, as SummEval: at least {MIN_TEST_ITEMS_PER_GROUP} from "
+            f"each of {MIN_TEST_GROUPS} sources)")
+    return ", ".join([f"{QUICK_TRAIN} training and {test}"] + parts)
 
 
 @st.cache_data(ttl=30, show_spinner=False, max_entries=16)
@@ -237,7 +240,19 @@ def estimate_box(spec: RunSpec) -> runs.Duration | None:
                             f"Expected: {run_cost.describe(cost, spec.llm)} ({cost.basis}). "
                             "A call already made is answered by the cache and not paid again."))
     busy_caption(spec.llm, "this run")
+    conclusive_caption(spec, "This run")
     return duration
+
+
+def conclusive_caption(spec: RunSpec, what: str) -> None:
+    """Says so before it starts when ``spec``'s test split cannot end in "ok", and what would
+    (:func:`judge_engine.trust.split_note`)."""
+    try:
+        note = trust.split_note(runs.ensure_dataset(session.get_store(), spec.dataset), spec)
+    except (ValueError, NotFound):
+        return  # the estimate above names what is wrong with the spec
+    if note:
+        st.caption(messages.escape_markdown(f"{what} cannot conclude: {note}"))
 
 
 def busy_caption(llm: LLMConfig, what: str) -> None:
@@ -324,6 +339,7 @@ def quick_start(method: str, spec: RunSpec, *, key: str,
                                         + (" with the baselines" if wanted else "")
                                         + " (the full configuration's counts are in the estimate below)."))
     busy_caption(spec.llm, "this look")
+    conclusive_caption(look.spec, "This look")
     if clicked:
         return start(look.spec, baselines=wanted, label=" (quick first look)", key=key)
     return None
