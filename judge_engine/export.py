@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 from . import data, spreadsheet
 from .llm import LLM, LLMConfig, make_llm
 from .methods import Judge
-from .records import Dataset, Sample, Verdict
+from .records import Dataset, Sample, Verdict, missing_reason  # noqa: F401  (part of this module's API)
 from .store import NotFound, Store
 from .probes import probe_run
 from .score_files import judge_fingerprint, verdict_record  # noqa: F401  (part of this module's API)
@@ -292,32 +292,6 @@ VERDICT_FORMATS = ("csv", "jsonl")
 VERDICT_COLUMNS = ("sample_id", "input", "output", "human_score", "judge_score", "missing", "missing_reason",
                    "raw_reply", "explanation")
 """Columns of :func:`verdict_table`; per-criterion scores follow as ``criterion: <name>``."""
-
-_SOURCE_REASONS = {
-    "missing": "no score in the reply",
-    "text": "no score in the reply",
-    "sampling": "none of the sampled replies gave a score",
-    "logprobs": "no score token among the reply's probabilities",
-}
-
-
-def missing_reason(v: Verdict) -> str:
-    """Why a verdict has no score ("" when it has one).
-
-    The method's own words (``metadata["missing_reason"]``) when it gave them, else a
-    description of where the score was to come from (``metadata["source"]``), else
-    "no score in the reply" ("empty reply" when there was no text at all).
-    """
-    if not v.missing:
-        return ""
-    reason = v.metadata.get("missing_reason")
-    if reason:
-        return str(reason)
-    source = v.metadata.get("source")
-    if source:
-        return _SOURCE_REASONS.get(str(source), f"no score could be read (source: {source})")
-    return "no score in the reply" if v.raw.strip() else "empty reply"
-
 
 def _number(x: Any) -> float | None:
     if x is None:

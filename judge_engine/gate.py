@@ -159,7 +159,7 @@ def _finite(x: float) -> float | None:
 def system_scores(name: str, judge: str, aspect: str, samples: Sequence[Sample],
                   verdicts: Iterable[Verdict]) -> SystemScores:
     """:class:`SystemScores` of ``samples`` from their verdicts (matched on the sample id)."""
-    from .export import missing_reason
+    from .records import missing_reason
 
     by_id = {v.sample_id: v for v in verdicts}
     items = []

@@ -363,3 +363,43 @@ class RunRecord:
         values["estimate"] = RunEstimate.from_dict(row["estimate"]) if row.get("estimate") else None
         values["human_aggregate"] = row.get("human_aggregate") or "imported"
         return cls(**values)
+
+
+# Why a verdict has no score lives beside the record, not in export: scoring, the gate and the exports all
+# name it, and export sits above them.
+_MISSING_SOURCES = {
+    "missing": "no score in the reply",
+    "text": "no score in the reply",
+    "sampling": "none of the sampled replies gave a score",
+    "logprobs": "no score token among the reply's probabilities",
+}
+
+
+def missing_reason(v: Verdict) -> str:
+    """Why a verdict has no score ("" when it has one).
+
+    The method's own words (``metadata["missing_reason"]``) when it gave them, else a
+    description of where the score was to come from (``metadata["source"]``), else
+    "no score in the reply" ("empty reply" when there was no text at all).
+    """
+    if not v.missing:
+        return ""
+    reason = v.metadata.get("missing_reason")
+    if reason:
+        return str(reason)
+    source = v.metadata.get("source")
+    if source:
+        return _MISSING_SOURCES.get(str(source), f"no score could be read (source: {source})")
+    return "no score in the reply" if v.raw.strip() else "empty reply"
+
+
+def jsonable(x: Any) -> Any:
+    """``x`` with every non-finite float as None: the reports' JSON rule (NaN written as null, which strict JSON
+    readers accept), shared by the trust report and the probes."""
+    if isinstance(x, dict):
+        return {k: jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x

@@ -46,7 +46,7 @@ OUTPUT_COLUMNS = ("id", "aspect", "score", "missing", "missing_reason", "explana
 
 def verdict_record(v: Verdict) -> dict[str, Any]:
     """One output line of ``score`` (and one row of the Ray stage): None where there is no number."""
-    from .export import missing_reason
+    from .records import missing_reason
 
     return {"id": v.sample_id, "aspect": v.aspect, "score": None if v.missing else v.score, "missing": v.missing,
             "missing_reason": missing_reason(v), "explanation": v.explanation,
@@ -528,7 +528,7 @@ def _no_second_interrupt() -> Iterator[None]:
 def missing_group(v: Verdict) -> str:
     """The group of a missing verdict in the summary's ``missing_by_reason``: the failure's kind, or the reason
     the judge gave (a reply with no score, an empty reply)."""
-    from .export import missing_reason
+    from .records import missing_reason
 
     failed = v.metadata.get("failed")
     return str(failed) if failed else missing_reason(v)[:80]

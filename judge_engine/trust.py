@@ -48,7 +48,7 @@ from .methods.active_critic import ActiveCriticState
 from .methods.hd_eval import HDEvalState
 from .methods.hpss import HPSSState
 from .methods.hypoeval import HypoEvalState
-from .records import Dataset, RunRecord
+from .records import Dataset, RunRecord, jsonable
 from .store import Store
 
 STATISTIC = "pearson"
@@ -186,17 +186,7 @@ class TrustReport:
         """Plain JSON-able dict (tuples become lists, NaN is never written: undefined values are None)."""
         out = asdict(self)
         out["baselines"] = [{**asdict(b), "label": b.label} for b in self.baselines]
-        return _jsonable(out)
-
-
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {k: _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
+        return jsonable(out)
 
 
 def _finite(x: Any) -> float | None:

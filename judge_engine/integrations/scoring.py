@@ -65,7 +65,7 @@ class ItemJudge:
         return (score - self.low) / (self.high - self.low) if self.high > self.low else 0.0
 
     def __call__(self, inputs: Any, outputs: Any) -> ItemScore:
-        from ..export import missing_reason
+        from ..records import missing_reason
         from ..records import Sample
 
         input_text, output_text = text_of(inputs), text_of(outputs)

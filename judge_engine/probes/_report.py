@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..records import Dataset, Verdict
-from ..trust import _jsonable  # the report's JSON rule (NaN written as null), shared with the trust report
+from ..records import jsonable  # the reports' JSON rule (NaN written as null)
 from ._binary import BinaryAgreement, binary_agreement
 from ._collapse import SPREAD_FLOOR, Collapse, collapse
 from ._common import ALPHA, fig_text, format_p, probe_level, words
@@ -64,7 +64,7 @@ class ProbeReport:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict; NaN is never written (undefined values are None)."""
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
 
 def probes(dataset: Dataset, aspect: str, verdicts: Sequence[Verdict], *, run_id: int = 0,

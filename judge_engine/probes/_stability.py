@@ -12,7 +12,7 @@ import numpy as np
 from .. import metrics
 from ..llm import LLMConfig
 from ..records import Sample
-from ..trust import _jsonable  # the report's JSON rule (NaN written as null), shared with the trust report
+from ..records import jsonable  # the reports' JSON rule (NaN written as null)
 from ._common import N_BOOTSTRAP, Figure, _finite, _interval, fig_text
 
 STABILITY_ITEMS = 20
@@ -70,7 +70,7 @@ class Stability:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict; NaN is never written (undefined values are None)."""
-        return _jsonable(asdict(self))
+        return jsonable(asdict(self))
 
 
 def stability_figures(scores: np.ndarray, human: Sequence[float], *, temperature: float,
