@@ -149,7 +149,7 @@ def _old_database(path, tiny_dataset):
     written over the imported score by the old set_human_score."""
     from sqlite_utils import Database
 
-    from judge_engine import store as store_module
+    from judge_engine import store_schema as store_module  # the migrations, in order
 
     db = Database(sqlite3.connect(str(path)))
     store_module.m001_initial(db)
