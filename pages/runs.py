@@ -11,9 +11,8 @@ from judge_engine.llm import LLMConfig
 from judge_engine.methods import METHODS, describe_parameters, get_method
 from judge_engine.records import RunRecord
 from judge_engine.runs import RunSpec, fast_defaults, effective_status
-from judge_engine.runs import resume as resume_run
 from judge_engine.store import NotFound
-from pages.ui import (app_frame, messages, once, probes, readers, run_view, session, start_form, tables, trust,
+from pages.ui import (app_frame, messages, probes, readers, run_view, session, start_form, tables, trust,
                       widgets)
 from pages.ui import glossary
 
@@ -87,22 +86,9 @@ def resumed_recently(run_id: int) -> bool:
 
 
 def resume(run: RunRecord, *, force: bool = False) -> None:
-    """Resume ``run`` once however fast Resume is clicked (the token holds the run's version: a run that
-    stops again can be resumed again)."""
-    token = once.token(f"runs_resume_{run.id}", (run.id, run.version, force))
-    try:  # force only when asked: a run whose worker died twice at one step (run_view.death_details)
-        started = resume_run(store, run.id, api_key=session.api_key(), force=force, token=token, reach=True)
-    except NotFound:
-        st.error(f"Run #{run.id} no longer exists (it was deleted meanwhile); nothing was started.")
-        return
-    except ValueError as exc:
-        st.error(messages.escape_markdown(f"Run #{run.id} was not resumed: {exc}"))
-        return
-    if started.worker_error:
-        st.error(messages.escape_markdown(f"Could not start a worker: {started.worker_error}"))
-        return
-    st.session_state.setdefault("runs_resumed", {})[run.id] = time.time()
-    st.rerun()
+    """Resume ``run`` once however fast Resume is clicked; force only when asked: a run whose worker died twice at
+    one step (run_view.death_details)."""
+    run_view.resume(store, run, force=force, key="runs")
 
 
 def progress_panel(run_id: int) -> None:

@@ -8,6 +8,7 @@ only draw it, the same way on every page.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import pandas as pd
@@ -89,6 +90,8 @@ def resume(store: Store, run: RunRecord, *, force: bool, key: str) -> None:
     if started.worker_error:
         st.error(messages.escape_markdown(f"The worker could not start: {started.worker_error}"))
         return
+    # the Runs page holds its progress panel open this long after a resume, while the worker starts
+    st.session_state.setdefault("runs_resumed", {})[run.id] = time.time()
     st.rerun()
 
 
