@@ -102,8 +102,7 @@ COLUMN_HELP = {
     "coverage": "Share of the training items this hypothesis scored (a reply without a score is missing)",
     "fitness": "Training Pearson x coverage: a hypothesis that scored few items ranks lower; only positive ones "
                "are selected.",
-}
-"""What the bank's number columns mean (the live bank and the selected hypotheses)."""
+}  # what the bank's number columns mean (the live bank and the selected hypotheses)
 
 FLAGS_HELP = ("Doubts of the rubric checks that did not refuse the hypothesis: it was used, and selection by "
               "training correlation kept or dropped it as any other")

@@ -33,7 +33,7 @@ def checked_by(llm: dict[str, Any] | None) -> str:
     if applies_to(backend):
         return ("The rules and the judge's own model checked the generated text (one request per entry the rules "
                 "accepted); a refusal or flag by the model says so, and you can override it like a rule's.")
-    return ("Only the rules checked the generated text: on the embedded model the judge's own model does not read "
+    return ("Only the rules checked the generated text: on the embedded (llama.cpp) model the judge's own model does not read "
             "what it generated (a model this small cannot tell an order to the evaluator from a criterion). On "
             "a server backend it does.")
 
