@@ -51,9 +51,16 @@ def applies_to(backend_name: str) -> bool:
     return backend_name not in EMBEDDED_BACKENDS
 
 
+def backend_name(llm: Any) -> str:
+    """The backend the check is decided by for ``llm``: its backend's name, or the one an estimate's rendering
+    stands for (:class:`~judge_engine.runs.rendering.Recorder`'s ``stands_for``); "" without an LLM."""
+    backend = getattr(llm, "backend", None)
+    return str(getattr(backend, "stands_for", "") or getattr(backend, "name", "") or "")
+
+
 def runs_on(llm: Any) -> bool:
     """Whether the check runs on ``llm`` (an LLM whose backend :func:`applies_to`; no LLM, no check)."""
-    name = getattr(getattr(llm, "backend", None), "name", "")
+    name = backend_name(llm)
     return bool(name) and applies_to(name)
 
 
@@ -159,6 +166,13 @@ def combine(check: RubricCheck, verdict: ModelVerdict) -> RubricCheck:
     return check
 
 
-def estimate_calls(n_entries: int, backend_name: str) -> int:
-    """Requests the check adds for ``n_entries`` generated entries (0 on the embedded model)."""
-    return int(n_entries) if applies_to(backend_name) else 0
+def estimate_calls(n_entries: int, backend: str | None) -> int:
+    """Requests the check adds for ``n_entries`` generated entries: one each where it :func:`applies_to` the
+    backend, 0 on the embedded model and when no backend is named (a count for no backend in particular)."""
+    return int(n_entries) if backend and applies_to(backend) else 0
+
+
+def passing_reply() -> str:
+    """The verdict of a model that finds nothing wrong with an entry: what an estimate's rendering answers the
+    check with, so that its fit takes the path a capable model's mostly real entries take."""
+    return json.dumps({**{q: q == "about_quality" for q in QUESTIONS}, "language": "en", "reason": "none"})

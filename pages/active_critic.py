@@ -214,7 +214,57 @@ def forget_fields(items: list[curation.CuratedItem]) -> None:
         st.session_state.pop(key, None)
 
 
+def restore_refused(owner: str, items: list[curation.CuratedItem], entry: dict) -> None:
+    """A refused entry taken back by a person, as a rule's or the model's refusal alike: a criterion is added (its
+    name and definition), a task description replaces the current one; saved and audited under their name."""
+    text, name = str(entry.get("text") or ""), str(entry.get("name") or "").strip()
+    who = auth.actor()
+    try:
+        if entry.get("stage") == "task description":
+            curation.save(store, owner, TASK, expected_version=next(i.version for i in items if i.key == TASK),
+                          actor=who, definition=text, status="edited")
+        else:
+            definition = text[len(name) + 2:] if name and text.startswith(f"{name}: ") else text
+            once.submit(store, f"ac_restore_{run_id}", (owner, name, definition), "criterion",
+                        lambda: curation.add(store, owner, next_key(items), name=name or "restored criterion",
+                                             definition=definition, status="added", actor=who))
+    except (EditConflict, ValueError) as exc:  # a viewer, a stale task description, a text the store refuses
+        messages.flash("error", f"Not restored: {exc}", at="ac_refused")
+    else:
+        st.session_state.pop(f"ac_seen_versions_{run_id}", None)
+        forget_fields(items)
+        messages.flash("success", f"Restored {name or 'the task description'!r}; a run from the edits uses it.",
+                       at="ac_refused")
+    st.rerun()
+
+
+def refused_panel(owner: str, items: list[curation.CuratedItem]) -> None:
+    """What the checks refused of stage 1 (the rules' and the judge's own model's refusals, each with its reason
+    and labelled by which), with a Restore for each a person wants anyway."""
+    refused = [r for r in learned.rejected if str(r.get("stage") or "").startswith(("criteria", "task description",
+                                                                                     "scores on the training"))]
+    messages.show_flash(at="ac_refused")
+    if not refused:
+        return
+    present = {i.definition for i in items} | {f"{i.name}: {i.definition}" for i in items}
+    with st.expander(f"Refused by the checks ({len(refused)})"):
+        st.caption("Inferred criteria and task descriptions refused before use: by a rule (a copy, a near-duplicate, "
+                   "a template left in, ...), on their training scores, or by the judge's own model (an order to the "
+                   "evaluator, a refusal). Restore one to use it anyway, a rule's refusal or the model's alike; the "
+                   "audit log records who did.")
+        for i, r in enumerate(refused):
+            c = st.columns([5, 1])
+            restored = r.get("text") in present
+            c[0].markdown(f"**{messages.escape_markdown(str(r.get('name') or r.get('stage') or ''))}** · "
+                          f"{messages.escape_markdown(str(r.get('text') or '')[:300])}  \n"
+                          f":gray[{messages.escape_markdown(rubric_flags.refusal_text(r))}"
+                          f"{' · restored' if restored else ''}]")
+            if c[1].button("Restore", key=f"ac_restore_{run_id}_{i}", disabled=restored):
+                restore_refused(owner, items, r)
+
+
 st.subheader("Correct the task description and criteria")
+st.caption(rubric_flags.checked_by(run.llm))  # the rules alone on the embedded model, said so (issue 65)
 owner = seed_items(run_id)
 items = curation.items(store, owner)
 by_key = {i.key: i for i in items}
@@ -302,6 +352,7 @@ if c[2].button("Reload", key=f"ac_reload_{run_id}", help="Show the text as store
     forget_fields(items)
     st.rerun()
 run_view.history_table(owner, key=f"ac_{run_id}")
+refused_panel(owner, items)
 # the judge's flagged task description and criteria: a person accepts them, or edits them above (issue 50 item 3)
 rubric_flags.judge_flags_panel(store, run, widget_prefix="ac")
 

@@ -338,6 +338,7 @@ st.caption("Accept a node by leaving it as is. Every change is saved as a new ve
            "one) and written to the audit log; if someone else changed the node meanwhile, you are told instead of "
            "overwriting their edit. 'Flagged' under a generated node: a doubt of the rubric checks that did not "
            "refuse it, so it is in the tree; read why, and edit or delete it if the doubt holds.")
+st.caption(rubric_flags.checked_by(run.llm))  # the rules alone on the embedded model, said so (issue 65)
 for aspect_node in [n for n in tree["nodes"] if n.get("parent") is None]:
     label = f"{aspect_node['name']} · {len([i for i in layers if i.startswith(aspect_node['id'] + '/')])} sub-criteria"
     # open: the target aspect, and the aspect holding the node edited last (a changed label, e.g. one more
@@ -363,8 +364,9 @@ if refused:
     with st.expander(f"Sub-criteria the checks refused ({len(refused)})"):
         st.caption("The LLM proposed these children, but the rubric checks refused them (a copy of a judged text, "
                    "a near-duplicate of a sibling or of a node already in the tree, empty, repeated, too long, or "
-                   "naming no quality), so they are not in the tree. Restore one to add it as a child node: the "
-                   "next round scores it.")
+                   "naming no quality), or the judge's own model said it orders the evaluator or refuses, so they "
+                   "are not in the tree. Restore one to add it as a child node, a rule's refusal or the model's "
+                   "alike: the next round scores it.")
         for i, r in enumerate(refused):
             parent = nodes.get(r["parent"])
             restored = any(n.get("parent") == r["parent"] and n["name"] == r.get("name") and not n.get("deleted")
@@ -372,7 +374,7 @@ if refused:
             c1, c2 = st.columns([5, 1])
             c1.markdown(f"**{messages.escape_markdown(r.get('name') or '')}** · {messages.escape_markdown((r.get('definition') or '')[:300])}"
                         f"  \n:gray[under {messages.escape_markdown(parent['name'] if parent else r['parent'])} · "
-                        f"{messages.escape_markdown(r.get('rule', '').replace('_', ' '))}: {messages.escape_markdown(r.get('reason', ''))}"
+                        f"{messages.escape_markdown(rubric_flags.refusal_text(r))}"
                         f"{' · restored' if restored else ''}]")
             if c2.button("Restore", key=f"hd_restore_refused_{run_id}_{i}",
                          disabled=restored or parent is None or bool(parent.get("deleted")),

@@ -102,8 +102,7 @@ COLUMN_HELP = {
     "coverage": "Share of the training items this hypothesis scored (a reply without a score is missing)",
     "fitness": "Training Pearson x coverage: a hypothesis that scored few items ranks lower; only positive ones "
                "are selected.",
-}
-"""What the bank's number columns mean (the live bank and the selected hypotheses)."""
+}  # what the bank's number columns mean (the live bank and the selected hypotheses)
 
 FLAGS_HELP = ("Doubts of the rubric checks that did not refuse the hypothesis: it was used, and selection by "
               "training correlation kept or dropped it as any other")
@@ -152,6 +151,7 @@ def bank_view(s, run: RunRecord) -> None:
     m[3].metric("Refinement rounds", view["refinement_rounds"], help=glossary.HELP["Refinement rounds"])
     m[4].metric("Unparsed replies", view["parse_failures"], help=glossary.HELP["Unparsed replies"])
     st.caption(replies_caption(view))
+    st.caption(rubric_flags.checked_by(run.llm))  # the rules alone on the embedded model, said so (issue 65)
     show_warnings(view["warnings"])
     if view["literature_skipped"]:
         st.caption("No literature notes were given: literature steps were skipped.")
@@ -291,10 +291,11 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
     if restorable:
         with st.expander(f"Rejected by the rubric checks ({len(restorable)})"):
             st.caption("Generated hypotheses refused before use: copies of a text the model was shown, "
-                       "near-duplicates, empty, repetitive or over-long ones, and ones naming no quality. "
-                       "Restore one to accept it yourself; the audit log records who did.")
+                       "near-duplicates, empty, repetitive or over-long ones, ones naming no quality, and ones "
+                       "the judge's own model said order the evaluator or refuse. Restore one to accept it "
+                       "yourself, a rule's refusal or the model's alike; the audit log records who did.")
             for i, r in enumerate(restorable):
-                st.text(f"{r['text'][:300]}\n→ {r.get('rule', '')}: {r.get('reason', '')}")
+                st.text(f"{r['text'][:300]}\n→ {rubric_flags.refusal_text(r)}")
                 if st.button("Restore", key=f"hypoeval_restore_{i}"):
                     messages.flash("success", "Restored and accepted.")
                     add_hypothesis(owner, r["text"])

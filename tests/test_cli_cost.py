@@ -323,7 +323,7 @@ def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_d
     50), and the share of it a fit makes differs by run (HPSS 0.38-0.51): the estimate was 1.49-1.79x two HPSS
     runs. The fit and its judge's scoring are now rendered against replies of the shape they ask for, and the
     requests rendered are the ones expected; against a server whose replies parse they are within 15%."""
-    from judge_engine import runs
+    from judge_engine import rubric_model_check, runs
     from judge_engine.llm import LLM
     from judge_engine.llm.fake import FakeBackend
     from judge_engine.methods import METHODS
@@ -336,7 +336,17 @@ def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_d
     counted = runs.estimate_duration(store, spec).calls
     estimate = expected(store, spec)
     run_id = create_run(store, spec)
-    runs.execute_run(store, run_id, llm=LLM(config, FakeBackend(schema_responder(oracle=tiny_oracle))))
+    answer = schema_responder(oracle=tiny_oracle)
+
+    class Server(FakeBackend):  # a server's name: the judge's own model checks generated text here (issue 65)
+        name = "openai"
+
+    def respond(messages, params):  # the check passes what a capable model generated, as the rendering's does
+        if "<<<ENTRY>>>" in messages[-1]["content"]:
+            return rubric_model_check.passing_reply()
+        return answer(messages, params)
+
+    runs.execute_run(store, run_id, llm=LLM(config, Server(respond)))
     made = store.run(run_id).ledger.calls
     assert made > 0 and abs(estimate.calls - made) <= 0.15 * made, (estimate.calls, made, counted)
     assert estimate.calls <= counted

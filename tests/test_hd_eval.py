@@ -945,3 +945,43 @@ def test_a_node_that_gives_every_training_item_the_same_score_leaves_the_aggrega
     assert refused and all("same score (5)" in r["reason"] and r["name"].endswith(" part 1") for r in refused)
     assert not {r["node"] for r in refused} & set(judge.state["features"])
     assert [p["node"] for k, p in events if k == "node_refused"] == [r["node"] for r in refused]
+
+
+def test_the_judges_own_check_of_each_child_is_an_event_and_a_step_of_the_progress_a_missing_verdict_with_its_reason(
+        store):
+    """Issue 65 item 2: on a server each child the rules accept is read by the run's own model; every verdict is a
+    ``model_check`` event with its parent, and an empty reply or a refused check request is one recorded reason
+    (the child then stands on the rules, the fit goes on). The requests count in the decomposition's progress."""
+    from judge_engine.llm.base import RequestRejected
+    from judge_engine.rubric_model_check import passing_reply
+
+    class Server(FakeBackend):
+        name = "openai"
+
+    def respond(messages, params):
+        text = messages[-1]["content"]
+        if "<<<ENTRY>>>" not in text:
+            return scripted(messages, params, as_json=True)
+        entry = text.split("<<<ENTRY>>>")[1]
+        if "part 1" in entry:
+            return ""
+        if "part 2" in entry:
+            raise RequestRejected("refused", status=400, reason="content policy")
+        return passing_reply()
+
+    dataset, events, steps = _dataset(), [], []
+    llm = make_llm(LLMConfig(backend="openai", model="m"), store=store, backend=Server(respond))
+    judge = HDEval(aggregator="lr", max_layers=2, pi_repeats=2).fit(
+        dataset.samples[:16], dataset.aspect("clarity"),
+        FitContext(llm=llm, task=TaskInfo.of(dataset), log=lambda k, p: events.append((k, p)),
+                   progress=lambda d, t, s: steps.append((d, t, s))))
+    checks = [p for k, p in events if k == "model_check"]
+    assert checks and all(p["parent"] for p in checks)
+    missing = {p["text"].split(":")[0]: p["reason"] for p in checks if not p["answered"]}
+    assert any("part 1" in name and reason == "the model gave an empty reply to the check request"
+               for name, reason in missing.items())
+    assert any("part 2" in name and "content policy" in reason for name, reason in missing.items())
+    kept = [n["name"] for n in tree_index(judge.state["tree"]).values() if n["layer"] == 2]
+    assert any("part 1" in n for n in kept) and any("part 2" in n for n in kept), "no verdict: the rules decide"
+    decomposing = [(d, t) for d, t, s in steps if "the judge's own model reads each child" in s]
+    assert decomposing and decomposing[-1][1] >= len(checks) and all(d <= t for d, t in decomposing)

@@ -1,6 +1,7 @@
 """One contract for every registered method, plus each baseline's own behaviour (fake LLM)."""
 
 import copy
+import json
 import dataclasses
 import inspect
 import math
@@ -94,6 +95,42 @@ def test_the_estimate_is_an_upper_bound_of_the_calls_made(name, tiny_dataset):
     scored = _completions(backend.calls) - fitted
     assert fitted <= estimate["fit"], f"fit made {fitted} completions, estimated {estimate['fit']}"
     assert scored <= estimate["score"], f"scoring made {scored} completions, estimated {estimate['score']}"
+
+
+class _Server(FakeBackend):
+    """A scripted backend under a server's name: the judge's own check of generated text runs on it."""
+
+    name = "openai"
+
+
+@pytest.mark.parametrize("name", ["hypoeval", "hd_eval", "active_critic"])
+def test_the_estimate_bounds_the_calls_made_with_the_judges_own_check(name, tiny_dataset):
+    """Issue 65: on a server each generated entry the rules accept is one request more; the count on that
+    backend holds them (the scripted yes/no answers refuse some entries, so more draws are read)."""
+    import zlib
+
+    from judge_engine import rubric_model_check
+    from tests.scripted import schema_responder, tiny_oracle
+
+    schemas = schema_responder(oracle=tiny_oracle)
+    refusal = json.dumps({**{q: q in ("about_quality", "instructs_evaluator") for q in rubric_model_check.QUESTIONS},
+                          "language": "en", "reason": "it orders the evaluator"})
+
+    def respond(messages, params):  # the check refuses one entry in three: draws read more entries
+        if "<<<ENTRY>>>" not in messages[-1]["content"]:
+            return schemas(messages, params)
+        return refusal if zlib.crc32(messages[-1]["content"].encode()) % 3 == 0 else rubric_model_check.passing_reply()
+
+    backend = _Server(respond)
+    llm = make_llm(LLMConfig(backend="openai", model="m"), backend=backend)
+    method = get_method(name)
+    train, test = tiny_dataset.samples[:6], tiny_dataset.samples[6:]
+    estimate = method.estimate_calls(len(train), len(test), backend="openai")
+    method.fit(train, tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+    checks = sum(1 for messages, _ in backend.calls if "<<<ENTRY>>>" in messages[-1]["content"])
+    assert checks > 0, "the judge's own model read no generated entry"
+    assert _completions(backend.calls) <= estimate["fit"]
+    assert estimate["fit"] - method.estimate_calls(len(train), len(test))["fit"] >= checks
 
 
 @pytest.mark.parametrize("name", sorted(METHODS))

@@ -532,3 +532,30 @@ def test_the_embedded_model_is_timed_by_its_own_busy_seconds(store):
     assert model_timing.time_embedded_model(make_llm(LLMConfig()))
     rates = runs.estimates.embedded_rates(store, LLMConfig())
     assert rates.prompt_per_s > 10 and rates.generated_per_s > 1  # SmolLM2 on 2 cores: hundreds and tens
+
+
+@pytest.mark.parametrize("method", ["hypoeval", "hd_eval", "active_critic"])
+def test_an_estimate_on_a_server_counts_the_judges_own_check_and_one_on_the_embedded_model_does_not(
+        store, tiny_dataset, method):
+    """Issue 65: on a backend other than the embedded model every generated entry the rules accept is put to the
+    run's own model, one request each; the estimate, the run's stored bound and its cost count them."""
+    from judge_engine.methods import METHODS, get_method
+    from judge_engine.methods.active_critic.criteria_reading import MAX_CRITERIA
+
+    store.save_dataset(tiny_dataset)
+    added = {}
+    for llm in (LLMConfig(backend="openai", model="m"), LLMConfig()):
+        spec = RunSpec(method=method, dataset="tiny", aspect="quality", train_size=6, test_size=3, llm=llm)
+        drawn = runs.estimates.drawn_sizes(tiny_dataset, spec)
+        unchecked = get_method(method, METHODS[method].params_on({}, llm)).estimate_calls(
+            drawn.train_size, drawn.test_size)  # no backend named: the rules alone
+        counted = runs.estimate(store, spec)
+        added[llm.backend] = counted["fit"] - unchecked["fit"]
+        assert counted["score"] == unchecked["score"]  # scoring reads no generated text again
+        run = store.run(runs.create_run(store, spec))
+        assert runs.estimates.counted_calls(run) == counted["fit"] + counted["score"]  # the stored run's bound
+    assert added["llamacpp"] == 0
+    if method == "active_critic":  # the task description and at most MAX_CRITERIA final criteria
+        assert added["openai"] == 1 + MAX_CRITERIA
+    else:
+        assert added["openai"] > 0

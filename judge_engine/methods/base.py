@@ -214,8 +214,11 @@ class Method:
         """Learn a judge of ``aspect`` from the human-scored ``train`` samples."""
         raise NotImplementedError
 
-    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
-        """LLM calls the method will make for these sizes (before any cache hit)."""
+    def estimate_calls(self, n_train: int, n_test: int, *, backend: str | None = None) -> dict[str, int]:
+        """LLM calls the method will make for these sizes (before any cache hit). ``backend`` (a
+        :class:`~judge_engine.llm.LLMConfig`'s ``backend``): a method that generates rubric text counts the
+        requests of the judge's own check of it there (:func:`judge_engine.rubric_model_check.estimate_calls`: none
+        on the embedded model, nor when no backend is named)."""
         raise NotImplementedError
 
     def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:

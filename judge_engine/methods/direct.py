@@ -55,7 +55,7 @@ class DirectScoring(Method):
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=context.task.to_dict(),
                      state={"template": DIRECT_TEMPLATE.text})
 
-    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+    def estimate_calls(self, n_train: int, n_test: int, *, backend: str | None = None) -> dict[str, int]:
         return {"fit": 0, "score": n_test}
 
     @classmethod

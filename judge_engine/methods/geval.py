@@ -143,7 +143,7 @@ class GEval(Method):
     def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
         return {"fit": 1, "score": 1}  # the steps, then the items
 
-    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+    def estimate_calls(self, n_train: int, n_test: int, *, backend: str | None = None) -> dict[str, int]:
         """Completions asked for: one for the steps, then one per item, or ``n_samples`` per item when scores
         are sampled (``auto`` samples on a backend without logprobs, so its bound counts the samples)."""
         per_item = 1 if self.scoring == "logprobs" else self.n_samples

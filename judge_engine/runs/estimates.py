@@ -39,7 +39,8 @@ def drawn_sizes(dataset: Dataset, spec: RunSpec) -> RunSpec:
 
 def _calls(dataset: Dataset, spec: RunSpec) -> dict[str, int]:
     n_test = spec.test_size if spec.test_size is not None else max(0, len(dataset.samples) - spec.train_size)
-    return _method(spec).estimate_calls(spec.train_size, n_test)
+    # on a server the judge's own model checks the text a method generates: its requests are counted (issue 65)
+    return _method(spec).estimate_calls(spec.train_size, n_test, backend=spec.llm.backend)
 
 
 def _method(spec: RunSpec):
@@ -51,8 +52,10 @@ def counted_calls(run: RunRecord) -> int:
     """The calls a stored run's method counts before it starts (its bound), from its parameters and split."""
     if run.split is None or run.method not in METHODS:
         return 0
-    params = METHODS[run.method].params_on(dict(run.params), LLMConfig.from_dict(run.llm))
-    calls = get_method(run.method, params).estimate_calls(len(run.split.train_ids), len(run.split.test_ids))
+    llm = LLMConfig.from_dict(run.llm)
+    params = METHODS[run.method].params_on(dict(run.params), llm)
+    calls = get_method(run.method, params).estimate_calls(len(run.split.train_ids), len(run.split.test_ids),
+                                                          backend=llm.backend)
     return int(calls["fit"] + calls["score"])
 
 

@@ -24,6 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from .. import rubric_model_check
 from ..llm import LLM, LLMConfig
 from ..llm.base import Completion, GenerationParams, Message
 from .schema_replies import reply_value
@@ -95,9 +96,12 @@ class Recorder:
     model_id = "render"
     supports_logprobs = False
 
-    def __init__(self, cap: int = RENDER_CAP, salt: str = ""):
+    def __init__(self, cap: int = RENDER_CAP, salt: str = "", stands_for: str = ""):
         self.cap = cap
         self.salt = salt  # another salt, other replies to the same prompts
+        # the backend the rendering stands for: whether the judge's own model checks generated text there
+        # (:func:`judge_engine.rubric_model_check.runs_on`), so its requests are rendered where a run sends them
+        self.stands_for = stands_for
         self.sent: list[RenderedRequest] = []
         self._recent: list[str] = []  # the last KEPT_PREFIXES prompts, sorted, for their shared prefixes
         self._order: list[str] = []
@@ -131,6 +135,8 @@ class Recorder:
             schema, digest = json.loads(params.json_schema), hashlib.sha256(text.encode()).hexdigest()
             texts = tuple(json.dumps(reply_value(schema, f"{self.salt}{digest}#{params.sample_index + i}"))
                           for i in range(params.n))
+            if schema.get("title") == rubric_model_check.TITLE:  # drawn yes/no answers would refuse real entries
+                texts = (rubric_model_check.passing_reply(),) * params.n
         return Completion(texts=texts, logprobs=(), prompt_tokens=0, completion_tokens=0, latency_s=0.0,
                           model=self.model_id)
 
@@ -191,7 +197,7 @@ def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: 
     the requests go to the recorder whatever its backend. Any error the method raises for want of an answer
     ends the rendering (it is the method's reaction to silence, not a fault of the estimate).
     """
-    recorder = Recorder(cap, salt)
+    recorder = Recorder(cap, salt, stands_for=(config or LLMConfig(backend="openai")).backend)
     result = None
     try:
         result = work(LLM(config or LLMConfig(backend="openai"), recorder))

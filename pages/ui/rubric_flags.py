@@ -7,17 +7,49 @@ from typing import Any, Iterable
 from pages.ui.messages import escape_markdown
 
 
+MODEL_CHECK_LABEL = "the judge's own model's check, not a rule"
+"""How a refusal or flag of :mod:`judge_engine.rubric_model_check` is named beside its reason (issue 65)."""
+
+
+def rule_label(rule: str | None) -> str:
+    """A check's name in words: a rule's with spaces ("no quality"), the model's check as :data:`MODEL_CHECK_LABEL`."""
+    from judge_engine.rubric_model_check import RULE
+
+    rule = str(rule or "").strip()
+    return MODEL_CHECK_LABEL if rule == RULE else rule.replace("_", " ")
+
+
+def refusal_text(entry: dict[str, Any]) -> str:
+    """Why a generated entry was refused, in words: "label: reason" (:func:`rule_label`)."""
+    label, reason = rule_label(entry.get("rule")), str(entry.get("reason") or "").strip()
+    return f"{label}: {reason}" if label and reason else label or reason
+
+
+def checked_by(llm: dict[str, Any] | None) -> str:
+    """Which checks read the run's generated text, in words, from its backend (a run's ``llm`` dict)."""
+    from judge_engine.rubric_model_check import applies_to
+
+    backend = str((llm or {}).get("backend") or "llamacpp")
+    if applies_to(backend):
+        return ("The rules and the judge's own model checked the generated text (one request per entry the rules "
+                "accepted); a refusal or flag by the model says so, and you can override it like a rule's.")
+    return ("Only the rules checked the generated text: on the embedded (llama.cpp) model the judge's own model does not read "
+            "what it generated (a model this small cannot tell an order to the evaluator from a criterion). On "
+            "a server backend it does.")
+
+
 def flag_text(flags: Iterable[dict[str, Any]] | None) -> str:
     """The flags of a generated rubric entry in words: "reason (rule); reason (rule)"; "" when it has none.
 
     ``flags`` are the ``{rule, reason}`` dicts the rubric checks attach to an
     entry they let through with a doubt (:mod:`judge_engine.rubric_checks`);
-    a rule reads with spaces ("no quality"). Plain text, for a table cell:
-    Markdown goes through :func:`flag_caption`.
+    a rule reads with spaces ("no quality"), the model's check as
+    :data:`MODEL_CHECK_LABEL`. Plain text, for a table cell: Markdown goes
+    through :func:`flag_caption`.
     """
     parts: list[str] = []
     for flag in flags or []:
-        rule = str(flag.get("rule") or "").replace("_", " ").strip()
+        rule = rule_label(flag.get("rule"))
         reason = str(flag.get("reason") or "").strip()
         part = f"{reason} ({rule})" if reason and rule else reason or rule
         if part and part not in parts:

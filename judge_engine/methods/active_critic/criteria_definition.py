@@ -11,7 +11,7 @@ from ... import structured
 from ...llm import LLM, GenerationParams
 from ...prompting import DEFAULT_OPENER, TaskInfo, Template, load_template
 from ...records import Aspect
-from ...rubric_model_check import check_with_model
+from ...rubric_model_check import check_with_model, runs_on
 from ...rubric_checks import check_criterion, check_statement, is_statement
 from ..base import EventSink, Progress, judge_warning, resolve_criteria_form, small_model_hint
 from .criteria_reading import (MAX_CRITERIA, MIN_CRITERIA, _key, _left_out, criteria_schema, criteria_shape,
@@ -33,6 +33,10 @@ CRITERIA_QUALITIES_NAMED_TEMPLATE = load_template("active_critic_criteria_qualit
 CRITERIA_QUALITIES_TEMPLATE = load_template("active_critic_criteria_qualities")
 
 
+MODEL_READS_CRITERIA = "criteria: the judge's own model reads them"
+"""The progress stage of the judge's own check of the final criteria (issue 65; its requests are its steps)."""
+
+
 @dataclass(frozen=True)
 class CheckedCriteria:
     """What the rubric checks made of a set of criteria."""
@@ -46,16 +50,19 @@ class CheckedCriteria:
 
 
 def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Sequence[str] = (),
-                   opener: str = "", *, llm: Any = None, emit: Any = None) -> CheckedCriteria:
+                   opener: str = "", *, llm: Any = None, emit: Any = None,
+                   progress: Progress | None = None) -> CheckedCriteria:
     """The criteria the rubric checks accept, the refusals, and the flags raised on accepted ones.
 
     A criterion written as a sentence (its definition starts with ``opener``, "A good summary ...") is
     checked by :func:`judge_engine.rubric_checks.check_statement`; a named one (the paper's form, a person's
     edit, a free-text reply) by :func:`judge_engine.rubric_checks.check_criterion`. ``topics`` (the output's
     label, the scored aspect's name and definition) lift the ``no_quality`` flag of a criterion that names
-    what is judged.
+    what is judged. With ``llm`` (not the embedded model) the judge's own model reads each accepted criterion, a
+    step of ``progress`` each.
     """
     names = list(criteria)
+    reading = progress if progress and runs_on(llm) else None
     checks, accepted = [], []
     output = topics[0] if topics else ""  # the judged text's own name comes first in the topics
     for n in names:  # each accepted criterion counts for the near-duplicate rule of the next ones
@@ -69,6 +76,8 @@ def check_criteria(criteria: dict[str, str], shown: Sequence[str], topics: Seque
                                  an_output=f"a {(output or 'response').lower()}", emit=emit)
         accepted += [check.text] if check.ok else []
         checks.append(check)
+        if reading:
+            reading(len(checks), len(names), MODEL_READS_CRITERIA)
     kept = {n: criteria[n] for n, c in zip(names, checks) if c.ok}
     refused = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if not c.ok]
     flagged = [{**c.to_dict(), "stage": "criteria", "name": n} for n, c in zip(names, checks) if c.ok and c.flags]
@@ -445,7 +454,7 @@ def criteria_definition_step(batches: Sequence[Sequence[dict[str, Any]]], shown:
     if defined.parse_failures:
         log("parse_failure", {"stage": "criteria", "count": defined.parse_failures})
     criteria, rejected, flagged = defined.criteria, [], []
-    final = check_criteria(criteria, shown, topics, opener, llm=llm, emit=log) if criteria else None
+    final = check_criteria(criteria, shown, topics, opener, llm=llm, emit=log, progress=progress) if criteria else None
     said = set()
     for refused in [*(final.refused if final else []), *defined.refused]:
         if refused["text"] not in said:  # a refused criterion the final set kept is one rejection, of the final set

@@ -25,6 +25,8 @@ from ..base import (
     register,
 )
 from ...rubric_evidence import refusal_record, same_score
+from ...rubric_model_check import estimate_calls as model_check_calls
+from .criteria_reading import MAX_CRITERIA
 from .criteria_definition import criteria_definition_step
 from .examples import NORMALIZATIONS, scored_examples, shown_texts, to_aspect_scale, training_batches
 from .explained_scoring import check_explanation, run_pipeline
@@ -280,7 +282,7 @@ class ActiveCritic(Method):
             stage1 -= max(0, n_batches - 1)  # description n and observation n + 1: one wave
         return {"fit": stage1 + 2 * per_item, "score": per_item}
 
-    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+    def estimate_calls(self, n_train: int, n_test: int, *, backend: str | None = None) -> dict[str, int]:
         """An upper bound of the backend calls of fit and of scoring (cache hits make it lower).
 
         Stage 1, task: one observation and one description per mini-batch,
@@ -291,16 +293,22 @@ class ActiveCritic(Method):
         ``criteria_form``. Search: K candidates, each scoring at most
         the evaluated training items. Per item: McS-E (AC-Fine), OS-E, and at
         most one follow-up turn (the weighted digit, or the retry of an
-        unreadable score).
+        unreadable score). On a ``backend`` where the judge's own model checks
+        generated text (:mod:`judge_engine.rubric_model_check`), one request
+        for the inferred task description and one per final criterion (at
+        most :data:`~.criteria_reading.MAX_CRITERIA`).
         """
         settings = ActiveCriticSettings.from_params(self.get_params())
         n_batches = min(settings.max_batches, math.ceil(n_train / settings.batch_size)) if n_train else 0
-        stage1 = 0
+        stage1 = read = 0
         if settings.task_description is None:
             stage1 += 2 * n_batches + (1 if settings.ensemble_task and n_batches > 1 else 0)
+            read += 1 if n_batches else 0
         if settings.criteria is None:
             init = 2 + (2 if settings.criteria_fallback else 0)  # the structured qualities prompt, then the list
             stage1 += init + 3 * max(0, n_batches - 1)
+            read += MAX_CRITERIA
+        stage1 += model_check_calls(read, backend)
         per_item = ((2 if settings.variant == "fine" else 1)
                     + (1 if settings.weighted or settings.retry_unparsed else 0))
         n_eval = n_train if settings.eval_subsample is None else min(settings.eval_subsample, n_train)

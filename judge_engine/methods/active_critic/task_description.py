@@ -10,7 +10,7 @@ from typing import Any, Sequence
 from ... import structured
 from ...llm import LLM, Completion, GenerationParams, Request
 from ...prompting import TaskInfo, load_template
-from ...rubric_model_check import check_with_model
+from ...rubric_model_check import check_with_model, runs_on
 from ...rubric_checks import check_entry
 from ..base import EventSink, Progress, judge_warning
 from .examples import render_example
@@ -230,7 +230,12 @@ def task_description_step(batches: Sequence[Sequence[dict[str, Any]]], shown: Se
         return TaskDescriptionResult("", inferred.versions, [judge_warning(
             "no_task_description", "no task description could be inferred (every observation was COMPLETE "
             "or no reply held one); the scoring prompts go without one")], [], [])
+    reading = progress if progress and runs_on(llm) else None  # the judge's own check is one request (issue 65)
+    if reading:
+        reading(0, 1, "task description: the judge's own model reads it")
     checked = check_task_description(inferred.description, task, shown, llm=llm, emit=log)
+    if reading:
+        reading(1, 1, "task description: the judge's own model reads it")
     warnings, rejected, flagged = [], [], []
     if checked.flagged:
         flagged.append(checked.flagged)

@@ -35,7 +35,7 @@ from ... import structured as st
 from ...llm import LLM, GenerationParams, Request
 from ...parsing import parse_json_object
 from ...prompting import TaskInfo, load_template
-from ...rubric_model_check import check_with_model
+from ...rubric_model_check import check_with_model, runs_on
 from ...rubric_checks import RubricCheck, check_criterion, check_statement, name_key, statement_name
 from ..base import EventSink, Progress, judge_warning, small_model_hint
 from .settings import HDEvalSettings
@@ -193,7 +193,7 @@ def child_text(child: dict[str, Any]) -> str:
 
 def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] = (), existing: Sequence[str] = (),
                    topics: Sequence[str] = (), parent: Sequence[str] = (), taken: Sequence[str] = (),
-                   opener: str = "", llm: Any = None) -> CheckedChildren:
+                   opener: str = "", llm: Any = None, emit: Any = None) -> CheckedChildren:
     """The children the rubric checks accept (with their ``flags`` when any), and the refused ones.
 
     A named child (the paper's form) is checked by
@@ -207,7 +207,8 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
     ``near_duplicate`` is measured against. A child named like a node already
     in the tree (``taken``) or like a sibling accepted before it is a
     ``near_duplicate`` too: the aggregator would get one criterion twice
-    under two scores.
+    under two scores. With ``llm`` (not the embedded model) the judge's own model reads each child the rules
+    accept; ``emit("model_check", ...)`` records each verdict, one it could not give with its reason.
     """
     accepted = list(existing)
     names = {name_key(n): n for n in taken}
@@ -225,7 +226,8 @@ def check_children(children: Sequence[dict[str, str]], *, shown: Sequence[str] =
         if same is None:
             # the judge's own model reads the child too (issue 65; ``llm`` given, not on the embedded model)
             check = check_with_model(llm, check, kind="criterion", aspect_name=parent[0] if parent else "",
-                                     an_output=f"a {((topics[0] if topics else '') or 'response').lower()}")
+                                     an_output=f"a {((topics[0] if topics else '') or 'response').lower()}",
+                                     emit=emit)
         if same is not None and check.ok:
             check = RubricCheck(text, False, "near_duplicate", f"named like the criterion {same[:40]!r} already "
                                 "in the tree")
@@ -283,7 +285,7 @@ def _draw(params: GenerationParams, draw: int) -> GenerationParams:
 def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: LLM,
                        guideline: str = "", max_tokens: int = 512, shown: Sequence[str] = (),
                        existing: Sequence[str] = (), taken: Sequence[str] = (),
-                       form: str = "paper", first_reply: str | None = None) -> Decomposition:
+                       form: str = "paper", first_reply: str | None = None, emit: Any = None) -> Decomposition:
     """Eq. 1: the LLM proposes up to ``k`` sub-criteria of ``parent``.
 
     ``form`` is a resolved ``criteria_form``: ``paper`` asks for 2 to ``k``
@@ -325,7 +327,9 @@ def decompose_criteria(parent: dict[str, Any], *, task: TaskInfo, k: int, llm: L
         # each draw's children are checked against the tree and the usable children of the draws before it
         checked = check_children(found.children, shown=shown, existing=[*existing, *map(child_text, children)],
                                  topics=topics, parent=own, taken=[*taken, *(c["name"] for c in children)],
-                                 opener=opener, llm=llm)
+                                 opener=opener, llm=llm,
+                                 emit=(lambda kind, payload: emit(kind, {**payload, "parent": parent.get("id")}))
+                                 if emit else None)
         said = {r["text"] for r in rejected}  # the same refused child said twice is one rejection
         stage = "decomposition" if draw == first else f"decomposition (draw {draw - first + 1})"
         rejected += [{**r, "stage": stage, "parent": parent.get("id")} for r in checked.refused
@@ -379,8 +383,19 @@ def decompose_layer(tree: dict[str, Any], chosen: Sequence[str], layer: int, set
     # every first draw depends on its parent alone, so they go out in one batch (issue 46); what follows reads
     # them one parent after another as before, since each parent's children are checked against those
     # accepted before them, and a further draw (fewer than 2 usable children) depends on that
+    # the judge's own model reads each child the rules accept (not on the embedded model): its requests count
+    # in the stage's progress as they are made, beside the decompositions, and each verdict is an event
+    done, read = [0], [0]  # decompositions begun, check requests made
+    stage = f"layer {layer}: decomposing" + (" (the judge's own model reads each child)" if runs_on(llm) else "")
+
+    def record(kind: str, payload: dict[str, Any]) -> None:
+        read[0] += 1
+        emit(kind, payload)
+        if progress:
+            progress(done[0] + read[0], len(chosen) + read[0], stage)
+
     if progress and todo:
-        progress(0, len(chosen), f"layer {layer}: decomposing")
+        progress(0, len(chosen), stage)
     asks = {nid: _ask(nodes[nid], task=task, k=settings.k_child, guideline=settings.guideline(root_aspect(nodes, nid)),
                       max_tokens=settings.decompose_max_tokens, form=form) for nid in todo}
     firsts = dict(zip(todo, (c.text for c in llm.complete_many([asks[nid].request for nid in todo])))) if todo else {}
@@ -388,8 +403,9 @@ def decompose_layer(tree: dict[str, Any], chosen: Sequence[str], layer: int, set
         node = nodes[nid]
         if nid not in firsts:
             continue
+        done[0] = i
         if progress:
-            progress(i, len(chosen), f"layer {layer}: decomposing")
+            progress(i + read[0], len(chosen) + read[0], stage)
         if node.get("redecompose"):
             removed = remove_llm_children(tree, nid)
             emit("children_replaced", {"parent": nid, "removed": removed})
@@ -397,7 +413,8 @@ def decompose_layer(tree: dict[str, Any], chosen: Sequence[str], layer: int, set
                                  guideline=settings.guideline(root_aspect(nodes, nid)),
                                  max_tokens=settings.decompose_max_tokens, shown=shown,
                                  existing=[child_text(n) for n in tree["nodes"]],
-                                 taken=[n["name"] for n in tree["nodes"]], form=form, first_reply=firsts[nid])
+                                 taken=[n["name"] for n in tree["nodes"]], form=form, first_reply=firsts[nid],
+                                 emit=record)
         reads[dec.read] = reads.get(dec.read, 0) + 1
         for refused in dec.rejected:
             emit("rubric_rejected", refused)

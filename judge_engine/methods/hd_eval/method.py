@@ -90,10 +90,11 @@ from ...llm import LLM
 from ...metrics import MIN_SELECTION_COVERAGE
 from ...records import Aspect, Sample, Verdict
 from ...rubric_evidence import refusal_record, same_score
+from ...rubric_model_check import estimate_calls as model_check_calls
 from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method, Options,
                     Progress, judge_warning, register, resolve_criteria_form)
 from .aggregation import _clean_corr, fit_aggregator
-from .decomposition import DECOMPOSE_DRAWS, LayerDecomposition, decompose_layer, flagged_nodes
+from .decomposition import ASK_CHILDREN, DECOMPOSE_DRAWS, LayerDecomposition, decompose_layer, flagged_nodes
 from .pruning import Expansion, attribution_importance, choose_expansion
 from .scoring import hierarchy_aware_scoring
 from .settings import HDEvalSettings
@@ -499,7 +500,8 @@ class HDEval(Method):
         before it (every chosen parent's first draw together); a further draw is one call more, not counted."""
         return {"fit": 2 * self.max_layers - 1, "score": 1}
 
-    def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None) -> dict[str, int]:
+    def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None,
+                       backend: str | None = None) -> dict[str, int]:
         """Upper bound on the LLM calls of a fit and of scoring (before cache hits).
 
         Decomposition calls (each with its :data:`DECOMPOSE_DRAWS` possible
@@ -517,6 +519,12 @@ class HDEval(Method):
         person marked, else ``k_expand`` nodes chosen by importance. With
         ``n_aspects`` and a tree, the tree's layer-1 nodes are taken to be
         among those aspects (a tree from an earlier run on the same dataset).
+
+        On a ``backend`` where the judge's own model checks generated text
+        (:mod:`judge_engine.rubric_model_check`), one request per child the
+        rules accept: each draw of a decomposition reads at most ``k_child``
+        children in the paper's form (``max(k_child, ASK_CHILDREN)`` in the
+        sentence form).
         """
         k, top = self.k_child, self.max_layers
         nodes = tree_index(self.criteria_tree) if self.criteria_tree else {}
@@ -551,7 +559,9 @@ class HDEval(Method):
             new[layer] = d * k
             decompositions += d
         m = sum(active[1:top + 1]) + sum(new)
-        return {"fit": DECOMPOSE_DRAWS * decompositions + estimate_criteria_calls(n_train, m, follow_ups=True),
+        paper = self.criteria_form == "paper" or (self.criteria_form == "auto" and backend != "llamacpp")
+        read = model_check_calls(DECOMPOSE_DRAWS * decompositions * (k if paper else max(k, ASK_CHILDREN)), backend)
+        return {"fit": DECOMPOSE_DRAWS * decompositions + read + estimate_criteria_calls(n_train, m, follow_ups=True),
                 "score": estimate_criteria_calls(n_test, m, follow_ups=True)}
 
     @classmethod

@@ -312,7 +312,7 @@ class HPSS(Method):
             return {"fit": 4, "score": 2}
         return {"fit": 6 + self.n_evaluations() - 21, "score": 2}
 
-    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+    def estimate_calls(self, n_train: int, n_test: int, *, backend: str | None = None) -> dict[str, int]:
         """An upper bound of the backend calls of ``fit`` and of scoring ``n_test`` samples.
 
         Fit: every strategy evaluation (:meth:`n_evaluations`) judges each

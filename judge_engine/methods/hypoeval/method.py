@@ -83,7 +83,9 @@ from ...llm import LLM
 from ...records import Aspect, Sample, Verdict
 from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, FitContext, Interval, Judge, Method, OptionalInterval,
                     Options, Progress, register, resolve_criteria_form)
-from .agents import GENERATION_CALLS
+from ...rubric_model_check import backend_name
+from ...rubric_model_check import estimate_calls as model_check_calls
+from .agents import GENERATION_CALLS, SAMPLED_DRAWS
 from .context import Context
 from .evaluation import evaluate_with_hypotheses
 from .generation import curated_bank, generate_bank, require_hypotheses, training_samples
@@ -387,7 +389,8 @@ class HypoEval(Method):
         ctx = Context(llm=llm, aspect=aspect, task=context.task, settings=settings,
                       log=context.log or (lambda kind, payload: None),
                       progress=lambda stage: None, form=resolve_criteria_form(settings.criteria_form, llm))
-        ctx.total = max(1, self.estimate_calls(n_train, 0)["fit"])
+        # the judge's own check of each accepted hypothesis is one request of the fit's on this backend (issue 65)
+        ctx.total = max(1, self.estimate_calls(n_train, 0, backend=backend_name(llm))["fit"])
         if progress:
             ctx.progress = lambda stage: progress(min(ctx.calls, ctx.total), ctx.total, stage)
         ctx.emit("fit_started", {"n_train": n_train, "estimated_calls": ctx.total, "criteria_form": ctx.form})  # a resumed fit starts over
@@ -403,7 +406,7 @@ class HypoEval(Method):
         if context.progress:
             context.progress(ctx.total, ctx.total, "done")
 
-    def estimate_calls(self, n_train: int, n_test: int) -> dict[str, int]:
+    def estimate_calls(self, n_train: int, n_test: int, *, backend: str | None = None) -> dict[str, int]:
         """An upper bound on the backend calls of a fit and of scoring, before cache hits.
 
         The paper's cost model with every follow-up turn counted: each
@@ -420,6 +423,12 @@ class HypoEval(Method):
         refreshes, |H_t| bounded by min(H_max, |H_init| + |H_W| per refresh).
         Repeated prompts (e.g. stage-1 scores asked again at selection) are
         answered by the cache, so the real count is usually far lower.
+
+        On a ``backend`` where the judge's own model checks generated text
+        (:mod:`judge_engine.rubric_model_check`), one request per hypothesis
+        the rules accept: a generation or refinement asking for ``n`` reads at
+        most ``n`` from its first reply (or its follow-up) and from each
+        sampled draw, so ``n (1 + SAMPLED_DRAWS)`` requests.
         """
         m = min(n_train, self.n_train)
         follow = 2  # a first reply and at most one follow-up turn
@@ -447,6 +456,8 @@ class HypoEval(Method):
         if has_lit:
             generation += 1
             checks += comb(lit, 2)
+        asked = self.n_init_hypotheses + refreshes * (1 + rounds) * self.n_new_hypotheses + lit  # per reading
+        read_by_model = model_check_calls(asked * (1 + SAMPLED_DRAWS), backend)
         half = self.max_bank // 2
         if self.union_mode == "random_half":
             final = min(bank, half) + min(lit, half)
@@ -454,7 +465,7 @@ class HypoEval(Method):
             final = min(self.max_bank, min(bank, half) + lit)
         scoring += final * m
         # a generation call: the first reply, a follow-up turn when unread, sampled draws while short
-        return {"fit": GENERATION_CALLS * generation + follow * scoring + checks, "score": score}
+        return {"fit": GENERATION_CALLS * generation + follow * scoring + checks + read_by_model, "score": score}
 
     def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
         """The paper's order: the first hypotheses, their scores on the first items, then one wave per update
