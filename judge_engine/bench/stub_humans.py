@@ -7,7 +7,7 @@ request is answered in the shape its JSON schema asks for (the methods send one 
 score in it is the judged item's human level on the schema's scale plus seeded noise:
 
 - the judged item is the known output text (of the loaded benchmarks, at least :data:`MIN_OUTPUT_CHARS`
-  long) that starts last in the last user message (a scoring prompt shows its examples before the item),
+  long) that ends last (the longest of those) in the last user message (a scoring prompt shows its examples before the item),
   outside the sources the message shows (an extractive summary is also in its article);
 - its aspect is the one of the item's human scores whose name the prompt mentions most (the first when none);
 - the noise is Gaussian with ``noise`` sd on a 1-5 scale, stretched to the aspect's (Topical-Chat's
@@ -68,15 +68,18 @@ class HumanFollower:
                     self.items.append(Item(s.output.strip(), human, {k: scale[k] for k in human}))
 
     def judged(self, text: str) -> Item | None:
-        """The known output that starts last in ``text`` outside the sources it shows (None: no item shown)."""
+        """The known output that ends last in ``text`` (the longest of those) outside the sources it shows (None: no item shown)."""
         for source in self.inputs:
             if source in text:
                 text = text.replace(source, " ")
-        best, at = None, -1
+        # the match that ends last, the longest of those: a shorter output found inside the judged one (an
+        # extractive summary of two of another's three sentences) starts later but never ends later; by start
+        # alone 39 of SummEval's 1,600 items were answered at another summary's level
+        best, at = None, (-1, -1)
         for item in self.items:
             k = text.rfind(item.output)
-            if k > at:
-                best, at = item, k
+            if k >= 0 and (k + len(item.output), len(item.output)) > at:
+                best, at = item, (k + len(item.output), len(item.output))
         return best
 
     def level(self, messages: Sequence[dict[str, Any]]) -> tuple[float, str]:
