@@ -177,3 +177,15 @@ def test_the_human_follower_gives_logprobs_around_the_level_for_a_weighted_readi
     reading = read_weighted(positions, 1, 5)
     assert reading.score == pytest.approx(sample.human["coherence"], abs=0.25)
     assert reading.score != pytest.approx(round(sample.human["coherence"]), abs=0.1)
+
+
+def test_the_human_follower_passes_a_plain_generated_criterion_through_the_rubric_model_check():
+    from judge_engine import rubric_model_check
+
+    follower = HumanFollower([])
+    schema = rubric_model_check.schema()
+    said = json.loads(follower.reply([{"role": "user", "content": "You check one entry: The text is clear."}], schema))
+    jsonschema.validate(said, schema)
+    # no item in the request: its questions are about the entry, a plain quality statement: no fault, about quality
+    assert said["about_quality"] is True
+    assert not any(said[q] for q in rubric_model_check.QUESTIONS if q != "about_quality"), said

@@ -7,17 +7,19 @@ request is answered in the shape its JSON schema asks for (the methods send one 
 score in it is the judged item's human level on the schema's scale plus seeded noise:
 
 - the judged item is the known output text (of the loaded benchmarks, at least :data:`MIN_OUTPUT_CHARS`
-  long) that starts last in the last user message (a scoring prompt shows its examples before the item),
+  long) that ends last (the longest of those) in the last user message (a scoring prompt shows its examples before the item),
   outside the sources the message shows (an extractive summary is also in its article);
 - its aspect is the one of the item's human scores whose name the prompt mentions most (the first when none);
 - the noise is Gaussian with ``noise`` sd on a 1-5 scale, stretched to the aspect's (Topical-Chat's
   understandability is 0-1: sd 0.5 there would drown it), a pure function of the prompt text, so the same
   prompt gets the same answer (as from a greedy model) and each criterion's prompt its own draw;
 - strings are short distinct sentences (a pattern's opener kept), arrays hold their minimum number of items
-  (at least :data:`LIST_ITEMS` where allowed), a ``yes``/``no`` enum says ``yes`` above the scale's middle.
+  (at least :data:`LIST_ITEMS` where allowed), a ``yes``/``no`` enum says ``yes`` above the scale's middle, and so
+  does a boolean where an item is judged.
 
 A request with no item in it (a method's hypothesis or criteria generation) gets the same shapes with the
-scale's middle as its score; a request without a schema gets the score as a bare number.
+scale's middle as its score, and a boolean there (the rubric model check's questions about a generated entry) is
+true only for a property named ``about...``; a request without a schema gets the score as a bare number.
 """
 
 from __future__ import annotations
@@ -68,15 +70,18 @@ class HumanFollower:
                     self.items.append(Item(s.output.strip(), human, {k: scale[k] for k in human}))
 
     def judged(self, text: str) -> Item | None:
-        """The known output that starts last in ``text`` outside the sources it shows (None: no item shown)."""
+        """The known output that ends last in ``text`` (the longest of those) outside the sources it shows (None: no item shown)."""
         for source in self.inputs:
             if source in text:
                 text = text.replace(source, " ")
-        best, at = None, -1
+        # the match that ends last, the longest of those: a shorter output found inside the judged one (an
+        # extractive summary of two of another's three sentences) starts later but never ends later; by start
+        # alone 39 of SummEval's 1,600 items were answered at another summary's level
+        best, at = None, (-1, -1)
         for item in self.items:
             k = text.rfind(item.output)
-            if k > at:
-                best, at = item, k
+            if k >= 0 and (k + len(item.output), len(item.output)) > at:
+                best, at = item, (k + len(item.output), len(item.output))
         return best
 
     def level(self, messages: Sequence[dict[str, Any]]) -> tuple[float, str]:
@@ -119,7 +124,9 @@ class HumanFollower:
         if not schema:
             return str(round(1 + 4 * share))
         tag = hashlib.sha256(prompt.encode()).hexdigest()
-        return json.dumps(_fill(schema, share, tag, schema))
+        users = [str(m.get("content", "")) for m in messages if m.get("role") == "user"]
+        judging = self.judged(users[-1] if users else prompt) is not None
+        return json.dumps(_fill(schema, share, tag, schema, judging=judging))
 
 
 def _number(node: dict[str, Any], share: float) -> float | int:
@@ -146,14 +153,15 @@ def _opener(pattern: str) -> str:
     return re.sub(r"\[\\?(.)\]", r"\1", m.group(1)) if m else ""
 
 
-def _fill(node: dict[str, Any], share: float, tag: str, root: dict[str, Any], index: int = 0) -> Any:
+def _fill(node: dict[str, Any], share: float, tag: str, root: dict[str, Any], index: int = 0, *,
+          judging: bool = True, name: str = "") -> Any:
     if "$ref" in node:
         ref = node["$ref"].split("/")[-1]
         node = (root.get("$defs") or root.get("definitions") or {}).get(ref, {})
     for key in ("anyOf", "oneOf"):
         if key in node:
             return _fill(next((n for n in node[key] if n.get("type") != "null"), node[key][0]), share, tag, root,
-                         index)
+                         index, judging=judging, name=name)
     kind = node.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), kind[0])
@@ -165,15 +173,21 @@ def _fill(node: dict[str, Any], share: float, tag: str, root: dict[str, Any], in
     if kind in ("integer", "number"):
         return _number(node, share)
     if kind == "boolean":
-        return share >= 0.5
+        # with no item to judge the question is about the request's own text (the rubric check's "does this entry
+        # give orders / refuse / hedge ...?" on a generated criterion): the stub's criteria are plain statements of
+        # a quality, so a capable model says yes to "about_quality" and no to every fault; answered by the middle
+        # score, every fault was "yes" and every generated hypothesis and criterion was refused (issue 62)
+        return share >= 0.5 if judging else name.startswith("about")
     if kind == "string":
         return _sentence(tag, index, _opener(node.get("pattern", "")), int(node.get("minLength", 1)),
                          int(node.get("maxLength", 200)))
     if kind == "array":
         low, high = int(node.get("minItems", 0)), node.get("maxItems")
         n = max(low, LIST_ITEMS if high is None else min(int(high), LIST_ITEMS), 1 if high != 0 else 0)
-        return [_fill(node.get("items") or {"type": "string"}, share, tag, root, index * 10 + i) for i in range(n)]
+        return [_fill(node.get("items") or {"type": "string"}, share, tag, root, index * 10 + i, judging=judging,
+                      name=name) for i in range(n)]
     if kind == "object" or "properties" in node:
         props = node.get("properties") or {}
-        return {k: _fill(v, share, tag, root, index * 10 + j) for j, (k, v) in enumerate(props.items())}
+        return {k: _fill(v, share, tag, root, index * 10 + j, judging=judging, name=k)
+                for j, (k, v) in enumerate(props.items())}
     return str(round(1 + 4 * share))
