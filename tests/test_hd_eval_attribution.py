@@ -56,6 +56,8 @@ def _sklearn_correlation(agg: Aggregator, *, folds: int = 5) -> dict:
 def _fit(aggregator: str, layers: int, monkeypatch) -> tuple[str, int]:
     """The fitted judge's JSON and how many times the aggregator's estimator was fitted (full data and folds)."""
     fitted = []
+    # whole-data models are memoised in the process by their data: each fit counted here starts with none
+    monkeypatch.setattr(aggregate, "_FITTED", {})
     cls = type(aggregate.make_aggregator(aggregator, n_samples=12))
     fit = cls.fit
     monkeypatch.setattr(cls, "fit", lambda self, *a, **kw: (fitted.append(1), fit(self, *a, **kw))[1])
