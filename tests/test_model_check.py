@@ -180,7 +180,11 @@ def test_the_cli_prints_one_message_exits_2_and_the_run_records_it(gguf, tmp_pat
     _, err = capsys.readouterr()
     assert code == 2 and "Traceback" not in err
     # the run's expected cost is printed before any call; then the one error message
-    estimate, _, message = err.partition("\n")
+    lines = err.splitlines()
+    at = next(i for i, line in enumerate(lines) if "expected before any cache hit" in line)
+    # before it only the split's note (this tiny split cannot conclude), never an error
+    assert all(line.startswith("run 1: its test split") for line in lines[:at]), lines[:at]
+    estimate, message = lines[at], "\n".join(lines[at + 1:])
     assert estimate.startswith("run 1: expected before any cache hit")
     assert message.startswith("error: the embedded model crashed") and "SIGSEGV" in message
     assert "make clean-venv && make install" in err
