@@ -110,9 +110,24 @@ def idle(page) -> None:
     page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
 
 
-def choose(page, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label, exact=True).click()
-    page.get_by_role("option").filter(has_text=option).first.click()
+def choose(page, label: str, option: str, *, attempts: int = 4) -> None:
+    """Pick ``option`` in the select box ``label``.
+
+    A choice made just before can still be rerunning the page: a field whose key depends on it (the aspect after
+    the dataset) is then replaced while its list opens, and the list closes unanswered (seen at load 2-15). The
+    list is opened again in that case, after the page's own done state, never after a fixed sleep alone."""
+    for attempt in range(1, attempts + 1):
+        page.get_by_role("combobox", name=label, exact=True).click()
+        wanted = page.get_by_role("option").filter(has_text=option).first
+        try:
+            wanted.wait_for(state="visible", timeout=15_000)
+            wanted.click()
+            break
+        except sync_api.Error:
+            if attempt == attempts:
+                raise
+            page.keyboard.press("Escape")
+            idle(page)
     idle(page)
 
 
