@@ -32,9 +32,11 @@ QUESTIONS = ("about_quality", "instructs_evaluator", "names_scale_or_raters", "h
 REFUSING = ("instructs_evaluator", "refuses")
 """Answers that refuse an entry; the others flag it."""
 TITLE = "rubric_model_check"
-EMBEDDED_BACKENDS = frozenset({"llamacpp", "fake"})
-"""Backends the check does not run on: the embedded model (too small to tell an order from a criterion) and the
-tests' scripted fake (it answers by script; a test of the check names its fake backend otherwise)."""
+EMBEDDED_BACKENDS = frozenset({"llamacpp", "fake", "simulated"})
+"""Backends the check does not run on: the embedded model (too small to tell an order from a criterion), the
+tests' scripted fake (it answers by script; a test of the check names its fake backend otherwise) and the
+benchmarks' simulated judge (it models scoring only, so the methods' replicated claims are measured without the
+check; a check prompt would be an unrecognised prompt there)."""
 MAX_TOKENS = 200
 
 
