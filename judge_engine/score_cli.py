@@ -56,25 +56,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     before_first_estimate(store, config, llm)
     estimate = _scoring_estimate(store, judge, config, source)
     started = time.monotonic()
-    shown = 0
-
-    def bad_row(exc: Exception) -> None:
-        nonlocal shown
-        shown += 1
-        if shown <= SKIPPED_SHOWN:
-            print(f"skipped: {exc}", file=sys.stderr)
-        elif shown == SKIPPED_SHOWN + 1:
-            print("skipped: more rows (every one is counted in the summary)", file=sys.stderr)
-
-    warned = 0
-
-    def warn_row(exc: Exception) -> None:
-        nonlocal warned
-        warned += 1
-        if warned <= SKIPPED_SHOWN:
-            print(f"warning: {exc}", file=sys.stderr)
-        elif warned == SKIPPED_SHOWN + 1:
-            print("warning: more rows cleaned (every one is counted in the summary: rows_cleaned)", file=sys.stderr)
+    bad_row = _first_few("skipped", "skipped: more rows (every one is counted in the summary)")
+    warn_row = _first_few("warning", "warning: more rows cleaned (every one is counted in the summary: rows_cleaned)")
 
     progress, close = _progress_bar(args.quiet)
     try:
@@ -123,3 +106,16 @@ def seconds_text(seconds: float) -> str:
     return f"about {seconds / 60:.0f} min" if seconds >= 90 else f"about {seconds:.0f} s"
 
 
+def _first_few(word: str, more: str):
+    """A printer of rows' messages to standard error: the first :data:`SKIPPED_SHOWN` as ``word: message``, then
+    ``more`` once; the summary counts every row."""
+    count = 0
+
+    def say(exc: Exception) -> None:
+        nonlocal count
+        count += 1
+        if count <= SKIPPED_SHOWN:
+            print(f"{word}: {exc}", file=sys.stderr)
+        elif count == SKIPPED_SHOWN + 1:
+            print(more, file=sys.stderr)
+    return say
