@@ -115,6 +115,32 @@ def _quiet_machine_for_estimates(monkeypatch):
     monkeypatch.setattr(model_timing, "_PROBED", [])
 
 
+@pytest.fixture
+def embedded_missing(monkeypatch):
+    """A machine where the embedded model is not installed (an ``app``-only install)."""
+    from judge_engine.llm import availability
+
+    real = availability._installed
+    monkeypatch.setattr(availability, "_installed", lambda m: False if m in availability.EMBEDDED_PACKAGES else real(m))
+
+
+@pytest.fixture
+def embedded_installed(monkeypatch):
+    """A machine where it is (found without importing it, as availability does)."""
+    from judge_engine.llm import availability
+
+    real = availability._installed
+    monkeypatch.setattr(availability, "_installed", lambda m: True if m in availability.EMBEDDED_PACKAGES else real(m))
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now: a server that does not answer."""
+    from tests.llama_server import free_port
+
+    return free_port()
+
+
 @pytest.fixture(scope="session")
 def mlflow_tracking(tmp_path_factory):
     """A local MLflow tracking store with 40 labelled traces (tests/mlflow_store.py), made once (about 15 s);

@@ -11,38 +11,19 @@ from judge_engine import runs, saved_settings
 from judge_engine.llm import LLMConfig, availability
 from judge_engine.runs import RunSpec
 from judge_engine.store import Store
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def no_embedded(monkeypatch):
-    """A machine where the embedded model is not installed (an ``app``-only install)."""
-    real = availability._installed
-    monkeypatch.setattr(availability, "_installed", lambda m: False if m in availability.EMBEDDED_PACKAGES else real(m))
-
-
-@pytest.fixture
-def embedded(monkeypatch):
-    """A machine where it is (found without importing it, as availability does)."""
-    real = availability._installed
-    monkeypatch.setattr(availability, "_installed", lambda m: True if m in availability.EMBEDDED_PACKAGES else real(m))
+from tests.llama_server import free_port
 
 
 # --------------------------------------------------------------------------- what works here
 
 
-def test_the_embedded_model_missing_is_named_with_the_fix(no_embedded):
+def test_the_embedded_model_missing_is_named_with_the_fix(embedded_missing):
     problem = availability.backend_problem(LLMConfig(backend="llamacpp"))
     assert "not installed" in problem and "Settings" in problem and "llama_cpp" in problem
     assert availability.backend_problem(LLMConfig(backend="llamacpp", model="/no/such.gguf")) is not None
 
 
-def test_the_embedded_model_installed_passes(embedded):
+def test_the_embedded_model_installed_passes(embedded_installed):
     assert availability.backend_problem(LLMConfig(backend="llamacpp")) is None
 
 
@@ -66,13 +47,13 @@ def test_a_server_nobody_listens_on_is_unreachable_and_a_listening_one_is_not():
         assert availability.unreachable(f"http://127.0.0.1:{port}/v1") is None
 
 
-def test_a_first_visit_picks_the_embedded_model_only_where_it_is_installed(no_embedded):
+def test_a_first_visit_picks_the_embedded_model_only_where_it_is_installed(embedded_missing):
     assert availability.first_choice({}) == {"backend": "openai", "base_url": ""}
     assert availability.first_choice({"OPENAI_BASE_URL": "http://gpu:8000/v1"}) == {
         "backend": "openai", "base_url": "http://gpu:8000/v1"}
 
 
-def test_a_first_visit_keeps_the_embedded_model_where_it_is_installed(embedded):
+def test_a_first_visit_keeps_the_embedded_model_where_it_is_installed(embedded_installed):
     assert availability.first_choice({"OPENAI_BASE_URL": "http://gpu:8000/v1"})["backend"] == "llamacpp"
 
 
@@ -80,7 +61,7 @@ def test_a_first_visit_keeps_the_embedded_model_where_it_is_installed(embedded):
 
 
 def test_a_run_on_a_backend_that_cannot_work_here_is_refused_before_it_is_created(store, tiny_dataset, started,
-                                                                                  no_embedded):
+                                                                                  embedded_missing):
     store.save_dataset(tiny_dataset)
     for llm in (LLMConfig(backend="llamacpp"),
                 LLMConfig(backend="openai", base_url=f"http://127.0.0.1:{free_port()}/v1")):

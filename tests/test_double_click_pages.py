@@ -7,14 +7,12 @@ pressed again with the form unchanged, so it sends the same submission token (pa
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from judge_engine import saved_settings
-from judge_engine.llm import availability
 from judge_engine.records import Aspect, Dataset, Sample
 from judge_engine.runs import RunSpec, create_run
 from judge_engine.store import Store
@@ -29,19 +27,6 @@ def looked_at() -> Dataset:
     return Dataset(name="looked", task="toy summarization", samples=samples, natural_level="group",
                    aspects=(Aspect("overall", 1, 5, "Good on the whole."),),
                    input_label="Article", output_label="Summary")
-
-
-@pytest.fixture
-def embedded(monkeypatch):
-    """The embedded model counts as installed (found without importing it, as availability does)."""
-    real = availability._installed
-    monkeypatch.setattr(availability, "_installed", lambda m: True if m in availability.EMBEDDED_PACKAGES else real(m))
-
-
-@pytest.fixture
-def no_embedded(monkeypatch):
-    real = availability._installed
-    monkeypatch.setattr(availability, "_installed", lambda m: False if m in availability.EMBEDDED_PACKAGES else real(m))
 
 
 @pytest.fixture
@@ -63,7 +48,7 @@ def page_text(at: AppTest) -> str:
                     for e in getattr(at, kind))
 
 
-def test_start_run_clicked_twice_starts_one_run_and_names_it(looked, started, embedded):
+def test_start_run_clicked_twice_starts_one_run_and_names_it(looked, started, embedded_installed):
     at = open_page("pages/runs.py")
     for _ in range(2):
         at.button(key="runs_start").click().run()
@@ -78,7 +63,7 @@ def test_start_run_clicked_twice_starts_one_run_and_names_it(looked, started, em
     assert len(looked.runs()) == 2
 
 
-def test_a_quick_first_look_clicked_twice_starts_one_look(looked, started, embedded):
+def test_a_quick_first_look_clicked_twice_starts_one_look(looked, started, embedded_installed):
     at = open_page("pages/hypoeval.py")
     at.button(key="hypoeval_quick").click().run()
     first = [r.id for r in looked.runs()]
@@ -88,7 +73,7 @@ def test_a_quick_first_look_clicked_twice_starts_one_look(looked, started, embed
     assert [r.id for r in looked.runs()] == first and sorted(started) == sorted(first)
 
 
-def test_resume_clicked_twice_starts_one_worker(looked, started, embedded):
+def test_resume_clicked_twice_starts_one_worker(looked, started, embedded_installed):
     run_id = create_run(looked, RunSpec(method="direct", dataset="looked", aspect="overall", train_size=0,
                                         test_size=6))
     looked.update_run(run_id, status="interrupted", message="stopped by a test")
@@ -103,7 +88,7 @@ def test_resume_clicked_twice_starts_one_worker(looked, started, embedded):
     assert started == [run_id]
 
 
-def test_a_click_on_a_run_deleted_meanwhile_says_so(looked, started, embedded):
+def test_a_click_on_a_run_deleted_meanwhile_says_so(looked, started, embedded_installed):
     run_id = create_run(looked, RunSpec(method="direct", dataset="looked", aspect="overall", train_size=0,
                                         test_size=6))
     looked.update_run(run_id, status="interrupted", message="stopped by a test")
@@ -116,7 +101,7 @@ def test_a_click_on_a_run_deleted_meanwhile_says_so(looked, started, embedded):
     assert started == []
 
 
-def test_a_backend_that_cannot_work_here_is_refused_on_the_page_before_a_run_exists(looked, started, no_embedded):
+def test_a_backend_that_cannot_work_here_is_refused_on_the_page_before_a_run_exists(looked, started, embedded_missing):
     at = open_page("pages/runs.py")
     at.session_state["settings_backend"] = "llamacpp"
     at.run()
@@ -127,19 +112,16 @@ def test_a_backend_that_cannot_work_here_is_refused_on_the_page_before_a_run_exi
     assert looked.runs() == []
 
 
-def test_an_unreachable_server_chosen_on_settings_is_one_message(db, no_embedded):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_an_unreachable_server_chosen_on_settings_is_one_message(db, embedded_missing, closed_port):
     at = open_page("pages/settings.py")
     at.selectbox(key="_w_settings_backend").set_value("openai").run()
-    at.text_input(key="_w_settings_base_url").set_value(f"http://127.0.0.1:{port}/v1").run()
+    at.text_input(key="_w_settings_base_url").set_value(f"http://127.0.0.1:{closed_port}/v1").run()
     assert not at.exception
     errors = [e.value.replace("\\", "") for e in at.error]
-    assert len(errors) == 1 and f"nothing answers at http://127.0.0.1:{port}/v1" in errors[0], errors
+    assert len(errors) == 1 and f"nothing answers at http://127.0.0.1:{closed_port}/v1" in errors[0], errors
 
 
-def test_settings_stay_for_the_next_session_and_the_key_does_not(db, no_embedded):
+def test_settings_stay_for_the_next_session_and_the_key_does_not(db, embedded_missing):
     at = open_page("pages/settings.py")
     assert at.selectbox(key="_w_settings_backend").value == "openai", "a first visit without the embedded model"
     at.text_input(key="_w_settings_base_url").set_value("http://127.0.0.1:9/v1").run()
@@ -158,7 +140,7 @@ def test_settings_stay_for_the_next_session_and_the_key_does_not(db, no_embedded
     assert saved_settings.load(Store(db), saved_settings.DATABASE)["settings_model_openai"] == "qwen2.5"
 
 
-def test_a_first_visit_offers_the_environments_server(db, no_embedded, monkeypatch):
+def test_a_first_visit_offers_the_environments_server(db, embedded_missing, monkeypatch):
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     at = open_page("pages/settings.py")
     assert at.selectbox(key="_w_settings_backend").value == "openai"
@@ -166,7 +148,7 @@ def test_a_first_visit_offers_the_environments_server(db, no_embedded, monkeypat
     assert any("The environment sets OPENAI_BASE_URL" in c.value.replace("\\", "") for c in at.caption)
 
 
-def test_each_database_keeps_its_own_settings(db, tmp_path, embedded):
+def test_each_database_keeps_its_own_settings(db, tmp_path, embedded_installed):
     other = tmp_path / "other.db"
     saved_settings.save(Store(other), saved_settings.DATABASE, "settings_backend", "vllm")
     at = open_page("pages/settings.py")
@@ -208,13 +190,10 @@ def test_a_rescore_clicked_twice_is_one_run_and_a_reload_during_it_loses_nothing
     assert store.criteria(owner) == curated, "the curated hypotheses are as they were"
 
 
-def test_start_on_an_unreachable_server_is_refused_with_the_fix_and_nothing_is_created(looked, started):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_start_on_an_unreachable_server_is_refused_with_the_fix_and_nothing_is_created(looked, started, closed_port):
     at = open_page("pages/settings.py")
     at.selectbox(key="_w_settings_backend").set_value("openai").run()
-    at.text_input(key="_w_settings_base_url").set_value(f"http://127.0.0.1:{port}/v1").run()
+    at.text_input(key="_w_settings_base_url").set_value(f"http://127.0.0.1:{closed_port}/v1").run()
     at.switch_page("pages/runs.py").run()
     at.button(key="runs_start").click().run()
     assert not at.exception, [e.value for e in at.exception]
@@ -223,7 +202,7 @@ def test_start_on_an_unreachable_server_is_refused_with_the_fix_and_nothing_is_c
     assert looked.runs() == [] and started == []
 
 
-def test_signed_in_people_keep_their_own_settings_and_a_viewer_keeps_none(db, embedded):
+def test_signed_in_people_keep_their_own_settings_and_a_viewer_keeps_none(db, embedded_installed):
     from tests.test_annotate_page import TEAM
 
     def signed_in(email: str) -> AppTest:
@@ -248,7 +227,7 @@ def test_signed_in_people_keep_their_own_settings_and_a_viewer_keeps_none(db, em
     assert kept["settings_backend"] == "openai"
 
 
-def test_no_quick_first_look_is_offered_on_a_backend_that_cannot_work_here(looked, started, no_embedded):
+def test_no_quick_first_look_is_offered_on_a_backend_that_cannot_work_here(looked, started, embedded_missing):
     at = open_page("pages/hypoeval.py")
     at.session_state["settings_backend"] = "llamacpp"
     at.run()
