@@ -95,13 +95,15 @@ def page(browser):
 
 @pytest.fixture
 def diagnose(app, page, tmp_path, request):
-    """On failure, keep a screenshot and show the end of the server log (see conftest's report hook)."""
+    """On failure, keep a screenshot and show the page's text and the end of the server log (see conftest's
+    report hook). Modules with their own ``app`` fixture import this one and get theirs."""
     yield
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         shot = tmp_path / "failure.png"
-        page.screenshot(path=str(shot))
-        print(f"screenshot: {shot}\nstreamlit log:\n{app.log.read_text(errors='replace')[-3000:]}")
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot: {shot}\npage:\n{page.locator('body').inner_text()[:3000]}\n"
+              f"streamlit log:\n{app.log.read_text(errors='replace')[-3000:]}")
 
 
 def idle(page) -> None:

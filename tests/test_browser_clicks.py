@@ -17,12 +17,16 @@ import pytest
 from judge_engine import saved_settings
 from judge_engine.bench.stub_server import MODEL, StubServer
 from judge_engine.store import Store
-from tests.test_browser import App, browser, idle, no_traceback, sync_api  # noqa: F401 (browser: a fixture)
+from tests import test_browser
+from tests.test_browser import App, idle, no_traceback
 from tests.test_double_click_pages import looked_at
 
 pytestmark = pytest.mark.browser
 
 GAPS_S = (0.1, 0.5)
+
+# The browser, a page per test and the failure report are test_browser's; this module brings its own app.
+browser, page, diagnose = test_browser.browser, test_browser.page, test_browser.diagnose
 
 
 @pytest.fixture(scope="module")
@@ -42,27 +46,6 @@ def app(tmp_path_factory, shared_data, stub) -> Iterator[App]:
     server = App(folder / "workbench.db", shared_data, folder / "streamlit.log")
     yield server
     server.stop()
-
-
-@pytest.fixture
-def page(browser):  # noqa: F811 (the imported fixture)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    yield page
-    context.close()
-
-
-@pytest.fixture
-def diagnose(app, page, tmp_path, request):
-    """On failure, keep a screenshot and show the page's text and the end of the server log."""
-    yield
-    report = getattr(request.node, "rep_call", None)
-    if report is not None and report.failed:
-        shot = tmp_path / "failure.png"
-        page.screenshot(path=str(shot), full_page=True)
-        print(f"screenshot: {shot}\npage:\n{page.locator('body').inner_text()[:3000]}\n"
-              f"streamlit log:\n{app.log.read_text(errors='replace')[-3000:]}")
 
 
 def double_click(page, button, gap_s: float) -> None:
