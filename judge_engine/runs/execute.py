@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 from ..llm import BackendUnavailable, EmbeddedModelUnavailable, LLMConfig, Ledger, make_llm
@@ -55,12 +56,18 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
             # every event again: the interrupted attempt's events would show each step twice
             store.clear_events(run_id)
             method = get_method(run.method, run.params)
-            context = FitContext.of(dataset, llm=llm, progress=lambda d, t, s: report(d, t, f"fit: {s}"),
-                                    log=lambda kind, payload: store.add_event(run_id, kind, payload))
+            fit_cost: list = []  # the ledger when the fit's own requests were all answered, if the method says
+
+            context = replace(FitContext.of(dataset, llm=llm, progress=lambda d, t, s: report(d, t, f"fit: {s}"),
+                                            log=lambda kind, payload: store.add_event(run_id, kind, payload)),
+                              upcoming=dataset.subset(list(split.test_ids)),
+                              fit_done=lambda: fit_cost.append(ledger.snapshot()))
             judge = method.fit(dataset.subset(list(split.train_ids)), aspect, context)
             store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
-            # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
-            store.add_event(run_id, "fitted", {"method": run.method, "ledger": ledger.snapshot().to_dict()})
+            # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost); a method
+            # that sent the test items' requests before its fit ended (HD-Eval) said when its own were done
+            fitted = fit_cost[0] if fit_cost else ledger.snapshot()
+            store.add_event(run_id, "fitted", {"method": run.method, "ledger": fitted.to_dict()})
         else:
             judge = Judge.from_dict(run.judge)
         test = dataset.subset(list(split.test_ids))

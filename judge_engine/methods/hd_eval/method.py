@@ -95,6 +95,7 @@ from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext,
                     Progress, judge_warning, register, resolve_criteria_form)
 from .aggregation import _clean_corr, fit_aggregator
 from .decomposition import ASK_CHILDREN, DECOMPOSE_DRAWS, LayerDecomposition, decompose_layer, flagged_nodes
+from .overlap import LayerAhead, kept_features, layer_two_ahead, overlaps, score_test_ahead
 from .pruning import Expansion, attribution_importance, choose_expansion
 from .scoring import hierarchy_aware_scoring
 from .settings import HDEvalSettings
@@ -449,11 +450,21 @@ class HDEval(Method):
         # held back and come in the order of one stage after another (issue 46). Later layers' importance chooses
         # what is decomposed next, so their aggregators are waited for.
         pool = ThreadPoolExecutor(1, thread_name_prefix="hd-eval-aggregator")
+        # layer 2 and the test scoring sent beside the stages they do not read (:mod:`.overlap`, issue 67)
+        ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="hd-eval-ahead") if overlaps(llm) else None
+        test_ahead: Future | None = None
         try:
             behind: LayerBehind | None = None
+            ahead: LayerAhead | None = None
             for layer in range(1, settings.max_layers + 1):
                 sink = behind.hold if behind else emit
-                if layer >= 2:
+                if layer == 2 and ahead is not None:
+                    # layer 2 was made beside layer 1's scoring: its tree, records and held events, in order
+                    decomposed, features, new, scores = ahead.result()
+                    run.tree = ahead.tree
+                    for kind, payload in ahead.held:
+                        sink(kind, payload)
+                elif layer >= 2:
                     # §2.3 attribution pruning: which criteria of the last layer are decomposed (Algorithm 1, line 17)
                     expansion = choose_expansion(run.tree, layer, run.importance, run.coverage, settings.k_expand)
                     if behind:
@@ -463,8 +474,15 @@ class HDEval(Method):
                     # §2.1 hierarchical criteria decomposition of each chosen criterion (lines 2-6)
                     decomposed = decompose_layer(run.tree, expansion.chosen, layer, settings, task=task, llm=llm,
                                                  form=form, shown=shown, emit=sink, progress=progress)
-                features = run.features(layer)
-                if features is not None:
+                if not (layer == 2 and ahead is not None):
+                    features = run.features(layer)
+                if layer == 1 and ahead_pool is not None and settings.max_layers > 1 and features is not None:
+                    # App. C.2: layer 2 decomposes every aspect whatever its importance, so its calls need none
+                    # of layer 1's scores (the expansion is recorded with them, at the same place as before)
+                    expansion = choose_expansion(run.tree, 2, run.importance, run.coverage, settings.k_expand)
+                    ahead = layer_two_ahead(ahead_pool, run.tree, expansion.chosen, features, train, settings,
+                                            task=task, llm=llm, form=form, shown=shown, progress=progress)
+                if features is not None and not (layer == 2 and ahead is not None):
                     # §2.1 hierarchy-aware scoring of the criteria new in this layer (lines 7-13)
                     new = [f for f in features if f not in run.scores]
                     scores = hierarchy_aware_scoring(train, new, run.tree, task=task, llm=llm, settings=settings,
@@ -483,14 +501,27 @@ class HDEval(Method):
                 features = [f for f in features if tree_index(run.tree)[f].get("in_aggregator", True)]
                 # §2.2 human preference-guided aggregation over every criterion so far (line 15), with its
                 # attribution
-                aggregating = aggregate_later(pool, train, run.values(features), features, aspects, settings)
+                values = run.values(features)
+                aggregating = aggregate_later(pool, train, values, features, aspects, settings)
                 if layer == 1 and settings.max_layers > 1:
-                    behind = LayerBehind(layer, features, aggregating)
+                    behind = LayerBehind(layer, features, aggregating, expansion_tree=(
+                        copy.deepcopy(run.tree) if ahead is not None else None))
                 else:
+                    if layer == settings.max_layers and ahead_pool is not None and context.upcoming \
+                            and llm.cache is not None:
+                        # the judge scores the test items on the criteria this aggregator keeps, in this tree:
+                        # both final now, so those requests go out while it is fitted
+                        test_ahead = score_test_ahead(ahead_pool, context.upcoming, kept_features(values, features),
+                                                      run.tree, settings, task=task, llm=llm,
+                                                      before=context.fit_done)
                     run.add_aggregators(layer, features, *aggregating.result(), aspect.name, emit)
+            if test_ahead is not None:
+                test_ahead.result()  # the run's scoring must find every answer in the cache, not send it again
         finally:
             # a failed or stopped fit does not wait for an aggregator nobody will read
             pool.shutdown(wait=False, cancel_futures=True)
+            if ahead_pool is not None:
+                ahead_pool.shutdown(wait=False, cancel_futures=True)
         state = run.finish(aspect.name, aspects, form, emit)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=state.to_dict())
