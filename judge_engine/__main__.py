@@ -128,6 +128,12 @@ def prices(args: argparse.Namespace) -> dict[str, float]:
         if value is not None and not 0 <= value < float("inf"):  # also refuses nan
             option = "--price-prompt" if field.startswith("price_prompt") else "--price-completion"
             raise ValueError(f"{option} is dollars per 1,000 tokens, 0 or more, not {value}")
+        if value == 0:
+            # 0 is what an option left out means (a free backend: no dollars counted); typed, it is more likely a
+            # price cut short (0.00015 typed as 0) than a wish, and the run would print $0 as its cost
+            option = "--price-prompt" if field.startswith("price_prompt") else "--price-completion"
+            raise ValueError(f"{option} 0 would count every token free: give the price per 1,000 tokens, or leave "
+                             f"the option out for a backend you do not pay for")
     return {field: value for field, value in given.items() if value is not None}
 
 
