@@ -103,3 +103,18 @@ def test_a_run_costs_and_scores_the_same_and_its_fit_cost_leaves_out_the_test_re
 def test_kept_features_drops_those_no_training_item_has_a_score_for():
     nan = float("nan")
     assert kept_features({"a": [1.0, nan], "b": [nan, nan], "c": [2.0, 3.0]}, ["a", "b", "c"]) == ["a", "c"]
+
+
+def test_of_two_stages_in_flight_one_reports_so_a_progress_bar_per_stage_is_not_reopened(tmp_path):
+    store = Store(tmp_path / "progress.db")
+    dataset = _dataset()
+    llm, _ = _llm(store, 8)
+    stages = []
+    HDEval(aggregator="lr", k_expand=2, pi_repeats=2).fit(
+        dataset.samples[:16], dataset.aspect("clarity"),
+        FitContext(llm=llm, task=TaskInfo.of(dataset), aspects=dataset.aspects, upcoming=dataset.samples[16:],
+                   progress=lambda d, t, s: stages.append(s)))
+    runs = [s for i, s in enumerate(stages) if i == 0 or stages[i - 1] != s]
+    assert len(runs) == len(set(runs)), f"a stage reported again after another: {runs}"
+    assert runs[0].startswith("layer 1") and any(s.startswith("layer 2") for s in runs)
+    assert runs[-1].startswith("scoring the 8 test items")

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 from ...llm import LLM
 from ...records import Sample
-from ..base import EventSink, Progress
+from ..base import Progress
 from .decomposition import LayerDecomposition, decompose_layer
 from .scoring import hierarchy_aware_scoring
 from .settings import HDEvalSettings
@@ -93,7 +93,7 @@ def kept_features(values: dict[str, list[float]], features: Sequence[str]) -> li
 
 def score_test_ahead(pool: ThreadPoolExecutor, samples: Sequence[Sample], features: Sequence[str],
                      tree: dict[str, Any], settings: HDEvalSettings, *, task: Any, llm: LLM,
-                     before: Callable[[], None] | None = None) -> Future:
+                     before: Callable[[], None] | None = None, progress: Progress | None = None) -> Future:
     """Send the judge's scoring requests of ``samples`` on ``features`` now, on ``pool``: the answers go to the
     client's cache, where the run's scoring of the same items finds them. ``before`` is called first (the run
     takes what the fit cost there: every request after it is the test scoring's)."""
@@ -102,11 +102,21 @@ def score_test_ahead(pool: ThreadPoolExecutor, samples: Sequence[Sample], featur
     def work():
         if before is not None:
             before()
-        hierarchy_aware_scoring(samples, list(features), frozen, task=task, llm=llm, settings=settings)
+        hierarchy_aware_scoring(samples, list(features), frozen, task=task, llm=llm, settings=settings,
+                                progress=progress, stage=f"scoring the {len(samples)} test items beside the last "
+                                                         "aggregator's fit")
 
     return pool.submit(work)
 
 
-def hold_into(sink: EventSink, held: Sequence[tuple[str, dict[str, Any]]]) -> None:
-    for kind, payload in held:
-        sink(kind, payload)
+def after(gate: Any, progress: Progress | None) -> Progress | None:
+    """``progress`` once ``gate`` (a ``threading.Event``) is set, nothing before: of two stages in flight at once
+    one reports (a progress bar per stage would be closed and opened again at every report of the other)."""
+    if progress is None:
+        return None
+
+    def report(done: int, total: int, stage: str) -> None:
+        if gate.is_set():
+            progress(done, total, stage)
+
+    return report
