@@ -115,8 +115,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # before the first call: what the run may cost, while Ctrl-C still costs nothing
     from .score_cli import seconds_text
 
+    from .runs.estimates import MIN_CALLS_FOR_TIMING
+
+    untimed = f", time unknown until its first {MIN_CALLS_FOR_TIMING} requests" if llm.backend != "llamacpp" else ""
     print(f"run {run_id}: expected before any cache hit: {describe(estimate, llm)}"
-          + (f", {seconds_text(estimate.seconds)}" if estimate.seconds else "")
+          + (f", {seconds_text(estimate.seconds)}" if estimate.seconds else untimed)
           + f" ({estimate.basis})", file=sys.stderr)
     return _execute(store, run_id, quiet=args.quiet)
 
@@ -143,9 +146,18 @@ def _execute(store, run_id: int, *, quiet: bool) -> int:
     from .runs.supervisor import fatal_errors_logged
 
     progress, close = _progress_bar(quiet)
+
+    def timed(estimate) -> None:  # a run that had no time gets one from its first requests
+        from tqdm import tqdm
+
+        from .score_cli import seconds_text
+
+        tqdm.write(f"run {run_id}: {seconds_text(estimate.seconds)} in all "
+                   f"({estimate.basis.rsplit('time: ', 1)[-1]})", file=sys.stderr)
+
     try:
         with fatal_errors_logged(store.path, run_id):  # a crash in native code leaves its Python stack in the log
-            summary = execute_run(store, run_id, progress=progress)
+            summary = execute_run(store, run_id, progress=progress, on_estimate=timed)
     except KeyboardInterrupt:  # execute_run has marked the run interrupted; its answers so far are cached
         close()
         print(f"run {run_id} stopped by Ctrl-C; continue it with: judge-workbench resume {run_id} (the calls "

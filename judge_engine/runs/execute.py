@@ -11,9 +11,10 @@ from typing import Callable
 from ..llm import BackendUnavailable, EmbeddedModelUnavailable, LLMConfig, Ledger, make_llm
 from ..llm.client import LLM
 from ..methods import FitContext, Judge, get_method
-from ..records import RunRecord, RunSummary, Verdict
+from ..records import RunEstimate, RunRecord, RunSummary, Verdict
 from ..store import Store
 from ..score_files import score_stream
+from .estimates import timed_by_first_requests
 from .spec import human_dataset
 from .summary import summarize
 
@@ -21,8 +22,13 @@ RunProgress = Callable[[int, int, str], None]
 
 
 def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: str | None = None,
-                progress: RunProgress | None = None, chunk_size: int | None = None) -> RunSummary:
+                progress: RunProgress | None = None, chunk_size: int | None = None,
+                on_estimate: Callable[[RunEstimate], None] | None = None) -> RunSummary:
     """Do (or continue) the work of run ``run_id``; returns its summary.
+
+    A run whose estimate has no time (a server never used from this store) gets one from its first requests
+    (:func:`.estimates.timed_by_first_requests`): stored with the run (the pages show it) and handed to
+    ``on_estimate`` (the command line prints it).
 
     Safe to call again after a crash: the judge learned by ``fit`` is kept
     with the run, samples already scored are skipped, and cached calls cost
@@ -35,8 +41,18 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
                     price_completion_per_1k=config.price_completion_per_1k, start=run.ledger)
     store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), message="", stage="starting")
 
+    untimed = [run.estimate is not None and run.estimate.seconds is None]
+
     def report(done: int, total: int, stage: str) -> None:
-        store.heartbeat(run_id, done=done, total=total, stage=stage, ledger=ledger.snapshot())
+        snapshot = ledger.snapshot()
+        store.heartbeat(run_id, done=done, total=total, stage=stage, ledger=snapshot)
+        if untimed[0]:
+            timed = timed_by_first_requests(run, snapshot)
+            if timed is not None:
+                untimed[0] = False
+                store.update_run(run_id, estimate=timed.to_dict())
+                if on_estimate:
+                    on_estimate(timed)
         if progress:
             progress(done, total, stage)
 
