@@ -520,6 +520,11 @@ class HDEval(Method):
                                                       before=context.fit_done, progress=progress)
                     run.add_aggregators(layer, features, *aggregating.result(), aspect.name, emit)
             if test_ahead is not None:
+                # while those answers come in: the judge's whole-data model, which its first prediction fits
+                # (kept by the data it is fitted on, so the run's scoring finds it: seconds with the MLP)
+                for agg in run.aggs:
+                    if aspect.name in agg.targets:
+                        _ = agg.model
                 test_ahead.result()  # the run's scoring must find every answer in the cache, not send it again
         finally:
             # a failed or stopped fit does not wait for an aggregator nobody will read
