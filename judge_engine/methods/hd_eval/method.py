@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import copy
 import math
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
@@ -96,7 +95,7 @@ from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext,
                     Progress, judge_warning, register, resolve_criteria_form)
 from .aggregation import _clean_corr, fit_aggregator
 from .decomposition import ASK_CHILDREN, DECOMPOSE_DRAWS, LayerDecomposition, decompose_layer, flagged_nodes
-from .overlap import LayerAhead, after, kept_features, layer_two_ahead, overlaps, score_test_ahead
+from .overlap import HeldProgress, LayerAhead, kept_features, layer_two_ahead, overlaps, score_test_ahead
 from .pruning import Expansion, attribution_importance, choose_expansion
 from .scoring import hierarchy_aware_scoring
 from .settings import HDEvalSettings
@@ -454,7 +453,7 @@ class HDEval(Method):
         # layer 2 and the test scoring sent beside the stages they do not read (:mod:`.overlap`, issue 67)
         ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="hd-eval-ahead") if overlaps(llm) else None
         test_ahead: Future | None = None
-        layer_one_scored = threading.Event()
+        layer_two_progress = HeldProgress(progress)
         try:
             behind: LayerBehind | None = None
             ahead: LayerAhead | None = None
@@ -484,14 +483,14 @@ class HDEval(Method):
                     expansion = choose_expansion(run.tree, 2, run.importance, run.coverage, settings.k_expand)
                     ahead = layer_two_ahead(ahead_pool, run.tree, expansion.chosen, features, train, settings,
                                             task=task, llm=llm, form=form, shown=shown,
-                                            progress=after(layer_one_scored, progress))
+                                            progress=layer_two_progress)
                 if features is not None and not (layer == 2 and ahead is not None):
                     # §2.1 hierarchy-aware scoring of the criteria new in this layer (lines 7-13)
                     new = [f for f in features if f not in run.scores]
                     scores = hierarchy_aware_scoring(train, new, run.tree, task=task, llm=llm, settings=settings,
                                                      progress=progress,
                                                      stage=f"layer {layer}: scoring {len(new)} criteria")
-                    layer_one_scored.set()  # layer 2, in flight beside it, reports from now on
+                    layer_two_progress.release()  # layer 2, in flight beside it, reports from now on
                 if behind:
                     behind.settle(run, settings, aspect.name, emit)
                     behind = None

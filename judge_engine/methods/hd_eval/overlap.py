@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -109,14 +110,34 @@ def score_test_ahead(pool: ThreadPoolExecutor, samples: Sequence[Sample], featur
     return pool.submit(work)
 
 
-def after(gate: Any, progress: Progress | None) -> Progress | None:
-    """``progress`` once ``gate`` (a ``threading.Event``) is set, nothing before: of two stages in flight at once
-    one reports (a progress bar per stage would be closed and opened again at every report of the other)."""
-    if progress is None:
-        return None
+class HeldProgress:
+    """``progress`` of a stage in flight beside another: held until :meth:`release`, then passed on. Of two stages
+    in flight at once one reports (a progress bar per stage would be closed and opened again at every report of
+    the other); what the held one reported meanwhile comes at the release, each of its stages' last report in the
+    order they began, so every step still shows (issue 65: the judge's own reading of each child)."""
 
-    def report(done: int, total: int, stage: str) -> None:
-        if gate.is_set():
-            progress(done, total, stage)
+    def __init__(self, progress: Progress | None):
+        self.progress = progress
+        self._lock = threading.Lock()
+        self._open = False
+        self._held: dict[str, tuple[int, int]] = {}
 
-    return report
+    def __call__(self, done: int, total: int, stage: str) -> None:
+        if self.progress is None:
+            return
+        with self._lock:
+            if not self._open:
+                self._held.pop(stage, None)  # kept in the order of its last report
+                self._held[stage] = (done, total)
+                return
+        self.progress(done, total, stage)
+
+    def release(self) -> None:
+        with self._lock:
+            if self._open:
+                return
+            self._open = True
+            held, self._held = self._held, {}
+        if self.progress is not None:
+            for stage, (done, total) in held.items():
+                self.progress(done, total, stage)
