@@ -95,7 +95,7 @@ def check_once(method: str, *, concurrency: int, latency: float, n_train: int, n
     seconds = (estimate.minutes or 0.0) * 60
     took = {"calls": summary.ledger.calls, "prompt_tokens": summary.ledger.prompt_tokens,
             "completion_tokens": summary.ledger.completion_tokens, "dollars": summary.ledger.dollars,
-            "seconds": made + wall}
+            "seconds": wall}  # after the estimate was printed (create_run's own seconds are create_run_s)
     row = {"method": method, "concurrency": concurrency, "calls": summary.ledger.calls,
            "waves_counted": estimate.waves, "waves_made": len(slow.waves), "estimate_s": round(seconds, 2),
            "calls_part_s": round(estimate.calls * (estimate.seconds_per_call or 0.0), 2),
@@ -124,8 +124,9 @@ def run(*, methods=tuple(PARAMS), levels=(4, 32), latency: float = 0.25, n_train
                                             "never_seen": never_seen, "prices": [price_prompt, price_completion]},
                   rows=rows, summary={"all_within_30_percent": within},
                   notes=["<quantity>_ratio = the run's stored estimate (create_run's, updated by execute_run from its "
-                         "first requests when it had no time) over what the run took; seconds = create_run and "
-                         "execute_run's wall time",
+                         "first requests when it had no time) over what the run took; seconds = execute_run's wall "
+                         "time, what follows the estimate printed (create_run_s: create_run's, the estimate's "
+                         "rendering; kept within the process, so ~0 at the second level)",
                          "calls_part_s = the estimate without its waves (the calls' seconds over the calls in "
                          "flight); estimate_s / measured_s = estimate_duration before create_run against "
                          "execute_run's wall time"])
