@@ -565,6 +565,7 @@ def test_a_run_on_a_server_never_seen_gets_its_time_from_its_first_requests(stor
     """Issue 67 item 1: no earlier request on the backend, so no time before it starts; once
     MIN_CALLS_FOR_TIMING requests are answered, their latency gives the time, stored with the run (what the
     pages show) and handed to the command line once."""
+    import time
     from dataclasses import replace
 
     from judge_engine.llm import make_llm
@@ -587,14 +588,18 @@ def test_a_run_on_a_server_never_seen_gets_its_time_from_its_first_requests(stor
     assert store.run(run_id).estimate.seconds is None  # nothing known of the server
     told = []
     llm = make_llm(config, store=store, backend=Slowish(lambda m, p: '{"score": 3}'))
+    began = time.time()
     runs.execute_run(store, run_id, llm=llm, on_estimate=told.append)
+    took = time.time() - began
     estimate = store.run(run_id).estimate
     assert len(told) == 1 and told[0] == estimate
     n = store.run(run_id).split.test_ids
-    # its requests at 0.4 s each, four in flight, one wave: about n x 0.4 / 4 s
-    assert estimate.seconds == pytest.approx(len(n) * 0.4 / 4, rel=0.3)
     first = int(estimate.basis.rsplit("time: from its first ", 1)[1].split()[0])
     assert MIN_CALLS_FOR_TIMING <= first <= len(n) and "(0.40 s each, 4 in flight)" in estimate.basis
+    # the seconds so far (here the fake's instant answers), and for the requests to come their share of all of
+    # them at 0.4 s each, four in flight, one wave
+    to_come = (1 - first / len(n)) * len(n) * 0.4 / 4
+    assert to_come - 0.1 <= estimate.seconds <= to_come + took + 0.1
 
 
 def test_a_run_with_a_time_already_keeps_it(store, tiny_dataset):

@@ -47,7 +47,7 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
         snapshot = ledger.snapshot()
         store.heartbeat(run_id, done=done, total=total, stage=stage, ledger=snapshot)
         if untimed[0]:
-            timed = timed_by_first_requests(run, snapshot)
+            timed = timed_by_first_requests(run, snapshot, time.time() - started)
             if timed is not None:
                 untimed[0] = False
                 store.update_run(run_id, estimate=timed.to_dict())
