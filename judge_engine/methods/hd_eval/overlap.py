@@ -125,12 +125,12 @@ class HeldProgress:
     def __call__(self, done: int, total: int, stage: str) -> None:
         if self.progress is None:
             return
-        with self._lock:
+        with self._lock:  # passed on under the lock too: never between the held reports being passed on
             if not self._open:
                 self._held.pop(stage, None)  # kept in the order of its last report
                 self._held[stage] = (done, total)
                 return
-        self.progress(done, total, stage)
+            self.progress(done, total, stage)
 
     def release(self) -> None:
         with self._lock:
@@ -138,6 +138,6 @@ class HeldProgress:
                 return
             self._open = True
             held, self._held = self._held, {}
-        if self.progress is not None:
-            for stage, (done, total) in held.items():
-                self.progress(done, total, stage)
+            if self.progress is not None:
+                for stage, (done, total) in held.items():
+                    self.progress(done, total, stage)
