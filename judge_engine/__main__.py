@@ -115,8 +115,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     # before the first call: what the run may cost, while Ctrl-C still costs nothing
     from .score_cli import seconds_text
 
+    from .runs.estimates import MIN_CALLS_FOR_TIMING
+
+    untimed = f", time unknown until its first {MIN_CALLS_FOR_TIMING} requests" if llm.backend != "llamacpp" else ""
     print(f"run {run_id}: expected before any cache hit: {describe(estimate, llm)}"
-          + (f", {seconds_text(estimate.seconds)}" if estimate.seconds else "")
+          + (f", {seconds_text(estimate.seconds)}" if estimate.seconds else untimed)
           + f" ({estimate.basis})", file=sys.stderr)
     return _execute(store, run_id, quiet=args.quiet)
 
@@ -128,6 +131,12 @@ def prices(args: argparse.Namespace) -> dict[str, float]:
         if value is not None and not 0 <= value < float("inf"):  # also refuses nan
             option = "--price-prompt" if field.startswith("price_prompt") else "--price-completion"
             raise ValueError(f"{option} is dollars per 1,000 tokens, 0 or more, not {value}")
+        if value == 0:
+            # 0 is what an option left out means (a free backend: no dollars counted); typed, it is more likely a
+            # price cut short (0.00015 typed as 0) than a wish, and the run would print $0 as its cost
+            option = "--price-prompt" if field.startswith("price_prompt") else "--price-completion"
+            raise ValueError(f"{option} 0 would count every token free: give the price per 1,000 tokens, or leave "
+                             f"the option out for a backend you do not pay for")
     return {field: value for field, value in given.items() if value is not None}
 
 
@@ -137,9 +146,18 @@ def _execute(store, run_id: int, *, quiet: bool) -> int:
     from .runs.supervisor import fatal_errors_logged
 
     progress, close = _progress_bar(quiet)
+
+    def timed(estimate) -> None:  # a run that had no time gets one from its first requests
+        from tqdm import tqdm
+
+        from .score_cli import seconds_text
+
+        tqdm.write(f"run {run_id}: {seconds_text(estimate.seconds)} in all "
+                   f"({estimate.basis.rsplit('time: ', 1)[-1]})", file=sys.stderr)
+
     try:
         with fatal_errors_logged(store.path, run_id):  # a crash in native code leaves its Python stack in the log
-            summary = execute_run(store, run_id, progress=progress)
+            summary = execute_run(store, run_id, progress=progress, on_estimate=timed)
     except KeyboardInterrupt:  # execute_run has marked the run interrupted; its answers so far are cached
         close()
         print(f"run {run_id} stopped by Ctrl-C; continue it with: judge-workbench resume {run_id} (the calls "

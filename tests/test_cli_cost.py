@@ -91,6 +91,14 @@ def test_a_price_below_zero_or_not_a_number_is_refused_in_one_line(db, capsys, o
     assert Store(db).runs() == []  # refused before a run was made
 
 
+@pytest.mark.parametrize("option", ["--price-prompt", "--price-completion"])
+def test_a_price_of_zero_is_refused_in_one_line_naming_what_to_do(db, capsys, option):
+    code, _, err = _run(capsys, *COMMON, "--db", db, option, "0")
+    assert code == 2 and err.strip() == (f"error: {option} 0 would count every token free: give the price per "
+                                         "1,000 tokens, or leave the option out for a backend you do not pay for")
+    assert Store(db).runs() == []  # refused before a run was made
+
+
 def test_runs_lists_calls_and_cost_against_the_estimate_and_says_when_there_are_none(tmp_path, db, capsys,
                                                                                     monkeypatch):
     empty = tmp_path / "empty.db"
@@ -381,3 +389,18 @@ def test_a_price_prints_as_typed(typed, shown):
     from judge_engine.runs.cost import price_per_1k
 
     assert price_per_1k(typed) == shown
+
+
+def test_an_estimate_for_a_benchmark_not_downloaded_is_one_message_and_no_run(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JUDGE_WORKBENCH_DATA", str(tmp_path / "no-data"))
+    db = str(tmp_path / "w.db")
+    code, _, err = _run(capsys, "run", "--method", "direct", "--dataset", "summeval", "--aspect", "coherence",
+                        "--train", "0", "--test", "4", "--db", db, "--price-prompt", "0.00015")
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and "benchmark 'summeval' is not downloaded" in lines[0]
+    assert "datasets fetch summeval" in lines[0]
+    assert Store(db).runs() == []
+    with pytest.raises(ValueError, match="not downloaded"):  # the estimate alone, as a page asks for it
+        expected(Store(db), RunSpec(method="direct", dataset="summeval", aspect="coherence", train_size=0,
+                                    test_size=4))
+    assert Store(db).runs() == []

@@ -559,3 +559,58 @@ def test_an_estimate_on_a_server_counts_the_judges_own_check_and_one_on_the_embe
         assert added["openai"] == 1 + MAX_CRITERIA
     else:
         assert added["openai"] > 0
+
+
+def test_a_run_on_a_server_never_seen_gets_its_time_from_its_first_requests(store, capsys):
+    """Issue 67 item 1: no earlier request on the backend, so no time before it starts; once
+    MIN_CALLS_FOR_TIMING requests are answered, their latency gives the time, stored with the run (what the
+    pages show) and handed to the command line once."""
+    import time
+    from dataclasses import replace
+
+    from judge_engine.llm import make_llm
+    from judge_engine.llm.fake import FakeBackend
+    from judge_engine.records import Aspect, Dataset, Sample
+    from judge_engine.runs.estimates import MIN_CALLS_FOR_TIMING
+
+    samples = tuple(Sample(id=f"s{i}", input=f"source {i // 4}", output=f"output {i}", group_id=f"g{i // 4}",
+                           system_id=f"sys{i % 4}", human={"quality": float(1 + i % 5)}) for i in range(40))
+    store.save_dataset(Dataset(name="forty", task="toy", aspects=(Aspect("quality", 1, 5, "How good."),),
+                               samples=samples, natural_level="group"))
+
+    class Slowish(FakeBackend):  # every answer took 0.4 s by the server's clock (nothing waits here)
+        def generate(self, messages, params):
+            return replace(super().generate(messages, params), latency_s=0.4)
+
+    config = LLMConfig(backend="openai", base_url="http://never-seen.invalid/v1", model="m", concurrency=4)
+    spec = RunSpec(method="direct", dataset="forty", aspect="quality", train_size=0, test_size=32, llm=config)
+    run_id = runs.create_run(store, spec)
+    assert store.run(run_id).estimate.seconds is None  # nothing known of the server
+    told = []
+    llm = make_llm(config, store=store, backend=Slowish(lambda m, p: '{"score": 3}'))
+    began = time.time()
+    runs.execute_run(store, run_id, llm=llm, on_estimate=told.append)
+    took = time.time() - began
+    estimate = store.run(run_id).estimate
+    assert len(told) == 1 and told[0] == estimate
+    n = store.run(run_id).split.test_ids
+    first = int(estimate.basis.rsplit("time: from its first ", 1)[1].split()[0])
+    assert MIN_CALLS_FOR_TIMING <= first <= len(n) and "(0.40 s each, 4 in flight)" in estimate.basis
+    # the seconds so far (here the fake's instant answers), and for the requests to come their share of all of
+    # them at 0.4 s each, four in flight, one wave
+    to_come = (1 - first / len(n)) * len(n) * 0.4 / 4
+    assert to_come - 0.1 <= estimate.seconds <= to_come + took + 0.1
+
+
+def test_a_run_with_a_time_already_keeps_it(store, tiny_dataset):
+    from judge_engine.llm import make_llm
+    from judge_engine.llm.fake import FakeBackend
+
+    store.save_dataset(tiny_dataset)
+    spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=12)  # embedded
+    run_id = runs.create_run(store, spec)
+    before = store.run(run_id).estimate
+    told = []
+    runs.execute_run(store, run_id, llm=make_llm(spec.llm, store=store, backend=FakeBackend(lambda m, p: "3")),
+                     on_estimate=told.append)
+    assert told == [] and store.run(run_id).estimate == before

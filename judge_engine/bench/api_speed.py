@@ -41,6 +41,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the simulated world")
     parser.add_argument("--hpss-budget", type=int, default=10,
                         help="HPSS's search evaluations after its 21 initial ones (paper: 50)")
+    parser.add_argument("--n-test", type=int, default=0,
+                        help="test items a whole run scores after its fit (execute_run, with the run store's cache: "
+                             "what a method sends early for them is answered there); 0 = the fit alone")
     parser.add_argument("--hd-aggregator", default="lr",
                         help="HD-Eval's aggregator (its default, mlp, spends seconds of CPU per layer with no call "
                              "in flight: that time is the fit's, not the API's)")
@@ -157,21 +160,54 @@ class Slow:
         return self._area / span if span else 0.0
 
 
+def _whole_run(method: str, params: dict[str, Any], world: Any, backend: "Slow", *, concurrency: int,
+               n_train: int, n_test: int) -> tuple[Any, float, float]:
+    """Fit and score ``n_test`` items through :func:`judge_engine.runs.execute_run` on a fresh store whose cache
+    the client uses (as a run's does); the fitted judge, and when ``execute_run`` began and ended."""
+    import tempfile
+
+    from .. import runs
+    from ..llm import LLM, LLMConfig
+    from ..methods import Judge
+    from ..records import Dataset
+    from ..store import CallCache, Store
+    from .simulate import _aspect
+    from .simulated_judge import ASPECTS, TASK
+
+    dataset = Dataset(name="simulated", task=TASK.task, aspects=ASPECTS, samples=tuple(world.samples),
+                      natural_level="group",
+                      input_label=TASK.input_label, output_label=TASK.output_label)
+    store = Store(tempfile.mkdtemp(prefix="api-speed-") + "/s.db")
+    store.save_dataset(dataset)
+    config = LLMConfig(backend="openai", base_url="http://stub.invalid/v1", model="stub", concurrency=concurrency)
+    run_id = runs.create_run(store, runs.RunSpec(method=method, dataset="simulated", aspect=_aspect().name,
+                                                 train_size=n_train, test_size=n_test, seed=0, llm=config,
+                                                 params=params))
+    llm = LLM(config, backend, cache=CallCache(store))
+    start = time.perf_counter()
+    runs.execute_run(store, run_id, llm=llm)
+    return Judge.from_dict(store.run(run_id).judge), start, time.perf_counter()
+
+
 def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, seed: int,
-             hpss_budget: int, hd_aggregator: str = "lr", jitter: float = 0.0) -> dict[str, Any]:
+             hpss_budget: int, hd_aggregator: str = "lr", jitter: float = 0.0, n_test: int = 0) -> dict[str, Any]:
     from ..llm import LLM, LLMConfig
     from ..methods import FitContext, get_method
     from .simulate import _aspect, split
     from .simulated_judge import TASK, SimulatedBackend, World
 
-    world = World(seed, n_samples=n_train + 16, malformed=0.0)
+    world = World(seed, n_samples=n_train + max(16, 2 * n_test), malformed=0.0)
     train, _ = split(world, n_train, 16)
     backend = Slow(SimulatedBackend(world), latency, jitter)
     llm = LLM(LLMConfig(backend="simulated", concurrency=concurrency), backend)
     params = {"hpss": {"budget": hpss_budget}, "hd_eval": {"aggregator": hd_aggregator}}.get(method, {})
-    start = time.perf_counter()
-    judge = get_method(method, params).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
-    end = time.perf_counter()
+    if n_test:
+        judge, start, end = _whole_run(method, params, world, backend, concurrency=concurrency, n_train=n_train,
+                                       n_test=n_test)
+    else:
+        start = time.perf_counter()
+        judge = get_method(method, params).fit(train, _aspect(), FitContext(llm=llm, task=TASK))
+        end = time.perf_counter()
     wall = end - start
     ideal = backend.held / concurrency
     return {"method": method, "concurrency": concurrency, "n_train": len(train), "calls": backend.calls,
@@ -188,14 +224,15 @@ def fit_once(method: str, *, concurrency: int, latency: float, n_train: int, see
 
 def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic", "hd_eval", "hypoeval"),
         levels: list[int] | tuple[int, ...] = (4, 32), latency: float = 0.5, n_train: int = 12, seed: int = 0,
-        hpss_budget: int = 10, hd_aggregator: str = "lr", jitter: float = 0.0, **_: Any) -> dict[str, Any]:
+        hpss_budget: int = 10, hd_aggregator: str = "lr", jitter: float = 0.0, n_test: int = 0,
+        **_: Any) -> dict[str, Any]:
     import hashlib
 
     rows = []
     for method in methods:
         for c in levels:
             row = fit_once(method, concurrency=c, latency=latency, n_train=n_train, seed=seed,
-                           hpss_budget=hpss_budget, hd_aggregator=hd_aggregator, jitter=jitter)
+                           hpss_budget=hpss_budget, hd_aggregator=hd_aggregator, jitter=jitter, n_test=n_test)
             # the fitted judge's fingerprint: the same at every level (and in the run of an older version)
             row["judge_sha"] = hashlib.sha256(row.pop("judge").encode()).hexdigest()[:12]
             rows.append(row)
@@ -207,7 +244,7 @@ def run(*, methods: list[str] | tuple[str, ...] = ("hpss", "active_critic", "hd_
     # table has one line per row
     stages = [{"method": r["method"], "concurrency": r["concurrency"], "stages": r.pop("stages")} for r in rows]
     doc = result("api-speed", config={"methods": list(methods), "levels": list(levels), "latency": latency,
-                                       "jitter": jitter,
+                                       "jitter": jitter, "n_test": n_test,
                                        "n_train": n_train, "seed": seed, "hpss_budget": hpss_budget,
                                        "hd_aggregator": hd_aggregator},
                   rows=rows, summary={"same_judge_at_every_level": same},

@@ -57,6 +57,13 @@ class FitContext:
     """``progress(done, total, stage)``, or None to report nothing."""
     log: EventSink | None = None
     """``log(kind, payload)`` records what the fit does (the run's events), or None."""
+    upcoming: tuple[Sample, ...] = ()
+    """The items the run scores with the judge next. A method whose scoring requests are known before its fit
+    ends may send them early through :attr:`llm` (whose cache then answers the run's scoring): HD-Eval, while
+    its last aggregator is fitted (issue 67). Empty: nothing is sent early."""
+    fit_done: Callable[[], None] | None = None
+    """Called by a method that sends :attr:`upcoming`'s requests early, once every request of the fit itself is
+    answered and before the first of those: the run takes what the fit cost there."""
 
     @classmethod
     def of(cls, dataset: Dataset, *, llm: LLM, progress: Progress | None = None,

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from ..llm import LLMConfig
 from ..methods import METHODS, get_method
-from ..records import Dataset, RunRecord
+from ..records import Dataset, RunEstimate, RunRecord
 from ..store import Store
 from .launching import same_backend
 from .spec import RunSpec, ensure_dataset
@@ -646,3 +646,33 @@ def estimate_duration(store: Store, spec: RunSpec, *, speed: tuple[float | None,
                     latency=call_latency(store, spec.llm) or 0.0,
                     parallel=1 if spec.llm.backend == "llamacpp" else max(1, spec.llm.concurrency),
                     wave_overhead=overhead)
+
+
+def timed_by_first_requests(run: RunRecord, ledger: Any, elapsed: float = 0.0) -> RunEstimate | None:
+    """``run``'s estimate with the time its own first requests give, when it had none (a server never used from
+    this store: :func:`seconds_per_call` knows nothing of it); None while fewer than :data:`MIN_CALLS_FOR_TIMING`
+    requests are answered, or when the estimate has a time already.
+
+    The seconds the run has taken so far (``elapsed``, its start-up and work between calls included), and for the
+    requests still to come their share of the whole run at the first requests' mean latency (``ledger``: the run's
+    :class:`~judge_engine.llm.client.LedgerTotals` so far) over the calls in flight with the method's waves
+    (:class:`Duration`, what :func:`estimate_duration` makes of a backend's earlier requests)."""
+    est = run.estimate
+    if (est is None or est.seconds is not None or run.split is None or run.method not in METHODS
+            or ledger.calls < MIN_CALLS_FOR_TIMING or ledger.seconds <= 0):
+        return None
+    llm = LLMConfig.from_dict(run.llm)
+    if llm.backend == "llamacpp":  # timed by its tokens before it starts (:func:`embedded_rates`)
+        return None
+    latency = ledger.seconds / ledger.calls
+    parallel = max(1, llm.concurrency)
+    method = get_method(run.method, METHODS[run.method].params_on(dict(run.params), llm))
+    n_train, n_test = len(run.split.train_ids), len(run.split.test_ids)
+    waves = method.estimate_waves(n_train, n_test)
+    n_waves = round(waves["fit"] + waves["score"] + method.reply_waves(n_train, []))
+    took = Duration(calls=est.calls, seconds_per_call=latency / parallel, basis="", waves=n_waves, latency=latency,
+                    parallel=parallel)
+    to_come = max(0.0, 1.0 - ledger.calls / est.calls) if est.calls else 0.0
+    return replace(est, seconds=round(elapsed + to_come * (took.minutes or 0.0) * 60.0, 1),
+                   basis=f"{est.basis}; time: from its first {ledger.calls} requests ({latency:.2f} s each, "
+                         f"{parallel} in flight)")

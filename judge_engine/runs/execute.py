@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 from ..llm import BackendUnavailable, EmbeddedModelUnavailable, LLMConfig, Ledger, make_llm
 from ..llm.client import LLM
 from ..methods import FitContext, Judge, get_method
-from ..records import RunRecord, RunSummary, Verdict
+from ..records import RunEstimate, RunRecord, RunSummary, Verdict
 from ..store import Store
 from ..score_files import score_stream
+from .estimates import timed_by_first_requests
 from .spec import human_dataset
 from .summary import summarize
 
@@ -20,8 +22,13 @@ RunProgress = Callable[[int, int, str], None]
 
 
 def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: str | None = None,
-                progress: RunProgress | None = None, chunk_size: int | None = None) -> RunSummary:
+                progress: RunProgress | None = None, chunk_size: int | None = None,
+                on_estimate: Callable[[RunEstimate], None] | None = None) -> RunSummary:
     """Do (or continue) the work of run ``run_id``; returns its summary.
+
+    A run whose estimate has no time (a server never used from this store) gets one from its first requests
+    (:func:`.estimates.timed_by_first_requests`): stored with the run (the pages show it) and handed to
+    ``on_estimate`` (the command line prints it).
 
     Safe to call again after a crash: the judge learned by ``fit`` is kept
     with the run, samples already scored are skipped, and cached calls cost
@@ -34,8 +41,18 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
                     price_completion_per_1k=config.price_completion_per_1k, start=run.ledger)
     store.update_run(run_id, status="running", pid=os.getpid(), heartbeat=time.time(), message="", stage="starting")
 
+    untimed = [run.estimate is not None and run.estimate.seconds is None]
+
     def report(done: int, total: int, stage: str) -> None:
-        store.heartbeat(run_id, done=done, total=total, stage=stage, ledger=ledger.snapshot())
+        snapshot = ledger.snapshot()
+        store.heartbeat(run_id, done=done, total=total, stage=stage, ledger=snapshot)
+        if untimed[0]:
+            timed = timed_by_first_requests(run, snapshot, time.time() - started)
+            if timed is not None:
+                untimed[0] = False
+                store.update_run(run_id, estimate=timed.to_dict())
+                if on_estimate:
+                    on_estimate(timed)
         if progress:
             progress(done, total, stage)
 
@@ -55,12 +72,18 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
             # every event again: the interrupted attempt's events would show each step twice
             store.clear_events(run_id)
             method = get_method(run.method, run.params)
-            context = FitContext.of(dataset, llm=llm, progress=lambda d, t, s: report(d, t, f"fit: {s}"),
-                                    log=lambda kind, payload: store.add_event(run_id, kind, payload))
+            fit_cost: list = []  # the ledger when the fit's own requests were all answered, if the method says
+
+            context = replace(FitContext.of(dataset, llm=llm, progress=lambda d, t, s: report(d, t, f"fit: {s}"),
+                                            log=lambda kind, payload: store.add_event(run_id, kind, payload)),
+                              upcoming=dataset.subset(list(split.test_ids)),
+                              fit_done=lambda: fit_cost.append(ledger.snapshot()))
             judge = method.fit(dataset.subset(list(split.train_ids)), aspect, context)
             store.update_run(run_id, judge=judge.to_dict(), ledger=ledger.snapshot())
-            # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost)
-            store.add_event(run_id, "fitted", {"method": run.method, "ledger": ledger.snapshot().to_dict()})
+            # the ledger at this point is what fitting cost (the comparison splits fit and scoring cost); a method
+            # that sent the test items' requests before its fit ended (HD-Eval) said when its own were done
+            fitted = fit_cost[0] if fit_cost else ledger.snapshot()
+            store.add_event(run_id, "fitted", {"method": run.method, "ledger": fitted.to_dict()})
         else:
             judge = Judge.from_dict(run.judge)
         test = dataset.subset(list(split.test_ids))

@@ -95,6 +95,7 @@ from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext,
                     Progress, judge_warning, register, resolve_criteria_form)
 from .aggregation import _clean_corr, fit_aggregator
 from .decomposition import ASK_CHILDREN, DECOMPOSE_DRAWS, LayerDecomposition, decompose_layer, flagged_nodes
+from .overlap import HeldProgress, LayerAhead, kept_features, layer_two_ahead, overlaps, score_test_ahead
 from .pruning import Expansion, attribution_importance, choose_expansion
 from .scoring import hierarchy_aware_scoring
 from .settings import HDEvalSettings
@@ -449,11 +450,22 @@ class HDEval(Method):
         # held back and come in the order of one stage after another (issue 46). Later layers' importance chooses
         # what is decomposed next, so their aggregators are waited for.
         pool = ThreadPoolExecutor(1, thread_name_prefix="hd-eval-aggregator")
+        # layer 2 and the test scoring sent beside the stages they do not read (:mod:`.overlap`, issue 67)
+        ahead_pool = ThreadPoolExecutor(1, thread_name_prefix="hd-eval-ahead") if overlaps(llm) else None
+        test_ahead: Future | None = None
+        layer_two_progress = HeldProgress(progress)
         try:
             behind: LayerBehind | None = None
+            ahead: LayerAhead | None = None
             for layer in range(1, settings.max_layers + 1):
                 sink = behind.hold if behind else emit
-                if layer >= 2:
+                if layer == 2 and ahead is not None:
+                    # layer 2 was made beside layer 1's scoring: its tree, records and held events, in order
+                    decomposed, features, new, scores = ahead.result()
+                    run.tree = ahead.tree
+                    for kind, payload in ahead.held:
+                        sink(kind, payload)
+                elif layer >= 2:
                     # §2.3 attribution pruning: which criteria of the last layer are decomposed (Algorithm 1, line 17)
                     expansion = choose_expansion(run.tree, layer, run.importance, run.coverage, settings.k_expand)
                     if behind:
@@ -463,13 +475,22 @@ class HDEval(Method):
                     # §2.1 hierarchical criteria decomposition of each chosen criterion (lines 2-6)
                     decomposed = decompose_layer(run.tree, expansion.chosen, layer, settings, task=task, llm=llm,
                                                  form=form, shown=shown, emit=sink, progress=progress)
-                features = run.features(layer)
-                if features is not None:
+                if not (layer == 2 and ahead is not None):
+                    features = run.features(layer)
+                if layer == 1 and ahead_pool is not None and settings.max_layers > 1 and features is not None:
+                    # App. C.2: layer 2 decomposes every aspect whatever its importance, so its calls need none
+                    # of layer 1's scores (the expansion is recorded with them, at the same place as before)
+                    expansion = choose_expansion(run.tree, 2, run.importance, run.coverage, settings.k_expand)
+                    ahead = layer_two_ahead(ahead_pool, run.tree, expansion.chosen, features, train, settings,
+                                            task=task, llm=llm, form=form, shown=shown,
+                                            progress=layer_two_progress)
+                if features is not None and not (layer == 2 and ahead is not None):
                     # §2.1 hierarchy-aware scoring of the criteria new in this layer (lines 7-13)
                     new = [f for f in features if f not in run.scores]
                     scores = hierarchy_aware_scoring(train, new, run.tree, task=task, llm=llm, settings=settings,
                                                      progress=progress,
                                                      stage=f"layer {layer}: scoring {len(new)} criteria")
+                    layer_two_progress.release()  # layer 2, in flight beside it, reports from now on
                 if behind:
                     behind.settle(run, settings, aspect.name, emit)
                     behind = None
@@ -483,22 +504,42 @@ class HDEval(Method):
                 features = [f for f in features if tree_index(run.tree)[f].get("in_aggregator", True)]
                 # §2.2 human preference-guided aggregation over every criterion so far (line 15), with its
                 # attribution
-                aggregating = aggregate_later(pool, train, run.values(features), features, aspects, settings)
+                values = run.values(features)
+                aggregating = aggregate_later(pool, train, values, features, aspects, settings)
                 if layer == 1 and settings.max_layers > 1:
-                    behind = LayerBehind(layer, features, aggregating)
+                    behind = LayerBehind(layer, features, aggregating, expansion_tree=(
+                        copy.deepcopy(run.tree) if ahead is not None else None))
                 else:
+                    if layer == settings.max_layers and ahead_pool is not None and context.upcoming \
+                            and llm.cache is not None:
+                        # the judge scores the test items on the criteria this aggregator keeps, in this tree:
+                        # both final now, so those requests go out while it is fitted
+                        test_ahead = score_test_ahead(ahead_pool, context.upcoming, kept_features(values, features),
+                                                      run.tree, settings, task=task, llm=llm,
+                                                      before=context.fit_done, progress=progress)
                     run.add_aggregators(layer, features, *aggregating.result(), aspect.name, emit)
+            if test_ahead is not None:
+                # while those answers come in: the judge's whole-data model, which its first prediction fits
+                # (kept by the data it is fitted on, so the run's scoring finds it: seconds with the MLP)
+                for agg in run.aggs:
+                    if aspect.name in agg.targets:
+                        _ = agg.model
+                test_ahead.result()  # the run's scoring must find every answer in the cache, not send it again
         finally:
             # a failed or stopped fit does not wait for an aggregator nobody will read
             pool.shutdown(wait=False, cancel_futures=True)
+            if ahead_pool is not None:
+                ahead_pool.shutdown(wait=False, cancel_futures=True)
         state = run.finish(aspect.name, aspects, form, emit)
         return Judge(method=self.name, params=self.get_params(), aspect=aspect.to_dict(), task=task.to_dict(),
                      state=state.to_dict())
 
     def estimate_waves(self, n_train: int, n_test: int) -> dict[str, int]:
         """Per layer one scoring wave (every parent group together), and from layer 2 one decomposition wave
-        before it (every chosen parent's first draw together); a further draw is one call more, not counted."""
-        return {"fit": 2 * self.max_layers - 1, "score": 1}
+        before it (every chosen parent's first draw together); a further draw is one call more, not counted.
+        Layer 1's scoring is in flight beside layer 2's decomposition (:mod:`.overlap`), so it adds no wave of
+        its own where calls go out together (where they do not, waves add no time to an estimate)."""
+        return {"fit": max(1, 2 * self.max_layers - 2), "score": 1}
 
     def estimate_calls(self, n_train: int, n_test: int, *, n_aspects: int | None = None,
                        backend: str | None = None) -> dict[str, int]:
