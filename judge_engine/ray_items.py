@@ -129,8 +129,7 @@ def open_items(paths: Sequence[Path], columns: dict[str, Any]) -> None:
 
 def read_items(paths: Sequence[Path], columns: dict[str, Any], chunk: int,
                num_cpus: float = 1) -> tuple[ray.data.Dataset, Any]:
-    """The items of ``paths`` as a Dataset of :data:`READ_SCHEMA` blocks, and the :class:`RowsNamed` actor that
-    collects the rows left out on the way."""
-    open_items(paths, columns)
+    """The items of ``paths`` (checked by :func:`open_items`) as a Dataset of :data:`READ_SCHEMA` blocks, and the
+    :class:`RowsNamed` actor that collects the rows left out on the way."""
     named = RowsNamed.remote()
     return ray.data.read_datasource(ItemsDatasource(paths, columns, chunk, named), num_cpus=num_cpus), named

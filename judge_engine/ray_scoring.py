@@ -1,26 +1,27 @@
-"""Score a file or a directory of Parquet/JSONL with an exported judge on a Ray cluster (the ``ray`` extra).
+"""Score a file or a directory of items with an exported judge on a Ray cluster (the ``ray`` extra).
 
 ``score`` on one machine stops scaling at one process's worth of requests; a Ray Data pipeline spreads the
 same work over a cluster: read, one ``map_batches`` stage whose actors each hold the judge and an LLM
 client (an OpenAI-compatible endpoint, or a vLLM engine on the actor's GPU), write. See docs/ray.md.
 
-A verdict must not depend on where it was computed, so nothing about scoring is written here: a row
-becomes a :class:`~judge_engine.records.Sample` by :func:`judge_engine.data.row_sample` after control
-characters are removed, as ``score``'s :class:`~judge_engine.items.ItemFile` does (the same texts, the
-same rows left out), every batch goes through :meth:`Judge.score` (each method's one prompt builder and
-one reply reader), and every output row is :func:`~judge_engine.score_files.verdict_record`, as in
-``score``'s JSON lines, with ``criteria`` as JSON text (a column of dicts whose keys differ by judge, or
-that are empty, has no stable Parquet type).
+A verdict must not depend on where it was computed, so nothing about scoring is written here. JSON lines,
+JSON and CSV/TSV files are read by ``score``'s own reader, :class:`~judge_engine.items.ItemFile`, one Ray
+read task per file (:mod:`judge_engine.ray_items`): the same samples, the same rows left out and named in
+the same words, and the job goes on past them. Parquet (and :func:`score_dataset`'s own Dataset) rows
+become samples by the same :func:`judge_engine.data.row_sample` after control characters are removed.
+Every batch goes through ``score``'s per-item path, :func:`~judge_engine.score_files.score_items` (an item
+whose request keeps failing is missing with the server's reason), and every output row is
+:func:`~judge_engine.score_files.verdict_record`, as in ``score``'s JSON lines, with ``criteria`` as JSON
+text (a column of dicts whose keys differ by judge, or that are empty, has no stable Parquet type). The
+same ``out_dir`` resumes as ``score``'s ``--out`` does (:mod:`judge_engine.ray_output`).
 
 What differs from ``score``, on purpose:
 
-* The call cache is not shared: each actor has its own SQLite file under ``cache_dir`` (or none), since
-  SQLite is not a cluster database. A re-run therefore does not find its answers in a cache;
-* instead, a run is made idempotent by item id: every run writes a new directory, and
-  ``skip_ids_from=<earlier directories>`` leaves out the ids already scored there, so a cut run is
-  finished by running again into a new directory; the union of the directories is the whole output.
-* Ids are required (``id_col``): a row number is not stable across a cluster's reads. Repeated ids are
-  caught within a batch only; the ids of the input must be unique.
+* The call cache is one SQLite file per host under ``cache_dir`` (or none), shared by that host's actors:
+  SQLite is not a cluster database. A re-run finds the answers of the items its host's actors asked.
+* The output is a directory of files, one per block (Ray's writers), not one file; a re-run adds files.
+* Ids are required (``id_col``): a row number is not stable across a cluster's reads. A repeated id is
+  named within a file (Parquet: within a batch); the ids of a directory's files must be unique.
 
 ``import judge_engine.ray_scoring`` without Ray installed raises ``ModuleNotFoundError`` naming ``ray``.
 """
@@ -43,7 +44,7 @@ from .export import ExportedJudge, load_judge
 from .llm import BACKEND_NAMES, LLMConfig, make_llm
 from .methods import Judge
 from .records import Sample
-from .ray_items import SAMPLE_COL, read_items, row_to_sample
+from .ray_items import SAMPLE_COL, open_items, read_items, row_to_sample
 from .ray_output import JUDGE_MARK, OUTPUT_SUFFIXES, done_ids, mark_output, resume_output, summary
 from .score_files import OUTPUT_COLUMNS, failure_watch, score_items, verdict_record
 
@@ -169,7 +170,7 @@ def score_dataset(ds: ray.data.Dataset, judge: str | Path | Mapping[str, Any] | 
     ``llm`` replaces the backend the judge was made with; each of the ``workers`` actors sends
     ``llm.concurrency`` requests at once, so the endpoint sees up to their product. An actor takes
     ``num_cpus`` (it mostly waits on the endpoint) and ``num_gpus`` (1 for a vLLM engine in the actor).
-    ``cache_dir``: each actor's own call cache there (``None``: no cache). ``skip_ids_from``: output
+    ``cache_dir``: the call cache of each host's actors there (``None``: no cache). ``skip_ids_from``: output
     directories of earlier runs of the same judge, whose ids are not scored again.
 
     Everything that can be checked before a request is sent is (the judge, the backend, the columns,
@@ -303,14 +304,17 @@ def score_files(source: str | Path, judge: str | Path | Mapping[str, Any] | Expo
     notice = (lambda text: print(text, file=sys.stderr))
     columns = {"input_col": input_col, "output_col": output_col, "id_col": id_col, "context_col": context_col,
                "reference_col": reference_col}
+    # the items are checked before the output is touched: a refused job leaves it as it was (retry_missing included)
     if kind == "parquet":
         items, named = ray.data.read_parquet([str(p) for p in paths], num_cpus=IO_TASK_CPUS), None
         _check_columns(items, RowColumns(**columns))
         if len(paths) == 1:  # one file is one block, so one actor: split it so that every worker gets a share
             items = items.repartition(2 * workers)
     else:
-        items, named = read_items(paths, columns, batch_size, num_cpus=IO_TASK_CPUS)  # one block a chunk: every worker gets a share
+        open_items(paths, columns)
     resumed = resume_output(out, exported.judge, fmt, retry_missing=retry_missing, notice=notice)
+    if kind != "parquet":  # one block a chunk: every worker gets a share of one file
+        items, named = read_items(paths, columns, batch_size, num_cpus=IO_TASK_CPUS)
     done = resumed | (done_ids(skip_ids_from, exported.judge) if skip_ids_from is not None else frozenset())
     # every actor is up before a block is handed out, one block each at a time: the first actor up took every block
     # (Ray hands an actor up to 4 at once) while the others were still starting, and sent every call

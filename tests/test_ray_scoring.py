@@ -136,6 +136,32 @@ def test_an_earlier_output_counts_its_whole_lines_and_only_for_the_same_judge(tm
         done_ids(tmp_path / "bare", judge)
 
 
+def test_a_stopped_output_directory_is_repaired_and_resumed_by_the_same_judge_only(tmp_path):
+    from judge_engine.ray_output import JUDGE_MARK, resume_output
+
+    judge, said = make_judge(), []
+    out = tmp_path / "out"
+    assert resume_output(out, judge, "jsonl") == frozenset()  # new: nothing done, nothing written yet
+    out.mkdir()
+    (out / JUDGE_MARK).write_text(export.judge_fingerprint(judge) + "\njsonl\n")
+    (out / "a_000000.json").write_text('{"id":"1","missing":false}\n{"id":"2","missing":true}\n')
+    (out / "a_000001.json").write_bytes('{"id":"3","missing":false}\n{"id":"4","expl":"caf\u00e9'.encode()[:-1])
+    (out / "b_000000.parquet").write_bytes(b"PAR1 cut")
+    with pytest.warns(UserWarning) as caught:
+        assert resume_output(out, judge, "jsonl", notice=said.append) == {"1", "2", "3"}
+    assert any("cut by the stop" in str(w.message) for w in caught) and any("_cut-" in str(w.message) for w in caught)
+    assert (out / "a_000001.json").read_bytes() == b'{"id":"3","missing":false}\n'  # the cut line only
+    assert (out / "_cut-b_000000.parquet").exists() and not (out / "b_000000.parquet").exists()  # set aside, kept
+    assert said == ["resuming: 3 items are already in " + str(out) + "; scoring the rest"]
+    assert resume_output(out, judge, "jsonl", retry_missing=True) == {"1", "3"}
+    assert (out / "a_000000.json").read_text() == '{"id":"1","missing":false}\n'
+    with pytest.raises(ValueError, match="as jsonl; this run would add parquet"):
+        resume_output(out, judge, "parquet")
+    with pytest.raises(ValueError, match="not by this judge"):
+        resume_output(out, make_judge(high=5), "jsonl")
+    assert (out / "a_000000.json").read_text() == '{"id":"1","missing":false}\n', "a refused resume changes nothing"
+
+
 @pytest.fixture(scope="module")
 def stub():
     with StubServer() as server:
@@ -198,7 +224,7 @@ def test_two_thousand_items_on_two_workers_get_the_verdicts_score_gives(tmp_path
     caches = sorted((tmp_path / "worker-caches").glob("worker-*.db"))
     assert len(caches) == 1, f"the workers of one host share its cache file: {caches}"
     assert cached_calls(caches[0]) == len(by_cli)
-    assert (out / "_JUDGE").read_text().strip() == export.judge_fingerprint(make_judge())
+    assert (out / "_JUDGE").read_text().split() == [export.judge_fingerprint(make_judge()), "jsonl"]
 
 
 @pytest.mark.server
@@ -235,9 +261,12 @@ def test_a_cut_run_is_finished_into_a_new_directory_skipping_the_ids_it_wrote(tm
 
     other = tmp_path / "other-judge.json"
     other.write_text(make_judge(high=5).to_json(), encoding="utf-8")
+    before = chat_requests(stub)
     with pytest.raises(ValueError, match="not by this judge"):
         score_files(everything, other, tmp_path / "run-3", skip_ids_from=[cut, rest], **options)
-    assert chat_requests(stub) - before == len(rows) - 12
+    with pytest.raises(ValueError, match="not by this judge"):
+        score_files(everything, other, cut, **options)
+    assert chat_requests(stub) == before, "refused before any request"
 
 
 @pytest.mark.server
@@ -248,8 +277,16 @@ def test_bad_input_is_refused_before_any_request(tmp_path, stub, local_ray):
     judge_path.write_text(make_judge().to_json(), encoding="utf-8")
     items = write_jsonl(tmp_path / "items.jsonl", [item(i) for i in range(1, 6)])
     before = chat_requests(stub)
-    with pytest.raises(ValueError, match=r"context_col='fact'.*their columns: id, input, output, context"):
+    with pytest.raises(ValueError, match=r"column 'fact': no such column \(mapped as context\); the first record's "
+                                         r"keys: 'id', 'input', 'output', 'context'"):  # score's own words
         score_files(items, judge_path, tmp_path / "out", llm=stub_llm(stub), context_col="fact")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = tmp_path / "items.parquet"
+    pq.write_table(pa.Table.from_pylist([item(i) for i in range(1, 6)]), table)
+    with pytest.raises(ValueError, match=r"context_col='fact'.*their columns: id, input, output, context"):
+        score_files(table, judge_path, tmp_path / "out", llm=stub_llm(stub), context_col="fact")
     card = {"format": export.CARD_FORMAT, "version": export.CARD_VERSION + 1, "judge": make_judge().to_dict()}
     with pytest.raises(ValueError, match="version"):
         score_files(items, card, tmp_path / "out", llm=stub_llm(stub))
