@@ -329,8 +329,10 @@ def score_files(source: str | Path, judge: str | Path | Mapping[str, Any] | Expo
         scored.write_parquet(str(out), ray_remote_args=light)
     else:
         scored.write_json(str(out), force_ascii=False, ray_remote_args=light)
-    report = ray.get(named.report.remote()) if named is not None else \
-        {"shown": {"skipped": [], "warning": []}, "counts": {"skipped": 0, "warning": 0}, "by_reason": {}}
+    report = {"shown": {"skipped": [], "warning": []}, "counts": {"skipped": 0, "warning": 0}, "by_reason": {}}
+    if named is not None:
+        report = ray.get(named.report.remote())
+        ray.kill(named)  # its job is done: a notebook scoring many files keeps no actor per file
     _name_rows(report)
     result = summary(out, resumed, len(done), report)
     print(json.dumps(result, indent=2), file=sys.stderr)
