@@ -159,13 +159,14 @@ class StubServer:
 
     def __init__(self, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
                  fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0,
-                 follow_humans: str = "", noise: float = 0.5):
+                 follow_humans: str = "", noise: float = 0.5, port: int = 0):
         self.follow_humans, self.noise = follow_humans, noise
         self.rate_limit_every = rate_limit_every
         self.refuse_longer_than, self.status_for_all = refuse_longer_than, status_for_all
         self.fail_containing, self.hang_containing, self.hang_seconds = fail_containing, hang_containing, hang_seconds
         self.process: subprocess.Popen | None = None
-        self.port = 0
+        self.port = port
+        """0: any free port. A given one keeps the address (and so the call cache's keys) of an earlier stub."""
 
     @property
     def base_url(self) -> str:
@@ -179,7 +180,7 @@ class StubServer:
 
     def __enter__(self) -> "StubServer":
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "judge_engine.bench.stub_server", "--port", "0",
+            [sys.executable, "-m", "judge_engine.bench.stub_server", "--port", str(self.port),
              "--rate-limit-every", str(self.rate_limit_every), "--refuse-longer-than", str(self.refuse_longer_than),
              "--status-for-all", str(self.status_for_all), "--fail-containing", self.fail_containing,
              "--hang-containing", self.hang_containing, "--hang-seconds", str(self.hang_seconds),
