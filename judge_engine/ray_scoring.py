@@ -91,17 +91,13 @@ def host_cache(cache_dir: str | Path) -> Any:
 
     Shared by the host's actors (the Store takes concurrent writers: WAL, BEGIN IMMEDIATE, a busy timeout) and found
     again by a re-run's actors on that host, so an item answered before a stop is not paid twice; SQLite is no
-    database to share between machines, hence one file per host. Opened under a lock: two actors creating the file's
-    tables at once failed with "database is locked" (the schema's first write is not taken with BEGIN IMMEDIATE)."""
-    import fcntl
-
+    database to share between machines, hence one file per host. Actors that create it at once wait for each other
+    in the Store (its tables are made under the write lock)."""
     from .store import Store
 
     path = Path(cache_dir) / f"worker-{socket.gethostname()}.db"
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed, or when the process dies
-        return Store(path)
+    return Store(path)
 
 
 class ScoreBatches:

@@ -78,7 +78,27 @@ class Store:
         self._local = threading.local()
         db = self.db
         db.conn.execute("PRAGMA journal_mode=WAL")
-        migrations.apply(db)
+        self._migrate(db)
+
+    @staticmethod
+    def _migrate(db: Database) -> None:
+        """Bring the tables up to date, one process at a time.
+
+        Processes that open a new file at once (Ray's workers on one host, the app and a run) would each read the
+        migrations as pending and then race to apply them, which sqlite answers with "database is locked" or
+        "table already exists". The write lock is taken first, so the others wait through the busy timeout and
+        then find nothing left to do; a file already up to date takes no lock.
+        """
+        if db["_sqlite_migrations"].exists() and not migrations.pending(db):
+            return
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            migrations.apply(db)
+        except BaseException:
+            db.conn.rollback()
+            raise
+        else:
+            db.conn.commit()
 
     @property
     def db(self) -> Database:

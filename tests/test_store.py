@@ -138,3 +138,27 @@ def test_cache_answers_many_keys_in_bulk(tmp_path):
     found = cache.get_many(keys)
     assert set(found) == {f"k{i}" for i in range(0, 1203, 2)} and found["k1202"] == {"texts": ["1202"]}
     assert cache.get_many([]) == {}
+
+
+def _open_at_once(path: str, barrier) -> str:
+    barrier.wait()
+    try:
+        Store(path)
+        return "ok"
+    except Exception as e:  # the result is compared in the parent, which names what went wrong
+        return f"{type(e).__name__}: {e}"
+
+
+def test_processes_that_create_one_new_database_at_once_all_open_it(tmp_path):
+    """Ray's workers on one host open the same new file together; each read the migrations as pending and raced to
+    apply them ("database is locked" in 10 of 10 tries with four processes before the write lock was taken first)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, context.Pool(4) as pool:
+        for attempt in range(3):
+            barrier = manager.Barrier(4)
+            path = str(tmp_path / f"new-{attempt}.db")
+            results = pool.starmap(_open_at_once, [(path, barrier)] * 4)
+            assert results == ["ok"] * 4, results
+            assert Store(path).runs() == []
