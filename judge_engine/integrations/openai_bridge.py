@@ -72,9 +72,11 @@ class OpenAIBridge:
             raise ValueError(f"embeddings={embeddings!r}: choose one of {', '.join(EMBEDDING_MODES)}")
         self.llm, self.mode = llm, embeddings
         config = llm.config
-        if embeddings != "local" and config.backend != "openai":
-            # only an OpenAI-compatible server has an /embeddings to forward to
-            if embeddings == "forward":
+        server = config.backend == "openai" and getattr(llm.backend, "name", "") == "openai"
+        if embeddings != "local" and not server:
+            # only an OpenAI-compatible server has an /embeddings to forward to (a scripted backend, or an
+            # estimate's rendering of the fit, has none: it must call no server)
+            if embeddings == "forward" and config.backend != "openai":
                 raise ValueError(f"embeddings='forward' needs an OpenAI-compatible server; the backend is "
                                  f"{config.backend}: use embeddings='local'")
             self.mode, self.fallback = "local", f"the {config.backend} backend serves no embeddings"
@@ -247,12 +249,14 @@ def peer_environment(bridge: OpenAIBridge) -> Iterator[None]:
 
     ``OPENAI_API_BASE`` is what MLflow's gateway client reads first; the ``openai`` package reads only
     ``OPENAI_BASE_URL``, which is left alone, so the workbench's own OpenAI client keeps its server. litellm
-    (DSPy's client) gets the bridge as its ``api_base`` and reads its model-cost map from its own package, not
-    the network.
+    (DSPy's client) gets the bridge as its ``api_base`` and reads its model-cost map from its own package, and
+    MLflow fetches no model catalog: neither would know the bridge's model, and the network may be closed.
     """
     with _ENV_LOCK:
-        saved = {k: os.environ.get(k) for k in ("OPENAI_API_BASE", "OPENAI_API_KEY", "LITELLM_LOCAL_MODEL_COST_MAP")}
+        saved = {k: os.environ.get(k) for k in ("OPENAI_API_BASE", "OPENAI_API_KEY", "LITELLM_LOCAL_MODEL_COST_MAP",
+                                                "MLFLOW_MODEL_CATALOG_URI")}
         os.environ["OPENAI_API_BASE"] = bridge.base_url
+        os.environ["MLFLOW_MODEL_CATALOG_URI"] = ""  # MLflow would fetch its model catalog: the bridge's model is in none
         os.environ.setdefault("OPENAI_API_KEY", "judge-workbench-bridge")  # the bridge needs none; MLflow wants one
         os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
         import litellm
