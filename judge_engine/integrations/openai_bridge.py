@@ -24,13 +24,15 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
-from ..llm import LLM, Completion, GenerationParams, LLMError, RequestRejected, SendingStopped
+from ..llm import LLM, Completion, GenerationParams, LLMError, RequestRejected, SendingStopped, cache_key
 from ..structured import as_param
 
 EMBEDDING_MODES = ("auto", "forward", "local")
 DEFAULT_MAX_TOKENS = 1024
 """A request that names no reply length gets this many tokens (MLflow's judge names none: a rationale and a
 score fit well inside it)."""
+EMBEDDINGS_BACKEND = "embeddings"
+"""The backend name forwarded embeddings are kept under in the call cache."""
 BRIDGE_MODEL = "judge-workbench"
 """The model name the peer is told to use; the bridge answers with the run's backend whatever name it gets."""
 
@@ -172,19 +174,41 @@ class OpenAIBridge:
         return 200, {"object": "list", "data": data, "model": "local-hashing",
                      "usage": {"prompt_tokens": 0, "total_tokens": 0}}
 
+    def _cache_key(self, body: dict[str, Any]) -> str:
+        """The call cache's key of an embeddings request: the server, the model, the texts and the dimensions."""
+        asked = json.dumps({"input": body.get("input"), "model": body.get("model"),
+                            "dimensions": body.get("dimensions")}, sort_keys=True, ensure_ascii=False)
+        return cache_key(EMBEDDINGS_BACKEND, self.embeddings_url, [{"role": "user", "content": asked}],
+                         GenerationParams())
+
     def _forward(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        cache, key = self.llm.cache, self._cache_key(body)
+        hit = cache.get(key) if cache is not None else None
+        if hit is not None:  # asked before: answered from the one call cache, counted as a hit
+            completion = Completion.from_dict(hit, cached=True)
+            self.llm.ledger.record(completion)
+            return 200, json.loads(completion.text)
         request = urllib.request.Request(self.embeddings_url, data=json.dumps(body).encode("utf-8"), method="POST",
                                          headers={"Content-Type": "application/json",
                                                   **({"Authorization": f"Bearer {self.api_key}"}
                                                      if self.api_key else {})})
         started = time.monotonic()
-        try:
-            with urllib.request.urlopen(request, timeout=self.llm.config.timeout) as answer:
-                reply = json.loads(answer.read())
-        except urllib.error.HTTPError as exc:
-            return exc.code, _error(exc.read().decode("utf-8", "replace")[:300] or str(exc))
-        except (OSError, ValueError) as exc:
-            return 502, _error(f"{self.embeddings_url} did not answer: {exc}")
+        for attempt in range(self.llm.config.max_retries + 1):
+            # retried like the LLM path's calls: a dropped connection or a 429/5xx is tried again after a pause
+            if attempt:
+                time.sleep(min(8.0, 0.5 * 2 ** attempt))
+            try:
+                with urllib.request.urlopen(request, timeout=self.llm.config.timeout) as answer:
+                    reply = json.loads(answer.read())
+                break
+            except urllib.error.HTTPError as exc:
+                status, failed = exc.code, _error(exc.read().decode("utf-8", "replace")[:300] or str(exc))
+                if status != 429 and status < 500:
+                    return status, failed
+            except (OSError, ValueError) as exc:
+                status, failed = 502, _error(f"{self.embeddings_url} did not answer: {exc}")
+        else:
+            return status, failed
         if not isinstance(reply, dict) or not isinstance(reply.get("data"), list):
             return 502, _error(f"{self.embeddings_url} answered something that is not an embeddings list")
         usage = reply.get("usage") or {}
@@ -192,9 +216,15 @@ class OpenAIBridge:
         with self.lock:
             self.embedding_requests += 1
             self.embedding_tokens += tokens
-        # a call to the backend like any other: the run's ledger counts it and its tokens (at the prompt price)
-        self.llm.ledger.record(Completion(texts=(), prompt_tokens=tokens, latency_s=time.monotonic() - started,
-                                          model=str(body.get("model") or "")))
+        # a call to the backend like any other: the run's ledger counts it and its tokens (at the prompt price),
+        # the call cache keeps its answer
+        completion = Completion(texts=(json.dumps(reply),), prompt_tokens=tokens,
+                                latency_s=time.monotonic() - started, model=str(body.get("model") or ""))
+        self.llm.ledger.record(completion)
+        if cache is not None:
+            cache.put(key, backend=EMBEDDINGS_BACKEND, model=self.embeddings_url,
+                      request={"messages": [{"role": "user", "content": "embeddings"}], "url": self.embeddings_url,
+                               "model": body.get("model")}, response=completion.to_dict())
         return 200, reply
 
 
