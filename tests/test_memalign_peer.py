@@ -110,3 +110,17 @@ def test_no_training_items_is_refused_by_name(store, tiny_dataset):
     llm, _ = fake_llm("{}", store=store)
     with pytest.raises(ValueError, match="no training items"):
         get_method("memalign").fit([], tiny_dataset.aspects[0], FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+
+
+@needs_peer
+def test_a_stopped_run_stops_instead_of_marking_its_items_missing(store, tiny_dataset):
+    from judge_engine.llm import SendingStopped
+
+    def judge_reply(prompt):
+        raise SendingStopped("stopped")
+
+    llm, _ = fake_llm(answering(judge_reply), store=store)
+    judge = get_method("memalign").fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0],
+                                       FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+    with pytest.raises(SendingStopped):
+        judge.score(tiny_dataset.samples[6:8], llm=llm)

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ..llm import LLM
+from ..llm import LLM, SendingStopped
 from ..prompting import TaskInfo, judge_scale, to_aspect_range
 from ..records import Aspect, Sample, Verdict
 from .openai_bridge import BRIDGE_MODEL, OpenAIBridge, peer_environment
@@ -173,7 +173,10 @@ def align(train: Sequence[Sample], aspect: Aspect, task: TaskInfo, llm: LLM,
     with _bridge(llm, settings) as bridge, peer_environment(bridge):
         optimizer = memalign(reflection_lm=MODEL_URI, retrieval_k=settings.retrieval_k,
                              embedding_model=_embedding_uri(settings), embedding_dim=settings.embedding_dim)
-        aligned = optimizer.align(_base_judge(aspect, task), traces)
+        try:
+            aligned = optimizer.align(_base_judge(aspect, task), traces)
+        finally:
+            _raise_if_stopped(bridge)
         counts = bridge.counts()
     examples = [{k: str(v) for k, v in dict(ex).items() if k in ("inputs", "outputs", "result", "rationale")}
                 for ex in aligned._episodic_memory]
@@ -221,6 +224,7 @@ def score(state: dict[str, Any], aspect: Aspect, task: TaskInfo, samples: Sequen
                 verdict = _verdict(sample, aspect, scale, feedback.value, feedback.error, feedback.rationale)
             except Exception as exc:  # MLflow raises on a reply it cannot read: that item is missing, not the run
                 verdict = _verdict(sample, aspect, scale, None, f"{type(exc).__name__}: {exc}", None)
+            _raise_if_stopped(bridge)  # a stopped run's items are not missing: the run stops
             done[0] += 1
             if progress:
                 progress(done[0], len(samples), "scoring")
@@ -231,6 +235,11 @@ def score(state: dict[str, Any], aspect: Aspect, task: TaskInfo, samples: Sequen
             verdicts = list(pool.map(one, samples))
         counts = bridge.counts()
     return verdicts, counts
+
+
+def _raise_if_stopped(bridge: OpenAIBridge) -> None:
+    if bridge.stopped:
+        raise SendingStopped("the run was stopped while MLflow's MemAlign was sending its requests")
 
 
 def _verdict(sample: Sample, aspect: Aspect, scale: tuple[int, int], value: Any, error: Any,

@@ -66,7 +66,8 @@ class OpenAIBridge:
     ``embeddings`` is one of :data:`EMBEDDING_MODES`; ``embeddings_url`` and ``api_key`` are where ``forward``
     sends them (default: the backend's base URL and key). Counters: ``chat_requests`` (answered through the LLM
     path, cached or not), ``embedding_requests`` and ``embedding_tokens`` (sent to the server),
-    ``local_embedding_requests``, ``failures``; ``fallback`` says why ``auto`` went local ("" while it forwards).
+    ``local_embedding_requests``, ``failures``; ``fallback`` says why ``auto`` went local ("" while it forwards);
+    ``stopped``: a request met a stopped run (:class:`~judge_engine.llm.SendingStopped`).
     """
 
     def __init__(self, llm: LLM, *, embeddings: str = "auto", embeddings_url: str = "", api_key: str = ""):
@@ -90,6 +91,7 @@ class OpenAIBridge:
             or os.environ.get(config.api_key_env, "")
         self.chat_requests = self.embedding_requests = self.embedding_tokens = 0
         self.local_embedding_requests = self.failures = 0
+        self.stopped = False
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -147,6 +149,8 @@ class OpenAIBridge:
             # 400 for every failure: the LLM path has retried already, and the peer would retry a 5xx again
             with self.lock:
                 self.failures += 1
+                # the run was stopped: the peer reads the 400 as a failed item, its caller must stop instead
+                self.stopped = self.stopped or isinstance(exc, SendingStopped)
             reason = exc.reason if isinstance(exc, RequestRejected) else str(exc)
             return 400, _error(reason)
         return 200, {"id": f"bridge-{self.chat_requests}", "object": "chat.completion", "created": int(time.time()),
