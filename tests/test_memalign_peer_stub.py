@@ -79,7 +79,9 @@ def test_a_second_run_on_the_same_split_answers_from_the_cache(store, shared_dat
         again = create_run(store, spec)
         execute_run(store, again)
         assert stub.stats() == sent, "neither a chat nor an embeddings request was sent again"
-    before, after = store.run(first).ledger, store.run(again).ledger
-    assert after.calls == 0 and after.cache_hits == before.calls + before.cache_hits
+    after = store.run(again).ledger
+    # every chat request a hit; the embeddings requests group the queries of items scored at once differently from
+    # run to run (the texts are cached one by one), so their number of hits is not the first run's number of calls
+    assert after.calls == 0 and after.cache_hits >= 1 + len(store.run(again).split.test_ids)
     assert [v.score for v in store.load_verdicts(again)] == pytest.approx(
         [v.score for v in store.load_verdicts(first)], nan_ok=True)

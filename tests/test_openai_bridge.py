@@ -79,10 +79,15 @@ def test_embeddings_are_forwarded_counted_and_cached_or_go_local_where_the_serve
             first = post(bridge.base_url + "/embeddings", body)
             second = post(bridge.base_url + "/embeddings", body)
             counts = bridge.counts()
-        assert first == second and first[0] == 200 and len(first[1]["data"]) == 2
-        assert stub.stats()["embedding_requests"] == 1 and counts["embedding_requests"] == 1
-        assert llm.ledger.snapshot().calls == 1 and llm.ledger.snapshot().cache_hits == 1
-        assert llm.ledger.snapshot().prompt_tokens == 4, "the server's usage: four words"
+        assert first[0] == second[0] == 200 and first[1]["data"] == second[1]["data"] and len(first[1]["data"]) == 2
+        with OpenAIBridge(llm, embeddings="forward") as bridge:  # one text known, one new: only the new one is sent
+            mixed = post(bridge.base_url + "/embeddings", {**body, "input": ["a third text", "one text"]})
+        assert mixed[1]["data"][1]["embedding"] == first[1]["data"][0]["embedding"]
+        assert stub.stats()["embedding_requests"] == 2
+        assert mixed[1]["usage"]["prompt_tokens"] == 3, "the server's usage: the new text's three words"
+        assert counts["embedding_requests"] == 1
+        assert llm.ledger.snapshot().calls == 2 and llm.ledger.snapshot().cache_hits == 1
+        assert llm.ledger.snapshot().prompt_tokens == 4 + 3, "the server's usage: four words, then three"
     # a server with no embeddings to give (here: nothing listens): auto answers the request here, and every later one
     llm = make_llm(LLMConfig(backend="openai", model=MODEL, base_url="http://127.0.0.1:9/v1", max_retries=0),
                    store=store)

@@ -178,58 +178,79 @@ class OpenAIBridge:
         return 200, {"object": "list", "data": data, "model": "local-hashing",
                      "usage": {"prompt_tokens": 0, "total_tokens": 0}}
 
-    def _cache_key(self, body: dict[str, Any]) -> str:
-        """The call cache's key of an embeddings request: the server, the model, the texts and the dimensions."""
-        asked = json.dumps({"input": body.get("input"), "model": body.get("model"),
-                            "dimensions": body.get("dimensions")}, sort_keys=True, ensure_ascii=False)
+    def _cache_key(self, body: dict[str, Any], text: str) -> str:
+        """The call cache's key of one text's embedding: the server, the model, the dimensions and the text. Per
+        text, not per request: the peer groups the queries of items scored at once into one request, differently
+        from run to run."""
+        asked = json.dumps({"input": text, "model": body.get("model"), "dimensions": body.get("dimensions")},
+                           sort_keys=True, ensure_ascii=False)
         return cache_key(EMBEDDINGS_BACKEND, self.embeddings_url, [{"role": "user", "content": asked}],
                          GenerationParams())
 
     def _forward(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        cache, key = self.llm.cache, self._cache_key(body)
-        hit = cache.get(key) if cache is not None else None
-        if hit is not None:  # asked before: answered from the one call cache, counted as a hit
-            completion = Completion.from_dict(hit, cached=True)
-            self.llm.ledger.record(completion)
-            return 200, json.loads(completion.text)
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else [str(t) for t in texts or []]
+        cache = self.llm.cache
+        keys = [self._cache_key(body, t) for t in texts]
+        found = cache.get_many(keys) if cache is not None else {}
+        vectors: dict[int, Any] = {i: json.loads(found[k]["texts"][0]) for i, k in enumerate(keys) if k in found}
+        ask = [i for i in range(len(texts)) if i not in vectors]
+        tokens = 0
+        if ask:
+            status, reply, seconds = self._post({**body, "input": [texts[i] for i in ask]})
+            if status != 200:
+                return status, reply
+            data = sorted(reply["data"], key=lambda d: int(d.get("index", 0)))
+            if len(data) != len(ask):
+                return 502, _error(f"{self.embeddings_url} answered {len(data)} embeddings for {len(ask)} texts")
+            usage = reply.get("usage") or {}
+            tokens = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
+            with self.lock:
+                self.embedding_requests += 1
+                self.embedding_tokens += tokens
+            # a call to the backend like any other: the run's ledger counts it and its tokens (at the prompt price)
+            self.llm.ledger.record(Completion(texts=(), prompt_tokens=tokens, latency_s=seconds,
+                                              model=str(body.get("model") or "")))
+            rows = []
+            for i, d in zip(ask, data):
+                vectors[i] = d["embedding"]
+                rows.append((keys[i], {"messages": [{"role": "user", "content": texts[i][:200]}],
+                                       "url": self.embeddings_url, "model": body.get("model")},
+                             Completion(texts=(json.dumps(d["embedding"]),)).to_dict()))
+            if cache is not None:  # the one call cache keeps each text's embedding
+                cache.put_many(rows, backend=EMBEDDINGS_BACKEND, model=self.embeddings_url)
+        else:  # every text asked before: answered from the cache, counted as a hit
+            self.llm.ledger.record(Completion(texts=(), cached=True))
+        return 200, {"object": "list", "model": body.get("model"),
+                     "data": [{"object": "embedding", "index": i, "embedding": vectors[i]} for i in range(len(texts))],
+                     "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+
+    def _post(self, body: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
+        """POST ``body`` to the embeddings endpoint: (status, reply, seconds), retried like the LLM path's calls."""
         request = urllib.request.Request(self.embeddings_url, data=json.dumps(body).encode("utf-8"), method="POST",
                                          headers={"Content-Type": "application/json",
                                                   **({"Authorization": f"Bearer {self.api_key}"}
                                                      if self.api_key else {})})
         started = time.monotonic()
+        status, failed = 502, _error("not sent")
         for attempt in range(self.llm.config.max_retries + 1):
-            # retried like the LLM path's calls: a dropped connection or a 429/5xx is tried again after a pause
-            if attempt:
+            if attempt:  # a dropped connection or a 429/5xx is tried again after a pause
                 time.sleep(min(8.0, 0.5 * 2 ** attempt))
             try:
                 with urllib.request.urlopen(request, timeout=self.llm.config.timeout) as answer:
                     reply = json.loads(answer.read())
-                break
             except urllib.error.HTTPError as exc:
                 status, failed = exc.code, _error(exc.read().decode("utf-8", "replace")[:300] or str(exc))
                 if status != 429 and status < 500:
-                    return status, failed
+                    break
+                continue
             except (OSError, ValueError) as exc:
                 status, failed = 502, _error(f"{self.embeddings_url} did not answer: {exc}")
-        else:
-            return status, failed
-        if not isinstance(reply, dict) or not isinstance(reply.get("data"), list):
-            return 502, _error(f"{self.embeddings_url} answered something that is not an embeddings list")
-        usage = reply.get("usage") or {}
-        tokens = int(usage.get("prompt_tokens") or usage.get("total_tokens") or 0)
-        with self.lock:
-            self.embedding_requests += 1
-            self.embedding_tokens += tokens
-        # a call to the backend like any other: the run's ledger counts it and its tokens (at the prompt price),
-        # the call cache keeps its answer
-        completion = Completion(texts=(json.dumps(reply),), prompt_tokens=tokens,
-                                latency_s=time.monotonic() - started, model=str(body.get("model") or ""))
-        self.llm.ledger.record(completion)
-        if cache is not None:
-            cache.put(key, backend=EMBEDDINGS_BACKEND, model=self.embeddings_url,
-                      request={"messages": [{"role": "user", "content": "embeddings"}], "url": self.embeddings_url,
-                               "model": body.get("model")}, response=completion.to_dict())
-        return 200, reply
+                continue
+            if not isinstance(reply, dict) or not isinstance(reply.get("data"), list):
+                return 502, _error(f"{self.embeddings_url} answered something that is not an embeddings list"), 0.0
+            return 200, reply, time.monotonic() - started
+        return status, failed, 0.0
 
 
 def _error(message: str) -> dict[str, Any]:
