@@ -76,8 +76,23 @@ def pytest_runtest_makereport(item, call):
 FAST_TIER = "not model and not server and not browser"
 
 
+def peer_missing() -> str:
+    """Why MLflow's MemAlign peer (the ``memalign`` method) cannot run here ("" when it can): DSPy or MLflow's
+    alignment API absent (requirements-dev installs both)."""
+    import importlib.util
+
+    if importlib.util.find_spec("dspy") is None:
+        return "DSPy is not installed (requirements-dev): the memalign peer runs on it"
+    if importlib.util.find_spec("mlflow") is None:
+        return "MLflow is not installed (requirements-dev): the memalign peer is its alignment"
+    return ""
+
+
 def pytest_collection_modifyitems(config, items):
+    missing = peer_missing()
     for item in items:
+        if missing and "[memalign" in item.nodeid:  # the contract tests of every registered method
+            item.add_marker(pytest.mark.skip(reason=missing))
         path = Path(str(item.fspath)).name
         if path == "test_browser.py":
             item.add_marker(pytest.mark.browser)

@@ -33,6 +33,9 @@ def schema_instance(schema: dict[str, Any], seed: int, path: str = "", score: fl
         if score is not None and all(isinstance(v, (int, float)) for v in values):
             return min(values, key=lambda v: abs(v - score))
         return values[seed % len(values)]
+    if "anyOf" in schema:  # a nullable field (pydantic's Optional): the first form that is not null
+        forms = [f for f in schema["anyOf"] if f.get("type") != "null"] or schema["anyOf"]
+        return schema_instance(forms[0], seed, path, score)
     kind = schema.get("type")
     if kind == "object":
         return {k: schema_instance(sub, seed + i, f"{path}.{k}", score)

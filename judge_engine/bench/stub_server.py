@@ -6,7 +6,8 @@ side: the engine's per-item work against the plain ``openai`` client's. It runs 
 
 Each reply is a JSON score, ``{"score": k}`` with ``k`` in 1..5 fixed by the prompt's text, so the same
 prompt always gets the same answer wherever it was sent from (one process, several, a Ray worker). It
-also answers ``GET /v1/models`` and ``GET /stats`` (requests answered so far), and with
+also answers ``GET /v1/models``, ``GET /stats`` (requests answered so far) and ``POST /v1/embeddings`` (hashed
+word counts), and with
 ``--rate-limit-every N`` it answers every N-th chat request with a 429, as a rate-limited API does. With
 ``--refuse-longer-than N`` a prompt of more than N characters gets a 400 naming the model's context, as vLLM
 answers a prompt over it; with ``--status-for-all S`` every chat request gets status S (401: a bad key,
@@ -60,6 +61,7 @@ class _Handler(BaseHTTPRequestHandler):
     follower: Any = None
     answered = 0
     chat_requests = 0
+    embedding_requests = 0
     lock = threading.Lock()
 
     def log_message(self, *args: Any) -> None:
@@ -80,13 +82,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "stub"}]})
         elif self.path.endswith("/stats"):
             cls = type(self)
-            self._send(200, {"answered": cls.answered, "chat_requests": cls.chat_requests})
+            self._send(200, {"answered": cls.answered, "chat_requests": cls.chat_requests,
+                             "embedding_requests": cls.embedding_requests})
         else:
             self._send(404, {"error": {"message": "no route"}})
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         cls = type(self)
+        if self.path.endswith("/embeddings"):
+            return self._send(200, _embeddings(body, cls))
         if cls.status_for_all:
             with cls.lock:
                 cls.chat_requests += 1
@@ -126,6 +131,26 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, {"id": f"stub-{cls.answered}", "object": "chat.completion", "created": 0, "model": MODEL,
                          "choices": [{"index": i, **choice} for i in range(n)],
                          "usage": {"prompt_tokens": 100, "completion_tokens": 6, "total_tokens": 106}})
+
+
+def _embeddings(body: dict[str, Any], cls: type[_Handler]) -> dict[str, Any]:
+    """An embeddings reply: each text's words hashed into ``dimensions`` counts, as a unit vector (texts that share
+    words are near), for a client that finds similar texts (MLflow's MemAlign, issue 66)."""
+    texts = body.get("input")
+    texts = [texts] if isinstance(texts, str) else [str(t) for t in texts or []]
+    size = int(body.get("dimensions") or 64)
+    data, words = [], 0
+    for i, text in enumerate(texts):
+        vector = [0.0] * size
+        for word in text.lower().split():
+            vector[int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:4], "big") % size] += 1.0
+            words += 1
+        norm = sum(v * v for v in vector) ** 0.5 or 1.0
+        data.append({"object": "embedding", "index": i, "embedding": [v / norm for v in vector]})
+    with cls.lock:
+        cls.embedding_requests += 1
+    return {"object": "list", "data": data, "model": body.get("model", MODEL),
+            "usage": {"prompt_tokens": words, "total_tokens": words}}
 
 
 class _DeepBacklog(ThreadingHTTPServer):
