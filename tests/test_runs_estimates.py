@@ -168,6 +168,16 @@ def test_a_quick_look_trains_on_more_items_where_the_backend_has_the_time(store,
     tests = {runs.estimates.drawn_sizes(store.load_dataset("sources"), look.spec).test_size for look in looks.values()}
     assert tests == {24}, "8 sources x 3 items whatever the training size"
 
+    hpss = runs.estimates.METHODS["hpss"]
+    assert hpss.larger_look and set(hpss.larger_look) <= set(hpss.default_params())
+    monkeypatch.setattr(runs.estimates, "method_speed", lambda *a: (0.001, "test"))
+    fast = runs.quick_look(store, RunSpec(method="hpss", dataset="sources", aspect="quality"))
+    assert fast.train_size == largest and fast.smaller == hpss.larger_look
+    assert all(fast.spec.params[k] == v for k, v in hpss.larger_look.items())
+    monkeypatch.setattr(runs.estimates, "method_speed", lambda *a: (100.0, "test"))
+    slow = runs.quick_look(store, RunSpec(method="hpss", dataset="sources", aspect="quality"))
+    assert slow.train_size == smallest and slow.smaller == hpss.smaller_looks[-1], "the larger look's change is not kept"
+
 
 def test_a_quick_look_keeps_the_smallest_training_set_where_a_larger_one_would_move_the_test(store, monkeypatch):
     """On 12 sources of 3 a training set of 30 cannot be drawn beside the test's sources, and on 16 sources of 3 it
@@ -203,6 +213,7 @@ def test_the_quick_look_note_leaves_out_settings_its_size_makes_idle():
     assert "children" in quick_note("hd_eval").lower()  # two layers: the children per node matter
     assert quick_note("hd_eval").startswith(f"{runs.QUICK_TRAIN} training and ")
     assert quick_note("hd_eval", {}, 30).startswith("30 training and ")
+    assert "validation items 16 (full run all)" in quick_note("hpss", runs.estimates.METHODS["hpss"].larger_look, 30)
     note = quick_note("hd_eval", one_layer).lower()
     assert "layers" in note and "children" not in note
     assert hd.idle_parameters({"max_layers": 2}) == frozenset()

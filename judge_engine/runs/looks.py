@@ -78,7 +78,8 @@ class QuickLook:
 
     estimate: LookEstimate
     smaller: dict[str, Any]
-    """What was made smaller than the method's quick parameters to fit the time (empty: nothing)."""
+    """What was changed from the method's quick parameters: made smaller to fit the time, or its
+    :attr:`~judge_engine.methods.Method.larger_look` on the most training items (empty: nothing)."""
 
     @property
     def spec(self) -> RunSpec:
@@ -95,7 +96,7 @@ def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] 
     """The largest quick first look of ``spec``'s method that fits ``seconds`` on its backend, with baselines.
 
     The method's :attr:`~judge_engine.methods.Method.quick_params` on each of :data:`~.spec.QUICK_TRAIN_SIZES`
-    training items, largest first, then each of its ``smaller_looks`` in turn on the smallest, estimated at the
+    training items, largest first (with its ``larger_look`` on more than the smallest), then each of its ``smaller_looks`` in turn on the smallest, estimated at the
     method's speed on the backend (:func:`.estimates.method_speed`); the smallest when none fits, and the largest
     when the speed is unknown. ``params`` (a page's own) apply on top of each. A training size is tried only where
     it leaves the smallest look's test items as they are (:func:`same_test`).
@@ -103,7 +104,9 @@ def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] 
     speeds: dict[str, tuple[float | None, str]] = {}  # every size is on one backend: its speeds are read once
     dataset = ensure_dataset(store, spec.dataset)
     smallest = QUICK_TRAIN_SIZES[-1]
-    sizes = [(train, {}) for train in QUICK_TRAIN_SIZES if train == smallest or same_test(dataset, spec.seed, train)]
+    larger = METHODS[spec.method].larger_look
+    sizes = [(train, {} if train == smallest else dict(larger)) for train in QUICK_TRAIN_SIZES
+             if train == smallest or same_test(dataset, spec.seed, train)]
     sizes += [(smallest, smaller) for smaller in METHODS[spec.method].smaller_looks]
 
     def look(train: int, smaller: dict[str, Any]) -> QuickLook:
