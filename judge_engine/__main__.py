@@ -306,6 +306,18 @@ def cmd_stress(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_docs(args: argparse.Namespace) -> int:
+    from .launcher import docs_dir, document, documents
+
+    if args.name:
+        print(document(args.name))
+        return 0
+    print(f"The README's docs/ links, in {docs_dir()}:")
+    for name, path, title in documents():
+        print(f"  {name:16} {path}  ({title})" if title else f"  {name:16} {path}")
+    return 0
+
+
 def cmd_methods(args: argparse.Namespace) -> int:
     from .methods import METHODS, describe_parameters
 
@@ -512,6 +524,10 @@ def build_parser(prog: str = "python -m judge_engine") -> argparse.ArgumentParse
                      help="requests in flight (default: 32 on openai and vllm, 4 on the embedded model)")
     price_arguments(run)
     run.set_defaults(func=cmd_run)
+
+    docs = sub.add_parser("docs", help="where the documents the README links to are on this machine")
+    docs.add_argument("name", nargs="?", help="one document, e.g. methods: print its path only")
+    docs.set_defaults(func=cmd_docs)
 
     methods = sub.add_parser("methods", help="list the methods with their parameters and paper defaults")
     methods.add_argument("name", nargs="?", help="one method (default: all)")

@@ -45,6 +45,31 @@ def docs_dir() -> Path:
     return app_dir() / "docs"
 
 
+def documents() -> list[tuple[str, Path, str]]:
+    """The documents of :func:`docs_dir`: (name, path, title: its first heading), by name (``judge-workbench docs``).
+
+    The package has no web address to link them to (no ``[project.urls]``: this project names no public home), so
+    the command prints where they are on this machine, in a clone or installed from the wheel."""
+    found = []
+    for path in sorted(docs_dir().glob("*.md")):
+        try:
+            first = next((line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("# ")), "")
+        except OSError:
+            first = ""
+        found.append((path.stem, path, first[2:].strip()))
+    return found
+
+
+def document(name: str) -> Path:
+    """The path of the document ``name`` (``methods``, ``methods.md`` or ``docs/methods.md``); a ValueError naming the
+    documents there are when none is."""
+    stem = Path(name).stem.lower()
+    known = {n.lower(): path for n, path, _ in documents()}
+    if stem in known:
+        return known[stem]
+    raise ValueError(f"no document named {name!r} in {docs_dir()}; there are: {', '.join(sorted(known)) or 'none'}")
+
+
 def streamlit_settings(where: Path) -> dict[str, str]:
     """The app's Streamlit settings, ``{"section.key": value}``, from ``where/.streamlit/config.toml``.
 

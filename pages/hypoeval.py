@@ -76,8 +76,7 @@ if dataset is not None:
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
                    train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
     with_baselines = runs.BASELINES if baselines else ()
-    quick_id = start_form.quick_start(METHOD, spec, key="hypoeval_quick", baselines=with_baselines,
-                                      params={"n_train": start_form.QUICK_TRAIN})
+    quick_id = start_form.quick_start(METHOD, spec, key="hypoeval_quick", baselines=with_baselines)
     if quick_id is not None:  # drawn again with the look chosen below and its "Started run #N" at the top
         widgets.set_value("hypoeval_run_id", quick_id)
         st.rerun()

@@ -176,3 +176,18 @@ def test_the_wheel_carries_the_license_and_the_apps_settings(wheel):
     metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "License-Expression: MIT" in metadata
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+
+
+def test_docs_prints_where_each_document_is_and_one_by_name(capsys):
+    # the package names no web address (no [project.urls]): the command says where the README's docs/ links are
+    assert cli.main(["docs"]) == 0
+    out = capsys.readouterr().out
+    for path in (ROOT / "docs").glob("*.md"):
+        assert f" {path}  (" in out, path
+    assert "(Methods)" in out
+    assert cli.main(["docs", "methods"]) == 0 and capsys.readouterr().out.strip() == str(ROOT / "docs" / "methods.md")
+    assert cli.main(["docs", "docs/data.md"]) == 0 and capsys.readouterr().out.strip() == str(ROOT / "docs" / "data.md")
+    assert cli.main(["docs", "no-such"]) == 2
+    err = capsys.readouterr().err
+    assert "no document named 'no-such'" in err and "methods" in err
+

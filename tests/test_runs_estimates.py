@@ -139,6 +139,62 @@ def test_a_quick_look_is_made_smaller_until_it_fits_the_backend(store, tiny_data
     assert runs.quick_look(store, spec).smaller == {}, "an unknown speed keeps the largest look"
 
 
+def _sources(groups: int, per_group: int, name: str = "sources"):
+    """A dataset read by source: ``groups`` sources of ``per_group`` outputs each."""
+    from judge_engine.records import Aspect, Dataset, Sample
+
+    samples = tuple(Sample(id=f"{g}-{k}", input=f"source {g}", output=f"output {g} {k}", group_id=f"g{g}",
+                           human={"quality": float(1 + (g + 2 * k) % 5)}) for g in range(groups) for k in range(per_group))
+    return Dataset(name=name, task="", aspects=(Aspect("quality", 1, 5),), samples=samples, natural_level="group")
+
+
+def test_a_quick_look_trains_on_more_items_where_the_backend_has_the_time(store, monkeypatch):
+    """A fast (or not yet timed) backend gets the largest training set, with HypoEval's own count of training
+    items set to it; a slow one the smallest, then the method's smaller looks; the test items stay the same."""
+    store.save_dataset(_sources(40, 6))
+    spec = RunSpec(method="hypoeval", dataset="sources", aspect="quality", params={"n_train": 30})
+    largest, smallest = runs.QUICK_TRAIN_SIZES[0], runs.QUICK_TRAIN_SIZES[-1]
+    assert largest > smallest == runs.QUICK_TRAIN
+    looks = {}
+    for per_call in (None, 0.001, 100.0):
+        monkeypatch.setattr(runs.estimates, "method_speed", lambda *a, s=per_call: (s, "test"))
+        looks[per_call] = runs.quick_look(store, spec, ["direct"])
+    for fast in (looks[None], looks[0.001]):
+        assert (fast.train_size, fast.spec.params["n_train"], fast.smaller) == (largest, largest, {})
+    slow = looks[100.0]
+    assert (slow.train_size, slow.spec.params["n_train"]) == (smallest, smallest)
+    assert slow.smaller == runs.estimates.METHODS["hypoeval"].smaller_looks[-1]
+    assert slow.estimate.calls < looks[0.001].estimate.calls
+    tests = {runs.estimates.drawn_sizes(store.load_dataset("sources"), look.spec).test_size for look in looks.values()}
+    assert tests == {24}, "8 sources x 3 items whatever the training size"
+
+    hpss = runs.estimates.METHODS["hpss"]
+    assert hpss.larger_look and set(hpss.larger_look) <= set(hpss.default_params())
+    monkeypatch.setattr(runs.estimates, "method_speed", lambda *a: (0.001, "test"))
+    fast = runs.quick_look(store, RunSpec(method="hpss", dataset="sources", aspect="quality"))
+    assert fast.train_size == largest and fast.smaller == hpss.larger_look
+    assert all(fast.spec.params[k] == v for k, v in hpss.larger_look.items())
+    monkeypatch.setattr(runs.estimates, "method_speed", lambda *a: (100.0, "test"))
+    slow = runs.quick_look(store, RunSpec(method="hpss", dataset="sources", aspect="quality"))
+    assert slow.train_size == smallest and slow.smaller == hpss.smaller_looks[-1], "the larger look's change is not kept"
+
+
+def test_a_quick_look_keeps_the_smallest_training_set_where_a_larger_one_would_move_the_test(store, monkeypatch):
+    """On 12 sources of 3 a training set of 30 cannot be drawn beside the test's sources, and on 16 sources of 3 it
+    would take sources from the test part: the smallest is kept, so the look's verdict rests on the same items."""
+    from judge_engine.runs.looks import same_test
+
+    monkeypatch.setattr(runs.estimates, "method_speed", lambda *a: (0.001, "test"))
+    largest = runs.QUICK_TRAIN_SIZES[0]
+    for groups in (12, 16):
+        dataset = _sources(groups, 3, f"sources-{groups}")
+        store.save_dataset(dataset)
+        assert not same_test(dataset, 0, largest)
+        look = runs.quick_look(store, RunSpec(method="direct", dataset=dataset.name, aspect="quality"))
+        assert look.train_size == runs.QUICK_TRAIN
+    assert same_test(_sources(40, 6), 0, largest)
+
+
 def test_a_quick_look_reads_each_methods_speed_once(store, tiny_dataset, monkeypatch):
     """Trying every size of the ladder scans the store's runs once per method, not once per size and spec."""
     store.save_dataset(tiny_dataset)
@@ -155,6 +211,9 @@ def test_the_quick_look_note_leaves_out_settings_its_size_makes_idle():
     hd = runs.estimates.METHODS["hd_eval"]
     one_layer = next(s for s in hd.smaller_looks if s.get("max_layers") == 1)
     assert "children" in quick_note("hd_eval").lower()  # two layers: the children per node matter
+    assert quick_note("hd_eval").startswith(f"{runs.QUICK_TRAIN} training and ")
+    assert quick_note("hd_eval", {}, 30).startswith("30 training and ")
+    assert "validation items 16 (full run all)" in quick_note("hpss", runs.estimates.METHODS["hpss"].larger_look, 30)
     note = quick_note("hd_eval", one_layer).lower()
     assert "layers" in note and "children" not in note
     assert hd.idle_parameters({"max_layers": 2}) == frozenset()

@@ -95,9 +95,9 @@ class QuickLook:
     @property
     def spec(self) -> RunSpec:
         """The quick spec at the method's largest quick look (what a fast backend is given)."""
-        from ..runs import quick_spec
+        from ..runs import QUICK_TRAIN_SIZES, quick_spec
 
-        return quick_spec(self.page_spec, self.params)
+        return quick_spec(self.page_spec, self.params, train_size=QUICK_TRAIN_SIZES[0])
 
 
 def page_aspect(method: str, dataset: Dataset) -> str:
@@ -131,7 +131,7 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
     """
     from ..llm import LLMConfig
     from ..methods import METHODS
-    from ..runs import BASELINES, QUICK_TRAIN, Baseline, RunSpec
+    from ..runs import BASELINES, Baseline, RunSpec
 
     if method not in METHODS_MEASURED:
         raise ValueError(f"no quick first look on a {method!r} page; choose from {', '.join(METHODS_MEASURED)}")
@@ -140,15 +140,14 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
     dataset.aspect(aspect)  # an aspect the dataset lacks is named here
     quick_params = METHODS[method].quick_params
     form = _form_values(method, llm)
-    extra: dict[str, Any] = {}
     baselines: tuple[Baseline, ...] = tuple(Baseline(b) for b in BASELINES)
     if method == "hypoeval":
         if form.get("weighted"):  # the page turns reasoning off while weighted scores are ticked
             form["reasoning"] = False
-        # the training-items field (its default capped at half the dataset) is passed as n_train too
+        # the training-items field (its default capped at half the dataset) is passed as n_train too; the look
+        # sets n_train to its own training items (runs.quick_spec)
         train_field = min(METHODS[method].default_params()["n_train"], len(dataset.samples) // 2)
         chosen = _changed(method, {**form, "n_train": min(train_field, 1000)})
-        extra = {"n_train": QUICK_TRAIN}
     elif method == "hpss":
         chosen = _changed(method, METHODS[method].default_params())
         baselines = (_hpss_base_prompt({**chosen, **quick_params}, dataset.aspect(aspect)),)
@@ -157,7 +156,7 @@ def page_look(method: str, dataset: Dataset, aspect: str | None = None, *, seed:
     else:
         chosen = _changed(method, form)
     spec = RunSpec(method=method, dataset=dataset.name, aspect=aspect, params=chosen, seed=seed, llm=llm)
-    return QuickLook(spec, baselines, extra or None)
+    return QuickLook(spec, baselines)
 
 
 def choose(store: Store, look: QuickLook) -> tuple[Any, tuple[Baseline, ...]]:

@@ -169,6 +169,9 @@ class Method:
     smaller_looks: ClassVar[tuple[dict[str, Any], ...]] = ()
     """Smaller first looks, each a change to :attr:`quick_params`, largest first: a slow backend gets the
     largest one that fits the look's time (:func:`judge_engine.runs.quick_look`)."""
+    larger_look: ClassVar[dict[str, Any]] = {}
+    """A change to :attr:`quick_params` for the look on the most training items
+    (:data:`judge_engine.runs.QUICK_TRAIN_SIZES`), which a backend fast enough for it gets."""
     made_share: ClassVar[float] = 1.0
     """The share of its counted calls (:meth:`estimate_calls`, an upper bound) a fit on a server makes, for a
     first estimate before the method's own runs on the backend measure it; 1: every counted call."""

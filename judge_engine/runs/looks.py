@@ -7,15 +7,17 @@ both read through the module so that one patch of either reaches every look.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Sequence
 
+from ..data import SplitError, make_split
 from ..methods import METHODS
+from ..records import Dataset
 from ..store import Store
 from . import estimates
 from .estimates import Duration
 from .launching import Baseline
-from .spec import RunSpec, quick_spec
+from .spec import QUICK_TEST, QUICK_TRAIN_SIZES, RunSpec, ensure_dataset, quick_spec
 
 LOOK_START_SECONDS = 10.0
 """Seconds before a look's first call: each run's worker process starts and loads the model."""
@@ -76,27 +78,58 @@ class QuickLook:
 
     estimate: LookEstimate
     smaller: dict[str, Any]
-    """What was made smaller than the method's quick parameters to fit the time (empty: nothing)."""
+    """What was changed from the method's quick parameters: made smaller to fit the time, or its
+    :attr:`~judge_engine.methods.Method.larger_look` on the most training items (empty: nothing)."""
 
     @property
     def spec(self) -> RunSpec:
         return self.estimate.spec
+
+    @property
+    def train_size(self) -> int:
+        """The look's training items (one of :data:`~.spec.QUICK_TRAIN_SIZES`)."""
+        return self.spec.train_size
 
 
 def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = (),
                params: dict[str, Any] | None = None, *, seconds: float = QUICK_LOOK_SECONDS) -> QuickLook:
     """The largest quick first look of ``spec``'s method that fits ``seconds`` on its backend, with baselines.
 
-    The method's :attr:`~judge_engine.methods.Method.quick_params`, then each of its ``smaller_looks`` in
-    turn, estimated at the method's speed on the backend (:func:`.estimates.method_speed`); the smallest when none fits,
-    and the largest when the speed is unknown. ``params`` (a page's own) apply on top of each.
+    The method's :attr:`~judge_engine.methods.Method.quick_params` on each of :data:`~.spec.QUICK_TRAIN_SIZES`
+    training items, largest first (with its ``larger_look`` on more than the smallest), then each of its ``smaller_looks`` in turn on the smallest, estimated at the
+    method's speed on the backend (:func:`.estimates.method_speed`); the smallest when none fits, and the largest
+    when the speed is unknown. ``params`` (a page's own) apply on top of each. A training size is tried only where
+    it leaves the smallest look's test items as they are (:func:`same_test`).
     """
-    base = quick_spec(spec, params)
     speeds: dict[str, tuple[float | None, str]] = {}  # every size is on one backend: its speeds are read once
-    chosen = QuickLook(estimate_look(store, base, baselines, speeds=speeds), {})
-    for smaller in METHODS[spec.method].smaller_looks:
+    dataset = ensure_dataset(store, spec.dataset)
+    smallest = QUICK_TRAIN_SIZES[-1]
+    larger = METHODS[spec.method].larger_look
+    sizes = [(train, {} if train == smallest else dict(larger)) for train in QUICK_TRAIN_SIZES
+             if train == smallest or same_test(dataset, spec.seed, train)]
+    sizes += [(smallest, smaller) for smaller in METHODS[spec.method].smaller_looks]
+
+    def look(train: int, smaller: dict[str, Any]) -> QuickLook:
+        candidate = quick_spec(spec, {**smaller, **(params or {})}, train_size=train)
+        return QuickLook(estimate_look(store, candidate, baselines, speeds=speeds), smaller)
+
+    chosen = look(*sizes[0])
+    for train, smaller in sizes[1:]:
         if chosen.estimate.seconds is None or chosen.estimate.seconds <= seconds:
             break
-        candidate = replace(base, params={**base.params, **smaller, **(params or {})})
-        chosen = QuickLook(estimate_look(store, candidate, baselines, speeds=speeds), smaller)
+        chosen = look(train, smaller)
     return chosen
+
+
+def same_test(dataset: Dataset, seed: int, train_size: int) -> bool:
+    """Whether a quick look's split with ``train_size`` training items can be drawn and tests the same items as
+    one with the smallest (:data:`~.spec.QUICK_TRAIN_SIZES`): on a dataset of few groups more training items would
+    take groups from the test part, and a look's verdict rests on that part (issue 62 item 1)."""
+    def test_ids(train: int) -> tuple[str, ...] | None:
+        try:
+            return make_split(dataset, train_size=train, test_size=QUICK_TEST, seed=seed).test_ids
+        except SplitError:
+            return None
+
+    ids = test_ids(train_size)
+    return ids is not None and ids == test_ids(QUICK_TRAIN_SIZES[-1])

@@ -29,7 +29,16 @@ class RunSpec:
 
 
 QUICK_TRAIN, QUICK_TEST = 12, 10
-"""Split of a quick first look: enough items for a correlation to mean something, few enough for minutes."""
+"""Split of a quick first look: enough items for a correlation to mean something, few enough for minutes.
+:data:`QUICK_TRAIN` is the smallest training set a look gets (on a slow backend, the embedded model)."""
+
+QUICK_TRAIN_SIZES = (30, QUICK_TRAIN)
+"""Training items a quick look tries, largest first (:func:`judge_engine.runs.quick_look` takes the largest that fits
+its time on the backend, then makes the method smaller): 30 is a full run's default (HypoEval's paper draws ~30).
+The methods that learn from these items overfit 12: against a judge at the human level plus noise (the stub's
+``--follow-humans``), HANNA seed 0's quick looks of HypoEval and HD-Eval were "significantly below G-Eval" at 12
+(its 64x32 MLP aggregator on 6 collinear criteria, HypoEval's selection) and "ok" at 30 (+0.95 and +0.98 over 8
+prompts), on the same 24 test items (docs/benchmarks.md)."""
 
 
 def fast_defaults(method: str, llm: LLMConfig) -> dict[str, Any]:
@@ -48,14 +57,17 @@ def fast_defaults(method: str, llm: LLMConfig) -> dict[str, Any]:
     return out
 
 
-def quick_spec(spec: RunSpec, params: dict[str, Any] | None = None) -> RunSpec:
-    """``spec`` as a quick first look: the method's quick parameters (then ``params``) and a small split.
+def quick_spec(spec: RunSpec, params: dict[str, Any] | None = None, *, train_size: int = QUICK_TRAIN) -> RunSpec:
+    """``spec`` as a quick first look: the method's quick parameters (then ``params``) and a small split of
+    ``train_size`` training items (one of :data:`QUICK_TRAIN_SIZES`).
 
-    The pages' "Quick first look" buttons and the screenshot tool start this same spec.
+    A method that takes its own count of training items (HypoEval's ``n_train``) is given ``train_size``, below
+    ``params``. The pages' "Quick first look" buttons and the screenshot tool start this same spec.
     """
+    own = {"n_train": train_size} if "n_train" in METHODS[spec.method].default_params() else {}
     return RunSpec(method=spec.method, dataset=spec.dataset, aspect=spec.aspect,
-                   params={**spec.params, **METHODS[spec.method].quick_params, **(params or {})},
-                   train_size=QUICK_TRAIN, test_size=QUICK_TEST, seed=spec.seed, llm=spec.llm)
+                   params={**spec.params, **METHODS[spec.method].quick_params, **own, **(params or {})},
+                   train_size=train_size, test_size=QUICK_TEST, seed=spec.seed, llm=spec.llm)
 
 
 def ensure_dataset(store: Store, name: str) -> Dataset:

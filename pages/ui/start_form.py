@@ -172,9 +172,9 @@ def changed(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k not in defaults or v != defaults[k]}
 
 
-def quick_note(method: str, smaller: dict[str, Any] | None = None) -> str:
+def quick_note(method: str, smaller: dict[str, Any] | None = None, train_size: int = QUICK_TRAIN) -> str:
     """What a quick first look changes, in the parameters' own words (``smaller``: what the backend's speed
-    made smaller still, see :func:`judge_engine.runs.quick_look`)."""
+    made smaller still, ``train_size``: its training items, see :func:`judge_engine.runs.quick_look`)."""
     docs = {d.name: d for d in describe_parameters(METHODS[method])}
     chosen = {**METHODS[method].quick_params, **(smaller or {})}
     idle = METHODS[method].idle_parameters(chosen)
@@ -184,7 +184,7 @@ def quick_note(method: str, smaller: dict[str, Any] | None = None) -> str:
              for k, v in chosen.items() if k not in idle]
     test = (f"{QUICK_TEST} test items (read by source, as SummEval: at least {MIN_TEST_ITEMS_PER_GROUP} from "
             f"each of {MIN_TEST_GROUPS} sources)")
-    return ", ".join([f"{QUICK_TRAIN} training and {test}"] + parts)
+    return ", ".join([f"{train_size} training and {test}"] + parts)
 
 
 @st.cache_data(ttl=30, show_spinner=False, max_entries=16)
@@ -330,7 +330,7 @@ def quick_start(method: str, spec: RunSpec, *, key: str,
         return None
     duration = look.estimate.duration
     minutes = duration.label or "time unknown"
-    note = quick_note(method, look.smaller)
+    note = quick_note(method, look.smaller, look.train_size)
     clicked = st.button(f"Quick first look ({minutes})", key=key,
                         help=messages.escape_markdown(f"Starts at once with {note}: {duration.describe()}. "
                                           "The same procedure as the paper's, smaller; the form below runs the "
