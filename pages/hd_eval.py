@@ -414,6 +414,7 @@ spec = RunSpec(method="hd_eval", dataset=run.dataset, aspect=target, params=next
                train_size=len(run.split.train_ids), test_size=len(run.split.test_ids),
                seed=run.split.seed, llm=LLMConfig.from_dict(run.llm))
 c1, c2 = st.columns([2, 3])
+runs.keep_standby(store.path)  # a warm worker for the next round: no imports after the click (issue 62 item 6)
 max_layers = int(c2.number_input("Layers for the next round", 1, 5, settings.max_layers,
                                  key=f"hd_next_L_{run_id}",
                                  help="How deep the next round's tree may grow; nodes marked for decomposition are "

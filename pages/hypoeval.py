@@ -305,6 +305,7 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
             add_hypothesis(owner, new.strip())
     accepted = [i.definition for i in curation.items(store, owner) if i.status == "accepted"]
     st.text(f"{len(accepted)} accepted hypotheses.")
+    runs.keep_standby(store.path)  # a warm worker for the re-score: no imports after the click (issue 62 item 6)
     if start_form.start_button("Re-score with the accepted hypotheses", "hypoeval_rescore",
                                missing="" if accepted else "accept at least one hypothesis"):
         origins = {h.text: h.origin for h in state.bank}

@@ -226,8 +226,9 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
                     source = next(r.id for r in store.runs(limit=500) if r.method == method and r.status == "finished")
                     clicked.append(refit_loop.time_click(ROOT / "app.py", db, method, source, timeout=timeout))
                 rows.append({"page": f"{method} loop", "clicks": clicks,
-                             **{k: med([c[k] for c in clicked]) for k in ("click_s", "finished_s", "panel_read_s",
-                                                                          "results_s", "shown_s")},
+                             **{k: med([c[k] for c in clicked]) for k in ("warm_ready_s", "click_s", "finished_s",
+                                                                          "panel_read_s", "results_s", "shown_s")},
+                             "warm_workers": sum(c["warm_worker"] for c in clicked),
                              "each_shown_s": [round(c["shown_s"], 2) for c in clicked],
                              "statuses": sorted({c["status"] for c in clicked}),
                              "llm_calls": sum(c["llm_calls"] for c in clicked),
@@ -288,7 +289,7 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                          "row without them (?probes=off) measured on the same database",
                          "loop rows (--loop N, no browser needed): a finished HD-Eval run (paper defaults) and "
                          "HypoEval run on a simulated world whose replies are all cached; the button clicked in the "
-                         "page's script (AppTest): click_s its script run (the run created, its worker started), "
+                         "page's script (AppTest) once the page's warm worker is ready (warm_ready_s after the page was drawn; warm_workers: clicks that had one): click_s its script run (the run created, its worker started), "
                          "finished_s until the run is finished, panel_read_s until the progress panel's next read "
                          "(every 0.5 s while the run is young, then 2 s), shown_s until the page's run showing the results is over; llm_calls: requests "
                          "not answered by the cache (0 expected)"])

@@ -15,8 +15,8 @@ run in its process name instead (:func:`.workers.standby_worker_name`, ``/proc/P
 
 The job is one JSON line: ``run_id``, ``launched`` (a stop recorded since means no worker), ``force``, ``log``
 (the run's log) and ``env`` (only what the run adds to the environment the standby was started with: an API key
-typed in the app, never written anywhere). The answer on standard output is ``taken`` (or ``stopped``); the
-standby's output then goes to the run's log. End of input (the app that started it is gone) ends it.
+typed in the app, never written anywhere). On standard output it says ``ready`` once it has imported everything
+and ``taken`` when it has the run; its output then goes to the run's log. End of input (the app that started it is gone) ends it.
 """
 
 from __future__ import annotations
@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     from .supervisor import _stop_noted
     signal.signal(signal.SIGINT, _stop_noted)  # as the supervisor: a Ctrl-C is the worker's to record
     warm()
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
     line = sys.stdin.readline()
     if not line.strip():
         return 0  # the app that kept it is gone

@@ -75,8 +75,8 @@ def effective_status(run: RunRecord) -> str:
 
 STANDBY_ENV = "JUDGE_WORKBENCH_STANDBY"
 """``0`` in the environment: no warm worker (:mod:`.standby`) is kept; every run starts a fresh one."""
-_STANDBYS: dict[str, tuple[subprocess.Popen, dict[str, str]]] = {}
-"""Per database, the warm worker this process started and the environment it was started with."""
+_STANDBYS: dict[str, tuple[subprocess.Popen, dict[str, str], list[str]]] = {}
+"""Per database, the warm worker this process started, the environment it was started with and the lines it said."""
 _STANDBYS_LOCK = threading.Lock()
 TAKEN_WAIT_S = 2.0
 """How long :func:`start_run` waits for a standby's answer; a standby still importing reads the run later."""
@@ -106,23 +106,53 @@ def keep_standby(db_path: str | Path) -> None:
         if kept is not None and kept[0].poll() is None and kept[1] == env:
             return
         for key in list(_STANDBYS):  # at most one warm process per app: another database's is ended
-            proc, _ = _STANDBYS.pop(key)
+            proc = _STANDBYS.pop(key)[0]
             if proc.poll() is None and proc.stdin:
                 proc.stdin.close()  # end of input: it ends
         proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.standby", "--db", str(db_path)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 cwd=str(repo), start_new_session=True)
         threading.Thread(target=proc.wait, name="reap-standby", daemon=True).start()
-        _STANDBYS[str(db_path)] = (proc, env)
+        _STANDBYS[str(db_path)] = (proc, env, [])
 
 
 def end_standbys() -> None:
     """End the warm workers this process keeps (end of input: each ends once it has imported)."""
     with _STANDBYS_LOCK:
         for key in list(_STANDBYS):
-            proc, _ = _STANDBYS.pop(key)
+            proc = _STANDBYS.pop(key)[0]
             if proc.poll() is None and proc.stdin:
                 proc.stdin.close()
+
+
+_ENDED = "(end of output)"
+
+
+def _said(proc: subprocess.Popen, heard: list[str], line: str, timeout: float) -> bool:
+    """Whether warm worker ``proc`` says ``line`` within ``timeout`` seconds (``heard``: its lines so far, read
+    byte by byte from its pipe so that nothing waits in a buffer that ``select`` cannot see)."""
+    deadline = time.monotonic() + timeout
+    partial = ""
+    while line not in heard and _ENDED not in heard:
+        left = deadline - time.monotonic()
+        if left <= 0 or proc.stdout is None or not select.select([proc.stdout], [], [], left)[0]:
+            return False
+        byte = os.read(proc.stdout.fileno(), 1).decode()
+        if not byte:
+            heard.append(_ENDED)
+            return False
+        partial += byte
+        if partial.endswith("\n"):
+            heard.append(partial.strip())
+            partial = ""
+    return True
+
+
+def standby_ready(db_path: str | Path, timeout: float = 0.0) -> bool:
+    """Whether the warm worker of ``db_path`` has imported everything (waiting up to ``timeout`` seconds)."""
+    with _STANDBYS_LOCK:
+        kept = _STANDBYS.get(str(Path(db_path).resolve()))
+    return kept is not None and _said(kept[0], kept[2], "ready", timeout)
 
 
 def _hand_to_standby(db_path: Path, job: dict, env: dict[str, str]) -> subprocess.Popen | None:
@@ -132,7 +162,7 @@ def _hand_to_standby(db_path: Path, job: dict, env: dict[str, str]) -> subproces
         kept = _STANDBYS.pop(str(db_path.resolve()), None)
     if kept is None:
         return None
-    proc, standby_env = kept
+    proc, standby_env, heard = kept
     if proc.poll() is not None or standby_env != env or proc.stdin is None or proc.stdout is None:
         if proc.poll() is None and proc.stdin:
             proc.stdin.close()
@@ -142,10 +172,9 @@ def _hand_to_standby(db_path: Path, job: dict, env: dict[str, str]) -> subproces
         proc.stdin.close()
     except OSError:  # it ended meanwhile
         return None
-    ready, _, _ = select.select([proc.stdout], [], [], TAKEN_WAIT_S)
-    if ready and not proc.stdout.readline().strip():
+    if not _said(proc, heard, "taken", TAKEN_WAIT_S) and (_ENDED in heard or proc.poll() is not None):
         return None  # it ended without taking the run
-    return proc
+    return proc  # it took the run, or is still importing and reads it then
 
 
 def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
