@@ -1,5 +1,9 @@
 """HD-Eval: build a criteria tree with the LLM, review and edit it, see what each edit does, run the next round."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import json
 
 import pandas as pd
@@ -22,8 +26,6 @@ from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
                       trust, widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 store = session.get_store()
 st.title("HD-Eval criteria tree")

@@ -1,5 +1,9 @@
 """HypoEval: configure and start a run, watch the hypothesis bank grow, curate hypotheses, re-score, compare."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import json
 from typing import Sequence
 
@@ -16,8 +20,6 @@ from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
                       trust, widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 METHOD = "hypoeval"
 MAIN_PARAMETERS = ("n_init_hypotheses", "top_k", "w_max", "n_refine", "max_bank", "n_selected", "layout", "joint",
