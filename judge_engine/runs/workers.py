@@ -202,7 +202,7 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
     proc = None
     if _standby_wanted():
         proc = _hand_to_standby(db_path, {"run_id": run_id, "launched": launched, "force": force,
-                                          "log": str(log_path), "env": extra}, env)
+                                          "log": str(log_path.resolve()), "env": extra}, env)
     if proc is None:
         log = open(log_path, "ab")
         proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.supervisor", str(run_id), "--db",
