@@ -166,6 +166,9 @@ def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str,
     page.set_default_timeout(timeout_ms)
     start = time.perf_counter()
     page.goto(url)
+    # the first sign of the page in its main pane: the spinner of a page's first run, or its heading
+    page.locator("[data-testid=stMain] [data-testid=stSpinner], [data-testid=stMain] h1").first.wait_for()
+    sign = time.perf_counter() - start
     heading = page.locator("[data-testid=stMain] h1").first
     heading.wait_for()
     first = time.perf_counter() - start
@@ -177,16 +180,22 @@ def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str,
     idle = time.perf_counter() - start
     error = page.locator("[data-testid=stException]").count() > 0
     context.close()
-    return {"first_render_s": first, "idle_s": idle, "exception": error, "heading": title}
+    return {"first_sign_s": sign, "first_render_s": first, "idle_s": idle, "exception": error, "heading": title}
 
 
 def _row(page: str, visits: list[dict[str, Any]], items: int | None, runs: int | None) -> dict[str, Any]:
     """Medians over ``visits`` and the first (cold-cache) visit on its own."""
     return {"page": page, "heading": visits[0]["heading"], "items": items, "runs": runs,
+            "first_sign_s": med([v["first_sign_s"] for v in visits]),
             "first_render_s": med([v["first_render_s"] for v in visits]),
             "idle_s": med([v["idle_s"] for v in visits]),
-            "cold_first_render_s": visits[0]["first_render_s"], "cold_idle_s": visits[0]["idle_s"],
+            "cold_first_sign_s": visits[0]["first_sign_s"], "cold_first_render_s": visits[0]["first_render_s"],
+            "cold_idle_s": visits[0]["idle_s"],
             "exception": any(v["exception"] for v in visits)}
+
+
+_FIRST_VISITS: list[dict[str, Any]] = []
+"""The warm-up visit of each fresh server :func:`_app` started: the first visit of the app's home page."""
 
 
 @contextlib.contextmanager
@@ -197,7 +206,8 @@ def _app(db: Path, log: Path, timeout: float) -> Iterator[tuple[Any, str]]:
     try:
         with sync_playwright() as p:
             browser = launch_browser(p)
-            _visit(browser, url, timeout * 1000)  # warm-up: first script run imports everything
+            # warm-up: the fresh server's first script run imports everything (kept as _FIRST_VISITS' row)
+            _FIRST_VISITS.append(_visit(browser, url, timeout * 1000))
             yield browser, url
             browser.close()
     finally:
@@ -273,6 +283,8 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                 targets = []
         with (_app(db, Path(tmp) / "streamlit.log", timeout) if targets else contextlib.nullcontext((None, None))
               ) as (browser, url):
+            if targets:
+                rows.append(_row("first visit of a fresh server (home)", _FIRST_VISITS[-1:], None, None))
             for stem, path in targets:
                 visits = [_visit(browser, f"{url}/{path}", timeout * 1000) for _ in range(repeats)]
                 rows.append(_row(stem, visits, None, None))
@@ -281,7 +293,8 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                                  "compare_runs": compare_runs if compare_items else 0},
                   rows=rows, summary={"pages": len(rows), "pages_with_exception": sum(bool(r.get("exception")) for r in rows),
                                       "slowest_idle_s": max((r["idle_s"] for r in rows if "idle_s" in r), default=None)},
-                  notes=["first_render_s: until the page's first heading is drawn; idle_s: until the script run "
+                  notes=["first_sign_s: until the main pane shows a spinner (a page's first run in the server) or "
+                         "the page's heading; first_render_s: until the page's first heading is drawn; idle_s: until the script run "
                          "is over (and, for the compare row, its four plots are drawn); medians after a warm-up",
                          "cold_*: the page's first visit, which fills the server's st.cache_data for later visits "
                          "(each compare row has a server of its own, so its first visit computes everything)",
