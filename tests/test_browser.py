@@ -634,9 +634,12 @@ def test_a_first_visit_to_a_page_shows_a_spinner_or_its_heading_first_and_no_spi
         idle(page)
         seen = page.evaluate("() => window.__mainSeen")
         print("the main pane showed, in order:", seen)
-        assert seen and seen[0] in ("spinner: Opening HD-Eval...", "heading: HD-Eval criteria tree"), seen
-        assert set(seen) <= {"spinner: Opening HD-Eval...", "heading: HD-Eval criteria tree"}, seen
-        assert page.locator("[data-testid=stMain] [data-testid=stSpinner]").count() == 0, "no spinner is left"
+        opening, heading = "spinner: Opening HD-Eval...", "heading: HD-Eval criteria tree"
+        assert seen and seen[0] in (opening, heading), f"the main pane first showed {seen[:1]}"
+        assert heading in seen and seen.index(opening if opening in seen else heading) <= seen.index(heading), seen
+        # the page may go on under spinners of its own (importing the benchmark it shows): all go once it is done
+        page.wait_for_function("() => !document.querySelector('[data-testid=stMain] [data-testid=stSpinner]')")
+        assert page.get_by_role("heading", name="HD-Eval criteria tree").is_visible()
     finally:
         context.close()
         server.stop()
