@@ -29,10 +29,12 @@ and is reported in :attr:`Aggregator.dropped`.
 from __future__ import annotations
 
 import hashlib
+import io
 import math
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 from sklearn.base import RegressorMixin, clone
@@ -87,19 +89,74 @@ def _matrix(rows: Sequence[Sequence[float]], width: int) -> np.ndarray:
 
 
 _FITTED: dict[str, Any] = {}
-"""Whole-data models by what they were fitted on (:func:`_model_key`), newest last: a judge stores its training
-matrix and seed, not its model, so every rebuild of the same judge fitted it again (a run's scoring after its fit,
-every rerun of the HD-Eval page: an MLP each time, 1.7 s of an 11 s cache-only round at load 5, issue 62 item 6).
-The same data and seed give the same model, which is only read (``predict``) afterwards."""
-_FITTED_MAX = 32
+"""Models by what they were fitted on (:func:`_model_key`), newest last, the whole-data ones and the folds': a judge
+stores its training matrix and seed, not its model, so every rebuild of the same judge fitted it again (a run's
+scoring after its fit, every rerun of the HD-Eval page: an MLP each time, 1.7 s of an 11 s cache-only round at load
+5, issue 62 item 6). The same data and seed give the same model, which is only read (``predict``) afterwards."""
+_FITTED_MAX = 256
 _FITTED_LOCK = threading.Lock()
 
 
-def _model_key(agg: "Aggregator") -> str:
-    digest = hashlib.sha256(f"{agg.kind}|{agg.random_state}|{agg.x.shape}|{agg.y.shape}".encode())
-    digest.update(np.ascontiguousarray(agg.x, dtype=float).tobytes())
-    digest.update(np.ascontiguousarray(agg.y, dtype=float).tobytes())
+class FitKeeper(Protocol):
+    """Where fitted MLPs are kept beyond the process (:func:`fits_kept_in`), as :meth:`FittedMLP.to_bytes`."""
+
+    def get(self, key: str) -> bytes | None: ...
+
+    def put(self, key: str, blob: bytes) -> None: ...
+
+
+_KEEPER: list[FitKeeper] = []
+"""The keeper of the run being executed (:func:`fits_kept_in`); the first one while several are."""
+
+
+@contextmanager
+def fits_kept_in(keeper: FitKeeper) -> Iterator[None]:
+    """MLP fits read from and written to ``keeper`` meanwhile (a worker is a fresh process: a next round on the
+    same scores fitted the same fold and whole-data MLPs again, 12-23 s of a cache-only HD-Eval round at load 10,
+    issue 62 item 6). A model is keyed by everything it is a function of (:func:`_model_key`), so whichever
+    keeper holds it, it is the model a fit here would make."""
+    _KEEPER.append(keeper)
+    try:
+        yield
+    finally:
+        _KEEPER.remove(keeper)
+
+
+def _model_key(kind: str, random_state: int, x: np.ndarray, y: np.ndarray) -> str:
+    """What a fit is a function of: the kind and its settings, the seed, scikit-learn's version and the data."""
+    import sklearn
+    digest = hashlib.sha256(f"{kind}|{random_state}|{x.shape}|{y.shape}|{sklearn.__version__}|{NN_HIDDEN}|"
+                            f"{NN_ALPHA}|{NN_EARLY_STOPPING_MIN}".encode())
+    digest.update(np.ascontiguousarray(x, dtype=float).tobytes())
+    digest.update(np.ascontiguousarray(y, dtype=float).tobytes())
     return digest.hexdigest()
+
+
+def fit_model(kind: str, random_state: int, x: np.ndarray, y: np.ndarray) -> Any:
+    """``make_aggregator(kind)`` fitted on ``x`` and ``y``, or the same model fitted before (in this process, or
+    kept by :func:`fits_kept_in`); an MLP is kept as its numbers (:class:`FittedMLP`)."""
+    # C-contiguous copies: BLAS's last bits follow the memory layout, and a model must be a function of the numbers
+    x, y = np.ascontiguousarray(x, dtype=float), np.ascontiguousarray(y, dtype=float)
+    key = _model_key(kind, random_state, x, y)
+    with _FITTED_LOCK:
+        model = _FITTED.get(key)
+    if model is not None:
+        return model
+    keeper = _KEEPER[0] if _KEEPER and kind == "nn" else None
+    blob = keeper.get(key) if keeper is not None else None
+    if blob is not None:
+        model = FittedMLP.from_bytes(blob)
+    else:
+        model = make_aggregator(kind, n_samples=len(x), random_state=random_state).fit(x, y)
+        if kind == "nn":
+            model = FittedMLP.of(model)
+            if keeper is not None:
+                keeper.put(key, model.to_bytes())
+    with _FITTED_LOCK:
+        _FITTED[key] = model
+        while len(_FITTED) > _FITTED_MAX:
+            _FITTED.pop(next(iter(_FITTED)))
+    return model
 
 
 @dataclass
@@ -162,17 +219,7 @@ class Aggregator:
         if self.x.shape[1] == 0 or len(self.x) < 2:
             self._model = None  # nothing to learn from: predict the training mean
             return
-        key = _model_key(self)
-        with _FITTED_LOCK:
-            model = _FITTED.get(key)
-        if model is None:
-            model = make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state)
-            model.fit(self.x, self.y if self.y.shape[1] > 1 else self.y.ravel())
-            with _FITTED_LOCK:
-                _FITTED[key] = model
-                while len(_FITTED) > _FITTED_MAX:
-                    _FITTED.pop(next(iter(_FITTED)))
-        self._model = model
+        self._model = fit_model(self.kind, self.random_state, self.x, self.y if self.y.shape[1] > 1 else self.y.ravel())
 
     # ---- use ------------------------------------------------------------------------------
     def impute(self, rows: Sequence[dict[str, float]]) -> tuple[np.ndarray, list[int]]:
@@ -222,7 +269,7 @@ class Aggregator:
             return []
         if k not in self._folds:
             y = self.y if self.y.shape[1] > 1 else self.y.ravel()
-            self._folds[k] = [FoldFit(train=tr, test=te, model=self.estimator().fit(self.x[tr], y[tr]))
+            self._folds[k] = [FoldFit(train=tr, test=te, model=fit_model(self.kind, self.random_state, self.x[tr], y[tr]))
                               for tr, te in KFold(k, shuffle=True, random_state=self.random_state).split(self.x)]
         return self._folds[k]
 
@@ -266,6 +313,62 @@ class FoldFit:
     """The aggregator's estimator fitted on ``train``."""
 
 
+@dataclass(frozen=True)
+class FittedMLP:
+    """A fitted ``nn`` aggregator (:func:`make_aggregator`) as the numbers its prediction reads; its :meth:`predict`
+    is the pipeline's to the last bit (:func:`predictor`), and it is kept as bytes (:meth:`to_bytes`, no pickle)."""
+
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    coefs: tuple[np.ndarray, ...]
+    intercepts: tuple[np.ndarray, ...]
+    y_mean: np.ndarray
+    y_scale: np.ndarray
+    squeeze: bool
+    """A single target given as a vector: predictions are a vector too."""
+
+    @classmethod
+    def of(cls, model: Any) -> "FittedMLP":
+        if not _is_mlp_pipeline(model):
+            raise TypeError(f"not the nn aggregator's pipeline: {type(model).__name__}")
+        scaler, mlp = model.regressor_.named_steps["scale"], model.regressor_.named_steps["mlp"]
+        return cls(np.asarray(scaler.mean_, dtype=float), np.asarray(scaler.scale_, dtype=float),
+                   tuple(np.asarray(w, dtype=float) for w in mlp.coefs_),
+                   tuple(np.asarray(b, dtype=float) for b in mlp.intercepts_),
+                   np.asarray(model.transformer_.mean_, dtype=float), np.asarray(model.transformer_.scale_, dtype=float),
+                   bool(model._training_dim == 1))
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        a = np.array(x, dtype=float)  # a copy, as the scaler's check makes
+        a -= self.x_mean
+        a /= self.x_scale
+        last = len(self.coefs) - 1
+        for i, (weights, bias) in enumerate(zip(self.coefs, self.intercepts)):
+            a = a @ weights
+            a += bias
+            if i != last:
+                np.maximum(a, 0, out=a)
+        a *= self.y_scale
+        a += self.y_mean
+        return a[:, 0] if self.squeeze and a.shape[1] == 1 else a
+
+    def to_bytes(self) -> bytes:
+        arrays = {"x_mean": self.x_mean, "x_scale": self.x_scale, "y_mean": self.y_mean, "y_scale": self.y_scale,
+                  "squeeze": np.array(self.squeeze)}
+        arrays.update({f"coef{i}": w for i, w in enumerate(self.coefs)})
+        arrays.update({f"intercept{i}": b for i, b in enumerate(self.intercepts)})
+        out = io.BytesIO()
+        np.savez(out, **arrays)
+        return out.getvalue()
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> "FittedMLP":
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+            n = sum(1 for name in z.files if name.startswith("coef"))
+            return cls(z["x_mean"], z["x_scale"], tuple(z[f"coef{i}"] for i in range(n)),
+                       tuple(z[f"intercept{i}"] for i in range(n)), z["y_mean"], z["y_scale"], bool(z["squeeze"]))
+
+
 def predictor(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     """``model.predict`` for a fitted aggregator estimator, as a function of a float matrix; for the MLP the same
     arithmetic without sklearn's checks around it.
@@ -279,26 +382,7 @@ def predictor(model: Any) -> Callable[[np.ndarray], np.ndarray]:
     (``tests/test_aggregate.py`` checks them against ``model.predict``); the input must be a finite float matrix
     (the imputed training rows are).
     """
-    if not _is_mlp_pipeline(model):
-        return model.predict
-    scaler, mlp = model.regressor_.named_steps["scale"], model.regressor_.named_steps["mlp"]
-    target, last = model.transformer_, len(mlp.coefs_) - 1
-    squeeze = model._training_dim == 1  # the TransformedTargetRegressor's own record of a 1-D target
-
-    def predict(x: np.ndarray) -> np.ndarray:
-        a = np.array(x, dtype=float)  # a copy, as the scaler's check makes
-        a -= scaler.mean_
-        a /= scaler.scale_
-        for i, (weights, bias) in enumerate(zip(mlp.coefs_, mlp.intercepts_)):
-            a = a @ weights
-            a += bias
-            if i != last:
-                np.maximum(a, 0, out=a)
-        a *= target.scale_
-        a += target.mean_
-        return a[:, 0] if squeeze and a.shape[1] == 1 else a
-
-    return predict
+    return FittedMLP.of(model).predict if _is_mlp_pipeline(model) else model.predict
 
 
 def _is_mlp_pipeline(model: Any) -> bool:

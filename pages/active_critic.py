@@ -9,6 +9,10 @@ the edits, and read each test item's explained scores next to the baselines.
 
 from __future__ import annotations
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import math
 
 import pandas as pd
@@ -24,8 +28,6 @@ from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
                       trust, widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 METHOD = "active_critic"
 # the fields a first run is tuned by; the others sit under "More settings (paper defaults)"

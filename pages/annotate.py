@@ -1,13 +1,15 @@
 """Annotate: a queue of items to label (judges' disagreements first), agreement from the labels, who did what."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import pandas as pd
 import streamlit as st
 
 from judge_engine import annotations, compare
 from judge_engine.store import NotFound
 from pages.ui import app_frame, auth, messages, once, readers, session, tables
-
-app_frame.require_frame()
 
 store = session.get_store()
 

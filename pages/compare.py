@@ -1,5 +1,9 @@
 """Compare: every finished run on the same items side by side, where judges fail, what to label, export."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import functools
 import zlib
 
@@ -14,8 +18,6 @@ from judge_engine.store import NotFound
 from pages.ui import (app_frame, auth, messages, once, probes, readers, session, start_form, stress, tables,
                       trust)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 # where each learned judge is edited by a person (a comment, not a docstring: Streamlit's magic would draw a bare
 # string on the page)

@@ -1,5 +1,9 @@
 """Datasets: import a built-in benchmark or your own file, browse a stored dataset, edit aspects, make splits."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import pandas as pd
 import streamlit as st
 
@@ -9,8 +13,6 @@ from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, fetch_offer, messages, readers, session, table_import, tables,
                       tool_import, uploads, widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 store = session.get_store()
 

@@ -1,5 +1,9 @@
 """HD-Eval: build a criteria tree with the LLM, review and edit it, see what each edit does, run the next round."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import json
 
 import pandas as pd
@@ -22,8 +26,6 @@ from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
                       trust, widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 store = session.get_store()
 st.title("HD-Eval criteria tree")
@@ -414,6 +416,7 @@ spec = RunSpec(method="hd_eval", dataset=run.dataset, aspect=target, params=next
                train_size=len(run.split.train_ids), test_size=len(run.split.test_ids),
                seed=run.split.seed, llm=LLMConfig.from_dict(run.llm))
 c1, c2 = st.columns([2, 3])
+runs.keep_standby(store.path)  # a warm worker for the next round: no imports after the click (issue 62 item 6)
 max_layers = int(c2.number_input("Layers for the next round", 1, 5, settings.max_layers,
                                  key=f"hd_next_L_{run_id}",
                                  help="How deep the next round's tree may grow; nodes marked for decomposition are "

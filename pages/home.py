@@ -1,10 +1,12 @@
 """Home: what the workbench is for, the active backend, stored datasets and recent runs."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import streamlit as st
 
 from pages.ui import app_frame, messages, session, tables
-
-app_frame.require_frame()
 
 store = session.get_store()
 

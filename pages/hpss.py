@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 from typing import Any, Sequence
 
 import pandas as pd
@@ -22,8 +26,6 @@ from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view, session, start_form, tables, trust,
                       widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 METHOD = "hpss"
 MAIN_PARAMETERS = ("search", "budget", "validation_size", "fitness_level")

@@ -1,5 +1,9 @@
 """HypoEval: configure and start a run, watch the hypothesis bank grow, curate hypotheses, re-score, compare."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import json
 from typing import Sequence
 
@@ -16,8 +20,6 @@ from judge_engine.store import EditConflict
 from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, run_view, session, start_form, tables,
                       trust, widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 METHOD = "hypoeval"
 MAIN_PARAMETERS = ("n_init_hypotheses", "top_k", "w_max", "n_refine", "max_bank", "n_selected", "layout", "joint",
@@ -304,6 +306,7 @@ def curate(run: RunRecord, state: he.HypoEvalState) -> None:
             add_hypothesis(owner, new.strip())
     accepted = [i.definition for i in curation.items(store, owner) if i.status == "accepted"]
     st.text(f"{len(accepted)} accepted hypotheses.")
+    runs.keep_standby(store.path)  # a warm worker for the re-score: no imports after the click (issue 62 item 6)
     if start_form.start_button("Re-score with the accepted hypotheses", "hypoeval_rescore",
                                missing="" if accepted else "accept at least one hypothesis"):
         origins = {h.text: h.origin for h in state.bank}

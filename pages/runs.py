@@ -1,5 +1,9 @@
 """Runs: start a baseline run, follow its progress, and read its meta-evaluation."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import inspect
 import json
 import time
@@ -15,8 +19,6 @@ from judge_engine.store import NotFound
 from pages.ui import (app_frame, messages, probes, readers, run_view, session, start_form, tables, trust,
                       widgets)
 from pages.ui import glossary
-
-app_frame.require_frame()
 
 # After Resume, keep polling this long while the worker starts and marks the run running.
 RESUME_GRACE_S = 30.0

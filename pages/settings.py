@@ -1,5 +1,9 @@
 """Settings: which LLM backend judges, how it is reached and what it costs (kept in the database, never the key)."""
 
+from pages.ui import app_frame
+
+app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+
 import os
 
 import streamlit as st
@@ -8,8 +12,6 @@ from judge_engine.llm import (BACKEND_NAMES, STRUCTURED_HELP, STRUCTURED_MODES, 
                               describe_structured_mode)
 from judge_engine.llm.availability import backend_problem
 from pages.ui import app_frame, auth, messages, session, widgets
-
-app_frame.require_frame()
 
 
 @st.cache_data(ttl=10, show_spinner=False, max_entries=8)

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from judge_engine.aggregate import (AGGREGATORS, NN_EARLY_STOPPING_MIN, Aggregator, cross_validated_correlation,
+from judge_engine.aggregate import (AGGREGATORS, NN_EARLY_STOPPING_MIN, Aggregator, FittedMLP,
+                                    cross_validated_correlation,
                                     make_aggregator, predictor)
 
 
@@ -90,14 +91,49 @@ def test_predictor_gives_the_mlp_pipelines_predictions_to_the_last_bit(targets):
     x = rng.integers(1, 6, size=(10, 7)).astype(float)
     y = np.column_stack([x[:, 0] + rng.normal(0, 0.3, 10), x[:, 1] - x[:, 2]])[:, :targets]
     agg = Aggregator.fit(x, y, kind="nn", features=list("abcdefg"), targets=["t", "u"][:targets])
-    predict = predictor(agg.model)
-    assert predict is not agg.model.predict, "the MLP pipeline gets the direct form"
+    pipeline = make_aggregator("nn", n_samples=10).fit(np.ascontiguousarray(agg.x), agg.y if targets > 1 else agg.y.ravel())
+    predict = predictor(pipeline)
+    assert predict != pipeline.predict, "the MLP pipeline gets the direct form"
+    assert isinstance(agg.model, FittedMLP), "the aggregator keeps the MLP as its numbers"
+    kept = FittedMLP.from_bytes(agg.model.to_bytes())
     for draw in range(20):
         shuffled = x.copy()
         shuffled[:, draw % 7] = rng.permutation(shuffled[:, draw % 7])
-        got, want = predict(shuffled), agg.model.predict(shuffled)
-        assert got.shape == want.shape == ((10,) if targets == 1 else (10, 2))
-        assert got.tobytes() == want.tobytes()
+        want = pipeline.predict(shuffled)
+        assert want.shape == ((10,) if targets == 1 else (10, 2))
+        for got in (predict(shuffled), agg.model.predict(shuffled), kept.predict(shuffled)):
+            assert got.shape == want.shape and got.tobytes() == want.tobytes()
+
+
+def test_mlps_kept_beyond_the_process_are_read_back_not_fitted_again(monkeypatch):
+    """A fresh process (an empty memo) with a keeper holding the fits: no MLP is fitted, and the out-of-fold
+    correlation, the permutation importance and the predictions are the same numbers."""
+    from judge_engine import aggregate
+    from judge_engine.explain import permutation_importance_oof
+
+    rng = np.random.default_rng(4)
+    x = rng.integers(1, 6, size=(15, 5)).astype(float)
+    y = (x[:, :1] + rng.normal(0, 0.5, (15, 1)))
+
+    class Keeper(dict):
+        def put(self, key, blob):
+            self[key] = blob
+
+    def fitted(keeper):
+        monkeypatch.setattr(aggregate, "_FITTED", {})
+        agg = Aggregator.fit(x, y, kind="nn", features=list("abcde"), targets=["t"])
+        with aggregate.fits_kept_in(keeper):
+            return (cross_validated_correlation(agg), permutation_importance_oof(agg, n_repeats=3).to_dict(),
+                    agg.predict(x).tobytes())
+
+    keeper, fits = Keeper(), []
+    first = fitted(keeper)
+    assert len(keeper) == 6, "five folds and the whole-data model"
+    real_fit = type(make_aggregator("nn", n_samples=15)).fit
+    monkeypatch.setattr(type(make_aggregator("nn", n_samples=15)), "fit",
+                        lambda self, *a, **kw: (fits.append(1), real_fit(self, *a, **kw))[1])
+    assert fitted(keeper) == first and fits == []
+    assert fitted(Keeper()) == first and len(fits) == 6, "an empty keeper: fitted again, the same numbers"
 
 
 def test_predictor_keeps_the_predict_of_every_other_model():

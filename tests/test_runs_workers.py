@@ -151,10 +151,23 @@ def signals(monkeypatch) -> list[tuple[str, int, int]]:
     return sent
 
 
+@pytest.fixture
+def warm_workers(monkeypatch):
+    """Warm workers on (:mod:`judge_engine.runs.standby`); the ones this test left are ended after it."""
+    from judge_engine.runs.workers import end_standbys
+
+    monkeypatch.setenv("JUDGE_WORKBENCH_STANDBY", "1")
+    yield
+    end_standbys()
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["fresh worker", "warm worker"])
 def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run_resumes(tmp_path, tiny_dataset,
-                                                                                         half_answering, monkeypatch):
+                                                                                         half_answering, monkeypatch,
+                                                                                         warm, request):
     """A real worker, three answers in and held on the fourth: stopped, it is gone, the run is interrupted with
-    who stopped it, the store and its cache are sound, and the resume sends only the prompts not yet answered."""
+    who stopped it, the store and its cache are sound, and the resume sends only the prompts not yet answered.
+    The same for a warm worker (:mod:`judge_engine.runs.standby`), found by its process name."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
     _HalfAnswering.answer_first = 3
     db = tmp_path / "stop.db"
@@ -164,7 +177,13 @@ def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run
                     timeout=60)
     run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9,
                                        llm=llm))
+    if warm:
+        from judge_engine.runs.workers import keep_standby
+
+        request.getfixturevalue("warm_workers")
+        keep_standby(db)
     proc = start_run(db, run_id)
+    assert ("judge_engine.runs.standby" in proc.args) == warm, proc.args
     log = db.parent / "logs" / f"run-{run_id}.log"
     deadline = time.time() + 120
     while not (_HalfAnswering.waiting and len(CallCache(store)) == 3) and time.time() < deadline:
@@ -193,6 +212,44 @@ def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run
     assert fresh.run(run_id).status == "finished" and summary.n == 9
     assert sorted(_HalfAnswering.answered.values()) == [1] * 9, "no answered prompt was asked again"
     assert len(CallCache(fresh)) == 9
+
+
+def test_a_warm_worker_runs_the_run_in_its_log_and_a_death_is_recorded_as_a_fresh_ones(tmp_path, tiny_dataset,
+                                                                                      half_answering, monkeypatch,
+                                                                                      warm_workers):
+    """A warm worker takes the run (the next one is kept at once), writes to the run's log, is found by its process
+    name and nothing else is; killed by SIGKILL, its supervisor records the death as a fresh worker's does."""
+    from judge_engine.runs.workers import _STANDBYS, keep_standby, standby_worker_name
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
+    _HalfAnswering.answer_first = 2
+    db = tmp_path / "warm.db"
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    llm = LLMConfig(backend="openai", base_url=half_answering, model="stub", concurrency=1, max_retries=0,
+                    timeout=60)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6,
+                                       llm=llm))
+    keep_standby(db)
+    standby = _STANDBYS[str(db.resolve())][0]
+    proc = start_run(db, run_id)
+    assert proc is standby, "the warm worker took the run"
+    assert _STANDBYS[str(db.resolve())][0] is not standby, "the next run's warm worker is started at once"
+    log = db.parent / "logs" / f"run-{run_id}.log"
+    deadline = time.time() + 120
+    while not _HalfAnswering.waiting and time.time() < deadline:
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.2)
+    worker = store.run(run_id).pid
+    assert _HalfAnswering.waiting and worker != proc.pid, log.read_text()
+    assert open(f"/proc/{worker}/comm").read().strip() == standby_worker_name(run_id)
+    assert worker_pids(store, run_id) == [worker], "found by its name; its supervisor is not a worker"
+    assert not is_worker(worker, store, run_id + 1) and not is_worker(proc.pid, store, run_id)
+    os.killpg(worker, signal.SIGKILL)
+    assert proc.wait(timeout=60) == 128 + signal.SIGKILL
+    run = store.run(run_id)
+    assert run.status == "interrupted" and run.message.startswith("worker died by SIGKILL at "), run.message
+    assert f"run {run_id}, worker {proc.pid}" in log.read_text(), "the supervisor's marker opens the log"
 
 
 def test_stopping_a_run_that_already_ended_sends_nothing(store, tiny_dataset, signals):

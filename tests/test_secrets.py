@@ -61,13 +61,23 @@ def spec(url: str, env: str = "JW_TEST_KEY") -> RunSpec:
                    llm=LLMConfig(backend="openai", base_url=url, model="m", api_key_env=env, max_retries=0))
 
 
+@pytest.mark.parametrize("warm", [False, True], ids=["fresh worker", "warm worker"])
 def test_key_typed_in_the_app_reaches_the_worker_only_through_its_environment(url, store, tiny_dataset, tmp_path,
-                                                                             monkeypatch):
+                                                                             monkeypatch, warm):
+    """Also through a warm worker (:mod:`judge_engine.runs.standby`), which is handed the key on its input."""
+    from judge_engine.runs.workers import end_standbys, keep_standby
+
     monkeypatch.delenv("JW_TEST_KEY", raising=False)
+    monkeypatch.setenv("JUDGE_WORKBENCH_STANDBY", "1" if warm else "0")
     store.save_dataset(tiny_dataset)
     run_id = create_run(store, spec(url))
-    worker = start_run(store.path, run_id, api_key=SECRET, log_dir=tmp_path / "logs")
-    worker.wait(timeout=120)
+    keep_standby(store.path)
+    try:
+        worker = start_run(store.path, run_id, api_key=SECRET, log_dir=tmp_path / "logs")
+        assert ("judge_engine.runs.standby" in worker.args) == warm
+        worker.wait(timeout=120)
+    finally:
+        end_standbys()
     run = store.get_run(run_id)
     assert run["status"] == "finished", run["message"]
     (tmp_path / "judge.json").write_text(export.export_judge(store, run_id))

@@ -166,6 +166,9 @@ def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str,
     page.set_default_timeout(timeout_ms)
     start = time.perf_counter()
     page.goto(url)
+    # the first sign of the page in its main pane: the spinner of a page's first run, or its heading
+    page.locator("[data-testid=stMain] [data-testid=stSpinner], [data-testid=stMain] h1").first.wait_for()
+    sign = time.perf_counter() - start
     heading = page.locator("[data-testid=stMain] h1").first
     heading.wait_for()
     first = time.perf_counter() - start
@@ -177,16 +180,22 @@ def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str,
     idle = time.perf_counter() - start
     error = page.locator("[data-testid=stException]").count() > 0
     context.close()
-    return {"first_render_s": first, "idle_s": idle, "exception": error, "heading": title}
+    return {"first_sign_s": sign, "first_render_s": first, "idle_s": idle, "exception": error, "heading": title}
 
 
 def _row(page: str, visits: list[dict[str, Any]], items: int | None, runs: int | None) -> dict[str, Any]:
     """Medians over ``visits`` and the first (cold-cache) visit on its own."""
     return {"page": page, "heading": visits[0]["heading"], "items": items, "runs": runs,
+            "first_sign_s": med([v["first_sign_s"] for v in visits]),
             "first_render_s": med([v["first_render_s"] for v in visits]),
             "idle_s": med([v["idle_s"] for v in visits]),
-            "cold_first_render_s": visits[0]["first_render_s"], "cold_idle_s": visits[0]["idle_s"],
+            "cold_first_sign_s": visits[0]["first_sign_s"], "cold_first_render_s": visits[0]["first_render_s"],
+            "cold_idle_s": visits[0]["idle_s"],
             "exception": any(v["exception"] for v in visits)}
+
+
+_FIRST_VISITS: list[dict[str, Any]] = []
+"""The warm-up visit of each fresh server :func:`_app` started: the first visit of the app's home page."""
 
 
 @contextlib.contextmanager
@@ -197,7 +206,8 @@ def _app(db: Path, log: Path, timeout: float) -> Iterator[tuple[Any, str]]:
     try:
         with sync_playwright() as p:
             browser = launch_browser(p)
-            _visit(browser, url, timeout * 1000)  # warm-up: first script run imports everything
+            # warm-up: the fresh server's first script run imports everything (kept as _FIRST_VISITS' row)
+            _FIRST_VISITS.append(_visit(browser, url, timeout * 1000))
             yield browser, url
             browser.close()
     finally:
@@ -226,8 +236,9 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
                     source = next(r.id for r in store.runs(limit=500) if r.method == method and r.status == "finished")
                     clicked.append(refit_loop.time_click(ROOT / "app.py", db, method, source, timeout=timeout))
                 rows.append({"page": f"{method} loop", "clicks": clicks,
-                             **{k: med([c[k] for c in clicked]) for k in ("click_s", "finished_s", "panel_read_s",
-                                                                          "results_s", "shown_s")},
+                             **{k: med([c[k] for c in clicked]) for k in ("warm_ready_s", "click_s", "finished_s",
+                                                                          "panel_read_s", "results_s", "shown_s")},
+                             "warm_workers": sum(c["warm_worker"] for c in clicked),
                              "each_shown_s": [round(c["shown_s"], 2) for c in clicked],
                              "statuses": sorted({c["status"] for c in clicked}),
                              "llm_calls": sum(c["llm_calls"] for c in clicked),
@@ -272,6 +283,8 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                 targets = []
         with (_app(db, Path(tmp) / "streamlit.log", timeout) if targets else contextlib.nullcontext((None, None))
               ) as (browser, url):
+            if targets:
+                rows.append(_row("first visit of a fresh server (home)", _FIRST_VISITS[-1:], None, None))
             for stem, path in targets:
                 visits = [_visit(browser, f"{url}/{path}", timeout * 1000) for _ in range(repeats)]
                 rows.append(_row(stem, visits, None, None))
@@ -280,7 +293,8 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                                  "compare_runs": compare_runs if compare_items else 0},
                   rows=rows, summary={"pages": len(rows), "pages_with_exception": sum(bool(r.get("exception")) for r in rows),
                                       "slowest_idle_s": max((r["idle_s"] for r in rows if "idle_s" in r), default=None)},
-                  notes=["first_render_s: until the page's first heading is drawn; idle_s: until the script run "
+                  notes=["first_sign_s: until the main pane shows a spinner (a page's first run in the server) or "
+                         "the page's heading; first_render_s: until the page's first heading is drawn; idle_s: until the script run "
                          "is over (and, for the compare row, its four plots are drawn); medians after a warm-up",
                          "cold_*: the page's first visit, which fills the server's st.cache_data for later visits "
                          "(each compare row has a server of its own, so its first visit computes everything)",
@@ -288,7 +302,7 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                          "row without them (?probes=off) measured on the same database",
                          "loop rows (--loop N, no browser needed): a finished HD-Eval run (paper defaults) and "
                          "HypoEval run on a simulated world whose replies are all cached; the button clicked in the "
-                         "page's script (AppTest): click_s its script run (the run created, its worker started), "
+                         "page's script (AppTest) once the page's warm worker is ready (warm_ready_s after the page was drawn; warm_workers: clicks that had one): click_s its script run (the run created, its worker started), "
                          "finished_s until the run is finished, panel_read_s until the progress panel's next read "
                          "(every 0.5 s while the run is young, then 2 s), shown_s until the page's run showing the results is over; llm_calls: requests "
                          "not answered by the cache (0 expected)"])

@@ -133,7 +133,9 @@ def time_click(app: Path, db: Path, method: str, source: int, *, timeout: float 
     """The page of ``method`` showing run ``source``, its loop button clicked; seconds until the page shows the
     started run finished, as a browser would see it, with the parts apart.
 
-    The page's script runs in this process (Streamlit's ``AppTest``, no browser): ``click_s`` is the script run
+    The page's script runs in this process (Streamlit's ``AppTest``, no browser). The page keeps a warm worker
+    (:func:`judge_engine.runs.keep_standby`); the click comes once it is ready, as after a person has read the page
+    (``warm_ready_s``: how long after the page was drawn; ``warm_worker`` False: none, a fresh one starts). ``click_s`` is the script run
     of the click (the run is created and its worker started, the page then names it); the run is then
     watched in the store until finished; the progress panel, drawn when the click's run ended, reads the run
     every :func:`judge_engine.runs.poll_interval` seconds (``poll_s``), so the first of its reads after the finish
@@ -141,8 +143,13 @@ def time_click(app: Path, db: Path, method: str, source: int, *, timeout: float 
     """
     from streamlit.testing.v1 import AppTest  # the bench times the app's own script runs (no browser here)
     page, key = BUTTONS[method]
+    from ..runs.workers import standby_ready
     at = AppTest.from_file(str(app), default_timeout=timeout).run()
     at.switch_page(page).run()
+    # the page keeps a warm worker for its button (runs.keep_standby); a person reads the page before clicking
+    shown = time.perf_counter()
+    ready = standby_ready(db, timeout)
+    warm_s = time.perf_counter() - shown
     store = Store(db)
     before = max(r.id for r in store.runs(limit=1))
     button = next(b for b in at.button if b.key == key.format(run=source))
@@ -160,7 +167,7 @@ def time_click(app: Path, db: Path, method: str, source: int, *, timeout: float 
     at.run(timeout=timeout)
     results = time.perf_counter() - shown_start
     run = store.run(new_id)
-    return {"run_id": new_id, "status": status, "click_s": clicked, "finished_s": finished, "poll_s": poll_s,
+    return {"run_id": new_id, "status": status, "warm_worker": ready, "warm_ready_s": warm_s, "click_s": clicked, "finished_s": finished, "poll_s": poll_s,
             "panel_read_s": read, "results_s": results, "shown_s": read + results,
             "llm_calls": run.ledger.calls, "cache_hits": run.ledger.cache_hits,
             "exception": [e.value for e in at.exception]}

@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from .spec import (QUICK_TEST, QUICK_TRAIN, QUICK_TRAIN_SIZES, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
                        quick_spec)
     from .summary import run_warnings, summarize
-    from .workers import (HEARTBEAT_STALE_S, Stopped, busy_note, busy_with, effective_status, poll_interval,
-                          serialises_calls, start_run, stop_run, stop_runs)
+    from .workers import (HEARTBEAT_STALE_S, Stopped, busy_note, busy_with, effective_status, keep_standby,
+                          poll_interval, serialises_calls, start_run, stop_run, stop_runs)
 
 _EXPORTS = {
     "estimates": ('EMBEDDED_SECONDS_PER_CALL', 'EMBEDDED_SECONDS_PER_COUNTED_CALL', 'MIN_CALLS_FOR_TIMING', 'SHORT_RUN_MINUTES', 'Duration', 'counted_calls', 'estimate', 'estimate_duration', 'method_speed', 'seconds_per_call'),
@@ -60,7 +60,8 @@ _EXPORTS = {
     "looks": ('QUICK_LOOK_SECONDS', 'LookEstimate', 'QuickLook', 'estimate_look', 'quick_look'),
     "spec": ('QUICK_TEST', 'QUICK_TRAIN', 'QUICK_TRAIN_SIZES', 'RunSpec', 'create_run', 'ensure_dataset', 'fast_defaults', 'human_dataset', 'quick_spec'),
     "summary": ('run_warnings', 'summarize'),
-    "workers": ('HEARTBEAT_STALE_S', 'Stopped', 'busy_note', 'busy_with', 'effective_status', 'poll_interval', 'serialises_calls', 'start_run', 'stop_run', 'stop_runs'),
+    "workers": ('HEARTBEAT_STALE_S', 'Stopped', 'busy_note', 'busy_with', 'effective_status', 'keep_standby',
+                'poll_interval', 'serialises_calls', 'start_run', 'stop_run', 'stop_runs'),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -80,7 +81,7 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES))
 
 
-_SUBMODULES = ("cost", "estimates", "execute", "exits", "launching", "looks", "model_timing", "rendering",
+_SUBMODULES = ("cost", "estimates", "execute", "exits", "kept_fits", "launching", "looks", "model_timing", "rendering",
                "schema_replies", "spec", "summary", "supervisor", "workers")
 
 
@@ -90,4 +91,4 @@ __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNT
            "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
            "execute_run", "fast_defaults", "human_dataset", "launch", "quick_spec", "run_warnings", "runs_on_same_split",
            "refuse_unavailable", "resume", "same_backend", "seconds_per_call", "start_run", "summarize",
-           "Stopped", "busy_note", "busy_with", "poll_interval", "serialises_calls", "stop_run", "stop_runs"]
+           "Stopped", "busy_note", "busy_with", "keep_standby", "poll_interval", "serialises_calls", "stop_run", "stop_runs"]

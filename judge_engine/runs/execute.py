@@ -8,6 +8,7 @@ import time
 from dataclasses import replace
 from typing import Callable
 
+from ..aggregate import fits_kept_in
 from ..llm import BackendUnavailable, EmbeddedModelUnavailable, LLMConfig, Ledger, make_llm
 from ..llm.client import LLM
 from ..methods import FitContext, Judge, get_method
@@ -15,6 +16,7 @@ from ..records import RunEstimate, RunRecord, RunSummary, Verdict
 from ..store import Store
 from ..score_files import score_stream
 from .estimates import timed_by_first_requests
+from .kept_fits import KeptFits
 from .spec import human_dataset
 from .summary import summarize
 
@@ -32,8 +34,16 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
 
     Safe to call again after a crash: the judge learned by ``fit`` is kept
     with the run, samples already scored are skipped, and cached calls cost
-    nothing. The ledger adds up across resumes.
+    nothing. The ledger adds up across resumes. Aggregator models fitted meanwhile are kept in the store for the
+    next run that fits the same ones (:mod:`.kept_fits`).
     """
+    with fits_kept_in(KeptFits(store.path)):
+        return _execute_run(store, run_id, llm=llm, api_key=api_key, progress=progress, chunk_size=chunk_size,
+                            on_estimate=on_estimate)
+
+
+def _execute_run(store: Store, run_id: int, *, llm: LLM | None, api_key: str | None, progress: RunProgress | None,
+                 chunk_size: int | None, on_estimate: Callable[[RunEstimate], None] | None) -> RunSummary:
     run = store.run(run_id)
     started = time.time()
     config = LLMConfig.from_dict(run.llm)

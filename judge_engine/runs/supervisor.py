@@ -69,15 +69,22 @@ def supervise(db_path: str | Path, run_id: int, log: str | Path, command: list[s
         # its own process group: a stop signals the worker and whatever it started, never the supervisor
         worker = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                   process_group=0)
-    returncode = worker.wait()
+    return ended(db_path, run_id, log, worker.pid, worker.wait(), started, env)
+
+
+def ended(db_path: str | Path, run_id: int, log: str | Path, pid: int, returncode: int, started: float,
+          env: dict[str, str]) -> int:
+    """Record how worker ``pid`` of run ``run_id`` ended (``returncode`` as :attr:`subprocess.Popen.returncode`
+    gives it: minus the signal) unless the run was stopped since ``started`` or another worker has it now; the
+    status the way a shell gives it (128 + the signal)."""
     store = Store(db_path)
     if not stop_requested(store, run_id, started):
         run = store.run(run_id)
-        if not (run.pid and run.pid != worker.pid and _pid_alive(run.pid)):  # not another worker's run now
+        if not (run.pid and run.pid != pid and _pid_alive(run.pid)):  # not another worker's run now
             record_exit(store, WorkerExit(run_id, DIED, time.time(), returncode=returncode,
                                           signal=signal_name(returncode), stage=run.stage, done=run.done,
                                           total=run.total, log_tail=log_tail(log, secrets=secrets_of(env)),
-                                          pid=worker.pid))
+                                          pid=pid))
     return returncode if returncode >= 0 else 128 - returncode
 
 

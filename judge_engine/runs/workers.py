@@ -11,7 +11,9 @@ it is stopped, and who else is using a backend that answers one call at a time.
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -71,6 +73,110 @@ def effective_status(run: RunRecord) -> str:
     return status
 
 
+STANDBY_ENV = "JUDGE_WORKBENCH_STANDBY"
+"""``0`` in the environment: no warm worker (:mod:`.standby`) is kept; every run starts a fresh one."""
+_STANDBYS: dict[str, tuple[subprocess.Popen, dict[str, str], list[str]]] = {}
+"""Per database, the warm worker this process started, the environment it was started with and the lines it said."""
+_STANDBYS_LOCK = threading.Lock()
+TAKEN_WAIT_S = 2.0
+"""How long :func:`start_run` waits for a standby's answer; a standby still importing reads the run later."""
+
+
+def _worker_env(db_path: Path) -> tuple[dict[str, str], Path]:
+    """A worker's environment (this one, with the repository on the path) and the repository (its folder)."""
+    repo = Path(__file__).resolve().parents[2]  # judge_engine/runs/workers.py -> the repository
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    return env, repo
+
+
+def _standby_wanted() -> bool:
+    return os.environ.get(STANDBY_ENV, "1") != "0" and Path("/proc/self/comm").exists()
+
+
+def keep_standby(db_path: str | Path) -> None:
+    """Have a warm worker (:mod:`.standby`) ready for the next run of ``db_path`` (nothing when one is, or when
+    :data:`STANDBY_ENV` is 0). One per database and process; one of another database is ended."""
+    if not _standby_wanted():
+        return
+    db_path = Path(db_path).resolve()
+    env, repo = _worker_env(db_path)
+    with _STANDBYS_LOCK:
+        kept = _STANDBYS.get(str(db_path))
+        if kept is not None and kept[0].poll() is None and kept[1] == env:
+            return
+        for key in list(_STANDBYS):  # at most one warm process per app: another database's is ended
+            proc = _STANDBYS.pop(key)[0]
+            if proc.poll() is None and proc.stdin:
+                proc.stdin.close()  # end of input: it ends
+        proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.standby", "--db", str(db_path)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                cwd=str(repo), start_new_session=True)
+        threading.Thread(target=proc.wait, name="reap-standby", daemon=True).start()
+        _STANDBYS[str(db_path)] = (proc, env, [])
+
+
+def end_standbys() -> None:
+    """End the warm workers this process keeps (end of input: each ends once it has imported)."""
+    with _STANDBYS_LOCK:
+        for key in list(_STANDBYS):
+            proc = _STANDBYS.pop(key)[0]
+            if proc.poll() is None and proc.stdin:
+                proc.stdin.close()
+
+
+_ENDED = "(end of output)"
+
+
+def _said(proc: subprocess.Popen, heard: list[str], line: str, timeout: float) -> bool:
+    """Whether warm worker ``proc`` says ``line`` within ``timeout`` seconds (``heard``: its lines so far, read
+    byte by byte from its pipe so that nothing waits in a buffer that ``select`` cannot see)."""
+    deadline = time.monotonic() + timeout
+    partial = ""
+    while line not in heard and _ENDED not in heard:
+        left = deadline - time.monotonic()
+        if left <= 0 or proc.stdout is None or not select.select([proc.stdout], [], [], left)[0]:
+            return False
+        byte = os.read(proc.stdout.fileno(), 1).decode()
+        if not byte:
+            heard.append(_ENDED)
+            return False
+        partial += byte
+        if partial.endswith("\n"):
+            heard.append(partial.strip())
+            partial = ""
+    return True
+
+
+def standby_ready(db_path: str | Path, timeout: float = 0.0) -> bool:
+    """Whether the warm worker of ``db_path`` has imported everything (waiting up to ``timeout`` seconds)."""
+    with _STANDBYS_LOCK:
+        kept = _STANDBYS.get(str(Path(db_path).resolve()))
+    return kept is not None and _said(kept[0], kept[2], "ready", timeout)
+
+
+def _hand_to_standby(db_path: Path, job: dict, env: dict[str, str]) -> subprocess.Popen | None:
+    """The warm worker of ``db_path`` that took ``job`` (it is then the run's supervisor), or None when there is
+    none ready for this environment."""
+    with _STANDBYS_LOCK:
+        kept = _STANDBYS.pop(str(db_path.resolve()), None)
+    if kept is None:
+        return None
+    proc, standby_env, heard = kept
+    if proc.poll() is not None or standby_env != env or proc.stdin is None or proc.stdout is None:
+        if proc.poll() is None and proc.stdin:
+            proc.stdin.close()
+        return None
+    try:
+        proc.stdin.write((json.dumps(job) + "\n").encode())
+        proc.stdin.close()
+    except OSError:  # it ended meanwhile
+        return None
+    if not _said(proc, heard, "taken", TAKEN_WAIT_S) and (_ENDED in heard or proc.poll() is not None):
+        return None  # it ended without taking the run
+    return proc  # it took the run, or is still importing and reads it then
+
+
 def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
               log_dir: str | Path | None = None, force: bool = False) -> subprocess.Popen:
     """Execute run ``run_id`` in a detached worker (``python -m judge_engine resume``) under its supervisor.
@@ -80,25 +186,34 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
     worker could not. ``force`` resumes even a run whose worker died twice at the same step
     (:func:`.exits.repeated_death`). The API key, if any, reaches the worker through its environment only; it
     is not written to the database, the command line or the log.
+
+    A warm worker of this database (:func:`keep_standby`), started with this environment, takes the run when
+    there is one: it has imported everything already and is supervisor and worker in one (:mod:`.standby`); the
+    next run's is started at once.
     """
     db_path = Path(db_path)
     run = Store(db_path).run(run_id)
-    env = dict(os.environ)
-    if api_key:
-        env[LLMConfig.from_dict(run.llm).api_key_env] = api_key
+    env, repo = _worker_env(db_path)
+    extra = {LLMConfig.from_dict(run.llm).api_key_env: api_key} if api_key else {}
     log_dir = Path(log_dir) if log_dir else db_path.parent / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"run-{run_id}.log"
-    log = open(log_path, "ab")
-    repo = Path(__file__).resolve().parents[2]  # judge_engine/runs/workers.py -> the repository
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
-    proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.supervisor", str(run_id), "--db", str(db_path),
-                             "--log", str(log_path), "--launched", repr(time.time()), *(["--force"] if force else [])],
-                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            env=env, cwd=str(repo), start_new_session=True)
-    log.close()  # the supervisor holds its own copy
-    # reap the supervisor when it ends, so a long-lived app process does not collect zombies
-    threading.Thread(target=proc.wait, name=f"reap-run-{run_id}", daemon=True).start()
+    launched = time.time()
+    proc = None
+    if _standby_wanted():
+        proc = _hand_to_standby(db_path, {"run_id": run_id, "launched": launched, "force": force,
+                                          "log": str(log_path.resolve()), "env": extra}, env)
+    if proc is None:
+        log = open(log_path, "ab")
+        proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.supervisor", str(run_id), "--db",
+                                 str(db_path), "--log", str(log_path), "--launched", repr(launched),
+                                 *(["--force"] if force else [])],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**env, **extra}, cwd=str(repo), start_new_session=True)
+        log.close()  # the supervisor holds its own copy
+        # reap the supervisor when it ends, so a long-lived app process does not collect zombies
+        threading.Thread(target=proc.wait, name=f"reap-run-{run_id}", daemon=True).start()
+    keep_standby(db_path)  # the next run's
     return proc
 
 
@@ -144,6 +259,18 @@ def _cmdline(pid: int) -> list[str] | None:
     return raw.decode("utf-8", "replace").split("\0")[:-1] if raw else None
 
 
+def _process_name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def standby_worker_name(run_id: int) -> str:
+    """The process name of a warm worker executing run ``run_id`` (set by :mod:`.standby`, at most 15 bytes)."""
+    return f"jw-run-{run_id}"[:15]
+
+
 def _same_file(named: str, pid: int, path: Path) -> bool:
     """Whether ``named`` (a path on process ``pid``'s command line) is ``path``."""
     named_path = Path(named)
@@ -160,10 +287,14 @@ def _same_file(named: str, pid: int, path: Path) -> bool:
 
 def is_worker(pid: int | None, store: Store, run_id: int) -> bool:
     """Whether process ``pid`` is a worker of run ``run_id`` of ``store``: its command line is ``... resume RUN_ID
-    --db PATH`` with PATH the store's file. A pid the system gave to another process since is not."""
+    --db PATH`` with PATH the store's file, or a warm worker's of that file (:mod:`.standby`) whose process name
+    names the run. A pid the system gave to another process since is not."""
     argv = _cmdline(pid) if pid and pid > 0 else None
-    if not argv or not any(argv[i:i + 2] == ["resume", str(run_id)] for i in range(len(argv))):
+    if not argv:
         return False
+    if not any(argv[i:i + 2] == ["resume", str(run_id)] for i in range(len(argv))) and not (
+            "judge_engine.runs.standby" in argv and _process_name(pid) == standby_worker_name(run_id)):
+        return False  # neither a worker started for the run nor a warm worker (.standby) that took it
     for i, word in enumerate(argv):
         if word == "--db" and i + 1 < len(argv):
             named = argv[i + 1]

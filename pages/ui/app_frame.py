@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,6 +52,10 @@ def require_frame() -> None:
     page list. Such a run executes ``app.py`` instead, in the same script run
     (so widget clicks are not lost); ``app.py`` registers the real pages and
     runs the requested one, then this outer run stops.
+
+    Pages call it first, before their own imports: a direct link on a fresh server imported the engine, pandas and
+    scikit-learn in the page's run on its own, with nothing on the page (14 s blank at load 25), before ``app.py``
+    and its spinner came (issue 62 item 6).
     """
     if st.session_state.get(FRAME_KEY):
         return
@@ -65,8 +69,12 @@ def run_framed(page: Any) -> None:
     from judge_engine.store import ReadOnly
 
     st.session_state[FRAME_KEY] = True
+    name = f"page:{page.url_path}"
+    # A page's first run in the server imports its modules (seconds on a loaded machine) before its first element:
+    # the main pane stayed blank for 2-3 s of a cold visit (issue 62 item 6). A spinner says so meanwhile.
+    cold = st.spinner(f"Opening {page.title}...") if name not in _RUN_ONCE else nullcontext()
     try:
-        with first_run(f"page:{page.url_path}"):
+        with cold, first_run(name):
             page.run()
     except ReadOnly as exc:  # a viewer reached a save the page does not guard: one message, nothing written
         st.error(escape_markdown(str(exc)))
