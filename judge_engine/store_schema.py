@@ -169,5 +169,12 @@ def m006_submissions_and_settings(db: Database) -> None:
                                 pk=("scope", "name"))
 
 
+@migrations()
+def m007_aggregator_fits(db: Database) -> None:
+    """Fitted aggregator models kept for the next process that fits the same ones (:mod:`.runs.kept_fits`)."""
+    db.execute("CREATE TABLE IF NOT EXISTS aggregator_fits (key TEXT PRIMARY KEY, model BLOB NOT NULL, "
+               "created REAL NOT NULL)")
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=True)

@@ -5,7 +5,7 @@ import pytest
 
 # The app asks a person for a display name once; tests (and the servers they start) work as "user".
 os.environ.setdefault("JUDGE_WORKBENCH_USER", "user")
-# A run started in a test gets a fresh worker, as before warm workers (judge_engine.runs.standby): each start would
+# A run started in a test gets a fresh worker, as before warm workers (judge_engine.standby): each start would
 # otherwise keep a warm process for its database, a Python importing everything for nothing in most tests. The tests
 # of warm workers set it to 1; `JUDGE_WORKBENCH_STANDBY=1 pytest ...` runs every test with them.
 os.environ.setdefault("JUDGE_WORKBENCH_STANDBY", "0")

@@ -9,18 +9,19 @@ from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.runs import RunSpec, create_run, execute_run
 from judge_engine.runs.kept_fits import KeptFits
+from judge_engine.store import Store
 from tests.test_hd_eval import _dataset, _json_scripted
 
 
-def test_a_kept_model_is_read_back_the_first_one_stays_and_an_unusable_database_keeps_nothing(tmp_path):
-    keeper = KeptFits(tmp_path / "w.db")
+def test_a_kept_model_is_read_back_the_first_one_stays_and_a_viewer_keeps_nothing(tmp_path):
+    keeper = KeptFits(Store(tmp_path / "w.db"))
     assert keeper.get("k") is None
     keeper.put("k", b"first")
     keeper.put("k", b"second")  # the same key is the same model: the first one stays
-    assert keeper.get("k") == b"first" and KeptFits(tmp_path / "w.db").get("k") == b"first"
-    nowhere = KeptFits(tmp_path / "no such folder" / "w.db")
-    nowhere.put("k", b"x")  # nothing raised: the model is fitted again next time
-    assert nowhere.get("k") is None
+    assert keeper.get("k") == b"first" and KeptFits(Store(tmp_path / "w.db")).get("k") == b"first"
+    viewer = KeptFits(Store(tmp_path / "w.db", read_only="a viewer"))
+    viewer.put("v", b"x")  # nothing raised: the model is fitted again next time
+    assert viewer.get("v") is None and viewer.get("k") == b"first"
 
 
 def test_a_run_in_a_fresh_process_reads_the_mlps_an_earlier_run_fitted_and_ends_with_the_same_judge(store,

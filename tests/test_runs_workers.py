@@ -153,7 +153,7 @@ def signals(monkeypatch) -> list[tuple[str, int, int]]:
 
 @pytest.fixture
 def warm_workers(monkeypatch):
-    """Warm workers on (:mod:`judge_engine.runs.standby`); the ones this test left are ended after it."""
+    """Warm workers on (:mod:`judge_engine.standby`); the ones this test left are ended after it."""
     from judge_engine.runs.workers import end_standbys
 
     monkeypatch.setenv("JUDGE_WORKBENCH_STANDBY", "1")
@@ -167,7 +167,7 @@ def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run
                                                                                          warm, request):
     """A real worker, three answers in and held on the fourth: stopped, it is gone, the run is interrupted with
     who stopped it, the store and its cache are sound, and the resume sends only the prompts not yet answered.
-    The same for a warm worker (:mod:`judge_engine.runs.standby`), found by its process name."""
+    The same for a warm worker (:mod:`judge_engine.standby`), found by its process name."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
     _HalfAnswering.answer_first = 3
     db = tmp_path / "stop.db"
@@ -183,7 +183,7 @@ def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run
         request.getfixturevalue("warm_workers")
         keep_standby(db)
     proc = start_run(db, run_id)
-    assert ("judge_engine.runs.standby" in proc.args) == warm, proc.args
+    assert ("judge_engine.standby" in proc.args) == warm, proc.args
     log = db.parent / "logs" / f"run-{run_id}.log"
     deadline = time.time() + 120
     while not (_HalfAnswering.waiting and len(CallCache(store)) == 3) and time.time() < deadline:

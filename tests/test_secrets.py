@@ -64,7 +64,7 @@ def spec(url: str, env: str = "JW_TEST_KEY") -> RunSpec:
 @pytest.mark.parametrize("warm", [False, True], ids=["fresh worker", "warm worker"])
 def test_key_typed_in_the_app_reaches_the_worker_only_through_its_environment(url, store, tiny_dataset, tmp_path,
                                                                              monkeypatch, warm):
-    """Also through a warm worker (:mod:`judge_engine.runs.standby`), which is handed the key on its input."""
+    """Also through a warm worker (:mod:`judge_engine.standby`), which is handed the key on its input."""
     from judge_engine.runs.workers import end_standbys, keep_standby
 
     monkeypatch.delenv("JW_TEST_KEY", raising=False)
@@ -74,7 +74,7 @@ def test_key_typed_in_the_app_reaches_the_worker_only_through_its_environment(ur
     keep_standby(store.path)
     try:
         worker = start_run(store.path, run_id, api_key=SECRET, log_dir=tmp_path / "logs")
-        assert ("judge_engine.runs.standby" in worker.args) == warm
+        assert ("judge_engine.standby" in worker.args) == warm
         worker.wait(timeout=120)
     finally:
         end_standbys()

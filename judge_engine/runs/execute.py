@@ -37,7 +37,7 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
     nothing. The ledger adds up across resumes. Aggregator models fitted meanwhile are kept in the store for the
     next run that fits the same ones (:mod:`.kept_fits`).
     """
-    with fits_kept_in(KeptFits(store.path)):
+    with fits_kept_in(KeptFits(store)):
         return _execute_run(store, run_id, llm=llm, api_key=api_key, progress=progress, chunk_size=chunk_size,
                             on_estimate=on_estimate)
 

@@ -7,54 +7,35 @@ item 6). :class:`KeptFits` keeps each model as :meth:`judge_engine.aggregate.Fit
 pickle) under the key of everything it is a function of (:func:`judge_engine.aggregate.fit_model`), in its own
 table ``aggregator_fits``; :func:`judge_engine.runs.execute_run` reads and writes it while a run executes.
 
-Derived data only: a row lost or deleted is fitted again. Each statement opens its own connection: the fits run on
-the method's aggregator thread, not the one that opened the store.
+Derived data only: a row lost or deleted is fitted again. The fits run on the method's aggregator thread; the
+store gives each thread its own connection.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from pathlib import Path
 
-TABLE = "aggregator_fits"
+from ..store import ReadOnly, Store
 
 
 class KeptFits:
-    """A :class:`judge_engine.aggregate.FitKeeper` over the database at ``path``."""
+    """A :class:`judge_engine.aggregate.FitKeeper` over ``store``'s ``aggregator_fits`` table."""
 
-    def __init__(self, path: str | Path):
-        self.path = str(path)
-        self._ready = False
-
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30)
-        if not self._ready:
-            with db:  # two processes may race to create it: the second keeps it
-                db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, model BLOB NOT NULL, "
-                           "created REAL NOT NULL)")
-            self._ready = True
-        return db
+    def __init__(self, store: Store):
+        self.store = store
 
     def get(self, key: str) -> bytes | None:
         try:
-            db = self._connect()
-            try:
-                row = db.execute(f"SELECT model FROM {TABLE} WHERE key = ?", (key,)).fetchone()
-            finally:
-                db.close()
+            row = self.store.db.execute("SELECT model FROM aggregator_fits WHERE key = ?", [key]).fetchone()
         except sqlite3.Error:  # a database that cannot be read here: the model is fitted again
             return None
         return bytes(row[0]) if row else None
 
     def put(self, key: str, blob: bytes) -> None:
         try:
-            db = self._connect()
-            try:
-                with db:
-                    db.execute(f"INSERT OR IGNORE INTO {TABLE} (key, model, created) VALUES (?, ?, ?)",
-                               (key, blob, time.time()))
-            finally:
-                db.close()
-        except sqlite3.Error:  # read-only or busy: the next process fits it again, nothing else is lost
+            with self.store.write() as db:
+                db.execute("INSERT OR IGNORE INTO aggregator_fits (key, model, created) VALUES (?, ?, ?)",
+                           [key, blob, time.time()])
+        except (sqlite3.Error, ReadOnly):  # busy or a viewer's: the next process fits it again, nothing else is lost
             pass

@@ -74,7 +74,7 @@ def effective_status(run: RunRecord) -> str:
 
 
 STANDBY_ENV = "JUDGE_WORKBENCH_STANDBY"
-"""``0`` in the environment: no warm worker (:mod:`.standby`) is kept; every run starts a fresh one."""
+"""``0`` in the environment: no warm worker (:mod:`judge_engine.standby`) is kept; every run starts a fresh one."""
 _STANDBYS: dict[str, tuple[subprocess.Popen, dict[str, str], list[str]]] = {}
 """Per database, the warm worker this process started, the environment it was started with and the lines it said."""
 _STANDBYS_LOCK = threading.Lock()
@@ -95,7 +95,7 @@ def _standby_wanted() -> bool:
 
 
 def keep_standby(db_path: str | Path) -> None:
-    """Have a warm worker (:mod:`.standby`) ready for the next run of ``db_path`` (nothing when one is, or when
+    """Have a warm worker (:mod:`judge_engine.standby`) ready for the next run of ``db_path`` (nothing when one is, or when
     :data:`STANDBY_ENV` is 0). One per database and process; one of another database is ended."""
     if not _standby_wanted():
         return
@@ -109,7 +109,7 @@ def keep_standby(db_path: str | Path) -> None:
             proc = _STANDBYS.pop(key)[0]
             if proc.poll() is None and proc.stdin:
                 proc.stdin.close()  # end of input: it ends
-        proc = subprocess.Popen([sys.executable, "-m", "judge_engine.runs.standby", "--db", str(db_path)],
+        proc = subprocess.Popen([sys.executable, "-m", "judge_engine.standby", "--db", str(db_path)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                                 cwd=str(repo), start_new_session=True)
         threading.Thread(target=proc.wait, name="reap-standby", daemon=True).start()
@@ -188,7 +188,7 @@ def start_run(db_path: str | Path, run_id: int, *, api_key: str | None = None,
     is not written to the database, the command line or the log.
 
     A warm worker of this database (:func:`keep_standby`), started with this environment, takes the run when
-    there is one: it has imported everything already and is supervisor and worker in one (:mod:`.standby`); the
+    there is one: it has imported everything already and is supervisor and worker in one (:mod:`judge_engine.standby`); the
     next run's is started at once.
     """
     db_path = Path(db_path)
@@ -287,14 +287,14 @@ def _same_file(named: str, pid: int, path: Path) -> bool:
 
 def is_worker(pid: int | None, store: Store, run_id: int) -> bool:
     """Whether process ``pid`` is a worker of run ``run_id`` of ``store``: its command line is ``... resume RUN_ID
-    --db PATH`` with PATH the store's file, or a warm worker's of that file (:mod:`.standby`) whose process name
+    --db PATH`` with PATH the store's file, or a warm worker's of that file (:mod:`judge_engine.standby`) whose process name
     names the run. A pid the system gave to another process since is not."""
     argv = _cmdline(pid) if pid and pid > 0 else None
     if not argv:
         return False
     if not any(argv[i:i + 2] == ["resume", str(run_id)] for i in range(len(argv))) and not (
-            "judge_engine.runs.standby" in argv and _process_name(pid) == standby_worker_name(run_id)):
-        return False  # neither a worker started for the run nor a warm worker (.standby) that took it
+            "judge_engine.standby" in argv and _process_name(pid) == standby_worker_name(run_id)):
+        return False  # neither a worker started for the run nor a warm worker (judge_engine.standby) that took it
     for i, word in enumerate(argv):
         if word == "--db" and i + 1 < len(argv):
             named = argv[i + 1]

@@ -1,4 +1,7 @@
-"""A warm worker: ``python -m judge_engine.runs.standby --db PATH``, started before any run needs it.
+"""A warm worker: ``python -m judge_engine.standby --db PATH``, started before any run needs it.
+
+A program, not part of :mod:`.runs`: it imports what a run's worker imports (the command line, the trust
+report), which stand above the runs package; :func:`.runs.workers.keep_standby` starts it by name.
 
 A worker started for a run is a fresh Python that imports the methods, scikit-learn, SciPy and pandas before its
 first step: 4.7 s at load 10, 73 % of a HypoEval re-score whose every request is in the cache (its own work took
@@ -10,7 +13,7 @@ waits for it and records how it ended when the child could not. One run per proc
 standby.
 
 The forked worker's command line is the standby's, so a stop would not find it by ``resume RUN_ID``: it names its
-run in its process name instead (:func:`.workers.standby_worker_name`, ``/proc/PID/comm``), which
+run in its process name instead (:func:`.runs.workers.standby_worker_name`, ``/proc/PID/comm``), which
 :func:`judge_engine.runs.workers.is_worker` reads. Linux only; elsewhere every run gets a fresh worker.
 
 The job is one JSON line: ``run_id``, ``launched`` (a stop recorded since means no worker), ``force``, ``log``
@@ -32,19 +35,19 @@ from pathlib import Path
 
 def warm() -> None:
     """Import what a worker needs before its first step (what ``resume`` would import on the way)."""
-    from .. import __main__ as cli  # noqa: F401  the command a worker runs
-    from .. import methods, trust  # noqa: F401  every method registered; the run's trust report
-    from . import cost, execute, summary, supervisor  # noqa: F401
-    from ..methods import hd_eval, hypoeval  # noqa: F401
+    from . import __main__ as cli  # noqa: F401  the command a worker runs
+    from . import methods, trust  # noqa: F401  every method registered; the run's trust report
+    from .runs import cost, execute, summary, supervisor  # noqa: F401
+    from .methods import hd_eval, hypoeval  # noqa: F401
     import sklearn.neural_network  # noqa: F401  HD-Eval's aggregators, imported on their first fit
     import sklearn.model_selection  # noqa: F401
 
 
 def _become_worker(job: dict, db: str) -> int:
     """In the forked child: the run's worker, as ``python -m judge_engine resume`` would be."""
-    from .. import __main__ as cli
-    from .supervisor import RUN_LOG_ENV
-    from .workers import standby_worker_name
+    from . import __main__ as cli
+    from .runs.supervisor import RUN_LOG_ENV
+    from .runs.workers import standby_worker_name
     os.setpgid(0, 0)  # its own process group: a stop signals the worker and what it started, never the supervisor
     try:
         Path("/proc/self/comm").write_text(standby_worker_name(job["run_id"]))
@@ -63,9 +66,9 @@ def _become_worker(job: dict, db: str) -> int:
 def take(job: dict, db: str) -> int:
     """Execute ``job``'s run in a forked worker and record its end when it could not (:func:`.supervisor.ended`).
     Standard output and error already go to the run's log."""
-    from ..store import Store
-    from .exits import marker, stop_requested
-    from .supervisor import ended
+    from .store import Store
+    from .runs.exits import marker, stop_requested
+    from .runs.supervisor import ended
     run_id = int(job["run_id"])
     store = Store(db)
     stopped = stop_requested(store, run_id, float(job["launched"]))
@@ -96,11 +99,11 @@ def take(job: dict, db: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m judge_engine.runs.standby",
+    parser = argparse.ArgumentParser(prog="python -m judge_engine.standby",
                                      description="a worker kept warm for the next run of a database")
     parser.add_argument("--db", required=True)
     args = parser.parse_args(argv)
-    from .supervisor import _stop_noted
+    from .runs.supervisor import _stop_noted
     signal.signal(signal.SIGINT, _stop_noted)  # as the supervisor: a Ctrl-C is the worker's to record
     warm()
     sys.stdout.write("ready\n")
