@@ -169,5 +169,12 @@ def m006_submissions_and_settings(db: Database) -> None:
                                 pk=("scope", "name"))
 
 
+@migrations()
+def m007_probe_reports(db: Database) -> None:
+    """A finished run's probe report, computed once and read back while its fingerprint holds (:mod:`.probes`)."""
+    db["probe_reports"].create({"run_id": int, "fingerprint": str, "report": str, "created": float},
+                               pk=("run_id", "fingerprint"))
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=True)

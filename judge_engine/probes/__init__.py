@@ -16,7 +16,8 @@ what it follows besides them and where it goes wrong, on the same held-out items
 Each function is pure, over arrays of the items both sides scored, and returns a frozen record that says how
 many items it rests on, carries an interval where one is defined, and says in ``note`` why a figure is
 missing. Correlations are taken at the dataset's meta-evaluation level where a probe can follow it (the
-report names it). :func:`probe_warnings` gives each finding with a line of advice. :func:`probe_run` reads a finished run from the store and runs them all. Correlations and their
+report names it). :func:`probe_warnings` gives each finding with a line of advice. :func:`probe_run` reads a finished run from the store and runs them all, once: the report is kept
+in the store under a fingerprint of what it read (:mod:`._stored`). Correlations and their
 intervals come from :mod:`judge_engine.metrics` (and the paired bootstrap of :mod:`judge_engine.compare`):
 one statistics module for the whole workbench.
 """
@@ -31,6 +32,7 @@ from ._length import LengthBias, length_bias
 from ._report import ADVICE, LEVEL_NAMES, ProbeReport, ProbeWarning, probe_run, probe_warnings, probes, summary_lines
 from ._slices import (MIN_SLICE, PERMUTATIONS, SLICES_WITH_INTERVAL, TOP_DISAGREEMENTS, Disagreement, Disagreements,
                       Slice, disagreements, residuals)
+from ._stored import inputs_stamp
 from ._stability import (ORDER_ADVICE, ORDER_CHANGE_FLOOR, STABILITY_ITEMS, STABILITY_REPEATS, STABILITY_TEMPERATURE,
                          VARIES, Stability, orderings, orders_possible, probe_stability, stability, stability_calls,
                          stability_figures, stability_items, stability_lines)
@@ -42,7 +44,7 @@ __all__ = [
     "ORDER_ADVICE", "ORDER_CHANGE_FLOOR", "PERMUTATIONS", "ProbeReport", "ProbeWarning", "SLICES_WITH_INTERVAL",
     "SPREAD_FLOOR", "STABILITY_ITEMS", "STABILITY_REPEATS", "STABILITY_TEMPERATURE", "Slice", "Spread", "Stability",
     "TOP_DISAGREEMENTS", "Theme", "Themes", "VARIES", "binary_agreement", "collapse", "disagreements",
-    "explanation_themes", "fig_text", "format_p", "length_bias", "orderings", "orders_possible", "probe_level",
+    "explanation_themes", "fig_text", "inputs_stamp", "format_p", "length_bias", "orderings", "orders_possible", "probe_level",
     "probe_run", "probe_stability", "probe_warnings", "probes", "rank_difference", "residuals", "stability",
     "stability_calls", "stability_figures", "stability_items", "stability_lines", "summary_lines", "words",
 ]
