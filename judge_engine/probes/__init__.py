@@ -32,7 +32,6 @@ from ._length import LengthBias, length_bias
 from ._report import ADVICE, LEVEL_NAMES, ProbeReport, ProbeWarning, probe_run, probe_warnings, probes, summary_lines
 from ._slices import (MIN_SLICE, PERMUTATIONS, SLICES_WITH_INTERVAL, TOP_DISAGREEMENTS, Disagreement, Disagreements,
                       Slice, disagreements, residuals)
-from ._stored import inputs_stamp
 from ._stability import (ORDER_ADVICE, ORDER_CHANGE_FLOOR, STABILITY_ITEMS, STABILITY_REPEATS, STABILITY_TEMPERATURE,
                          VARIES, Stability, orderings, orders_possible, probe_stability, stability, stability_calls,
                          stability_figures, stability_items, stability_lines)
@@ -44,7 +43,7 @@ __all__ = [
     "ORDER_ADVICE", "ORDER_CHANGE_FLOOR", "PERMUTATIONS", "ProbeReport", "ProbeWarning", "SLICES_WITH_INTERVAL",
     "SPREAD_FLOOR", "STABILITY_ITEMS", "STABILITY_REPEATS", "STABILITY_TEMPERATURE", "Slice", "Spread", "Stability",
     "TOP_DISAGREEMENTS", "Theme", "Themes", "VARIES", "binary_agreement", "collapse", "disagreements",
-    "explanation_themes", "fig_text", "inputs_stamp", "format_p", "length_bias", "orderings", "orders_possible", "probe_level",
+    "explanation_themes", "fig_text", "format_p", "length_bias", "orderings", "orders_possible", "probe_level",
     "probe_run", "probe_stability", "probe_warnings", "probes", "rank_difference", "residuals", "stability",
     "stability_calls", "stability_figures", "stability_items", "stability_lines", "summary_lines", "words",
 ]

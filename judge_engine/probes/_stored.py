@@ -1,6 +1,6 @@
 """A finished run's probe report computed once and kept in the store, keyed by a fingerprint of what it reads.
 
-Part of the store: the SQL here touches the ``probe_reports`` table only (created by ``store_schema``). The
+The report is kept as JSON text through :mod:`judge_engine.store_probes` (the ``probe_reports`` table). The
 probes' slice tests draw 999 permutations of every item for each of a run's slices (175 slices at 1,600 items
 of SummEval-like data): 5-20 s per run, which the Compare page paid on its first visit for every run it showed
 (issue 67). A report is derived data, never entered by a person: it is stored under the sha256 of everything
@@ -17,7 +17,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import time
 import types
 import typing
 from pathlib import Path
@@ -108,38 +107,20 @@ def loads(text: str) -> Any:
 
 
 def stored(store: Any, run_id: int, key: str) -> Any | None:
-    """The report stored for ``run_id`` under fingerprint ``key``; None when there is none (or it does not read)."""
-    row = next(iter(store.db.query("select report from probe_reports where run_id = ? and fingerprint = ?",
-                                   [int(run_id), key])), None)
-    if row is None:
+    """The report kept for ``run_id`` under fingerprint ``key``; None when there is none (or it does not read)."""
+    from .. import store_probes
+
+    text = store_probes.get(store, run_id, key)
+    if text is None:
         return None
     try:
-        return loads(row["report"])
+        return loads(text)
     except (ValueError, TypeError, KeyError):  # written by a version whose records differed: compute again
         return None
 
 
 def keep(store: Any, run_id: int, key: str, report: Any) -> bool:
-    """Store ``report`` under ``key`` and drop the run's reports of other fingerprints (stale derived data);
-    False when the store is read-only."""
-    from ..store import ReadOnly
+    """Keep ``report`` under ``key`` (:func:`judge_engine.store_probes.put`); False when the store is read-only."""
+    from .. import store_probes
 
-    try:
-        with store.write() as db:
-            db.execute("insert or ignore into probe_reports (run_id, fingerprint, report, created) values (?, ?, ?, ?)",
-                       [int(run_id), key, dumps(report), time.time()])
-            db.execute("delete from probe_reports where run_id = ? and fingerprint != ?", [int(run_id), key])
-    except ReadOnly:
-        return False
-    return True
-
-
-def inputs_stamp(store: Any, dataset: str) -> tuple:
-    """What changes when a report's human side may have: the dataset's version, its labels (count and last id)
-    and the experts. A cache in front of :func:`judge_engine.probes.probe_run` keys on it beside the run's
-    version; the fingerprint is what decides."""
-    version = next(iter(store.db.query("select version from datasets where name = ?", [dataset])), {})
-    labels = next(iter(store.db.query("select count(*) as n, max(id) as last from annotations where dataset = ?",
-                                      [dataset])))
-    experts = tuple(sorted(r["name"] for r in store.db.query("select name from annotators where expert = 1")))
-    return version.get("version"), labels["n"], labels["last"], experts
+    return store_probes.put(store, run_id, key, dumps(report))

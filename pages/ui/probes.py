@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from judge_engine import probes
+from judge_engine import probes, store_probes
 from judge_engine.llm import LLMError
 from judge_engine.methods import get_method
 from judge_engine.records import RunRecord
@@ -33,7 +33,7 @@ def run_probes(store: Store, run: RunRecord) -> probes.ProbeReport | None:
     if run.status != "finished":
         return None
     try:
-        return _probes(str(store.path), run.id, int(run.version or 0), probes.inputs_stamp(store, run.dataset))
+        return _probes(str(store.path), run.id, int(run.version or 0), store_probes.inputs_stamp(store, run.dataset))
     except (ValueError, KeyError) as exc:  # a dataset deleted since: say so, no traceback
         st.caption(escape_markdown(f"No probes for run #{run.id}: {exc}"))
         return None
