@@ -1,9 +1,16 @@
 """Compare: every finished run on the same items side by side, where judges fail, what to label, export."""
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
+from pages.ui import app_frame
+
+app_frame.require_frame()
+st.title("Compare methods")
+
 import functools
 import zlib
-
-import streamlit as st
 
 from judge_engine import annotations, compare, export
 from judge_engine import figures as plots
@@ -15,7 +22,6 @@ from pages.ui import (app_frame, auth, messages, once, probes, readers, session,
                       trust)
 from pages.ui import glossary
 
-app_frame.require_frame()
 
 # where each learned judge is edited by a person (a comment, not a docstring: Streamlit's magic would draw a bare
 # string on the page)
@@ -24,7 +30,6 @@ METHOD_PAGES = {"hypoeval": "pages/hypoeval.py", "hpss": "pages/hpss.py", "activ
 
 store = session.get_store()
 
-st.title("Compare methods")
 messages.show_flash()
 st.caption("Runs are compared on exactly the same test items. Correlations come with 95% bootstrap intervals; "
            "each run is tested against the best one with a paired bootstrap on the same items, where the items hold "
