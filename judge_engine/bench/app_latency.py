@@ -171,6 +171,11 @@ def seed_compare(db: Path, n: int, runs: int = 4, *, keep_probes: bool = True,
     return ids
 
 
+SCRIPT_DONE = ("() => { const app = document.querySelector('[data-testid=stApp]');"
+               " return app && app.getAttribute('data-test-script-state') === 'notRunning'; }")
+"""True once the page's script run is over (``stApp``'s ``data-test-script-state``)."""
+
+
 def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str, Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
@@ -186,7 +191,9 @@ def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str,
         page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {plots}")
         drawn = time.perf_counter() - start
     time.sleep(0.3)
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    # the script run's end as the app says it: Streamlit 1.67 draws no stStatusWidget while a script runs (the old
+    # wait returned at once, so idle_s was the heading or the plots, never the script's end)
+    page.wait_for_function(SCRIPT_DONE)
     if plots:
         page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {plots}")
     idle = time.perf_counter() - start
@@ -212,8 +219,9 @@ def _copy_without_probes(db: Path, to: Path) -> None:
 
     with contextlib.closing(sqlite3.connect(db)) as source, contextlib.closing(sqlite3.connect(to)) as copy:
         source.backup(copy)
-        copy.execute("delete from probe_reports")
-        copy.commit()
+        if copy.execute("select 1 from sqlite_master where name = 'probe_reports'").fetchone():
+            copy.execute("delete from probe_reports")
+            copy.commit()
 
 
 @contextlib.contextmanager
