@@ -170,7 +170,14 @@ def m006_submissions_and_settings(db: Database) -> None:
 
 
 @migrations()
-def m007_aggregator_fits(db: Database) -> None:
+def m007_probe_reports(db: Database) -> None:
+    """A finished run's probe report, computed once and read back while its fingerprint holds (:mod:`.probes`)."""
+    db["probe_reports"].create({"run_id": int, "fingerprint": str, "report": str, "created": float},
+                               pk=("run_id", "fingerprint"))
+
+
+@migrations()
+def m008_aggregator_fits(db: Database) -> None:
     """Fitted aggregator models kept for the next process that fits the same ones (:mod:`.runs.kept_fits`)."""
     db.execute("CREATE TABLE IF NOT EXISTS aggregator_fits (key TEXT PRIMARY KEY, model BLOB NOT NULL, "
                "created REAL NOT NULL)")

@@ -9,14 +9,18 @@ the edits, and read each test item's explained scores next to the baselines.
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
 from pages.ui import app_frame
 
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+app_frame.require_frame()
+st.title("Active-Critic")
 
 import math
 
 import pandas as pd
-import streamlit as st
 
 from judge_engine import curation, runs
 from judge_engine.llm import LLMConfig
@@ -29,6 +33,7 @@ from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, ru
                       trust, widgets)
 from pages.ui import glossary
 
+
 METHOD = "active_critic"
 # the fields a first run is tuned by; the others sit under "More settings (paper defaults)"
 MAIN_PARAMETERS = ("variant", "n_candidates", "n_demos", "eval_subsample", "max_batches", "max_tokens", "weighted",
@@ -38,7 +43,6 @@ TASK = "task"  # curated key of the task description; the criteria are c1, c2, .
 RUN_KEY = "ac_run_id"  # session value: the run shown below the start form
 
 store = session.get_store()
-st.title("Active-Critic")
 st.caption("The judge infers the task and its evaluation criteria from human-scored examples, picks its "
            "demonstrations by correlation on the training split, and explains every score "
            "(Xu, Hu and Jiang, 2024). You can correct what it inferred and rerun from your edits.")

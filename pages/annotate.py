@@ -1,19 +1,22 @@
 """Annotate: a queue of items to label (judges' disagreements first), agreement from the labels, who did what."""
 
-from pages.ui import app_frame
-
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
-
-import pandas as pd
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
 import streamlit as st
 
+from pages.ui import app_frame
+
+app_frame.require_frame()
+st.title("Annotate")
+
+import pandas as pd
 from judge_engine import annotations, compare
 from judge_engine.store import NotFound
 from pages.ui import app_frame, auth, messages, once, readers, session, tables
 
+
 store = session.get_store()
 
-st.title("Annotate")
 messages.show_flash()
 st.caption("Label items one after the other: type a score and press Enter. Your labels are kept as yours; the "
            "scores the data came with are never changed. Which human score runs use is chosen per dataset below.")

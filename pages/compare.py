@@ -1,13 +1,16 @@
 """Compare: every finished run on the same items side by side, where judges fail, what to label, export."""
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
 from pages.ui import app_frame
 
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+app_frame.require_frame()
+st.title("Compare methods")
 
 import functools
 import zlib
-
-import streamlit as st
 
 from judge_engine import annotations, compare, export
 from judge_engine import figures as plots
@@ -19,6 +22,7 @@ from pages.ui import (app_frame, auth, messages, once, probes, readers, session,
                       trust)
 from pages.ui import glossary
 
+
 # where each learned judge is edited by a person (a comment, not a docstring: Streamlit's magic would draw a bare
 # string on the page)
 METHOD_PAGES = {"hypoeval": "pages/hypoeval.py", "hpss": "pages/hpss.py", "active_critic": "pages/active_critic.py",
@@ -26,7 +30,6 @@ METHOD_PAGES = {"hypoeval": "pages/hypoeval.py", "hpss": "pages/hpss.py", "activ
 
 store = session.get_store()
 
-st.title("Compare methods")
 messages.show_flash()
 st.caption("Runs are compared on exactly the same test items. Correlations come with 95% bootstrap intervals; "
            "each run is tested against the best one with a paired bootstrap on the same items, where the items hold "
@@ -192,24 +195,10 @@ with st.expander("Trust: each judge against its own training figure and its base
     for r in chosen:  # the same report as the Runs page, compact: green only when no check warns
         trust.trust_panel(trust.run_trust(store, r), compact=True)
 # where each one disagrees: length, collapse, slices, explanation themes (no call until asked); on by default,
-# and ?probes=off opens the page without them (a lighter link to share, and how the benchmark times their cost)
-show_probes = st.toggle("Where each judge disagrees with the humans (probes)", key="compare_show_probes",
-                        value=st.query_params.get("probes", "on") != "off")
-if show_probes:
-    # every run's headline figures and warnings, and one run's probes in full: four runs' tables of slices and
-    # items drawn at once made the probes a fifth of the page's time at 1,600 items
-    reports = {r.id: rep for r in chosen if (rep := probes.run_probes(store, r)) is not None}
-    if reports:
-        # six short columns: the headline fits the page without scrolling sideways (issue 49)
-        st.dataframe(probes.headline_frame(reports), hide_index=True, key="compare_probes_headline")
-        for r in chosen:
-            if r.id in reports:
-                probes.probe_warnings(r, reports[r.id])
-        by_id = {r.id: r for r in chosen}
-        detail = st.selectbox("Probes in full of", list(reports), key="compare_probes_run",
-                              format_func=lambda i: f"#{i} {by_id[i].method}")
-        probes.probes_panel(store, by_id[detail], key=f"compare_probes_{detail}", report=reports[detail],
-                            warnings=False)
+# and ?probes=off opens the page without them (a lighter link to share, and how the benchmark times their cost).
+# Drawn here but filled at the end of the script: a run whose probes are not kept yet computes them (seconds at
+# 1,600 items), and the plots and tables below are drawn meanwhile
+probes_slot = st.container()
 # does each judge notice degradations it must see? new calls, so it runs on a click, for one run at a time
 with st.expander("Stress tests: does a judge score perturbed outputs lower?"):
     stressed = st.selectbox("Stress-test run", [r.id for r in chosen], key="compare_stress_run",
@@ -382,3 +371,29 @@ else:
 
 st.caption("Score new data with an exported judge: `python -m judge_engine score judge.json new.jsonl --out "
            "scores.jsonl`.")
+
+
+def _draw_probes() -> None:
+    show_probes = st.toggle("Where each judge disagrees with the humans (probes)", key="compare_show_probes",
+                            value=st.query_params.get("probes", "on") != "off")
+    if not show_probes:
+        return
+    # every run's headline figures and warnings, and one run's probes in full: four runs' tables of slices and
+    # items drawn at once made the probes a fifth of the page's time at 1,600 items
+    reports = {r.id: rep for r in chosen if (rep := probes.run_probes(store, r)) is not None}
+    if not reports:
+        return
+    # six short columns: the headline fits the page without scrolling sideways (issue 49)
+    st.dataframe(probes.headline_frame(reports), hide_index=True, key="compare_probes_headline")
+    for r in chosen:
+        if r.id in reports:
+            probes.probe_warnings(r, reports[r.id])
+    by_id = {r.id: r for r in chosen}
+    detail = st.selectbox("Probes in full of", list(reports), key="compare_probes_run",
+                          format_func=lambda i: f"#{i} {by_id[i].method}")
+    probes.probes_panel(store, by_id[detail], key=f"compare_probes_{detail}", report=reports[detail],
+                        warnings=False)
+
+
+with probes_slot:
+    _draw_probes()

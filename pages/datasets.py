@@ -1,12 +1,15 @@
 """Datasets: import a built-in benchmark or your own file, browse a stored dataset, edit aspects, make splits."""
 
-from pages.ui import app_frame
-
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
-
-import pandas as pd
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
 import streamlit as st
 
+from pages.ui import app_frame
+
+app_frame.require_frame()
+st.title("Datasets")
+
+import pandas as pd
 from judge_engine import data, figures
 from judge_engine.data import DataImportError, SplitError
 from judge_engine.store import EditConflict
@@ -14,9 +17,9 @@ from pages.ui import (app_frame, auth, fetch_offer, messages, readers, session, 
                       tool_import, uploads, widgets)
 from pages.ui import glossary
 
+
 store = session.get_store()
 
-st.title("Datasets")
 messages.show_flash()
 
 TABS = ["Built-in benchmarks", "Upload a file", "Stored datasets", "From another tool"]

@@ -1,13 +1,16 @@
 """HD-Eval: build a criteria tree with the LLM, review and edit it, see what each edit does, run the next round."""
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
 from pages.ui import app_frame
 
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+app_frame.require_frame()
+st.title("HD-Eval criteria tree")
 
 import json
-
 import pandas as pd
-import streamlit as st
 
 from judge_engine import figures as plots
 from judge_engine import runs
@@ -27,8 +30,8 @@ from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, ru
                       trust, widgets)
 from pages.ui import glossary
 
+
 store = session.get_store()
-st.title("HD-Eval criteria tree")
 st.caption("Hierarchical criteria decomposition (Liu et al., 2024): the human aspects are split into finer criteria "
            "by the LLM, every criterion is scored 1-5, and a white-box model trained on your human scores "
            "aggregates them. Review the tree, edit it, and run the next round: only what you changed is scored again.")

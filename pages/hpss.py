@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
 from pages.ui import app_frame
 
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+app_frame.require_frame()
+st.title("HPSS: prompting-strategy search")
 
 from typing import Any, Sequence
 
 import pandas as pd
-import streamlit as st
 
 from judge_engine import curation, runs
 from judge_engine.figures import human_vs_judge_scatter
@@ -27,6 +31,7 @@ from pages.ui import (app_frame, auth, messages, readers, rubric_flags, run_view
                       widgets)
 from pages.ui import glossary
 
+
 METHOD = "hpss"
 MAIN_PARAMETERS = ("search", "budget", "validation_size", "fitness_level")
 BASE_PROMPT = "MT-Bench base prompt"
@@ -38,7 +43,6 @@ SEARCH_ONLY = ("search", "budget", "population", "mutations", "exploit_prob", "t
 store = session.get_store()
 messages.show_flash()
 
-st.title("HPSS: prompting-strategy search")
 st.caption("Searches 12,960 judge prompts (8 factors) for the one whose scores agree best with human scores "
            "on a validation split (Wen et al., 2025). The run's training items are the validation set.")
 

@@ -1,13 +1,16 @@
 """HypoEval: configure and start a run, watch the hypothesis bank grow, curate hypotheses, re-score, compare."""
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
 from pages.ui import app_frame
 
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+app_frame.require_frame()
+st.title("HypoEval")
 
 import json
 from typing import Sequence
-
-import streamlit as st
 
 from judge_engine import curation, runs
 from judge_engine import figures as plots
@@ -21,6 +24,7 @@ from pages.ui import (app_frame, auth, messages, once, readers, rubric_flags, ru
                       trust, widgets)
 from pages.ui import glossary
 
+
 METHOD = "hypoeval"
 MAIN_PARAMETERS = ("n_init_hypotheses", "top_k", "w_max", "n_refine", "max_bank", "n_selected", "layout", "joint",
                    "weighted", "reasoning")
@@ -29,7 +33,6 @@ store = session.get_store()
 cls = METHODS[METHOD]
 defaults = cls.default_params()
 
-st.title("HypoEval")
 st.caption("Hypothesis-guided evaluation: a bank of one-trait rubrics grown from a few human scores (and optional "
            "literature notes), the best ones by training Pearson kept, and a text's score the mean of its "
            "per-hypothesis scores.")

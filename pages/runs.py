@@ -1,14 +1,17 @@
 """Runs: start a baseline run, follow its progress, and read its meta-evaluation."""
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
 from pages.ui import app_frame
 
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+app_frame.require_frame()
+st.title("Runs")
 
 import inspect
 import json
 import time
-
-import streamlit as st
 
 from judge_engine import export, figures
 from judge_engine.llm import LLMConfig
@@ -20,12 +23,12 @@ from pages.ui import (app_frame, messages, probes, readers, run_view, session, s
                       widgets)
 from pages.ui import glossary
 
+
 # After Resume, keep polling this long while the worker starts and marks the run running.
 RESUME_GRACE_S = 30.0
 
 store = session.get_store()
 
-st.title("Runs")
 messages.show_flash()
 
 

@@ -1,12 +1,15 @@
 """Settings: which LLM backend judges, how it is reached and what it costs (kept in the database, never the key)."""
 
+# ruff: noqa: E402 - the page's heading is drawn before the engine's imports: a page's first visit in a server
+# imports them (seconds on a loaded machine) and its heading waited for them (issue 67)
+import streamlit as st
+
 from pages.ui import app_frame
 
-app_frame.require_frame()  # before the imports below: a direct link on a fresh server runs this file alone
+app_frame.require_frame()
+st.title("Settings")
 
 import os
-
-import streamlit as st
 
 from judge_engine.llm import (BACKEND_NAMES, STRUCTURED_HELP, STRUCTURED_MODES, LLMError, connection_check,
                               describe_structured_mode)
@@ -20,7 +23,6 @@ def _problem(config, key_given: bool) -> str | None:
     return backend_problem(config, api_key="typed" if key_given else None)
 
 
-st.title("Settings")
 st.caption(("Your settings are kept for your account on this workbench" if auth.team_mode() else
             "These settings are kept in the database, for the next visit, tab or restart")
            + ": all but the API key, which stays in this browser session (or the environment). Each run stores "

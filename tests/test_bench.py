@@ -213,6 +213,8 @@ def test_app_bench_seeds_the_compare_page_with_k_runs_scored_from_the_cache(tmp_
     assert all(r["ledger"]["calls"] == 0 and len(store.load_verdicts(r["id"])) == 30 for r in runs)
     scores = [tuple(v.score for v in sorted(store.load_verdicts(r["id"]), key=lambda v: v.sample_id)) for r in runs]
     assert len(set(scores)) == 3, "each run has its own cache rows, so the compared runs differ"
+    # each run's probes kept, as the app's worker keeps them once a run is finished
+    assert sorted(r["run_id"] for r in store.db.query("select run_id from probe_reports")) == sorted(ids)
 
 
 def test_app_bench_refuses_a_compare_page_without_runs(tmp_path, capsys):
@@ -228,12 +230,16 @@ def test_app_latency_renders_a_page(tmp_path, shared_data):
         pytest.skip(app_latency.available())
     doc = bench(tmp_path, "app", "--repeats", "1", "--pages", "settings", "--compare-items", "40",
                 "--compare-runs", "2")
-    with_probes, without, row = doc["rows"]
+    with_probes, without, unkept, row = doc["rows"]
     assert row["page"] == "settings" and row["exception"] is False and row["first_render_s"] > 0
     assert row["heading"] != "Judge Workbench", "the page itself was timed, not the name gate before it"
-    # the compare page timed with its probes and without them (?probes=off), side by side
-    assert (with_probes["page"], without["page"]) == ("compare (plots drawn)", "compare without probes")
+    # the compare page timed with its probes and without them (?probes=off), side by side, and with no report kept
+    assert (with_probes["page"], without["page"], unkept["page"]) == (
+        "compare (plots drawn)", "compare without probes", "compare, probes computed on the visit")
     assert not with_probes["exception"] and not without["exception"] and without["idle_s"] > 0
+    assert len(with_probes["probes_kept_by_worker_s"]) == 2
+    # the script's end comes after its plots (the probes are filled after them)
+    assert all(r["plots_s"] <= r["idle_s"] for r in (with_probes, without, unkept))
     assert with_probes["probes_share_of_idle_s"] == pytest.approx(1 - without["idle_s"] / with_probes["idle_s"],
                                                                   abs=1e-3)
 

@@ -14,7 +14,10 @@ their scores differ), and the comparison page, which
 opens with all K runs selected, is timed until its four plots are drawn: once
 as it opens (with the probes of every run) and once with ``?probes=off``, each
 on a fresh server, so the probes' share of the page's time is measured side by
-side.
+side. Each run's probes are computed and kept as it finishes, as the app's
+worker does; a third row opens the page on a copy of the database with no
+report kept, whose first visit computes them (``plots_s``: until the four plots
+are drawn, which no longer wait for the probes).
 
 With ``--loop N`` (no browser needed) it also times the annotator's loop (issue 62 item 6): N clicks each of
 HD-Eval's "Run next round with this tree" (paper-default tree) and HypoEval's "Re-score with the accepted
@@ -133,17 +136,21 @@ def launch_browser(playwright) -> Any:
                                       args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
 
 
-def seed_compare(db: Path, n: int, runs: int = 4) -> list[int]:
+def seed_compare(db: Path, n: int, runs: int = 4, *, keep_probes: bool = True,
+                 kept: list[float] | None = None) -> list[int]:
     """A synthetic dataset of ``n`` items and ``runs`` finished direct-scoring runs on it; returns the run ids.
 
     Every reply comes from cache rows inserted beforehand (no model call); each run has its own rows (another
-    ``max_tokens``, another noise seed), so the runs' scores differ.
+    ``max_tokens``, another noise seed), so the runs' scores differ. ``keep_probes``: each run's probes are
+    computed and kept once it is finished, as the app's worker does (their seconds appended to ``kept``).
     """
     from ..llm import LLMConfig
     from ..llm.llamacpp import embedded_model_path
+    from ..probes import probe_run
     from ..runs import RunSpec, create_run, execute_run
     from ..store import Store
     from .scale import synthetic_dataset, warm_cache
+    kept = [] if kept is None else kept
     store = Store(db)
     dataset = synthetic_dataset(n)
     store.save_dataset(dataset)
@@ -156,8 +163,17 @@ def seed_compare(db: Path, n: int, runs: int = 4) -> list[int]:
                                              params={"max_tokens": budget}, train_size=0, test_size=None,
                                              llm=LLMConfig())))
         execute_run(store, ids[-1])
+        if keep_probes:  # what the app's worker does once a run is finished (judge_engine.__main__._keep_probes)
+            started = time.perf_counter()
+            probe_run(store, ids[-1])
+            kept.append(time.perf_counter() - started)
     store.close()
     return ids
+
+
+SCRIPT_DONE = ("() => { const app = document.querySelector('[data-testid=stApp]');"
+               " return app && app.getAttribute('data-test-script-state') === 'notRunning'; }")
+"""True once the page's script run is over (``stApp``'s ``data-test-script-state``)."""
 
 
 def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str, Any]:
@@ -173,14 +189,21 @@ def _visit(browser, url: str, timeout_ms: float, *, plots: int = 0) -> dict[str,
     heading.wait_for()
     first = time.perf_counter() - start
     title = heading.inner_text().strip()
+    drawn = None
+    if plots:  # what the reader sees: the plots, while the script may still fill the probes above them
+        page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {plots}")
+        drawn = time.perf_counter() - start
     time.sleep(0.3)
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    # the script run's end as the app says it: Streamlit 1.67 draws no stStatusWidget while a script runs (the old
+    # wait returned at once, so idle_s was the heading or the plots, never the script's end)
+    page.wait_for_function(SCRIPT_DONE)
     if plots:
         page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {plots}")
     idle = time.perf_counter() - start
     error = page.locator("[data-testid=stException]").count() > 0
     context.close()
-    return {"first_sign_s": sign, "first_render_s": first, "idle_s": idle, "exception": error, "heading": title}
+    return {"first_sign_s": sign, "first_render_s": first, "plots_s": drawn, "idle_s": idle, "exception": error,
+            "heading": title}
 
 
 def _row(page: str, visits: list[dict[str, Any]], items: int | None, runs: int | None) -> dict[str, Any]:
@@ -188,6 +211,8 @@ def _row(page: str, visits: list[dict[str, Any]], items: int | None, runs: int |
     return {"page": page, "heading": visits[0]["heading"], "items": items, "runs": runs,
             "first_sign_s": med([v["first_sign_s"] for v in visits]),
             "first_render_s": med([v["first_render_s"] for v in visits]),
+            **({"plots_s": med([v["plots_s"] for v in visits]), "cold_plots_s": visits[0]["plots_s"]}
+               if visits[0]["plots_s"] is not None else {}),
             "idle_s": med([v["idle_s"] for v in visits]),
             "cold_first_sign_s": visits[0]["first_sign_s"], "cold_first_render_s": visits[0]["first_render_s"],
             "cold_idle_s": visits[0]["idle_s"],
@@ -196,6 +221,17 @@ def _row(page: str, visits: list[dict[str, Any]], items: int | None, runs: int |
 
 _FIRST_VISITS: list[dict[str, Any]] = []
 """The warm-up visit of each fresh server :func:`_app` started: the first visit of the app's home page."""
+
+
+def _copy_without_probes(db: Path, to: Path) -> None:
+    """A copy of database ``db`` at ``to`` whose kept probe reports are deleted."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as source, contextlib.closing(sqlite3.connect(to)) as copy:
+        source.backup(copy)
+        if copy.execute("select 1 from sqlite_master where name = 'probe_reports'").fetchone():
+            copy.execute("delete from probe_reports")
+            copy.commit()
 
 
 @contextlib.contextmanager
@@ -267,14 +303,22 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
     with tempfile.TemporaryDirectory(prefix="bench-app-") as tmp:
         db = Path(tmp) / "workbench.db"
         if compare_items and not why:
-            seed_compare(db, compare_items, compare_runs)
-            # the page with and without its probes, each on a server of its own so both first visits are cold
-            for label, query in (("compare (plots drawn)", ""), ("compare without probes", "?probes=off")):
-                with _app(db, Path(tmp) / "streamlit.log", timeout) as (browser, url):
+            kept: list[float] = []
+            seed_compare(db, compare_items, compare_runs, kept=kept)
+            # the same runs with no probe report kept (a database from before they were kept, or a run finished
+            # in a terminal): the page's first visit computes and keeps them
+            unkept = Path(tmp) / "unkept.db"
+            _copy_without_probes(db, unkept)
+            # the page with and without its probes, each on a server of its own so every first visit is cold
+            for label, query, path in (("compare (plots drawn)", "", db),
+                                       ("compare without probes", "?probes=off", db),
+                                       ("compare, probes computed on the visit", "", unkept)):
+                with _app(path, Path(tmp) / "streamlit.log", timeout) as (browser, url):
                     visits = [_visit(browser, f"{url}/compare{query}", timeout * 1000, plots=4)
                               for _ in range(repeats)]
                 rows.append(_row(label, visits, compare_items, compare_runs))
-            with_probes, without = rows[-2], rows[-1]
+            with_probes, without = rows[-3], rows[-2]
+            with_probes["probes_kept_by_worker_s"] = [round(x, 2) for x in kept]
             for key in ("idle_s", "cold_idle_s"):
                 with_probes[f"probes_share_of_{key}"] = round(1 - without[key] / with_probes[key], 4)
         if loop:  # the script runs in this process: no browser needed
@@ -300,6 +344,10 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                          "(each compare row has a server of its own, so its first visit computes everything)",
                          "probes_share_of_*: the share of the compare page's time that its probes take, from the "
                          "row without them (?probes=off) measured on the same database",
+                         "plots_s: until the compare page's four plots are drawn (the script may still be filling the "
+                         "probes above them); probes_kept_by_worker_s: each run's probes computed and kept once it "
+                         "finished, as the app's worker does; 'probes computed on the visit': the same runs with no "
+                         "report kept (a database from before, or runs finished in a terminal)",
                          "loop rows (--loop N, no browser needed): a finished HD-Eval run (paper defaults) and "
                          "HypoEval run on a simulated world whose replies are all cached; the button clicked in the "
                          "page's script (AppTest) once the page's warm worker is ready (warm_ready_s after the page was drawn; warm_workers: clicks that had one): click_s its script run (the run created, its worker started), "

@@ -16,7 +16,8 @@ what it follows besides them and where it goes wrong, on the same held-out items
 Each function is pure, over arrays of the items both sides scored, and returns a frozen record that says how
 many items it rests on, carries an interval where one is defined, and says in ``note`` why a figure is
 missing. Correlations are taken at the dataset's meta-evaluation level where a probe can follow it (the
-report names it). :func:`probe_warnings` gives each finding with a line of advice. :func:`probe_run` reads a finished run from the store and runs them all. Correlations and their
+report names it). :func:`probe_warnings` gives each finding with a line of advice. :func:`probe_run` reads a finished run from the store and runs them all, once: the report is kept
+in the store under a fingerprint of what it read (:mod:`._stored`). Correlations and their
 intervals come from :mod:`judge_engine.metrics` (and the paired bootstrap of :mod:`judge_engine.compare`):
 one statistics module for the whole workbench.
 """

@@ -102,8 +102,12 @@ def _scale(dataset: Dataset, aspect: str) -> tuple[float, float] | None:
     return float(found.low), float(found.high)
 
 
-def probe_run(store: Any, run_id: int, *, seed: int = 0) -> ProbeReport:
+def probe_run(store: Any, run_id: int, *, seed: int = 0, keep: bool = True) -> ProbeReport:
     """The :class:`ProbeReport` of finished run ``run_id`` (no LLM call).
+
+    Computed once and kept in the store under a fingerprint of everything it reads (:mod:`._stored`): the
+    same report is read back until a verdict, a label, the run's human score or the probes' code changes.
+    ``keep=False`` computes it afresh and stores nothing.
 
     Raises
     ------
@@ -111,12 +115,21 @@ def probe_run(store: Any, run_id: int, *, seed: int = 0) -> ProbeReport:
         When the run is not finished.
     """
     from .. import runs
+    from . import _stored
 
     run = store.run(run_id)
     if run.status != "finished":
         raise ValueError(f"run #{run_id} is {run.status}: only a finished run has verdicts to probe")
     dataset = runs.human_dataset(store, run.dataset, run.human_aggregate)
-    return probes(dataset, run.aspect, store.load_verdicts(run_id), run_id=run_id, seed=seed)
+    verdicts = store.load_verdicts(run_id)
+    if not keep:
+        return probes(dataset, run.aspect, verdicts, run_id=run_id, seed=seed)
+    key = _stored.fingerprint(dataset, run.aspect, verdicts, run_id=run_id, seed=seed, level=None)
+    report = _stored.stored(store, run_id, key)
+    if report is None:
+        report = probes(dataset, run.aspect, verdicts, run_id=run_id, seed=seed)
+        _stored.keep(store, run_id, key, report)
+    return report
 
 
 def probe_warnings(report: ProbeReport) -> list[ProbeWarning]:

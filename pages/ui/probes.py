@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from judge_engine import probes
+from judge_engine import probes, store_probes
 from judge_engine.llm import LLMError
 from judge_engine.methods import get_method
 from judge_engine.records import RunRecord
@@ -21,16 +21,19 @@ from pages.ui.messages import escape_markdown
 
 
 @st.cache_data(max_entries=64, show_spinner="Probing the judge's verdicts...")
-def _probes(path: str, run_id: int, version: int) -> probes.ProbeReport:
+def _probes(path: str, run_id: int, version: int, inputs: tuple) -> probes.ProbeReport:
+    # computed once per run and kept in the store (probe_run), read back while its fingerprint holds: this
+    # cache only spares the reading on a rerun
     return probes.probe_run(Store(path), run_id)
 
 
 def run_probes(store: Store, run: RunRecord) -> probes.ProbeReport | None:
-    """The probe report of a finished ``run`` (cached until the run changes); None with a caption otherwise."""
+    """The probe report of a finished ``run`` (cached until the run, its dataset or its labels change); None with a
+    caption otherwise."""
     if run.status != "finished":
         return None
     try:
-        return _probes(str(store.path), run.id, int(run.version or 0))
+        return _probes(str(store.path), run.id, int(run.version or 0), store_probes.inputs_stamp(store, run.dataset))
     except (ValueError, KeyError) as exc:  # a dataset deleted since: say so, no traceback
         st.caption(escape_markdown(f"No probes for run #{run.id}: {exc}"))
         return None
