@@ -19,13 +19,16 @@ ROOT = Path(__file__).resolve().parent.parent
 HEAVY = ("sklearn", "scipy", "pandas", "streamlit", "plotly", "shap", "matplotlib", "krippendorff", "llama_cpp",
          "ray", "mlflow", "torch")
 """Libraries no command should load before its first request (none of them is needed to send one)."""
+LEARNED = tuple(f"judge_engine.methods.{m}" for m in ("hpss", "hypoeval", "active_critic", "hd_eval"))
+"""The learned methods' packages: reading a direct judge needs none of them (methods.base.MethodRegistry)."""
 
 _CHILD = r"""
 import json, os, sys
 heavy = set(json.loads(sys.argv[1]))
 
 def loaded():
-    return sorted({name.split(".")[0] for name in sys.modules if name.split(".")[0] in heavy})
+    return sorted({name.split(".")[0] for name in sys.modules if name.split(".")[0] in heavy}
+                  | {name for name in sys.modules if name in heavy})
 
 if sys.argv[2] == "import":
     for module in sys.argv[3:]:
@@ -47,10 +50,10 @@ sys.exit(f"the command ended ({code}) without sending a request")
 """
 
 
-def _loaded_before_first_request(*argv: str, cwd: Path) -> list[str]:
+def _loaded_before_first_request(*argv: str, cwd: Path, also: tuple[str, ...] = ()) -> list[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "OPENAI_API_KEY": "test", "JUDGE_WORKBENCH_USER": "tester"}
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(HEAVY), *argv], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(HEAVY + also), *argv], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.rpartition("LOADED ")[2])
@@ -73,7 +76,23 @@ def test_score_sends_its_first_request_before_loading_any_heavy_library(tmp_path
     write_items(tmp_path / "items.jsonl", 50)
     assert _loaded_before_first_request(
         "score", "judge.json", "items.jsonl", "--out", "scored.jsonl", "--backend", "openai", "--model", "m",
-        "--base-url", "http://127.0.0.1:9/v1", "--db", str(tmp_path / "w.db"), "--quiet", cwd=tmp_path) == []
+        "--base-url", "http://127.0.0.1:9/v1", "--db", str(tmp_path / "w.db"), "--quiet", cwd=tmp_path,
+        also=LEARNED) == []
+
+
+def test_the_method_registry_imports_a_method_when_it_is_named_and_all_when_listed(tmp_path):
+    code = ("import sys, json; from judge_engine.methods import METHODS; "
+            "before = sorted(m for m in sys.modules if m.startswith('judge_engine.methods.') and m.count('.') == 2); "
+            "named = METHODS['hpss'].name; "
+            "after = sorted(m for m in sys.modules if m.startswith('judge_engine.methods.') and m.count('.') == 2); "
+            "print(json.dumps([before, named, after, 'nope' in METHODS, sorted(METHODS), len(METHODS)]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    before, named, after, unknown, listed, count = json.loads(done.stdout)
+    assert [m.rpartition(".")[2] for m in before] == ["base", "direct", "geval"]
+    assert named == "hpss" and [m.rpartition(".")[2] for m in after] == ["base", "direct", "geval", "hpss"]
+    assert unknown is False
+    assert listed == ["active_critic", "direct", "geval", "hd_eval", "hpss", "hypoeval"] and count == 6
 
 
 # HPSS, HypoEval, Active-Critic and HD-Eval are left out: their expected cost is rendered, before the first request,
