@@ -4,7 +4,8 @@ Each arm is a fresh ``python -m judge_engine ...`` child process against :mod:`.
 wall-clock time of the first chat request it gets (``/stats``; ``/reset`` before each arm); the figure is that
 stamp minus the time just before the child was started, so the interpreter's own start, the imports, reading the
 file or the dataset, the estimate printed before the first call and everything else a person waits for are in
-it. The child is stopped once its first request has arrived (the rest is not start-up). Commands:
+it. The child is stopped once its first request has arrived (the rest is not start-up); each child asks for a
+model name of its own, so a request of an earlier child still queued at the stub is not counted. Commands:
 
 ``score``        ``score judge.json items.jsonl`` with the direct judge of :mod:`.score_scale` (``--items`` rows)
 ``run_<method>`` ``run --method <method> --dataset summeval --aspect coherence --train 30 --test 20`` on a new
@@ -43,7 +44,7 @@ def add_arguments(parser) -> None:
 
 
 def _command(name: str, stub_url: str, folder: Path, db: Path) -> list[str]:
-    common = ["--backend", "openai", "--model", "stub-model", "--base-url", stub_url, "--db", str(db), "--quiet"]
+    common = ["--backend", "openai", "--model", db.stem, "--base-url", stub_url, "--db", str(db), "--quiet"]
     if name == "python":
         return [sys.executable, "-c", "pass"]
     if name == "score":
@@ -57,28 +58,44 @@ def _command(name: str, stub_url: str, folder: Path, db: Path) -> list[str]:
     raise ValueError(f"unknown command {name!r}: python, score or run_<method>")
 
 
-def time_to_first_request(stub, command: list[str], env: dict[str, str], timeout: float) -> float:
-    """Seconds from starting ``command`` until the stub got its first chat request (the child is then stopped)."""
+def time_to_first_request(stub, command: list[str], env: dict[str, str], timeout: float,
+                          model: str = "") -> tuple[float, float]:
+    """Seconds from starting ``command`` until the stub got its first chat request for ``model`` (the child is then
+    stopped), and the child's CPU seconds (user + system) until it was stopped: on a loaded machine the CPU a
+    command spends moves far less than its wall time, which waits for the cores."""
     stub.reset()
     started = time.time()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         if command[1:] == ["-c", "pass"]:
-            child.wait(timeout=timeout)
-            return time.time() - started
+            spent = _cpu(child)  # waits for it to end
+            return time.time() - started, spent
         while time.time() - started < timeout:
-            first = stub.stats()["first_request_at"]
+            first = stub.stats()["first_by_model"].get(model)
             if first is not None:
-                return first - started
+                child.kill()
+                return first - started, _cpu(child)
             if child.poll() is not None:
-                raise RuntimeError(f"{' '.join(command[2:5])} ended ({child.returncode}) before any request: "
-                                   f"{(child.stderr.read() if child.stderr else '')[-600:]}")
+                raise RuntimeError(f"{' '.join(command[2:5])} ended ({child.returncode}) before any request "
+                                   "(run the command by hand to see why)")
             time.sleep(0.01)
         raise RuntimeError(f"no request within {timeout:.0f} s from {' '.join(command[2:5])}")
     finally:
-        if child.poll() is None:
+        if child.returncode is None:
             child.kill()
-        child.communicate()
+            _cpu(child)
+
+
+_SPENT: dict[int, float] = {}
+
+
+def _cpu(child: subprocess.Popen) -> float:
+    """The CPU seconds of ``child``, waited for until it ends (reaped here, with its resource usage)."""
+    if child.pid not in _SPENT:
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        _SPENT[child.pid] = usage.ru_utime + usage.ru_stime
+    return _SPENT[child.pid]
 
 
 def run(*, other: str | None = None, commands: list[str] | tuple[str, ...] = ("python", "score", "run_direct"),
@@ -95,6 +112,7 @@ def run(*, other: str | None = None, commands: list[str] | tuple[str, ...] = ("p
     env["JUDGE_WORKBENCH_DATA"] = str(data_dir_origin()[0])  # the other tree's clone may have no ../shared/data
     env.pop("JUDGE_WORKBENCH_DB", None)
     seconds: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="bench-start-up-") as tmp, StubServer() as stub:
         folder = Path(tmp)
@@ -105,25 +123,29 @@ def run(*, other: str | None = None, commands: list[str] | tuple[str, ...] = ("p
             order = arms if r % 2 == 0 else arms[::-1]
             for command, tree in order:
                 db = folder / f"{tree}-{command}-{r}.db"
-                took = time_to_first_request(stub, _command(command, stub.base_url, folder, db),
-                                             {**env, "PYTHONPATH": str(trees[tree])}, timeout)
+                took, spent = time_to_first_request(stub, _command(command, stub.base_url, folder, db),
+                                                    {**env, "PYTHONPATH": str(trees[tree])}, timeout, model=db.stem)
                 if r >= 0:
                     seconds.setdefault((command, tree), []).append(took)
+                    cpu.setdefault((command, tree), []).append(spent)
             loads.append(os.getloadavg()[0])
     rows = []
     for command in commands:
         mine = seconds[(command, "this")]
         row: dict[str, Any] = {"command": command, "this_median_s": med(mine), "this_min_s": min(mine),
-                               "this_s": mine}
+                               "this_s": mine, "this_cpu_s": med(cpu[(command, "this")])}
         if other:
             theirs = seconds[(command, "other")]
             row |= {"other_median_s": med(theirs), "other_min_s": min(theirs), "other_s": theirs,
-                    "this_over_other": med(mine) / med(theirs),
-                    "ratio_per_repeat": [a / b for a, b in zip(mine, theirs)]}
+                    "other_cpu_s": med(cpu[(command, "other")]),
+                    "this_over_other": med([a / b for a, b in zip(mine, theirs)]),
+                    "ratio_per_repeat": [a / b for a, b in zip(mine, theirs)],
+                    "cpu_this_over_other": med(cpu[(command, "this")]) / med(cpu[(command, "other")])}
         rows.append(row)
     return result("start-up", config={"other": other, "commands": list(commands), "items": items,
                                       "repeats": repeats},
                   rows=rows, summary={"load_1min_during": [round(x, 2) for x in loads]},
                   notes=["seconds from starting the child process to the stub's first chat request",
+                         "cpu_s: the child's CPU seconds (user + system) until it was stopped, just after that request",
                          "this_over_other < 1: this tree starts sooner; arms alternated in the same window",
                          "python: `python -c pass`, the interpreter alone at this load"])

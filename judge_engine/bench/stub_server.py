@@ -62,6 +62,7 @@ class _Handler(BaseHTTPRequestHandler):
     answered = 0
     chat_requests = 0
     first_request_at: float | None = None  # time.time() when the first chat request since the start or a reset came
+    first_by_model: dict[str, float] = {}  # the same, per model name asked for (a client's requests told apart)
     bodies_digest = 0  # XOR of each chat request body's hash: two clients that sent the same bodies, in any order, agree
     lock = threading.Lock()
 
@@ -84,11 +85,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.endswith("/stats"):
             cls = type(self)
             self._send(200, {"answered": cls.answered, "chat_requests": cls.chat_requests,
-                             "first_request_at": cls.first_request_at, "bodies_digest": f"{cls.bodies_digest:016x}"})
+                             "first_request_at": cls.first_request_at, "first_by_model": cls.first_by_model,
+                             "bodies_digest": f"{cls.bodies_digest:016x}"})
         elif self.path.endswith("/reset"):
             cls = type(self)
             with cls.lock:
                 cls.answered, cls.chat_requests, cls.first_request_at, cls.bodies_digest = 0, 0, None, 0
+                cls.first_by_model = {}
             self._send(200, {"reset": True})
         else:
             self._send(404, {"error": {"message": "no route"}})
@@ -104,6 +107,9 @@ class _Handler(BaseHTTPRequestHandler):
         with cls.lock:
             cls.bodies_digest ^= digest
         body = json.loads(raw or b"{}")
+        if str(body.get("model")) not in cls.first_by_model:
+            with cls.lock:
+                cls.first_by_model.setdefault(str(body.get("model")), arrived)
         if cls.status_for_all:
             with cls.lock:
                 cls.chat_requests += 1
