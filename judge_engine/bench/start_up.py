@@ -59,13 +59,15 @@ def _command(name: str, stub_url: str, folder: Path, db: Path) -> list[str]:
 
 
 def time_to_first_request(stub, command: list[str], env: dict[str, str], timeout: float,
-                          model: str = "") -> tuple[float, float]:
+                          model: str = "", cwd: Path | None = None) -> tuple[float, float]:
     """Seconds from starting ``command`` until the stub got its first chat request for ``model`` (the child is then
     stopped), and the child's CPU seconds (user + system) until it was stopped: on a loaded machine the CPU a
     command spends moves far less than its wall time, which waits for the cores."""
     stub.reset()
     started = time.time()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # in a folder with no judge_engine: `python -m` puts the working directory first on sys.path, ahead of PYTHONPATH,
+    # so run from a clone every child would import the clone's package whichever tree it was meant to time
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     try:
         if command[1:] == ["-c", "pass"]:
             spent = _cpu(child)  # waits for it to end
@@ -124,7 +126,8 @@ def run(*, other: str | None = None, commands: list[str] | tuple[str, ...] = ("p
             for command, tree in order:
                 db = folder / f"{tree}-{command}-{r}.db"
                 took, spent = time_to_first_request(stub, _command(command, stub.base_url, folder, db),
-                                                    {**env, "PYTHONPATH": str(trees[tree])}, timeout, model=db.stem)
+                                                    {**env, "PYTHONPATH": str(trees[tree])}, timeout, model=db.stem,
+                                                    cwd=folder)
                 if r >= 0:
                     seconds.setdefault((command, tree), []).append(took)
                     cpu.setdefault((command, tree), []).append(spent)
