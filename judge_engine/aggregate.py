@@ -34,20 +34,17 @@ import math
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
-from sklearn.base import RegressorMixin, clone
-from sklearn.compose import TransformedTargetRegressor
-from sklearn.ensemble import RandomForestRegressor
-from sklearn.linear_model import LinearRegression
-from sklearn.model_selection import KFold
-from sklearn.neural_network import MLPRegressor
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler
-from sklearn.tree import DecisionTreeRegressor
 
 from . import metrics
+
+# scikit-learn is imported by the functions that build, clone and split models: every method module is loaded to
+# read a judge, and sklearn (with pandas) took most of a second before `score` or `run` sent a request (issue 67
+# item 2), though only HD-Eval fits an aggregator
+if TYPE_CHECKING:
+    from sklearn.base import RegressorMixin
 
 AGGREGATORS = ("nn", "lr", "dt", "rf")
 """Aggregator kinds (HD-Eval §3.1: NN is the main variant)."""
@@ -66,6 +63,14 @@ the L2 penalty regularises instead."""
 
 def make_aggregator(kind: str, *, n_samples: int, random_state: int = 0) -> RegressorMixin:
     """An unfitted multi-output regressor of the given kind."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.linear_model import LinearRegression
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.tree import DecisionTreeRegressor
+
     if kind == "lr":
         return LinearRegression()
     if kind == "dt":
@@ -253,6 +258,8 @@ class Aggregator:
 
     def estimator(self) -> RegressorMixin:
         """A fresh unfitted copy of the model (for cross-validation and permutation importance)."""
+        from sklearn.base import clone
+
         return clone(make_aggregator(self.kind, n_samples=len(self.x), random_state=self.random_state))
 
     def fold_fits(self, folds: int = 5) -> list["FoldFit"]:
@@ -268,6 +275,8 @@ class Aggregator:
         if k < 2 or self.x.shape[1] == 0:
             return []
         if k not in self._folds:
+            from sklearn.model_selection import KFold
+
             y = self.y if self.y.shape[1] > 1 else self.y.ravel()
             self._folds[k] = [FoldFit(train=tr, test=te, model=fit_model(self.kind, self.random_state, self.x[tr], y[tr]))
                               for tr, te in KFold(k, shuffle=True, random_state=self.random_state).split(self.x)]
@@ -387,6 +396,11 @@ def predictor(model: Any) -> Callable[[np.ndarray], np.ndarray]:
 
 def _is_mlp_pipeline(model: Any) -> bool:
     """The fitted ``nn`` aggregator exactly as :func:`make_aggregator` builds it (anything else keeps its predict)."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.neural_network import MLPRegressor
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
     regressor = getattr(model, "regressor_", None)
     steps = getattr(regressor, "named_steps", None)
     return (isinstance(model, TransformedTargetRegressor) and isinstance(regressor, Pipeline)

@@ -32,9 +32,7 @@ from .llm import LLM, LLMConfig, make_llm
 from .methods import Judge
 from .records import Dataset, Sample, Verdict, missing_reason  # noqa: F401  (part of this module's API)
 from .store import NotFound, Store
-from .probes import probe_run
 from .score_files import judge_fingerprint, verdict_record  # noqa: F401  (part of this module's API)
-from .trust import trust_report
 
 CARD_FORMAT = "judge-workbench/judge"
 CARD_VERSION = 1
@@ -203,6 +201,10 @@ def table_samples(table: Any, *, input_col: str = "input", output_col: str = "ou
 
 def model_card(store: Store, run_id: int) -> dict[str, Any]:
     """The export document of finished run ``run_id``."""
+    # imported here: they load scipy.stats, and `score` imports this module for load_judge before its first request
+    from .probes import probe_run
+    from .trust import trust_report
+
     run = store.run(run_id)
     if run.judge is None:
         raise ValueError(f"run {run_id} has no fitted judge yet (status {run.status})")

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from sqlite_utils import Database
+from .sqlite_lib import Database
 
 from .llm.client import LedgerTotals
 from .paths import DEFAULT_DB_PATH, REPO_ROOT, default_db_path  # noqa: F401 (read as store.default_db_path)

@@ -11,7 +11,7 @@ import math
 import time
 from typing import Any, Iterable, Iterator
 
-from sqlite_utils import Database, Migrations
+from .sqlite_lib import Database, Migrations
 
 from .records import Sample
 

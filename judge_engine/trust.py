@@ -41,9 +41,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats
 
-from . import compare, evidence, metrics, runs
+from . import evidence, metrics, runs
 from .methods.active_critic import ActiveCriticState
 from .methods.hd_eval import HDEvalState
 from .methods.hpss import HPSSState
@@ -274,6 +273,8 @@ def selection_p_value(r: float | None, n: int, candidates: int = 1, *, top: int 
     p-value is conservative. With ``top > 1`` (the mean of the best ``top``) the law of the mean of the top
     order statistics has no closed form and is simulated, seeded. NaN when undefined (``n < 3``).
     """
+    from scipy import stats
+
     if r is None or not math.isfinite(r) or n < 3:
         return math.nan
     k, top = max(int(candidates), 1), max(1, min(int(top), int(candidates)))
@@ -288,6 +289,8 @@ def selection_p_value(r: float | None, n: int, candidates: int = 1, *, top: int 
 def _top_mean_null(n: int, k: int, top: int, draws: int, seed: int) -> np.ndarray:
     """Sorted simulated means of the best ``top`` of ``k`` unrelated correlations on ``n`` items (cached: a page
     and the calibration bench ask for the same few (n, K) again and again)."""
+    from scipy import stats
+
     law = stats.beta((n - 2) / 2.0, (n - 2) / 2.0, loc=-1.0, scale=2.0)
     null = np.sort(law.rvs(size=(draws, k), random_state=np.random.default_rng(seed)), axis=1)
     return np.sort(null[:, -top:].mean(axis=1))
@@ -316,6 +319,8 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     A baseline run itself has none: it is what the learned judges are measured against. The runs come
     as :func:`judge_engine.compare.finished_runs` gives them, ready for :func:`compare.align`.
     """
+    from . import compare  # pandas and sklearn (explain): loaded for a baseline's comparison, not by `run`
+
     if run.method in BASELINE_METHODS:
         return []
     key = compare.split_key(run)
@@ -360,6 +365,8 @@ def baseline_difference(run_id: int, method: str, level: str, diff: float, p: fl
 def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord],
                           level: str, dataset: Any, n_bootstrap: int) -> tuple[BaselineDifference, ...]:
     out = []
+    from . import compare  # pandas and sklearn (explain): loaded for a baseline's comparison, not by `run`
+
     for b in baselines:
         aligned = compare.align(store, [run, b], common_subset=True)
         human, groups, systems = compare._columns(dataset, run.aspect, aligned.ids)
@@ -550,6 +557,8 @@ def split_note(dataset: Dataset, spec: Any) -> str:
 
 def _correlation_p(r: float, n: int) -> float:
     """One-sided p-value of a correlation ``r`` on ``n`` items being above zero (Student's t, n - 2 df)."""
+    from scipy import stats
+
     if n < 3:
         return 1.0
     if r >= 1:

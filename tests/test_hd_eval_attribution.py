@@ -15,7 +15,7 @@ import pytest
 from sklearn.inspection import permutation_importance
 from sklearn.model_selection import KFold, cross_val_predict
 
-from judge_engine import aggregate, metrics
+from judge_engine import aggregate, explain, metrics
 from judge_engine.aggregate import Aggregator, n_folds
 from judge_engine.explain import permutation_drops
 from judge_engine.llm import LLMConfig, make_llm
@@ -23,7 +23,6 @@ from judge_engine.llm.fake import FakeBackend
 from judge_engine.methods import FitContext
 from judge_engine.methods.hd_eval import HDEval
 from judge_engine.methods.hd_eval import method as hd_method
-from judge_engine.methods.hd_eval import pruning
 from judge_engine.prompting import TaskInfo
 from tests.test_hd_eval import _dataset, _json_scripted
 
@@ -75,7 +74,8 @@ def test_the_judge_is_the_same_as_with_sklearns_permutation_importance_and_folds
                                                                                              monkeypatch):
     fast, fast_fits = _fit(aggregator, layers, monkeypatch)
     with monkeypatch.context() as m:
-        m.setattr(pruning, "permutation_importance_oof", _sklearn_importance)
+        # pruning imports it from explain when it prunes (explain loads pandas and sklearn: not before a request)
+        m.setattr(explain, "permutation_importance_oof", _sklearn_importance)
         m.setattr(hd_method, "cross_validated_correlation", _sklearn_correlation)
         reference, reference_fits = _fit(aggregator, layers, m)
     assert '"importance"' in fast and '"pruning"' in fast

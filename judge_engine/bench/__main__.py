@@ -24,6 +24,7 @@ Examples::
     python -m judge_engine.bench gate --draws 1000 --seed 0
     python -m judge_engine.bench junk-run --dataset summeval --train 12
     python -m judge_engine.bench token-rates --repeats 5
+    python -m judge_engine.bench start-up --other /tmp/before --repeats 5
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ SUBCOMMANDS = {"replay": "replay", "overhead": "overhead", "layout": "layout", "
                "prefix-reuse": "prefix_reuse", "cpu-build": "cpu_build", "verdicts": "verdicts",
                "api-speed": "api_speed", "estimate-waves": "estimate_waves", "stress-calibration": "stress_calibration",
                "gate": "gate", "junk-run": "junk_run", "busy-machine": "busy_machine",
-               "token-rates": "token_rates", "rubric-split": "rubric_split"}
+               "token-rates": "token_rates", "rubric-split": "rubric_split", "start-up": "start_up"}
 
 
 def main(argv: list[str] | None = None) -> int:

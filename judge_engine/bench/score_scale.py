@@ -16,6 +16,18 @@ is reported beside it, since on a loaded machine one pair a few seconds apart ca
 and the stub share; below the target, the engine's per-item CPU is broken down by thread CPU time
 spent in the openai client's call, in the call cache's writes, and in everything else.
 
+``--whole-process`` (issue 64 item 5) times, instead, two child processes from their start to their exit,
+start-up included, alternated (A B, B A, ...) in the same window:
+
+``plain_proc_cN``   ``python -c`` a script that imports only ``openai``, reads the items' prompts (rendered here
+                    beforehand, the judge's own words) and sends them as above from ``c`` threads, writing a line
+                    per reply;
+``engine_proc_cN``  ``python -m judge_engine score judge.json items.jsonl --concurrency c`` on a new call cache.
+
+Both use bytecode caches, as an installed package does (``PYTHONDONTWRITEBYTECODE`` is removed), and the stub
+checks the request bodies are byte-identical: it keeps the XOR of every body's hash (``bodies_digest``), which the
+two arms must share. Each row also gives each arm's start-up (seconds until the stub's first request).
+
 ``warm``       the engine scoring the same items again on a filled cache (every call a hit): items/s.
 ``memory``     with ``--memory-sizes``, peak resident memory of a child process scoring N items, two ways:
                ``scripted`` (the whole scoring path with an in-process backend answering at once, which
@@ -50,6 +62,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--memory-sizes", type=int, nargs="*", default=[],
                         help="also measure peak memory at these sizes, e.g. 10000 1000000")
+    parser.add_argument("--whole-process", action="store_true",
+                        help="time `score` and a plain-client script as whole child processes, start-up included")
 
 
 def bench_judge():
@@ -175,8 +189,13 @@ def _cpu_breakdown(base_url: str, judge_file: Path, items: Path, out: Path, db: 
 
 
 def run(*, items: int = 8000, levels: list[int] | tuple[int, ...] = (16, 64, 256), repeats: int = 3,
-        memory_sizes: list[int] | tuple[int, ...] = (), **_: Any) -> dict[str, Any]:
+        memory_sizes: list[int] | tuple[int, ...] = (), whole_process: bool = False, **_: Any) -> dict[str, Any]:
     from .stub_server import StubServer
+
+    if whole_process:
+        from .score_processes import run_whole_process
+
+        return run_whole_process(items=items, levels=levels, repeats=repeats)
 
     rows: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}

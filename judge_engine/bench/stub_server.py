@@ -6,8 +6,9 @@ side: the engine's per-item work against the plain ``openai`` client's. It runs 
 
 Each reply is a JSON score, ``{"score": k}`` with ``k`` in 1..5 fixed by the prompt's text, so the same
 prompt always gets the same answer wherever it was sent from (one process, several, a Ray worker). It
-also answers ``GET /v1/models``, ``GET /stats`` (requests answered so far) and ``POST /v1/embeddings`` (hashed
-word counts), and with
+also answers ``GET /v1/models``, ``GET /stats`` (requests answered so far, and the wall-clock time the first
+chat request arrived: a command's start-up is measured up to it; ``GET /reset`` sets them back to none) and
+``POST /v1/embeddings`` (hashed word counts), and with
 ``--rate-limit-every N`` it answers every N-th chat request with a 429, as a rate-limited API does. With
 ``--refuse-longer-than N`` a prompt of more than N characters gets a 400 naming the model's context, as vLLM
 answers a prompt over it; with ``--status-for-all S`` every chat request gets status S (401: a bad key,
@@ -62,6 +63,9 @@ class _Handler(BaseHTTPRequestHandler):
     answered = 0
     chat_requests = 0
     embedding_requests = 0
+    first_request_at: float | None = None  # time.time() when the first chat request since the start or a reset came
+    first_by_model: dict[str, float] = {}  # the same, per model name asked for (a client's requests told apart)
+    bodies_digest = 0  # XOR of each chat request body's hash: two clients that sent the same bodies, in any order, agree
     lock = threading.Lock()
 
     def log_message(self, *args: Any) -> None:
@@ -83,15 +87,34 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.endswith("/stats"):
             cls = type(self)
             self._send(200, {"answered": cls.answered, "chat_requests": cls.chat_requests,
-                             "embedding_requests": cls.embedding_requests})
+                             "embedding_requests": cls.embedding_requests,
+                             "first_request_at": cls.first_request_at, "first_by_model": cls.first_by_model,
+                             "bodies_digest": f"{cls.bodies_digest:016x}"})
+        elif self.path.endswith("/reset"):
+            cls = type(self)
+            with cls.lock:
+                cls.answered, cls.chat_requests, cls.first_request_at, cls.bodies_digest = 0, 0, None, 0
+                cls.embedding_requests, cls.first_by_model = 0, {}
+            self._send(200, {"reset": True})
         else:
             self._send(404, {"error": {"message": "no route"}})
 
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        arrived = time.time()
         cls = type(self)
+        raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = json.loads(raw or b"{}")
         if self.path.endswith("/embeddings"):
             return self._send(200, _embeddings(body, cls))
+        if cls.first_request_at is None:
+            with cls.lock:
+                cls.first_request_at = cls.first_request_at or arrived
+        digest = int.from_bytes(hashlib.sha256(raw).digest()[:8], "big")
+        with cls.lock:
+            cls.bodies_digest ^= digest
+        if str(body.get("model")) not in cls.first_by_model:
+            with cls.lock:
+                cls.first_by_model.setdefault(str(body.get("model")), arrived)
         if cls.status_for_all:
             with cls.lock:
                 cls.chat_requests += 1
@@ -160,6 +183,11 @@ class _DeepBacklog(ThreadingHTTPServer):
     dropped and retried by the clients a second later (issue 64)."""
     daemon_threads = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client stopped mid-request (the start-up benchmark ends each command at its first request): not news
+        if not isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
 
 def serve(port: int = 0, *, rate_limit_every: int = 0, refuse_longer_than: int = 0, status_for_all: int = 0,
           fail_containing: str = "", hang_containing: str = "", hang_seconds: float = 0.0, follow_humans: str = "", noise: float = 0.5) -> None:
@@ -197,11 +225,18 @@ class StubServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def stats(self) -> dict[str, int]:
+    def stats(self) -> dict[str, Any]:
         from urllib.request import urlopen
 
         with urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=10) as reply:
             return json.loads(reply.read())
+
+    def reset(self) -> None:
+        """Counters and the first request's time back to none (a new measurement on the same server)."""
+        from urllib.request import urlopen
+
+        with urlopen(f"http://127.0.0.1:{self.port}/reset", timeout=10) as reply:
+            reply.read()
 
     def __enter__(self) -> "StubServer":
         self.process = subprocess.Popen(

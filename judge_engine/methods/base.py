@@ -284,12 +284,61 @@ def judge_warning(code: str, message: str, count: int | None = None) -> dict[str
     return out
 
 
-METHODS: dict[str, type[Method]] = {}
+class MethodRegistry(dict):
+    """Method name -> :class:`Method` subclass, whose method modules are imported on first use.
+
+    Looked up by name (``METHODS["hpss"]``, ``"hpss" in METHODS``), it imports the method module of that name
+    (:mod:`judge_engine.methods.hpss`); listed, counted or iterated, every method module. So reading one exported
+    judge loads its own method, not all six with their numpy, rubric checks and regular expressions: that was
+    a third of ``score``'s start before its first request at load 30 (issue 67 item 2). A name no module
+    registers is looked for in every module before it is called unknown.
+    """
+
+    def _loaded(self, name: str | None) -> bool:
+        from . import import_methods  # the package imports this module first: no circle at import time
+
+        import_methods(name)
+        return name is None or dict.__contains__(self, name)
+
+    def __missing__(self, name: str) -> type[Method]:
+        if isinstance(name, str) and (self._loaded(name) or self._loaded(None)) and dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or (
+            isinstance(name, str) and (self._loaded(name) or (self._loaded(None) and dict.__contains__(self, name))))
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def __iter__(self):
+        self._loaded(None)
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._loaded(None)
+        return dict.__len__(self)
+
+    def keys(self):
+        self._loaded(None)
+        return dict.keys(self)
+
+    def values(self):
+        self._loaded(None)
+        return dict.values(self)
+
+    def items(self):
+        self._loaded(None)
+        return dict.items(self)
+
+
+METHODS: dict[str, type[Method]] = MethodRegistry()
 
 
 def register(cls: type[Method]) -> type[Method]:
     """Class decorator: make a method available by its ``name``."""
-    METHODS[cls.name] = cls
+    dict.__setitem__(METHODS, cls.name, cls)
     return cls
 
 

@@ -54,7 +54,10 @@ from collections import OrderedDict
 from typing import Any, Hashable, Iterable, Sequence
 
 import numpy as np
-from scipy import stats
+
+# scipy.stats is imported inside the functions that use it: this package is imported by the methods, the runs and
+# the exported judge, and scipy.stats took most of a second before `score` or `run` could send its first request
+# (issue 67 item 2)
 
 from ._kendall import KENDALL_PAIRS_UP_TO, _rowwise_kendall_b
 from ._records import COEFFICIENTS, LEVELS, Correlation, LevelInfo, MetaEvalReport
@@ -84,15 +87,14 @@ __all__ = [
 ]
 
 
-_SCIPY_WARNINGS = tuple(
-    w
-    for w in (
-        getattr(stats, "ConstantInputWarning", None),
-        getattr(stats, "NearConstantInputWarning", None),
-        getattr(stats, "DegenerateDataWarning", None),
-    )
-    if w is not None
-)
+def _scipy_warnings() -> tuple[type[Warning], ...]:
+    """scipy's degenerate-input warnings (those this scipy has); scipy.stats is loaded by then, as the code that
+    raises them is scipy's."""
+    from scipy import stats
+
+    return tuple(w for w in (getattr(stats, "ConstantInputWarning", None),
+                             getattr(stats, "NearConstantInputWarning", None),
+                             getattr(stats, "DegenerateDataWarning", None)) if w is not None)
 
 
 class _Quiet:
@@ -101,7 +103,7 @@ class _Quiet:
     def __enter__(self) -> "_Quiet":
         self._cm = warnings.catch_warnings()
         self._cm.__enter__()
-        for w in _SCIPY_WARNINGS:
+        for w in _scipy_warnings():
             warnings.simplefilter("ignore", w)
         warnings.simplefilter("ignore", RuntimeWarning)
         self._np = np.errstate(divide="ignore", invalid="ignore")
@@ -193,11 +195,24 @@ def _correlatable(human: Sequence[float], pred: Sequence[float]) -> tuple[np.nda
 def _spearman(h: np.ndarray, p: np.ndarray) -> float:
     # Pearson of the average ranks, which is what scipy's spearmanr computes, without its input checks and
     # p-value: a probe takes one per slice, hundreds per run
+    from scipy import stats
+
     return float(np.corrcoef(stats.rankdata(h), stats.rankdata(p))[0, 1])
 
 
-_COEFFICIENT = {"pearson": lambda h, p: stats.pearsonr(h, p)[0], "spearman": _spearman,
-                "kendall": lambda h, p: stats.kendalltau(h, p, variant="b")[0]}
+def _pearson(h: np.ndarray, p: np.ndarray) -> float:
+    from scipy import stats
+
+    return stats.pearsonr(h, p)[0]
+
+
+def _kendall(h: np.ndarray, p: np.ndarray) -> float:
+    from scipy import stats
+
+    return stats.kendalltau(h, p, variant="b")[0]
+
+
+_COEFFICIENT = {"pearson": _pearson, "spearman": _spearman, "kendall": _kendall}
 
 
 def correlation(human: Sequence[float], pred: Sequence[float], coefficient: str) -> float:
@@ -411,6 +426,8 @@ def _rowwise_correlations(H: np.ndarray, P: np.ndarray, *, only: str | None = No
     rows are left NaN): Kendall's tau is one scipy call per row, most of the
     time of a paired test on Pearson or Spearman.
     """
+    from scipy import stats
+
     B = H.shape[0]
     out = np.full((B, len(COEFFICIENTS)), np.nan)
     if B == 0 or H.shape[1] == 0:

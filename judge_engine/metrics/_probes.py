@@ -8,7 +8,6 @@ import math
 from typing import Sequence
 
 import numpy as np
-from scipy import stats
 
 from . import _Quiet
 
@@ -38,6 +37,8 @@ def slice_difference_tests(values: Sequence[float], masks: Sequence[np.ndarray],
         exchanged between the slice and the rest) and the Benjamini-Hochberg adjusted ones
         (:func:`scipy.stats.false_discovery_control`). Empty arrays for no slice.
     """
+    from scipy import stats
+
     x = np.asarray(values, dtype=float)
     effects, ps = [], []
     for k, (mask, alternative) in enumerate(zip(masks, alternatives)):
@@ -64,6 +65,8 @@ def spread_ratio(human: Sequence[float], judge: Sequence[float], *, n_bootstrap:
     humans gave every item the same score or there are fewer than 3 items; NaN bounds when no interval can be
     drawn (:func:`scipy.stats.bootstrap`, percentile method, items resampled in pairs).
     """
+    from scipy import stats
+
     h, j = np.asarray(human, dtype=float), np.asarray(judge, dtype=float)
     if h.size < 3 or np.ptp(h) == 0:
         return math.nan, math.nan, math.nan
@@ -83,6 +86,8 @@ def spread_ratio(human: Sequence[float], judge: Sequence[float], *, n_bootstrap:
 
 def rate_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson interval of a proportion (:meth:`scipy.stats.binomtest.proportion_ci`); NaN bounds for n = 0."""
+    from scipy import stats
+
     if n <= 0:
         return math.nan, math.nan
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=confidence, method="wilson")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
-from scipy import stats
 
 from . import COEFFICIENTS, _as_float_array, correlations
 from ._records import _nan_to_none
@@ -72,6 +71,8 @@ def correlation_p_value(r: float, n: int) -> float:
     :func:`scipy.stats.spearmanr` uses as its approximation), computed from the figure alone, because the
     training figures a judge is chosen on are stored as a coefficient and a count, not as the items.
     """
+    from scipy import stats
+
     if n < 3 or r is None or not math.isfinite(r):
         return math.nan
     r = min(1.0, abs(float(r)))

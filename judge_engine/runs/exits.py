@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Mapping
 
-from sqlite_utils import Database, Migrations
+from ..sqlite_lib import Database, Migrations
 
 from ..store import LIVE_STATUSES, Store
 

@@ -15,7 +15,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...aggregate import Aggregator
-from ...explain import permutation_importance_oof
 from ...metrics import MIN_SELECTION_COVERAGE
 from ..base import judge_warning
 from .aggregation import _finite
@@ -28,6 +27,8 @@ def attribution_importance(aggs: Sequence[Aggregator], *, n_repeats: int) -> dic
     Each group's importance (an MSE increase) is divided by the variance of
     its human scores, so groups on different ranges weigh alike.
     """
+    from ...explain import permutation_importance_oof  # pandas and sklearn: loaded when HD-Eval prunes, not to read a judge
+
     pooled: dict[str, list[tuple[float, float]]] = {}
     for agg in aggs:
         frame = permutation_importance_oof(agg, n_repeats=n_repeats)
