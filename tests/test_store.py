@@ -140,25 +140,32 @@ def test_cache_answers_many_keys_in_bulk(tmp_path):
     assert cache.get_many([]) == {}
 
 
-def _open_at_once(path: str, barrier) -> str:
-    barrier.wait()
-    try:
-        Store(path)
-        return "ok"
-    except Exception as e:  # the result is compared in the parent, which names what went wrong
-        return f"{type(e).__name__}: {e}"
+OPEN_AT = """
+import sys, time
+from judge_engine.store import Store
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))
+try:
+    Store(sys.argv[1])
+    print("ok")
+except Exception as e:
+    print(type(e).__name__, e)
+"""
 
 
 def test_processes_that_create_one_new_database_at_once_all_open_it(tmp_path):
     """Ray's workers on one host open the same new file together; each read the migrations as pending and raced to
-    apply them ("database is locked" in 10 of 10 tries with four processes before the write lock was taken first)."""
-    import multiprocessing
+    apply them ("database is locked" in 10 of 10 tries with four processes before the write lock was taken first).
+    Separate interpreters, started together at one wall-clock moment (a spawned pool would re-run whatever script
+    an earlier AppTest left as ``__main__``)."""
+    import subprocess
+    import sys
+    import time
 
-    context = multiprocessing.get_context("spawn")
-    with context.Manager() as manager, context.Pool(4) as pool:
-        for attempt in range(3):
-            barrier = manager.Barrier(4)
-            path = str(tmp_path / f"new-{attempt}.db")
-            results = pool.starmap(_open_at_once, [(path, barrier)] * 4)
-            assert results == ["ok"] * 4, results
-            assert Store(path).runs() == []
+    for attempt in range(3):
+        path = str(tmp_path / f"new-{attempt}.db")
+        at = time.time() + 8.0  # time for four interpreters to import the store first
+        procs = [subprocess.Popen([sys.executable, "-c", OPEN_AT, path, str(at)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True) for _ in range(4)]
+        results = [proc.communicate(timeout=120)[0].strip() for proc in procs]
+        assert results == ["ok"] * 4, results
+        assert Store(path).runs() == []
