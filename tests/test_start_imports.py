@@ -92,7 +92,7 @@ def test_the_method_registry_imports_a_method_when_it_is_named_and_all_when_list
     assert [m.rpartition(".")[2] for m in before] == ["base", "direct", "geval"]
     assert named == "hpss" and [m.rpartition(".")[2] for m in after] == ["base", "direct", "geval", "hpss"]
     assert unknown is False
-    assert listed == ["active_critic", "direct", "geval", "hd_eval", "hpss", "hypoeval"] and count == 6
+    assert listed == ["active_critic", "direct", "geval", "hd_eval", "hpss", "hypoeval", "memalign"] and count == 7
 
 
 # HPSS, HypoEval, Active-Critic and HD-Eval are left out: their expected cost is rendered, before the first request,
