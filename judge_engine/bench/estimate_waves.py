@@ -135,7 +135,9 @@ def _measure(store, runs, spec, execute, method: str, concurrency: int, first_ru
            "waves_counted": estimate.waves, "waves_made": len(slow.waves) if slow is not None else None, "estimate_s": round(seconds, 2),
            "calls_part_s": round(estimate.calls * (estimate.seconds_per_call or 0.0), 2),
            "measured_s": round(wall, 2), "estimate_over_measured": round(seconds / wall, 2) if wall else None,
-           "create_run_s": round(made, 2)}
+           "create_run_s": round(made, 2),
+           "prompt_per_call": round(summary.ledger.prompt_tokens / max(1, summary.ledger.calls), 1),
+           "completion_per_call": round(summary.ledger.completion_tokens / max(1, summary.ledger.calls), 1)}
     for q in QUANTITIES:
         said = getattr(shown, q) if shown is not None else None
         row[f"{q}_ratio"] = round(said / took[q], 2) if said is not None and took[q] else None
