@@ -574,7 +574,7 @@ def test_a_run_on_a_server_never_seen_gets_its_time_from_its_first_requests(stor
     from judge_engine.runs import estimates
     from judge_engine.runs.estimates import MIN_CALLS_FOR_TIMING, RUN_FINISH_SECONDS_ALONE
 
-    monkeypatch.setattr(estimates, "load_slowdown", lambda **_: (2.0, "a machine twice as slow as alone"))
+    monkeypatch.setattr(estimates, "machine_load", lambda: (2, 3, "3 threads of other processes on 2 cores"))
     samples = tuple(Sample(id=f"s{i}", input=f"source {i // 4}", output=f"output {i}", group_id=f"g{i // 4}",
                            system_id=f"sys{i % 4}", human={"quality": float(1 + i % 5)}) for i in range(40))
     store.save_dataset(Dataset(name="forty", task="toy", aspects=(Aspect("quality", 1, 5, "How good."),),
