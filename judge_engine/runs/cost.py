@@ -25,6 +25,7 @@ from . import rendering
 from .estimates import (EMBEDDED_REPLY_SHARE, MIN_CALLS_FOR_TIMING, Duration, _method, drawn_sizes,
                         estimate_duration, judged_item_chars, made_share, scoring_duration)
 from .rendering import CHARS_PER_TOKEN
+from .reply_lengths import measured_completion
 from .spec import RunSpec, ensure_dataset
 
 ROUGH_INSTRUCTION_CHARS = 1500.0
@@ -72,6 +73,10 @@ def own_tokens(dataset: Dataset, spec: RunSpec, duration: Duration) -> tuple[flo
     """Prompt and completion tokens per request of ``spec``'s run from the run alone: its prompts rendered on the
     dataset (:func:`rendered_tokens`), else the item's length plus the instructions."""
     rendered = rendered_tokens(dataset, spec, duration)
+    measured = None if spec.llm.embedded else measured_completion(spec.method)
+    if rendered is not None and measured is not None:  # a server: the method's measured reply length
+        return (rendered[0], measured, f"{rendered[2].split(' and about ')[0]} and {measured:.0f} tokens a reply "
+                f"(this method's replies as measured on a server); the first run measures it")
     if rendered is not None:
         return rendered
     chars = judged_item_chars(dataset, spec) + ROUGH_INSTRUCTION_CHARS
