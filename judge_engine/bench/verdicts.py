@@ -188,8 +188,12 @@ def _test(scenario: Scenario, rng: np.random.Generator, n_bootstrap: int, judge:
         if at == "sample":
             # meta_evaluate's own sample-level resampling for Pearson alone: it also bootstraps Kendall's tau,
             # ~2 s a draw on a shared machine, which would make thousands of draws take hours
-            c = metrics.sample_correlation(human, pred, statistic="pearson", n_bootstrap=n_bootstrap, seed=seed)
-            return level_figure(at, {"pearson": c.value, "pearson_ci": [c.ci_low, c.ci_high], "n": len(human)})
+            # whole groups resampled where items share one, as a run's summary does (meta_evaluate, issue 63)
+            c = metrics.sample_correlation(human, pred, statistic="pearson", n_bootstrap=n_bootstrap, seed=seed,
+                                           groups=groups if scenario.grouped else None)
+            return level_figure(at, {"pearson": c.value, "pearson_ci": [c.ci_low, c.ci_high], "n": len(human),
+                                     "n_groups": len(set(groups.tolist())) if scenario.grouped else 0,
+                                     "resampled": "groups" if scenario.grouped else "items"})
         return level_figure(at, metrics.meta_evaluate(human, pred, level=at, groups=groups, n_bootstrap=n_bootstrap,
                                                       seed=seed).to_dict())
     return figure(level), figure("sample") if scenario.grouped else None, human, pred, groups
