@@ -329,18 +329,31 @@ def measure(claim: Claim, judge: str, n_items: int, grouped: bool, candidates: i
 
 
 def run(*, draws: int = 200, seed: int = 0, sizes: list[int] | None = None, claims: list[str] | None = None,
-        doc_out: str | None = None, **_: Any) -> dict[str, Any]:
-    """Every claim at every scenario it names; ``claims`` filters by substring of the name."""
+        doc_out: str | None = None, kinds: list[str] | None = None, shard: str | None = None,
+        rows_out: str | None = None, **_: Any) -> dict[str, Any]:
+    """Every claim at every scenario it names; ``claims`` filters by substring of the name, ``kinds`` by "false
+    alarm" or "power". ``shard`` ``"i/k"`` measures every k-th cell from the i-th (1-based), so k processes share
+    the table (a cell's draws do not depend on which process measures it, :func:`measure`); ``rows_out`` appends
+    each cell to a JSON-lines file as soon as it is measured (a long run keeps what it measured)."""
+    import json
+
     from . import progress_bar, result
 
     chosen = [c for c in all_claims() if not claims or any(w in c.name for w in claims)]
     # a retired rule is measured where it was used; every other claim at the sizes asked for
     jobs = [(c, j, n, g, k) for c in chosen for j in (*c.null, *c.planted)
-            for n in (c.sizes if c.retired or not sizes else sizes) for g in c.grouped for k in c.candidates]
+            for n in (c.sizes if c.retired or not sizes else sizes) for g in c.grouped for k in c.candidates
+            if not kinds or ("false alarm" if j in c.null else "power") in kinds]
+    if shard:
+        i, k_shards = (int(x) for x in shard.split("/"))
+        jobs = jobs[i - 1::k_shards]
     rows = []
     bar = progress_bar(len(jobs), "verdict claims")
     for c, j, n, g, k in jobs:
         rows.append(measure(c, j, n, g, k, draws, seed))
+        if rows_out:
+            with open(rows_out, "a", encoding="utf-8") as out:
+                out.write(json.dumps(rows[-1]) + "\n")
         bar.update(1)
     bar.close()
     checked = [r for r in rows if r["target"] is not None]
@@ -385,5 +398,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"test items (default {list(SIZES)})")
     parser.add_argument("--claims", nargs="+", default=None, help="only claims whose name contains one of these")
+    parser.add_argument("--kinds", nargs="+", default=None, choices=("false alarm", "power"),
+                        help="only cells of these kinds (false alarms first, then power, on a busy machine)")
+    parser.add_argument("--shard", default=None, help="i/k: every k-th cell from the i-th, for k processes")
+    parser.add_argument("--rows-out", default=None, help="append each measured cell to this JSON-lines file")
     parser.add_argument("--out", dest="doc_out", default=None,
                         help="also write the Markdown table to this file (the JSON goes to the folder of the main --out as always)")
