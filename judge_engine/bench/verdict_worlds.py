@@ -10,7 +10,7 @@
   the verdict's t-tests count them once (:func:`judge_engine.trust.distinct_figure`, as the trust report does).
 - **Collapse** of an integer judge (the humans' score plus noise, rounded to 1-5; Spearman about +0.87) against
   the mean of three raters.
-- **The length probe at 10 groups**.
+- **The length probe at 5-15 groups** (its sign-flip test, :mod:`.verdict_probes`).
 - **The items' interval on grouped data** (Topical-Chat's contexts: six responses each, natural level the items'):
   the humans and the judge each lean by source (a judge that rates the context, not the response), so the items'
   correlation varies more than its items' count says. Its interval resamples whole sources
