@@ -101,6 +101,9 @@ def align(store: Store, runs: Sequence[RunRecord], *, common_subset: bool = Fals
     common = set.intersection(*item_sets)
     if any(s != common for s in item_sets) and not common_subset:
         sizes = ", ".join(f"{short_run_label(r)}: {len(verdicts[r.id])} items" for r in runs)
+        if not common:  # a common subset would be empty too: nothing to offer
+            raise NotComparable(f"these runs were scored on different items and share none ({sizes}): there is "
+                                "nothing to compare")
         raise NotComparable(f"these runs were scored on different items ({sizes}); compare them on the "
                             f"{len(common)} items they share only if you ask for the common subset")
     ids = tuple(sorted(common))
