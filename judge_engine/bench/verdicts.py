@@ -324,7 +324,8 @@ def measure(claim: Claim, judge: str, n_items: int, grouped: bool, candidates: i
     null = judge in claim.null
     target = None if claim.retired or not null else claim.ceiling
     return {"claim": claim.name, "kind": "false alarm" if null else "power", "judge": judge, "n_items": n_items,
-            "grouped": grouped, "candidates": candidates, "draws": draws, "fired": fired, "rate": fired / draws,
+            "grouped": grouped, "candidates": candidates, "draws": draws, "seed": seed, "fired": fired,
+            "rate": fired / draws,
             "ci_high": float(ci.high), "target": target, "met": None if target is None else fired / draws <= target}
 
 
@@ -334,16 +335,26 @@ def run(*, draws: int = 200, seed: int = 0, sizes: list[int] | None = None, clai
     """Every claim at every scenario it names; ``claims`` filters by substring of the name, ``kinds`` by "false
     alarm" or "power". ``shard`` ``"i/k"`` measures every k-th cell from the i-th (1-based), so k processes share
     the table (a cell's draws do not depend on which process measures it, :func:`measure`); ``rows_out`` appends
-    each cell to a JSON-lines file as soon as it is measured (a long run keeps what it measured)."""
+    each cell to a JSON-lines file as soon as it is measured (a long run keeps what it measured), and a cell already
+    there with as many draws is not measured again. Claims are measured in the order ``claims`` names them."""
     import json
 
     from . import progress_bar, result
 
-    chosen = [c for c in all_claims() if not claims or any(w in c.name for w in claims)]
+    every = all_claims()
+    chosen = ([c for w in claims for c in every if w in c.name] if claims else every)
+    chosen = list(dict.fromkeys(chosen))  # a claim two words name is measured once
+    done: set[tuple] = set()
+    if rows_out and Path(rows_out).exists():
+        for line in Path(rows_out).read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            done.add((r["claim"], r["judge"], r["n_items"], r["grouped"], r["candidates"], r["draws"], r["seed"]
+                      if "seed" in r else seed))
     # a retired rule is measured where it was used; every other claim at the sizes asked for
     jobs = [(c, j, n, g, k) for c in chosen for j in (*c.null, *c.planted)
             for n in (c.sizes if c.retired or not sizes else sizes) for g in c.grouped for k in c.candidates
-            if not kinds or ("false alarm" if j in c.null else "power") in kinds]
+            if (not kinds or ("false alarm" if j in c.null else "power") in kinds)
+            and (c.name, j, n, g, k, draws, seed) not in done]
     if shard:
         i, k_shards = (int(x) for x in shard.split("/"))
         jobs = jobs[i - 1::k_shards]
