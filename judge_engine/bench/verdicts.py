@@ -353,11 +353,12 @@ def run(*, draws: int = 200, seed: int = 0, sizes: list[int] | None = None, clai
     # a retired rule is measured where it was used; every other claim at the sizes asked for
     jobs = [(c, j, n, g, k) for c in chosen for j in (*c.null, *c.planted)
             for n in (c.sizes if c.retired or not sizes else sizes) for g in c.grouped for k in c.candidates
-            if (not kinds or ("false alarm" if j in c.null else "power") in kinds)
-            and (c.name, j, n, g, k, draws, seed) not in done]
+            if not kinds or ("false alarm" if j in c.null else "power") in kinds]
     if shard:
         i, k_shards = (int(x) for x in shard.split("/"))
         jobs = jobs[i - 1::k_shards]
+    # after sharding: which cells a shard holds does not depend on what the others have measured so far
+    jobs = [(c, j, n, g, k) for c, j, n, g, k in jobs if (c.name, j, n, g, k, draws, seed) not in done]
     rows = []
     bar = progress_bar(len(jobs), "verdict claims")
     for c, j, n, g, k in jobs:
@@ -401,6 +402,24 @@ def markdown(doc: dict[str, Any]) -> str:
         met = "" if target == "" else ("yes" if all(r["met"] for r in by_n.values()) else "**no**")
         lines.append(f"| {claim} | {kind} | {judge} | {'yes' if grouped else 'no'} | {k} | " + " | ".join(rates)
                      + f" | {target} | {met} |")
+    return "\n".join(lines)
+
+
+def cells_markdown(rows: list[dict[str, Any]]) -> str:
+    """One table line per cell, with its count and Wilson 95% interval (:func:`judge_engine.metrics.rate_interval`):
+    the form docs/reliability.md gives 400-draw cells in; ``rows`` as :func:`measure` returns them (or
+    ``--rows-out`` holds them), in the order given."""
+    from ..metrics import rate_interval
+
+    lines = ["| claim | rate of | judge | groups | K | items | fired / draws | rate | Wilson 95% | ceiling | met |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        low, high = rate_interval(r["fired"], r["draws"])
+        target = "" if r["target"] is None else f"<= {r['target']:.2f}"
+        met = "" if r["met"] is None else ("yes" if r["met"] else "**no**")
+        lines.append(f"| {r['claim']} | {r['kind']} | {r['judge']} | {'yes' if r['grouped'] else 'no'} | "
+                     f"{r['candidates']} | {r['n_items']} | {r['fired']} / {r['draws']} | {r['rate']:.3f} | "
+                     f"[{low:.3f}, {high:.3f}] | {target} | {met} |")
     return "\n".join(lines)
 
 
