@@ -390,3 +390,14 @@ def test_exact_duplicates_count_once_in_the_items_t_test():
     assert any("worse than chance" in r for r in reasons)
     said, reasons = trust.verdict(None, everything, None, (), 18, 0, distinct=distinct)
     assert not any("worse than chance" in r for r in reasons), reasons
+
+
+def test_the_trust_table_says_the_items_interval_rests_on_whole_sources():
+    from pages.ui.trust import trust_frame
+
+    whole = trust.TestFigure("sample", 0.4, (0.1, 0.6), "", 60, 10, 0, "groups")
+    alone = trust.TestFigure("sample", 0.4, (0.2, 0.55), "", 60, 0, 0, "items")
+    said = [trust_frame(trust.TrustReport(1, "direct", "pearson", None, fig, None, 60, 0, 0.0, (), "ok", ()))
+            for fig in (whole, alone)]
+    assert "60 items from 10 sources, whole sources resampled" in said[0]["rests on"].tolist()
+    assert "60 items" in said[1]["rests on"].tolist()
