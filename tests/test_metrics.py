@@ -571,3 +571,13 @@ def test_whole_groups_drawn_in_buckets_of_equal_length_are_the_groups_drawn():
             drawn = np.bincount(codes[row], minlength=4)
             assert np.all(drawn % sizes == 0) and drawn.sum() == row.size  # whole groups only
             assert (drawn // sizes).sum() == 4  # four groups drawn
+
+
+@pytest.mark.parametrize("units", [5, 10, 40])
+def test_an_expanded_p_is_significant_exactly_where_the_expanded_interval_excludes_zero(units):
+    from judge_engine.metrics._paired import expanded_p, expanded_tail
+
+    edge = 2 * expanded_tail(0.95, units)  # the percentile p at which the expanded 95% interval touches zero
+    assert expanded_p(edge, units) == pytest.approx(0.05, rel=1e-9)
+    assert expanded_p(0.9 * edge, units) < 0.05 < expanded_p(1.1 * edge, units)
+    assert expanded_p(0.02, units) > 0.02 and expanded_p(1.0, units) == 1.0 and expanded_p(0.0, units) == 0.0
