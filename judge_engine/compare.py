@@ -143,7 +143,9 @@ def paired_bootstrap(human: Sequence[float], pred_a: Sequence[float], pred_b: Se
     with ``diff = r(a) - r(b)`` on the full data; ``p`` is NaN when the
     statistic is undefined or when :func:`judge_engine.evidence.basis` allows
     no claim on these items (fewer than five independent units: one SummEval
-    article's 16 summaries once gave p = 0.0 for any difference). Sample and
+    article's 16 summaries once gave p = 0.0 for any difference). Over whole sources at sample level the
+    percentile p is read as the expanded interval reads its bounds (:func:`judge_engine.metrics._paired.
+    expanded_p`): a plain one over 5 sources was too small. Sample and
     group levels are computed for all resamples at once (as
     :func:`judge_engine.metrics.meta_evaluate` does) when items are resampled.
     """
