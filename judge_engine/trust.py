@@ -128,8 +128,10 @@ class TestFigure:
     n: int
     """Items with a human and a judge score."""
     n_groups: int
-    """Groups behind a group-level figure (0 at sample level)."""
+    """Groups behind a group-level figure; at the sample level, the sources resampled whole (0: items were)."""
     n_systems: int
+    resampled: str = ""
+    """What the interval resampled (``MetaEvalReport.resampled``): ``groups``, ``items``, "" (none or not recorded)."""
 
 
 @dataclass(frozen=True)
@@ -304,8 +306,8 @@ def level_figure(level: str, rep: dict[str, Any]) -> TestFigure:
     ci = rep.get(f"{STATISTIC}_ci") or [None, None]
     return TestFigure(level=level, value=_finite(rep.get(STATISTIC)), ci=(_finite(ci[0]), _finite(ci[1])),
                       ci_note=str(rep.get("ci_note") or ""), n=int(rep.get("n") or 0),
-                      n_groups=int(rep.get("n_groups") or 0) if level != "sample" else 0,
-                      n_systems=int(rep.get("n_systems") or 0))
+                      n_groups=int(rep.get("n_groups") or 0), n_systems=int(rep.get("n_systems") or 0),
+                      resampled=str(rep.get("resampled") or ""))
 
 
 def _same_backend(a: RunRecord, b: RunRecord) -> bool:
@@ -334,10 +336,10 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
 
 def test_basis(test: TestFigure | None) -> evidence.Basis | None:
     """What a claim from the test figure may rest on (:func:`judge_engine.evidence.basis_from_counts`; None with
-    no figure). A group-level figure counts its groups; a sample-level one has no groups to count."""
+    no figure). A group-level figure counts its groups, a sample-level one the sources it resampled whole."""
     if test is None:
         return None
-    grouped = test.level == "group" and 0 < test.n_groups < test.n
+    grouped = 0 < test.n_groups < test.n
     return evidence.basis_from_counts(test.level, n_items=test.n, n_groups=test.n_groups or test.n, grouped=grouped)
 
 
@@ -409,7 +411,8 @@ def _ci_text(fig: TestFigure) -> str:
 
 
 def _figure_text(fig: TestFigure) -> str:
-    groups = f", {fig.n_groups} group{'' if fig.n_groups == 1 else 's'}" if fig.level == "group" else ""
+    groups = (f", {fig.n_groups} group{'' if fig.n_groups == 1 else 's'}" if fig.level == "group" else
+              f", whole sources resampled ({fig.n_groups} sources)" if fig.resampled == "groups" else "")
     return (f"{fig.level}-level {STATISTIC} {_fmt(fig.value)}, {_ci_text(fig)}, on {fig.n} scored "
             f"item{'' if fig.n == 1 else 's'}{groups}")
 
@@ -437,18 +440,15 @@ def _warnings(training: TrainingFigure | None, test: TestFigure | None, sample: 
                    "its scores do not vary enough to correlate"
                    + (f" ({missing} of {n} items have no score)" if missing else f" (all {n} items scored)"))
             reasons.append(f"no test {STATISTIC} at the {fig.level} level: {why}")
-    # from an interval, not the point ([-0.14, +0.15] was once read as "worse than chance"), and from one figure:
-    # the natural level's, or the sample level's when that has none; asking both doubled the false alarms
-    # a percentile interval over a dozen groups is too narrow: it put noise "below zero" in 7-8% of draws at 5
-    # and 13 groups (bench verdicts), so below MIN_GROUPS_FOR_SIGN groups the items' interval decides
+    # from an interval, not the point ([-0.14, +0.15] was once read as "worse than chance"), and from one figure
+    # (asking both levels doubled the false alarms): the natural level's, or the items' below MIN_GROUPS_FOR_SIGN
+    # groups (a percentile interval over a dozen groups put noise "below zero" in 7-8% of draws, bench verdicts)
     judged = test if test is not None and test.ci[1] is not None and comparison_level(test) == test.level else sample
     claim = test_basis(test)
     if claim is not None and not claim.claim:
         judged = None  # too few independent sources (one article's items): no claim from any level's interval
-    # the interval and the items' t-test both: the items' percentile interval alone called 4.8% [2.7, 8.4] of
-    # random judges on SummEval worse than chance at 160 items against its nominal 2.5% (issue 63; 99 of its
-    # summaries are exact duplicates, and a percentile interval of a correlation undercovers), where the t-test
-    # at the same level fired in 3.0%
+    # the interval and the items' t-test both: the interval alone called 4.8% [2.7, 8.4] of random judges on
+    # SummEval worse than chance at 160 items, nominal 2.5% (issue 63; 99 summaries are exact duplicates)
     items = _items_figure(test, sample, distinct)
     below = items is not None and items.value is not None and _correlation_p(-items.value, items.n) < ALPHA / 2
     if judged is not None and judged.ci[1] is not None and judged.ci[1] < 0 and below:
@@ -517,11 +517,10 @@ def _too_few(test: TestFigure | None, n: int) -> str:
 
 def test_units(dataset: Dataset, test_ids: Sequence[str]) -> tuple[int, int]:
     """(items, interval units) of a test part at the dataset's natural level: groups where whole groups are
-    resampled (group and system level), items at the sample level."""
+    resampled (group and system level, and the sample level where items share a source), else items."""
     group_of = {s.id: s.group_id for s in dataset.samples}
     ids = [i for i in test_ids if i in group_of]
-    units = len(ids) if dataset.natural_level == "sample" else len({group_of[i] for i in ids})
-    return len(ids), units
+    return len(ids), len({group_of[i] for i in ids})
 
 
 def split_note(dataset: Dataset, spec: Any) -> str:
@@ -541,7 +540,7 @@ def split_note(dataset: Dataset, spec: Any) -> str:
     if got is None or (got[0] >= MIN_TEST_ITEMS and got[1] >= metrics.MIN_BOOTSTRAP_UNITS):
         return ""
     items, units = got
-    unit = "items" if dataset.natural_level == "sample" else "groups"
+    unit = "items" if units == items else "groups"
     said = (f"its test split holds {items} items" + ("" if unit == "items" else f" in {units} groups")
             + f", and an \"ok\" needs at least {MIN_TEST_ITEMS} scored test items and an interval over at least "
             f"{metrics.MIN_BOOTSTRAP_UNITS} {unit} ({dataset.natural_level} level), so it can end in \"too few "
@@ -567,10 +566,6 @@ def _correlation_p(r: float, n: int) -> float:
     return float(stats.t.sf(t, n - 2))
 
 
-def _items_significant(sample: TestFigure) -> bool:
-    return sample.value is not None and _correlation_p(sample.value, sample.n) < ALPHA / 2
-
-
 def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: TestFigure | None,
             baselines: tuple[BaselineDifference, ...], n: int, missing: int, *,
             distinct: TestFigure | None = None) -> tuple[str, tuple[str, ...]]:
@@ -592,12 +587,11 @@ def verdict(training: TrainingFigure | None, test: TestFigure | None, sample: Te
     notes = []
     if test is not None and test.ci[0] is not None and test.ci[0] <= 0:
         notes.append(f"not shown to agree on the test items: {_figure_text(test)} {_interval_words(test)}")
-    # a percentile interval over 20 items, or over a handful of groups, undercovers: a judge scoring at random
-    # was "ok" in 7-12% of draws on the interval alone (bench verdicts, 100 draws), so the items' correlation
-    # must also pass its t-test (one-sided, the usual significance test of a correlation)
+    # a percentile interval over 20 items or a handful of groups undercovers (a random judge was "ok" in 7-12% of
+    # draws on it alone, bench verdicts), so the items' correlation must also pass its one-sided t-test
     else:
         items = _items_figure(test, sample, distinct)
-        if items is not None and items.value is not None and not _items_significant(items):
+        if items is not None and items.value is not None and not _correlation_p(items.value, items.n) < ALPHA / 2:
             notes.append(f"not shown to agree on the test items: {_figure_text(items)} is not significantly above "
                          f"zero ({_p(_correlation_p(items.value, items.n))}, t-test on {items.n} items)")
     # a training figure that was not recorded (an older or hand-edited judge) leaves the held-out test to speak
@@ -632,8 +626,9 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
             dataset = runs.human_dataset(store, run.dataset, run.human_aggregate)
         return dataset
 
-    if any("ci_note" not in rep for rep in summary.levels.values()):
-        # a summary written before intervals over too few units were withheld: measure it again the same way
+    if any("ci_note" not in rep or "resampled" not in rep for rep in summary.levels.values()):
+        # a summary written before intervals over too few units were withheld, or before the items' interval
+        # resampled whole sources where items share one: measure it again the same way
         summary = runs.summarize(human(), run.aspect, store.load_verdicts(run_id), ledger=run.ledger,
                                  seconds=0.0, n_bootstrap=n_bootstrap)
     levels, natural = summary.levels, summary.level

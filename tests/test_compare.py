@@ -370,3 +370,23 @@ def test_sample_level_test_resamples_whole_sources_where_items_share_one():
     _, p_sources = compare.paired_bootstrap(human, a, b, groups=groups, n_bootstrap=400)
     _, p_items = compare.paired_bootstrap(human, a, b, groups=groups, n_bootstrap=400, independent=True)
     assert p_items < p_sources
+
+
+def test_runs_that_share_no_item_get_one_message_and_no_claim(store, dataset):
+    """Bad input of issue 63: a comparison with no shared ids says so once and computes nothing."""
+    from judge_engine.records import Split, Verdict
+
+    store.save_dataset(dataset)
+    ids = [s.id for s in dataset.samples]
+    runs = []
+    for part in (ids[:20], ids[20:]):
+        run_id = create_run(store, RunSpec("direct", "toy", "quality", train_size=0),
+                            split=Split(dataset="toy", seed=0, train_ids=(), test_ids=tuple(part)))
+        store.save_verdicts(run_id, [Verdict(i, "quality", 3.0) for i in part])
+        store.update_run(run_id, status="finished")
+        runs.append(store.run(run_id))
+    with pytest.raises(compare.NotComparable) as refused:
+        compare.align(store, runs)
+    message = str(refused.value)
+    assert message.count("\n") == 0 and "share none" in message and "nothing to compare" in message
+    assert compare.align(store, runs, common_subset=True).ids == ()

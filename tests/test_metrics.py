@@ -332,14 +332,14 @@ def test_system_bootstrap_resamples_whole_groups():
     assert [rep.pearson.ci_high, rep.spearman.ci_high, rep.kendall.ci_high] == pytest.approx(hi)
 
 
-@pytest.mark.parametrize("level,with_groups", [("sample", False), ("group", True), ("system", False),
+@pytest.mark.parametrize("level,with_groups", [("sample", False), ("sample", True), ("group", True), ("system", False),
                                                ("system", True)])
 def test_bootstrap_in_blocks_gives_the_same_intervals_whatever_the_block_size(monkeypatch, level, with_groups):
     h, p, g, s = _noisy(300, seed=9, groups=30)
     kwargs = dict(level=level, groups=g if with_groups else None, systems=s, n_bootstrap=101, seed=4)
     whole = meta_evaluate(h, p, **kwargs)
     for cells in (1, 7, 1000):  # one resample per block, a few, many
-        monkeypatch.setattr(metrics, "BOOTSTRAP_CHUNK_CELLS", cells)
+        monkeypatch.setattr(metrics._resample, "BOOTSTRAP_CHUNK_CELLS", cells)  # where _block_sizes reads it
         assert meta_evaluate(h, p, **kwargs) == whole
 
 
@@ -380,7 +380,7 @@ def test_report_to_dict_is_json_with_nan_as_none():
     assert d["pearson"] is None and d["pearson_ci"] == [None, None]
     assert list(d) == [
         "level", "pearson", "spearman", "kendall", "pearson_ci", "spearman_ci", "kendall_ci",
-        "n", "n_missing", "n_groups", "groups_skipped", "n_systems", "ci_note",
+        "n", "n_missing", "n_groups", "groups_skipped", "n_systems", "ci_note", "resampled",
     ]
     rep2 = MetaEvalReport("sample", *(Correlation(0.5, 0.25, 0.75),) * 3, 3, 0, 0, 0, 0)
     assert rep2.to_dict()["kendall_ci"] == [0.25, 0.75]
@@ -537,3 +537,47 @@ def test_spearman_resamples_from_draw_counts_equal_those_of_sorting_each_resampl
     assert np.allclose(sorted_each[~np.isnan(counted)], counted[~np.isnan(counted)], atol=1e-10)
     if n == 5:
         assert np.isnan(counted).any(), "a resample of one value has no correlation"
+
+
+def test_the_items_interval_resamples_whole_groups_where_items_share_one():
+    """Issue 63: at the sample level, items of one source go into a resample together (the one rule for evidence);
+    groups of one item, or ``independent``, resample items; fewer than five sources give no interval, said."""
+    rng = np.random.default_rng(11)
+    g = np.repeat(np.arange(12), 5)
+    h = rng.normal(size=60) + np.repeat(rng.normal(size=12), 5)
+    p = h + np.repeat(rng.normal(size=12), 5) + rng.normal(size=60)
+    whole = meta_evaluate(h, p, groups=g, n_bootstrap=400, seed=1)
+    assert whole.resampled == "groups" and whole.n_groups == 12 and whole.ci_note == ""
+    for kwargs in ({}, {"groups": np.arange(60)}, {"groups": g, "independent": True}):
+        alone = meta_evaluate(h, p, n_bootstrap=400, seed=1, **kwargs)
+        assert alone.resampled == "items" and alone.n_groups == 0
+        assert alone.pearson.value == pytest.approx(whole.pearson.value)
+    for m in metrics.COEFFICIENTS:  # the same resamples, one coefficient at a time
+        one = metrics.sample_correlation(h, p, statistic=m, groups=g, n_bootstrap=400, seed=1)
+        assert (one.ci_low, one.ci_high) == pytest.approx((getattr(whole, m).ci_low, getattr(whole, m).ci_high))
+    few = meta_evaluate(h[:20], p[:20], groups=g[:20], n_bootstrap=400)
+    assert few.resampled == "" and math.isnan(few.pearson.ci_low) and "too few groups" in few.ci_note
+    assert not math.isnan(meta_evaluate(h[:20], p[:20], groups=g[:20], independent=True).pearson.ci_low)
+
+
+def test_whole_groups_drawn_in_buckets_of_equal_length_are_the_groups_drawn():
+    rng = np.random.default_rng(2)
+    codes = np.array([0, 0, 0, 1, 2, 2, 3, 3, 3, 3])
+    buckets, order = metrics.group_resamples(codes, 4, 50, rng)
+    assert sorted(order.tolist()) == list(range(50)) and sum(b.shape[0] for b in buckets) == 50
+    sizes = np.bincount(codes)
+    for rows in buckets:
+        for row in rows:
+            drawn = np.bincount(codes[row], minlength=4)
+            assert np.all(drawn % sizes == 0) and drawn.sum() == row.size  # whole groups only
+            assert (drawn // sizes).sum() == 4  # four groups drawn
+
+
+@pytest.mark.parametrize("units", [5, 10, 40])
+def test_an_expanded_p_is_significant_exactly_where_the_expanded_interval_excludes_zero(units):
+    from judge_engine.metrics._paired import expanded_p, expanded_tail
+
+    edge = 2 * expanded_tail(0.95, units)  # the percentile p at which the expanded 95% interval touches zero
+    assert expanded_p(edge, units) == pytest.approx(0.05, rel=1e-9)
+    assert expanded_p(0.9 * edge, units) < 0.05 < expanded_p(1.1 * edge, units)
+    assert expanded_p(0.02, units) > 0.02 and expanded_p(1.0, units) == 1.0 and expanded_p(0.0, units) == 0.0

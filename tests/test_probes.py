@@ -402,3 +402,36 @@ def test_a_judge_that_is_an_exact_linear_function_of_the_humans_has_no_slice():
     assert np.abs(probes.residuals(human, judge)).max() == 0.0
     found = probes.disagreements(samples, human, judge, [""] * 80, seed=0)
     assert not found.flagged and all(abs(s.effect) < 1e-9 for s in found.slices), found.slices
+
+
+def test_the_length_probe_tests_ten_groups_by_flipping_the_signs_of_their_differences():
+    """Issue 63: a bootstrap over 10 groups fired for 5.8% of judges ignoring length, so the probe made no claim
+    there (power 0). Below 20 groups the groups' own differences (judge minus human within-group Spearman with
+    length) are tested by flipping their signs, exact whatever the number of groups; below 5 groups nothing is."""
+    from scipy import stats
+
+    from judge_engine.probes import _length
+
+    rng = np.random.default_rng(4)
+    groups = [f"g{i // 4}" for i in range(40)]
+    lengths = rng.integers(20, 200, size=40).astype(float)
+    human = rng.integers(1, 6, size=40).astype(float)
+    follows = 1 + 4 * (lengths - 20) / 180 + rng.normal(0, 0.3, 40)
+    found = probes.length_bias(lengths, human, follows, level="group", groups=groups, seed=1)
+    assert found.flagged and found.excess > 0 and found.excess_p < probes.ALPHA
+    # by hand: each group's difference of Spearmans (a group whose humans all agree has none), then the share of
+    # all 2^k sign patterns whose mean is at least as far from zero as the groups' mean (two-sided, exact)
+    diffs = [stats.spearmanr(lengths[k:k + 4], follows[k:k + 4])[0] - stats.spearmanr(lengths[k:k + 4],
+                                                                                     human[k:k + 4])[0]
+             for k in range(0, 40, 4) if np.ptp(human[k:k + 4]) > 0]
+    k = len(diffs)
+    signs = np.array([[1 if (pattern >> b) & 1 else -1 for b in range(k)] for pattern in range(2 ** k)])
+    means = (signs * np.array(diffs)).mean(axis=1)
+    by_hand = float(np.mean(np.abs(means) >= abs(np.mean(diffs)) - 1e-12))
+    assert (found.excess, found.excess_p) == pytest.approx((np.mean(diffs), by_hand))
+    assert f"{k} groups: tested by flipping the signs" in found.note and k >= 5
+    assert _length._sign_flip(lengths, follows, human, groups, seed=1)[2] == k
+    quiet = probes.length_bias(lengths, human, human + rng.normal(0, 0.3, 40), level="group", groups=groups, seed=1)
+    assert not quiet.flagged and quiet.excess_p is not None
+    few = probes.length_bias(lengths[:16], human[:16], follows[:16], level="group", groups=groups[:16], seed=1)
+    assert not few.flagged and few.excess_p is None and "shown, not tested" in few.note

@@ -130,6 +130,8 @@ def test_baselines_on_another_split_or_backend_are_not_compared(store, wide_data
 
 
 def test_a_group_level_figure_over_too_few_groups_has_no_interval_and_the_sample_level_beside_it(store, tiny_dataset):
+    """12 items from 4 sources: no interval at either level (the items' interval resamples whole sources, and 4 are
+    too few, issue 63), the sample level shown beside the group level's, and the verdict says why."""
     store.save_dataset(tiny_dataset)
     split = _split(tiny_dataset, 0)  # 12 items in 4 groups: fewer than MIN_BOOTSTRAP_UNITS
     run_id = _learned(store, tiny_dataset, split, "hpss", HPSS_GOOD,
@@ -138,7 +140,33 @@ def test_a_group_level_figure_over_too_few_groups_has_no_interval_and_the_sample
     assert report.test.level == "group" and report.test.n_groups == 4
     assert report.test.ci == (None, None) and "too few groups" in report.test.ci_note
     assert report.sample is not None and report.sample.level == "sample" and report.sample.n == 12
-    assert report.sample.ci[0] is not None and report.sample.ci[0] <= report.sample.value <= report.sample.ci[1]
+    assert report.sample.value is not None and report.sample.ci == (None, None) and report.sample.n_groups == 4
+    assert "too few groups for an interval (4 < 5)" in report.sample.ci_note
+    assert report.verdict == "too few items to say" and "no evidence either way" in report.reasons[0], report.reasons
+
+
+def test_the_items_interval_resamples_whole_sources_where_items_share_one_and_says_so(store, wide_dataset):
+    """Issue 63: at the sample level, items of one source (a SummEval article, a Topical-Chat context) go together
+    into each resample, and the report says so; told nothing about sources, items are resampled one by one."""
+    from judge_engine import metrics
+
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 0)
+    run_id = _learned(store, wide_dataset, split, "hpss", HPSS_GOOD, _human)
+    report = trust.trust_report(store, run_id)
+    fig = report.test if report.test.level == "sample" else report.sample
+    groups = {s.group_id for s in wide_dataset.samples if s.id in set(split.test_ids)}
+    assert fig.resampled == "groups" and fig.n_groups == len(groups) < fig.n
+    assert "whole sources resampled" in trust._figure_text(fig)
+    rng = np.random.default_rng(3)
+    g = np.repeat(np.arange(10), 6)
+    human = rng.normal(size=60) + np.repeat(rng.normal(size=10), 6)
+    judge = human + np.repeat(rng.normal(size=10), 6) + rng.normal(size=60)  # the judge errs by source too
+    whole = metrics.meta_evaluate(human, judge, groups=g)
+    alone = metrics.meta_evaluate(human, judge, groups=g, independent=True)
+    assert (whole.resampled, whole.n_groups, alone.resampled, alone.n_groups) == ("groups", 10, "items", 0)
+    assert whole.pearson.value == pytest.approx(alone.pearson.value)
+    assert whole.pearson.ci_high - whole.pearson.ci_low > alone.pearson.ci_high - alone.pearson.ci_low
 
 
 def test_a_good_judge_gets_no_warning_and_its_report_is_json(store, wide_dataset):
@@ -362,3 +390,14 @@ def test_exact_duplicates_count_once_in_the_items_t_test():
     assert any("worse than chance" in r for r in reasons)
     said, reasons = trust.verdict(None, everything, None, (), 18, 0, distinct=distinct)
     assert not any("worse than chance" in r for r in reasons), reasons
+
+
+def test_the_trust_table_says_the_items_interval_rests_on_whole_sources():
+    from pages.ui.trust import trust_frame
+
+    whole = trust.TestFigure("sample", 0.4, (0.1, 0.6), "", 60, 10, 0, "groups")
+    alone = trust.TestFigure("sample", 0.4, (0.2, 0.55), "", 60, 0, 0, "items")
+    said = [trust_frame(trust.TrustReport(1, "direct", "pearson", None, fig, None, 60, 0, 0.0, (), "ok", ()))
+            for fig in (whole, alone)]
+    assert "60 items from 10 sources, whole sources resampled" in said[0]["rests on"].tolist()
+    assert "60 items" in said[1]["rests on"].tolist()

@@ -6,6 +6,8 @@ items keep each test to a few seconds. With 40 draws a ceiling of 5% allows 2 fi
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from judge_engine.bench import verdicts
@@ -87,3 +89,32 @@ def test_the_null_worlds_of_issue_63_run_through_the_real_gate_and_verdict():
     assert verdicts.measure(duplicates, "anti_correlated (duplicates)", 160, False, 1, 10, SEED)["rate"] == 1.0
     integer = _claim("probe: scores collapsed, an integer judge")
     assert verdicts.measure(integer, "integer_judge", 20, False, 1, 40, SEED)["rate"] <= 0.05
+
+
+def test_the_items_interval_on_grouped_data_holds_its_level_where_items_resampled_one_by_one_did_not():
+    """Issue 63 item 1: contexts of six responses sharing a source lean (Topical-Chat-like). A random judge's items'
+    interval resampled by whole sources stays near its level; resampled item by item it is far too narrow."""
+    whole = _claim("the items' 95% interval excludes zero (items in contexts")
+    alone = _claim("old rule (retired): the items' 95% interval excludes zero")
+    assert verdicts.measure(whole, "noise (sources)", 120, True, 1, 60, SEED)["rate"] <= 0.05 + 0.05
+    assert verdicts.measure(alone, "noise (sources)", 120, True, 1, 60, SEED)["rate"] >= 0.10
+    assert verdicts.measure(_claim("trust: ok (items in contexts"), "human_plus_noise (sources)", 240, True, 1, 10,
+                            SEED)["rate"] >= 0.5
+
+
+def test_cells_are_shared_between_processes_resumed_and_rendered_with_their_wilson_interval(tmp_path):
+    rows_file = tmp_path / "rows.jsonl"
+    kwargs = dict(draws=6, seed=2, sizes=[8, 20], claims=["anti-correlated on its training"])
+    whole = verdicts.run(**kwargs)["rows"]
+    for shard in ("1/2", "2/2"):
+        verdicts.run(**kwargs, shard=shard, rows_out=str(rows_file))
+    shared = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    key = lambda r: (r["judge"], r["n_items"])  # noqa: E731
+    assert sorted(map(key, shared)) == sorted(map(key, whole)) and len(shared) == 4
+    assert {key(r): r["fired"] for r in shared} == {key(r): r["fired"] for r in whole}
+    assert verdicts.run(**kwargs, rows_out=str(rows_file))["rows"] == []  # every cell already measured
+    table = verdicts.cells_markdown(shared).splitlines()
+    assert len(table) == 2 + 4 and all(f"{r['fired']} / 6" in line for r, line in zip(shared, table[2:]))
+    from judge_engine.metrics import rate_interval
+    low, high = rate_interval(shared[0]["fired"], 6)
+    assert f"[{low:.3f}, {high:.3f}]" in table[2]

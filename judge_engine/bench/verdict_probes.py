@@ -145,8 +145,8 @@ PROBE_CLAIMS: list[Claim] = [
           null=("integer_judge",)),
     Claim("probe: follows length more than the humans do", False, _follows_length, null=NULL,
           planted=("length_following",)),
-    Claim("probe: follows length more than the humans do, 10 groups of 4", False, _follows_length, null=NULL,
-          planted=("length_following",), sizes=(40,), grouped=(True,)),
+    Claim("probe: follows length more than the humans do, 5-15 groups of 4 (sign-flip test)", False, _follows_length,
+          null=NULL, planted=("length_following",), sizes=(20, 40, 60), grouped=(True,)),
     Claim("probe: the order of the demonstrations changes the scores", False, _order_changes, null=NULL,
           planted=("order_sensitive",)),
 ]

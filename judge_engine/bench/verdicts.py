@@ -188,8 +188,12 @@ def _test(scenario: Scenario, rng: np.random.Generator, n_bootstrap: int, judge:
         if at == "sample":
             # meta_evaluate's own sample-level resampling for Pearson alone: it also bootstraps Kendall's tau,
             # ~2 s a draw on a shared machine, which would make thousands of draws take hours
-            c = metrics.sample_correlation(human, pred, statistic="pearson", n_bootstrap=n_bootstrap, seed=seed)
-            return level_figure(at, {"pearson": c.value, "pearson_ci": [c.ci_low, c.ci_high], "n": len(human)})
+            # whole groups resampled where items share one, as a run's summary does (meta_evaluate, issue 63)
+            c = metrics.sample_correlation(human, pred, statistic="pearson", n_bootstrap=n_bootstrap, seed=seed,
+                                           groups=groups if scenario.grouped else None)
+            return level_figure(at, {"pearson": c.value, "pearson_ci": [c.ci_low, c.ci_high], "n": len(human),
+                                     "n_groups": len(set(groups.tolist())) if scenario.grouped else 0,
+                                     "resampled": "groups" if scenario.grouped else "items"})
         return level_figure(at, metrics.meta_evaluate(human, pred, level=at, groups=groups, n_bootstrap=n_bootstrap,
                                                       seed=seed).to_dict())
     return figure(level), figure("sample") if scenario.grouped else None, human, pred, groups
@@ -320,23 +324,48 @@ def measure(claim: Claim, judge: str, n_items: int, grouped: bool, candidates: i
     null = judge in claim.null
     target = None if claim.retired or not null else claim.ceiling
     return {"claim": claim.name, "kind": "false alarm" if null else "power", "judge": judge, "n_items": n_items,
-            "grouped": grouped, "candidates": candidates, "draws": draws, "fired": fired, "rate": fired / draws,
+            "grouped": grouped, "candidates": candidates, "draws": draws, "seed": seed, "fired": fired,
+            "rate": fired / draws,
             "ci_high": float(ci.high), "target": target, "met": None if target is None else fired / draws <= target}
 
 
 def run(*, draws: int = 200, seed: int = 0, sizes: list[int] | None = None, claims: list[str] | None = None,
-        doc_out: str | None = None, **_: Any) -> dict[str, Any]:
-    """Every claim at every scenario it names; ``claims`` filters by substring of the name."""
+        doc_out: str | None = None, kinds: list[str] | None = None, shard: str | None = None,
+        rows_out: str | None = None, **_: Any) -> dict[str, Any]:
+    """Every claim at every scenario it names; ``claims`` filters by substring of the name, ``kinds`` by "false
+    alarm" or "power". ``shard`` ``"i/k"`` measures every k-th cell from the i-th (1-based), so k processes share
+    the table (a cell's draws do not depend on which process measures it, :func:`measure`); ``rows_out`` appends
+    each cell to a JSON-lines file as soon as it is measured (a long run keeps what it measured), and a cell already
+    there with as many draws is not measured again. Claims are measured in the order ``claims`` names them."""
+    import json
+
     from . import progress_bar, result
 
-    chosen = [c for c in all_claims() if not claims or any(w in c.name for w in claims)]
+    every = all_claims()
+    chosen = ([c for w in claims for c in every if w in c.name] if claims else every)
+    chosen = list(dict.fromkeys(chosen))  # a claim two words name is measured once
+    done: set[tuple] = set()
+    if rows_out and Path(rows_out).exists():
+        for line in Path(rows_out).read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            done.add((r["claim"], r["judge"], r["n_items"], r["grouped"], r["candidates"], r["draws"], r["seed"]
+                      if "seed" in r else seed))
     # a retired rule is measured where it was used; every other claim at the sizes asked for
     jobs = [(c, j, n, g, k) for c in chosen for j in (*c.null, *c.planted)
-            for n in (c.sizes if c.retired or not sizes else sizes) for g in c.grouped for k in c.candidates]
+            for n in (c.sizes if c.retired or not sizes else sizes) for g in c.grouped for k in c.candidates
+            if not kinds or ("false alarm" if j in c.null else "power") in kinds]
+    if shard:
+        i, k_shards = (int(x) for x in shard.split("/"))
+        jobs = jobs[i - 1::k_shards]
+    # after sharding: which cells a shard holds does not depend on what the others have measured so far
+    jobs = [(c, j, n, g, k) for c, j, n, g, k in jobs if (c.name, j, n, g, k, draws, seed) not in done]
     rows = []
     bar = progress_bar(len(jobs), "verdict claims")
     for c, j, n, g, k in jobs:
         rows.append(measure(c, j, n, g, k, draws, seed))
+        if rows_out:
+            with open(rows_out, "a", encoding="utf-8") as out:
+                out.write(json.dumps(rows[-1]) + "\n")
         bar.update(1)
     bar.close()
     checked = [r for r in rows if r["target"] is not None]
@@ -376,10 +405,32 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def cells_markdown(rows: list[dict[str, Any]]) -> str:
+    """One table line per cell, with its count and Wilson 95% interval (:func:`judge_engine.metrics.rate_interval`):
+    the form docs/reliability.md gives 400-draw cells in; ``rows`` as :func:`measure` returns them (or
+    ``--rows-out`` holds them), in the order given."""
+    from ..metrics import rate_interval
+
+    lines = ["| claim | rate of | judge | groups | K | items | fired / draws | rate | Wilson 95% | ceiling | met |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        low, high = rate_interval(r["fired"], r["draws"])
+        target = "" if r["target"] is None else f"<= {r['target']:.2f}"
+        met = "" if r["met"] is None else ("yes" if r["met"] else "**no**")
+        lines.append(f"| {r['claim']} | {r['kind']} | {r['judge']} | {'yes' if r['grouped'] else 'no'} | "
+                     f"{r['candidates']} | {r['n_items']} | {r['fired']} / {r['draws']} | {r['rate']:.3f} | "
+                     f"[{low:.3f}, {high:.3f}] | {target} | {met} |")
+    return "\n".join(lines)
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("--draws", type=int, default=200, help="simulated runs per scenario")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sizes", type=int, nargs="+", default=None, help=f"test items (default {list(SIZES)})")
     parser.add_argument("--claims", nargs="+", default=None, help="only claims whose name contains one of these")
+    parser.add_argument("--kinds", nargs="+", default=None, choices=("false alarm", "power"),
+                        help="only cells of these kinds (false alarms first, then power, on a busy machine)")
+    parser.add_argument("--shard", default=None, help="i/k: every k-th cell from the i-th, for k processes")
+    parser.add_argument("--rows-out", default=None, help="append each measured cell to this JSON-lines file")
     parser.add_argument("--out", dest="doc_out", default=None,
                         help="also write the Markdown table to this file (the JSON goes to the folder of the main --out as always)")

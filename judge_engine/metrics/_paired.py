@@ -64,6 +64,17 @@ def expanded_tail(confidence: float, units: int) -> float:
     return float(stats.norm.sf(z))
 
 
+def expanded_p(p: float, units: int) -> float:
+    """A two-sided bootstrap p-value over ``units`` resampled groups, read as the expanded percentile interval
+    reads its bounds (:func:`expanded_tail`): significant at a level exactly where that interval excludes zero."""
+    from scipy import stats
+
+    if not 0 < p < 1 or units < 2:
+        return p
+    z = stats.norm.isf(p / 2)
+    return float(min(1.0, 2 * stats.t.sf(z * math.sqrt((units - 1) / units), units - 1)))
+
+
 def paired_mean_difference(new: Sequence[float], base: Sequence[float], *, groups: Sequence[str] | None = None,
                            n_bootstrap: int = 2000, confidence: float = 0.95, seed: int = 0) -> PairedDifference:
     """Mean of ``new - base`` with an expanded percentile bootstrap interval, pairs drawn together (whole groups

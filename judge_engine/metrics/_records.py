@@ -77,7 +77,7 @@ class MetaEvalReport:
         Items whose prediction was missing (``None``/NaN, e.g. parse failures);
         they were excluded, never imputed.
     n_groups : int
-        Groups used (see :class:`LevelInfo`); 0 at sample level.
+        Groups used (see :class:`LevelInfo`); at sample level the groups resampled whole, else 0.
     groups_skipped : int
         Groups skipped at group level because either side is constant or has
         fewer than two items.
@@ -86,6 +86,9 @@ class MetaEvalReport:
     ci_note : str
         Why the intervals are withheld ("" when they are not): too few
         bootstrap units (see :data:`MIN_BOOTSTRAP_UNITS`).
+    resampled : str
+        What the interval resampled: ``"items"``, ``"groups"`` (whole groups: at group and system level, and at
+        sample level where items share a source), or ``""`` (no interval).
     """
 
     level: str
@@ -98,6 +101,7 @@ class MetaEvalReport:
     groups_skipped: int
     n_systems: int
     ci_note: str = ""
+    resampled: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able dict.
@@ -107,7 +111,7 @@ class MetaEvalReport:
         dict
             ``{"level", "pearson", "spearman", "kendall", "pearson_ci",
             "spearman_ci", "kendall_ci", "n", "n_missing", "n_groups",
-            "groups_skipped", "n_systems", "ci_note"}``; coefficients are floats, CIs are
+            "groups_skipped", "n_systems", "ci_note", "resampled"}``; coefficients are floats, CIs are
             ``[low, high]`` lists. Undefined values (NaN) become ``None`` so
             that :func:`json.dumps` writes valid JSON (``null``).
         """
@@ -124,5 +128,6 @@ class MetaEvalReport:
             groups_skipped=int(self.groups_skipped),
             n_systems=int(self.n_systems),
             ci_note=self.ci_note,
+            resampled=self.resampled,
         )
         return out

@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Hashable, Sequence
 
 import numpy as np
 
-from . import (COEFFICIENTS, MIN_BOOTSTRAP_UNITS, Correlation, _Quiet, _resample_weights, _resampled_spearman,
-               _rowwise_correlations, correlation, correlations)
+from . import (COEFFICIENTS, MIN_BOOTSTRAP_UNITS, Correlation, _codes, _Quiet, _resample_weights,
+               _resampled_spearman, _rowwise_correlations, correlation, correlations, group_resamples, grouped_tail)
 
 def sample_correlation(x: Sequence[float], y: Sequence[float], *, statistic: str = "spearman",
-                       n_bootstrap: int = 1000, confidence: float = 0.95, seed: int | None = 0) -> Correlation:
+                       n_bootstrap: int = 1000, confidence: float = 0.95, seed: int | None = 0,
+                       groups: Sequence[Hashable] | None = None) -> Correlation:
     """One coefficient over items (sample level) with its bootstrap percentile interval.
 
     The same point estimate and resampling as :func:`meta_evaluate` at sample level, computing only the
     asked coefficient per resample: meta_evaluate computes all three, and Kendall's tau, one scipy call per
-    resample, is most of its time. Items where either side is missing are dropped; with fewer than
-    :data:`MIN_BOOTSTRAP_UNITS` items the bounds are NaN.
+    resample, is most of its time. Where ``groups`` is given and a group holds two items, whole groups are
+    resampled, as meta_evaluate does. Items where either side is missing are dropped; with fewer than
+    :data:`MIN_BOOTSTRAP_UNITS` units (items, or groups) the bounds are NaN.
     """
     if statistic not in COEFFICIENTS:
         raise ValueError(f"statistic must be one of {COEFFICIENTS}, got {statistic!r}")
@@ -26,14 +28,22 @@ def sample_correlation(x: Sequence[float], y: Sequence[float], *, statistic: str
     a, b = a[keep], b[keep]
     value = correlation(a, b, statistic) if a.size else math.nan
     low = high = math.nan
-    if n_bootstrap > 0 and a.size >= MIN_BOOTSTRAP_UNITS and math.isfinite(value):
+    codes, labels = _codes([k for k, kept in zip(groups, keep) if kept], int(a.size), "groups") \
+        if groups is not None else (None, [])
+    grouped = codes is not None and len(labels) < a.size
+    units = len(labels) if grouped else a.size
+    if n_bootstrap > 0 and units >= MIN_BOOTSTRAP_UNITS and math.isfinite(value):
         rng = np.random.default_rng(seed)
-        if statistic == "spearman":  # the same resamples, as draw counts: no resample is sorted
+        if grouped:
+            buckets, _ = group_resamples(codes, len(labels), n_bootstrap, rng)
+            col = COEFFICIENTS.index(statistic)
+            reps = np.concatenate([_rowwise_correlations(a[idx], b[idx], only=statistic)[:, col] for idx in buckets])
+        elif statistic == "spearman":  # the same resamples, as draw counts: no resample is sorted
             reps = _resampled_spearman(a, b, _resample_weights(rng, a.size, n_bootstrap))
         else:
             idx = rng.integers(0, a.size, size=(n_bootstrap, a.size))
             reps = _rowwise_correlations(a[idx], b[idx], only=statistic)[:, COEFFICIENTS.index(statistic)]
-        alpha = (1.0 - confidence) / 2.0
+        alpha = grouped_tail(confidence, units) if grouped else (1.0 - confidence) / 2.0
         with _Quiet():
             low, high = np.nanpercentile(reps, [100.0 * alpha, 100.0 * (1.0 - alpha)])
     return Correlation(float(value), float(low), float(high))

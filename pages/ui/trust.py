@@ -73,7 +73,8 @@ def trust_frame(report: TrustReport) -> pd.DataFrame:
         if fig is None:
             continue
         groups = f", {plural(fig.n_groups, 'group')}" if fig.level == "group" else (
-            f", {plural(fig.n_systems, 'system')}" if fig.level == "system" else "")
+            f", {plural(fig.n_systems, 'system')}" if fig.level == "system" else
+            f" from {plural(fig.n_groups, 'source')}, whole sources resampled" if fig.resampled == "groups" else "")
         rows.append({"figure": f"test {report.statistic}, {fig.level} level", "value": _fig(fig.value),
                      "interval / p": fig.ci_note or _ci(list(fig.ci)), "rests on": f"{plural(fig.n, 'item')}{groups}"})
     rows.append({"figure": "missing test scores", "value": f"{report.missing_rate:.0%}", "interval / p": "",
