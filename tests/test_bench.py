@@ -230,8 +230,11 @@ def test_app_latency_renders_a_page(tmp_path, shared_data):
         pytest.skip(app_latency.available())
     doc = bench(tmp_path, "app", "--repeats", "1", "--pages", "settings", "--compare-items", "40",
                 "--compare-runs", "2")
-    with_probes, without, unkept, row = doc["rows"]
+    with_probes, without, unkept, fresh, row = doc["rows"]
     assert row["page"] == "settings" and row["exception"] is False and row["first_render_s"] > 0
+    # a fresh server's first visit, timed to its first sign (spinner or heading) and to its heading
+    assert fresh["page"] == "first visit of a fresh server (home)" and not fresh["exception"]
+    assert 0 < fresh["first_sign_s"] <= fresh["first_render_s"]
     assert row["heading"] != "Judge Workbench", "the page itself was timed, not the name gate before it"
     # the compare page timed with its probes and without them (?probes=off), side by side, and with no report kept
     assert (with_probes["page"], without["page"], unkept["page"]) == (
