@@ -638,7 +638,8 @@ def test_a_first_visit_to_a_page_shows_a_spinner_or_its_heading_first_and_no_spi
         print("the main pane showed, in order:", seen)
         opening, heading = "spinner: Opening HD-Eval...", "heading: HD-Eval criteria tree"
         assert seen and seen[0] in (opening, heading), f"the main pane first showed {seen[:1]}"
-        assert heading in seen and seen.index(opening if opening in seen else heading) <= seen.index(heading), seen
+        # pages draw their heading before their imports (issue 67), so the opening spinner may follow the heading
+        assert heading in seen, seen
         # the page may go on under spinners of its own (importing the benchmark it shows): all go once it is done
         page.wait_for_function("() => !document.querySelector('[data-testid=stMain] [data-testid=stSpinner]')")
         assert page.get_by_role("heading", name="HD-Eval criteria tree").is_visible()

@@ -257,6 +257,7 @@ def _fit_hd_eval(responder=None):
 def test_hd_eval_sends_sibling_decompositions_and_a_layers_parent_groups_together_with_the_same_result(monkeypatch):
     from judge_engine.methods.hd_eval import decomposition, scoring, tree_index
     from judge_engine.methods.hd_eval import method as hd_method
+    from judge_engine.methods.hd_eval import overlap as hd_overlap
     from judge_engine.methods.hd_eval.decomposition import LayerDecomposition
 
     judge, events, batches, backend = _fit_hd_eval()
@@ -284,6 +285,7 @@ def test_hd_eval_sends_sibling_decompositions_and_a_layers_parent_groups_togethe
 
     jobs_at_once = scoring.score_criteria_jobs
     monkeypatch.setattr(hd_method, "decompose_layer", one_by_one_decomposition)
+    monkeypatch.setattr(hd_overlap, "decompose_layer", one_by_one_decomposition)  # layer 2 beside layer 1's scoring
     monkeypatch.setattr(scoring, "score_criteria_jobs",
                         lambda jobs, **kw: [jobs_at_once([job], **kw)[0] for job in jobs])
     one_by_one, seq_events, seq_batches, seq_backend = _fit_hd_eval()

@@ -15,7 +15,7 @@ import pytest
 
 import judge_engine.explain as explain
 import judge_engine.methods.hypoeval as he
-from judge_engine import metrics
+from judge_engine import aggregate, metrics
 from judge_engine.aggregate import Aggregator
 from judge_engine.methods.hd_eval.pruning import prune_by_attribution
 from judge_engine.methods.hpss.method import fitness as hpss_fitness
@@ -150,20 +150,14 @@ def test_hd_eval_importance_is_out_of_fold(monkeypatch):
         return real(model, xs, ys, **kw)
 
     fitted: list[list[int]] = []
-    real_estimator = agg.estimator
+    real_fit = aggregate.fit_model
 
-    def estimator():
-        model = real_estimator()
-        fit = model.fit
-
-        def recording_fit(xs, ys):
-            fitted.append(sorted(int(r) for r in np.asarray(xs)[:, 0]))
-            return fit(xs, ys)
-        model.fit = recording_fit
-        return model
+    def recording_fit(kind, random_state, xs, ys):  # every fold's model is fitted here (or read back from a memo)
+        fitted.append(sorted(int(r) for r in np.asarray(xs)[:, 0]))
+        return real_fit(kind, random_state, xs, ys)
 
     monkeypatch.setattr(explain, "permutation_drops", spy)
-    monkeypatch.setattr(agg, "estimator", estimator, raising=False)
+    monkeypatch.setattr(aggregate, "fit_model", recording_fit)
     frame = explain.permutation_importance_oof(agg, n_repeats=2)
     assert [len(rows) for rows in seen] == [2] * 5
     assert sorted(r for rows in seen for r in rows) == list(range(10))
