@@ -93,16 +93,11 @@ def host_cache(cache_dir: str | Path) -> Any:
     again by a re-run's actors on that host, so an item answered before a stop is not paid twice; SQLite is no
     database to share between machines, hence one file per host. Actors that create it at once wait for each other
     in the Store (its tables are made under the write lock)."""
-    import fcntl
-
     from .store import Store
 
     path = Path(cache_dir) / f"worker-{socket.gethostname()}.db"
     path.parent.mkdir(parents=True, exist_ok=True)
-    # opened under a lock: switching a new file to WAL at once from two actors still fails with "database is locked"
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed, or when the process dies
-        return Store(path)
+    return Store(path)
 
 
 class ScoreBatches:

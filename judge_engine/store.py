@@ -77,8 +77,23 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         db = self.db
-        db.conn.execute("PRAGMA journal_mode=WAL")
+        self._use_wal(db)
         self._migrate(db)
+
+    @staticmethod
+    def _use_wal(db: Database) -> None:
+        """Switch the file to WAL, waiting for another process doing the same: sqlite answers a second switch
+        on a new file with "database is locked" at once, without its busy timeout (two Ray actors, a full test
+        run)."""
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                db.conn.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     @staticmethod
     def _migrate(db: Database) -> None:
