@@ -160,10 +160,11 @@ def test_comparing_four_runs_at_group_level_computes_each_runs_group_table_once(
 
     aligned = _four_runs(store, dataset)
     n_groups = len({dataset.by_id()[i].group_id for i in aligned.ids})
-    monkeypatch.setattr(metrics, "_group_tables", OrderedDict(), raising=False)  # none left by other tests
+    # patched in metrics._levels, the module that keeps the tables and reads correlations
+    monkeypatch.setattr(metrics._levels, "_group_tables", OrderedDict())  # none left by other tests
     calls = []
     real = metrics.correlations
-    monkeypatch.setattr(metrics, "correlations", lambda h, p: calls.append(len(h)) or real(h, p))
+    monkeypatch.setattr(metrics._levels, "correlations", lambda h, p: calls.append(len(h)) or real(h, p))
     frame = compare.comparison_frame(store, dataset, aligned, level="group", n_bootstrap=200)
     assert frame["best"].sum() == 1 and frame["p vs best"].notna().sum() == 3
     # one scipy triple per group and run; each run's report and each paired test against the best (its point
@@ -173,7 +174,7 @@ def test_comparing_four_runs_at_group_level_computes_each_runs_group_table_once(
     group_calls = [c for c in calls if c < len(aligned.ids)]
     assert 0 < len(group_calls) <= 4 * n_groups
     assert set(frame["tested at"]) == {"sample"} and set(frame["resampled"]) == {"groups"}
-    table = next(iter(metrics._group_tables.values()))
+    table = next(iter(metrics._levels._group_tables.values()))
     assert table.flags.writeable is False, "a kept table cannot be changed by whoever asked for it"
 
 
@@ -183,12 +184,12 @@ def test_kept_group_tables_leave_the_comparison_unchanged(store, dataset, monkey
     from judge_engine import metrics
 
     aligned = _four_runs(store, dataset)
-    monkeypatch.setattr(metrics, "_group_tables", OrderedDict())
+    monkeypatch.setattr(metrics._levels, "_group_tables", OrderedDict())
     kept = compare.comparison_frame(store, dataset, aligned, level="group", statistic="pearson", n_bootstrap=300)
-    monkeypatch.setattr(metrics, "GROUP_TABLE_MEMO", 0)  # every table computed afresh
-    monkeypatch.setattr(metrics, "_group_tables", OrderedDict())
+    monkeypatch.setattr(metrics._levels, "GROUP_TABLE_MEMO", 0)  # every table computed afresh
+    monkeypatch.setattr(metrics._levels, "_group_tables", OrderedDict())
     fresh = compare.comparison_frame(store, dataset, aligned, level="group", statistic="pearson", n_bootstrap=300)
-    assert len(metrics._group_tables) == 0
+    assert len(metrics._levels._group_tables) == 0
     assert list(kept["run"]) == list(fresh["run"]) and list(kept["best"]) == list(fresh["best"])
     for column in ("pearson", "spearman", "kendall", "Δpearson vs best", "p vs best"):
         assert kept[column].to_numpy(dtype=float) == pytest.approx(fresh[column].to_numpy(dtype=float), nan_ok=True,

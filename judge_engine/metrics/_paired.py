@@ -24,6 +24,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ._resample import _block_sizes, _resample_weights
+
 MIN_GROUPS_FOR_GROUP_BOOTSTRAP = 5  # = judge_engine.evidence.MIN_UNITS (metrics imports nothing of the engine)
 """Fewest groups whose resampling gives the interval (with the expansion, 5 groups give a t interval on 4 degrees
 of freedom, :data:`judge_engine.evidence.MIN_UNITS`); with fewer, no interval and it is said."""
@@ -83,8 +85,6 @@ def paired_mean_difference(new: Sequence[float], base: Sequence[float], *, group
 
     Pairs where either score is NaN are dropped here; the caller counts them (a missing score is never a number).
     """
-    from . import _block_sizes, _resample_weights
-
     a, b = np.asarray(new, dtype=float), np.asarray(base, dtype=float)
     keep = np.isfinite(a) & np.isfinite(b)
     d = (a - b)[keep]

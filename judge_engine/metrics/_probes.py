@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import _Quiet
+from ._arrays import _Quiet
 
 
 def _mean_difference(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -7,8 +7,12 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from . import (COEFFICIENTS, MIN_BOOTSTRAP_UNITS, Correlation, _codes, _Quiet, _resample_weights,
-               _resampled_spearman, _rowwise_correlations, correlation, correlations, group_resamples, grouped_tail)
+from ._arrays import _codes, _Quiet
+from ._bootstrap import MIN_BOOTSTRAP_UNITS, _resampled_spearman, _rowwise_correlations, grouped_tail
+from ._correlation import correlation, correlations
+from ._records import COEFFICIENTS, Correlation
+from ._resample import _resample_weights, group_resamples
+
 
 def sample_correlation(x: Sequence[float], y: Sequence[float], *, statistic: str = "spearman",
                        n_bootstrap: int = 1000, confidence: float = 0.95, seed: int | None = 0,

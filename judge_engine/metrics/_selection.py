@@ -9,8 +9,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from . import COEFFICIENTS, _as_float_array, correlations
-from ._records import _nan_to_none
+from ._arrays import _as_float_array
+from ._correlation import correlations
+from ._records import COEFFICIENTS, _nan_to_none
 
 MIN_SELECTION_COVERAGE = 0.8
 """Share of the items a candidate must score to be selected automatically (see :func:`coverage_adjusted`)."""
