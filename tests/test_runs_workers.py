@@ -161,6 +161,19 @@ def warm_workers(monkeypatch):
     end_standbys()
 
 
+def _run_on_the_stub(db, dataset, base_url, monkeypatch, *, answer_first: int, test_size: int):
+    """A store at ``db`` holding ``dataset`` and a direct run of 3 training and ``test_size`` test items on the
+    half-answering stub, which answers ``answer_first`` prompts: (db, store, run_id)."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
+    _HalfAnswering.answer_first = answer_first
+    store = Store(db)
+    store.save_dataset(dataset)
+    llm = LLMConfig(backend="openai", base_url=base_url, model="stub", concurrency=1, max_retries=0, timeout=60)
+    run_id = create_run(store, RunSpec(method="direct", dataset=dataset.name, aspect="quality", train_size=3,
+                                       test_size=test_size, llm=llm))
+    return db, store, run_id
+
+
 @pytest.mark.parametrize("warm", [False, True], ids=["fresh worker", "warm worker"])
 def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run_resumes(tmp_path, tiny_dataset,
                                                                                          half_answering, monkeypatch,
@@ -168,15 +181,8 @@ def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run
     """A real worker, three answers in and held on the fourth: stopped, it is gone, the run is interrupted with
     who stopped it, the store and its cache are sound, and the resume sends only the prompts not yet answered.
     The same for a warm worker (:mod:`judge_engine.standby`), found by its process name."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
-    _HalfAnswering.answer_first = 3
-    db = tmp_path / "stop.db"
-    store = Store(db)
-    store.save_dataset(tiny_dataset)
-    llm = LLMConfig(backend="openai", base_url=half_answering, model="stub", concurrency=1, max_retries=0,
-                    timeout=60)
-    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=9,
-                                       llm=llm))
+    db, store, run_id = _run_on_the_stub(tmp_path / "stop.db", tiny_dataset, half_answering, monkeypatch,
+                                         answer_first=3, test_size=9)
     if warm:
         from judge_engine.runs.workers import keep_standby
 
@@ -221,15 +227,8 @@ def test_a_warm_worker_runs_the_run_in_its_log_and_a_death_is_recorded_as_a_fres
     name and nothing else is; killed by SIGKILL, its supervisor records the death as a fresh worker's does."""
     from judge_engine.runs.workers import _STANDBYS, keep_standby, standby_worker_name
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-not-checked")
-    _HalfAnswering.answer_first = 2
-    db = tmp_path / "warm.db"
-    store = Store(db)
-    store.save_dataset(tiny_dataset)
-    llm = LLMConfig(backend="openai", base_url=half_answering, model="stub", concurrency=1, max_retries=0,
-                    timeout=60)
-    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6,
-                                       llm=llm))
+    db, store, run_id = _run_on_the_stub(tmp_path / "warm.db", tiny_dataset, half_answering, monkeypatch,
+                                         answer_first=2, test_size=6)
     keep_standby(db)
     standby = _STANDBYS[str(db.resolve())][0]
     proc = start_run(db, run_id)
