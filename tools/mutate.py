@@ -32,8 +32,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.9
 """Share of mutants that must be killed for the right reason (issue 51: at least 90%)."""
-IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "data", "__pycache__", ".pytest_cache", ".ruff_cache",
+IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", ".pytest_cache", ".ruff_cache",
                                 "*.egg-info", "*.db", "*.db-wal", "*.db-shm", "node_modules", "img")
+TOP_ONLY = ("data",)
+"""Left out of the copy at the top only: the checkout's data folder (databases, downloads), not the packages
+judge_engine/data and tests/data, without which no test imports."""
+
+
+def _ignore(directory: str, names: list[str]) -> set[str]:
+    left_out = set(IGNORE(directory, names))
+    if Path(directory).resolve() == ROOT:
+        left_out |= set(TOP_ONLY) & set(names)
+    return left_out
 
 
 @dataclass(frozen=True)
@@ -199,7 +209,7 @@ MUTANTS: tuple[Mutant, ...] = (
 
 def copy_tree(dest: Path) -> Path:
     """The working tree (as it is now, uncommitted edits included) without the venv, git, data or caches."""
-    shutil.copytree(ROOT, dest, ignore=IGNORE)
+    shutil.copytree(ROOT, dest, ignore=_ignore)
     return dest
 
 
