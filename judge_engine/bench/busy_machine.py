@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from . import interleaved, med, median_ratio, result
+from . import environ_restored, interleaved, med, median_ratio, result
 
 ARTICLE = ("The city council voted on Tuesday to extend the late-night bus service for another year, after a "
            "trial showed that ridership between midnight and four in the morning had doubled. Supporters said "
@@ -69,8 +69,7 @@ def run(*, busy: list[int], repeats: int = 3, max_tokens: int = 80, article_repe
         return call
 
     rows = []
-    saved = os.environ.get(threads.THREADS_ENV)
-    try:
+    with environ_restored(threads.THREADS_ENV):  # the arms set and remove it
         backend.generate(messages, params)  # load and warm the model outside the timings
         for k in busy:
             procs = _spinners(k)
@@ -90,11 +89,6 @@ def run(*, busy: list[int], repeats: int = 3, max_tokens: int = 80, article_repe
                          "every_core_over_follow": round(median_ratio(seconds["every core"],
                                                                       seconds["follow the load"]), 2),
                          "load_1min": round(load, 2)})
-    finally:
-        if saved is None:
-            os.environ.pop(threads.THREADS_ENV, None)
-        else:
-            os.environ[threads.THREADS_ENV] = saved
     same = all(len(r) == 1 for r in replies.values()) and replies["follow the load"] == replies["every core"]
     return result("busy-machine", config={"busy": busy, "repeats": repeats, "max_tokens": max_tokens,
                                           "article_repeats": article_repeats, "usable_cores": int(cores)},
