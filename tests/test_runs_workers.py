@@ -2,14 +2,11 @@
 one is reaped; a stopped one is gone, its run interrupted and resumable, and nothing but its own worker is ever
 signalled; the runs taking turns on the embedded model are counted."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,6 +15,8 @@ from judge_engine.runs import (RunSpec, busy_note, busy_with, create_run, effect
                                stop_run)
 from judge_engine.runs.workers import is_worker, worker_pids
 from judge_engine.store import CallCache, ReadOnly, Store
+
+from held_replies import HoldingHandler, serving
 
 REAL_KILL = os.kill
 
@@ -88,52 +87,14 @@ def test_a_run_whose_worker_is_gone_or_never_came_is_interrupted(store, tiny_dat
 # --------------------------------------------------------------------------- stopping a run
 
 
-class _HalfAnswering(BaseHTTPRequestHandler):
-    """An OpenAI-compatible stub that answers the first ``answer_first`` prompts and holds every later request
-    open, never answering it; once ``release`` is set it answers every request. ``answered`` counts the replies
-    sent per prompt."""
-
-    answer_first = 0
-    answered: dict[str, int] = {}
-    waiting = 0
-    release = threading.Event()
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        prompt = body["messages"][-1]["content"]
-        cls = type(self)
-        if len(cls.answered) >= cls.answer_first and prompt not in cls.answered and not cls.release.is_set():
-            cls.waiting += 1
-            cls.release.wait()
-            return  # whoever asked has been stopped meanwhile
-        cls.answered[prompt] = cls.answered.get(prompt, 0) + 1
-        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": "[[3]]"}}],
-                           "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:  # the worker that asked is gone
-            pass
+class _HalfAnswering(HoldingHandler):
+    """The stub answering the first ``answer_first`` prompts and holding every later request open until
+    ``release`` is set (tests/held_replies.py); ``answered`` counts the replies sent per prompt."""
 
 
 @pytest.fixture
 def half_answering():
-    _HalfAnswering.answered, _HalfAnswering.waiting = {}, 0
-    _HalfAnswering.release = threading.Event()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _HalfAnswering)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    _HalfAnswering.release.set()
-    httpd.shutdown()
-    httpd.server_close()
+    yield from serving(_HalfAnswering)
 
 
 @pytest.fixture
@@ -192,10 +153,10 @@ def test_stop_run_ends_a_worker_waiting_on_a_reply_keeps_its_answers_and_the_run
     assert ("judge_engine.standby" in proc.args) == warm, proc.args
     log = db.parent / "logs" / f"run-{run_id}.log"
     deadline = time.time() + 120
-    while not (_HalfAnswering.waiting and len(CallCache(store)) == 3) and time.time() < deadline:
+    while not (_HalfAnswering.held and len(CallCache(store)) == 3) and time.time() < deadline:
         assert proc.poll() is None, log.read_text()
         time.sleep(0.2)
-    assert _HalfAnswering.waiting and effective_status(store.run(run_id)) == "running", log.read_text()
+    assert _HalfAnswering.held and effective_status(store.run(run_id)) == "running", log.read_text()
 
     worker = store.run(run_id).pid  # start_run's process is the worker's supervisor, which is never signalled
     stopped = stop_run(store, run_id, actor="tester", grace_s=5.0)
@@ -236,11 +197,11 @@ def test_a_warm_worker_runs_the_run_in_its_log_and_a_death_is_recorded_as_a_fres
     assert _STANDBYS[str(db.resolve())][0] is not standby, "the next run's warm worker is started at once"
     log = db.parent / "logs" / f"run-{run_id}.log"
     deadline = time.time() + 120
-    while not _HalfAnswering.waiting and time.time() < deadline:
+    while not _HalfAnswering.held and time.time() < deadline:
         assert proc.poll() is None, log.read_text()
         time.sleep(0.2)
     worker = store.run(run_id).pid
-    assert _HalfAnswering.waiting and worker != proc.pid, log.read_text()
+    assert _HalfAnswering.held and worker != proc.pid, log.read_text()
     assert open(f"/proc/{worker}/comm").read().strip() == standby_worker_name(run_id)
     assert worker_pids(store, run_id) == [worker], "found by its name; its supervisor is not a worker"
     assert not is_worker(worker, store, run_id + 1) and not is_worker(proc.pid, store, run_id)

@@ -4,14 +4,11 @@ and its log's last lines; ``runs`` prints them; a second death by a signal at th
 refuse unless forced; a deliberate stop is recorded as the stop; an unsupervised ``resume`` killed by SIGSEGV
 is told from faulthandler's lines in the run's log."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -23,53 +20,22 @@ from judge_engine.runs.exits import (DIED, STOPPED, WorkerExit, last_death, log_
                                      repeated_death, signal_in_log, signal_name, worker_exits)
 from judge_engine.store import Store
 
+from held_replies import HoldingHandler, serving
+
 SECRET = "sk-test-never-written-0123456789"
 
 
-class _Holding(BaseHTTPRequestHandler):
-    """An OpenAI-compatible stub that answers the first three distinct prompts and holds every other request
-    until ``release`` is set; ``held`` counts the requests it has held."""
+class _Holding(HoldingHandler):
+    """The stub answering the first three distinct prompts and holding every other request until ``release`` is
+    set (tests/held_replies.py); ``held`` counts the requests it has held."""
 
-    answered: set[str] = set()
-    held = 0
-    release = threading.Event()
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-        prompt = body["messages"][-1]["content"]
-        cls = type(self)
-        if prompt not in cls.answered and len(cls.answered) >= 3 and not cls.release.is_set():
-            cls.held += 1
-            cls.release.wait()
-            return  # the worker that asked is gone
-        cls.answered.add(prompt)
-        data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
-                           "choices": [{"index": 0, "finish_reason": "stop",
-                                        "message": {"role": "assistant", "content": "[[3]]"}}],
-                           "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:
-            pass
+    answer_first = 3
 
 
 @pytest.fixture
 def holding(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)  # in every worker's environment: never in what is kept
-    _Holding.answered, _Holding.held, _Holding.release = set(), 0, threading.Event()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Holding)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    _Holding.release.set()
-    httpd.shutdown()
-    httpd.server_close()
+    yield from serving(_Holding)
 
 
 def held_run(tmp_path: Path, url: str, tiny_dataset) -> tuple[Path, Store, int]:
