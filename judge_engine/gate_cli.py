@@ -81,7 +81,7 @@ def _write(path: str, text: str) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from . import evidence, gate
-    from .__main__ import _progress_bar, scoring_config
+    from .cli_common import _progress_bar, scoring_config
     from .export import load_judge
     from .llm import make_llm
     from .store import Store

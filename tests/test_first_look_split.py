@@ -93,7 +93,7 @@ def test_the_run_command_says_before_it_starts_that_a_run_cannot_conclude(store,
     from judge_engine.__main__ import main
 
     store.save_dataset(_small(8, 6))
-    monkeypatch.setattr("judge_engine.__main__._execute", lambda store, run_id, quiet: 0)  # no model: only the start
+    monkeypatch.setattr("judge_engine.run_cli._execute", lambda store, run_id, quiet: 0)  # no model: only the start
     monkeypatch.setenv("OPENAI_API_KEY", "unused")
     code = main(["run", "--method", "direct", "--dataset", "small", "--aspect", "q", "--train", "6", "--test", "8",
                  "--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--db", str(store.path)])
