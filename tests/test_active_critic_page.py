@@ -328,19 +328,25 @@ def test_the_quick_first_look_starts_the_quick_configuration_on_12_and_10_items(
     assert at.selectbox(key="_w_ac_run_id").value == run["id"], "the new run is the one shown"
 
 
-def test_the_flags_of_the_inferred_task_and_criteria_are_shown_beside_them_until_edited(db):
-    store = Store(db)
+def _run_with_a_flagged_task_and_criterion(store):
+    """A finished Active-Critic run whose task description and first criterion carry a rubric flag each, as the
+    rubric checks keep entries they doubted but let through (judge_engine.rubric_checks): (run id, criterion)."""
     run_id = finished_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
                                          test_size=6, params={"n_candidates": 2, "variant": "coarse"}), responder)
     judge = store.get_run(run_id)["judge"]
     name, definition = next(iter(judge["state"]["criteria"].items()))
-    # what the rubric checks keep for entries they doubted but let through (judge_engine.rubric_checks)
     judge["state"]["flagged"] = [
         {"text": judge["state"]["task_description"], "ok": True, "rule": "", "reason": "", "stage": "task description",
          "flags": [{"rule": "first_person", "reason": "speaks as a person (me) instead of describing the task"}]},
         {"text": f"{name}: {definition}", "ok": True, "rule": "", "reason": "", "stage": "criteria", "name": name,
          "flags": [{"rule": "no_quality", "reason": "names no quality, judgement or score"}]}]
     store.update_run(run_id, judge=judge)
+    return run_id, name
+
+
+def test_the_flags_of_the_inferred_task_and_criteria_are_shown_beside_them_until_edited(db):
+    store = Store(db)
+    run_id, name = _run_with_a_flagged_task_and_criterion(store)
     task_said = "Flagged: speaks as a person (me) instead of describing the task (first person)"
     criterion_said = "Flagged: names no quality, judgement or score (no quality)"
 
@@ -362,16 +368,7 @@ def test_the_judges_flagged_task_and_criterion_ask_for_acceptance_and_record_who
     from judge_engine.trust import trust_report
 
     store = Store(db)
-    run_id = finished_run(store, RunSpec(method="active_critic", dataset="tiny", aspect="quality", train_size=6,
-                                         test_size=6, params={"n_candidates": 2, "variant": "coarse"}), responder)
-    judge = store.get_run(run_id)["judge"]
-    name, definition = next(iter(judge["state"]["criteria"].items()))
-    judge["state"]["flagged"] = [
-        {"text": judge["state"]["task_description"], "ok": True, "rule": "", "reason": "", "stage": "task description",
-         "flags": [{"rule": "first_person", "reason": "speaks as a person (me) instead of describing the task"}]},
-        {"text": f"{name}: {definition}", "ok": True, "rule": "", "reason": "", "stage": "criteria", "name": name,
-         "flags": [{"rule": "no_quality", "reason": "names no quality, judgement or score"}]}]
-    store.update_run(run_id, judge=judge)
+    run_id, name = _run_with_a_flagged_task_and_criterion(store)
 
     at = open_page(PAGE)
     buttons = [b for b in at.button if b.label == "Accept with its flags"]
