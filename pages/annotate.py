@@ -12,7 +12,7 @@ st.title("Annotate")
 import pandas as pd
 from judge_engine import annotations, compare
 from judge_engine.store import NotFound
-from pages.ui import app_frame, auth, messages, once, readers, session, tables
+from pages.ui import app_frame, auth, item_view, messages, once, readers, session, tables
 
 
 store = session.get_store()
@@ -67,13 +67,7 @@ else:
     sample = dataset.by_id()[item]
     with st.container(border=True):
         st.markdown(f"**Item {messages.escape_markdown(item)}**")
-        st.markdown(f"**{messages.escape_markdown(dataset.input_label)}**")
-        st.text(sample.input[:4000])
-        if sample.context:
-            st.markdown(f"**{messages.escape_markdown(dataset.context_label)}**")
-            st.text(sample.context[:2000])
-        st.markdown(f"**{messages.escape_markdown(dataset.output_label)}**")
-        st.text(sample.output[:4000])
+        item_view.show_item_texts(dataset, sample)
         if aspect.definition:
             st.caption(messages.escape_markdown(f"{aspect.name}: {aspect.definition}"))
         others = [a for a in annotations.latest(labels) if a.sample == item and a.annotator != me]
