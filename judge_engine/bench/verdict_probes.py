@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .verdicts import Claim, Scenario, groups_of, human_scores
+from .verdict_claims import Claim, Scenario, groups_of, human_scores
 
 SYSTEMS = 4
 """Systems the simulated items come from (round-robin), so each system is a slice of n/4 items."""

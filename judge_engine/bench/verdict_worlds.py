@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .verdicts import Claim, Scenario, human_scores, judge_scores
+from .verdict_claims import Claim, Scenario, human_scores, judge_scores
 
 GATE_SIZES = (16, 20, 40, 80, 160)
 """Items in groups of four: 4, 5, 10, 20 and 40 sources."""
