@@ -17,10 +17,13 @@ can be rebuilt from ``(name, params)``.
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import json
+import pkgutil
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Sequence
 
 from ..llm import LLM
@@ -284,6 +287,25 @@ def judge_warning(code: str, message: str, count: int | None = None) -> dict[str
     return out
 
 
+# the method modules of this package, which the registry imports when it first needs them (here, not in the
+# package: the package imports this module first)
+_MODULES = tuple(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+                 if not m.name.startswith("_") and m.name != "base")
+_ALL_IMPORTED: list[bool] = [False]
+
+
+def import_methods(name: str | None = None) -> None:
+    """Import the method module called ``name`` if there is one (its methods register themselves), or, for
+    ``None``, every method module of this package."""
+    if name is None:
+        if not _ALL_IMPORTED[0]:
+            for module in _MODULES:
+                importlib.import_module(f"{__package__}.{module}")
+            _ALL_IMPORTED[0] = True
+    elif name in _MODULES:
+        importlib.import_module(f"{__package__}.{name}")
+
+
 class MethodRegistry(dict):
     """Method name -> :class:`Method` subclass, whose method modules are imported on first use.
 
@@ -295,8 +317,6 @@ class MethodRegistry(dict):
     """
 
     def _loaded(self, name: str | None) -> bool:
-        from . import import_methods  # the package imports this module first: no circle at import time
-
         import_methods(name)
         return name is None or dict.__contains__(self, name)
 
