@@ -1,0 +1,66 @@
+"""A run on a server never used from this store: its time from its own first requests, and the seconds it takes
+after its last answer."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..llm import LLMConfig
+from ..methods import METHODS, get_method
+from ..records import RunEstimate, RunRecord
+from . import embedded_speed
+from .duration import MIN_CALLS_FOR_TIMING, Duration
+
+RUN_FINISH_SECONDS_ALONE = 0.75
+"""Seconds a run on a server takes after its last answer, alone on the machine: ``summarize``'s bootstrap of the
+metrics (about 900 resamples of scipy's correlations, one thread). Measured 2026-12-07 23:45-23:50 UTC with 32
+threads of other processes running on 2 cores (load 35-42; one thread's share of the cores 1/16.5) on the stub
+server, SummEval, 30 + 20 items: 6.7-23.9 s after the last answer (37.8 s under a profiler, 37.7 s of it
+``summarize``), so 0.4-1.4 s alone; not modelled before, direct and G-Eval runs of 24-25 requests were
+estimated at 0.15-0.57 of their time."""
+
+
+def finish_seconds(llm: LLMConfig) -> float:
+    """:data:`RUN_FINISH_SECONDS_ALONE` at the machine's load now: one thread among the other processes' running
+    threads gets its share of the cores (:func:`machine_load`; the embedded model's :func:`slowdown_for`, capped
+    for a model's threads, put it at 2.2-4.1x the time of direct and G-Eval runs at load 13). 0 on the embedded
+    model, whose estimates are calibrated on whole runs that include it. Added to a time from the run's first
+    requests (:func:`timed_by_first_requests`); a time from earlier runs (:func:`estimate_duration`) is left as
+    it was: with their seconds per call it landed within 30% of runs on a server (tests), and adding this put a
+    HypoEval run at 1.46x."""
+    if llm.backend == "llamacpp":
+        return 0.0
+    cores, others, _ = embedded_speed.machine_load()
+    return RUN_FINISH_SECONDS_ALONE * max(1.0, (others + 1) / max(1, cores))
+
+
+def timed_by_first_requests(run: RunRecord, ledger: Any, elapsed: float = 0.0) -> RunEstimate | None:
+    """``run``'s estimate with the time its own first requests give, when it had none (a server never used from
+    this store: :func:`seconds_per_call` knows nothing of it); None while fewer than :data:`MIN_CALLS_FOR_TIMING`
+    requests are answered, or when the estimate has a time already.
+
+    The seconds the run has taken so far (``elapsed``, its start-up and work between calls included), and for the
+    requests still to come their share of the whole run at the first requests' mean latency (``ledger``: the run's
+    :class:`~judge_engine.llm.client.LedgerTotals` so far) over the calls in flight with the method's waves
+    (:class:`Duration`, what :func:`estimate_duration` makes of a backend's earlier requests)."""
+    est = run.estimate
+    if (est is None or est.seconds is not None or run.split is None or run.method not in METHODS
+            or ledger.calls < MIN_CALLS_FOR_TIMING or ledger.seconds <= 0):
+        return None
+    llm = LLMConfig.from_dict(run.llm)
+    if llm.backend == "llamacpp":  # timed by its tokens before it starts (:func:`embedded_rates`)
+        return None
+    latency = ledger.seconds / ledger.calls
+    parallel = max(1, llm.concurrency)
+    method = get_method(run.method, METHODS[run.method].params_on(dict(run.params), llm))
+    n_train, n_test = len(run.split.train_ids), len(run.split.test_ids)
+    waves = method.estimate_waves(n_train, n_test)
+    n_waves = round(waves["fit"] + waves["score"] + method.reply_waves(n_train, []))
+    took = Duration(calls=est.calls, seconds_per_call=latency / parallel, basis="", waves=n_waves, latency=latency,
+                    parallel=parallel)
+    to_come = max(0.0, 1.0 - ledger.calls / est.calls) if est.calls else 0.0
+    finish = finish_seconds(llm)  # the run's summary after its last answer, whatever is still to come
+    return replace(est, seconds=round(elapsed + to_come * (took.minutes or 0.0) * 60.0 + finish, 1),
+                   basis=f"{est.basis}; time: from its first {ledger.calls} requests ({latency:.2f} s each, "
+                         f"{parallel} in flight)")
