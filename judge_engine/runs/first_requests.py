@@ -21,6 +21,31 @@ server, SummEval, 30 + 20 items: 6.7-23.9 s after the last answer (37.8 s under 
 estimated at 0.15-0.57 of their time."""
 
 
+WAVE_WORK_SECONDS_ALONE = {"hd_eval": 0.3, "hpss": 0.06, "hypoeval": 0.06, "active_critic": 0.045}
+"""Seconds of a method's own work per wave beyond its calls (parsing, rewards, an aggregator's fit, the events it
+writes), alone on the machine, for a run on a server no earlier run of it timed (:func:`~.estimates.wave_costs`
+reads them from earlier runs when there are some). Measured 2026-12-08 02:13-02:25 UTC (``estimate-waves
+--never-seen --n-train 30 --n-test 20``, SummEval coherence, the tuning half; load 14-30, one thread's share of
+the 2 cores about 1/13): the run's wall from its first event to its end less its calls and waves at their mean
+latency, per wave: HD-Eval 3.2-4.6 s (5 waves, its ``lr`` aggregator's fits and permutation importances between
+them), HPSS 0.52-1.21, HypoEval 0.55-1.12 (54 waves), Active-Critic 0.55-0.58. Not modelled before: a HypoEval run
+at 32 in flight was estimated at 0.39 of its time, Active-Critic at 0.59."""
+
+
+def _alone_factor(llm: LLMConfig) -> float:
+    """How much slower than alone one thread of this process runs now: its share of the cores among the other
+    processes' running threads (:func:`~.embedded_speed.machine_load`)."""
+    cores, others, _ = embedded_speed.machine_load()
+    return max(1.0, (others + 1) / max(1, cores))
+
+
+def wave_work_seconds(method: str, llm: LLMConfig) -> float:
+    """:data:`WAVE_WORK_SECONDS_ALONE` of ``method`` at the machine's load now (0 on the embedded model)."""
+    if llm.backend == "llamacpp":
+        return 0.0
+    return WAVE_WORK_SECONDS_ALONE.get(method, 0.0) * _alone_factor(llm)
+
+
 def finish_seconds(llm: LLMConfig) -> float:
     """:data:`RUN_FINISH_SECONDS_ALONE` at the machine's load now: one thread among the other processes' running
     threads gets its share of the cores (:func:`machine_load`; the embedded model's :func:`slowdown_for`, capped
@@ -31,8 +56,7 @@ def finish_seconds(llm: LLMConfig) -> float:
     HypoEval run at 1.46x."""
     if llm.backend == "llamacpp":
         return 0.0
-    cores, others, _ = embedded_speed.machine_load()
-    return RUN_FINISH_SECONDS_ALONE * max(1.0, (others + 1) / max(1, cores))
+    return RUN_FINISH_SECONDS_ALONE * _alone_factor(llm)
 
 
 def timed_by_first_requests(run: RunRecord, ledger: Any, elapsed: float = 0.0) -> RunEstimate | None:
@@ -43,7 +67,8 @@ def timed_by_first_requests(run: RunRecord, ledger: Any, elapsed: float = 0.0) -
     The seconds the run has taken so far (``elapsed``, its start-up and work between calls included), and for the
     requests still to come their share of the whole run at the first requests' mean latency (``ledger``: the run's
     :class:`~judge_engine.llm.client.LedgerTotals` so far) over the calls in flight with the method's waves
-    (:class:`Duration`, what :func:`estimate_duration` makes of a backend's earlier requests)."""
+    (:class:`Duration`, what :func:`estimate_duration` makes of a backend's earlier requests) and the method's own
+    work per wave (:func:`wave_work_seconds`)."""
     est = run.estimate
     if (est is None or est.seconds is not None or run.split is None or run.method not in METHODS
             or ledger.calls < MIN_CALLS_FOR_TIMING or ledger.seconds <= 0):
@@ -58,7 +83,7 @@ def timed_by_first_requests(run: RunRecord, ledger: Any, elapsed: float = 0.0) -
     waves = method.estimate_waves(n_train, n_test)
     n_waves = round(waves["fit"] + waves["score"] + method.reply_waves(n_train, []))
     took = Duration(calls=est.calls, seconds_per_call=latency / parallel, basis="", waves=n_waves, latency=latency,
-                    parallel=parallel)
+                    parallel=parallel, wave_overhead=wave_work_seconds(run.method, llm))
     to_come = max(0.0, 1.0 - ledger.calls / est.calls) if est.calls else 0.0
     finish = finish_seconds(llm)  # the run's summary after its last answer, whatever is still to come
     return replace(est, seconds=round(elapsed + to_come * (took.minutes or 0.0) * 60.0 + finish, 1),
