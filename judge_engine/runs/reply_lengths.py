@@ -22,7 +22,8 @@ COMPLETION_TOKENS_PER_REQUEST = {
     "geval": 9.5,         # 25
     "hd_eval": 9.2,       # 1,378: criteria scores; its decompositions are few
     "hpss": 33.9,         # 836: explanations with scores, generated criteria and references
-    "hypoeval": 52.2,     # 322: hypotheses and per-hypothesis reasons
+    "hypoeval": 43.1,     # 626: hypotheses and per-hypothesis reasons (52.2 over 322 while the stub called
+                          # every pair of hypotheses a repetition, which left one to score; 2026-12-08 02:33 UTC)
     "active_critic": 134.0,  # 677: criteria, critiques with their scores
 }
 """Completion tokens per request of each method's whole run on the stub server (see the module docstring)."""
