@@ -21,15 +21,18 @@ server, SummEval, 30 + 20 items: 6.7-23.9 s after the last answer (37.8 s under 
 estimated at 0.15-0.57 of their time."""
 
 
-WAVE_WORK_SECONDS_ALONE = {"hd_eval": 0.3, "hpss": 0.06, "hypoeval": 0.06, "active_critic": 0.045}
+WAVE_WORK_SECONDS = {"hd_eval": 3.8, "hpss": 0.7, "hypoeval": 0.7, "active_critic": 0.57}
 """Seconds of a method's own work per wave beyond its calls (parsing, rewards, an aggregator's fit, the events it
-writes), alone on the machine, for a run on a server no earlier run of it timed (:func:`~.estimates.wave_costs`
-reads them from earlier runs when there are some). Measured 2026-12-08 02:13-02:25 UTC (``estimate-waves
---never-seen --n-train 30 --n-test 20``, SummEval coherence, the tuning half; load 14-30, one thread's share of
-the 2 cores about 1/13): the run's wall from its first event to its end less its calls and waves at their mean
-latency, per wave: HD-Eval 3.2-4.6 s (5 waves, its ``lr`` aggregator's fits and permutation importances between
-them), HPSS 0.52-1.21, HypoEval 0.55-1.12 (54 waves), Active-Critic 0.55-0.58. Not modelled before: a HypoEval run
-at 32 in flight was estimated at 0.39 of its time, Active-Critic at 0.59."""
+writes, the client's threads), for a run on a server no earlier run of it timed (:func:`~.estimates.wave_costs`
+reads them from earlier runs when there are some). Measured 2026-12-08 02:13-02:55 UTC (``estimate-waves
+--never-seen --n-train 30 --n-test 20``, SummEval coherence and HANNA engagement; load 14-42 on 2 cores): the
+run's wall from its first event to its end less its calls and waves at their mean latency, per wave: HD-Eval
+3.2-4.6 s (5 waves, its ``lr`` aggregator's fits and permutation importances between them), HPSS 0.52-1.21,
+HypoEval 0.55-1.12 (49-54 waves), Active-Critic 0.55-0.58. They did not grow with the load over that span
+(HypoEval 0.55-1.12 at load 14-25, 0.64-0.76 at 33-40), and scaled by one thread's share of the cores they put
+HypoEval at 1.6-1.85x its time at load 31-34; so they are taken as they are. Not measured on a quiet machine,
+where they are likely smaller: there a first run's time errs high by up to these seconds per wave. Not modelled
+before: a HypoEval run at 32 in flight was estimated at 0.39 of its time, Active-Critic at 0.59."""
 
 
 def _alone_factor(llm: LLMConfig) -> float:
@@ -40,10 +43,10 @@ def _alone_factor(llm: LLMConfig) -> float:
 
 
 def wave_work_seconds(method: str, llm: LLMConfig) -> float:
-    """:data:`WAVE_WORK_SECONDS_ALONE` of ``method`` at the machine's load now (0 on the embedded model)."""
+    """:data:`WAVE_WORK_SECONDS` of ``method`` (0 on the embedded model, whose estimates hold that work)."""
     if llm.backend == "llamacpp":
         return 0.0
-    return WAVE_WORK_SECONDS_ALONE.get(method, 0.0) * _alone_factor(llm)
+    return WAVE_WORK_SECONDS.get(method, 0.0)
 
 
 def finish_seconds(llm: LLMConfig) -> float:
