@@ -326,7 +326,8 @@ def test_a_first_estimate_on_the_embedded_model_takes_text_replies_at_a_share_of
 @pytest.mark.parametrize("method, params", [("hd_eval", {"max_layers": 2}), ("hpss", {"budget": 2}),
                                             ("active_critic", {"n_candidates": 3, "max_batches": 1}),
                                             ("direct", {})])
-def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_dataset, method, params):
+def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_dataset, method, params,
+                                                                    monkeypatch):
     """A fitted method's count is an upper bound (HPSS: 131 for 4 Topical-Chat items where SmolLM2's run made
     50), and the share of it a fit makes differs by run (HPSS 0.38-0.51): the estimate was 1.49-1.79x two HPSS
     runs. The fit and its judge's scoring are now rendered against replies of the shape they ask for, and the
@@ -337,6 +338,12 @@ def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_d
     from judge_engine.methods import METHODS
     from tests.scripted import schema_responder, tiny_oracle
 
+    from judge_engine.runs import reply_lengths, request_tokens
+
+    # this scripted server fills a list as schema_replies.LIST_FILL does (4 children of 2-5), not as the stub
+    # server's replies were measured to (reply_lengths.LIST_FILL: 3 of 2-4): the rendering is told its shape
+    monkeypatch.setattr(reply_lengths, "LIST_FILL", {})
+    monkeypatch.setattr(request_tokens, "_RENDERED", {})
     store.save_dataset(tiny_dataset)
     config = LLMConfig(backend="openai", base_url="http://stub.invalid/v1", model="stub", concurrency=8)
     spec = RunSpec(method=method, dataset="tiny", aspect="quality", train_size=6, test_size=6, params=params,
