@@ -120,15 +120,15 @@ def _unit_tier_guard(request, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _quiet_machine_for_estimates(monkeypatch):
-    """Estimates on the embedded model read the machine's other work (runs.estimates.machine_load); tests get a
+    """Estimates on the embedded model read the machine's other work (runs.embedded_speed.machine_load); tests get a
     quiet machine so an estimate does not depend on what else runs beside them. A test that studies the load
     patches machine_load itself. Nor does one depend on a timing of the model an earlier test's command made in
     this process (runs.model_timing.time_embedded_model): each test starts with none."""
     import os
 
-    import judge_engine.runs.estimates as estimates
+    import judge_engine.runs.embedded_speed as embedded_speed
 
-    monkeypatch.setattr(estimates, "machine_load", lambda: (os.cpu_count() or 1, 0, "quiet (pinned by the tests)"))
+    monkeypatch.setattr(embedded_speed, "machine_load", lambda: (os.cpu_count() or 1, 0, "quiet (pinned by the tests)"))
     import judge_engine.runs.model_timing as model_timing
 
     monkeypatch.setattr(model_timing, "_PROBED", [])

@@ -63,7 +63,7 @@ def test_run_prints_the_expected_cost_before_the_first_call_and_the_cost_against
 
 
 def test_a_second_run_expects_the_tokens_per_request_the_first_one_sent(db, capsys, monkeypatch):
-    monkeypatch.setattr("judge_engine.runs.cost.MIN_CALLS_FOR_TIMING", 4)  # 12 items: fewer are ever sent
+    monkeypatch.setattr("judge_engine.runs.request_tokens.MIN_CALLS_FOR_TIMING", 4)  # 12 items: fewer are ever sent
     _scripted_backend(monkeypatch, lambda n: 3)
     assert tokens_per_request(Store(db), "direct") is None
     for seed in range(2):
@@ -219,7 +219,7 @@ def test_a_first_runs_tokens_are_its_own_prompts_rendered_within_a_measured_fact
     from judge_engine import runs
     from judge_engine.llm import LLM
     from judge_engine.llm.fake import FakeBackend
-    from judge_engine.runs.cost import CHARS_PER_TOKEN, ROUGH_INSTRUCTION_CHARS, judged_item_chars
+    from judge_engine.runs.request_tokens import CHARS_PER_TOKEN, ROUGH_INSTRUCTION_CHARS, judged_item_chars
     from judge_engine.runs.spec import ensure_dataset
     from tests.scripted import schema_responder
 
@@ -246,14 +246,14 @@ def test_a_first_runs_prompts_are_rendered_on_the_items_its_split_will_draw(stor
     first items: Topical-Chat's first four are 3,600 characters where a seeded four were 2,000, and an HD-Eval
     estimate on SmolLM2 counted 925 prompt tokens a request where the run sent 433."""
     from judge_engine import data
-    from judge_engine.runs import cost, rendering
+    from judge_engine.runs import rendering, request_tokens
 
     store.save_dataset(tiny_dataset)
     seen: list[tuple[str, ...]] = []
     real_fit = rendering.render_fit
     monkeypatch.setattr(rendering, "render_fit",
                         lambda method, train, *a, **k: seen.append(tuple(s.id for s in train)) or real_fit(method, train, *a, **k))
-    monkeypatch.setattr(cost, "_RENDERED", {})
+    monkeypatch.setattr(request_tokens, "_RENDERED", {})
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6, seed=5)
     expected(store, spec)
     split = data.make_split(tiny_dataset, train_size=3, test_size=6, seed=5)
@@ -269,64 +269,65 @@ def test_a_judge_that_renders_no_scoring_has_its_fits_scoring_of_the_test_items_
     0.23 of the test scoring's (the test items of a group share their dialogue), so the first estimate was
     1.75x the run. Against replies of the shape asked for, its judge keeps its criteria and scores the test
     items itself; a judge whose scoring still renders nothing has the fit's own scoring of them stand in."""
-    from judge_engine.runs import cost, rendering
+    from judge_engine.runs import estimates, rendering, request_tokens
 
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="hd_eval", dataset="tiny", aspect="quality", train_size=3, test_size=6,
                    params={"max_layers": 1})
-    drawn = cost.estimate_duration(store, spec)
-    train, rest = cost._split_items(tiny_dataset, spec)
-    fit = rendering.render_fit(cost._method(spec), train, tiny_dataset.aspect("quality"), tiny_dataset, spec.llm)
+    drawn = estimates.estimate_duration(store, spec)
+    train, rest = request_tokens._split_items(tiny_dataset, spec)
+    fit = rendering.render_fit(request_tokens._method(spec), train, tiny_dataset.aspect("quality"), tiny_dataset, spec.llm)
     own = rendering.render_scoring(fit.judge, rest, spec.llm)
     assert own.requests >= len(rest) and own.requests % len(rest) == 0  # a request per item and criterion
-    assert cost._rendered(tiny_dataset, spec).score_per_item == pytest.approx(own.requests / len(rest))
-    monkeypatch.setattr(cost, "_RENDERED", {})
+    assert request_tokens._rendered(tiny_dataset, spec).score_per_item == pytest.approx(own.requests / len(rest))
+    monkeypatch.setattr(request_tokens, "_RENDERED", {})
     monkeypatch.setattr(rendering, "render_scoring", lambda *a, **k: rendering.Rendered((), finished=True))
-    r = cost._rendered(tiny_dataset, spec)
+    r = request_tokens._rendered(tiny_dataset, spec)
     assert r.score_per_request is not None and r.score_share < r.fit_share  # a group's items share their input
     assert r.score_per_item is None  # the stand-in is the fit's requests, not the judge's per item
-    share = cost.new_prompt_share(tiny_dataset, spec, drawn)
+    share = request_tokens.new_prompt_share(tiny_dataset, spec, drawn)
     assert r.score_share < share < r.fit_share  # both parts, weighted by their counted calls and sizes
 
 
 def test_the_new_prompt_share_weighs_the_fit_and_the_scoring_by_their_counted_tokens(monkeypatch, tiny_dataset):
-    from judge_engine.runs import cost
+    from judge_engine.runs import request_tokens
     from judge_engine.runs.estimates import Duration
 
-    rendered = cost.RunRendering(fit_requests=10, fit_per_request=100.0, score_per_request=300.0,
+    rendered = request_tokens.RunRendering(fit_requests=10, fit_per_request=100.0, score_per_request=300.0,
                                  per_completion=8.0, fit_share=0.8, score_share=0.2)
-    monkeypatch.setattr(cost, "_rendered", lambda dataset, spec: rendered)
+    monkeypatch.setattr(request_tokens, "_rendered", lambda dataset, spec: rendered)
     spec = RunSpec(method="hd_eval", dataset="tiny", aspect="quality", train_size=3, test_size=6)
     counted = Duration(calls=30, seconds_per_call=None, basis="", fit_calls=20, score_calls=10)
     # 20 x 100 fit tokens at 0.8 and 10 x 300 scoring tokens at 0.2
-    assert cost.new_prompt_share(tiny_dataset, spec, counted) == pytest.approx((2000 * 0.8 + 3000 * 0.2) / 5000)
+    assert request_tokens.new_prompt_share(tiny_dataset, spec, counted) == pytest.approx((2000 * 0.8 + 3000 * 0.2) / 5000)
     only_fit = Duration(calls=20, seconds_per_call=None, basis="", fit_calls=20, score_calls=0)
-    assert cost.new_prompt_share(tiny_dataset, spec, only_fit) == pytest.approx(0.8)
+    assert request_tokens.new_prompt_share(tiny_dataset, spec, only_fit) == pytest.approx(0.8)
 
 
 def test_a_first_estimate_on_the_embedded_model_takes_text_replies_at_a_share_of_their_bounds(store, tiny_dataset):
     """SmolLM2 under a grammar writes toward the bound it is given (0.24-0.49 of a text reply's max_tokens in
     five first runs): Active-Critic's explanations were 278 tokens where the flat guess said 100. A server's
     model writes what the question needs, so its first estimate keeps the flat guess."""
-    from judge_engine.runs import cost
+    from judge_engine.runs import request_tokens
     from judge_engine.runs.estimates import EMBEDDED_REPLY_SHARE
 
     store.save_dataset(tiny_dataset)
     server = LLMConfig(backend="openai", base_url="http://stub.invalid/v1", model="stub")
-    assert cost.reply_share(LLMConfig()) == pytest.approx(EMBEDDED_REPLY_SHARE) and cost.reply_share(server) is None
+    assert request_tokens.reply_share(LLMConfig()) == pytest.approx(EMBEDDED_REPLY_SHARE) and request_tokens.reply_share(server) is None
     long_reasons = {"judge_max_tokens": 1200, "explanation_chars": 2000}
     embedded = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,
                        params={"budget": 1, **long_reasons})
     on_server = RunSpec(method="hpss", dataset="tiny", aspect="quality", train_size=3, test_size=6,
                         params={"budget": 1, **long_reasons}, llm=server)
-    assert cost._rendered(tiny_dataset, embedded).per_completion > 2 * ROUGH_COMPLETION_TOKENS
-    assert cost._rendered(tiny_dataset, on_server).per_completion <= ROUGH_COMPLETION_TOKENS
+    assert request_tokens._rendered(tiny_dataset, embedded).per_completion > 2 * ROUGH_COMPLETION_TOKENS
+    assert request_tokens._rendered(tiny_dataset, on_server).per_completion <= ROUGH_COMPLETION_TOKENS
 
 
 @pytest.mark.parametrize("method, params", [("hd_eval", {"max_layers": 2}), ("hpss", {"budget": 2}),
                                             ("active_critic", {"n_candidates": 3, "max_batches": 1}),
                                             ("direct", {})])
-def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_dataset, method, params):
+def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_dataset, method, params,
+                                                                    monkeypatch):
     """A fitted method's count is an upper bound (HPSS: 131 for 4 Topical-Chat items where SmolLM2's run made
     50), and the share of it a fit makes differs by run (HPSS 0.38-0.51): the estimate was 1.49-1.79x two HPSS
     runs. The fit and its judge's scoring are now rendered against replies of the shape they ask for, and the
@@ -337,6 +338,12 @@ def test_a_first_runs_expected_requests_are_those_its_method_sends(store, tiny_d
     from judge_engine.methods import METHODS
     from tests.scripted import schema_responder, tiny_oracle
 
+    from judge_engine.runs import reply_lengths, request_tokens
+
+    # this scripted server fills a list as schema_replies.LIST_FILL does (4 children of 2-5), not as the stub
+    # server's replies were measured to (reply_lengths.LIST_FILL: 3 of 2-4): the rendering is told its shape
+    monkeypatch.setattr(reply_lengths, "LIST_FILL", {})
+    monkeypatch.setattr(request_tokens, "_RENDERED", {})
     store.save_dataset(tiny_dataset)
     config = LLMConfig(backend="openai", base_url="http://stub.invalid/v1", model="stub", concurrency=8)
     spec = RunSpec(method=method, dataset="tiny", aspect="quality", train_size=6, test_size=6, params=params,
@@ -368,12 +375,12 @@ def test_a_fit_is_rendered_with_its_cheaper_parameters_only_where_they_send_the_
     again on each change of dataset, which a browser test's clicks outran); its linear aggregator decomposes as
     many criteria per layer, so the rendering takes it (Method.render_params), and sends the same requests."""
     from judge_engine.methods import METHODS, get_method
-    from judge_engine.runs import cost, rendering
+    from judge_engine.runs import rendering, request_tokens
 
     assert METHODS["hd_eval"].render_params == {"aggregator": "lr"}
     spec = RunSpec(method="hd_eval", dataset="tiny", aspect="quality", train_size=6, test_size=6,
                    params={"max_layers": 3})
-    train, rest = cost._split_items(tiny_dataset, spec)
+    train, rest = request_tokens._split_items(tiny_dataset, spec)
     sent = {}
     for aggregator in ("nn", "lr"):
         fit = rendering.render_fit(get_method("hd_eval", {"max_layers": 3, "aggregator": aggregator}), train,

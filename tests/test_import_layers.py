@@ -100,3 +100,29 @@ def test_the_circle_finder_finds_circles_and_only_circles(graph, expected):
 def test_the_graph_sees_imports_inside_functions():
     # export reaches the gate only inside a method: that edge must be in the graph, or the first test proves little
     assert "gate" in _unit_graph()["export"]
+
+
+def _runs_module_graph() -> dict[str, set[str]]:
+    """The modules of judge_engine.runs and which of them each imports, inside functions included."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in (PACKAGE / "runs").glob("*.py"):
+        source = _module_name(path)
+        if path.name == "__init__.py":  # the package's lazy names import every module: not a layer of its own
+            continue
+        for target in _imported(path):
+            if target.startswith("judge_engine.runs.") and target.count(".") == 2 and target != source:
+                if (PACKAGE / "runs" / f"{target.rsplit('.', 1)[1]}.py").exists():
+                    graph[source].add(target)
+    return graph
+
+
+def test_the_modules_of_runs_import_each_other_without_a_circle():
+    # estimates, cost and spec imported each other inside functions (the time read the tokens, the tokens the
+    # counts, creating a run the cost); the counts, the duration and the tokens are layers of their own now
+    circle = _cycle(_runs_module_graph())
+    assert circle is None, "import circle inside runs: " + " -> ".join(circle)
+
+
+def test_the_runs_graph_sees_lazy_imports():
+    # model_timing reaches execute only inside a function: the edge must be seen, or the test above proves little
+    assert "judge_engine.runs.execute" in _runs_module_graph()["judge_engine.runs.model_timing"]

@@ -68,9 +68,9 @@ def test_direct_scoring_on_the_embedded_model_is_timed_by_its_tokens_and_the_mac
 
     store.save_dataset(tiny_dataset)
     short = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6)
-    monkeypatch.setattr(runs.estimates, "machine_load", lambda: (2, 0, "quiet"))
+    monkeypatch.setattr(runs.embedded_speed, "machine_load", lambda: (2, 0, "quiet"))
     quiet = runs.estimate_duration(store, short)
-    monkeypatch.setattr(runs.estimates, "machine_load", lambda: (2, 3, "3 busy"))
+    monkeypatch.setattr(runs.embedded_speed, "machine_load", lambda: (2, 3, "3 busy"))
     loaded = runs.estimate_duration(store, short)
     assert loaded.seconds_per_call / quiet.seconds_per_call == pytest.approx(runs.estimates.slowdown_for(2, 3))
     assert "x1.0 slower" in quiet.basis and "rough" in quiet.basis and "(3 busy)" in loaded.basis
@@ -94,7 +94,7 @@ def test_replies_under_a_grammar_are_timed_at_the_grammars_speed(store, tiny_dat
     # bench token-rates: the grammar is applied while sampling, which llama.cpp's counters (the free rate) leave out
     from dataclasses import replace
 
-    monkeypatch.setattr(runs.estimates, "machine_load", lambda: (2, 0, "quiet"))
+    monkeypatch.setattr(runs.embedded_speed, "machine_load", lambda: (2, 0, "quiet"))
     store.save_dataset(tiny_dataset)
     spec = RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=0, test_size=6)
     free = replace(spec, llm=replace(spec.llm, structured="off"))
@@ -432,7 +432,7 @@ def test_a_fitted_method_on_the_embedded_model_is_slower_beside_other_work(store
     spec = RunSpec(method="hypoeval", dataset="tiny", aspect="quality", train_size=3, test_size=6,
                    params=fast_defaults("hypoeval", LLMConfig()))  # the pages' settings, where it was measured
     quiet = runs.estimate_duration(store, spec)
-    monkeypatch.setattr(runs.estimates, "machine_load", lambda: (2, 2, "2 busy"))
+    monkeypatch.setattr(runs.embedded_speed, "machine_load", lambda: (2, 2, "2 busy"))
     busy = runs.estimate_duration(store, spec)
     assert quiet.basis.startswith(runs.estimates.EMBEDDED_BASIS)
     slower = runs.estimates.look_slowdown_for(2, 2)
@@ -452,10 +452,10 @@ def test_a_looks_slowdown_is_within_20_percent_of_the_looks_measured_beside_spin
 def test_the_machine_is_read_once_for_the_estimates_made_together(monkeypatch):
     reads = []
     monkeypatch.undo()  # the real machine_load, with a counting reader under it
-    monkeypatch.setattr(runs.estimates, "_read_machine_load", lambda: reads.append(1) or (2, 1, "one"))
-    monkeypatch.setattr(runs.estimates, "_LOAD_READING", [])
-    assert runs.estimates.machine_load() == (2, 1, "one")
-    assert runs.estimates.machine_load() == (2, 1, "one")
+    monkeypatch.setattr(runs.embedded_speed, "_read_machine_load", lambda: reads.append(1) or (2, 1, "one"))
+    monkeypatch.setattr(runs.embedded_speed, "_LOAD_READING", [])
+    assert runs.embedded_speed.machine_load() == (2, 1, "one")
+    assert runs.embedded_speed.machine_load() == (2, 1, "one")
     assert len(reads) == 1
 
 
@@ -475,7 +475,7 @@ def test_a_fitted_method_off_the_pages_settings_is_timed_by_its_tokens(store, ti
     at_paper = runs.estimate_duration(store, paper)
     assert at_pages.basis.startswith(runs.estimates.EMBEDDED_BASIS)
     assert at_paper.basis.startswith("its tokens at rough") and "x0.28" in at_paper.basis
-    from judge_engine.runs.cost import new_prompt_share, request_tokens
+    from judge_engine.runs.request_tokens import new_prompt_share, request_tokens
 
     drawn = runs.estimates.drawn_sizes(tiny_dataset, paper)
     per_prompt, per_completion, _ = request_tokens(store, tiny_dataset, drawn, at_paper)
@@ -630,10 +630,10 @@ def test_a_run_on_a_server_never_seen_gets_its_time_from_its_first_requests(stor
     from judge_engine.llm import make_llm
     from judge_engine.llm.fake import FakeBackend
     from judge_engine.records import Aspect, Dataset, Sample
-    from judge_engine.runs import estimates
+    from judge_engine.runs import embedded_speed
     from judge_engine.runs.estimates import MIN_CALLS_FOR_TIMING, RUN_FINISH_SECONDS_ALONE
 
-    monkeypatch.setattr(estimates, "machine_load", lambda: (2, 3, "3 threads of other processes on 2 cores"))
+    monkeypatch.setattr(embedded_speed, "machine_load", lambda: (2, 3, "3 threads of other processes on 2 cores"))
     samples = tuple(Sample(id=f"s{i}", input=f"source {i // 4}", output=f"output {i}", group_id=f"g{i // 4}",
                            system_id=f"sys{i % 4}", human={"quality": float(1 + i % 5)}) for i in range(40))
     store.save_dataset(Dataset(name="forty", task="toy", aspects=(Aspect("quality", 1, 5, "How good."),),
@@ -675,3 +675,19 @@ def test_a_run_with_a_time_already_keeps_it(store, tiny_dataset):
     runs.execute_run(store, run_id, llm=make_llm(spec.llm, store=store, backend=FakeBackend(lambda m, p: "3")),
                      on_estimate=told.append)
     assert told == [] and store.run(run_id).estimate == before
+
+
+def test_a_first_runs_time_counts_its_methods_work_per_wave():
+    """Issue 67 item 1: a run on a never-seen server is timed from its first requests; its method's own work
+    between waves (WAVE_WORK_SECONDS) is counted, none on the embedded model and none for a method not measured."""
+    from judge_engine.runs.duration import Duration
+    from judge_engine.runs.first_requests import WAVE_WORK_SECONDS, wave_work_seconds
+
+    server = LLMConfig(backend="openai", base_url="http://x.invalid/v1", model="m", concurrency=32)
+    assert WAVE_WORK_SECONDS["hypoeval"] > 0
+    assert wave_work_seconds("hypoeval", server) == pytest.approx(WAVE_WORK_SECONDS["hypoeval"])
+    assert wave_work_seconds("hypoeval", LLMConfig()) == 0.0 and wave_work_seconds("direct", server) == 0.0
+    bare = Duration(calls=300, seconds_per_call=0.25 / 32, basis="", waves=50, latency=0.25, parallel=32)
+    worked = Duration(calls=300, seconds_per_call=0.25 / 32, basis="", waves=50, latency=0.25, parallel=32,
+                      wave_overhead=wave_work_seconds("hypoeval", server))
+    assert (worked.minutes - bare.minutes) * 60 == pytest.approx(50 * WAVE_WORK_SECONDS["hypoeval"])

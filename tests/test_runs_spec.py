@@ -38,6 +38,7 @@ def test_a_start_checks_and_loads_the_dataset_once(store, tiny_dataset, started,
     ensure, has = spec_module.ensure_dataset, store.has_dataset
     monkeypatch.setattr(spec_module, "ensure_dataset", lambda s, name: ensured.append(name) or ensure(s, name))
     monkeypatch.setattr(runs.launching, "ensure_dataset", spec_module.ensure_dataset)
+    monkeypatch.setattr(runs.creating, "ensure_dataset", spec_module.ensure_dataset)  # create_run looks it up there
     monkeypatch.setattr(store, "has_dataset", lambda name: checked.append(name) or has(name))
     spec = RunSpec(method="geval", dataset="tiny", aspect="quality", train_size=3, test_size=6)
     create_run(store, spec)

@@ -74,3 +74,42 @@ def test_generated_entries_pass_the_rubric_checks_and_do_not_look_alike():
 def test_a_list_takes_most_of_the_items_it_may_hold():
     children = reply_value(decomposition_schema(5), "s")["children"]
     assert 4 <= len(children) <= 5  # "about five" children, of the 2-5 the schema allows
+
+
+def _texts_and_lists(value, texts: list[int], lists: list[int]) -> None:
+    if isinstance(value, str):
+        texts.append(len(value))
+    elif isinstance(value, list):
+        lists.append(len(value))
+        for item in value:
+            _texts_and_lists(item, texts, lists)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _texts_and_lists(item, texts, lists)
+
+
+@pytest.mark.parametrize("name", ["score with a reason", "named criteria", "criteria as statements", "children",
+                                  "hypotheses as statements"])
+def test_a_methods_measured_text_length_and_list_fill_shape_the_reply_which_still_reads(name):
+    """Issue 67 item 1: a rendering quotes text of the length the method's replies have (runs/reply_lengths.py),
+    not a share of each field's bound; the reply still satisfies its schema."""
+    schema = SCHEMAS[name]
+    shaped = {}
+    for chars, fill in ((40, 0.0), (150, 1.0)):
+        value = reply_value(schema, "s", text_chars=chars, list_fill=fill)
+        assert structured.read_json(json.dumps(value), schema).value is not None, (name, chars)
+        texts, lists = [], []
+        _texts_and_lists(value, texts, lists)
+        shaped[chars] = (sum(texts) / len(texts), lists)
+    (short, short_lists), (long, long_lists) = shaped[40], shaped[150]
+    assert 30 <= short <= 60 and long > 2 * short  # about the length asked, where the bounds allow it
+    assert all(a <= b for a, b in zip(short_lists, long_lists))
+    if name == "children":  # 2 to 5 children: fill 0 holds minItems, fill 1 maxItems
+        assert (short_lists[0], long_lists[0]) == (2, 5)
+
+
+def test_without_a_measurement_a_text_field_writes_its_share_of_the_bound():
+    from judge_engine.runs.schema_replies import TEXT_FILL
+
+    reason = reply_value(SCHEMAS["score with a reason"], "s")["explanation"]
+    assert abs(len(reason) - TEXT_FILL * 600) <= 15

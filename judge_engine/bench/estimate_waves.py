@@ -24,6 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import result
+from .reply_shapes import shapes
 
 PARAMS = {"direct": {}, "geval": {}, "hd_eval": {"aggregator": "lr", "pi_repeats": 2}, "hpss": {"budget": 4},
           "hypoeval": {"n_init": 3, "n_init_hypotheses": 3, "top_k": 3, "w_max": 3}, "active_critic": {}}
@@ -67,6 +68,7 @@ def check_once(method: str, *, concurrency: int, latency: float, n_train: int, n
     from ..runs import RunSpec
     from ..store import Store
     from .api_speed import Slow
+    from .reply_shapes import ReplyTap
     from .simulate import _aspect
     from .simulated_judge import TASK, SimulatedBackend, World
 
@@ -98,11 +100,11 @@ def check_once(method: str, *, concurrency: int, latency: float, n_train: int, n
 
     def execute(run_id: int):
         slow = Slow(SimulatedBackend(world), latency) if stub is None else None
+        tap = ReplyTap(make_backend(config, api_key="stub")) if stub is not None else None
         start = time.perf_counter()
         # no cache either way: each run's calls all reach the backend, as the estimate counts them
-        summary = runs.execute_run(store, run_id, llm=LLM(config, slow if slow is not None
-                                                          else make_backend(config, api_key="stub")))
-        return summary, slow, time.perf_counter() - start
+        summary = runs.execute_run(store, run_id, llm=LLM(config, slow if slow is not None else tap))
+        return summary, slow, time.perf_counter() - start, tap
 
     try:
         return _measure(store, runs, spec, execute, method, concurrency, first_run, never_seen, samples)
@@ -125,7 +127,7 @@ def _measure(store, runs, spec, execute, method: str, concurrency: int, first_ru
     run_id = runs.create_run(store, spec(1))  # the estimate the user is shown, made as the command makes it
     made = time.perf_counter() - began
     estimate = runs.estimate_duration(store, spec(1))  # its parts (the rendering is kept: no second one)
-    summary, slow, wall = execute(run_id)
+    summary, slow, wall, tap = execute(run_id)
     shown = store.run(run_id).estimate  # after the run: updated by its first requests when it had no time
     seconds = (estimate.minutes or 0.0) * 60
     took = {"calls": summary.ledger.calls, "prompt_tokens": summary.ledger.prompt_tokens,
@@ -137,7 +139,8 @@ def _measure(store, runs, spec, execute, method: str, concurrency: int, first_ru
            "measured_s": round(wall, 2), "estimate_over_measured": round(seconds / wall, 2) if wall else None,
            "create_run_s": round(made, 2),
            "prompt_per_call": round(summary.ledger.prompt_tokens / max(1, summary.ledger.calls), 1),
-           "completion_per_call": round(summary.ledger.completion_tokens / max(1, summary.ledger.calls), 1)}
+           "completion_per_call": round(summary.ledger.completion_tokens / max(1, summary.ledger.calls), 1),
+           **(shapes(tap.kept) if tap is not None else {})}
     for q in QUANTITIES:
         said = getattr(shown, q) if shown is not None else None
         row[f"{q}_ratio"] = round(said / took[q], 2) if said is not None and took[q] else None

@@ -15,7 +15,7 @@ score in it is the judged item's human level on the schema's scale plus seeded n
   prompt gets the same answer (as from a greedy model) and each criterion's prompt its own draw;
 - strings are short distinct sentences (a pattern's opener kept), arrays hold their minimum number of items
   (at least :data:`LIST_ITEMS` where allowed), a ``yes``/``no`` enum says ``yes`` above the scale's middle, and so
-  does a boolean where an item is judged.
+  does a boolean, where an item is judged (with none, a ``yes``/``no`` enum says ``no``: HypoEval's repetition check).
 
 A request with no item in it (a method's hypothesis or criteria generation) gets the same shapes with the
 scale's middle as its score, and a boolean there (the rubric model check's questions about a generated entry) is
@@ -168,7 +168,11 @@ def _fill(node: dict[str, Any], share: float, tag: str, root: dict[str, Any], in
     if "enum" in node and not all(isinstance(v, (int, float)) for v in node["enum"]):
         options = node["enum"]
         if "yes" in options and "no" in options:
-            return "yes" if share >= 0.5 else "no"
+            # with no item to judge the question is about the request's own texts (HypoEval's "do these two
+            # hypotheses say the same?"): the stub's are distinct sentences, so a capable model says no. Answered
+            # by the middle score, every pair was "yes", every bank fell to one hypothesis and a HypoEval run
+            # sent half the requests a model that tells its hypotheses apart sends (estimate-waves: 1.89x)
+            return ("yes" if share >= 0.5 else "no") if judging else "no"
         return options[0]
     if kind in ("integer", "number"):
         return _number(node, share)

@@ -42,11 +42,12 @@ if TYPE_CHECKING:
     from .estimates import (EMBEDDED_SECONDS_PER_CALL, EMBEDDED_SECONDS_PER_COUNTED_CALL, MIN_CALLS_FOR_TIMING,
                             SHORT_RUN_MINUTES, Duration, counted_calls, estimate, estimate_duration, method_speed,
                             seconds_per_call)
+    from .creating import create_run
     from .execute import NO_JUDGE_PREFIX, RunProgress, ended_without_judge, execute_run
     from .launching import (BASELINES, Baseline, Started, launch, refuse_unavailable, resume, runs_on_same_split,
                             same_backend)
     from .looks import QUICK_LOOK_SECONDS, LookEstimate, QuickLook, estimate_look, quick_look
-    from .spec import (QUICK_TEST, QUICK_TRAIN, QUICK_TRAIN_SIZES, RunSpec, create_run, ensure_dataset, fast_defaults, human_dataset,
+    from .spec import (QUICK_TEST, QUICK_TRAIN, QUICK_TRAIN_SIZES, RunSpec, ensure_dataset, fast_defaults, human_dataset,
                        quick_spec)
     from .summary import run_warnings, summarize
     from .workers import (HEARTBEAT_STALE_S, Stopped, busy_note, busy_with, effective_status, keep_standby,
@@ -54,11 +55,12 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "estimates": ('EMBEDDED_SECONDS_PER_CALL', 'EMBEDDED_SECONDS_PER_COUNTED_CALL', 'MIN_CALLS_FOR_TIMING', 'SHORT_RUN_MINUTES', 'Duration', 'counted_calls', 'estimate', 'estimate_duration', 'method_speed', 'seconds_per_call'),
+    "creating": ("create_run",),
     "execute": ('NO_JUDGE_PREFIX', 'RunProgress', 'ended_without_judge', 'execute_run'),
     "launching": ('BASELINES', 'Baseline', 'Started', 'launch', 'refuse_unavailable', 'resume', 'runs_on_same_split',
                   'same_backend'),
     "looks": ('QUICK_LOOK_SECONDS', 'LookEstimate', 'QuickLook', 'estimate_look', 'quick_look'),
-    "spec": ('QUICK_TEST', 'QUICK_TRAIN', 'QUICK_TRAIN_SIZES', 'RunSpec', 'create_run', 'ensure_dataset', 'fast_defaults', 'human_dataset', 'quick_spec'),
+    "spec": ('QUICK_TEST', 'QUICK_TRAIN', 'QUICK_TRAIN_SIZES', 'RunSpec', 'ensure_dataset', 'fast_defaults', 'human_dataset', 'quick_spec'),
     "summary": ('run_warnings', 'summarize'),
     "workers": ('HEARTBEAT_STALE_S', 'Stopped', 'busy_note', 'busy_with', 'effective_status', 'keep_standby',
                 'poll_interval', 'serialises_calls', 'start_run', 'stop_run', 'stop_runs'),
@@ -81,8 +83,8 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_WHERE) | set(_SUBMODULES))
 
 
-_SUBMODULES = ("cost", "estimates", "execute", "exits", "kept_fits", "launching", "looks", "model_timing", "rendering",
-               "schema_replies", "spec", "summary", "supervisor", "workers")
+_SUBMODULES = ("cost", "counts", "creating", "duration", "embedded_speed", "estimates", "execute", "exits", "first_requests", "kept_fits", "launching", "looks", "model_timing", "rendering",
+               "reply_lengths", "request_tokens", "schema_replies", "spec", "summary", "supervisor", "workers")
 
 
 __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNTED_CALL", "LookEstimate",

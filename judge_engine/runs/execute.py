@@ -15,7 +15,7 @@ from ..methods import FitContext, Judge, get_method
 from ..records import RunEstimate, RunRecord, RunSummary, Verdict
 from ..store import Store
 from ..score_files import score_stream
-from .estimates import timed_by_first_requests
+from .first_requests import timed_by_first_requests
 from .kept_fits import KeptFits
 from .spec import human_dataset
 from .summary import summarize
@@ -29,7 +29,7 @@ def execute_run(store: Store, run_id: int, *, llm: LLM | None = None, api_key: s
     """Do (or continue) the work of run ``run_id``; returns its summary.
 
     A run whose estimate has no time (a server never used from this store) gets one from its first requests
-    (:func:`.estimates.timed_by_first_requests`): stored with the run (the pages show it) and handed to
+    (:func:`.first_requests.timed_by_first_requests`): stored with the run (the pages show it) and handed to
     ``on_estimate`` (the command line prints it).
 
     Safe to call again after a crash: the judge learned by ``fit`` is kept

@@ -12,7 +12,9 @@ from ..methods import Judge, get_method
 from ..records import RunRecord, Split
 from ..store import STOPPED_STATUSES, NotFound, Store
 from ..submissions import once
-from .spec import RunSpec, create_run, ensure_dataset
+from .counts import same_backend
+from .creating import create_run
+from .spec import RunSpec, ensure_dataset
 from .workers import start_run
 
 
@@ -54,11 +56,6 @@ class Started:
     """A baseline that already existed on this split and backend (nothing new started)."""
     repeated: bool = False
     """The same submission (its token) had started this run already: nothing new was started."""
-
-
-def same_backend(a: LLMConfig, b: LLMConfig) -> bool:
-    """The same model behind the same endpoint (settings such as concurrency do not change scores)."""
-    return (a.backend, a.model, a.base_url) == (b.backend, b.model, b.base_url)
 
 
 def runs_on_same_split(store: Store, run: RunRecord, *, methods: tuple[str, ...] | None = None,

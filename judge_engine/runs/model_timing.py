@@ -15,7 +15,10 @@ from ..llm import LLM, LLMConfig
 from ..llm.base import GenerationParams
 from ..store import Store
 from ..structured import as_param, score_schema
-from .estimates import EMBEDDED_STRUCTURED_TOKENS_PER_S, TokenRates, embedded_rates, generated_rate
+from .counts import same_backend
+from .duration import MIN_CALLS_FOR_TIMING
+from .embedded_speed import (EMBEDDED_PROMPT_TOKENS_PER_S, EMBEDDED_STRUCTURED_TOKENS_PER_S, TokenRates,
+                             generated_rate, load_slowdown)
 from .schema_replies import WORDS
 
 PROBE_PROMPT_WORDS = 700
@@ -79,3 +82,35 @@ def before_first_estimate(store: Store, config: LLMConfig, llm: Any = None) -> b
         return time_embedded_model(llm or execute.make_llm(config))
     except Exception:  # noqa: BLE001 - see the docstring: the command reports a model that cannot load
         return False
+
+
+def embedded_rates(store: Store, llm: LLMConfig) -> TokenRates:
+    """The embedded model's tokens per second: from the store's earlier requests on it (their seconds over their
+    tokens, a generated token weighing as much as :data:`EMBEDDED_PROMPT_TOKENS_PER_S` /
+    :func:`generated_rate` prompt tokens), else as this process timed it on this machine just now
+    (:func:`.model_timing.time_embedded_model`), else its speed alone on the machine it was measured on slowed by this
+    machine's other work now (:func:`load_slowdown`); the last two are rough and say so.
+
+    A 16-item direct run was estimated at 12 s and took 3 min 22 s under load: its 0.75 s per counted call
+    came from first looks whose direct prompts shared a cached prefix on a quiet machine; tokens are what the
+    model reads and writes whatever the method."""
+    calls = prompt = completion = 0
+    seconds = 0.0
+    for run in store.runs(limit=500):
+        if run.ledger.calls and run.ledger.prompt_tokens and same_backend(LLMConfig.from_dict(run.llm), llm):
+            calls += run.ledger.calls
+            prompt += run.ledger.prompt_tokens
+            completion += run.ledger.completion_tokens
+            seconds += run.ledger.seconds
+    if calls >= MIN_CALLS_FOR_TIMING and seconds > 0:
+        alone = prompt / EMBEDDED_PROMPT_TOKENS_PER_S + completion / generated_rate(llm)
+        slower = seconds / alone
+        return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, generated_rate(llm) / slower,
+                          f"tokens per second of {calls:,} earlier requests on the embedded model", rough=False)
+    probed = fresh_timing(llm)
+    if probed is not None:
+        return probed
+    slower, seen = load_slowdown()
+    return TokenRates(EMBEDDED_PROMPT_TOKENS_PER_S / slower, generated_rate(llm) / slower,
+                      f"rough: the embedded model's tokens per second alone on 2 cores, x{slower:.1f} slower for the "
+                      f"machine now ({seen}); the first run measures it")

@@ -27,6 +27,7 @@ from typing import Any, Callable, Sequence
 from .. import rubric_model_check
 from ..llm import LLM, LLMConfig
 from ..llm.base import Completion, GenerationParams, Message
+from .reply_lengths import reply_shape
 from .schema_replies import reply_value
 
 RENDER_CAP = 4000
@@ -96,8 +97,12 @@ class Recorder:
     model_id = "render"
     supports_logprobs = False
 
-    def __init__(self, cap: int = RENDER_CAP, salt: str = "", stands_for: str = ""):
+    def __init__(self, cap: int = RENDER_CAP, salt: str = "", stands_for: str = "",
+                 shape: tuple[float | None, float | None] = (None, None)):
         self.cap = cap
+        # the characters of a text field and the fill of a list the method's replies were measured to have
+        # (:func:`~.reply_lengths.reply_shape`): its later prompts quote those replies at their length
+        self.text_chars, self.list_fill = shape
         self.salt = salt  # another salt, other replies to the same prompts
         # the backend the rendering stands for: whether the judge's own model checks generated text there
         # (:func:`judge_engine.rubric_model_check.runs_on`), so its requests are rendered where a run sends them
@@ -133,7 +138,8 @@ class Recorder:
         texts = ("",) * params.n
         if params.json_schema:  # the same prompt gets the same reply, as from a greedy model
             schema, digest = json.loads(params.json_schema), hashlib.sha256(text.encode()).hexdigest()
-            texts = tuple(json.dumps(reply_value(schema, f"{self.salt}{digest}#{params.sample_index + i}"))
+            texts = tuple(json.dumps(reply_value(schema, f"{self.salt}{digest}#{params.sample_index + i}",
+                                                     text_chars=self.text_chars, list_fill=self.list_fill))
                           for i in range(params.n))
             if schema.get("title") == rubric_model_check.TITLE:  # drawn yes/no answers would refuse real entries
                 texts = (rubric_model_check.passing_reply(),) * params.n
@@ -190,17 +196,20 @@ class Rendered:
 
 
 def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: int = RENDER_CAP,
-           salt: str = "") -> Rendered:
+           salt: str = "", method: str = "") -> Rendered:
     """Run ``work(llm)`` against a :class:`Recorder` and return the sizes of what it sent.
 
     ``config`` sets what the method reads from the backend's settings (its concurrency, structured replies);
     the requests go to the recorder whatever its backend. Any error the method raises for want of an answer
-    ends the rendering (it is the method's reaction to silence, not a fault of the estimate).
+    ends the rendering (it is the method's reaction to silence, not a fault of the estimate). ``method``: whose
+    replies' measured shape (:func:`~.reply_lengths.reply_shape`) the recorder writes on a server.
     """
-    recorder = Recorder(cap, salt, stands_for=(config or LLMConfig(backend="openai")).backend)
+    config = config or LLMConfig(backend="openai")
+    shape = (None, None) if config.embedded else reply_shape(method)
+    recorder = Recorder(cap, salt, stands_for=config.backend, shape=shape)
     result = None
     try:
-        result = work(LLM(config or LLMConfig(backend="openai"), recorder))
+        result = work(LLM(config, recorder))
         finished = True
     except Exception:  # a method may refuse to go on without replies: what it sent so far counts
         finished = False
@@ -209,7 +218,7 @@ def render(work: Callable[[LLM], Any], config: LLMConfig | None = None, *, cap: 
 
 def render_scoring(judge: Any, samples: Sequence[Any], config: LLMConfig | None = None) -> Rendered:
     """The requests ``judge`` sends to score ``samples`` (a few of the items to score), rendered."""
-    return render(lambda llm: judge.score(list(samples), llm=llm), config)
+    return render(lambda llm: judge.score(list(samples), llm=llm), config, method=getattr(judge, "method", ""))
 
 
 FIT_ATTEMPTS = 3
@@ -227,7 +236,7 @@ def render_fit(method: Any, train: Sequence[Any], aspect: Any, dataset: Any, con
 
     for attempt in range(FIT_ATTEMPTS):
         rendered = render(lambda llm: method.fit(list(train), aspect, FitContext.of(dataset, llm=llm)), config,
-                          cap=cap, salt=f"{attempt}:" if attempt else "")
+                          cap=cap, salt=f"{attempt}:" if attempt else "", method=getattr(method, "name", ""))
         if rendered.finished or rendered.requests >= cap:
             break
     return rendered

@@ -61,7 +61,14 @@ def _words(seed: str, chars: int) -> str:
     return " ".join(out)
 
 
-def _text(schema: dict[str, Any], seed: str) -> str:
+def _length(low: int, high: int, text_chars: float | None, taken: int = 0) -> int:
+    """Characters a text field of ``low`` to ``high`` writes: ``text_chars`` (less ``taken`` by a pattern's opener)
+    when the method's replies were measured, else :data:`TEXT_FILL` of its bound."""
+    wanted = round(TEXT_FILL * high) if text_chars is None else round(text_chars) - taken
+    return min(high, max(low, wanted))
+
+
+def _text(schema: dict[str, Any], seed: str, text_chars: float | None = None) -> str:
     pattern = schema.get("pattern")
     if pattern:
         statement = STATEMENT.match(str(pattern))
@@ -69,26 +76,33 @@ def _text(schema: dict[str, Any], seed: str) -> str:
             return ""
         opener = re.sub(r"\[\\?(.)\]", r"\1", statement.group("opener"))  # literal_pattern, undone
         low, high = int(statement.group("low")) + 1, int(statement.group("high")) + 1
-        body = _words(seed, max(low, round(TEXT_FILL * high)))[:high].rstrip()
+        body = _words(seed, _length(low, high, text_chars, len(opener) + 2))[:high].rstrip()
         return f"{opener} {body}."
     low, high = int(schema.get("minLength", 1)), int(schema.get("maxLength", 400))
-    return _words(seed, max(low, round(TEXT_FILL * high)))[:high].rstrip()
+    return _words(seed, _length(low, high, text_chars))[:high].rstrip()
 
 
-def reply_value(schema: dict[str, Any], seed: str) -> Any:
-    """A value valid under ``schema`` (the subset :mod:`judge_engine.structured` builds), drawn from ``seed``."""
+def reply_value(schema: dict[str, Any], seed: str, *, text_chars: float | None = None,
+                list_fill: float | None = None) -> Any:
+    """A value valid under ``schema`` (the subset :mod:`judge_engine.structured` builds), drawn from ``seed``.
+
+    ``text_chars`` and ``list_fill``: the characters of a text field and the fill of a list the method's replies
+    were measured to have (:mod:`.reply_lengths`); None: :data:`TEXT_FILL` of each field's bound and
+    :data:`LIST_FILL`."""
+    shape = {"text_chars": text_chars, "list_fill": list_fill}
     if "enum" in schema:
         return schema["enum"][_draw(seed, len(schema["enum"]))]
     kind = schema.get("type")
     if kind == "object":
-        return {key: reply_value(sub, f"{seed}.{key}") for key, sub in (schema.get("properties") or {}).items()}
+        return {key: reply_value(sub, f"{seed}.{key}", **shape) for key, sub in (schema.get("properties") or {}).items()}
     if kind == "array":
         low = int(schema.get("minItems", 1))
         high = int(schema.get("maxItems", max(low, 3)))
-        return [reply_value(schema.get("items") or {}, f"{seed}[{i}]")
-                for i in range(math.ceil(low + LIST_FILL * (high - low)))]
+        fill = LIST_FILL if list_fill is None else list_fill
+        return [reply_value(schema.get("items") or {}, f"{seed}[{i}]", **shape)
+                for i in range(math.ceil(low + fill * (high - low) - 1e-9))]
     if kind == "string":
-        return _text(schema, seed)
+        return _text(schema, seed, text_chars)
     if kind == "integer":
         low, high = int(schema.get("minimum", 1)), int(schema.get("maximum", 5))
         return low + _draw(seed, high - low + 1)
