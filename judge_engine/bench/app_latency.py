@@ -47,6 +47,7 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
+from unittest import mock
 
 from . import ROOT, med, result
 
@@ -263,9 +264,9 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
         refit_loop.seed_runs(db, stub.base_url)
         store = Store(db)
         env = {"JUDGE_WORKBENCH_DB": str(db), "JUDGE_WORKBENCH_USER": os.environ.get("JUDGE_WORKBENCH_USER") or "bench"}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        # the page's script runs in this process and reads its database and user from the environment, which is
+        # given back as it was afterwards (the standard library's patch.dict restores it)
+        with mock.patch.dict(os.environ, env):
             for method in refit_loop.BUTTONS:
                 clicked = []
                 for _ in range(clicks):
@@ -280,12 +281,6 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
                              "llm_calls": sum(c["llm_calls"] for c in clicked),
                              "cache_hits": sum(c["cache_hits"] for c in clicked),
                              "exception": any(c["exception"] for c in clicked)})
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         rows.append({"page": "requests that reached the server", **stub.stats()})
         store.close()
     return rows
