@@ -274,7 +274,10 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
                     clicked.append(refit_loop.time_click(ROOT / "app.py", db, method, source, timeout=timeout))
                 rows.append({"page": f"{method} loop", "clicks": clicks,
                              **{k: med([c[k] for c in clicked]) for k in ("warm_ready_s", "click_s", "finished_s",
-                                                                          "panel_read_s", "results_s", "shown_s")},
+                                                                          "panel_read_s", "results_s", "shown_s",
+                                                                          "page_cpu_s", "worker_cpu_s",
+                                                                          "next_standby_cpu_s")},
+                             "load": round(os.getloadavg()[0], 1),
                              "warm_workers": sum(c["warm_worker"] for c in clicked),
                              "each_shown_s": [round(c["shown_s"], 2) for c in clicked],
                              "statuses": sorted({c["status"] for c in clicked}),
@@ -348,4 +351,7 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                          "page's script (AppTest) once the page's warm worker is ready (warm_ready_s after the page was drawn; warm_workers: clicks that had one): click_s its script run (the run created, its worker started), "
                          "finished_s until the run is finished, panel_read_s until the progress panel's next read "
                          "(every 0.5 s while the run is young, then 2 s), shown_s until the page's run showing the results is over; llm_calls: requests "
-                         "not answered by the cache (0 expected)"])
+                         "not answered by the cache (0 expected); page_cpu_s, worker_cpu_s, next_standby_cpu_s: CPU seconds of "
+                         "the page's two script runs, of the warm worker that executed the run, and of the next run's "
+                         "warm worker importing meanwhile (a loaded machine inflates the wall times, not these); load: "
+                         "the 1-minute load average when the row was made"])
