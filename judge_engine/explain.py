@@ -30,7 +30,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import sklearn
 
 from .aggregate import Aggregator, predictor
 
@@ -62,6 +61,10 @@ def permutation_drops(model: Any, x: np.ndarray, y: np.ndarray, *, n_repeats: in
     The shuffled matrices are not stacked into one predict: a taller matrix product rounds differently in the
     last bit, and the judge would not be the same.
     """
+    # scikit-learn here, not at the top: the records and figures of this module are read by pages (Compare's
+    # triage) that never compute an importance, and importing it was half of Compare's first visit (issue 67)
+    import sklearn
+
     seed = np.random.RandomState(random_state).randint(np.iinfo(np.int32).max + 1)
     drops = np.empty((x.shape[1], n_repeats))
     # the rows are an aggregator's imputed training matrix, finite: each predict's finiteness scan is skipped

@@ -126,3 +126,34 @@ def test_the_modules_of_runs_import_each_other_without_a_circle():
 def test_the_runs_graph_sees_lazy_imports():
     # model_timing reaches execute only inside a function: the edge must be seen, or the test above proves little
     assert "judge_engine.runs.execute" in _runs_module_graph()["judge_engine.runs.model_timing"]
+
+
+def _streamlit_imports(path: Path) -> list[tuple[int, bool]]:
+    """(line, inside a function) of every import of streamlit (or one of its modules) in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    in_function = {id(node) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   for node in ast.walk(fn)}
+    out = []
+    for node in ast.walk(tree):
+        names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        if any(n == "streamlit" or n.startswith("streamlit.") for n in names):
+            out.append((node.lineno, id(node) in in_function))
+    return out
+
+
+def test_the_engine_never_imports_streamlit_and_a_benchmark_only_inside_the_function_that_drives_the_app():
+    # ../shared/STYLE.md: nothing under judge_engine/ imports streamlit. A benchmark that times the app's own
+    # script runs (bench app --loop) needs streamlit's AppTest, so judge_engine.bench may import it where it
+    # drives the app, inside that function: importing the benchmark (bench --help, its other rows) loads none of it
+    found = {f"{path.relative_to(ROOT)}:{line}": inside for path in PACKAGE.rglob("*.py")
+             for line, inside in _streamlit_imports(path)}
+    wrong = sorted(where for where, inside in found.items()
+                   if not (inside and where.startswith("judge_engine/bench/")))
+    assert not wrong, f"streamlit imported by the engine: {wrong}"
+
+
+def test_the_streamlit_finder_sees_an_import_at_the_top_and_inside_a_function(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import streamlit as st\n\ndef f():\n    from streamlit.testing.v1 import AppTest\n")
+    assert _streamlit_imports(source) == [(1, False), (4, True)]

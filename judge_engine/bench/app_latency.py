@@ -47,6 +47,7 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
+from unittest import mock
 
 from . import ROOT, med, result
 
@@ -263,9 +264,9 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
         refit_loop.seed_runs(db, stub.base_url)
         store = Store(db)
         env = {"JUDGE_WORKBENCH_DB": str(db), "JUDGE_WORKBENCH_USER": os.environ.get("JUDGE_WORKBENCH_USER") or "bench"}
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
+        # the page's script runs in this process and reads its database and user from the environment, which is
+        # given back as it was afterwards (the standard library's patch.dict restores it)
+        with mock.patch.dict(os.environ, env):
             for method in refit_loop.BUTTONS:
                 clicked = []
                 for _ in range(clicks):
@@ -273,19 +274,16 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
                     clicked.append(refit_loop.time_click(ROOT / "app.py", db, method, source, timeout=timeout))
                 rows.append({"page": f"{method} loop", "clicks": clicks,
                              **{k: med([c[k] for c in clicked]) for k in ("warm_ready_s", "click_s", "finished_s",
-                                                                          "panel_read_s", "results_s", "shown_s")},
+                                                                          "panel_read_s", "results_s", "shown_s",
+                                                                          "page_cpu_s", "worker_cpu_s",
+                                                                          "next_standby_cpu_s")},
+                             "load": round(os.getloadavg()[0], 1),
                              "warm_workers": sum(c["warm_worker"] for c in clicked),
                              "each_shown_s": [round(c["shown_s"], 2) for c in clicked],
                              "statuses": sorted({c["status"] for c in clicked}),
                              "llm_calls": sum(c["llm_calls"] for c in clicked),
                              "cache_hits": sum(c["cache_hits"] for c in clicked),
                              "exception": any(c["exception"] for c in clicked)})
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         rows.append({"page": "requests that reached the server", **stub.stats()})
         store.close()
     return rows
@@ -353,4 +351,7 @@ def run(*, repeats: int = 3, pages: list[str] | None = None, compare_items: int 
                          "page's script (AppTest) once the page's warm worker is ready (warm_ready_s after the page was drawn; warm_workers: clicks that had one): click_s its script run (the run created, its worker started), "
                          "finished_s until the run is finished, panel_read_s until the progress panel's next read "
                          "(every 0.5 s while the run is young, then 2 s), shown_s until the page's run showing the results is over; llm_calls: requests "
-                         "not answered by the cache (0 expected)"])
+                         "not answered by the cache (0 expected); page_cpu_s, worker_cpu_s, next_standby_cpu_s: CPU seconds of "
+                         "the page's two script runs, of the warm worker that executed the run, and of the next run's "
+                         "warm worker importing meanwhile (a loaded machine inflates the wall times, not these); load: "
+                         "the 1-minute load average when the row was made"])

@@ -126,6 +126,35 @@ def time_engine(store: Store, spec: RunSpec, source: int) -> dict[str, Any]:
             "llm_calls": finished.ledger.calls, "cache_hits": finished.ledger.cache_hits}
 
 
+def _ticks(pid: int) -> float:
+    """CPU seconds process ``pid`` has used (user + system, its waited-for children included); 0 once gone."""
+    import os
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _children() -> set[int]:
+    """This process's child processes (the warm workers the page started)."""
+    import os
+    out: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").glob("*"):
+        try:
+            out |= {int(x) for x in (task / "children").read_text().split()}
+        except OSError:
+            pass
+    return out
+
+
+def _process_cpu() -> tuple[float, float]:
+    """CPU seconds of this process (the page's script runs) and of its ended, waited-for children."""
+    import resource
+    own, ended = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, ended.ru_utime + ended.ru_stime
+
+
 BUTTONS = {"hd_eval": ("pages/hd_eval.py", "hd_next_{run}"), "hypoeval": ("pages/hypoeval.py", "hypoeval_rescore")}
 """Per method: the page and the key of the button a person clicks (``{run}``: the run shown)."""
 
@@ -140,6 +169,11 @@ def time_click(app: Path, db: Path, method: str, source: int, *, timeout: float 
     watched in the store until finished; the progress panel, drawn when the click's run ended, reads the run
     every :func:`judge_engine.runs.poll_interval` seconds (``poll_s``), so the first of its reads after the finish
     starts the page's run that shows the results (``results_s``). ``shown_s`` = the click until that run is over.
+
+    CPU seconds, which a loaded machine does not inflate as it does the wall times: ``page_cpu_s`` this process's
+    (the click's and the results' script runs), ``worker_cpu_s`` the warm worker that took the run (its hand-over and
+    the run's execution, read once it has ended), ``next_standby_cpu_s`` the warm worker started for the next run
+    meanwhile (its imports, on the same two cores).
     """
     from streamlit.testing.v1 import AppTest  # the bench times the app's own script runs (no browser here)
     page, key = BUTTONS[method]
@@ -153,9 +187,12 @@ def time_click(app: Path, db: Path, method: str, source: int, *, timeout: float 
     store = Store(db)
     before = max(r.id for r in store.runs(limit=1))
     button = next(b for b in at.button if b.key == key.format(run=source))
+    standbys = {pid: _ticks(pid) for pid in _children()}
+    page_cpu, ended_cpu = _process_cpu()
     start = time.perf_counter()
     button.click().run(timeout=timeout)
     clicked = time.perf_counter() - start
+    click_cpu = _process_cpu()[0] - page_cpu
     drawn = time.time()
     new_id = max(r.id for r in store.runs(limit=1))
     status = wait_finished(store, new_id, timeout) if new_id > before else "not started"
@@ -163,11 +200,20 @@ def time_click(app: Path, db: Path, method: str, source: int, *, timeout: float 
     # the panel's reads: every poll_s after the click's script run ended; the first one after the finish
     poll_s = poll_interval(store.run(new_id), drawn) if new_id > before else 0.0
     read = clicked + (poll_s * max(1, -(-(finished - clicked) // poll_s)) if poll_s else 0.0)
-    shown_start = time.perf_counter()
+    shown_start, results_cpu = time.perf_counter(), _process_cpu()[0]
     at.run(timeout=timeout)
     results = time.perf_counter() - shown_start
+    results_cpu = _process_cpu()[0] - results_cpu
+    # the warm worker that took the run ends once it has recorded the run's end; its reaper then adds its CPU (and
+    # its forked worker's) to this process's ended children
+    deadline = time.monotonic() + 30
+    while any(Path(f"/proc/{pid}").exists() for pid in standbys) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    worker_cpu = _process_cpu()[1] - ended_cpu - sum(standbys.values())
+    next_standby = sum(_ticks(pid) for pid in _children() - set(standbys))
     run = store.run(new_id)
     return {"run_id": new_id, "status": status, "warm_worker": ready, "warm_ready_s": warm_s, "click_s": clicked, "finished_s": finished, "poll_s": poll_s,
             "panel_read_s": read, "results_s": results, "shown_s": read + results,
+            "page_cpu_s": click_cpu + results_cpu, "worker_cpu_s": worker_cpu, "next_standby_cpu_s": next_standby,
             "llm_calls": run.ledger.calls, "cache_hits": run.ledger.cache_hits,
             "exception": [e.value for e in at.exception]}

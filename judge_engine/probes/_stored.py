@@ -34,11 +34,13 @@ including another helper's change to a statistic, makes every stored report stal
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """sha256 of the probes' sources and of the numerical libraries' versions (their generators and solvers)."""
-    import scipy
-    import sklearn
+    """sha256 of the probes' sources and of the numerical libraries' versions (their generators and solvers).
 
-    h = hashlib.sha256(f"numpy {np.__version__} scipy {scipy.__version__} sklearn {sklearn.__version__}".encode())
+    The versions are read from the installed packages' metadata, not by importing them: importing scikit-learn
+    to read its version was a second of the Compare page's first visit, whose kept reports need none of it."""
+    from importlib.metadata import version
+
+    h = hashlib.sha256(" ".join(f"{name} {version(name)}" for name in ("numpy", "scipy", "scikit-learn")).encode())
     for pattern in CODE_FILES:
         for path in sorted(_PACKAGE.glob(pattern)):
             h.update(path.relative_to(_PACKAGE).as_posix().encode())
