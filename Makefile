@@ -10,7 +10,7 @@ PORT ?= 8501
 # local use: only this machine can reach the app (a team deployment sets ADDRESS=0.0.0.0 and turns on sign-in)
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test test-fast lint lock lock-frameworks install install-dev browser frameworks clean-venv FORCE
+.PHONY: run test test-fast lint lock lock-frameworks install install-dev browser frameworks promptfoo clean-venv FORCE
 
 # The embedded model's llama-cpp-python is compiled for a portable x86-64 baseline (AVX2, FMA, F16C), not with
 # llama.cpp's default -march=native: a VM whose CPU advertises AMX without enabling its tile state dies in
@@ -79,6 +79,14 @@ $(FW_VENV)/.installed: requirements-frameworks.lock
 
 frameworks: $(FW_VENV)/.installed
 
+# promptfoo, pinned by tools/promptfoo/package-lock.json, for the test that runs the judge's Python assertion in
+# `promptfoo eval` (tests/test_integrations_promptfoo.py); where npm is missing that test is skipped, naming it
+promptfoo:
+	@if ! command -v npm >/dev/null 2>&1; then echo "npm missing: the promptfoo test will be skipped"; \
+	elif [ ! tools/promptfoo/node_modules/.package-lock.json -nt tools/promptfoo/package-lock.json ]; then \
+	  echo "installing promptfoo (npm ci in tools/promptfoo)"; \
+	  cd tools/promptfoo && npm ci --no-audit --no-fund --loglevel=error; fi
+
 # Debian's chromium for the browser tests (playwright cannot download browsers here).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -89,9 +97,11 @@ browser:
 run: install
 	$(VENV)/bin/judge-workbench app --address $(ADDRESS) --port $(PORT)
 
-# the frameworks' tests fail rather than skip here when their environment is missing
-test: install-dev browser frameworks
-	JUDGE_WORKBENCH_FRAMEWORKS=required JUDGE_WORKBENCH_FRAMEWORKS_VENV=$(abspath $(FW_VENV)) $(PY) -m pytest -q
+# the frameworks' and promptfoo's tests fail rather than skip here when their install is missing (promptfoo's only
+# where npm exists)
+test: install-dev browser frameworks promptfoo
+	JUDGE_WORKBENCH_FRAMEWORKS=required JUDGE_WORKBENCH_FRAMEWORKS_VENV=$(abspath $(FW_VENV)) \
+	  JUDGE_WORKBENCH_PROMPTFOO=$$(command -v npm >/dev/null 2>&1 && echo required) $(PY) -m pytest -q
 
 # the unit tier: scripted LLMs only (tests marked model, server or browser are left out); it neither compiles
 # llama-cpp-python nor installs Ray

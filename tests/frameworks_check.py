@@ -3,8 +3,9 @@ versions): ``python -m tests.frameworks_check CHECK`` in a folder holding ``judg
 ``$JUDGE_WORKBENCH_DB`` the database the judge's calls are cached in. Prints one JSON line with what the
 framework reported; tests/test_integrations_frameworks_env.py starts it and checks that line.
 
-The judge's backend is scripted (as in the other integration tests): 4 on 1-5 for every output, and a reply
-with no score for an output containing ``unscorable``.
+The judge's backend is scripted (as in the other integration tests): 4 on 1-5 for every output, 1 for an output
+containing ``useless``, and a reply with no score for an output containing ``unscorable``
+(tests/test_integrations_promptfoo.py uses the same script in promptfoo's Python assertion).
 
 CHECK is ``inspect`` (inspect_ai's own ``eval()`` with its mock model and the judge as scorer), ``deepeval``
 (the metric on test cases), or ``snippet:<name>`` (a docs/integrations.md snippet run as written).
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 UNSCORABLE = "unscorable"
+USELESS = "useless"
 DOC = Path(__file__).resolve().parents[1] / "docs" / "integrations.md"
 
 
@@ -30,7 +32,7 @@ def scripted_backend() -> None:
     from judge_engine.store import Store
     from tests.scripted import fake_llm, schema_responder
 
-    scored = schema_responder("[[4]]", lambda messages: 4.0)
+    scored = schema_responder("[[4]]", lambda messages: 1.0 if USELESS in messages[-1]["content"] else 4.0)
 
     def reply(messages, params):
         return "I cannot tell." if UNSCORABLE in messages[-1]["content"] else scored(messages, params)
