@@ -68,12 +68,13 @@ install-dev: $(VENV)/.dev-installed
 
 # inspect-ai and deepeval do not install next to requirements*.lock: the integrations tests run them in an
 # environment of their own (tests/test_integrations_frameworks_env.py), built from requirements-frameworks.lock
-# with this checkout on its path (a .pth file, what an editable install amounts to, without a build backend)
+# with this checkout on its path (a .pth file, what an editable install amounts to, without a build backend);
+# --no-compile: the tests import a small part of these packages (Python compiles what they import, once)
 FW_VENV ?= .venv-frameworks
 $(FW_VENV)/.installed: requirements-frameworks.lock
 	rm -rf $(FW_VENV)
 	$(PYTHON) -m venv $(FW_VENV)
-	$(FW_VENV)/bin/python -m pip install --quiet --no-deps -r requirements-frameworks.lock
+	$(FW_VENV)/bin/python -m pip install --quiet --no-deps --no-compile -r requirements-frameworks.lock
 	echo "$(CURDIR)" > "$$($(FW_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/judge_workbench_checkout.pth"
 	touch $@
 
