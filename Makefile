@@ -10,7 +10,7 @@ PORT ?= 8501
 # local use: only this machine can reach the app (a team deployment sets ADDRESS=0.0.0.0 and turns on sign-in)
 ADDRESS ?= 127.0.0.1
 
-.PHONY: run test test-fast lint lock install install-dev browser clean-venv FORCE
+.PHONY: run test test-fast lint lock lock-frameworks install install-dev browser frameworks promptfoo clean-venv FORCE
 
 # The embedded model's llama-cpp-python is compiled for a portable x86-64 baseline (AVX2, FMA, F16C), not with
 # llama.cpp's default -march=native: a VM whose CPU advertises AMX without enabling its tile state dies in
@@ -66,6 +66,28 @@ install: $(VENV)/.app-installed
 
 install-dev: $(VENV)/.dev-installed
 
+# inspect-ai and deepeval do not install next to requirements*.lock: the integrations tests run them in an
+# environment of their own (tests/test_integrations_frameworks_env.py), built from requirements-frameworks.lock
+# with this checkout on its path (a .pth file, what an editable install amounts to, without a build backend);
+# --no-compile: the tests import a small part of these packages (Python compiles what they import, once)
+FW_VENV ?= .venv-frameworks
+$(FW_VENV)/.installed: requirements-frameworks.lock
+	rm -rf $(FW_VENV)
+	$(PYTHON) -m venv $(FW_VENV)
+	$(FW_VENV)/bin/python -m pip install --quiet --no-deps --no-compile -r requirements-frameworks.lock
+	echo "$(CURDIR)" > "$$($(FW_VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/judge_workbench_checkout.pth"
+	touch $@
+
+frameworks: $(FW_VENV)/.installed
+
+# promptfoo, pinned by tools/promptfoo/package-lock.json, for the test that runs the judge's Python assertion in
+# `promptfoo eval` (tests/test_integrations_promptfoo.py); where npm is missing that test is skipped, naming it
+promptfoo:
+	@if ! command -v npm >/dev/null 2>&1; then echo "npm missing: the promptfoo test will be skipped"; \
+	elif [ ! tools/promptfoo/node_modules/.package-lock.json -nt tools/promptfoo/package-lock.json ]; then \
+	  echo "installing promptfoo (npm ci in tools/promptfoo)"; \
+	  cd tools/promptfoo && npm ci --no-audit --no-fund --loglevel=error; fi
+
 # Debian's chromium for the browser tests (playwright cannot download browsers here).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -76,8 +98,11 @@ browser:
 run: install
 	$(VENV)/bin/judge-workbench app --address $(ADDRESS) --port $(PORT)
 
-test: install-dev browser
-	$(PY) -m pytest -q
+# the frameworks' and promptfoo's tests fail rather than skip here when their install is missing (promptfoo's only
+# where npm exists)
+test: install-dev browser frameworks promptfoo
+	JUDGE_WORKBENCH_FRAMEWORKS=required JUDGE_WORKBENCH_FRAMEWORKS_VENV=$(abspath $(FW_VENV)) \
+	  JUDGE_WORKBENCH_PROMPTFOO=$$(command -v npm >/dev/null 2>&1 && echo required) $(PY) -m pytest -q
 
 # the unit tier: scripted LLMs only (tests marked model, server or browser are left out); it neither compiles
 # llama-cpp-python nor installs Ray
@@ -95,5 +120,15 @@ lock: install-dev
 	$(PY) tools/lockfile.py .lock-app.json .lock-dev.json
 	rm -f .lock-app.json .lock-dev.json
 
+# re-resolve requirements-frameworks.txt in a fresh venv and pin what resolves (every package: the env installs
+# the lock without dependencies)
+lock-frameworks:
+	rm -rf .venv-frameworks-lock
+	$(PYTHON) -m venv .venv-frameworks-lock
+	.venv-frameworks-lock/bin/python -m pip install --quiet -r requirements-frameworks.txt
+	{ sed -n '1,2p' requirements-frameworks.lock; .venv-frameworks-lock/bin/python -m pip freeze; } > .lock-frameworks.txt
+	mv .lock-frameworks.txt requirements-frameworks.lock
+	rm -rf .venv-frameworks-lock
+
 clean-venv:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(FW_VENV)

@@ -10,13 +10,14 @@
   no interval and the reason (:data:`judge_engine.metrics.MIN_BOOTSTRAP_UNITS`),
   and the sample-level figure beside a group- or system-level one;
 - the missing rate, and how many groups stand behind a group-level figure;
-- the paired difference to each baseline run (direct scoring, G-Eval) on
-  the same dataset, aspect, test items and backend, with the paired
-  bootstrap of :func:`judge_engine.compare.paired_bootstrap`;
+- the paired difference to each baseline run (direct scoring, G-Eval) and
+  each peer run (MLflow's MemAlign, ``memalign``) on the same dataset,
+  aspect, test items and backend, with the paired bootstrap of
+  :func:`judge_engine.compare.paired_bootstrap` (:mod:`judge_engine.trust_baselines`);
 - ``verdict`` (:func:`verdict`), one of :data:`VERDICTS`: ``"warning"`` when
   the judge is anti-correlated with the humans (a test interval below zero,
   or a training correlation significantly below zero), has no test
-  correlation at all, or is significantly below a baseline on the same split;
+  correlation at all, or is significantly below a baseline or a peer on the same split;
   else ``"too few items to say"`` below :data:`MIN_TEST_ITEMS` scored test
   items, without an interval or with one wider than :data:`MAX_CI_WIDTH`;
   else ``"not shown to agree"`` when the test interval reaches zero or the
@@ -49,13 +50,11 @@ from .methods.hpss import HPSSState
 from .methods.hypoeval import HypoEvalState
 from .records import Dataset, RunRecord, jsonable
 from .store import Store
+from .trust_baselines import (ALPHA, BASELINE_METHODS, PEER_METHODS, BaselineDifference,  # noqa: F401
+                              baseline_difference, baseline_differences, baseline_runs)
 
 STATISTIC = "pearson"
 """The coefficient of the test figures and of the paired differences."""
-
-BASELINE_METHODS = runs.BASELINES
-"""The baselines a learned judge must beat: the methods a run brings on its own split (they learn nothing
-from the training items), one list for both."""
 
 TRAINING_ALPHA = 0.05
 """A judge whose training correlation is not significantly above zero at this level, for the number of items it
@@ -65,9 +64,6 @@ selection rests on, unrelated scores give large correlations (at 12 items the tw
 under no relation is about +-0.58): a HypoEval hypothesis on Topical-Chat was adopted on a training Pearson of 0.005 over 12 items,
 and HypoEval on SF-RES was chosen on 0.27-0.54 and scored the test items at -0.42. A fixed floor (0.1 once)
 cannot say this, because what counts as no sign of agreement depends on the number of items."""
-ALPHA = 0.05
-"""Two-sided level of the paired bootstrap below which a difference to a baseline counts as significant."""
-
 N_BOOTSTRAP = 1000
 """Resamples of the paired bootstrap (and of the intervals when a stored summary predates their notes)."""
 
@@ -132,28 +128,6 @@ class TestFigure:
     n_systems: int
     resampled: str = ""
     """What the interval resampled (``MetaEvalReport.resampled``): ``groups``, ``items``, "" (none or not recorded)."""
-
-
-@dataclass(frozen=True)
-class BaselineDifference:
-    """The judge's test correlation minus a baseline run's, on the same items, with its paired p-value."""
-
-    run_id: int
-    method: str
-    level: str
-    """Level of the comparison (the natural one, or sample when it has too few units for a bootstrap)."""
-    diff: float | None
-    p: float | None
-    n: int
-    """Items both runs scored."""
-    significantly_below: bool
-    resampled: str = ""
-    """What the paired bootstrap drew (:func:`judge_engine.evidence.basis`): ``groups`` (whole sources), ``items``,
-    or ``nothing`` (too few sources: no p-value); "" when not recorded."""
-
-    @property
-    def label(self) -> str:
-        return f"#{self.run_id} {self.method}"
 
 
 @dataclass(frozen=True)
@@ -310,30 +284,6 @@ def level_figure(level: str, rep: dict[str, Any]) -> TestFigure:
                       resampled=str(rep.get("resampled") or ""))
 
 
-def _same_backend(a: RunRecord, b: RunRecord) -> bool:
-    keys = ("backend", "model", "base_url")
-    return all(a.llm.get(k, "") == b.llm.get(k, "") for k in keys)
-
-
-def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
-    """Finished baseline runs (direct, G-Eval) on the same dataset, aspect, test items and backend as ``run``.
-
-    A baseline run itself has none: it is what the learned judges are measured against. The runs come
-    as :func:`judge_engine.compare.finished_runs` gives them, ready for :func:`compare.align`.
-    """
-    from . import compare  # pandas and sklearn (explain): loaded for a baseline's comparison, not by `run`
-
-    if run.method in BASELINE_METHODS:
-        return []
-    key = compare.split_key(run)
-    found = []
-    for other in compare.finished_runs(store, run.dataset, run.aspect):
-        if (other.id != run.id and other.method in BASELINE_METHODS and compare.split_key(other) == key
-                and _same_backend(other, run)):
-            found.append(other)
-    return found
-
-
 def test_basis(test: TestFigure | None) -> evidence.Basis | None:
     """What a claim from the test figure may rest on (:func:`judge_engine.evidence.basis_from_counts`; None with
     no figure). A group-level figure counts its groups, a sample-level one the sources it resampled whole."""
@@ -352,33 +302,6 @@ def comparison_level(test: TestFigure | None) -> str:
     if claim is None or test.ci_note or claim.level is None:
         return "sample"
     return claim.level
-
-
-def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int, *,
-                        resampled: str = "") -> BaselineDifference:
-    """A :class:`BaselineDifference` from a paired bootstrap's ``(diff, p)``: significant below when the
-    two-sided ``p`` is under :data:`ALPHA` and the judge is the lower one."""
-    diff, p = _finite(diff), _finite(p)
-    return BaselineDifference(run_id=run_id, method=method, level=level, diff=diff, p=p, n=n,
-                              significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0),
-                              resampled=resampled)
-
-
-def _baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord],
-                          level: str, dataset: Any, n_bootstrap: int) -> tuple[BaselineDifference, ...]:
-    out = []
-    from . import compare  # pandas and sklearn (explain): loaded for a baseline's comparison, not by `run`
-
-    for b in baselines:
-        aligned = compare.align(store, [run, b], common_subset=True)
-        human, groups, systems = compare._columns(dataset, run.aspect, aligned.ids)
-        diff, p = compare.paired_bootstrap(human, aligned.scores[run.id], aligned.scores[b.id], level=level,
-                                           groups=groups, systems=systems, statistic=STATISTIC,
-                                           n_bootstrap=n_bootstrap)
-        claim = evidence.basis(level, n_items=len(aligned.ids), groups=groups)
-        out.append(baseline_difference(b.id, b.method, level, diff, p, len(aligned.ids),
-                                       resampled=claim.units if claim.claim else "nothing"))
-    return tuple(out)
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -639,7 +562,7 @@ def trust_report(store: Store, run_id: int, *, n_bootstrap: int = N_BOOTSTRAP) -
     found = baseline_runs(store, run)
     # a paired bootstrap over fewer units than an interval needs is as meaningless as that interval
     level = comparison_level(test)
-    baselines = _baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
+    baselines = baseline_differences(store, run, found, level, human(), n_bootstrap) if found else ()
     said, reasons = verdict(training, test, sample, baselines, n, missing,
                             distinct=_run_distinct_figure(store, run, human()))
     entries, flagged = _flagged_entries(store, run)

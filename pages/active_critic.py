@@ -70,9 +70,10 @@ if dataset is not None:
     baselines = st.checkbox("Run the baselines too", value=True, key=f"{METHOD}_baselines",
                             help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
                                  "comparison under Results (ones already there are reused).")
+    peer = start_form.peer_checkbox(METHOD)
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=start_form.changed(METHOD, params),
                    train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
-    with_baselines = runs.BASELINES if baselines else ()
+    with_baselines = (runs.BASELINES if baselines else ()) + peer
     started_id = start_form.quick_start(METHOD, spec, key=f"{METHOD}_quick", baselines=with_baselines)
     spec_refused = start_form.estimate_box(spec) is None
     if start_form.start_button("Start run", f"{METHOD}_start",

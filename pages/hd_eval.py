@@ -79,6 +79,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
         baselines = st.checkbox("Run the baselines too", value=True, key="hd_baselines",
                                 help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
                                      "comparison under the test results.")
+        peer = start_form.peer_checkbox("hd")
         guides = {}
         with st.popover("Expert guidelines per aspect (optional)"):
             for name in layer1:
@@ -93,7 +94,7 @@ with st.expander("Start a new tree (round 1)", expanded=not any(r.method == "hd_
         missing = ("choose at least one layer-1 aspect" if not layer1 else
                    f"the aspect to report, {aspect.name}, is not among the layer-1 aspects; add it or report "
                    "another aspect" if aspect.name not in layer1 else "")
-        with_baselines = runs.BASELINES if baselines else ()
+        with_baselines = (runs.BASELINES if baselines else ()) + peer
         if not missing:
             quick_id = start_form.quick_start("hd_eval", spec, key="hd_quick", baselines=with_baselines)
             if quick_id is not None:  # drawn again with the look chosen and its "Started run #N" at the top

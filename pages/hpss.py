@@ -90,11 +90,12 @@ if dataset is not None:
         help="Comparison runs on exactly this search's split and backend. The MT-Bench base prompt is the "
              "search's starting prompt, scored without searching; direct scoring and G-Eval are the papers' "
              "usual baselines. One already on this split is reused.")
+    peer = start_form.peer_checkbox("hpss")
     chosen = start_form.changed(METHOD, params)
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
                    train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
     quick_id = start_form.quick_start(METHOD, spec, key="hpss_quick",
-                                      baselines=lambda quick: comparisons(compare, quick, aspect))
+                                      baselines=lambda quick: comparisons(compare, quick, aspect) + list(peer))
     if quick_id is not None:
         widgets.set_value("hpss_run_id", quick_id)
         st.rerun()
@@ -103,7 +104,7 @@ if dataset is not None:
                    "evaluated after it (stepwise greedy: always 21).")
     if start_form.estimate_box(spec) is not None:
         if start_form.start_button("Start search", "hpss_start"):
-            run_id = start_form.start(spec, baselines=comparisons(compare, chosen, aspect), label=" (HPSS search)")
+            run_id = start_form.start(spec, baselines=comparisons(compare, chosen, aspect) + list(peer), label=" (HPSS search)")
             if run_id is not None:
                 widgets.set_value("hpss_run_id", run_id)
                 st.rerun()

@@ -74,13 +74,14 @@ if dataset is not None:
     baselines = st.checkbox("Run the baselines too", value=True, key="hypoeval_baselines",
                             help="Direct scoring and G-Eval on exactly this run's split and backend, for the "
                                  "comparison under Results.")
+    peer = start_form.peer_checkbox("hypoeval")
     chosen = start_form.changed(METHOD, {**params, "n_train": min(split.train_size, 1000)})
     notes = parse_notes(notes_text)
     if notes:
         chosen["literature"] = notes
     spec = RunSpec(method=METHOD, dataset=dataset.name, aspect=aspect.name, params=chosen,
                    train_size=split.train_size, test_size=split.test_size, seed=split.seed, llm=session.llm_config())
-    with_baselines = runs.BASELINES if baselines else ()
+    with_baselines = (runs.BASELINES if baselines else ()) + peer
     quick_id = start_form.quick_start(METHOD, spec, key="hypoeval_quick", baselines=with_baselines)
     if quick_id is not None:  # drawn again with the look chosen below and its "Started run #N" at the top
         widgets.set_value("hypoeval_run_id", quick_id)

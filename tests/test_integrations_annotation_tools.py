@@ -78,6 +78,19 @@ def test_label_studio_bad_input(store, label_studio, tmp_path):
     assert not store.has_dataset("ls")
 
 
+def test_label_studio_export_whose_annotations_are_all_skipped_is_one_message(store, tmp_path):
+    tasks = label_studio_tasks()
+    for task in tasks:  # Label Studio marks a skipped task's annotation either way
+        for k, annotation in enumerate(task["annotations"]):
+            annotation["was_cancelled"], annotation["skipped"] = (True, False) if k else (False, True)
+    (tmp_path / "skipped.json").write_text(json.dumps(tasks))
+    with pytest.raises(LabelImportError, match=r"no labels to import \(10 skipped or cancelled annotation\(s\) "
+                                               r"\(no label\): 1 \(ann@x.org\), 1 \(user 2\)"):
+        import_labels(store, "label-studio", tmp_path / "skipped.json", name="ls", question="quality",
+                      input_key="prompt", output_key="answer")
+    assert not store.has_dataset("ls") and not store.annotations("ls")
+
+
 def argilla_records(form):
     records = []
     for i in range(4):
@@ -118,6 +131,16 @@ def test_argilla_without_any_response_is_one_message(store, tmp_path):
     with pytest.raises(LabelImportError, match="no record has a submitted response to 'rating'"):
         import_labels(store, "argilla", path, name="arg", question="rating")
     assert not store.has_dataset("arg")
+
+
+def test_argilla_records_with_only_drafts_or_discarded_responses_are_one_message(store, tmp_path):
+    records = [{"id": f"rec{i}", "fields": {"input": "a", "output": "b"},
+                "responses": {"rating": [{"value": 3, "user_id": "u-1", "status": status}]}}
+               for i, status in enumerate(("draft", "discarded"))]
+    (tmp_path / "drafts.json").write_text(json.dumps(records))
+    with pytest.raises(LabelImportError, match="no record has a submitted response to 'rating'"):
+        import_labels(store, "argilla", tmp_path / "drafts.json", name="arg", question="rating")
+    assert not store.has_dataset("arg") and not store.annotations("arg")
 
 
 def write_csv(path, rows):

@@ -1,10 +1,9 @@
 """Eval frameworks out: the exported judge as an inspect_ai scorer and a DeepEval metric (issue 66 item 5).
 
-The two frameworks' tests run where they are installed (pip install inspect-ai deepeval) and are skipped
-elsewhere; the scoring they share and the message without them run everywhere.
+The scoring the two wrappers share and the message without the framework run here; the frameworks themselves run
+in their own environment (tests/test_integrations_frameworks_env.py).
 """
 
-import math
 import sys
 
 import pytest
@@ -51,41 +50,3 @@ def test_without_the_framework_one_message_says_how_to_install_it(fitted, monkey
     monkeypatch.setitem(sys.modules, module, None)  # importing it fails as if it were not installed
     with pytest.raises(ImportError, match=f"is not installed here; pip install {module.replace('_', '-')}"):
         getattr(judge, make)(llm=llm)
-
-
-def test_inspect_eval_with_its_mock_model_and_the_judge_as_scorer(fitted, tmp_path, monkeypatch):
-    pytest.importorskip("inspect_ai")
-    from inspect_ai.model import _model, _tokens
-
-    # inspect_ai counts the mock model's tokens with tiktoken, which downloads its encoding on first use: a machine
-    # without internet counts by length instead (the count is not what this test is about)
-    for module in (_model, _tokens):
-        monkeypatch.setattr(module, "count_text_tokens", lambda text: max(1, len(text) // 4), raising=False)
-    from inspect_ai import Task, eval
-    from inspect_ai.dataset import Sample
-    from inspect_ai.solver import generate
-
-    judge, llm, _ = fitted
-    samples = [Sample(input=f"question {i}", target="") for i in range(3)] + [Sample(input=f"{UNSCORABLE} one",
-                                                                                       target="")]
-    task = Task(dataset=samples, solver=generate(), scorer=judge.to_inspect_scorer(llm=llm))
-    (log,) = eval(task, model="mockllm/model", log_dir=str(tmp_path), display="none")
-    assert log.status == "success", log.error
-    values = {s.input: next(iter(s.scores.values())) for s in log.samples}
-    assert [values[f"question {i}"].value for i in range(3)] == [pytest.approx(4.0)] * 3
-    unscored = values[f"{UNSCORABLE} one"]
-    assert math.isnan(float(unscored.value)) and unscored.metadata["missing_reason"]
-    (scores,) = log.results.scores
-    assert scores.metrics["mean"].value == pytest.approx(4.0), "the unscored sample is left out of the mean"
-
-
-def test_deepeval_metric_on_a_test_case(fitted):
-    pytest.importorskip("deepeval")
-    from deepeval.test_case import LLMTestCase
-
-    judge, llm, _ = fitted
-    metric = judge.to_deepeval_metric(threshold=0.7, llm=llm)
-    assert metric.measure(LLMTestCase(input="a question", actual_output="an answer")) == pytest.approx(0.75)
-    assert metric.is_successful() and metric.score_breakdown["judge_score"] == pytest.approx(4.0)
-    assert metric.measure(LLMTestCase(input="a question", actual_output=f"{UNSCORABLE}")) is None
-    assert metric.error.startswith("no score") and not metric.is_successful()

@@ -44,6 +44,18 @@ class PeerUnavailable(ImportError):
     """MLflow's alignment, or DSPy which MemAlign runs on, is missing or not the kind tested."""
 
 
+def peer_missing() -> str:
+    """Why the peer cannot run here, in one line ("" when MLflow and DSPy are installed), without importing them:
+    the pages ask it to offer the peer or say why not. :func:`require_memalign` checks MLflow's API itself."""
+    import importlib.util
+
+    if importlib.util.find_spec("mlflow") is None:
+        return f"MLflow is not installed (pip install 'judge-workbench[integrations]'; tested with {TESTED_MLFLOW})"
+    if importlib.util.find_spec("dspy") is None:
+        return "DSPy, which MLflow's MemAlign runs on, is not installed (pip install dspy; tested with 3.4.1)"
+    return ""
+
+
 def require_memalign() -> Any:
     """MLflow's ``MemAlignOptimizer`` class; without MLflow's alignment API or DSPy, one message naming it."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm would fetch its price list at import

@@ -13,12 +13,11 @@ assessment that does not exist, values of mixed types. mlflow is imported only h
 
 from __future__ import annotations
 
-import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from .environment import environment
 from .labels import (LabelImportError, LabelledItem, RawLabel, ValueScale, labelled_dataset, text_of,
                      value_scale)
 
@@ -74,20 +73,9 @@ class MlflowImport:
                 f"annotator(s) ({', '.join(annotators)}); scale: {self.scale.describe()}; {left}{other}.")
 
 
-@contextmanager
-def _quick_http() -> Iterator[None]:
+def _quick_http() -> Any:
     """A server that does not answer fails in seconds, not after MLflow's default retries (minutes)."""
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
-    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
-    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "10"
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    return environment({"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"})
 
 
 def _client(tracking_uri: str) -> Any:

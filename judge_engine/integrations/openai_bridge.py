@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from ..llm import LLM, Completion, GenerationParams, LLMError, RequestRejected, SendingStopped, cache_key
 from ..structured import as_param
+from .environment import environment
 
 EMBEDDING_MODES = ("auto", "forward", "local")
 DEFAULT_MAX_TOKENS = 1024
@@ -307,13 +308,9 @@ def peer_environment(bridge: OpenAIBridge) -> Iterator[None]:
     (DSPy's client) gets the bridge as its ``api_base`` and reads its model-cost map from its own package, and
     MLflow fetches no model catalog: neither would know the bridge's model, and the network may be closed.
     """
-    with _ENV_LOCK:
-        saved = {k: os.environ.get(k) for k in ("OPENAI_API_BASE", "OPENAI_API_KEY", "LITELLM_LOCAL_MODEL_COST_MAP",
-                                                "MLFLOW_MODEL_CATALOG_URI")}
-        os.environ["OPENAI_API_BASE"] = bridge.base_url
-        os.environ["MLFLOW_MODEL_CATALOG_URI"] = ""  # MLflow would fetch its model catalog: the bridge's model is in none
-        os.environ.setdefault("OPENAI_API_KEY", "judge-workbench-bridge")  # the bridge needs none; MLflow wants one
-        os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    # MLflow would fetch its model catalog (the bridge's model is in none); the bridge needs no key, MLflow wants one
+    settings = {"OPENAI_API_BASE": bridge.base_url, "MLFLOW_MODEL_CATALOG_URI": "", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    with _ENV_LOCK, environment(settings, defaults={"OPENAI_API_KEY": "judge-workbench-bridge"}):
         import litellm
 
         saved_base = litellm.api_base
@@ -322,8 +319,3 @@ def peer_environment(bridge: OpenAIBridge) -> Iterator[None]:
             yield
         finally:
             litellm.api_base = saved_base
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value

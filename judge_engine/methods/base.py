@@ -157,6 +157,14 @@ class OptionalType:
             raise ValueError(f"{name}={value!r} must be None or a {' or '.join(k.__name__ for k in self.kinds)}")
 
 
+class Text:
+    """A text that is not empty (a model's name, say)."""
+
+    def check(self, name: str, value: Any) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"{name}={value!r} must be a text that is not empty")
+
+
 class Method:
     """Base class: parameters from ``__init__``, validation at fit time, a registry by name."""
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Sequence
 
 from ..llm import LLM
 from ..records import Aspect, Sample, Verdict
-from .base import FitContext, Interval, Judge, Method, Options, Progress, judge_warning, register
+from .base import FitContext, Interval, Judge, Method, Options, Progress, Text, judge_warning, register
 
 
 @register
@@ -41,7 +41,7 @@ class MemAlign(Method):
     name = "memalign"
     title = "MLflow MemAlign (peer)"
     _parameter_constraints = {"retrieval_k": Interval(int, 1, 50), "embeddings": Options(("auto", "forward", "local")),
-                              "embedding_dim": Interval(int, 8, 4096)}
+                              "embedding_dim": Interval(int, 8, 4096), "embedding_model": Text()}
     _parameter_labels = {"retrieval_k": "Feedback records shown per item", "embeddings": "Embeddings from",
                          "embedding_model": "Embedding model", "embedding_dim": "Embedding dimensions"}
     quick_params: ClassVar[dict[str, Any]] = {}
@@ -52,11 +52,6 @@ class MemAlign(Method):
         self.embeddings = embeddings
         self.embedding_model = embedding_model
         self.embedding_dim = embedding_dim
-
-    def _validate_params(self) -> None:
-        super()._validate_params()
-        if not isinstance(self.embedding_model, str) or not self.embedding_model.strip():
-            raise ValueError(f"embedding_model={self.embedding_model!r} must name a model")
 
     def _settings(self, params: dict[str, Any] | None = None) -> Any:
         from ..integrations.memalign_peer import PeerSettings

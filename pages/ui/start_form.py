@@ -304,6 +304,27 @@ def start_button(label: str, key: str, *, missing: str = "") -> bool:
     return clicked
 
 
+PEER = "memalign"
+"""MLflow's own alignment (MemAlign), offered beside the baselines as the peer a method is compared against."""
+
+
+def peer_checkbox(prefix: str) -> tuple[str, ...]:
+    """``("memalign",)`` when the person asks for MLflow's own alignment on the run's split and backend (off by
+    default: it needs MLflow and DSPy, and its prompts are long), else ``()``; disabled, saying why, where it cannot
+    run here."""
+    from judge_engine.integrations.memalign_peer import peer_missing
+
+    missing = peer_missing()
+    chosen = st.checkbox("Also run MLflow's own alignment (MemAlign) as a peer", value=False, key=f"{prefix}_peer",
+                         disabled=bool(missing),
+                         help="MLflow's default judge alignment, run on exactly this run's split and backend, its "
+                              "calls and cost counted like the method's: the trust report and Compare measure the "
+                              "method against it. One already on this split is reused.")
+    if missing:
+        st.caption(messages.escape_markdown(f"MLflow's alignment peer is unavailable here: {missing}."))
+    return (PEER,) if chosen and not missing else ()
+
+
 def _baselines(baselines: Sequence[str | Baseline] | Callable[[dict[str, Any]], Sequence[str | Baseline]],
                params: dict[str, Any]) -> tuple[Baseline, ...]:
     chosen = baselines(params) if callable(baselines) else baselines

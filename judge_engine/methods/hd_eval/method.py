@@ -92,7 +92,7 @@ from ...records import Aspect, Sample, Verdict
 from ...rubric_evidence import refusal_record, same_score
 from ...rubric_model_check import estimate_calls as model_check_calls
 from ..base import (CRITERIA_FORM_LABELS, CRITERIA_FORMS, EventSink, FitContext, Interval, Judge, Method, Options,
-                    Progress, judge_warning, register, resolve_criteria_form)
+                    OptionalType, Progress, judge_warning, register, resolve_criteria_form)
 from .aggregation import _clean_corr, fit_aggregator
 from .decomposition import ASK_CHILDREN, DECOMPOSE_DRAWS, LayerDecomposition, decompose_layer, flagged_nodes
 from .overlap import HeldProgress, LayerAhead, kept_features, layer_two_ahead, overlaps, score_test_ahead
@@ -373,7 +373,8 @@ class HDEval(Method):
         "layout": Options(LAYOUTS), "criteria_form": Options(CRITERIA_FORMS), "weighted": Options((True, False)),
         "score_max_tokens": Interval(int, 1, 1024), "decompose_max_tokens": Interval(int, 32, 4096),
         "pi_repeats": Interval(int, 1, 100), "random_state": Interval(int, 0, None),
-        "max_imputed_fraction": Interval(float, 0.0, 1.0)}
+        "max_imputed_fraction": Interval(float, 0.0, 1.0),
+        "criteria_tree": OptionalType(dict), "guidelines": OptionalType(dict)}
 
     _parameter_labels = {
         "aggregator": "Aggregator model", "max_layers": "Layers of the tree", "k_child": "Children per node",
@@ -418,10 +419,6 @@ class HDEval(Method):
 
     def _validate_params(self) -> None:
         super()._validate_params()
-        for name in ("criteria_tree", "guidelines"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, dict):
-                raise ValueError(f"{name}={value!r} must be a dict or None")
         if self.criteria_tree is not None:
             tree_index(self.criteria_tree)
 

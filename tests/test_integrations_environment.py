@@ -1,0 +1,27 @@
+"""judge_engine.integrations.environment: variables set for a block and restored as they were."""
+
+import os
+
+import pytest
+
+from judge_engine.integrations.environment import environment
+
+
+def test_values_are_set_defaults_only_where_unset_and_all_restored(monkeypatch):
+    monkeypatch.setenv("JW_TEST_SET", "before")
+    monkeypatch.setenv("JW_TEST_KEPT", "mine")
+    monkeypatch.delenv("JW_TEST_NEW", raising=False)
+    monkeypatch.delenv("JW_TEST_DEFAULT", raising=False)
+    with environment({"JW_TEST_SET": "during", "JW_TEST_NEW": "x"},
+                     defaults={"JW_TEST_KEPT": "theirs", "JW_TEST_DEFAULT": "d"}):
+        assert os.environ["JW_TEST_SET"] == "during" and os.environ["JW_TEST_NEW"] == "x"
+        assert os.environ["JW_TEST_KEPT"] == "mine" and os.environ["JW_TEST_DEFAULT"] == "d"
+    assert os.environ["JW_TEST_SET"] == "before" and os.environ["JW_TEST_KEPT"] == "mine"
+    assert "JW_TEST_NEW" not in os.environ and "JW_TEST_DEFAULT" not in os.environ
+
+
+def test_restored_when_the_block_raises(monkeypatch):
+    monkeypatch.delenv("JW_TEST_NEW", raising=False)
+    with pytest.raises(RuntimeError), environment({"JW_TEST_NEW": "x"}):
+        raise RuntimeError("inside")
+    assert "JW_TEST_NEW" not in os.environ
