@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from judge_engine.bench import alignment, app_latency, environ_restored, interleaved, median_ratio
+from judge_engine.bench import alignment, app_latency, interleaved, median_ratio
 from judge_engine.bench.__main__ import main
 
 os.environ.setdefault("JUDGE_BENCH_QUIET", "1")
@@ -52,19 +52,6 @@ def test_overhead_compares_three_arms_on_the_same_replies(tmp_path, shared_data)
     assert [r["arm"] for r in doc["rows"]] == ["raw", "engine", "engine_c4"]
     assert all(r["same_replies_as_raw"] for r in doc["rows"])
     assert doc["summary"]["engine_vs_raw_throughput"] > 0
-
-
-def test_environ_restored_puts_back_what_was_set_and_removes_what_was_not(monkeypatch):
-    monkeypatch.setenv("JW_TEST_KEPT", "before")
-    monkeypatch.delenv("JW_TEST_ABSENT", raising=False)
-    monkeypatch.delenv("JW_TEST_CHANGED_INSIDE", raising=False)
-    with pytest.raises(RuntimeError):  # put back even when the block fails
-        with environ_restored("JW_TEST_CHANGED_INSIDE", JW_TEST_KEPT="during", JW_TEST_ABSENT="during"):
-            assert os.environ["JW_TEST_KEPT"] == os.environ["JW_TEST_ABSENT"] == "during"
-            os.environ["JW_TEST_CHANGED_INSIDE"] = "set by the block"
-            raise RuntimeError("the block failed")
-    assert os.environ["JW_TEST_KEPT"] == "before"
-    assert "JW_TEST_ABSENT" not in os.environ and "JW_TEST_CHANGED_INSIDE" not in os.environ
 
 
 @pytest.mark.model

@@ -33,7 +33,6 @@ import os
 import platform
 import statistics
 import time
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -159,23 +158,6 @@ def table(doc: dict[str, Any]) -> str:
         lines.append(f"{key}: {value}")
     lines.extend(f"note: {n}" for n in doc["notes"])
     return "\n".join(lines)
-
-
-@contextmanager
-def environ_restored(*names: str, **values: str) -> Iterator[None]:
-    """Set ``values`` in ``os.environ`` for the block; on leaving it, every variable named (in ``names`` or
-    ``values``) is as it was before, set to its old value or removed, whatever the block changed. For benchmarks
-    that point the engine somewhere through its environment (a database, a lock file, a thread count)."""
-    saved = {name: os.environ.get(name) for name in (*names, *values)}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def progress_bar(total: int, desc: str):

@@ -47,7 +47,7 @@ import time
 import urllib.request
 from pathlib import Path
 from typing import Any, Iterator
-from unittest import mock
+from ..environment import environment
 
 from . import ROOT, med, result
 
@@ -265,8 +265,8 @@ def time_loops(tmp: Path, clicks: int, timeout: float) -> list[dict[str, Any]]:
         store = Store(db)
         env = {"JUDGE_WORKBENCH_DB": str(db), "JUDGE_WORKBENCH_USER": os.environ.get("JUDGE_WORKBENCH_USER") or "bench"}
         # the page's script runs in this process and reads its database and user from the environment, which is
-        # given back as it was afterwards (the standard library's patch.dict restores it)
-        with mock.patch.dict(os.environ, env):
+        # given back as it was afterwards
+        with environment(env):
             for method in refit_loop.BUTTONS:
                 clicked = []
                 for _ in range(clicks):

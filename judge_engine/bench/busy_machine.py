@@ -16,7 +16,8 @@ import sys
 import time
 from typing import Any
 
-from . import environ_restored, interleaved, med, median_ratio, result
+from ..environment import environment
+from . import interleaved, med, median_ratio, result
 
 ARTICLE = ("The city council voted on Tuesday to extend the late-night bus service for another year, after a "
            "trial showed that ridership between midnight and four in the morning had doubled. Supporters said "
@@ -69,7 +70,7 @@ def run(*, busy: list[int], repeats: int = 3, max_tokens: int = 80, article_repe
         return call
 
     rows = []
-    with environ_restored(threads.THREADS_ENV):  # the arms set and remove it
+    with environment(restored=(threads.THREADS_ENV,)):  # the arms set and remove it
         backend.generate(messages, params)  # load and warm the model outside the timings
         for k in busy:
             procs = _spinners(k)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from .environment import environment
+from ..environment import environment
 from .labels import (LabelImportError, LabelledItem, RawLabel, ValueScale, labelled_dataset, text_of,
                      value_scale)
 

@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 from ..llm import LLM, Completion, GenerationParams, LLMError, RequestRejected, SendingStopped, cache_key
 from ..structured import as_param
-from .environment import environment
+from ..environment import environment
 
 EMBEDDING_MODES = ("auto", "forward", "local")
 DEFAULT_MAX_TOKENS = 1024

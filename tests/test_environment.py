@@ -1,10 +1,10 @@
-"""judge_engine.integrations.environment: variables set for a block and restored as they were."""
+"""judge_engine.environment: variables set for a block and restored as they were."""
 
 import os
 
 import pytest
 
-from judge_engine.integrations.environment import environment
+from judge_engine.environment import environment
 
 
 def test_values_are_set_defaults_only_where_unset_and_all_restored(monkeypatch):
@@ -25,3 +25,13 @@ def test_restored_when_the_block_raises(monkeypatch):
     with pytest.raises(RuntimeError), environment({"JW_TEST_NEW": "x"}):
         raise RuntimeError("inside")
     assert "JW_TEST_NEW" not in os.environ
+
+
+def test_a_variable_the_block_sets_itself_is_put_back_when_named(monkeypatch):
+    monkeypatch.setenv("JW_TEST_KEPT", "before")
+    monkeypatch.delenv("JW_TEST_CHANGED_INSIDE", raising=False)
+    with pytest.raises(RuntimeError), environment(restored=("JW_TEST_CHANGED_INSIDE", "JW_TEST_KEPT")):
+        os.environ["JW_TEST_CHANGED_INSIDE"] = "set by the block"
+        os.environ["JW_TEST_KEPT"] = "changed by the block"
+        raise RuntimeError("the block failed")
+    assert os.environ["JW_TEST_KEPT"] == "before" and "JW_TEST_CHANGED_INSIDE" not in os.environ
