@@ -1,4 +1,4 @@
-"""A first look that can conclude (issue 62 item 1): a quick look's test split, and the README's `--test 20`, span
+"""A first look that can conclude (issue 62 item 1): a quick look's test split, and the README's `--test 40`, span
 enough groups for a group-level interval, keep train and test groups apart, and a scripted judge that follows the
 humans is called "ok" on them; a split that cannot conclude says so before it starts."""
 
@@ -60,11 +60,11 @@ def _follower_llm(store, datasets, noise=0.5):
 
 @pytest.mark.parametrize("name", BY_SOURCE)
 @pytest.mark.parametrize("look", ["quick", "fast", "readme"],
-                         ids=["quick look", "quick look on a fast backend", "readme --train 30 --test 20"])
+                         ids=["quick look", "quick look on a fast backend", "readme --train 30 --test 40"])
 def test_a_judge_that_follows_the_humans_is_called_ok(store, shared_data, monkeypatch, name, look):
     monkeypatch.setenv(data.DATA_DIR_ENV, str(shared_data))
     dataset = data.load_benchmark(name)
-    spec = RunSpec(method="direct", dataset=name, aspect=ASPECT[name], train_size=30, test_size=20)
+    spec = RunSpec(method="direct", dataset=name, aspect=ASPECT[name], train_size=30, test_size=40)
     if look == "quick":
         spec = quick_spec(spec)
     elif look == "fast":
