@@ -131,6 +131,11 @@ DEFAULT_TIMEOUT_MS = 120_000
 former 60 s."""
 
 
+# expect()'s own wait (5 s by default) is an element wait too: the sidebar's Database file box of a first visit
+# was not drawn within it at load 37 beside two CPU-bound processes (its page's run had not ended)
+sync_api.expect.set_options(timeout=DEFAULT_TIMEOUT_MS)
+
+
 def new_page(context):
     """A page of ``context`` that counts its script runs (:data:`RECORD_RUNS`), with the tier's default wait."""
     context.add_init_script(RECORD_RUNS)
@@ -221,6 +226,7 @@ def no_traceback(page) -> None:
 def test_direct_link_to_a_page_gets_the_full_app(app, page, diagnose):
     page.goto(f"{app.url}/settings")
     page.get_by_role("heading", name="Settings").wait_for()
+    idle(page)  # the heading comes before the page's imports; the sidebar's fields after its run
     sidebar = page.locator("[data-testid=stSidebar]")
     for name in ("Home", "Datasets", "Runs", "Settings"):
         assert sidebar.get_by_role("link", name=name).count() == 1
