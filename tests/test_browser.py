@@ -25,7 +25,7 @@ from tests.llama_server import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-STARTUP_TIMEOUT_S = 60
+STARTUP_TIMEOUT_S = 180  # a cold streamlit start at load 30 beside two CPU-bound processes
 RUN_TIMEOUT_MS = 300_000
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -87,9 +87,7 @@ def browser() -> Iterator[object]:
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    yield page
+    yield new_page(context)
     context.close()
 
 
@@ -106,10 +104,62 @@ def diagnose(app, page, tmp_path, request):
               f"streamlit log:\n{app.log.read_text(errors='replace')[-3000:]}")
 
 
+RECORD_RUNS = """
+window.__runsDone = 0;
+new MutationObserver(records => {
+    for (const r of records) if (r.oldValue === 'running' && r.target.getAttribute(r.attributeName) !== 'running')
+        window.__runsDone += 1;
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+"""Counter of the script runs the page has finished (``window.__runsDone``): Streamlit's app root carries the run's
+state in ``data-test-script-state`` (``running``, then ``notRunning``), which its own end-to-end tests wait on."""
+SCRIPT_DONE = """() => {
+    const app = document.querySelector('[data-testid=stApp]');
+    return !!app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+        && app.getAttribute('data-test-script-state') === 'notRunning'
+        && !document.querySelector('[data-testid=stStatusWidget]');
+}"""
+"""The page's own "done": connected, no script run under way, no "Running..." widget (which Streamlit draws only
+once a run has lasted 0.5 s, so its absence alone passed in the middle of a run)."""
+RERUN_GRACE_MS = 5_000
+"""How long an action's rerun may take to start (the browser's message, the server's answer): the 0.5 s sleep
+before was too short at load 15-30, and the next action landed on a page still rerunning. An action that starts
+no run (a tab, a list opened) pays it once."""
+DEFAULT_TIMEOUT_MS = 120_000
+"""Playwright's wait for an element: a page's rerun at load 30 beside two CPU-bound processes took over the
+former 60 s."""
+
+
+# expect()'s own wait (5 s by default) is an element wait too: the sidebar's Database file box of a first visit
+# was not drawn within it at load 37 beside two CPU-bound processes (its page's run had not ended)
+sync_api.expect.set_options(timeout=DEFAULT_TIMEOUT_MS)
+
+
+def new_page(context):
+    """A page of ``context`` that counts its script runs (:data:`RECORD_RUNS`), with the tier's default wait."""
+    context.add_init_script(RECORD_RUNS)
+    page = context.new_page()
+    page.set_default_timeout(DEFAULT_TIMEOUT_MS)
+    return page
+
+
+def settled(page) -> None:
+    """Wait for the page's own done state (:data:`SCRIPT_DONE`), however long its run takes."""
+    page.wait_for_function(SCRIPT_DONE, timeout=RUN_TIMEOUT_MS)
+
+
 def idle(page) -> None:
-    """Wait until Streamlit has finished the current script run."""
-    time.sleep(0.5)
-    page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')")
+    """Wait until the script run the last action started has finished: first for a run to end after the last
+    idle (up to :data:`RERUN_GRACE_MS` for it to start and end; an action that reruns nothing goes on after it),
+    then for the page's own done state."""
+    seen = getattr(page, "runs_seen", 0)
+    try:
+        page.wait_for_function("n => (window.__runsDone || 0) > n", arg=seen, timeout=RERUN_GRACE_MS)
+    except sync_api.TimeoutError:
+        pass  # no run ended yet: none started (a tab, a list), or one still running, which settled waits for
+    settled(page)
+    page.runs_seen = page.evaluate("() => window.__runsDone || 0")
 
 
 def choose(page, label: str, option: str, *, attempts: int = 4) -> None:
@@ -119,6 +169,7 @@ def choose(page, label: str, option: str, *, attempts: int = 4) -> None:
     the dataset) is then replaced while its list opens, and the list closes unanswered (seen at load 2-15). The
     list is opened again in that case, after the page's own done state, never after a fixed sleep alone."""
     for attempt in range(1, attempts + 1):
+        settled(page)  # opened during a rerun, the list belongs to a field that rerun replaces
         page.get_by_role("combobox", name=label, exact=True).click()
         wanted = page.get_by_role("option").filter(has_text=option).first
         try:
@@ -175,6 +226,7 @@ def no_traceback(page) -> None:
 def test_direct_link_to_a_page_gets_the_full_app(app, page, diagnose):
     page.goto(f"{app.url}/settings")
     page.get_by_role("heading", name="Settings").wait_for()
+    idle(page)  # the heading comes before the page's imports; the sidebar's fields after its run
     sidebar = page.locator("[data-testid=stSidebar]")
     for name in ("Home", "Datasets", "Runs", "Settings"):
         assert sidebar.get_by_role("link", name=name).count() == 1
@@ -279,7 +331,7 @@ def test_comparison_page_draws_its_plots(app, page, diagnose, tiny_dataset):
     page.get_by_role("heading", name="3 run(s) on 9 items").wait_for(timeout=RUN_TIMEOUT_MS)
     page.get_by_role("heading", name="Where the judges fail").wait_for()
     idle(page)
-    sync_api.expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=60_000)
+    sync_api.expect(page.locator(".js-plotly-plot")).to_have_count(4, timeout=DEFAULT_TIMEOUT_MS)
     no_traceback(page)
     assert page.get_by_role("button", name="Download report (HTML)").count() == 1
 
@@ -298,8 +350,7 @@ def test_two_sessions_editing_the_same_definition_lose_nothing(app, browser, tin
     try:
         for _ in range(2):  # two browser contexts: separate cookies, separate Streamlit sessions
             contexts.append(browser.new_context(viewport={"width": 1400, "height": 1000}))
-            pages.append(contexts[-1].new_page())
-            pages[-1].set_default_timeout(60_000)
+            pages.append(new_page(contexts[-1]))
         for page in pages:
             page.goto(f"{app.url}/datasets")
             page.get_by_role("tab", name="Stored datasets").click()
@@ -364,8 +415,7 @@ def test_an_edit_survives_an_app_restart_and_every_page_is_captured(tmp_path, sh
     first = App(db, shared_data, tmp_path / "first.log")
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(60_000)
+        page = new_page(context)
         page.goto(f"{first.url}/datasets")
         page.get_by_role("tab", name="Stored datasets").click()
         page.get_by_text("Aspect definitions").wait_for()
@@ -381,14 +431,12 @@ def test_an_edit_survives_an_app_restart_and_every_page_is_captured(tmp_path, sh
     second = App(db, shared_data, tmp_path / "second.log")
     try:
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(60_000)
+        page = new_page(context)
         page.goto(f"{second.url}/datasets")
         page.get_by_role("tab", name="Stored datasets").click()
         idle(page)
         page.get_by_text("Aspect definitions").wait_for()
-        sync_api.expect(page.get_by_role("textbox", name="naturalness (scale 1-6)")).to_have_value(edited,
-                                                                                                  timeout=60_000)
+        sync_api.expect(page.get_by_role("textbox", name="naturalness (scale 1-6)")).to_have_value(edited, timeout=DEFAULT_TIMEOUT_MS)
         for slug, heading in PAGES.items():
             page.goto(f"{second.url}/{'' if slug == 'home' else slug}")
             page.get_by_role("heading", name=heading).first.wait_for()
@@ -430,8 +478,7 @@ def oidc_provider() -> Iterator[str]:
 def sign_in(browser, app: App, email: str):
     """A new browser context signed in through the provider as ``email``; returns its page."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(60_000)
+    page = new_page(context)
     page.goto(app.url)
     page.get_by_role("button", name="Sign in").click()
     page.locator("input[name=sub]").fill(email)  # the provider's own sign-in form
@@ -588,7 +635,7 @@ def test_a_fresh_server_draws_the_frame_at_once_and_never_lists_a_module(browser
     # in pages/ and app itself): app.py imported the engine before st.navigation
     titles = set(re.findall(r'st\.Page\("pages/\w+\.py", title="([^"]+)"', (ROOT / "app.py").read_text()))
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = new_page(context)
     page.add_init_script(RECORD_NAV)
     server = App(tmp_path / "workbench.db", shared_data, tmp_path / "streamlit.log")
     try:
@@ -626,7 +673,7 @@ def test_a_first_visit_to_a_page_shows_a_spinner_or_its_heading_first_and_no_spi
     # a cold visit once kept the main pane blank for 2-3 s while the page imported its modules (issue 62 item 6);
     # how long it takes is bench app's to measure, this is what the pane shows meanwhile
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
+    page = new_page(context)
     page.set_default_timeout(RUN_TIMEOUT_MS)
     page.add_init_script(RECORD_MAIN)
     server = App(tmp_path / "workbench.db", shared_data, tmp_path / "streamlit.log")

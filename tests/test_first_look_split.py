@@ -1,4 +1,4 @@
-"""A first look that can conclude (issue 62 item 1): a quick look's test split, and the README's `--test 20`, span
+"""A first look that can conclude (issue 62 item 1): a quick look's test split, and the README's `--test 40`, span
 enough groups for a group-level interval, keep train and test groups apart, and a scripted judge that follows the
 humans is called "ok" on them; a split that cannot conclude says so before it starts."""
 
@@ -17,11 +17,15 @@ from judge_engine.data.splits import MIN_TEST_GROUPS
 from judge_engine.llm import LLMConfig, make_llm
 from judge_engine.llm.fake import FakeBackend
 from judge_engine.records import Aspect, Dataset, Sample
-from judge_engine.runs import QUICK_TEST, QUICK_TRAIN, RunSpec, create_run, execute_run, quick_spec
+from judge_engine.runs import (QUICK_TEST, QUICK_TEST_SIZES, QUICK_TRAIN, QUICK_TRAIN_SIZES, RunSpec, create_run,
+                               execute_run, quick_spec)
 
 GROUPED = ("summeval", "hanna")
-"""The benchmarks whose natural level is the group (16 and 11 outputs a source); Topical-Chat's is the sample
-level, whose interval is over items: its test keeps whole groups as before."""
+"""The benchmarks whose natural level is the group (16 and 11 outputs a source)."""
+BY_SOURCE = (*GROUPED, "topical_chat")
+"""Also Topical-Chat, read at the sample level: its 6 responses to a dialogue context are not independent, so its
+items' interval resamples whole contexts and needs as many (whole contexts gave a quick look 12 items in 2)."""
+ASPECT = {"summeval": "coherence", "hanna": "coherence", "topical_chat": "understandability"}
 
 
 def _groups(dataset: Dataset, ids) -> set[str]:
@@ -29,11 +33,12 @@ def _groups(dataset: Dataset, ids) -> set[str]:
     return {group_of[i] for i in ids}
 
 
-@pytest.mark.parametrize("name", GROUPED)
-@pytest.mark.parametrize("sizes", [(QUICK_TRAIN, QUICK_TEST), (30, 20), (30, 40)], ids=["quick", "readme", "default"])
+@pytest.mark.parametrize("name", BY_SOURCE)
+@pytest.mark.parametrize("sizes", [(QUICK_TRAIN, QUICK_TEST), (QUICK_TRAIN_SIZES[0], QUICK_TEST_SIZES[0]), (30, 20),
+                                   (30, 40)], ids=["quick", "quick on a fast backend", "readme", "default"])
 def test_a_test_split_spans_an_intervals_groups_and_shares_none_with_train(shared_data, name, sizes):
     dataset = data.load_benchmark(name, shared_data)
-    assert dataset.natural_level == "group"
+    assert dataset.natural_level == ("sample" if name == "topical_chat" else "group")
     for seed in range(5):
         split = data.make_split(dataset, train_size=sizes[0], test_size=sizes[1], seed=seed)
         test_groups = _groups(dataset, split.test_ids)
@@ -53,19 +58,23 @@ def _follower_llm(store, datasets, noise=0.5):
     return make_llm(LLMConfig(), store=store, backend=FakeBackend(reply))
 
 
-@pytest.mark.parametrize("name", GROUPED)
-@pytest.mark.parametrize("quick", [True, False], ids=["quick look", "readme --train 30 --test 20"])
-def test_a_judge_that_follows_the_humans_is_called_ok(store, shared_data, monkeypatch, name, quick):
+@pytest.mark.parametrize("name", BY_SOURCE)
+@pytest.mark.parametrize("look", ["quick", "fast", "readme"],
+                         ids=["quick look", "quick look on a fast backend", "readme --train 30 --test 40"])
+def test_a_judge_that_follows_the_humans_is_called_ok(store, shared_data, monkeypatch, name, look):
     monkeypatch.setenv(data.DATA_DIR_ENV, str(shared_data))
     dataset = data.load_benchmark(name)
-    aspect = "coherence"
-    spec = RunSpec(method="direct", dataset=name, aspect=aspect, train_size=30, test_size=20)
-    spec = quick_spec(spec) if quick else spec
+    spec = RunSpec(method="direct", dataset=name, aspect=ASPECT[name], train_size=30, test_size=40)
+    if look == "quick":
+        spec = quick_spec(spec)
+    elif look == "fast":
+        spec = quick_spec(spec, train_size=QUICK_TRAIN_SIZES[0], test_size=QUICK_TEST_SIZES[0])
     assert trust.split_note(dataset, spec) == "", "nothing to warn of before it starts"
     run_id = create_run(store, spec)
     execute_run(store, run_id, llm=_follower_llm(store, [dataset]))
     report = trust.trust_report(store, run_id, n_bootstrap=400)
-    assert report.test is not None and report.test.level == "group" and report.test.n_groups >= 5
+    assert report.test is not None and report.test.level == dataset.natural_level
+    assert report.test.n_groups >= metrics.MIN_BOOTSTRAP_UNITS, "an interval over whole sources"
     assert report.verdict == "ok", report.reasons
 
 

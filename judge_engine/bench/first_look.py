@@ -95,9 +95,9 @@ class QuickLook:
     @property
     def spec(self) -> RunSpec:
         """The quick spec at the method's largest quick look (what a fast backend is given)."""
-        from ..runs import QUICK_TRAIN_SIZES, quick_spec
+        from ..runs import QUICK_TEST_SIZES, QUICK_TRAIN_SIZES, quick_spec
 
-        return quick_spec(self.page_spec, self.params, train_size=QUICK_TRAIN_SIZES[0])
+        return quick_spec(self.page_spec, self.params, train_size=QUICK_TRAIN_SIZES[0], test_size=QUICK_TEST_SIZES[0])
 
 
 def page_aspect(method: str, dataset: Dataset) -> str:

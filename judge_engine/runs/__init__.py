@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .launching import (BASELINES, Baseline, Started, launch, refuse_unavailable, resume, runs_on_same_split,
                             same_backend)
     from .looks import QUICK_LOOK_SECONDS, LookEstimate, QuickLook, estimate_look, quick_look
-    from .spec import (QUICK_TEST, QUICK_TRAIN, QUICK_TRAIN_SIZES, RunSpec, ensure_dataset, fast_defaults, human_dataset,
+    from .spec import (QUICK_TEST, QUICK_TEST_SIZES, QUICK_TRAIN, QUICK_TRAIN_SIZES, RunSpec, ensure_dataset, fast_defaults, human_dataset,
                        quick_spec)
     from .summary import run_warnings, summarize
     from .workers import (HEARTBEAT_STALE_S, Stopped, busy_note, busy_with, effective_status, keep_standby,
@@ -60,7 +60,7 @@ _EXPORTS = {
     "launching": ('BASELINES', 'Baseline', 'Started', 'launch', 'refuse_unavailable', 'resume', 'runs_on_same_split',
                   'same_backend'),
     "looks": ('QUICK_LOOK_SECONDS', 'LookEstimate', 'QuickLook', 'estimate_look', 'quick_look'),
-    "spec": ('QUICK_TEST', 'QUICK_TRAIN', 'QUICK_TRAIN_SIZES', 'RunSpec', 'ensure_dataset', 'fast_defaults', 'human_dataset', 'quick_spec'),
+    "spec": ('QUICK_TEST', 'QUICK_TEST_SIZES', 'QUICK_TRAIN', 'QUICK_TRAIN_SIZES', 'RunSpec', 'ensure_dataset', 'fast_defaults', 'human_dataset', 'quick_spec'),
     "summary": ('run_warnings', 'summarize'),
     "workers": ('HEARTBEAT_STALE_S', 'Stopped', 'busy_note', 'busy_with', 'effective_status', 'keep_standby',
                 'poll_interval', 'serialises_calls', 'start_run', 'stop_run', 'stop_runs'),
@@ -89,7 +89,7 @@ _SUBMODULES = ("cost", "counts", "creating", "duration", "embedded_speed", "esti
 
 __all__ = ["BASELINES", "EMBEDDED_SECONDS_PER_CALL", "EMBEDDED_SECONDS_PER_COUNTED_CALL", "LookEstimate",
            "QUICK_LOOK_SECONDS", "QuickLook", "counted_calls", "estimate_look", "method_speed", "quick_look", "HEARTBEAT_STALE_S", "MIN_CALLS_FOR_TIMING", "NO_JUDGE_PREFIX",
-           "QUICK_TEST", "QUICK_TRAIN", "QUICK_TRAIN_SIZES", "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
+           "QUICK_TEST", "QUICK_TEST_SIZES", "QUICK_TRAIN", "QUICK_TRAIN_SIZES", "SHORT_RUN_MINUTES", "Baseline", "Duration", "RunProgress", "RunSpec", "Started", "create_run",
            "effective_status", "ended_without_judge", "ensure_dataset", "estimate", "estimate_duration",
            "execute_run", "fast_defaults", "human_dataset", "launch", "quick_spec", "run_warnings", "runs_on_same_split",
            "refuse_unavailable", "resume", "same_backend", "seconds_per_call", "start_run", "summarize",

@@ -17,7 +17,7 @@ from ..store import Store
 from . import estimates
 from .estimates import Duration
 from .launching import Baseline
-from .spec import QUICK_TEST, QUICK_TRAIN_SIZES, RunSpec, ensure_dataset, quick_spec
+from .spec import QUICK_TEST, QUICK_TEST_SIZES, QUICK_TRAIN_SIZES, RunSpec, ensure_dataset, quick_spec
 
 LOOK_START_SECONDS = 10.0
 """Seconds before a look's first call: each run's worker process starts and loads the model."""
@@ -90,35 +90,67 @@ class QuickLook:
         """The look's training items (one of :data:`~.spec.QUICK_TRAIN_SIZES`)."""
         return self.spec.train_size
 
+    @property
+    def test_size(self) -> int:
+        """The look's test items asked for (one of :data:`~.spec.QUICK_TEST_SIZES`; a split by source may hold a
+        few more)."""
+        return self.spec.test_size
+
 
 def quick_look(store: Store, spec: RunSpec, baselines: Sequence[str | Baseline] = (),
                params: dict[str, Any] | None = None, *, seconds: float = QUICK_LOOK_SECONDS) -> QuickLook:
     """The largest quick first look of ``spec``'s method that fits ``seconds`` on its backend, with baselines.
 
-    The method's :attr:`~judge_engine.methods.Method.quick_params` on each of :data:`~.spec.QUICK_TRAIN_SIZES`
-    training items, largest first (with its ``larger_look`` on more than the smallest), then each of its ``smaller_looks`` in turn on the smallest, estimated at the
-    method's speed on the backend (:func:`.estimates.method_speed`); the smallest when none fits, and the largest
-    when the speed is unknown. ``params`` (a page's own) apply on top of each. A training size is tried only where
-    it leaves the smallest look's test items as they are (:func:`same_test`).
+    The method's :attr:`~judge_engine.methods.Method.quick_params` on the most training and test items
+    (:data:`~.spec.QUICK_TRAIN_SIZES`, :data:`~.spec.QUICK_TEST_SIZES`), then on each of the training sizes with
+    the fewest test items, largest first (with its ``larger_look`` on more than the smallest), then each of its
+    ``smaller_looks`` in turn on the smallest, estimated at the method's speed on the backend
+    (:func:`.estimates.method_speed`); the smallest when none fits, and the largest when the speed is unknown.
+    ``params`` (a page's own) apply on top of each. A training size is tried only where it leaves the smallest
+    look's test items as they are (:func:`same_test`), the most test items only where they span as many sources
+    (:func:`spans_as_many`).
     """
     speeds: dict[str, tuple[float | None, str]] = {}  # every size is on one backend: its speeds are read once
     dataset = ensure_dataset(store, spec.dataset)
     smallest = QUICK_TRAIN_SIZES[-1]
     larger = METHODS[spec.method].larger_look
-    sizes = [(train, {} if train == smallest else dict(larger)) for train in QUICK_TRAIN_SIZES
+    sizes = [(train, QUICK_TEST, {} if train == smallest else dict(larger)) for train in QUICK_TRAIN_SIZES
              if train == smallest or same_test(dataset, spec.seed, train)]
-    sizes += [(smallest, smaller) for smaller in METHODS[spec.method].smaller_looks]
+    most_train, most_test = QUICK_TRAIN_SIZES[0], QUICK_TEST_SIZES[0]
+    if most_train != smallest and sizes[0][0] == most_train and spans_as_many(dataset, spec.seed, most_train,
+                                                                              most_test):
+        sizes.insert(0, (most_train, most_test, dict(larger)))
+    sizes += [(smallest, QUICK_TEST, smaller) for smaller in METHODS[spec.method].smaller_looks]
 
-    def look(train: int, smaller: dict[str, Any]) -> QuickLook:
-        candidate = quick_spec(spec, {**smaller, **(params or {})}, train_size=train)
+    def look(train: int, test: int, smaller: dict[str, Any]) -> QuickLook:
+        candidate = quick_spec(spec, {**smaller, **(params or {})}, train_size=train, test_size=test)
         return QuickLook(estimate_look(store, candidate, baselines, speeds=speeds), smaller)
 
     chosen = look(*sizes[0])
-    for train, smaller in sizes[1:]:
+    for train, test, smaller in sizes[1:]:
         if chosen.estimate.seconds is None or chosen.estimate.seconds <= seconds:
             break
-        chosen = look(train, smaller)
+        chosen = look(train, test, smaller)
     return chosen
+
+
+def _test_sources(dataset: Dataset, seed: int, train_size: int, test_size: int) -> int | None:
+    """Sources (groups) the test part of a quick look's split spans (None: it cannot be drawn)."""
+    try:
+        split = make_split(dataset, train_size=train_size, test_size=test_size, seed=seed)
+    except SplitError:
+        return None
+    group_of = {s.id: s.group_id for s in dataset.samples}
+    return len({group_of[i] for i in split.test_ids})
+
+
+def spans_as_many(dataset: Dataset, seed: int, train_size: int, test_size: int) -> bool:
+    """Whether a quick look's split with ``test_size`` test items can be drawn and spans at least as many sources
+    as the smallest look's (:data:`~.spec.QUICK_TEST`): more items from fewer sources would narrow nothing (a
+    verdict's interval is over sources where they hold several items)."""
+    more = _test_sources(dataset, seed, train_size, test_size)
+    fewest = _test_sources(dataset, seed, QUICK_TRAIN_SIZES[-1], QUICK_TEST)
+    return more is not None and (fewest is None or more >= fewest)
 
 
 def same_test(dataset: Dataset, seed: int, train_size: int) -> bool:

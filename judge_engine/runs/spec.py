@@ -42,6 +42,15 @@ The methods that learn from these items overfit 12: against a judge at the human
 prompts), on the same 24 test items (docs/benchmarks.md)."""
 
 
+QUICK_TEST_SIZES = (40, QUICK_TEST)
+"""Test items a quick look asks for, largest first: the largest goes with the largest training set
+(:data:`QUICK_TRAIN_SIZES`), where the backend's speed has the time for both (:func:`judge_engine.runs.quick_look`).
+On a dataset read by source 40 items are 8 sources x 5 (10 gives 8 x 3): a within-source correlation over 3 items
+is little more than a sign, and against a judge at the human level plus noise (the stub's ``--follow-humans``)
+the quick looks' group-level intervals over 8 x 3 were up to 1.10 wide ("too few items to say", docs/benchmarks.md).
+The embedded model keeps 10 (its looks do not fit their time at 30 training items)."""
+
+
 def fast_defaults(method: str, llm: LLMConfig) -> dict[str, Any]:
     """Defaults measured faster with the same result on this backend, where the method has the parameter.
 
@@ -58,9 +67,11 @@ def fast_defaults(method: str, llm: LLMConfig) -> dict[str, Any]:
     return out
 
 
-def quick_spec(spec: RunSpec, params: dict[str, Any] | None = None, *, train_size: int = QUICK_TRAIN) -> RunSpec:
+def quick_spec(spec: RunSpec, params: dict[str, Any] | None = None, *, train_size: int = QUICK_TRAIN,
+               test_size: int = QUICK_TEST) -> RunSpec:
     """``spec`` as a quick first look: the method's quick parameters (then ``params``) and a small split of
-    ``train_size`` training items (one of :data:`QUICK_TRAIN_SIZES`).
+    ``train_size`` training items (one of :data:`QUICK_TRAIN_SIZES`) and ``test_size`` test items (one of
+    :data:`QUICK_TEST_SIZES`).
 
     A method that takes its own count of training items (HypoEval's ``n_train``) is given ``train_size``, below
     ``params``. The pages' "Quick first look" buttons and the screenshot tool start this same spec.
@@ -68,7 +79,7 @@ def quick_spec(spec: RunSpec, params: dict[str, Any] | None = None, *, train_siz
     own = {"n_train": train_size} if "n_train" in METHODS[spec.method].default_params() else {}
     return RunSpec(method=spec.method, dataset=spec.dataset, aspect=spec.aspect,
                    params={**spec.params, **METHODS[spec.method].quick_params, **own, **(params or {})},
-                   train_size=train_size, test_size=QUICK_TEST, seed=spec.seed, llm=spec.llm)
+                   train_size=train_size, test_size=test_size, seed=spec.seed, llm=spec.llm)
 
 
 def ensure_dataset(store: Store, name: str) -> Dataset:

@@ -172,9 +172,10 @@ def changed(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in params.items() if k not in defaults or v != defaults[k]}
 
 
-def quick_note(method: str, smaller: dict[str, Any] | None = None, train_size: int = QUICK_TRAIN) -> str:
+def quick_note(method: str, smaller: dict[str, Any] | None = None, train_size: int = QUICK_TRAIN,
+               test_size: int = QUICK_TEST) -> str:
     """What a quick first look changes, in the parameters' own words (``smaller``: what the backend's speed
-    made smaller still, ``train_size``: its training items, see :func:`judge_engine.runs.quick_look`)."""
+    made smaller still, ``train_size`` and ``test_size``: its items, see :func:`judge_engine.runs.quick_look`)."""
     docs = {d.name: d for d in describe_parameters(METHODS[method])}
     chosen = {**METHODS[method].quick_params, **(smaller or {})}
     idle = METHODS[method].idle_parameters(chosen)
@@ -182,7 +183,7 @@ def quick_note(method: str, smaller: dict[str, Any] | None = None, train_size: i
     # "full run", not "paper": some defaults are ours where the paper gives none (HPSS's reply limits).
     parts = [f"{docs[k].label.lower()} {v} (full run {'all' if docs[k].default is None else docs[k].default})"
              for k, v in chosen.items() if k not in idle]
-    test = (f"{QUICK_TEST} test items (read by source, as SummEval: at least {MIN_TEST_ITEMS_PER_GROUP} from "
+    test = (f"{test_size} test items (read by source, as SummEval: at least {MIN_TEST_ITEMS_PER_GROUP} from "
             f"each of {MIN_TEST_GROUPS} sources)")
     return ", ".join([f"{train_size} training and {test}"] + parts)
 
@@ -351,7 +352,7 @@ def quick_start(method: str, spec: RunSpec, *, key: str,
         return None
     duration = look.estimate.duration
     minutes = duration.label or "time unknown"
-    note = quick_note(method, look.smaller, look.train_size)
+    note = quick_note(method, look.smaller, look.train_size, look.test_size)
     clicked = st.button(f"Quick first look ({minutes})", key=key,
                         help=messages.escape_markdown(f"Starts at once with {note}: {duration.describe()}. "
                                           "The same procedure as the paper's, smaller; the form below runs the "
