@@ -5,7 +5,7 @@
 Examples
 --------
 judge-workbench app --port 8501
-python -m judge_engine run --method geval --dataset summeval --aspect coherence --train 30 --test 20
+python -m judge_engine run --method geval --dataset summeval --aspect coherence --train 30 --test 40
 python -m judge_engine export 3 --out judge.json
 python -m judge_engine verdicts 3 --format csv --out run-3-verdicts.csv
 python -m judge_engine score judge.json new_items.jsonl --out scores.jsonl
