@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import structured
 from .llm.base import GenerationParams, LLMError, Request, RequestRejected
 from .prompting import fence, load_template
-from .rubric_checks import RubricCheck, RubricFlag
+
+if TYPE_CHECKING:  # the rules' package compiles its phrase lists when imported: a third of `score`'s start-up,
+    # where only TITLE is read (runs/rendering.py, the estimate printed first); combine() imports it when it runs
+    from .rubric_checks import RubricCheck
 
 RULE = "model_check"
 QUESTIONS = ("about_quality", "instructs_evaluator", "names_scale_or_raters", "hedges", "contradicts",
@@ -155,6 +158,8 @@ def check_with_model(llm: Any, check: RubricCheck, *, kind: str, aspect_name: st
 def combine(check: RubricCheck, verdict: ModelVerdict) -> RubricCheck:
     """A rule's verdict with the model's: refused when the model says it instructs the evaluator or refuses,
     flagged for its other doubts; a verdict with no answers adds nothing (its reason is recorded by the caller)."""
+    from .rubric_checks import RubricCheck, RubricFlag
+
     if not check.ok or not verdict.answered:
         return check
     said = f" ({verdict.reason})" if verdict.reason else ""

@@ -74,10 +74,10 @@ def before_first_estimate(store: Store, config: LLMConfig, llm: Any = None) -> b
     requests measured it: what ``run`` and ``score`` do before their estimate, since they load the model anyway.
     ``llm``: the command's own, when it has one (else one is made as a run makes its own). A model that cannot
     load is not timed; the command reports it, with what to do. Whether it was timed."""
-    from . import execute  # its make_llm, which a test's scripted backend replaces
-
     if not config.embedded or not embedded_rates(store, config).rough:
         return False
+    from . import execute  # its make_llm, which a test's scripted backend replaces; after the check, since it
+    # imports the whole run machinery, which a server's `score` never uses
     try:
         return time_embedded_model(llm or execute.make_llm(config))
     except Exception:  # noqa: BLE001 - see the docstring: the command reports a model that cannot load
