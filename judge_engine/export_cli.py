@@ -15,12 +15,16 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     text = export_judge(Store(args.db), args.run_id)
     if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+        try:
+            with open(args.out, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        except OSError as exc:
+            raise ValueError(f"cannot write {args.out}: {exc.strerror or exc}") from None
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         print(text)
     return 0
+
 
 def cmd_verdicts(args: argparse.Namespace) -> int:
     from .export import verdict_table, verdicts_text

@@ -158,6 +158,9 @@ def test_cli_names_a_bad_run_or_format_without_a_traceback(hostile_run, db, tmp_
     assert main(["verdicts", str(hostile_run[1]), "--db", str(db), "--out", str(tmp_path / "no" / "x.csv")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: cannot write") and "Traceback" not in err
+    assert main(["export", str(hostile_run[1]), "--db", str(db), "--out", str(tmp_path / "no" / "judge.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write") and "Traceback" not in err
     with pytest.raises(SystemExit):
         main(["verdicts", "1", "--format", "xlsx"])
 
