@@ -124,3 +124,17 @@ def test_a_stopped_run_stops_instead_of_marking_its_items_missing(store, tiny_da
                                        FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
     with pytest.raises(SendingStopped):
         judge.score(tiny_dataset.samples[6:8], llm=llm)
+
+
+@needs_peer
+def test_a_failing_server_stops_the_peer_instead_of_marking_its_items_missing(store, tiny_dataset):
+    from judge_engine.llm import RequestFailed
+
+    def judge_reply(prompt):
+        raise RequestFailed("the server at http://127.0.0.1:9/v1 timed out", kind="timeout", timed_out=True)
+
+    llm, _ = fake_llm(answering(judge_reply), store=store)
+    judge = get_method("memalign").fit(tiny_dataset.samples[:6], tiny_dataset.aspects[0],
+                                       FitContext(llm=llm, task=TaskInfo.of(tiny_dataset)))
+    with pytest.raises(RequestFailed, match="timed out"):
+        judge.score(tiny_dataset.samples[6:8], llm=llm)

@@ -250,8 +250,11 @@ def score(state: dict[str, Any], aspect: Aspect, task: TaskInfo, samples: Sequen
 
 
 def _raise_if_stopped(bridge: OpenAIBridge) -> None:
+    """A stopped run, or a backend that failed as a backend (not one item), stops the peer as it stops any run."""
     if bridge.stopped:
         raise SendingStopped("the run was stopped while MLflow's MemAlign was sending its requests")
+    if bridge.fatal is not None:
+        raise bridge.fatal
 
 
 def _verdict(sample: Sample, aspect: Aspect, scale: tuple[int, int], value: Any, error: Any,

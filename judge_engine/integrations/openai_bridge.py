@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
-from ..llm import LLM, Completion, GenerationParams, LLMError, RequestRejected, SendingStopped, cache_key
+from ..llm import LLM, BackendUnavailable, Completion, GenerationParams, LLMError, RequestRejected, SendingStopped, cache_key
 from ..structured import as_param
 from ..environment import environment
 
@@ -68,7 +68,10 @@ class OpenAIBridge:
     sends them (default: the backend's base URL and key). Counters: ``chat_requests`` (answered through the LLM
     path, cached or not), ``embedding_requests`` and ``embedding_tokens`` (sent to the server),
     ``local_embedding_requests``, ``failures``; ``fallback`` says why ``auto`` went local ("" while it forwards);
-    ``stopped``: a request met a stopped run (:class:`~judge_engine.llm.SendingStopped`).
+    ``stopped``: a request met a stopped run (:class:`~judge_engine.llm.SendingStopped`); ``fatal``: the first
+    failure that is the backend's, not one request's (:class:`~judge_engine.llm.BackendUnavailable`: the server
+    down, timing out or rate-limiting after the LLM path's retries), which the caller raises as every method's run
+    does, so a flapping server pauses the peer's run instead of finishing it with items missing.
     """
 
     def __init__(self, llm: LLM, *, embeddings: str = "auto", embeddings_url: str = "", api_key: str = ""):
@@ -93,6 +96,7 @@ class OpenAIBridge:
         self.chat_requests = self.embedding_requests = self.embedding_tokens = 0
         self.local_embedding_requests = self.failures = 0
         self.stopped = False
+        self.fatal: BackendUnavailable | None = None
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -152,6 +156,8 @@ class OpenAIBridge:
                 self.failures += 1
                 # the run was stopped: the peer reads the 400 as a failed item, its caller must stop instead
                 self.stopped = self.stopped or isinstance(exc, SendingStopped)
+                if self.fatal is None and isinstance(exc, BackendUnavailable):
+                    self.fatal = exc
             reason = exc.reason if isinstance(exc, RequestRejected) else str(exc)
             return 400, _error(reason)
         return 200, {"id": f"bridge-{self.chat_requests}", "object": "chat.completion", "created": int(time.time()),
