@@ -104,9 +104,20 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     found = []
     for other in compare.finished_runs(store, run.dataset, run.aspect):
         if (other.id != run.id and other.method in wanted and compare.split_key(other) == key
-                and _same_backend(other, run)):
+                and _same_backend(other, run) and _learned_alike(other, run)):
             found.append(other)
     return found
+
+
+def _learned_alike(other: RunRecord, run: RunRecord) -> bool:
+    """A baseline learns nothing, so the same test items are enough; a peer learns, so it is measured against
+    only where it learned from the same training items and the same human score as ``run`` (one on 100 items,
+    or on another annotator's labels, would make a difference of training data look like one of method)."""
+    if other.method not in PEER_METHODS:
+        return True
+    train = sorted(run.split.train_ids) if run.split else []
+    return (sorted(other.split.train_ids) if other.split else []) == train \
+        and other.human_aggregate == run.human_aggregate
 
 
 def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int, *,

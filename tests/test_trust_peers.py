@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from judge_engine import trust
+from judge_engine.records import Split
 from judge_engine.trust_baselines import compared_methods
 from tests.test_trust import HPSS_GOOD, _baseline, _human, _learned, _split, wide_dataset  # noqa: F401
 
@@ -42,6 +43,16 @@ def test_the_peer_is_measured_against_the_baselines_only(store, wide_dataset):  
     assert own.training is None
     assert trust.trust_report(store, base).baselines == ()
     assert other_peer not in [b.run_id for b in own.baselines]
+
+
+def test_a_peer_that_learned_from_other_items_is_not_a_baseline(store, wide_dataset):  # noqa: F811
+    store.save_dataset(wide_dataset)
+    split = _split(wide_dataset, 10)
+    fewer_training = Split(dataset=split.dataset, seed=1, train_ids=split.train_ids[:5], test_ids=split.test_ids)
+    same = _learned(store, wide_dataset, split, "memalign", {}, _human)
+    _learned(store, wide_dataset, fewer_training, "memalign", {}, _human)  # same test items, less to learn from
+    run_id = _learned(store, wide_dataset, split, "hpss", HPSS_GOOD, _human)
+    assert [b.run_id for b in trust.trust_report(store, run_id).baselines] == [same]
 
 
 @pytest.mark.parametrize("method, against", [("direct", ()), ("geval", ()), ("memalign", ("direct", "geval")),
