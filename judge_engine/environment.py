@@ -9,8 +9,14 @@ way.
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
+
+
+_ENVIRONMENT_LOCK = threading.RLock()
+"""The process has one environment: two blocks on two threads (two sessions of the app importing from MLflow)
+would each restore what the other set. One block at a time; a block may hold another on its own thread."""
 
 
 @contextmanager
@@ -20,15 +26,16 @@ def environment(values: Mapping[str, str] | None = None, *, defaults: Mapping[st
     name in ``restored`` (a variable the block itself may set), restored to what it was after (unset again when
     it was unset), also when the block raises."""
     values, defaults = values or {}, defaults or {}
-    saved = {key: os.environ.get(key) for key in (*values, *defaults, *restored)}
-    os.environ.update(values)
-    for key, value in defaults.items():
-        os.environ.setdefault(key, value)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with _ENVIRONMENT_LOCK:
+        saved = {key: os.environ.get(key) for key in (*values, *defaults, *restored)}
+        os.environ.update(values)
+        for key, value in defaults.items():
+            os.environ.setdefault(key, value)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value

@@ -35,3 +35,32 @@ def test_a_variable_the_block_sets_itself_is_put_back_when_named(monkeypatch):
         os.environ["JW_TEST_KEPT"] = "changed by the block"
         raise RuntimeError("the block failed")
     assert os.environ["JW_TEST_KEPT"] == "before" and "JW_TEST_CHANGED_INSIDE" not in os.environ
+
+
+def test_two_threads_do_not_restore_each_others_settings(monkeypatch):
+    import threading
+
+    monkeypatch.delenv("JW_TEST_SHARED", raising=False)
+    inside, release = threading.Event(), threading.Event()
+    seen = []
+
+    def first():
+        with environment({"JW_TEST_SHARED": "first"}):
+            inside.set()
+            release.wait(5)
+            seen.append(os.environ.get("JW_TEST_SHARED"))
+
+    def second():
+        inside.wait(5)
+        with environment({"JW_TEST_SHARED": "second"}):
+            seen.append(os.environ.get("JW_TEST_SHARED"))
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    inside.wait(5)
+    release.set()
+    for t in threads:
+        t.join(10)
+    assert seen == ["first", "second"], "the second block waits for the first; each sees its own value"
+    assert "JW_TEST_SHARED" not in os.environ
