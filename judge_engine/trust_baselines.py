@@ -10,7 +10,10 @@ items and backend as the judge:
   method does better than what it has. A peer itself is measured against the baselines, not against itself.
 
 Each comparison is a paired bootstrap on the items both runs scored (:func:`judge_engine.compare.paired_bootstrap`)
-at the level :func:`judge_engine.trust.comparison_level` chooses; :class:`BaselineDifference` holds it.
+at the level :func:`judge_engine.trust.comparison_level` chooses; :class:`BaselineDifference` holds it. A run is
+compared with two or three runs (direct, G-Eval, a peer), and any one significantly below gives a warning: the
+p-values are Holm-adjusted over the run's comparisons (:func:`judge_engine.metrics.holm_adjusted`), so a judge equal
+to all of them is warned no more often than one compared with a single baseline (``bench verdicts``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import evidence, runs
+from .metrics import holm_adjusted
 from .records import RunRecord
 from .store import Store
 
@@ -50,6 +54,7 @@ class BaselineDifference:
     """Level of the comparison (the natural one, or sample when it has too few units for a bootstrap)."""
     diff: float | None
     p: float | None
+    """Paired two-sided p-value, Holm-adjusted over the run's comparisons (``compared`` of them)."""
     n: int
     """Items both runs scored."""
     significantly_below: bool
@@ -58,6 +63,8 @@ class BaselineDifference:
     or ``nothing`` (too few sources: no p-value); "" when not recorded."""
     peer: bool = False
     """A peer (:data:`PEER_METHODS`, e.g. MLflow's MemAlign) rather than a baseline that learns nothing."""
+    compared: int = 1
+    """Comparisons the run's p-values were adjusted over (its baselines and peers with a p-value)."""
 
     @property
     def label(self) -> str:
@@ -120,14 +127,14 @@ def _learned_alike(other: RunRecord, run: RunRecord) -> bool:
         and other.human_aggregate == run.human_aggregate
 
 
-def baseline_difference(run_id: int, method: str, level: str, diff: float, p: float, n: int, *,
-                        resampled: str = "") -> BaselineDifference:
+def baseline_difference(run_id: int, method: str, level: str, diff: float | None, p: float | None, n: int, *,
+                        resampled: str = "", compared: int = 1) -> BaselineDifference:
     """A :class:`BaselineDifference` from a paired bootstrap's ``(diff, p)``: significant below when the
     two-sided ``p`` is under :data:`ALPHA` and the judge is the lower one."""
     diff, p = _finite(diff), _finite(p)
     return BaselineDifference(run_id=run_id, method=method, level=level, diff=diff, p=p, n=n,
                               significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0),
-                              resampled=resampled, peer=method in PEER_METHODS)
+                              resampled=resampled, peer=method in PEER_METHODS, compared=compared)
 
 
 def baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord],
@@ -145,4 +152,13 @@ def baseline_differences(store: Store, run: RunRecord, baselines: list[RunRecord
         claim = evidence.basis(level, n_items=len(aligned.ids), groups=groups)
         out.append(baseline_difference(b.id, b.method, level, diff, p, len(aligned.ids),
                                        resampled=claim.units if claim.claim else "nothing"))
-    return tuple(out)
+    return holm(out)
+
+
+def holm(differences: list[BaselineDifference]) -> tuple[BaselineDifference, ...]:
+    """``differences`` with their p-values Holm-adjusted over all of them, significance read from the adjusted
+    ones: any one of k comparisons below its level is k chances of a false warning, not one."""
+    adjusted = holm_adjusted([d.p for d in differences])
+    compared = sum(p is not None for p in adjusted)
+    return tuple(baseline_difference(d.run_id, d.method, d.level, d.diff, p, d.n, resampled=d.resampled,
+                                     compared=compared) for d, p in zip(differences, adjusted))

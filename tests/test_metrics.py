@@ -581,3 +581,10 @@ def test_an_expanded_p_is_significant_exactly_where_the_expanded_interval_exclud
     assert expanded_p(edge, units) == pytest.approx(0.05, rel=1e-9)
     assert expanded_p(0.9 * edge, units) < 0.05 < expanded_p(1.1 * edge, units)
     assert expanded_p(0.02, units) > 0.02 and expanded_p(1.0, units) == 1.0 and expanded_p(0.0, units) == 0.0
+
+
+def test_holm_adjusts_the_i_th_smallest_p_by_k_minus_i_and_keeps_the_order():
+    # sorted 0.01, 0.03, 0.04 times 3, 2, 1: 0.03, 0.06, 0.04, then the running maximum makes the last 0.06
+    assert metrics.holm_adjusted([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert metrics.holm_adjusted([0.5, None, 0.6]) == [pytest.approx(1.0), None, pytest.approx(1.0)]
+    assert metrics.holm_adjusted([]) == []

@@ -60,3 +60,19 @@ def test_a_peer_that_learned_from_other_items_is_not_a_baseline(store, wide_data
                          ids=["direct", "geval", "the-peer", "a-method"])
 def test_what_each_method_is_compared_against(method, against):
     assert compared_methods(method) == against
+
+
+def test_the_comparisons_p_values_are_holm_adjusted_over_the_run_s_baselines():
+    from judge_engine.trust_baselines import baseline_difference, holm
+
+    def below(*ps):
+        return [d.significantly_below for d in holm([baseline_difference(i, "direct", "sample", -0.1, p, 40)
+                                                     for i, p in enumerate(ps)])]
+
+    # each under 0.05 on its own, but two chances of a false warning: neither survives (adjusted 0.06, 0.06)
+    assert below(0.03, 0.04) == [False, False]
+    assert below(0.01, 0.04) == [True, True]  # adjusted 0.02 and 0.04
+    assert below(0.03) == [True], "one comparison is left as it is"
+    adjusted = holm([baseline_difference(0, "direct", "sample", -0.1, 0.02, 40),
+                     baseline_difference(1, "geval", "sample", -0.1, None, 40)])
+    assert [d.compared for d in adjusted] == [1, 1] and adjusted[1].p is None

@@ -41,6 +41,7 @@ def test_the_old_training_test_passed_a_noise_winner_far_too_often():
     ("warning: anti-correlated on the test items", True),
     ("warning: anti-correlated on its training items", False),
     ("warning: significantly below a baseline", False),
+    ("warning: significantly below one of 3 baselines", False),
     ("warning: no test correlation", False),
     ("trust: ok (baseline method", False),
 ])

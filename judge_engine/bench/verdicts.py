@@ -165,17 +165,26 @@ def _old_training_test(selection: Selection):
     return fires
 
 
-def _below_baseline(scenario: Scenario, rng: np.random.Generator) -> bool:
+def _below_baseline(scenario: Scenario, rng: np.random.Generator, baselines: int = 1) -> bool:
+    """Whether the verdict warns "significantly below baseline" with ``baselines`` runs to compare with, each
+    scored by the world's baseline judge on its own (direct, G-Eval and a peer on the pages)."""
     from .. import compare, trust
+    from ..trust_baselines import holm
 
     test, sample, human, pred, groups = _test(scenario, rng, N_BOOTSTRAP)
-    base = judge_scores("equal_to_baseline", human, rng)
     level = trust.comparison_level(test)
-    diff, p = compare.paired_bootstrap(human, pred, base, level=level, groups=list(groups), statistic=trust.STATISTIC,
-                                       seed=int(rng.integers(2 ** 31)))
-    b = trust.baseline_difference(0, "direct", level, diff, p, scenario.n_items)
-    return any("significantly below baseline" in r for r in trust.verdict(None, test, sample, (b,),
+    found = []
+    for k in range(baselines):
+        base = judge_scores("equal_to_baseline", human, rng)
+        diff, p = compare.paired_bootstrap(human, pred, base, level=level, groups=list(groups),
+                                           statistic=trust.STATISTIC, seed=int(rng.integers(2 ** 31)))
+        found.append(trust.baseline_difference(k, "direct", level, diff, p, scenario.n_items))
+    return any("significantly below baseline" in r for r in trust.verdict(None, test, sample, holm(found),
                                                                            scenario.n_items, 0)[1])
+
+
+def _below_one_of_three(scenario: Scenario, rng: np.random.Generator) -> bool:
+    return _below_baseline(scenario, rng, baselines=3)
 
 
 def trust_claims() -> list[Claim]:
@@ -194,6 +203,8 @@ def trust_claims() -> list[Claim]:
               null=("noise",), planted=("anti_correlated",), grouped=(False,)),
         Claim("warning: significantly below a baseline", False, _below_baseline, null=("equal_to_baseline",),
               planted=("worse_than_baseline",)),
+        Claim("warning: significantly below one of 3 baselines (Holm-adjusted)", False, _below_one_of_three,
+              null=("equal_to_baseline",), planted=("worse_than_baseline",)),
         Claim("warning: no test correlation (scores do not vary)", False, _says("warning", "no test pearson"),
               null=("noise", "near_constant"), planted=("constant",)),
         Claim("too few items to say", False, _says("too few items to say"), null=(),

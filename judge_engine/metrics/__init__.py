@@ -63,7 +63,7 @@ from ._kendall import KENDALL_PAIRS_UP_TO, _rowwise_kendall_b  # noqa: F401
 from ._levels import (GROUP_TABLE_MEMO, _check_level, _compute_group_table, _group_table,  # noqa: F401
                       _group_tables, _group_tables_lock, _level_point, _prepare, _system_means,
                       level_correlations, meta_evaluate)
-from ._paired import PairedDifference, paired_mean_difference
+from ._paired import PairedDifference, holm_adjusted, paired_mean_difference
 from ._probes import rate_interval, slice_difference_tests, spread_ratio
 from ._records import COEFFICIENTS, LEVELS, Correlation, LevelInfo, MetaEvalReport
 from ._repeat import retest_agreement, sample_correlation
@@ -83,6 +83,7 @@ __all__ = [
     "correlations",
     "coverage_adjusted",
     "correlation_p_value",
+    "holm_adjusted",
     "items_for_significance",
     "selection_fitness",
     "level_correlations",

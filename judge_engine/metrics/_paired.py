@@ -119,3 +119,17 @@ def paired_mean_difference(new: Sequence[float], base: Sequence[float], *, group
     low, high = np.percentile(replicates, [tail, 100 - tail])
     resampled = "groups" if n_groups_used < n else "items"
     return PairedDifference(float(d.mean()), float(low), float(high), n, n_groups, resampled, note)
+
+
+def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of ``p_values`` (None kept as None): the i-th smallest of k is multiplied by
+    k - i and the running maximum taken, so that rejecting where the adjusted p is under alpha keeps the chance of
+    any false rejection among the k at alpha, whatever their dependence (S. Holm, "A simple sequentially rejective
+    multiple test procedure", Scandinavian Journal of Statistics 6(2), 1979)."""
+    known = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(known):
+        running = max(running, min(1.0, (len(known) - rank) * p))
+        out[i] = running
+    return out

@@ -108,7 +108,8 @@ TRUST_COLUMNS = {
              "correlations (negative = below the baseline).",
     "interval / p": "95% bootstrap interval of the figure, or a p-value: the chance of a figure at least this "
                     "far from zero (or from the baseline) if there were no real effect; small (< 0.05) = "
-                    "unlikely to be chance.",
+                    "unlikely to be chance. A baseline's p is adjusted for the number of baselines compared "
+                    "(Holm), since any one of them below would warn.",
     "rests on": "The items (and groups: inputs with several outputs) the figure is computed on.",
 }
 
