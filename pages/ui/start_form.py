@@ -316,7 +316,7 @@ def peer_checkbox(prefix: str) -> tuple[str, ...]:
     from judge_engine.integrations.memalign_peer import peer_missing
 
     missing = peer_missing()
-    chosen = st.checkbox("Also run MLflow's own alignment (MemAlign) as a peer", value=False, key=f"{prefix}_peer",
+    chosen = st.checkbox("Also run MLflow's MemAlign as a peer", value=False, key=f"{prefix}_peer",
                          disabled=bool(missing),
                          help="MLflow's default judge alignment, run on exactly this run's split and backend, its "
                               "calls and cost counted like the method's: the trust report and Compare measure the "
