@@ -21,6 +21,7 @@ from judge_engine.store import NotFound
 from pages.ui import (app_frame, auth, messages, once, probes, readers, session, start_form, stress, tables,
                       trust)
 from pages.ui import glossary
+from pages.ui.item_view import show_item_texts
 
 
 # where each learned judge is edited by a person (a comment, not a docstring: Streamlit's magic would draw a bare
@@ -244,13 +245,7 @@ def _explanation(db: str, run_id: int, run_version: int, item: str) -> compare.I
 if item:
     sample = dataset.by_id()[item]
     with st.container(border=True):
-        st.markdown(f"**{messages.escape_markdown(dataset.input_label)}**")
-        st.text(sample.input[:4000])
-        if sample.context:
-            st.markdown(f"**{messages.escape_markdown(dataset.context_label)}**")
-            st.text(sample.context[:2000])
-        st.markdown(f"**{messages.escape_markdown(dataset.output_label)}**")
-        st.text(sample.output[:4000])
+        show_item_texts(dataset, sample)
         st.metric("Human score", f"{sample.human.get(aspect, float('nan')):.2f}", help=glossary.HELP["Human score"])
         for r in chosen:
             v = aligned.verdicts[r.id].get(item)

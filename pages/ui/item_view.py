@@ -10,11 +10,15 @@ from pages.ui import messages
 
 
 def show_item_texts(dataset: Dataset, sample: Sample) -> None:
-    """The item's input, context and output, labelled; the caller frames them (a bordered container)."""
-    st.markdown(f"**{messages.escape_markdown(dataset.input_label)}**")
-    st.text(sample.input[:4000])
+    """The item's input, context and output, labelled; the caller frames them (a bordered container). A text cut
+    to fit says so, so nobody labels an item believing they saw all of it."""
+    _labelled(dataset.input_label, sample.input, 4000)
     if sample.context:
-        st.markdown(f"**{messages.escape_markdown(dataset.context_label)}**")
-        st.text(sample.context[:2000])
-    st.markdown(f"**{messages.escape_markdown(dataset.output_label)}**")
-    st.text(sample.output[:4000])
+        _labelled(dataset.context_label, sample.context, 2000)
+    _labelled(dataset.output_label, sample.output, 4000)
+
+
+def _labelled(label: str, text: str, limit: int) -> None:
+    cut = f" (the first {limit:,} of {len(text):,} characters)" if len(text) > limit else ""
+    st.markdown(f"**{messages.escape_markdown(label)}**{cut}")
+    st.text(text[:limit])
