@@ -265,3 +265,10 @@ def test_logprobs_degrade_cleanly_when_the_server_refuses_them(stub_url, tmp_pat
     _Stub.requests.clear()
     llm.complete(QUESTION, GenerationParams(top_logprobs=5, max_tokens=3))
     assert len(_Stub.requests) == 1 and "logprobs" not in _Stub.requests[0]
+
+
+def test_a_request_field_the_backend_does_not_send_is_refused_not_dropped():
+    from judge_engine.llm.openai_backend import _post_chat
+
+    with pytest.raises(ValueError, match="top_p"):
+        _post_chat(object(), {"model": "m", "messages": [], "top_p": 0.5}, object)

@@ -293,6 +293,9 @@ def _post_chat(client: Any, kwargs: dict[str, Any], response_class: type) -> Any
     this way (600 calls one at a time to the bench stub, 2026-12-08, load 31): at hundreds of requests in flight the
     client's CPU is what limits a scoring job (issue 64 item 5). The fields are plain JSON, which that walk leaves
     as they are, so the body is the same."""
+    unknown = set(kwargs) - {*CHAT_FIELDS, "extra_body"}
+    if unknown:  # a field added to the request but not here would be dropped without a word
+        raise ValueError(f"chat request fields not in CHAT_FIELDS: {', '.join(sorted(unknown))}")
     body = {name: kwargs[name] for name in CHAT_FIELDS if name in kwargs}
     options: dict[str, Any] = {"security": {"bearer_auth": True}}  # the key, as create sends it
     if "extra_body" in kwargs:
