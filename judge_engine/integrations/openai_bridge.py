@@ -5,7 +5,7 @@ guideline distillation through DSPy and litellm) is pointed at this bridge inste
 request is answered by the workbench :class:`~judge_engine.llm.LLM` of the run: the same backend, cache,
 cost ledger, retries, concurrency and rate governor as every method's calls, so the peer's calls are counted
 and priced like theirs and a second run costs nothing. The LLM path has no embeddings: an embeddings request is
-sent on to the backend server's own ``/embeddings`` (``forward``; counted in the run's ledger, not cached),
+sent on to the backend server's own ``/embeddings`` (``forward``; counted in the run's ledger and kept in the call cache per text),
 or answered here by a lexical embedding (``local``: hashed word and word-pair counts, no call), or forwarded
 until the server refuses and then answered here (``auto``).
 
