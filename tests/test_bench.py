@@ -39,8 +39,8 @@ def test_interleaving_alternates_the_order_and_ratios_are_paired():
 def test_replay_makes_no_call(tmp_path, shared_data):
     doc = bench(tmp_path, "replay", "--test-size", "2", "--repeats", "1")
     (row,) = doc["rows"]
-    # --test-size 2 spreads over 8 Topical-Chat contexts, 3 responses from each (data/splits.py)
-    assert 2 <= row["first_calls"] <= 24 and row["replay_calls"] == 0
+    # --test-size 2 takes one whole Topical-Chat context (6 responses): a test group is never cut
+    assert 2 <= row["first_calls"] <= 6 and row["replay_calls"] == 0
     assert row["replay_cache_hits"] == row["first_calls"]
     assert row["same_scores"] is True
     assert doc["summary"]["replay_calls_max"] == 0
@@ -142,9 +142,9 @@ def test_alignment_runs_each_method_on_the_same_items(tmp_path, shared_data):
     kept, row = doc["rows"]
     assert kept == earlier and row["llm"].startswith("llamacpp") and row["test_size"] == 2
     assert "error" not in row, row
-    # --test-size 2 spreads over 8 Topical-Chat contexts, 3 responses from each (data/splits.py)
-    assert row["n"] == 24 and row["calls"] + row["cache_hits"] >= 24 and row["level"] in ("sample", "group", "system")
-    assert 0 <= row["distinct_scores"] <= 24 and "n_groups" in row and "sample_spearman" in row
+    # --test-size 2 takes one whole Topical-Chat context (6 responses): a test group is never cut
+    assert row["n"] == 6 and row["calls"] + row["cache_hits"] >= 6 and row["level"] in ("sample", "group", "system")
+    assert 0 <= row["distinct_scores"] <= 6 and "n_groups" in row and "sample_spearman" in row
     assert doc["summary"] == {"runs": 2, "failed": 0}
 
 

@@ -298,7 +298,9 @@ def test_run_through_execute_run_and_a_repeat_costs_nothing(store):
                    params={"aggregator": "dt", "max_layers": 2, "pi_repeats": 2})
     first = create_run(store, spec)
     summary = execute_run(store, first, llm=_llm(store)[0])
-    assert summary.n == 6 and summary.parse_failures == 0 and summary.ledger.calls > 0
+    # every test item of the split is scored (it spreads over sources, so it may hold more than the 6 asked)
+    assert summary.n == len(store.get_run(first)["split"]["test_ids"]) >= 6
+    assert summary.parse_failures == 0 and summary.ledger.calls > 0
     kinds = [e["kind"] for e in store.events(first)]
     assert kinds[:2] == ["tree_started", "layer_scored"] and "aggregator_fitted" in kinds and "fitted" in kinds
     again = execute_run(store, create_run(store, spec), llm=_llm(store)[0])

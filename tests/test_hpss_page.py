@@ -198,9 +198,9 @@ def test_the_quick_first_look_starts_a_small_search_with_its_base_prompt(sfhot_d
     assert not search["params"].get("fixed_strategy")
     expected = data.make_split(data.load_benchmark("sfhot"), train_size=12, test_size=10, seed=0)
     assert len(search["split"]["train_ids"]) == 12, "12 training items: the search's validation set"
-    # 10 test items asked; the split keeps an input's outputs together (SF-HOT is read at the sample level), so
-    # whole groups may add one or two
-    assert search["split"]["test_ids"] == list(expected.test_ids) and 10 <= len(expected.test_ids) <= 12
+    # 10 test items asked; the split spreads them over at least 8 sources, a few from each (data/splits.py), so
+    # it may hold more
+    assert search["split"]["test_ids"] == list(expected.test_ids) and len(expected.test_ids) >= 10
     assert base["split"] == search["split"]
     assert base["params"]["validation_size"] == search["params"]["validation_size"], "the search's own settings"
     assert at.session_state["hpss_run_id"] == search["id"]
@@ -220,7 +220,8 @@ def test_the_base_prompt_comparison_runs_on_exactly_the_searchs_split_and_is_reu
     assert not at.exception, [e.value for e in at.exception]
     store = Store(sfhot_db)
     search, base, direct = (store.get_run(i) for i in recorded)
-    assert search["split"]["seed"] == 3 and len(search["split"]["test_ids"]) == 6
+    expected = data.make_split(data.load_benchmark("sfhot"), train_size=10, test_size=6, seed=3)
+    assert search["split"]["seed"] == 3 and search["split"]["test_ids"] == list(expected.test_ids)
     assert base["split"] == search["split"] and direct["split"] == search["split"]
     assert (base["method"], direct["method"]) == ("hpss", "direct")
     assert base["params"]["fixed_strategy"] == "5_Human_Prefix_NoAutoCoT_NoMetrics_NoExample_NoReference_TEI"

@@ -40,8 +40,9 @@ def make_split(dataset: Dataset, *, train_size: int = 30, test_size: int | None 
     figure to have an interval, with enough items in each for its correlation to be defined):
 
     1. The groups are shuffled with ``random.Random(seed)``.
-    2. Test. With ``test_size`` (an interval is over groups at every level where items share a
-       source, :mod:`judge_engine.evidence`), test takes groups in that shuffled order until it holds
+    2. Test. With ``test_size`` on a dataset whose natural level is the group or the system
+       (its interval is over groups; at the sample level test keeps whole groups, as below
+       when it cannot spread), test takes groups in that shuffled order until it holds
        at least ``test_size`` items, from each group a seeded random
        ``per_group = max(MIN_TEST_ITEMS_PER_GROUP, ceil(test_size / MIN_TEST_GROUPS))``
        of its items (all of a smaller group), and at least :data:`MIN_TEST_GROUPS` groups
@@ -85,11 +86,9 @@ def make_split(dataset: Dataset, *, train_size: int = 30, test_size: int | None 
         # train keeps at least half of the groups (or one per item), so a small dataset's train stays spread too
         spare = len(order) - min(train_size, len(order) // 2)
         # the widest spread that leaves train its items, then whole groups (0): with fewer groups than an interval
-        # needs, spreading buys no verdict and costs train its groups, so test keeps whole groups as it always did.
-        # At the sample level too: items of one source are not independent, so the items' interval resamples whole
-        # groups (judge_engine.evidence) and needs as many (a quick look's 12 Topical-Chat items in 2 dialogue
-        # contexts had no interval: "too few items to say" for every judge)
-        widest = min(MIN_TEST_GROUPS, spare)
+        # needs, spreading buys no verdict and costs train its groups, so test keeps whole groups as it always did
+        # a sample-level figure's interval is over items, so there test keeps whole groups as before
+        widest = min(MIN_TEST_GROUPS, spare) if dataset.natural_level != "sample" else 0
         spreads = [*range(widest, INTERVAL_GROUPS - 1, -1), 0]
         for spread in spreads:
             test_groups, test_idx, per_group = _test_part(order, groups, test_size, spread, seed)
