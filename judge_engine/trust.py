@@ -51,10 +51,9 @@ from .methods.hypoeval import HypoEvalState
 from .records import Dataset, RunRecord, jsonable
 from .store import Store
 from .trust_baselines import (ALPHA, BASELINE_METHODS, PEER_METHODS, BaselineDifference,  # noqa: F401
-                              baseline_difference, baseline_differences, baseline_runs)
+                              STATISTIC, baseline_difference, baseline_differences, baseline_runs,
+                              finite_or_none)
 
-STATISTIC = "pearson"
-"""The coefficient of the test figures and of the paired differences."""
 
 TRAINING_ALPHA = 0.05
 """A judge whose training correlation is not significantly above zero at this level, for the number of items it
@@ -164,14 +163,6 @@ class TrustReport:
         return jsonable(out)
 
 
-def _finite(x: Any) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
-
 # --------------------------------------------------------------------------- training figure per method
 
 
@@ -190,7 +181,7 @@ def training_figure(method: str, state: dict[str, Any], target: str) -> Training
 def _training_figure(method: str, state: dict[str, Any], target: str) -> TrainingFigure | None:
     if method == "hypoeval":
         hypo = HypoEvalState.from_dict(state)
-        parts = tuple((h.text or h.key or "", _finite(h.train_pearson)) for h in hypo.selected)
+        parts = tuple((h.text or h.key or "", finite_or_none(h.train_pearson)) for h in hypo.selected)
         scored = [h.train_parsed or 0 for h in hypo.selected]
         # the final bank is what the selection ranked; hypotheses dropped from it by earlier refreshes were
         # ranked on the same items too but are not stored, so K is a lower bound there
@@ -206,7 +197,7 @@ def _training_figure(method: str, state: dict[str, Any], target: str) -> Trainin
         if sel is None:
             return TrainingFigure(None, "the chosen strategy's validation figures were not recorded", 0, 0)
         k, how = _tried(1 if hpss.accepted_by_person else len(state.get("explored") or ()), "strategies evaluated")
-        return TrainingFigure(value=_finite(sel.correlation),
+        return TrainingFigure(value=finite_or_none(sel.correlation),
                               measure="Spearman of the chosen strategy on the validation items",
                               n_items=sel.n, n_scored=sel.n_scored, candidates=k,
                               selection="fixed by a person" if hpss.accepted_by_person else how)
@@ -278,7 +269,7 @@ def _top_mean_null(n: int, k: int, top: int, draws: int, seed: int) -> np.ndarra
 def level_figure(level: str, rep: dict[str, Any]) -> TestFigure:
     """The :class:`TestFigure` of one level of a stored summary (``MetaEvalReport.to_dict()``)."""
     ci = rep.get(f"{STATISTIC}_ci") or [None, None]
-    return TestFigure(level=level, value=_finite(rep.get(STATISTIC)), ci=(_finite(ci[0]), _finite(ci[1])),
+    return TestFigure(level=level, value=finite_or_none(rep.get(STATISTIC)), ci=(finite_or_none(ci[0]), finite_or_none(ci[1])),
                       ci_note=str(rep.get("ci_note") or ""), n=int(rep.get("n") or 0),
                       n_groups=int(rep.get("n_groups") or 0), n_systems=int(rep.get("n_systems") or 0),
                       resampled=str(rep.get("resampled") or ""))
@@ -420,7 +411,7 @@ def distinct_figure(keys: Sequence[str], human: Sequence[float], judge: Sequence
     h, j = np.asarray(human, dtype=float)[keep], np.asarray(judge, dtype=float)[keep]
     ok = np.isfinite(h) & np.isfinite(j)
     value = metrics.correlation(h[ok], j[ok], STATISTIC) if ok.sum() >= 3 else math.nan
-    return TestFigure("sample", _finite(value), (None, None), "distinct items (exact duplicates counted once)",
+    return TestFigure("sample", finite_or_none(value), (None, None), "distinct items (exact duplicates counted once)",
                       int(ok.sum()), 0, 0)
 
 

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import evidence, runs
+from .llm import LLMConfig
 from .metrics import holm_adjusted
 from .records import RunRecord
 from .store import Store
 
 STATISTIC = "pearson"
-"""The coefficient of the paired differences (the test figures' own)."""
+"""The coefficient of the test figures and of the paired differences (one for both: trust reads it here)."""
 
 BASELINE_METHODS = runs.BASELINES
 """The baselines a learned judge must beat: the methods a run brings on its own split (they learn nothing
@@ -72,17 +73,13 @@ class BaselineDifference:
                                                   if self.peer and self.method in PEER_TITLES else "")
 
 
-def _finite(x: Any) -> float | None:
+def finite_or_none(x: Any) -> float | None:
+    """``x`` as a float, or None where it is missing, not a number or not finite (never NaN in a report)."""
     try:
         x = float(x)
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) else None
-
-
-def _same_backend(a: RunRecord, b: RunRecord) -> bool:
-    keys = ("backend", "model", "base_url")
-    return all(a.llm.get(k, "") == b.llm.get(k, "") for k in keys)
 
 
 def compared_methods(method: str) -> tuple[str, ...]:
@@ -111,7 +108,8 @@ def baseline_runs(store: Store, run: RunRecord) -> list[RunRecord]:
     found = []
     for other in compare.finished_runs(store, run.dataset, run.aspect):
         if (other.id != run.id and other.method in wanted and compare.split_key(other) == key
-                and _same_backend(other, run) and _learned_alike(other, run)):
+                and runs.same_backend(LLMConfig.from_dict(other.llm), LLMConfig.from_dict(run.llm))
+                and _learned_alike(other, run)):
             found.append(other)
     return found
 
@@ -131,7 +129,7 @@ def baseline_difference(run_id: int, method: str, level: str, diff: float | None
                         resampled: str = "", compared: int = 1) -> BaselineDifference:
     """A :class:`BaselineDifference` from a paired bootstrap's ``(diff, p)``: significant below when the
     two-sided ``p`` is under :data:`ALPHA` and the judge is the lower one."""
-    diff, p = _finite(diff), _finite(p)
+    diff, p = finite_or_none(diff), finite_or_none(p)
     return BaselineDifference(run_id=run_id, method=method, level=level, diff=diff, p=p, n=n,
                               significantly_below=bool(p is not None and diff is not None and p < ALPHA and diff < 0),
                               resampled=resampled, peer=method in PEER_METHODS, compared=compared)
