@@ -168,3 +168,22 @@ def mlflow_tracking(tmp_path_factory):
     from tests.mlflow_store import make_tracking_store
 
     return make_tracking_store(tmp_path_factory.mktemp("mlflow"))
+
+
+@pytest.fixture
+def exported_judge_dir(tmp_path, db, tiny_dataset) -> Path:
+    """A folder with a fitted ``judge.json`` (direct, on a scripted backend), for the tests that hand a judge file
+    to another tool (inspect_ai, DeepEval, promptfoo)."""
+    from judge_engine import export
+    from judge_engine.runs import RunSpec, create_run, execute_run
+    from tests.scripted import fake_llm, schema_responder
+
+    from judge_engine.store import Store
+
+    store = Store(db)
+    store.save_dataset(tiny_dataset)
+    llm, _ = fake_llm(schema_responder("[[4]]", lambda messages: 4.0), store=store)
+    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6))
+    execute_run(store, run_id, llm=llm)
+    (tmp_path / "judge.json").write_text(export.export_judge(store, run_id))
+    return tmp_path

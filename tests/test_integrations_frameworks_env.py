@@ -19,9 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from judge_engine import export
-from judge_engine.runs import RunSpec, create_run, execute_run
-from tests.scripted import fake_llm, schema_responder
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(os.environ.get("JUDGE_WORKBENCH_FRAMEWORKS_VENV", ROOT / ".venv-frameworks"))
@@ -40,17 +37,9 @@ def frameworks_python() -> Path:
 
 
 @pytest.fixture
-def judge_dir(tmp_path, db, tiny_dataset):
-    """A folder with a fitted ``judge.json`` (direct, on a scripted backend) and the database it was fitted in."""
-    from judge_engine.store import Store
-
-    store = Store(db)
-    store.save_dataset(tiny_dataset)
-    llm, _ = fake_llm(schema_responder("[[4]]", lambda messages: 4.0), store=store)
-    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6))
-    execute_run(store, run_id, llm=llm)
-    (tmp_path / "judge.json").write_text(export.export_judge(store, run_id))
-    return tmp_path
+def judge_dir(exported_judge_dir):
+    """A folder with a fitted ``judge.json`` and the database it was fitted in."""
+    return exported_judge_dir
 
 
 def run_check(check: str, folder: Path) -> dict:

@@ -20,9 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from judge_engine import export
-from judge_engine.runs import RunSpec, create_run, execute_run
-from tests.scripted import fake_llm, schema_responder
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "promptfoo"
@@ -64,18 +61,10 @@ def promptfoo() -> Path:
 
 
 @pytest.fixture
-def folder(tmp_path, db, tiny_dataset):
-    from judge_engine.store import Store
-
-    store = Store(db)
-    store.save_dataset(tiny_dataset)
-    llm, _ = fake_llm(schema_responder("[[4]]", lambda messages: 4.0), store=store)
-    run_id = create_run(store, RunSpec(method="direct", dataset="tiny", aspect="quality", train_size=3, test_size=6))
-    execute_run(store, run_id, llm=llm)
-    (tmp_path / "judge.json").write_text(export.export_judge(store, run_id))
-    (tmp_path / "promptfooconfig.yaml").write_text(CONFIG)
-    (tmp_path / "judge_assert.py").write_text(ASSERTION)
-    return tmp_path
+def folder(exported_judge_dir):
+    (exported_judge_dir / "promptfooconfig.yaml").write_text(CONFIG)
+    (exported_judge_dir / "judge_assert.py").write_text(ASSERTION)
+    return exported_judge_dir
 
 
 def test_promptfoo_eval_runs_the_judge_assertion(folder):
